@@ -1,0 +1,84 @@
+/* attr.c - the store's attributes: a sorted table of names built at open,
+ * values read zero-copy from the map and checked at every lookup. */
+#include "store.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+int ss_attr_load(ss_store *s) {
+    MDB_cursor *cur;
+    int rc = mdb_cursor_open(s->txn, s->dbi, &cur);
+    if (rc) return ss__lmdb_fail(rc, s->path);
+    ss_key key;
+    ss_key_named(&key, SS_KEY_ATTR, NULL);
+    MDB_val k = ss_key_val(&key), v;
+    uint64_t cap = 0;
+    for (rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE); rc == 0;
+         rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+        const unsigned char *kb = k.mv_data;
+        if (k.mv_size < 2 || kb[0] != SS_KEY_ATTR) break;
+        if (s->nattrs == cap) {
+            cap = cap ? 2 * cap : 16;
+            ss_attr_slot *grown = realloc(s->attrs, cap * sizeof *grown);
+            if (!grown) {
+                rc = ENOMEM;
+                break;
+            }
+            s->attrs = grown;
+        }
+        ss_attr_slot *a = &s->attrs[s->nattrs];
+        if (!(a->name = strndup((const char *)kb + 1, k.mv_size - 1))) {
+            rc = ENOMEM;
+            break;
+        }
+        a->value = v.mv_data;
+        a->value_size = v.mv_size;
+        s->nattrs++;
+    }
+    mdb_cursor_close(cur);
+    if (rc == ENOMEM) return ss__fail(SS_ENOMEM, "%s: out of memory", s->path);
+    return 0;
+}
+
+void ss_attr_unload(ss_store *s) {
+    for (uint64_t i = 0; i < s->nattrs; i++) free(s->attrs[i].name);
+    free(s->attrs);
+}
+
+static int ss_attr_decode(const ss_store *s, const ss_attr_slot *a, ss_attr *out) {
+    MDB_val v = {a->value_size, (void *)a->value};
+    const unsigned char *p;
+    uint64_t len;
+    if (ss_block_open(&v, 1, "attribute", &p, &len) || len < SS_ATTR_PREFIX)
+        return ss__fail(SS_ECORRUPT, "%s: attribute '%s': checksum mismatch", s->path, a->name);
+    out->name = a->name;
+    out->type = ss_le32(p);
+    out->data = p + SS_ATTR_PREFIX;
+    out->size = len - SS_ATTR_PREFIX;
+    return 0;
+}
+
+int ss_attr_get(const ss_store *s, const char *name, ss_attr *out) {
+    if (!s || !name || !out) return ss__fail(SS_EINVAL, "ss_attr_get: NULL argument");
+    uint64_t lo = 0, hi = s->nattrs;
+    while (lo < hi) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        int c = strcmp(s->attrs[mid].name, name);
+        if (c == 0) return ss_attr_decode(s, &s->attrs[mid], out);
+        if (c < 0) lo = mid + 1;
+        else hi = mid;
+    }
+    return ss__fail(SS_ENOTFOUND, "%s: no attribute '%s'", s->path, name);
+}
+
+uint64_t ss_attr_count(const ss_store *s) {
+    return s ? s->nattrs : 0;
+}
+
+int ss_attr_at(const ss_store *s, uint64_t k, ss_attr *out) {
+    if (!s || !out) return ss__fail(SS_EINVAL, "ss_attr_at: NULL argument");
+    if (k >= s->nattrs)
+        return ss__fail(SS_ERANGE, "%s: attribute %llu of %llu", s->path, (unsigned long long)k,
+                        (unsigned long long)s->nattrs);
+    return ss_attr_decode(s, &s->attrs[k], out);
+}

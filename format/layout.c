@@ -1,0 +1,174 @@
+/* layout.c - encoding and checking of blocks, keys and the header. */
+#include "layout.h"
+
+#include <xxhash.h>
+
+uint64_t ss_block_value_size(uint64_t payload) {
+    uint64_t need = payload + SS_BLOCK_HDR + SS_LMDB_OVERFLOW_HDR;
+    uint64_t pages = (need + SS_PAGE - 1) / SS_PAGE;
+    if (pages == 0) pages = 1;
+    return pages * SS_PAGE - SS_LMDB_OVERFLOW_HDR;
+}
+
+void ss_block_seal(void *value, uint64_t value_size, uint64_t payload_len) {
+    unsigned char *v = value;
+    memset(v + SS_BLOCK_HDR + payload_len, 0, value_size - SS_BLOCK_HDR - payload_len);
+    ss_put_le64(v, XXH3_64bits(v + SS_BLOCK_HDR, payload_len));
+    ss_put_le64(v + 8, payload_len);
+}
+
+int ss_block_open(const MDB_val *v, int check_sum, const char *what, const unsigned char **payload,
+                  uint64_t *len) {
+    const unsigned char *b = v->mv_data;
+    if (v->mv_size < SS_BLOCK_HDR)
+        return ss__fail(SS_ECORRUPT, "%s: block of %zu bytes is shorter than its header", what,
+                        v->mv_size);
+    uint64_t n = ss_le64(b + 8);
+    if (n > v->mv_size - SS_BLOCK_HDR)
+        return ss__fail(SS_ECORRUPT, "%s: block says %llu payload bytes but holds %zu", what,
+                        (unsigned long long)n, v->mv_size - SS_BLOCK_HDR);
+    if (check_sum && XXH3_64bits(b + SS_BLOCK_HDR, n) != ss_le64(b))
+        return ss__fail(SS_ECORRUPT, "%s: checksum mismatch", what);
+    *payload = b + SS_BLOCK_HDR;
+    *len = n;
+    return 0;
+}
+
+void ss_key_numbered(ss_key *k, char tag, uint32_t field, uint64_t number) {
+    k->bytes[0] = (unsigned char)tag;
+    k->bytes[1] = (unsigned char)field;
+    for (int i = 0; i < 8; i++) k->bytes[2 + i] = (unsigned char)(number >> (8 * (7 - i)));
+    k->size = 10;
+}
+
+void ss_key_named(ss_key *k, char tag, const char *name) {
+    size_t n = name ? strlen(name) : 0;
+    if (n > SS_MAX_ATTR_NAME) n = SS_MAX_ATTR_NAME;
+    k->bytes[0] = (unsigned char)tag;
+    if (n) memcpy(k->bytes + 1, name, n);
+    k->size = 1 + n;
+}
+
+uint64_t ss_header_payload_size(uint32_t nfields) {
+    return SS_HEADER_FIXED + (uint64_t)nfields * SS_FIELD_RECORD;
+}
+
+void ss_header_encode(const ss_header *h, unsigned char *p) {
+    memset(p, 0, ss_header_payload_size(h->nfields));
+    memcpy(p, SS_MAGIC, 8);
+    ss_put_le32(p + 8, h->format_version);
+    ss_put_le32(p + 12, h->incompat_flags);
+    ss_put_le32(p + 16, h->compat_flags);
+    ss_put_le32(p + 20, h->nfields);
+    ss_put_le64(p + 24, h->count);
+    ss_put_le32(p + 32, h->chunk_pages);
+    ss_put_le64(p + 40, h->segment_entries);
+    for (uint32_t i = 0; i < h->nfields; i++) {
+        const ss_field_state *f = &h->fields[i];
+        unsigned char *r = p + SS_HEADER_FIXED + (uint64_t)i * SS_FIELD_RECORD;
+        memcpy(r, f->name, strlen(f->name));
+        r[48] = (unsigned char)f->def.dtype;
+        r[49] = (unsigned char)f->def.sequence;
+        r[50] = (unsigned char)f->def.ndim;
+        for (uint32_t d = 0; d < SS_MAX_DIMS; d++) ss_put_le64(r + 56 + 8 * d, f->def.dims[d]);
+        ss_put_le64(r + 88, f->total_rows);
+        ss_put_le64(r + 96, f->nchunks);
+        ss_put_le64(r + 104, f->tail_bytes);
+    }
+}
+
+/* Check one field definition; on success fill the derived row size. */
+static int ss_field_check(const ss_field *def, uint64_t *row_bytes) {
+    const char *name = def->name ? def->name : "";
+    size_t n = strlen(name);
+    if (n == 0 || n > SS_MAX_NAME)
+        return ss__fail(SS_EINVAL, "field name '%s' must have 1 to %d bytes", name, SS_MAX_NAME);
+    size_t es = ss_dtype_size(def->dtype);
+    if (es == 0) return ss__fail(SS_EINVAL, "field '%s': unknown dtype %d", name, (int)def->dtype);
+    if (def->sequence != 0 && def->sequence != 1)
+        return ss__fail(SS_EINVAL, "field '%s': sequence must be 0 or 1", name);
+    if (def->ndim > SS_MAX_DIMS)
+        return ss__fail(SS_EINVAL, "field '%s': %u trailing dimensions (at most %d)", name,
+                        def->ndim, SS_MAX_DIMS);
+    uint64_t rb = es;
+    for (uint32_t d = 0; d < def->ndim; d++) {
+        if (def->dims[d] == 0 || def->dims[d] > SS_MAX_VALUE / rb)
+            return ss__fail(SS_EINVAL, "field '%s': dimension %u is %llu (must be 1..%llu)", name,
+                            d, (unsigned long long)def->dims[d],
+                            (unsigned long long)(SS_MAX_VALUE / rb));
+        rb *= def->dims[d];
+    }
+    for (uint32_t d = def->ndim; d < SS_MAX_DIMS; d++)
+        if (def->dims[d] != 0)
+            return ss__fail(SS_EINVAL, "field '%s': dims[%u] set beyond ndim %u", name, d,
+                            def->ndim);
+    *row_bytes = rb;
+    return 0;
+}
+
+int ss_header_set_schema(ss_header *h, const ss_schema *schema) {
+    if (!schema || schema->nfields == 0 || schema->nfields > SS_MAX_FIELDS || !schema->fields)
+        return ss__fail(SS_EINVAL, "a schema needs 1 to %d fields", SS_MAX_FIELDS);
+    h->nfields = schema->nfields;
+    for (uint32_t i = 0; i < schema->nfields; i++) {
+        ss_field_state *f = &h->fields[i];
+        memset(f, 0, sizeof *f);
+        int rc = ss_field_check(&schema->fields[i], &f->row_bytes);
+        if (rc) return rc;
+        f->def = schema->fields[i];
+        strcpy(f->name, schema->fields[i].name);
+        f->def.name = f->name;
+        for (uint32_t j = 0; j < i; j++)
+            if (strcmp(h->fields[j].name, f->name) == 0)
+                return ss__fail(SS_EINVAL, "field name '%s' appears twice", f->name);
+    }
+    return 0;
+}
+
+int ss_header_decode(ss_header *h, const unsigned char *p, uint64_t len, const char *what) {
+    memset(h, 0, sizeof *h);
+    if (len < SS_HEADER_FIXED || memcmp(p, SS_MAGIC, 8) != 0)
+        return ss__fail(SS_ENOTSTORE, "%s: not a seqstore store (bad magic)", what);
+    h->format_version = ss_le32(p + 8);
+    if (h->format_version > SS_FORMAT_VERSION)
+        return ss__fail(SS_EVERSION, "%s: format version %u is newer than this library's %d", what,
+                        h->format_version, SS_FORMAT_VERSION);
+    if (h->format_version == 0)
+        return ss__fail(SS_ECORRUPT, "%s: format version 0 is not valid", what);
+    h->incompat_flags = ss_le32(p + 12);
+    h->compat_flags = ss_le32(p + 16);
+    h->nfields = ss_le32(p + 20);
+    h->count = ss_le64(p + 24);
+    h->chunk_pages = ss_le32(p + 32);
+    h->segment_entries = ss_le64(p + 40);
+    if (h->incompat_flags & ~SS_INCOMPAT_KNOWN)
+        return ss__fail(SS_EVERSION, "%s: uses features 0x%x this library does not know", what,
+                        h->incompat_flags & ~SS_INCOMPAT_KNOWN);
+    if (h->nfields == 0 || h->nfields > SS_MAX_FIELDS || len < ss_header_payload_size(h->nfields))
+        return ss__fail(SS_ECORRUPT, "%s: header holds %u fields in %llu bytes", what, h->nfields,
+                        (unsigned long long)len);
+    if (h->chunk_pages == 0 || h->chunk_pages > 1048575u || h->segment_entries != SS_SEGMENT_ENTRIES)
+        return ss__fail(SS_ECORRUPT, "%s: bad chunk or segment size in header", what);
+    for (uint32_t i = 0; i < h->nfields; i++) {
+        const unsigned char *r = p + SS_HEADER_FIXED + (uint64_t)i * SS_FIELD_RECORD;
+        ss_field_state *f = &h->fields[i];
+        if (memchr(r, 0, 48) == NULL)
+            return ss__fail(SS_ECORRUPT, "%s: field %u name is not terminated", what, i);
+        memcpy(f->name, r, SS_MAX_NAME);
+        f->def.name = f->name;
+        f->def.dtype = (ss_dtype)r[48];
+        f->def.sequence = r[49];
+        f->def.ndim = r[50];
+        for (uint32_t d = 0; d < SS_MAX_DIMS; d++) f->def.dims[d] = ss_le64(r + 56 + 8 * d);
+        f->total_rows = ss_le64(r + 88);
+        f->nchunks = ss_le64(r + 96);
+        f->tail_bytes = ss_le64(r + 104);
+        if (ss_field_check(&f->def, &f->row_bytes) != 0)
+            return ss__context(SS_ECORRUPT, "%s: field %u", what, i);
+        if (!f->def.sequence && f->total_rows != h->count)
+            return ss__fail(SS_ECORRUPT, "%s: fixed field '%s' has %llu rows for %llu examples",
+                            what, f->name, (unsigned long long)f->total_rows,
+                            (unsigned long long)h->count);
+    }
+    return 0;
+}

@@ -1,0 +1,124 @@
+/* layout.h - the on-disk layout of spec/FORMAT.md: constants, keys, blocks and
+ * the header. Everything that knows a byte position of the format is here or
+ * in layout.c. */
+#ifndef SS_LAYOUT_H
+#define SS_LAYOUT_H
+
+#include "internal.h"
+
+#include <lmdb.h>
+#include <stdint.h>
+#include <string.h>
+
+#define SS_MAGIC "SEQSTORE"
+#define SS_PAGE 4096u            /* the format's page unit */
+#define SS_LMDB_OVERFLOW_HDR 16u /* LMDB's page header before an overflow value */
+#define SS_BLOCK_HDR 16u         /* xxh3-64 of the payload, payload length */
+#define SS_DEFAULT_CHUNK_PAGES 256u
+#define SS_INDEX_ENTRY 16u       /* u64 location, u64 start row */
+/* An index segment value is exactly 256 pages: (256*4096 - 16 - 16) / 16 entries. */
+#define SS_SEGMENT_PAGES 256u
+#define SS_SEGMENT_ENTRIES 65534u
+#define SS_HEADER_FIXED 48u
+#define SS_FIELD_RECORD 112u
+#define SS_ATTR_PREFIX 8u        /* u32 type, u32 reserved, before the attribute bytes */
+#define SS_MAX_VALUE 0xFFFFFFFFull /* LMDB's largest value */
+
+/* incompat_flags: a reader must refuse a bit it does not know. */
+#define SS_INCOMPAT_INCOMPLETE 0x1u
+#define SS_INCOMPAT_KNOWN 0x1u
+/* compat_flags: announce optional sections; unknown bits are ignored. */
+#define SS_COMPAT_ATTRS 0x1u
+
+/* Key tags (first byte of every key). */
+#define SS_KEY_HEADER 'H'
+#define SS_KEY_PROGRESS 'W'
+#define SS_KEY_ATTR 'A'
+#define SS_KEY_DATA 'D'
+#define SS_KEY_INDEX 'I'
+
+/* Encoded location of an example's first row: chunk << 32 | byte offset. */
+#define SS_LOC(chunk, offset) (((uint64_t)(chunk) << 32) | (uint64_t)(offset))
+#define SS_LOC_CHUNK(loc) ((loc) >> 32)
+#define SS_LOC_OFFSET(loc) ((loc)&0xFFFFFFFFull)
+
+static inline uint64_t ss_le64(const void *p) {
+    const unsigned char *b = p;
+    uint64_t v = 0;
+    for (int k = 7; k >= 0; k--) v = (v << 8) | b[k];
+    return v;
+}
+static inline uint32_t ss_le32(const void *p) {
+    const unsigned char *b = p;
+    return (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
+}
+static inline void ss_put_le64(void *p, uint64_t v) {
+    unsigned char *b = p;
+    for (int k = 0; k < 8; k++) b[k] = (unsigned char)(v >> (8 * k));
+}
+static inline void ss_put_le32(void *p, uint32_t v) {
+    unsigned char *b = p;
+    for (int k = 0; k < 4; k++) b[k] = (unsigned char)(v >> (8 * k));
+}
+
+/* Size of the LMDB value holding a block of `payload` bytes: rounded up to
+ * k * 4096 - 16 so that its overflow pages are filled exactly, and never below
+ * one page so that LMDB always stores it in overflow pages (16-byte aligned). */
+uint64_t ss_block_value_size(uint64_t payload);
+/* Payload capacity of a data chunk of `pages` pages. */
+static inline uint64_t ss_chunk_capacity(uint32_t pages) {
+    return (uint64_t)pages * SS_PAGE - SS_LMDB_OVERFLOW_HDR - SS_BLOCK_HDR;
+}
+/* Write the block header for `payload` at `value` and zero the padding. */
+void ss_block_seal(void *value, uint64_t value_size, uint64_t payload_len);
+/* Check a block read from LMDB: sizes, then (if `check_sum`) its checksum.
+ * Returns 0 and sets *payload and *len, or SS_ECORRUPT with a message naming `what`. */
+int ss_block_open(const MDB_val *v, int check_sum, const char *what, const unsigned char **payload,
+                  uint64_t *len);
+
+/* Keys. Numbers are big-endian so that LMDB's byte order is numeric order. */
+typedef struct ss_key {
+    unsigned char bytes[1 + SS_MAX_ATTR_NAME];
+    size_t size;
+} ss_key;
+void ss_key_numbered(ss_key *k, char tag, uint32_t field, uint64_t number);
+void ss_key_named(ss_key *k, char tag, const char *name);
+static inline MDB_val ss_key_val(ss_key *k) {
+    MDB_val v = {k->size, k->bytes};
+    return v;
+}
+
+/* The header (and progress record): the decoded form. */
+typedef struct ss_field_state {
+    char name[SS_MAX_NAME + 1];
+    ss_field def;       /* def.name points at name */
+    uint64_t row_bytes; /* derived */
+    uint64_t total_rows;
+    uint64_t nchunks;
+    uint64_t tail_bytes;
+} ss_field_state;
+
+typedef struct ss_header {
+    uint32_t format_version;
+    uint32_t incompat_flags;
+    uint32_t compat_flags;
+    uint32_t nfields;
+    uint64_t count;
+    uint32_t chunk_pages;
+    uint64_t segment_entries;
+    ss_field_state fields[SS_MAX_FIELDS];
+} ss_header;
+
+uint64_t ss_header_payload_size(uint32_t nfields);
+void ss_header_encode(const ss_header *h, unsigned char *payload);
+/* Decode and validate (magic, version, flags, schema). `what` names the store. */
+int ss_header_decode(ss_header *h, const unsigned char *payload, uint64_t len, const char *what);
+/* Validate a schema given by a caller and fill h's fields from it. */
+int ss_header_set_schema(ss_header *h, const ss_schema *schema);
+/* Rows per chunk of a fixed field. */
+static inline uint64_t ss_fixed_per_chunk(const ss_header *h, const ss_field_state *f) {
+    uint64_t per = ss_chunk_capacity(h->chunk_pages) / f->row_bytes;
+    return per ? per : 1;
+}
+
+#endif

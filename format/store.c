@@ -1,0 +1,342 @@
+/* store.c - opening a store read-only and zero-copy access to examples. */
+#include "store.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+
+/* Where a length-0 view points: a valid address that holds nothing. */
+static const uint64_t ss_empty[1];
+
+/* Collect the blocks `tag`/`field`/0..n-1 into `out` with one cursor walk.
+ * A missing or misnumbered block is corruption; blocks beyond n (an append in
+ * progress) are ignored. */
+static int ss_collect(ss_store *s, char tag, uint32_t field, uint64_t n, ss_block *out) {
+    if (n == 0) return 0;
+    MDB_cursor *cur;
+    int rc = mdb_cursor_open(s->txn, s->dbi, &cur);
+    if (rc) return ss__lmdb_fail(rc, s->path);
+    ss_key key;
+    ss_key_numbered(&key, tag, field, 0);
+    MDB_val k = ss_key_val(&key), v;
+    rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
+    const char *what = tag == SS_KEY_DATA ? "data chunk" : "index segment";
+    for (uint64_t i = 0; i < n; i++) {
+        ss_key want;
+        ss_key_numbered(&want, tag, field, i);
+        if (rc || k.mv_size != want.size || memcmp(k.mv_data, want.bytes, want.size) != 0) {
+            mdb_cursor_close(cur);
+            return ss__fail(SS_ECORRUPT, "%s: field '%s': %s %llu is missing", s->path,
+                            s->h.fields[field].name, what, (unsigned long long)i);
+        }
+        const unsigned char *p;
+        uint64_t len;
+        if ((rc = ss_block_open(&v, 0, what, &p, &len))) {
+            mdb_cursor_close(cur);
+            return ss__context(rc, "%s: field '%s' block %llu", s->path, s->h.fields[field].name,
+                               (unsigned long long)i);
+        }
+        out[i].data = p;
+        out[i].size = len;
+        rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT);
+    }
+    mdb_cursor_close(cur);
+    return 0;
+}
+
+static int ss_build_tables(ss_store *s) {
+    for (uint32_t i = 0; i < s->h.nfields; i++) {
+        ss_rfield *rf = &s->f[i];
+        const ss_field_state *fs = &s->h.fields[i];
+        rf->row_bytes = fs->row_bytes;
+        rf->sequence = fs->def.sequence;
+        rf->per_chunk = ss_fixed_per_chunk(&s->h, fs);
+        rf->nchunks = fs->nchunks;
+        if (!rf->sequence && rf->nchunks != (s->h.count + rf->per_chunk - 1) / rf->per_chunk)
+            return ss__fail(SS_ECORRUPT, "%s: field '%s': %llu chunks for %llu examples", s->path,
+                            fs->name, (unsigned long long)rf->nchunks,
+                            (unsigned long long)s->h.count);
+        rf->chunks = calloc(rf->nchunks ? rf->nchunks : 1, sizeof *rf->chunks);
+        if (!rf->chunks) return ss__fail(SS_ENOMEM, "%s: out of memory", s->path);
+        int rc = ss_collect(s, SS_KEY_DATA, i, rf->nchunks, rf->chunks);
+        if (rc) return rc;
+        if (!rf->sequence) continue;
+        rf->nsegments = (s->h.count + 1 + SS_SEGMENT_ENTRIES - 1) / SS_SEGMENT_ENTRIES;
+        ss_block *segs = calloc(rf->nsegments, sizeof *segs);
+        rf->segments = calloc(rf->nsegments, sizeof *rf->segments);
+        if (!segs || !rf->segments) {
+            free(segs);
+            return ss__fail(SS_ENOMEM, "%s: out of memory", s->path);
+        }
+        rc = ss_collect(s, SS_KEY_INDEX, i, rf->nsegments, segs);
+        for (uint64_t g = 0; rc == 0 && g < rf->nsegments; g++) {
+            uint64_t want = g + 1 < rf->nsegments ? SS_SEGMENT_ENTRIES
+                                                  : s->h.count + 1 - g * SS_SEGMENT_ENTRIES;
+            if (segs[g].size < want * SS_INDEX_ENTRY)
+                rc = ss__fail(SS_ECORRUPT, "%s: field '%s': index segment %llu is short", s->path,
+                              fs->name, (unsigned long long)g);
+            rf->segments[g] = (const ss_entry *)segs[g].data;
+        }
+        free(segs);
+        if (rc) return rc;
+        if (ss_entry_at(rf, s->h.count)->start != fs->total_rows)
+            return ss__fail(SS_ECORRUPT, "%s: field '%s': index ends at row %llu, header says %llu",
+                            s->path, fs->name,
+                            (unsigned long long)ss_entry_at(rf, s->h.count)->start,
+                            (unsigned long long)fs->total_rows);
+    }
+    return 0;
+}
+
+/* Read and check the header (or, for SS_OPEN_INCOMPLETE, the progress record). */
+static int ss_read_header(ss_store *s, unsigned flags) {
+    ss_key key;
+    MDB_val k, v;
+    int rc = MDB_NOTFOUND;
+    if (flags & SS_OPEN_INCOMPLETE) {
+        ss_key_named(&key, SS_KEY_PROGRESS, NULL);
+        k = ss_key_val(&key);
+        rc = mdb_get(s->txn, s->dbi, &k, &v);
+    }
+    if (rc == MDB_NOTFOUND) {
+        ss_key_named(&key, SS_KEY_HEADER, NULL);
+        k = ss_key_val(&key);
+        rc = mdb_get(s->txn, s->dbi, &k, &v);
+    }
+    if (rc == MDB_NOTFOUND)
+        return ss__fail(SS_ENOTSTORE, "%s: not a seqstore store (no header)", s->path);
+    if (rc) return ss__lmdb_fail(rc, s->path);
+    const unsigned char *p;
+    uint64_t len;
+    if ((rc = ss_block_open(&v, 0, s->path, &p, &len))) return rc;
+    if ((rc = ss_header_decode(&s->h, p, len, s->path))) return rc;
+    if (ss_block_open(&v, 1, s->path, &p, &len))
+        return ss__fail(SS_ECORRUPT, "%s: metadata checksum mismatch", s->path);
+    if ((s->h.incompat_flags & SS_INCOMPAT_INCOMPLETE) && !(flags & SS_OPEN_INCOMPLETE))
+        return ss__fail(SS_EINCOMPLETE,
+                        "%s: store is incomplete: its writer did not finish (%llu examples "
+                        "committed); resume the conversion (--resume) or create it again "
+                        "(--force)",
+                        s->path, (unsigned long long)s->h.count);
+    for (uint32_t i = 0; i < s->h.nfields; i++) {
+        s->h.fields[i].def.name = s->h.fields[i].name;
+        s->fields[i] = s->h.fields[i].def;
+    }
+    s->schema.nfields = s->h.nfields;
+    s->schema.fields = s->fields;
+    return 0;
+}
+
+/* LMDB maps pages beyond the end of a truncated file, and touching them
+ * raises SIGBUS: check the file holds every page the meta page claims. */
+static int ss_check_file_size(ss_store *s) {
+    MDB_envinfo info;
+    MDB_stat st;
+    mdb_env_info(s->env, &info);
+    mdb_env_stat(s->env, &st);
+    uint64_t need = ((uint64_t)info.me_last_pgno + 1) * st.ms_psize;
+    if (s->file_bytes < need)
+        return ss__fail(SS_ECORRUPT, "%s: file is truncated (%llu bytes, needs %llu)", s->path,
+                        (unsigned long long)s->file_bytes, (unsigned long long)need);
+    return 0;
+}
+
+static int ss_open_env(ss_store *s, unsigned flags) {
+    int rc = mdb_env_create(&s->env);
+    if (rc) return ss__lmdb_fail(rc, s->path);
+    mdb_env_set_maxreaders(s->env, 1022);
+    unsigned mflags = MDB_RDONLY | MDB_NOSUBDIR | MDB_NOTLS;
+    if (flags & SS_OPEN_NOLOCK) mflags |= MDB_NOLOCK;
+    if (flags & SS_OPEN_RANDOM) mflags |= MDB_NORDAHEAD;
+    rc = mdb_env_open(s->env, s->path, mflags, 0644);
+    if (rc == MDB_INVALID || rc == MDB_VERSION_MISMATCH)
+        return ss__fail(SS_ENOTSTORE, "%s: not a seqstore store", s->path);
+    if (rc == EACCES || rc == EROFS)
+        return ss__fail(SS_EIO, "%s: %s (for read-only media, open with SS_OPEN_NOLOCK / --nolock)",
+                        s->path, strerror(rc));
+    if (rc) return ss__lmdb_fail(rc, s->path);
+    if ((rc = ss_check_file_size(s))) return rc;
+    rc = mdb_txn_begin(s->env, NULL, MDB_RDONLY, &s->txn);
+    if (rc == MDB_MAP_RESIZED) {
+        mdb_env_set_mapsize(s->env, 0);
+        rc = mdb_txn_begin(s->env, NULL, MDB_RDONLY, &s->txn);
+    }
+    if (rc) return ss__lmdb_fail(rc, s->path);
+    rc = mdb_dbi_open(s->txn, NULL, 0, &s->dbi);
+    return rc ? ss__lmdb_fail(rc, s->path) : 0;
+}
+
+int ss_open(ss_store **out, const char *path, unsigned flags) {
+    if (!out) return ss__fail(SS_EINVAL, "ss_open: out is NULL");
+    *out = NULL;
+    if (!path || !*path) return ss__fail(SS_EINVAL, "ss_open: empty path");
+    struct stat st;
+    if (stat(path, &st) != 0)
+        return ss__fail(errno == ENOENT ? SS_ENOTFOUND : SS_EIO, "open '%s': %s", path,
+                        strerror(errno));
+    if (S_ISDIR(st.st_mode))
+        return ss__fail(SS_ENOTSTORE, "open '%s': not a seqstore store (a directory)", path);
+    if (st.st_size == 0)
+        return ss__fail(SS_ENOTSTORE, "open '%s': not a seqstore store (empty file)", path);
+    ss_store *s = calloc(1, sizeof *s);
+    if (!s || !(s->path = strdup(path))) {
+        free(s);
+        return ss__fail(SS_ENOMEM, "open '%s': out of memory", path);
+    }
+    s->file_bytes = (uint64_t)st.st_size;
+    s->complete = 1;
+    pthread_mutex_init(&s->lock, NULL);
+    int rc = ss_open_env(s, flags);
+    if (rc == 0) rc = ss_read_header(s, flags);
+    if (rc == 0) rc = ss_build_tables(s);
+    if (rc == 0) rc = ss_attr_load(s);
+    if (rc) {
+        ss_close(s);
+        return rc;
+    }
+    s->complete = !(s->h.incompat_flags & SS_INCOMPAT_INCOMPLETE);
+    *out = s;
+    return 0;
+}
+
+void ss_close(ss_store *s) {
+    if (!s) return;
+    for (uint32_t i = 0; i < SS_MAX_FIELDS; i++) {
+        free(s->f[i].chunks);
+        free(s->f[i].segments);
+    }
+    ss_attr_unload(s);
+    if (s->txn) mdb_txn_abort(s->txn);
+    if (s->env) mdb_env_close(s->env);
+    pthread_mutex_destroy(&s->lock);
+    free(s->path);
+    free(s);
+}
+
+uint64_t ss_count(const ss_store *s) {
+    return s ? s->h.count : 0;
+}
+
+uint32_t ss_field_count(const ss_store *s) {
+    return s ? s->h.nfields : 0;
+}
+
+int ss_field_index(const ss_store *s, const char *name) {
+    if (!s || !name) return ss__fail(SS_EINVAL, "ss_field_index: NULL argument");
+    for (uint32_t i = 0; i < s->h.nfields; i++)
+        if (strcmp(s->h.fields[i].name, name) == 0) return (int)i;
+    return ss__fail(SS_ENOTFOUND, "%s: no field '%s'", s->path, name);
+}
+
+int ss_field_info(const ss_store *s, uint32_t field, ss_field *out) {
+    if (!s || !out) return ss__fail(SS_EINVAL, "ss_field_info: NULL argument");
+    if (field >= s->h.nfields)
+        return ss__fail(SS_ERANGE, "%s: field %u of %u", s->path, field, s->h.nfields);
+    *out = s->fields[field];
+    return 0;
+}
+
+uint64_t ss_field_row_bytes(const ss_store *s, uint32_t field) {
+    return s && field < s->h.nfields ? s->f[field].row_bytes : 0;
+}
+
+const ss_schema *ss_store_schema(const ss_store *s) {
+    return s ? &s->schema : NULL;
+}
+
+static int ss_bad_index(const ss_store *s, uint32_t field, uint64_t index) {
+    if (field >= s->h.nfields)
+        return ss__fail(SS_ERANGE, "%s: field %u does not exist (%u fields)", s->path, field,
+                        s->h.nfields);
+    return ss__fail(SS_ERANGE, "%s: example %llu is out of range (%llu examples)", s->path,
+                    (unsigned long long)index, (unsigned long long)s->h.count);
+}
+
+static int ss_bad_location(const ss_store *s, uint32_t field, uint64_t index) {
+    return ss__fail(SS_ECORRUPT, "%s: field '%s' example %llu: index points outside its chunk",
+                    s->path, s->h.fields[field].name, (unsigned long long)index);
+}
+
+int ss_get(const ss_store *s, uint32_t field, uint64_t index, ss_view *out) {
+    if (!s || !out) return ss__fail(SS_EINVAL, "ss_get: NULL argument");
+    if (field >= s->h.nfields || index >= s->h.count) return ss_bad_index(s, field, index);
+    const ss_rfield *rf = &s->f[field];
+    uint64_t chunk, offset, rows;
+    if (rf->sequence) {
+        const ss_entry *e = ss_entry_at(rf, index);
+        const ss_entry *next = ss_entry_at(rf, index + 1);
+        chunk = SS_LOC_CHUNK(e->loc);
+        offset = SS_LOC_OFFSET(e->loc);
+        rows = next->start - e->start;
+    } else {
+        chunk = index / rf->per_chunk;
+        offset = (index % rf->per_chunk) * rf->row_bytes;
+        rows = 1;
+    }
+    out->length = rows;
+    out->row_bytes = rf->row_bytes;
+    out->dtype = s->h.fields[field].def.dtype;
+    if (rows == 0) {
+        out->data = ss_empty;
+        return 0;
+    }
+    if (chunk >= rf->nchunks) return ss_bad_location(s, field, index);
+    const ss_block *b = &rf->chunks[chunk];
+    if (offset > b->size || rows > (b->size - offset) / rf->row_bytes)
+        return ss_bad_location(s, field, index);
+    out->data = b->data + offset;
+    return 0;
+}
+
+int ss_get_range(const ss_store *s, uint32_t field, uint64_t index, uint64_t t0, uint64_t t1,
+                 ss_view *out) {
+    int rc = ss_get(s, field, index, out);
+    if (rc) return rc;
+    if (t0 > t1 || t1 > out->length)
+        return ss__fail(SS_ERANGE, "%s: field '%s' example %llu: range [%llu, %llu) outside its "
+                                   "%llu rows",
+                        s->path, s->h.fields[field].name, (unsigned long long)index,
+                        (unsigned long long)t0, (unsigned long long)t1,
+                        (unsigned long long)out->length);
+    out->length = t1 - t0;
+    if (out->length) out->data = (const unsigned char *)out->data + t0 * out->row_bytes;
+    return 0;
+}
+
+uint64_t ss_length(const ss_store *s, uint32_t field, uint64_t index) {
+    if (!s || field >= s->h.nfields || index >= s->h.count) return 0;
+    const ss_rfield *rf = &s->f[field];
+    if (!rf->sequence) return 1;
+    return ss_entry_at(rf, index + 1)->start - ss_entry_at(rf, index)->start;
+}
+
+int ss_lengths(const ss_store *s, uint32_t field, uint64_t first, uint64_t n, uint64_t *out) {
+    if (!s || (!out && n)) return ss__fail(SS_EINVAL, "ss_lengths: NULL argument");
+    if (field >= s->h.nfields || first > s->h.count || n > s->h.count - first)
+        return ss__fail(SS_ERANGE, "%s: lengths [%llu, %llu) of field %u out of range", s->path,
+                        (unsigned long long)first, (unsigned long long)(first + n), field);
+    const ss_rfield *rf = &s->f[field];
+    if (!rf->sequence) {
+        for (uint64_t i = 0; i < n; i++) out[i] = 1;
+        return 0;
+    }
+    uint64_t prev = ss_entry_at(rf, first)->start;
+    for (uint64_t i = 0; i < n; i++) {
+        uint64_t next = ss_entry_at(rf, first + i + 1)->start;
+        out[i] = next - prev;
+        prev = next;
+    }
+    return 0;
+}
+
+int ss_store_get_info(const ss_store *s, ss_store_info *out) {
+    if (!s || !out) return ss__fail(SS_EINVAL, "ss_store_get_info: NULL argument");
+    memset(out, 0, sizeof *out);
+    out->format_version = s->h.format_version;
+    out->complete = s->complete;
+    out->count = s->h.count;
+    out->file_bytes = s->file_bytes;
+    out->chunk_bytes = ss_chunk_capacity(s->h.chunk_pages);
+    for (uint32_t i = 0; i < s->h.nfields; i++) out->data_chunks += s->f[i].nchunks;
+    return 0;
+}

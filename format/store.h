@@ -1,0 +1,65 @@
+/* store.h - the reader's in-memory tables (internal). */
+#ifndef SS_STORE_H
+#define SS_STORE_H
+
+#include "layout.h"
+
+#include <pthread.h>
+
+/* A block's payload inside the map. */
+typedef struct ss_block {
+    const unsigned char *data;
+    uint64_t size;
+} ss_block;
+
+/* One index entry as stored: little-endian u64 pair. The reader reads it in
+ * place; this library supports little-endian hosts only (checked at build). */
+typedef struct ss_entry {
+    uint64_t loc;   /* chunk << 32 | byte offset of the first row */
+    uint64_t start; /* rows of this field in all earlier examples */
+} ss_entry;
+
+typedef struct ss_rfield {
+    uint64_t row_bytes;
+    int sequence;
+    uint64_t per_chunk; /* fixed fields: rows per chunk */
+    uint64_t nchunks;
+    ss_block *chunks;
+    uint64_t nsegments;
+    const ss_entry **segments;
+} ss_rfield;
+
+typedef struct ss_attr_slot {
+    char *name;
+    const unsigned char *value; /* the block's raw value (header + payload) */
+    uint64_t value_size;
+} ss_attr_slot;
+
+struct ss_store {
+    char *path;
+    MDB_env *env;
+    MDB_txn *txn; /* read snapshot held from open to close */
+    MDB_dbi dbi;
+    ss_header h;
+    ss_field fields[SS_MAX_FIELDS];
+    ss_schema schema;
+    ss_rfield f[SS_MAX_FIELDS];
+    ss_attr_slot *attrs;
+    uint64_t nattrs;
+    uint64_t file_bytes;
+    int complete;
+    pthread_mutex_t lock;
+};
+
+static inline const ss_entry *ss_entry_at(const ss_rfield *rf, uint64_t i) {
+    return &rf->segments[i / SS_SEGMENT_ENTRIES][i % SS_SEGMENT_ENTRIES];
+}
+
+int ss_attr_load(ss_store *s);
+void ss_attr_unload(ss_store *s);
+
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "seqstore reads its little-endian index in place: little-endian hosts only"
+#endif
+
+#endif

@@ -1,0 +1,6 @@
+/* version.c - the library's version. */
+#include "seqstore.h"
+
+const char *ss_version(void) {
+    return SS_VERSION_STRING;
+}

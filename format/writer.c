@@ -1,0 +1,633 @@
+/* writer.c - streaming writer: examples into chunks, chunks into LMDB
+ * transactions of bounded size, the header last. */
+#include "layout.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define SS_DEFAULT_COMMIT_BYTES (64ull << 20)
+#define SS_DEFAULT_MAP_BYTES (1ull << 30)
+
+/* A finished block waiting for the next commit; the writer owns `payload`. */
+typedef struct ss_pending {
+    ss_key key;
+    unsigned char *payload;
+    uint64_t len;
+} ss_pending;
+
+typedef struct ss_pending_attr {
+    char name[SS_MAX_ATTR_NAME + 1];
+    uint32_t type;
+    unsigned char *data;
+    uint64_t size;
+} ss_pending_attr;
+
+/* The chunk and index segment a field is filling. */
+typedef struct ss_wfield {
+    unsigned char *chunk;
+    uint64_t chunk_cap; /* allocated bytes of `chunk` */
+    uint64_t chunk_no;
+    uint64_t chunk_used;
+    uint64_t last_closed; /* payload bytes of the last closed chunk */
+    unsigned char *segment; /* SS_SEGMENT_ENTRIES entries; sequence fields only */
+    uint64_t segment_no;
+} ss_wfield;
+
+struct ss_writer {
+    char *path;
+    MDB_env *env;
+    MDB_dbi dbi;
+    ss_header h; /* the state after every example appended so far */
+    int creating; /* the store has never been finished */
+    int broken;
+    int finished;
+    unsigned flags;
+    uint64_t capacity; /* chunk payload capacity */
+    uint64_t commit_bytes;
+    ss_wfield f[SS_MAX_FIELDS];
+    ss_pending *pending;
+    size_t npending, pending_cap;
+    uint64_t pending_bytes;
+    ss_pending_attr *attrs;
+    size_t nattrs;
+};
+
+/* ---------------------------------------------------------------- helpers */
+
+static int ss_writer_broken(ss_writer *w, int rc) {
+    if (rc != SS_EINVAL) w->broken = 1;
+    return rc;
+}
+
+static int ss_pending_push(ss_writer *w, const ss_key *key, unsigned char *payload, uint64_t len) {
+    if (w->npending == w->pending_cap) {
+        size_t cap = w->pending_cap ? 2 * w->pending_cap : 16;
+        ss_pending *p = realloc(w->pending, cap * sizeof *p);
+        if (!p) return ss__fail(SS_ENOMEM, "%s: out of memory", w->path);
+        w->pending = p;
+        w->pending_cap = cap;
+    }
+    w->pending[w->npending++] = (ss_pending){*key, payload, len};
+    w->pending_bytes += len;
+    return 0;
+}
+
+static void ss_pending_clear(ss_writer *w) {
+    for (size_t i = 0; i < w->npending; i++) free(w->pending[i].payload);
+    w->npending = 0;
+    w->pending_bytes = 0;
+}
+
+/* Put one block: reserve the padded value in LMDB, copy, seal with checksum. */
+static int ss_put_block(MDB_txn *txn, MDB_dbi dbi, ss_key *key, const void *payload, uint64_t len) {
+    uint64_t vsize = ss_block_value_size(len);
+    if (vsize > SS_MAX_VALUE) return MDB_BAD_VALSIZE;
+    MDB_val k = ss_key_val(key), v = {vsize, NULL};
+    int rc = mdb_put(txn, dbi, &k, &v, MDB_RESERVE);
+    if (rc) return rc;
+    if (len) memcpy((unsigned char *)v.mv_data + SS_BLOCK_HDR, payload, len);
+    ss_block_seal(v.mv_data, vsize, len);
+    return 0;
+}
+
+static uint64_t ss_field_nchunks(const ss_wfield *wf) {
+    return wf->chunk_no + (wf->chunk_used > 0);
+}
+
+/* Refresh the header's per-field chunk bookkeeping from the fill state. */
+static void ss_writer_sync_header(ss_writer *w) {
+    for (uint32_t i = 0; i < w->h.nfields; i++) {
+        ss_wfield *wf = &w->f[i];
+        w->h.fields[i].nchunks = ss_field_nchunks(wf);
+        w->h.fields[i].tail_bytes = wf->chunk_used ? wf->chunk_used : wf->last_closed;
+    }
+}
+
+static int ss_put_header(ss_writer *w, MDB_txn *txn, char tag, uint32_t incompat) {
+    ss_header h = w->h;
+    h.incompat_flags = incompat;
+    h.compat_flags = 0;
+    unsigned char buf[SS_HEADER_FIXED + SS_MAX_FIELDS * SS_FIELD_RECORD];
+    ss_header_encode(&h, buf);
+    ss_key key;
+    ss_key_named(&key, tag, NULL);
+    return ss_put_block(txn, w->dbi, &key, buf, ss_header_payload_size(h.nfields));
+}
+
+/* Everything one commit writes, in one transaction. `final` also writes the
+ * header as complete, the attributes, and removes the progress record. */
+static int ss_txn_body(ss_writer *w, MDB_txn *txn, int final) {
+    int rc;
+    for (size_t i = 0; i < w->npending; i++) {
+        ss_pending *p = &w->pending[i];
+        if ((rc = ss_put_block(txn, w->dbi, &p->key, p->payload, p->len))) return rc;
+    }
+    for (uint32_t i = 0; i < w->h.nfields; i++) {
+        ss_wfield *wf = &w->f[i];
+        ss_key key;
+        if (wf->chunk_used) {
+            ss_key_numbered(&key, SS_KEY_DATA, i, wf->chunk_no);
+            if ((rc = ss_put_block(txn, w->dbi, &key, wf->chunk, wf->chunk_used))) return rc;
+        }
+        if (w->h.fields[i].def.sequence) {
+            uint64_t used = w->h.count + 1 - wf->segment_no * SS_SEGMENT_ENTRIES;
+            ss_key_numbered(&key, SS_KEY_INDEX, i, wf->segment_no);
+            if ((rc = ss_put_block(txn, w->dbi, &key, wf->segment, used * SS_INDEX_ENTRY)))
+                return rc;
+        }
+    }
+    ss_writer_sync_header(w);
+    if (!final) {
+        uint32_t flags = w->creating ? SS_INCOMPAT_INCOMPLETE : 0;
+        if (w->creating) return ss_put_header(w, txn, SS_KEY_HEADER, flags);
+        return ss_put_header(w, txn, SS_KEY_PROGRESS, flags);
+    }
+    for (size_t i = 0; i < w->nattrs; i++) {
+        ss_pending_attr *a = &w->attrs[i];
+        unsigned char *buf = malloc(SS_ATTR_PREFIX + a->size);
+        if (!buf) return ENOMEM;
+        ss_put_le32(buf, a->type);
+        ss_put_le32(buf + 4, 0);
+        if (a->size) memcpy(buf + SS_ATTR_PREFIX, a->data, a->size);
+        ss_key key;
+        ss_key_named(&key, SS_KEY_ATTR, a->name);
+        rc = ss_put_block(txn, w->dbi, &key, buf, SS_ATTR_PREFIX + a->size);
+        free(buf);
+        if (rc) return rc;
+    }
+    if ((rc = ss_put_header(w, txn, SS_KEY_HEADER, 0))) return rc;
+    ss_key key;
+    ss_key_named(&key, SS_KEY_PROGRESS, NULL);
+    MDB_val k = ss_key_val(&key);
+    rc = mdb_del(txn, w->dbi, &k, NULL);
+    return rc == MDB_NOTFOUND ? 0 : rc;
+}
+
+/* Grow the map before a commit so that MDB_MAP_FULL is rare; it is still
+ * handled by aborting, growing and replaying the same transaction. */
+static int ss_map_reserve(ss_writer *w, uint64_t extra) {
+    MDB_envinfo info;
+    MDB_stat st;
+    mdb_env_info(w->env, &info);
+    mdb_env_stat(w->env, &st);
+    uint64_t used = ((uint64_t)info.me_last_pgno + 1) * st.ms_psize;
+    uint64_t need = used + 2 * extra + (64ull << 20);
+    if (info.me_mapsize >= need) return 0;
+    uint64_t size = info.me_mapsize;
+    while (size < need) size *= 2;
+    int rc = mdb_env_set_mapsize(w->env, size);
+    return rc ? ss__lmdb_fail(rc, "grow map") : 0;
+}
+
+static uint64_t ss_commit_estimate(const ss_writer *w) {
+    uint64_t extra = w->pending_bytes;
+    for (uint32_t i = 0; i < w->h.nfields; i++)
+        extra += w->f[i].chunk_used + (uint64_t)SS_SEGMENT_PAGES * SS_PAGE;
+    for (size_t i = 0; i < w->nattrs; i++) extra += w->attrs[i].size + SS_PAGE;
+    return extra;
+}
+
+static int ss_writer_txn(ss_writer *w, int final) {
+    for (int attempt = 0;; attempt++) {
+        int rc = ss_map_reserve(w, ss_commit_estimate(w) << attempt);
+        if (rc) return ss_writer_broken(w, rc);
+        MDB_txn *txn;
+        rc = mdb_txn_begin(w->env, NULL, 0, &txn);
+        if (rc) return ss_writer_broken(w, ss__lmdb_fail(rc, w->path));
+        rc = ss_txn_body(w, txn, final);
+        if (rc == 0) {
+            rc = mdb_txn_commit(txn);
+        } else {
+            mdb_txn_abort(txn);
+        }
+        if (rc == MDB_MAP_FULL && attempt < 8) continue;
+        if (rc == MDB_BAD_VALSIZE)
+            return ss_writer_broken(w, ss__fail(SS_ETOOBIG, "%s: a value exceeds LMDB's limit", w->path));
+        if (rc) return ss_writer_broken(w, ss__lmdb_fail(rc, w->path));
+        ss_pending_clear(w);
+        return 0;
+    }
+}
+
+int ss_writer_commit(ss_writer *w) {
+    if (!w) return ss__fail(SS_EINVAL, "ss_writer_commit: writer is NULL");
+    if (w->broken || w->finished)
+        return ss__fail(SS_ESTATE, "%s: writer is %s", w->path, w->finished ? "finished" : "broken");
+    return ss_writer_txn(w, 0);
+}
+
+/* ------------------------------------------------------------- appending */
+
+static int ss_chunk_close(ss_writer *w, uint32_t field) {
+    ss_wfield *wf = &w->f[field];
+    ss_key key;
+    ss_key_numbered(&key, SS_KEY_DATA, field, wf->chunk_no);
+    unsigned char *fresh = malloc(wf->chunk_cap);
+    if (!fresh) return ss__fail(SS_ENOMEM, "%s: out of memory", w->path);
+    int rc = ss_pending_push(w, &key, wf->chunk, wf->chunk_used);
+    if (rc) {
+        free(fresh);
+        return rc;
+    }
+    wf->chunk = fresh;
+    wf->last_closed = wf->chunk_used;
+    wf->chunk_used = 0;
+    wf->chunk_no++;
+    return 0;
+}
+
+/* Store an oversized example (more than a chunk holds) alone in its own chunk. */
+static int ss_chunk_alone(ss_writer *w, uint32_t field, const void *data, uint64_t bytes) {
+    ss_wfield *wf = &w->f[field];
+    unsigned char *copy = malloc(bytes);
+    if (!copy) return ss__fail(SS_ENOMEM, "%s: out of memory for %llu bytes", w->path,
+                               (unsigned long long)bytes);
+    memcpy(copy, data, bytes);
+    ss_key key;
+    ss_key_numbered(&key, SS_KEY_DATA, field, wf->chunk_no);
+    int rc = ss_pending_push(w, &key, copy, bytes);
+    if (rc) {
+        free(copy);
+        return rc;
+    }
+    wf->last_closed = bytes;
+    wf->chunk_no++;
+    return 0;
+}
+
+static int ss_index_set(ss_writer *w, uint32_t field, uint64_t entry, uint64_t loc, uint64_t start) {
+    ss_wfield *wf = &w->f[field];
+    uint64_t seg = entry / SS_SEGMENT_ENTRIES;
+    if (seg != wf->segment_no) { /* the current segment is full */
+        ss_key key;
+        ss_key_numbered(&key, SS_KEY_INDEX, field, wf->segment_no);
+        size_t bytes = (size_t)SS_SEGMENT_ENTRIES * SS_INDEX_ENTRY;
+        unsigned char *fresh = malloc(bytes);
+        if (!fresh) return ss__fail(SS_ENOMEM, "%s: out of memory", w->path);
+        int rc = ss_pending_push(w, &key, wf->segment, bytes);
+        if (rc) {
+            free(fresh);
+            return rc;
+        }
+        wf->segment = fresh;
+        wf->segment_no = seg;
+    }
+    unsigned char *e = wf->segment + (entry % SS_SEGMENT_ENTRIES) * SS_INDEX_ENTRY;
+    ss_put_le64(e, loc);
+    ss_put_le64(e + 8, start);
+    return 0;
+}
+
+static int ss_append_field(ss_writer *w, uint32_t field, const ss_value *v) {
+    ss_wfield *wf = &w->f[field];
+    ss_field_state *fs = &w->h.fields[field];
+    uint64_t bytes = v->length * fs->row_bytes;
+    int rc;
+    if (bytes > wf->chunk_cap - wf->chunk_used && wf->chunk_used > 0) {
+        if ((rc = ss_chunk_close(w, field))) return rc;
+    }
+    uint64_t loc;
+    if (bytes > wf->chunk_cap) {
+        loc = SS_LOC(wf->chunk_no, 0);
+        if ((rc = ss_chunk_alone(w, field, v->data, bytes))) return rc;
+    } else {
+        loc = SS_LOC(wf->chunk_no, wf->chunk_used);
+        if (bytes) memcpy(wf->chunk + wf->chunk_used, v->data, bytes);
+        wf->chunk_used += bytes;
+    }
+    if (fs->def.sequence) {
+        uint64_t i = w->h.count;
+        if ((rc = ss_index_set(w, field, i, loc, fs->total_rows))) return rc;
+        uint64_t end = SS_LOC(wf->chunk_no, wf->chunk_used);
+        if ((rc = ss_index_set(w, field, i + 1, end, fs->total_rows + v->length))) return rc;
+    }
+    fs->total_rows += v->length;
+    return 0;
+}
+
+static int ss_check_values(const ss_writer *w, const ss_value *values) {
+    for (uint32_t i = 0; i < w->h.nfields; i++) {
+        const ss_field_state *fs = &w->h.fields[i];
+        const ss_value *v = &values[i];
+        if (!fs->def.sequence && v->length != 1)
+            return ss__fail(SS_EINVAL, "%s: example %llu: fixed field '%s' needs length 1, got %llu",
+                            w->path, (unsigned long long)w->h.count, fs->name,
+                            (unsigned long long)v->length);
+        if (v->length && !v->data)
+            return ss__fail(SS_EINVAL, "%s: example %llu: field '%s' has length %llu but no data",
+                            w->path, (unsigned long long)w->h.count, fs->name,
+                            (unsigned long long)v->length);
+        uint64_t limit = (SS_MAX_VALUE - 2 * SS_PAGE) / fs->row_bytes;
+        if (v->length > limit)
+            return ss__fail(SS_ETOOBIG,
+                            "%s: example %llu: field '%s' has %llu rows; one value holds at most %llu",
+                            w->path, (unsigned long long)w->h.count, fs->name,
+                            (unsigned long long)v->length, (unsigned long long)limit);
+    }
+    return 0;
+}
+
+int ss_writer_append(ss_writer *w, const ss_value *values) {
+    if (!w || !values) return ss__fail(SS_EINVAL, "ss_writer_append: NULL argument");
+    if (w->broken || w->finished)
+        return ss__fail(SS_ESTATE, "%s: writer is %s", w->path, w->finished ? "finished" : "broken");
+    int rc = ss_check_values(w, values);
+    if (rc) return rc == SS_ETOOBIG ? rc : rc;
+    for (uint32_t i = 0; i < w->h.nfields; i++)
+        if ((rc = ss_append_field(w, i, &values[i]))) return ss_writer_broken(w, rc);
+    w->h.count++;
+    if (w->pending_bytes >= w->commit_bytes) return ss_writer_commit(w);
+    return 0;
+}
+
+uint64_t ss_writer_count(const ss_writer *w) {
+    return w ? w->h.count : 0;
+}
+
+int ss_writer_set_attr(ss_writer *w, const char *name, uint32_t type, const void *data,
+                       size_t size) {
+    if (!w || !name) return ss__fail(SS_EINVAL, "ss_writer_set_attr: NULL argument");
+    size_t n = strlen(name);
+    if (n == 0 || n > SS_MAX_ATTR_NAME)
+        return ss__fail(SS_EINVAL, "attribute name '%s' must have 1 to %d bytes", name,
+                        SS_MAX_ATTR_NAME);
+    if (type != SS_ATTR_BYTES && type != SS_ATTR_TEXT && ss_dtype_size((ss_dtype)type) == 0)
+        return ss__fail(SS_EINVAL, "attribute '%s': unknown type %u", name, type);
+    if (size && !data) return ss__fail(SS_EINVAL, "attribute '%s': NULL data", name);
+    if (size > SS_MAX_VALUE - 2 * SS_PAGE)
+        return ss__fail(SS_ETOOBIG, "attribute '%s': %zu bytes is too large", name, size);
+    unsigned char *copy = malloc(size ? size : 1);
+    if (!copy) return ss__fail(SS_ENOMEM, "attribute '%s': out of memory", name);
+    if (size) memcpy(copy, data, size);
+    ss_pending_attr *a = NULL;
+    for (size_t i = 0; i < w->nattrs; i++)
+        if (strcmp(w->attrs[i].name, name) == 0) a = &w->attrs[i];
+    if (!a) {
+        ss_pending_attr *grown = realloc(w->attrs, (w->nattrs + 1) * sizeof *grown);
+        if (!grown) {
+            free(copy);
+            return ss__fail(SS_ENOMEM, "attribute '%s': out of memory", name);
+        }
+        w->attrs = grown;
+        a = &w->attrs[w->nattrs++];
+        memcpy(a->name, name, n + 1);
+    } else {
+        free(a->data);
+    }
+    a->type = type;
+    a->data = copy;
+    a->size = size;
+    return 0;
+}
+
+int ss_writer_finish(ss_writer *w) {
+    if (!w) return ss__fail(SS_EINVAL, "ss_writer_finish: writer is NULL");
+    if (w->broken || w->finished)
+        return ss__fail(SS_ESTATE, "%s: writer is %s", w->path, w->finished ? "finished" : "broken");
+    int rc = ss_writer_txn(w, 1);
+    if (rc) return rc;
+    rc = mdb_env_sync(w->env, 1);
+    if (rc) return ss_writer_broken(w, ss__lmdb_fail(rc, w->path));
+    w->finished = 1;
+    return 0;
+}
+
+void ss_writer_free(ss_writer *w) {
+    if (!w) return;
+    ss_pending_clear(w);
+    free(w->pending);
+    for (size_t i = 0; i < w->nattrs; i++) free(w->attrs[i].data);
+    free(w->attrs);
+    for (uint32_t i = 0; i < SS_MAX_FIELDS; i++) {
+        free(w->f[i].chunk);
+        free(w->f[i].segment);
+    }
+    if (w->env) mdb_env_close(w->env);
+    free(w->path);
+    free(w);
+}
+
+/* ------------------------------------------------------------ open/create */
+
+static int ss_writer_alloc(ss_writer **out, const char *path, const ss_writer_options *o) {
+    ss_writer *w = calloc(1, sizeof *w);
+    if (!w || !(w->path = strdup(path))) {
+        free(w);
+        return ss__fail(SS_ENOMEM, "%s: out of memory", path);
+    }
+    ss_writer_options defaults = SS_WRITER_OPTIONS_INIT;
+    if (!o) o = &defaults;
+    w->flags = o->flags;
+    w->commit_bytes = o->commit_bytes ? o->commit_bytes : SS_DEFAULT_COMMIT_BYTES;
+    w->h.chunk_pages = o->chunk_pages ? o->chunk_pages : SS_DEFAULT_CHUNK_PAGES;
+    *out = w;
+    if (o->version != SS_WRITER_OPTIONS_VERSION)
+        return ss__fail(SS_EINVAL, "%s: writer options version %u (expected %d)", path,
+                        o->version, SS_WRITER_OPTIONS_VERSION);
+    if (w->h.chunk_pages > 1048575u)
+        return ss__fail(SS_EINVAL, "%s: chunk_pages %u is too large", path, w->h.chunk_pages);
+    return 0;
+}
+
+static int ss_writer_env(ss_writer *w, uint64_t map_bytes) {
+    int rc = mdb_env_create(&w->env);
+    if (rc) return ss__lmdb_fail(rc, w->path);
+    struct stat st;
+    uint64_t size = map_bytes ? map_bytes : SS_DEFAULT_MAP_BYTES;
+    if (stat(w->path, &st) == 0 && (uint64_t)st.st_size * 2 > size) size = (uint64_t)st.st_size * 2;
+    mdb_env_set_mapsize(w->env, size);
+    unsigned flags = MDB_NOSUBDIR | MDB_NOTLS | MDB_NORDAHEAD;
+    if (w->flags & SS_WRITE_NOSYNC) flags |= MDB_NOSYNC;
+    rc = mdb_env_open(w->env, w->path, flags, 0644);
+    if (rc) return ss__lmdb_fail(rc, w->path);
+    MDB_txn *txn;
+    if ((rc = mdb_txn_begin(w->env, NULL, 0, &txn))) return ss__lmdb_fail(rc, w->path);
+    rc = mdb_dbi_open(txn, NULL, 0, &w->dbi);
+    if (rc == 0) rc = mdb_txn_commit(txn);
+    else mdb_txn_abort(txn);
+    return rc ? ss__lmdb_fail(rc, w->path) : 0;
+}
+
+static int ss_writer_buffers(ss_writer *w) {
+    w->capacity = ss_chunk_capacity(w->h.chunk_pages);
+    for (uint32_t i = 0; i < w->h.nfields; i++) {
+        ss_wfield *wf = &w->f[i];
+        uint64_t rb = w->h.fields[i].row_bytes;
+        wf->chunk_cap = w->h.fields[i].def.sequence || rb <= w->capacity ? w->capacity : rb;
+        wf->chunk = malloc(wf->chunk_cap);
+        if (!wf->chunk) return ss__fail(SS_ENOMEM, "%s: out of memory", w->path);
+        if (w->h.fields[i].def.sequence) {
+            wf->segment = calloc(SS_SEGMENT_ENTRIES, SS_INDEX_ENTRY);
+            if (!wf->segment) return ss__fail(SS_ENOMEM, "%s: out of memory", w->path);
+        }
+    }
+    return 0;
+}
+
+static void ss_unlink_store(const char *path) {
+    char lock[4096];
+    snprintf(lock, sizeof lock, "%s-lock", path);
+    unlink(path);
+    unlink(lock);
+}
+
+int ss_writer_create(ss_writer **out, const char *path, const ss_schema *schema,
+                     const ss_writer_options *options) {
+    if (!out) return ss__fail(SS_EINVAL, "ss_writer_create: out is NULL");
+    *out = NULL;
+    if (!path || !*path) return ss__fail(SS_EINVAL, "ss_writer_create: empty path");
+    ss_writer *w;
+    int rc = ss_writer_alloc(&w, path, options);
+    if (rc == 0) rc = ss_header_set_schema(&w->h, schema);
+    if (rc) {
+        ss__context(rc, "create '%s'", path);
+        ss_writer_free(w);
+        return rc;
+    }
+    struct stat st;
+    if (stat(path, &st) == 0) {
+        if (!(w->flags & SS_WRITE_FORCE)) {
+            ss_writer_free(w);
+            return ss__fail(SS_EEXIST, "create '%s': file exists (use --force to replace it)",
+                            path);
+        }
+        ss_unlink_store(path);
+    }
+    w->h.format_version = SS_FORMAT_VERSION;
+    w->h.segment_entries = SS_SEGMENT_ENTRIES;
+    w->creating = 1;
+    rc = ss_writer_env(w, options ? options->map_bytes : 0);
+    if (rc == 0) rc = ss_writer_buffers(w);
+    if (rc == 0) rc = ss_writer_txn(w, 0); /* the header, marked incomplete */
+    if (rc) {
+        ss_writer_free(w);
+        return ss__context(rc, "create '%s'", path);
+    }
+    *out = w;
+    return 0;
+}
+
+/* Read the committed state: the header, or the progress record when resuming. */
+static int ss_writer_read_state(ss_writer *w, MDB_txn *txn, int resume) {
+    ss_key key;
+    MDB_val k, v;
+    int rc = MDB_NOTFOUND;
+    if (resume) {
+        ss_key_named(&key, SS_KEY_PROGRESS, NULL);
+        k = ss_key_val(&key);
+        rc = mdb_get(txn, w->dbi, &k, &v);
+    }
+    if (rc == MDB_NOTFOUND) {
+        ss_key_named(&key, SS_KEY_HEADER, NULL);
+        k = ss_key_val(&key);
+        rc = mdb_get(txn, w->dbi, &k, &v);
+        if (rc == MDB_NOTFOUND) return ss__fail(SS_ENOTSTORE, "not a seqstore store (no header)");
+    }
+    if (rc) return ss__lmdb_fail(rc, "read header");
+    const unsigned char *p;
+    uint64_t len;
+    if ((rc = ss_block_open(&v, 0, "header", &p, &len))) return rc;
+    ss_header h;
+    if ((rc = ss_header_decode(&h, p, len, "header"))) return rc;
+    if ((rc = ss_block_open(&v, 1, "header", &p, &len)))
+        return ss__fail(SS_ECORRUPT, "metadata checksum mismatch");
+    w->creating = (h.incompat_flags & SS_INCOMPAT_INCOMPLETE) != 0;
+    if (w->creating && !resume)
+        return ss__fail(SS_EINCOMPLETE,
+                        "store is incomplete (its writer did not finish, %llu examples committed): "
+                        "resume the write or create it again",
+                        (unsigned long long)h.count);
+    w->h = h;
+    for (uint32_t i = 0; i < h.nfields; i++) w->h.fields[i].def.name = w->h.fields[i].name;
+    return 0;
+}
+
+static int ss_schema_equal(const ss_header *h, const ss_schema *schema) {
+    ss_header want;
+    if (ss_header_set_schema(&want, schema)) return 0;
+    if (want.nfields != h->nfields) return 0;
+    for (uint32_t i = 0; i < h->nfields; i++) {
+        const ss_field *a = &h->fields[i].def, *b = &want.fields[i].def;
+        if (strcmp(a->name, b->name) || a->dtype != b->dtype || a->sequence != b->sequence ||
+            a->ndim != b->ndim || memcmp(a->dims, b->dims, sizeof a->dims))
+            return 0;
+    }
+    return 1;
+}
+
+static int ss_load_block(ss_writer *w, MDB_txn *txn, char tag, uint32_t field, uint64_t number,
+                         unsigned char *dst, uint64_t want) {
+    ss_key key;
+    ss_key_numbered(&key, tag, field, number);
+    MDB_val k = ss_key_val(&key), v;
+    int rc = mdb_get(txn, w->dbi, &k, &v);
+    if (rc) return ss__lmdb_fail(rc, "reload tail block");
+    const unsigned char *p;
+    uint64_t len;
+    if ((rc = ss_block_open(&v, 1, "tail block", &p, &len))) return rc;
+    if (len < want) return ss__fail(SS_ECORRUPT, "tail block holds %llu bytes, header says %llu",
+                                    (unsigned long long)len, (unsigned long long)want);
+    memcpy(dst, p, want);
+    return 0;
+}
+
+/* Reload the partly filled chunk and index segment of every field so that
+ * appending continues exactly where the committed state ends. */
+static int ss_writer_reload(ss_writer *w, MDB_txn *txn) {
+    for (uint32_t i = 0; i < w->h.nfields; i++) {
+        ss_wfield *wf = &w->f[i];
+        ss_field_state *fs = &w->h.fields[i];
+        uint64_t n = fs->nchunks, tail = fs->tail_bytes;
+        int rc;
+        if (fs->def.sequence ? (n > 0 && tail < wf->chunk_cap)
+                             : (w->h.count % ss_fixed_per_chunk(&w->h, fs) != 0)) {
+            wf->chunk_no = n - 1;
+            wf->chunk_used = tail;
+            if ((rc = ss_load_block(w, txn, SS_KEY_DATA, i, n - 1, wf->chunk, tail))) return rc;
+        } else {
+            wf->chunk_no = n;
+        }
+        wf->last_closed = tail;
+        if (fs->def.sequence) {
+            wf->segment_no = w->h.count / SS_SEGMENT_ENTRIES;
+            uint64_t used = w->h.count + 1 - wf->segment_no * SS_SEGMENT_ENTRIES;
+            if ((rc = ss_load_block(w, txn, SS_KEY_INDEX, i, wf->segment_no, wf->segment,
+                                    used * SS_INDEX_ENTRY)))
+                return rc;
+        }
+    }
+    return 0;
+}
+
+int ss_writer_open(ss_writer **out, const char *path, const ss_schema *schema,
+                   const ss_writer_options *options) {
+    if (!out) return ss__fail(SS_EINVAL, "ss_writer_open: out is NULL");
+    *out = NULL;
+    if (!path || !*path) return ss__fail(SS_EINVAL, "ss_writer_open: empty path");
+    struct stat st;
+    if (stat(path, &st) != 0)
+        return ss__fail(errno == ENOENT ? SS_ENOTFOUND : SS_EIO, "open '%s': %s", path,
+                        strerror(errno));
+    if (st.st_size == 0) return ss__fail(SS_ENOTSTORE, "open '%s': not a seqstore store (empty file)", path);
+    ss_writer *w;
+    int rc = ss_writer_alloc(&w, path, options);
+    if (rc == 0) rc = ss_writer_env(w, options ? options->map_bytes : 0);
+    MDB_txn *txn = NULL;
+    if (rc == 0 && (rc = mdb_txn_begin(w->env, NULL, MDB_RDONLY, &txn)))
+        rc = ss__lmdb_fail(rc, "begin");
+    if (rc == 0) rc = ss_writer_read_state(w, txn, (w->flags & SS_WRITE_RESUME) != 0);
+    if (rc == 0 && schema && !ss_schema_equal(&w->h, schema))
+        rc = ss__fail(SS_ESCHEMA, "the store's schema differs from the one given");
+    if (rc == 0) rc = ss_writer_buffers(w);
+    if (rc == 0) rc = ss_writer_reload(w, txn);
+    if (txn) mdb_txn_abort(txn);
+    if (rc) {
+        ss_writer_free(w);
+        return ss__context(rc, "open '%s' for writing", path);
+    }
+    *out = w;
+    return 0;
+}

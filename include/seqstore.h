@@ -1,0 +1,409 @@
+/*
+ * seqstore.h - the public API of seqstore.
+ *
+ * seqstore stores sequential machine-learning data (token corpora, parallel
+ * corpora, EEG recordings, pixel sequences) in one LMDB environment and reads
+ * it back zero-copy from the memory map. The on-disk format is specified in
+ * spec/FORMAT.md.
+ *
+ * Conventions (the same for every function in this header and its
+ * sub-headers):
+ *  - Functions return 0 on success or a negative SS_E... code. ss_strerror()
+ *    names a code; ss_error_message() gives the calling thread's last message
+ *    with its context (path, field, example index). The library never prints,
+ *    never exits and never aborts on bad input.
+ *  - Out-parameters come first. On failure *out is set to NULL and there is
+ *    nothing to free. Objects returned through `**out` belong to the caller
+ *    and are released with the matching _free/_close, which accept NULL.
+ *  - Pointers returned as values or inside an ss_view are borrowed from the
+ *    store: they point into the read-only memory map, must not be written
+ *    through, and stay valid until ss_close() of that store.
+ *  - Options are structs with a `version` field and an ..._OPTIONS_INIT
+ *    initializer, so that new options never break existing callers.
+ *  - Integers on disk are little-endian; see spec/FORMAT.md.
+ */
+#ifndef SEQSTORE_H
+#define SEQSTORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(_WIN32) || defined(__CYGWIN__)
+#define SS_API
+#elif defined(__GNUC__)
+#define SS_API __attribute__((visibility("default")))
+#else
+#define SS_API
+#endif
+
+/* ---------------------------------------------------------------- version */
+
+#define SS_VERSION_MAJOR 0
+#define SS_VERSION_MINOR 1
+#define SS_VERSION_PATCH 0
+#define SS_VERSION_STRING "0.1.0"
+/** The version of the on-disk format this library writes and the newest it reads. */
+#define SS_FORMAT_VERSION 1
+
+/** The library's version as "MAJOR.MINOR.PATCH" (static storage). It may differ from
+ *  SS_VERSION_STRING when a program runs against a newer shared library. */
+SS_API const char *ss_version(void);
+
+/* ----------------------------------------------------------------- errors */
+
+/* X(name, value, message). One table: codes and texts never drift apart. */
+#define SS_ERROR_TABLE(X)                                                                          \
+    X(SS_OK, 0, "success")                                                                         \
+    X(SS_EINVAL, -1, "invalid argument")                                                           \
+    X(SS_ENOTFOUND, -2, "not found")                                                               \
+    X(SS_ENOTSTORE, -3, "not a seqstore store")                                                    \
+    X(SS_EVERSION, -4, "unsupported format version")                                               \
+    X(SS_ECORRUPT, -5, "store is corrupt")                                                         \
+    X(SS_EINCOMPLETE, -6, "store is incomplete")                                                   \
+    X(SS_EIO, -7, "input/output error")                                                            \
+    X(SS_ENOMEM, -8, "out of memory")                                                              \
+    X(SS_EEXIST, -9, "file exists")                                                                \
+    X(SS_ESCHEMA, -10, "schema mismatch")                                                          \
+    X(SS_ETOOBIG, -11, "value too large")                                                          \
+    X(SS_ERANGE, -12, "index out of range")                                                        \
+    X(SS_ESTATE, -13, "call not valid in the current state")                                       \
+    X(SS_EINPUT, -14, "bad input data")                                                            \
+    X(SS_ECALLBACK, -15, "a user callback failed")                                                 \
+    X(SS_EBUSY, -16, "store is busy")
+
+typedef enum ss_error {
+#define SS_ERROR_ENUM_(name, value, message) name = value,
+    SS_ERROR_TABLE(SS_ERROR_ENUM_)
+#undef SS_ERROR_ENUM_
+} ss_error;
+
+/** The fixed text of an error code ("store is corrupt"); "unknown error" for an
+ *  unknown code. Static storage, never NULL. */
+SS_API const char *ss_strerror(int code);
+
+/** The calling thread's most recent error message, with its context, e.g.
+ *  "open 'a.ss': format version 3 is newer than this library's 1". Never NULL
+ *  ("" when no error happened yet). Valid until the next seqstore call in the
+ *  same thread that fails. */
+SS_API const char *ss_error_message(void);
+
+/* ----------------------------------------------------------------- dtypes */
+
+/** Element types. The numeric values are part of the on-disk format. */
+typedef enum ss_dtype {
+    SS_U8 = 1,
+    SS_I8 = 2,
+    SS_U16 = 3,
+    SS_I16 = 4,
+    SS_U32 = 5,
+    SS_I32 = 6,
+    SS_U64 = 7,
+    SS_I64 = 8,
+    SS_F16 = 9, /**< IEEE 754 binary16 */
+    SS_F32 = 10,
+    SS_F64 = 11,
+    SS_BF16 = 12 /**< bfloat16 */
+} ss_dtype;
+
+/** Size of one element of `dtype` in bytes; 0 for an unknown dtype. */
+SS_API size_t ss_dtype_size(ss_dtype dtype);
+/** Lower-case name of `dtype` ("u16", "f32"); NULL for an unknown dtype. */
+SS_API const char *ss_dtype_name(ss_dtype dtype);
+/** Parse a dtype name as printed by ss_dtype_name().
+ *  @param[out] out the dtype.  @return 0, or SS_EINVAL for an unknown name. */
+SS_API int ss_dtype_parse(ss_dtype *out, const char *name);
+
+/* ----------------------------------------------------------------- schema */
+
+#define SS_MAX_DIMS 4      /**< most trailing (feature) dimensions per field */
+#define SS_MAX_FIELDS 64   /**< most fields per store */
+#define SS_MAX_NAME 47     /**< longest field name in bytes */
+#define SS_MAX_ATTR_NAME 255 /**< longest attribute name in bytes */
+
+/** One field of every example.
+ *
+ *  A sequence field (`sequence` = 1) holds, per example, `length` time steps
+ *  of a fixed row shape `dims[0..ndim)`: the example is the row-major array
+ *  [length][dims...]. A fixed field (`sequence` = 0) holds exactly one row per
+ *  example (a label, a fixed-size vector). `ndim` = 0 means a row is one
+ *  scalar. */
+typedef struct ss_field {
+    const char *name; /**< 1..SS_MAX_NAME bytes, unique in the schema */
+    ss_dtype dtype;
+    int sequence;                /**< 1: per-example length along time; 0: one row */
+    uint32_t ndim;               /**< number of trailing dimensions, 0..SS_MAX_DIMS */
+    uint64_t dims[SS_MAX_DIMS];  /**< trailing shape; dims[k] >= 1 for k < ndim */
+} ss_field;
+
+/** The fields of a store, in order. */
+typedef struct ss_schema {
+    uint32_t nfields;
+    const ss_field *fields;
+} ss_schema;
+
+/* ----------------------------------------------------------------- writer */
+
+typedef struct ss_writer ss_writer;
+
+/** Writer flags (ss_writer_options.flags). */
+enum {
+    SS_WRITE_FORCE = 1u << 0,  /**< create: replace an existing file */
+    SS_WRITE_RESUME = 1u << 1, /**< open: continue an interrupted write after its
+                                    last committed example */
+    SS_WRITE_NOSYNC = 1u << 2  /**< do not fsync at intermediate commits (the final
+                                    commit of ss_writer_finish always syncs) */
+};
+
+typedef struct ss_writer_options {
+    unsigned version;      /**< SS_WRITER_OPTIONS_VERSION */
+    unsigned flags;        /**< SS_WRITE_... */
+    uint32_t chunk_pages;  /**< data chunk size in 4096-byte pages; 0 = 256 (1 MiB) */
+    uint64_t commit_bytes; /**< commit a transaction after about this many bytes;
+                                0 = 64 MiB. Bounds the writer's memory. */
+    uint64_t map_bytes;    /**< initial LMDB map size; 0 = 1 GiB. The map grows by
+                                itself when full, so this only tunes. */
+} ss_writer_options;
+
+#define SS_WRITER_OPTIONS_VERSION 1
+#define SS_WRITER_OPTIONS_INIT {SS_WRITER_OPTIONS_VERSION, 0, 0, 0, 0}
+
+/** Create a new store at `path` (one file, plus `path`-lock while open).
+ *
+ *  The store is marked incomplete until ss_writer_finish() succeeds; readers
+ *  refuse it until then.
+ *  @param[out] out     the writer; free it with ss_writer_free().
+ *  @param[in]  path    file to create.
+ *  @param[in]  schema  fields of every example (copied).
+ *  @param[in]  options NULL for defaults.
+ *  @return 0; SS_EEXIST if `path` exists and SS_WRITE_FORCE is not set;
+ *          SS_EINVAL for a bad schema (the message names the field);
+ *          SS_EIO on a file system error. */
+SS_API int ss_writer_create(ss_writer **out, const char *path, const ss_schema *schema,
+                            const ss_writer_options *options);
+
+/** Reopen an existing store for writing.
+ *
+ *  Without SS_WRITE_RESUME: append to a finished store; readers that are
+ *  already open keep seeing their snapshot, readers opened after
+ *  ss_writer_finish() see the new examples. With SS_WRITE_RESUME: continue
+ *  an interrupted create or append after its last committed example
+ *  (ss_writer_count() says how many are there).
+ *  @param[in] schema if not NULL, must equal the store's schema, else SS_ESCHEMA.
+ *  @return 0; SS_ENOTSTORE, SS_EVERSION, SS_ECORRUPT as for ss_open();
+ *          SS_EINCOMPLETE if the store's creation never finished and
+ *          SS_WRITE_RESUME is not set; SS_ESCHEMA; SS_EIO. */
+SS_API int ss_writer_open(ss_writer **out, const char *path, const ss_schema *schema,
+                          const ss_writer_options *options);
+
+/** One field's value of one example, for ss_writer_append(). */
+typedef struct ss_value {
+    const void *data; /**< length rows of the field's row shape, row-major;
+                           may be NULL when length is 0 */
+    uint64_t length;  /**< time steps; must be 1 for a fixed field */
+} ss_value;
+
+/** Append one example: `values[k]` is field k's value (schema order).
+ *  The bytes are copied; the caller may reuse its buffers at once.
+ *  @return 0; SS_EINVAL (the message names the field); SS_ETOOBIG if one value
+ *          exceeds the largest LMDB value (about 4 GiB); SS_EIO. After an
+ *          error other than SS_EINVAL the writer is unusable: free it; what
+ *          was committed stays. */
+SS_API int ss_writer_append(ss_writer *w, const ss_value *values);
+
+/** Set (or replace) an attribute. `type` is an ss_dtype for a typed array, or
+ *  SS_ATTR_TEXT / SS_ATTR_BYTES. `size` is in bytes. Written at the next commit.
+ *  @return 0; SS_EINVAL for an empty or too long name; SS_ETOOBIG. */
+SS_API int ss_writer_set_attr(ss_writer *w, const char *name, uint32_t type, const void *data,
+                              size_t size);
+
+/** Commit everything appended so far in one LMDB transaction. A writer killed
+ *  later can be resumed from here (SS_WRITE_RESUME). The writer commits by
+ *  itself every commit_bytes; call this to force a commit point. */
+SS_API int ss_writer_commit(ss_writer *w);
+
+/** Number of examples in the store including those appended by this writer. */
+SS_API uint64_t ss_writer_count(const ss_writer *w);
+
+/** Commit the rest and mark the store complete (one durable transaction).
+ *  After it, only ss_writer_free() may be called. */
+SS_API int ss_writer_finish(ss_writer *w);
+
+/** Close the writer. Without a successful ss_writer_finish() the examples
+ *  since the last commit are discarded and the store stays incomplete (a new
+ *  store) or keeps its previous finished state (an append). Accepts NULL. */
+SS_API void ss_writer_free(ss_writer *w);
+
+/* ------------------------------------------------------------------ store */
+
+typedef struct ss_store ss_store;
+
+/** Open flags. */
+enum {
+    SS_OPEN_NOLOCK = 1u << 0,     /**< no lock file (read-only media); the caller
+                                       guarantees that no writer is active */
+    SS_OPEN_INCOMPLETE = 1u << 1, /**< open an unfinished store's committed prefix */
+    SS_OPEN_RANDOM = 1u << 2      /**< random access: turn off OS read-ahead */
+};
+
+/** Open a store read-only.
+ *
+ *  Opening is lazy: it reads the header, the schema and the chunk tables
+ *  (O(chunks), not O(examples)) and touches no example data. It checks the
+ *  magic, the format version and the metadata checksum. The store reads one
+ *  consistent snapshot, taken at open, until ss_close().
+ *  One open store may be read by many threads at once. Do not carry an open
+ *  store across fork(); open it in the child.
+ *  @param[out] out   the store; close it with ss_close().
+ *  @param[in]  flags SS_OPEN_...
+ *  @return 0; SS_ENOTFOUND (no such file); SS_ENOTSTORE ("not a seqstore
+ *          store"); SS_EVERSION ("format version 3 is newer than this
+ *          library's 1"); SS_ECORRUPT ("metadata checksum mismatch", or an
+ *          inconsistent table); SS_EINCOMPLETE (the writer did not finish;
+ *          the message says how many examples are committed); SS_EIO. */
+SS_API int ss_open(ss_store **out, const char *path, unsigned flags);
+
+/** Close the store; every view and pointer obtained from it becomes invalid.
+ *  Accepts NULL. */
+SS_API void ss_close(ss_store *s);
+
+/** Number of examples. */
+SS_API uint64_t ss_count(const ss_store *s);
+/** Number of fields. */
+SS_API uint32_t ss_field_count(const ss_store *s);
+/** Index of the field called `name`, or SS_ENOTFOUND (message names it). */
+SS_API int ss_field_index(const ss_store *s, const char *name);
+/** Description of field `field`; `out->name` is borrowed from the store.
+ *  @return 0 or SS_ERANGE. */
+SS_API int ss_field_info(const ss_store *s, uint32_t field, ss_field *out);
+/** Bytes of one row (one time step) of `field`: dtype size times the trailing
+ *  shape; 0 for a bad field index. */
+SS_API uint64_t ss_field_row_bytes(const ss_store *s, uint32_t field);
+/** The store's schema; borrowed, valid until ss_close(). */
+SS_API const ss_schema *ss_store_schema(const ss_store *s);
+
+/** A borrowed, read-only view of one example's field (or a sub-range of it). */
+typedef struct ss_view {
+    const void *data;   /**< first row, inside the map; aligned to the dtype size.
+                             Valid until ss_close(); never write through it.
+                             Not NULL even when length is 0. */
+    uint64_t length;    /**< rows (time steps); 1 for a fixed field */
+    uint64_t row_bytes; /**< bytes per row */
+    ss_dtype dtype;
+} ss_view;
+
+/** View of field `field` of example `index`: O(1), no allocation, no copy.
+ *  @return 0; SS_ERANGE (bad field or index; the message names them);
+ *          SS_ECORRUPT if the index points outside its chunk. */
+SS_API int ss_get(const ss_store *s, uint32_t field, uint64_t index, ss_view *out);
+
+/** View of time steps [t0, t1) of example `index`, still zero-copy.
+ *  @return as ss_get(), plus SS_ERANGE when t0 > t1 or t1 > length. */
+SS_API int ss_get_range(const ss_store *s, uint32_t field, uint64_t index, uint64_t t0,
+                        uint64_t t1, ss_view *out);
+
+/** Length (time steps) of example `index` in `field`, from the index alone
+ *  (no data page is touched); 1 for a fixed field, 0 for a bad argument. */
+SS_API uint64_t ss_length(const ss_store *s, uint32_t field, uint64_t index);
+
+/** Copy the lengths of examples [first, first + n) of `field` into `out`
+ *  (touches only index pages). @return 0 or SS_ERANGE. */
+SS_API int ss_lengths(const ss_store *s, uint32_t field, uint64_t first, uint64_t n,
+                      uint64_t *out);
+
+/* ------------------------------------------------------------- flat view */
+
+/** Total rows of `field` over all examples: the length of its flat stream
+ *  (all examples concatenated in order). */
+SS_API uint64_t ss_flat_size(const ss_store *s, uint32_t field);
+
+/** Map position `pos` of the flat stream to (example, offset within it), in
+ *  O(log n). Examples of length 0 are skipped: the example found holds `pos`.
+ *  @return 0, or SS_ERANGE if pos >= ss_flat_size(). */
+SS_API int ss_flat_locate(const ss_store *s, uint32_t field, uint64_t pos, uint64_t *example,
+                          uint64_t *offset);
+
+/** Copy rows [p, q) of the flat stream of `field` into `buf`
+ *  ((q - p) * row bytes). @return 0 or SS_ERANGE. */
+SS_API int ss_flat_read(const ss_store *s, uint32_t field, uint64_t p, uint64_t q, void *buf);
+
+/* ------------------------------------------------------------- attributes */
+
+/** Attribute types beyond the ss_dtype values (typed arrays). */
+enum { SS_ATTR_BYTES = 0, SS_ATTR_TEXT = 100 };
+
+/** A borrowed attribute value. */
+typedef struct ss_attr {
+    const char *name;  /**< NUL-terminated copy owned by the store */
+    uint32_t type;     /**< SS_ATTR_TEXT, SS_ATTR_BYTES or an ss_dtype */
+    const void *data;  /**< inside the map, 8-byte aligned; valid until ss_close().
+                            Text is not NUL-terminated: use size. */
+    uint64_t size;     /**< bytes */
+} ss_attr;
+
+/** Look up attribute `name` (checksum verified).
+ *  @return 0; SS_ENOTFOUND; SS_ECORRUPT (checksum mismatch). */
+SS_API int ss_attr_get(const ss_store *s, const char *name, ss_attr *out);
+
+/** Number of attributes; they are sorted by name. */
+SS_API uint64_t ss_attr_count(const ss_store *s);
+/** Attribute number `k` in name order. @return 0, SS_ERANGE or SS_ECORRUPT. */
+SS_API int ss_attr_at(const ss_store *s, uint64_t k, ss_attr *out);
+
+/* ------------------------------------------------------------ store info */
+
+/** Facts about an open store. */
+typedef struct ss_store_info {
+    uint32_t format_version;
+    int complete;          /**< 0 when opened with SS_OPEN_INCOMPLETE on an unfinished store */
+    uint64_t count;        /**< examples */
+    uint64_t file_bytes;   /**< size of the store file */
+    uint64_t chunk_bytes;  /**< data chunk payload capacity */
+    uint64_t data_chunks;  /**< chunks over all fields */
+} ss_store_info;
+
+/** Fill `out` with facts about the store. @return 0. */
+SS_API int ss_store_get_info(const ss_store *s, ss_store_info *out);
+
+/* ---------------------------------------------------------------- verify */
+
+/** One problem found by ss_verify(). */
+typedef struct ss_verify_problem {
+    const char *what;       /**< e.g. "data chunk checksum mismatch" */
+    int field;              /**< field index, or -1 */
+    uint64_t chunk;         /**< chunk (or index segment) number */
+    uint64_t first_example; /**< first example the chunk holds */
+    uint64_t last_example;  /**< one past the last example it holds */
+} ss_verify_problem;
+
+/** Called for every problem; return non-zero to stop verifying. */
+typedef int (*ss_verify_fn)(void *ctx, const ss_verify_problem *problem);
+
+/** Recompute every checksum (header, index segments, data chunks, attributes)
+ *  and check the index for consistency.
+ *  @param[in] report called per problem; may be NULL.
+ *  @param[out] problems number of problems found; may be NULL.
+ *  @return 0 if the store is sound, SS_ECORRUPT if a problem was found (the
+ *          message names the first), SS_EIO. */
+SS_API int ss_verify(const ss_store *s, ss_verify_fn report, void *ctx, uint64_t *problems);
+
+#ifdef __cplusplus
+}
+#endif
+
+/* ------------------------------------------------------------ the SDK
+ * Reading for training loops: selections and splits, samplers, batching and
+ * bucket indices, collation, parallel streams, the prefetching loader,
+ * truncated-BPTT readers and transforms. Each concept has its own sub-header. */
+#include "seqstore/select.h"
+#include "seqstore/sampler.h"
+#include "seqstore/batch.h"
+#include "seqstore/collate.h"
+#include "seqstore/stream.h"
+#include "seqstore/loader.h"
+#include "seqstore/bptt.h"
+
+#endif /* SEQSTORE_H */

@@ -1,0 +1,58 @@
+/* testutil.h - tiny assertion helpers for seqstore's tests. */
+#ifndef SS_TESTUTIL_H
+#define SS_TESTUTIL_H
+
+#include "seqstore.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#define CHECK(cond)                                                                                \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            fprintf(stderr, "%s:%d: CHECK(%s) failed (last error: %s)\n", __FILE__, __LINE__,      \
+                    #cond, ss_error_message());                                                    \
+            exit(1);                                                                               \
+        }                                                                                          \
+    } while (0)
+
+#define CHECK_EQ_U64(a, b)                                                                         \
+    do {                                                                                           \
+        uint64_t a_ = (uint64_t)(a), b_ = (uint64_t)(b);                                           \
+        if (a_ != b_) {                                                                            \
+            fprintf(stderr, "%s:%d: %s == %s failed: %" PRIu64 " != %" PRIu64 "\n", __FILE__,      \
+                    __LINE__, #a, #b, a_, b_);                                                     \
+            exit(1);                                                                               \
+        }                                                                                          \
+    } while (0)
+
+#define CHECK_OK(expr)                                                                             \
+    do {                                                                                           \
+        int rc_ = (expr);                                                                          \
+        if (rc_ != 0) {                                                                            \
+            fprintf(stderr, "%s:%d: %s returned %d (%s): %s\n", __FILE__, __LINE__, #expr, rc_,    \
+                    ss_strerror(rc_), ss_error_message());                                         \
+            exit(1);                                                                               \
+        }                                                                                          \
+    } while (0)
+
+/* Expect a specific error code. */
+#define CHECK_RC(expr, code)                                                                       \
+    do {                                                                                           \
+        int rc_ = (expr);                                                                          \
+        if (rc_ != (code)) {                                                                       \
+            fprintf(stderr, "%s:%d: %s returned %d (%s), expected %s: %s\n", __FILE__, __LINE__,   \
+                    #expr, rc_, ss_strerror(rc_), #code, ss_error_message());                      \
+            exit(1);                                                                               \
+        }                                                                                          \
+    } while (0)
+
+/* A fresh, empty temporary directory for this test process (static storage). */
+const char *ss_test_tmpdir(void);
+/* ss_test_tmpdir() + "/" + name, in a static rotating buffer (8 slots). */
+const char *ss_test_path(const char *name);
+/* Deterministic test RNG (splitmix64). */
+uint64_t ss_test_rand(uint64_t *state);
+
+#endif
