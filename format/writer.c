@@ -141,9 +141,10 @@ static int ss_txn_body(ss_writer *w, MDB_txn *txn, int final) {
     }
     ss_writer_sync_header(w);
     if (!final) {
-        uint32_t flags = w->creating ? SS_INCOMPAT_INCOMPLETE : 0;
-        if (w->creating) return ss_put_header(w, txn, SS_KEY_HEADER, flags);
-        return ss_put_header(w, txn, SS_KEY_PROGRESS, flags);
+        /* Creating: the header itself, marked incomplete. Appending: the
+         * header keeps the finished state; progress goes to its own record. */
+        char tag = w->creating ? SS_KEY_HEADER : SS_KEY_PROGRESS;
+        return ss_put_header(w, txn, tag, SS_INCOMPAT_INCOMPLETE);
     }
     for (size_t i = 0; i < w->nattrs; i++) {
         ss_pending_attr *a = &w->attrs[i];
@@ -335,7 +336,7 @@ int ss_writer_append(ss_writer *w, const ss_value *values) {
     if (w->broken || w->finished)
         return ss__fail(SS_ESTATE, "%s: writer is %s", w->path, w->finished ? "finished" : "broken");
     int rc = ss_check_values(w, values);
-    if (rc) return rc == SS_ETOOBIG ? rc : rc;
+    if (rc) return rc;
     for (uint32_t i = 0; i < w->h.nfields; i++)
         if ((rc = ss_append_field(w, i, &values[i]))) return ss_writer_broken(w, rc);
     w->h.count++;
@@ -510,38 +511,44 @@ int ss_writer_create(ss_writer **out, const char *path, const ss_schema *schema,
     return 0;
 }
 
-/* Read the committed state: the header, or the progress record when resuming. */
-static int ss_writer_read_state(ss_writer *w, MDB_txn *txn, int resume) {
+/* Decode and check the header-layout block at key `tag`; SS_ENOTFOUND if absent. */
+static int ss_read_header_block(ss_writer *w, MDB_txn *txn, char tag, ss_header *h) {
     ss_key key;
-    MDB_val k, v;
-    int rc = MDB_NOTFOUND;
-    if (resume) {
-        ss_key_named(&key, SS_KEY_PROGRESS, NULL);
-        k = ss_key_val(&key);
-        rc = mdb_get(txn, w->dbi, &k, &v);
-    }
-    if (rc == MDB_NOTFOUND) {
-        ss_key_named(&key, SS_KEY_HEADER, NULL);
-        k = ss_key_val(&key);
-        rc = mdb_get(txn, w->dbi, &k, &v);
-        if (rc == MDB_NOTFOUND) return ss__fail(SS_ENOTSTORE, "not a seqstore store (no header)");
-    }
+    ss_key_named(&key, tag, NULL);
+    MDB_val k = ss_key_val(&key), v;
+    int rc = mdb_get(txn, w->dbi, &k, &v);
+    if (rc == MDB_NOTFOUND)
+        return tag == SS_KEY_HEADER ? ss__fail(SS_ENOTSTORE, "not a seqstore store (no header)")
+                                    : SS_ENOTFOUND;
     if (rc) return ss__lmdb_fail(rc, "read header");
     const unsigned char *p;
     uint64_t len;
     if ((rc = ss_block_open(&v, 0, "header", &p, &len))) return rc;
-    ss_header h;
-    if ((rc = ss_header_decode(&h, p, len, "header"))) return rc;
-    if ((rc = ss_block_open(&v, 1, "header", &p, &len)))
+    if ((rc = ss_header_decode(h, p, len, "header"))) return rc;
+    if (ss_block_open(&v, 1, "header", &p, &len))
         return ss__fail(SS_ECORRUPT, "metadata checksum mismatch");
-    w->creating = (h.incompat_flags & SS_INCOMPAT_INCOMPLETE) != 0;
+    for (uint32_t i = 0; i < h->nfields; i++) h->fields[i].def.name = h->fields[i].name;
+    return 0;
+}
+
+/* The committed state: the header, or with resume the progress record of an
+ * interrupted append when there is one. */
+static int ss_writer_read_state(ss_writer *w, MDB_txn *txn, int resume) {
+    int rc = ss_read_header_block(w, txn, SS_KEY_HEADER, &w->h);
+    if (rc) return rc;
+    w->creating = (w->h.incompat_flags & SS_INCOMPAT_INCOMPLETE) != 0;
     if (w->creating && !resume)
         return ss__fail(SS_EINCOMPLETE,
                         "store is incomplete (its writer did not finish, %llu examples committed): "
                         "resume the write or create it again",
-                        (unsigned long long)h.count);
-    w->h = h;
-    for (uint32_t i = 0; i < h.nfields; i++) w->h.fields[i].def.name = w->h.fields[i].name;
+                        (unsigned long long)w->h.count);
+    if (resume && !w->creating) {
+        ss_header progress;
+        rc = ss_read_header_block(w, txn, SS_KEY_PROGRESS, &progress);
+        if (rc == 0) w->h = progress;
+        else if (rc != SS_ENOTFOUND) return rc;
+        for (uint32_t i = 0; i < w->h.nfields; i++) w->h.fields[i].def.name = w->h.fields[i].name;
+    }
     return 0;
 }
 
