@@ -81,7 +81,7 @@ static void ss_print_view(const ss_cat_field *f, const ss_view *v) {
         for (uint64_t k = 0; k < per_row; k++, p += es) {
             uint64_t id = ss_token_id(p, v->dtype);
             if (f->as_text && per_row == 1) {
-                if (v->dtype == SS_U8) putchar(*p < 32 && *p != '\t' ? '?' : *p);
+                if (v->dtype == SS_U8 && id >= 0x80) putchar((int)id); /* UTF-8 byte */
                 else ss_print_char(id);
                 continue;
             }

@@ -1,6 +1,8 @@
 /* store.c - opening a store read-only and zero-copy access to examples. */
 #include "store.h"
 
+#include "env.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -127,41 +129,42 @@ static int ss_read_header(ss_store *s, unsigned flags) {
     return 0;
 }
 
-/* LMDB maps pages beyond the end of a truncated file, and touching them
- * raises SIGBUS: check the file holds every page the meta page claims. */
-static int ss_check_file_size(ss_store *s) {
-    MDB_envinfo info;
-    MDB_stat st;
-    mdb_env_info(s->env, &info);
-    mdb_env_stat(s->env, &st);
-    uint64_t need = ((uint64_t)info.me_last_pgno + 1) * st.ms_psize;
-    if (s->file_bytes < need)
-        return ss__fail(SS_ECORRUPT, "%s: file is truncated (%llu bytes, needs %llu)", s->path,
-                        (unsigned long long)s->file_bytes, (unsigned long long)need);
-    return 0;
-}
+typedef struct ss_open_ctx {
+    const char *path;
+    unsigned flags;
+} ss_open_ctx;
 
-static int ss_open_env(ss_store *s, unsigned flags) {
-    int rc = mdb_env_create(&s->env);
-    if (rc) return ss__lmdb_fail(rc, s->path);
-    mdb_env_set_maxreaders(s->env, 1022);
+static int ss_open_readonly_env(MDB_env **env, void *vctx) {
+    const ss_open_ctx *ctx = vctx;
+    int rc = mdb_env_create(env);
+    if (rc) return ss__lmdb_fail(rc, ctx->path);
+    mdb_env_set_maxreaders(*env, 1022);
     unsigned mflags = MDB_RDONLY | MDB_NOSUBDIR | MDB_NOTLS;
-    if (flags & SS_OPEN_NOLOCK) mflags |= MDB_NOLOCK;
-    if (flags & SS_OPEN_RANDOM) mflags |= MDB_NORDAHEAD;
-    rc = mdb_env_open(s->env, s->path, mflags, 0644);
+    if (ctx->flags & SS_OPEN_NOLOCK) mflags |= MDB_NOLOCK;
+    if (ctx->flags & SS_OPEN_RANDOM) mflags |= MDB_NORDAHEAD;
+    rc = mdb_env_open(*env, ctx->path, mflags, 0644);
     if (rc == MDB_INVALID || rc == MDB_VERSION_MISMATCH)
-        return ss__fail(SS_ENOTSTORE, "%s: not a seqstore store", s->path);
+        return ss__fail(SS_ENOTSTORE, "%s: not a seqstore store", ctx->path);
     if (rc == EACCES || rc == EROFS)
         return ss__fail(SS_EIO, "%s: %s (for read-only media, open with SS_OPEN_NOLOCK / --nolock)",
-                        s->path, strerror(rc));
-    if (rc) return ss__lmdb_fail(rc, s->path);
-    if ((rc = ss_check_file_size(s))) return rc;
+                        ctx->path, strerror(rc));
+    return rc ? ss__lmdb_fail(rc, ctx->path) : 0;
+}
+
+/* Share the process's environment of this file and take our own snapshot. */
+static int ss_open_env(ss_store *s, unsigned flags) {
+    ss_open_ctx ctx = {s->path, flags};
+    int rc = ss_env_acquire(&s->env, s->path, 0, ss_open_readonly_env, &ctx);
+    if (rc) return rc;
     rc = mdb_txn_begin(s->env, NULL, MDB_RDONLY, &s->txn);
     if (rc == MDB_MAP_RESIZED) {
         mdb_env_set_mapsize(s->env, 0);
         rc = mdb_txn_begin(s->env, NULL, MDB_RDONLY, &s->txn);
     }
     if (rc) return ss__lmdb_fail(rc, s->path);
+    /* LMDB maps pages beyond the end of a truncated file, and touching them
+     * raises SIGBUS: the file must hold every page the meta page claims. */
+    if ((rc = ss_env_check_size(s->env, s->path))) return rc;
     rc = mdb_dbi_open(s->txn, NULL, 0, &s->dbi);
     return rc ? ss__lmdb_fail(rc, s->path) : 0;
 }
@@ -207,7 +210,7 @@ void ss_close(ss_store *s) {
     }
     ss_attr_unload(s);
     if (s->txn) mdb_txn_abort(s->txn);
-    if (s->env) mdb_env_close(s->env);
+    ss_env_release(s->env);
     pthread_mutex_destroy(&s->lock);
     free(s->path);
     free(s);

@@ -2,6 +2,8 @@
  * transactions of bounded size, the header last. */
 #include "layout.h"
 
+#include "env.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -406,7 +408,7 @@ void ss_writer_free(ss_writer *w) {
         free(w->f[i].chunk);
         free(w->f[i].segment);
     }
-    if (w->env) mdb_env_close(w->env);
+    ss_env_release(w->env);
     free(w->path);
     free(w);
 }
@@ -433,17 +435,34 @@ static int ss_writer_alloc(ss_writer **out, const char *path, const ss_writer_op
     return 0;
 }
 
-static int ss_writer_env(ss_writer *w, uint64_t map_bytes) {
-    int rc = mdb_env_create(&w->env);
+typedef struct ss_writer_env_ctx {
+    ss_writer *w;
+    uint64_t map_bytes;
+} ss_writer_env_ctx;
+
+static int ss_open_writer_env(MDB_env **env, void *vctx) {
+    ss_writer_env_ctx *ctx = vctx;
+    ss_writer *w = ctx->w;
+    int rc = mdb_env_create(env);
     if (rc) return ss__lmdb_fail(rc, w->path);
     struct stat st;
-    uint64_t size = map_bytes ? map_bytes : SS_DEFAULT_MAP_BYTES;
+    uint64_t size = ctx->map_bytes ? ctx->map_bytes : SS_DEFAULT_MAP_BYTES;
     if (stat(w->path, &st) == 0 && (uint64_t)st.st_size * 2 > size) size = (uint64_t)st.st_size * 2;
-    mdb_env_set_mapsize(w->env, size);
+    mdb_env_set_mapsize(*env, size);
+    mdb_env_set_maxreaders(*env, 1022);
     unsigned flags = MDB_NOSUBDIR | MDB_NOTLS | MDB_NORDAHEAD;
     if (w->flags & SS_WRITE_NOSYNC) flags |= MDB_NOSYNC;
-    rc = mdb_env_open(w->env, w->path, flags, 0644);
-    if (rc) return ss__lmdb_fail(rc, w->path);
+    rc = mdb_env_open(*env, w->path, flags, 0644);
+    if (rc == MDB_INVALID || rc == MDB_VERSION_MISMATCH)
+        return ss__fail(SS_ENOTSTORE, "%s: not a seqstore store", w->path);
+    return rc ? ss__lmdb_fail(rc, w->path) : 0;
+}
+
+static int ss_writer_env(ss_writer *w, uint64_t map_bytes) {
+    ss_writer_env_ctx ctx = {w, map_bytes};
+    int rc = ss_env_acquire(&w->env, w->path, 1, ss_open_writer_env, &ctx);
+    if (rc) return rc;
+    if ((rc = ss_env_check_size(w->env, w->path))) return rc;
     MDB_txn *txn;
     if ((rc = mdb_txn_begin(w->env, NULL, 0, &txn))) return ss__lmdb_fail(rc, w->path);
     rc = mdb_dbi_open(txn, NULL, 0, &w->dbi);

@@ -1,0 +1,769 @@
+/* convert.c - the converter framework: `seqstore convert KIND ...` (see convert.h). */
+#include "convert.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+const ss_converter *const ss_converters[] = {
+    &ss_converter_lines, &ss_converter_text, &ss_converter_parallel, &ss_converter_idx,
+    &ss_converter_npy,   &ss_converter_edf,  NULL};
+
+/* Bad records listed at the end with --skip-bad; beyond this only counted. */
+#define SS_CONV_MAX_LISTED 1000
+/* Look at the clock every this many progress/append calls. */
+#define SS_CONV_TICK 4096
+/* Redraw the progress line at most this often (seconds). */
+#define SS_CONV_REDRAW 0.25
+
+struct ss_conv {
+    const ss_converter *conv;
+    ss_conv_options opts;
+    uint64_t commit_bytes;
+    int argc; /* the arguments after "convert", for convert.options */
+    char **argv;
+
+    char **sources; /* this run's input paths */
+    uint32_t nsources, sources_cap;
+    uint32_t source_base; /* files recorded in the store before this run (--append) */
+    char *old_files;      /* the store's source.files before this run (--append) */
+    char *old_options;    /* its convert.options */
+    char *old_converter;  /* its convert.converter */
+
+    ss_writer *w;
+    int began, writer_broken, bad_input;
+    uint32_t nfields; /* the converter's fields; `source` is fields[nfields] */
+    ss_field fields[SS_MAX_FIELDS];
+    uint64_t row_elems[SS_MAX_FIELDS];
+    ss_value values[SS_MAX_FIELDS];
+    uint64_t start_count; /* examples in the store when this run began */
+    uint64_t kill_after;  /* tests: SIGKILL ourselves after this many appends */
+
+    /* statistics and progress */
+    uint64_t examples, elements, bytes_in, total_bytes;
+    unsigned tick;
+    int show_progress, drawn;
+    double t0, last_draw;
+
+    /* --skip-bad */
+    char **bad;
+    uint64_t nbad;
+};
+
+static double now_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* ---------------------------------------------------------------- messages */
+
+static void clear_progress(ss_conv *c)
+{
+    if (c && c->drawn) {
+        fputs("\r\033[K", stderr);
+        c->drawn = 0;
+    }
+}
+
+int ss_conv_error(ss_conv *c, const char *fmt, ...)
+{
+    va_list ap;
+    clear_progress(c);
+    fputs("seqstore convert: ", stderr);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    return 1;
+}
+
+int ss_conv_ss_error(ss_conv *c, const char *fmt, ...)
+{
+    va_list ap;
+    clear_progress(c);
+    fputs("seqstore convert: ", stderr);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, ": %s\n", ss_error_message());
+    return 1;
+}
+
+int ss_conv_usage_error(ss_conv *c, const char *fmt, ...)
+{
+    va_list ap;
+    const char *kind = c && c->conv ? c->conv->kind : NULL;
+    clear_progress(c);
+    fprintf(stderr, "seqstore convert%s%s: ", kind ? " " : "", kind ? kind : "");
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "\n(see 'seqstore convert %s --help')\n", kind ? kind : "");
+    return 2;
+}
+
+static char *xvasprintf(const char *fmt, va_list ap)
+{
+    char *s = NULL;
+    if (vasprintf(&s, fmt, ap) < 0) return NULL;
+    return s;
+}
+
+int ss_conv_bad(ss_conv *c, const char *file, uint64_t location, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *what = xvasprintf(fmt, ap);
+    va_end(ap);
+    char *msg = NULL;
+    int n = location ? asprintf(&msg, "%s:%" PRIu64 ": %s", file, location, what ? what : "?")
+                     : asprintf(&msg, "%s: %s", file, what ? what : "?");
+    free(what);
+    if (n < 0) msg = NULL;
+    if (!c->opts.skip_bad) {
+        ss_conv_error(c, "%s", msg ? msg : "bad input (out of memory)");
+        free(msg);
+        c->bad_input = 1;
+        return 1;
+    }
+    if (c->nbad < SS_CONV_MAX_LISTED) {
+        if (!c->bad) c->bad = calloc(SS_CONV_MAX_LISTED, sizeof *c->bad);
+        if (c->bad) c->bad[c->nbad] = msg, msg = NULL;
+    }
+    free(msg);
+    c->nbad++;
+    return 0;
+}
+
+/* ----------------------------------------------------------------- options */
+
+const ss_conv_options *ss_conv_opts(const ss_conv *c)
+{
+    return &c->opts;
+}
+
+int ss_conv_parse_u64(ss_conv *c, const char *option, const char *text, uint64_t min,
+                      uint64_t max, uint64_t *out)
+{
+    char *end = NULL;
+    if (!text || !*text || *text == '-' || *text == '+' || *text == ' ')
+        return ss_conv_usage_error(c, "%s needs a number, got '%s'", option, text ? text : "");
+    errno = 0;
+    unsigned long long v = strtoull(text, &end, 10);
+    if (errno || *end || v < min || v > max)
+        return ss_conv_usage_error(c, "%s: '%s' is not a number in [%" PRIu64 ", %" PRIu64 "]",
+                                   option, text, min, max);
+    *out = (uint64_t)v;
+    return 0;
+}
+
+uint64_t ss_conv_file_size(const char *path)
+{
+    struct stat st;
+    if (stat(path, &st) != 0) return 0;
+    return (uint64_t)st.st_size;
+}
+
+/* ----------------------------------------------------------------- sources */
+
+uint32_t ss_conv_add_source(ss_conv *c, const char *path)
+{
+    if (c->nsources == c->sources_cap) {
+        uint32_t cap = c->sources_cap ? 2 * c->sources_cap : 16;
+        char **p = realloc(c->sources, cap * sizeof *p);
+        if (!p) {
+            fputs("seqstore convert: out of memory\n", stderr);
+            exit(1);
+        }
+        c->sources = p;
+        c->sources_cap = cap;
+    }
+    c->sources[c->nsources] = strdup(path);
+    if (!c->sources[c->nsources]) {
+        fputs("seqstore convert: out of memory\n", stderr);
+        exit(1);
+    }
+    return c->nsources++;
+}
+
+void ss_conv_set_total(ss_conv *c, uint64_t total_bytes)
+{
+    c->total_bytes = total_bytes;
+}
+
+/* ---------------------------------------------------------------- progress */
+
+static void fmt_duration(char *buf, size_t n, double s)
+{
+    if (s < 0 || s > 1e7) {
+        snprintf(buf, n, "?");
+        return;
+    }
+    unsigned long t = (unsigned long)(s + 0.5);
+    if (t >= 3600)
+        snprintf(buf, n, "%lu:%02lu:%02lu", t / 3600, t / 60 % 60, t % 60);
+    else
+        snprintf(buf, n, "%lu:%02lu", t / 60, t % 60);
+}
+
+static void draw_progress(ss_conv *c, double t)
+{
+    double el = t - c->t0;
+    double mb = (double)c->bytes_in / 1e6;
+    double rate = el > 0 ? mb / el : 0;
+    char eta[64] = "";
+    if (c->total_bytes && rate > 0 && c->bytes_in <= c->total_bytes) {
+        char d[24];
+        fmt_duration(d, sizeof d, ((double)(c->total_bytes - c->bytes_in) / 1e6) / rate);
+        snprintf(eta, sizeof eta, "  %3.0f%%  ETA %s",
+                 100.0 * (double)c->bytes_in / (double)c->total_bytes, d);
+    }
+    fprintf(stderr, "\r\033[K%" PRIu64 " examples  %.1f MB  %.1f MB/s%s", c->examples, mb, rate,
+            eta);
+    fflush(stderr);
+    c->drawn = 1;
+    c->last_draw = t;
+}
+
+static void tick(ss_conv *c)
+{
+    if (++c->tick < SS_CONV_TICK) return;
+    c->tick = 0;
+    if (!c->show_progress) return;
+    double t = now_seconds();
+    if (t - c->last_draw >= SS_CONV_REDRAW) draw_progress(c, t);
+}
+
+void ss_conv_progress(ss_conv *c, uint64_t bytes)
+{
+    c->bytes_in += bytes;
+    tick(c);
+}
+
+/* -------------------------------------------------------------- the store */
+
+static int open_existing(ss_conv *c, ss_store **out, unsigned flags)
+{
+    *out = NULL;
+    int rc = ss_open(out, c->opts.output, flags);
+    if (rc == SS_ENOTFOUND) return 0;
+    if (rc) return ss_conv_ss_error(c, "cannot open '%s'", c->opts.output);
+    return 0;
+}
+
+int ss_conv_open_existing(ss_conv *c, ss_store **out)
+{
+    return open_existing(c, out, c->opts.resume ? SS_OPEN_INCOMPLETE : 0);
+}
+
+/* A copy of text attribute `name`, NUL-terminated; NULL when missing. */
+static char *attr_text(const ss_store *s, const char *name)
+{
+    ss_attr a;
+    if (ss_attr_get(s, name, &a) != 0 || a.type != SS_ATTR_TEXT) return NULL;
+    char *t = malloc(a.size + 1);
+    if (!t) return NULL;
+    memcpy(t, a.data, a.size);
+    t[a.size] = 0;
+    return t;
+}
+
+static uint32_t count_lines(const char *t)
+{
+    uint32_t n = 0;
+    if (!t || !*t) return 0;
+    for (; *t; t++) n += *t == '\n';
+    return t[-1] == '\n' ? n : n + 1;
+}
+
+static int same_field(const ss_field *a, const ss_field *b)
+{
+    if (strcmp(a->name, b->name) || a->dtype != b->dtype || !a->sequence != !b->sequence ||
+        a->ndim != b->ndim)
+        return 0;
+    for (uint32_t k = 0; k < a->ndim; k++)
+        if (a->dims[k] != b->dims[k]) return 0;
+    return 1;
+}
+
+static void describe_field(char *buf, size_t n, const ss_field *f)
+{
+    int k = snprintf(buf, n, "%s %s%s", ss_dtype_name(f->dtype) ? ss_dtype_name(f->dtype) : "?",
+                     f->sequence ? "sequence" : "fixed", f->ndim ? " of [" : "");
+    for (uint32_t d = 0; d < f->ndim && k > 0 && (size_t)k < n; d++)
+        k += snprintf(buf + k, n - (size_t)k, "%s%" PRIu64, d ? "," : "", f->dims[d]);
+    if (f->ndim && k > 0 && (size_t)k < n) snprintf(buf + k, n - (size_t)k, "]");
+}
+
+/* Compare the existing store's schema with ours; print the first difference. */
+static int check_schema(ss_conv *c, const ss_store *s, uint32_t nf)
+{
+    const ss_schema *old = ss_store_schema(s);
+    char a[128], b[128];
+    for (uint32_t k = 0; k < nf || k < old->nfields; k++) {
+        if (k >= old->nfields)
+            return ss_conv_error(c,
+                                 "schema mismatch: '%s' has no field '%s' (it has %" PRIu32
+                                 " fields)",
+                                 c->opts.output, c->fields[k].name, old->nfields);
+        if (k >= nf)
+            return ss_conv_error(c, "schema mismatch: '%s' has an extra field '%s'", c->opts.output,
+                                 old->fields[k].name);
+        if (!same_field(&old->fields[k], &c->fields[k])) {
+            describe_field(a, sizeof a, &old->fields[k]);
+            describe_field(b, sizeof b, &c->fields[k]);
+            return ss_conv_error(c,
+                                 "schema mismatch: field %" PRIu32 " of '%s' is '%s' (%s), this "
+                                 "conversion makes '%s' (%s)",
+                                 k, c->opts.output, old->fields[k].name, a, c->fields[k].name, b);
+        }
+    }
+    return 0;
+}
+
+static char *join_lines(char **v, uint32_t n)
+{
+    size_t len = 1;
+    for (uint32_t k = 0; k < n; k++) len += strlen(v[k]) + 1;
+    char *t = malloc(len), *p = t;
+    if (!t) return NULL;
+    for (uint32_t k = 0; k < n; k++) {
+        size_t l = strlen(v[k]);
+        memcpy(p, v[k], l);
+        p += l;
+        *p++ = '\n';
+    }
+    *p = 0;
+    return t;
+}
+
+/* "a" + sep + "b", or a copy of whichever is not NULL. */
+static char *concat(const char *a, const char *sep, const char *b)
+{
+    char *t = NULL;
+    if (asprintf(&t, "%s%s%s", a ? a : "", a && *a ? sep : "", b ? b : "") < 0) return NULL;
+    return t;
+}
+
+static int set_text(ss_conv *c, const char *name, const char *text)
+{
+    if (!text) return ss_conv_error(c, "out of memory");
+    return ss_conv_set_attr(c, name, SS_ATTR_TEXT, text, strlen(text));
+}
+
+static int write_framework_attrs(ss_conv *c)
+{
+    char *files = join_lines(c->sources, c->nsources);
+    /* The options, without those that cannot change the store (so that its
+     * bytes do not depend on the thread count). */
+    char **kept = calloc((size_t)c->argc + 1, sizeof *kept);
+    uint32_t nkept = 0;
+    for (int i = 0; kept && i < c->argc; i++) {
+        const char *a = c->argv[i];
+        if (!strcmp(a, "--quiet") || !strcmp(a, "-q") || !strncmp(a, "--threads=", 10)) continue;
+        if (!strcmp(a, "--threads")) {
+            i++;
+            continue;
+        }
+        if (!strcmp(a, "--")) {
+            for (; i < c->argc; i++) kept[nkept++] = c->argv[i];
+            break;
+        }
+        kept[nkept++] = c->argv[i];
+    }
+    char *args = kept ? join_lines(kept, nkept) : NULL;
+    free(kept);
+    char *all_files = concat(c->old_files, "", files);
+    char *all_args = concat(c->old_options, "\n", args);
+    char *kinds = concat(c->old_converter, "\n", c->conv->kind);
+    int rc = set_text(c, "source.files", all_files) || set_text(c, "convert.options", all_args) ||
+             set_text(c, "convert.converter", kinds) ||
+             set_text(c, "convert.version", ss_version());
+    free(files);
+    free(args);
+    free(all_files);
+    free(all_args);
+    free(kinds);
+    return rc;
+}
+
+/* --append: the store must exist, be complete and have our schema. */
+static int prepare_append(ss_conv *c, uint32_t nf)
+{
+    ss_store *s = NULL;
+    if (open_existing(c, &s, 0)) return 1;
+    if (!s)
+        return ss_conv_error(c, "--append: '%s' does not exist (omit --append to create it)",
+                             c->opts.output);
+    int rc = check_schema(c, s, nf);
+    if (!rc) {
+        c->old_files = attr_text(s, "source.files");
+        c->old_options = attr_text(s, "convert.options");
+        c->old_converter = attr_text(s, "convert.converter");
+        c->source_base = count_lines(c->old_files);
+        if (c->old_files && *c->old_files && c->old_files[strlen(c->old_files) - 1] != '\n') {
+            char *t = concat(c->old_files, "", "\n");
+            free(c->old_files);
+            c->old_files = t;
+        }
+    }
+    ss_close(s);
+    return rc;
+}
+
+/* --resume: returns 1 (error printed), 0 with *exists = whether there is
+ * something to resume. */
+static int prepare_resume(ss_conv *c, uint32_t nf, int *exists)
+{
+    ss_store *s = NULL;
+    *exists = 0;
+    if (open_existing(c, &s, SS_OPEN_INCOMPLETE)) return 1;
+    if (!s) return 0;
+    ss_store_info info;
+    int rc = ss_store_get_info(s, &info);
+    if (!rc && info.complete)
+        rc = ss_conv_error(c,
+                           "--resume: '%s' is complete (%" PRIu64
+                           " examples); nothing to resume (--force redoes it, --append adds)",
+                           c->opts.output, info.count);
+    if (!rc) rc = check_schema(c, s, nf);
+    if (!rc) {
+        char *old = attr_text(s, "source.files");
+        char *now = join_lines(c->sources, c->nsources);
+        if (old && now && strcmp(old, now) != 0)
+            rc = ss_conv_error(c,
+                               "--resume: the input files differ from those of the interrupted "
+                               "conversion of '%s' (its source.files attribute)",
+                               c->opts.output);
+        free(old);
+        free(now);
+    }
+    ss_close(s);
+    *exists = 1;
+    return rc;
+}
+
+int ss_conv_begin(ss_conv *c, const ss_schema *schema, uint64_t *skip)
+{
+    *skip = 0;
+    if (c->began) return ss_conv_error(c, "internal error: ss_conv_begin called twice");
+    if (schema->nfields + 1 > SS_MAX_FIELDS)
+        return ss_conv_error(c, "too many fields (%" PRIu32 ")", schema->nfields);
+    c->nfields = schema->nfields;
+    for (uint32_t k = 0; k < schema->nfields; k++) {
+        c->fields[k] = schema->fields[k];
+        if (!strcmp(c->fields[k].name, "source"))
+            return ss_conv_error(c, "internal error: the field name 'source' is reserved");
+        uint64_t e = 1;
+        for (uint32_t d = 0; d < c->fields[k].ndim; d++) e *= c->fields[k].dims[d];
+        c->row_elems[k] = e;
+    }
+    c->fields[c->nfields] = (ss_field){.name = "source", .dtype = SS_U64, .sequence = 0,
+                                       .ndim = 1, .dims = {2}};
+    uint32_t nf = c->nfields + 1;
+    ss_schema full = {nf, c->fields};
+
+    ss_writer_options wo = SS_WRITER_OPTIONS_INIT;
+    wo.flags = SS_WRITE_NOSYNC;
+    wo.commit_bytes = c->commit_bytes;
+    int rc;
+    if (c->opts.append) {
+        if (prepare_append(c, nf)) return 1;
+        rc = ss_writer_open(&c->w, c->opts.output, &full, &wo);
+        if (rc) return ss_conv_ss_error(c, "cannot append to '%s'", c->opts.output);
+    } else if (c->opts.resume) {
+        int exists;
+        if (prepare_resume(c, nf, &exists)) return 1;
+        if (exists) {
+            wo.flags |= SS_WRITE_RESUME;
+            rc = ss_writer_open(&c->w, c->opts.output, &full, &wo);
+            if (rc) return ss_conv_ss_error(c, "cannot resume '%s'", c->opts.output);
+            *skip = ss_writer_count(c->w);
+        } else {
+            rc = ss_writer_create(&c->w, c->opts.output, &full, &wo);
+            if (rc) return ss_conv_ss_error(c, "cannot create '%s'", c->opts.output);
+        }
+    } else {
+        if (c->opts.force) wo.flags |= SS_WRITE_FORCE;
+        rc = ss_writer_create(&c->w, c->opts.output, &full, &wo);
+        if (rc == SS_EEXIST)
+            return ss_conv_error(c,
+                                 "'%s' exists (--force replaces it, --append adds to it, "
+                                 "--resume continues an interrupted conversion)",
+                                 c->opts.output);
+        if (rc) return ss_conv_ss_error(c, "cannot create '%s'", c->opts.output);
+    }
+    c->began = 1;
+    c->start_count = ss_writer_count(c->w);
+    if (write_framework_attrs(c)) return 1;
+    return 0;
+}
+
+int ss_conv_append(ss_conv *c, const ss_value *values, uint32_t source, uint64_t location)
+{
+    uint64_t src[2] = {(uint64_t)c->source_base + source + 1, location};
+    memcpy(c->values, values, c->nfields * sizeof *values);
+    c->values[c->nfields] = (ss_value){src, 1};
+    int rc = ss_writer_append(c->w, c->values);
+    if (rc) {
+        if (rc != SS_EINVAL) c->writer_broken = 1;
+        return ss_conv_ss_error(c, "cannot append example %" PRIu64 " to '%s'",
+                                ss_writer_count(c->w), c->opts.output);
+    }
+    c->examples++;
+    if (c->kill_after && c->examples == c->kill_after) raise(SIGKILL);
+    for (uint32_t k = 0; k < c->nfields; k++)
+        c->elements += (c->fields[k].sequence ? values[k].length : 1) * c->row_elems[k];
+    tick(c);
+    return 0;
+}
+
+int ss_conv_set_attr(ss_conv *c, const char *name, uint32_t type, const void *data, size_t size)
+{
+    if (!c->w) return ss_conv_error(c, "internal error: attribute '%s' set before begin", name);
+    if (ss_writer_set_attr(c->w, name, type, data, size))
+        return ss_conv_ss_error(c, "cannot set attribute '%s'", name);
+    return 0;
+}
+
+ss_writer *ss_conv_writer(ss_conv *c)
+{
+    return c->w;
+}
+
+/* ------------------------------------------------------------- the command */
+
+static void print_kinds(FILE *out)
+{
+    for (int k = 0; ss_converters[k]; k++)
+        fprintf(out, "  %-9s %s\n", ss_converters[k]->kind, ss_converters[k]->summary);
+}
+
+static void common_usage(FILE *out)
+{
+    fputs("common options:\n"
+          "  -o, --output STORE  the store to write (required)\n"
+          "  --force             replace an existing STORE\n"
+          "  --append            add to an existing STORE of the same schema\n"
+          "  --resume            continue an interrupted conversion after its last\n"
+          "                      committed example (same inputs and options)\n"
+          "  --skip-bad          skip bad records or files; list them at the end\n"
+          "  --quiet             no progress line, no summary\n"
+          "  --threads N         decoding threads (default: CPUs, at most 8); the\n"
+          "                      store is the same whatever N\n"
+          "  --commit-bytes N    commit (a --resume point) every N bytes of data\n"
+          "                      (default 64 MiB)\n"
+          "  -h, --help          this help\n"
+          "exit status: 0 ok, 1 error (bad input, I/O), 2 usage error\n",
+          out);
+}
+
+static void general_usage(FILE *out)
+{
+    fputs("usage: seqstore convert KIND INPUT... -o STORE [options]\n\nkinds:\n", out);
+    print_kinds(out);
+    fputc('\n', out);
+    common_usage(out);
+}
+
+static const ss_converter *find_converter(const char *kind)
+{
+    for (int k = 0; ss_converters[k]; k++)
+        if (!strcmp(ss_converters[k]->kind, kind)) return ss_converters[k];
+    return NULL;
+}
+
+/* Value of an option given as "--opt VALUE" or "--opt=VALUE" (or "-oVALUE"). */
+static const char *opt_value(int argc, char **argv, int *i, const char *arg, size_t namelen)
+{
+    if (arg[namelen] == '=') return arg + namelen + 1;
+    if (arg[namelen] && arg[1] != '-') return arg + namelen; /* -oSTORE */
+    if (*i + 1 >= argc) return NULL;
+    return argv[++*i];
+}
+
+static int is_opt(const char *arg, const char *name)
+{
+    size_t n = strlen(name);
+    return !strncmp(arg, name, n) && (arg[n] == 0 || arg[n] == '=');
+}
+
+/* Remove the common options from argv[2..]; the rest goes to rest[] after KIND. */
+static int parse_common(ss_conv *c, int argc, char **argv, char **rest, int *nrest, int *help)
+{
+    int n = 0;
+    rest[n++] = argv[1];
+    for (int i = 2; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--")) {
+            for (; i < argc; i++) rest[n++] = argv[i];
+            break;
+        }
+        if (is_opt(a, "--output") || !strncmp(a, "-o", 2)) {
+            c->opts.output = opt_value(argc, argv, &i, a, a[1] == '-' ? 8 : 2);
+            if (!c->opts.output || !*c->opts.output)
+                return ss_conv_usage_error(c, "-o/--output needs a STORE path");
+        } else if (!strcmp(a, "--force")) {
+            c->opts.force = 1;
+        } else if (!strcmp(a, "--append")) {
+            c->opts.append = 1;
+        } else if (!strcmp(a, "--resume")) {
+            c->opts.resume = 1;
+        } else if (!strcmp(a, "--skip-bad")) {
+            c->opts.skip_bad = 1;
+        } else if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) {
+            c->opts.quiet = 1;
+        } else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            *help = 1;
+        } else if (is_opt(a, "--threads")) {
+            uint64_t v;
+            const char *s = opt_value(argc, argv, &i, a, 9);
+            if (ss_conv_parse_u64(c, "--threads", s, 1, 256, &v)) return 2;
+            c->opts.threads = (int)v;
+        } else if (is_opt(a, "--commit-bytes")) {
+            const char *s = opt_value(argc, argv, &i, a, 14);
+            if (ss_conv_parse_u64(c, "--commit-bytes", s, 1, UINT64_MAX, &c->commit_bytes))
+                return 2;
+        } else {
+            rest[n++] = argv[i];
+        }
+    }
+    rest[n] = NULL;
+    *nrest = n;
+    return 0;
+}
+
+static void print_summary(ss_conv *c)
+{
+    double el = now_seconds() - c->t0;
+    double out = (double)ss_conv_file_size(c->opts.output) / 1e6;
+    fprintf(stderr,
+            "seqstore convert: %" PRIu64 " examples, %" PRIu64
+            " elements, %.2f MB in, %.2f MB out, %.2f s, %.1f MB/s%s\n",
+            c->examples, c->elements, (double)c->bytes_in / 1e6, out, el,
+            el > 0 ? (double)c->bytes_in / 1e6 / el : 0.0,
+            c->start_count ? " (after the examples already in the store)" : "");
+}
+
+static void print_skipped(ss_conv *c)
+{
+    if (!c->nbad) return;
+    fprintf(stderr, "seqstore convert: skipped %" PRIu64 " bad input%s:\n", c->nbad,
+            c->nbad == 1 ? "" : "s");
+    uint64_t listed = c->nbad < SS_CONV_MAX_LISTED ? c->nbad : SS_CONV_MAX_LISTED;
+    for (uint64_t k = 0; k < listed; k++)
+        fprintf(stderr, "  %s\n", c->bad && c->bad[k] ? c->bad[k] : "(out of memory)");
+    if (c->nbad > listed) fprintf(stderr, "  ... and %" PRIu64 " more\n", c->nbad - listed);
+}
+
+/* After a failed run: keep what can be kept, never look complete. */
+static void abandon(ss_conv *c)
+{
+    if (!c->w) return;
+    if (!c->writer_broken && !c->opts.append && ss_writer_commit(c->w) == 0) {
+        uint64_t n = ss_writer_count(c->w);
+        fprintf(stderr,
+                "seqstore convert: '%s' is left incomplete with %" PRIu64
+                " committed examples; fix the problem and rerun with --resume (or --force)\n",
+                c->opts.output, n);
+    } else if (c->opts.append) {
+        fprintf(stderr, "seqstore convert: the append to '%s' was not completed\n",
+                c->opts.output);
+    }
+    ss_writer_free(c->w);
+    c->w = NULL;
+}
+
+static int finish(ss_conv *c)
+{
+    if (!c->began) return ss_conv_error(c, "%s: no store was written", c->conv->kind);
+    if (ss_writer_finish(c->w)) {
+        ss_conv_ss_error(c, "cannot finish '%s'", c->opts.output);
+        ss_writer_free(c->w);
+        c->w = NULL;
+        return 1;
+    }
+    ss_writer_free(c->w);
+    c->w = NULL;
+    clear_progress(c);
+    print_skipped(c);
+    if (!c->opts.quiet) print_summary(c);
+    return 0;
+}
+
+static void conv_free(ss_conv *c)
+{
+    if (c->w) ss_writer_free(c->w);
+    for (uint32_t k = 0; k < c->nsources; k++) free(c->sources[k]);
+    free(c->sources);
+    if (c->bad)
+        for (uint64_t k = 0; k < c->nbad && k < SS_CONV_MAX_LISTED; k++) free(c->bad[k]);
+    free(c->bad);
+    free(c->old_files);
+    free(c->old_options);
+    free(c->old_converter);
+    free(c);
+}
+
+int ss_cmd_convert(int argc, char **argv)
+{
+    if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+        general_usage(argc < 2 ? stderr : stdout);
+        return argc < 2 ? 2 : 0;
+    }
+    const ss_converter *conv = find_converter(argv[1]);
+    if (!conv) {
+        fprintf(stderr, "seqstore convert: unknown kind '%s'; the kinds are:\n", argv[1]);
+        print_kinds(stderr);
+        return 2;
+    }
+    ss_conv *c = calloc(1, sizeof *c);
+    char **rest = calloc((size_t)argc + 1, sizeof *rest);
+    if (!c || !rest) {
+        free(c);
+        free(rest);
+        fputs("seqstore convert: out of memory\n", stderr);
+        return 1;
+    }
+    c->conv = conv;
+    c->argc = argc - 1;
+    c->argv = argv + 1;
+    /* Tests of interrupted conversions: die by SIGKILL after N examples. */
+    const char *kill_env = getenv("SS_TEST_KILL_AFTER");
+    if (kill_env) c->kill_after = strtoull(kill_env, NULL, 10);
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    c->opts.threads = ncpu < 1 ? 1 : ncpu > 8 ? 8 : (int)ncpu;
+    int nrest = 0, help = 0;
+    int rc = parse_common(c, argc, argv, rest, &nrest, &help);
+    if (!rc && help) {
+        conv->usage(stdout);
+        fputc('\n', stdout);
+        common_usage(stdout);
+    } else if (!rc) {
+        if (!c->opts.output)
+            rc = ss_conv_usage_error(c, "no output store (-o STORE)");
+        else if (c->opts.append + c->opts.resume + c->opts.force > 1)
+            rc = ss_conv_usage_error(c, "--force, --append and --resume exclude each other");
+    }
+    if (!rc && !help) {
+        c->show_progress = !c->opts.quiet && isatty(2);
+        c->t0 = c->last_draw = now_seconds();
+        rc = conv->run(c, nrest, rest);
+        if (rc == 0)
+            rc = finish(c);
+        else
+            abandon(c);
+    }
+    clear_progress(c);
+    free(rest);
+    conv_free(c);
+    return rc;
+}

@@ -1,0 +1,186 @@
+/*
+ * convert.h - the converter framework of the seqstore command line.
+ *
+ * `seqstore convert KIND INPUT... -o STORE [options]` turns source files into
+ * a store. The framework (convert.c) owns everything that is the same for
+ * every KIND: the common options, creating / appending to / resuming the
+ * store, provenance, bad-input handling (--skip-bad), progress, the summary
+ * line and the exit code. A converter only parses its inputs and calls the
+ * helpers below.
+ *
+ * A converter's life:
+ *
+ *     static int run(ss_conv *c, int argc, char **argv)
+ *     {
+ *         // argv[0] is the KIND; the common options are already removed.
+ *         // parse own options; on a usage error: return ss_conv_usage_error(c, "...");
+ *         uint32_t src = ss_conv_add_source(c, path);          // each input file
+ *         uint64_t skip;
+ *         if (ss_conv_begin(c, &schema, &skip)) return 1;      // creates/appends/resumes
+ *         for each example e (in a deterministic order):
+ *             if (bad) { if (ss_conv_bad(c, path, line, "what")) return 1; continue; }
+ *             if (skip) { skip--; continue; }                  // --resume
+ *             if (ss_conv_append(c, values, src, line)) return 1;
+ *             ss_conv_progress(c, bytes_consumed);
+ *         return 0;                                            // framework finishes
+ *     }
+ *
+ * Exit codes of `seqstore convert`: 0 ok, 1 runtime error (bad input, I/O,
+ * schema mismatch), 2 usage error. Every message goes to stderr as
+ * "seqstore convert: <message>"; bad input as "seqstore convert: FILE:LINE: what".
+ *
+ * Provenance. Every store written by a converter gets, after the converter's
+ * own fields, a fixed field `source` (u64, dims {2}) holding for each example
+ * (source file number, line or record number), both 1-based; and these
+ * attributes (all SS_ATTR_TEXT):
+ *   source.files       the input paths, one per line; file number k is line k
+ *                      (an --append adds lines; numbers continue)
+ *   convert.converter  the KIND ("text", "idx", ...)
+ *   convert.options    the command line after "convert", one argument per line
+ *                      (each --append run adds its own block after a blank line)
+ *   convert.version    ss_version() of the library that wrote the store
+ *
+ * Interruption: a killed conversion leaves the store incomplete (readers refuse
+ * it) with every committed example intact. `--resume` continues it after its
+ * last committed example: the converter re-reads its inputs in the same order
+ * and skips the `skip` examples ss_conv_begin() reports, so the result is
+ * identical to an uninterrupted run. `--force` restarts from scratch instead.
+ */
+#ifndef SS_CONVERT_H
+#define SS_CONVERT_H
+
+#include "seqstore.h"
+
+#include <stdint.h>
+#include <stdio.h>
+
+/** The state of one `seqstore convert` run; owned by the framework. */
+typedef struct ss_conv ss_conv;
+
+/** One kind of converter (`seqstore convert KIND`). */
+typedef struct ss_converter {
+    const char *kind;    /**< the KIND on the command line, e.g. "text" */
+    const char *summary; /**< one line for `seqstore convert --help` */
+    /** Convert. argv[0] is KIND; argv[1..argc) are the converter's own options
+     *  and inputs (the common options are removed). Return 0 on success (the
+     *  framework then finishes the store), 1 on a runtime error, 2 on a usage
+     *  error. Helpers below print their own messages. */
+    int (*run)(ss_conv *c, int argc, char **argv);
+    /** Print the converter's usage (its own options and inputs) to `out`. */
+    void (*usage)(FILE *out);
+} ss_converter;
+
+/* The converters, each defined in converters/convert_<kind>.c. */
+extern const ss_converter ss_converter_lines, ss_converter_text, ss_converter_parallel;
+extern const ss_converter ss_converter_idx, ss_converter_npy, ss_converter_edf;
+
+/** Table of all converters, NULL-terminated (defined in convert.c). */
+extern const ss_converter *const ss_converters[];
+
+/** `seqstore convert ...`: argv[0] = "convert", argv[1] = KIND.
+ *  Common options (anywhere after KIND; `--` ends option parsing):
+ *    -o, --output STORE   the store to write (required)
+ *    --force              replace an existing STORE
+ *    --append             add to an existing STORE of the same schema
+ *    --resume             continue an interrupted conversion into STORE
+ *    --skip-bad           skip bad records/files, list them at the end
+ *    --quiet              no progress, no summary
+ *    --threads N          decoding threads (default: online CPUs, at most 8)
+ *    -h, --help           usage of KIND
+ *  @return the process exit code (0, 1 or 2). */
+int ss_cmd_convert(int argc, char **argv);
+
+/* ------------------------------------------------------- common options */
+
+/** The common options, read-only for converters. */
+typedef struct ss_conv_options {
+    const char *output; /**< -o STORE */
+    int force, append, resume, skip_bad, quiet;
+    int threads; /**< >= 1 */
+} ss_conv_options;
+
+/** The parsed common options of this run. */
+const ss_conv_options *ss_conv_opts(const ss_conv *c);
+
+/* ------------------------------------------------------------- messages */
+
+/** Print "seqstore convert: <message>" and return 1 (for `return ss_conv_error(...)`). */
+int ss_conv_error(ss_conv *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/** Print "seqstore convert: <message>: <ss_error_message()>" for a failed
+ *  seqstore call and return 1. */
+int ss_conv_ss_error(ss_conv *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/** Print "seqstore convert KIND: <message>" plus a hint to use --help, and
+ *  return 2 (usage error). */
+int ss_conv_usage_error(ss_conv *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/** Report bad input at `file`:`location` (a line or record number, 1-based;
+ *  0 = the whole file; put byte offsets into the message).
+ *  With --skip-bad: records "FILE:LOCATION: what" for the final list and
+ *  returns 0 (the caller skips the record and continues).
+ *  Without: prints "seqstore convert: FILE:LOCATION: what" and returns 1; the
+ *  framework then commits what was appended so far and leaves the store
+ *  incomplete (resumable after the input is fixed). */
+int ss_conv_bad(ss_conv *c, const char *file, uint64_t location, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* ------------------------------------------------------------ the store */
+
+/** Register input file `path` (copied) and return its number in this run
+ *  (0, 1, 2...), to pass to ss_conv_append(). Call it for every input, in a
+ *  deterministic order, before ss_conv_begin(). */
+uint32_t ss_conv_add_source(ss_conv *c, const char *path);
+
+/** Open the output STORE read-only if it exists (for --append / --resume: to
+ *  read its attributes, e.g. a vocabulary, before choosing a schema).
+ *  @param[out] out the store (close it with ss_close()), or NULL when it does
+ *  not exist. @return 0 or 1 (error printed). */
+int ss_conv_open_existing(ss_conv *c, ss_store **out);
+
+/** Create / append to / resume the store with the converter's `schema`
+ *  (the framework adds the `source` field after it).
+ *  - default: create; an existing STORE is an error unless --force.
+ *  - --append: the existing store's schema must equal this one (a clear
+ *    error names the first difference); new examples go after the old ones.
+ *  - --resume: continue an interrupted conversion; a missing STORE is created.
+ *  @param[out] skip examples already in the store from this conversion
+ *  (non-zero only with --resume): the converter must skip that many of its
+ *  examples, in order, before appending.
+ *  @return 0, or 1 (error printed). */
+int ss_conv_begin(ss_conv *c, const ss_schema *schema, uint64_t *skip);
+
+/** Append one example: `values` has one entry per field of the converter's
+ *  schema; `source` is an ss_conv_add_source() number and `location` the
+ *  1-based line or record number it came from.
+ *  @return 0, or 1 (error printed). */
+int ss_conv_append(ss_conv *c, const ss_value *values, uint32_t source, uint64_t location);
+
+/** Set an attribute on the store (after ss_conv_begin()); the same types as
+ *  ss_writer_set_attr(). Names starting with "source." and "convert." are the
+ *  framework's. @return 0, or 1 (error printed). */
+int ss_conv_set_attr(ss_conv *c, const char *name, uint32_t type, const void *data, size_t size);
+
+/** The writer (after ss_conv_begin()), for ss_writer_commit() and the like. */
+ss_writer *ss_conv_writer(ss_conv *c);
+
+/* ------------------------------------------------------------- progress */
+
+/** Declare the total input size in bytes (for the ETA); 0 = unknown. */
+void ss_conv_set_total(ss_conv *c, uint64_t total_bytes);
+
+/** Account `bytes` of input consumed. Cheap: the clock is looked at only every
+ *  few thousand calls and the terminal line redrawn at most ~4 times a second. */
+void ss_conv_progress(ss_conv *c, uint64_t bytes);
+
+/* -------------------------------------------------------------- helpers */
+
+/** Parse a decimal unsigned integer option value in [min, max]; on failure
+ *  prints a usage error naming `option` and returns 2, else 0. */
+int ss_conv_parse_u64(ss_conv *c, const char *option, const char *text, uint64_t min,
+                      uint64_t max, uint64_t *out);
+
+/** Size of the file at `path` in bytes, or 0 if it cannot be stat()ed. */
+uint64_t ss_conv_file_size(const char *path);
+
+#endif /* SS_CONVERT_H */

@@ -1,0 +1,824 @@
+/* convert_edf.c - `seqstore convert edf`: EEG recordings (EDF, EDF+, BDF, BDF+)
+ * through EDFlib, one example per recording.
+ *
+ * Fields (in this order):
+ *   signal       sequence [T][C], time-major: the digital samples as stored
+ *                (i16 for EDF, i32 for BDF), or f32 physical values with
+ *                --physical f32
+ *   annotations  sequence of u8: the recording's EDF+ annotations as text, one
+ *                per line "ONSET\tDURATION\tTEXT\n"; ONSET in seconds from the
+ *                start of the recording and DURATION in seconds, both with 7
+ *                decimals (DURATION "" when absent); tabs/newlines in TEXT
+ *                become spaces
+ *   start_time   fixed i64: start date and time from the header in units of
+ *                100 ns since 1970-01-01 00:00:00 (no time zone: EDF has none)
+ *   duration     fixed i64: recording duration in units of 100 ns
+ *   label        fixed u32 (only with --labels): index into `label.names`
+ * plus the framework's `source` (the file number into source.files).
+ * Attributes:
+ *   signal.labels       TEXT, channel labels (trimmed), one per line
+ *   signal.units        TEXT, physical dimensions, one per line
+ *   signal.sample_rate  f64[1], Hz
+ *   signal.gain         f64[C] (digital mode) bits -> units:
+ *   signal.offset       f64[C]  physical = digital * gain + offset
+ *   signal.edf_offset   f64[C]  EDFlib's own form, bit-exact with
+ *                       edfread_physical_samples: physical = gain * (edf_offset + digital)
+ *   signal.physical     TEXT "digital" or "f32"
+ *   label.names         TEXT, one label per line (with --labels)
+ * Every file must match the first one (or the store being appended to) in
+ * selected channel labels, sample rate, file type (EDF vs BDF) and, for
+ * digital values, per-channel calibration; otherwise it is bad input.
+ * Files are decoded in parallel (OpenMP, --threads) and appended in input
+ * order, so the store never depends on the thread count. */
+#include "convert.h"
+
+#include <edflib.h>
+#include <errno.h>
+#include <omp.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+
+#define EDF_CHUNK 4096 /* samples per channel read at once */
+#define EDF_ERR 1024
+
+typedef struct edf_ref {
+    int have;
+    uint32_t nch;
+    int bdf;
+    double rate;
+    char (*labels)[17];
+    char (*units)[9];
+    double *gain, *offset, *edf_offset;
+} edf_ref;
+
+typedef struct edf_job {
+    char **channels; /* --channels, trimmed; NULL = every ordinary signal */
+    uint32_t nchannels;
+    int physical;     /* --physical f32 */
+    char **lab_paths; /* --labels rows */
+    uint32_t *lab_index;
+    uint32_t nlab;
+    edf_ref ref;
+} edf_job;
+
+/* One decoded recording; each thread owns one and reuses its buffers. */
+typedef struct edf_slot {
+    struct edf_hdr_struct *hdr;
+    int sig[EDFLIB_MAXSIGNALS];
+    uint32_t nch;
+    int bad;
+    char err[EDF_ERR];
+    uint64_t T;
+    void *data;
+    size_t data_cap;
+    void *tmp; /* EDF_CHUNK samples per channel, int or double */
+    size_t tmp_cap;
+    char *annot;
+    size_t annot_len, annot_cap;
+    int64_t start_time, duration;
+    uint32_t label;
+} edf_slot;
+
+static void usage_edf(FILE *out) {
+    fprintf(out, "usage: seqstore convert edf FILE.edf|FILE.bdf... -o STORE [options]\n"
+                 "  one example per recording: field `signal` [T][C] time-major\n"
+                 "  --channels A,B,...  channels by label (case-insensitive); default: every\n"
+                 "                      ordinary signal. All must share one sample rate.\n"
+                 "  --physical f32      store float32 physical values instead of the digital\n"
+                 "                      samples (i16 for EDF, i32 for BDF) plus gain/offset\n"
+                 "  --labels FILE.csv   `path,label` rows: a `label` field per recording\n"
+                 "                      (path matched exactly, else by file name)\n"
+                 "  --list FILE         read input paths from FILE, one per line\n");
+}
+
+/* ------------------------------------------------------------- strings */
+
+static char *trim(char *s) {
+    char *e;
+    while (*s == ' ' || *s == '\t' || *s == '\r' || *s == '\n') s++;
+    e = s + strlen(s);
+    while (e > s && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\r' || e[-1] == '\n')) e--;
+    *e = '\0';
+    return s;
+}
+
+/* Trimmed copy of an EDF header string into dst[cap]. */
+static void copy_trimmed(char *dst, size_t cap, const char *src) {
+    char buf[128];
+    snprintf(buf, sizeof buf, "%s", src);
+    snprintf(dst, cap, "%s", trim(buf));
+}
+
+static int label_eq(const char *a, const char *b) {
+    char x[128], y[128];
+    snprintf(x, sizeof x, "%s", a);
+    snprintf(y, sizeof y, "%s", b);
+    return strcasecmp(trim(x), trim(y)) == 0;
+}
+
+static const char *base_name(const char *p) {
+    const char *s = strrchr(p, '/');
+    return s ? s + 1 : p;
+}
+
+static void append_err(char *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void append_err(char *err, const char *fmt, ...) {
+    size_t n = strlen(err);
+    va_list ap;
+    if (n + 1 >= EDF_ERR) return;
+    va_start(ap, fmt);
+    vsnprintf(err + n, EDF_ERR - n, fmt, ap);
+    va_end(ap);
+}
+
+static int slot_fail(edf_slot *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int slot_fail(edf_slot *s, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(s->err, sizeof s->err, fmt, ap);
+    va_end(ap);
+    s->bad = 1;
+    return 1;
+}
+
+static const char *edflib_error(int code) {
+    switch (code) {
+    case EDFLIB_MALLOC_ERROR:
+        return "out of memory";
+    case EDFLIB_NO_SUCH_FILE_OR_DIRECTORY:
+        return "no such file or directory";
+    case EDFLIB_FILE_CONTAINS_FORMAT_ERRORS:
+        return "not a valid EDF/BDF file (a header field is malformed, or the file size "
+               "does not match the header's record count)";
+    case EDFLIB_MAXFILES_REACHED:
+        return "too many open files";
+    case EDFLIB_FILE_READ_ERROR:
+        return "read error";
+    case EDFLIB_FILE_ALREADY_OPENED:
+        return "file is already open";
+    case EDFLIB_FILETYPE_ERROR:
+        return "unknown file type";
+    case EDFLIB_NUMBER_OF_SIGNALS_INVALID:
+        return "invalid number of signals";
+    case EDFLIB_FILE_IS_DISCONTINUOUS:
+        return "discontinuous EDF+D/BDF+D files are not supported";
+    case EDFLIB_INVALID_READ_ANNOTS_VALUE:
+        return "invalid annotation mode";
+    default:
+        return "unknown EDFlib error";
+    }
+}
+
+/* ------------------------------------------------------------ recording */
+
+static double sig_rate(const struct edf_hdr_struct *h, int sig) {
+    return h->datarecord_duration > 0
+               ? (double)h->signalparam[sig].smp_in_datarecord * (double)EDFLIB_TIME_DIMENSION /
+                     (double)h->datarecord_duration
+               : 0.0;
+}
+
+/* EDFlib's calibration of one signal (as in edflib.c: bitvalue, offset). */
+static void sig_calibration(const struct edf_hdr_struct *h, int sig, double *gain,
+                            double *edf_offset) {
+    const struct edf_param_struct *p = &h->signalparam[sig];
+    *gain = (p->phys_max - p->phys_min) / (double)(p->dig_max - p->dig_min);
+    *edf_offset = p->phys_max / *gain - (double)p->dig_max;
+}
+
+/* Pick the channels of an open file into s->sig / s->nch; 1 when bad. */
+static int select_channels(const edf_job *job, edf_slot *s) {
+    const struct edf_hdr_struct *h = s->hdr;
+    if (!job->channels) {
+        if (h->edfsignals <= 0) return slot_fail(s, "no ordinary (non-annotation) signals");
+        s->nch = (uint32_t)h->edfsignals;
+        for (int k = 0; k < h->edfsignals; k++) s->sig[k] = k;
+    } else {
+        s->nch = job->nchannels;
+        for (uint32_t k = 0; k < job->nchannels; k++) {
+            int found = -1;
+            for (int j = 0; j < h->edfsignals && found < 0; j++)
+                if (label_eq(h->signalparam[j].label, job->channels[k])) found = j;
+            if (found < 0) {
+                slot_fail(s, "no channel '%s'; the file has:", job->channels[k]);
+                for (int j = 0; j < h->edfsignals; j++) {
+                    char l[17];
+                    copy_trimmed(l, sizeof l, h->signalparam[j].label);
+                    append_err(s->err, "%s %s", j ? "," : "", l);
+                }
+                return 1;
+            }
+            s->sig[k] = found;
+        }
+    }
+    for (uint32_t k = 1; k < s->nch; k++) {
+        if (h->signalparam[s->sig[k]].smp_in_datarecord ==
+            h->signalparam[s->sig[0]].smp_in_datarecord)
+            continue;
+        slot_fail(s, "the selected channels have different sample rates (no resampling):");
+        for (uint32_t j = 0; j < s->nch; j++) {
+            char l[17];
+            copy_trimmed(l, sizeof l, h->signalparam[s->sig[j]].label);
+            append_err(s->err, "%s %s %g Hz", j ? "," : "", l, sig_rate(h, s->sig[j]));
+        }
+        return 1;
+    }
+    return 0;
+}
+
+/* Check an open file against the reference; 1 when bad. */
+static int check_ref(const edf_job *job, edf_slot *s) {
+    const edf_ref *r = &job->ref;
+    const struct edf_hdr_struct *h = s->hdr;
+    int bdf = h->filetype == EDFLIB_FILETYPE_BDF || h->filetype == EDFLIB_FILETYPE_BDFPLUS;
+    double rate = sig_rate(h, s->sig[0]);
+    if (!r->have) return 0;
+    if (s->nch != r->nch)
+        return slot_fail(s, "%u channels selected, the store has %u", s->nch, r->nch);
+    for (uint32_t k = 0; k < s->nch; k++)
+        if (!label_eq(h->signalparam[s->sig[k]].label, r->labels[k]))
+            return slot_fail(s, "channel %u is '%s', the store has '%s'", k + 1,
+                             h->signalparam[s->sig[k]].label, r->labels[k]);
+    if (rate != r->rate)
+        return slot_fail(s, "sample rate %g Hz differs from the store's %g Hz", rate, r->rate);
+    if (!job->physical && bdf != r->bdf)
+        return slot_fail(s, "a %s file cannot join a store of %s digital samples",
+                         bdf ? "BDF (24-bit)" : "EDF (16-bit)", r->bdf ? "BDF" : "EDF");
+    if (!job->physical) {
+        for (uint32_t k = 0; k < s->nch; k++) {
+            double g, o;
+            sig_calibration(h, s->sig[k], &g, &o);
+            if (g != r->gain[k] || o != r->edf_offset[k])
+                return slot_fail(s,
+                                 "channel '%s': calibration (gain %.17g, offset %.17g) differs "
+                                 "from the store's (gain %.17g, offset %.17g); use --physical f32",
+                                 r->labels[k], g, g * o, r->gain[k], r->offset[k]);
+        }
+    }
+    return 0;
+}
+
+static int grow(void **buf, size_t *cap, size_t need) {
+    if (need <= *cap) return 0;
+    void *nb = realloc(*buf, need);
+    if (!nb) return 1;
+    *buf = nb, *cap = need;
+    return 0;
+}
+
+/* Annotations as "ONSET\tDURATION\tTEXT\n" lines. */
+static int read_annotations(edf_slot *s) {
+    const struct edf_hdr_struct *h = s->hdr;
+    struct edf_annotation_struct a;
+    s->annot_len = 0;
+    for (long long i = 0; i < h->annotations_in_file; i++) {
+        char line[EDFLIB_MAX_ANNOTATION_LEN + 128];
+        long long on;
+        if (edf_get_annotation(h->handle, (int)i, &a) != 0)
+            return slot_fail(s, "cannot read annotation %lld", i + 1);
+        char dur[48] = "";
+        on = llabs(a.onset);
+        for (char *p = a.annotation; *p; p++)
+            if (*p == '\t' || *p == '\n' || *p == '\r') *p = ' ';
+        if (a.duration_l >= 0)
+            snprintf(dur, sizeof dur, "%lld.%07lld", a.duration_l / EDFLIB_TIME_DIMENSION,
+                     a.duration_l % EDFLIB_TIME_DIMENSION);
+        int n = snprintf(line, sizeof line, "%s%lld.%07lld\t%s\t%s\n", a.onset < 0 ? "-" : "",
+                         on / EDFLIB_TIME_DIMENSION, on % EDFLIB_TIME_DIMENSION, dur, a.annotation);
+        if (n < 0) continue;
+        if ((size_t)n >= sizeof line) n = (int)sizeof line - 1;
+        if (grow((void **)&s->annot, &s->annot_cap, s->annot_len + (size_t)n))
+            return slot_fail(s, "out of memory for annotations");
+        memcpy(s->annot + s->annot_len, line, (size_t)n);
+        s->annot_len += (size_t)n;
+    }
+    return 0;
+}
+
+/* Read every sample of the selected channels, time-major, into s->data. */
+static int read_samples(const edf_job *job, edf_slot *s) {
+    const struct edf_hdr_struct *h = s->hdr;
+    int bdf = h->filetype == EDFLIB_FILETYPE_BDF || h->filetype == EDFLIB_FILETYPE_BDFPLUS;
+    size_t esz = job->physical ? 4 : bdf ? 4 : 2, C = s->nch;
+    s->T = (uint64_t)h->signalparam[s->sig[0]].smp_in_file;
+    if (s->T > SIZE_MAX / C / esz) return slot_fail(s, "recording too large");
+    if (grow(&s->data, &s->data_cap, (size_t)s->T * C * esz + 1) ||
+        grow(&s->tmp, &s->tmp_cap, C * EDF_CHUNK * sizeof(double)))
+        return slot_fail(s, "out of memory for %llu samples", (unsigned long long)s->T * C);
+    for (uint64_t t0 = 0; t0 < s->T; t0 += EDF_CHUNK) {
+        int n = (int)(s->T - t0 < EDF_CHUNK ? s->T - t0 : EDF_CHUNK);
+        for (size_t k = 0; k < C; k++) {
+            int got = job->physical ? edfread_physical_samples(h->handle, s->sig[k], n,
+                                                               (double *)s->tmp + k * EDF_CHUNK)
+                                    : edfread_digital_samples(h->handle, s->sig[k], n,
+                                                              (int *)s->tmp + k * EDF_CHUNK);
+            if (got != n) {
+                long long spr = h->signalparam[s->sig[k]].smp_in_datarecord;
+                uint64_t at = t0 + (got > 0 ? (uint64_t)got : 0);
+                return slot_fail(s, "channel '%s': read failed at sample %llu (data record %llu)",
+                                 h->signalparam[s->sig[k]].label, (unsigned long long)at,
+                                 spr > 0 ? (unsigned long long)at / (unsigned long long)spr + 1
+                                         : 0ULL);
+            }
+        }
+        /* transpose [C][n] -> [n][C] */
+        if (job->physical) {
+            float *o = (float *)s->data + t0 * C;
+            const double *in = s->tmp;
+            for (int t = 0; t < n; t++)
+                for (size_t k = 0; k < C; k++) o[(size_t)t * C + k] = (float)in[k * EDF_CHUNK + t];
+        } else if (bdf) {
+            int32_t *o = (int32_t *)s->data + t0 * C;
+            const int *in = s->tmp;
+            for (int t = 0; t < n; t++)
+                for (size_t k = 0; k < C; k++) o[(size_t)t * C + k] = in[k * EDF_CHUNK + t];
+        } else {
+            int16_t *o = (int16_t *)s->data + t0 * C;
+            const int *in = s->tmp;
+            for (int t = 0; t < n; t++)
+                for (size_t k = 0; k < C; k++)
+                    o[(size_t)t * C + k] = (int16_t)in[k * EDF_CHUNK + t];
+        }
+    }
+    return 0;
+}
+
+static int64_t start_time_of(const struct edf_hdr_struct *h) {
+    struct tm tm;
+    memset(&tm, 0, sizeof tm);
+    tm.tm_year = h->startdate_year - 1900;
+    tm.tm_mon = h->startdate_month - 1;
+    tm.tm_mday = h->startdate_day;
+    tm.tm_hour = h->starttime_hour;
+    tm.tm_min = h->starttime_minute;
+    tm.tm_sec = h->starttime_second;
+    return (int64_t)timegm(&tm) * EDFLIB_TIME_DIMENSION + h->starttime_subsecond;
+}
+
+static int find_label(const edf_job *job, const char *path, uint32_t *out) {
+    for (uint32_t i = 0; i < job->nlab; i++)
+        if (!strcmp(job->lab_paths[i], path)) return *out = job->lab_index[i], 0;
+    for (uint32_t i = 0; i < job->nlab; i++)
+        if (!strcmp(base_name(job->lab_paths[i]), base_name(path)))
+            return *out = job->lab_index[i], 0;
+    return 1;
+}
+
+static int edf_open(edf_slot *s, const char *path) {
+    int rc;
+    for (;;) {
+#pragma omp critical(ss_edflib)
+        rc = edfopen_file_readonly(path, s->hdr, EDFLIB_READ_ALL_ANNOTATIONS);
+        /* the same path listed twice may be open in another thread for a moment */
+        if (rc == 0 || s->hdr->filetype != EDFLIB_FILE_ALREADY_OPENED) break;
+        usleep(1000);
+    }
+    if (rc != 0) {
+        uint64_t size = ss_conv_file_size(path);
+        return slot_fail(s, "EDFlib: %s (file is %llu bytes)", edflib_error(s->hdr->filetype),
+                         (unsigned long long)size);
+    }
+    return 0;
+}
+
+static void edf_close(edf_slot *s) {
+#pragma omp critical(ss_edflib)
+    edfclose_file(s->hdr->handle);
+}
+
+/* Decode one recording into `s` (header only when `header_only`). */
+static void edf_decode(const edf_job *job, const char *path, edf_slot *s, int header_only) {
+    s->bad = 0;
+    s->err[0] = '\0';
+    s->T = 0;
+    s->annot_len = 0;
+    if (job->nlab && find_label(job, path, &s->label)) {
+        slot_fail(s, "no row for this file in the --labels file");
+        return;
+    }
+    if (edf_open(s, path)) return;
+    if (select_channels(job, s) == 0 && check_ref(job, s) == 0 && !header_only) {
+        s->start_time = start_time_of(s->hdr);
+        s->duration = s->hdr->file_duration;
+        if (read_annotations(s) == 0) read_samples(job, s);
+    }
+    edf_close(s);
+}
+
+/* ------------------------------------------------------------ reference */
+
+static int ref_alloc(edf_ref *r, uint32_t nch) {
+    r->nch = nch;
+    r->labels = calloc(nch, sizeof *r->labels);
+    r->units = calloc(nch, sizeof *r->units);
+    r->gain = calloc(nch, sizeof(double));
+    r->offset = calloc(nch, sizeof(double));
+    r->edf_offset = calloc(nch, sizeof(double));
+    return !r->labels || !r->units || !r->gain || !r->offset || !r->edf_offset;
+}
+
+static void ref_free(edf_ref *r) {
+    free(r->labels);
+    free(r->units);
+    free(r->gain);
+    free(r->offset);
+    free(r->edf_offset);
+    memset(r, 0, sizeof *r);
+}
+
+/* The reference from the first good file's header (s opened and checked). */
+static int ref_from_file(edf_ref *r, const edf_slot *s) {
+    const struct edf_hdr_struct *h = s->hdr;
+    if (ref_alloc(r, s->nch)) return 1;
+    r->bdf = h->filetype == EDFLIB_FILETYPE_BDF || h->filetype == EDFLIB_FILETYPE_BDFPLUS;
+    r->rate = sig_rate(h, s->sig[0]);
+    for (uint32_t k = 0; k < s->nch; k++) {
+        copy_trimmed(r->labels[k], sizeof r->labels[k], h->signalparam[s->sig[k]].label);
+        copy_trimmed(r->units[k], sizeof r->units[k], h->signalparam[s->sig[k]].physdimension);
+        sig_calibration(h, s->sig[k], &r->gain[k], &r->edf_offset[k]);
+        r->offset[k] = r->gain[k] * r->edf_offset[k];
+    }
+    r->have = 1;
+    return 0;
+}
+
+/* Split TEXT attribute `name` of `st` into at most `max` lines of dst[k][cap]. */
+static uint32_t attr_lines(const ss_store *st, const char *name, char *dst, size_t cap,
+                           uint32_t max) {
+    ss_attr a;
+    uint32_t n = 0;
+    size_t i = 0;
+    if (ss_attr_get(st, name, &a) != 0 || a.type != SS_ATTR_TEXT) return 0;
+    const char *p = a.data;
+    while (i <= a.size && n < max) {
+        size_t j = i;
+        while (j < a.size && p[j] != '\n') j++;
+        size_t len = j - i < cap - 1 ? j - i : cap - 1;
+        memcpy(dst + n * cap, p + i, len);
+        dst[n * cap + len] = '\0';
+        n++;
+        i = j + 1;
+    }
+    return n;
+}
+
+static int attr_f64(const ss_store *st, const char *name, double *dst, uint32_t n) {
+    ss_attr a;
+    if (ss_attr_get(st, name, &a) != 0 || a.type != SS_F64 || a.size != 8 * (uint64_t)n) return 1;
+    memcpy(dst, a.data, 8 * (size_t)n);
+    return 0;
+}
+
+/* The reference from a store being appended to / resumed, if it has one. */
+static int ref_from_store(ss_conv *c, edf_job *job) {
+    ss_store *st = NULL;
+    ss_attr a;
+    ss_field f;
+    int fi;
+    if (ss_conv_open_existing(c, &st)) return 1;
+    if (!st) return 0;
+    if (ss_attr_get(st, "signal.labels", &a) != 0 || (fi = ss_field_index(st, "signal")) < 0 ||
+        ss_field_info(st, (uint32_t)fi, &f) != 0 || f.ndim != 1) {
+        ss_close(st);
+        return 0; /* not an EDF store: the framework's schema check will say so */
+    }
+    edf_ref *r = &job->ref;
+    uint32_t nch = (uint32_t)f.dims[0];
+    if (nch > EDFLIB_MAXSIGNALS || ref_alloc(r, nch)) {
+        ss_close(st);
+        return ss_conv_error(c, "%s: bad signal field", ss_conv_opts(c)->output);
+    }
+    attr_lines(st, "signal.labels", (char *)r->labels, sizeof r->labels[0], nch);
+    attr_lines(st, "signal.units", (char *)r->units, sizeof r->units[0], nch);
+    r->bdf = f.dtype == SS_I32;
+    if (attr_f64(st, "signal.sample_rate", &r->rate, 1) ||
+        (!job->physical && (attr_f64(st, "signal.gain", r->gain, nch) ||
+                            attr_f64(st, "signal.offset", r->offset, nch) ||
+                            attr_f64(st, "signal.edf_offset", r->edf_offset, nch)))) {
+        ss_close(st);
+        return ss_conv_error(c, "%s: missing signal.* attributes", ss_conv_opts(c)->output);
+    }
+    r->have = 1;
+    ss_close(st);
+    return 0;
+}
+
+/* ----------------------------------------------------------- attributes */
+
+static int set_text_lines(ss_conv *c, const char *name, const char *base, size_t stride,
+                          uint32_t n) {
+    size_t cap = (size_t)n * stride + 1, len = 0;
+    char *t = malloc(cap);
+    int rc;
+    if (!t) return ss_conv_error(c, "out of memory");
+    for (uint32_t k = 0; k < n; k++)
+        len += (size_t)snprintf(t + len, cap - len, "%s%s", k ? "\n" : "", base + k * stride);
+    rc = ss_conv_set_attr(c, name, SS_ATTR_TEXT, t, len);
+    free(t);
+    return rc;
+}
+
+static int set_attrs(ss_conv *c, const edf_job *job, const char *label_names, size_t names_len) {
+    const edf_ref *r = &job->ref;
+    const char *mode = job->physical ? "f32" : "digital";
+    if (set_text_lines(c, "signal.labels", (const char *)r->labels, sizeof r->labels[0], r->nch) ||
+        set_text_lines(c, "signal.units", (const char *)r->units, sizeof r->units[0], r->nch) ||
+        ss_conv_set_attr(c, "signal.sample_rate", SS_F64, &r->rate, 8) ||
+        ss_conv_set_attr(c, "signal.physical", SS_ATTR_TEXT, mode, strlen(mode)))
+        return 1;
+    if (!job->physical &&
+        (ss_conv_set_attr(c, "signal.gain", SS_F64, r->gain, 8 * (size_t)r->nch) ||
+         ss_conv_set_attr(c, "signal.offset", SS_F64, r->offset, 8 * (size_t)r->nch) ||
+         ss_conv_set_attr(c, "signal.edf_offset", SS_F64, r->edf_offset, 8 * (size_t)r->nch)))
+        return 1;
+    if (label_names && ss_conv_set_attr(c, "label.names", SS_ATTR_TEXT, label_names, names_len))
+        return 1;
+    return 0;
+}
+
+/* -------------------------------------------------------------- inputs */
+
+typedef struct strlist {
+    char **v;
+    uint32_t n, cap;
+} strlist;
+
+static int strlist_add(strlist *l, const char *s, size_t len) {
+    if (l->n == l->cap) {
+        uint32_t cap = l->cap ? 2 * l->cap : 64;
+        char **nv = realloc(l->v, cap * sizeof *nv);
+        if (!nv) return 1;
+        l->v = nv, l->cap = cap;
+    }
+    if (!(l->v[l->n] = strndup(s, len))) return 1;
+    l->n++;
+    return 0;
+}
+
+static void strlist_free(strlist *l) {
+    for (uint32_t i = 0; i < l->n; i++) free(l->v[i]);
+    free(l->v);
+    memset(l, 0, sizeof *l);
+}
+
+/* Add each non-empty line of `path` to `l`. */
+static int read_list(ss_conv *c, strlist *l, const char *path) {
+    FILE *f = fopen(path, "r");
+    char *line = NULL;
+    size_t cap = 0;
+    int rc = 0;
+    if (!f) return ss_conv_error(c, "cannot open '%s': %s", path, strerror(errno));
+    while (rc == 0 && getline(&line, &cap, f) >= 0) {
+        char *t = trim(line);
+        if (*t && strlist_add(l, t, strlen(t))) rc = ss_conv_error(c, "out of memory");
+    }
+    free(line);
+    fclose(f);
+    return rc;
+}
+
+/* Parse `path,label` rows: job->lab_paths / lab_index and the names. */
+static int read_labels(ss_conv *c, edf_job *job, const char *csv, strlist *paths, strlist *names) {
+    FILE *f = fopen(csv, "r");
+    char *line = NULL;
+    size_t cap = 0;
+    uint64_t lineno = 0;
+    int rc = 0;
+    if (!f) return ss_conv_error(c, "cannot open '%s': %s", csv, strerror(errno));
+    while (rc == 0 && getline(&line, &cap, f) >= 0) {
+        char *t = trim(line), *comma, *p, *lab;
+        uint32_t k;
+        lineno++;
+        if (!*t) continue;
+        comma = strrchr(t, ',');
+        if (!comma) {
+            rc =
+                ss_conv_error(c, "%s:%llu: expected 'path,label'", csv, (unsigned long long)lineno);
+            break;
+        }
+        *comma = '\0';
+        p = trim(t), lab = trim(comma + 1);
+        if (lineno == 1 && !strcasecmp(p, "path") && !strcasecmp(lab, "label")) continue;
+        for (k = 0; k < names->n && strcmp(names->v[k], lab); k++) continue;
+        if ((k == names->n && strlist_add(names, lab, strlen(lab))) ||
+            strlist_add(paths, p, strlen(p))) {
+            rc = ss_conv_error(c, "out of memory");
+            break;
+        }
+        uint32_t *ni = realloc(job->lab_index, paths->n * sizeof *ni);
+        if (!ni) {
+            rc = ss_conv_error(c, "out of memory");
+            break;
+        }
+        job->lab_index = ni;
+        ni[paths->n - 1] = k;
+    }
+    free(line);
+    fclose(f);
+    job->lab_paths = paths->v;
+    job->nlab = paths->n;
+    if (rc == 0 && paths->n == 0) rc = ss_conv_error(c, "%s: no 'path,label' rows", csv);
+    return rc;
+}
+
+/* ------------------------------------------------------------- running */
+
+typedef struct edf_run {
+    ss_conv *c;
+    edf_job *job;
+    char **files;
+    uint32_t nfiles;
+    uint64_t skip;
+    int has_label;
+} edf_run;
+
+/* In input order: report a bad file or append a decoded one; 1 = stop. */
+static int emit(edf_run *r, uint32_t i, edf_slot *s) {
+    if (s->bad) return ss_conv_bad(r->c, r->files[i], 0, "%s", s->err);
+    if (r->skip) {
+        r->skip--;
+        return 0;
+    }
+    ss_value v[5] = {{s->data, s->T},
+                     {s->annot, s->annot_len},
+                     {&s->start_time, 1},
+                     {&s->duration, 1},
+                     {&s->label, 1}};
+    if (ss_conv_append(r->c, v, i, 1)) return 1;
+    ss_conv_progress(r->c, ss_conv_file_size(r->files[i]));
+    return 0;
+}
+
+static int run_parallel(edf_run *r, edf_slot *slots, int nthreads) {
+    int fatal = 0;
+#pragma omp parallel num_threads(nthreads)
+    {
+        edf_slot *s = &slots[omp_get_thread_num()];
+#pragma omp for ordered schedule(dynamic, 1)
+        for (long i = 0; i < (long)r->nfiles; i++) {
+            int stop;
+#pragma omp atomic read
+            stop = fatal;
+            if (!stop) edf_decode(r->job, r->files[i], s, 0);
+#pragma omp ordered
+            {
+                if (!fatal && emit(r, (uint32_t)i, s)) {
+#pragma omp atomic write
+                    fatal = 1;
+                }
+            }
+        }
+    }
+    return fatal;
+}
+
+static int parse_args(ss_conv *c, int argc, char **argv, edf_job *job, strlist *files,
+                      strlist *chans, const char **labels_csv) {
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        int has_value = !strcmp(a, "--channels") || !strcmp(a, "--physical") ||
+                        !strcmp(a, "--labels") || !strcmp(a, "--list");
+        if (has_value && i + 1 >= argc) return ss_conv_usage_error(c, "%s needs a value", a);
+        if (!strcmp(a, "--channels")) {
+            const char *v = argv[++i];
+            while (*v) {
+                const char *e = strchr(v, ',');
+                size_t len = e ? (size_t)(e - v) : strlen(v);
+                if (strlist_add(chans, v, len)) return ss_conv_error(c, "out of memory");
+                char *t = trim(chans->v[chans->n - 1]);
+                memmove(chans->v[chans->n - 1], t, strlen(t) + 1);
+                if (!*chans->v[chans->n - 1])
+                    return ss_conv_usage_error(c, "--channels: empty channel name");
+                v += len + (e ? 1 : 0);
+            }
+            if (chans->n > EDFLIB_MAXSIGNALS)
+                return ss_conv_usage_error(c, "--channels: more than %d channels",
+                                           EDFLIB_MAXSIGNALS);
+        } else if (!strcmp(a, "--physical")) {
+            if (strcmp(argv[++i], "f32"))
+                return ss_conv_usage_error(c, "--physical takes f32, not '%s'", argv[i]);
+            job->physical = 1;
+        } else if (!strcmp(a, "--labels")) {
+            *labels_csv = argv[++i];
+        } else if (!strcmp(a, "--list")) {
+            if (read_list(c, files, argv[++i])) return 1;
+        } else if (a[0] == '-' && a[1] != '\0') {
+            return ss_conv_usage_error(c, "unknown option '%s'", a);
+        } else if (strlist_add(files, a, strlen(a))) {
+            return ss_conv_error(c, "out of memory");
+        }
+    }
+    if (files->n == 0) return ss_conv_usage_error(c, "no input files");
+    if (chans->n) job->channels = chans->v, job->nchannels = chans->n;
+    return 0;
+}
+
+/* Join names with '\n' (malloc'd). */
+static char *join_lines(const strlist *l, size_t *len) {
+    size_t cap = 1;
+    for (uint32_t i = 0; i < l->n; i++) cap += strlen(l->v[i]) + 1;
+    char *t = malloc(cap);
+    *len = 0;
+    if (!t) return NULL;
+    for (uint32_t i = 0; i < l->n; i++)
+        *len += (size_t)snprintf(t + *len, cap - *len, "%s%s", i ? "\n" : "", l->v[i]);
+    return t;
+}
+
+static int run_edf(ss_conv *c, int argc, char **argv) {
+    edf_job job;
+    strlist files = {0}, chans = {0}, lab_paths = {0}, lab_names = {0};
+    const char *labels_csv = NULL;
+    char *names_text = NULL;
+    size_t names_len = 0;
+    int nthreads = ss_conv_opts(c)->threads, rc;
+    edf_slot *slots = NULL;
+    uint64_t total = 0;
+    edf_run run;
+
+    memset(&job, 0, sizeof job);
+    rc = parse_args(c, argc, argv, &job, &files, &chans, &labels_csv);
+    if (rc == 0 && labels_csv) {
+        rc = read_labels(c, &job, labels_csv, &lab_paths, &lab_names);
+        if (rc == 0 && !(names_text = join_lines(&lab_names, &names_len)))
+            rc = ss_conv_error(c, "out of memory");
+    }
+    if (nthreads < 1) nthreads = 1;
+    if ((uint32_t)nthreads > files.n) nthreads = (int)files.n;
+    if (rc == 0) {
+        slots = calloc((size_t)(nthreads > 0 ? nthreads : 1), sizeof *slots);
+        for (int t = 0; slots && t < nthreads; t++)
+            if (!(slots[t].hdr = malloc(sizeof *slots[t].hdr))) rc = 1;
+        if (!slots || rc) rc = ss_conv_error(c, "out of memory");
+    }
+    for (uint32_t i = 0; rc == 0 && i < files.n; i++) {
+        ss_conv_add_source(c, files.v[i]);
+        total += ss_conv_file_size(files.v[i]);
+    }
+    if (rc == 0 && (ss_conv_opts(c)->append || ss_conv_opts(c)->resume))
+        rc = ref_from_store(c, &job);
+    /* Without a store to match, the first good file is the reference. */
+    for (uint32_t i = 0; rc == 0 && !job.ref.have && i < files.n; i++) {
+        edf_decode(&job, files.v[i], &slots[0], 1);
+        if (!slots[0].bad && ref_from_file(&job.ref, &slots[0]))
+            rc = ss_conv_error(c, "out of memory");
+    }
+    if (rc == 0 && !job.ref.have) {
+        /* every file is bad: report them (stops at the first without --skip-bad) */
+        for (uint32_t i = 0; rc == 0 && i < files.n; i++) {
+            edf_decode(&job, files.v[i], &slots[0], 1);
+            rc = ss_conv_bad(c, files.v[i], 0, "%s", slots[0].err);
+        }
+        if (rc == 0) rc = ss_conv_error(c, "no readable EDF/BDF file among the inputs");
+    }
+    if (rc == 0) {
+        ss_field f[5];
+        memset(f, 0, sizeof f);
+        f[0].name = "signal";
+        f[0].dtype = job.physical ? SS_F32 : job.ref.bdf ? SS_I32 : SS_I16;
+        f[0].sequence = 1;
+        f[0].ndim = 1;
+        f[0].dims[0] = job.ref.nch;
+        f[1].name = "annotations";
+        f[1].dtype = SS_U8;
+        f[1].sequence = 1;
+        f[2].name = "start_time";
+        f[2].dtype = SS_I64;
+        f[3].name = "duration";
+        f[3].dtype = SS_I64;
+        f[4].name = "label";
+        f[4].dtype = SS_U32;
+        ss_schema schema = {labels_csv ? 5u : 4u, f};
+        run.c = c, run.job = &job, run.files = files.v, run.nfiles = files.n, run.skip = 0;
+        run.has_label = labels_csv != NULL;
+        rc = ss_conv_begin(c, &schema, &run.skip);
+    }
+    if (rc == 0) rc = set_attrs(c, &job, names_text, names_len);
+    if (rc == 0) {
+        ss_conv_set_total(c, total);
+        rc = run_parallel(&run, slots, nthreads);
+    }
+    for (int t = 0; slots && t < nthreads; t++) {
+        free(slots[t].hdr);
+        free(slots[t].data);
+        free(slots[t].tmp);
+        free(slots[t].annot);
+    }
+    free(slots);
+    free(names_text);
+    free(job.lab_index);
+    ref_free(&job.ref);
+    strlist_free(&files);
+    strlist_free(&chans);
+    strlist_free(&lab_paths);
+    strlist_free(&lab_names);
+    return rc;
+}
+
+const ss_converter ss_converter_edf = {
+    "edf", "EEG recordings (EDF, EDF+, BDF, BDF+ via EDFlib), one example per recording", run_edf,
+    usage_edf};

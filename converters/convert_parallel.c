@@ -1,0 +1,181 @@
+/* convert_parallel.c - `seqstore convert parallel SRC TGT -o STORE`: two
+ * line-aligned files (machine translation) become fields `src` and `tgt` of
+ * one example per line pair. */
+#include "text.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void parallel_usage(FILE *out)
+{
+    fputs("usage: seqstore convert parallel SRC TGT -o STORE [options]\n"
+          "Line k of SRC and line k of TGT become fields 'src' and 'tgt' of example k;\n"
+          "the files must have the same number of lines. The source of an example is\n"
+          "SRC:LINE.\n"
+          "  --tokens KIND       bytes | chars | words | ids, both sides (default bytes)\n"
+          "  --src-tokens KIND, --tgt-tokens KIND   per side\n"
+          "  --bos, --eos        add begin / end of sequence tokens (both sides)\n"
+          "words (each side has its own vocabulary, attributes 'src.vocab' and\n"
+          "'tgt.vocab', unless --shared-vocab: one vocabulary 'vocab' for both):\n"
+          "  --shared-vocab      one vocabulary built from both sides\n"
+          "  --min-count N, --max-vocab N   as for 'convert text'\n"
+          "  --src-vocab FROM, --tgt-vocab FROM, --vocab FROM (both)\n"
+          "                      reuse a vocabulary (store or one-token-per-line file)\n"
+          "ids:\n"
+          "  --vocab-size N      every id must be < N (both sides)\n",
+          out);
+}
+
+typedef struct par_options {
+    int kind[2], bos, eos, shared;
+    uint64_t min_count, max_vocab, vocab_size;
+    const char *vocab_from[2];
+    const char *files[2];
+} par_options;
+
+static int parse_par(ss_conv *c, int argc, char **argv, par_options *o)
+{
+    int nfiles = 0, only_files = 0;
+    memset(o, 0, sizeof *o);
+    o->min_count = 1;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        int k;
+        if (only_files || a[0] != '-' || !strcmp(a, "-")) {
+            if (nfiles == 2) return ss_conv_usage_error(c, "more than two input files");
+            o->files[nfiles++] = a;
+        } else if (!strcmp(a, "--")) {
+            only_files = 1;
+        } else if (!strcmp(a, "--tokens") || !strcmp(a, "--src-tokens") ||
+                   !strcmp(a, "--tgt-tokens")) {
+            if (!v || (k = tx_parse_kind(v)) < 0)
+                return ss_conv_usage_error(c, "%s needs bytes, chars, words or ids", a);
+            if (strcmp(a, "--tgt-tokens")) o->kind[0] = k;
+            if (strcmp(a, "--src-tokens")) o->kind[1] = k;
+            i++;
+        } else if (!strcmp(a, "--bos")) {
+            o->bos = 1;
+        } else if (!strcmp(a, "--eos")) {
+            o->eos = 1;
+        } else if (!strcmp(a, "--shared-vocab")) {
+            o->shared = 1;
+        } else if (!strcmp(a, "--min-count")) {
+            if (ss_conv_parse_u64(c, a, v, 1, UINT64_MAX, &o->min_count)) return 2;
+            i++;
+        } else if (!strcmp(a, "--max-vocab")) {
+            if (ss_conv_parse_u64(c, a, v, SS_VOCAB_NSPECIAL + 1, UINT32_MAX, &o->max_vocab))
+                return 2;
+            i++;
+        } else if (!strcmp(a, "--vocab-size")) {
+            if (ss_conv_parse_u64(c, a, v, 1, (uint64_t)UINT32_MAX - 1, &o->vocab_size)) return 2;
+            i++;
+        } else if (!strcmp(a, "--vocab") || !strcmp(a, "--src-vocab") ||
+                   !strcmp(a, "--tgt-vocab")) {
+            if (!v) return ss_conv_usage_error(c, "%s needs a store or a file", a);
+            if (strcmp(a, "--tgt-vocab")) o->vocab_from[0] = v;
+            if (strcmp(a, "--src-vocab")) o->vocab_from[1] = v;
+            i++;
+        } else {
+            return ss_conv_usage_error(c, "unknown option '%s'", a);
+        }
+    }
+    if (nfiles != 2) return ss_conv_usage_error(c, "needs two input files, SRC and TGT");
+    for (int s = 0; s < 2; s++) {
+        if (o->kind[s] != TX_WORDS && o->vocab_from[s])
+            return ss_conv_usage_error(c, "--vocab needs --tokens words");
+        if (o->kind[s] == TX_IDS && (o->bos || o->eos) && !o->vocab_size)
+            return ss_conv_usage_error(c, "--bos/--eos with --tokens ids need --vocab-size");
+    }
+    if (o->shared && (o->kind[0] != TX_WORDS || o->kind[1] != TX_WORDS))
+        return ss_conv_usage_error(c, "--shared-vocab needs --tokens words on both sides");
+    if (o->shared && o->vocab_from[0] != o->vocab_from[1])
+        return ss_conv_usage_error(c, "--shared-vocab takes --vocab FROM, not --src/--tgt-vocab");
+    return 0;
+}
+
+static int run_parallel(ss_conv *c, int argc, char **argv)
+{
+    par_options o;
+    int rc = parse_par(c, argc, argv, &o);
+    if (rc) return rc;
+    static const char *const names[2] = {"src", "tgt"};
+    tx_input in[2];
+    tx_job j;
+    ss_vocab *vocab[2] = {NULL, NULL};
+    memset(in, 0, sizeof in);
+    memset(&j, 0, sizeof j);
+    j.nsides = 2;
+    j.mode = TX_LINES;
+    j.inputs = in;
+    j.ninputs = 2;
+    rc = 1;
+    for (int s = 0; s < 2; s++) {
+        char err[256];
+        uint32_t src = ss_conv_add_source(c, o.files[s]);
+        if (tx_input_load(&in[s], o.files[s], err, sizeof err)) {
+            ss_conv_error(c, "%s: %s", o.files[s], err);
+            goto done;
+        }
+        in[s].source = src;
+        in[s].ok = 1;
+        j.field[s] = names[s];
+        j.tok[s].kind = o.kind[s];
+        j.tok[s].bos_on = o.bos;
+        j.tok[s].eos_on = o.eos;
+        j.tok[s].vocab_size = o.kind[s] == TX_IDS ? o.vocab_size : 0;
+        j.vocab_attr[s] = o.shared ? (s ? NULL : "vocab") : (s ? "tgt.vocab" : "src.vocab");
+    }
+    uint64_t n0 = tx_count_lines(in[0].data, in[0].size);
+    uint64_t n1 = tx_count_lines(in[1].data, in[1].size);
+    if (n0 != n1) {
+        ss_conv_error(c, "the files are not aligned: '%s' has %" PRIu64 " lines, '%s' has %" PRIu64
+                         " lines",
+                      o.files[0], n0, o.files[1], n1);
+        goto done;
+    }
+    if (tx_split(&j)) {
+        ss_conv_error(c, "out of memory");
+        goto done;
+    }
+    int need_count[2] = {0, 0};
+    for (int s = 0; s < 2; s++) {
+        if (o.kind[s] != TX_WORDS) continue;
+        if (o.vocab_from[s]) {
+            if (o.shared && s) continue;
+            if (tx_vocab_load(c, &vocab[s], o.vocab_from[s], o.shared ? names[0] : names[s]))
+                goto done;
+        } else if (ss_conv_opts(c)->append) {
+            if (o.shared && s) continue;
+            if (tx_vocab_load(c, &vocab[s], ss_conv_opts(c)->output, o.shared ? names[0] : names[s]))
+                goto done;
+        } else {
+            need_count[s] = 1;
+        }
+    }
+    if (need_count[0] || need_count[1]) {
+        ss_vocab *built[2];
+        int skip[2] = {!need_count[0], !need_count[1]};
+        if (tx_build_vocabs(c, &j, ss_conv_opts(c)->threads, o.min_count, o.max_vocab, o.shared,
+                            skip, built))
+            goto done;
+        for (int s = 0; s < 2; s++)
+            if (need_count[s] && !(o.shared && s)) vocab[s] = built[s];
+    }
+    for (int s = 0; s < 2; s++) {
+        j.tok[s].vocab = o.shared ? vocab[0] : vocab[s];
+        if (tx_prepare_tokens(c, &j.tok[s], names[s])) goto done;
+    }
+    rc = tx_run(c, &j);
+done:
+    tx_input_release(&in[0]);
+    tx_input_release(&in[1]);
+    free(j.blocks);
+    ss_vocab_free(vocab[0]);
+    ss_vocab_free(vocab[1]);
+    return rc;
+}
+
+const ss_converter ss_converter_parallel = {
+    "parallel", "parallel corpora: two line-aligned files become fields src and tgt",
+    run_parallel, parallel_usage};

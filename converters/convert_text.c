@@ -1,0 +1,1010 @@
+/* convert_text.c - `seqstore convert text` and the text engine (see text.h). */
+#include "text.h"
+#include "utf8.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <omp.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#define TX_BLOCK_BYTES ((size_t)1 << 20)
+
+/* ------------------------------------------------------------- tokens */
+
+static const char *const kind_names[] = {"bytes", "chars", "words", "ids"};
+
+int tx_parse_kind(const char *name)
+{
+    for (int k = 0; k < 4; k++)
+        if (!strcmp(name, kind_names[k])) return k;
+    return -1;
+}
+
+const char *tx_kind_name(int kind)
+{
+    return kind >= 0 && kind < 4 ? kind_names[kind] : "?";
+}
+
+static ss_dtype dtype_for(uint64_t max_id)
+{
+    return max_id <= UINT8_MAX ? SS_U8 : max_id <= UINT16_MAX ? SS_U16 : SS_U32;
+}
+
+static int need_special(ss_conv *c, const tx_tok *t, const char *name, uint32_t *id)
+{
+    int64_t v = ss_vocab_lookup(t->vocab, (const uint8_t *)name, strlen(name));
+    if (v < 0)
+        return c ? ss_conv_error(c, "the vocabulary has no %s token", name) : 1;
+    *id = (uint32_t)v;
+    return 0;
+}
+
+int tx_prepare_tokens(ss_conv *c, tx_tok *t, const char *field)
+{
+    uint64_t base = 0; /* first id after the vocabulary */
+    switch (t->kind) {
+    case TX_BYTES: base = 256; break;
+    case TX_CHARS: base = 0x110000; break;
+    case TX_IDS:
+        if ((t->bos_on || t->eos_on) && !t->vocab_size)
+            return c ? ss_conv_usage_error(c, "--bos/--eos with --tokens ids need --vocab-size")
+                     : 2;
+        base = t->vocab_size ? t->vocab_size : (uint64_t)UINT32_MAX + 1;
+        break;
+    case TX_WORDS:
+        if (!t->vocab) return c ? ss_conv_error(c, "%s: no vocabulary", field) : 1;
+        if (ss_vocab_size(t->vocab) > (uint64_t)UINT32_MAX)
+            return c ? ss_conv_error(c, "%s: vocabulary too large", field) : 1;
+        if (need_special(c, t, "<unk>", &t->unk)) return 1;
+        if (t->bos_on && need_special(c, t, "<bos>", &t->bos)) return 1;
+        if (t->eos_on && need_special(c, t, "<eos>", &t->eos)) return 1;
+        t->dtype = dtype_for(ss_vocab_size(t->vocab) ? ss_vocab_size(t->vocab) - 1 : 0);
+        t->esize = (uint32_t)ss_dtype_size(t->dtype);
+        return 0;
+    default: return c ? ss_conv_error(c, "%s: unknown token kind", field) : 1;
+    }
+    if (t->bos_on) t->bos = (uint32_t)base;
+    if (t->eos_on) t->eos = (uint32_t)(base + (uint64_t)t->bos_on);
+    uint64_t max = base - 1 + (uint64_t)t->bos_on + (uint64_t)t->eos_on;
+    t->dtype = t->kind == TX_CHARS ? SS_U32 : dtype_for(max);
+    t->esize = (uint32_t)ss_dtype_size(t->dtype);
+    return 0;
+}
+
+/* ------------------------------------------------------ lines, documents */
+
+static inline int is_ws(uint8_t ch)
+{
+    return ch == ' ' || (ch >= '\t' && ch <= '\r');
+}
+
+static int is_blank(const uint8_t *d, size_t a, size_t e)
+{
+    for (size_t i = a; i < e; i++)
+        if (!is_ws(d[i])) return 0;
+    return 1;
+}
+
+static int is_sep(const tx_job *j, const uint8_t *d, size_t a, size_t e)
+{
+    if (j->mode == TX_DOCS_BLANK) return is_blank(d, a, e);
+    if (j->mode != TX_DOCS_SEP) return 0;
+    if (e > a && d[e - 1] == '\r') e--;
+    return e - a == j->seplen && !memcmp(d + a, j->sep, j->seplen);
+}
+
+/* The next line [*a, *e) from *pos (< end); advances *pos past its '\n'. */
+static inline void next_line(const uint8_t *d, size_t *pos, size_t end, size_t *a, size_t *e)
+{
+    const uint8_t *nl = memchr(d + *pos, '\n', end - *pos);
+    *a = *pos;
+    *e = nl ? (size_t)(nl - d) : end;
+    *pos = nl ? *e + 1 : end;
+}
+
+/* The next example [*a, *e) starting at line *first (1-based, counted in
+ * *lines, which counts every line consumed). @return 1, or 0 at the end. */
+static int next_example(const tx_job *j, const uint8_t *d, size_t *pos, size_t end,
+                        uint64_t *lines, size_t *a, size_t *e, uint64_t *first)
+{
+    size_t la, le;
+    if (j->mode == TX_LINES) {
+        while (*pos < end) {
+            next_line(d, pos, end, &la, &le);
+            ++*lines;
+            if (j->skip_empty && is_blank(d, la, le)) continue;
+            *a = la;
+            *e = le;
+            *first = *lines;
+            return 1;
+        }
+        return 0;
+    }
+    for (;;) {
+        int in_doc = 0;
+        while (*pos < end) {
+            next_line(d, pos, end, &la, &le);
+            ++*lines;
+            if (is_sep(j, d, la, le)) {
+                if (in_doc) break;
+                continue;
+            }
+            if (!in_doc) {
+                in_doc = 1;
+                *a = la;
+                *first = *lines;
+            }
+            *e = le;
+        }
+        if (!in_doc) return 0;
+        if (!j->skip_empty || !is_blank(d, *a, *e)) return 1;
+    }
+}
+
+uint64_t tx_count_lines(const uint8_t *d, size_t n)
+{
+    uint64_t k = 0;
+    const uint8_t *p = d, *end = d + n;
+    while (p < end) {
+        const uint8_t *nl = memchr(p, '\n', (size_t)(end - p));
+        k++;
+        if (!nl) break;
+        p = nl + 1;
+    }
+    return k;
+}
+
+/* ---------------------------------------------------------------- blocks */
+
+static size_t cut_line(const uint8_t *d, size_t size, size_t target)
+{
+    if (target >= size) return size;
+    const uint8_t *nl = memchr(d + target, '\n', size - target);
+    return nl ? (size_t)(nl - d) + 1 : size;
+}
+
+static size_t cut_doc(const tx_job *j, const uint8_t *d, size_t size, size_t target)
+{
+    size_t p = cut_line(d, size, target), a, e;
+    while (p < size) {
+        next_line(d, &p, size, &a, &e);
+        if (is_sep(j, d, a, e)) return p;
+    }
+    return size;
+}
+
+static size_t advance_lines(const uint8_t *d, size_t size, size_t pos, uint64_t n)
+{
+    for (; n && pos < size; n--) {
+        const uint8_t *nl = memchr(d + pos, '\n', size - pos);
+        pos = nl ? (size_t)(nl - d) + 1 : size;
+    }
+    return pos;
+}
+
+static int add_block(tx_job *j, size_t *cap, const tx_block *b)
+{
+    if (j->nblocks == *cap) {
+        size_t n = *cap ? 2 * *cap : 64;
+        tx_block *p = realloc(j->blocks, n * sizeof *p);
+        if (!p) return -1;
+        j->blocks = p;
+        *cap = n;
+    }
+    j->blocks[j->nblocks++] = *b;
+    return 0;
+}
+
+int tx_split(tx_job *j)
+{
+    size_t cap = 0, bs = j->block_bytes ? j->block_bytes : TX_BLOCK_BYTES;
+    j->nblocks = 0;
+    if (j->nsides == 2) {
+        const tx_input *s = &j->inputs[0], *t = &j->inputs[1];
+        size_t p0 = 0, p1 = 0;
+        while (p0 < s->size) {
+            size_t e0 = cut_line(s->data, s->size, p0 + bs);
+            size_t e1 = advance_lines(t->data, t->size, p1, tx_count_lines(s->data + p0, e0 - p0));
+            tx_block b = {0, {p0, p1}, {e0, e1}};
+            if (add_block(j, &cap, &b)) return -1;
+            p0 = e0;
+            p1 = e1;
+        }
+        return 0;
+    }
+    for (uint32_t i = 0; i < j->ninputs; i++) {
+        const tx_input *in = &j->inputs[i];
+        if (!in->ok) continue;
+        for (size_t p = 0; p < in->size;) {
+            size_t e = j->mode == TX_LINES ? cut_line(in->data, in->size, p + bs)
+                                           : cut_doc(j, in->data, in->size, p + bs);
+            tx_block b = {i, {p, 0}, {e, 0}};
+            if (add_block(j, &cap, &b)) return -1;
+            p = e;
+        }
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------- the worker */
+
+static int reserve(uint8_t **buf, size_t *cap, size_t need)
+{
+    if (need <= *cap) return 0;
+    size_t n = *cap ? *cap : (size_t)1 << 16;
+    while (n < need) n *= 2;
+    void *p = realloc(*buf, n);
+    if (!p) return -1;
+    *buf = p;
+    *cap = n;
+    return 0;
+}
+
+static tx_item *new_item(tx_slot *s)
+{
+    if (s->nitems == s->items_cap) {
+        size_t n = s->items_cap ? 2 * s->items_cap : 1024;
+        tx_item *p = realloc(s->items, n * sizeof *p);
+        if (!p) return NULL;
+        s->items = p;
+        s->items_cap = n;
+    }
+    tx_item *it = &s->items[s->nitems++];
+    memset(it, 0, sizeof *it);
+    return it;
+}
+
+static uint32_t add_msg(tx_slot *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static uint32_t add_msg(tx_slot *s, const char *fmt, ...)
+{
+    char buf[256];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    if (n < 0) n = 0;
+    if ((size_t)n >= sizeof buf) n = sizeof buf - 1;
+    if (s->msgn + (size_t)n + 1 > UINT32_MAX - 1 ||
+        reserve((uint8_t **)&s->msgs, &s->msgs_cap, s->msgn + (size_t)n + 1)) {
+        s->oom = 1;
+        return 0;
+    }
+    memcpy(s->msgs + s->msgn, buf, (size_t)n + 1);
+    uint32_t off = (uint32_t)s->msgn + 1;
+    s->msgn += (size_t)n + 1;
+    return off;
+}
+
+static inline void put(uint8_t *base, uint32_t esize, size_t i, uint32_t v)
+{
+    if (esize == 1)
+        base[i] = (uint8_t)v;
+    else if (esize == 2)
+        ((uint16_t *)(void *)base)[i] = (uint16_t)v;
+    else
+        ((uint32_t *)(void *)base)[i] = v;
+}
+
+/* A printable excerpt of a bad token for messages. */
+static int excerpt_len(size_t n)
+{
+    return n > 40 ? 40 : (int)n;
+}
+
+/* Tokenize [a, e) of d for side `sd` into item `it`. */
+static void tokenize(const tx_job *j, int sd, tx_slot *s, tx_item *it, const uint8_t *d, size_t a,
+                     size_t e)
+{
+    const tx_tok *t = &j->tok[sd];
+    size_t n = e - a, k = s->tokn[sd];
+    uint32_t es = t->esize;
+    if (t->kind == TX_BYTES && !t->bos_on && !t->eos_on) {
+        it->zero_copy[sd] = 1;
+        it->off[sd] = a;
+        it->len[sd] = n;
+        return;
+    }
+    if (reserve(&s->tok[sd], &s->tok_cap[sd], (k + n + 2) * es)) {
+        s->oom = 1;
+        return;
+    }
+    uint8_t *out = s->tok[sd];
+    size_t m = k;
+    if (t->bos_on) put(out, es, m++, t->bos);
+    switch (t->kind) {
+    case TX_BYTES:
+        for (size_t i = a; i < e; i++) put(out, es, m++, d[i]);
+        break;
+    case TX_CHARS: {
+        size_t nout = 0, bad = 0;
+        if (ss_utf8_decode((uint32_t *)(void *)out + m, &nout, &bad, d + a, n)) {
+            it->bad[sd] = add_msg(s, "invalid UTF-8 at byte offset %zu (byte 0x%02x)", a + bad,
+                                  d[a + bad]);
+            return;
+        }
+        m += nout;
+        break;
+    }
+    case TX_WORDS:
+        for (size_t i = a; i < e;) {
+            while (i < e && is_ws(d[i])) i++;
+            if (i >= e) break;
+            size_t w = i;
+            uint64_t h = SS_VOCAB_HASH_INIT;
+            for (; i < e && !is_ws(d[i]); i++) h = ss_vocab_hash_step(h, d[i]);
+            int64_t id = ss_vocab_lookup_h(t->vocab, d + w, i - w, ss_vocab_hash_final(h));
+            put(out, es, m++, id < 0 ? t->unk : (uint32_t)id);
+        }
+        break;
+    case TX_IDS:
+        for (size_t i = a; i < e;) {
+            while (i < e && is_ws(d[i])) i++;
+            if (i >= e) break;
+            size_t w = i;
+            uint64_t v = 0;
+            int digits = 1, big = 0;
+            for (; i < e && !is_ws(d[i]); i++) {
+                if (d[i] < '0' || d[i] > '9') digits = 0;
+                else if (!big && (v = v * 10 + (uint64_t)(d[i] - '0')) > UINT32_MAX) big = 1;
+            }
+            if (!digits) {
+                it->bad[sd] = add_msg(s, "'%.*s' is not a token id (byte offset %zu)",
+                                      excerpt_len(i - w), (const char *)d + w, w);
+                return;
+            }
+            if (big || (t->vocab_size && v >= t->vocab_size)) {
+                if (t->vocab_size)
+                    it->bad[sd] = add_msg(s,
+                                          "token id %.*s is out of range: --vocab-size is %" PRIu64
+                                          " (byte offset %zu)",
+                                          excerpt_len(i - w), (const char *)d + w, t->vocab_size,
+                                          w);
+                else
+                    it->bad[sd] = add_msg(s, "token id %.*s does not fit 32 bits (byte offset %zu)",
+                                          excerpt_len(i - w), (const char *)d + w, w);
+                return;
+            }
+            put(out, es, m++, (uint32_t)v);
+        }
+        break;
+    }
+    if (t->eos_on) put(out, es, m++, t->eos);
+    it->off[sd] = k;
+    it->len[sd] = m - k;
+    s->tokn[sd] = m;
+}
+
+static const tx_input *side_input(const tx_job *j, const tx_block *b, int sd)
+{
+    return j->nsides == 2 ? &j->inputs[sd] : &j->inputs[b->input];
+}
+
+void tx_process_block(const tx_job *j, const tx_block *b, tx_slot *s)
+{
+    s->nitems = 0;
+    s->tokn[0] = s->tokn[1] = 0;
+    s->msgn = 0;
+    s->nlines = 0;
+    s->oom = 0;
+    size_t pos[2] = {b->start[0], b->start[1]};
+    uint64_t lines[2] = {0, 0};
+    for (;;) {
+        size_t a[2], e[2];
+        uint64_t first[2];
+        int got = 0;
+        for (int sd = 0; sd < j->nsides; sd++)
+            got += next_example(j, side_input(j, b, sd)->data, &pos[sd], b->end[sd], &lines[sd],
+                                &a[sd], &e[sd], &first[sd]);
+        if (got < j->nsides) break; /* parallel sides have equal line counts */
+        tx_item *it = new_item(s);
+        if (!it) {
+            s->oom = 1;
+            return;
+        }
+        it->line = first[0];
+        for (int sd = 0; sd < j->nsides && !s->oom; sd++)
+            tokenize(j, sd, s, it, side_input(j, b, sd)->data, a[sd], e[sd]);
+        if (s->oom) return;
+    }
+    s->nlines = lines[0];
+}
+
+void tx_slot_free(tx_slot *s)
+{
+    free(s->items);
+    free(s->tok[0]);
+    free(s->tok[1]);
+    free(s->msgs);
+    memset(s, 0, sizeof *s);
+}
+
+/* ----------------------------------------------------------------- inputs */
+
+static int read_fd_all(tx_input *in, int fd, char *err, size_t errlen)
+{
+    size_t cap = 0, n = 0;
+    uint8_t *buf = NULL;
+    for (;;) {
+        if (reserve(&buf, &cap, n + 65536)) {
+            free(buf);
+            snprintf(err, errlen, "out of memory");
+            return -1;
+        }
+        ssize_t r = read(fd, buf + n, cap - n);
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) {
+            snprintf(err, errlen, "read error: %s", strerror(errno));
+            free(buf);
+            return -1;
+        }
+        if (r == 0) break;
+        n += (size_t)r;
+    }
+    in->owned = buf;
+    in->data = buf;
+    in->size = n;
+    return 0;
+}
+
+static int read_gz(tx_input *in, const char *path, char *err, size_t errlen)
+{
+    gzFile gz = gzopen(path, "rb");
+    if (!gz) {
+        snprintf(err, errlen, "cannot open: %s", errno ? strerror(errno) : "gzopen failed");
+        return -1;
+    }
+    gzbuffer(gz, 1 << 17);
+    size_t cap = 0, n = 0;
+    uint8_t *buf = NULL;
+    for (;;) {
+        if (reserve(&buf, &cap, n + (1 << 20))) {
+            snprintf(err, errlen, "out of memory");
+            goto fail;
+        }
+        size_t want = cap - n > (1u << 30) ? (1u << 30) : cap - n;
+        int r = gzread(gz, buf + n, (unsigned)want);
+        if (r < 0) {
+            int zerr;
+            const char *m = gzerror(gz, &zerr);
+            snprintf(err, errlen, "gzip error after %zu decompressed bytes: %s", n, m);
+            goto fail;
+        }
+        if (r == 0) break;
+        n += (size_t)r;
+    }
+    gzclose(gz);
+    in->owned = buf;
+    in->data = buf;
+    in->size = n;
+    return 0;
+fail:
+    free(buf);
+    gzclose(gz);
+    return -1;
+}
+
+int tx_input_load(tx_input *in, const char *path, char *err, size_t errlen)
+{
+    memset(in, 0, sizeof *in);
+    in->path = path;
+    if (!strcmp(path, "-")) return read_fd_all(in, 0, err, errlen);
+    size_t pl = strlen(path);
+    if (pl > 3 && !strcmp(path + pl - 3, ".gz")) return read_gz(in, path, err, errlen);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        snprintf(err, errlen, "cannot open: %s", strerror(errno));
+        return -1;
+    }
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        snprintf(err, errlen, "cannot stat: %s", strerror(errno));
+        close(fd);
+        return -1;
+    }
+    if (S_ISDIR(st.st_mode)) {
+        snprintf(err, errlen, "is a directory");
+        close(fd);
+        return -1;
+    }
+    int rc = 0;
+    if (S_ISREG(st.st_mode) && st.st_size > 0) {
+        void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (m != MAP_FAILED) {
+            madvise(m, (size_t)st.st_size, MADV_SEQUENTIAL);
+            in->map = m;
+            in->map_len = (size_t)st.st_size;
+            in->data = m;
+            in->size = (size_t)st.st_size;
+        } else {
+            rc = read_fd_all(in, fd, err, errlen);
+        }
+    } else if (!S_ISREG(st.st_mode)) {
+        rc = read_fd_all(in, fd, err, errlen);
+    }
+    close(fd);
+    return rc;
+}
+
+void tx_input_release(tx_input *in)
+{
+    if (in->map) munmap(in->map, in->map_len);
+    free(in->owned);
+    in->map = NULL;
+    in->owned = NULL;
+    in->data = NULL;
+}
+
+/* ------------------------------------------------------------ vocabularies */
+
+int tx_vocab_load(ss_conv *c, ss_vocab **out, const char *from, const char *field)
+{
+    char err[256] = "", name[SS_MAX_NAME + 16];
+    ss_store *s = NULL;
+    *out = NULL;
+    int rc = ss_open(&s, from, 0);
+    if (rc == 0) {
+        ss_attr a;
+        snprintf(name, sizeof name, "%s.vocab", field);
+        if ((ss_attr_get(s, name, &a) != 0 && ss_attr_get(s, "vocab", &a) != 0) ||
+            a.type != SS_ATTR_TEXT) {
+            ss_close(s);
+            return ss_conv_error(c, "'%s' has no vocabulary (attribute '%s' or 'vocab')", from,
+                                 name);
+        }
+        rc = ss_vocab_parse(out, a.data, (size_t)a.size, err, sizeof err);
+        ss_close(s);
+        if (rc) return ss_conv_error(c, "vocabulary of '%s': %s", from, err);
+        return 0;
+    }
+    if (rc == SS_ENOTFOUND) return ss_conv_error(c, "vocabulary '%s': no such file", from);
+    if (rc != SS_ENOTSTORE) return ss_conv_ss_error(c, "cannot open vocabulary store '%s'", from);
+    tx_input in;
+    if (tx_input_load(&in, from, err, sizeof err))
+        return ss_conv_error(c, "vocabulary '%s': %s", from, err);
+    rc = ss_vocab_parse(out, (const char *)in.data, in.size, err, sizeof err);
+    tx_input_release(&in);
+    if (rc) return ss_conv_error(c, "vocabulary file '%s': %s", from, err);
+    return 0;
+}
+
+static void count_range(const tx_job *j, const uint8_t *d, size_t pos, size_t end, ss_vocab *v,
+                        int *oom)
+{
+    size_t a, e;
+    uint64_t lines = 0, first;
+    while (next_example(j, d, &pos, end, &lines, &a, &e, &first)) {
+        for (size_t i = a; i < e;) {
+            while (i < e && is_ws(d[i])) i++;
+            if (i >= e) break;
+            size_t w = i;
+            uint64_t h = SS_VOCAB_HASH_INIT;
+            for (; i < e && !is_ws(d[i]); i++) h = ss_vocab_hash_step(h, d[i]);
+            if (ss_vocab_count_h(v, d + w, i - w, ss_vocab_hash_final(h), 1)) {
+                *oom = 1;
+                return;
+            }
+        }
+    }
+}
+
+int tx_build_vocabs(ss_conv *c, tx_job *j, int threads, uint64_t min_count, uint64_t max_vocab,
+                    int shared, const int skip[2], ss_vocab *vocab[2])
+{
+    int nmaps = shared ? 1 : j->nsides, oom = 0, rc = 1;
+    ss_vocab **maps = calloc((size_t)threads * 2, sizeof *maps);
+    vocab[0] = vocab[1] = NULL;
+    if (!maps) return ss_conv_error(c, "out of memory");
+    for (int t = 0; t < threads; t++)
+        for (int m = 0; m < nmaps; m++)
+            if (ss_vocab_new(&maps[2 * t + m])) oom = 1;
+    if (!oom) {
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
+        for (size_t b = 0; b < j->nblocks; b++) {
+            int t = omp_get_thread_num();
+            const tx_block *bl = &j->blocks[b];
+            for (int sd = 0; sd < j->nsides; sd++) {
+                if (skip[sd]) continue;
+                int o = 0;
+                count_range(j, side_input(j, bl, sd)->data, bl->start[sd], bl->end[sd],
+                            maps[2 * t + (shared ? 0 : sd)], &o);
+                if (o) {
+#pragma omp atomic write
+                    oom = 1;
+                }
+            }
+        }
+    }
+    for (int m = 0; m < nmaps && !oom; m++)
+        for (int t = 1; t < threads; t++)
+            if (ss_vocab_merge(maps[m], maps[2 * t + m])) oom = 1;
+    for (int m = 0; m < nmaps && !oom; m++) {
+        if (skip[m] && !shared) continue;
+        if (ss_vocab_build(&vocab[m], maps[m], min_count, max_vocab)) oom = 1;
+    }
+    if (oom) {
+        ss_conv_error(c, "out of memory while counting words");
+        ss_vocab_free(vocab[0]);
+        ss_vocab_free(vocab[1]);
+        vocab[0] = vocab[1] = NULL;
+    } else {
+        rc = 0;
+    }
+    for (int k = 0; k < threads * 2; k++) ss_vocab_free(maps[k]);
+    free(maps);
+    return rc;
+}
+
+/* -------------------------------------------------------------- pipeline */
+
+enum { SLOT_FREE, SLOT_BUSY, SLOT_DONE };
+
+typedef struct tx_pool {
+    const tx_job *j;
+    tx_slot *slots;
+    size_t nslots;
+    size_t *slot_block;
+    int *slot_state;
+    size_t next;
+    int stop;
+    pthread_mutex_t mu;
+    pthread_cond_t done, freed;
+} tx_pool;
+
+static void *worker(void *arg)
+{
+    tx_pool *p = arg;
+    pthread_mutex_lock(&p->mu);
+    while (!p->stop && p->next < p->j->nblocks) {
+        size_t i = p->next, k = i % p->nslots;
+        if (p->slot_state[k] != SLOT_FREE) {
+            pthread_cond_wait(&p->freed, &p->mu);
+            continue;
+        }
+        p->next++;
+        p->slot_state[k] = SLOT_BUSY;
+        p->slot_block[k] = i;
+        pthread_mutex_unlock(&p->mu);
+        tx_process_block(p->j, &p->j->blocks[i], &p->slots[k]);
+        pthread_mutex_lock(&p->mu);
+        p->slot_state[k] = SLOT_DONE;
+        pthread_cond_broadcast(&p->done);
+    }
+    pthread_mutex_unlock(&p->mu);
+    return NULL;
+}
+
+typedef struct tx_cursor {
+    uint64_t skip;      /* --resume: examples still to skip */
+    uint64_t base_line; /* lines of the current input before this block */
+    uint32_t input;     /* input of the previous block */
+} tx_cursor;
+
+/* Append the items of one processed block, in order. */
+static int consume(ss_conv *c, const tx_job *j, const tx_block *b, const tx_slot *s, tx_cursor *cur)
+{
+    if (s->oom) return ss_conv_error(c, "out of memory");
+    if (j->nsides == 1 && b->input != cur->input) {
+        cur->input = b->input;
+        cur->base_line = 0;
+    }
+    ss_value values[2];
+    for (size_t n = 0; n < s->nitems; n++) {
+        const tx_item *it = &s->items[n];
+        uint64_t line = cur->base_line + it->line;
+        if (it->bad[0] || it->bad[1]) {
+            for (int sd = 0; sd < j->nsides; sd++)
+                if (it->bad[sd] &&
+                    ss_conv_bad(c, side_input(j, b, sd)->path, line, "%s", s->msgs + it->bad[sd] - 1))
+                    return 1;
+            continue;
+        }
+        if (cur->skip) {
+            cur->skip--;
+            continue;
+        }
+        for (int sd = 0; sd < j->nsides; sd++) {
+            values[sd].length = it->len[sd];
+            values[sd].data = it->zero_copy[sd] ? (const void *)(side_input(j, b, sd)->data + it->off[sd])
+                                                : (const void *)(s->tok[sd] + it->off[sd] * j->tok[sd].esize);
+        }
+        if (ss_conv_append(c, values, side_input(j, b, 0)->source, line)) return 1;
+    }
+    cur->base_line += s->nlines;
+    uint64_t bytes = 0;
+    for (int sd = 0; sd < j->nsides; sd++) bytes += b->end[sd] - b->start[sd];
+    ss_conv_progress(c, bytes);
+    return 0;
+}
+
+static int run_serial(ss_conv *c, const tx_job *j, tx_cursor *cur)
+{
+    tx_slot s;
+    memset(&s, 0, sizeof s);
+    int rc = 0;
+    for (size_t i = 0; i < j->nblocks && !rc; i++) {
+        tx_process_block(j, &j->blocks[i], &s);
+        rc = consume(c, j, &j->blocks[i], &s, cur);
+    }
+    tx_slot_free(&s);
+    return rc;
+}
+
+static int run_threads(ss_conv *c, const tx_job *j, int threads, tx_cursor *cur)
+{
+    tx_pool p;
+    memset(&p, 0, sizeof p);
+    p.j = j;
+    p.nslots = 2 * (size_t)threads;
+    p.slots = calloc(p.nslots, sizeof *p.slots);
+    p.slot_block = calloc(p.nslots, sizeof *p.slot_block);
+    p.slot_state = calloc(p.nslots, sizeof *p.slot_state);
+    pthread_t *tid = calloc((size_t)threads, sizeof *tid);
+    if (!p.slots || !p.slot_block || !p.slot_state || !tid) {
+        free(p.slots);
+        free(p.slot_block);
+        free(p.slot_state);
+        free(tid);
+        return ss_conv_error(c, "out of memory");
+    }
+    pthread_mutex_init(&p.mu, NULL);
+    pthread_cond_init(&p.done, NULL);
+    pthread_cond_init(&p.freed, NULL);
+    int started = 0, rc = 0;
+    for (; started < threads; started++)
+        if (pthread_create(&tid[started], NULL, worker, &p)) break;
+    if (!started) rc = ss_conv_error(c, "cannot start threads");
+    for (size_t i = 0; i < j->nblocks && !rc; i++) {
+        size_t k = i % p.nslots;
+        pthread_mutex_lock(&p.mu);
+        while (!(p.slot_state[k] == SLOT_DONE && p.slot_block[k] == i))
+            pthread_cond_wait(&p.done, &p.mu);
+        pthread_mutex_unlock(&p.mu);
+        rc = consume(c, j, &j->blocks[i], &p.slots[k], cur);
+        pthread_mutex_lock(&p.mu);
+        p.slot_state[k] = SLOT_FREE;
+        pthread_cond_broadcast(&p.freed);
+        pthread_mutex_unlock(&p.mu);
+    }
+    pthread_mutex_lock(&p.mu);
+    p.stop = 1;
+    pthread_cond_broadcast(&p.freed);
+    pthread_mutex_unlock(&p.mu);
+    for (int t = 0; t < started; t++) pthread_join(tid[t], NULL);
+    for (size_t k = 0; k < p.nslots; k++) tx_slot_free(&p.slots[k]);
+    pthread_cond_destroy(&p.done);
+    pthread_cond_destroy(&p.freed);
+    pthread_mutex_destroy(&p.mu);
+    free(p.slots);
+    free(p.slot_block);
+    free(p.slot_state);
+    free(tid);
+    return rc;
+}
+
+static int set_text_attr(ss_conv *c, const char *name, const char *text)
+{
+    return ss_conv_set_attr(c, name, SS_ATTR_TEXT, text, strlen(text));
+}
+
+static int write_text_attrs(ss_conv *c, const tx_job *j)
+{
+    char name[SS_MAX_NAME + 16];
+    for (int sd = 0; sd < j->nsides; sd++) {
+        const tx_tok *t = &j->tok[sd];
+        snprintf(name, sizeof name, "%s.tokens", j->field[sd]);
+        if (set_text_attr(c, name, tx_kind_name(t->kind))) return 1;
+        if (t->bos_on) {
+            snprintf(name, sizeof name, "%s.bos", j->field[sd]);
+            if (ss_conv_set_attr(c, name, SS_U32, &t->bos, sizeof t->bos)) return 1;
+        }
+        if (t->eos_on) {
+            snprintf(name, sizeof name, "%s.eos", j->field[sd]);
+            if (ss_conv_set_attr(c, name, SS_U32, &t->eos, sizeof t->eos)) return 1;
+        }
+        if (t->kind == TX_IDS && t->vocab_size) {
+            snprintf(name, sizeof name, "%s.vocab_size", j->field[sd]);
+            if (ss_conv_set_attr(c, name, SS_U64, &t->vocab_size, sizeof t->vocab_size)) return 1;
+        }
+        if (t->kind == TX_WORDS && j->vocab_attr[sd]) {
+            size_t size;
+            char *text = ss_vocab_text(t->vocab, &size);
+            if (!text) return ss_conv_error(c, "out of memory");
+            int rc = ss_conv_set_attr(c, j->vocab_attr[sd], SS_ATTR_TEXT, text, size);
+            free(text);
+            if (rc) return 1;
+        }
+    }
+    return 0;
+}
+
+int tx_run(ss_conv *c, tx_job *j)
+{
+    ss_field fields[2];
+    for (int sd = 0; sd < j->nsides; sd++)
+        fields[sd] = (ss_field){.name = j->field[sd], .dtype = j->tok[sd].dtype, .sequence = 1};
+    ss_schema schema = {(uint32_t)j->nsides, fields};
+    tx_cursor cur = {0, 0, UINT32_MAX};
+    if (ss_conv_begin(c, &schema, &cur.skip)) return 1;
+    if (write_text_attrs(c, j)) return 1;
+    uint64_t total = 0;
+    for (uint32_t i = 0; i < j->ninputs; i++) total += j->inputs[i].ok ? j->inputs[i].size : 0;
+    ss_conv_set_total(c, total);
+    int threads = ss_conv_opts(c)->threads;
+    if (threads <= 1 || j->nblocks <= 1) return run_serial(c, j, &cur);
+    return run_threads(c, j, threads, &cur);
+}
+
+/* ------------------------------------------------------- convert text */
+
+int tx_text_convert(ss_conv *c, const tx_text_options *o)
+{
+    tx_job j;
+    memset(&j, 0, sizeof j);
+    j.nsides = 1;
+    j.field[0] = "tokens";
+    j.mode = o->mode;
+    j.sep = o->sep;
+    j.seplen = o->sep ? strlen(o->sep) : 0;
+    j.skip_empty = o->skip_empty;
+    j.tok[0].kind = o->kind;
+    j.tok[0].bos_on = o->bos;
+    j.tok[0].eos_on = o->eos;
+    j.tok[0].vocab_size = o->vocab_size;
+    j.vocab_attr[0] = "vocab";
+    int rc = 1;
+    ss_vocab *vocab = NULL;
+    j.inputs = calloc((size_t)o->ninputs, sizeof *j.inputs);
+    if (!j.inputs) return ss_conv_error(c, "out of memory");
+    j.ninputs = (uint32_t)o->ninputs;
+    for (int i = 0; i < o->ninputs; i++) {
+        char err[256];
+        uint32_t src = ss_conv_add_source(c, o->inputs[i]);
+        if (tx_input_load(&j.inputs[i], o->inputs[i], err, sizeof err)) {
+            j.inputs[i].path = o->inputs[i];
+            if (ss_conv_bad(c, o->inputs[i], 0, "%s", err)) goto done;
+            continue;
+        }
+        j.inputs[i].source = src;
+        j.inputs[i].ok = 1;
+    }
+    if (tx_split(&j)) {
+        rc = ss_conv_error(c, "out of memory");
+        goto done;
+    }
+    if (o->kind == TX_WORDS) {
+        if (o->vocab_from) {
+            if (tx_vocab_load(c, &vocab, o->vocab_from, "tokens")) goto done;
+        } else if (ss_conv_opts(c)->append) {
+            if (tx_vocab_load(c, &vocab, ss_conv_opts(c)->output, "tokens")) goto done;
+        } else {
+            ss_vocab *v[2];
+            int skip[2] = {0, 1};
+            if (tx_build_vocabs(c, &j, ss_conv_opts(c)->threads, o->min_count, o->max_vocab, 0,
+                                skip, v))
+                goto done;
+            vocab = v[0];
+        }
+        j.tok[0].vocab = vocab;
+    }
+    rc = tx_prepare_tokens(c, &j.tok[0], "tokens");
+    if (!rc) rc = tx_run(c, &j);
+done:
+    for (uint32_t i = 0; i < j.ninputs; i++) tx_input_release(&j.inputs[i]);
+    free(j.inputs);
+    free(j.blocks);
+    ss_vocab_free(vocab);
+    return rc;
+}
+
+static void text_usage(FILE *out)
+{
+    fputs("usage: seqstore convert text FILE... -o STORE [options]\n"
+          "One example per line (default) or per document; FILE may be '-' (stdin) or\n"
+          "*.gz. Lines end at '\\n'.\n"
+          "  --tokens KIND     bytes (u8, default) | chars (Unicode code points, u32) |\n"
+          "                    words (whitespace-separated, vocabulary built in a first\n"
+          "                    pass) | ids (integer token ids, e.g. from BPE)\n"
+          "  --docs            one example per document: documents are separated by\n"
+          "                    blank lines\n"
+          "  --doc-sep LINE    documents are separated by lines equal to LINE\n"
+          "                    (e.g. --doc-sep % for fortune files)\n"
+          "  --skip-empty      skip blank lines (documents)\n"
+          "  --bos, --eos      add a begin / end of sequence token to every example\n"
+          "                    (bytes: 256/257 and u16; chars: 0x110000/0x110001;\n"
+          "                    ids: vocab-size and after; words: <bos>/<eos>)\n"
+          "words:\n"
+          "  --min-count N     keep words seen at least N times (default 1)\n"
+          "  --max-vocab N     at most N tokens including <pad>=0 <unk>=1 <bos>=2 <eos>=3\n"
+          "  --vocab FROM      reuse the vocabulary of store FROM (attribute 'vocab') or\n"
+          "                    of a text file with one token per line (id = line - 1)\n"
+          "ids:\n"
+          "  --vocab-size N    every id must be < N; the dtype is the smallest that\n"
+          "                    holds N (plus --bos/--eos); without it, u32\n"
+          "The store gets field 'tokens' and attributes 'tokens.tokens' (the KIND),\n"
+          "'vocab' (words: one token per line in id order), 'tokens.bos'/'tokens.eos'.\n",
+          out);
+}
+
+/* Parse the options of `convert text`; returns 0 or 2. */
+static int parse_text_options(ss_conv *c, int argc, char **argv, tx_text_options *o)
+{
+    memset(o, 0, sizeof *o);
+    o->min_count = 1;
+    o->inputs = calloc((size_t)argc + 1, sizeof *o->inputs);
+    if (!o->inputs) return ss_conv_error(c, "out of memory");
+    int only_files = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (only_files || a[0] != '-' || !strcmp(a, "-")) {
+            o->inputs[o->ninputs++] = argv[i];
+        } else if (!strcmp(a, "--")) {
+            only_files = 1;
+        } else if (!strcmp(a, "--tokens")) {
+            if (!v || (o->kind = tx_parse_kind(v)) < 0)
+                return ss_conv_usage_error(c, "--tokens needs bytes, chars, words or ids");
+            i++;
+        } else if (!strcmp(a, "--docs")) {
+            o->mode = TX_DOCS_BLANK;
+        } else if (!strcmp(a, "--doc-sep")) {
+            if (!v) return ss_conv_usage_error(c, "--doc-sep needs a separator line");
+            o->mode = *v ? TX_DOCS_SEP : TX_DOCS_BLANK;
+            o->sep = v;
+            if (strchr(v, '\n')) return ss_conv_usage_error(c, "--doc-sep: one line only");
+            i++;
+        } else if (!strcmp(a, "--skip-empty")) {
+            o->skip_empty = 1;
+        } else if (!strcmp(a, "--bos")) {
+            o->bos = 1;
+        } else if (!strcmp(a, "--eos")) {
+            o->eos = 1;
+        } else if (!strcmp(a, "--min-count")) {
+            if (ss_conv_parse_u64(c, a, v, 1, UINT64_MAX, &o->min_count)) return 2;
+            i++;
+        } else if (!strcmp(a, "--max-vocab")) {
+            if (ss_conv_parse_u64(c, a, v, SS_VOCAB_NSPECIAL + 1, UINT32_MAX, &o->max_vocab))
+                return 2;
+            i++;
+        } else if (!strcmp(a, "--vocab-size")) {
+            if (ss_conv_parse_u64(c, a, v, 1, (uint64_t)UINT32_MAX - 1, &o->vocab_size)) return 2;
+            i++;
+        } else if (!strcmp(a, "--vocab")) {
+            if (!v) return ss_conv_usage_error(c, "--vocab needs a store or a file");
+            o->vocab_from = v;
+            i++;
+        } else {
+            return ss_conv_usage_error(c, "unknown option '%s'", a);
+        }
+    }
+    if (!o->ninputs) return ss_conv_usage_error(c, "no input file");
+    if (o->kind != TX_WORDS && (o->vocab_from || o->max_vocab || o->min_count != 1))
+        return ss_conv_usage_error(c, "--vocab, --min-count and --max-vocab need --tokens words");
+    if (o->kind != TX_IDS && o->vocab_size)
+        return ss_conv_usage_error(c, "--vocab-size needs --tokens ids");
+    if (o->vocab_from && (o->max_vocab || o->min_count != 1))
+        return ss_conv_usage_error(c, "--vocab excludes --min-count and --max-vocab");
+    if (o->kind == TX_IDS && (o->bos || o->eos) && !o->vocab_size)
+        return ss_conv_usage_error(c, "--bos/--eos with --tokens ids need --vocab-size");
+    return 0;
+}
+
+static int run_text(ss_conv *c, int argc, char **argv)
+{
+    tx_text_options o;
+    int rc = parse_text_options(c, argc, argv, &o);
+    if (!rc) rc = tx_text_convert(c, &o);
+    free(o.inputs);
+    return rc;
+}
+
+const ss_converter ss_converter_text = {
+    "text", "text corpora: one example per line or document; bytes, chars, words or ids",
+    run_text, text_usage};

@@ -1,0 +1,141 @@
+/* text.h - the text engine behind `convert lines`, `convert text` and
+ * `convert parallel` (internal to the command line).
+ *
+ * Inputs are split into blocks at example boundaries; worker threads turn
+ * blocks into examples (tokens + line numbers, or a bad-record message) and
+ * the calling thread appends them in block order, so the store does not
+ * depend on the number of threads. */
+#ifndef SS_TEXT_H
+#define SS_TEXT_H
+
+#include "convert.h"
+#include "vocab.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum { TX_BYTES, TX_CHARS, TX_WORDS, TX_IDS };      /* --tokens */
+enum { TX_LINES, TX_DOCS_BLANK, TX_DOCS_SEP };      /* example boundaries */
+
+/* The tokenizer of one side (one field). */
+typedef struct tx_tok {
+    int kind;                 /* TX_... */
+    int bos_on, eos_on;       /* --bos / --eos */
+    uint64_t vocab_size;      /* ids: --vocab-size, 0 = unchecked */
+    /* derived by tx_prepare_tokens */
+    const ss_vocab *vocab;    /* words */
+    uint32_t bos, eos, unk;   /* ids of the special tokens */
+    ss_dtype dtype;
+    uint32_t esize;
+} tx_tok;
+
+/* One input file, read-only in memory (mapped, or decompressed). */
+typedef struct tx_input {
+    const char *path;
+    const uint8_t *data;
+    size_t size;
+    void *map;      /* munmap(map, map_len) if not NULL */
+    size_t map_len;
+    void *owned;    /* free() if not NULL */
+    uint32_t source; /* ss_conv_add_source() number */
+    int ok;          /* 0: skipped (unreadable, --skip-bad) */
+} tx_input;
+
+/* A block: side s covers input bytes [start[s], end[s]). Text: side 0 of
+ * inputs[input]. Parallel: side 0 of inputs[0], side 1 of inputs[1]. */
+typedef struct tx_block {
+    uint32_t input;
+    size_t start[2], end[2];
+} tx_block;
+
+/* One example (or bad record) of a processed block. */
+typedef struct tx_item {
+    uint64_t off[2], len[2]; /* tokens: offset (elements) into tok[s] or data */
+    uint64_t line;           /* 1-based within the block */
+    uint32_t bad[2];         /* 1 + offset of a message in msgs, or 0 */
+    uint8_t zero_copy[2];    /* off[s] is a byte offset into the input data */
+} tx_item;
+
+/* A processed block; buffers are reused from block to block. */
+typedef struct tx_slot {
+    tx_item *items;
+    size_t nitems, items_cap;
+    uint8_t *tok[2];
+    size_t tokn[2], tok_cap[2]; /* tokn in elements, tok_cap in bytes */
+    char *msgs;
+    size_t msgn, msgs_cap;
+    uint64_t nlines; /* lines of side 0 in the block */
+    int oom;
+} tx_slot;
+
+typedef struct tx_job {
+    int nsides; /* 1 or 2 */
+    const char *field[2];
+    tx_tok tok[2];
+    int mode; /* TX_LINES, ... */
+    const char *sep;
+    size_t seplen;
+    int skip_empty;
+    tx_input *inputs;
+    uint32_t ninputs;
+    tx_block *blocks;
+    size_t nblocks;
+    size_t block_bytes;        /* 0 = default (1 MiB) */
+    const char *vocab_attr[2]; /* attribute holding side s's vocabulary, or NULL */
+} tx_job;
+
+/* The options of `convert text` (and `convert lines`). */
+typedef struct tx_text_options {
+    int kind, mode;
+    const char *sep;
+    int skip_empty, bos, eos;
+    uint64_t min_count, max_vocab, vocab_size;
+    const char *vocab_from;
+    char **inputs;
+    int ninputs;
+} tx_text_options;
+
+/* `convert text` after option parsing (also used by `convert lines`). */
+int tx_text_convert(ss_conv *c, const tx_text_options *o);
+
+/* Parse "--tokens" values. @return TX_... or -1. */
+int tx_parse_kind(const char *name);
+const char *tx_kind_name(int kind);
+
+/* Derive bos/eos/unk ids and the dtype of `t` (vocab already set for words).
+ * @return 0, or 1 (error printed through `c`; c may be NULL: no message). */
+int tx_prepare_tokens(ss_conv *c, tx_tok *t, const char *field);
+
+/* Split every ok input into blocks (text) or both inputs in lockstep
+ * (parallel; their line counts must be equal). @return 0, -1 out of memory. */
+int tx_split(tx_job *j);
+
+/* Turn block `b` into items in `slot` (pure: no I/O, thread-safe). */
+void tx_process_block(const tx_job *j, const tx_block *b, tx_slot *slot);
+
+void tx_slot_free(tx_slot *slot);
+
+/* Count the lines of [d, d + n) (a last line without '\n' counts). */
+uint64_t tx_count_lines(const uint8_t *d, size_t n);
+
+/* Read `path` ("-" = stdin; "*.gz" decompressed) into `in`. On failure
+ * returns -1 with a message in err. */
+int tx_input_load(tx_input *in, const char *path, char *err, size_t errlen);
+void tx_input_release(tx_input *in);
+
+/* Load the vocabulary FROM (a store: attribute `<field>.vocab`, else
+ * `vocab`; or a text file, one token per line). @return 0 or 1 (printed). */
+int tx_vocab_load(ss_conv *c, ss_vocab **out, const char *from, const char *field);
+
+/* Build word vocabularies by counting (pass 1), using `threads` threads.
+ * vocab[s] gets side s's vocabulary; with `shared`, both sides count into
+ * one vocabulary, returned in vocab[0] (vocab[1] = NULL).
+ * Sides whose `skip[s]` is set are not counted. @return 0 or 1. */
+int tx_build_vocabs(ss_conv *c, tx_job *j, int threads, uint64_t min_count, uint64_t max_vocab,
+                    int shared, const int skip[2], ss_vocab *vocab[2]);
+
+/* Begin the store, write the text attributes, run the pipeline.
+ * @return 0, or 1 (printed). */
+int tx_run(ss_conv *c, tx_job *j);
+
+#endif

@@ -1,0 +1,84 @@
+/* utf8.c - strict UTF-8 decoding (see utf8.h). */
+#include "utf8.h"
+
+#include <string.h>
+
+int ss_utf8_decode(uint32_t *out, size_t *nout, size_t *bad, const uint8_t *s, size_t n)
+{
+    size_t i = 0, k = 0;
+    while (i < n) {
+        /* ASCII fast path: 8 bytes at a time */
+        while (i + 8 <= n) {
+            uint64_t w;
+            memcpy(&w, s + i, 8);
+            if (w & 0x8080808080808080ull) break;
+            for (int j = 0; j < 8; j++) out[k++] = s[i + (size_t)j];
+            i += 8;
+        }
+        if (i >= n) break;
+        uint32_t c = s[i];
+        if (c < 0x80) {
+            out[k++] = c;
+            i++;
+            continue;
+        }
+        size_t len;
+        uint32_t lo = 0x80, hi = 0xBF; /* allowed range of the second byte */
+        if (c >= 0xC2 && c <= 0xDF) {
+            len = 2;
+            c &= 0x1F;
+        } else if (c >= 0xE0 && c <= 0xEF) {
+            len = 3;
+            if (c == 0xE0) lo = 0xA0;    /* no overlong forms */
+            if (c == 0xED) hi = 0x9F;    /* no surrogates */
+            c &= 0x0F;
+        } else if (c >= 0xF0 && c <= 0xF4) {
+            len = 4;
+            if (c == 0xF0) lo = 0x90;    /* no overlong forms */
+            if (c == 0xF4) hi = 0x8F;    /* nothing above U+10FFFF */
+            c &= 0x07;
+        } else {
+            goto fail;
+        }
+        if (n - i < len) goto fail;
+        if (s[i + 1] < lo || s[i + 1] > hi) goto fail;
+        for (size_t j = 1; j < len; j++) {
+            if (j > 1 && (s[i + j] & 0xC0) != 0x80) goto fail;
+            c = (c << 6) | (s[i + j] & 0x3F);
+        }
+        out[k++] = c;
+        i += len;
+    }
+    *nout = k;
+    return 0;
+fail:
+    *nout = k;
+    *bad = i;
+    return -1;
+}
+
+size_t ss_utf8_encode(char out[4], uint32_t cp)
+{
+    if (cp < 0x80) {
+        out[0] = (char)cp;
+        return 1;
+    }
+    if (cp < 0x800) {
+        out[0] = (char)(0xC0 | (cp >> 6));
+        out[1] = (char)(0x80 | (cp & 0x3F));
+        return 2;
+    }
+    if (cp >= 0xD800 && cp <= 0xDFFF) return 0;
+    if (cp < 0x10000) {
+        out[0] = (char)(0xE0 | (cp >> 12));
+        out[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
+        out[2] = (char)(0x80 | (cp & 0x3F));
+        return 3;
+    }
+    if (cp > 0x10FFFF) return 0;
+    out[0] = (char)(0xF0 | (cp >> 18));
+    out[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
+    out[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
+    out[3] = (char)(0x80 | (cp & 0x3F));
+    return 4;
+}

@@ -1,0 +1,167 @@
+/* seqstore/sampler.h - part of the public API; include <seqstore.h>, not this file.
+ *
+ * Samplers: the order in which a job visits the examples of a selection,
+ * epoch by epoch, split over ranks and workers.
+ *
+ * The global order. For a given (seed, epoch) a sampler defines one global
+ * sequence of selected examples, the same on every machine:
+ *  - SS_SAMPLE_SEQUENTIAL: the selection in index order;
+ *  - SS_SAMPLE_SHUFFLE: a permutation of the selection, Fisher-Yates driven by
+ *    the counter-based RNG seeded with (seed, epoch); a new one every epoch;
+ *  - SS_SAMPLE_REPLACEMENT: `num_samples` uniform draws with replacement;
+ *    draw t depends on (seed, epoch, t) only;
+ *  - SS_SAMPLE_WEIGHTED: `num_samples` draws with replacement, example i
+ *    with probability weights[i] / sum(weights); draw t depends on
+ *    (seed, epoch, t) only;
+ *  - SS_SAMPLE_BLOCK_SHUFFLE: the selection cut into contiguous blocks of
+ *    `block_size` examples; the block order is shuffled, then the examples
+ *    are shuffled inside windows of `window_blocks` consecutive (shuffled)
+ *    blocks. Every example once per epoch; reads stay local.
+ *
+ * Sharding. There are R = world_size ranks, each with W = num_workers
+ * workers, and every rank consumes batches of b = batch_size examples per
+ * step, so a global step consumes B = R * b examples. Global step k is the
+ * global positions [k*B, (k+1)*B); inside it, rank r takes the positions
+ * k*B + r + R*j for j = 0..b-1 (an interleaved slice), and the step is
+ * produced by worker k mod W of that rank. Hence the examples of global step
+ * k do not depend on R or W, as long as the global batch B is the same
+ * ("elastic determinism"), and the ranks' and workers' slices are disjoint
+ * and together cover the global order.
+ *
+ * Epoch length. With N examples in the global order, an epoch has
+ * S = floor(N / B) global steps when drop_last is set (the remainder is
+ * dropped), else S = ceil(N / B) and the positions N .. S*B-1 repeat the
+ * global order from its start (position p >= N is position p mod N). Every
+ * rank therefore sees exactly S batches of b examples per epoch; worker w
+ * sees the steps k < S with k mod W = w.
+ *
+ * Resuming. ss_sampler_state_save() captures (seed, epoch, position) and a
+ * fingerprint of the options in a small blob; ss_sampler_state_load() on a
+ * sampler made with the same options continues exactly where it stopped. */
+#ifndef SEQSTORE_SAMPLER_H
+#define SEQSTORE_SAMPLER_H
+
+#include "../seqstore.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Declared in select.h (repeated: C11 allows identical typedefs). */
+typedef struct ss_selection ss_selection;
+
+typedef enum ss_sampler_kind {
+    SS_SAMPLE_SEQUENTIAL = 0,
+    SS_SAMPLE_SHUFFLE = 1,
+    SS_SAMPLE_REPLACEMENT = 2,
+    SS_SAMPLE_WEIGHTED = 3,
+    SS_SAMPLE_BLOCK_SHUFFLE = 4
+} ss_sampler_kind;
+
+typedef struct ss_sampler_options {
+    unsigned version;     /**< SS_SAMPLER_OPTIONS_VERSION */
+    ss_sampler_kind kind; /**< SS_SAMPLE_... */
+    uint64_t seed;
+    uint32_t world_size;    /**< ranks R; 0 means 1 */
+    uint32_t rank;          /**< this rank, < world_size */
+    uint32_t num_workers;   /**< workers per rank W; 0 means 1 */
+    uint32_t worker;        /**< this worker, < num_workers */
+    uint64_t batch_size;    /**< examples per rank per step b; 0 means 1. The
+                                 sampler only uses it to cut epochs into whole
+                                 global steps and to assign steps to workers. */
+    int drop_last;          /**< 1: drop the last partial global step; 0: pad it
+                                 by repeating the global order from its start */
+    int infinite;           /**< 1: never end; epochs follow one another
+                                 (epoch, epoch + 1, ...) */
+    uint64_t num_samples;   /**< REPLACEMENT/WEIGHTED: draws per epoch; 0 = the
+                                 selection's count */
+    const double *weights;  /**< WEIGHTED: one weight >= 0 per selected example,
+                                in selection order (copied at create); see
+                                ss_weights_from_length() */
+    uint64_t block_size;    /**< BLOCK_SHUFFLE: examples per block; 0 = 1024 */
+    uint64_t window_blocks; /**< BLOCK_SHUFFLE: blocks per shuffle window; 0 = 4 */
+} ss_sampler_options;
+
+#define SS_SAMPLER_OPTIONS_VERSION 1
+#define SS_SAMPLER_OPTIONS_INIT                                                                    \
+    { SS_SAMPLER_OPTIONS_VERSION, SS_SAMPLE_SEQUENTIAL, 0, 1, 0, 1, 0, 1, 0, 0, 0, NULL, 0, 0 }
+
+typedef struct ss_sampler ss_sampler;
+
+/** Create a sampler over `sel`, positioned at the start of epoch 0.
+ *
+ *  Allocates everything it needs here (a permutation of the selection for
+ *  SHUFFLE and BLOCK_SHUFFLE, cumulative weights for WEIGHTED);
+ *  ss_sampler_next() never allocates.
+ *  @param[out] out     the sampler; free it with ss_sampler_free().
+ *  @param[in]  sel     the selection (copied: it may be freed afterwards).
+ *  @param[in]  options NULL for sequential, one rank, one worker.
+ *  @return 0; SS_EINVAL (rank >= world_size, worker >= num_workers, an
+ *          unknown kind, WEIGHTED without weights or with a negative,
+ *          non-finite or all-zero weight, an unknown options version; the
+ *          message names the parameter); SS_ENOMEM. */
+SS_API int ss_sampler_create(ss_sampler **out, const ss_selection *sel,
+                             const ss_sampler_options *options);
+
+/** Free a sampler. Accepts NULL. */
+SS_API void ss_sampler_free(ss_sampler *s);
+
+/** Start epoch `epoch` from its beginning (recomputes the permutation).
+ *  @return 0. */
+SS_API int ss_sampler_set_epoch(ss_sampler *s, uint64_t epoch);
+
+/** The current epoch. */
+SS_API uint64_t ss_sampler_epoch(const ss_sampler *s);
+
+/** Examples this rank and worker receive per epoch (a multiple of
+ *  batch_size). */
+SS_API uint64_t ss_sampler_epoch_length(const ss_sampler *s);
+
+/** Examples this rank and worker already received in the current epoch. */
+SS_API uint64_t ss_sampler_position(const ss_sampler *s);
+
+/** Global steps per epoch S (the same for every rank). */
+SS_API uint64_t ss_sampler_steps_per_epoch(const ss_sampler *s);
+
+/** Next store indices for this rank and worker.
+ *
+ *  Fills up to `max` indices; *n < max only at the end of an epoch. At the
+ *  end of a (finite) epoch it returns 0 with *n = 0 until
+ *  ss_sampler_set_epoch() starts another one. An infinite sampler moves on
+ *  to the next epoch by itself (a call may then return indices of two
+ *  epochs). Never allocates.
+ *  @param[out] out_indices `max` slots.  @param[out] n indices written.
+ *  @return 0. */
+SS_API int ss_sampler_next(ss_sampler *s, uint64_t *out_indices, size_t max, size_t *n);
+
+/** Bytes of a saved sampler state. */
+#define SS_SAMPLER_STATE_SIZE 48
+
+/** Save the sampler's position: (seed, epoch, position) and a fingerprint
+ *  of its options and selection, as SS_SAMPLER_STATE_SIZE little-endian
+ *  bytes (see spec/FORMAT.md).
+ *  @param[out] buf `cap` bytes.  @param[out] len bytes written (may be NULL).
+ *  @return 0, or SS_ETOOBIG if cap < SS_SAMPLER_STATE_SIZE. */
+SS_API int ss_sampler_state_save(const ss_sampler *s, void *buf, size_t cap, size_t *len);
+
+/** Restore a state saved by ss_sampler_state_save() on a sampler created
+ *  with the same selection and options (seed included); the next
+ *  ss_sampler_next() continues exactly where the saved sampler stopped.
+ *  @return 0; SS_EINVAL (wrong size or magic, or a state of a sampler with
+ *          different options; the sampler is unchanged). */
+SS_API int ss_sampler_state_load(ss_sampler *s, const void *buf, size_t len);
+
+/** Weights from lengths for SS_SAMPLE_WEIGHTED: out[i] = pow(L_i, power),
+ *  where L_i is the length in `field` of the i-th selected example (0^0 is 1).
+ *  Reads only the length index.
+ *  @param[out] out ss_selection_count(sel) weights.
+ *  @return 0; SS_ERANGE (bad field); SS_EINVAL (`sel` made for another
+ *          count). */
+SS_API int ss_weights_from_length(double *out, const ss_store *store, const ss_selection *sel,
+                                  uint32_t field, double power);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SEQSTORE_SAMPLER_H */

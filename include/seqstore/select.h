@@ -1,0 +1,155 @@
+/* seqstore/select.h - part of the public API; include <seqstore.h>, not this file.
+ *
+ * Selections: which examples of a store a job reads. A selection is a sorted
+ * list of disjoint half-open index ranges [start, end) inside [0, total),
+ * where `total` is the number of examples of the store it was made for.
+ * Selections are immutable values owned by the caller; they do not borrow
+ * from a store and stay valid after ss_close().
+ *
+ * Named splits ("train", "valid", "fold3.valid") are selections stored in the
+ * store as the attribute `ss.split.<NAME>` (see spec/FORMAT.md). */
+#ifndef SEQSTORE_SELECT_H
+#define SEQSTORE_SELECT_H
+
+#include "../seqstore.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** One half-open range of example indices [start, end). */
+typedef struct ss_range {
+    uint64_t start;
+    uint64_t end;
+} ss_range;
+
+typedef struct ss_selection ss_selection;
+
+/** Prefix of the attribute that holds a named split. */
+#define SS_SPLIT_ATTR_PREFIX "ss.split."
+
+/** Select every example of a store of `total` examples ([0, total)).
+ *  @param[out] out the selection; free it with ss_selection_free().
+ *  @return 0 or SS_ENOMEM. */
+SS_API int ss_selection_all(ss_selection **out, uint64_t total);
+
+/** Make a selection from explicit ranges.
+ *
+ *  Ranges may come in any order; they are sorted. Empty ranges (start ==
+ *  end) are ignored and adjacent ranges are merged.
+ *  @param[in] ranges  `nranges` ranges (copied).
+ *  @param[in] total   examples in the store; every range must lie in [0, total).
+ *  @return 0; SS_EINVAL if a range has start > end or two ranges overlap (the
+ *          message names them); SS_ERANGE if a range ends beyond `total`;
+ *          SS_ENOMEM. */
+SS_API int ss_selection_create(ss_selection **out, const ss_range *ranges, size_t nranges,
+                               uint64_t total);
+
+/** Parse a selection from text such as "0:800,900:1000", "-100:" or ":50".
+ *
+ *  The text is a comma-separated list of ranges `A:B` (half-open, like
+ *  Python slices without a step) or single indices `A`. A negative bound
+ *  counts from `total` (-100 is total - 100); an omitted start is 0 and an
+ *  omitted end is `total`. Spaces around numbers are allowed. The ranges
+ *  must not overlap and must lie inside [0, total) after resolution.
+ *  "all" or ":" selects everything; "" selects nothing.
+ *  @return 0; SS_EINVAL for a syntax error, an inverted range or overlapping
+ *          ranges; SS_ERANGE for a bound outside [-total, total] (the message
+ *          quotes the offending range); SS_ENOMEM. */
+SS_API int ss_selection_parse(ss_selection **out, const char *text, uint64_t total);
+
+/** Free a selection. Accepts NULL. */
+SS_API void ss_selection_free(ss_selection *sel);
+
+/** Number of selected examples. */
+SS_API uint64_t ss_selection_count(const ss_selection *sel);
+
+/** The `total` the selection was made against (examples in the store). */
+SS_API uint64_t ss_selection_total(const ss_selection *sel);
+
+/** Number of (sorted, disjoint, non-adjacent, non-empty) ranges. */
+SS_API size_t ss_selection_range_count(const ss_selection *sel);
+
+/** The ranges, sorted; borrowed from `sel`, valid until ss_selection_free().
+ *  Never NULL for a valid selection, even an empty one. */
+SS_API const ss_range *ss_selection_ranges(const ss_selection *sel);
+
+/** The store index of the i-th selected example, in O(log ranges).
+ *  @param[out] out the index.  @return 0, or SS_ERANGE if i >= count. */
+SS_API int ss_selection_index(const ss_selection *sel, uint64_t i, uint64_t *out);
+
+/** Whether store index `index` is selected (O(log ranges)): 1 or 0. */
+SS_API int ss_selection_contains(const ss_selection *sel, uint64_t index);
+
+/** Write the selection as text that ss_selection_parse() reads back
+ *  ("0:800,900:1000"; "" when empty), NUL-terminated.
+ *  @param[out] buf  `cap` bytes; may be NULL when cap is 0.
+ *  @param[out] len  bytes needed without the NUL (may be NULL).
+ *  @return 0; SS_ETOOBIG if `cap` is too small (then *len says how much). */
+SS_API int ss_selection_format(const ss_selection *sel, char *buf, size_t cap, size_t *len);
+
+/** Options of ss_selection_kfold(). */
+typedef struct ss_kfold_options {
+    unsigned version; /**< SS_KFOLD_OPTIONS_VERSION */
+    int shuffle;      /**< 0: contiguous folds; 1: a seeded shuffled assignment */
+    uint64_t seed;    /**< seed of the shuffled assignment */
+} ss_kfold_options;
+
+#define SS_KFOLD_OPTIONS_VERSION 1
+#define SS_KFOLD_OPTIONS_INIT                                                                      \
+    { SS_KFOLD_OPTIONS_VERSION, 0, 0 }
+
+/** Fold `fold` of `k` of a selection, for k-fold cross-validation.
+ *
+ *  The n selected examples, taken in selection order, are cut into k folds
+ *  of floor(n*(i+1)/k) - floor(n*i/k) examples (sizes differ by at most one).
+ *  Contiguous: fold i is the positions [floor(n*i/k), floor(n*(i+1)/k)).
+ *  Shuffled: the positions are first permuted by a Fisher-Yates shuffle
+ *  driven by `seed` (the same on every machine), then cut the same way.
+ *  The k validation folds are disjoint and cover the selection exactly once;
+ *  `train` is the selection minus `valid`.
+ *  @param[out] train the training examples (may be NULL if not wanted).
+ *  @param[out] valid the validation examples (may be NULL if not wanted).
+ *  @param[in]  options NULL for contiguous folds.
+ *  @return 0; SS_EINVAL if k < 2, fold >= k or k exceeds the count;
+ *          SS_ENOMEM. */
+SS_API int ss_selection_kfold(ss_selection **train, ss_selection **valid, const ss_selection *sel,
+                              uint32_t k, uint32_t fold, const ss_kfold_options *options);
+
+/** Keep the examples of `sel` whose lengths lie in [min_len, max_len] in
+ *  every one of `fields` (a fixed field has length 1). Reads only the length
+ *  index, never a data page.
+ *  @param[in] fields  `nfields` >= 1 field indices.
+ *  @param[in] max_len upper bound, inclusive; 0 means no upper bound.
+ *  @return 0; SS_EINVAL (no fields, min_len > max_len, or `sel` was made for
+ *          a different number of examples than the store has); SS_ERANGE (a
+ *          bad field index; the message names it); SS_ENOMEM. */
+SS_API int ss_selection_filter_length(ss_selection **out, const ss_selection *sel,
+                                      const ss_store *store, const uint32_t *fields, size_t nfields,
+                                      uint64_t min_len, uint64_t max_len);
+
+/** Load the named split `name` of an open store (attribute ss.split.<name>).
+ *  The selection's total is the store's count.
+ *  @return 0; SS_ENOTFOUND (no such split; the message names it);
+ *          SS_ECORRUPT (bad payload or a range beyond the store); SS_ENOMEM. */
+SS_API int ss_split_load(ss_selection **out, const ss_store *store, const char *name);
+
+/** Stage `sel` as the named split `name` on a writer (ss_writer_set_attr();
+ *  written at the writer's next commit or finish).
+ *  @return 0; SS_EINVAL for an empty name, a name with bytes outside
+ *          printable ASCII 0x21..0x7e, or one longer than SS_MAX_ATTR_NAME
+ *          minus the prefix; as ss_writer_set_attr(). */
+SS_API int ss_split_set(ss_writer *w, const char *name, const ss_selection *sel);
+
+/** Add (or replace) the named split in the finished store at `path`: opens
+ *  a writer in append mode, sets the attribute and finishes. The store must
+ *  not have an active writer.
+ *  @return 0; SS_ERANGE if `sel` reaches beyond the store; as ss_writer_open()
+ *          and ss_split_set(). */
+SS_API int ss_split_save(const char *path, const char *name, const ss_selection *sel);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SEQSTORE_SELECT_H */

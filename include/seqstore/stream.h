@@ -1,0 +1,116 @@
+/* seqstore/stream.h - part of the public API; include <seqstore.h>, not this file.
+ *
+ * Parallel streams for language modelling (the "unaligned" layout, torchnet's
+ * SequenceBatchDataset + TargetNextDataset): the flat stream of one field (its
+ * examples concatenated, optionally with an <eos> after each) is cut into B
+ * equal parallel streams; batch i holds steps [i*T, i*T + T) of every stream,
+ * and the target is the input shifted by k steps.
+ *
+ * Example: the flat stream 1..10, B = 3, T = 2, k = 1, tail DROP gives the
+ * streams [1 2 3] [4 5 6] [7 8 9] (10 is dropped) and one batch:
+ *   input [[1 2] [4 5] [7 8]]   target [[2 3] [5 6] [8 9]].
+ * With tail PAD the streams are [1 2 3 4] [5 6 7 8] [9 10] and two batches:
+ *   input [[1 2] [5 6] [9 p]]   target [[2 3] [6 7] [10 p]]  mask [[1 1] [1 1] [1 0]]
+ *   input [[3 p] [7 p] [p p]]   target [[4 p] [8 p] [p p]]   mask [[1 0] [1 0] [0 0]]
+ */
+#ifndef SEQSTORE_STREAM_H
+#define SEQSTORE_STREAM_H
+
+#include "../seqstore.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** What happens to the end of the streams that does not fill a whole batch. */
+typedef enum ss_stream_tail {
+    SS_STREAM_TAIL_DROP = 0, /**< streams of floor(N/B) steps; only whole batches */
+    SS_STREAM_TAIL_PAD = 1,  /**< streams of ceil(N/B) steps (the last ones shorter);
+                                  the last batch is padded, the mask marks real steps */
+    SS_STREAM_TAIL_SHORT = 2 /**< as DROP, but a last batch with fewer than T steps is
+                                  returned with its shorter T (PyTorch's word LM) */
+} ss_stream_tail;
+
+/** Stream options. Start from SS_STREAM_OPTIONS_INIT. */
+typedef struct ss_stream_options {
+    unsigned version; /**< SS_STREAM_OPTIONS_VERSION */
+    uint64_t batch;   /**< B, number of parallel streams (>= 1, required) */
+    uint64_t steps;   /**< T, time steps per batch (>= 1, required) */
+    uint64_t shift;   /**< k, target = input shifted by k; 0 means 1 */
+    int time_major;   /**< 1: arrays are [T][B][C...], else [B][T][C...] */
+    ss_dtype dtype;   /**< output dtype of input and target; 0 = stored dtype */
+    int eos;          /**< 1: an element `eos_value` after every example */
+    double eos_value; /**< every element of the <eos> row (converted to dtype) */
+    ss_stream_tail tail;
+    double pad_value;         /**< tail PAD: value of padded elements */
+    const uint64_t *examples; /**< the examples to stream, in this order; NULL = all in
+                                   store order. Copied. */
+    uint64_t n_examples;      /**< entries in `examples` */
+    int threads;              /**< OpenMP threads; 0 = omp_get_max_threads() */
+} ss_stream_options;
+
+#define SS_STREAM_OPTIONS_VERSION 1
+#define SS_STREAM_OPTIONS_INIT                                                                     \
+    {                                                                                              \
+        SS_STREAM_OPTIONS_VERSION, 0, 0, 1, 0, (ss_dtype)0, 0, 0.0, SS_STREAM_TAIL_DROP, 0.0,      \
+            NULL, 0, 0                                                                             \
+    }
+
+/** One batch of parallel streams. Pointers are borrowed from the stream
+ *  (valid until the next ss_stream_read() or ss_stream_free()) or are the
+ *  caller's buffers (ss_stream_read_into()). */
+typedef struct ss_stream_batch {
+    uint64_t index; /**< batch number */
+    uint64_t batch; /**< B */
+    uint64_t steps; /**< T of this batch (smaller only for the last one with TAIL_SHORT) */
+    ss_dtype dtype;
+    uint32_t ndim;                   /**< entries used in shape */
+    uint64_t shape[SS_MAX_DIMS + 2]; /**< [B][T][dims] or [T][B][dims] */
+    void *input;                     /**< the inputs, shape above */
+    void *target;                    /**< input shifted by k steps, same shape */
+    uint8_t *mask;                   /**< [B][T] or [T][B]: 1 where input and target are real */
+    uint8_t *starts;                 /**< [B][T] or [T][B]: 1 where the input step is the first step
+                                          of an example (reset the model's state there) */
+    uint64_t data_bytes;             /**< bytes of input (= of target) */
+    uint64_t flag_bytes;             /**< bytes of mask (= of starts) = B * T */
+} ss_stream_batch;
+
+typedef struct ss_stream ss_stream;
+
+/** Create parallel streams over sequence field `field` of store `s`.
+ *  Reads the lengths of the examples (index pages only); allocates all
+ *  buffers here, none per batch.
+ *  @param[out] out the stream; free it with ss_stream_free().
+ *  @param[in]  s   must stay open while the stream is used.
+ *  @return 0; SS_ENOTFOUND (unknown field); SS_EINVAL (a fixed field, B or T
+ *          0, a bad dtype or version, an example index out of range);
+ *          SS_ENOMEM. */
+SS_API int ss_stream_create(ss_stream **out, const ss_store *s, const char *field,
+                            const ss_stream_options *options);
+
+/** Free the stream. Accepts NULL. */
+SS_API void ss_stream_free(ss_stream *st);
+
+/** Number of batches per epoch (0 if the data is too short). */
+SS_API uint64_t ss_stream_count(const ss_stream *st);
+
+/** Length of each parallel stream in steps (S), and the flat length N
+ *  (including <eos> rows) through `total` if not NULL. */
+SS_API uint64_t ss_stream_length(const ss_stream *st, uint64_t *total);
+
+/** Read batch `index` (any order, any number of times) into the stream's own
+ *  buffers.
+ *  @return 0; SS_ERANGE (index >= ss_stream_count()); SS_ECORRUPT. */
+SS_API int ss_stream_read(ss_stream *st, uint64_t index, ss_stream_batch *out);
+
+/** Read batch `index` into caller buffers: input and target of B*T*row
+ *  elements of the output dtype, mask and starts of B*T bytes (mask and
+ *  starts may be NULL). */
+SS_API int ss_stream_read_into(ss_stream *st, uint64_t index, void *input, void *target,
+                               uint8_t *mask, uint8_t *starts, ss_stream_batch *out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SEQSTORE_STREAM_H */

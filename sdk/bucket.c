@@ -1,0 +1,406 @@
+/* bucket.c - precomputed bucket indices: a length-sorted permutation with
+ * bucket boundaries, stored as the attribute ss.bucket.<name> and used
+ * zero-copy from the map (layout in spec/FORMAT.md, "Bucket indices"). */
+#include "internal.h"
+#include "batch_internal.h"
+#include "rng.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define BUCKET_MAGIC 0x54454B4355425353ull /* "SSBUCKET" little-endian */
+#define BUCKET_VERSION 1u
+#define BUCKET_HEADER 64
+#define STREAM_BUCKET 0x62756b74ull /* "bukt" */
+
+struct ss_bucket {
+    uint64_t count, nbuckets, resolution;
+    uint32_t nkeys;
+    uint32_t fields[SS_BUCKET_MAX_KEYS];
+    const uint64_t *perm;   /* count entries */
+    const uint64_t *starts; /* nbuckets + 1 entries */
+    uint64_t *owned;        /* perm and starts when built or byte-swapped */
+};
+
+static uint64_t le64_load(const unsigned char *p) {
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--) v = (v << 8) | p[i];
+    return v;
+}
+
+static uint32_t le32_load(const unsigned char *p) {
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static void le64_store(unsigned char *p, uint64_t v) {
+    for (int i = 0; i < 8; i++) p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static void le32_store(unsigned char *p, uint32_t v) {
+    for (int i = 0; i < 4; i++) p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static int host_is_le(void) {
+    const uint16_t one = 1;
+    unsigned char c;
+    memcpy(&c, &one, 1);
+    return c == 1;
+}
+
+static int bucket_attr_name(char *buf, size_t cap, const char *name) {
+    size_t plen = strlen(SS_BUCKET_ATTR_PREFIX);
+    if (!name || !*name) return ss__fail(SS_EINVAL, "bucket index: empty name");
+    size_t n = strlen(name);
+    if (plen + n > SS_MAX_ATTR_NAME || plen + n + 1 > cap)
+        return ss__fail(SS_EINVAL, "bucket index '%.40s...': name longer than %zu bytes", name,
+                        (size_t)SS_MAX_ATTR_NAME - plen);
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)name[i] <= 0x20 || (unsigned char)name[i] >= 0x7f)
+            return ss__fail(SS_EINVAL,
+                            "bucket index '%s': names may hold only printable ASCII without "
+                            "spaces",
+                            name);
+    memcpy(buf, SS_BUCKET_ATTR_PREFIX, plen);
+    memcpy(buf + plen, name, n + 1);
+    return 0;
+}
+
+/* ------------------------------------------------------------------ build */
+
+typedef struct sort_item {
+    uint64_t key[SS_BUCKET_MAX_KEYS]; /* unused keys are 0 */
+    uint64_t idx;
+} sort_item;
+
+static int item_cmp(const void *a, const void *b) {
+    const sort_item *x = a, *y = b;
+    for (int k = 0; k < SS_BUCKET_MAX_KEYS; k++)
+        if (x->key[k] != y->key[k]) return x->key[k] < y->key[k] ? -1 : 1;
+    return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
+static int check_build_args(size_t nkeys, uint64_t resolution) {
+    if (nkeys < 1 || nkeys > SS_BUCKET_MAX_KEYS)
+        return ss__fail(SS_EINVAL, "bucket index: %zu keys (need 1..%d)", nkeys,
+                        SS_BUCKET_MAX_KEYS);
+    if (resolution == 0) return ss__fail(SS_EINVAL, "bucket index: resolution must be >= 1");
+    return 0;
+}
+
+/* Build from a key getter: key k of example i. */
+typedef uint64_t (*key_fn)(const void *ctx, size_t k, uint64_t i);
+
+static int build(ss_bucket **out, key_fn get, const void *ctx, const uint32_t *fields, size_t nkeys,
+                 uint64_t count, uint64_t resolution) {
+    *out = NULL;
+    ss_bucket *b = calloc(1, sizeof *b);
+    sort_item *it = malloc((count ? count : 1) * sizeof *it);
+    uint64_t *owned = malloc((2 * count + 1) * sizeof *owned);
+    if (!b || !it || !owned) {
+        free(b);
+        free(it);
+        free(owned);
+        return ss__fail(SS_ENOMEM, "bucket index: out of memory for %" PRIu64 " examples", count);
+    }
+    for (uint64_t i = 0; i < count; i++) {
+        memset(it[i].key, 0, sizeof it[i].key);
+        for (size_t k = 0; k < nkeys; k++) it[i].key[k] = get(ctx, k, i);
+        it[i].idx = i;
+    }
+    qsort(it, (size_t)count, sizeof *it, item_cmp);
+    uint64_t *perm = owned, *starts = owned + count, nb = 0;
+    for (uint64_t i = 0; i < count; i++) {
+        perm[i] = it[i].idx;
+        int boundary = i == 0;
+        for (size_t k = 0; k < nkeys && !boundary; k++)
+            boundary = it[i].key[k] / resolution != it[i - 1].key[k] / resolution;
+        if (boundary) starts[nb++] = i;
+    }
+    starts[nb] = count;
+    free(it);
+    b->count = count;
+    b->nbuckets = nb;
+    b->resolution = resolution;
+    b->nkeys = (uint32_t)nkeys;
+    for (size_t k = 0; k < nkeys; k++) b->fields[k] = fields ? fields[k] : (uint32_t)k;
+    b->perm = perm;
+    b->starts = starts;
+    b->owned = owned;
+    *out = b;
+    return 0;
+}
+
+typedef struct store_ctx {
+    const ss_store *s;
+    const uint32_t *fields;
+} store_ctx;
+
+static uint64_t store_key(const void *ctx, size_t k, uint64_t i) {
+    const store_ctx *c = ctx;
+    return ss_length(c->s, c->fields[k], i);
+}
+
+static uint64_t array_key(const void *ctx, size_t k, uint64_t i) {
+    const uint64_t *const *lengths = ctx;
+    return lengths[k][i];
+}
+
+int ss_bucket_build(ss_bucket **out, const ss_store *store, const uint32_t *fields, size_t nkeys,
+                    uint64_t resolution) {
+    if (!out) return ss__fail(SS_EINVAL, "ss_bucket_build: out is NULL");
+    *out = NULL;
+    if (!store || !fields) return ss__fail(SS_EINVAL, "ss_bucket_build: NULL store or fields");
+    int rc = check_build_args(nkeys, resolution);
+    if (rc) return rc;
+    for (size_t k = 0; k < nkeys; k++)
+        if (fields[k] >= ss_field_count(store))
+            return ss__fail(SS_ERANGE, "bucket index: field %u does not exist (the store has %u)",
+                            fields[k], ss_field_count(store));
+    store_ctx c = {store, fields};
+    return build(out, store_key, &c, fields, nkeys, ss_count(store), resolution);
+}
+
+int ss_bucket_build_lengths(ss_bucket **out, const uint64_t *const *lengths, const uint32_t *fields,
+                            size_t nkeys, uint64_t count, uint64_t resolution) {
+    if (!out) return ss__fail(SS_EINVAL, "ss_bucket_build_lengths: out is NULL");
+    *out = NULL;
+    int rc = check_build_args(nkeys, resolution);
+    if (rc) return rc;
+    if (count && !lengths) return ss__fail(SS_EINVAL, "ss_bucket_build_lengths: no lengths");
+    for (size_t k = 0; k < nkeys && count; k++)
+        if (!lengths[k]) return ss__fail(SS_EINVAL, "bucket index: lengths of key %zu are NULL", k);
+    return build(out, array_key, lengths, fields, nkeys, count, resolution);
+}
+
+/* ------------------------------------------------------------ store, open */
+
+int ss_bucket_set(ss_writer *w, const char *name, const ss_bucket *b) {
+    if (!w || !b) return ss__fail(SS_EINVAL, "ss_bucket_set: NULL writer or index");
+    char key[SS_MAX_ATTR_NAME + 1];
+    int rc = bucket_attr_name(key, sizeof key, name);
+    if (rc) return rc;
+    size_t bytes = BUCKET_HEADER + 8 * (size_t)(b->count + b->nbuckets + 1);
+    unsigned char *buf = calloc(1, bytes);
+    if (!buf) return ss__fail(SS_ENOMEM, "bucket index '%s': out of memory", name);
+    le64_store(buf, BUCKET_MAGIC);
+    le32_store(buf + 8, BUCKET_VERSION);
+    le32_store(buf + 12, b->nkeys);
+    for (uint32_t k = 0; k < b->nkeys; k++) le32_store(buf + 16 + 4 * k, b->fields[k]);
+    le64_store(buf + 32, b->resolution);
+    le64_store(buf + 40, b->count);
+    le64_store(buf + 48, b->nbuckets);
+    unsigned char *p = buf + BUCKET_HEADER;
+    for (uint64_t i = 0; i < b->count; i++, p += 8) le64_store(p, b->perm[i]);
+    for (uint64_t q = 0; q <= b->nbuckets; q++, p += 8) le64_store(p, b->starts[q]);
+    rc = ss_writer_set_attr(w, key, SS_ATTR_BYTES, buf, bytes);
+    free(buf);
+    return rc;
+}
+
+int ss_bucket_save(const char *path, const char *name, const uint32_t *fields, size_t nkeys,
+                   uint64_t resolution) {
+    if (!path) return ss__fail(SS_EINVAL, "ss_bucket_save: path is NULL");
+    char key[SS_MAX_ATTR_NAME + 1];
+    int rc = bucket_attr_name(key, sizeof key, name);
+    if (rc) return rc;
+    ss_store *s = NULL;
+    rc = ss_open(&s, path, 0);
+    if (rc) return rc;
+    ss_bucket *b = NULL;
+    rc = ss_bucket_build(&b, s, fields, nkeys, resolution);
+    ss_close(s); /* the built index owns its arrays */
+    if (rc) return rc;
+    ss_writer *w = NULL;
+    rc = ss_writer_open(&w, path, NULL, NULL);
+    if (!rc && ss_writer_count(w) != b->count)
+        rc = ss__fail(SS_EBUSY, "bucket index '%s': the store changed while it was built", name);
+    if (!rc) rc = ss_bucket_set(w, name, b);
+    if (!rc) rc = ss_writer_finish(w);
+    ss_writer_free(w);
+    ss_bucket_free(b);
+    return rc;
+}
+
+int ss_bucket_open(ss_bucket **out, const ss_store *store, const char *name) {
+    if (!out) return ss__fail(SS_EINVAL, "ss_bucket_open: out is NULL");
+    *out = NULL;
+    if (!store) return ss__fail(SS_EINVAL, "ss_bucket_open: store is NULL");
+    char key[SS_MAX_ATTR_NAME + 1];
+    int rc = bucket_attr_name(key, sizeof key, name);
+    if (rc) return rc;
+    ss_attr a;
+    rc = ss_attr_get(store, key, &a);
+    if (rc == SS_ENOTFOUND) return ss__fail(SS_ENOTFOUND, "no bucket index named '%s'", name);
+    if (rc) return rc;
+    const unsigned char *p = a.data;
+    if (a.size < BUCKET_HEADER || le64_load(p) != BUCKET_MAGIC)
+        return ss__fail(SS_ECORRUPT, "bucket index '%s': bad magic or size", name);
+    if (le32_load(p + 8) != BUCKET_VERSION)
+        return ss__fail(SS_EVERSION, "bucket index '%s': layout version %u, this library reads %u",
+                        name, le32_load(p + 8), BUCKET_VERSION);
+    uint32_t nkeys = le32_load(p + 12);
+    uint64_t res = le64_load(p + 32), count = le64_load(p + 40), nb = le64_load(p + 48);
+    if (nkeys < 1 || nkeys > SS_BUCKET_MAX_KEYS || res == 0 || count > a.size / 8 || nb > count ||
+        a.size != BUCKET_HEADER + 8 * (count + nb + 1))
+        return ss__fail(SS_ECORRUPT, "bucket index '%s': inconsistent header", name);
+    uint64_t have = ss_count(store);
+    if (count < have)
+        return ss__fail(SS_ESTATE,
+                        "bucket index '%s' covers %" PRIu64 " examples but the store has %" PRIu64
+                        "; rebuild it (seqstore index)",
+                        name, count, have);
+    if (count > have)
+        return ss__fail(SS_ECORRUPT,
+                        "bucket index '%s' covers %" PRIu64
+                        " examples, the store has only %" PRIu64,
+                        name, count, have);
+    ss_bucket *b = calloc(1, sizeof *b);
+    if (!b) return ss__fail(SS_ENOMEM, "bucket index: out of memory");
+    b->count = count;
+    b->nbuckets = nb;
+    b->resolution = res;
+    b->nkeys = nkeys;
+    for (uint32_t k = 0; k < nkeys; k++) b->fields[k] = le32_load(p + 16 + 4 * k);
+    if (host_is_le()) {
+        b->perm = (const uint64_t *)(const void *)(p + BUCKET_HEADER);
+    } else {
+        b->owned = malloc((count + nb + 1) * sizeof *b->owned);
+        if (!b->owned) {
+            free(b);
+            return ss__fail(SS_ENOMEM, "bucket index: out of memory");
+        }
+        for (uint64_t i = 0; i < count + nb + 1; i++)
+            b->owned[i] = le64_load(p + BUCKET_HEADER + 8 * i);
+        b->perm = b->owned;
+    }
+    b->starts = b->perm + count;
+    /* Check the boundaries (O(buckets)); permutation entries are range-checked
+     * where they are used. */
+    int bad = b->starts[0] != 0 || b->starts[nb] != count;
+    for (uint32_t k = 0; k < nkeys; k++) bad |= b->fields[k] >= ss_field_count(store);
+    for (uint64_t q = 0; q < nb && !bad; q++) bad = b->starts[q] >= b->starts[q + 1];
+    if (bad) {
+        ss_bucket_free(b);
+        return ss__fail(SS_ECORRUPT, "bucket index '%s': bad bucket boundaries or fields", name);
+    }
+    *out = b;
+    return 0;
+}
+
+void ss_bucket_free(ss_bucket *b) {
+    if (!b) return;
+    free(b->owned);
+    free(b);
+}
+
+uint64_t ss_bucket_size(const ss_bucket *b) {
+    return b ? b->count : 0;
+}
+
+uint64_t ss_bucket_count(const ss_bucket *b) {
+    return b ? b->nbuckets : 0;
+}
+
+uint64_t ss_bucket_resolution(const ss_bucket *b) {
+    return b ? b->resolution : 0;
+}
+
+size_t ss_bucket_keys(const ss_bucket *b, uint32_t *fields) {
+    if (!b) return 0;
+    if (fields) memcpy(fields, b->fields, b->nkeys * sizeof *fields);
+    return b->nkeys;
+}
+
+const uint64_t *ss_bucket_permutation(const ss_bucket *b) {
+    return b ? b->perm : NULL;
+}
+
+const uint64_t *ss_bucket_starts(const ss_bucket *b) {
+    return b ? b->starts : NULL;
+}
+
+/* ------------------------------------------------------------------ use */
+
+/* Write the order and, if `seg` is not NULL, the end of each bucket's
+ * segment in it (nbuckets entries). */
+static int bucket_order(const ss_bucket *b, const ss_selection *sel, int shuffle, uint64_t seed,
+                        uint64_t epoch, uint64_t *out, uint64_t *n, uint64_t *seg) {
+    if (sel && ss_selection_total(sel) != b->count)
+        return ss__fail(SS_EINVAL,
+                        "bucket index: selection made for %" PRIu64 " examples, index has %" PRIu64,
+                        ss_selection_total(sel), b->count);
+    uint64_t k = 0;
+    for (uint64_t q = 0; q < b->nbuckets; q++) {
+        uint64_t first = k;
+        for (uint64_t i = b->starts[q]; i < b->starts[q + 1]; i++) {
+            uint64_t x = b->perm[i];
+            if (x >= b->count)
+                return ss__fail(SS_ECORRUPT,
+                                "bucket index: entry %" PRIu64 " is %" PRIu64 ", beyond %" PRIu64
+                                " examples",
+                                i, x, b->count);
+            if (!sel || ss_selection_contains(sel, x)) out[k++] = x;
+        }
+        if (shuffle && k - first > 1) {
+            ss_rng r;
+            ss_rng_seed(&r, ss_rng_hash(seed, epoch, q), STREAM_BUCKET);
+            for (uint64_t i = k - first; i > 1; i--) {
+                uint64_t j = ss_rng_below(&r, i);
+                uint64_t t = out[first + i - 1];
+                out[first + i - 1] = out[first + j];
+                out[first + j] = t;
+            }
+        }
+        if (seg) seg[q] = k;
+    }
+    *n = k;
+    return 0;
+}
+
+int ss_bucket_order(const ss_bucket *b, const ss_selection *sel, int shuffle, uint64_t seed,
+                    uint64_t epoch, uint64_t *out, uint64_t *n) {
+    if (n) *n = 0;
+    if (!b || !n || (!out && b->count))
+        return ss__fail(SS_EINVAL, "ss_bucket_order: NULL argument");
+    return bucket_order(b, sel, shuffle, seed, epoch, out, n, NULL);
+}
+
+int ss_bucket_batches(ss_batcher **out, const ss_bucket *b, const ss_store *store,
+                      const ss_selection *sel, const ss_batch_options *options, int shuffle,
+                      uint64_t seed, uint64_t epoch) {
+    if (!out) return ss__fail(SS_EINVAL, "ss_bucket_batches: out is NULL");
+    *out = NULL;
+    if (!b) return ss__fail(SS_EINVAL, "ss_bucket_batches: index is NULL");
+    int rc = ss__batch_check_options(options, store != NULL);
+    if (rc) return rc;
+    if (store && ss_count(store) < b->count)
+        return ss__fail(SS_EINVAL, "bucket batches: the store has fewer examples than the index");
+    uint64_t cap = b->count ? b->count : 1;
+    uint64_t *order = malloc(cap * sizeof *order);
+    uint64_t *lens = malloc(cap * sizeof *lens);
+    uint64_t *seg = malloc((b->nbuckets ? b->nbuckets : 1) * sizeof *seg);
+    ss__batch_builder bb;
+    memset(&bb, 0, sizeof bb);
+    uint64_t n = 0;
+    if (!order || !lens || !seg) rc = ss__fail(SS_ENOMEM, "bucket batches: out of memory");
+    if (!rc) rc = bucket_order(b, sel, shuffle, seed, epoch, order, &n, seg);
+    if (!rc && store && options->max_tokens)
+        rc = ss_lengths_gather(lens, store, b->fields, b->nkeys, order, n);
+    if (!rc) rc = ss__batch_builder_init(&bb, n);
+    for (uint64_t q = 0, first = 0; q < b->nbuckets && !rc; first = seg[q++]) {
+        rc = ss__batch_segment(&bb, order + first, lens + first, seg[q] - first, options);
+        if (rc) ss__context(rc, "bucket %" PRIu64, q);
+    }
+    if (!rc) rc = ss__batcher_from_builder(out, &bb);
+    if (!rc) rc = ss_batcher_shuffle(*out, shuffle, seed, epoch);
+    if (rc) {
+        ss__batch_builder_free(&bb);
+        ss_batcher_free(*out);
+        *out = NULL;
+    }
+    free(order);
+    free(lens);
+    free(seg);
+    return rc;
+}

@@ -1,0 +1,692 @@
+/* collate.c - padded and packed collation with dtype conversion, OpenMP-
+ * parallel over pieces of rows.
+ *
+ * A collation runs in two phases. The serial phase resolves every row (one
+ * ss_get per row and field: a pointer into the map and a length), computes T,
+ * lengths, offsets and the sort permutation, and cuts the output into tasks of
+ * at most SS_TASK_BYTES. The parallel phase runs the tasks; each output byte
+ * belongs to exactly one task and is computed the same way whatever thread
+ * runs it, so the result is bit-identical for any thread count. */
+#include "convert.h"
+#include "internal.h"
+
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SS_TASK_BYTES ((uint64_t)64 * 1024)     /* output bytes per task, at most */
+#define SS_PARALLEL_BYTES ((uint64_t)96 * 1024) /* below this a batch runs serially */
+#define SS_PREFETCH_BYTES ((uint64_t)2048)      /* of each row, while planning */
+
+typedef struct cfield {
+    ss_collate_field o;
+    char name[SS_MAX_NAME + 1];
+    uint32_t index;
+    int sequence;
+    uint32_t ndim;
+    uint64_t dims[SS_MAX_DIMS];
+    ss_dtype src_dtype, dst_dtype;
+    uint64_t row_el;   /* elements per row */
+    uint64_t in_rb;    /* input bytes per row */
+    uint64_t out_rb;   /* output bytes per row */
+    int affine;
+    ss__affine aff;
+    unsigned char pad_elem[8];
+    /* library-owned outputs */
+    void *data, *mask;
+    uint64_t data_cap, mask_cap;
+    int64_t *lengths, *offsets, *perm;
+    /* per-row scratch (rows_cap entries), in output row order */
+    const unsigned char **src;
+    uint64_t *len;  /* valid steps after truncation */
+    uint64_t *pos0; /* padded: first output step holding data */
+    uint64_t *tmp;  /* sort scratch */
+    /* this batch */
+    uint64_t steps; /* T, sum L or 1 */
+    ss_collated *out;
+} cfield;
+
+typedef struct task {
+    uint32_t field;
+    uint64_t row;
+    uint64_t s0, s1; /* output steps [s0, s1) of the row */
+} task;
+
+struct ss_collator {
+    const ss_store *s;
+    uint32_t nf;
+    cfield *f;
+    ss_collated *outs;
+    int threads;
+    uint64_t rows_cap;
+    task *tasks;
+    uint64_t tasks_cap;
+    unsigned char *scratch; /* per thread scratch_bytes, time-major staging */
+    uint64_t scratch_bytes;
+};
+
+/* ---------------------------------------------------------------- helpers */
+
+static int grow(void **p, uint64_t *cap, uint64_t need, const char *what, const char *field) {
+    if (need == 0) need = 1;
+    if (*cap >= need) return 0;
+    void *q = malloc((size_t)need);
+    if (!q)
+        return ss__fail(SS_ENOMEM, "collate field '%s': cannot allocate %llu bytes for %s", field,
+                        (unsigned long long)need, what);
+    free(*p);
+    *p = q;
+    *cap = need;
+    return 0;
+}
+
+static void cfield_free(cfield *f) {
+    ss__affine_free(&f->aff);
+    free(f->data);
+    free(f->mask);
+    free(f->lengths);
+    free(f->offsets);
+    free(f->perm);
+    free(f->src);
+    free(f->len);
+    free(f->pos0);
+    free(f->tmp);
+}
+
+void ss_collator_free(ss_collator *c) {
+    if (!c) return;
+    for (uint32_t k = 0; c->f && k < c->nf; k++) cfield_free(&c->f[k]);
+    free(c->f);
+    free(c->outs);
+    free(c->tasks);
+    free(c->scratch);
+    free(c);
+}
+
+static int row_arrays(ss_collator *c, uint64_t rows) {
+    if (rows <= c->rows_cap) return 0;
+    for (uint32_t k = 0; k < c->nf; k++) {
+        cfield *f = &c->f[k];
+        free(f->lengths);
+        free(f->offsets);
+        free(f->perm);
+        free(f->src);
+        free(f->len);
+        free(f->pos0);
+        free(f->tmp);
+        f->lengths = malloc(rows * sizeof *f->lengths);
+        f->offsets = malloc((rows + 1) * sizeof *f->offsets);
+        f->perm = malloc(rows * sizeof *f->perm);
+        f->src = malloc(rows * sizeof *f->src);
+        f->len = malloc(rows * sizeof *f->len);
+        f->pos0 = malloc(rows * sizeof *f->pos0);
+        f->tmp = malloc(rows * sizeof *f->tmp);
+        if (!f->lengths || !f->offsets || !f->perm || !f->src || !f->len || !f->pos0 || !f->tmp) {
+            c->rows_cap = 0; /* force a retry next time */
+            return ss__fail(SS_ENOMEM, "collate: cannot allocate row arrays for %llu rows",
+                            (unsigned long long)rows);
+        }
+    }
+    c->rows_cap = rows;
+    return 0;
+}
+
+/* Scale or offset from a store attribute of row_el f64/f32 values. */
+static int attr_values(const ss_store *s, const cfield *f, const char *attr, double *out) {
+    ss_attr a;
+    int rc = ss_attr_get(s, attr, &a);
+    if (rc)
+        return ss__context(rc, "collate field '%s': scale/offset attribute '%s'", f->name, attr);
+    size_t es = a.type == SS_F64 ? 8 : a.type == SS_F32 ? 4 : 0;
+    if (es == 0 || a.size != f->row_el * es)
+        return ss__fail(SS_EINVAL,
+                        "collate field '%s': attribute '%s' must hold %llu f64 or f32 values "
+                        "(one per channel), it has type %u and %llu bytes",
+                        f->name, attr, (unsigned long long)f->row_el, a.type,
+                        (unsigned long long)a.size);
+    for (uint64_t k = 0; k < f->row_el; k++) {
+        if (es == 8) {
+            memcpy(&out[k], (const unsigned char *)a.data + 8 * k, 8);
+        } else {
+            float v;
+            memcpy(&v, (const unsigned char *)a.data + 4 * k, 4);
+            out[k] = v;
+        }
+    }
+    return 0;
+}
+
+static int field_setup(ss_collator *c, cfield *f, const ss_collate_field *o) {
+    const ss_store *s = c->s;
+    if (o->version != SS_COLLATE_FIELD_VERSION)
+        return ss__fail(SS_EINVAL, "collate field: version %u is not %u (use SS_COLLATE_FIELD_INIT)",
+                        o->version, SS_COLLATE_FIELD_VERSION);
+    if (!o->name) return ss__fail(SS_EINVAL, "collate field: name is NULL");
+    int idx = ss_field_index(s, o->name);
+    if (idx < 0) return ss__context(idx, "collate");
+    ss_field info;
+    int rc = ss_field_info(s, (uint32_t)idx, &info);
+    if (rc) return rc;
+    f->o = *o;
+    snprintf(f->name, sizeof f->name, "%s", info.name);
+    f->o.name = f->name;
+    f->index = (uint32_t)idx;
+    f->sequence = info.sequence;
+    f->ndim = info.ndim;
+    memcpy(f->dims, info.dims, sizeof f->dims);
+    f->src_dtype = info.dtype;
+    f->dst_dtype = o->dtype ? o->dtype : info.dtype;
+    if (!ss__dtype_valid(f->dst_dtype))
+        return ss__fail(SS_EINVAL, "collate field '%s': unknown output dtype %d", f->name,
+                        (int)o->dtype);
+    f->row_el = 1;
+    for (uint32_t k = 0; k < info.ndim; k++) f->row_el *= info.dims[k];
+    f->in_rb = f->row_el * ss_dtype_size(f->src_dtype);
+    f->out_rb = f->row_el * ss_dtype_size(f->dst_dtype);
+    if (f->sequence) {
+        if ((unsigned)o->layout > SS_LAYOUT_PACKED)
+            return ss__fail(SS_EINVAL, "collate field '%s': unknown layout %d", f->name,
+                            (int)o->layout);
+        if ((unsigned)o->mask > SS_MASK_F32)
+            return ss__fail(SS_EINVAL, "collate field '%s': unknown mask type %d", f->name,
+                            (int)o->mask);
+        if (o->fixed && o->fixed_length == 0)
+            return ss__fail(SS_EINVAL, "collate field '%s': fixed_length must be >= 1", f->name);
+        if (o->layout == SS_LAYOUT_PACKED && o->mask != SS_MASK_NONE)
+            return ss__fail(SS_EINVAL,
+                            "collate field '%s': a mask needs a padded layout, not packed "
+                            "(packed rows carry offsets instead)",
+                            f->name);
+        if (o->layout == SS_LAYOUT_PACKED && o->pad_to_multiple > 1)
+            return ss__fail(SS_EINVAL, "collate field '%s': pad_to_multiple needs a padded layout",
+                            f->name);
+        if (o->layout != SS_LAYOUT_PACKED && o->sort_by_length)
+            return ss__fail(SS_EINVAL, "collate field '%s': sort_by_length needs the packed layout",
+                            f->name);
+    }
+    if (o->scale && o->scale_attr)
+        return ss__fail(SS_EINVAL, "collate field '%s': give scale or scale_attr, not both",
+                        f->name);
+    if (o->offset && o->offset_attr)
+        return ss__fail(SS_EINVAL, "collate field '%s': give offset or offset_attr, not both",
+                        f->name);
+    f->affine = o->scale || o->offset || o->scale_attr || o->offset_attr;
+    if (f->affine) {
+        double *sc = malloc(f->row_el * sizeof(double));
+        double *of = malloc(f->row_el * sizeof(double));
+        rc = sc && of ? 0 : ss__fail(SS_ENOMEM, "collate field '%s': out of memory", f->name);
+        for (uint64_t k = 0; rc == 0 && k < f->row_el; k++) {
+            sc[k] = o->scale ? o->scale[k] : 1.0;
+            of[k] = o->offset ? o->offset[k] : 0.0;
+        }
+        if (rc == 0 && o->scale_attr) rc = attr_values(s, f, o->scale_attr, sc);
+        if (rc == 0 && o->offset_attr) rc = attr_values(s, f, o->offset_attr, of);
+        if (rc == 0) rc = ss__affine_init(&f->aff, f->row_el, sc, of);
+        free(sc);
+        free(of);
+        if (rc) return rc;
+    }
+    f->o.scale = f->o.offset = NULL; /* not kept: the affine map holds copies */
+    f->o.scale_attr = f->o.offset_attr = NULL;
+    ss__scalar_to(f->pad_elem, f->dst_dtype, o->pad_value);
+    return 0;
+}
+
+int ss_collator_create(ss_collator **out, const ss_store *s, const ss_collate_field *fields,
+                       uint32_t nfields, const ss_collator_options *options) {
+    if (!out) return ss__fail(SS_EINVAL, "ss_collator_create: out is NULL");
+    *out = NULL;
+    if (!s) return ss__fail(SS_EINVAL, "ss_collator_create: store is NULL");
+    ss_collator_options opt = SS_COLLATOR_OPTIONS_INIT;
+    if (options) {
+        if (options->version != SS_COLLATOR_OPTIONS_VERSION)
+            return ss__fail(SS_EINVAL, "ss_collator_create: options version %u is not %u",
+                            options->version, SS_COLLATOR_OPTIONS_VERSION);
+        opt = *options;
+    }
+    if (opt.threads < 0)
+        return ss__fail(SS_EINVAL, "ss_collator_create: threads = %d (use 0 for the default)",
+                        opt.threads);
+    if (!fields && nfields)
+        return ss__fail(SS_EINVAL, "ss_collator_create: fields is NULL but nfields = %u",
+                        nfields);
+    ss_collator *c = calloc(1, sizeof *c);
+    if (!c) return ss__fail(SS_ENOMEM, "ss_collator_create: out of memory");
+    c->s = s;
+    c->threads = opt.threads ? opt.threads : omp_get_max_threads();
+    c->nf = fields ? nfields : ss_field_count(s);
+    int rc = 0;
+    if (c->nf == 0) rc = ss__fail(SS_EINVAL, "ss_collator_create: no fields to collate");
+    if (rc == 0) {
+        c->f = calloc(c->nf, sizeof *c->f);
+        c->outs = calloc(c->nf, sizeof *c->outs);
+        if (!c->f || !c->outs) rc = ss__fail(SS_ENOMEM, "ss_collator_create: out of memory");
+    }
+    for (uint32_t k = 0; rc == 0 && k < c->nf; k++) {
+        ss_collate_field def = SS_COLLATE_FIELD_INIT;
+        ss_field info;
+        if (!fields) {
+            rc = ss_field_info(s, k, &info);
+            def.name = info.name;
+        }
+        if (rc == 0) rc = field_setup(c, &c->f[k], fields ? &fields[k] : &def);
+        c->f[k].out = &c->outs[k];
+    }
+    /* Time-major staging: one task's output per thread (a task is one row when
+     * rows are larger than SS_TASK_BYTES). */
+    c->scratch_bytes = SS_TASK_BYTES;
+    for (uint32_t k = 0; rc == 0 && k < c->nf; k++)
+        if (c->f[k].out_rb > c->scratch_bytes) c->scratch_bytes = c->f[k].out_rb;
+    if (rc == 0 && !(c->scratch = malloc((size_t)(c->scratch_bytes * (uint64_t)c->threads))))
+        rc = ss__fail(SS_ENOMEM, "ss_collator_create: out of memory");
+    /* Preallocate for max_rows x max_steps. */
+    if (rc == 0 && opt.max_rows) rc = row_arrays(c, opt.max_rows);
+    for (uint32_t k = 0; rc == 0 && k < c->nf && opt.max_rows; k++) {
+        cfield *f = &c->f[k];
+        uint64_t steps = f->sequence ? (opt.max_steps ? opt.max_steps : 1) : 1;
+        rc = grow(&f->data, &f->data_cap, opt.max_rows * steps * f->out_rb, "data", f->name);
+        if (rc == 0 && f->o.mask != SS_MASK_NONE && f->sequence)
+            rc = grow(&f->mask, &f->mask_cap,
+                      opt.max_rows * steps * (f->o.mask == SS_MASK_U8 ? 1 : 4), "mask", f->name);
+    }
+    if (rc) {
+        ss_collator_free(c);
+        return rc;
+    }
+    *out = c;
+    return 0;
+}
+
+/* ---------------------------------------------------------------- planning */
+
+/* Resolve one row of one field: a pointer to its first step and its length. */
+static int resolve(const ss_collator *c, const cfield *f, const ss_span *sp, size_t r,
+                   const unsigned char **src, uint64_t *len) {
+    ss_view v;
+    int rc = ss_get(c->s, f->index, sp->example, &v);
+    if (rc)
+        return ss__context(rc, "collate field '%s', row %zu (example %llu)", f->name, r,
+                           (unsigned long long)sp->example);
+    if (!f->sequence) {
+        *src = v.data;
+        *len = 1;
+        return 0;
+    }
+    uint64_t t1 = sp->t1 == SS_SPAN_END ? v.length : sp->t1;
+    if (sp->t0 > t1 || t1 > v.length)
+        return ss__fail(SS_ERANGE,
+                        "collate field '%s', row %zu (example %llu): span [%llu, %llu) is outside "
+                        "its %llu steps",
+                        f->name, r, (unsigned long long)sp->example, (unsigned long long)sp->t0,
+                        (unsigned long long)sp->t1, (unsigned long long)v.length);
+    *src = (const unsigned char *)v.data + sp->t0 * v.row_bytes;
+    *len = t1 - sp->t0;
+    return 0;
+}
+
+/* Steps kept from a row of `len` steps, and how many are skipped at its start. */
+static uint64_t keep(const cfield *f, uint64_t len, uint64_t *skip) {
+    *skip = 0;
+    if (!f->o.fixed || len <= f->o.fixed_length) return len;
+    if (f->o.truncate_left) *skip = len - f->o.fixed_length;
+    return f->o.fixed_length;
+}
+
+static uint64_t padded_steps(const cfield *f, uint64_t longest) {
+    if (f->o.fixed) return f->o.fixed_length;
+    uint64_t m = f->o.pad_to_multiple;
+    if (m > 1 && longest % m) longest += m - longest % m;
+    return longest;
+}
+
+static uint64_t mask_elem(const cfield *f) {
+    return f->o.mask == SS_MASK_U8 ? 1 : f->o.mask == SS_MASK_F32 ? 4 : 0;
+}
+
+int ss_collator_sizes(const ss_collator *c, const ss_span *rows, size_t n_rows,
+                      ss_collate_sizes *out) {
+    if (!c || !out || (!rows && n_rows))
+        return ss__fail(SS_EINVAL, "ss_collator_sizes: NULL argument");
+    for (uint32_t k = 0; k < c->nf; k++) {
+        const cfield *f = &c->f[k];
+        uint64_t longest = 0, total = 0;
+        for (size_t r = 0; r < n_rows; r++) {
+            const unsigned char *p;
+            uint64_t len, skip;
+            int rc = resolve(c, f, &rows[r], r, &p, &len);
+            if (rc) return rc;
+            len = keep(f, len, &skip);
+            if (len > longest) longest = len;
+            total += len;
+        }
+        uint64_t steps = !f->sequence                     ? 1
+                         : f->o.layout == SS_LAYOUT_PACKED ? total
+                                                           : padded_steps(f, longest);
+        out[k].steps = steps;
+        if (f->sequence && f->o.layout == SS_LAYOUT_PACKED) {
+            out[k].data_bytes = total * f->out_rb;
+            out[k].mask_bytes = 0;
+        } else {
+            out[k].data_bytes = (uint64_t)n_rows * steps * f->out_rb;
+            out[k].mask_bytes = f->sequence ? (uint64_t)n_rows * steps * mask_elem(f) : 0;
+        }
+    }
+    return 0;
+}
+
+/* Stable merge sort of row indices by descending len. */
+static void sort_desc(uint64_t *idx, uint64_t *tmp, const uint64_t *len, uint64_t n) {
+    for (uint64_t w = 1; w < n; w *= 2) {
+        for (uint64_t lo = 0; lo < n; lo += 2 * w) {
+            uint64_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
+            uint64_t i = lo, j = mid, k = lo;
+            while (i < mid && j < hi) tmp[k++] = len[idx[j]] > len[idx[i]] ? idx[j++] : idx[i++];
+            while (i < mid) tmp[k++] = idx[i++];
+            while (j < hi) tmp[k++] = idx[j++];
+        }
+        memcpy(idx, tmp, n * sizeof *idx);
+    }
+}
+
+static int grow_tasks(ss_collator *c, uint64_t need) {
+    if (need <= c->tasks_cap) return 0;
+    uint64_t cap = c->tasks_cap ? c->tasks_cap : 64;
+    while (cap < need) cap *= 2;
+    task *t = realloc(c->tasks, cap * sizeof *t);
+    if (!t) return ss__fail(SS_ENOMEM, "collate: cannot allocate %llu tasks", (unsigned long long)cap);
+    c->tasks = t;
+    c->tasks_cap = cap;
+    return 0;
+}
+
+/* Start loading the first SS_PREFETCH_BYTES of a row from the map while the
+ * other rows are planned: rows are short, scattered runs of memory that the
+ * hardware prefetcher does not catch in time. */
+static void prefetch_row(const unsigned char *p, uint64_t bytes) {
+    if (bytes > SS_PREFETCH_BYTES) bytes = SS_PREFETCH_BYTES;
+#if defined(__GNUC__)
+    for (uint64_t k = 0; k < bytes; k += 64) __builtin_prefetch(p + k);
+#else
+    (void)p;
+#endif
+}
+
+/* Resolve the rows of field f and fill lengths, offsets, perm, steps. */
+static int plan_field(ss_collator *c, cfield *f, const ss_span *rows, size_t n) {
+    int packed = f->sequence && f->o.layout == SS_LAYOUT_PACKED;
+    uint64_t longest = 0;
+    for (size_t r = 0; r < n; r++) {
+        uint64_t len, skip;
+        int rc = resolve(c, f, &rows[r], r, &f->src[r], &len);
+        if (rc) return rc;
+        len = keep(f, len, &skip);
+        f->src[r] += skip * f->in_rb;
+        f->len[r] = len;
+        prefetch_row(f->src[r], len * f->in_rb);
+        if (len > longest) longest = len;
+    }
+    if (!f->sequence) {
+        f->steps = 1;
+        for (size_t r = 0; r < n; r++) f->lengths[r] = 1;
+        return 0;
+    }
+    if (!packed) {
+        f->steps = padded_steps(f, longest);
+        for (size_t r = 0; r < n; r++) {
+            f->lengths[r] = (int64_t)f->len[r];
+            f->pos0[r] = f->o.pad_left ? f->steps - f->len[r] : 0;
+        }
+        return 0;
+    }
+    /* Packed: order (identity or by descending length), then offsets. */
+    uint64_t *order = f->pos0; /* pos0 is unused in the packed layout */
+    for (size_t r = 0; r < n; r++) order[r] = r;
+    if (f->o.sort_by_length) {
+        sort_desc(order, f->tmp, f->len, n);
+        /* Reorder src/len into packed order through tmp. */
+        for (size_t i = 0; i < n; i++) f->tmp[i] = f->len[order[i]];
+        memcpy(f->len, f->tmp, n * sizeof *f->len);
+        for (size_t i = 0; i < n; i++) f->perm[i] = (int64_t)order[i];
+        /* src: permute in place following cycles (no scratch of pointers). */
+        for (size_t i = 0; i < n; i++) f->tmp[i] = 0;
+        for (size_t i = 0; i < n; i++) {
+            if (f->tmp[i]) continue;
+            const unsigned char *first = f->src[i];
+            size_t j = i;
+            while (1) {
+                f->tmp[j] = 1;
+                size_t from = (size_t)order[j];
+                if (from == i) {
+                    f->src[j] = first;
+                    break;
+                }
+                f->src[j] = f->src[from];
+                j = from;
+            }
+        }
+    }
+    int64_t acc = 0;
+    for (size_t i = 0; i < n; i++) {
+        f->offsets[i] = acc;
+        f->lengths[i] = (int64_t)f->len[i];
+        acc += (int64_t)f->len[i];
+    }
+    f->offsets[n] = acc;
+    f->steps = (uint64_t)acc;
+    return 0;
+}
+
+/* ---------------------------------------------------------------- execution */
+
+static void put_mask(const cfield *f, void *mask, uint64_t at, int on) {
+    if (f->o.mask == SS_MASK_U8) {
+        ((uint8_t *)mask)[at] = (uint8_t)on;
+    } else {
+        float v = on ? 1.0f : 0.0f;
+        memcpy((unsigned char *)mask + 4 * at, &v, 4);
+    }
+}
+
+/* Scatter n rows of rb bytes from a dense staging buffer to a stride. */
+static void scatter(unsigned char *dst, uint64_t stride, const unsigned char *src, uint64_t rb,
+                    uint64_t n) {
+    switch (rb) {
+    case 1:
+        for (uint64_t i = 0; i < n; i++) dst[i * stride] = src[i];
+        return;
+    case 2:
+        for (uint64_t i = 0; i < n; i++) memcpy(dst + i * stride, src + 2 * i, 2);
+        return;
+    case 4:
+        for (uint64_t i = 0; i < n; i++) memcpy(dst + i * stride, src + 4 * i, 4);
+        return;
+    case 8:
+        for (uint64_t i = 0; i < n; i++) memcpy(dst + i * stride, src + 8 * i, 8);
+        return;
+    default:
+        for (uint64_t i = 0; i < n; i++) memcpy(dst + i * stride, src + rb * i, (size_t)rb);
+    }
+}
+
+static void convert(const cfield *f, void *dst, const void *src, uint64_t n_rows) {
+    ss__convert(dst, f->dst_dtype, src, f->src_dtype, n_rows, f->row_el,
+                f->affine ? &f->aff : NULL);
+}
+
+static void run_task(const ss_collator *c, const task *t, uint64_t B, unsigned char *scratch) {
+    const cfield *f = &c->f[t->field];
+    const ss_collated *o = f->out;
+    unsigned char *data = o->data;
+    uint64_t rb = f->out_rb, b = t->row;
+    if (!f->sequence) {
+        convert(f, data + b * rb, f->src[b], 1);
+        return;
+    }
+    if (f->o.layout == SS_LAYOUT_PACKED) {
+        convert(f, data + ((uint64_t)o->offsets[b] + t->s0) * rb, f->src[b] + t->s0 * f->in_rb,
+                t->s1 - t->s0);
+        return;
+    }
+    uint64_t T = f->steps, p0 = f->pos0[b], p1 = p0 + f->len[b];
+    uint64_t s0 = t->s0, s1 = t->s1;
+    /* the three segments of [s0, s1): pad [s0, a), data [a, z), pad [z, s1) */
+    uint64_t a = s0 > p0 ? s0 : p0, z = s1 < p1 ? s1 : p1;
+    if (a > z) a = z = (s1 <= p0 ? s1 : s0);
+    if (f->o.layout == SS_LAYOUT_BATCH_MAJOR) {
+        unsigned char *row = data + b * T * rb;
+        if (a > s0) ss__fill(row + s0 * rb, f->pad_elem, rb / f->row_el, (a - s0) * f->row_el);
+        if (z > a) convert(f, row + a * rb, f->src[b] + (a - p0) * f->in_rb, z - a);
+        if (s1 > z) ss__fill(row + z * rb, f->pad_elem, rb / f->row_el, (s1 - z) * f->row_el);
+        if (o->mask)
+            for (uint64_t s = s0; s < s1; s++) put_mask(f, o->mask, b * T + s, s >= a && s < z);
+    } else {
+        uint64_t stride = B * rb;
+        for (uint64_t s = s0; s < a; s++)
+            ss__fill(data + (s * B + b) * rb, f->pad_elem, rb / f->row_el, f->row_el);
+        if (z > a) {
+            convert(f, scratch, f->src[b] + (a - p0) * f->in_rb, z - a);
+            scatter(data + (a * B + b) * rb, stride, scratch, rb, z - a);
+        }
+        for (uint64_t s = z; s < s1; s++)
+            ss__fill(data + (s * B + b) * rb, f->pad_elem, rb / f->row_el, f->row_el);
+        if (o->mask)
+            for (uint64_t s = s0; s < s1; s++) put_mask(f, o->mask, s * B + b, s >= a && s < z);
+    }
+}
+
+/* Point the field's outputs at caller or library buffers, checking sizes. */
+static int bind_outputs(ss_collator *c, cfield *f, const ss_collate_buffers *buf, uint64_t n) {
+    ss_collated *o = f->out;
+    int packed = f->sequence && f->o.layout == SS_LAYOUT_PACKED;
+    uint64_t steps = f->steps;
+    uint64_t data_bytes = packed ? steps * f->out_rb : n * steps * f->out_rb;
+    uint64_t mask_bytes = f->sequence && !packed ? n * steps * mask_elem(f) : 0;
+    memset(o, 0, sizeof *o);
+    if (buf && buf->data) {
+        if (buf->data_bytes < data_bytes)
+            return ss__fail(SS_EINVAL,
+                            "collate field '%s': the data buffer holds %llu bytes, the batch "
+                            "needs %llu",
+                            f->name, (unsigned long long)buf->data_bytes,
+                            (unsigned long long)data_bytes);
+        o->data = buf->data;
+    } else {
+        int rc = grow(&f->data, &f->data_cap, data_bytes, "data", f->name);
+        if (rc) return rc;
+        o->data = f->data;
+    }
+    if (mask_bytes) {
+        if (buf && buf->mask) {
+            if (buf->mask_bytes < mask_bytes)
+                return ss__fail(SS_EINVAL,
+                                "collate field '%s': the mask buffer holds %llu bytes, the "
+                                "batch needs %llu",
+                                f->name, (unsigned long long)buf->mask_bytes,
+                                (unsigned long long)mask_bytes);
+            o->mask = buf->mask;
+        } else {
+            int rc = grow(&f->mask, &f->mask_cap, mask_bytes, "mask", f->name);
+            if (rc) return rc;
+            o->mask = f->mask;
+        }
+    }
+    o->lengths = f->lengths;
+    if (buf && buf->lengths) {
+        memcpy(buf->lengths, f->lengths, n * sizeof *f->lengths);
+        o->lengths = buf->lengths;
+    }
+    if (packed) {
+        o->offsets = f->offsets;
+        if (buf && buf->offsets) {
+            memcpy(buf->offsets, f->offsets, (n + 1) * sizeof *f->offsets);
+            o->offsets = buf->offsets;
+        }
+        if (f->o.sort_by_length) {
+            o->perm = f->perm;
+            if (buf && buf->perm) {
+                memcpy(buf->perm, f->perm, n * sizeof *f->perm);
+                o->perm = buf->perm;
+            }
+        }
+    }
+    (void)c;
+    o->name = f->name;
+    o->field = f->index;
+    o->dtype = f->dst_dtype;
+    o->layout = f->sequence ? f->o.layout : SS_LAYOUT_BATCH_MAJOR;
+    o->sequence = f->sequence;
+    o->batch = n;
+    o->steps = steps;
+    o->data_bytes = data_bytes;
+    o->mask_bytes = mask_bytes;
+    uint32_t d = 0;
+    if (!f->sequence) {
+        o->shape[d++] = n;
+    } else if (packed) {
+        o->shape[d++] = steps;
+    } else if (f->o.layout == SS_LAYOUT_TIME_MAJOR) {
+        o->shape[d++] = steps;
+        o->shape[d++] = n;
+    } else {
+        o->shape[d++] = n;
+        o->shape[d++] = steps;
+    }
+    for (uint32_t k = 0; k < f->ndim; k++) o->shape[d++] = f->dims[k];
+    o->ndim = d;
+    return 0;
+}
+
+int ss_collator_collate_into(ss_collator *c, const ss_span *rows, size_t n_rows,
+                             const ss_collate_buffers *buffers, ss_collated_batch *out) {
+    if (!c || !out || !rows) return ss__fail(SS_EINVAL, "ss_collator_collate: NULL argument");
+    memset(out, 0, sizeof *out);
+    if (n_rows == 0) return ss__fail(SS_EINVAL, "ss_collator_collate: a batch needs >= 1 row");
+    int rc = row_arrays(c, n_rows);
+    uint64_t ntasks = 0, total_bytes = 0;
+    for (uint32_t k = 0; rc == 0 && k < c->nf; k++) {
+        cfield *f = &c->f[k];
+        rc = plan_field(c, f, rows, n_rows);
+        if (rc == 0) rc = bind_outputs(c, f, buffers ? &buffers[k] : NULL, n_rows);
+        if (rc) break;
+        uint64_t per = SS_TASK_BYTES / f->out_rb ? SS_TASK_BYTES / f->out_rb : 1;
+        for (size_t r = 0; r < n_rows; r++) {
+            uint64_t steps = !f->sequence ? 1
+                             : f->o.layout == SS_LAYOUT_PACKED ? f->len[r]
+                                                               : f->steps;
+            ntasks += steps ? (steps + per - 1) / per : 0;
+        }
+        total_bytes += f->out->data_bytes;
+    }
+    if (rc == 0) rc = grow_tasks(c, ntasks);
+    if (rc) return rc;
+    /* Cut every row into pieces of at most `per` steps. */
+    uint64_t nt = 0;
+    for (uint32_t k = 0; k < c->nf; k++) {
+        cfield *f = &c->f[k];
+        uint64_t per = SS_TASK_BYTES / f->out_rb ? SS_TASK_BYTES / f->out_rb : 1;
+        for (size_t r = 0; r < n_rows; r++) {
+            uint64_t steps = !f->sequence ? 1
+                             : f->o.layout == SS_LAYOUT_PACKED ? f->len[r]
+                                                               : f->steps;
+            for (uint64_t s = 0; s < steps; s += per)
+                c->tasks[nt++] = (task){k, r, s, s + per < steps ? s + per : steps};
+        }
+    }
+    int threads = c->threads;
+    if (total_bytes < SS_PARALLEL_BYTES || nt < 2) threads = 1;
+    const task *tasks = c->tasks;
+    unsigned char *scratch = c->scratch;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads) if (threads > 1)
+    for (uint64_t i = 0; i < nt; i++)
+        run_task(c, &tasks[i], n_rows, scratch + (uint64_t)omp_get_thread_num() * c->scratch_bytes);
+    out->rows = n_rows;
+    out->nfields = c->nf;
+    out->fields = c->outs;
+    return 0;
+}
+
+int ss_collator_collate(ss_collator *c, const ss_span *rows, size_t n_rows,
+                        ss_collated_batch *out) {
+    return ss_collator_collate_into(c, rows, n_rows, NULL, out);
+}

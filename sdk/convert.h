@@ -1,0 +1,42 @@
+/* convert.h - element type conversion shared by the collator and the
+ * streams; not installed. */
+#ifndef SS_CONVERT_H
+#define SS_CONVERT_H
+
+#include "seqstore.h"
+
+#include <stddef.h>
+
+/* A per-channel affine map prepared for the conversion loops: the row_elements
+ * gains and offsets repeated over rows_per_period rows (period = row_elements
+ * * rows_per_period values), so that short rows (21 EEG channels) still give
+ * long, vectorisable inner loops. In float (f32/f16/bf16 output) and double
+ * (other outputs). */
+typedef struct ss__affine {
+    size_t row_elements;
+    size_t rows_per_period;
+    size_t period;
+    float *scale_f, *offset_f;
+    double *scale_d, *offset_d;
+} ss__affine;
+
+/* Prepare `a` from scale/offset (either may be NULL: 1 and 0). SS_ENOMEM. */
+int ss__affine_init(ss__affine *a, uint64_t row_elements, const double *scale,
+                    const double *offset);
+void ss__affine_free(ss__affine *a);
+
+/* 1 if `d` is a known dtype. */
+int ss__dtype_valid(ss_dtype d);
+
+/* ss_convert_rows() without argument checks; `a` may be NULL (no affine map).
+ * With `a`, a->row_elements must equal row_elements. */
+void ss__convert(void *dst, ss_dtype dst_dtype, const void *src, ss_dtype src_dtype,
+                 uint64_t n_rows, uint64_t row_elements, const ss__affine *a);
+
+/* Fill n elements of size `size` at dst with the element at `elem`. */
+void ss__fill(void *dst, const void *elem, size_t size, uint64_t n);
+
+/* Convert one double to one element of `dtype` (as ss_convert_rows from f64). */
+void ss__scalar_to(void *dst, ss_dtype dtype, double value);
+
+#endif

@@ -1,0 +1,89 @@
+/* window.h - the window reader's internals, shared by window.c (bookkeeping),
+ * window_batch.c (collation) and window_save.c (save/restore); not installed. */
+#ifndef SS_WINDOW_H
+#define SS_WINDOW_H
+
+#include "internal.h"
+#include "convert.h"
+#include "rng.h"
+
+#define SS_NONE UINT64_MAX
+
+/* One batch buffer; the reader keeps max_pending of them in a ring. */
+typedef struct ss__wslot {
+    ss_window_batch b;
+    int pending;      /* handed out, not registered */
+    uint64_t *seq;    /* [B]: sequence number of each row (SS_NONE where masked) */
+    const void **src; /* [B]: the window's samples in the map */
+    uint8_t *mask, *step_mask, *reset;
+    uint32_t *lane;
+    uint64_t *example, *start, *length, *index;
+    uint8_t *label;
+} ss__wslot;
+
+struct ss_window_reader {
+    const ss_store *store;
+    ss_window_options opt; /* pointers replaced by owned copies or NULL */
+    uint64_t W, O, S;      /* window, overlap, stride S = W - O */
+    uint32_t B, C;         /* lanes, elements per sample */
+    ss_dtype in_dtype, out_dtype;
+    size_t in_row, out_row; /* bytes of one sample in and out */
+    ss__affine aff;
+    int has_aff;
+    uint64_t H;          /* bytes of one hidden state */
+    uint8_t *init_state; /* [H] */
+    int carry;           /* hidden state is carried between windows */
+    int strict;          /* max_pending == 1 */
+    uint32_t nslots;
+    ss__wslot *slots;
+    uint64_t next_id;
+    int nthreads;
+    uint8_t *scratch; /* [nthreads][W][C] output rows, for the time-major layout */
+
+    /* sequences, numbered 0..nseq-1 in the split's order */
+    uint64_t nseq;
+    uint64_t *seq_ex, *seq_len;
+    uint64_t *seq_start, *seq_nwin, *seq_cur; /* this epoch */
+    uint8_t *seq_st;                          /* ss_seq_state */
+    uint8_t *seq_owned;                       /* held by a lane or queued as parked */
+    uint64_t *seq_stamp;                      /* RANDOM: last batch id + 1 that used the sequence */
+    uint8_t *hidden;                          /* [nseq][H] */
+    uint64_t too_short;
+    uint64_t nelig;
+    uint64_t *elig;        /* [nelig]: the eligible sequences in split order */
+    uint64_t full_windows; /* SEQUENTIAL windows over all eligible sequences (s = 0) */
+
+    /* labels */
+    uint64_t label_row;
+    uint32_t nclass;
+    uint32_t *seq_class;  /* [nseq] class number */
+    uint64_t *class_off;  /* [nclass + 1] into class_seq */
+    uint64_t *class_seq;  /* eligible sequences grouped by class, the pass's order */
+    uint64_t *class_pos;  /* [nclass] */
+    uint64_t *class_pass; /* [nclass] */
+    uint64_t class_max;   /* most sequences in one class */
+
+    /* position */
+    uint64_t epoch;
+    int ended;       /* the last batch was the end-of-epoch marker */
+    int exhausted;   /* balanced: a largest class is used up */
+    uint64_t *order; /* [nelig]: this epoch's order */
+    uint64_t order_pos;
+    uint64_t *lane_seq; /* [B] */
+    uint64_t *parked;   /* [nseq] FIFO of unowned in-progress sequences */
+    uint64_t park_head, park_n;
+    uint64_t epoch_windows, windows_out, batches_in_epoch;
+};
+
+/* Collate rows of slot `sl` (its seq/start/length/mask are filled): data,
+ * step mask, state gather, label. window_batch.c. */
+int ss__window_collate(ss_window_reader *r, ss__wslot *sl);
+
+/* Allocate the buffers of every slot. window_batch.c. */
+int ss__window_slots_alloc(ss_window_reader *r);
+void ss__window_slots_free(ss_window_reader *r);
+
+/* Start epoch `epoch` (orders, random starts, cursors). window.c. */
+void ss__window_start_epoch(ss_window_reader *r, uint64_t epoch);
+
+#endif

@@ -1,0 +1,214 @@
+/* window_save.c - save and restore a window reader's position (and hidden
+ * states) as a little-endian blob of 64-bit words:
+ *   magic, version, flags, fingerprint[12], position[9], lane_seq[B],
+ *   per sequence {start, nwin, cur, state, owned}, order[eligible],
+ *   parked[park_n], per class {pos, pass}, class_seq[eligible] (classes only),
+ *   then the hidden states (nseq * H bytes) with SS_WINDOW_SAVE_STATES. */
+#include "window.h"
+
+#include <string.h>
+
+#define SAVE_MAGIC 0x3157444e49575353ull /* "SSWINDW1" */
+#define SAVE_VERSION 1
+#define FINGERPRINT_WORDS 12
+#define POSITION_WORDS 9
+
+static uint64_t seq_hash(const ss_window_reader *r) {
+    uint64_t h = r->nseq;
+    for (uint64_t q = 0; q < r->nseq; q++) h = ss_rng_hash(h, r->seq_ex[q], r->seq_len[q]);
+    return h;
+}
+
+static void fingerprint(const ss_window_reader *r, uint64_t *f) {
+    f[0] = r->nseq;
+    f[1] = r->nelig;
+    f[2] = r->W;
+    f[3] = r->O;
+    f[4] = r->B;
+    f[5] = (uint64_t)r->opt.mode;
+    f[6] = r->opt.seed;
+    f[7] = (uint64_t)r->opt.shuffle;
+    f[8] = r->opt.flags;
+    f[9] = r->H;
+    f[10] = r->nclass;
+    f[11] = seq_hash(r);
+}
+
+static uint64_t words(const ss_window_reader *r) {
+    uint64_t n = 3 + FINGERPRINT_WORDS + POSITION_WORDS + r->B + 5 * r->nseq + r->nelig +
+                 r->park_n + 2 * (uint64_t)r->nclass + (r->nclass ? r->nelig : 0);
+    return n;
+}
+
+size_t ss_window_reader_save_size(const ss_window_reader *r, unsigned flags) {
+    size_t n = (size_t)(words(r) * 8);
+    if (flags & SS_WINDOW_SAVE_STATES) n += (size_t)(r->nseq * r->H);
+    return n;
+}
+
+static void put(uint8_t **p, uint64_t v) {
+    for (int i = 0; i < 8; i++) (*p)[i] = (uint8_t)(v >> (8 * i));
+    *p += 8;
+}
+
+int ss_window_reader_save(const ss_window_reader *r, void *buf, size_t size, unsigned flags) {
+    /* A pending batch that carries no state is released by the next call:
+     * with one slot that only unblocks its sequences, which the saved states
+     * below anticipate. */
+    for (uint32_t k = 0; k < r->nslots; k++)
+        if (r->slots[k].pending && (r->carry || r->nslots > 1))
+            return ss__fail(SS_ESTATE, "window reader save: batch %llu is not registered",
+                            (unsigned long long)r->slots[k].b.id);
+    size_t need = ss_window_reader_save_size(r, flags);
+    if (size < need)
+        return ss__fail(SS_ETOOBIG, "window reader save: needs %zu bytes, buffer has %zu", need,
+                        size);
+    uint8_t *p = buf;
+    uint64_t fp[FINGERPRINT_WORDS];
+    fingerprint(r, fp);
+    put(&p, SAVE_MAGIC);
+    put(&p, SAVE_VERSION);
+    put(&p, flags & SS_WINDOW_SAVE_STATES);
+    for (int i = 0; i < FINGERPRINT_WORDS; i++) put(&p, fp[i]);
+    put(&p, r->epoch);
+    put(&p, (uint64_t)r->ended);
+    put(&p, (uint64_t)r->exhausted);
+    put(&p, r->order_pos);
+    put(&p, r->park_n);
+    put(&p, r->windows_out);
+    put(&p, r->epoch_windows);
+    put(&p, r->batches_in_epoch);
+    put(&p, r->next_id);
+    for (uint32_t b = 0; b < r->B; b++) put(&p, r->lane_seq[b]);
+    for (uint64_t q = 0; q < r->nseq; q++) {
+        put(&p, r->seq_start[q]);
+        put(&p, r->seq_nwin[q]);
+        put(&p, r->seq_cur[q]);
+        uint64_t st = r->seq_st[q];
+        if (st == SS_SEQ_BLOCKED)
+            st = r->opt.mode == SS_WINDOW_RANDOM || r->seq_cur[q] < r->seq_nwin[q] ? SS_SEQ_NORMAL
+                                                                                   : SS_SEQ_DONE;
+        put(&p, st);
+        put(&p, r->seq_owned[q]);
+    }
+    for (uint64_t i = 0; i < r->nelig; i++) put(&p, r->order[i]);
+    for (uint64_t i = 0; i < r->park_n; i++) put(&p, r->parked[(r->park_head + i) % r->nseq]);
+    for (uint32_t c = 0; c < r->nclass; c++) {
+        put(&p, r->class_pos[c]);
+        put(&p, r->class_pass[c]);
+    }
+    if (r->nclass)
+        for (uint64_t i = 0; i < r->nelig; i++) put(&p, r->class_seq[i]);
+    if (flags & SS_WINDOW_SAVE_STATES) memcpy(p, r->hidden, (size_t)(r->nseq * r->H));
+    return 0;
+}
+
+/* A bounds-checked reader of the blob. */
+typedef struct cursor {
+    const uint8_t *p, *end;
+    int bad;
+} cursor;
+
+static uint64_t get(cursor *c) {
+    if (c->bad || c->end - c->p < 8) {
+        c->bad = 1;
+        return 0;
+    }
+    uint64_t v = 0;
+    for (int i = 0; i < 8; i++) v |= (uint64_t)c->p[i] << (8 * i);
+    c->p += 8;
+    return v;
+}
+
+/* Read (and with `apply` store) the position; returns 0 or an error. */
+static int load(ss_window_reader *r, const void *buf, size_t size, int apply) {
+    cursor c = {buf, (const uint8_t *)buf + size, 0};
+    if (get(&c) != SAVE_MAGIC || c.bad)
+        return ss__fail(SS_EINPUT, "window reader restore: not a saved window reader");
+    if (get(&c) != SAVE_VERSION)
+        return ss__fail(SS_EINPUT, "window reader restore: unknown save version");
+    uint64_t flags = get(&c), fp[FINGERPRINT_WORDS];
+    fingerprint(r, fp);
+    for (int i = 0; i < FINGERPRINT_WORDS; i++)
+        if (get(&c) != fp[i] && !c.bad)
+            return ss__fail(SS_ESCHEMA,
+                            "window reader restore: saved with other options or "
+                            "another split (fingerprint word %d differs)",
+                            i);
+    uint64_t pos[POSITION_WORDS];
+    for (int i = 0; i < POSITION_WORDS; i++) pos[i] = get(&c);
+    int bad = c.bad || pos[1] > 1 || pos[2] > 1 || pos[3] > r->nelig || pos[4] > r->nseq;
+    if (apply) {
+        r->epoch = pos[0];
+        r->ended = (int)pos[1];
+        r->exhausted = (int)pos[2];
+        r->order_pos = pos[3];
+        r->park_head = 0;
+        r->park_n = pos[4];
+        r->windows_out = pos[5];
+        r->epoch_windows = pos[6];
+        r->batches_in_epoch = pos[7];
+        r->next_id = pos[8];
+    }
+    for (uint32_t b = 0; b < r->B && !bad; b++) {
+        uint64_t v = get(&c);
+        bad |= v != SS_NONE && v >= r->nseq;
+        if (apply) r->lane_seq[b] = v;
+    }
+    for (uint64_t q = 0; q < r->nseq && !bad; q++) {
+        uint64_t s = get(&c), nw = get(&c), cur = get(&c), st = get(&c), own = get(&c);
+        bad |= cur > nw || st > SS_SEQ_DONE || own > 1 || st == SS_SEQ_BLOCKED;
+        if (apply) {
+            r->seq_start[q] = s;
+            r->seq_nwin[q] = nw;
+            r->seq_cur[q] = cur;
+            r->seq_st[q] = (uint8_t)st;
+            r->seq_owned[q] = (uint8_t)own;
+        }
+    }
+    for (uint64_t i = 0; i < r->nelig && !bad; i++) {
+        uint64_t v = get(&c);
+        bad |= v >= r->nseq;
+        if (apply) r->order[i] = v;
+    }
+    for (uint64_t i = 0; i < pos[4] && !bad; i++) {
+        uint64_t v = get(&c);
+        bad |= v >= r->nseq;
+        if (apply) r->parked[i] = v;
+    }
+    for (uint32_t k = 0; k < r->nclass && !bad; k++) {
+        uint64_t p = get(&c), pass = get(&c);
+        bad |= p > r->class_off[k + 1] - r->class_off[k];
+        if (apply) {
+            r->class_pos[k] = p;
+            r->class_pass[k] = pass;
+        }
+    }
+    for (uint64_t i = 0; r->nclass && i < r->nelig && !bad; i++) {
+        uint64_t v = get(&c);
+        bad |= v >= r->nseq;
+        if (apply) r->class_seq[i] = v;
+    }
+    if (!bad && (flags & SS_WINDOW_SAVE_STATES)) {
+        if ((uint64_t)(c.end - c.p) < r->nseq * r->H)
+            bad = 1;
+        else if (apply)
+            memcpy(r->hidden, c.p, (size_t)(r->nseq * r->H));
+    }
+    if (bad || c.bad)
+        return ss__fail(SS_EINPUT, "window reader restore: truncated or inconsistent data");
+    return 0;
+}
+
+int ss_window_reader_restore(ss_window_reader *r, const void *buf, size_t size) {
+    for (uint32_t k = 0; k < r->nslots; k++)
+        if (r->slots[k].pending && r->carry)
+            return ss__fail(SS_ESTATE, "window reader restore: batch %llu is not registered",
+                            (unsigned long long)r->slots[k].b.id);
+    if (!buf) return ss__fail(SS_EINPUT, "window reader restore: NULL buffer");
+    int rc = load(r, buf, size, 0);
+    if (rc) return rc;
+    for (uint32_t k = 0; k < r->nslots; k++) r->slots[k].pending = 0;
+    memset(r->seq_stamp, 0, r->nseq * sizeof *r->seq_stamp);
+    return load(r, buf, size, 1);
+}

@@ -1,0 +1,64 @@
+# run_install_test.cmake - install the built tree into a temporary prefix and
+# build tests/install/consumer.c against it, with find_package(seqstore) and
+# with `pkg-config --cflags --libs seqstore`; run every program.
+# Arguments (-D): BUILD_DIR, SOURCE_DIR (tests/install), WORK_DIR, C_COMPILER,
+# SANITIZE (ON when the tree is built with sanitizers).
+foreach(var BUILD_DIR SOURCE_DIR WORK_DIR C_COMPILER)
+  if(NOT DEFINED ${var})
+    message(FATAL_ERROR "run_install_test.cmake: -D${var}=... is required")
+  endif()
+endforeach()
+
+function(run)
+  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(NOT rc EQUAL 0)
+    string(REPLACE ";" " " cmd "${ARGN}")
+    message(FATAL_ERROR "failed (${rc}): ${cmd}\n${out}\n${err}")
+  endif()
+  set(last_output "${out}" PARENT_SCOPE)
+endfunction()
+
+set(prefix ${WORK_DIR}/prefix)
+file(REMOVE_RECURSE ${WORK_DIR})
+file(MAKE_DIRECTORY ${WORK_DIR})
+run(${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${prefix})
+foreach(f include/seqstore.h)
+  if(NOT EXISTS ${prefix}/${f})
+    message(FATAL_ERROR "not installed: ${f}")
+  endif()
+endforeach()
+
+set(flags "")
+if(SANITIZE)
+  set(flags "-fsanitize=address,undefined")
+endif()
+
+# 1. CMake: find_package(seqstore) with the shared and the static library
+run(${CMAKE_COMMAND} -S ${SOURCE_DIR} -B ${WORK_DIR}/cmake-build -DCMAKE_PREFIX_PATH=${prefix}
+    -DCMAKE_C_COMPILER=${C_COMPILER} "-DCMAKE_C_FLAGS=${flags}" -DCMAKE_BUILD_TYPE=Release)
+run(${CMAKE_COMMAND} --build ${WORK_DIR}/cmake-build)
+foreach(exe consumer_shared consumer_static)
+  run(${WORK_DIR}/cmake-build/${exe} ${WORK_DIR}/${exe}.ss)
+  message(STATUS "${exe}: ${last_output}")
+endforeach()
+
+# 2. pkg-config, as a Makefile user would: cc prog.c $(pkg-config --cflags --libs seqstore)
+find_program(PKG_CONFIG pkg-config REQUIRED)
+file(GLOB_RECURSE pc_files ${prefix}/*/seqstore.pc)
+list(LENGTH pc_files n)
+if(NOT n EQUAL 1)
+  message(FATAL_ERROR "expected one installed seqstore.pc, found: ${pc_files}")
+endif()
+get_filename_component(pc_dir ${pc_files} DIRECTORY)
+get_filename_component(libdir ${pc_dir} DIRECTORY)
+set(ENV{PKG_CONFIG_PATH} ${pc_dir})
+run(${PKG_CONFIG} --cflags --libs seqstore)
+string(STRIP "${last_output}" pc_flags)
+message(STATUS "pkg-config --cflags --libs seqstore: ${pc_flags}")
+separate_arguments(pc_list UNIX_COMMAND "${pc_flags}")
+separate_arguments(flag_list UNIX_COMMAND "${flags}")
+run(${C_COMPILER} ${flag_list} ${SOURCE_DIR}/consumer.c -o ${WORK_DIR}/consumer_pc ${pc_list})
+run(${CMAKE_COMMAND} -E env LD_LIBRARY_PATH=${libdir} ${WORK_DIR}/consumer_pc
+    ${WORK_DIR}/consumer_pc.ss)
+message(STATUS "consumer_pc: ${last_output}")
+file(REMOVE_RECURSE ${WORK_DIR})

@@ -1,0 +1,303 @@
+/* test_bucket.c - bucket indices: hand-written cases (one key, resolution 2;
+ * two keys), random builds against a naive sort, stored and reopened
+ * zero-copy, bucket-sorted orders and within-bucket batches, a stale index
+ * after an append, and the `index` CLI. */
+#include "testutil.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+static void make_store(const char *path, const uint64_t *src, const uint64_t *tgt, uint64_t n) {
+    ss_field f[2] = {{"src", SS_U8, 1, 0, {0}}, {"tgt", SS_U8, 1, 0, {0}}};
+    ss_schema sc = {2, f};
+    ss_writer *w;
+    CHECK_OK(ss_writer_create(&w, path, &sc, NULL));
+    unsigned char buf[256] = {0};
+    for (uint64_t i = 0; i < n; i++) {
+        ss_value v[2] = {{buf, src[i]}, {buf, tgt[i]}};
+        CHECK_OK(ss_writer_append(w, v));
+    }
+    CHECK_OK(ss_writer_finish(w));
+    ss_writer_free(w);
+}
+
+static void check_index(const ss_bucket *b, const uint64_t *perm, uint64_t n,
+                        const uint64_t *starts, uint64_t nb) {
+    CHECK_EQ_U64(ss_bucket_size(b), n);
+    CHECK_EQ_U64(ss_bucket_count(b), nb);
+    for (uint64_t i = 0; i < n; i++) CHECK_EQ_U64(ss_bucket_permutation(b)[i], perm[i]);
+    for (uint64_t q = 0; q <= nb; q++) CHECK_EQ_U64(ss_bucket_starts(b)[q], starts[q]);
+}
+
+static void test_hand(void) {
+    /* lengths 5 3 8 1 4 4 2 7, resolution 2: sorted 1(3) 2(6) 3(1) 4(4) 4(5)
+     * 5(0) 7(7) 8(2); len/2 = 0 1 1 2 2 2 3 4. */
+    uint64_t len[8] = {5, 3, 8, 1, 4, 4, 2, 7};
+    const uint64_t *keys[1] = {len};
+    ss_bucket *b;
+    CHECK_OK(ss_bucket_build_lengths(&b, keys, NULL, 1, 8, 2));
+    uint64_t perm[8] = {3, 6, 1, 4, 5, 0, 7, 2}, starts[6] = {0, 1, 3, 6, 7, 8};
+    check_index(b, perm, 8, starts, 5);
+    ss_bucket_free(b);
+    /* resolution 1: one bucket per distinct length */
+    CHECK_OK(ss_bucket_build_lengths(&b, keys, NULL, 1, 8, 1));
+    uint64_t starts1[8] = {0, 1, 2, 3, 5, 6, 7, 8};
+    check_index(b, perm, 8, starts1, 7);
+    ss_bucket_free(b);
+
+    /* two keys, lexicographic: (src, tgt) = (2,3) (2,1) (1,5) (2,1) */
+    uint64_t src[4] = {2, 2, 1, 2}, tgt[4] = {3, 1, 5, 1};
+    const uint64_t *k2[2] = {src, tgt};
+    CHECK_OK(ss_bucket_build_lengths(&b, k2, NULL, 2, 4, 1));
+    uint64_t perm2[4] = {2, 1, 3, 0}, starts2[4] = {0, 1, 3, 4};
+    check_index(b, perm2, 4, starts2, 3);
+    ss_bucket_free(b);
+    /* resolution 4 puts them all in bucket (0, q): tgt 5 is in [4, 8). */
+    CHECK_OK(ss_bucket_build_lengths(&b, k2, NULL, 2, 4, 4));
+    uint64_t starts4[3] = {0, 1, 4};
+    check_index(b, perm2, 4, starts4, 2);
+    ss_bucket_free(b);
+
+    CHECK_RC(ss_bucket_build_lengths(&b, keys, NULL, 1, 8, 0), SS_EINVAL);
+    CHECK_RC(ss_bucket_build_lengths(&b, keys, NULL, 0, 8, 1), SS_EINVAL);
+    CHECK_RC(ss_bucket_build_lengths(&b, keys, NULL, 5, 8, 1), SS_EINVAL);
+    CHECK(b == NULL);
+}
+
+/* Random builds: sorted by (keys, index); bucket boundaries exactly where
+ * some floor(key / R) changes. */
+static void test_property(void) {
+    uint64_t rng = 5;
+    for (int round = 0; round < 100; round++) {
+        uint64_t n = ss_test_rand(&rng) % 3000, R = 1 + ss_test_rand(&rng) % 9;
+        size_t nk = 1 + (size_t)(ss_test_rand(&rng) % 3);
+        uint64_t *l[3];
+        for (size_t k = 0; k < nk; k++) {
+            l[k] = malloc((n + 1) * sizeof *l[k]);
+            for (uint64_t i = 0; i < n; i++) l[k][i] = ss_test_rand(&rng) % 60;
+        }
+        ss_bucket *b;
+        CHECK_OK(ss_bucket_build_lengths(&b, (const uint64_t *const *)l, NULL, nk, n, R));
+        const uint64_t *p = ss_bucket_permutation(b), *st = ss_bucket_starts(b);
+        unsigned char *seen = calloc(n + 1, 1);
+        uint64_t q = 0;
+        for (uint64_t i = 0; i < n; i++) {
+            CHECK(p[i] < n && !seen[p[i]]);
+            seen[p[i]] = 1;
+            if (i == 0) continue;
+            int cmp = 0, bucket_change = 0;
+            for (size_t k = 0; k < nk && !cmp; k++)
+                cmp = l[k][p[i - 1]] < l[k][p[i]] ? -1 : l[k][p[i - 1]] > l[k][p[i]];
+            for (size_t k = 0; k < nk; k++) bucket_change |= l[k][p[i - 1]] / R != l[k][p[i]] / R;
+            CHECK(cmp < 0 || (cmp == 0 && p[i - 1] < p[i]));
+            if (bucket_change) {
+                q++;
+                CHECK_EQ_U64(st[q], i);
+            }
+        }
+        CHECK_EQ_U64(ss_bucket_count(b), n ? q + 1 : 0);
+        ss_bucket_free(b);
+        free(seen);
+        for (size_t k = 0; k < nk; k++) free(l[k]);
+    }
+}
+
+static void test_store(void) {
+    const uint64_t n = 500;
+    uint64_t src[500], tgt[500], rng = 9;
+    for (uint64_t i = 0; i < n; i++) {
+        src[i] = 1 + ss_test_rand(&rng) % 40;
+        tgt[i] = 1 + ss_test_rand(&rng) % 40;
+    }
+    const char *path = ss_test_path("bucket.ss");
+    make_store(path, src, tgt, n);
+    uint32_t both[2] = {0, 1};
+    CHECK_OK(ss_bucket_save(path, "pair", both, 2, 4));
+    CHECK_OK(ss_bucket_save(path, "src", both, 1, 4));
+    uint32_t bad = 7;
+    CHECK_RC(ss_bucket_save(path, "bad", &bad, 1, 4), SS_ERANGE);
+    CHECK_RC(ss_bucket_save(path, "bad name", both, 1, 4), SS_EINVAL);
+
+    ss_store *s;
+    CHECK_OK(ss_open(&s, path, 0));
+    ss_bucket *stored, *built;
+    CHECK_OK(ss_bucket_open(&stored, s, "pair"));
+    CHECK_OK(ss_bucket_build(&built, s, both, 2, 4));
+    check_index(stored, ss_bucket_permutation(built), n, ss_bucket_starts(built),
+                ss_bucket_count(built));
+    uint32_t fk[4];
+    CHECK_EQ_U64(ss_bucket_keys(stored, fk), 2);
+    CHECK(fk[0] == 0 && fk[1] == 1);
+    CHECK_EQ_U64(ss_bucket_resolution(stored), 4);
+    /* Zero-copy: the permutation is inside the attribute, in the map. */
+    ss_attr a;
+    CHECK_OK(ss_attr_get(s, "ss.bucket.pair", &a));
+    CHECK((const void *)ss_bucket_permutation(stored) == (const char *)a.data + 64);
+    ss_bucket *missing = (ss_bucket *)1;
+    CHECK_RC(ss_bucket_open(&missing, s, "nope"), SS_ENOTFOUND);
+    CHECK(missing == NULL);
+    ss_bucket_free(built);
+
+    /* Bucket-sorted order over a split: per bucket, the members in `sel`,
+     * shuffled within the bucket, re-drawn per epoch. */
+    ss_selection *sel;
+    CHECK_OK(ss_selection_parse(&sel, "0:300,350:", n));
+    uint64_t *o1 = malloc(n * sizeof *o1), *o2 = malloc(n * sizeof *o2);
+    uint64_t *o0 = malloc(n * sizeof *o0), c0, c1, c2;
+    CHECK_OK(ss_bucket_order(stored, sel, 0, 0, 0, o0, &c0));
+    CHECK_OK(ss_bucket_order(stored, sel, 1, 3, 0, o1, &c1));
+    CHECK_OK(ss_bucket_order(stored, sel, 1, 3, 1, o2, &c2));
+    CHECK_EQ_U64(c0, 450);
+    CHECK_EQ_U64(c1, 450);
+    CHECK_EQ_U64(c2, 450);
+    CHECK(memcmp(o1, o2, 450 * sizeof *o1) != 0);
+    const uint64_t *p = ss_bucket_permutation(stored), *st = ss_bucket_starts(stored);
+    uint64_t k = 0;
+    for (uint64_t q = 0; q < ss_bucket_count(stored); q++) {
+        uint64_t m = 0;
+        for (uint64_t i = st[q]; i < st[q + 1]; i++) m += ss_selection_contains(sel, p[i]);
+        /* segment [k, k+m) of each order holds this bucket's selected members */
+        for (uint64_t j = k; j < k + m; j++) {
+            int f1 = 0, f2 = 0;
+            for (uint64_t i = st[q]; i < st[q + 1]; i++) {
+                f1 |= p[i] == o1[j];
+                f2 |= p[i] == o2[j];
+            }
+            CHECK(f1 && f2 && ss_selection_contains(sel, o1[j]));
+        }
+        k += m;
+    }
+    CHECK_EQ_U64(k, 450);
+    for (uint64_t j = 1; j < c0; j++) /* unshuffled: sorted by (src, tgt, index) */
+        CHECK(
+            src[o0[j - 1]] < src[o0[j]] ||
+            (src[o0[j - 1]] == src[o0[j]] &&
+             (tgt[o0[j - 1]] < tgt[o0[j]] || (tgt[o0[j - 1]] == tgt[o0[j]] && o0[j - 1] < o0[j]))));
+
+    /* Within-bucket batches: one bucket per batch, every selected example once,
+     * token budget respected, batch order shuffled per epoch. */
+    ss_batch_options bo = SS_BATCH_OPTIONS_INIT;
+    bo.max_tokens = 64;
+    ss_batcher *bb, *bb2;
+    CHECK_OK(ss_bucket_batches(&bb, stored, s, sel, &bo, 1, 8, 0));
+    CHECK_OK(ss_bucket_batches(&bb2, stored, s, sel, &bo, 1, 8, 1));
+    uint64_t *bucket_of = malloc(n * sizeof *bucket_of);
+    for (uint64_t q = 0; q < ss_bucket_count(stored); q++)
+        for (uint64_t i = st[q]; i < st[q + 1]; i++) bucket_of[p[i]] = q;
+    unsigned char *seen = calloc(n, 1);
+    uint64_t total = 0;
+    int order_differs = 0;
+    for (uint64_t bi = 0; bi < ss_batcher_count(bb); bi++) {
+        const uint64_t *ix, *ix2;
+        size_t m, m2;
+        CHECK_OK(ss_batcher_get(bb, bi, &ix, &m));
+        CHECK_OK(ss_batcher_get(bb2, bi, &ix2, &m2));
+        order_differs |= m != m2 || ix[0] != ix2[0];
+        uint64_t mx = 0;
+        for (size_t j = 0; j < m; j++) {
+            CHECK_EQ_U64(bucket_of[ix[j]], bucket_of[ix[0]]);
+            CHECK(ss_selection_contains(sel, ix[j]) && !seen[ix[j]]);
+            seen[ix[j]] = 1;
+            uint64_t l = src[ix[j]] > tgt[ix[j]] ? src[ix[j]] : tgt[ix[j]];
+            if (l > mx) mx = l;
+        }
+        CHECK(m * mx <= 64);
+        total += m;
+    }
+    CHECK_EQ_U64(total, 450);
+    CHECK(order_differs);
+    ss_batcher_free(bb);
+    ss_batcher_free(bb2);
+    /* Fixed-size batches within buckets; max_tokens below the longest: error. */
+    bo = (ss_batch_options)SS_BATCH_OPTIONS_INIT;
+    bo.batch_size = 4;
+    CHECK_OK(ss_bucket_batches(&bb, stored, s, NULL, &bo, 0, 0, 0));
+    for (uint64_t bi = 0; bi < ss_batcher_count(bb); bi++) {
+        const uint64_t *ix;
+        size_t m;
+        CHECK_OK(ss_batcher_get(bb, bi, &ix, &m));
+        CHECK(m >= 1 && m <= 4);
+        for (size_t j = 0; j < m; j++) CHECK_EQ_U64(bucket_of[ix[j]], bucket_of[ix[0]]);
+    }
+    ss_batcher_free(bb);
+    bo = (ss_batch_options)SS_BATCH_OPTIONS_INIT;
+    bo.max_tokens = 20;
+    CHECK_RC(ss_bucket_batches(&bb, stored, s, NULL, &bo, 0, 0, 0), SS_EINVAL);
+    CHECK(strstr(ss_error_message(), "max_tokens"));
+    bo.skip_too_long = 1;
+    CHECK_OK(ss_bucket_batches(&bb, stored, s, NULL, &bo, 0, 0, 0));
+    uint64_t too_long = 0;
+    for (uint64_t i = 0; i < n; i++) too_long += src[i] > 20 || tgt[i] > 20;
+    CHECK_EQ_U64(ss_batcher_skipped(bb), too_long);
+    ss_batcher_free(bb);
+    free(seen);
+    free(bucket_of);
+    free(o0);
+    free(o1);
+    free(o2);
+    ss_selection_free(sel);
+    ss_bucket_free(stored);
+    ss_close(s);
+
+    /* After an append the stored index is stale: a clear error. */
+    ss_writer *w;
+    CHECK_OK(ss_writer_open(&w, path, NULL, NULL));
+    unsigned char buf[4] = {0};
+    ss_value v[2] = {{buf, 1}, {buf, 1}};
+    CHECK_OK(ss_writer_append(w, v));
+    CHECK_OK(ss_writer_finish(w));
+    ss_writer_free(w);
+    CHECK_OK(ss_open(&s, path, 0));
+    CHECK_RC(ss_bucket_open(&stored, s, "pair"), SS_ESTATE);
+    CHECK(strstr(ss_error_message(), "rebuild"));
+    ss_close(s);
+}
+
+static int run(const char *cmd) {
+    int st = system(cmd);
+    CHECK(st != -1 && WIFEXITED(st));
+    return WEXITSTATUS(st);
+}
+
+static void test_cli(void) {
+    uint64_t src[6] = {5, 3, 8, 1, 4, 4}, tgt[6] = {1, 1, 1, 1, 1, 1};
+    const char *path = ss_test_path("cli.ss"), *out = ss_test_path("cli.out");
+    make_store(path, src, tgt, 6);
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "%s index --help > %s", SS_CLI, out);
+    CHECK_EQ_U64(run(cmd), 0);
+    snprintf(cmd, sizeof cmd, "%s index %s --resolution 2 2> %s", SS_CLI, path, out);
+    CHECK_EQ_U64(run(cmd), 2);
+    snprintf(cmd, sizeof cmd, "%s index %s --by src --resolution 0 2> %s", SS_CLI, path, out);
+    CHECK_EQ_U64(run(cmd), 2);
+    snprintf(cmd, sizeof cmd, "%s index %s --by nope --resolution 2 2> %s", SS_CLI, path, out);
+    CHECK_EQ_U64(run(cmd), 1);
+    snprintf(cmd, sizeof cmd, "grep -q \"^seqstore index: .*'nope'\" %s", out);
+    CHECK_EQ_U64(run(cmd), 0);
+    snprintf(cmd, sizeof cmd, "%s index %s --by src --resolution 2 > %s", SS_CLI, path, out);
+    CHECK_EQ_U64(run(cmd), 0);
+    snprintf(cmd, sizeof cmd, "%s index %s --by src,tgt --resolution 1 --name st > %s", SS_CLI,
+             path, out);
+    CHECK_EQ_U64(run(cmd), 0);
+    ss_store *s;
+    CHECK_OK(ss_open(&s, path, 0));
+    ss_bucket *b;
+    CHECK_OK(ss_bucket_open(&b, s, "src"));
+    uint64_t perm[6] = {3, 1, 4, 5, 0, 2}, starts[5] = {0, 1, 2, 5, 6};
+    check_index(b, perm, 6, starts, 4);
+    ss_bucket_free(b);
+    CHECK_OK(ss_bucket_open(&b, s, "st"));
+    CHECK_EQ_U64(ss_bucket_keys(b, NULL), 2);
+    ss_bucket_free(b);
+    ss_close(s);
+}
+
+int main(void) {
+    test_hand();
+    test_property();
+    test_store();
+    test_cli();
+    printf("test_bucket: ok\n");
+    return 0;
+}

@@ -1,0 +1,578 @@
+/* test_collate.c - the collator against a naive reference (one loop over rows
+ * and steps) over random schemas, spans, dtypes and options at 1, 2 and 4
+ * threads; small cases written out by hand; bad parameters. */
+#include "seqstore.h"
+#include "testutil.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const ss_dtype all_dtypes[] = {SS_U8,  SS_I8,  SS_U16, SS_I16, SS_U32, SS_I32,
+                                      SS_U64, SS_I64, SS_F16, SS_F32, SS_F64, SS_BF16};
+
+/* ------------------------------------------------------------ the reference */
+
+typedef struct ref_out {
+    uint64_t steps;
+    unsigned char *data;
+    uint64_t data_bytes;
+    unsigned char *mask;
+    uint64_t mask_bytes;
+    int64_t lengths[512], offsets[513], perm[512];
+} ref_out;
+
+static uint64_t row_elements(const ss_field *f) {
+    uint64_t n = 1;
+    for (uint32_t k = 0; k < f->ndim; k++) n *= f->dims[k];
+    return n;
+}
+
+/* Written plainly: resolve each row, decide T, then place every step. */
+static void reference(const ss_store *s, const ss_collate_field *o, const ss_span *rows, size_t n,
+                      ref_out *r) {
+    int fi = ss_field_index(s, o->name);
+    CHECK(fi >= 0);
+    ss_field info;
+    CHECK_OK(ss_field_info(s, (uint32_t)fi, &info));
+    ss_dtype out = o->dtype ? o->dtype : info.dtype;
+    uint64_t E = row_elements(&info), esz = ss_dtype_size(out), orb = E * esz;
+    uint64_t irb = E * ss_dtype_size(info.dtype);
+    unsigned char pad[8];
+    CHECK_OK(ss_convert_rows(pad, out, &o->pad_value, SS_F64, 1, 1, NULL, NULL));
+    const unsigned char *src[512];
+    uint64_t len[512], longest = 0, total = 0;
+    for (size_t i = 0; i < n; i++) {
+        ss_view v;
+        CHECK_OK(ss_get(s, (uint32_t)fi, rows[i].example, &v));
+        uint64_t t0 = info.sequence ? rows[i].t0 : 0;
+        uint64_t t1 = !info.sequence ? 1 : rows[i].t1 == SS_SPAN_END ? v.length : rows[i].t1;
+        uint64_t L = t1 - t0;
+        src[i] = (const unsigned char *)v.data + t0 * irb;
+        if (info.sequence && o->fixed && L > o->fixed_length) {
+            if (o->truncate_left) src[i] += (L - o->fixed_length) * irb;
+            L = o->fixed_length;
+        }
+        len[i] = L;
+        if (L > longest) longest = L;
+        total += L;
+    }
+    if (!info.sequence) {
+        r->steps = 1;
+        r->data_bytes = n * orb;
+        r->data = malloc(r->data_bytes + 1);
+        r->mask_bytes = 0;
+        for (size_t i = 0; i < n; i++) {
+            CHECK_OK(ss_convert_rows(r->data + i * orb, out, src[i], info.dtype, 1, E, o->scale,
+                                     o->offset));
+            r->lengths[i] = 1;
+        }
+        return;
+    }
+    if (o->layout == SS_LAYOUT_PACKED) {
+        size_t order[512];
+        for (size_t i = 0; i < n; i++) order[i] = i;
+        if (o->sort_by_length) /* insertion sort: stable, descending */
+            for (size_t i = 1; i < n; i++)
+                for (size_t j = i; j > 0 && len[order[j]] > len[order[j - 1]]; j--) {
+                    size_t t = order[j];
+                    order[j] = order[j - 1];
+                    order[j - 1] = t;
+                }
+        r->steps = total;
+        r->data_bytes = total * orb;
+        r->data = malloc(r->data_bytes + 1);
+        r->mask_bytes = 0;
+        uint64_t at = 0;
+        for (size_t i = 0; i < n; i++) {
+            size_t k = order[i];
+            r->offsets[i] = (int64_t)at;
+            r->lengths[i] = (int64_t)len[k];
+            r->perm[i] = (int64_t)k;
+            for (uint64_t t = 0; t < len[k]; t++, at++)
+                CHECK_OK(ss_convert_rows(r->data + at * orb, out, src[k] + t * irb, info.dtype, 1,
+                                         E, o->scale, o->offset));
+        }
+        r->offsets[n] = (int64_t)at;
+        return;
+    }
+    uint64_t T = longest;
+    if (o->fixed) T = o->fixed_length;
+    else if (o->pad_to_multiple > 1) T = (T + o->pad_to_multiple - 1) / o->pad_to_multiple * o->pad_to_multiple;
+    r->steps = T;
+    r->data_bytes = n * T * orb;
+    r->data = malloc(r->data_bytes + 1);
+    uint64_t mes = o->mask == SS_MASK_U8 ? 1 : o->mask == SS_MASK_F32 ? 4 : 0;
+    r->mask_bytes = n * T * mes;
+    r->mask = malloc(r->mask_bytes + 1);
+    for (size_t i = 0; i < n; i++) {
+        r->lengths[i] = (int64_t)len[i];
+        uint64_t first = o->pad_left ? T - len[i] : 0;
+        for (uint64_t t = 0; t < T; t++) {
+            uint64_t pos = o->layout == SS_LAYOUT_TIME_MAJOR ? t * n + i : i * T + t;
+            int real = t >= first && t < first + len[i];
+            unsigned char *d = r->data + pos * orb;
+            if (real)
+                CHECK_OK(ss_convert_rows(d, out, src[i] + (t - first) * irb, info.dtype, 1, E,
+                                         o->scale, o->offset));
+            else
+                for (uint64_t e = 0; e < E; e++) memcpy(d + e * esz, pad, esz);
+            if (mes == 1) r->mask[pos] = (unsigned char)real;
+            if (mes == 4) {
+                float m = real ? 1.0f : 0.0f;
+                memcpy(r->mask + 4 * pos, &m, 4);
+            }
+        }
+    }
+}
+
+static void compare(const ss_collated *c, const ref_out *r, size_t n, const ss_collate_field *o,
+                    int sequence) {
+    CHECK_EQ_U64(c->batch, n);
+    CHECK_EQ_U64(c->steps, r->steps);
+    CHECK_EQ_U64(c->data_bytes, r->data_bytes);
+    CHECK(r->data_bytes == 0 || memcmp(c->data, r->data, r->data_bytes) == 0);
+    CHECK_EQ_U64(c->mask_bytes, r->mask_bytes);
+    if (r->mask_bytes) CHECK(c->mask && memcmp(c->mask, r->mask, r->mask_bytes) == 0);
+    else CHECK(c->mask == NULL);
+    for (size_t i = 0; i < n; i++) CHECK_EQ_U64(c->lengths[i], r->lengths[i]);
+    if (sequence && o->layout == SS_LAYOUT_PACKED) {
+        CHECK(c->offsets != NULL);
+        for (size_t i = 0; i <= n; i++) CHECK_EQ_U64(c->offsets[i], r->offsets[i]);
+        if (o->sort_by_length) {
+            CHECK(c->perm != NULL);
+            for (size_t i = 0; i < n; i++) CHECK_EQ_U64(c->perm[i], r->perm[i]);
+        } else {
+            CHECK(c->perm == NULL);
+        }
+    } else {
+        CHECK(c->offsets == NULL && c->perm == NULL);
+    }
+}
+
+/* ------------------------------------------------------------ random stores */
+
+typedef struct rstore {
+    ss_store *s;
+    ss_field fields[3];
+    uint64_t count;
+} rstore;
+
+static void make_random_store(rstore *rs, const char *name, uint64_t *rng) {
+    static const char *names[3] = {"x", "y", "label"};
+    memset(rs, 0, sizeof *rs);
+    for (int f = 0; f < 3; f++) {
+        ss_field *d = &rs->fields[f];
+        d->name = names[f];
+        d->dtype = all_dtypes[ss_test_rand(rng) % 12];
+        d->sequence = f < 2;
+        d->ndim = (uint32_t)(ss_test_rand(rng) % 3);
+        for (uint32_t k = 0; k < d->ndim; k++) d->dims[k] = 1 + ss_test_rand(rng) % (k ? 3 : 5);
+    }
+    ss_schema schema = {3, rs->fields};
+    ss_writer *w;
+    CHECK_OK(ss_writer_create(&w, ss_test_path(name), &schema, NULL));
+    rs->count = 20 + ss_test_rand(rng) % 20;
+    unsigned char *buf[3] = {0};
+    for (uint64_t e = 0; e < rs->count; e++) {
+        ss_value v[3];
+        for (int f = 0; f < 3; f++) {
+            uint64_t r = ss_test_rand(rng) % 100, len;
+            if (!rs->fields[f].sequence) len = 1;
+            else if (r < 8) len = 0;
+            else if (r < 12) len = 3000 + ss_test_rand(rng) % 3000; /* many tasks per row */
+            else len = 1 + ss_test_rand(rng) % 40;
+            uint64_t bytes = len * row_elements(&rs->fields[f]) * ss_dtype_size(rs->fields[f].dtype);
+            buf[f] = realloc(buf[f], bytes + 1);
+            for (uint64_t k = 0; k < bytes; k++) buf[f][k] = (unsigned char)ss_test_rand(rng);
+            v[f].data = buf[f];
+            v[f].length = len;
+        }
+        CHECK_OK(ss_writer_append(w, v));
+    }
+    for (int f = 0; f < 3; f++) free(buf[f]);
+    CHECK_OK(ss_writer_finish(w));
+    ss_writer_free(w);
+    CHECK_OK(ss_open(&rs->s, ss_test_path(name), 0));
+}
+
+static void random_field(ss_collate_field *o, const rstore *rs, int f, uint64_t *rng, double *sc,
+                         double *of) {
+    ss_collate_field d = SS_COLLATE_FIELD_INIT;
+    *o = d;
+    o->name = rs->fields[f].name;
+    o->dtype = ss_test_rand(rng) % 4 == 0 ? (ss_dtype)0 : all_dtypes[ss_test_rand(rng) % 12];
+    o->layout = (ss_layout)(ss_test_rand(rng) % 3);
+    o->pad_value = (double)((int)(ss_test_rand(rng) % 9) - 4) * 1.5;
+    o->pad_left = ss_test_rand(rng) % 2;
+    int packed = o->layout == SS_LAYOUT_PACKED;
+    o->pad_to_multiple = packed ? 0 : (uint64_t[]){0, 1, 3, 8}[ss_test_rand(rng) % 4];
+    o->fixed = ss_test_rand(rng) % 3 == 0;
+    o->fixed_length = 1 + ss_test_rand(rng) % 30;
+    o->truncate_left = ss_test_rand(rng) % 2;
+    o->mask = packed ? SS_MASK_NONE : (ss_mask_type)(ss_test_rand(rng) % 3);
+    o->sort_by_length = packed && ss_test_rand(rng) % 2;
+    uint64_t E = row_elements(&rs->fields[f]);
+    if (ss_test_rand(rng) % 3 == 0) {
+        for (uint64_t k = 0; k < E; k++) sc[k] = (double)(ss_test_rand(rng) % 200) / 64.0 - 1.0;
+        o->scale = sc;
+    }
+    if (ss_test_rand(rng) % 3 == 0) {
+        for (uint64_t k = 0; k < E; k++) of[k] = (double)(ss_test_rand(rng) % 200) / 8.0 - 10.0;
+        o->offset = of;
+    }
+}
+
+static void random_spans(const rstore *rs, ss_span *rows, size_t n, uint64_t *rng) {
+    for (size_t i = 0; i < n; i++) {
+        uint64_t e = ss_test_rand(rng) % rs->count;
+        rows[i].example = e;
+        rows[i].t0 = 0;
+        rows[i].t1 = SS_SPAN_END;
+        /* a window of both sequence fields (within the shorter) */
+        uint64_t L = ss_length(rs->s, 0, e), L2 = ss_length(rs->s, 1, e);
+        if (L2 < L) L = L2;
+        if (ss_test_rand(rng) % 2 && L > 0) {
+            uint64_t a = ss_test_rand(rng) % (L + 1), b = ss_test_rand(rng) % (L + 1);
+            rows[i].t0 = a < b ? a : b;
+            rows[i].t1 = a < b ? b : a;
+        }
+    }
+}
+
+static void test_random(void) {
+    uint64_t rng = 2024;
+    int cases = 0;
+    for (int st = 0; st < 6; st++) {
+        rstore rs;
+        char name[32];
+        snprintf(name, sizeof name, "rand%d.ss", st);
+        make_random_store(&rs, name, &rng);
+        for (int trial = 0; trial < 12; trial++) {
+            ss_collate_field fo[3];
+            double sc[3][16], of[3][16];
+            for (int f = 0; f < 3; f++) random_field(&fo[f], &rs, f, &rng, sc[f], of[f]);
+            size_t n = 1 + ss_test_rand(&rng) % 24;
+            ss_span rows[64];
+            random_spans(&rs, rows, n, &rng);
+            ref_out ref[3];
+            for (int f = 0; f < 3; f++) {
+                memset(&ref[f], 0, sizeof ref[f]);
+                reference(rs.s, &fo[f], rows, n, &ref[f]);
+            }
+            static const int threads[3] = {1, 2, 4};
+            for (int ti = 0; ti < 3; ti++) {
+                ss_collator_options opt = SS_COLLATOR_OPTIONS_INIT;
+                opt.threads = threads[ti];
+                opt.max_rows = trial % 2 ? 8 : 0;
+                opt.max_steps = trial % 2 ? 16 : 0;
+                ss_collator *c;
+                CHECK_OK(ss_collator_create(&c, rs.s, fo, 3, &opt));
+                ss_collated_batch b;
+                /* twice: the second run reuses the buffers; and a smaller batch in between */
+                for (int rep = 0; rep < 2; rep++) {
+                    CHECK_OK(ss_collator_collate(c, rows, n, &b));
+                    CHECK_EQ_U64(b.rows, n);
+                    CHECK_EQ_U64(b.nfields, 3);
+                    for (int f = 0; f < 3; f++)
+                        compare(&b.fields[f], &ref[f], n, &fo[f], rs.fields[f].sequence);
+                    CHECK_OK(ss_collator_collate(c, rows, 1, &b));
+                }
+                /* sizes and caller buffers */
+                ss_collate_sizes sz[3];
+                CHECK_OK(ss_collator_sizes(c, rows, n, sz));
+                ss_collate_buffers bufs[3];
+                memset(bufs, 0, sizeof bufs);
+                int64_t lens[3][64], offs[3][65], perm[3][64];
+                for (int f = 0; f < 3; f++) {
+                    CHECK_EQ_U64(sz[f].steps, ref[f].steps);
+                    CHECK_EQ_U64(sz[f].data_bytes, ref[f].data_bytes);
+                    CHECK_EQ_U64(sz[f].mask_bytes, ref[f].mask_bytes);
+                    bufs[f].data = malloc(sz[f].data_bytes + 1);
+                    bufs[f].data_bytes = sz[f].data_bytes;
+                    bufs[f].mask = malloc(sz[f].mask_bytes + 1);
+                    bufs[f].mask_bytes = sz[f].mask_bytes;
+                    bufs[f].lengths = lens[f];
+                    bufs[f].offsets = offs[f];
+                    bufs[f].perm = perm[f];
+                }
+                CHECK_OK(ss_collator_collate_into(c, rows, n, bufs, &b));
+                for (int f = 0; f < 3; f++) {
+                    CHECK(b.fields[f].data == bufs[f].data);
+                    CHECK(b.fields[f].lengths == lens[f]);
+                    compare(&b.fields[f], &ref[f], n, &fo[f], rs.fields[f].sequence);
+                    free(bufs[f].data);
+                    free(bufs[f].mask);
+                }
+                ss_collator_free(c);
+                cases++;
+            }
+            for (int f = 0; f < 3; f++) {
+                free(ref[f].data);
+                free(ref[f].mask);
+            }
+        }
+        ss_close(rs.s);
+    }
+    printf("random: %d cases\n", cases);
+}
+
+/* ------------------------------------------------------------ by hand */
+
+static ss_store *token_store(void) {
+    /* tokens (u16): [1 2 3] [4] [5 6]; label (i32): 7 8 9 */
+    static int made;
+    const char *path = ss_test_path(made++ ? "tok2.ss" : "tok.ss");
+    ss_field fields[2] = {{"tok", SS_U16, 1, 0, {0}}, {"label", SS_I32, 0, 0, {0}}};
+    ss_schema schema = {2, fields};
+    ss_writer *w;
+    CHECK_OK(ss_writer_create(&w, path, &schema, NULL));
+    uint16_t t[3][3] = {{1, 2, 3}, {4}, {5, 6}};
+    uint64_t len[3] = {3, 1, 2};
+    for (int i = 0; i < 3; i++) {
+        int32_t label = 7 + i;
+        ss_value v[2] = {{t[i], len[i]}, {&label, 1}};
+        CHECK_OK(ss_writer_append(w, v));
+    }
+    CHECK_OK(ss_writer_set_attr(w, "unused", SS_ATTR_TEXT, "x", 1));
+    CHECK_OK(ss_writer_finish(w));
+    ss_writer_free(w);
+    ss_store *s;
+    CHECK_OK(ss_open(&s, path, 0));
+    return s;
+}
+
+static const ss_collated *collate1(ss_store *s, ss_collate_field *o, const ss_span *rows,
+                                   size_t n, ss_collator **c) {
+    ss_collator_options opt = SS_COLLATOR_OPTIONS_INIT;
+    opt.threads = 2;
+    CHECK_OK(ss_collator_create(c, s, o, 1, &opt));
+    ss_collated_batch b;
+    CHECK_OK(ss_collator_collate(*c, rows, n, &b));
+    CHECK_EQ_U64(b.nfields, 1);
+    return &b.fields[0];
+}
+
+static void check_i64(const void *data, const int64_t *want, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        int64_t v;
+        memcpy(&v, (const unsigned char *)data + 8 * i, 8);
+        if (v != want[i]) fprintf(stderr, "element %zu: %lld, expected %lld\n", i, (long long)v,
+                                  (long long)want[i]);
+        CHECK(v == want[i]);
+    }
+}
+
+static void test_by_hand(void) {
+    ss_store *s = token_store();
+    ss_span all[3] = {{0, 0, SS_SPAN_END}, {1, 0, SS_SPAN_END}, {2, 0, SS_SPAN_END}};
+    ss_collator *c;
+    ss_collate_field o = SS_COLLATE_FIELD_INIT;
+    o.name = "tok";
+    o.dtype = SS_I64;
+    o.pad_value = -1;
+    o.mask = SS_MASK_U8;
+
+    const ss_collated *r = collate1(s, &o, all, 3, &c);
+    CHECK(r->ndim == 2 && r->shape[0] == 3 && r->shape[1] == 3 && r->dtype == SS_I64);
+    check_i64(r->data, (const int64_t[]){1, 2, 3, 4, -1, -1, 5, 6, -1}, 9);
+    CHECK(memcmp(r->mask, "\1\1\1\1\0\0\1\1\0", 9) == 0);
+    CHECK(r->lengths[0] == 3 && r->lengths[1] == 1 && r->lengths[2] == 2);
+    ss_collator_free(c);
+
+    o.pad_left = 1; /* left padding */
+    r = collate1(s, &o, all, 3, &c);
+    check_i64(r->data, (const int64_t[]){1, 2, 3, -1, -1, 4, -1, 5, 6}, 9);
+    CHECK(memcmp(r->mask, "\1\1\1\0\0\1\0\1\1", 9) == 0);
+    ss_collator_free(c);
+
+    o.pad_left = 0; /* time-major: [T][B] */
+    o.layout = SS_LAYOUT_TIME_MAJOR;
+    r = collate1(s, &o, all, 3, &c);
+    CHECK(r->shape[0] == 3 && r->shape[1] == 3);
+    check_i64(r->data, (const int64_t[]){1, 4, 5, 2, -1, 6, 3, -1, -1}, 9);
+    CHECK(memcmp(r->mask, "\1\1\1\1\0\1\1\0\0", 9) == 0);
+    ss_collator_free(c);
+
+    o.layout = SS_LAYOUT_BATCH_MAJOR; /* pad to a multiple of 4 */
+    o.pad_to_multiple = 4;
+    o.mask = SS_MASK_F32;
+    r = collate1(s, &o, all, 3, &c);
+    CHECK(r->steps == 4);
+    check_i64(r->data, (const int64_t[]){1, 2, 3, -1, 4, -1, -1, -1, 5, 6, -1, -1}, 12);
+    const float *fm = r->mask;
+    CHECK(fm[0] == 1.0f && fm[3] == 0.0f && fm[4] == 1.0f && fm[5] == 0.0f && fm[9] == 1.0f);
+    ss_collator_free(c);
+
+    o.pad_to_multiple = 0; /* fixed length 2: truncate and pad */
+    o.mask = SS_MASK_NONE;
+    o.fixed = 1;
+    o.fixed_length = 2;
+    r = collate1(s, &o, all, 3, &c);
+    check_i64(r->data, (const int64_t[]){1, 2, 4, -1, 5, 6}, 6);
+    CHECK(r->lengths[0] == 2 && r->mask == NULL);
+    ss_collator_free(c);
+    o.truncate_left = 1;
+    r = collate1(s, &o, all, 3, &c);
+    check_i64(r->data, (const int64_t[]){2, 3, 4, -1, 5, 6}, 6);
+    ss_collator_free(c);
+
+    /* packed, sorted by descending length, with the permutation */
+    ss_collate_field p = SS_COLLATE_FIELD_INIT;
+    p.name = "tok";
+    p.dtype = SS_I64;
+    p.layout = SS_LAYOUT_PACKED;
+    p.sort_by_length = 1;
+    ss_span rev[3] = {{1, 0, SS_SPAN_END}, {2, 0, SS_SPAN_END}, {0, 0, SS_SPAN_END}};
+    r = collate1(s, &p, rev, 3, &c);
+    CHECK(r->ndim == 1 && r->shape[0] == 6);
+    check_i64(r->data, (const int64_t[]){1, 2, 3, 5, 6, 4}, 6);
+    check_i64(r->offsets, (const int64_t[]){0, 3, 5, 6}, 4);
+    check_i64(r->perm, (const int64_t[]){2, 1, 0}, 3);
+    check_i64(r->lengths, (const int64_t[]){3, 2, 1}, 3);
+    ss_collator_free(c);
+    p.sort_by_length = 0; /* packed in row order, spans as windows */
+    ss_span win[2] = {{0, 1, 3}, {2, 0, 1}};
+    r = collate1(s, &p, win, 2, &c);
+    check_i64(r->data, (const int64_t[]){2, 3, 5}, 3);
+    check_i64(r->offsets, (const int64_t[]){0, 2, 3}, 3);
+    CHECK(r->perm == NULL);
+    ss_collator_free(c);
+
+    /* the label field collates to [B] */
+    ss_collate_field l = SS_COLLATE_FIELD_INIT;
+    l.name = "label";
+    l.dtype = SS_I64;
+    r = collate1(s, &l, rev, 3, &c);
+    CHECK(r->ndim == 1 && r->shape[0] == 3 && !r->sequence);
+    check_i64(r->data, (const int64_t[]){8, 9, 7}, 3);
+    ss_collator_free(c);
+
+    /* all fields with defaults: stored dtypes, batch-major, pad 0 */
+    CHECK_OK(ss_collator_create(&c, s, NULL, 0, NULL));
+    ss_collated_batch b;
+    CHECK_OK(ss_collator_collate(c, all, 3, &b));
+    CHECK(b.nfields == 2 && b.fields[0].dtype == SS_U16 && b.fields[1].dtype == SS_I32);
+    const uint16_t *tk = b.fields[0].data;
+    CHECK(tk[0] == 1 && tk[3] == 4 && tk[4] == 0 && tk[8] == 0 && tk[7] == 6);
+    const int32_t *lb = b.fields[1].data;
+    CHECK(lb[0] == 7 && lb[1] == 8 && lb[2] == 9);
+    ss_collator_free(c);
+    ss_close(s);
+}
+
+/* EEG-like: i16 x 3 channels with gains from a store attribute, f32 output. */
+static void test_gain_attr(void) {
+    ss_field fields[1] = {{"eeg", SS_I16, 1, 1, {3}}};
+    ss_schema schema = {1, fields};
+    ss_writer *w;
+    CHECK_OK(ss_writer_create(&w, ss_test_path("eeg.ss"), &schema, NULL));
+    int16_t d[2][3] = {{10, -20, 30}, {-1, 2, 4}};
+    ss_value v = {d, 2};
+    CHECK_OK(ss_writer_append(w, &v));
+    double gain[3] = {0.5, 2.0, -1.0}, off[3] = {0, 1, 100};
+    float gainf[2] = {1, 2};
+    CHECK_OK(ss_writer_set_attr(w, "eeg.gain", SS_F64, gain, sizeof gain));
+    CHECK_OK(ss_writer_set_attr(w, "eeg.offset", SS_F64, off, sizeof off));
+    CHECK_OK(ss_writer_set_attr(w, "short", SS_F32, gainf, sizeof gainf));
+    CHECK_OK(ss_writer_finish(w));
+    ss_writer_free(w);
+    ss_store *s;
+    CHECK_OK(ss_open(&s, ss_test_path("eeg.ss"), 0));
+    ss_collate_field o = SS_COLLATE_FIELD_INIT;
+    o.name = "eeg";
+    o.dtype = SS_F32;
+    o.scale_attr = "eeg.gain";
+    o.offset_attr = "eeg.offset";
+    o.fixed = 1;
+    o.fixed_length = 3;
+    o.pad_value = NAN;
+    ss_collator *c;
+    ss_span sp = {0, 0, SS_SPAN_END};
+    const ss_collated *r = collate1(s, &o, &sp, 1, &c);
+    const float *x = r->data;
+    CHECK(r->ndim == 3 && r->shape[0] == 1 && r->shape[1] == 3 && r->shape[2] == 3);
+    const float want[6] = {5, -39, 70, -0.5f, 5, 96};
+    for (int i = 0; i < 6; i++) CHECK(x[i] == want[i]);
+    for (int i = 6; i < 9; i++) CHECK(isnan(x[i]));
+    ss_collator_free(c);
+    /* an attribute of the wrong size is refused with its name */
+    o.offset_attr = NULL;
+    o.scale_attr = "short";
+    CHECK_RC(ss_collator_create(&c, s, &o, 1, NULL), SS_EINVAL);
+    CHECK(c == NULL && strstr(ss_error_message(), "short") != NULL);
+    o.scale_attr = "missing";
+    CHECK_RC(ss_collator_create(&c, s, &o, 1, NULL), SS_ENOTFOUND);
+    CHECK(strstr(ss_error_message(), "missing") != NULL);
+    ss_close(s);
+}
+
+static void test_errors(void) {
+    ss_store *s = token_store();
+    ss_collator *c = (ss_collator *)1;
+    ss_collate_field o = SS_COLLATE_FIELD_INIT;
+    o.name = "nope";
+    CHECK_RC(ss_collator_create(&c, s, &o, 1, NULL), SS_ENOTFOUND);
+    CHECK(c == NULL && strstr(ss_error_message(), "nope") != NULL);
+    o.name = "tok";
+    o.dtype = (ss_dtype)77;
+    CHECK_RC(ss_collator_create(&c, s, &o, 1, NULL), SS_EINVAL);
+    CHECK(strstr(ss_error_message(), "dtype") != NULL && strstr(ss_error_message(), "tok"));
+    o.dtype = 0;
+    o.fixed = 1;
+    o.fixed_length = 0;
+    CHECK_RC(ss_collator_create(&c, s, &o, 1, NULL), SS_EINVAL);
+    CHECK(strstr(ss_error_message(), "fixed_length") != NULL);
+    o.fixed = 0;
+    o.layout = SS_LAYOUT_PACKED;
+    o.mask = SS_MASK_U8;
+    CHECK_RC(ss_collator_create(&c, s, &o, 1, NULL), SS_EINVAL);
+    CHECK(strstr(ss_error_message(), "mask") != NULL);
+    o.mask = SS_MASK_NONE;
+    o.pad_to_multiple = 8;
+    CHECK_RC(ss_collator_create(&c, s, &o, 1, NULL), SS_EINVAL);
+    o.pad_to_multiple = 0;
+    o.layout = (ss_layout)9;
+    CHECK_RC(ss_collator_create(&c, s, &o, 1, NULL), SS_EINVAL);
+    o.layout = SS_LAYOUT_BATCH_MAJOR;
+    o.sort_by_length = 1;
+    CHECK_RC(ss_collator_create(&c, s, &o, 1, NULL), SS_EINVAL);
+    o.sort_by_length = 0;
+    o.version = 99;
+    CHECK_RC(ss_collator_create(&c, s, &o, 1, NULL), SS_EINVAL);
+    o.version = SS_COLLATE_FIELD_VERSION;
+    ss_collator_options opt = SS_COLLATOR_OPTIONS_INIT;
+    opt.threads = -1;
+    CHECK_RC(ss_collator_create(&c, s, &o, 1, &opt), SS_EINVAL);
+
+    CHECK_OK(ss_collator_create(&c, s, &o, 1, NULL));
+    ss_collated_batch b;
+    ss_span bad[1] = {{5, 0, SS_SPAN_END}};
+    CHECK_RC(ss_collator_collate(c, bad, 1, &b), SS_ERANGE);
+    CHECK(strstr(ss_error_message(), "tok") != NULL);
+    ss_span bad2[1] = {{0, 2, 5}};
+    CHECK_RC(ss_collator_collate(c, bad2, 1, &b), SS_ERANGE);
+    CHECK(strstr(ss_error_message(), "[2, 5)") != NULL);
+    ss_span bad3[1] = {{0, 2, 1}};
+    CHECK_RC(ss_collator_collate(c, bad3, 1, &b), SS_ERANGE);
+    CHECK_RC(ss_collator_collate(c, bad3, 0, &b), SS_EINVAL);
+    ss_span ok[2] = {{0, 0, SS_SPAN_END}, {1, 0, SS_SPAN_END}};
+    unsigned char small[4];
+    ss_collate_buffers buf = {small, sizeof small, NULL, 0, NULL, NULL, NULL};
+    CHECK_RC(ss_collator_collate_into(c, ok, 2, &buf, &b), SS_EINVAL);
+    CHECK(strstr(ss_error_message(), "needs 12") != NULL);
+    CHECK_OK(ss_collator_collate(c, ok, 2, &b)); /* usable after errors */
+    CHECK_EQ_U64(b.fields[0].steps, 3);
+    ss_collator_free(c);
+    ss_collator_free(NULL);
+    ss_close(s);
+}
+
+int main(void) {
+    test_by_hand();
+    test_gain_attr();
+    test_errors();
+    test_random();
+    printf("test_collate: ok\n");
+    return 0;
+}

@@ -1,0 +1,329 @@
+/* test_convert_text.c - the pieces of the text converters: strict UTF-8
+ * decoding, vocabularies, and the block-parallel text engine (whose output
+ * must not depend on how the input is cut into blocks). */
+#include "../fuzz/text_harness.h"
+#include "testutil.h"
+
+/* ------------------------------------------------------------------ UTF-8 */
+
+/* A plain reference decoder: tries every length and checks the rules one by one. */
+static int naive_decode(const uint8_t *s, size_t n, uint32_t *out, size_t *nout, size_t *bad)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < n;) {
+        uint8_t b = s[i];
+        size_t len = b < 0x80 ? 1 : (b >> 5) == 6 ? 2 : (b >> 4) == 14 ? 3 : (b >> 3) == 30 ? 4 : 0;
+        uint32_t cp = len == 1 ? b : len == 2 ? (b & 31u) : len == 3 ? (b & 15u) : (b & 7u);
+        int ok = len > 0 && i + len <= n;
+        for (size_t j = 1; ok && j < len; j++) {
+            if ((s[i + j] & 0xC0) != 0x80) ok = 0;
+            cp = cp << 6 | (s[i + j] & 63u);
+        }
+        static const uint32_t min_of_len[5] = {0, 0, 0x80, 0x800, 0x10000};
+        if (ok && (cp < min_of_len[len] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)))
+            ok = 0;
+        if (!ok) {
+            *nout = k;
+            *bad = i;
+            return -1;
+        }
+        out[k++] = cp;
+        i += len;
+    }
+    *nout = k;
+    return 0;
+}
+
+static void test_utf8_vectors(void)
+{
+    static const struct {
+        const char *s;
+        int ok;
+        size_t bad;
+    } v[] = {
+        {"plain ascii", 1, 0},
+        {"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80", 1, 0},
+        {"\xc0\xaf", 0, 0},             /* overlong '/' */
+        {"ab\xe0\x80\xaf", 0, 2},       /* overlong, 3 bytes */
+        {"\xed\xa0\x80", 0, 0},         /* surrogate U+D800 */
+        {"x\xf4\x90\x80\x80", 0, 1},    /* U+110000 */
+        {"\xf0\x9f\x98", 0, 0},         /* truncated */
+        {"abc\x80", 0, 3},              /* stray continuation */
+        {"\xef\xbf\xbf\xf4\x8f\xbf\xbf", 1, 0}, /* U+FFFF, U+10FFFF */
+        {"12345678\xff", 0, 8},         /* after the ASCII fast path */
+    };
+    for (size_t k = 0; k < sizeof v / sizeof v[0]; k++) {
+        uint32_t out[64];
+        size_t n = 0, bad = 99, len = strlen(v[k].s);
+        int rc = ss_utf8_decode(out, &n, &bad, (const uint8_t *)v[k].s, len);
+        CHECK((rc == 0) == v[k].ok);
+        if (!v[k].ok) CHECK_EQ_U64(bad, v[k].bad);
+        /* round trip through the encoder */
+        if (v[k].ok) {
+            char buf[256];
+            size_t m = 0;
+            for (size_t i = 0; i < n; i++) m += ss_utf8_encode(buf + m, out[i]);
+            CHECK(m == len && !memcmp(buf, v[k].s, len));
+        }
+    }
+    char b[4];
+    CHECK_EQ_U64(ss_utf8_encode(b, 0xD800), 0);
+    CHECK_EQ_U64(ss_utf8_encode(b, 0x110000), 0);
+}
+
+/* Random byte strings, biased towards almost-valid UTF-8, against the naive decoder. */
+static void test_utf8_random(void)
+{
+    uint64_t rng = 1;
+    uint8_t s[80];
+    uint32_t a[80], b[80];
+    for (int round = 0; round < 200000; round++) {
+        size_t n = ss_test_rand(&rng) % 24;
+        for (size_t i = 0; i < n; i++) {
+            uint64_t r = ss_test_rand(&rng);
+            static const uint8_t interesting[] = {0x80, 0xBF, 0xC0, 0xC1, 0xC2, 0xDF, 0xE0,
+                                                  0xED, 0xEF, 0xF0, 0xF4, 0xF5, 0xFF, 0x9F,
+                                                  0xA0, 0x8F, 0x90, 'a'};
+            s[i] = r % 3 ? interesting[(r >> 8) % sizeof interesting] : (uint8_t)(r >> 16);
+        }
+        size_t na = 0, nb = 0, ba = 0, bb = 0;
+        int ra = ss_utf8_decode(a, &na, &ba, s, n), rb = naive_decode(s, n, b, &nb, &bb);
+        CHECK(ra == rb);
+        CHECK_EQ_U64(na, nb);
+        if (ra) CHECK_EQ_U64(ba, bb);
+        CHECK(!memcmp(a, b, na * sizeof *a));
+    }
+}
+
+/* ------------------------------------------------------------ vocabularies */
+
+typedef struct wc {
+    char w[8];
+    uint64_t n;
+} wc;
+
+static int wc_cmp(const void *pa, const void *pb)
+{
+    const wc *a = pa, *b = pb;
+    if (a->n != b->n) return a->n > b->n ? -1 : 1;
+    return strcmp(a->w, b->w);
+}
+
+static void test_vocab(void)
+{
+    uint64_t rng = 5;
+    for (int round = 0; round < 20; round++) {
+        /* random words over a small alphabet, counted naively */
+        enum { N = 3000 };
+        static char words[N][8];
+        wc counts[N];
+        size_t nc = 0;
+        ss_vocab *v = NULL, *built = NULL;
+        CHECK(ss_vocab_new(&v) == 0);
+        for (int i = 0; i < N; i++) {
+            int len = 1 + (int)(ss_test_rand(&rng) % 3);
+            for (int k = 0; k < len; k++) words[i][k] = (char)('a' + ss_test_rand(&rng) % 5);
+            words[i][len] = 0;
+            if (i % 500 == 0) strcpy(words[i], "<unk>"); /* a reserved token in the text */
+            CHECK(ss_vocab_count(v, (const uint8_t *)words[i], strlen(words[i]), 1) == 0);
+            size_t j = 0;
+            while (j < nc && strcmp(counts[j].w, words[i])) j++;
+            if (j == nc) {
+                strcpy(counts[nc].w, words[i]);
+                counts[nc++].n = 0;
+            }
+            counts[j].n++;
+        }
+        uint64_t min_count = 1 + round % 4, max_size = round % 2 ? 4 + ss_test_rand(&rng) % 60 : 0;
+        CHECK(ss_vocab_build(&built, v, min_count, max_size) == 0);
+        qsort(counts, nc, sizeof *counts, wc_cmp);
+        static const char *sp[] = {"<pad>", "<unk>", "<bos>", "<eos>"};
+        uint64_t id = 0;
+        size_t len;
+        for (; id < 4; id++) {
+            const uint8_t *t = ss_vocab_token(built, id, &len);
+            CHECK(t && len == strlen(sp[id]) && !memcmp(t, sp[id], len));
+        }
+        for (size_t j = 0; j < nc; j++) {
+            if (counts[j].n < min_count || !strcmp(counts[j].w, "<unk>")) continue;
+            if (max_size && id == max_size) break;
+            const uint8_t *t = ss_vocab_token(built, id, &len);
+            CHECK(t && len == strlen(counts[j].w) && !memcmp(t, counts[j].w, len));
+            CHECK(ss_vocab_lookup(built, t, len) == (int64_t)id);
+            id++;
+        }
+        CHECK_EQ_U64(ss_vocab_size(built), id);
+        /* text round trip */
+        size_t tn;
+        char *text = ss_vocab_text(built, &tn);
+        ss_vocab *again = NULL;
+        char err[128];
+        CHECK(ss_vocab_parse(&again, text, tn, err, sizeof err) == 0);
+        CHECK_EQ_U64(ss_vocab_size(again), ss_vocab_size(built));
+        for (uint64_t i = 0; i < ss_vocab_size(built); i++) {
+            size_t l1, l2;
+            const uint8_t *t1 = ss_vocab_token(built, i, &l1), *t2 = ss_vocab_token(again, i, &l2);
+            CHECK(l1 == l2 && !memcmp(t1, t2, l1));
+        }
+        free(text);
+        ss_vocab_free(again);
+        ss_vocab_free(built);
+        ss_vocab_free(v);
+    }
+    /* parse errors name the line */
+    ss_vocab *v = NULL;
+    char err[128];
+    CHECK(ss_vocab_parse(&v, "a\nb\na\n", 6, err, sizeof err) == -1 && !v);
+    CHECK(strstr(err, "line 3: duplicate token 'a'"));
+    CHECK(ss_vocab_parse(&v, "a\n\nb", 4, err, sizeof err) == -1);
+    CHECK(strstr(err, "line 2: empty token"));
+    CHECK(ss_vocab_parse(&v, "a b\n", 4, err, sizeof err) == -1);
+    CHECK(strstr(err, "line 1: token contains whitespace"));
+    CHECK(ss_vocab_parse(&v, "x\r\ny", 4, err, sizeof err) == 0);
+    CHECK_EQ_U64(ss_vocab_size(v), 2);
+    CHECK(ss_vocab_lookup(v, (const uint8_t *)"x", 1) == 0);
+    ss_vocab_free(v);
+}
+
+/* ------------------------------------------------------------ the engine */
+
+static size_t random_text(uint64_t *rng, uint8_t *buf, size_t max)
+{
+    static const char *pieces[] = {"a", "bb", " ", "\n", "\n\n", "%\n", "\t", "12", "99999",
+                                   "\xc3\xa9", "\xff", "\r\n", "word", "7 8", "x"};
+    size_t n = 0;
+    while (n + 8 < max) {
+        uint64_t r = ss_test_rand(rng);
+        if (r % 50 == 0) break;
+        const char *p = pieces[(r >> 8) % (sizeof pieces / sizeof *pieces)];
+        memcpy(buf + n, p, strlen(p));
+        n += strlen(p);
+    }
+    return n;
+}
+
+static void setup_job(tx_job *j, tx_input *in, int kind, int mode, int flags, const ss_vocab *v)
+{
+    memset(j, 0, sizeof *j);
+    j->nsides = 1;
+    j->field[0] = "tokens";
+    j->mode = mode;
+    j->sep = "%";
+    j->seplen = 1;
+    j->skip_empty = flags & 1;
+    j->tok[0].kind = kind;
+    j->tok[0].bos_on = (flags >> 1) & 1;
+    j->tok[0].eos_on = (flags >> 2) & 1;
+    j->tok[0].vocab_size = kind == TX_IDS && (flags & 8) ? 100 : 0;
+    if (kind == TX_IDS && !j->tok[0].vocab_size) j->tok[0].bos_on = j->tok[0].eos_on = 0;
+    j->tok[0].vocab = v;
+    j->inputs = in;
+    j->ninputs = 2;
+    CHECK(tx_prepare_tokens(NULL, &j->tok[0], "tokens") == 0);
+}
+
+/* Whatever the block size, the same examples, lines and errors. */
+static void test_block_invariance(void)
+{
+    uint64_t rng = 9;
+    static uint8_t data[2][6000];
+    ss_vocab *counts = NULL, *vocab = NULL;
+    CHECK(ss_vocab_new(&counts) == 0);
+    CHECK(ss_vocab_count(counts, (const uint8_t *)"word", 4, 3) == 0);
+    CHECK(ss_vocab_count(counts, (const uint8_t *)"bb", 2, 1) == 0);
+    CHECK(ss_vocab_build(&vocab, counts, 1, 0) == 0);
+    for (int round = 0; round < 400; round++) {
+        tx_input in[2];
+        memset(in, 0, sizeof in);
+        for (int f = 0; f < 2; f++) {
+            in[f].data = data[f];
+            in[f].size = random_text(&rng, data[f], sizeof data[f]);
+            in[f].ok = 1;
+            in[f].path = f ? "b" : "a";
+        }
+        tx_job j;
+        int kind = round % 4, mode = (round / 4) % 3, flags = (int)(ss_test_rand(&rng) % 16);
+        setup_job(&j, in, kind, mode, flags, vocab);
+        harness_out whole = {0}, cut = {0};
+        CHECK(harness_run(&j, SIZE_MAX / 4, &whole) == 0);
+        size_t bs = 1 + ss_test_rand(&rng) % 200;
+        CHECK(harness_run(&j, bs, &cut) == 0);
+        CHECK(whole.n == cut.n && (whole.n == 0 || !memcmp(whole.buf, cut.buf, whole.n)));
+        /* bytes, one per line: exactly the lines, read the plain way */
+        if (kind == TX_BYTES && mode == TX_LINES && !(flags & 7)) {
+            size_t off = 0;
+            for (int f = 0; f < 2; f++) {
+                uint64_t line = 0;
+                for (size_t a = 0; a < in[f].size;) {
+                    size_t e = a;
+                    while (e < in[f].size && in[f].data[e] != '\n') e++;
+                    uint64_t got_line, got_len;
+                    memcpy(&got_line, whole.buf + off, 8);
+                    memcpy(&got_len, whole.buf + off + 8, 8);
+                    CHECK_EQ_U64(got_line, ++line);
+                    CHECK_EQ_U64(got_len, e - a);
+                    CHECK(!memcmp(whole.buf + off + 16, in[f].data + a, e - a));
+                    off += 16 + (e - a);
+                    a = e + 1;
+                }
+            }
+            CHECK_EQ_U64(off, whole.n);
+        }
+        free(whole.buf);
+        free(cut.buf);
+        free(j.blocks);
+    }
+    ss_vocab_free(vocab);
+    ss_vocab_free(counts);
+}
+
+/* Word tokens and ids against values worked out by hand. */
+static void test_tokens_by_hand(void)
+{
+    const char *text = "word bb zz\n\n%\n12 7\t99\nword\n%\n";
+    tx_input in[2];
+    memset(in, 0, sizeof in);
+    in[0].data = (const uint8_t *)text;
+    in[0].size = strlen(text);
+    in[0].ok = 1;
+    ss_vocab *counts = NULL, *vocab = NULL;
+    CHECK(ss_vocab_new(&counts) == 0);
+    CHECK(ss_vocab_count(counts, (const uint8_t *)"word", 4, 3) == 0);
+    CHECK(ss_vocab_count(counts, (const uint8_t *)"bb", 2, 1) == 0);
+    CHECK(ss_vocab_build(&vocab, counts, 1, 0) == 0); /* word=4 bb=5 */
+    tx_job j;
+    setup_job(&j, in, TX_WORDS, TX_DOCS_SEP, 2 | 4, vocab);
+    j.ninputs = 1;
+    harness_out o = {0};
+    CHECK(harness_run(&j, 5, &o) == 0);
+    CHECK(j.tok[0].dtype == SS_U8);
+    /* doc 1 (line 1): <bos> word bb <unk> <eos>; doc 2 (line 4): <bos> <unk> x3, word <eos> */
+    static const uint8_t want[] = {1, 0, 0, 0, 0, 0, 0, 0, 5, 0, 0, 0, 0, 0, 0, 0, 2, 4, 5, 1, 3,
+                                   4, 0, 0, 0, 0, 0, 0, 0, 6, 0, 0, 0, 0, 0, 0, 0, 2, 1, 1, 1, 4, 3};
+    CHECK(o.n == sizeof want && !memcmp(o.buf, want, sizeof want));
+    free(j.blocks);
+
+    /* ids with a vocabulary size: a bad record names the byte offset */
+    setup_job(&j, in, TX_IDS, TX_LINES, 8 | 1, NULL);
+    j.ninputs = 1;
+    j.tok[0].vocab_size = 50;
+    CHECK(harness_run(&j, 3, &o) == 0);
+    CHECK(memmem(o.buf, o.n, "'word' is not a token id (byte offset 0)", 40));
+    CHECK(memmem(o.buf, o.n, "token id 99 is out of range: --vocab-size is 50 (byte offset 19)",
+                 64));
+    free(j.blocks);
+    free(o.buf);
+    ss_vocab_free(vocab);
+    ss_vocab_free(counts);
+}
+
+int main(void)
+{
+    test_utf8_vectors();
+    test_utf8_random();
+    test_vocab();
+    test_tokens_by_hand();
+    test_block_invariance();
+    printf("test_convert_text: ok\n");
+    return 0;
+}

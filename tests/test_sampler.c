@@ -1,0 +1,479 @@
+/* test_sampler.c - samplers: orders against naive models, sharding covers and
+ * is disjoint, elastic determinism of global steps, resume equals
+ * uninterrupted, replacement/weighted distributions, block shuffle, errors. */
+#include "testutil.h"
+#include "rng.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int cmp_u64(const void *a, const void *b) {
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Drain one epoch of `s` into out (cap entries); returns the count. */
+static uint64_t drain(ss_sampler *s, uint64_t *out, uint64_t cap) {
+    uint64_t k = 0;
+    size_t n;
+    do {
+        size_t want = (size_t)(cap - k < 7 ? cap - k : 7); /* odd chunk size on purpose */
+        CHECK_OK(ss_sampler_next(s, out + k, want, &n));
+        k += n;
+    } while (n && k < cap);
+    return k;
+}
+
+static void test_sequential_and_golden(void) {
+    ss_selection *sel;
+    CHECK_OK(ss_selection_parse(&sel, "2:5,8:10", 12));
+    ss_sampler *s;
+    CHECK_OK(ss_sampler_create(&s, sel, NULL));
+    uint64_t got[16];
+    CHECK_EQ_U64(drain(s, got, 16), 5);
+    uint64_t want[5] = {2, 3, 4, 8, 9};
+    CHECK(memcmp(got, want, sizeof want) == 0);
+    size_t n = 99;
+    CHECK_OK(ss_sampler_next(s, got, 4, &n)); /* end of epoch stays at end */
+    CHECK_EQ_U64(n, 0);
+    CHECK_OK(ss_sampler_set_epoch(s, 1));
+    CHECK_EQ_U64(drain(s, got, 16), 5);
+    ss_sampler_free(s);
+    ss_selection_free(sel);
+
+    /* Shuffle against a naive Fisher-Yates on the documented streams; and
+     * golden values so that a change of the RNG (which would change every
+     * user's shuffles) cannot go unnoticed. */
+    CHECK_OK(ss_selection_all(&sel, 10));
+    ss_sampler_options o = SS_SAMPLER_OPTIONS_INIT;
+    o.kind = SS_SAMPLE_SHUFFLE;
+    o.seed = 42;
+    CHECK_OK(ss_sampler_create(&s, sel, &o));
+    for (uint64_t epoch = 0; epoch < 3; epoch++) {
+        CHECK_OK(ss_sampler_set_epoch(s, epoch));
+        CHECK_EQ_U64(drain(s, got, 16), 10);
+        uint64_t naive[10];
+        for (int i = 0; i < 10; i++) naive[i] = (uint64_t)i;
+        ss_rng r;
+        ss_rng_seed(&r, ss_rng_hash(42, epoch, 0), 0x73687566ull);
+        for (uint64_t i = 10; i > 1; i--) {
+            uint64_t j = ss_rng_below(&r, i), t = naive[i - 1];
+            naive[i - 1] = naive[j];
+            naive[j] = t;
+        }
+        CHECK(memcmp(got, naive, sizeof naive) == 0);
+        if (epoch == 0) {
+            const uint64_t golden[10] = {6, 4, 2, 1, 0, 5, 7, 9, 3, 8};
+            CHECK(memcmp(got, golden, sizeof golden) == 0);
+        }
+    }
+    ss_sampler_free(s);
+    ss_selection_free(sel);
+    /* The RNG itself: fixed outputs. */
+    ss_rng r;
+    ss_rng_seed(&r, 1, 2);
+    CHECK_EQ_U64(ss_rng_next(&r), 7845269240308913525ull);
+    CHECK_EQ_U64(ss_rng_hash(1, 2, 3), 11741251387263009449ull);
+}
+
+/* Run every (rank, worker) consumer for one epoch and return the global
+ * steps: step k holds B store indices (sorted). steps_out[k*B ..]. */
+static uint64_t run_consumers(const ss_selection *sel, ss_sampler_options o, uint64_t global_b,
+                              uint64_t epoch, uint64_t *steps_out, uint64_t cap_steps) {
+    uint64_t R = o.world_size, W = o.num_workers, b = global_b / R;
+    o.batch_size = b;
+    uint64_t nsteps = 0;
+    uint64_t *filled = calloc(cap_steps, sizeof *filled);
+    uint64_t *buf = malloc(b * sizeof *buf);
+    for (uint32_t r = 0; r < R; r++) {
+        uint64_t rank_batches = 0;
+        for (uint32_t w = 0; w < W; w++) {
+            o.rank = r;
+            o.worker = w;
+            ss_sampler *s;
+            CHECK_OK(ss_sampler_create(&s, sel, &o));
+            CHECK_OK(ss_sampler_set_epoch(s, epoch));
+            nsteps = ss_sampler_steps_per_epoch(s);
+            CHECK(nsteps <= cap_steps);
+            CHECK_EQ_U64(ss_sampler_epoch_length(s) % b, 0);
+            for (uint64_t kk = 0;; kk++) {
+                size_t n;
+                CHECK_OK(ss_sampler_next(s, buf, (size_t)b, &n));
+                if (n == 0) break;
+                CHECK_EQ_U64(n, b); /* whole batches only */
+                uint64_t k = kk * W + w;
+                CHECK(k < nsteps);
+                for (uint64_t j = 0; j < b; j++) steps_out[k * global_b + filled[k]++] = buf[j];
+                rank_batches++;
+            }
+            ss_sampler_free(s);
+        }
+        CHECK_EQ_U64(rank_batches, nsteps); /* every rank: the same number of batches */
+    }
+    for (uint64_t k = 0; k < nsteps; k++) {
+        CHECK_EQ_U64(filled[k], global_b);
+        qsort(steps_out + k * global_b, (size_t)global_b, sizeof(uint64_t), cmp_u64);
+    }
+    free(filled);
+    free(buf);
+    return nsteps;
+}
+
+/* The documented interleaving, by hand: N = 12, R = 2, b = 3, W = 2.
+ * Step k = positions [6k, 6k+6); rank r takes 6k + r + 2j; worker k mod 2. */
+static void test_interleave_hand(void) {
+    ss_selection *sel;
+    CHECK_OK(ss_selection_all(&sel, 12));
+    const uint64_t want[2][2][3] = {{{0, 2, 4}, {6, 8, 10}}, {{1, 3, 5}, {7, 9, 11}}};
+    for (uint32_t r = 0; r < 2; r++) {
+        for (uint32_t w = 0; w < 2; w++) {
+            ss_sampler_options o = SS_SAMPLER_OPTIONS_INIT;
+            o.world_size = 2;
+            o.rank = r;
+            o.num_workers = 2;
+            o.worker = w;
+            o.batch_size = 3;
+            ss_sampler *s;
+            CHECK_OK(ss_sampler_create(&s, sel, &o));
+            CHECK_EQ_U64(ss_sampler_steps_per_epoch(s), 2);
+            CHECK_EQ_U64(ss_sampler_epoch_length(s), 3);
+            uint64_t got[8];
+            CHECK_EQ_U64(drain(s, got, 8), 3);
+            for (int j = 0; j < 3; j++) CHECK_EQ_U64(got[j], want[r][w][j]);
+            ss_sampler_free(s);
+        }
+    }
+    /* Padding: N = 12, R = 1, b = 5: 3 steps, positions 12..14 repeat 0..2. */
+    ss_sampler_options o = SS_SAMPLER_OPTIONS_INIT;
+    o.batch_size = 5;
+    ss_sampler *s;
+    CHECK_OK(ss_sampler_create(&s, sel, &o));
+    uint64_t got[16];
+    CHECK_EQ_U64(drain(s, got, 16), 15);
+    CHECK(got[12] == 0 && got[13] == 1 && got[14] == 2);
+    ss_sampler_free(s);
+    o.drop_last = 1;
+    CHECK_OK(ss_sampler_create(&s, sel, &o));
+    CHECK_EQ_U64(drain(s, got, 16), 10);
+    ss_sampler_free(s);
+    ss_selection_free(sel);
+}
+
+static void test_sharding_elastic(void) {
+    uint64_t rng = 3;
+    for (int round = 0; round < 40; round++) {
+        uint64_t total = 1 + ss_test_rand(&rng) % 400;
+        ss_selection *sel;
+        char text[64];
+        snprintf(text, sizeof text, "%llu:", (unsigned long long)(ss_test_rand(&rng) % total));
+        CHECK_OK(ss_selection_parse(&sel, text, total));
+        uint64_t N = ss_selection_count(sel);
+        ss_sampler_options o = SS_SAMPLER_OPTIONS_INIT;
+        o.kind = round % 3 == 0   ? SS_SAMPLE_SEQUENTIAL
+                 : round % 3 == 1 ? SS_SAMPLE_SHUFFLE
+                                  : SS_SAMPLE_BLOCK_SHUFFLE;
+        o.block_size = 5;
+        o.window_blocks = 2;
+        o.seed = (uint64_t)round;
+        o.drop_last = round % 2;
+        const uint64_t GB = 12; /* global batch */
+        uint64_t cap = N / GB + 2;
+        uint64_t *ref = malloc(cap * GB * sizeof *ref), *alt = malloc(cap * GB * sizeof *alt);
+        o.world_size = 1;
+        o.num_workers = 1;
+        uint64_t S = run_consumers(sel, o, GB, 1, ref, cap);
+        CHECK_EQ_U64(S, o.drop_last ? N / GB : (N + GB - 1) / GB);
+        /* Cover and disjoint: the steps hold each selected example once
+         * (plus, when padding, repeats filling the last step). */
+        uint64_t *all = malloc((S * GB + 1) * sizeof *all);
+        memcpy(all, ref, S * GB * sizeof *all);
+        qsort(all, (size_t)(S * GB), sizeof *all, cmp_u64);
+        uint64_t distinct = 0;
+        for (uint64_t i = 0; i < S * GB; i++) {
+            CHECK(ss_selection_contains(sel, all[i]));
+            distinct += i == 0 || all[i] != all[i - 1];
+        }
+        CHECK_EQ_U64(distinct, o.drop_last ? S * GB : N);
+        free(all);
+        /* Elastic: the same steps with other rank/worker layouts. */
+        const uint32_t layouts[][2] = {{2, 1}, {2, 3}, {3, 2}, {4, 1}, {6, 5}, {12, 1}};
+        for (size_t l = 0; l < sizeof layouts / sizeof layouts[0]; l++) {
+            o.world_size = layouts[l][0];
+            o.num_workers = layouts[l][1];
+            CHECK_EQ_U64(run_consumers(sel, o, GB, 1, alt, cap), S);
+            CHECK(memcmp(ref, alt, S * GB * sizeof *ref) == 0);
+        }
+        free(ref);
+        free(alt);
+        ss_selection_free(sel);
+    }
+}
+
+/* Resume: save after m indices, restore into a fresh sampler, compare with
+ * an uninterrupted run over several epochs (infinite mode). */
+static void test_resume(void) {
+    ss_selection *sel;
+    CHECK_OK(ss_selection_parse(&sel, "0:50,60:117", 200));
+    ss_sampler_kind kinds[] = {SS_SAMPLE_SEQUENTIAL, SS_SAMPLE_SHUFFLE, SS_SAMPLE_REPLACEMENT,
+                               SS_SAMPLE_WEIGHTED, SS_SAMPLE_BLOCK_SHUFFLE};
+    double *w = malloc(ss_selection_count(sel) * sizeof *w);
+    for (uint64_t i = 0; i < ss_selection_count(sel); i++) w[i] = (double)(i % 5);
+    for (size_t kd = 0; kd < 5; kd++) {
+        ss_sampler_options o = SS_SAMPLER_OPTIONS_INIT;
+        o.kind = kinds[kd];
+        o.seed = 99;
+        o.world_size = 3;
+        o.rank = 1;
+        o.num_workers = 2;
+        o.worker = 1;
+        o.batch_size = 4;
+        o.infinite = 1;
+        o.weights = w;
+        o.block_size = 8;
+        const uint64_t total = 200;
+        uint64_t ref[200], got[200];
+        ss_sampler *s;
+        CHECK_OK(ss_sampler_create(&s, sel, &o));
+        CHECK_OK(ss_sampler_set_epoch(s, 5));
+        size_t n;
+        CHECK_OK(ss_sampler_next(s, ref, total, &n));
+        CHECK_EQ_U64(n, total); /* infinite: spans several epochs */
+        CHECK(ss_sampler_epoch(s) > 5);
+        ss_sampler_free(s);
+        for (uint64_t m = 0; m < total; m += 13) {
+            unsigned char blob[SS_SAMPLER_STATE_SIZE];
+            size_t len;
+            CHECK_OK(ss_sampler_create(&s, sel, &o));
+            CHECK_OK(ss_sampler_set_epoch(s, 5));
+            CHECK_OK(ss_sampler_next(s, got, (size_t)m, &n));
+            CHECK_OK(ss_sampler_state_save(s, blob, sizeof blob, &len));
+            CHECK_EQ_U64(len, SS_SAMPLER_STATE_SIZE);
+            ss_sampler_free(s);
+            CHECK_OK(ss_sampler_create(&s, sel, &o)); /* a "restarted job" at epoch 0 */
+            CHECK_OK(ss_sampler_state_load(s, blob, len));
+            CHECK_OK(ss_sampler_next(s, got + m, (size_t)(total - m), &n));
+            CHECK_EQ_U64(n, total - m);
+            CHECK(memcmp(got, ref, sizeof ref) == 0);
+            /* A state does not load into a sampler with other options. */
+            ss_sampler_options o2 = o;
+            o2.seed = 100;
+            ss_sampler *s2;
+            CHECK_OK(ss_sampler_create(&s2, sel, &o2));
+            CHECK_RC(ss_sampler_state_load(s2, blob, len), SS_EINVAL);
+            o2 = o;
+            o2.rank = 2;
+            ss_sampler_free(s2);
+            CHECK_OK(ss_sampler_create(&s2, sel, &o2));
+            CHECK_RC(ss_sampler_state_load(s2, blob, len), SS_EINVAL);
+            CHECK_RC(ss_sampler_state_load(s2, blob, len - 1), SS_EINVAL);
+            ss_sampler_free(s2);
+            ss_sampler_free(s);
+        }
+        unsigned char tiny[8];
+        CHECK_OK(ss_sampler_create(&s, sel, &o));
+        CHECK_RC(ss_sampler_state_save(s, tiny, sizeof tiny, NULL), SS_ETOOBIG);
+        ss_sampler_free(s);
+    }
+    free(w);
+    ss_selection_free(sel);
+}
+
+static void test_epochs_differ_same_seed_same(void) {
+    ss_selection *sel;
+    CHECK_OK(ss_selection_all(&sel, 1000));
+    ss_sampler_options o = SS_SAMPLER_OPTIONS_INIT;
+    o.kind = SS_SAMPLE_SHUFFLE;
+    o.seed = 5;
+    ss_sampler *a, *b;
+    CHECK_OK(ss_sampler_create(&a, sel, &o));
+    CHECK_OK(ss_sampler_create(&b, sel, &o));
+    uint64_t *x = malloc(1000 * sizeof *x), *y = malloc(1000 * sizeof *y);
+    CHECK_EQ_U64(drain(a, x, 1000), 1000);
+    CHECK_EQ_U64(drain(b, y, 1000), 1000);
+    CHECK(memcmp(x, y, 1000 * sizeof *x) == 0);
+    CHECK_OK(ss_sampler_set_epoch(b, 1));
+    CHECK_EQ_U64(drain(b, y, 1000), 1000);
+    CHECK(memcmp(x, y, 1000 * sizeof *x) != 0);
+    qsort(y, 1000, sizeof *y, cmp_u64);
+    for (uint64_t i = 0; i < 1000; i++) CHECK_EQ_U64(y[i], i);
+    free(x);
+    free(y);
+    ss_sampler_free(a);
+    ss_sampler_free(b);
+    ss_selection_free(sel);
+}
+
+static void test_replacement_weighted(void) {
+    ss_selection *sel;
+    CHECK_OK(ss_selection_parse(&sel, "10:20", 30));
+    ss_sampler_options o = SS_SAMPLER_OPTIONS_INIT;
+    o.kind = SS_SAMPLE_REPLACEMENT;
+    o.num_samples = 100000;
+    o.seed = 1;
+    ss_sampler *s;
+    CHECK_OK(ss_sampler_create(&s, sel, &o));
+    CHECK_EQ_U64(ss_sampler_epoch_length(s), 100000);
+    uint64_t *buf = malloc(100000 * sizeof *buf);
+    CHECK_EQ_U64(drain(s, buf, 100000), 100000);
+    uint64_t cnt[30] = {0};
+    for (uint64_t i = 0; i < 100000; i++) {
+        CHECK(buf[i] >= 10 && buf[i] < 20);
+        cnt[buf[i]]++;
+    }
+    for (int i = 10; i < 20; i++) CHECK(cnt[i] > 9400 && cnt[i] < 10600);
+    ss_sampler_free(s);
+
+    double w[10] = {0, 1, 3, 0, 0, 0, 0, 0, 0, 6};
+    o.kind = SS_SAMPLE_WEIGHTED;
+    o.weights = w;
+    CHECK_OK(ss_sampler_create(&s, sel, &o));
+    CHECK_EQ_U64(drain(s, buf, 100000), 100000);
+    memset(cnt, 0, sizeof cnt);
+    for (uint64_t i = 0; i < 100000; i++) cnt[buf[i]]++;
+    CHECK_EQ_U64(cnt[10] + cnt[13] + cnt[14] + cnt[15] + cnt[16] + cnt[17] + cnt[18], 0);
+    CHECK(fabs((double)cnt[11] / 100000 - 0.1) < 0.01);
+    CHECK(fabs((double)cnt[12] / 100000 - 0.3) < 0.01);
+    CHECK(fabs((double)cnt[19] / 100000 - 0.6) < 0.01);
+    ss_sampler_free(s);
+
+    w[3] = -1;
+    CHECK_RC(ss_sampler_create(&s, sel, &o), SS_EINVAL);
+    w[3] = NAN;
+    CHECK_RC(ss_sampler_create(&s, sel, &o), SS_EINVAL);
+    double zero[10] = {0};
+    o.weights = zero;
+    CHECK_RC(ss_sampler_create(&s, sel, &o), SS_EINVAL);
+    o.weights = NULL;
+    CHECK_RC(ss_sampler_create(&s, sel, &o), SS_EINVAL);
+    CHECK(s == NULL);
+    free(buf);
+    ss_selection_free(sel);
+}
+
+static void test_block_shuffle(void) {
+    const uint64_t N = 1000, BS = 10, WB = 3;
+    ss_selection *sel;
+    CHECK_OK(ss_selection_all(&sel, N));
+    ss_sampler_options o = SS_SAMPLER_OPTIONS_INIT;
+    o.kind = SS_SAMPLE_BLOCK_SHUFFLE;
+    o.block_size = BS;
+    o.window_blocks = WB;
+    o.seed = 11;
+    ss_sampler *s;
+    CHECK_OK(ss_sampler_create(&s, sel, &o));
+    uint64_t *x = malloc(N * sizeof *x), *y = malloc(N * sizeof *y);
+    CHECK_EQ_U64(drain(s, x, N), N);
+    /* Locality: a window of WB*BS positions draws from at most WB blocks. */
+    for (uint64_t w0 = 0; w0 < N; w0 += WB * BS) {
+        uint64_t blocks[64], nb = 0;
+        for (uint64_t p = w0; p < w0 + WB * BS && p < N; p++) {
+            uint64_t blk = x[p] / BS, seen = 0;
+            for (uint64_t q = 0; q < nb; q++) seen |= blocks[q] == blk;
+            if (!seen) blocks[nb++] = blk;
+        }
+        CHECK(nb <= WB);
+    }
+    memcpy(y, x, N * sizeof *x);
+    qsort(y, (size_t)N, sizeof *y, cmp_u64);
+    for (uint64_t i = 0; i < N; i++) CHECK_EQ_U64(y[i], i); /* each exactly once */
+    int moved_far = 0;
+    for (uint64_t i = 0; i < N; i++) moved_far |= x[i] > i + 200 || x[i] + 200 < i;
+    CHECK(moved_far);
+    CHECK_OK(ss_sampler_set_epoch(s, 1));
+    CHECK_EQ_U64(drain(s, y, N), N);
+    CHECK(memcmp(x, y, N * sizeof *x) != 0);
+    CHECK_OK(ss_sampler_set_epoch(s, 0));
+    CHECK_EQ_U64(drain(s, y, N), N);
+    CHECK(memcmp(x, y, N * sizeof *x) == 0);
+    ss_sampler_free(s);
+    /* Ragged sizes: permutation for any n and block size. */
+    uint64_t rng = 17;
+    for (int round = 0; round < 50; round++) {
+        uint64_t n = ss_test_rand(&rng) % 300;
+        ss_selection *sel2;
+        CHECK_OK(ss_selection_all(&sel2, n));
+        o.block_size = 1 + ss_test_rand(&rng) % 40;
+        o.window_blocks = 1 + ss_test_rand(&rng) % 5;
+        CHECK_OK(ss_sampler_create(&s, sel2, &o));
+        CHECK_EQ_U64(drain(s, x, N), n);
+        qsort(x, (size_t)n, sizeof *x, cmp_u64);
+        for (uint64_t i = 0; i < n; i++) CHECK_EQ_U64(x[i], i);
+        ss_sampler_free(s);
+        ss_selection_free(sel2);
+    }
+    free(x);
+    free(y);
+    ss_selection_free(sel);
+}
+
+static void test_errors_and_lengths(void) {
+    ss_selection *sel;
+    CHECK_OK(ss_selection_all(&sel, 10));
+    ss_sampler *s = (ss_sampler *)1;
+    ss_sampler_options o = SS_SAMPLER_OPTIONS_INIT;
+    o.world_size = 2;
+    o.rank = 2;
+    CHECK_RC(ss_sampler_create(&s, sel, &o), SS_EINVAL);
+    CHECK(s == NULL);
+    CHECK(strstr(ss_error_message(), "rank"));
+    o.rank = 0;
+    o.num_workers = 2;
+    o.worker = 5;
+    CHECK_RC(ss_sampler_create(&s, sel, &o), SS_EINVAL);
+    o.worker = 0;
+    o.kind = (ss_sampler_kind)77;
+    CHECK_RC(ss_sampler_create(&s, sel, &o), SS_EINVAL);
+    o.kind = SS_SAMPLE_SEQUENTIAL;
+    o.version = 99;
+    CHECK_RC(ss_sampler_create(&s, sel, &o), SS_EINVAL);
+    /* Infinite sampler over an empty selection returns nothing, never spins. */
+    ss_selection *empty;
+    CHECK_OK(ss_selection_parse(&empty, "", 10));
+    o = (ss_sampler_options)SS_SAMPLER_OPTIONS_INIT;
+    o.infinite = 1;
+    CHECK_OK(ss_sampler_create(&s, empty, &o));
+    uint64_t buf[4];
+    size_t n = 9;
+    CHECK_OK(ss_sampler_next(s, buf, 4, &n));
+    CHECK_EQ_U64(n, 0);
+    ss_sampler_free(s);
+    ss_selection_free(empty);
+    ss_selection_free(sel);
+
+    /* Weights from lengths. */
+    const char *path = ss_test_path("w.ss");
+    ss_field f = {"tokens", SS_U8, 1, 0, {0}};
+    ss_schema sc = {1, &f};
+    ss_writer *w;
+    CHECK_OK(ss_writer_create(&w, path, &sc, NULL));
+    unsigned char data[16] = {0};
+    for (uint64_t i = 0; i < 8; i++) {
+        ss_value v = {data, i};
+        CHECK_OK(ss_writer_append(w, &v));
+    }
+    CHECK_OK(ss_writer_finish(w));
+    ss_writer_free(w);
+    ss_store *st;
+    CHECK_OK(ss_open(&st, path, 0));
+    CHECK_OK(ss_selection_parse(&sel, "1:3,6:", 8));
+    double wt[4];
+    CHECK_OK(ss_weights_from_length(wt, st, sel, 0, 2.0));
+    CHECK(wt[0] == 1 && wt[1] == 4 && wt[2] == 36 && wt[3] == 49);
+    CHECK_RC(ss_weights_from_length(wt, st, sel, 1, 1.0), SS_ERANGE);
+    ss_selection_free(sel);
+    ss_close(st);
+}
+
+int main(void) {
+    test_sequential_and_golden();
+    test_interleave_hand();
+    test_sharding_elastic();
+    test_resume();
+    test_epochs_differ_same_seed_same();
+    test_replacement_weighted();
+    test_block_shuffle();
+    test_errors_and_lengths();
+    printf("test_sampler: ok\n");
+    return 0;
+}
