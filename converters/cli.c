@@ -11,7 +11,8 @@ typedef struct ss_command {
 } ss_command;
 
 static const ss_command ss_commands[] = {
-    {"convert", ss_cmd_convert, "convert source files (text, parallel, edf, idx, npy) into a store"},
+    {"convert", ss_cmd_convert,
+     "convert source files (text, parallel, edf, idx, npy) into a store"},
     {"info", ss_cmd_info, "examples, fields, length statistics, attributes of a store"},
     {"verify", ss_cmd_verify, "recompute every checksum of a store"},
     {"cat", ss_cmd_cat, "print examples as text"},

@@ -27,15 +27,33 @@ static double ss_half_to_double(uint16_t h) {
 
 static void ss_print_element(const void *p, ss_dtype t) {
     switch (t) {
-    case SS_U8: printf("%u", *(const uint8_t *)p); break;
-    case SS_I8: printf("%d", *(const int8_t *)p); break;
-    case SS_U16: printf("%u", *(const uint16_t *)p); break;
-    case SS_I16: printf("%d", *(const int16_t *)p); break;
-    case SS_U32: printf("%" PRIu32, *(const uint32_t *)p); break;
-    case SS_I32: printf("%" PRId32, *(const int32_t *)p); break;
-    case SS_U64: printf("%" PRIu64, *(const uint64_t *)p); break;
-    case SS_I64: printf("%" PRId64, *(const int64_t *)p); break;
-    case SS_F16: printf("%g", ss_half_to_double(*(const uint16_t *)p)); break;
+    case SS_U8:
+        printf("%u", *(const uint8_t *)p);
+        break;
+    case SS_I8:
+        printf("%d", *(const int8_t *)p);
+        break;
+    case SS_U16:
+        printf("%u", *(const uint16_t *)p);
+        break;
+    case SS_I16:
+        printf("%d", *(const int16_t *)p);
+        break;
+    case SS_U32:
+        printf("%" PRIu32, *(const uint32_t *)p);
+        break;
+    case SS_I32:
+        printf("%" PRId32, *(const int32_t *)p);
+        break;
+    case SS_U64:
+        printf("%" PRIu64, *(const uint64_t *)p);
+        break;
+    case SS_I64:
+        printf("%" PRId64, *(const int64_t *)p);
+        break;
+    case SS_F16:
+        printf("%g", ss_half_to_double(*(const uint16_t *)p));
+        break;
     case SS_BF16: {
         uint32_t bits = (uint32_t)(*(const uint16_t *)p) << 16;
         float f;
@@ -43,31 +61,47 @@ static void ss_print_element(const void *p, ss_dtype t) {
         printf("%g", (double)f);
         break;
     }
-    case SS_F32: printf("%g", (double)*(const float *)p); break;
-    case SS_F64: printf("%g", *(const double *)p); break;
+    case SS_F32:
+        printf("%g", (double)*(const float *)p);
+        break;
+    case SS_F64:
+        printf("%g", *(const double *)p);
+        break;
     }
 }
 
 static uint64_t ss_token_id(const void *p, ss_dtype t) {
     switch (t) {
-    case SS_U8: return *(const uint8_t *)p;
-    case SS_U16: return *(const uint16_t *)p;
-    case SS_U32: return *(const uint32_t *)p;
-    case SS_U64: return *(const uint64_t *)p;
-    default: return UINT64_MAX;
+    case SS_U8:
+        return *(const uint8_t *)p;
+    case SS_U16:
+        return *(const uint16_t *)p;
+    case SS_U32:
+        return *(const uint32_t *)p;
+    case SS_U64:
+        return *(const uint64_t *)p;
+    default:
+        return UINT64_MAX;
     }
 }
 
 /* Print a code point or byte as UTF-8, escaping control characters. */
 static void ss_print_char(uint64_t c) {
-    if (c == '\n') printf("\\n");
-    else if (c == '\t') printf("\\t");
-    else if (c == '\\') printf("\\\\");
-    else if (c < 32 || c == 127) printf("\\x%02x", (unsigned)c);
-    else if (c < 0x80 || c > 0x10FFFF) putchar((int)(c & 0xFF));
-    else if (c < 0x800) printf("%c%c", (int)(0xC0 | c >> 6), (int)(0x80 | (c & 63)));
+    if (c == '\n')
+        printf("\\n");
+    else if (c == '\t')
+        printf("\\t");
+    else if (c == '\\')
+        printf("\\\\");
+    else if (c < 32 || c == 127)
+        printf("\\x%02x", (unsigned)c);
+    else if (c < 0x80 || c > 0x10FFFF)
+        putchar((int)(c & 0xFF));
+    else if (c < 0x800)
+        printf("%c%c", (int)(0xC0 | c >> 6), (int)(0x80 | (c & 63)));
     else if (c < 0x10000)
-        printf("%c%c%c", (int)(0xE0 | c >> 12), (int)(0x80 | ((c >> 6) & 63)), (int)(0x80 | (c & 63)));
+        printf("%c%c%c", (int)(0xE0 | c >> 12), (int)(0x80 | ((c >> 6) & 63)),
+               (int)(0x80 | (c & 63)));
     else
         printf("%c%c%c%c", (int)(0xF0 | c >> 18), (int)(0x80 | ((c >> 12) & 63)),
                (int)(0x80 | ((c >> 6) & 63)), (int)(0x80 | (c & 63)));
@@ -81,8 +115,10 @@ static void ss_print_view(const ss_cat_field *f, const ss_view *v) {
         for (uint64_t k = 0; k < per_row; k++, p += es) {
             uint64_t id = ss_token_id(p, v->dtype);
             if (f->as_text && per_row == 1) {
-                if (v->dtype == SS_U8 && id >= 0x80) putchar((int)id); /* UTF-8 byte */
-                else ss_print_char(id);
+                if (v->dtype == SS_U8 && id >= 0x80)
+                    putchar((int)id); /* UTF-8 byte */
+                else
+                    ss_print_char(id);
                 continue;
             }
             if (r || k) putchar(k ? ',' : ' ');
@@ -186,18 +222,22 @@ static int ss_print_source(const ss_store *s, uint64_t i, const char **files, co
     }
     uint64_t src[2];
     memcpy(src, v.data, sizeof src);
-    if (src[0] >= 1 && src[0] <= nfiles) fwrite(files[src[0] - 1], 1, flen[src[0] - 1], stdout);
-    else printf("#%" PRIu64, src[0]);
+    if (src[0] >= 1 && src[0] <= nfiles)
+        fwrite(files[src[0] - 1], 1, flen[src[0] - 1], stdout);
+    else
+        printf("#%" PRIu64, src[0]);
     printf(":%" PRIu64 "\t", src[1]);
     return 0;
 }
 
 int ss_cmd_cat(int argc, char **argv) {
-    static const struct option longopts[] = {
-        {"field", required_argument, 0, 'f'}, {"range", required_argument, 0, 'r'},
-        {"with-source", no_argument, 0, 's'}, {"raw", no_argument, 0, 'R'},
-        {"nolock", no_argument, 0, 'n'},      {"help", no_argument, 0, 'h'},
-        {0, 0, 0, 0}};
+    static const struct option longopts[] = {{"field", required_argument, 0, 'f'},
+                                             {"range", required_argument, 0, 'r'},
+                                             {"with-source", no_argument, 0, 's'},
+                                             {"raw", no_argument, 0, 'R'},
+                                             {"nolock", no_argument, 0, 'n'},
+                                             {"help", no_argument, 0, 'h'},
+                                             {0, 0, 0, 0}};
     const char *names[SS_CAT_MAX_FIELDS], *range = NULL;
     int nnames = 0, with_source = 0, raw = 0, c;
     unsigned flags = 0;
@@ -206,10 +246,14 @@ int ss_cmd_cat(int argc, char **argv) {
         if (c == 'f') {
             if (nnames == SS_CAT_MAX_FIELDS) return ss_cli_usage_error("cat", "too many --field");
             names[nnames++] = optarg;
-        } else if (c == 'r') range = optarg;
-        else if (c == 's') with_source = 1;
-        else if (c == 'R') raw = 1;
-        else if (c == 'n') flags |= SS_OPEN_NOLOCK;
+        } else if (c == 'r')
+            range = optarg;
+        else if (c == 's')
+            with_source = 1;
+        else if (c == 'R')
+            raw = 1;
+        else if (c == 'n')
+            flags |= SS_OPEN_NOLOCK;
         else if (c == 'h') {
             ss_cat_usage(stdout);
             return SS_EXIT_OK;
@@ -241,8 +285,8 @@ int ss_cmd_cat(int argc, char **argv) {
     }
     uint64_t a = 0, b = ss_count(s);
     if (range && ss_parse_range(range, ss_count(s), &a, &b)) {
-        rc = ss_cli_usage_error("cat", "--range '%s' is not A:B within %" PRIu64 " examples",
-                                range, ss_count(s));
+        rc = ss_cli_usage_error("cat", "--range '%s' is not A:B within %" PRIu64 " examples", range,
+                                ss_count(s));
         goto done;
     }
     const char **files = NULL;

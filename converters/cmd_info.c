@@ -70,7 +70,8 @@ static json_t *ss_info_json(const ss_store *s, const char *path) {
         json_object_set_new(jf, "name", json_string(d.name));
         json_object_set_new(jf, "dtype", json_string(ss_dtype_name(d.dtype)));
         json_object_set_new(jf, "sequence", json_boolean(d.sequence));
-        for (uint32_t k = 0; k < d.ndim; k++) json_array_append_new(shape, json_integer((json_int_t)d.dims[k]));
+        for (uint32_t k = 0; k < d.ndim; k++)
+            json_array_append_new(shape, json_integer((json_int_t)d.dims[k]));
         json_object_set_new(jf, "shape", shape);
         if (d.sequence) {
             ss_length_stats st;
@@ -174,9 +175,12 @@ int ss_cmd_info(int argc, char **argv) {
     unsigned flags = 0;
     optind = 1;
     while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-        if (c == 'j') json = 1;
-        else if (c == 'n') flags |= SS_OPEN_NOLOCK;
-        else if (c == 'i') flags |= SS_OPEN_INCOMPLETE;
+        if (c == 'j')
+            json = 1;
+        else if (c == 'n')
+            flags |= SS_OPEN_NOLOCK;
+        else if (c == 'i')
+            flags |= SS_OPEN_INCOMPLETE;
         else if (c == 'h') {
             ss_info_usage(stdout);
             return SS_EXIT_OK;

@@ -37,8 +37,10 @@ int ss_cmd_verify(int argc, char **argv) {
     unsigned flags = 0;
     optind = 1;
     while ((c = getopt_long(argc, argv, "qh", longopts, NULL)) != -1) {
-        if (c == 'q') quiet = 1;
-        else if (c == 'n') flags |= SS_OPEN_NOLOCK;
+        if (c == 'q')
+            quiet = 1;
+        else if (c == 'n')
+            flags |= SS_OPEN_NOLOCK;
         else if (c == 'h') {
             printf("usage: seqstore verify STORE [--quiet] [--nolock]\n\n"
                    "Recompute the XXH3-64 checksum of every block (header, index segments,\n"

@@ -65,8 +65,10 @@ int ss_attr_get(const ss_store *s, const char *name, ss_attr *out) {
         uint64_t mid = lo + (hi - lo) / 2;
         int c = strcmp(s->attrs[mid].name, name);
         if (c == 0) return ss_attr_decode(s, &s->attrs[mid], out);
-        if (c < 0) lo = mid + 1;
-        else hi = mid;
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
     }
     return ss__fail(SS_ENOTFOUND, "%s: no attribute '%s'", s->path, name);
 }

@@ -46,8 +46,7 @@ static ss_env_entry *ss_env_find(dev_t dev, ino_t ino) {
     return NULL;
 }
 
-int ss_env_acquire(MDB_env **out, const char *path, int writer, ss_env_open_fn open_fn,
-                   void *ctx) {
+int ss_env_acquire(MDB_env **out, const char *path, int writer, ss_env_open_fn open_fn, void *ctx) {
     *out = NULL;
     pthread_once(&ss_env_once, ss_env_init);
     pthread_mutex_lock(&ss_env_lock);

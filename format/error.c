@@ -51,10 +51,15 @@ int ss__context(int code, const char *fmt, ...) {
 
 int ss__lmdb_fail(int rc, const char *what) {
     int code = SS_EIO;
-    if (rc == ENOMEM) code = SS_ENOMEM;
-    else if (rc == MDB_NOTFOUND || rc == ENOENT) code = SS_ENOTFOUND;
-    else if (rc == MDB_INVALID || rc == MDB_VERSION_MISMATCH) code = SS_ENOTSTORE;
-    else if (rc == MDB_CORRUPTED || rc == MDB_PAGE_NOTFOUND) code = SS_ECORRUPT;
-    else if (rc == MDB_READERS_FULL || rc == EAGAIN || rc == EBUSY) code = SS_EBUSY;
+    if (rc == ENOMEM)
+        code = SS_ENOMEM;
+    else if (rc == MDB_NOTFOUND || rc == ENOENT)
+        code = SS_ENOTFOUND;
+    else if (rc == MDB_INVALID || rc == MDB_VERSION_MISMATCH)
+        code = SS_ENOTSTORE;
+    else if (rc == MDB_CORRUPTED || rc == MDB_PAGE_NOTFOUND)
+        code = SS_ECORRUPT;
+    else if (rc == MDB_READERS_FULL || rc == EAGAIN || rc == EBUSY)
+        code = SS_EBUSY;
     return ss__fail(code, "%s: %s", what, mdb_strerror(rc));
 }

@@ -22,8 +22,10 @@ int ss_flat_locate(const ss_store *s, uint32_t field, uint64_t pos, uint64_t *ex
     uint64_t lo = 0, hi = s->h.count; /* answer in [lo, hi) */
     while (hi - lo > 1) {
         uint64_t mid = lo + (hi - lo) / 2;
-        if (ss_entry_at(rf, mid)->start <= pos) lo = mid;
-        else hi = mid;
+        if (ss_entry_at(rf, mid)->start <= pos)
+            lo = mid;
+        else
+            hi = mid;
     }
     *example = lo;
     *offset = pos - ss_entry_at(rf, lo)->start;

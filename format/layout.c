@@ -147,7 +147,8 @@ int ss_header_decode(ss_header *h, const unsigned char *p, uint64_t len, const c
     if (h->nfields == 0 || h->nfields > SS_MAX_FIELDS || len < ss_header_payload_size(h->nfields))
         return ss__fail(SS_ECORRUPT, "%s: header holds %u fields in %llu bytes", what, h->nfields,
                         (unsigned long long)len);
-    if (h->chunk_pages == 0 || h->chunk_pages > 1048575u || h->segment_entries != SS_SEGMENT_ENTRIES)
+    if (h->chunk_pages == 0 || h->chunk_pages > 1048575u ||
+        h->segment_entries != SS_SEGMENT_ENTRIES)
         return ss__fail(SS_ECORRUPT, "%s: bad chunk or segment size in header", what);
     for (uint32_t i = 0; i < h->nfields; i++) {
         const unsigned char *r = p + SS_HEADER_FIXED + (uint64_t)i * SS_FIELD_RECORD;

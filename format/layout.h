@@ -15,13 +15,13 @@
 #define SS_LMDB_OVERFLOW_HDR 16u /* LMDB's page header before an overflow value */
 #define SS_BLOCK_HDR 16u         /* xxh3-64 of the payload, payload length */
 #define SS_DEFAULT_CHUNK_PAGES 256u
-#define SS_INDEX_ENTRY 16u       /* u64 location, u64 start row */
+#define SS_INDEX_ENTRY 16u /* u64 location, u64 start row */
 /* An index segment value is exactly 256 pages: (256*4096 - 16 - 16) / 16 entries. */
 #define SS_SEGMENT_PAGES 256u
 #define SS_SEGMENT_ENTRIES 65534u
 #define SS_HEADER_FIXED 48u
 #define SS_FIELD_RECORD 112u
-#define SS_ATTR_PREFIX 8u        /* u32 type, u32 reserved, before the attribute bytes */
+#define SS_ATTR_PREFIX 8u          /* u32 type, u32 reserved, before the attribute bytes */
 #define SS_MAX_VALUE 0xFFFFFFFFull /* LMDB's largest value */
 
 /* incompat_flags: a reader must refuse a bit it does not know. */

@@ -296,8 +296,9 @@ int ss_get_range(const ss_store *s, uint32_t field, uint64_t index, uint64_t t0,
     int rc = ss_get(s, field, index, out);
     if (rc) return rc;
     if (t0 > t1 || t1 > out->length)
-        return ss__fail(SS_ERANGE, "%s: field '%s' example %llu: range [%llu, %llu) outside its "
-                                   "%llu rows",
+        return ss__fail(SS_ERANGE,
+                        "%s: field '%s' example %llu: range [%llu, %llu) outside its "
+                        "%llu rows",
                         s->path, s->h.fields[field].name, (unsigned long long)index,
                         (unsigned long long)t0, (unsigned long long)t1,
                         (unsigned long long)out->length);

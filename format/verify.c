@@ -37,8 +37,10 @@ static void ss_chunk_examples(const ss_store *s, uint32_t f, uint64_t chunk, uin
     uint64_t lo = 0, hi = s->h.count; /* first example with chunk >= `chunk` */
     while (lo < hi) {
         uint64_t mid = lo + (hi - lo) / 2;
-        if (SS_LOC_CHUNK(ss_entry_at(rf, mid)->loc) < chunk) lo = mid + 1;
-        else hi = mid;
+        if (SS_LOC_CHUNK(ss_entry_at(rf, mid)->loc) < chunk)
+            lo = mid + 1;
+        else
+            hi = mid;
     }
     *first = lo;
     while (lo < s->h.count && SS_LOC_CHUNK(ss_entry_at(rf, lo)->loc) == chunk) lo++;

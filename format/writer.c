@@ -33,7 +33,7 @@ typedef struct ss_wfield {
     uint64_t chunk_cap; /* allocated bytes of `chunk` */
     uint64_t chunk_no;
     uint64_t chunk_used;
-    uint64_t last_closed; /* payload bytes of the last closed chunk */
+    uint64_t last_closed;   /* payload bytes of the last closed chunk */
     unsigned char *segment; /* SS_SEGMENT_ENTRIES entries; sequence fields only */
     uint64_t segment_no;
 } ss_wfield;
@@ -42,7 +42,7 @@ struct ss_writer {
     char *path;
     MDB_env *env;
     MDB_dbi dbi;
-    ss_header h; /* the state after every example appended so far */
+    ss_header h;  /* the state after every example appended so far */
     int creating; /* the store has never been finished */
     int broken;
     int finished;
@@ -208,7 +208,8 @@ static int ss_writer_txn(ss_writer *w, int final) {
         }
         if (rc == MDB_MAP_FULL && attempt < 8) continue;
         if (rc == MDB_BAD_VALSIZE)
-            return ss_writer_broken(w, ss__fail(SS_ETOOBIG, "%s: a value exceeds LMDB's limit", w->path));
+            return ss_writer_broken(
+                w, ss__fail(SS_ETOOBIG, "%s: a value exceeds LMDB's limit", w->path));
         if (rc) return ss_writer_broken(w, ss__lmdb_fail(rc, w->path));
         ss_pending_clear(w);
         return 0;
@@ -218,7 +219,8 @@ static int ss_writer_txn(ss_writer *w, int final) {
 int ss_writer_commit(ss_writer *w) {
     if (!w) return ss__fail(SS_EINVAL, "ss_writer_commit: writer is NULL");
     if (w->broken || w->finished)
-        return ss__fail(SS_ESTATE, "%s: writer is %s", w->path, w->finished ? "finished" : "broken");
+        return ss__fail(SS_ESTATE, "%s: writer is %s", w->path,
+                        w->finished ? "finished" : "broken");
     return ss_writer_txn(w, 0);
 }
 
@@ -246,8 +248,9 @@ static int ss_chunk_close(ss_writer *w, uint32_t field) {
 static int ss_chunk_alone(ss_writer *w, uint32_t field, const void *data, uint64_t bytes) {
     ss_wfield *wf = &w->f[field];
     unsigned char *copy = malloc(bytes);
-    if (!copy) return ss__fail(SS_ENOMEM, "%s: out of memory for %llu bytes", w->path,
-                               (unsigned long long)bytes);
+    if (!copy)
+        return ss__fail(SS_ENOMEM, "%s: out of memory for %llu bytes", w->path,
+                        (unsigned long long)bytes);
     memcpy(copy, data, bytes);
     ss_key key;
     ss_key_numbered(&key, SS_KEY_DATA, field, wf->chunk_no);
@@ -261,7 +264,8 @@ static int ss_chunk_alone(ss_writer *w, uint32_t field, const void *data, uint64
     return 0;
 }
 
-static int ss_index_set(ss_writer *w, uint32_t field, uint64_t entry, uint64_t loc, uint64_t start) {
+static int ss_index_set(ss_writer *w, uint32_t field, uint64_t entry, uint64_t loc,
+                        uint64_t start) {
     ss_wfield *wf = &w->f[field];
     uint64_t seg = entry / SS_SEGMENT_ENTRIES;
     if (seg != wf->segment_no) { /* the current segment is full */
@@ -316,19 +320,20 @@ static int ss_check_values(const ss_writer *w, const ss_value *values) {
         const ss_field_state *fs = &w->h.fields[i];
         const ss_value *v = &values[i];
         if (!fs->def.sequence && v->length != 1)
-            return ss__fail(SS_EINVAL, "%s: example %llu: fixed field '%s' needs length 1, got %llu",
-                            w->path, (unsigned long long)w->h.count, fs->name,
-                            (unsigned long long)v->length);
+            return ss__fail(
+                SS_EINVAL, "%s: example %llu: fixed field '%s' needs length 1, got %llu", w->path,
+                (unsigned long long)w->h.count, fs->name, (unsigned long long)v->length);
         if (v->length && !v->data)
             return ss__fail(SS_EINVAL, "%s: example %llu: field '%s' has length %llu but no data",
                             w->path, (unsigned long long)w->h.count, fs->name,
                             (unsigned long long)v->length);
         uint64_t limit = (SS_MAX_VALUE - 2 * SS_PAGE) / fs->row_bytes;
         if (v->length > limit)
-            return ss__fail(SS_ETOOBIG,
-                            "%s: example %llu: field '%s' has %llu rows; one value holds at most %llu",
-                            w->path, (unsigned long long)w->h.count, fs->name,
-                            (unsigned long long)v->length, (unsigned long long)limit);
+            return ss__fail(
+                SS_ETOOBIG,
+                "%s: example %llu: field '%s' has %llu rows; one value holds at most %llu", w->path,
+                (unsigned long long)w->h.count, fs->name, (unsigned long long)v->length,
+                (unsigned long long)limit);
     }
     return 0;
 }
@@ -336,7 +341,8 @@ static int ss_check_values(const ss_writer *w, const ss_value *values) {
 int ss_writer_append(ss_writer *w, const ss_value *values) {
     if (!w || !values) return ss__fail(SS_EINVAL, "ss_writer_append: NULL argument");
     if (w->broken || w->finished)
-        return ss__fail(SS_ESTATE, "%s: writer is %s", w->path, w->finished ? "finished" : "broken");
+        return ss__fail(SS_ESTATE, "%s: writer is %s", w->path,
+                        w->finished ? "finished" : "broken");
     int rc = ss_check_values(w, values);
     if (rc) return rc;
     for (uint32_t i = 0; i < w->h.nfields; i++)
@@ -389,7 +395,8 @@ int ss_writer_set_attr(ss_writer *w, const char *name, uint32_t type, const void
 int ss_writer_finish(ss_writer *w) {
     if (!w) return ss__fail(SS_EINVAL, "ss_writer_finish: writer is NULL");
     if (w->broken || w->finished)
-        return ss__fail(SS_ESTATE, "%s: writer is %s", w->path, w->finished ? "finished" : "broken");
+        return ss__fail(SS_ESTATE, "%s: writer is %s", w->path,
+                        w->finished ? "finished" : "broken");
     int rc = ss_writer_txn(w, 1);
     if (rc) return rc;
     rc = mdb_env_sync(w->env, 1);
@@ -428,8 +435,8 @@ static int ss_writer_alloc(ss_writer **out, const char *path, const ss_writer_op
     w->h.chunk_pages = o->chunk_pages ? o->chunk_pages : SS_DEFAULT_CHUNK_PAGES;
     *out = w;
     if (o->version != SS_WRITER_OPTIONS_VERSION)
-        return ss__fail(SS_EINVAL, "%s: writer options version %u (expected %d)", path,
-                        o->version, SS_WRITER_OPTIONS_VERSION);
+        return ss__fail(SS_EINVAL, "%s: writer options version %u (expected %d)", path, o->version,
+                        SS_WRITER_OPTIONS_VERSION);
     if (w->h.chunk_pages > 1048575u)
         return ss__fail(SS_EINVAL, "%s: chunk_pages %u is too large", path, w->h.chunk_pages);
     return 0;
@@ -466,8 +473,10 @@ static int ss_writer_env(ss_writer *w, uint64_t map_bytes) {
     MDB_txn *txn;
     if ((rc = mdb_txn_begin(w->env, NULL, 0, &txn))) return ss__lmdb_fail(rc, w->path);
     rc = mdb_dbi_open(txn, NULL, 0, &w->dbi);
-    if (rc == 0) rc = mdb_txn_commit(txn);
-    else mdb_txn_abort(txn);
+    if (rc == 0)
+        rc = mdb_txn_commit(txn);
+    else
+        mdb_txn_abort(txn);
     return rc ? ss__lmdb_fail(rc, w->path) : 0;
 }
 
@@ -564,8 +573,10 @@ static int ss_writer_read_state(ss_writer *w, MDB_txn *txn, int resume) {
     if (resume && !w->creating) {
         ss_header progress;
         rc = ss_read_header_block(w, txn, SS_KEY_PROGRESS, &progress);
-        if (rc == 0) w->h = progress;
-        else if (rc != SS_ENOTFOUND) return rc;
+        if (rc == 0)
+            w->h = progress;
+        else if (rc != SS_ENOTFOUND)
+            return rc;
         for (uint32_t i = 0; i < w->h.nfields; i++) w->h.fields[i].def.name = w->h.fields[i].name;
     }
     return 0;
@@ -594,8 +605,9 @@ static int ss_load_block(ss_writer *w, MDB_txn *txn, char tag, uint32_t field, u
     const unsigned char *p;
     uint64_t len;
     if ((rc = ss_block_open(&v, 1, "tail block", &p, &len))) return rc;
-    if (len < want) return ss__fail(SS_ECORRUPT, "tail block holds %llu bytes, header says %llu",
-                                    (unsigned long long)len, (unsigned long long)want);
+    if (len < want)
+        return ss__fail(SS_ECORRUPT, "tail block holds %llu bytes, header says %llu",
+                        (unsigned long long)len, (unsigned long long)want);
     memcpy(dst, p, want);
     return 0;
 }
@@ -637,7 +649,8 @@ int ss_writer_open(ss_writer **out, const char *path, const ss_schema *schema,
     if (stat(path, &st) != 0)
         return ss__fail(errno == ENOENT ? SS_ENOTFOUND : SS_EIO, "open '%s': %s", path,
                         strerror(errno));
-    if (st.st_size == 0) return ss__fail(SS_ENOTSTORE, "open '%s': not a seqstore store (empty file)", path);
+    if (st.st_size == 0)
+        return ss__fail(SS_ENOTSTORE, "open '%s': not a seqstore store (empty file)", path);
     ss_writer *w;
     int rc = ss_writer_alloc(&w, path, options);
     if (rc == 0) rc = ss_writer_env(w, options ? options->map_bytes : 0);

@@ -119,9 +119,9 @@ SS_API int ss_dtype_parse(ss_dtype *out, const char *name);
 
 /* ----------------------------------------------------------------- schema */
 
-#define SS_MAX_DIMS 4      /**< most trailing (feature) dimensions per field */
-#define SS_MAX_FIELDS 64   /**< most fields per store */
-#define SS_MAX_NAME 47     /**< longest field name in bytes */
+#define SS_MAX_DIMS 4        /**< most trailing (feature) dimensions per field */
+#define SS_MAX_FIELDS 64     /**< most fields per store */
+#define SS_MAX_NAME 47       /**< longest field name in bytes */
 #define SS_MAX_ATTR_NAME 255 /**< longest attribute name in bytes */
 
 /** One field of every example.
@@ -134,9 +134,9 @@ SS_API int ss_dtype_parse(ss_dtype *out, const char *name);
 typedef struct ss_field {
     const char *name; /**< 1..SS_MAX_NAME bytes, unique in the schema */
     ss_dtype dtype;
-    int sequence;                /**< 1: per-example length along time; 0: one row */
-    uint32_t ndim;               /**< number of trailing dimensions, 0..SS_MAX_DIMS */
-    uint64_t dims[SS_MAX_DIMS];  /**< trailing shape; dims[k] >= 1 for k < ndim */
+    int sequence;               /**< 1: per-example length along time; 0: one row */
+    uint32_t ndim;              /**< number of trailing dimensions, 0..SS_MAX_DIMS */
+    uint64_t dims[SS_MAX_DIMS]; /**< trailing shape; dims[k] >= 1 for k < ndim */
 } ss_field;
 
 /** The fields of a store, in order. */
@@ -169,7 +169,8 @@ typedef struct ss_writer_options {
 } ss_writer_options;
 
 #define SS_WRITER_OPTIONS_VERSION 1
-#define SS_WRITER_OPTIONS_INIT {SS_WRITER_OPTIONS_VERSION, 0, 0, 0, 0}
+#define SS_WRITER_OPTIONS_INIT                                                                     \
+    { SS_WRITER_OPTIONS_VERSION, 0, 0, 0, 0 }
 
 /** Create a new store at `path` (one file, plus `path`-lock while open).
  *
@@ -302,8 +303,8 @@ SS_API int ss_get(const ss_store *s, uint32_t field, uint64_t index, ss_view *ou
 
 /** View of time steps [t0, t1) of example `index`, still zero-copy.
  *  @return as ss_get(), plus SS_ERANGE when t0 > t1 or t1 > length. */
-SS_API int ss_get_range(const ss_store *s, uint32_t field, uint64_t index, uint64_t t0,
-                        uint64_t t1, ss_view *out);
+SS_API int ss_get_range(const ss_store *s, uint32_t field, uint64_t index, uint64_t t0, uint64_t t1,
+                        ss_view *out);
 
 /** Length (time steps) of example `index` in `field`, from the index alone
  *  (no data page is touched); 1 for a fixed field, 0 for a bad argument. */
@@ -311,8 +312,7 @@ SS_API uint64_t ss_length(const ss_store *s, uint32_t field, uint64_t index);
 
 /** Copy the lengths of examples [first, first + n) of `field` into `out`
  *  (touches only index pages). @return 0 or SS_ERANGE. */
-SS_API int ss_lengths(const ss_store *s, uint32_t field, uint64_t first, uint64_t n,
-                      uint64_t *out);
+SS_API int ss_lengths(const ss_store *s, uint32_t field, uint64_t first, uint64_t n, uint64_t *out);
 
 /* ------------------------------------------------------------- flat view */
 
@@ -337,11 +337,11 @@ enum { SS_ATTR_BYTES = 0, SS_ATTR_TEXT = 100 };
 
 /** A borrowed attribute value. */
 typedef struct ss_attr {
-    const char *name;  /**< NUL-terminated copy owned by the store */
-    uint32_t type;     /**< SS_ATTR_TEXT, SS_ATTR_BYTES or an ss_dtype */
-    const void *data;  /**< inside the map, 8-byte aligned; valid until ss_close().
-                            Text is not NUL-terminated: use size. */
-    uint64_t size;     /**< bytes */
+    const char *name; /**< NUL-terminated copy owned by the store */
+    uint32_t type;    /**< SS_ATTR_TEXT, SS_ATTR_BYTES or an ss_dtype */
+    const void *data; /**< inside the map, 8-byte aligned; valid until ss_close().
+                           Text is not NUL-terminated: use size. */
+    uint64_t size;    /**< bytes */
 } ss_attr;
 
 /** Look up attribute `name` (checksum verified).
@@ -358,11 +358,11 @@ SS_API int ss_attr_at(const ss_store *s, uint64_t k, ss_attr *out);
 /** Facts about an open store. */
 typedef struct ss_store_info {
     uint32_t format_version;
-    int complete;          /**< 0 when opened with SS_OPEN_INCOMPLETE on an unfinished store */
-    uint64_t count;        /**< examples */
-    uint64_t file_bytes;   /**< size of the store file */
-    uint64_t chunk_bytes;  /**< data chunk payload capacity */
-    uint64_t data_chunks;  /**< chunks over all fields */
+    int complete;         /**< 0 when opened with SS_OPEN_INCOMPLETE on an unfinished store */
+    uint64_t count;       /**< examples */
+    uint64_t file_bytes;  /**< size of the store file */
+    uint64_t chunk_bytes; /**< data chunk payload capacity */
+    uint64_t data_chunks; /**< chunks over all fields */
 } ss_store_info;
 
 /** Fill `out` with facts about the store. @return 0. */
@@ -405,5 +405,6 @@ SS_API int ss_verify(const ss_store *s, ss_verify_fn report, void *ctx, uint64_t
 #include "seqstore/stream.h"
 #include "seqstore/loader.h"
 #include "seqstore/bptt.h"
+#include "seqstore/transform.h"
 
 #endif /* SEQSTORE_H */

@@ -52,7 +52,8 @@ static void random_schema(model *m, uint64_t *rng) {
     m->schema.fields = m->fields;
 }
 
-static void write_examples(model *m, ss_writer *w, uint64_t n, uint64_t *rng, uint64_t chunk_bytes) {
+static void write_examples(model *m, ss_writer *w, uint64_t n, uint64_t *rng,
+                           uint64_t chunk_bytes) {
     ss_value values[6];
     unsigned char *buf[6] = {0};
     for (uint64_t e = 0; e < n; e++) {
@@ -63,7 +64,8 @@ static void write_examples(model *m, ss_writer *w, uint64_t n, uint64_t *rng, ui
                 m->lengths[f] = realloc(m->lengths[f], m->cap * sizeof(uint64_t));
         }
         for (uint32_t f = 0; f < m->schema.nfields; f++) {
-            uint64_t len = m->fields[f].sequence ? random_length(rng, chunk_bytes, m->row_bytes[f]) : 1;
+            uint64_t len =
+                m->fields[f].sequence ? random_length(rng, chunk_bytes, m->row_bytes[f]) : 1;
             uint64_t bytes = len * m->row_bytes[f];
             buf[f] = realloc(buf[f], bytes ? bytes : 1);
             for (uint64_t k = 0; k < bytes; k++) buf[f][k] = expected_byte(m->seed, i, f, k);
@@ -129,7 +131,8 @@ static void check_flat(const model *m, const char *path, uint64_t *rng) {
     for (uint32_t f = 0; f < m->schema.nfields; f++) {
         uint64_t total = ss_flat_size(s, f), rb = m->row_bytes[f];
         unsigned char *naive = malloc(total * rb + 1);
-        uint64_t *owner = malloc((total + 1) * sizeof *owner), *off = malloc((total + 1) * sizeof *off);
+        uint64_t *owner = malloc((total + 1) * sizeof *owner),
+                 *off = malloc((total + 1) * sizeof *off);
         uint64_t pos = 0;
         for (uint64_t i = 0; i < m->count; i++) {
             ss_view v;
