@@ -43,18 +43,28 @@
 #define SS_LOC_OFFSET(loc) ((loc)&0xFFFFFFFFull)
 
 static inline uint64_t ss_le64(const void *p) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    uint64_t v;
+    memcpy(&v, p, 8);
+    return v;
+#else
     const unsigned char *b = p;
     uint64_t v = 0;
     for (int k = 7; k >= 0; k--) v = (v << 8) | b[k];
     return v;
+#endif
 }
 static inline uint32_t ss_le32(const void *p) {
     const unsigned char *b = p;
     return (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
 }
 static inline void ss_put_le64(void *p, uint64_t v) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    memcpy(p, &v, 8);
+#else
     unsigned char *b = p;
     for (int k = 0; k < 8; k++) b[k] = (unsigned char)(v >> (8 * k));
+#endif
 }
 static inline void ss_put_le32(void *p, uint32_t v) {
     unsigned char *b = p;

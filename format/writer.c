@@ -34,6 +34,7 @@ typedef struct ss_wfield {
     uint64_t chunk_no;
     uint64_t chunk_used;
     uint64_t last_closed;   /* payload bytes of the last closed chunk */
+    uint64_t max_rows;      /* most rows one value of this field may have */
     unsigned char *segment; /* SS_SEGMENT_ENTRIES entries; sequence fields only */
     uint64_t segment_no;
 } ss_wfield;
@@ -55,6 +56,10 @@ struct ss_writer {
     uint64_t pending_bytes;
     ss_pending_attr *attrs;
     size_t nattrs;
+    /* Committed chunk and segment buffers kept for reuse, so that a steady
+     * write neither allocates nor page-faults; at most one commit's worth. */
+    unsigned char **spare_chunks, **spare_segments;
+    size_t nspare_chunks, nspare_segments, spare_cap;
 };
 
 /* ---------------------------------------------------------------- helpers */
@@ -81,6 +86,35 @@ static void ss_pending_clear(ss_writer *w) {
     for (size_t i = 0; i < w->npending; i++) free(w->pending[i].payload);
     w->npending = 0;
     w->pending_bytes = 0;
+}
+
+/* After a commit: keep the buffers of full chunks and segments for reuse. */
+static void ss_pending_recycle(ss_writer *w) {
+    if (w->spare_cap < w->npending) {
+        size_t cap = w->npending;
+        unsigned char **c = realloc(w->spare_chunks, cap * sizeof *c);
+        if (c) w->spare_chunks = c;
+        unsigned char **g = realloc(w->spare_segments, cap * sizeof *g);
+        if (g) w->spare_segments = g;
+        if (c && g) w->spare_cap = cap;
+    }
+    for (size_t i = 0; i < w->npending; i++) {
+        ss_pending *p = &w->pending[i];
+        int is_chunk = p->key.bytes[0] == SS_KEY_DATA && p->len <= w->capacity;
+        int is_segment = p->key.bytes[0] == SS_KEY_INDEX;
+        if (is_chunk && w->nspare_chunks < w->spare_cap)
+            w->spare_chunks[w->nspare_chunks++] = p->payload;
+        else if (is_segment && w->nspare_segments < w->spare_cap)
+            w->spare_segments[w->nspare_segments++] = p->payload;
+        else
+            free(p->payload);
+    }
+    w->npending = 0;
+    w->pending_bytes = 0;
+}
+
+static unsigned char *ss_buffer_take(unsigned char **spare, size_t *nspare, size_t bytes) {
+    return *nspare ? spare[--*nspare] : malloc(bytes);
 }
 
 /* Put one block: reserve the padded value in LMDB, copy, seal with checksum. */
@@ -211,7 +245,7 @@ static int ss_writer_txn(ss_writer *w, int final) {
             return ss_writer_broken(
                 w, ss__fail(SS_ETOOBIG, "%s: a value exceeds LMDB's limit", w->path));
         if (rc) return ss_writer_broken(w, ss__lmdb_fail(rc, w->path));
-        ss_pending_clear(w);
+        ss_pending_recycle(w);
         return 0;
     }
 }
@@ -230,7 +264,9 @@ static int ss_chunk_close(ss_writer *w, uint32_t field) {
     ss_wfield *wf = &w->f[field];
     ss_key key;
     ss_key_numbered(&key, SS_KEY_DATA, field, wf->chunk_no);
-    unsigned char *fresh = malloc(wf->chunk_cap);
+    unsigned char *fresh = wf->chunk_cap == w->capacity
+                               ? ss_buffer_take(w->spare_chunks, &w->nspare_chunks, wf->chunk_cap)
+                               : malloc(wf->chunk_cap);
     if (!fresh) return ss__fail(SS_ENOMEM, "%s: out of memory", w->path);
     int rc = ss_pending_push(w, &key, wf->chunk, wf->chunk_used);
     if (rc) {
@@ -272,7 +308,7 @@ static int ss_index_set(ss_writer *w, uint32_t field, uint64_t entry, uint64_t l
         ss_key key;
         ss_key_numbered(&key, SS_KEY_INDEX, field, wf->segment_no);
         size_t bytes = (size_t)SS_SEGMENT_ENTRIES * SS_INDEX_ENTRY;
-        unsigned char *fresh = malloc(bytes);
+        unsigned char *fresh = ss_buffer_take(w->spare_segments, &w->nspare_segments, bytes);
         if (!fresh) return ss__fail(SS_ENOMEM, "%s: out of memory", w->path);
         int rc = ss_pending_push(w, &key, wf->segment, bytes);
         if (rc) {
@@ -327,7 +363,7 @@ static int ss_check_values(const ss_writer *w, const ss_value *values) {
             return ss__fail(SS_EINVAL, "%s: example %llu: field '%s' has length %llu but no data",
                             w->path, (unsigned long long)w->h.count, fs->name,
                             (unsigned long long)v->length);
-        uint64_t limit = (SS_MAX_VALUE - 2 * SS_PAGE) / fs->row_bytes;
+        uint64_t limit = w->f[i].max_rows;
         if (v->length > limit)
             return ss__fail(
                 SS_ETOOBIG,
@@ -409,6 +445,10 @@ void ss_writer_free(ss_writer *w) {
     if (!w) return;
     ss_pending_clear(w);
     free(w->pending);
+    for (size_t i = 0; i < w->nspare_chunks; i++) free(w->spare_chunks[i]);
+    for (size_t i = 0; i < w->nspare_segments; i++) free(w->spare_segments[i]);
+    free(w->spare_chunks);
+    free(w->spare_segments);
     for (size_t i = 0; i < w->nattrs; i++) free(w->attrs[i].data);
     free(w->attrs);
     for (uint32_t i = 0; i < SS_MAX_FIELDS; i++) {
@@ -486,6 +526,7 @@ static int ss_writer_buffers(ss_writer *w) {
         ss_wfield *wf = &w->f[i];
         uint64_t rb = w->h.fields[i].row_bytes;
         wf->chunk_cap = w->h.fields[i].def.sequence || rb <= w->capacity ? w->capacity : rb;
+        wf->max_rows = (SS_MAX_VALUE - 2 * SS_PAGE) / rb;
         wf->chunk = malloc(wf->chunk_cap);
         if (!wf->chunk) return ss__fail(SS_ENOMEM, "%s: out of memory", w->path);
         if (w->h.fields[i].def.sequence) {
