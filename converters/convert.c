@@ -11,9 +11,13 @@
 #include <time.h>
 #include <unistd.h>
 
-const ss_converter *const ss_converters[] = {
-    &ss_converter_lines, &ss_converter_text, &ss_converter_parallel, &ss_converter_idx,
-    &ss_converter_npy,   &ss_converter_edf,  NULL};
+const ss_converter *const ss_converters[] = {&ss_converter_lines,
+                                             &ss_converter_text,
+                                             &ss_converter_parallel,
+                                             &ss_converter_idx,
+                                             &ss_converter_npy,
+                                             &ss_converter_edf,
+                                             NULL};
 
 /* Bad records listed at the end with --skip-bad; beyond this only counted. */
 #define SS_CONV_MAX_LISTED 1000
@@ -56,8 +60,7 @@ struct ss_conv {
     uint64_t nbad;
 };
 
-static double now_seconds(void)
-{
+static double now_seconds(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
@@ -65,16 +68,14 @@ static double now_seconds(void)
 
 /* ---------------------------------------------------------------- messages */
 
-static void clear_progress(ss_conv *c)
-{
+static void clear_progress(ss_conv *c) {
     if (c && c->drawn) {
         fputs("\r\033[K", stderr);
         c->drawn = 0;
     }
 }
 
-int ss_conv_error(ss_conv *c, const char *fmt, ...)
-{
+int ss_conv_error(ss_conv *c, const char *fmt, ...) {
     va_list ap;
     clear_progress(c);
     fputs("seqstore convert: ", stderr);
@@ -85,8 +86,7 @@ int ss_conv_error(ss_conv *c, const char *fmt, ...)
     return 1;
 }
 
-int ss_conv_ss_error(ss_conv *c, const char *fmt, ...)
-{
+int ss_conv_ss_error(ss_conv *c, const char *fmt, ...) {
     va_list ap;
     clear_progress(c);
     fputs("seqstore convert: ", stderr);
@@ -97,8 +97,7 @@ int ss_conv_ss_error(ss_conv *c, const char *fmt, ...)
     return 1;
 }
 
-int ss_conv_usage_error(ss_conv *c, const char *fmt, ...)
-{
+int ss_conv_usage_error(ss_conv *c, const char *fmt, ...) {
     va_list ap;
     const char *kind = c && c->conv ? c->conv->kind : NULL;
     clear_progress(c);
@@ -110,15 +109,13 @@ int ss_conv_usage_error(ss_conv *c, const char *fmt, ...)
     return 2;
 }
 
-static char *xvasprintf(const char *fmt, va_list ap)
-{
+static char *xvasprintf(const char *fmt, va_list ap) {
     char *s = NULL;
     if (vasprintf(&s, fmt, ap) < 0) return NULL;
     return s;
 }
 
-int ss_conv_bad(ss_conv *c, const char *file, uint64_t location, const char *fmt, ...)
-{
+int ss_conv_bad(ss_conv *c, const char *file, uint64_t location, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     char *what = xvasprintf(fmt, ap);
@@ -145,14 +142,12 @@ int ss_conv_bad(ss_conv *c, const char *file, uint64_t location, const char *fmt
 
 /* ----------------------------------------------------------------- options */
 
-const ss_conv_options *ss_conv_opts(const ss_conv *c)
-{
+const ss_conv_options *ss_conv_opts(const ss_conv *c) {
     return &c->opts;
 }
 
-int ss_conv_parse_u64(ss_conv *c, const char *option, const char *text, uint64_t min,
-                      uint64_t max, uint64_t *out)
-{
+int ss_conv_parse_u64(ss_conv *c, const char *option, const char *text, uint64_t min, uint64_t max,
+                      uint64_t *out) {
     char *end = NULL;
     if (!text || !*text || *text == '-' || *text == '+' || *text == ' ')
         return ss_conv_usage_error(c, "%s needs a number, got '%s'", option, text ? text : "");
@@ -165,8 +160,7 @@ int ss_conv_parse_u64(ss_conv *c, const char *option, const char *text, uint64_t
     return 0;
 }
 
-uint64_t ss_conv_file_size(const char *path)
-{
+uint64_t ss_conv_file_size(const char *path) {
     struct stat st;
     if (stat(path, &st) != 0) return 0;
     return (uint64_t)st.st_size;
@@ -174,8 +168,7 @@ uint64_t ss_conv_file_size(const char *path)
 
 /* ----------------------------------------------------------------- sources */
 
-uint32_t ss_conv_add_source(ss_conv *c, const char *path)
-{
+uint32_t ss_conv_add_source(ss_conv *c, const char *path) {
     if (c->nsources == c->sources_cap) {
         uint32_t cap = c->sources_cap ? 2 * c->sources_cap : 16;
         char **p = realloc(c->sources, cap * sizeof *p);
@@ -194,15 +187,13 @@ uint32_t ss_conv_add_source(ss_conv *c, const char *path)
     return c->nsources++;
 }
 
-void ss_conv_set_total(ss_conv *c, uint64_t total_bytes)
-{
+void ss_conv_set_total(ss_conv *c, uint64_t total_bytes) {
     c->total_bytes = total_bytes;
 }
 
 /* ---------------------------------------------------------------- progress */
 
-static void fmt_duration(char *buf, size_t n, double s)
-{
+static void fmt_duration(char *buf, size_t n, double s) {
     if (s < 0 || s > 1e7) {
         snprintf(buf, n, "?");
         return;
@@ -214,8 +205,7 @@ static void fmt_duration(char *buf, size_t n, double s)
         snprintf(buf, n, "%lu:%02lu", t / 60, t % 60);
 }
 
-static void draw_progress(ss_conv *c, double t)
-{
+static void draw_progress(ss_conv *c, double t) {
     double el = t - c->t0;
     double mb = (double)c->bytes_in / 1e6;
     double rate = el > 0 ? mb / el : 0;
@@ -233,8 +223,7 @@ static void draw_progress(ss_conv *c, double t)
     c->last_draw = t;
 }
 
-static void tick(ss_conv *c)
-{
+static void tick(ss_conv *c) {
     if (++c->tick < SS_CONV_TICK) return;
     c->tick = 0;
     if (!c->show_progress) return;
@@ -242,16 +231,14 @@ static void tick(ss_conv *c)
     if (t - c->last_draw >= SS_CONV_REDRAW) draw_progress(c, t);
 }
 
-void ss_conv_progress(ss_conv *c, uint64_t bytes)
-{
+void ss_conv_progress(ss_conv *c, uint64_t bytes) {
     c->bytes_in += bytes;
     tick(c);
 }
 
 /* -------------------------------------------------------------- the store */
 
-static int open_existing(ss_conv *c, ss_store **out, unsigned flags)
-{
+static int open_existing(ss_conv *c, ss_store **out, unsigned flags) {
     *out = NULL;
     int rc = ss_open(out, c->opts.output, flags);
     if (rc == SS_ENOTFOUND) return 0;
@@ -259,14 +246,12 @@ static int open_existing(ss_conv *c, ss_store **out, unsigned flags)
     return 0;
 }
 
-int ss_conv_open_existing(ss_conv *c, ss_store **out)
-{
+int ss_conv_open_existing(ss_conv *c, ss_store **out) {
     return open_existing(c, out, c->opts.resume ? SS_OPEN_INCOMPLETE : 0);
 }
 
 /* A copy of text attribute `name`, NUL-terminated; NULL when missing. */
-static char *attr_text(const ss_store *s, const char *name)
-{
+static char *attr_text(const ss_store *s, const char *name) {
     ss_attr a;
     if (ss_attr_get(s, name, &a) != 0 || a.type != SS_ATTR_TEXT) return NULL;
     char *t = malloc(a.size + 1);
@@ -276,16 +261,14 @@ static char *attr_text(const ss_store *s, const char *name)
     return t;
 }
 
-static uint32_t count_lines(const char *t)
-{
+static uint32_t count_lines(const char *t) {
     uint32_t n = 0;
     if (!t || !*t) return 0;
     for (; *t; t++) n += *t == '\n';
     return t[-1] == '\n' ? n : n + 1;
 }
 
-static int same_field(const ss_field *a, const ss_field *b)
-{
+static int same_field(const ss_field *a, const ss_field *b) {
     if (strcmp(a->name, b->name) || a->dtype != b->dtype || !a->sequence != !b->sequence ||
         a->ndim != b->ndim)
         return 0;
@@ -294,8 +277,7 @@ static int same_field(const ss_field *a, const ss_field *b)
     return 1;
 }
 
-static void describe_field(char *buf, size_t n, const ss_field *f)
-{
+static void describe_field(char *buf, size_t n, const ss_field *f) {
     int k = snprintf(buf, n, "%s %s%s", ss_dtype_name(f->dtype) ? ss_dtype_name(f->dtype) : "?",
                      f->sequence ? "sequence" : "fixed", f->ndim ? " of [" : "");
     for (uint32_t d = 0; d < f->ndim && k > 0 && (size_t)k < n; d++)
@@ -304,16 +286,14 @@ static void describe_field(char *buf, size_t n, const ss_field *f)
 }
 
 /* Compare the existing store's schema with ours; print the first difference. */
-static int check_schema(ss_conv *c, const ss_store *s, uint32_t nf)
-{
+static int check_schema(ss_conv *c, const ss_store *s, uint32_t nf) {
     const ss_schema *old = ss_store_schema(s);
     char a[128], b[128];
     for (uint32_t k = 0; k < nf || k < old->nfields; k++) {
         if (k >= old->nfields)
-            return ss_conv_error(c,
-                                 "schema mismatch: '%s' has no field '%s' (it has %" PRIu32
-                                 " fields)",
-                                 c->opts.output, c->fields[k].name, old->nfields);
+            return ss_conv_error(
+                c, "schema mismatch: '%s' has no field '%s' (it has %" PRIu32 " fields)",
+                c->opts.output, c->fields[k].name, old->nfields);
         if (k >= nf)
             return ss_conv_error(c, "schema mismatch: '%s' has an extra field '%s'", c->opts.output,
                                  old->fields[k].name);
@@ -329,8 +309,7 @@ static int check_schema(ss_conv *c, const ss_store *s, uint32_t nf)
     return 0;
 }
 
-static char *join_lines(char **v, uint32_t n)
-{
+static char *join_lines(char **v, uint32_t n) {
     size_t len = 1;
     for (uint32_t k = 0; k < n; k++) len += strlen(v[k]) + 1;
     char *t = malloc(len), *p = t;
@@ -346,21 +325,18 @@ static char *join_lines(char **v, uint32_t n)
 }
 
 /* "a" + sep + "b", or a copy of whichever is not NULL. */
-static char *concat(const char *a, const char *sep, const char *b)
-{
+static char *concat(const char *a, const char *sep, const char *b) {
     char *t = NULL;
     if (asprintf(&t, "%s%s%s", a ? a : "", a && *a ? sep : "", b ? b : "") < 0) return NULL;
     return t;
 }
 
-static int set_text(ss_conv *c, const char *name, const char *text)
-{
+static int set_text(ss_conv *c, const char *name, const char *text) {
     if (!text) return ss_conv_error(c, "out of memory");
     return ss_conv_set_attr(c, name, SS_ATTR_TEXT, text, strlen(text));
 }
 
-static int write_framework_attrs(ss_conv *c)
-{
+static int write_framework_attrs(ss_conv *c) {
     char *files = join_lines(c->sources, c->nsources);
     /* The options, without those that cannot change the store (so that its
      * bytes do not depend on the thread count). */
@@ -396,8 +372,7 @@ static int write_framework_attrs(ss_conv *c)
 }
 
 /* --append: the store must exist, be complete and have our schema. */
-static int prepare_append(ss_conv *c, uint32_t nf)
-{
+static int prepare_append(ss_conv *c, uint32_t nf) {
     ss_store *s = NULL;
     if (open_existing(c, &s, 0)) return 1;
     if (!s)
@@ -421,8 +396,7 @@ static int prepare_append(ss_conv *c, uint32_t nf)
 
 /* --resume: returns 1 (error printed), 0 with *exists = whether there is
  * something to resume. */
-static int prepare_resume(ss_conv *c, uint32_t nf, int *exists)
-{
+static int prepare_resume(ss_conv *c, uint32_t nf, int *exists) {
     ss_store *s = NULL;
     *exists = 0;
     if (open_existing(c, &s, SS_OPEN_INCOMPLETE)) return 1;
@@ -451,8 +425,7 @@ static int prepare_resume(ss_conv *c, uint32_t nf, int *exists)
     return rc;
 }
 
-int ss_conv_begin(ss_conv *c, const ss_schema *schema, uint64_t *skip)
-{
+int ss_conv_begin(ss_conv *c, const ss_schema *schema, uint64_t *skip) {
     *skip = 0;
     if (c->began) return ss_conv_error(c, "internal error: ss_conv_begin called twice");
     if (schema->nfields + 1 > SS_MAX_FIELDS)
@@ -466,8 +439,8 @@ int ss_conv_begin(ss_conv *c, const ss_schema *schema, uint64_t *skip)
         for (uint32_t d = 0; d < c->fields[k].ndim; d++) e *= c->fields[k].dims[d];
         c->row_elems[k] = e;
     }
-    c->fields[c->nfields] = (ss_field){.name = "source", .dtype = SS_U64, .sequence = 0,
-                                       .ndim = 1, .dims = {2}};
+    c->fields[c->nfields] =
+        (ss_field){.name = "source", .dtype = SS_U64, .sequence = 0, .ndim = 1, .dims = {2}};
     uint32_t nf = c->nfields + 1;
     ss_schema full = {nf, c->fields};
 
@@ -507,8 +480,7 @@ int ss_conv_begin(ss_conv *c, const ss_schema *schema, uint64_t *skip)
     return 0;
 }
 
-int ss_conv_append(ss_conv *c, const ss_value *values, uint32_t source, uint64_t location)
-{
+int ss_conv_append(ss_conv *c, const ss_value *values, uint32_t source, uint64_t location) {
     uint64_t src[2] = {(uint64_t)c->source_base + source + 1, location};
     memcpy(c->values, values, c->nfields * sizeof *values);
     c->values[c->nfields] = (ss_value){src, 1};
@@ -526,29 +498,25 @@ int ss_conv_append(ss_conv *c, const ss_value *values, uint32_t source, uint64_t
     return 0;
 }
 
-int ss_conv_set_attr(ss_conv *c, const char *name, uint32_t type, const void *data, size_t size)
-{
+int ss_conv_set_attr(ss_conv *c, const char *name, uint32_t type, const void *data, size_t size) {
     if (!c->w) return ss_conv_error(c, "internal error: attribute '%s' set before begin", name);
     if (ss_writer_set_attr(c->w, name, type, data, size))
         return ss_conv_ss_error(c, "cannot set attribute '%s'", name);
     return 0;
 }
 
-ss_writer *ss_conv_writer(ss_conv *c)
-{
+ss_writer *ss_conv_writer(ss_conv *c) {
     return c->w;
 }
 
 /* ------------------------------------------------------------- the command */
 
-static void print_kinds(FILE *out)
-{
+static void print_kinds(FILE *out) {
     for (int k = 0; ss_converters[k]; k++)
         fprintf(out, "  %-9s %s\n", ss_converters[k]->kind, ss_converters[k]->summary);
 }
 
-static void common_usage(FILE *out)
-{
+static void common_usage(FILE *out) {
     fputs("common options:\n"
           "  -o, --output STORE  the store to write (required)\n"
           "  --force             replace an existing STORE\n"
@@ -566,39 +534,34 @@ static void common_usage(FILE *out)
           out);
 }
 
-static void general_usage(FILE *out)
-{
+static void general_usage(FILE *out) {
     fputs("usage: seqstore convert KIND INPUT... -o STORE [options]\n\nkinds:\n", out);
     print_kinds(out);
     fputc('\n', out);
     common_usage(out);
 }
 
-static const ss_converter *find_converter(const char *kind)
-{
+static const ss_converter *find_converter(const char *kind) {
     for (int k = 0; ss_converters[k]; k++)
         if (!strcmp(ss_converters[k]->kind, kind)) return ss_converters[k];
     return NULL;
 }
 
 /* Value of an option given as "--opt VALUE" or "--opt=VALUE" (or "-oVALUE"). */
-static const char *opt_value(int argc, char **argv, int *i, const char *arg, size_t namelen)
-{
+static const char *opt_value(int argc, char **argv, int *i, const char *arg, size_t namelen) {
     if (arg[namelen] == '=') return arg + namelen + 1;
     if (arg[namelen] && arg[1] != '-') return arg + namelen; /* -oSTORE */
     if (*i + 1 >= argc) return NULL;
     return argv[++*i];
 }
 
-static int is_opt(const char *arg, const char *name)
-{
+static int is_opt(const char *arg, const char *name) {
     size_t n = strlen(name);
     return !strncmp(arg, name, n) && (arg[n] == 0 || arg[n] == '=');
 }
 
 /* Remove the common options from argv[2..]; the rest goes to rest[] after KIND. */
-static int parse_common(ss_conv *c, int argc, char **argv, char **rest, int *nrest, int *help)
-{
+static int parse_common(ss_conv *c, int argc, char **argv, char **rest, int *nrest, int *help) {
     int n = 0;
     rest[n++] = argv[1];
     for (int i = 2; i < argc; i++) {
@@ -641,8 +604,7 @@ static int parse_common(ss_conv *c, int argc, char **argv, char **rest, int *nre
     return 0;
 }
 
-static void print_summary(ss_conv *c)
-{
+static void print_summary(ss_conv *c) {
     double el = now_seconds() - c->t0;
     double out = (double)ss_conv_file_size(c->opts.output) / 1e6;
     fprintf(stderr,
@@ -653,8 +615,7 @@ static void print_summary(ss_conv *c)
             c->start_count ? " (after the examples already in the store)" : "");
 }
 
-static void print_skipped(ss_conv *c)
-{
+static void print_skipped(ss_conv *c) {
     if (!c->nbad) return;
     fprintf(stderr, "seqstore convert: skipped %" PRIu64 " bad input%s:\n", c->nbad,
             c->nbad == 1 ? "" : "s");
@@ -665,8 +626,7 @@ static void print_skipped(ss_conv *c)
 }
 
 /* After a failed run: keep what can be kept, never look complete. */
-static void abandon(ss_conv *c)
-{
+static void abandon(ss_conv *c) {
     if (!c->w) return;
     if (!c->writer_broken && !c->opts.append && ss_writer_commit(c->w) == 0) {
         uint64_t n = ss_writer_count(c->w);
@@ -675,15 +635,13 @@ static void abandon(ss_conv *c)
                 " committed examples; fix the problem and rerun with --resume (or --force)\n",
                 c->opts.output, n);
     } else if (c->opts.append) {
-        fprintf(stderr, "seqstore convert: the append to '%s' was not completed\n",
-                c->opts.output);
+        fprintf(stderr, "seqstore convert: the append to '%s' was not completed\n", c->opts.output);
     }
     ss_writer_free(c->w);
     c->w = NULL;
 }
 
-static int finish(ss_conv *c)
-{
+static int finish(ss_conv *c) {
     if (!c->began) return ss_conv_error(c, "%s: no store was written", c->conv->kind);
     if (ss_writer_finish(c->w)) {
         ss_conv_ss_error(c, "cannot finish '%s'", c->opts.output);
@@ -699,8 +657,7 @@ static int finish(ss_conv *c)
     return 0;
 }
 
-static void conv_free(ss_conv *c)
-{
+static void conv_free(ss_conv *c) {
     if (c->w) ss_writer_free(c->w);
     for (uint32_t k = 0; k < c->nsources; k++) free(c->sources[k]);
     free(c->sources);
@@ -713,8 +670,7 @@ static void conv_free(ss_conv *c)
     free(c);
 }
 
-int ss_cmd_convert(int argc, char **argv)
-{
+int ss_cmd_convert(int argc, char **argv) {
     if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
         general_usage(argc < 2 ? stderr : stdout);
         return argc < 2 ? 2 : 0;

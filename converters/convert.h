@@ -177,8 +177,8 @@ void ss_conv_progress(ss_conv *c, uint64_t bytes);
 
 /** Parse a decimal unsigned integer option value in [min, max]; on failure
  *  prints a usage error naming `option` and returns 2, else 0. */
-int ss_conv_parse_u64(ss_conv *c, const char *option, const char *text, uint64_t min,
-                      uint64_t max, uint64_t *out);
+int ss_conv_parse_u64(ss_conv *c, const char *option, const char *text, uint64_t min, uint64_t max,
+                      uint64_t *out);
 
 /** Size of the file at `path` in bytes, or 0 if it cannot be stat()ed. */
 uint64_t ss_conv_file_size(const char *path);

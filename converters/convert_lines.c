@@ -5,8 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void lines_usage(FILE *out)
-{
+static void lines_usage(FILE *out) {
     fputs("usage: seqstore convert lines FILE... -o STORE [--skip-empty]\n"
           "One example per line of each FILE ('-' = stdin, *.gz decompressed); the\n"
           "line's bytes (without its '\\n') are the tokens, dtype u8, field 'tokens'.\n"
@@ -15,8 +14,7 @@ static void lines_usage(FILE *out)
           out);
 }
 
-static int run_lines(ss_conv *c, int argc, char **argv)
-{
+static int run_lines(ss_conv *c, int argc, char **argv) {
     tx_text_options o;
     memset(&o, 0, sizeof o);
     o.kind = TX_BYTES;

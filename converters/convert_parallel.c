@@ -7,8 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void parallel_usage(FILE *out)
-{
+static void parallel_usage(FILE *out) {
     fputs("usage: seqstore convert parallel SRC TGT -o STORE [options]\n"
           "Line k of SRC and line k of TGT become fields 'src' and 'tgt' of example k;\n"
           "the files must have the same number of lines. The source of an example is\n"
@@ -34,8 +33,7 @@ typedef struct par_options {
     const char *files[2];
 } par_options;
 
-static int parse_par(ss_conv *c, int argc, char **argv, par_options *o)
-{
+static int parse_par(ss_conv *c, int argc, char **argv, par_options *o) {
     int nfiles = 0, only_files = 0;
     memset(o, 0, sizeof *o);
     o->min_count = 1;
@@ -94,8 +92,7 @@ static int parse_par(ss_conv *c, int argc, char **argv, par_options *o)
     return 0;
 }
 
-static int run_parallel(ss_conv *c, int argc, char **argv)
-{
+static int run_parallel(ss_conv *c, int argc, char **argv) {
     par_options o;
     int rc = parse_par(c, argc, argv, &o);
     if (rc) return rc;
@@ -129,9 +126,9 @@ static int run_parallel(ss_conv *c, int argc, char **argv)
     uint64_t n0 = tx_count_lines(in[0].data, in[0].size);
     uint64_t n1 = tx_count_lines(in[1].data, in[1].size);
     if (n0 != n1) {
-        ss_conv_error(c, "the files are not aligned: '%s' has %" PRIu64 " lines, '%s' has %" PRIu64
-                         " lines",
-                      o.files[0], n0, o.files[1], n1);
+        ss_conv_error(
+            c, "the files are not aligned: '%s' has %" PRIu64 " lines, '%s' has %" PRIu64 " lines",
+            o.files[0], n0, o.files[1], n1);
         goto done;
     }
     if (tx_split(&j)) {
@@ -147,7 +144,8 @@ static int run_parallel(ss_conv *c, int argc, char **argv)
                 goto done;
         } else if (ss_conv_opts(c)->append) {
             if (o.shared && s) continue;
-            if (tx_vocab_load(c, &vocab[s], ss_conv_opts(c)->output, o.shared ? names[0] : names[s]))
+            if (tx_vocab_load(c, &vocab[s], ss_conv_opts(c)->output,
+                              o.shared ? names[0] : names[s]))
                 goto done;
         } else {
             need_count[s] = 1;
@@ -177,5 +175,5 @@ done:
 }
 
 const ss_converter ss_converter_parallel = {
-    "parallel", "parallel corpora: two line-aligned files become fields src and tgt",
-    run_parallel, parallel_usage};
+    "parallel", "parallel corpora: two line-aligned files become fields src and tgt", run_parallel,
+    parallel_usage};

@@ -21,38 +21,36 @@
 
 static const char *const kind_names[] = {"bytes", "chars", "words", "ids"};
 
-int tx_parse_kind(const char *name)
-{
+int tx_parse_kind(const char *name) {
     for (int k = 0; k < 4; k++)
         if (!strcmp(name, kind_names[k])) return k;
     return -1;
 }
 
-const char *tx_kind_name(int kind)
-{
+const char *tx_kind_name(int kind) {
     return kind >= 0 && kind < 4 ? kind_names[kind] : "?";
 }
 
-static ss_dtype dtype_for(uint64_t max_id)
-{
+static ss_dtype dtype_for(uint64_t max_id) {
     return max_id <= UINT8_MAX ? SS_U8 : max_id <= UINT16_MAX ? SS_U16 : SS_U32;
 }
 
-static int need_special(ss_conv *c, const tx_tok *t, const char *name, uint32_t *id)
-{
+static int need_special(ss_conv *c, const tx_tok *t, const char *name, uint32_t *id) {
     int64_t v = ss_vocab_lookup(t->vocab, (const uint8_t *)name, strlen(name));
-    if (v < 0)
-        return c ? ss_conv_error(c, "the vocabulary has no %s token", name) : 1;
+    if (v < 0) return c ? ss_conv_error(c, "the vocabulary has no %s token", name) : 1;
     *id = (uint32_t)v;
     return 0;
 }
 
-int tx_prepare_tokens(ss_conv *c, tx_tok *t, const char *field)
-{
+int tx_prepare_tokens(ss_conv *c, tx_tok *t, const char *field) {
     uint64_t base = 0; /* first id after the vocabulary */
     switch (t->kind) {
-    case TX_BYTES: base = 256; break;
-    case TX_CHARS: base = 0x110000; break;
+    case TX_BYTES:
+        base = 256;
+        break;
+    case TX_CHARS:
+        base = 0x110000;
+        break;
     case TX_IDS:
         if ((t->bos_on || t->eos_on) && !t->vocab_size)
             return c ? ss_conv_usage_error(c, "--bos/--eos with --tokens ids need --vocab-size")
@@ -69,7 +67,8 @@ int tx_prepare_tokens(ss_conv *c, tx_tok *t, const char *field)
         t->dtype = dtype_for(ss_vocab_size(t->vocab) ? ss_vocab_size(t->vocab) - 1 : 0);
         t->esize = (uint32_t)ss_dtype_size(t->dtype);
         return 0;
-    default: return c ? ss_conv_error(c, "%s: unknown token kind", field) : 1;
+    default:
+        return c ? ss_conv_error(c, "%s: unknown token kind", field) : 1;
     }
     if (t->bos_on) t->bos = (uint32_t)base;
     if (t->eos_on) t->eos = (uint32_t)(base + (uint64_t)t->bos_on);
@@ -81,20 +80,17 @@ int tx_prepare_tokens(ss_conv *c, tx_tok *t, const char *field)
 
 /* ------------------------------------------------------ lines, documents */
 
-static inline int is_ws(uint8_t ch)
-{
+static inline int is_ws(uint8_t ch) {
     return ch == ' ' || (ch >= '\t' && ch <= '\r');
 }
 
-static int is_blank(const uint8_t *d, size_t a, size_t e)
-{
+static int is_blank(const uint8_t *d, size_t a, size_t e) {
     for (size_t i = a; i < e; i++)
         if (!is_ws(d[i])) return 0;
     return 1;
 }
 
-static int is_sep(const tx_job *j, const uint8_t *d, size_t a, size_t e)
-{
+static int is_sep(const tx_job *j, const uint8_t *d, size_t a, size_t e) {
     if (j->mode == TX_DOCS_BLANK) return is_blank(d, a, e);
     if (j->mode != TX_DOCS_SEP) return 0;
     if (e > a && d[e - 1] == '\r') e--;
@@ -102,8 +98,7 @@ static int is_sep(const tx_job *j, const uint8_t *d, size_t a, size_t e)
 }
 
 /* The next line [*a, *e) from *pos (< end); advances *pos past its '\n'. */
-static inline void next_line(const uint8_t *d, size_t *pos, size_t end, size_t *a, size_t *e)
-{
+static inline void next_line(const uint8_t *d, size_t *pos, size_t end, size_t *a, size_t *e) {
     const uint8_t *nl = memchr(d + *pos, '\n', end - *pos);
     *a = *pos;
     *e = nl ? (size_t)(nl - d) : end;
@@ -112,9 +107,8 @@ static inline void next_line(const uint8_t *d, size_t *pos, size_t end, size_t *
 
 /* The next example [*a, *e) starting at line *first (1-based, counted in
  * *lines, which counts every line consumed). @return 1, or 0 at the end. */
-static int next_example(const tx_job *j, const uint8_t *d, size_t *pos, size_t end,
-                        uint64_t *lines, size_t *a, size_t *e, uint64_t *first)
-{
+static int next_example(const tx_job *j, const uint8_t *d, size_t *pos, size_t end, uint64_t *lines,
+                        size_t *a, size_t *e, uint64_t *first) {
     size_t la, le;
     if (j->mode == TX_LINES) {
         while (*pos < end) {
@@ -149,8 +143,7 @@ static int next_example(const tx_job *j, const uint8_t *d, size_t *pos, size_t e
     }
 }
 
-uint64_t tx_count_lines(const uint8_t *d, size_t n)
-{
+uint64_t tx_count_lines(const uint8_t *d, size_t n) {
     uint64_t k = 0;
     const uint8_t *p = d, *end = d + n;
     while (p < end) {
@@ -164,15 +157,13 @@ uint64_t tx_count_lines(const uint8_t *d, size_t n)
 
 /* ---------------------------------------------------------------- blocks */
 
-static size_t cut_line(const uint8_t *d, size_t size, size_t target)
-{
+static size_t cut_line(const uint8_t *d, size_t size, size_t target) {
     if (target >= size) return size;
     const uint8_t *nl = memchr(d + target, '\n', size - target);
     return nl ? (size_t)(nl - d) + 1 : size;
 }
 
-static size_t cut_doc(const tx_job *j, const uint8_t *d, size_t size, size_t target)
-{
+static size_t cut_doc(const tx_job *j, const uint8_t *d, size_t size, size_t target) {
     size_t p = cut_line(d, size, target), a, e;
     while (p < size) {
         next_line(d, &p, size, &a, &e);
@@ -181,8 +172,7 @@ static size_t cut_doc(const tx_job *j, const uint8_t *d, size_t size, size_t tar
     return size;
 }
 
-static size_t advance_lines(const uint8_t *d, size_t size, size_t pos, uint64_t n)
-{
+static size_t advance_lines(const uint8_t *d, size_t size, size_t pos, uint64_t n) {
     for (; n && pos < size; n--) {
         const uint8_t *nl = memchr(d + pos, '\n', size - pos);
         pos = nl ? (size_t)(nl - d) + 1 : size;
@@ -190,8 +180,7 @@ static size_t advance_lines(const uint8_t *d, size_t size, size_t pos, uint64_t 
     return pos;
 }
 
-static int add_block(tx_job *j, size_t *cap, const tx_block *b)
-{
+static int add_block(tx_job *j, size_t *cap, const tx_block *b) {
     if (j->nblocks == *cap) {
         size_t n = *cap ? 2 * *cap : 64;
         tx_block *p = realloc(j->blocks, n * sizeof *p);
@@ -203,8 +192,7 @@ static int add_block(tx_job *j, size_t *cap, const tx_block *b)
     return 0;
 }
 
-int tx_split(tx_job *j)
-{
+int tx_split(tx_job *j) {
     size_t cap = 0, bs = j->block_bytes ? j->block_bytes : TX_BLOCK_BYTES;
     j->nblocks = 0;
     if (j->nsides == 2) {
@@ -236,8 +224,7 @@ int tx_split(tx_job *j)
 
 /* ------------------------------------------------------------- the worker */
 
-static int reserve(uint8_t **buf, size_t *cap, size_t need)
-{
+static int reserve(uint8_t **buf, size_t *cap, size_t need) {
     if (need <= *cap) return 0;
     size_t n = *cap ? *cap : (size_t)1 << 16;
     while (n < need) n *= 2;
@@ -248,8 +235,7 @@ static int reserve(uint8_t **buf, size_t *cap, size_t need)
     return 0;
 }
 
-static tx_item *new_item(tx_slot *s)
-{
+static tx_item *new_item(tx_slot *s) {
     if (s->nitems == s->items_cap) {
         size_t n = s->items_cap ? 2 * s->items_cap : 1024;
         tx_item *p = realloc(s->items, n * sizeof *p);
@@ -263,8 +249,7 @@ static tx_item *new_item(tx_slot *s)
 }
 
 static uint32_t add_msg(tx_slot *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static uint32_t add_msg(tx_slot *s, const char *fmt, ...)
-{
+static uint32_t add_msg(tx_slot *s, const char *fmt, ...) {
     char buf[256];
     va_list ap;
     va_start(ap, fmt);
@@ -283,8 +268,7 @@ static uint32_t add_msg(tx_slot *s, const char *fmt, ...)
     return off;
 }
 
-static inline void put(uint8_t *base, uint32_t esize, size_t i, uint32_t v)
-{
+static inline void put(uint8_t *base, uint32_t esize, size_t i, uint32_t v) {
     if (esize == 1)
         base[i] = (uint8_t)v;
     else if (esize == 2)
@@ -294,15 +278,13 @@ static inline void put(uint8_t *base, uint32_t esize, size_t i, uint32_t v)
 }
 
 /* A printable excerpt of a bad token for messages. */
-static int excerpt_len(size_t n)
-{
+static int excerpt_len(size_t n) {
     return n > 40 ? 40 : (int)n;
 }
 
 /* Tokenize [a, e) of d for side `sd` into item `it`. */
 static void tokenize(const tx_job *j, int sd, tx_slot *s, tx_item *it, const uint8_t *d, size_t a,
-                     size_t e)
-{
+                     size_t e) {
     const tx_tok *t = &j->tok[sd];
     size_t n = e - a, k = s->tokn[sd];
     uint32_t es = t->esize;
@@ -326,8 +308,8 @@ static void tokenize(const tx_job *j, int sd, tx_slot *s, tx_item *it, const uin
     case TX_CHARS: {
         size_t nout = 0, bad = 0;
         if (ss_utf8_decode((uint32_t *)(void *)out + m, &nout, &bad, d + a, n)) {
-            it->bad[sd] = add_msg(s, "invalid UTF-8 at byte offset %zu (byte 0x%02x)", a + bad,
-                                  d[a + bad]);
+            it->bad[sd] =
+                add_msg(s, "invalid UTF-8 at byte offset %zu (byte 0x%02x)", a + bad, d[a + bad]);
             return;
         }
         m += nout;
@@ -352,8 +334,10 @@ static void tokenize(const tx_job *j, int sd, tx_slot *s, tx_item *it, const uin
             uint64_t v = 0;
             int digits = 1, big = 0;
             for (; i < e && !is_ws(d[i]); i++) {
-                if (d[i] < '0' || d[i] > '9') digits = 0;
-                else if (!big && (v = v * 10 + (uint64_t)(d[i] - '0')) > UINT32_MAX) big = 1;
+                if (d[i] < '0' || d[i] > '9')
+                    digits = 0;
+                else if (!big && (v = v * 10 + (uint64_t)(d[i] - '0')) > UINT32_MAX)
+                    big = 1;
             }
             if (!digits) {
                 it->bad[sd] = add_msg(s, "'%.*s' is not a token id (byte offset %zu)",
@@ -362,11 +346,11 @@ static void tokenize(const tx_job *j, int sd, tx_slot *s, tx_item *it, const uin
             }
             if (big || (t->vocab_size && v >= t->vocab_size)) {
                 if (t->vocab_size)
-                    it->bad[sd] = add_msg(s,
-                                          "token id %.*s is out of range: --vocab-size is %" PRIu64
-                                          " (byte offset %zu)",
-                                          excerpt_len(i - w), (const char *)d + w, t->vocab_size,
-                                          w);
+                    it->bad[sd] =
+                        add_msg(s,
+                                "token id %.*s is out of range: --vocab-size is %" PRIu64
+                                " (byte offset %zu)",
+                                excerpt_len(i - w), (const char *)d + w, t->vocab_size, w);
                 else
                     it->bad[sd] = add_msg(s, "token id %.*s does not fit 32 bits (byte offset %zu)",
                                           excerpt_len(i - w), (const char *)d + w, w);
@@ -382,13 +366,11 @@ static void tokenize(const tx_job *j, int sd, tx_slot *s, tx_item *it, const uin
     s->tokn[sd] = m;
 }
 
-static const tx_input *side_input(const tx_job *j, const tx_block *b, int sd)
-{
+static const tx_input *side_input(const tx_job *j, const tx_block *b, int sd) {
     return j->nsides == 2 ? &j->inputs[sd] : &j->inputs[b->input];
 }
 
-void tx_process_block(const tx_job *j, const tx_block *b, tx_slot *s)
-{
+void tx_process_block(const tx_job *j, const tx_block *b, tx_slot *s) {
     s->nitems = 0;
     s->tokn[0] = s->tokn[1] = 0;
     s->msgn = 0;
@@ -417,8 +399,7 @@ void tx_process_block(const tx_job *j, const tx_block *b, tx_slot *s)
     s->nlines = lines[0];
 }
 
-void tx_slot_free(tx_slot *s)
-{
+void tx_slot_free(tx_slot *s) {
     free(s->items);
     free(s->tok[0]);
     free(s->tok[1]);
@@ -428,8 +409,7 @@ void tx_slot_free(tx_slot *s)
 
 /* ----------------------------------------------------------------- inputs */
 
-static int read_fd_all(tx_input *in, int fd, char *err, size_t errlen)
-{
+static int read_fd_all(tx_input *in, int fd, char *err, size_t errlen) {
     size_t cap = 0, n = 0;
     uint8_t *buf = NULL;
     for (;;) {
@@ -454,8 +434,7 @@ static int read_fd_all(tx_input *in, int fd, char *err, size_t errlen)
     return 0;
 }
 
-static int read_gz(tx_input *in, const char *path, char *err, size_t errlen)
-{
+static int read_gz(tx_input *in, const char *path, char *err, size_t errlen) {
     gzFile gz = gzopen(path, "rb");
     if (!gz) {
         snprintf(err, errlen, "cannot open: %s", errno ? strerror(errno) : "gzopen failed");
@@ -491,8 +470,7 @@ fail:
     return -1;
 }
 
-int tx_input_load(tx_input *in, const char *path, char *err, size_t errlen)
-{
+int tx_input_load(tx_input *in, const char *path, char *err, size_t errlen) {
     memset(in, 0, sizeof *in);
     in->path = path;
     if (!strcmp(path, "-")) return read_fd_all(in, 0, err, errlen);
@@ -533,8 +511,7 @@ int tx_input_load(tx_input *in, const char *path, char *err, size_t errlen)
     return rc;
 }
 
-void tx_input_release(tx_input *in)
-{
+void tx_input_release(tx_input *in) {
     if (in->map) munmap(in->map, in->map_len);
     free(in->owned);
     in->map = NULL;
@@ -544,8 +521,7 @@ void tx_input_release(tx_input *in)
 
 /* ------------------------------------------------------------ vocabularies */
 
-int tx_vocab_load(ss_conv *c, ss_vocab **out, const char *from, const char *field)
-{
+int tx_vocab_load(ss_conv *c, ss_vocab **out, const char *from, const char *field) {
     char err[256] = "", name[SS_MAX_NAME + 16];
     ss_store *s = NULL;
     *out = NULL;
@@ -576,8 +552,7 @@ int tx_vocab_load(ss_conv *c, ss_vocab **out, const char *from, const char *fiel
 }
 
 static void count_range(const tx_job *j, const uint8_t *d, size_t pos, size_t end, ss_vocab *v,
-                        int *oom)
-{
+                        int *oom) {
     size_t a, e;
     uint64_t lines = 0, first;
     while (next_example(j, d, &pos, end, &lines, &a, &e, &first)) {
@@ -596,8 +571,7 @@ static void count_range(const tx_job *j, const uint8_t *d, size_t pos, size_t en
 }
 
 int tx_build_vocabs(ss_conv *c, tx_job *j, int threads, uint64_t min_count, uint64_t max_vocab,
-                    int shared, const int skip[2], ss_vocab *vocab[2])
-{
+                    int shared, const int skip[2], ss_vocab *vocab[2]) {
     int nmaps = shared ? 1 : j->nsides, oom = 0, rc = 1;
     ss_vocab **maps = calloc((size_t)threads * 2, sizeof *maps);
     vocab[0] = vocab[1] = NULL;
@@ -658,8 +632,7 @@ typedef struct tx_pool {
     pthread_cond_t done, freed;
 } tx_pool;
 
-static void *worker(void *arg)
-{
+static void *worker(void *arg) {
     tx_pool *p = arg;
     pthread_mutex_lock(&p->mu);
     while (!p->stop && p->next < p->j->nblocks) {
@@ -688,8 +661,8 @@ typedef struct tx_cursor {
 } tx_cursor;
 
 /* Append the items of one processed block, in order. */
-static int consume(ss_conv *c, const tx_job *j, const tx_block *b, const tx_slot *s, tx_cursor *cur)
-{
+static int consume(ss_conv *c, const tx_job *j, const tx_block *b, const tx_slot *s,
+                   tx_cursor *cur) {
     if (s->oom) return ss_conv_error(c, "out of memory");
     if (j->nsides == 1 && b->input != cur->input) {
         cur->input = b->input;
@@ -701,8 +674,8 @@ static int consume(ss_conv *c, const tx_job *j, const tx_block *b, const tx_slot
         uint64_t line = cur->base_line + it->line;
         if (it->bad[0] || it->bad[1]) {
             for (int sd = 0; sd < j->nsides; sd++)
-                if (it->bad[sd] &&
-                    ss_conv_bad(c, side_input(j, b, sd)->path, line, "%s", s->msgs + it->bad[sd] - 1))
+                if (it->bad[sd] && ss_conv_bad(c, side_input(j, b, sd)->path, line, "%s",
+                                               s->msgs + it->bad[sd] - 1))
                     return 1;
             continue;
         }
@@ -712,8 +685,9 @@ static int consume(ss_conv *c, const tx_job *j, const tx_block *b, const tx_slot
         }
         for (int sd = 0; sd < j->nsides; sd++) {
             values[sd].length = it->len[sd];
-            values[sd].data = it->zero_copy[sd] ? (const void *)(side_input(j, b, sd)->data + it->off[sd])
-                                                : (const void *)(s->tok[sd] + it->off[sd] * j->tok[sd].esize);
+            values[sd].data = it->zero_copy[sd]
+                                  ? (const void *)(side_input(j, b, sd)->data + it->off[sd])
+                                  : (const void *)(s->tok[sd] + it->off[sd] * j->tok[sd].esize);
         }
         if (ss_conv_append(c, values, side_input(j, b, 0)->source, line)) return 1;
     }
@@ -724,8 +698,7 @@ static int consume(ss_conv *c, const tx_job *j, const tx_block *b, const tx_slot
     return 0;
 }
 
-static int run_serial(ss_conv *c, const tx_job *j, tx_cursor *cur)
-{
+static int run_serial(ss_conv *c, const tx_job *j, tx_cursor *cur) {
     tx_slot s;
     memset(&s, 0, sizeof s);
     int rc = 0;
@@ -737,8 +710,7 @@ static int run_serial(ss_conv *c, const tx_job *j, tx_cursor *cur)
     return rc;
 }
 
-static int run_threads(ss_conv *c, const tx_job *j, int threads, tx_cursor *cur)
-{
+static int run_threads(ss_conv *c, const tx_job *j, int threads, tx_cursor *cur) {
     tx_pool p;
     memset(&p, 0, sizeof p);
     p.j = j;
@@ -789,13 +761,11 @@ static int run_threads(ss_conv *c, const tx_job *j, int threads, tx_cursor *cur)
     return rc;
 }
 
-static int set_text_attr(ss_conv *c, const char *name, const char *text)
-{
+static int set_text_attr(ss_conv *c, const char *name, const char *text) {
     return ss_conv_set_attr(c, name, SS_ATTR_TEXT, text, strlen(text));
 }
 
-static int write_text_attrs(ss_conv *c, const tx_job *j)
-{
+static int write_text_attrs(ss_conv *c, const tx_job *j) {
     char name[SS_MAX_NAME + 16];
     for (int sd = 0; sd < j->nsides; sd++) {
         const tx_tok *t = &j->tok[sd];
@@ -825,8 +795,7 @@ static int write_text_attrs(ss_conv *c, const tx_job *j)
     return 0;
 }
 
-int tx_run(ss_conv *c, tx_job *j)
-{
+int tx_run(ss_conv *c, tx_job *j) {
     ss_field fields[2];
     for (int sd = 0; sd < j->nsides; sd++)
         fields[sd] = (ss_field){.name = j->field[sd], .dtype = j->tok[sd].dtype, .sequence = 1};
@@ -844,8 +813,7 @@ int tx_run(ss_conv *c, tx_job *j)
 
 /* ------------------------------------------------------- convert text */
 
-int tx_text_convert(ss_conv *c, const tx_text_options *o)
-{
+int tx_text_convert(ss_conv *c, const tx_text_options *o) {
     tx_job j;
     memset(&j, 0, sizeof j);
     j.nsides = 1;
@@ -904,8 +872,7 @@ done:
     return rc;
 }
 
-static void text_usage(FILE *out)
-{
+static void text_usage(FILE *out) {
     fputs("usage: seqstore convert text FILE... -o STORE [options]\n"
           "One example per line (default) or per document; FILE may be '-' (stdin) or\n"
           "*.gz. Lines end at '\\n'.\n"
@@ -934,8 +901,7 @@ static void text_usage(FILE *out)
 }
 
 /* Parse the options of `convert text`; returns 0 or 2. */
-static int parse_text_options(ss_conv *c, int argc, char **argv, tx_text_options *o)
-{
+static int parse_text_options(ss_conv *c, int argc, char **argv, tx_text_options *o) {
     memset(o, 0, sizeof *o);
     o->min_count = 1;
     o->inputs = calloc((size_t)argc + 1, sizeof *o->inputs);
@@ -996,8 +962,7 @@ static int parse_text_options(ss_conv *c, int argc, char **argv, tx_text_options
     return 0;
 }
 
-static int run_text(ss_conv *c, int argc, char **argv)
-{
+static int run_text(ss_conv *c, int argc, char **argv) {
     tx_text_options o;
     int rc = parse_text_options(c, argc, argv, &o);
     if (!rc) rc = tx_text_convert(c, &o);
@@ -1006,5 +971,5 @@ static int run_text(ss_conv *c, int argc, char **argv)
 }
 
 const ss_converter ss_converter_text = {
-    "text", "text corpora: one example per line or document; bytes, chars, words or ids",
-    run_text, text_usage};
+    "text", "text corpora: one example per line or document; bytes, chars, words or ids", run_text,
+    text_usage};

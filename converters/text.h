@@ -14,17 +14,17 @@
 #include <stddef.h>
 #include <stdint.h>
 
-enum { TX_BYTES, TX_CHARS, TX_WORDS, TX_IDS };      /* --tokens */
-enum { TX_LINES, TX_DOCS_BLANK, TX_DOCS_SEP };      /* example boundaries */
+enum { TX_BYTES, TX_CHARS, TX_WORDS, TX_IDS }; /* --tokens */
+enum { TX_LINES, TX_DOCS_BLANK, TX_DOCS_SEP }; /* example boundaries */
 
 /* The tokenizer of one side (one field). */
 typedef struct tx_tok {
-    int kind;                 /* TX_... */
-    int bos_on, eos_on;       /* --bos / --eos */
-    uint64_t vocab_size;      /* ids: --vocab-size, 0 = unchecked */
+    int kind;            /* TX_... */
+    int bos_on, eos_on;  /* --bos / --eos */
+    uint64_t vocab_size; /* ids: --vocab-size, 0 = unchecked */
     /* derived by tx_prepare_tokens */
-    const ss_vocab *vocab;    /* words */
-    uint32_t bos, eos, unk;   /* ids of the special tokens */
+    const ss_vocab *vocab;  /* words */
+    uint32_t bos, eos, unk; /* ids of the special tokens */
     ss_dtype dtype;
     uint32_t esize;
 } tx_tok;
@@ -34,9 +34,9 @@ typedef struct tx_input {
     const char *path;
     const uint8_t *data;
     size_t size;
-    void *map;      /* munmap(map, map_len) if not NULL */
+    void *map; /* munmap(map, map_len) if not NULL */
     size_t map_len;
-    void *owned;    /* free() if not NULL */
+    void *owned;     /* free() if not NULL */
     uint32_t source; /* ss_conv_add_source() number */
     int ok;          /* 0: skipped (unreadable, --skip-bad) */
 } tx_input;

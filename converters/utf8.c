@@ -3,8 +3,7 @@
 
 #include <string.h>
 
-int ss_utf8_decode(uint32_t *out, size_t *nout, size_t *bad, const uint8_t *s, size_t n)
-{
+int ss_utf8_decode(uint32_t *out, size_t *nout, size_t *bad, const uint8_t *s, size_t n) {
     size_t i = 0, k = 0;
     while (i < n) {
         /* ASCII fast path: 8 bytes at a time */
@@ -29,13 +28,13 @@ int ss_utf8_decode(uint32_t *out, size_t *nout, size_t *bad, const uint8_t *s, s
             c &= 0x1F;
         } else if (c >= 0xE0 && c <= 0xEF) {
             len = 3;
-            if (c == 0xE0) lo = 0xA0;    /* no overlong forms */
-            if (c == 0xED) hi = 0x9F;    /* no surrogates */
+            if (c == 0xE0) lo = 0xA0; /* no overlong forms */
+            if (c == 0xED) hi = 0x9F; /* no surrogates */
             c &= 0x0F;
         } else if (c >= 0xF0 && c <= 0xF4) {
             len = 4;
-            if (c == 0xF0) lo = 0x90;    /* no overlong forms */
-            if (c == 0xF4) hi = 0x8F;    /* nothing above U+10FFFF */
+            if (c == 0xF0) lo = 0x90; /* no overlong forms */
+            if (c == 0xF4) hi = 0x8F; /* nothing above U+10FFFF */
             c &= 0x07;
         } else {
             goto fail;
@@ -57,8 +56,7 @@ fail:
     return -1;
 }
 
-size_t ss_utf8_encode(char out[4], uint32_t cp)
-{
+size_t ss_utf8_encode(char out[4], uint32_t cp) {
     if (cp < 0x80) {
         out[0] = (char)cp;
         return 1;

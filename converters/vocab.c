@@ -22,8 +22,7 @@ struct ss_vocab {
 
 static const char *const specials[SS_VOCAB_NSPECIAL] = {"<pad>", "<unk>", "<bos>", "<eos>"};
 
-int ss_vocab_new(ss_vocab **out)
-{
+int ss_vocab_new(ss_vocab **out) {
     ss_vocab *v = calloc(1, sizeof *v);
     *out = NULL;
     if (!v) return -1;
@@ -37,8 +36,7 @@ int ss_vocab_new(ss_vocab **out)
     return 0;
 }
 
-void ss_vocab_free(ss_vocab *v)
-{
+void ss_vocab_free(ss_vocab *v) {
     if (!v) return;
     free(v->slots);
     free(v->ids);
@@ -46,23 +44,20 @@ void ss_vocab_free(ss_vocab *v)
     free(v);
 }
 
-uint64_t ss_vocab_hash(const uint8_t *w, size_t len)
-{
+uint64_t ss_vocab_hash(const uint8_t *w, size_t len) {
     uint64_t h = SS_VOCAB_HASH_INIT;
     for (size_t i = 0; i < len; i++) h = ss_vocab_hash_step(h, w[i]);
     return ss_vocab_hash_final(h);
 }
 
-static inline int same_bytes(const uint8_t *a, const uint8_t *b, size_t n)
-{
+static inline int same_bytes(const uint8_t *a, const uint8_t *b, size_t n) {
     if (n > 16) return !memcmp(a, b, n);
     for (size_t i = 0; i < n; i++)
         if (a[i] != b[i]) return 0;
     return 1;
 }
 
-static entry *find(const ss_vocab *v, const uint8_t *w, size_t len, uint64_t h)
-{
+static entry *find(const ss_vocab *v, const uint8_t *w, size_t len, uint64_t h) {
     uint64_t mask = v->cap - 1;
     for (uint64_t i = h & mask;; i = (i + 1) & mask) {
         entry *e = &v->slots[i];
@@ -71,8 +66,7 @@ static entry *find(const ss_vocab *v, const uint8_t *w, size_t len, uint64_t h)
     }
 }
 
-static int grow(ss_vocab *v)
-{
+static int grow(ss_vocab *v) {
     uint64_t cap = v->cap * 2;
     entry *s = calloc(cap, sizeof *s);
     if (!s) return -1;
@@ -90,8 +84,7 @@ static int grow(ss_vocab *v)
 }
 
 /* Insert or find; *fresh says whether it was inserted (val = 0). */
-static entry *insert(ss_vocab *v, const uint8_t *w, size_t len, uint64_t h, int *fresh)
-{
+static entry *insert(ss_vocab *v, const uint8_t *w, size_t len, uint64_t h, int *fresh) {
     entry *e = find(v, w, len, h);
     *fresh = 0;
     if (e->key) return e;
@@ -108,8 +101,7 @@ static entry *insert(ss_vocab *v, const uint8_t *w, size_t len, uint64_t h, int 
     return e;
 }
 
-int ss_vocab_count(ss_vocab *v, const uint8_t *w, size_t len, uint64_t n)
-{
+int ss_vocab_count(ss_vocab *v, const uint8_t *w, size_t len, uint64_t n) {
     int fresh;
     entry *e = insert(v, w, len, ss_vocab_hash(w, len), &fresh);
     if (!e) return -1;
@@ -117,8 +109,7 @@ int ss_vocab_count(ss_vocab *v, const uint8_t *w, size_t len, uint64_t n)
     return 0;
 }
 
-int ss_vocab_count_h(ss_vocab *v, const uint8_t *w, size_t len, uint64_t hash, uint64_t n)
-{
+int ss_vocab_count_h(ss_vocab *v, const uint8_t *w, size_t len, uint64_t hash, uint64_t n) {
     int fresh;
     entry *e = insert(v, w, len, hash, &fresh);
     if (!e) return -1;
@@ -126,14 +117,12 @@ int ss_vocab_count_h(ss_vocab *v, const uint8_t *w, size_t len, uint64_t hash, u
     return 0;
 }
 
-int64_t ss_vocab_lookup_h(const ss_vocab *v, const uint8_t *w, size_t len, uint64_t hash)
-{
+int64_t ss_vocab_lookup_h(const ss_vocab *v, const uint8_t *w, size_t len, uint64_t hash) {
     const entry *e = find(v, w, len, hash);
     return e->key ? (int64_t)e->val : -1;
 }
 
-int ss_vocab_merge(ss_vocab *into, const ss_vocab *from)
-{
+int ss_vocab_merge(ss_vocab *into, const ss_vocab *from) {
     for (uint64_t i = 0; i < from->cap; i++) {
         const entry *f = &from->slots[i];
         if (!f->key) continue;
@@ -145,21 +134,18 @@ int ss_vocab_merge(ss_vocab *into, const ss_vocab *from)
     return 0;
 }
 
-uint64_t ss_vocab_entries(const ss_vocab *v)
-{
+uint64_t ss_vocab_entries(const ss_vocab *v) {
     return v->used;
 }
 
-static int is_special(const entry *e)
-{
+static int is_special(const entry *e) {
     for (int k = 0; k < SS_VOCAB_NSPECIAL; k++)
         if (e->len == strlen(specials[k]) && !memcmp(e->key, specials[k], e->len)) return 1;
     return 0;
 }
 
 /* Most frequent first; ties by bytes, then by length (a prefix first). */
-static int by_count(const void *pa, const void *pb)
-{
+static int by_count(const void *pa, const void *pb) {
     const entry *a = *(const entry *const *)pa, *b = *(const entry *const *)pb;
     if (a->val != b->val) return a->val > b->val ? -1 : 1;
     uint32_t n = a->len < b->len ? a->len : b->len;
@@ -170,8 +156,7 @@ static int by_count(const void *pa, const void *pb)
 
 /* Make `v` (empty) a vocabulary of the tokens tok[0..n) (borrowed), copying
  * their bytes into v->owned. Returns the index of a duplicate + 1, or -1. */
-static int64_t fill(ss_vocab *v, const uint8_t *const *tok, const uint32_t *len, uint64_t n)
-{
+static int64_t fill(ss_vocab *v, const uint8_t *const *tok, const uint32_t *len, uint64_t n) {
     size_t total = 1;
     for (uint64_t i = 0; i < n; i++) total += len[i];
     v->owned = malloc(total);
@@ -197,8 +182,7 @@ static int64_t fill(ss_vocab *v, const uint8_t *const *tok, const uint32_t *len,
     return 0;
 }
 
-int ss_vocab_build(ss_vocab **out, const ss_vocab *counts, uint64_t min_count, uint64_t max_size)
-{
+int ss_vocab_build(ss_vocab **out, const ss_vocab *counts, uint64_t min_count, uint64_t max_size) {
     *out = NULL;
     const entry **words = malloc((counts->used ? counts->used : 1) * sizeof *words);
     uint64_t n = 0;
@@ -209,7 +193,8 @@ int ss_vocab_build(ss_vocab **out, const ss_vocab *counts, uint64_t min_count, u
     }
     qsort(words, n, sizeof *words, by_count);
     uint64_t total = SS_VOCAB_NSPECIAL + n;
-    if (max_size && total > max_size) total = max_size < SS_VOCAB_NSPECIAL ? SS_VOCAB_NSPECIAL : max_size;
+    if (max_size && total > max_size)
+        total = max_size < SS_VOCAB_NSPECIAL ? SS_VOCAB_NSPECIAL : max_size;
     const uint8_t **tok = malloc(total * sizeof *tok);
     uint32_t *len = malloc(total * sizeof *len);
     ss_vocab *v = NULL;
@@ -237,8 +222,7 @@ int ss_vocab_build(ss_vocab **out, const ss_vocab *counts, uint64_t min_count, u
     return 0;
 }
 
-int ss_vocab_parse(ss_vocab **out, const char *text, size_t size, char *err, size_t errlen)
-{
+int ss_vocab_parse(ss_vocab **out, const char *text, size_t size, char *err, size_t errlen) {
     *out = NULL;
     uint64_t n = 0;
     for (size_t i = 0; i < size; i++) n += text[i] == '\n';
@@ -297,26 +281,22 @@ done:
     return 0;
 }
 
-int64_t ss_vocab_lookup(const ss_vocab *v, const uint8_t *w, size_t len)
-{
+int64_t ss_vocab_lookup(const ss_vocab *v, const uint8_t *w, size_t len) {
     const entry *e = find(v, w, len, ss_vocab_hash(w, len));
     return e->key ? (int64_t)e->val : -1;
 }
 
-uint64_t ss_vocab_size(const ss_vocab *v)
-{
+uint64_t ss_vocab_size(const ss_vocab *v) {
     return v->nids;
 }
 
-const uint8_t *ss_vocab_token(const ss_vocab *v, uint64_t id, size_t *len)
-{
+const uint8_t *ss_vocab_token(const ss_vocab *v, uint64_t id, size_t *len) {
     if (id >= v->nids) return NULL;
     *len = v->ids[id]->len;
     return v->ids[id]->key;
 }
 
-char *ss_vocab_text(const ss_vocab *v, size_t *size)
-{
+char *ss_vocab_text(const ss_vocab *v, size_t *size) {
     size_t total = 1;
     for (uint64_t i = 0; i < v->nids; i++) total += v->ids[i]->len + 1;
     char *t = malloc(total), *p = t;

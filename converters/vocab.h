@@ -56,12 +56,10 @@ int64_t ss_vocab_lookup(const ss_vocab *v, const uint8_t *w, size_t len);
  *  h = SS_VOCAB_HASH_INIT; for each byte: h = ss_vocab_hash_step(h, byte);
  *  then ss_vocab_hash_final(h). */
 #define SS_VOCAB_HASH_INIT 0xcbf29ce484222325ull
-static inline uint64_t ss_vocab_hash_step(uint64_t h, uint8_t byte)
-{
+static inline uint64_t ss_vocab_hash_step(uint64_t h, uint8_t byte) {
     return (h ^ byte) * 0x100000001b3ull;
 }
-static inline uint64_t ss_vocab_hash_final(uint64_t h)
-{
+static inline uint64_t ss_vocab_hash_final(uint64_t h) {
     h ^= h >> 29;
     h *= 0xbf58476d1ce4e5b9ull;
     return h ^ (h >> 32);

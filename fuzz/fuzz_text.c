@@ -14,8 +14,7 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static ss_vocab *fuzz_vocab(void)
-{
+static ss_vocab *fuzz_vocab(void) {
     static ss_vocab *v;
     if (!v) {
         ss_vocab *counts = NULL;
@@ -28,8 +27,7 @@ static ss_vocab *fuzz_vocab(void)
     return v;
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
-{
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (size < 2) return 0;
     uint8_t opt = data[0], cut = data[1];
     data += 2;

@@ -11,60 +11,51 @@
 
 static ss_conv_options harness_opts = {NULL, 0, 0, 0, 0, 1, 1};
 
-const ss_conv_options *ss_conv_opts(const ss_conv *c)
-{
+const ss_conv_options *ss_conv_opts(const ss_conv *c) {
     (void)c;
     return &harness_opts;
 }
-int ss_conv_error(ss_conv *c, const char *fmt, ...)
-{
+int ss_conv_error(ss_conv *c, const char *fmt, ...) {
     (void)c;
     (void)fmt;
     return 1;
 }
-int ss_conv_ss_error(ss_conv *c, const char *fmt, ...)
-{
+int ss_conv_ss_error(ss_conv *c, const char *fmt, ...) {
     (void)c;
     (void)fmt;
     return 1;
 }
-int ss_conv_usage_error(ss_conv *c, const char *fmt, ...)
-{
+int ss_conv_usage_error(ss_conv *c, const char *fmt, ...) {
     (void)c;
     (void)fmt;
     return 2;
 }
-int ss_conv_bad(ss_conv *c, const char *file, uint64_t location, const char *fmt, ...)
-{
+int ss_conv_bad(ss_conv *c, const char *file, uint64_t location, const char *fmt, ...) {
     (void)c;
     (void)file;
     (void)location;
     (void)fmt;
     return 1;
 }
-uint32_t ss_conv_add_source(ss_conv *c, const char *path)
-{
+uint32_t ss_conv_add_source(ss_conv *c, const char *path) {
     (void)c;
     (void)path;
     return 0;
 }
-int ss_conv_begin(ss_conv *c, const ss_schema *schema, uint64_t *skip)
-{
+int ss_conv_begin(ss_conv *c, const ss_schema *schema, uint64_t *skip) {
     (void)c;
     (void)schema;
     *skip = 0;
     return 1;
 }
-int ss_conv_append(ss_conv *c, const ss_value *values, uint32_t source, uint64_t location)
-{
+int ss_conv_append(ss_conv *c, const ss_value *values, uint32_t source, uint64_t location) {
     (void)c;
     (void)values;
     (void)source;
     (void)location;
     return 1;
 }
-int ss_conv_set_attr(ss_conv *c, const char *name, uint32_t type, const void *data, size_t size)
-{
+int ss_conv_set_attr(ss_conv *c, const char *name, uint32_t type, const void *data, size_t size) {
     (void)c;
     (void)name;
     (void)type;
@@ -72,19 +63,16 @@ int ss_conv_set_attr(ss_conv *c, const char *name, uint32_t type, const void *da
     (void)size;
     return 1;
 }
-void ss_conv_set_total(ss_conv *c, uint64_t total_bytes)
-{
+void ss_conv_set_total(ss_conv *c, uint64_t total_bytes) {
     (void)c;
     (void)total_bytes;
 }
-void ss_conv_progress(ss_conv *c, uint64_t bytes)
-{
+void ss_conv_progress(ss_conv *c, uint64_t bytes) {
     (void)c;
     (void)bytes;
 }
-int ss_conv_parse_u64(ss_conv *c, const char *option, const char *text, uint64_t min,
-                      uint64_t max, uint64_t *out)
-{
+int ss_conv_parse_u64(ss_conv *c, const char *option, const char *text, uint64_t min, uint64_t max,
+                      uint64_t *out) {
     (void)c;
     (void)option;
     (void)text;
@@ -100,8 +88,7 @@ typedef struct harness_out {
     size_t n, cap;
 } harness_out;
 
-static int harness_put(harness_out *o, const void *p, size_t n)
-{
+static int harness_put(harness_out *o, const void *p, size_t n) {
     if (reserve(&o->buf, &o->cap, o->n + n + 1)) return -1;
     if (n) memcpy(o->buf + o->n, p, n);
     o->n += n;
@@ -111,8 +98,7 @@ static int harness_put(harness_out *o, const void *p, size_t n)
 /* Split `j` into blocks of `block_bytes` and dump every example or bad
  * record, in order, as (global line, side, length, tokens | message).
  * @return 0, or -1 out of memory. */
-static int harness_run(tx_job *j, size_t block_bytes, harness_out *o)
-{
+static int harness_run(tx_job *j, size_t block_bytes, harness_out *o) {
     free(j->blocks);
     j->blocks = NULL;
     j->block_bytes = block_bytes;
@@ -146,9 +132,8 @@ static int harness_run(tx_job *j, size_t block_bytes, harness_out *o)
                     continue;
                 }
                 if (it->bad[0] || it->bad[1]) continue;
-                const uint8_t *p = it->zero_copy[sd]
-                                       ? side_input(j, bl, sd)->data + it->off[sd]
-                                       : s.tok[sd] + it->off[sd] * j->tok[sd].esize;
+                const uint8_t *p = it->zero_copy[sd] ? side_input(j, bl, sd)->data + it->off[sd]
+                                                     : s.tok[sd] + it->off[sd] * j->tok[sd].esize;
                 size_t bytes = (size_t)len * (it->zero_copy[sd] ? 1 : j->tok[sd].esize);
                 rc |= harness_put(o, &len, sizeof len) | harness_put(o, p, bytes);
             }

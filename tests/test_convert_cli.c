@@ -20,8 +20,7 @@ extern char **environ;
 static char g_err[1 << 16]; /* stderr of the last run */
 
 /* A path in the test's directory (a copy: ss_test_path() rotates its buffers). */
-static const char *tp(const char *name)
-{
+static const char *tp(const char *name) {
     static char paths[256][768];
     static int next;
     CHECK(next < 256);
@@ -29,8 +28,7 @@ static const char *tp(const char *name)
     return paths[next++];
 }
 
-static char *read_all(const char *path, size_t *size)
-{
+static char *read_all(const char *path, size_t *size) {
     FILE *f = fopen(path, "rb");
     CHECK(f);
     size_t cap = 1 << 16, n = 0;
@@ -50,8 +48,7 @@ static char *read_all(const char *path, size_t *size)
     return buf;
 }
 
-static void write_all(const char *path, const void *data, size_t n)
-{
+static void write_all(const char *path, const void *data, size_t n) {
     FILE *f = fopen(path, "wb");
     CHECK(f);
     CHECK(fwrite(data, 1, n, f) == n);
@@ -61,16 +58,14 @@ static void write_all(const char *path, const void *data, size_t n)
 /* Run `seqstore ARGS` (a shell command line); returns the exit code, or
  * 128 + signal. stderr lands in g_err. */
 static int run(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int run(const char *fmt, ...)
-{
+static int run(const char *fmt, ...) {
     char args[8192], cmd[9000];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(args, sizeof args, fmt, ap);
     va_end(ap);
     const char *errf = tp("stderr.txt");
-    snprintf(cmd, sizeof cmd, "exec %s %s > %s 2> %s", SS_CLI, args, tp("stdout.txt"),
-             errf);
+    snprintf(cmd, sizeof cmd, "exec %s %s > %s 2> %s", SS_CLI, args, tp("stdout.txt"), errf);
     int st = system(cmd);
     size_t n;
     char *e = read_all(errf, &n);
@@ -84,8 +79,8 @@ static int run(const char *fmt, ...)
     do {                                                                                           \
         int got_ = run(__VA_ARGS__);                                                               \
         if (got_ != (code)) {                                                                      \
-            fprintf(stderr, "%s:%d: exit %d, expected %d; stderr:\n%s\n", __FILE__, __LINE__, got_, \
-                    (code), g_err);                                                                \
+            fprintf(stderr, "%s:%d: exit %d, expected %d; stderr:\n%s\n", __FILE__, __LINE__,      \
+                    got_, (code), g_err);                                                          \
             exit(1);                                                                               \
         }                                                                                          \
     } while (0)
@@ -108,8 +103,7 @@ typedef struct seg {
 } seg;
 
 /* Lines of a buffer, the plain way: one char at a time. */
-static seg *naive_lines(const char *d, size_t n, size_t *count)
-{
+static seg *naive_lines(const char *d, size_t n, size_t *count) {
     seg *v = malloc((n + 1) * sizeof *v);
     size_t k = 0, start = 0;
     CHECK(v);
@@ -128,8 +122,7 @@ static seg *naive_lines(const char *d, size_t n, size_t *count)
 }
 
 /* Documents separated by lines equal to `sep`: the bytes between them. */
-static seg *naive_docs(const char *d, size_t n, const char *sep, size_t *count)
-{
+static seg *naive_docs(const char *d, size_t n, const char *sep, size_t *count) {
     size_t nl;
     seg *lines = naive_lines(d, n, &nl);
     seg *docs = malloc((nl + 1) * sizeof *docs);
@@ -154,14 +147,12 @@ static seg *naive_docs(const char *d, size_t n, const char *sep, size_t *count)
     return docs;
 }
 
-static int is_space(char ch)
-{
+static int is_space(char ch) {
     return ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r' || ch == '\v' || ch == '\f';
 }
 
 /* Whitespace-separated words of a segment, as NUL-terminated copies. */
-static size_t naive_words(seg s, char ***out)
-{
+static size_t naive_words(seg s, char ***out) {
     char **w = malloc((s.n / 2 + 2) * sizeof *w);
     size_t k = 0;
     CHECK(w);
@@ -175,34 +166,35 @@ static size_t naive_words(seg s, char ***out)
     return k;
 }
 
-static void free_words(char **w, size_t n)
-{
+static void free_words(char **w, size_t n) {
     for (size_t i = 0; i < n; i++) free(w[i]);
     free(w);
 }
 
 /* ------------------------------------------------------------ store access */
 
-static ss_store *open_store(const char *path)
-{
+static ss_store *open_store(const char *path) {
     ss_store *s = NULL;
     CHECK_OK(ss_open(&s, path, 0));
     return s;
 }
 
-static uint64_t token_at(const ss_view *v, uint64_t i)
-{
+static uint64_t token_at(const ss_view *v, uint64_t i) {
     const unsigned char *p = (const unsigned char *)v->data + i * v->row_bytes;
     switch (v->dtype) {
-    case SS_U8: return *p;
-    case SS_U16: return *(const uint16_t *)(const void *)p;
-    case SS_U32: return *(const uint32_t *)(const void *)p;
-    default: CHECK(!"unexpected dtype"); return 0;
+    case SS_U8:
+        return *p;
+    case SS_U16:
+        return *(const uint16_t *)(const void *)p;
+    case SS_U32:
+        return *(const uint32_t *)(const void *)p;
+    default:
+        CHECK(!"unexpected dtype");
+        return 0;
     }
 }
 
-static void check_source(const ss_store *s, uint64_t i, uint64_t file, uint64_t line)
-{
+static void check_source(const ss_store *s, uint64_t i, uint64_t file, uint64_t line) {
     ss_view v;
     int f = ss_field_index(s, "source");
     CHECK(f >= 0);
@@ -212,8 +204,7 @@ static void check_source(const ss_store *s, uint64_t i, uint64_t file, uint64_t 
     CHECK_EQ_U64(src[1], line);
 }
 
-static char *attr_string(const ss_store *s, const char *name)
-{
+static char *attr_string(const ss_store *s, const char *name) {
     ss_attr a;
     CHECK_OK(ss_attr_get(s, name, &a));
     CHECK(a.type == SS_ATTR_TEXT);
@@ -221,8 +212,7 @@ static char *attr_string(const ss_store *s, const char *name)
 }
 
 /* The vocabulary attribute split into tokens. */
-static size_t vocab_of(const ss_store *s, const char *name, char ***out)
-{
+static size_t vocab_of(const ss_store *s, const char *name, char ***out) {
     char *t = attr_string(s, name);
     seg sg = {t, strlen(t), 0};
     size_t n = naive_words(sg, out); /* tokens have no whitespace */
@@ -230,16 +220,14 @@ static size_t vocab_of(const ss_store *s, const char *name, char ***out)
     return n;
 }
 
-static int64_t find_token(char **vocab, size_t n, const char *w)
-{
+static int64_t find_token(char **vocab, size_t n, const char *w) {
     for (size_t i = 0; i < n; i++)
         if (!strcmp(vocab[i], w)) return (int64_t)i;
     return -1;
 }
 
 /* Every example of field 0 equals the bytes of segs[k]. */
-static void check_bytes(const ss_store *s, const seg *segs, size_t n, uint64_t file)
-{
+static void check_bytes(const ss_store *s, const seg *segs, size_t n, uint64_t file) {
     CHECK_EQ_U64(ss_count(s), n);
     for (size_t k = 0; k < n; k++) {
         ss_view v;
@@ -253,8 +241,7 @@ static void check_bytes(const ss_store *s, const seg *segs, size_t n, uint64_t f
 
 /* ------------------------------------------------------------------ tests */
 
-static void test_lines(void)
-{
+static void test_lines(void) {
     size_t n, nl;
     char *d = read_all(FORTUNES, &n);
     seg *lines = naive_lines(d, n, &nl);
@@ -293,8 +280,7 @@ static void test_lines(void)
 }
 
 /* Fortunes, one per example (--doc-sep %), as words, through the vocabulary. */
-static void test_words_docs(void)
-{
+static void test_words_docs(void) {
     size_t n, nd;
     char *d = read_all(FORTUNES, &n);
     seg *docs = naive_docs(d, n, "%", &nd);
@@ -394,8 +380,7 @@ static void test_words_docs(void)
 }
 
 /* A naive UTF-8 encoder, independent of converters/utf8.c. */
-static size_t enc(char *o, uint32_t c)
-{
+static size_t enc(char *o, uint32_t c) {
     if (c < 0x80) return o[0] = (char)c, 1;
     if (c < 0x800) return o[0] = (char)(0xC0 | c >> 6), o[1] = (char)(0x80 | (c & 63)), 2;
     if (c < 0x10000)
@@ -405,8 +390,7 @@ static size_t enc(char *o, uint32_t c)
            o[2] = (char)(0x80 | (c >> 6 & 63)), o[3] = (char)(0x80 | (c & 63)), 4;
 }
 
-static uint32_t random_cp(uint64_t *rng)
-{
+static uint32_t random_cp(uint64_t *rng) {
     for (;;) {
         uint64_t r = ss_test_rand(rng);
         uint32_t c = r % 4 == 0 ? (uint32_t)(r >> 8) % 0x110000 : (uint32_t)(r >> 8) % 0x800;
@@ -414,8 +398,7 @@ static uint32_t random_cp(uint64_t *rng)
     }
 }
 
-static void test_chars(void)
-{
+static void test_chars(void) {
     uint64_t rng = 7;
     enum { LINES = 300 };
     uint32_t *cps[LINES];
@@ -447,8 +430,7 @@ static void test_chars(void)
     free(buf);
 }
 
-static void test_ids(void)
-{
+static void test_ids(void) {
     uint64_t rng = 11;
     enum { LINES = 200 };
     char *buf = malloc(LINES * 40 * 8);
@@ -487,8 +469,7 @@ static void test_ids(void)
     free(buf);
 }
 
-static void test_bad_inputs(void)
-{
+static void test_bad_inputs(void) {
     const char *bad = tp("bad.txt"), *out = tp("bad.ss");
     write_all(bad, "hello\nwor\xffld\nok\n", 16);
     /* invalid UTF-8: file, line, byte offset; the store is left incomplete */
@@ -575,8 +556,7 @@ static void test_bad_inputs(void)
 }
 
 /* --append: A then B equals A and B at once (examples and sources). */
-static void test_append(void)
-{
+static void test_append(void) {
     const char *fa = "/usr/share/games/fortunes/riddles", *fb = FORTUNES;
     const char *ab = tp("ab.ss"), *both = tp("both.ss");
     EXPECT_RUN(0, "convert text --tokens words %s -o %s -q", fa, ab);
@@ -602,15 +582,14 @@ static void test_append(void)
 }
 
 /* A few MB of text, so that conversions span many blocks and chunks. */
-static const char *big_corpus(void)
-{
+static const char *big_corpus(void) {
     static char path[768];
     if (path[0]) return path;
     snprintf(path, sizeof path, "%s", tp("big.txt"));
     FILE *f = fopen(path, "w");
     uint64_t rng = 3;
-    static const char *words[] = {"the", "a", "seq", "store", "token", "ünïcödé", "語", "%",
-                                  "data", "of", "to", "x"};
+    static const char *words[] = {"the", "a", "seq",  "store", "token", "ünïcödé",
+                                  "語",  "%", "data", "of",    "to",    "x"};
     for (int line = 0; line < 60000; line++) {
         int nw = (int)(ss_test_rand(&rng) % 14);
         if (line % 9 == 0) nw = 0; /* blank lines: document breaks */
@@ -622,8 +601,7 @@ static const char *big_corpus(void)
     return path;
 }
 
-static int same_file(const char *a, const char *b)
-{
+static int same_file(const char *a, const char *b) {
     size_t na, nb;
     char *x = read_all(a, &na), *y = read_all(b, &nb);
     int same = na == nb && !memcmp(x, y, na);
@@ -633,26 +611,23 @@ static int same_file(const char *a, const char *b)
 }
 
 /* The store's bytes do not depend on the number of threads. */
-static void test_threads(void)
-{
+static void test_threads(void) {
     const char *in = big_corpus();
-    static const char *modes[] = {"--tokens bytes", "--tokens chars --docs",
-                                  "--tokens words --bos", "--tokens words --docs --skip-empty"};
+    static const char *modes[] = {"--tokens bytes", "--tokens chars --docs", "--tokens words --bos",
+                                  "--tokens words --docs --skip-empty"};
     for (int m = 0; m < 4; m++) {
         const char *one = tp("t1.ss"), *many = tp("t.ss");
         EXPECT_RUN(0, "convert text %s %s -o %s -q --threads 1 --force", modes[m], in, one);
         rename(one, tp("t1.keep"));
         for (int t = 2; t <= 5; t += 3) {
-            EXPECT_RUN(0, "convert text %s %s -o %s -q --threads %d --force", modes[m], in, one,
-                       t);
+            EXPECT_RUN(0, "convert text %s %s -o %s -q --threads %d --force", modes[m], in, one, t);
             rename(one, many);
             CHECK(same_file(tp("t1.keep"), many));
         }
     }
 }
 
-static void check_same_examples(const char *pa, const char *pb)
-{
+static void check_same_examples(const char *pa, const char *pb) {
     ss_store *a = open_store(pa), *b = open_store(pb);
     CHECK_EQ_U64(ss_count(a), ss_count(b));
     CHECK_EQ_U64(ss_field_count(a), ss_field_count(b));
@@ -668,8 +643,7 @@ static void check_same_examples(const char *pa, const char *pb)
     ss_close(b);
 }
 
-static uint64_t committed(const char *path)
-{
+static uint64_t committed(const char *path) {
     ss_store *s = NULL;
     if (ss_open(&s, path, SS_OPEN_INCOMPLETE)) return 0;
     uint64_t n = ss_count(s);
@@ -679,8 +653,7 @@ static uint64_t committed(const char *path)
 
 /* SIGKILL during a conversion, then --resume: the same examples as an
  * uninterrupted conversion. */
-static void test_resume(void)
-{
+static void test_resume(void) {
     const char *in = big_corpus(), *ref = tp("ref.ss"), *out = tp("k.ss");
     EXPECT_RUN(0, "convert text --tokens chars %s -o %s -q", in, ref);
     uint64_t total;
@@ -692,8 +665,9 @@ static void test_resume(void)
     /* deterministic: the converter SIGKILLs itself after 40000 examples */
     {
         char cmd[2048];
-        snprintf(cmd, sizeof cmd, "SS_TEST_KILL_AFTER=40000 exec %s convert text --tokens chars "
-                                  "%s -o %s -q --commit-bytes 4096 --force",
+        snprintf(cmd, sizeof cmd,
+                 "SS_TEST_KILL_AFTER=40000 exec %s convert text --tokens chars "
+                 "%s -o %s -q --commit-bytes 4096 --force",
                  SS_CLI, in, out);
         int st = system(cmd);
         CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
@@ -709,9 +683,9 @@ static void test_resume(void)
     EXPECT_ERR("nothing to resume");
 
     /* a real external SIGKILL at an arbitrary moment */
-    char *argv[] = {SS_CLI, "convert", "text", "--tokens", "chars", (char *)in, "-o",
-                    (char *)out, "-q", "--force", "--commit-bytes", "4096", "--threads", "1",
-                    NULL};
+    char *argv[] = {SS_CLI,           "convert", "text",      "--tokens", "chars",
+                    (char *)in,       "-o",      (char *)out, "-q",       "--force",
+                    "--commit-bytes", "4096",    "--threads", "1",        NULL};
     pid_t pid;
     unlink(out);
     CHECK(posix_spawn(&pid, SS_CLI, NULL, NULL, argv, environ) == 0);
@@ -740,8 +714,7 @@ static void test_resume(void)
     check_same_examples(ref, out);
 }
 
-static void test_parallel(void)
-{
+static void test_parallel(void) {
     const char *src = tp("src.txt"), *tgt = tp("tgt.txt");
     const char *out = tp("par.ss");
     write_all(src, "the cat sat\nthe dog\n\nhello world\n", 33);
@@ -787,8 +760,7 @@ static void test_parallel(void)
 }
 
 /* gzip-compressed input gives the same store content. */
-static void test_gzip(void)
-{
+static void test_gzip(void) {
     size_t n;
     char *d = read_all(FORTUNES, &n);
     const char *gz = tp("f.txt.gz"), *out = tp("gz.ss");
@@ -804,8 +776,7 @@ static void test_gzip(void)
     free(d);
 }
 
-int main(void)
-{
+int main(void) {
     test_lines();
     test_words_docs();
     test_chars();

@@ -7,8 +7,7 @@
 /* ------------------------------------------------------------------ UTF-8 */
 
 /* A plain reference decoder: tries every length and checks the rules one by one. */
-static int naive_decode(const uint8_t *s, size_t n, uint32_t *out, size_t *nout, size_t *bad)
-{
+static int naive_decode(const uint8_t *s, size_t n, uint32_t *out, size_t *nout, size_t *bad) {
     size_t k = 0;
     for (size_t i = 0; i < n;) {
         uint8_t b = s[i];
@@ -20,8 +19,7 @@ static int naive_decode(const uint8_t *s, size_t n, uint32_t *out, size_t *nout,
             cp = cp << 6 | (s[i + j] & 63u);
         }
         static const uint32_t min_of_len[5] = {0, 0, 0x80, 0x800, 0x10000};
-        if (ok && (cp < min_of_len[len] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)))
-            ok = 0;
+        if (ok && (cp < min_of_len[len] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))) ok = 0;
         if (!ok) {
             *nout = k;
             *bad = i;
@@ -34,8 +32,7 @@ static int naive_decode(const uint8_t *s, size_t n, uint32_t *out, size_t *nout,
     return 0;
 }
 
-static void test_utf8_vectors(void)
-{
+static void test_utf8_vectors(void) {
     static const struct {
         const char *s;
         int ok;
@@ -43,14 +40,14 @@ static void test_utf8_vectors(void)
     } v[] = {
         {"plain ascii", 1, 0},
         {"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80", 1, 0},
-        {"\xc0\xaf", 0, 0},             /* overlong '/' */
-        {"ab\xe0\x80\xaf", 0, 2},       /* overlong, 3 bytes */
-        {"\xed\xa0\x80", 0, 0},         /* surrogate U+D800 */
-        {"x\xf4\x90\x80\x80", 0, 1},    /* U+110000 */
-        {"\xf0\x9f\x98", 0, 0},         /* truncated */
-        {"abc\x80", 0, 3},              /* stray continuation */
+        {"\xc0\xaf", 0, 0},                     /* overlong '/' */
+        {"ab\xe0\x80\xaf", 0, 2},               /* overlong, 3 bytes */
+        {"\xed\xa0\x80", 0, 0},                 /* surrogate U+D800 */
+        {"x\xf4\x90\x80\x80", 0, 1},            /* U+110000 */
+        {"\xf0\x9f\x98", 0, 0},                 /* truncated */
+        {"abc\x80", 0, 3},                      /* stray continuation */
         {"\xef\xbf\xbf\xf4\x8f\xbf\xbf", 1, 0}, /* U+FFFF, U+10FFFF */
-        {"12345678\xff", 0, 8},         /* after the ASCII fast path */
+        {"12345678\xff", 0, 8},                 /* after the ASCII fast path */
     };
     for (size_t k = 0; k < sizeof v / sizeof v[0]; k++) {
         uint32_t out[64];
@@ -72,8 +69,7 @@ static void test_utf8_vectors(void)
 }
 
 /* Random byte strings, biased towards almost-valid UTF-8, against the naive decoder. */
-static void test_utf8_random(void)
-{
+static void test_utf8_random(void) {
     uint64_t rng = 1;
     uint8_t s[80];
     uint32_t a[80], b[80];
@@ -81,9 +77,9 @@ static void test_utf8_random(void)
         size_t n = ss_test_rand(&rng) % 24;
         for (size_t i = 0; i < n; i++) {
             uint64_t r = ss_test_rand(&rng);
-            static const uint8_t interesting[] = {0x80, 0xBF, 0xC0, 0xC1, 0xC2, 0xDF, 0xE0,
-                                                  0xED, 0xEF, 0xF0, 0xF4, 0xF5, 0xFF, 0x9F,
-                                                  0xA0, 0x8F, 0x90, 'a'};
+            static const uint8_t interesting[] = {0x80, 0xBF, 0xC0, 0xC1, 0xC2, 0xDF,
+                                                  0xE0, 0xED, 0xEF, 0xF0, 0xF4, 0xF5,
+                                                  0xFF, 0x9F, 0xA0, 0x8F, 0x90, 'a'};
             s[i] = r % 3 ? interesting[(r >> 8) % sizeof interesting] : (uint8_t)(r >> 16);
         }
         size_t na = 0, nb = 0, ba = 0, bb = 0;
@@ -102,15 +98,13 @@ typedef struct wc {
     uint64_t n;
 } wc;
 
-static int wc_cmp(const void *pa, const void *pb)
-{
+static int wc_cmp(const void *pa, const void *pb) {
     const wc *a = pa, *b = pb;
     if (a->n != b->n) return a->n > b->n ? -1 : 1;
     return strcmp(a->w, b->w);
 }
 
-static void test_vocab(void)
-{
+static void test_vocab(void) {
     uint64_t rng = 5;
     for (int round = 0; round < 20; round++) {
         /* random words over a small alphabet, counted naively */
@@ -187,10 +181,9 @@ static void test_vocab(void)
 
 /* ------------------------------------------------------------ the engine */
 
-static size_t random_text(uint64_t *rng, uint8_t *buf, size_t max)
-{
-    static const char *pieces[] = {"a", "bb", " ", "\n", "\n\n", "%\n", "\t", "12", "99999",
-                                   "\xc3\xa9", "\xff", "\r\n", "word", "7 8", "x"};
+static size_t random_text(uint64_t *rng, uint8_t *buf, size_t max) {
+    static const char *pieces[] = {"a",     "bb",       " ",    "\n",   "\n\n", "%\n", "\t", "12",
+                                   "99999", "\xc3\xa9", "\xff", "\r\n", "word", "7 8", "x"};
     size_t n = 0;
     while (n + 8 < max) {
         uint64_t r = ss_test_rand(rng);
@@ -202,8 +195,7 @@ static size_t random_text(uint64_t *rng, uint8_t *buf, size_t max)
     return n;
 }
 
-static void setup_job(tx_job *j, tx_input *in, int kind, int mode, int flags, const ss_vocab *v)
-{
+static void setup_job(tx_job *j, tx_input *in, int kind, int mode, int flags, const ss_vocab *v) {
     memset(j, 0, sizeof *j);
     j->nsides = 1;
     j->field[0] = "tokens";
@@ -223,8 +215,7 @@ static void setup_job(tx_job *j, tx_input *in, int kind, int mode, int flags, co
 }
 
 /* Whatever the block size, the same examples, lines and errors. */
-static void test_block_invariance(void)
-{
+static void test_block_invariance(void) {
     uint64_t rng = 9;
     static uint8_t data[2][6000];
     ss_vocab *counts = NULL, *vocab = NULL;
@@ -278,8 +269,7 @@ static void test_block_invariance(void)
 }
 
 /* Word tokens and ids against values worked out by hand. */
-static void test_tokens_by_hand(void)
-{
+static void test_tokens_by_hand(void) {
     const char *text = "word bb zz\n\n%\n12 7\t99\nword\n%\n";
     tx_input in[2];
     memset(in, 0, sizeof in);
@@ -298,8 +288,8 @@ static void test_tokens_by_hand(void)
     CHECK(harness_run(&j, 5, &o) == 0);
     CHECK(j.tok[0].dtype == SS_U8);
     /* doc 1 (line 1): <bos> word bb <unk> <eos>; doc 2 (line 4): <bos> <unk> x3, word <eos> */
-    static const uint8_t want[] = {1, 0, 0, 0, 0, 0, 0, 0, 5, 0, 0, 0, 0, 0, 0, 0, 2, 4, 5, 1, 3,
-                                   4, 0, 0, 0, 0, 0, 0, 0, 6, 0, 0, 0, 0, 0, 0, 0, 2, 1, 1, 1, 4, 3};
+    static const uint8_t want[] = {1, 0, 0, 0, 0, 0, 0, 0, 5, 0, 0, 0, 0, 0, 0, 0, 2, 4, 5, 1, 3, 4,
+                                   0, 0, 0, 0, 0, 0, 0, 6, 0, 0, 0, 0, 0, 0, 0, 2, 1, 1, 1, 4, 3};
     CHECK(o.n == sizeof want && !memcmp(o.buf, want, sizeof want));
     free(j.blocks);
 
@@ -309,16 +299,15 @@ static void test_tokens_by_hand(void)
     j.tok[0].vocab_size = 50;
     CHECK(harness_run(&j, 3, &o) == 0);
     CHECK(memmem(o.buf, o.n, "'word' is not a token id (byte offset 0)", 40));
-    CHECK(memmem(o.buf, o.n, "token id 99 is out of range: --vocab-size is 50 (byte offset 19)",
-                 64));
+    CHECK(
+        memmem(o.buf, o.n, "token id 99 is out of range: --vocab-size is 50 (byte offset 19)", 64));
     free(j.blocks);
     free(o.buf);
     ss_vocab_free(vocab);
     ss_vocab_free(counts);
 }
 
-int main(void)
-{
+int main(void) {
     test_utf8_vectors();
     test_utf8_random();
     test_vocab();
