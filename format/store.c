@@ -31,15 +31,16 @@ static int ss_collect(ss_store *s, char tag, uint32_t field, uint64_t n, ss_bloc
             return ss__fail(SS_ECORRUPT, "%s: field '%s': %s %llu is missing", s->path,
                             s->h.fields[field].name, what, (unsigned long long)i);
         }
-        const unsigned char *p;
-        uint64_t len;
-        if ((rc = ss_block_open(&v, 0, what, &p, &len))) {
+        /* Bound by the value's size, which LMDB gives without touching the
+         * value's pages: opening reads no data page. The block header (exact
+         * length, checksum) is checked by ss_verify(). */
+        if (v.mv_size < SS_BLOCK_HDR) {
             mdb_cursor_close(cur);
-            return ss__context(rc, "%s: field '%s' block %llu", s->path, s->h.fields[field].name,
-                               (unsigned long long)i);
+            return ss__fail(SS_ECORRUPT, "%s: field '%s': %s %llu is too short", s->path,
+                            s->h.fields[field].name, what, (unsigned long long)i);
         }
-        out[i].data = p;
-        out[i].size = len;
+        out[i].data = (const unsigned char *)v.mv_data + SS_BLOCK_HDR;
+        out[i].size = v.mv_size - SS_BLOCK_HDR;
         rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT);
     }
     mdb_cursor_close(cur);
@@ -79,7 +80,7 @@ static int ss_build_tables(ss_store *s) {
                               fs->name, (unsigned long long)g);
             rf->segments[g] = (const ss_entry *)segs[g].data;
         }
-        free(segs);
+        rf->segment_blocks = segs;
         if (rc) return rc;
         if (ss_entry_at(rf, s->h.count)->start != fs->total_rows)
             return ss__fail(SS_ECORRUPT, "%s: field '%s': index ends at row %llu, header says %llu",
@@ -207,6 +208,7 @@ void ss_close(ss_store *s) {
     for (uint32_t i = 0; i < SS_MAX_FIELDS; i++) {
         free(s->f[i].chunks);
         free(s->f[i].segments);
+        free(s->f[i].segment_blocks);
     }
     ss_attr_unload(s);
     if (s->txn) mdb_txn_abort(s->txn);

@@ -26,7 +26,8 @@ typedef struct ss_rfield {
     uint64_t nchunks;
     ss_block *chunks;
     uint64_t nsegments;
-    const ss_entry **segments;
+    const ss_entry **segments; /* entries of each index segment */
+    ss_block *segment_blocks;  /* the same segments as blocks, for verify */
 } ss_rfield;
 
 typedef struct ss_attr_slot {

@@ -47,9 +47,11 @@ static void ss_chunk_examples(const ss_store *s, uint32_t f, uint64_t chunk, uin
     *last = lo;
 }
 
+/* b->size is the room of the value; the header holds the payload length. */
 static int ss_block_sound(const ss_block *b) {
     const unsigned char *value = b->data - SS_BLOCK_HDR;
-    return XXH3_64bits(b->data, b->size) == ss_le64(value);
+    uint64_t len = ss_le64(value + 8);
+    return len <= b->size && XXH3_64bits(b->data, len) == ss_le64(value);
 }
 
 static void ss_verify_field(ss_verifier *v, uint32_t f) {
@@ -63,10 +65,7 @@ static void ss_verify_field(ss_verifier *v, uint32_t f) {
     }
     if (!rf->sequence) return;
     for (uint64_t g = 0; g < rf->nsegments && !v->stop; g++) {
-        const ss_entry *e = rf->segments[g];
-        ss_block b = {(const unsigned char *)e, 0};
-        /* the stored payload length sits in the block header */
-        b.size = ss_le64((const unsigned char *)e - 8);
+        ss_block b = rf->segment_blocks[g];
         if (!ss_block_sound(&b)) {
             uint64_t first = g * SS_SEGMENT_ENTRIES, last = first + SS_SEGMENT_ENTRIES;
             ss_problem(v, "index segment checksum mismatch", (int)f, g, first,
