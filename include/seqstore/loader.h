@@ -1,4 +1,35 @@
-/* seqstore/loader.h - part of the public API; include <seqstore.h>, not this file. */
+/* seqstore/loader.h - part of the public API; include <seqstore.h>, not this file.
+ *
+ * The loader: selection + sampler + batcher + collator (+ transforms) in one
+ * object that prepares batches ahead of the training loop on background
+ * threads. ss_loader_next() hands over a ready batch.
+ *
+ * Batch order. At the start of an epoch the loader computes, on the calling
+ * thread, the whole list of this rank's batches for the epoch:
+ *  - fixed size (batch.max_tokens == 0, no bucket): the sampler (with
+ *    batch_size = batch.batch_size and the sharding of `sampler`) yields the
+ *    epoch's examples; batch k is positions [k*b, (k+1)*b) of that order. The
+ *    sampler's drop_last decides the last partial global step (dropped or
+ *    padded by repeating the order), so every batch has b examples.
+ *  - token budget (batch.max_tokens > 0): the sampler's global order (one
+ *    rank) is cut by ss_batcher_create() with lengths = the largest length
+ *    over the output's sequence fields; the batches are then dealt to ranks:
+ *    rank r takes batches r, r + R, r + 2R, ... (drop_last: only whole rounds
+ *    of R; else the last round wraps around to batch 0, 1, ...).
+ *  - bucket (`bucket` names a stored bucket index): ss_bucket_batches() with
+ *    shuffle = (sampler kind != SEQUENTIAL), seed and epoch, dealt to ranks as
+ *    above.
+ * Worker threads only fill the batches of that list into a ring of
+ * prefetch + 1 preallocated slots, so the output never depends on the number
+ * of threads, the prefetch depth or the timing.
+ *
+ * Zero-copy. Without per-example transforms the collator reads straight from
+ * the memory map. With them each example is first copied into a per-slot
+ * arena (preallocated, grown only when a bigger batch arrives).
+ *
+ * Allocation. Computing an epoch's batch list may allocate (token-budget and
+ * bucket modes); handing out batches does not in steady state.
+ */
 #ifndef SEQSTORE_LOADER_H
 #define SEQSTORE_LOADER_H
 
@@ -7,6 +38,115 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* Declared in other sub-headers (repeated: C11 allows identical typedefs). */
+typedef struct ss_selection ss_selection;
+typedef struct ss_pipeline ss_pipeline;
+typedef struct ss_loader_batch ss_loader_batch;
+
+/** Loader options. Start from SS_LOADER_OPTIONS_INIT. */
+typedef struct ss_loader_options {
+    unsigned version;               /**< SS_LOADER_OPTIONS_VERSION */
+    const ss_selection *selection;  /**< examples to read; NULL = all (copied) */
+    ss_sampler_options sampler;     /**< order, seed, sharding (world_size, rank),
+                                         drop_last. Its batch_size and infinite are set
+                                         by the loader. */
+    ss_batch_options batch;         /**< batch_size (fixed), or max_tokens etc. */
+    const char *bucket;             /**< name of a stored bucket index (ss.bucket.NAME)
+                                         for bucket batching, or NULL */
+    const ss_collate_field *fields; /**< output fields (copied); NULL = every field of
+                                         the store with defaults */
+    uint32_t nfields;
+    ss_collator_options collator;  /**< threads: OpenMP threads per collation; 0 = 1 */
+    uint32_t prefetch;             /**< batches prepared ahead N; 0 = 2 */
+    uint32_t threads;              /**< worker threads; 0 = 1 */
+    int infinite;                  /**< 1: at the end of an epoch go on with the next
+                                        one (ss_loader_next() never returns SS_LOADER_END) */
+    const ss_pipeline *transforms; /**< NULL, or transforms to apply; borrowed: it must
+                                        outlive the loader */
+} ss_loader_options;
+
+#define SS_LOADER_OPTIONS_VERSION 1
+#define SS_LOADER_OPTIONS_INIT                                                                     \
+    {                                                                                              \
+        SS_LOADER_OPTIONS_VERSION, NULL, SS_SAMPLER_OPTIONS_INIT, SS_BATCH_OPTIONS_INIT, NULL,     \
+            NULL, 0, SS_COLLATOR_OPTIONS_INIT, 0, 0, 0, NULL                                       \
+    }
+
+/** A batch handed out by ss_loader_next(). Everything is borrowed from the
+ *  loader and valid until the next ss_loader_next(), ss_loader_set_epoch(),
+ *  ss_loader_state_load() or ss_loader_free(). */
+struct ss_loader_batch {
+    uint64_t epoch;          /**< epoch of the batch */
+    uint64_t position;       /**< its number in this rank's epoch, from 0 */
+    uint64_t rows;           /**< B, examples in the batch */
+    const uint64_t *indices; /**< [B] store indices, in row order */
+    ss_collated_batch data;  /**< the collated fields: data, lengths, masks,
+                                  offsets (see collate.h) */
+};
+
+typedef struct ss_loader ss_loader;
+
+/** ss_loader_next() returns this (> 0) at the end of an epoch. */
+#define SS_LOADER_END 1
+
+/** Open a loader on `store` and start its worker threads, at epoch 0.
+ *
+ *  Allocates the ring of prefetch + 1 slots (each with its own collator) and
+ *  computes epoch 0's batches.
+ *  @param[out] out     the loader; free it with ss_loader_free().
+ *  @param[in]  store   must stay open until ss_loader_free().
+ *  @param[in]  options required.
+ *  @return 0; SS_EINVAL (bad version, neither batch_size nor max_tokens, a
+ *          token budget or bucket without a sequence output field, rank >=
+ *          world_size, a selection made for another count, a transform
+ *          declaring a change of a field that is not an output field, a bad
+ *          collate option; the message names it); as ss_sampler_create(), ss_collator_create(),
+ *          ss_bucket_open(), ss_batcher_create(); SS_ENOMEM; SS_EIO (a thread
+ *          could not start). */
+SS_API int ss_loader_open(ss_loader **out, const ss_store *store, const ss_loader_options *options);
+
+/** Stop the workers (waiting for the batches they are filling, even mid-epoch)
+ *  and free everything. Accepts NULL. */
+SS_API void ss_loader_free(ss_loader *l);
+
+/** The next batch of the epoch.
+ *  @param[out] out the batch, valid until the next call (see ss_loader_batch);
+ *                  NULL at the end of the epoch or on error.
+ *  @return 0; SS_LOADER_END (1) at the end of a finite epoch, again on every
+ *          call until ss_loader_set_epoch(); a negative code when preparing
+ *          the batch failed (the message names the epoch, batch, example and,
+ *          for a transform, its name and message: e.g. SS_ECALLBACK). After an
+ *          error the loader stops preparing batches and returns the same error
+ *          until ss_loader_set_epoch() or ss_loader_state_load(). */
+SS_API int ss_loader_next(ss_loader *l, const ss_loader_batch **out);
+
+/** Start epoch `epoch` from its first batch (discarding prefetched batches).
+ *  @return 0, or as ss_loader_open() when computing the batch list fails. */
+SS_API int ss_loader_set_epoch(ss_loader *l, uint64_t epoch);
+
+/** The current epoch. */
+SS_API uint64_t ss_loader_epoch(const ss_loader *l);
+/** Batches of this rank in the current epoch. */
+SS_API uint64_t ss_loader_batches(const ss_loader *l);
+/** Batches already handed out in the current epoch. */
+SS_API uint64_t ss_loader_position(const ss_loader *l);
+
+/** Bytes of a saved loader state. */
+#define SS_LOADER_STATE_SIZE 88
+
+/** Save the position after the batches handed out so far: magic "SSLOADR1",
+ *  version 1, epoch, batch position, a fingerprint of the batching options
+ *  (u64 each, little-endian) and the sampler's state (SS_SAMPLER_STATE_SIZE).
+ *  @return 0, or SS_ETOOBIG if cap < SS_LOADER_STATE_SIZE. */
+SS_API int ss_loader_state_save(const ss_loader *l, void *buf, size_t cap, size_t *len);
+
+/** Continue from a saved state: the next ss_loader_next() returns exactly the
+ *  batch an uninterrupted run would have returned after the saved one.
+ *  The loader must have the same store, selection and options.
+ *  @return 0; SS_EINVAL (wrong size, magic or fingerprint, or a sampler state
+ *          of other options; the loader is unchanged). */
+SS_API int ss_loader_state_load(ss_loader *l, const void *buf, size_t len);
 
 #ifdef __cplusplus
 }

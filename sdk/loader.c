@@ -1,0 +1,1014 @@
+/* loader.c - the prefetching loader (see seqstore/loader.h).
+ *
+ * The consumer side (the caller's thread) computes the epoch's batch list
+ * (`plan`); worker threads take batch numbers in order and fill the slot
+ * number g mod S of a ring of S = prefetch + 1 slots. Batch g may be filled
+ * once g < consumed + prefetch, so the slot the caller holds (batch
+ * consumed - 1) is never overwritten. The plan is replaced only while no
+ * worker is filling (`paused`, `busy` == 0), under the mutex. */
+#include "internal.h"
+#include "rng.h"
+
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define STATE_MAGIC 0x315244414f4c5353ull /* "SSLOADR1" little-endian */
+#define STATE_VERSION 1
+#define MSG_CAP 1024
+
+enum { MODE_FIXED = 0, MODE_TOKENS = 1, MODE_BUCKET = 2 };
+enum { SLOT_EMPTY = 0, SLOT_FILLING = 1, SLOT_READY = 2 };
+
+/* An output field as the transform path sees it. */
+typedef struct lfield {
+    ss_collate_field o;
+    char name[SS_MAX_NAME + 1];
+    uint32_t index;
+    int sequence;
+    ss_dtype st_dtype; /* stored */
+    uint32_t st_ndim;
+    uint64_t st_dims[SS_MAX_DIMS];
+    ss_dtype fin_dtype; /* after the pipeline */
+    uint32_t fin_ndim;
+    uint64_t fin_dims[SS_MAX_DIMS];
+    uint64_t fin_row_el;
+    ss_dtype out_dtype; /* collated */
+    uint64_t out_rb;
+    uint64_t max_rb; /* largest row over the pipeline's stages */
+    double *scale, *offset;
+    unsigned char pad[8];
+} lfield;
+
+/* A per-example transform, resolved against the output fields. */
+typedef struct xform {
+    const ss_transform *t;
+    uint32_t pos; /* position in the pipeline */
+    int field;    /* output field of a declared change, else -1 */
+    ss_dtype dtype;
+    uint32_t ndim;
+    uint64_t dims[SS_MAX_DIMS];
+} xform;
+
+typedef struct slot {
+    int state;
+    uint64_t g;
+    int rc;
+    char msg[MSG_CAP];
+    ss_collator *col;
+    ss_span *spans;
+    uint64_t rows_cap;
+    ss_loader_batch batch;
+    /* transform path */
+    ss_example_field *ef; /* rows_cap * nf */
+    unsigned char **arena[2];
+    uint64_t *arena_cap; /* bytes, per field (both halves) */
+    ss_collated *outs;
+    void **data, **mask;
+    uint64_t *data_cap, *mask_cap;
+    int64_t *lengths, *offsets, *perm; /* per field rows_cap (+1) each */
+    uint64_t *len, *skip, *order, *tmp;
+    uint64_t *at; /* rows_cap * nf: byte offset of each example's field in the arena */
+} slot;
+
+struct ss_loader {
+    const ss_store *store;
+    ss_loader_options o;
+    int mode;
+    uint64_t seed;
+    uint32_t world, rank;
+    int drop_last;
+    ss_selection *sel;
+    ss_sampler *sampler;
+    ss_bucket *bucket;
+    uint64_t fingerprint;
+    /* output fields */
+    uint32_t nf;
+    lfield *f;
+    ss_collate_field *cfields;
+    uint32_t *seq_fields; /* store indices of sequence output fields */
+    uint32_t nseq;
+    /* transforms */
+    const ss_pipeline *pipe;
+    xform *xf;
+    uint32_t nxf;
+    const ss_transform **bxf;
+    uint32_t *bxf_pos;
+    uint32_t nbxf;
+    /* the epoch's plan */
+    uint64_t epoch;
+    uint64_t *idx, idx_cap;
+    uint64_t *start, start_cap;
+    uint64_t *order_buf, order_cap, *lens_buf, lens_cap;
+    uint64_t nbatches;
+    /* ring and threads */
+    slot *slots;
+    uint32_t nslots, prefetch;
+    pthread_mutex_t mu;
+    pthread_cond_t cv_work, cv_done;
+    int sync_init;
+    uint64_t next_assign, consumed;
+    int busy, paused, stop, failed;
+    int err_rc;
+    char err_msg[MSG_CAP];
+    pthread_t *th;
+    uint32_t nthreads;
+};
+
+/* ---------------------------------------------------------------- helpers */
+
+static int grow_u64(uint64_t **p, uint64_t *cap, uint64_t need) {
+    if (need == 0) need = 1;
+    if (*cap >= need) return 0;
+    uint64_t *q = realloc(*p, need * sizeof *q);
+    if (!q) return ss__fail(SS_ENOMEM, "loader: out of memory for %" PRIu64 " entries", need);
+    *p = q;
+    *cap = need;
+    return 0;
+}
+
+/* Grow a buffer (contents not kept) by at least half, so that the largest
+ * batches of an epoch settle it within the first epoch. */
+static int grow_bytes(void **p, uint64_t *cap, uint64_t need) {
+    if (need == 0) need = 1;
+    if (*cap >= need) return 0;
+    if (need < *cap + *cap / 2) need = *cap + *cap / 2;
+    void *q = malloc((size_t)need);
+    if (!q) return ss__fail(SS_ENOMEM, "loader: cannot allocate %" PRIu64 " bytes", need);
+    free(*p);
+    *p = q;
+    *cap = need;
+    return 0;
+}
+
+static uint64_t row_elements(uint32_t ndim, const uint64_t *dims) {
+    uint64_t n = 1;
+    for (uint32_t k = 0; k < ndim; k++) n *= dims[k];
+    return n;
+}
+
+static uint64_t hash_str(uint64_t h, const char *s) {
+    for (; s && *s; s++) h = ss_rng_hash(h, (unsigned char)*s, 0x737472);
+    return h;
+}
+
+/* ------------------------------------------------------------------- plan */
+
+/* Deal the batches of `b` to this rank: rank r takes r, r + R, ... */
+static int deal(ss_loader *l, const ss_batcher *b) {
+    uint64_t nb = ss_batcher_count(b), R = l->world, per;
+    per = l->drop_last ? nb / R : (nb + R - 1) / R;
+    if (nb == 0) per = 0;
+    uint64_t total = 0;
+    for (uint64_t j = 0; j < per; j++) {
+        const uint64_t *ix;
+        size_t n;
+        ss_batcher_get(b, (j * R + l->rank) % nb, &ix, &n);
+        total += n;
+    }
+    int rc = grow_u64(&l->idx, &l->idx_cap, total);
+    if (!rc) rc = grow_u64(&l->start, &l->start_cap, per + 1);
+    if (rc) return rc;
+    uint64_t at = 0;
+    l->start[0] = 0;
+    for (uint64_t j = 0; j < per; j++) {
+        const uint64_t *ix;
+        size_t n;
+        ss_batcher_get(b, (j * R + l->rank) % nb, &ix, &n);
+        memcpy(l->idx + at, ix, n * sizeof *ix);
+        at += n;
+        l->start[j + 1] = at;
+    }
+    l->nbatches = per;
+    return 0;
+}
+
+static int plan_epoch(ss_loader *l, uint64_t epoch) {
+    int rc = 0;
+    ss_batcher *b = NULL;
+    l->nbatches = 0;
+    if (l->mode == MODE_BUCKET) {
+        rc = ss_bucket_batches(&b, l->bucket, l->store, l->sel, &l->o.batch,
+                               l->o.sampler.kind != SS_SAMPLE_SEQUENTIAL, l->seed, epoch);
+        if (!rc) rc = ss_sampler_set_epoch(l->sampler, epoch);
+    } else {
+        rc = ss_sampler_set_epoch(l->sampler, epoch);
+        uint64_t len = ss_sampler_epoch_length(l->sampler);
+        uint64_t **dst = l->mode == MODE_FIXED ? &l->idx : &l->order_buf;
+        uint64_t *cap = l->mode == MODE_FIXED ? &l->idx_cap : &l->order_cap;
+        size_t n = 0;
+        if (!rc) rc = grow_u64(dst, cap, len);
+        if (!rc) rc = ss_sampler_next(l->sampler, *dst, (size_t)len, &n);
+        if (!rc && l->mode == MODE_FIXED) {
+            uint64_t bs = l->o.batch.batch_size, nb = n / bs;
+            rc = grow_u64(&l->start, &l->start_cap, nb + 1);
+            for (uint64_t k = 0; !rc && k <= nb; k++) l->start[k] = k * bs;
+            if (!rc) l->nbatches = nb;
+        } else if (!rc) {
+            rc = grow_u64(&l->lens_buf, &l->lens_cap, n);
+            if (!rc)
+                rc = ss_lengths_gather(l->lens_buf, l->store, l->seq_fields, l->nseq, l->order_buf,
+                                       n);
+            if (!rc) rc = ss_batcher_create(&b, l->order_buf, l->lens_buf, n, &l->o.batch);
+        }
+    }
+    if (!rc && b) rc = deal(l, b);
+    ss_batcher_free(b);
+    if (rc) {
+        l->nbatches = 0;
+        return ss__context(rc, "loader: epoch %" PRIu64, epoch);
+    }
+    l->epoch = epoch;
+    return 0;
+}
+
+/* Wait until no worker fills a slot; the mutex is held on return. */
+static void quiesce(ss_loader *l) {
+    l->paused = 1;
+    while (l->busy) pthread_cond_wait(&l->cv_done, &l->mu);
+}
+
+/* Replan (mutex held, workers quiet) and restart at batch `pos`. */
+static int restart(ss_loader *l, uint64_t epoch, uint64_t pos) {
+    int rc = plan_epoch(l, epoch);
+    for (uint32_t k = 0; k < l->nslots; k++) {
+        l->slots[k].state = SLOT_EMPTY;
+        l->slots[k].g = UINT64_MAX;
+    }
+    if (pos > l->nbatches) pos = l->nbatches;
+    l->next_assign = l->consumed = pos;
+    l->failed = 0;
+    l->err_rc = 0;
+    l->paused = 0;
+    pthread_cond_broadcast(&l->cv_work);
+    return rc;
+}
+
+/* ------------------------------------------------------ transform collation */
+
+static void sort_desc(uint64_t *idx, uint64_t *tmp, const uint64_t *len, uint64_t n) {
+    for (uint64_t w = 1; w < n; w *= 2) {
+        for (uint64_t lo = 0; lo < n; lo += 2 * w) {
+            uint64_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
+            uint64_t i = lo, j = mid, k = lo;
+            while (i < mid && j < hi) tmp[k++] = len[idx[j]] > len[idx[i]] ? idx[j++] : idx[i++];
+            while (i < mid) tmp[k++] = idx[i++];
+            while (j < hi) tmp[k++] = idx[j++];
+        }
+        memcpy(idx, tmp, n * sizeof *idx);
+    }
+}
+
+static void fill_pad(unsigned char *dst, const unsigned char *elem, size_t es, uint64_t n) {
+    for (uint64_t i = 0; i < n; i++) memcpy(dst + i * es, elem, es);
+}
+
+/* Collate output field k of the slot's transformed rows (the collator's
+ * semantics, reading rows from memory). */
+static int collate_mem(ss_loader *l, slot *s, uint32_t k, uint64_t n) {
+    const lfield *f = &l->f[k];
+    ss_collated *o = &s->outs[k];
+    uint64_t rb = f->out_rb, re = f->fin_row_el, es = ss_dtype_size(f->out_dtype);
+    int packed = f->sequence && f->o.layout == SS_LAYOUT_PACKED;
+    uint64_t longest = 0, total = 0;
+    int64_t *lengths = s->lengths + k * s->rows_cap;
+    int64_t *offsets = s->offsets + k * (s->rows_cap + 1);
+    int64_t *perm = s->perm + k * s->rows_cap;
+    for (uint64_t r = 0; r < n; r++) {
+        uint64_t len = s->ef[r * l->nf + k].length, skip = 0;
+        if (!f->sequence) len = 1;
+        if (f->sequence && f->o.fixed && len > f->o.fixed_length) {
+            if (f->o.truncate_left) skip = len - f->o.fixed_length;
+            len = f->o.fixed_length;
+        }
+        s->len[r] = len;
+        s->skip[r] = skip;
+        if (len > longest) longest = len;
+        total += len;
+    }
+    uint64_t T = 1;
+    if (f->sequence && !packed) {
+        T = f->o.fixed ? f->o.fixed_length : longest;
+        uint64_t m = f->o.pad_to_multiple;
+        if (!f->o.fixed && m > 1 && T % m) T += m - T % m;
+    }
+    uint64_t data_bytes = packed ? total * rb : n * T * rb;
+    uint64_t melem = f->o.mask == SS_MASK_U8 ? 1 : f->o.mask == SS_MASK_F32 ? 4 : 0;
+    uint64_t mask_bytes = f->sequence && !packed ? n * T * melem : 0;
+    int rc = grow_bytes(&s->data[k], &s->data_cap[k], data_bytes);
+    if (!rc && mask_bytes) rc = grow_bytes(&s->mask[k], &s->mask_cap[k], mask_bytes);
+    if (rc) return rc;
+    unsigned char *data = s->data[k];
+    memset(o, 0, sizeof *o);
+    for (uint64_t r = 0; r < n; r++) s->order[r] = r;
+    if (packed && f->o.sort_by_length) sort_desc(s->order, s->tmp, s->len, n);
+    if (f->sequence && !packed) fill_pad(data, f->pad, es, n * T * re);
+    if (mask_bytes) memset(s->mask[k], 0, mask_bytes);
+    int64_t acc = 0;
+    for (uint64_t i = 0; i < n; i++) {
+        uint64_t r = s->order[i], len = s->len[r];
+        const ss_example_field *e = &s->ef[r * l->nf + k];
+        const unsigned char *src = (const unsigned char *)e->data + s->skip[r] * e->row_bytes;
+        if (!f->sequence) {
+            ss_convert_rows(data + r * rb, f->out_dtype, src, e->dtype, 1, re, f->scale, f->offset);
+            lengths[r] = 1;
+        } else if (packed) {
+            ss_convert_rows(data + (uint64_t)acc * rb, f->out_dtype, src, e->dtype, len, re,
+                            f->scale, f->offset);
+            offsets[i] = acc;
+            lengths[i] = (int64_t)len;
+            perm[i] = (int64_t)r;
+            acc += (int64_t)len;
+        } else {
+            uint64_t p0 = f->o.pad_left ? T - len : 0;
+            lengths[r] = (int64_t)len;
+            for (uint64_t t = 0; t < len; t++) {
+                uint64_t at =
+                    f->o.layout == SS_LAYOUT_TIME_MAJOR ? (p0 + t) * n + r : r * T + p0 + t;
+                if (t == 0 || f->o.layout == SS_LAYOUT_TIME_MAJOR)
+                    ss_convert_rows(data + at * rb, f->out_dtype, src + t * e->row_bytes, e->dtype,
+                                    f->o.layout == SS_LAYOUT_TIME_MAJOR ? 1 : len, re, f->scale,
+                                    f->offset);
+                if (melem == 1) ((uint8_t *)s->mask[k])[at] = 1;
+                if (melem == 4) {
+                    float one = 1.0f;
+                    memcpy((unsigned char *)s->mask[k] + 4 * at, &one, 4);
+                }
+            }
+        }
+    }
+    o->name = f->name;
+    o->field = f->index;
+    o->dtype = f->out_dtype;
+    o->layout = f->sequence ? f->o.layout : SS_LAYOUT_BATCH_MAJOR;
+    o->sequence = f->sequence;
+    o->batch = n;
+    o->steps = packed ? (uint64_t)acc : T;
+    o->data = data;
+    o->data_bytes = data_bytes;
+    o->lengths = lengths;
+    o->mask = mask_bytes ? s->mask[k] : NULL;
+    o->mask_bytes = mask_bytes;
+    if (packed) {
+        offsets[n] = acc;
+        o->offsets = offsets;
+        o->perm = f->o.sort_by_length ? perm : NULL;
+    }
+    uint32_t d = 0;
+    if (!f->sequence) {
+        o->shape[d++] = n;
+    } else if (packed) {
+        o->shape[d++] = (uint64_t)acc;
+    } else if (f->o.layout == SS_LAYOUT_TIME_MAJOR) {
+        o->shape[d++] = T;
+        o->shape[d++] = n;
+    } else {
+        o->shape[d++] = n;
+        o->shape[d++] = T;
+    }
+    for (uint32_t j = 0; j < f->fin_ndim; j++) o->shape[d++] = f->fin_dims[j];
+    o->ndim = d;
+    return 0;
+}
+
+/* ------------------------------------------------------------- filling */
+
+static int slot_rows(ss_loader *l, slot *s, uint64_t n) {
+    if (n <= s->rows_cap) return 0;
+    free(s->spans);
+    free(s->ef);
+    free(s->lengths);
+    free(s->offsets);
+    free(s->perm);
+    free(s->len);
+    free(s->skip);
+    free(s->order);
+    free(s->tmp);
+    free(s->at);
+    uint64_t nf = l->nf;
+    s->spans = malloc(n * sizeof *s->spans);
+    s->ef = l->nxf ? calloc(n * nf, sizeof *s->ef) : NULL;
+    s->lengths = l->nxf ? malloc(n * nf * sizeof *s->lengths) : NULL;
+    s->offsets = l->nxf ? malloc((n + 1) * nf * sizeof *s->offsets) : NULL;
+    s->perm = l->nxf ? malloc(n * nf * sizeof *s->perm) : NULL;
+    s->len = l->nxf ? malloc(n * sizeof *s->len) : NULL;
+    s->skip = l->nxf ? malloc(n * sizeof *s->skip) : NULL;
+    s->order = l->nxf ? malloc(n * sizeof *s->order) : NULL;
+    s->tmp = l->nxf ? malloc(n * sizeof *s->tmp) : NULL;
+    s->at = l->nxf ? malloc(n * nf * sizeof *s->at) : NULL;
+    if (!s->spans || (l->nxf && (!s->ef || !s->lengths || !s->offsets || !s->perm || !s->len ||
+                                 !s->skip || !s->order || !s->tmp || !s->at))) {
+        s->rows_cap = 0;
+        return ss__fail(SS_ENOMEM, "loader: out of memory for a batch of %" PRIu64 " rows", n);
+    }
+    s->rows_cap = n;
+    return 0;
+}
+
+/* Copy the batch's examples into the arena and run the per-example
+ * transforms on them. */
+static int transform_rows(ss_loader *l, slot *s, const uint64_t *ix, uint64_t n, uint64_t epoch,
+                          uint64_t pos) {
+    uint32_t nf = l->nf;
+    for (uint32_t k = 0; k < nf; k++) {
+        uint64_t total = 0;
+        for (uint64_t r = 0; r < n; r++) total += ss_length(l->store, l->f[k].index, ix[r]);
+        uint64_t need = total * l->f[k].max_rb;
+        if (need > s->arena_cap[k]) {
+            uint64_t cap0 = s->arena_cap[k], cap1 = s->arena_cap[k];
+            int rc = grow_bytes((void **)&s->arena[0][k], &cap0, need);
+            if (!rc) rc = grow_bytes((void **)&s->arena[1][k], &cap1, need);
+            if (rc) return rc;
+            s->arena_cap[k] = cap0 < cap1 ? cap0 : cap1;
+        }
+    }
+    uint64_t off[SS_MAX_FIELDS] = {0};
+    for (uint64_t r = 0; r < n; r++) {
+        ss_example ex;
+        ex.index = ix[r];
+        ex.epoch = epoch;
+        ex.nfields = nf;
+        ex.fields = &s->ef[r * nf];
+        ex.message[0] = 0;
+        for (uint32_t k = 0; k < nf; k++) {
+            const lfield *f = &l->f[k];
+            ss_example_field *e = &ex.fields[k];
+            ss_view v;
+            int rc = ss_get(l->store, f->index, ix[r], &v);
+            if (rc) return ss__context(rc, "loader: epoch %" PRIu64 ", batch %" PRIu64, epoch, pos);
+            memset(e, 0, sizeof *e);
+            e->name = f->name;
+            e->field = f->index;
+            e->sequence = f->sequence;
+            e->dtype = f->st_dtype;
+            e->ndim = f->st_ndim;
+            memcpy(e->dims, f->st_dims, sizeof e->dims);
+            e->row_elements = row_elements(f->st_ndim, f->st_dims);
+            e->row_bytes = v.row_bytes;
+            s->at[r * nf + k] = off[k] * f->max_rb;
+            e->data = s->arena[0][k] + s->at[r * nf + k];
+            e->out = NULL;
+            e->length = e->capacity = v.length;
+            memcpy(e->data, v.data, (size_t)(v.length * v.row_bytes));
+            off[k] += v.length;
+        }
+        for (uint32_t j = 0; j < l->nxf; j++) {
+            const xform *x = &l->xf[j];
+            ss_rng rng;
+            ss_rng_seed(&rng, ss_rng_hash(l->seed, epoch, ix[r]), SS_TRANSFORM_STREAM + x->pos);
+            ss_example_field *e = x->field >= 0 ? &ex.fields[x->field] : NULL;
+            void *spare = NULL;
+            if (e) {
+                /* the example's place in the other half of the arena */
+                uint64_t at = s->at[r * nf + (uint32_t)x->field];
+                unsigned char *h0 = s->arena[0][x->field], *h1 = s->arena[1][x->field];
+                spare = (unsigned char *)e->data == h0 + at ? h1 + at : h0 + at;
+                e->out = spare;
+                e->out_dtype = x->dtype;
+                e->out_ndim = x->ndim;
+                memcpy(e->out_dims, x->dims, sizeof e->out_dims);
+            }
+            int rc = x->t->example(x->t->user, &ex, &rng);
+            if (rc == 0) {
+                for (uint32_t k = 0; k < nf; k++)
+                    if (ex.fields[k].length > ex.fields[k].capacity ||
+                        (!ex.fields[k].sequence && ex.fields[k].length != 1))
+                        rc =
+                            ss__fail(SS_ECALLBACK,
+                                     "set the length of field '%s' to %" PRIu64
+                                     " (it may only shorten a sequence of %" PRIu64 ")",
+                                     ex.fields[k].name, ex.fields[k].length, ex.fields[k].capacity);
+            } else {
+                ss__fail(rc < 0 ? rc : SS_ECALLBACK, "%s",
+                         ex.message[0] ? ex.message : "failed without a message");
+                if (rc > 0) rc = SS_ECALLBACK;
+            }
+            if (rc)
+                return ss__context(rc,
+                                   "loader: epoch %" PRIu64 ", batch %" PRIu64 ", example %" PRIu64
+                                   ": transform '%s'",
+                                   epoch, pos, ix[r], x->t->name);
+            if (e) {
+                e->out = e->data;
+                e->data = spare;
+                e->dtype = x->dtype;
+                e->ndim = x->ndim;
+                memcpy(e->dims, x->dims, sizeof e->dims);
+                e->row_elements = row_elements(x->ndim, x->dims);
+                e->row_bytes = e->row_elements * ss_dtype_size(x->dtype);
+                e->out = NULL;
+            }
+        }
+    }
+    for (uint32_t k = 0; k < nf; k++) {
+        int rc = collate_mem(l, s, k, n);
+        if (rc) return ss__context(rc, "loader: epoch %" PRIu64 ", batch %" PRIu64, epoch, pos);
+    }
+    s->batch.data.rows = n;
+    s->batch.data.nfields = nf;
+    s->batch.data.fields = s->outs;
+    return 0;
+}
+
+static int fill(ss_loader *l, slot *s, uint64_t g, uint64_t epoch) {
+    const uint64_t *ix = l->idx + l->start[g];
+    uint64_t n = l->start[g + 1] - l->start[g];
+    int rc = slot_rows(l, s, n);
+    if (rc) return rc;
+    s->batch.epoch = epoch;
+    s->batch.position = g;
+    s->batch.rows = n;
+    s->batch.indices = ix;
+    if (l->nxf) {
+        rc = transform_rows(l, s, ix, n, epoch, g);
+    } else {
+        for (uint64_t r = 0; r < n; r++) s->spans[r] = (ss_span){ix[r], 0, SS_SPAN_END};
+        rc = ss_collator_collate(s->col, s->spans, (size_t)n, &s->batch.data);
+        if (rc) rc = ss__context(rc, "loader: epoch %" PRIu64 ", batch %" PRIu64, epoch, g);
+    }
+    for (uint32_t j = 0; !rc && j < l->nbxf; j++) {
+        ss_rng rng;
+        ss_rng_seed(&rng, ss_rng_hash(l->seed, epoch, g),
+                    SS_BATCH_TRANSFORM_STREAM + l->bxf_pos[j]);
+        const ss_transform *t = l->bxf[j];
+        rc = t->batch(t->user, &s->batch, &rng);
+        if (rc) {
+            if (rc > 0) rc = SS_ECALLBACK;
+            rc = ss__fail(rc,
+                          "loader: epoch %" PRIu64 ", batch %" PRIu64
+                          ": batch transform '%s' failed (%d)",
+                          epoch, g, t->name, rc);
+        }
+    }
+    return rc;
+}
+
+static void *worker(void *arg) {
+    ss_loader *l = arg;
+    pthread_mutex_lock(&l->mu);
+    for (;;) {
+        while (!l->stop && (l->paused || l->failed || l->next_assign >= l->nbatches ||
+                            l->next_assign >= l->consumed + l->prefetch))
+            pthread_cond_wait(&l->cv_work, &l->mu);
+        if (l->stop) break;
+        uint64_t g = l->next_assign++, epoch = l->epoch;
+        slot *s = &l->slots[g % l->nslots];
+        s->state = SLOT_FILLING;
+        l->busy++;
+        pthread_mutex_unlock(&l->mu);
+        int rc = fill(l, s, g, epoch);
+        if (rc) snprintf(s->msg, sizeof s->msg, "%s", ss_error_message());
+        pthread_mutex_lock(&l->mu);
+        s->g = g;
+        s->rc = rc;
+        s->state = SLOT_READY;
+        l->busy--;
+        if (rc) l->failed = 1;
+        pthread_cond_broadcast(&l->cv_done);
+    }
+    pthread_mutex_unlock(&l->mu);
+    return NULL;
+}
+
+/* ---------------------------------------------------------------- open */
+
+static void slot_free(ss_loader *l, slot *s) {
+    ss_collator_free(s->col);
+    free(s->spans);
+    free(s->ef);
+    for (uint32_t k = 0; k < l->nf; k++) {
+        if (s->arena[0]) free(s->arena[0][k]);
+        if (s->arena[1]) free(s->arena[1][k]);
+        if (s->data) free(s->data[k]);
+        if (s->mask) free(s->mask[k]);
+    }
+    free(s->arena[0]);
+    free(s->arena[1]);
+    free(s->arena_cap);
+    free(s->outs);
+    free(s->data);
+    free(s->mask);
+    free(s->data_cap);
+    free(s->mask_cap);
+    free(s->lengths);
+    free(s->offsets);
+    free(s->perm);
+    free(s->len);
+    free(s->skip);
+    free(s->order);
+    free(s->tmp);
+    free(s->at);
+}
+
+void ss_loader_free(ss_loader *l) {
+    if (!l) return;
+    if (l->sync_init) {
+        pthread_mutex_lock(&l->mu);
+        l->stop = 1;
+        pthread_cond_broadcast(&l->cv_work);
+        pthread_mutex_unlock(&l->mu);
+        for (uint32_t k = 0; k < l->nthreads; k++) pthread_join(l->th[k], NULL);
+        pthread_mutex_destroy(&l->mu);
+        pthread_cond_destroy(&l->cv_work);
+        pthread_cond_destroy(&l->cv_done);
+    }
+    for (uint32_t k = 0; l->slots && k < l->nslots; k++) slot_free(l, &l->slots[k]);
+    free(l->slots);
+    free(l->th);
+    for (uint32_t k = 0; l->f && k < l->nf; k++) {
+        free(l->f[k].scale);
+        free(l->f[k].offset);
+    }
+    free(l->f);
+    free(l->cfields);
+    free(l->seq_fields);
+    free(l->xf);
+    free(l->bxf);
+    free(l->bxf_pos);
+    free(l->idx);
+    free(l->start);
+    free(l->order_buf);
+    free(l->lens_buf);
+    ss_bucket_free(l->bucket);
+    ss_sampler_free(l->sampler);
+    ss_selection_free(l->sel);
+    free(l);
+}
+
+/* Per-channel values from an attribute of f64/f32 (as the collator reads them). */
+static int attr_values(const ss_store *st, const lfield *f, const char *attr, double *out) {
+    ss_attr a;
+    int rc = ss_attr_get(st, attr, &a);
+    if (rc) return ss__context(rc, "loader field '%s': attribute '%s'", f->name, attr);
+    size_t es = a.type == SS_F64 ? 8 : a.type == SS_F32 ? 4 : 0;
+    if (es == 0 || a.size != f->fin_row_el * es)
+        return ss__fail(SS_EINVAL,
+                        "loader field '%s': attribute '%s' must hold %" PRIu64 " f64 or f32 values",
+                        f->name, attr, f->fin_row_el);
+    for (uint64_t k = 0; k < f->fin_row_el; k++) {
+        if (es == 8) {
+            memcpy(&out[k], (const unsigned char *)a.data + 8 * k, 8);
+        } else {
+            float v;
+            memcpy(&v, (const unsigned char *)a.data + 4 * k, 4);
+            out[k] = v;
+        }
+    }
+    return 0;
+}
+
+/* Resolve the output fields (copies) and the transforms. */
+static int setup_fields(ss_loader *l) {
+    const ss_store *st = l->store;
+    l->nf = l->o.fields ? l->o.nfields : ss_field_count(st);
+    if (l->nf == 0 || l->nf > SS_MAX_FIELDS)
+        return ss__fail(SS_EINVAL, "ss_loader_open: %u output fields", l->nf);
+    l->f = calloc(l->nf, sizeof *l->f);
+    l->cfields = calloc(l->nf, sizeof *l->cfields);
+    l->seq_fields = calloc(l->nf, sizeof *l->seq_fields);
+    if (!l->f || !l->cfields || !l->seq_fields)
+        return ss__fail(SS_ENOMEM, "ss_loader_open: out of memory");
+    for (uint32_t k = 0; k < l->nf; k++) {
+        lfield *f = &l->f[k];
+        ss_collate_field def = SS_COLLATE_FIELD_INIT;
+        ss_field info;
+        if (!l->o.fields) {
+            ss_field_info(st, k, &info);
+            def.name = info.name;
+        }
+        f->o = l->o.fields ? l->o.fields[k] : def;
+        if (f->o.version != SS_COLLATE_FIELD_VERSION || !f->o.name)
+            return ss__fail(SS_EINVAL, "ss_loader_open: output field %u: bad version or no name",
+                            k);
+        int idx = ss_field_index(st, f->o.name);
+        if (idx < 0) return ss__context(idx, "ss_loader_open");
+        ss_field_info(st, (uint32_t)idx, &info);
+        snprintf(f->name, sizeof f->name, "%s", info.name);
+        f->o.name = f->name;
+        f->index = (uint32_t)idx;
+        f->sequence = info.sequence;
+        if (f->sequence) l->seq_fields[l->nseq++] = f->index;
+        f->st_dtype = f->fin_dtype = info.dtype;
+        f->st_ndim = f->fin_ndim = info.ndim;
+        memcpy(f->st_dims, info.dims, sizeof f->st_dims);
+        memcpy(f->fin_dims, info.dims, sizeof f->fin_dims);
+        f->max_rb = row_elements(info.ndim, info.dims) * ss_dtype_size(info.dtype);
+        l->cfields[k] = f->o;
+    }
+    /* transforms */
+    uint32_t nt = ss_pipeline_count(l->pipe);
+    l->xf = calloc(nt ? nt : 1, sizeof *l->xf);
+    l->bxf = calloc(nt ? nt : 1, sizeof *l->bxf);
+    l->bxf_pos = calloc(nt ? nt : 1, sizeof *l->bxf_pos);
+    if (!l->xf || !l->bxf || !l->bxf_pos)
+        return ss__fail(SS_ENOMEM, "ss_loader_open: out of memory");
+    for (uint32_t j = 0; j < nt; j++) {
+        const ss_transform *t = ss_pipeline_get(l->pipe, j);
+        if (t->batch) {
+            l->bxf_pos[l->nbxf] = j;
+            l->bxf[l->nbxf++] = t;
+            continue;
+        }
+        xform *x = &l->xf[l->nxf++];
+        x->t = t;
+        x->pos = j;
+        x->field = -1;
+        if (!(t->dtype || t->reshape)) continue;
+        for (uint32_t k = 0; k < l->nf; k++)
+            if (strcmp(l->f[k].name, t->field) == 0) x->field = (int)k;
+        if (x->field < 0)
+            return ss__fail(SS_EINVAL,
+                            "ss_loader_open: transform '%s' declares a change of field '%s', "
+                            "which is not an output field",
+                            t->name, t->field);
+        lfield *f = &l->f[x->field];
+        x->dtype = t->dtype ? t->dtype : f->fin_dtype;
+        x->ndim = t->reshape ? t->ndim : f->fin_ndim;
+        memcpy(x->dims, t->reshape ? t->dims : f->fin_dims, sizeof x->dims);
+        f->fin_dtype = x->dtype;
+        f->fin_ndim = x->ndim;
+        memcpy(f->fin_dims, x->dims, sizeof f->fin_dims);
+        uint64_t rb = row_elements(x->ndim, x->dims) * ss_dtype_size(x->dtype);
+        if (rb > f->max_rb) f->max_rb = rb;
+    }
+    for (uint32_t k = 0; k < l->nf; k++) {
+        lfield *f = &l->f[k];
+        f->fin_row_el = row_elements(f->fin_ndim, f->fin_dims);
+        f->out_dtype = f->o.dtype ? f->o.dtype : f->fin_dtype;
+        if (ss_dtype_size(f->out_dtype) == 0)
+            return ss__fail(SS_EINVAL, "loader field '%s': unknown output dtype %d", f->name,
+                            (int)f->o.dtype);
+        f->out_rb = f->fin_row_el * ss_dtype_size(f->out_dtype);
+        double one = f->o.pad_value;
+        ss_convert_rows(f->pad, f->out_dtype, &one, SS_F64, 1, 1, NULL, NULL);
+        if (!l->nxf) continue;
+        /* the transform path's own checks and scale/offset copies */
+        if (f->sequence && f->o.fixed && f->o.fixed_length == 0)
+            return ss__fail(SS_EINVAL, "loader field '%s': fixed_length must be >= 1", f->name);
+        if (f->sequence && f->o.layout == SS_LAYOUT_PACKED &&
+            (f->o.mask != SS_MASK_NONE || f->o.pad_to_multiple > 1))
+            return ss__fail(SS_EINVAL,
+                            "loader field '%s': mask and pad_to_multiple need a padded layout",
+                            f->name);
+        if ((unsigned)f->o.layout > SS_LAYOUT_PACKED || (unsigned)f->o.mask > SS_MASK_F32)
+            return ss__fail(SS_EINVAL, "loader field '%s': unknown layout or mask", f->name);
+        int affine = f->o.scale || f->o.offset || f->o.scale_attr || f->o.offset_attr;
+        if (!affine) continue;
+        f->scale = malloc(f->fin_row_el * sizeof(double));
+        f->offset = malloc(f->fin_row_el * sizeof(double));
+        if (!f->scale || !f->offset) return ss__fail(SS_ENOMEM, "ss_loader_open: out of memory");
+        for (uint64_t c = 0; c < f->fin_row_el; c++) {
+            f->scale[c] = f->o.scale ? f->o.scale[c] : 1.0;
+            f->offset[c] = f->o.offset ? f->o.offset[c] : 0.0;
+        }
+        int rc = 0;
+        if (f->o.scale_attr) rc = attr_values(st, f, f->o.scale_attr, f->scale);
+        if (!rc && f->o.offset_attr) rc = attr_values(st, f, f->o.offset_attr, f->offset);
+        if (rc) return rc;
+    }
+    return 0;
+}
+
+static int setup_slots(ss_loader *l) {
+    l->slots = calloc(l->nslots, sizeof *l->slots);
+    if (!l->slots) return ss__fail(SS_ENOMEM, "ss_loader_open: out of memory");
+    ss_collator_options co = l->o.collator;
+    if (co.threads == 0) co.threads = 1;
+    if (co.max_rows == 0 && l->mode == MODE_FIXED) co.max_rows = l->o.batch.batch_size;
+    for (uint32_t i = 0; i < l->nslots; i++) {
+        slot *s = &l->slots[i];
+        s->g = UINT64_MAX;
+        int rc = 0;
+        if (!l->nxf) {
+            rc = ss_collator_create(&s->col, l->store, l->cfields, l->nf, &co);
+        } else {
+            uint32_t nf = l->nf;
+            s->arena[0] = calloc(nf, sizeof *s->arena[0]);
+            s->arena[1] = calloc(nf, sizeof *s->arena[1]);
+            s->arena_cap = calloc(nf, sizeof *s->arena_cap);
+            s->outs = calloc(nf, sizeof *s->outs);
+            s->data = calloc(nf, sizeof *s->data);
+            s->mask = calloc(nf, sizeof *s->mask);
+            s->data_cap = calloc(nf, sizeof *s->data_cap);
+            s->mask_cap = calloc(nf, sizeof *s->mask_cap);
+            if (!s->arena[0] || !s->arena[1] || !s->arena_cap || !s->outs || !s->data || !s->mask ||
+                !s->data_cap || !s->mask_cap)
+                rc = ss__fail(SS_ENOMEM, "ss_loader_open: out of memory");
+        }
+        if (!rc && co.max_rows) rc = slot_rows(l, s, co.max_rows);
+        if (rc) return rc;
+    }
+    return 0;
+}
+
+static int setup_order(ss_loader *l) {
+    const ss_loader_options *o = &l->o;
+    int rc = o->selection ? ss_selection_create(&l->sel, ss_selection_ranges(o->selection),
+                                                ss_selection_range_count(o->selection),
+                                                ss_selection_total(o->selection))
+                          : ss_selection_all(&l->sel, ss_count(l->store));
+    if (rc) return rc;
+    if (ss_selection_total(l->sel) != ss_count(l->store))
+        return ss__fail(SS_EINVAL,
+                        "ss_loader_open: the selection was made for %" PRIu64
+                        " examples, the store has %" PRIu64,
+                        ss_selection_total(l->sel), ss_count(l->store));
+    ss_sampler_options so = o->sampler;
+    so.infinite = 0;
+    if (l->mode == MODE_FIXED) {
+        so.batch_size = o->batch.batch_size;
+    } else {
+        so.world_size = 1;
+        so.rank = 0;
+        so.num_workers = 1;
+        so.worker = 0;
+        so.batch_size = 1;
+        so.drop_last = 0;
+    }
+    if (l->mode == MODE_BUCKET) rc = ss_bucket_open(&l->bucket, l->store, o->bucket);
+    if (!rc) rc = ss_sampler_create(&l->sampler, l->sel, &so);
+    return rc;
+}
+
+static int check_options(ss_loader *l) {
+    const ss_loader_options *o = &l->o;
+    if (o->version != SS_LOADER_OPTIONS_VERSION)
+        return ss__fail(SS_EINVAL, "ss_loader_open: options version %u is not %u", o->version,
+                        SS_LOADER_OPTIONS_VERSION);
+    if (o->batch.version != SS_BATCH_OPTIONS_VERSION)
+        return ss__fail(SS_EINVAL, "ss_loader_open: batch options version %u is not %u",
+                        o->batch.version, SS_BATCH_OPTIONS_VERSION);
+    l->mode = o->bucket ? MODE_BUCKET : o->batch.max_tokens ? MODE_TOKENS : MODE_FIXED;
+    if (l->mode != MODE_TOKENS && o->batch.batch_size == 0 && !(o->bucket && o->batch.max_tokens))
+        return ss__fail(SS_EINVAL, "ss_loader_open: batch.batch_size is 0 (set it, or "
+                                   "batch.max_tokens for token-budget batching)");
+    l->world = o->sampler.world_size ? o->sampler.world_size : 1;
+    l->rank = o->sampler.rank;
+    if (l->rank >= l->world)
+        return ss__fail(SS_EINVAL, "ss_loader_open: rank %u >= world_size %u", l->rank, l->world);
+    l->drop_last = o->sampler.drop_last;
+    l->seed = o->sampler.seed;
+    l->prefetch = o->prefetch ? o->prefetch : 2;
+    l->nslots = l->prefetch + 1;
+    l->nthreads = o->threads ? o->threads : 1;
+    uint64_t h = ss_rng_hash((uint64_t)l->mode, o->batch.batch_size, o->batch.max_tokens);
+    h = ss_rng_hash(h, o->batch.max_sentences, o->batch.batch_size_multiple);
+    h = ss_rng_hash(h, (uint64_t)o->batch.skip_too_long, (uint64_t)o->batch.remainder);
+    h = ss_rng_hash(h, ((uint64_t)l->world << 32) | l->rank, (uint64_t)l->drop_last);
+    l->fingerprint = hash_str(h, o->bucket);
+    return 0;
+}
+
+int ss_loader_open(ss_loader **out, const ss_store *store, const ss_loader_options *options) {
+    if (!out) return ss__fail(SS_EINVAL, "ss_loader_open: out is NULL");
+    *out = NULL;
+    if (!store || !options) return ss__fail(SS_EINVAL, "ss_loader_open: NULL argument");
+    ss_loader *l = calloc(1, sizeof *l);
+    if (!l) return ss__fail(SS_ENOMEM, "ss_loader_open: out of memory");
+    l->store = store;
+    l->o = *options;
+    l->pipe = options->transforms;
+    int rc = check_options(l);
+    if (!rc) rc = setup_fields(l);
+    if (!rc && l->mode != MODE_FIXED && l->nseq == 0)
+        rc = ss__fail(SS_EINVAL, "ss_loader_open: token-budget and bucket batching need a "
+                                 "sequence field among the output fields");
+    if (!rc) rc = setup_order(l);
+    if (!rc) rc = setup_slots(l);
+    if (!rc) rc = plan_epoch(l, 0);
+    if (!rc) {
+        l->th = calloc(l->nthreads, sizeof *l->th);
+        if (!l->th) rc = ss__fail(SS_ENOMEM, "ss_loader_open: out of memory");
+    }
+    if (!rc) {
+        pthread_mutex_init(&l->mu, NULL);
+        pthread_cond_init(&l->cv_work, NULL);
+        pthread_cond_init(&l->cv_done, NULL);
+        l->sync_init = 1;
+        uint32_t started = 0;
+        for (; started < l->nthreads; started++)
+            if (pthread_create(&l->th[started], NULL, worker, l) != 0) break;
+        if (started < l->nthreads) {
+            l->nthreads = started;
+            rc = ss__fail(SS_EIO, "ss_loader_open: cannot start worker thread %u", started);
+        }
+    }
+    if (rc) {
+        ss_loader_free(l);
+        return rc;
+    }
+    *out = l;
+    return 0;
+}
+
+/* ---------------------------------------------------------------- next */
+
+int ss_loader_next(ss_loader *l, const ss_loader_batch **out) {
+    if (out) *out = NULL;
+    if (!l || !out) return ss__fail(SS_EINVAL, "ss_loader_next: NULL argument");
+    pthread_mutex_lock(&l->mu);
+    int rc = 0;
+    if (l->err_rc) {
+        rc = ss__fail(l->err_rc, "%s", l->err_msg);
+        pthread_mutex_unlock(&l->mu);
+        return rc;
+    }
+    if (l->consumed >= l->nbatches) {
+        if (!l->o.infinite) {
+            pthread_mutex_unlock(&l->mu);
+            return SS_LOADER_END;
+        }
+        quiesce(l);
+        rc = restart(l, l->epoch + 1, 0);
+        if (!rc && l->nbatches == 0) rc = SS_LOADER_END;
+        if (rc) {
+            pthread_mutex_unlock(&l->mu);
+            return rc;
+        }
+    }
+    slot *s = &l->slots[l->consumed % l->nslots];
+    while (!(s->state == SLOT_READY && s->g == l->consumed)) pthread_cond_wait(&l->cv_done, &l->mu);
+    if (s->rc) {
+        l->err_rc = s->rc;
+        snprintf(l->err_msg, sizeof l->err_msg, "%s", s->msg);
+        rc = ss__fail(l->err_rc, "%s", l->err_msg);
+    } else {
+        l->consumed++;
+        *out = &s->batch;
+        pthread_cond_broadcast(&l->cv_work);
+    }
+    pthread_mutex_unlock(&l->mu);
+    return rc;
+}
+
+int ss_loader_set_epoch(ss_loader *l, uint64_t epoch) {
+    if (!l) return ss__fail(SS_EINVAL, "ss_loader_set_epoch: loader is NULL");
+    pthread_mutex_lock(&l->mu);
+    quiesce(l);
+    int rc = restart(l, epoch, 0);
+    pthread_mutex_unlock(&l->mu);
+    return rc;
+}
+
+uint64_t ss_loader_epoch(const ss_loader *l) {
+    return l ? l->epoch : 0;
+}
+
+uint64_t ss_loader_batches(const ss_loader *l) {
+    return l ? l->nbatches : 0;
+}
+
+uint64_t ss_loader_position(const ss_loader *l) {
+    return l ? l->consumed : 0;
+}
+
+/* ---------------------------------------------------------------- state */
+
+static void put64(unsigned char *p, uint64_t v) {
+    for (int k = 0; k < 8; k++) p[k] = (unsigned char)(v >> (8 * k));
+}
+
+static uint64_t get64(const unsigned char *p) {
+    uint64_t v = 0;
+    for (int k = 0; k < 8; k++) v |= (uint64_t)p[k] << (8 * k);
+    return v;
+}
+
+int ss_loader_state_save(const ss_loader *l, void *buf, size_t cap, size_t *len) {
+    if (len) *len = SS_LOADER_STATE_SIZE;
+    if (!l || !buf) return ss__fail(SS_EINVAL, "ss_loader_state_save: NULL argument");
+    if (cap < SS_LOADER_STATE_SIZE)
+        return ss__fail(SS_ETOOBIG, "ss_loader_state_save: %zu bytes, %d needed", cap,
+                        SS_LOADER_STATE_SIZE);
+    ss_loader *m = (ss_loader *)l; /* the mutex only */
+    unsigned char *p = buf;
+    pthread_mutex_lock(&m->mu);
+    put64(p, STATE_MAGIC);
+    put64(p + 8, STATE_VERSION);
+    put64(p + 16, l->epoch);
+    put64(p + 24, l->consumed);
+    put64(p + 32, l->fingerprint);
+    int rc = ss_sampler_state_save(l->sampler, p + 40, SS_SAMPLER_STATE_SIZE, NULL);
+    pthread_mutex_unlock(&m->mu);
+    return rc;
+}
+
+int ss_loader_state_load(ss_loader *l, const void *buf, size_t len) {
+    if (!l || !buf) return ss__fail(SS_EINVAL, "ss_loader_state_load: NULL argument");
+    const unsigned char *p = buf;
+    if (len != SS_LOADER_STATE_SIZE || get64(p) != STATE_MAGIC || get64(p + 8) != STATE_VERSION)
+        return ss__fail(SS_EINVAL, "ss_loader_state_load: not a loader state (%zu bytes)", len);
+    if (get64(p + 32) != l->fingerprint)
+        return ss__fail(SS_EINVAL, "ss_loader_state_load: the state belongs to a loader with "
+                                   "other batching options");
+    pthread_mutex_lock(&l->mu);
+    quiesce(l);
+    int rc = ss_sampler_state_load(l->sampler, p + 40, SS_SAMPLER_STATE_SIZE);
+    uint64_t epoch = rc ? l->epoch : get64(p + 16);
+    uint64_t pos = rc ? l->consumed : get64(p + 24);
+    int rc2 = restart(l, epoch, pos);
+    pthread_mutex_unlock(&l->mu);
+    return rc ? ss__context(rc, "ss_loader_state_load") : rc2;
+}

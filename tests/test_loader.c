@@ -1,0 +1,506 @@
+/* test_loader.c - the prefetching loader against a naive loop (sampler ->
+ * batches -> ss_get -> pad by hand); determinism over worker threads and
+ * prefetch depths; resume mid-epoch; sharding; token-budget and bucket modes;
+ * infinite epochs; clean free mid-epoch; errors. */
+#include "seqstore.h"
+#include "testutil.h"
+
+#include <string.h>
+
+#define N 300
+
+static const char *make_store(void) {
+    const char *path = ss_test_path("loader.ss");
+    ss_field f[3] = {
+        {"tok", SS_U16, 1, 0, {0}}, {"feat", SS_F32, 1, 1, {3}}, {"label", SS_I32, 0, 0, {0}}};
+    ss_schema schema = {3, f};
+    ss_writer *w;
+    CHECK_OK(ss_writer_create(&w, path, &schema, NULL));
+    uint64_t rs = 7;
+    for (uint64_t i = 0; i < N; i++) {
+        uint16_t tok[64];
+        float feat[64 * 3];
+        int32_t label = (int32_t)(ss_test_rand(&rs) % 10);
+        uint64_t lt = ss_test_rand(&rs) % 41, lf = 1 + ss_test_rand(&rs) % 20;
+        for (uint64_t t = 0; t < lt; t++) tok[t] = (uint16_t)(ss_test_rand(&rs) % 1000);
+        for (uint64_t t = 0; t < 3 * lf; t++)
+            feat[t] = (float)(ss_test_rand(&rs) % 10000) / 100.0f - 50.0f;
+        ss_value v[3] = {{tok, lt}, {feat, lf}, {&label, 1}};
+        CHECK_OK(ss_writer_append(w, v));
+    }
+    CHECK_OK(ss_writer_finish(w));
+    ss_writer_free(w);
+    return path;
+}
+
+/* Output fields used throughout: tok padded (i64, pad -1, u8 mask), feat
+ * packed, label fixed. */
+static ss_collate_field g_fields[3];
+
+static void init_fields(void) {
+    ss_collate_field d = SS_COLLATE_FIELD_INIT;
+    g_fields[0] = g_fields[1] = g_fields[2] = d;
+    g_fields[0].name = "tok";
+    g_fields[0].dtype = SS_I64;
+    g_fields[0].pad_value = -1;
+    g_fields[0].mask = SS_MASK_U8;
+    g_fields[1].name = "feat";
+    g_fields[1].layout = SS_LAYOUT_PACKED;
+    g_fields[2].name = "label";
+}
+
+static ss_loader_options base_options(uint64_t batch_size) {
+    ss_loader_options o = SS_LOADER_OPTIONS_INIT;
+    o.batch.batch_size = batch_size;
+    o.fields = g_fields;
+    o.nfields = 3;
+    return o;
+}
+
+/* ------------------------------------------------------- the naive check */
+
+/* Compare one loader batch with ss_get + padding by hand. */
+static void check_batch(const ss_store *s, const ss_loader_batch *b, const uint64_t *expect,
+                        uint64_t n) {
+    CHECK_EQ_U64(b->rows, n);
+    CHECK_EQ_U64(b->data.rows, n);
+    CHECK_EQ_U64(b->data.nfields, 3);
+    for (uint64_t r = 0; r < n; r++) CHECK_EQ_U64(b->indices[r], expect[r]);
+    /* tok: [B][T] i64, pad -1, mask */
+    const ss_collated *tok = &b->data.fields[0];
+    uint64_t T = 0;
+    for (uint64_t r = 0; r < n; r++)
+        if (ss_length(s, 0, expect[r]) > T) T = ss_length(s, 0, expect[r]);
+    CHECK_EQ_U64(tok->steps, T);
+    CHECK(tok->dtype == SS_I64 && tok->shape[0] == n && tok->shape[1] == T);
+    const int64_t *td = tok->data;
+    const uint8_t *tm = tok->mask;
+    for (uint64_t r = 0; r < n; r++) {
+        ss_view v;
+        CHECK_OK(ss_get(s, 0, expect[r], &v));
+        CHECK_EQ_U64(tok->lengths[r], v.length);
+        const uint16_t *x = v.data;
+        for (uint64_t t = 0; t < T; t++) {
+            int64_t want = t < v.length ? (int64_t)x[t] : -1;
+            CHECK(td[r * T + t] == want);
+            CHECK(tm[r * T + t] == (t < v.length));
+        }
+    }
+    /* feat: packed rows with offsets */
+    const ss_collated *feat = &b->data.fields[1];
+    CHECK(feat->offsets != NULL && feat->offsets[0] == 0);
+    const float *fd = feat->data;
+    for (uint64_t r = 0; r < n; r++) {
+        ss_view v;
+        CHECK_OK(ss_get(s, 1, expect[r], &v));
+        CHECK_EQ_U64(feat->offsets[r + 1] - feat->offsets[r], v.length);
+        CHECK(memcmp(fd + 3 * feat->offsets[r], v.data, v.length * 12) == 0);
+    }
+    /* label: [B] i32 */
+    const ss_collated *lab = &b->data.fields[2];
+    for (uint64_t r = 0; r < n; r++) {
+        ss_view v;
+        CHECK_OK(ss_get(s, 2, expect[r], &v));
+        CHECK(memcmp((const int32_t *)lab->data + r, v.data, 4) == 0);
+    }
+}
+
+/* Fixed-size batches of every epoch vs the sampler run by hand. */
+static void test_naive_fixed(const ss_store *s) {
+    ss_selection *all;
+    CHECK_OK(ss_selection_parse(&all, "10:290", N));
+    for (int kind = 0; kind < 2; kind++) {
+        ss_loader_options o = base_options(16);
+        o.selection = all;
+        o.sampler.kind = kind ? SS_SAMPLE_SHUFFLE : SS_SAMPLE_SEQUENTIAL;
+        o.sampler.seed = 99;
+        o.threads = 2;
+        ss_loader *l;
+        CHECK_OK(ss_loader_open(&l, s, &o));
+        ss_sampler_options so = o.sampler;
+        so.batch_size = 16;
+        ss_sampler *sm;
+        CHECK_OK(ss_sampler_create(&sm, all, &so));
+        for (uint64_t epoch = 0; epoch < 3; epoch++) {
+            if (epoch) CHECK_OK(ss_loader_set_epoch(l, epoch));
+            CHECK_OK(ss_sampler_set_epoch(sm, epoch));
+            uint64_t order[400];
+            size_t n;
+            CHECK_OK(ss_sampler_next(sm, order, 400, &n));
+            CHECK_EQ_U64(n, 288); /* 280 padded to 18 * 16 */
+            CHECK_EQ_U64(ss_loader_batches(l), 18);
+            const ss_loader_batch *b;
+            for (uint64_t k = 0; k < 18; k++) {
+                CHECK_OK(ss_loader_next(l, &b));
+                CHECK_EQ_U64(b->epoch, epoch);
+                CHECK_EQ_U64(b->position, k);
+                check_batch(s, b, order + 16 * k, 16);
+            }
+            CHECK_RC(ss_loader_next(l, &b), SS_LOADER_END);
+            CHECK(b == NULL);
+            CHECK_RC(ss_loader_next(l, &b), SS_LOADER_END);
+        }
+        ss_sampler_free(sm);
+        ss_loader_free(l);
+    }
+    ss_selection_free(all);
+}
+
+/* ------------------------------------------------------------ determinism */
+
+static uint64_t fnv(uint64_t h, const void *p, uint64_t n) {
+    const unsigned char *c = p;
+    for (uint64_t i = 0; i < n; i++) h = (h ^ c[i]) * 0x100000001b3ull;
+    return h;
+}
+
+static uint64_t batch_hash(const ss_loader_batch *b) {
+    uint64_t h = 0xcbf29ce484222325ull;
+    h = fnv(h, &b->epoch, 8);
+    h = fnv(h, &b->position, 8);
+    h = fnv(h, b->indices, b->rows * 8);
+    for (uint32_t k = 0; k < b->data.nfields; k++) {
+        const ss_collated *c = &b->data.fields[k];
+        h = fnv(h, c->data, c->data_bytes);
+        h = fnv(h, c->lengths, c->batch * 8);
+        if (c->mask) h = fnv(h, c->mask, c->mask_bytes);
+        if (c->offsets) h = fnv(h, c->offsets, (c->batch + 1) * 8);
+    }
+    return h;
+}
+
+/* Hashes of every batch of epochs [e0, e1), from position `skip` of e0. */
+static uint64_t run(ss_loader *l, uint64_t e0, uint64_t e1, uint64_t *hashes, uint64_t cap) {
+    uint64_t n = 0;
+    for (uint64_t e = e0; e < e1; e++) {
+        if (e != e0) CHECK_OK(ss_loader_set_epoch(l, e));
+        const ss_loader_batch *b;
+        int rc;
+        while ((rc = ss_loader_next(l, &b)) == 0) {
+            CHECK(n < cap);
+            hashes[n++] = batch_hash(b);
+        }
+        CHECK_RC(rc, SS_LOADER_END);
+    }
+    return n;
+}
+
+static void test_threads(const ss_store *s) {
+    uint64_t ref[200], got[200];
+    uint64_t nref = 0;
+    const uint32_t threads[] = {1, 2, 4, 3}, depth[] = {1, 2, 5, 8};
+    for (int i = 0; i < 4; i++) {
+        ss_loader_options o = base_options(7);
+        o.sampler.kind = SS_SAMPLE_SHUFFLE;
+        o.sampler.seed = 5;
+        o.threads = threads[i];
+        o.prefetch = depth[i];
+        ss_loader *l;
+        CHECK_OK(ss_loader_open(&l, s, &o));
+        uint64_t n = run(l, 0, 3, i ? got : ref, 200);
+        if (i == 0) nref = n;
+        CHECK_EQ_U64(n, nref);
+        CHECK_EQ_U64(n, 3 * 43); /* ceil(300 / 7) */
+        if (i) CHECK(memcmp(ref, got, n * 8) == 0);
+        ss_loader_free(l);
+    }
+}
+
+/* Save mid-epoch, reopen, load: the same batches as without interruption. */
+static void test_resume(const ss_store *s) {
+    ss_loader_options o = base_options(9);
+    o.sampler.kind = SS_SAMPLE_BLOCK_SHUFFLE;
+    o.sampler.block_size = 16;
+    o.sampler.seed = 11;
+    o.threads = 3;
+    ss_loader *l;
+    CHECK_OK(ss_loader_open(&l, s, &o));
+    uint64_t ref[200];
+    uint64_t n = run(l, 0, 2, ref, 200);
+    uint64_t per = n / 2;
+    CHECK_EQ_U64(per, 34);
+    /* stop at epoch 1 position 13 */
+    CHECK_OK(ss_loader_set_epoch(l, 1));
+    const ss_loader_batch *b;
+    for (int k = 0; k < 13; k++) CHECK_OK(ss_loader_next(l, &b));
+    unsigned char st[SS_LOADER_STATE_SIZE];
+    size_t len;
+    CHECK_OK(ss_loader_state_save(l, st, sizeof st, &len));
+    CHECK_EQ_U64(len, SS_LOADER_STATE_SIZE);
+    ss_loader_free(l);
+    for (uint32_t th = 1; th <= 4; th *= 2) {
+        o.threads = th;
+        CHECK_OK(ss_loader_open(&l, s, &o));
+        CHECK_OK(ss_loader_state_load(l, st, len));
+        CHECK_EQ_U64(ss_loader_epoch(l), 1);
+        CHECK_EQ_U64(ss_loader_position(l), 13);
+        uint64_t k = per + 13;
+        while (ss_loader_next(l, &b) == 0) CHECK(batch_hash(b) == ref[k++]);
+        CHECK_EQ_U64(k, 2 * per);
+        ss_loader_free(l);
+    }
+    /* a state of other options is refused */
+    o.batch.batch_size = 10;
+    CHECK_OK(ss_loader_open(&l, s, &o));
+    CHECK_RC(ss_loader_state_load(l, st, len), SS_EINVAL);
+    CHECK_RC(ss_loader_state_load(l, st, len - 1), SS_EINVAL);
+    ss_loader_free(l);
+    o.batch.batch_size = 9;
+    o.sampler.seed = 12;
+    CHECK_OK(ss_loader_open(&l, s, &o));
+    CHECK_RC(ss_loader_state_load(l, st, len), SS_EINVAL);
+    ss_loader_free(l);
+}
+
+/* Two ranks: each sees the sampler's shard; together every example once. */
+static void test_sharding(const ss_store *s) {
+    unsigned char seen[N] = {0};
+    for (uint32_t rank = 0; rank < 2; rank++) {
+        ss_loader_options o = base_options(10);
+        o.sampler.kind = SS_SAMPLE_SHUFFLE;
+        o.sampler.seed = 3;
+        o.sampler.world_size = 2;
+        o.sampler.rank = rank;
+        o.threads = 2;
+        ss_loader *l;
+        CHECK_OK(ss_loader_open(&l, s, &o));
+        ss_sampler_options so = o.sampler;
+        so.batch_size = 10;
+        ss_selection *all;
+        CHECK_OK(ss_selection_all(&all, N));
+        ss_sampler *sm;
+        CHECK_OK(ss_sampler_create(&sm, all, &so));
+        uint64_t order[N];
+        size_t n;
+        CHECK_OK(ss_sampler_next(sm, order, N, &n));
+        CHECK_EQ_U64(n, 150);
+        const ss_loader_batch *b;
+        for (uint64_t k = 0; k < 15; k++) {
+            CHECK_OK(ss_loader_next(l, &b));
+            check_batch(s, b, order + 10 * k, 10);
+            for (uint64_t r = 0; r < 10; r++) seen[b->indices[r]]++;
+        }
+        CHECK_RC(ss_loader_next(l, &b), SS_LOADER_END);
+        ss_sampler_free(sm);
+        ss_selection_free(all);
+        ss_loader_free(l);
+    }
+    for (int i = 0; i < N; i++) CHECK_EQ_U64(seen[i], 1);
+}
+
+/* Token budget and buckets: naive batching through the batcher by hand,
+ * dealt to ranks; every batch within budget / within one bucket. */
+static void check_dealt(const ss_store *s, ss_loader *l, ss_batcher *bt, uint32_t world,
+                        uint32_t rank, int drop_last, uint64_t max_tokens) {
+    uint64_t nb = ss_batcher_count(bt);
+    uint64_t per = drop_last ? nb / world : (nb + world - 1) / world;
+    CHECK_EQ_U64(ss_loader_batches(l), per);
+    const ss_loader_batch *b;
+    for (uint64_t j = 0; j < per; j++) {
+        const uint64_t *ix;
+        size_t n;
+        CHECK_OK(ss_batcher_get(bt, (j * world + rank) % nb, &ix, &n));
+        CHECK_OK(ss_loader_next(l, &b));
+        check_batch(s, b, ix, n);
+        if (max_tokens) {
+            uint64_t longest = 0;
+            for (size_t r = 0; r < n; r++) {
+                uint64_t a = ss_length(s, 0, ix[r]), c = ss_length(s, 1, ix[r]);
+                if (a > longest) longest = a;
+                if (c > longest) longest = c;
+            }
+            CHECK(n * longest <= max_tokens);
+        }
+    }
+    CHECK_RC(ss_loader_next(l, &b), SS_LOADER_END);
+}
+
+static void test_tokens(const ss_store *s) {
+    for (uint32_t rank = 0; rank < 2; rank++) {
+        ss_loader_options o = base_options(0);
+        o.batch.max_tokens = 120;
+        o.sampler.kind = SS_SAMPLE_SHUFFLE;
+        o.sampler.seed = 8;
+        o.sampler.world_size = 2;
+        o.sampler.rank = rank;
+        o.sampler.drop_last = (int)rank; /* both policies */
+        o.threads = 2;
+        ss_loader *l;
+        CHECK_OK(ss_loader_open(&l, s, &o));
+        for (uint64_t epoch = 0; epoch < 2; epoch++) {
+            if (epoch) CHECK_OK(ss_loader_set_epoch(l, epoch));
+            /* by hand: the global shuffled order, lengths, batcher */
+            ss_selection *all;
+            CHECK_OK(ss_selection_all(&all, N));
+            ss_sampler_options so = SS_SAMPLER_OPTIONS_INIT;
+            so.kind = SS_SAMPLE_SHUFFLE;
+            so.seed = 8;
+            ss_sampler *sm;
+            CHECK_OK(ss_sampler_create(&sm, all, &so));
+            CHECK_OK(ss_sampler_set_epoch(sm, epoch));
+            uint64_t order[N], lens[N];
+            size_t n;
+            CHECK_OK(ss_sampler_next(sm, order, N, &n));
+            for (size_t i = 0; i < n; i++) {
+                uint64_t a = ss_length(s, 0, order[i]), c = ss_length(s, 1, order[i]);
+                lens[i] = a > c ? a : c;
+            }
+            ss_batcher *bt;
+            CHECK_OK(ss_batcher_create(&bt, order, lens, n, &o.batch));
+            check_dealt(s, l, bt, 2, rank, o.sampler.drop_last, 120);
+            ss_batcher_free(bt);
+            ss_sampler_free(sm);
+            ss_selection_free(all);
+        }
+        ss_loader_free(l);
+    }
+}
+
+static void test_bucket(const char *path) {
+    ss_store *s;
+    CHECK_OK(ss_open(&s, path, 0));
+    ss_loader_options o = base_options(8);
+    o.bucket = "tok";
+    o.sampler.kind = SS_SAMPLE_SHUFFLE;
+    o.sampler.seed = 21;
+    o.threads = 2;
+    ss_loader *l;
+    CHECK_RC(ss_loader_open(&l, s, &o), SS_ENOTFOUND);
+    CHECK(l == NULL);
+    ss_close(s);
+    uint32_t key = 0;
+    CHECK_OK(ss_bucket_save(path, "tok", &key, 1, 10));
+    ss_store *s2;
+    CHECK_OK(ss_open(&s2, path, 0));
+    CHECK_OK(ss_loader_open(&l, s2, &o));
+    ss_bucket *bk;
+    CHECK_OK(ss_bucket_open(&bk, s2, "tok"));
+    for (uint64_t epoch = 0; epoch < 2; epoch++) {
+        if (epoch) CHECK_OK(ss_loader_set_epoch(l, epoch));
+        ss_batcher *bt;
+        CHECK_OK(ss_bucket_batches(&bt, bk, s2, NULL, &o.batch, 1, 21, epoch));
+        check_dealt(s2, l, bt, 1, 0, 0, 0);
+        ss_batcher_free(bt);
+        /* every batch inside one bucket of width 10 */
+        CHECK_OK(ss_loader_set_epoch(l, epoch));
+        const ss_loader_batch *b;
+        while (ss_loader_next(l, &b) == 0) {
+            uint64_t q = ss_length(s2, 0, b->indices[0]) / 10;
+            for (uint64_t r = 0; r < b->rows; r++)
+                CHECK_EQ_U64(ss_length(s2, 0, b->indices[r]) / 10, q);
+        }
+    }
+    ss_bucket_free(bk);
+    ss_loader_free(l);
+    ss_close(s2);
+}
+
+/* Infinite: epochs follow one another; the batches equal set_epoch runs. */
+static void test_infinite(const ss_store *s) {
+    ss_loader_options o = base_options(50);
+    o.sampler.kind = SS_SAMPLE_SHUFFLE;
+    o.sampler.seed = 4;
+    ss_loader *l;
+    CHECK_OK(ss_loader_open(&l, s, &o));
+    uint64_t ref[32];
+    CHECK_EQ_U64(run(l, 0, 3, ref, 32), 18);
+    ss_loader_free(l);
+    o.infinite = 1;
+    o.threads = 3;
+    CHECK_OK(ss_loader_open(&l, s, &o));
+    const ss_loader_batch *b;
+    for (int k = 0; k < 18; k++) {
+        CHECK_OK(ss_loader_next(l, &b));
+        CHECK_EQ_U64(b->epoch, (uint64_t)k / 6);
+        CHECK(batch_hash(b) == ref[k]);
+    }
+    ss_loader_free(l);
+}
+
+/* Free mid-epoch with busy workers (ASan/TSan catch leaks and races). */
+static void test_free_mid_epoch(const ss_store *s) {
+    for (int round = 0; round < 20; round++) {
+        ss_loader_options o = base_options(3 + (uint64_t)round);
+        o.threads = 1 + (uint32_t)round % 4;
+        o.prefetch = 1 + (uint32_t)round % 5;
+        ss_loader *l;
+        CHECK_OK(ss_loader_open(&l, s, &o));
+        const ss_loader_batch *b;
+        for (int k = 0; k < round % 4; k++) CHECK_OK(ss_loader_next(l, &b));
+        if (round % 3 == 0) CHECK_OK(ss_loader_set_epoch(l, 7));
+        ss_loader_free(l);
+    }
+    ss_loader_free(NULL);
+}
+
+static int fail_on_37(void *user, ss_example *ex, ss_rng *rng) {
+    (void)user;
+    (void)rng;
+    if (ex->index == 37) return ss_transform_error(ex, "cannot handle %s", "this one");
+    return 0;
+}
+
+static void test_errors(const ss_store *s) {
+    ss_loader *l = (ss_loader *)1;
+    ss_loader_options o = base_options(0);
+    CHECK_RC(ss_loader_open(&l, s, &o), SS_EINVAL);
+    CHECK(l == NULL);
+    o.batch.batch_size = 4;
+    o.version = 99;
+    CHECK_RC(ss_loader_open(&l, s, &o), SS_EINVAL);
+    o.version = SS_LOADER_OPTIONS_VERSION;
+    o.sampler.world_size = 2;
+    o.sampler.rank = 2;
+    CHECK_RC(ss_loader_open(&l, s, &o), SS_EINVAL);
+    o.sampler.world_size = 1;
+    o.sampler.rank = 0;
+    ss_collate_field bad = SS_COLLATE_FIELD_INIT;
+    bad.name = "nope";
+    o.fields = &bad;
+    o.nfields = 1;
+    CHECK_RC(ss_loader_open(&l, s, &o), SS_ENOTFOUND);
+    /* a failing transform surfaces at next() with the example index */
+    o = base_options(5);
+    ss_pipeline *p;
+    CHECK_OK(ss_pipeline_create(&p));
+    ss_transform t = SS_TRANSFORM_INIT;
+    t.name = "picky";
+    t.example = fail_on_37;
+    CHECK_OK(ss_pipeline_add(p, &t));
+    o.transforms = p;
+    for (uint32_t th = 1; th <= 4; th *= 2) {
+        o.threads = th;
+        CHECK_OK(ss_loader_open(&l, s, &o));
+        const ss_loader_batch *b;
+        for (int k = 0; k < 7; k++) CHECK_OK(ss_loader_next(l, &b)); /* examples 0..34 */
+        CHECK_RC(ss_loader_next(l, &b), SS_ECALLBACK);
+        CHECK(b == NULL);
+        CHECK(strstr(ss_error_message(), "example 37") != NULL);
+        CHECK(strstr(ss_error_message(), "picky") != NULL);
+        CHECK(strstr(ss_error_message(), "cannot handle this one") != NULL);
+        CHECK_RC(ss_loader_next(l, &b), SS_ECALLBACK); /* sticky */
+        CHECK_OK(ss_loader_set_epoch(l, 1));           /* cleared */
+        CHECK_OK(ss_loader_next(l, &b));
+        ss_loader_free(l);
+    }
+    ss_pipeline_free(p);
+}
+
+int main(void) {
+    init_fields();
+    const char *path = make_store();
+    ss_store *s;
+    CHECK_OK(ss_open(&s, path, 0));
+    test_naive_fixed(s);
+    test_threads(s);
+    test_resume(s);
+    test_sharding(s);
+    test_tokens(s);
+    test_infinite(s);
+    test_free_mid_epoch(s);
+    test_errors(s);
+    ss_close(s);
+    test_bucket(path);
+    printf("test_loader: ok\n");
+    return 0;
+}
