@@ -198,18 +198,19 @@ static int ss_parse_range(const char *text, uint64_t n, uint64_t *a, uint64_t *b
 }
 
 static void ss_cat_usage(FILE *out) {
-    fprintf(out,
-            "usage: seqstore cat STORE [--field F]... [--range A:B] [--with-source] [--raw]\n\n"
-            "Print one example per line. Token fields are printed through the store's\n"
-            "vocabulary (attribute FIELD.vocab or vocab), byte and character tokens as\n"
-            "text, anything else as numbers (rows separated by spaces, the elements of\n"
-            "a row by commas). Several fields are separated by tabs.\n\n"
-            "  --field F      print field F (repeatable; default: every field but 'source')\n"
-            "  --range A:B    examples A to B-1; negative counts from the end, ends may be\n"
-            "                 open ('-10:' is the last ten); a single number is one example\n"
-            "  --with-source  start each line with FILE:LINE the example came from\n"
-            "  --raw          numbers only, no vocabulary\n"
-            "  --nolock       open without a lock file\n");
+    fprintf(out, "usage: seqstore cat STORE [--field F]... [--range A:B | --split NAME] "
+                 "[--with-source] [--raw]\n\n"
+                 "Print one example per line. Token fields are printed through the store's\n"
+                 "vocabulary (attribute FIELD.vocab or vocab), byte and character tokens as\n"
+                 "text, anything else as numbers (rows separated by spaces, the elements of\n"
+                 "a row by commas). Several fields are separated by tabs.\n\n"
+                 "  --field F      print field F (repeatable; default: every field but 'source')\n"
+                 "  --range A:B    examples A to B-1; negative counts from the end, ends may be\n"
+                 "                 open ('-10:' is the last ten); a single number is one example\n"
+                 "  --split NAME   the examples of the stored split NAME (seqstore split)\n"
+                 "  --with-source  start each line with FILE:LINE the example came from\n"
+                 "  --raw          numbers only, no vocabulary\n"
+                 "  --nolock       open without a lock file\n");
 }
 
 static int ss_print_source(const ss_store *s, uint64_t i, const char **files, const uint32_t *flen,
@@ -238,8 +239,9 @@ int ss_cmd_cat(int argc, char **argv) {
                                              {"nolock", no_argument, 0, 'n'},
                                              {"help", no_argument, 0, 'h'},
                                              {0, 0, 0, 0}};
-    const char *names[SS_CAT_MAX_FIELDS], *range = NULL;
+    const char *names[SS_CAT_MAX_FIELDS], *range = NULL, *split = NULL;
     int nnames = 0, with_source = 0, raw = 0, c;
+    ss_selection *sel = NULL;
     unsigned flags = 0;
     optind = 1;
     while ((c = getopt_long(argc, argv, "f:r:h", longopts, NULL)) != -1) {
@@ -284,6 +286,15 @@ int ss_cmd_cat(int argc, char **argv) {
         ss_cat_prepare(s, &fields[k], raw);
     }
     uint64_t a = 0, b = ss_count(s);
+    if (split && range) {
+        rc = ss_cli_usage_error("cat", "--split and --range exclude each other");
+        goto done;
+    }
+    if (split && ss_split_load(&sel, s, split) != 0) {
+        rc = ss_cli_store_error("cat", "--split %s", split);
+        goto done;
+    }
+    if (sel) b = ss_selection_count(sel);
     if (range && ss_parse_range(range, ss_count(s), &a, &b)) {
         rc = ss_cli_usage_error("cat", "--range '%s' is not A:B within %" PRIu64 " examples", range,
                                 ss_count(s));
@@ -295,7 +306,9 @@ int ss_cmd_cat(int argc, char **argv) {
     ss_attr fa;
     if (with_source && ss_attr_get(s, "source.files", &fa) == 0)
         nfiles = ss_split_lines(&fa, &files, &flen);
-    for (uint64_t i = a; i < b; i++) {
+    for (uint64_t pos = a; pos < b; pos++) {
+        uint64_t i = pos;
+        if (sel) ss_selection_index(sel, pos, &i);
         if (with_source) ss_print_source(s, i, files, flen, nfiles);
         for (int k = 0; k < nf; k++) {
             ss_view v;
@@ -312,6 +325,7 @@ int ss_cmd_cat(int argc, char **argv) {
     free(files);
     free((void *)flen);
 done:
+    ss_selection_free(sel);
     for (int k = 0; k < nf; k++) {
         free(fields[k].vocab);
         free((void *)fields[k].vocab_len);
