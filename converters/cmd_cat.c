@@ -232,13 +232,11 @@ static int ss_print_source(const ss_store *s, uint64_t i, const char **files, co
 }
 
 int ss_cmd_cat(int argc, char **argv) {
-    static const struct option longopts[] = {{"field", required_argument, 0, 'f'},
-                                             {"range", required_argument, 0, 'r'},
-                                             {"with-source", no_argument, 0, 's'},
-                                             {"raw", no_argument, 0, 'R'},
-                                             {"nolock", no_argument, 0, 'n'},
-                                             {"help", no_argument, 0, 'h'},
-                                             {0, 0, 0, 0}};
+    static const struct option longopts[] = {
+        {"field", required_argument, 0, 'f'}, {"range", required_argument, 0, 'r'},
+        {"with-source", no_argument, 0, 's'}, {"raw", no_argument, 0, 'R'},
+        {"nolock", no_argument, 0, 'n'},      {"help", no_argument, 0, 'h'},
+        {"split", required_argument, 0, 'S'}, {0, 0, 0, 0}};
     const char *names[SS_CAT_MAX_FIELDS], *range = NULL, *split = NULL;
     int nnames = 0, with_source = 0, raw = 0, c;
     ss_selection *sel = NULL;
