@@ -248,6 +248,8 @@ int ss_cmd_cat(int argc, char **argv) {
             names[nnames++] = optarg;
         } else if (c == 'r')
             range = optarg;
+        else if (c == 'S')
+            split = optarg;
         else if (c == 's')
             with_source = 1;
         else if (c == 'R')
