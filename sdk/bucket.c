@@ -366,6 +366,42 @@ int ss_bucket_order(const ss_bucket *b, const ss_selection *sel, int shuffle, ui
     return bucket_order(b, sel, shuffle, seed, epoch, out, n, NULL);
 }
 
+int ss_bucket_block_order(const ss_bucket *b, const ss_selection *sel, uint64_t block_size,
+                          uint64_t window_blocks, uint64_t seed, uint64_t epoch, uint64_t *out,
+                          uint64_t *n) {
+    if (n) *n = 0;
+    if (!b || !n || (!out && b->count))
+        return ss__fail(SS_EINVAL, "ss_bucket_block_order: NULL argument");
+    ss_selection *all = NULL;
+    int rc = 0;
+    if (!sel) {
+        rc = ss_selection_all(&all, b->count);
+        sel = all;
+    }
+    ss_sampler_options o = SS_SAMPLER_OPTIONS_INIT;
+    o.kind = SS_SAMPLE_BLOCK_SHUFFLE;
+    o.seed = seed;
+    o.block_size = block_size;
+    o.window_blocks = window_blocks;
+    o.bucket = b;
+    ss_sampler *s = NULL;
+    if (!rc) rc = ss_sampler_create(&s, sel, &o);
+    if (!rc) rc = ss_sampler_set_epoch(s, epoch);
+    size_t got = 0;
+    uint64_t want = rc ? 0 : ss_selection_count(sel);
+    /* ss_sampler_next takes a size_t count: fill in pieces. */
+    for (uint64_t k = 0; !rc && k < want; k += got) {
+        uint64_t m = want - k < ((size_t)-1) ? want - k : (size_t)-1;
+        rc = ss_sampler_next(s, out + k, (size_t)m, &got);
+        if (!rc && !got) break;
+        if (!rc) *n += got;
+    }
+    ss_sampler_free(s);
+    ss_selection_free(all);
+    if (rc) *n = 0;
+    return rc;
+}
+
 int ss_bucket_batches(ss_batcher **out, const ss_bucket *b, const ss_store *store,
                       const ss_selection *sel, const ss_batch_options *options, int shuffle,
                       uint64_t seed, uint64_t epoch) {

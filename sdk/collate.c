@@ -15,9 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define SS_TASK_BYTES ((uint64_t)64 * 1024)     /* output bytes per task, at most */
-#define SS_PARALLEL_BYTES ((uint64_t)96 * 1024) /* below this a batch runs serially */
-#define SS_PREFETCH_BYTES ((uint64_t)2048)      /* of each row, while planning */
+#define SS_TASK_BYTES ((uint64_t)64 * 1024)   /* output bytes per task, at most */
+#define SS_PARALLEL_BYTES ((uint64_t)1 << 20) /* default: below this a batch runs serially */
+#define SS_PREFETCH_BYTES ((uint64_t)2048)    /* of each row, while planning */
 
 typedef struct cfield {
     ss_collate_field o;
@@ -27,9 +27,9 @@ typedef struct cfield {
     uint32_t ndim;
     uint64_t dims[SS_MAX_DIMS];
     ss_dtype src_dtype, dst_dtype;
-    uint64_t row_el;   /* elements per row */
-    uint64_t in_rb;    /* input bytes per row */
-    uint64_t out_rb;   /* output bytes per row */
+    uint64_t row_el; /* elements per row */
+    uint64_t in_rb;  /* input bytes per row */
+    uint64_t out_rb; /* output bytes per row */
     int affine;
     ss__affine aff;
     unsigned char pad_elem[8];
@@ -59,6 +59,7 @@ struct ss_collator {
     cfield *f;
     ss_collated *outs;
     int threads;
+    uint64_t parallel_bytes;
     uint64_t rows_cap;
     task *tasks;
     uint64_t tasks_cap;
@@ -160,7 +161,8 @@ static int attr_values(const ss_store *s, const cfield *f, const char *attr, dou
 static int field_setup(ss_collator *c, cfield *f, const ss_collate_field *o) {
     const ss_store *s = c->s;
     if (o->version != SS_COLLATE_FIELD_VERSION)
-        return ss__fail(SS_EINVAL, "collate field: version %u is not %u (use SS_COLLATE_FIELD_INIT)",
+        return ss__fail(SS_EINVAL,
+                        "collate field: version %u is not %u (use SS_COLLATE_FIELD_INIT)",
                         o->version, SS_COLLATE_FIELD_VERSION);
     if (!o->name) return ss__fail(SS_EINVAL, "collate field: name is NULL");
     int idx = ss_field_index(s, o->name);
@@ -249,12 +251,12 @@ int ss_collator_create(ss_collator **out, const ss_store *s, const ss_collate_fi
         return ss__fail(SS_EINVAL, "ss_collator_create: threads = %d (use 0 for the default)",
                         opt.threads);
     if (!fields && nfields)
-        return ss__fail(SS_EINVAL, "ss_collator_create: fields is NULL but nfields = %u",
-                        nfields);
+        return ss__fail(SS_EINVAL, "ss_collator_create: fields is NULL but nfields = %u", nfields);
     ss_collator *c = calloc(1, sizeof *c);
     if (!c) return ss__fail(SS_ENOMEM, "ss_collator_create: out of memory");
     c->s = s;
     c->threads = opt.threads ? opt.threads : omp_get_max_threads();
+    c->parallel_bytes = opt.parallel_bytes ? opt.parallel_bytes : SS_PARALLEL_BYTES;
     c->nf = fields ? nfields : ss_field_count(s);
     int rc = 0;
     if (c->nf == 0) rc = ss__fail(SS_EINVAL, "ss_collator_create: no fields to collate");
@@ -360,7 +362,7 @@ int ss_collator_sizes(const ss_collator *c, const ss_span *rows, size_t n_rows,
             if (len > longest) longest = len;
             total += len;
         }
-        uint64_t steps = !f->sequence                     ? 1
+        uint64_t steps = !f->sequence                      ? 1
                          : f->o.layout == SS_LAYOUT_PACKED ? total
                                                            : padded_steps(f, longest);
         out[k].steps = steps;
@@ -394,7 +396,8 @@ static int grow_tasks(ss_collator *c, uint64_t need) {
     uint64_t cap = c->tasks_cap ? c->tasks_cap : 64;
     while (cap < need) cap *= 2;
     task *t = realloc(c->tasks, cap * sizeof *t);
-    if (!t) return ss__fail(SS_ENOMEM, "collate: cannot allocate %llu tasks", (unsigned long long)cap);
+    if (!t)
+        return ss__fail(SS_ENOMEM, "collate: cannot allocate %llu tasks", (unsigned long long)cap);
     c->tasks = t;
     c->tasks_cap = cap;
     return 0;
@@ -651,7 +654,7 @@ int ss_collator_collate_into(ss_collator *c, const ss_span *rows, size_t n_rows,
         if (rc) break;
         uint64_t per = SS_TASK_BYTES / f->out_rb ? SS_TASK_BYTES / f->out_rb : 1;
         for (size_t r = 0; r < n_rows; r++) {
-            uint64_t steps = !f->sequence ? 1
+            uint64_t steps = !f->sequence                      ? 1
                              : f->o.layout == SS_LAYOUT_PACKED ? f->len[r]
                                                                : f->steps;
             ntasks += steps ? (steps + per - 1) / per : 0;
@@ -666,7 +669,7 @@ int ss_collator_collate_into(ss_collator *c, const ss_span *rows, size_t n_rows,
         cfield *f = &c->f[k];
         uint64_t per = SS_TASK_BYTES / f->out_rb ? SS_TASK_BYTES / f->out_rb : 1;
         for (size_t r = 0; r < n_rows; r++) {
-            uint64_t steps = !f->sequence ? 1
+            uint64_t steps = !f->sequence                      ? 1
                              : f->o.layout == SS_LAYOUT_PACKED ? f->len[r]
                                                                : f->steps;
             for (uint64_t s = 0; s < steps; s += per)
@@ -674,12 +677,17 @@ int ss_collator_collate_into(ss_collator *c, const ss_span *rows, size_t n_rows,
         }
     }
     int threads = c->threads;
-    if (total_bytes < SS_PARALLEL_BYTES || nt < 2) threads = 1;
+    if (total_bytes < c->parallel_bytes || nt < 2) threads = 1;
     const task *tasks = c->tasks;
     unsigned char *scratch = c->scratch;
-#pragma omp parallel for schedule(dynamic, 1) num_threads(threads) if (threads > 1)
-    for (uint64_t i = 0; i < nt; i++)
-        run_task(c, &tasks[i], n_rows, scratch + (uint64_t)omp_get_thread_num() * c->scratch_bytes);
+    if (threads == 1) { /* no OpenMP team for small batches */
+        for (uint64_t i = 0; i < nt; i++) run_task(c, &tasks[i], n_rows, scratch);
+    } else {
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
+        for (uint64_t i = 0; i < nt; i++)
+            run_task(c, &tasks[i], n_rows,
+                     scratch + (uint64_t)omp_get_thread_num() * c->scratch_bytes);
+    }
     out->rows = n_rows;
     out->nfields = c->nf;
     out->fields = c->outs;

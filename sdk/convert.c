@@ -227,36 +227,102 @@ typedef void (*conv_fn)(void *restrict dst, const void *restrict src, size_t n);
 typedef void (*aff_fn)(void *restrict dst, const void *restrict src, size_t n_rows,
                        const ss__affine *a);
 
+/* On x86-64 with GCC each kernel is also built for AVX2 and picked at load
+ * time (wider integer widening and int-to-float conversions). */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
+#define SS_KERNEL_ATTR __attribute__((target_clones("avx2", "default")))
+#else
+#define SS_KERNEL_ATTR
+#endif
+
 /* Plain kernel dst[i] = store(load(src[i])). */
 #define KERNEL(D, DT, AT, AK, S, ST, SC)                                                           \
-    static void cv_##S##_##D(void *restrict dst, const void *restrict src, size_t n) {             \
+    SS_KERNEL_ATTR static void cv_##S##_##D(void *restrict dst, const void *restrict src,          \
+                                            size_t n) {                                            \
         DT *restrict d = dst;                                                                      \
         const ST *restrict s = src;                                                                \
         for (size_t i = 0; i < n; i++) d[i] = st_##D##_##SC(LD_##S(s[i]));                         \
-    }                                                                                              \
-    static void cva_##S##_##D(void *restrict dst, const void *restrict src, size_t n_rows,         \
-                              const ss__affine *a) {                                               \
+    }
+#define KERNELS_FOR_SRC(S, ST, SC, unused) SS_DST_TYPES(KERNEL, S, ST, SC)
+SS_SRC_TYPES(KERNELS_FOR_SRC, 0)
+
+/* The affine maps' load of a source as AT, equal to (AT)(double)x: direct
+ * where the double step cannot round (what lets the compiler vectorise). */
+#define ALD_U8(AT, x) ((AT)(x))
+#define ALD_I8(AT, x) ((AT)(x))
+#define ALD_U16(AT, x) ((AT)(x))
+#define ALD_I16(AT, x) ((AT)(x))
+#define ALD_U32(AT, x) ((AT)(x))
+#define ALD_I32(AT, x) ((AT)(x))
+#define ALD_U64(AT, x) ((AT)(double)(x))
+#define ALD_I64(AT, x) ((AT)(double)(x))
+#define ALD_F16(AT, x) ((AT)f16_to_float(x))
+#define ALD_BF16(AT, x) ((AT)bf16_to_float(x))
+#define ALD_F32(AT, x) ((AT)(x))
+#define ALD_F64(AT, x) ((AT)(x))
+
+/* Affine kernels straight to f32 (computed in float) and f64 (in double):
+ * d = (AT)(double)src * scale + offset. Other outputs go through these (see
+ * affine_generic), which gives the same values as a direct kernel would. */
+#define AKERNEL(S, ST, SC, D, DT, AT, AK)                                                          \
+    SS_KERNEL_ATTR static void cva_##S##_##D(void *restrict dst, const void *restrict src,         \
+                                             size_t n_rows, const ss__affine *a) {                 \
         DT *restrict d = dst;                                                                      \
         const ST *restrict s = src;                                                                \
         const AT *restrict sc = a->scale_##AK, *restrict of = a->offset_##AK;                      \
         size_t k = a->rows_per_period, p = a->period;                                              \
         for (size_t b = 0; b < n_rows / k; b++, d += p, s += p)                                    \
-            for (size_t j = 0; j < p; j++)                                                         \
-                d[j] = st_##D##_f((double)((AT)LD_##S(s[j]) * sc[j] + of[j]));                     \
+            for (size_t j = 0; j < p; j++) d[j] = ALD_##S(AT, s[j]) * sc[j] + of[j];               \
         size_t rest = (n_rows % k) * a->row_elements;                                              \
-        for (size_t j = 0; j < rest; j++)                                                          \
-            d[j] = st_##D##_f((double)((AT)LD_##S(s[j]) * sc[j] + of[j]));                         \
+        for (size_t j = 0; j < rest; j++) d[j] = ALD_##S(AT, s[j]) * sc[j] + of[j];                \
     }
-#define KERNELS_FOR_SRC(S, ST, SC, unused) SS_DST_TYPES(KERNEL, S, ST, SC)
-SS_SRC_TYPES(KERNELS_FOR_SRC, 0)
+#define AKERNELS_FOR_SRC(S, ST, SC, unused)                                                        \
+    AKERNEL(S, ST, SC, F32, float, float, f)                                                       \
+    AKERNEL(S, ST, SC, F64, double, double, d)
+SS_SRC_TYPES(AKERNELS_FOR_SRC, 0)
 
 #define TABLE_ENTRY(D, DT, AT, AK, S, ST, SC) [SS_##S][SS_##D] = cv_##S##_##D,
 #define TABLE_FOR_SRC(S, ST, SC, unused) SS_DST_TYPES(TABLE_ENTRY, S, ST, SC)
 static const conv_fn conv_table[13][13] = {SS_SRC_TYPES(TABLE_FOR_SRC, 0)};
 
-#define ATABLE_ENTRY(D, DT, AT, AK, S, ST, SC) [SS_##S][SS_##D] = cva_##S##_##D,
-#define ATABLE_FOR_SRC(S, ST, SC, unused) SS_DST_TYPES(ATABLE_ENTRY, S, ST, SC)
-static const aff_fn aff_table[13][13] = {SS_SRC_TYPES(ATABLE_FOR_SRC, 0)};
+#define ATABLE_FOR_SRC(S, ST, SC, unused) [SS_##S] = {cva_##S##_F32, cva_##S##_F64},
+static const aff_fn aff_table[13][2] = {SS_SRC_TYPES(ATABLE_FOR_SRC, 0)};
+
+/* Affine map to any other output: in chunks, to f32 (f16 and bf16 outputs:
+ * computed in float) or f64 (integer outputs: in double) on the stack, then
+ * converted. Each chunk starts on a row boundary, where the pattern starts. */
+static void affine_generic(void *dst, ss_dtype dst_dtype, const void *src, ss_dtype src_dtype,
+                           size_t n_rows, const ss__affine *a) {
+    double tmp[1024];
+    int in_float = dst_dtype == SS_F16 || dst_dtype == SS_BF16;
+    ss_dtype mid = in_float ? SS_F32 : SS_F64;
+    size_t E = a->row_elements, ssz = ss_dtype_size(src_dtype), dsz = ss_dtype_size(dst_dtype);
+    const unsigned char *s = src;
+    unsigned char *d = dst;
+    if (E > 1024) { /* one row at a time does not fit: elementwise through the map */
+        for (size_t r = 0; r < n_rows; r++)
+            for (size_t c = 0; c < E; c++, s += ssz, d += dsz) {
+                double v;
+                conv_table[src_dtype][SS_F64](&v, s, 1);
+                if (in_float) {
+                    float f = (float)v * a->scale_f[c] + a->offset_f[c];
+                    conv_table[SS_F32][dst_dtype](d, &f, 1);
+                } else {
+                    v = v * a->scale_d[c] + a->offset_d[c];
+                    conv_table[SS_F64][dst_dtype](d, &v, 1);
+                }
+            }
+        return;
+    }
+    size_t per = 1024 / E;
+    for (size_t r = 0; r < n_rows; r += per) {
+        size_t nr = n_rows - r < per ? n_rows - r : per;
+        aff_table[src_dtype][in_float ? 0 : 1](tmp, s, nr, a);
+        conv_table[mid][dst_dtype](d, tmp, nr * E);
+        s += nr * E * ssz;
+        d += nr * E * dsz;
+    }
+}
 
 /* int64 -> f32 through double would round twice; use the direct conversion. */
 static void cv_I64_F32_direct(void *restrict dst, const void *restrict src, size_t n) {
@@ -327,7 +393,10 @@ void ss__convert(void *dst, ss_dtype dst_dtype, const void *src, ss_dtype src_dt
     size_t n = (size_t)(n_rows * row_elements);
     if (n == 0) return;
     if (a) {
-        aff_table[src_dtype][dst_dtype](dst, src, (size_t)n_rows, a);
+        if (dst_dtype == SS_F32 || dst_dtype == SS_F64)
+            aff_table[src_dtype][dst_dtype == SS_F32 ? 0 : 1](dst, src, (size_t)n_rows, a);
+        else
+            affine_generic(dst, dst_dtype, src, src_dtype, (size_t)n_rows, a);
         return;
     }
     if (src_dtype == dst_dtype) {
@@ -345,8 +414,7 @@ int ss_convert_rows(void *dst, ss_dtype dst_dtype, const void *src, ss_dtype src
                     uint64_t n_rows, uint64_t row_elements, const double *scale,
                     const double *offset) {
     if (!ss__dtype_valid(dst_dtype))
-        return ss__fail(SS_EINVAL, "ss_convert_rows: unknown destination dtype %d",
-                        (int)dst_dtype);
+        return ss__fail(SS_EINVAL, "ss_convert_rows: unknown destination dtype %d", (int)dst_dtype);
     if (!ss__dtype_valid(src_dtype))
         return ss__fail(SS_EINVAL, "ss_convert_rows: unknown source dtype %d", (int)src_dtype);
     if (n_rows == 0 || row_elements == 0) return 0;
@@ -373,7 +441,9 @@ void ss__fill(void *dst, const void *elem, size_t size, uint64_t n) {
         return;
     }
     switch (size) {
-    case 1: memset(d, e[0], (size_t)n); return;
+    case 1:
+        memset(d, e[0], (size_t)n);
+        return;
     case 2: {
         uint16_t v;
         memcpy(&v, e, 2);

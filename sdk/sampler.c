@@ -5,6 +5,7 @@
 
 #include <inttypes.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,15 +19,24 @@
 #define STATE_VERSION 1u
 
 struct ss_sampler {
-    ss_sampler_options o;  /* normalised copy; o.weights is not kept */
-    ss_selection *sel;     /* own copy */
-    uint64_t nsel;         /* selected examples */
-    uint64_t n;            /* global order length per epoch */
-    uint64_t R, W, b, B;   /* ranks, workers, local batch, global batch */
-    uint64_t steps;        /* global steps per epoch S */
-    uint64_t local_len;    /* examples this rank+worker gets per epoch */
-    uint64_t epoch, pos;   /* current epoch and local position in it */
-    uint64_t *perm;        /* SHUFFLE, BLOCK_SHUFFLE: positions, n of them */
+    ss_sampler_options o; /* normalised copy; o.weights is not kept */
+    ss_selection *sel;    /* own copy */
+    uint64_t nsel;        /* selected examples */
+    uint64_t n;           /* global order length per epoch */
+    uint64_t R, W, b, B;  /* ranks, workers, local batch, global batch */
+    uint64_t steps;       /* global steps per epoch S */
+    uint64_t local_len;   /* examples this rank+worker gets per epoch */
+    uint64_t epoch, pos;  /* current epoch and local position in it */
+    uint64_t *perm;       /* SHUFFLE, BLOCK_SHUFFLE: positions, n of them */
+    /* BLOCK_SHUFFLE. The "grouped order" is the selection order, or with a
+     * bucket index the selection positions bucket by bucket (base). */
+    uint64_t nb;           /* blocks */
+    uint64_t *bstart;      /* nb + 1 block starts in the grouped order; NULL:
+                              blocks of block_size (the last one shorter) */
+    uint64_t *base;        /* n selection positions (grouped order); NULL: identity */
+    uint64_t ng;           /* groups (non-empty buckets); 1 without a bucket index */
+    uint64_t *gstart;      /* ng + 1 first blocks of the groups; NULL: one group */
+    uint64_t nwin;         /* windows per epoch */
     double *cdf;           /* WEIGHTED: cumulative weights, nsel of them */
     uint64_t last_nonzero; /* WEIGHTED: last position with weight > 0 */
     uint64_t fingerprint;
@@ -51,32 +61,55 @@ static void shuffle_u64(uint64_t *a, uint64_t n, ss_rng *r) {
     }
 }
 
-/* The permutation of BLOCK_SHUFFLE for the current epoch: blocks of
- * block_size consecutive positions (the last one shorter) in a shuffled
- * order, then a shuffle inside each window of window_blocks * block_size
- * consecutive positions of that sequence. In place, no allocation: the block
- * order is drawn into perm[0..nb) and expanded from the back; block q of the
- * new order lands at offset >= q (every block is non-empty), so the entries
- * perm[0..q) still to be read are never overwritten. */
+static uint64_t block_begin(const ss_sampler *s, uint64_t blk) {
+    return s->bstart ? s->bstart[blk] : blk * s->o.block_size;
+}
+
+static uint64_t block_end(const ss_sampler *s, uint64_t blk) {
+    if (s->bstart) return s->bstart[blk + 1];
+    uint64_t e = blk * s->o.block_size; /* < n */
+    return s->n - e > s->o.block_size ? e + s->o.block_size : s->n;
+}
+
+static uint64_t group_begin(const ss_sampler *s, uint64_t g) {
+    return s->gstart ? s->gstart[g] : 0;
+}
+
+static uint64_t group_end(const ss_sampler *s, uint64_t g) {
+    return s->gstart ? s->gstart[g + 1] : s->nb;
+}
+
+/* The permutation of BLOCK_SHUFFLE for the current epoch (see sampler.h):
+ * inside every group, the block order is shuffled (stream "blks" of
+ * H(seed, epoch, g)); the shuffled blocks of a group are cut into windows of
+ * window_blocks blocks, and window w (numbered over the whole epoch) is
+ * shuffled with stream "wind" of H(seed, epoch, w).
+ * In place, no allocation: the block order is drawn into perm[0..nb) and
+ * expanded from the back; block q of the new order lands at offset >= q
+ * (every block is non-empty), so the entries perm[0..q) still to be read are
+ * never overwritten, and a window is shuffled as soon as its first block is
+ * placed (it lies at offsets >= q too). */
 static void block_permutation(ss_sampler *s) {
-    uint64_t n = s->n, bs = s->o.block_size, nb = (n + bs - 1) / bs;
+    uint64_t nb = s->nb, ng = s->ng, M = s->o.window_blocks;
     uint64_t *perm = s->perm;
     ss_rng r;
-    ss_rng_seed(&r, ss_rng_hash(s->o.seed, s->epoch, 0), STREAM_BLOCKS);
-    for (uint64_t i = 0; i < nb; i++) perm[i] = i;
-    shuffle_u64(perm, nb, &r);
-    uint64_t last_len = n - (nb - 1) * bs, off = n;
-    for (uint64_t q = nb; q-- > 0;) {
-        uint64_t blk = perm[q];
-        uint64_t len = blk == nb - 1 ? last_len : bs;
-        off -= len;
-        for (uint64_t j = len; j-- > 0;) perm[off + j] = blk * bs + j;
+    for (uint64_t g = 0; g < ng; g++) {
+        uint64_t b0 = group_begin(s, g), b1 = group_end(s, g);
+        for (uint64_t i = b0; i < b1; i++) perm[i] = i;
+        ss_rng_seed(&r, ss_rng_hash(s->o.seed, s->epoch, g), STREAM_BLOCKS);
+        shuffle_u64(perm + b0, b1 - b0, &r);
     }
-    uint64_t wlen = s->o.window_blocks * bs;
-    for (uint64_t w0 = 0, wi = 0; w0 < n; w0 += wlen, wi++) {
-        uint64_t len = n - w0 < wlen ? n - w0 : wlen;
-        ss_rng_seed(&r, ss_rng_hash(s->o.seed, s->epoch, wi), STREAM_WINDOW);
-        shuffle_u64(perm + w0, len, &r);
+    uint64_t off = s->n, wend = s->n, wi = s->nwin, g = ng - 1;
+    for (uint64_t q = nb; q-- > 0;) {
+        while (q < group_begin(s, g)) g--;
+        uint64_t blk = perm[q], b0 = block_begin(s, blk), len = block_end(s, blk) - b0;
+        off -= len;
+        for (uint64_t j = len; j-- > 0;) perm[off + j] = s->base ? s->base[b0 + j] : b0 + j;
+        if ((q - group_begin(s, g)) % M == 0) {
+            ss_rng_seed(&r, ss_rng_hash(s->o.seed, s->epoch, --wi), STREAM_WINDOW);
+            shuffle_u64(perm + off, wend - off, &r);
+            wend = off;
+        }
     }
 }
 
@@ -142,7 +175,7 @@ static uint64_t hash_double(uint64_t h, double d) {
     return ss_rng_hash(h, u, 0x77);
 }
 
-static int check_options(const ss_sampler_options *o, uint64_t nsel) {
+static int check_options(const ss_sampler_options *o, uint64_t nsel, uint64_t total) {
     if (o->version != SS_SAMPLER_OPTIONS_VERSION)
         return ss__fail(SS_EINVAL, "sampler: unknown options version %u", o->version);
     if ((unsigned)o->kind > SS_SAMPLE_BLOCK_SHUFFLE)
@@ -162,8 +195,19 @@ static int check_options(const ss_sampler_options *o, uint64_t nsel) {
                         o->num_samples);
     if (o->kind == SS_SAMPLE_WEIGHTED && !o->weights && nsel)
         return ss__fail(SS_EINVAL, "sampler: kind WEIGHTED needs weights");
-    if (o->kind == SS_SAMPLE_BLOCK_SHUFFLE && o->window_blocks > UINT64_MAX / o->block_size)
-        return ss__fail(SS_EINVAL, "sampler: block_size * window_blocks overflows");
+    if (o->kind != SS_SAMPLE_BLOCK_SHUFFLE) return 0;
+    if (o->block_bytes && !o->store)
+        return ss__fail(SS_EINVAL, "sampler: block_bytes needs the store (options.store)");
+    if (o->block_bytes && ss_count(o->store) != total)
+        return ss__fail(SS_EINVAL,
+                        "sampler: options.store has %" PRIu64
+                        " examples, the selection was made for %" PRIu64,
+                        ss_count(o->store), total);
+    if (o->bucket && ss_bucket_size(o->bucket) != total)
+        return ss__fail(SS_EINVAL,
+                        "sampler: options.bucket covers %" PRIu64
+                        " examples, the selection was made for %" PRIu64,
+                        ss_bucket_size(o->bucket), total);
     return 0;
 }
 
@@ -188,25 +232,176 @@ static int setup_weights(ss_sampler *s, const double *w) {
     return 0;
 }
 
+/* bytes[i] = bytes of the i-th selected example: the sum over fields of
+ * length * row bytes, from the length index only. */
+static int example_bytes(uint64_t *bytes, const ss_store *store, const ss_selection *sel) {
+    enum { CHUNK = 4096 };
+    uint64_t len[CHUNK];
+    uint64_t nsel = ss_selection_count(sel);
+    memset(bytes, 0, nsel * sizeof *bytes);
+    const ss_range *rg = ss_selection_ranges(sel);
+    for (uint32_t f = 0; f < ss_field_count(store); f++) {
+        uint64_t row = ss_field_row_bytes(store, f), k = 0;
+        for (size_t i = 0; i < ss_selection_range_count(sel); i++) {
+            for (uint64_t x = rg[i].start; x < rg[i].end; x += CHUNK) {
+                uint64_t m = rg[i].end - x < CHUNK ? rg[i].end - x : CHUNK;
+                int rc = ss_lengths(store, f, x, m, len);
+                if (rc) return ss__context(rc, "sampler: block_bytes");
+                for (uint64_t j = 0; j < m; j++) bytes[k++] += len[j] * row;
+            }
+        }
+    }
+    return 0;
+}
+
+/* Append the blocks of grouped positions [p0, p1) as one group. */
+static void cut_group(ss_sampler *s, uint64_t p0, uint64_t p1, const uint64_t *bytes) {
+    if (p0 == p1) return;
+    s->gstart[s->ng++] = s->nb;
+    uint64_t M = s->o.window_blocks, first = s->nb;
+    for (uint64_t p = p0; p < p1;) {
+        s->bstart[s->nb++] = p;
+        if (bytes) {
+            uint64_t acc = bytes[s->base ? s->base[p] : p];
+            for (p++; p < p1; p++) {
+                uint64_t x = bytes[s->base ? s->base[p] : p];
+                if (acc > s->o.block_bytes || x > s->o.block_bytes - acc) break;
+                acc += x;
+            }
+        } else {
+            p = p1 - p > s->o.block_size ? p + s->o.block_size : p1;
+        }
+    }
+    s->nwin += (s->nb - first + M - 1) / M;
+}
+
+static int cmp_u64(const void *a, const void *b) {
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The grouped order of a bucket index: the selection positions bucket by
+ * bucket, ascending inside each bucket; the groups are cut into blocks. */
+static int bucket_groups(ss_sampler *s, const ss_bucket *bk, const uint64_t *bytes) {
+    const ss_range *rg = ss_selection_ranges(s->sel);
+    size_t nr = ss_selection_range_count(s->sel);
+    uint64_t count = ss_bucket_size(bk), nbk = ss_bucket_count(bk);
+    const uint64_t *bp = ss_bucket_permutation(bk), *bst = ss_bucket_starts(bk);
+    uint64_t *before = malloc((nr ? nr : 1) * sizeof *before);
+    unsigned char *seen = calloc(s->n / 8 + 1, 1);
+    int rc = 0;
+    if (!before || !seen) rc = ss__fail(SS_ENOMEM, "sampler: out of memory for buckets");
+    for (size_t i = 0, acc = 0; !rc && i < nr; acc += rg[i].end - rg[i].start, i++) before[i] = acc;
+    uint64_t k = 0;
+    for (uint64_t q = 0; !rc && q < nbk; q++) {
+        uint64_t first = k;
+        for (uint64_t i = bst[q]; i < bst[q + 1]; i++) {
+            uint64_t x = bp[i];
+            if (x >= count) {
+                rc = ss__fail(SS_ECORRUPT,
+                              "sampler: bucket index entry %" PRIu64 " is %" PRIu64
+                              ", beyond %" PRIu64 " examples",
+                              i, x, count);
+                break;
+            }
+            size_t lo = 0, hi = nr; /* the first range ending after x */
+            while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+                if (rg[mid].end <= x)
+                    lo = mid + 1;
+                else
+                    hi = mid;
+            }
+            if (lo == nr || x < rg[lo].start) continue;
+            uint64_t pos = before[lo] + (x - rg[lo].start);
+            if (seen[pos / 8] & (1u << (pos % 8))) {
+                rc = ss__fail(SS_ECORRUPT, "sampler: bucket index lists example %" PRIu64 " twice",
+                              x);
+                break;
+            }
+            seen[pos / 8] |= (unsigned char)(1u << (pos % 8));
+            s->base[k++] = pos;
+        }
+        qsort(s->base + first, (size_t)(k - first), sizeof *s->base, cmp_u64);
+        cut_group(s, first, k, bytes);
+    }
+    if (!rc && k != s->n)
+        rc = ss__fail(SS_ECORRUPT,
+                      "sampler: bucket index covers %" PRIu64 " of the %" PRIu64
+                      " selected examples",
+                      k, s->n);
+    free(before);
+    free(seen);
+    return rc;
+}
+
+/* Blocks, groups and windows of BLOCK_SHUFFLE (the arrays only when blocks
+ * are cut by bytes or within buckets). */
+static int setup_blocks(ss_sampler *s, const ss_store *store, const ss_bucket *bk) {
+    uint64_t n = s->n, M = s->o.window_blocks;
+    if (!s->o.block_bytes && !bk) {
+        s->nb = n / s->o.block_size + (n % s->o.block_size != 0);
+        s->ng = 1;
+        s->nwin = (s->nb + M - 1) / M;
+        return 0;
+    }
+    uint64_t *bytes = NULL;
+    int rc = 0;
+    s->bstart = malloc((n + 1) * sizeof *s->bstart);
+    s->gstart = malloc((bk ? ss_bucket_count(bk) + 1 : 2) * sizeof *s->gstart);
+    if (s->o.block_bytes) bytes = malloc((n ? n : 1) * sizeof *bytes);
+    if (bk) s->base = malloc((n ? n : 1) * sizeof *s->base);
+    if (!s->bstart || !s->gstart || (s->o.block_bytes && !bytes) || (bk && !s->base))
+        rc = ss__fail(SS_ENOMEM, "sampler: out of memory for %" PRIu64 " blocks", n);
+    if (!rc && bytes) rc = example_bytes(bytes, store, s->sel);
+    if (!rc && bk)
+        rc = bucket_groups(s, bk, bytes);
+    else if (!rc)
+        cut_group(s, 0, n, bytes);
+    free(bytes);
+    if (rc) return rc;
+    s->bstart[s->nb] = n;
+    s->gstart[s->ng] = s->nb;
+    /* Fingerprint the cut: it depends on the store's lengths and the index. */
+    for (uint64_t i = 0; i < s->nb; i++)
+        s->fingerprint = ss_rng_hash(s->fingerprint, s->bstart[i], 1);
+    for (uint64_t g = 0; g < s->ng; g++)
+        s->fingerprint = ss_rng_hash(s->fingerprint, s->gstart[g], 2);
+    for (uint64_t i = 0; s->base && i < n; i++)
+        s->fingerprint = ss_rng_hash(s->fingerprint, s->base[i], 3);
+    return 0;
+}
+
 int ss_sampler_create(ss_sampler **out, const ss_selection *sel,
                       const ss_sampler_options *options) {
     if (!out) return ss__fail(SS_EINVAL, "ss_sampler_create: out is NULL");
     *out = NULL;
     if (!sel) return ss__fail(SS_EINVAL, "ss_sampler_create: selection is NULL");
     ss_sampler_options o = SS_SAMPLER_OPTIONS_INIT;
-    if (options) o = *options;
+    if (options && options->version == 1) {
+        /* Version 1 callers have the struct up to window_blocks only. */
+        memcpy(&o, options, offsetof(ss_sampler_options, block_bytes));
+        o.version = SS_SAMPLER_OPTIONS_VERSION;
+    } else if (options) {
+        o = *options;
+    }
     if (!o.world_size) o.world_size = 1;
     if (!o.num_workers) o.num_workers = 1;
     if (!o.batch_size) o.batch_size = 1;
     if (!o.block_size) o.block_size = 1024;
     if (!o.window_blocks) o.window_blocks = 4;
     uint64_t nsel = ss_selection_count(sel);
-    int rc = check_options(&o, nsel);
+    int rc = check_options(&o, nsel, ss_selection_total(sel));
     if (rc) return rc;
     ss_sampler *s = calloc(1, sizeof *s);
     if (!s) return ss__fail(SS_ENOMEM, "sampler: out of memory");
     const double *weights = o.weights;
+    const ss_store *store = o.store;
+    const ss_bucket *bucket = o.bucket;
     o.weights = NULL;
+    o.store = NULL;
+    o.bucket = NULL;
+    if (o.kind != SS_SAMPLE_BLOCK_SHUFFLE) bucket = NULL;
     s->o = o;
     s->nsel = nsel;
     int draws = o.kind == SS_SAMPLE_REPLACEMENT || o.kind == SS_SAMPLE_WEIGHTED;
@@ -226,7 +421,10 @@ int ss_sampler_create(ss_sampler **out, const ss_selection *sel,
                     ((uint64_t)o.num_workers << 32) | o.worker);
     h = ss_rng_hash(h, o.batch_size, ((uint64_t)(o.drop_last != 0) << 1) | (o.infinite != 0));
     h = ss_rng_hash(h, s->n, ss_selection_total(sel));
-    if (o.kind == SS_SAMPLE_BLOCK_SHUFFLE) h = ss_rng_hash(h, o.block_size, o.window_blocks);
+    if (o.kind == SS_SAMPLE_BLOCK_SHUFFLE) {
+        h = ss_rng_hash(h, o.block_size, o.window_blocks);
+        h = ss_rng_hash(h, o.block_bytes, bucket != NULL);
+    }
     for (size_t i = 0; i < ss_selection_range_count(sel); i++)
         h = ss_rng_hash(h, ss_selection_ranges(sel)[i].start, ss_selection_ranges(sel)[i].end);
     s->fingerprint = h;
@@ -236,6 +434,7 @@ int ss_sampler_create(ss_sampler **out, const ss_selection *sel,
         if (!s->perm)
             rc = ss__fail(SS_ENOMEM, "sampler: out of memory for a permutation of %" PRIu64, s->n);
     }
+    if (!rc && o.kind == SS_SAMPLE_BLOCK_SHUFFLE) rc = setup_blocks(s, store, bucket);
     if (rc) {
         ss_sampler_free(s);
         return rc;
@@ -250,6 +449,9 @@ void ss_sampler_free(ss_sampler *s) {
     ss_selection_free(s->sel);
     free(s->perm);
     free(s->cdf);
+    free(s->bstart);
+    free(s->base);
+    free(s->gstart);
     free(s);
 }
 

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define SS_STREAM_PARALLEL_ROWS 4096 /* smaller batches are gathered serially */
+#define SS_STREAM_PARALLEL_BYTES ((uint64_t)1 << 20) /* default: below, gathered serially */
 
 struct ss_stream {
     const ss_store *s;
@@ -63,11 +63,15 @@ static int setup_layout(ss_stream *st) {
     const ss_stream_options *o = &st->o;
     uint64_t B = o->batch, T = o->steps, k = o->shift;
     uint64_t N = st->N;
-    if (o->tail == SS_STREAM_TAIL_PAD) st->S = (N + B - 1) / B;
-    else st->S = N / B;
+    if (o->tail == SS_STREAM_TAIL_PAD)
+        st->S = (N + B - 1) / B;
+    else
+        st->S = N / B;
     uint64_t usable = st->S > k ? st->S - k : 0; /* input steps that have a target */
-    if (o->tail == SS_STREAM_TAIL_DROP) st->nbatches = usable / T;
-    else st->nbatches = (usable + T - 1) / T;
+    if (o->tail == SS_STREAM_TAIL_DROP)
+        st->nbatches = usable / T;
+    else
+        st->nbatches = (usable + T - 1) / T;
     return 0;
 }
 
@@ -88,16 +92,19 @@ int ss_stream_create(ss_stream **out, const ss_store *s, const char *field,
     if (rc) return rc;
     if (!info.sequence)
         return ss__fail(SS_EINVAL, "stream field '%s': a fixed field has no flat stream", field);
-    if (o->batch == 0) return ss__fail(SS_EINVAL, "stream field '%s': batch (B) must be >= 1", field);
-    if (o->steps == 0) return ss__fail(SS_EINVAL, "stream field '%s': steps (T) must be >= 1", field);
+    if (o->batch == 0)
+        return ss__fail(SS_EINVAL, "stream field '%s': batch (B) must be >= 1", field);
+    if (o->steps == 0)
+        return ss__fail(SS_EINVAL, "stream field '%s': steps (T) must be >= 1", field);
     if ((unsigned)o->tail > SS_STREAM_TAIL_SHORT)
-        return ss__fail(SS_EINVAL, "stream field '%s': unknown tail policy %d", field, (int)o->tail);
+        return ss__fail(SS_EINVAL, "stream field '%s': unknown tail policy %d", field,
+                        (int)o->tail);
     if (o->dtype && !ss__dtype_valid(o->dtype))
         return ss__fail(SS_EINVAL, "stream field '%s': unknown output dtype %d", field,
                         (int)o->dtype);
     if (o->threads < 0)
-        return ss__fail(SS_EINVAL, "stream field '%s': threads = %d (use 0 for the default)",
-                        field, o->threads);
+        return ss__fail(SS_EINVAL, "stream field '%s': threads = %d (use 0 for the default)", field,
+                        o->threads);
     if (!o->examples && o->n_examples)
         return ss__fail(SS_EINVAL, "stream field '%s': examples is NULL but n_examples = %llu",
                         field, (unsigned long long)o->n_examples);
@@ -134,8 +141,10 @@ int ss_stream_create(ss_stream **out, const ss_store *s, const char *field,
     rc = 0;
     if (o->examples) {
         st->examples = malloc((st->n_ex ? st->n_ex : 1) * sizeof *st->examples);
-        if (st->examples) memcpy(st->examples, o->examples, st->n_ex * sizeof *st->examples);
-        else rc = SS_ENOMEM;
+        if (st->examples)
+            memcpy(st->examples, o->examples, st->n_ex * sizeof *st->examples);
+        else
+            rc = SS_ENOMEM;
     }
     st->vstart = malloc((st->n_ex + 1) * sizeof *st->vstart);
     st->eos_row = malloc(st->out_rb);
@@ -191,8 +200,10 @@ static uint64_t locate(const ss_stream *st, uint64_t p) {
     uint64_t lo = 0, hi = st->n_ex;
     while (hi - lo > 1) {
         uint64_t mid = lo + (hi - lo) / 2;
-        if (st->vstart[mid] <= p) lo = mid;
-        else hi = mid;
+        if (st->vstart[mid] <= p)
+            lo = mid;
+        else
+            hi = mid;
     }
     return lo;
 }
@@ -273,7 +284,8 @@ int ss_stream_read_into(ss_stream *st, uint64_t index, void *input, void *target
     unsigned char *in = tm ? st->stage_in : input, *tg = tm ? st->stage_tg : target;
     uint8_t *sts = tm ? st->stage_starts : starts;
     int *rcs = st->rcs;
-    int threads = B > 1 && B * T >= SS_STREAM_PARALLEL_ROWS ? st->o.threads : 1;
+    uint64_t pbytes = st->o.parallel_bytes ? st->o.parallel_bytes : SS_STREAM_PARALLEL_BYTES;
+    int threads = B > 1 && 2 * B * T * rb >= pbytes ? st->o.threads : 1;
 #pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1)
     for (uint64_t b = 0; b < B; b++) {
         rcs[b] = one_stream(st, b, index, T, in + b * T * rb, tg + b * T * rb,

@@ -293,11 +293,125 @@ static void test_cli(void) {
     ss_close(s);
 }
 
+/* Block-shuffled bucket order: a hand case and random properties against a
+ * plain model (bucket of each example, rank inside its bucket). */
+static int cmp_u64(const void *a, const void *b) {
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static void test_block_order(void) {
+    /* lengths 5 3 8 1 4 4 2 7 5 5, resolution 4: buckets {3,6,1} (len 0..3),
+     * {0,4,5,7,8,9} (4..7), {2} (8..11). */
+    uint64_t len[10] = {5, 3, 8, 1, 4, 4, 2, 7, 5, 5};
+    const uint64_t *keys[1] = {len};
+    ss_bucket *b;
+    CHECK_OK(ss_bucket_build_lengths(&b, keys, NULL, 1, 10, 4));
+    CHECK_EQ_U64(ss_bucket_count(b), 3);
+    uint64_t out[10], n;
+    /* block_size = 100: one block per bucket, one window: each bucket's
+     * segment is a shuffle of its members, buckets ascending. */
+    CHECK_OK(ss_bucket_block_order(b, NULL, 100, 1, 7, 0, out, &n));
+    CHECK_EQ_U64(n, 10);
+    qsort(out, 3, sizeof *out, cmp_u64);
+    qsort(out + 3, 6, sizeof *out, cmp_u64);
+    const uint64_t want[10] = {1, 3, 6, 0, 4, 5, 7, 8, 9, 2};
+    for (int i = 0; i < 10; i++) CHECK_EQ_U64(out[i], want[i]);
+    /* block_size = 1, window 1: blocks of one example, no window shuffle:
+     * still a permutation of each bucket. */
+    ss_selection *sel;
+    CHECK_OK(ss_selection_parse(&sel, "0:5,8", 10));
+    CHECK_OK(ss_bucket_block_order(b, sel, 1, 1, 7, 3, out, &n));
+    CHECK_EQ_U64(n, 6);
+    qsort(out, 2, sizeof *out, cmp_u64); /* bucket 0: 1, 3 */
+    qsort(out + 2, 3, sizeof *out, cmp_u64);
+    const uint64_t want2[6] = {1, 3, 0, 4, 8, 2};
+    for (int i = 0; i < 6; i++) CHECK_EQ_U64(out[i], want2[i]);
+    ss_selection_free(sel);
+    CHECK_OK(ss_selection_all(&sel, 11));
+    CHECK_RC(ss_bucket_block_order(b, sel, 1, 1, 7, 3, out, &n), SS_EINVAL);
+    ss_selection_free(sel);
+    ss_bucket_free(b);
+
+    uint64_t rng = 77;
+    for (int round = 0; round < 60; round++) {
+        uint64_t N = 1 + ss_test_rand(&rng) % 2000, R = 1 + ss_test_rand(&rng) % 20;
+        uint64_t bs = 1 + ss_test_rand(&rng) % 30, seed = ss_test_rand(&rng);
+        uint64_t *l = malloc(N * sizeof *l), *o1 = malloc(N * sizeof *o1);
+        uint64_t *o2 = malloc(N * sizeof *o2), *rank = malloc(N * sizeof *rank);
+        uint64_t *first = malloc(N * sizeof *first), *last = malloc(N * sizeof *last);
+        uint64_t *cnt = calloc(N, sizeof *cnt);
+        for (uint64_t i = 0; i < N; i++) l[i] = ss_test_rand(&rng) % 100;
+        const uint64_t *k1[1] = {l};
+        CHECK_OK(ss_bucket_build_lengths(&b, k1, NULL, 1, N, R));
+        char text[64];
+        uint64_t a = ss_test_rand(&rng) % N, c = a + ss_test_rand(&rng) % (N - a + 1);
+        snprintf(text, sizeof text, "%llu:%llu", (unsigned long long)a, (unsigned long long)c);
+        CHECK_OK(ss_selection_parse(&sel, text, N));
+        CHECK_OK(ss_bucket_block_order(b, sel, bs, 1, seed, 2, o1, &n));
+        CHECK_EQ_U64(n, c - a);
+        /* Rank of each selected example among the selected members of its
+         * bucket (index order): block = rank / bs. */
+        for (uint64_t i = a; i < c; i++) {
+            rank[i] = 0;
+            for (uint64_t j = a; j < i; j++) rank[i] += l[j] / R == l[i] / R;
+        }
+        /* Buckets ascending; each example once; the positions of each
+         * (bucket, block) form one contiguous run of the right size. */
+        for (uint64_t i = 0; i < N; i++) first[i] = last[i] = UINT64_MAX;
+        uint64_t *seen = calloc(N, sizeof *seen);
+        for (uint64_t p = 0; p < n; p++) {
+            uint64_t x = o1[p];
+            CHECK(x >= a && x < c && !seen[x]);
+            seen[x] = 1;
+            if (p) CHECK(l[o1[p - 1]] / R <= l[x] / R);
+            /* key of (bucket, block): the smallest member of the block */
+            uint64_t blk = rank[x] / bs, key = UINT64_MAX;
+            for (uint64_t j = a; j < c && key == UINT64_MAX; j++)
+                if (l[j] / R == l[x] / R && rank[j] / bs == blk) key = j;
+            if (first[key] == UINT64_MAX) first[key] = p;
+            CHECK(last[key] == UINT64_MAX || last[key] == p - 1);
+            last[key] = p;
+            cnt[key]++;
+        }
+        for (uint64_t i = 0; i < N; i++)
+            if (first[i] != UINT64_MAX) CHECK_EQ_U64(last[i] - first[i] + 1, cnt[i]);
+        /* Deterministic per (seed, epoch); the same as the sampler. */
+        CHECK_OK(ss_bucket_block_order(b, sel, bs, 1, seed, 2, o2, &n));
+        CHECK(memcmp(o1, o2, n * sizeof *o1) == 0);
+        ss_sampler_options so = SS_SAMPLER_OPTIONS_INIT;
+        so.kind = SS_SAMPLE_BLOCK_SHUFFLE;
+        so.seed = seed;
+        so.block_size = bs;
+        so.window_blocks = 1;
+        so.bucket = b;
+        ss_sampler *s;
+        CHECK_OK(ss_sampler_create(&s, sel, &so));
+        CHECK_OK(ss_sampler_set_epoch(s, 2));
+        size_t got;
+        CHECK_OK(ss_sampler_next(s, o2, (size_t)N, &got));
+        CHECK_EQ_U64(got, n);
+        CHECK(memcmp(o1, o2, n * sizeof *o1) == 0);
+        ss_sampler_free(s);
+        free(seen);
+        free(l);
+        free(o1);
+        free(o2);
+        free(rank);
+        free(first);
+        free(last);
+        free(cnt);
+        ss_selection_free(sel);
+        ss_bucket_free(b);
+    }
+}
+
 int main(void) {
     test_hand();
     test_property();
     test_store();
     test_cli();
+    test_block_order();
     printf("test_bucket: ok\n");
     return 0;
 }

@@ -97,8 +97,10 @@ static void reference(const ss_store *s, const ss_collate_field *o, const ss_spa
         return;
     }
     uint64_t T = longest;
-    if (o->fixed) T = o->fixed_length;
-    else if (o->pad_to_multiple > 1) T = (T + o->pad_to_multiple - 1) / o->pad_to_multiple * o->pad_to_multiple;
+    if (o->fixed)
+        T = o->fixed_length;
+    else if (o->pad_to_multiple > 1)
+        T = (T + o->pad_to_multiple - 1) / o->pad_to_multiple * o->pad_to_multiple;
     r->steps = T;
     r->data_bytes = n * T * orb;
     r->data = malloc(r->data_bytes + 1);
@@ -133,8 +135,10 @@ static void compare(const ss_collated *c, const ref_out *r, size_t n, const ss_c
     CHECK_EQ_U64(c->data_bytes, r->data_bytes);
     CHECK(r->data_bytes == 0 || memcmp(c->data, r->data, r->data_bytes) == 0);
     CHECK_EQ_U64(c->mask_bytes, r->mask_bytes);
-    if (r->mask_bytes) CHECK(c->mask && memcmp(c->mask, r->mask, r->mask_bytes) == 0);
-    else CHECK(c->mask == NULL);
+    if (r->mask_bytes)
+        CHECK(c->mask && memcmp(c->mask, r->mask, r->mask_bytes) == 0);
+    else
+        CHECK(c->mask == NULL);
     for (size_t i = 0; i < n; i++) CHECK_EQ_U64(c->lengths[i], r->lengths[i]);
     if (sequence && o->layout == SS_LAYOUT_PACKED) {
         CHECK(c->offsets != NULL);
@@ -178,11 +182,16 @@ static void make_random_store(rstore *rs, const char *name, uint64_t *rng) {
         ss_value v[3];
         for (int f = 0; f < 3; f++) {
             uint64_t r = ss_test_rand(rng) % 100, len;
-            if (!rs->fields[f].sequence) len = 1;
-            else if (r < 8) len = 0;
-            else if (r < 12) len = 3000 + ss_test_rand(rng) % 3000; /* many tasks per row */
-            else len = 1 + ss_test_rand(rng) % 40;
-            uint64_t bytes = len * row_elements(&rs->fields[f]) * ss_dtype_size(rs->fields[f].dtype);
+            if (!rs->fields[f].sequence)
+                len = 1;
+            else if (r < 8)
+                len = 0;
+            else if (r < 12)
+                len = 3000 + ss_test_rand(rng) % 3000; /* many tasks per row */
+            else
+                len = 1 + ss_test_rand(rng) % 40;
+            uint64_t bytes =
+                len * row_elements(&rs->fields[f]) * ss_dtype_size(rs->fields[f].dtype);
             buf[f] = realloc(buf[f], bytes + 1);
             for (uint64_t k = 0; k < bytes; k++) buf[f][k] = (unsigned char)ss_test_rand(rng);
             v[f].data = buf[f];
@@ -266,6 +275,7 @@ static void test_random(void) {
                 opt.threads = threads[ti];
                 opt.max_rows = trial % 2 ? 8 : 0;
                 opt.max_steps = trial % 2 ? 16 : 0;
+                opt.parallel_bytes = trial % 3 ? 1 : 0; /* small batches in parallel too */
                 ss_collator *c;
                 CHECK_OK(ss_collator_create(&c, rs.s, fo, 3, &opt));
                 ss_collated_batch b;
@@ -342,8 +352,8 @@ static ss_store *token_store(void) {
     return s;
 }
 
-static const ss_collated *collate1(ss_store *s, ss_collate_field *o, const ss_span *rows,
-                                   size_t n, ss_collator **c) {
+static const ss_collated *collate1(ss_store *s, ss_collate_field *o, const ss_span *rows, size_t n,
+                                   ss_collator **c) {
     ss_collator_options opt = SS_COLLATOR_OPTIONS_INIT;
     opt.threads = 2;
     CHECK_OK(ss_collator_create(c, s, o, 1, &opt));
@@ -357,8 +367,9 @@ static void check_i64(const void *data, const int64_t *want, size_t n) {
     for (size_t i = 0; i < n; i++) {
         int64_t v;
         memcpy(&v, (const unsigned char *)data + 8 * i, 8);
-        if (v != want[i]) fprintf(stderr, "element %zu: %lld, expected %lld\n", i, (long long)v,
-                                  (long long)want[i]);
+        if (v != want[i])
+            fprintf(stderr, "element %zu: %lld, expected %lld\n", i, (long long)v,
+                    (long long)want[i]);
         CHECK(v == want[i]);
     }
 }

@@ -37,8 +37,10 @@ static uint16_t ref_small_round(double x, int mant, int expbits) {
     if (a >= maxv) return sign | hi;
     while (hi - lo > 1) { /* value(lo) <= a < value(hi) */
         uint16_t mid = (uint16_t)((lo + hi) / 2);
-        if (ref_small_value(mid, mant, expbits) <= a) lo = mid;
-        else hi = mid;
+        if (ref_small_value(mid, mant, expbits) <= a)
+            lo = mid;
+        else
+            hi = mid;
     }
     double dl = a - ref_small_value(lo, mant, expbits), dh = ref_small_value(hi, mant, expbits) - a;
     uint16_t r = dl < dh ? lo : dh < dl ? hi : (lo % 2 == 0 ? lo : hi);
@@ -54,32 +56,98 @@ static int is_int(ss_dtype d) {
 static long double ref_load(const void *p, ss_dtype d, size_t i) {
     const unsigned char *b = (const unsigned char *)p + i * ss_dtype_size(d);
     switch (d) {
-    case SS_U8: return *(const uint8_t *)b;
-    case SS_I8: return *(const int8_t *)b;
-    case SS_U16: { uint16_t v; memcpy(&v, b, 2); return v; }
-    case SS_I16: { int16_t v; memcpy(&v, b, 2); return v; }
-    case SS_U32: { uint32_t v; memcpy(&v, b, 4); return v; }
-    case SS_I32: { int32_t v; memcpy(&v, b, 4); return v; }
-    case SS_U64: { uint64_t v; memcpy(&v, b, 8); return v; }
-    case SS_I64: { int64_t v; memcpy(&v, b, 8); return v; }
-    case SS_F16: { uint16_t v; memcpy(&v, b, 2); return ref_small_value(v, 10, 5); }
-    case SS_BF16: { uint16_t v; memcpy(&v, b, 2); return ref_small_value(v, 7, 8); }
-    case SS_F32: { float v; memcpy(&v, b, 4); return v; }
-    case SS_F64: { double v; memcpy(&v, b, 8); return v; }
+    case SS_U8:
+        return *(const uint8_t *)b;
+    case SS_I8:
+        return *(const int8_t *)b;
+    case SS_U16: {
+        uint16_t v;
+        memcpy(&v, b, 2);
+        return v;
+    }
+    case SS_I16: {
+        int16_t v;
+        memcpy(&v, b, 2);
+        return v;
+    }
+    case SS_U32: {
+        uint32_t v;
+        memcpy(&v, b, 4);
+        return v;
+    }
+    case SS_I32: {
+        int32_t v;
+        memcpy(&v, b, 4);
+        return v;
+    }
+    case SS_U64: {
+        uint64_t v;
+        memcpy(&v, b, 8);
+        return v;
+    }
+    case SS_I64: {
+        int64_t v;
+        memcpy(&v, b, 8);
+        return v;
+    }
+    case SS_F16: {
+        uint16_t v;
+        memcpy(&v, b, 2);
+        return ref_small_value(v, 10, 5);
+    }
+    case SS_BF16: {
+        uint16_t v;
+        memcpy(&v, b, 2);
+        return ref_small_value(v, 7, 8);
+    }
+    case SS_F32: {
+        float v;
+        memcpy(&v, b, 4);
+        return v;
+    }
+    case SS_F64: {
+        double v;
+        memcpy(&v, b, 8);
+        return v;
+    }
     }
     return 0;
 }
 
 static void int_range(ss_dtype d, long double *lo, long double *hi) {
     switch (d) {
-    case SS_U8: *lo = 0; *hi = UINT8_MAX; break;
-    case SS_I8: *lo = INT8_MIN; *hi = INT8_MAX; break;
-    case SS_U16: *lo = 0; *hi = UINT16_MAX; break;
-    case SS_I16: *lo = INT16_MIN; *hi = INT16_MAX; break;
-    case SS_U32: *lo = 0; *hi = UINT32_MAX; break;
-    case SS_I32: *lo = INT32_MIN; *hi = INT32_MAX; break;
-    case SS_U64: *lo = 0; *hi = (long double)UINT64_MAX; break;
-    default: *lo = (long double)INT64_MIN; *hi = (long double)INT64_MAX; break;
+    case SS_U8:
+        *lo = 0;
+        *hi = UINT8_MAX;
+        break;
+    case SS_I8:
+        *lo = INT8_MIN;
+        *hi = INT8_MAX;
+        break;
+    case SS_U16:
+        *lo = 0;
+        *hi = UINT16_MAX;
+        break;
+    case SS_I16:
+        *lo = INT16_MIN;
+        *hi = INT16_MAX;
+        break;
+    case SS_U32:
+        *lo = 0;
+        *hi = UINT32_MAX;
+        break;
+    case SS_I32:
+        *lo = INT32_MIN;
+        *hi = INT32_MAX;
+        break;
+    case SS_U64:
+        *lo = 0;
+        *hi = (long double)UINT64_MAX;
+        break;
+    default:
+        *lo = (long double)INT64_MIN;
+        *hi = (long double)INT64_MAX;
+        break;
     }
 }
 
@@ -92,22 +160,70 @@ static void ref_store(void *p, ss_dtype d, long double v) {
         if (r < lo) r = lo;
         if (r > hi) r = hi;
         switch (d) {
-        case SS_U8: { uint8_t x = (uint8_t)r; memcpy(b, &x, 1); break; }
-        case SS_I8: { int8_t x = (int8_t)r; memcpy(b, &x, 1); break; }
-        case SS_U16: { uint16_t x = (uint16_t)r; memcpy(b, &x, 2); break; }
-        case SS_I16: { int16_t x = (int16_t)r; memcpy(b, &x, 2); break; }
-        case SS_U32: { uint32_t x = (uint32_t)r; memcpy(b, &x, 4); break; }
-        case SS_I32: { int32_t x = (int32_t)r; memcpy(b, &x, 4); break; }
-        case SS_U64: { uint64_t x = (uint64_t)r; memcpy(b, &x, 8); break; }
-        default: { int64_t x = (int64_t)r; memcpy(b, &x, 8); break; }
+        case SS_U8: {
+            uint8_t x = (uint8_t)r;
+            memcpy(b, &x, 1);
+            break;
+        }
+        case SS_I8: {
+            int8_t x = (int8_t)r;
+            memcpy(b, &x, 1);
+            break;
+        }
+        case SS_U16: {
+            uint16_t x = (uint16_t)r;
+            memcpy(b, &x, 2);
+            break;
+        }
+        case SS_I16: {
+            int16_t x = (int16_t)r;
+            memcpy(b, &x, 2);
+            break;
+        }
+        case SS_U32: {
+            uint32_t x = (uint32_t)r;
+            memcpy(b, &x, 4);
+            break;
+        }
+        case SS_I32: {
+            int32_t x = (int32_t)r;
+            memcpy(b, &x, 4);
+            break;
+        }
+        case SS_U64: {
+            uint64_t x = (uint64_t)r;
+            memcpy(b, &x, 8);
+            break;
+        }
+        default: {
+            int64_t x = (int64_t)r;
+            memcpy(b, &x, 8);
+            break;
+        }
         }
         return;
     }
     switch (d) {
-    case SS_F16: { uint16_t x = ref_small_round((double)v, 10, 5); memcpy(b, &x, 2); break; }
-    case SS_BF16: { uint16_t x = ref_small_round((double)v, 7, 8); memcpy(b, &x, 2); break; }
-    case SS_F32: { float x = (float)v; memcpy(b, &x, 4); break; }
-    default: { double x = (double)v; memcpy(b, &x, 8); break; }
+    case SS_F16: {
+        uint16_t x = ref_small_round((double)v, 10, 5);
+        memcpy(b, &x, 2);
+        break;
+    }
+    case SS_BF16: {
+        uint16_t x = ref_small_round((double)v, 7, 8);
+        memcpy(b, &x, 2);
+        break;
+    }
+    case SS_F32: {
+        float x = (float)v;
+        memcpy(b, &x, 4);
+        break;
+    }
+    default: {
+        double x = (double)v;
+        memcpy(b, &x, 8);
+        break;
+    }
     }
 }
 
@@ -136,10 +252,10 @@ static void random_elem(void *p, ss_dtype d, uint64_t *rng) {
         return;
     }
     case 2: { /* near the boundaries of every integer type */
-        static const double edges[] = {0,   -1,     127,    128,    -128,    -129,   255,
-                                       256, 32767,  32768,  -32768, -32769,  65535,  65536,
-                                       0.5, 1.5,    2.5,    -0.5,   -2.5,    65519., 65520.,
-                                       1e10, -1e10, 4294967295., 4294967296., 9.3e18, 1.9e19};
+        static const double edges[] = {
+            0,     -1,     127,    128,   -128,  -129,        255,         256,    32767,
+            32768, -32768, -32769, 65535, 65536, 0.5,         1.5,         2.5,    -0.5,
+            -2.5,  65519., 65520., 1e10,  -1e10, 4294967295., 4294967296., 9.3e18, 1.9e19};
         double v = edges[ss_test_rand(rng) % (sizeof edges / sizeof edges[0])];
         ref_store(p, d, v);
         return;
@@ -159,15 +275,15 @@ static void test_known_bits(void) {
     CHECK_EQ_U64(ss_f16_from_float(1.0f), 0x3c00);
     CHECK_EQ_U64(ss_f16_from_float(-2.0f), 0xc000);
     CHECK_EQ_U64(ss_f16_from_float(0.5f), 0x3800);
-    CHECK_EQ_U64(ss_f16_from_float(65504.0f), 0x7bff);    /* largest finite */
-    CHECK_EQ_U64(ss_f16_from_float(65519.0f), 0x7bff);    /* rounds down */
-    CHECK_EQ_U64(ss_f16_from_float(65520.0f), 0x7c00);    /* ties to even: inf */
-    CHECK_EQ_U64(ss_f16_from_float(0x1p-14f), 0x0400);    /* smallest normal */
-    CHECK_EQ_U64(ss_f16_from_float(0x1p-24f), 0x0001);    /* smallest subnormal */
-    CHECK_EQ_U64(ss_f16_from_float(0x1p-25f), 0x0000);    /* tie to even: 0 */
-    CHECK_EQ_U64(ss_f16_from_float(0x1.8p-25f), 0x0001);  /* above the tie */
-    CHECK_EQ_U64(ss_f16_from_float(0x1.8p-24f), 0x0002);  /* 1.5 ulp: tie to even 2 */
-    CHECK_EQ_U64(ss_f16_from_float(1.0f + 0x1p-11f), 0x3c00); /* tie: even */
+    CHECK_EQ_U64(ss_f16_from_float(65504.0f), 0x7bff);          /* largest finite */
+    CHECK_EQ_U64(ss_f16_from_float(65519.0f), 0x7bff);          /* rounds down */
+    CHECK_EQ_U64(ss_f16_from_float(65520.0f), 0x7c00);          /* ties to even: inf */
+    CHECK_EQ_U64(ss_f16_from_float(0x1p-14f), 0x0400);          /* smallest normal */
+    CHECK_EQ_U64(ss_f16_from_float(0x1p-24f), 0x0001);          /* smallest subnormal */
+    CHECK_EQ_U64(ss_f16_from_float(0x1p-25f), 0x0000);          /* tie to even: 0 */
+    CHECK_EQ_U64(ss_f16_from_float(0x1.8p-25f), 0x0001);        /* above the tie */
+    CHECK_EQ_U64(ss_f16_from_float(0x1.8p-24f), 0x0002);        /* 1.5 ulp: tie to even 2 */
+    CHECK_EQ_U64(ss_f16_from_float(1.0f + 0x1p-11f), 0x3c00);   /* tie: even */
     CHECK_EQ_U64(ss_f16_from_float(1.0f + 0x1.8p-10f), 0x3c02); /* 1.5 ulp tie: even */
     CHECK_EQ_U64(ss_f16_from_float(0.333333343f), 0x3555);
     CHECK_EQ_U64(ss_f16_from_float(-0.0f), 0x8000);
@@ -216,8 +332,10 @@ static void test_known_bits(void) {
         float x;
         CHECK_OK(ss_convert_rows(&x, SS_F32, &in, SS_F16, 1, 1, NULL, NULL));
         CHECK_OK(ss_convert_rows(&back, SS_F16, &x, SS_F32, 1, 1, NULL, NULL));
-        if (!isnan(x)) CHECK_EQ_U64(back, in);
-        else CHECK((back & 0x7c00) == 0x7c00 && (back & 0x3ff));
+        if (!isnan(x))
+            CHECK_EQ_U64(back, in);
+        else
+            CHECK((back & 0x7c00) == 0x7c00 && (back & 0x3ff));
     }
 }
 
@@ -277,6 +395,33 @@ static void test_affine(void) {
     float fo[4];
     CHECK_OK(ss_convert_rows(fo, SS_F32, u, SS_U8, 4, 1, NULL, o1));
     CHECK(fo[0] == -1.5f && fo[3] == 1.5f);
+    /* f16 and bf16 outputs: computed in float, then rounded once */
+    uint16_t hh[2][3];
+    CHECK_OK(ss_convert_rows(hh, SS_F16, dig, SS_I16, 2, 3, gain, off));
+    for (int r = 0; r < 2; r++)
+        for (int c = 0; c < 3; c++)
+            CHECK_EQ_U64(hh[r][c],
+                         ss_f16_from_float((float)dig[r][c] * (float)gain[c] + (float)off[c]));
+    CHECK_EQ_U64(hh[0][0], 0x5260); /* 51 */
+    CHECK_OK(ss_convert_rows(hh, SS_BF16, dig, SS_I16, 2, 3, gain, off));
+    for (int r = 0; r < 2; r++)
+        for (int c = 0; c < 3; c++)
+            CHECK_EQ_U64(hh[r][c],
+                         ss_bf16_from_float((float)dig[r][c] * (float)gain[c] + (float)off[c]));
+    /* rows wider than the conversion chunk (1500 channels), u8 -> i32 in double */
+    enum { WIDE = 1500 };
+    static uint8_t wsrc[3][WIDE];
+    static int32_t wdst[3][WIDE];
+    static double wg[WIDE], wo[WIDE];
+    for (int c = 0; c < WIDE; c++) {
+        wg[c] = c % 2 ? 0.5 : -3.0;
+        wo[c] = c % 3 ? 0.25 : 0.0;
+        for (int r = 0; r < 3; r++) wsrc[r][c] = (uint8_t)(r * 7 + c);
+    }
+    CHECK_OK(ss_convert_rows(wdst, SS_I32, wsrc, SS_U8, 3, WIDE, wg, wo));
+    for (int r = 0; r < 3; r++)
+        for (int c = 0; c < WIDE; c++)
+            CHECK(wdst[r][c] == (int32_t)nearbyint((double)wsrc[r][c] * wg[c] + wo[c]));
     /* many rows over a short channel count (exercises the repeated pattern) */
     enum { R = 1000, C = 7 };
     static int16_t src[R][C];

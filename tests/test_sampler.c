@@ -407,6 +407,303 @@ static void test_block_shuffle(void) {
     ss_selection_free(sel);
 }
 
+/* ---------------------------------------------- block shuffle, naive model */
+
+/* Bytes of example i of the test store: field "tok" u16 x 3 per step, field
+ * "label" u32 fixed, written by hand (not through ss_field_row_bytes). */
+static uint64_t tok_len(uint64_t i) {
+    return (i * 7919 + 13) % 41; /* 0..40 */
+}
+
+static uint64_t ex_bytes(uint64_t i) {
+    return tok_len(i) * 2 * 3 + 4;
+}
+
+static const char *make_block_store(uint64_t n) {
+    const char *path = ss_test_path("blocks.ss");
+    ss_field f[2] = {{"tok", SS_U16, 1, 1, {3}}, {"label", SS_U32, 0, 0, {0}}};
+    ss_schema sc = {2, f};
+    ss_writer *w;
+    ss_writer_options wo = SS_WRITER_OPTIONS_INIT;
+    wo.flags = SS_WRITE_FORCE;
+    CHECK_OK(ss_writer_create(&w, path, &sc, &wo));
+    static uint16_t tok[41 * 3];
+    for (uint64_t i = 0; i < n; i++) {
+        uint32_t label = (uint32_t)i;
+        ss_value v[2] = {{tok, tok_len(i)}, {&label, 1}};
+        CHECK_OK(ss_writer_append(w, v));
+    }
+    CHECK_OK(ss_writer_finish(w));
+    ss_writer_free(w);
+    return path;
+}
+
+static void naive_shuffle(uint64_t *a, uint64_t n, uint64_t seed, uint64_t stream) {
+    ss_rng r;
+    ss_rng_seed(&r, seed, stream);
+    for (uint64_t i = n; i > 1; i--) {
+        uint64_t j = ss_rng_below(&r, i), t = a[i - 1];
+        a[i - 1] = a[j];
+        a[j] = t;
+    }
+}
+
+/* The documented block shuffle, written plainly: `flat` holds the store
+ * indices of the grouped order (ng groups, group g = flat[gb[g] .. gb[g+1]),
+ * non-empty); blocks of bs examples, or greedily of <= bb bytes when bb > 0;
+ * per group the block order is shuffled ("blks", H(seed, epoch, g)); windows
+ * of M blocks inside a group, numbered over the epoch, are shuffled ("wind",
+ * H(seed, epoch, w)). Also returns the block number of each store index. */
+static void naive_block_order(uint64_t *out, const uint64_t *flat, const uint64_t *gb, uint64_t ng,
+                              uint64_t bs, uint64_t bb, uint64_t M, uint64_t seed, uint64_t epoch,
+                              uint64_t *block_of, uint64_t *nblocks) {
+    uint64_t n = gb[ng];
+    uint64_t *bstart = malloc((n + 1) * sizeof *bstart),
+             *gfirst = malloc((ng + 1) * sizeof *gfirst);
+    uint64_t nb = 0;
+    for (uint64_t g = 0; g < ng; g++) {
+        gfirst[g] = nb;
+        uint64_t p = gb[g];
+        while (p < gb[g + 1]) {
+            bstart[nb++] = p;
+            if (bb) {
+                uint64_t acc = 0, first = p;
+                while (p < gb[g + 1] && (p == first || acc + ex_bytes(flat[p]) <= bb))
+                    acc += ex_bytes(flat[p++]);
+            } else {
+                p = p + bs < gb[g + 1] ? p + bs : gb[g + 1];
+            }
+        }
+    }
+    gfirst[ng] = nb;
+    bstart[nb] = n;
+    for (uint64_t b = 0; b < nb; b++)
+        for (uint64_t p = bstart[b]; p < bstart[b + 1]; p++) block_of[flat[p]] = b;
+    *nblocks = nb;
+    uint64_t *ids = malloc((nb + 1) * sizeof *ids), *tmp = malloc((n + 1) * sizeof *tmp);
+    uint64_t k = 0, w = 0;
+    for (uint64_t g = 0; g < ng; g++) {
+        uint64_t m = gfirst[g + 1] - gfirst[g];
+        for (uint64_t i = 0; i < m; i++) ids[i] = gfirst[g] + i;
+        naive_shuffle(ids, m, ss_rng_hash(seed, epoch, g), 0x626c6b73ull);
+        for (uint64_t i = 0; i < m; i += M, w++) {
+            uint64_t t = 0;
+            for (uint64_t j = i; j < i + M && j < m; j++)
+                for (uint64_t p = bstart[ids[j]]; p < bstart[ids[j] + 1]; p++) tmp[t++] = flat[p];
+            naive_shuffle(tmp, t, ss_rng_hash(seed, epoch, w), 0x77696e64ull);
+            memcpy(out + k, tmp, t * sizeof *tmp);
+            k += t;
+        }
+    }
+    CHECK_EQ_U64(k, n);
+    free(bstart);
+    free(gfirst);
+    free(ids);
+    free(tmp);
+}
+
+/* Check the documented properties of a block-shuffled order directly: each
+ * selected example once; the examples of a block are in one window, and a
+ * window (a run of consecutive positions between window boundaries) holds at
+ * most M blocks. Windows are recovered from the order: a new window starts
+ * where the set of blocks seen so far is complete and a new block begins. */
+static void check_block_props(const uint64_t *order, uint64_t n, const uint64_t *block_of,
+                              uint64_t nblocks, const uint64_t *bsize, uint64_t M) {
+    uint64_t *left = malloc((nblocks + 1) * sizeof *left);
+    memcpy(left, bsize, nblocks * sizeof *left);
+    uint64_t open = 0, in_window = 0;
+    for (uint64_t p = 0; p < n; p++) {
+        uint64_t b = block_of[order[p]];
+        CHECK(left[b] > 0);        /* each example once */
+        if (left[b] == bsize[b]) { /* first example of block b */
+            if (open == 0) in_window = 0;
+            in_window++;
+            open++;
+            CHECK(in_window <= M);
+        }
+        if (--left[b] == 0) open--;
+    }
+    for (uint64_t b = 0; b < nblocks; b++) CHECK_EQ_U64(left[b], 0);
+    free(left);
+}
+
+static void test_block_bytes_and_buckets(void) {
+    const uint64_t N = 600;
+    const char *path = make_block_store(N);
+    ss_store *st;
+    CHECK_OK(ss_open(&st, path, 0));
+    ss_selection *sel;
+    CHECK_OK(ss_selection_parse(&sel, "3:250,260:261,300:597", N));
+    uint64_t ns = ss_selection_count(sel);
+    uint32_t key = 0;
+    ss_bucket *bk;
+    CHECK_OK(ss_bucket_build(&bk, st, &key, 1, 8));
+    uint64_t *flat = malloc(ns * sizeof *flat), *gb = malloc((N + 2) * sizeof *gb);
+    uint64_t *want = malloc(ns * sizeof *want), *got = malloc((ns + 8) * sizeof *got);
+    uint64_t *block_of = malloc(N * sizeof *block_of), *bsize = malloc((N + 1) * sizeof *bsize);
+    for (int mode = 0; mode < 4; mode++) { /* bit 0: bytes; bit 1: buckets */
+        /* The grouped order, by hand. */
+        uint64_t ng = 0, k = 0;
+        if (mode & 2) {
+            const uint64_t *bp = ss_bucket_permutation(bk), *bs = ss_bucket_starts(bk);
+            for (uint64_t q = 0; q < ss_bucket_count(bk); q++) {
+                uint64_t first = k;
+                for (uint64_t i = bs[q]; i < bs[q + 1]; i++)
+                    if (ss_selection_contains(sel, bp[i])) flat[k++] = bp[i];
+                qsort(flat + first, (size_t)(k - first), sizeof *flat, cmp_u64);
+                if (k > first) gb[ng++] = first;
+            }
+        } else {
+            for (uint64_t i = 0; i < ns; i++) CHECK_OK(ss_selection_index(sel, i, &flat[k++]));
+            gb[ng++] = 0;
+        }
+        gb[ng] = k;
+        CHECK_EQ_U64(k, ns);
+        for (int round = 0; round < 6; round++) {
+            ss_sampler_options o = SS_SAMPLER_OPTIONS_INIT;
+            o.kind = SS_SAMPLE_BLOCK_SHUFFLE;
+            o.seed = 1000 + (uint64_t)round;
+            o.block_size = 1 + (uint64_t)round * 7;
+            o.window_blocks = 1 + (uint64_t)round % 4;
+            o.block_bytes = mode & 1 ? 100 + (uint64_t)round * 300 : 0;
+            o.store = st;
+            o.bucket = mode & 2 ? bk : NULL;
+            uint64_t epoch = (uint64_t)round % 3, nblocks;
+            naive_block_order(want, flat, gb, ng, o.block_size, o.block_bytes, o.window_blocks,
+                              o.seed, epoch, block_of, &nblocks);
+            ss_sampler *s;
+            CHECK_OK(ss_sampler_create(&s, sel, &o));
+            CHECK_OK(ss_sampler_set_epoch(s, epoch));
+            CHECK_EQ_U64(drain(s, got, ns + 8), ns);
+            CHECK(memcmp(got, want, ns * sizeof *got) == 0);
+            ss_sampler_free(s);
+            /* Properties, checked on the order itself. */
+            memset(bsize, 0, (nblocks + 1) * sizeof *bsize);
+            for (uint64_t i = 0; i < ns; i++) bsize[block_of[flat[i]]]++;
+            check_block_props(got, ns, block_of, nblocks, bsize, o.window_blocks);
+            /* Blocks by bytes: within the budget unless a single example,
+             * and maximal (the next example of the group would not fit). */
+            for (uint64_t g = 0, p = 0; (mode & 1) && g < ng; g++) {
+                for (p = gb[g]; p < gb[g + 1];) {
+                    uint64_t b = block_of[flat[p]], acc = 0, m = 0;
+                    for (; p < gb[g + 1] && block_of[flat[p]] == b; p++, m++)
+                        acc += ex_bytes(flat[p]);
+                    CHECK(acc <= o.block_bytes || m == 1);
+                    if (p < gb[g + 1]) CHECK(acc + ex_bytes(flat[p]) > o.block_bytes);
+                }
+            }
+            /* Buckets ascending: the bucket of consecutive positions never
+             * decreases; blocks stay inside buckets. */
+            if (mode & 2) {
+                for (uint64_t p = 1; p < ns; p++) {
+                    uint64_t a = tok_len(got[p - 1]) / 8, c = tok_len(got[p]) / 8;
+                    CHECK(a <= c);
+                }
+            }
+        }
+    }
+    /* Elastic determinism and resume with bytes + buckets. */
+    ss_sampler_options o = SS_SAMPLER_OPTIONS_INIT;
+    o.kind = SS_SAMPLE_BLOCK_SHUFFLE;
+    o.seed = 3;
+    o.block_bytes = 700;
+    o.window_blocks = 3;
+    o.store = st;
+    o.bucket = bk;
+    const uint64_t GB = 12, cap = ns / GB + 2;
+    uint64_t *ref = malloc(cap * GB * sizeof *ref), *alt = malloc(cap * GB * sizeof *alt);
+    uint64_t S = run_consumers(sel, o, GB, 2, ref, cap);
+    const uint32_t layouts[][2] = {{2, 1}, {3, 2}, {4, 3}};
+    for (size_t l = 0; l < 3; l++) {
+        o.world_size = layouts[l][0];
+        o.num_workers = layouts[l][1];
+        CHECK_EQ_U64(run_consumers(sel, o, GB, 2, alt, cap), S);
+        CHECK(memcmp(ref, alt, S * GB * sizeof *ref) == 0);
+    }
+    free(ref);
+    free(alt);
+    o.world_size = 2;
+    o.rank = 1;
+    o.num_workers = 1;
+    o.worker = 0;
+    o.batch_size = 5;
+    o.infinite = 1;
+    uint64_t total = 3 * ns, *r1 = malloc(total * sizeof *r1), *r2 = malloc(total * sizeof *r2);
+    ss_sampler *s;
+    size_t n;
+    CHECK_OK(ss_sampler_create(&s, sel, &o));
+    CHECK_OK(ss_sampler_next(s, r1, (size_t)total, &n));
+    ss_sampler_free(s);
+    for (uint64_t m = 0; m < total; m += 97) {
+        unsigned char blob[SS_SAMPLER_STATE_SIZE];
+        CHECK_OK(ss_sampler_create(&s, sel, &o));
+        CHECK_OK(ss_sampler_next(s, r2, (size_t)m, &n));
+        CHECK_OK(ss_sampler_state_save(s, blob, sizeof blob, NULL));
+        ss_sampler_free(s);
+        CHECK_OK(ss_sampler_create(&s, sel, &o));
+        CHECK_OK(ss_sampler_state_load(s, blob, sizeof blob));
+        CHECK_OK(ss_sampler_next(s, r2 + m, (size_t)(total - m), &n));
+        CHECK(memcmp(r1, r2, total * sizeof *r1) == 0);
+        ss_sampler_free(s);
+        /* Not into a sampler whose blocks are cut differently. */
+        ss_sampler_options o2 = o;
+        o2.block_bytes = 701;
+        CHECK_OK(ss_sampler_create(&s, sel, &o2));
+        CHECK_RC(ss_sampler_state_load(s, blob, sizeof blob), SS_EINVAL);
+        ss_sampler_free(s);
+        o2 = o;
+        o2.bucket = NULL;
+        CHECK_OK(ss_sampler_create(&s, sel, &o2));
+        CHECK_RC(ss_sampler_state_load(s, blob, sizeof blob), SS_EINVAL);
+        ss_sampler_free(s);
+    }
+    free(r1);
+    free(r2);
+    /* Errors: bytes without a store; a store or index of another size. */
+    o = (ss_sampler_options)SS_SAMPLER_OPTIONS_INIT;
+    o.kind = SS_SAMPLE_BLOCK_SHUFFLE;
+    o.block_bytes = 10;
+    CHECK_RC(ss_sampler_create(&s, sel, &o), SS_EINVAL);
+    CHECK(strstr(ss_error_message(), "store"));
+    ss_selection *other;
+    CHECK_OK(ss_selection_all(&other, N + 1));
+    o.store = st;
+    CHECK_RC(ss_sampler_create(&s, other, &o), SS_EINVAL);
+    o.block_bytes = 0;
+    o.bucket = bk;
+    CHECK_RC(ss_sampler_create(&s, other, &o), SS_EINVAL);
+    CHECK(strstr(ss_error_message(), "bucket"));
+    ss_selection_free(other);
+    /* Version 1 options (the struct ending at window_blocks) still work and
+     * give the same order as version 2 without the new fields. */
+    ss_sampler_options v1 = SS_SAMPLER_OPTIONS_INIT;
+    v1.version = 1;
+    v1.kind = SS_SAMPLE_BLOCK_SHUFFLE;
+    v1.block_size = 9;
+    v1.store = (const ss_store *)8; /* beyond a v1 struct: must be ignored */
+    v1.bucket = (const ss_bucket *)8;
+    ss_sampler_options v2 = v1;
+    v2.version = SS_SAMPLER_OPTIONS_VERSION;
+    v2.store = NULL;
+    v2.bucket = NULL;
+    CHECK_OK(ss_sampler_create(&s, sel, &v1));
+    CHECK_EQ_U64(drain(s, got, ns + 8), ns);
+    ss_sampler_free(s);
+    CHECK_OK(ss_sampler_create(&s, sel, &v2));
+    CHECK_EQ_U64(drain(s, want, ns + 8), ns);
+    ss_sampler_free(s);
+    CHECK(memcmp(got, want, ns * sizeof *got) == 0);
+    free(flat);
+    free(gb);
+    free(want);
+    free(got);
+    free(block_of);
+    free(bsize);
+    ss_bucket_free(bk);
+    ss_selection_free(sel);
+    ss_close(st);
+}
+
 static void test_errors_and_lengths(void) {
     ss_selection *sel;
     CHECK_OK(ss_selection_all(&sel, 10));
@@ -473,6 +770,7 @@ int main(void) {
     test_epochs_differ_same_seed_same();
     test_replacement_weighted();
     test_block_shuffle();
+    test_block_bytes_and_buckets();
     test_errors_and_lengths();
     printf("test_sampler: ok\n");
     return 0;

@@ -196,7 +196,7 @@ static void test_random(void) {
             ss_stream_options o = SS_STREAM_OPTIONS_INIT;
             o.batch = 1 + ss_test_rand(&rng) % 9;
             o.steps = 1 + ss_test_rand(&rng) % 40;
-            if (trial % 4 == 0) { /* big enough to run in parallel */
+            if (trial % 4 == 0) { /* many steps per batch */
                 o.batch = 16;
                 o.steps = 300 + ss_test_rand(&rng) % 300;
             }
@@ -206,6 +206,7 @@ static void test_random(void) {
             o.eos_value = (double)(ss_test_rand(&rng) % 7);
             o.tail = (ss_stream_tail)(ss_test_rand(&rng) % 3);
             o.pad_value = -3;
+            o.parallel_bytes = trial == 1 ? 1 : 0; /* small batches in parallel too */
             uint64_t sel[100];
             if (ss_test_rand(&rng) % 2) {
                 o.n_examples = ss_test_rand(&rng) % 100;
@@ -259,7 +260,9 @@ static void test_random(void) {
                         if (o.tail == SS_STREAM_TAIL_SHORT && usable - i * T < T)
                             Tb = usable - i * T;
                         CHECK_EQ_U64(b.steps, Tb);
-                        parallel += th > 1 && B * Tb >= 4096;
+                        parallel +=
+                            th > 1 && B > 1 &&
+                            2 * B * Tb * rb >= (o.parallel_bytes ? o.parallel_bytes : 1u << 20);
                         CHECK_EQ_U64(b.data_bytes, B * Tb * rb);
                         for (uint64_t s = 0; s < B; s++) {
                             uint64_t first = s * S;
@@ -269,7 +272,8 @@ static void test_random(void) {
                                 int real = jj + sh < len;
                                 uint64_t pos = tm ? q * B + s : s * Tb + q;
                                 const unsigned char *gi = (const unsigned char *)b.input + pos * rb;
-                                const unsigned char *gt = (const unsigned char *)b.target + pos * rb;
+                                const unsigned char *gt =
+                                    (const unsigned char *)b.target + pos * rb;
                                 CHECK_EQ_U64(b.mask[pos], real);
                                 if (real) {
                                     CHECK(memcmp(gi, flat + (first + jj) * rb, rb) == 0);

@@ -181,6 +181,29 @@ SS_API const uint64_t *ss_bucket_starts(const ss_bucket *b);
 SS_API int ss_bucket_order(const ss_bucket *b, const ss_selection *sel, int shuffle, uint64_t seed,
                            uint64_t epoch, uint64_t *out, uint64_t *n);
 
+/** A block-shuffled bucket order (locality-aware): buckets in ascending key
+ *  order; inside each bucket its selected examples in index order, cut into
+ *  blocks of `block_size` consecutive ones, the blocks shuffled and the
+ *  examples shuffled inside windows of `window_blocks` blocks, by (seed,
+ *  epoch). Blocks and windows never cross buckets. This is the global order
+ *  of a SS_SAMPLE_BLOCK_SHUFFLE sampler with options.bucket = b (see
+ *  sampler.h for the randomness/locality trade-off, blocks cut by bytes, and
+ *  sharding); use such a sampler directly to shard it or resume it.
+ *  Compared with ss_bucket_order() with `shuffle`, an epoch reads each
+ *  bucket as window_blocks-block regions of nearby examples instead of at
+ *  random.
+ *  @param[in] sel          NULL: all examples.
+ *  @param[in] block_size   examples per block; 0 = 1024.
+ *  @param[in] window_blocks blocks per window; 0 = 4.
+ *  @param[out] out  room for ss_selection_count(sel) (or ss_bucket_size())
+ *                   indices.
+ *  @param[out] n    indices written.
+ *  @return 0; SS_EINVAL (`sel` made for another count); SS_ECORRUPT (a bad
+ *          index entry); SS_ENOMEM. */
+SS_API int ss_bucket_block_order(const ss_bucket *b, const ss_selection *sel, uint64_t block_size,
+                                 uint64_t window_blocks, uint64_t seed, uint64_t epoch,
+                                 uint64_t *out, uint64_t *n);
+
 /** Batches drawn from within one bucket only (torchnet's
  *  BucketBatchDataset): every bucket's examples (restricted to `sel`,
  *  shuffled inside the bucket by (seed, epoch) when `shuffle` is set) are

@@ -41,8 +41,10 @@ extern "C" {
  *  With `scale` and `offset` (each NULL, or `row_elements` values, one per
  *  channel c = element index within the row):
  *     dst = src * scale[c] + offset[c]
- *  computed in float for f32, f16 and bf16 output (then rounded as above) and
- *  in double for every other output, then converted as above. A NULL scale
+ *  with src first converted to double (exact except for 64-bit integers
+ *  beyond 2^53), computed in float for f32, f16 and bf16 output (then rounded
+ *  as above) and in double for every other output, then converted as above
+ *  (so an integer output is rounded to nearest even and saturated). A NULL scale
  *  means 1, a NULL offset means 0.
  *  @param[out] dst       n_rows * row_elements elements of dst_dtype.
  *  @param[in]  src       n_rows * row_elements elements of src_dtype.
@@ -128,15 +130,19 @@ typedef struct ss_collate_field {
 
 /** Collator options. */
 typedef struct ss_collator_options {
-    unsigned version;   /**< SS_COLLATOR_OPTIONS_VERSION */
-    int threads;        /**< OpenMP threads per collation; 0 = omp_get_max_threads() */
-    uint64_t max_rows;  /**< rows to preallocate library-owned buffers for; 0 = none */
-    uint64_t max_steps; /**< time steps per row to preallocate for; 0 = none */
+    unsigned version;        /**< SS_COLLATOR_OPTIONS_VERSION */
+    int threads;             /**< OpenMP threads per collation; 0 = omp_get_max_threads() */
+    uint64_t max_rows;       /**< rows to preallocate library-owned buffers for; 0 = none */
+    uint64_t max_steps;      /**< time steps per row to preallocate for; 0 = none */
+    uint64_t parallel_bytes; /**< a batch with fewer output bytes is collated by the
+                                  calling thread alone; 0 = 1 MiB. Starting an OpenMP
+                                  team costs more than it saves on small batches (and
+                                  libgomp's default waiting can cost a millisecond) */
 } ss_collator_options;
 
 #define SS_COLLATOR_OPTIONS_VERSION 1
 #define SS_COLLATOR_OPTIONS_INIT                                                                   \
-    { SS_COLLATOR_OPTIONS_VERSION, 0, 0, 0 }
+    { SS_COLLATOR_OPTIONS_VERSION, 0, 0, 0, 0 }
 
 /** One collated field of a batch. Every pointer is borrowed: from the collator
  *  (library-owned buffers, valid until the next collation with the same

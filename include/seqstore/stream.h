@@ -47,13 +47,15 @@ typedef struct ss_stream_options {
                                    store order. Copied. */
     uint64_t n_examples;      /**< entries in `examples` */
     int threads;              /**< OpenMP threads; 0 = omp_get_max_threads() */
+    uint64_t parallel_bytes;  /**< a batch with fewer bytes (input + target) is read by
+                                   the calling thread alone; 0 = 1 MiB */
 } ss_stream_options;
 
 #define SS_STREAM_OPTIONS_VERSION 1
 #define SS_STREAM_OPTIONS_INIT                                                                     \
     {                                                                                              \
         SS_STREAM_OPTIONS_VERSION, 0, 0, 1, 0, (ss_dtype)0, 0, 0.0, SS_STREAM_TAIL_DROP, 0.0,      \
-            NULL, 0, 0                                                                             \
+            NULL, 0, 0, 0                                                                          \
     }
 
 /** One batch of parallel streams. Pointers are borrowed from the stream

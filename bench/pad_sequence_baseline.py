@@ -1,0 +1,96 @@
+#!/usr/bin/env python3
+"""PyTorch's pad_sequence on the same batches as bench_collate, and the ratio.
+
+    bench_collate DIR --json out.json
+    python3 bench/pad_sequence_baseline.py out.json
+
+Uses Debian's python3-torch when it is installed; prints a note and exits 0
+when it is not. For each case it times, at 1 and 2 torch threads, the best of
+two ways of doing in PyTorch what ss_collator_collate() does in one call:
+  a) pad_sequence(batch_first=True) of the stored dtype, then convert;
+  b) convert every sequence, then pad_sequence.
+Tokens are held as int16 (torch 1.13 has no uint16; same bytes), converted to
+int64. EEG windows are int16 [2000][21], converted to float32 times gain plus
+offset. The ratio is PyTorch's time per batch over seqstore's (> 1: seqstore
+is faster).
+"""
+import json
+import os
+import sys
+import time
+
+DEBIAN_PYTHON = "/usr/bin/python3"
+
+
+def best_time(fn, reps=5):
+    best = float("inf")
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def main():
+    if len(sys.argv) != 2:
+        print(__doc__)
+        return 2
+    try:
+        import torch
+        from torch.nn.utils.rnn import pad_sequence
+    except ImportError:
+        # Debian's python3-torch lives with /usr/bin/python3; another python3
+        # (pyenv, a venv) may come first on PATH.
+        if os.path.exists(DEBIAN_PYTHON) and os.path.realpath(sys.executable) != \
+                os.path.realpath(DEBIAN_PYTHON) and not os.environ.get("SS_BASELINE_REEXEC"):
+            os.environ["SS_BASELINE_REEXEC"] = "1"
+            os.execv(DEBIAN_PYTHON, [DEBIAN_PYTHON] + sys.argv)
+        print("pad_sequence_baseline: skipped (python3-torch is not installed)")
+        return 0
+    with open(sys.argv[1]) as f:
+        res = json.load(f)
+    g = torch.Generator().manual_seed(1)
+
+    tok = res["tokens"]
+    tok_batches = [[torch.randint(-32768, 32767, (n,), dtype=torch.int16, generator=g)
+                    for n in lengths] for lengths in tok["batches"]]
+
+    def tok_a():
+        for seqs in tok_batches:
+            pad_sequence(seqs, batch_first=True, padding_value=0).to(torch.int64)
+
+    def tok_b():
+        for seqs in tok_batches:
+            pad_sequence([s.to(torch.int64) for s in seqs], batch_first=True, padding_value=0)
+
+    eeg = res["eeg"]
+    B, T, C, NB = eeg["batch"], eeg["steps"], eeg["channels"], eeg["nbatch"]
+    gain = torch.tensor([0.0305 + 0.001 * c for c in range(C)], dtype=torch.float32)
+    off = torch.tensor([-0.5 * c for c in range(C)], dtype=torch.float32)
+    eeg_batches = [[torch.randint(-2000, 2000, (T, C), dtype=torch.int16, generator=g)
+                    for _ in range(B)] for _ in range(NB)]
+
+    def eeg_a():
+        for seqs in eeg_batches:
+            pad_sequence(seqs, batch_first=True).to(torch.float32) * gain + off
+
+    def eeg_b():
+        for seqs in eeg_batches:
+            pad_sequence([s.to(torch.float32) * gain + off for s in seqs], batch_first=True)
+
+    print(f"PyTorch {torch.__version__} pad_sequence on the same batches as bench_collate")
+    for name, case, fa, fb, nb in (("tokens B=64 u16->i64", tok, tok_a, tok_b, len(tok_batches)),
+                                   ("EEG B=32x2000x21 i16->f32*gain", eeg, eeg_a, eeg_b, NB)):
+        for k, threads in enumerate((1, 2)):
+            torch.set_num_threads(threads)
+            fa()  # warm up
+            fb()
+            t = min(best_time(fa), best_time(fb)) / nb * 1e6
+            ours = case["us_per_batch"][k]
+            print(f"  {name}, {threads} thread(s): pad_sequence {t:9.1f} us/batch, "
+                  f"seqstore {ours:8.1f} us/batch: seqstore is {t / ours:5.1f}x faster")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

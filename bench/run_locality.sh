@@ -1,0 +1,52 @@
+#!/bin/sh
+# run_locality.sh - run bench_shuffle_locality on a store several times larger
+# than the memory the reading process may use.
+#
+#   bench/run_locality.sh BENCH_BINARY [STORE_MB] [LIMIT] [SECONDS]
+#
+# Creates a STORE_MB MiB store (default 1536) in $TMPDIR (default /var/tmp),
+# then runs `bench_shuffle_locality run` inside a child memory cgroup limited to
+# LIMIT (default 256M) and deletes the store. The child cgroup is created under
+# the cgroup this script already runs in (cgroup v2: memory.max; v1 memory
+# controller: memory.limit_in_bytes), so page cache and anonymous memory of the
+# reader count against LIMIT. Needs root (or a delegated cgroup). Falls back to
+# `systemd-run --scope -p MemoryMax=` if no writable cgroup is found.
+set -eu
+BENCH=${1:?usage: run_locality.sh BENCH_BINARY [STORE_MB] [LIMIT] [SECONDS]}
+MB=${2:-1536}
+LIMIT=${3:-256M}
+SECS=${4:-120}
+DIR=${TMPDIR:-/var/tmp}
+STORE="$DIR/ss_locality_$$.ss"
+trap 'rm -f "$STORE" "$STORE-lock"; [ -n "${CG:-}" ] && rmdir "$CG" 2>/dev/null; true' EXIT
+
+"$BENCH" create "$STORE" "$MB" >&2
+
+CG=""
+if [ -f /sys/fs/cgroup/cgroup.controllers ]; then
+    # cgroup v2
+    BASE="/sys/fs/cgroup$(awk -F: '$1=="0"{print $3}' /proc/self/cgroup)"
+    CG="$BASE/ssbench_$$"
+    mkdir "$CG" && echo "$LIMIT" > "$CG/memory.max" || CG=""
+elif [ -d /sys/fs/cgroup/memory ]; then
+    # cgroup v1 memory controller
+    BASE="/sys/fs/cgroup/memory$(awk -F: '$2=="memory"{print $3}' /proc/self/cgroup)"
+    CG="$BASE/ssbench_$$"
+    if mkdir "$CG"; then
+        echo "$LIMIT" > "$CG/memory.limit_in_bytes" || CG=""
+    else
+        CG=""
+    fi
+fi
+
+if [ -n "$CG" ]; then
+    echo "memory cgroup $CG limited to $LIMIT" >&2
+    # The subshell moves itself into the cgroup, then execs the reader.
+    sh -c 'echo $$ > "$1/cgroup.procs" && exec "$2" run "$3" "$4"' sh "$CG" "$BENCH" "$STORE" "$SECS"
+elif command -v systemd-run >/dev/null && systemd-run --scope -q -p MemoryMax="$LIMIT" true 2>/dev/null; then
+    echo "systemd-run scope with MemoryMax=$LIMIT" >&2
+    systemd-run --scope -q -p MemoryMax="$LIMIT" "$BENCH" run "$STORE" "$SECS"
+else
+    echo "warning: no memory cgroup available; running unlimited (page cache dropped before each order only)" >&2
+    "$BENCH" run "$STORE" "$SECS"
+fi
