@@ -480,7 +480,7 @@ static void test_all_pairs(void) {
 }
 
 static void test_errors(void) {
-    char buf[16];
+    char buf[16] = {0};
     CHECK_RC(ss_convert_rows(buf, (ss_dtype)0, buf, SS_U8, 1, 1, NULL, NULL), SS_EINVAL);
     CHECK(strstr(ss_error_message(), "destination dtype") != NULL);
     CHECK_RC(ss_convert_rows(buf, SS_U8, buf, (ss_dtype)99, 1, 1, NULL, NULL), SS_EINVAL);
