@@ -26,6 +26,14 @@ const ss_converter *const ss_converters[] = {&ss_converter_lines,
 /* Redraw the progress line at most this often (seconds). */
 #define SS_CONV_REDRAW 0.25
 
+/* A bucket index to (re)build once the store is finished. */
+typedef struct conv_index {
+    char *name;
+    uint32_t fields[SS_BUCKET_MAX_KEYS];
+    size_t nkeys;
+    uint64_t resolution;
+} conv_index;
+
 struct ss_conv {
     const ss_converter *conv;
     ss_conv_options opts;
@@ -58,6 +66,16 @@ struct ss_conv {
     /* --skip-bad */
     char **bad;
     uint64_t nbad;
+
+    /* bucket indices built after finishing: --index-by, and with --append the
+     * store's existing ones (stale after the append) */
+    conv_index *indices;
+    uint32_t nindices;
+    /* --index-by FIELDS --index-resolution R --index-name NAME (not in
+     * ss_conv_options: converters have no use for them) */
+    const char *index_by;
+    uint64_t index_resolution;
+    const char *index_name;
 };
 
 static double now_seconds(void) {
@@ -371,6 +389,100 @@ static int write_framework_attrs(ss_conv *c) {
     return rc;
 }
 
+/* ---------------------------------------------------------- bucket indices */
+
+/* Add (or, for a name already listed, replace) an index to build at finish.
+ * Returns 0 or 1 (error printed). */
+static int add_index(ss_conv *c, const char *name, const uint32_t *fields, size_t nkeys,
+                     uint64_t resolution) {
+    conv_index *x = NULL;
+    for (uint32_t k = 0; k < c->nindices; k++)
+        if (!strcmp(c->indices[k].name, name)) x = &c->indices[k];
+    if (!x) {
+        conv_index *p = realloc(c->indices, (c->nindices + 1) * sizeof *p);
+        char *n = strdup(name);
+        if (!p || !n) {
+            if (p) c->indices = p;
+            free(n);
+            return ss_conv_error(c, "out of memory");
+        }
+        c->indices = p;
+        x = &c->indices[c->nindices++];
+        x->name = n;
+    }
+    memcpy(x->fields, fields, nkeys * sizeof *fields);
+    x->nkeys = nkeys;
+    x->resolution = resolution;
+    return 0;
+}
+
+/* --append: remember every bucket index of the existing store (its keys and
+ * resolution), to rebuild it once the new examples are in. */
+static int collect_indices(ss_conv *c, const ss_store *s) {
+    size_t plen = strlen(SS_BUCKET_ATTR_PREFIX);
+    uint64_t n = ss_attr_count(s);
+    for (uint64_t k = 0; k < n; k++) {
+        ss_attr a;
+        if (ss_attr_at(s, k, &a)) return ss_conv_ss_error(c, "cannot read the attributes");
+        if (strncmp(a.name, SS_BUCKET_ATTR_PREFIX, plen) || !a.name[plen]) continue;
+        const char *name = a.name + plen;
+        ss_bucket *b;
+        if (ss_bucket_open(&b, s, name)) { /* e.g. stale already: left as it is */
+            clear_progress(c);
+            fprintf(stderr,
+                    "seqstore convert: warning: bucket index '%s' is not rebuilt (%s); "
+                    "rebuild it with 'seqstore index'\n",
+                    name, ss_error_message());
+            continue;
+        }
+        uint32_t fields[SS_BUCKET_MAX_KEYS];
+        size_t nkeys = ss_bucket_keys(b, fields);
+        uint64_t res = ss_bucket_resolution(b);
+        ss_bucket_free(b);
+        if (add_index(c, name, fields, nkeys, res)) return 1;
+    }
+    return 0;
+}
+
+/* --index-by: the key fields among the converter's sequence fields. Returns 0
+ * or 1 (error printed). */
+static int resolve_index(ss_conv *c, uint32_t fields[SS_BUCKET_MAX_KEYS], size_t *nkeys) {
+    const char *p = c->index_by;
+    *nkeys = 0;
+    for (;;) {
+        size_t len = strcspn(p, ",");
+        uint32_t k = 0;
+        while (k < c->nfields &&
+               (strlen(c->fields[k].name) != len || strncmp(c->fields[k].name, p, len) != 0))
+            k++;
+        if (len == 0) return ss_conv_error(c, "--index-by: empty field name");
+        if (k == c->nfields)
+            return ss_conv_error(c, "--index-by: this conversion has no field '%.*s'", (int)len, p);
+        if (!c->fields[k].sequence)
+            return ss_conv_error(c, "--index-by: field '%s' is not a sequence field",
+                                 c->fields[k].name);
+        if (*nkeys == SS_BUCKET_MAX_KEYS)
+            return ss_conv_error(c, "--index-by takes at most %d fields", SS_BUCKET_MAX_KEYS);
+        fields[(*nkeys)++] = k;
+        if (!p[len]) break;
+        p += len + 1;
+    }
+    return 0;
+}
+
+/* After the store is finished: build and store every listed index. */
+static int build_indices(ss_conv *c) {
+    for (uint32_t k = 0; k < c->nindices; k++) {
+        const conv_index *x = &c->indices[k];
+        if (ss_bucket_save(c->opts.output, x->name, x->fields, x->nkeys, x->resolution))
+            return ss_conv_ss_error(c,
+                                    "'%s' is complete but its bucket index '%s' could not be "
+                                    "built (rebuild it with 'seqstore index')",
+                                    c->opts.output, x->name);
+    }
+    return 0;
+}
+
 /* --append: the store must exist, be complete and have our schema. */
 static int prepare_append(ss_conv *c, uint32_t nf) {
     ss_store *s = NULL;
@@ -379,6 +491,7 @@ static int prepare_append(ss_conv *c, uint32_t nf) {
         return ss_conv_error(c, "--append: '%s' does not exist (omit --append to create it)",
                              c->opts.output);
     int rc = check_schema(c, s, nf);
+    if (!rc) rc = collect_indices(c, s);
     if (!rc) {
         c->old_files = attr_text(s, "source.files");
         c->old_options = attr_text(s, "convert.options");
@@ -443,6 +556,9 @@ int ss_conv_begin(ss_conv *c, const ss_schema *schema, uint64_t *skip) {
         (ss_field){.name = "source", .dtype = SS_U64, .sequence = 0, .ndim = 1, .dims = {2}};
     uint32_t nf = c->nfields + 1;
     ss_schema full = {nf, c->fields};
+    uint32_t ifields[SS_BUCKET_MAX_KEYS];
+    size_t inkeys = 0;
+    if (c->index_by && resolve_index(c, ifields, &inkeys)) return 1;
 
     ss_writer_options wo = SS_WRITER_OPTIONS_INIT;
     wo.flags = SS_WRITE_NOSYNC;
@@ -474,6 +590,10 @@ int ss_conv_begin(ss_conv *c, const ss_schema *schema, uint64_t *skip) {
                                  c->opts.output);
         if (rc) return ss_conv_ss_error(c, "cannot create '%s'", c->opts.output);
     }
+    /* after the --append's old indices, so that a name given again is replaced */
+    if (c->index_by && add_index(c, c->index_name ? c->index_name : c->index_by, ifields, inkeys,
+                                 c->index_resolution))
+        return 1;
     c->began = 1;
     c->start_count = ss_writer_count(c->w);
     if (write_framework_attrs(c)) return 1;
@@ -529,6 +649,12 @@ static void common_usage(FILE *out) {
           "                      store is the same whatever N\n"
           "  --commit-bytes N    commit (a --resume point) every N bytes of data\n"
           "                      (default 64 MiB)\n"
+          "  --index-by FIELD[,FIELD...]\n"
+          "                      also store a bucket index by these sequence fields'\n"
+          "                      lengths (the same as 'seqstore index --by' after)\n"
+          "  --index-resolution R  its bucket width, R >= 1 (required with --index-by)\n"
+          "  --index-name NAME   its name (default: the --index-by text); --append\n"
+          "                      also rebuilds the indices the store already has\n"
           "  -h, --help          this help\n"
           "exit status: 0 ok, 1 error (bad input, I/O), 2 usage error\n",
           out);
@@ -558,6 +684,25 @@ static const char *opt_value(int argc, char **argv, int *i, const char *arg, siz
 static int is_opt(const char *arg, const char *name) {
     size_t n = strlen(name);
     return !strncmp(arg, name, n) && (arg[n] == 0 || arg[n] == '=');
+}
+
+/* The --index-* options go together; the name must fit an attribute name. */
+static int check_index_options(ss_conv *c) {
+    const ss_conv *o = c;
+    if (!o->index_by && (o->index_resolution || o->index_name))
+        return ss_conv_usage_error(c, "--index-resolution and --index-name need --index-by");
+    if (o->index_by && !o->index_resolution)
+        return ss_conv_usage_error(c, "--index-by needs --index-resolution R (R >= 1)");
+    if (!o->index_by) return 0;
+    const char *name = o->index_name ? o->index_name : o->index_by;
+    if (strlen(SS_BUCKET_ATTR_PREFIX) + strlen(name) > SS_MAX_ATTR_NAME)
+        return ss_conv_usage_error(c, "index name '%s' is longer than %zu bytes", name,
+                                   (size_t)SS_MAX_ATTR_NAME - strlen(SS_BUCKET_ATTR_PREFIX));
+    for (const char *p = name; *p; p++)
+        if ((unsigned char)*p <= 0x20 || (unsigned char)*p >= 0x7f)
+            return ss_conv_usage_error(
+                c, "index name '%s' may hold only printable ASCII without spaces", name);
+    return 0;
 }
 
 /* Remove the common options from argv[2..]; the rest goes to rest[] after KIND. */
@@ -591,6 +736,18 @@ static int parse_common(ss_conv *c, int argc, char **argv, char **rest, int *nre
             const char *s = opt_value(argc, argv, &i, a, 9);
             if (ss_conv_parse_u64(c, "--threads", s, 1, 256, &v)) return 2;
             c->opts.threads = (int)v;
+        } else if (is_opt(a, "--index-by")) {
+            c->index_by = opt_value(argc, argv, &i, a, 10);
+            if (!c->index_by || !*c->index_by)
+                return ss_conv_usage_error(c, "--index-by needs FIELD[,FIELD...]");
+        } else if (is_opt(a, "--index-resolution")) {
+            const char *s = opt_value(argc, argv, &i, a, 18);
+            if (ss_conv_parse_u64(c, "--index-resolution", s, 1, UINT64_MAX, &c->index_resolution))
+                return 2;
+        } else if (is_opt(a, "--index-name")) {
+            c->index_name = opt_value(argc, argv, &i, a, 12);
+            if (!c->index_name || !*c->index_name)
+                return ss_conv_usage_error(c, "--index-name needs a NAME");
         } else if (is_opt(a, "--commit-bytes")) {
             const char *s = opt_value(argc, argv, &i, a, 14);
             if (ss_conv_parse_u64(c, "--commit-bytes", s, 1, UINT64_MAX, &c->commit_bytes))
@@ -601,7 +758,7 @@ static int parse_common(ss_conv *c, int argc, char **argv, char **rest, int *nre
     }
     rest[n] = NULL;
     *nrest = n;
-    return 0;
+    return check_index_options(c);
 }
 
 static void print_summary(ss_conv *c) {
@@ -651,6 +808,7 @@ static int finish(ss_conv *c) {
     }
     ss_writer_free(c->w);
     c->w = NULL;
+    if (build_indices(c)) return 1;
     clear_progress(c);
     print_skipped(c);
     if (!c->opts.quiet) print_summary(c);
@@ -667,6 +825,8 @@ static void conv_free(ss_conv *c) {
     free(c->old_files);
     free(c->old_options);
     free(c->old_converter);
+    for (uint32_t k = 0; k < c->nindices; k++) free(c->indices[k].name);
+    free(c->indices);
     free(c);
 }
 

@@ -86,7 +86,19 @@ extern const ss_converter *const ss_converters[];
  *    --skip-bad           skip bad records/files, list them at the end
  *    --quiet              no progress, no summary
  *    --threads N          decoding threads (default: online CPUs, at most 8)
+ *    --index-by FIELD[,FIELD...] --index-resolution R [--index-name NAME]
+ *                         also store a bucket index ss.bucket.NAME
+ *                         (the same bytes as `seqstore index STORE --by
+ *                         FIELDS --resolution R --name NAME`; NAME defaults
+ *                         to the FIELDS text); handled by the framework
  *    -h, --help           usage of KIND
+ *  Bucket indices: the index asked for is built after the store is finished,
+ *  from the whole store (old examples too with --append or --resume). With
+ *  --append every bucket index the store already had (ss.bucket.*) is
+ *  rebuilt as well, with its own keys and resolution, since the new examples
+ *  make it stale. The indices are written in their own transaction after the
+ *  examples: if that fails the store is complete, its indices stale or
+ *  missing, and `seqstore index` rebuilds them.
  *  @return the process exit code (0, 1 or 2). */
 int ss_cmd_convert(int argc, char **argv);
 

@@ -4,6 +4,7 @@
 #include "window.h"
 
 #include <omp.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -262,16 +263,17 @@ int ss_window_reader_open(ss_window_reader **out, const ss_store *s, const ss_wi
     ss_field f;
     ss_field_info(s, o->field, &f);
     r->in_dtype = f.dtype;
-    r->out_dtype = o->out_dtype ? o->out_dtype : f.dtype;
     r->in_row = (size_t)ss_field_row_bytes(s, o->field);
     r->C = (uint32_t)(r->in_row / ss_dtype_size(f.dtype));
+    rc = ss__window_xf_resolve(r, o->transforms); /* sets src_dtype */
+    r->out_dtype = o->out_dtype ? o->out_dtype : r->src_dtype;
     r->out_row = (size_t)r->C * ss_dtype_size(r->out_dtype);
     r->H = o->state_size * (o->state_dtype ? ss_dtype_size(o->state_dtype) : 1);
     r->carry = o->mode != SS_WINDOW_RANDOM && !(o->flags & SS_WINDOW_FORGET_STATE) && r->H > 0;
     r->nslots = o->max_pending > 1 ? o->max_pending : 1;
     r->strict = r->nslots == 1;
     r->nthreads = o->threads > 0 ? o->threads : omp_get_max_threads();
-    if (o->gain || o->offset) {
+    if (!rc && (o->gain || o->offset)) {
         rc = ss__affine_init(&r->aff, r->C, o->gain, o->offset);
         r->has_aff = rc == 0;
     }
@@ -294,6 +296,7 @@ int ss_window_reader_open(ss_window_reader **out, const ss_store *s, const ss_wi
         if (!r->lane_seq) rc = ss__fail(SS_ENOMEM, "window reader: out of memory");
     }
     if (!rc) rc = ss__window_slots_alloc(r);
+    if (!rc) rc = ss__window_xf_alloc(r);
     if (rc) {
         ss_window_reader_free(r);
         return rc;
@@ -305,6 +308,7 @@ int ss_window_reader_open(ss_window_reader **out, const ss_store *s, const ss_wi
 
 void ss_window_reader_free(ss_window_reader *r) {
     if (!r) return;
+    ss__window_xf_free(r);
     ss__window_slots_free(r);
     if (r->has_aff) ss__affine_free(&r->aff);
     free(r->init_state);
@@ -356,6 +360,7 @@ int ss_window_reader_set_epoch(ss_window_reader *r, uint64_t epoch) {
     if (r->carry && any_pending(r))
         return ss__fail(SS_ESTATE, "window reader: set_epoch with a batch not registered");
     for (uint32_t k = 0; k < r->nslots; k++) r->slots[k].pending = 0;
+    r->failed = 0;
     ss__window_start_epoch(r, epoch);
     return 0;
 }
@@ -517,6 +522,7 @@ static void release(ss_window_reader *r, ss__wslot *sl, const void *states) {
 
 int ss_window_reader_next(ss_window_reader *r, const ss_window_batch **out) {
     *out = NULL;
+    if (r->failed) return ss__fail(r->failed, "%s", r->fail_msg);
     if (r->ended) ss__window_start_epoch(r, r->epoch + 1);
     ss__wslot *sl = NULL;
     uint32_t npend = 0;
@@ -557,7 +563,13 @@ int ss_window_reader_next(ss_window_reader *r, const ss_window_batch **out) {
         return 0;
     }
     int rc = ss__window_collate(r, sl);
-    if (rc) return rc;
+    if (!rc) rc = ss__window_xf_batch(r, sl);
+    if (rc) {
+        /* the batch's bookkeeping is done but it cannot be handed out: stop */
+        r->failed = rc;
+        snprintf(r->fail_msg, sizeof r->fail_msg, "%s", ss_error_message());
+        return rc;
+    }
     r->next_id++;
     r->batches_in_epoch++;
     sl->pending = 1;

@@ -19,7 +19,21 @@ typedef struct ss__wslot {
     uint32_t *lane;
     uint64_t *example, *start, *length, *index;
     uint8_t *label;
+    /* per-batch transforms: the batch seen as an ss_loader_batch (window_transform.c) */
+    ss_loader_batch xb;
+    ss_collated xcol[2];
+    int64_t *xlen, *xlab_len; /* [B] */
 } ss__wslot;
+
+/* A per-window transform and the signal's dtype and shape after it. */
+typedef struct ss__wxf {
+    const ss_transform *t;
+    uint32_t pos; /* position in the pipeline */
+    int declares; /* writes into `out` (a new dtype or shape) */
+    ss_dtype dtype;
+    uint32_t ndim;
+    uint64_t dims[SS_MAX_DIMS];
+} ss__wxf;
 
 struct ss_window_reader {
     const ss_store *store;
@@ -38,7 +52,24 @@ struct ss_window_reader {
     ss__wslot *slots;
     uint64_t next_id;
     int nthreads;
-    uint8_t *scratch; /* [nthreads][W][C] output rows, for the time-major layout */
+    uint8_t *scratch;   /* [nthreads][W][C] output rows, for the time-major layout */
+    ss_dtype src_dtype; /* of the rows the collation converts: in_dtype, or the dtype
+                           after the per-window transforms */
+
+    /* transforms (window_transform.c) */
+    ss__wxf *xf; /* [nxf] per-window transforms */
+    uint32_t nxf;
+    const ss_transform **bxf; /* [nbxf] per-batch transforms */
+    uint32_t *bxf_pos;
+    uint32_t nbxf;
+    uint64_t xrow_max;     /* largest sample over the per-window stages, bytes */
+    uint8_t *xbuf;         /* [B][2][W * xrow_max]: each lane's copy and spare */
+    ss_example *xex;       /* [B] */
+    ss_example_field *xef; /* [B] */
+    int *xrc;              /* [B] result per row */
+    uint32_t *xfail;       /* [B] the failing transform per row */
+    int failed;            /* a sticky error of ss_window_reader_next() */
+    char fail_msg[512];
 
     /* sequences, numbered 0..nseq-1 in the split's order */
     uint64_t nseq;
@@ -82,6 +113,18 @@ int ss__window_collate(ss_window_reader *r, ss__wslot *sl);
 /* Allocate the buffers of every slot. window_batch.c. */
 int ss__window_slots_alloc(ss_window_reader *r);
 void ss__window_slots_free(ss_window_reader *r);
+
+/* Resolve options->transforms: sets src_dtype (in_dtype without per-window
+ * transforms). window_transform.c. */
+int ss__window_xf_resolve(ss_window_reader *r, const ss_pipeline *p);
+/* Allocate the transform buffers (after the slots). */
+int ss__window_xf_alloc(ss_window_reader *r);
+void ss__window_xf_free(ss_window_reader *r);
+/* Copy the slot's windows (sl->src, from the map) into the lane buffers, run
+ * the per-window transforms in parallel and point sl->src at the results. */
+int ss__window_xf_rows(ss_window_reader *r, ss__wslot *sl);
+/* Run the per-batch transforms on a collated slot. */
+int ss__window_xf_batch(ss_window_reader *r, ss__wslot *sl);
 
 /* Start epoch `epoch` (orders, random starts, cursors). window.c. */
 void ss__window_start_epoch(ss_window_reader *r, uint64_t epoch);

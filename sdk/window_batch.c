@@ -93,11 +93,11 @@ static void convert_row(const ss_window_reader *r, uint8_t *data, uint32_t size,
     size_t orow = r->out_row;
     if (!(r->opt.flags & SS_WINDOW_TIME_MAJOR)) {
         uint8_t *dst = data + (uint64_t)row * r->W * orow;
-        ss__convert(dst, r->out_dtype, src, r->in_dtype, n, r->C, a);
+        ss__convert(dst, r->out_dtype, src, r->src_dtype, n, r->C, a);
         memset(dst + n * orow, 0, (r->W - n) * orow);
         return;
     }
-    ss__convert(scratch, r->out_dtype, src, r->in_dtype, n, r->C, a);
+    ss__convert(scratch, r->out_dtype, src, r->src_dtype, n, r->C, a);
     for (uint64_t t = 0; t < n; t++)
         memcpy(data + (t * size + row) * orow, scratch + t * orow, orow);
     for (uint64_t t = n; t < r->W; t++) memset(data + (t * size + row) * orow, 0, orow);
@@ -115,6 +115,9 @@ int ss__window_collate(ss_window_reader *r, ss__wslot *sl) {
         if (rc) return ss__context(rc, "window reader: sequence %llu", ULL(sl->example[row]));
         sl->src[row] = v.data;
     }
+    /* per-window transforms: sl->src then points into the lane buffers */
+    int xrc = ss__window_xf_rows(r, sl);
+    if (xrc) return xrc;
     uint8_t *data = sl->b.data;
     int tm = (r->opt.flags & SS_WINDOW_TIME_MAJOR) != 0;
     int64_t n = (int64_t)size;

@@ -29,6 +29,10 @@ static void fingerprint(const ss_window_reader *r, uint64_t *f) {
     f[6] = r->opt.seed;
     f[7] = (uint64_t)r->opt.shuffle;
     f[8] = r->opt.flags;
+    /* transforms change the batches: a position saved without them does not
+     * apply with them (the callbacks themselves cannot be compared) */
+    uint32_t nxf = r->nxf + r->nbxf;
+    if (nxf) f[8] = ss_rng_hash(f[8], nxf, 0x78666d73ull);
     f[9] = r->H;
     f[10] = r->nclass;
     f[11] = seq_hash(r);
@@ -210,5 +214,7 @@ int ss_window_reader_restore(ss_window_reader *r, const void *buf, size_t size) 
     if (rc) return rc;
     for (uint32_t k = 0; k < r->nslots; k++) r->slots[k].pending = 0;
     memset(r->seq_stamp, 0, r->nseq * sizeof *r->seq_stamp);
-    return load(r, buf, size, 1);
+    rc = load(r, buf, size, 1);
+    if (!rc) r->failed = 0;
+    return rc;
 }

@@ -25,6 +25,9 @@
 extern "C" {
 #endif
 
+/* Declared in transform.h (repeated: C11 allows identical typedefs). */
+typedef struct ss_pipeline ss_pipeline;
+
 /* =========================================================== piece splitter */
 
 /** Piece flags (ss_piece.flags). */
@@ -197,28 +200,72 @@ typedef struct ss_window_options {
     ss_dtype state_dtype; /**< element type of the state; 0 = bytes (H is in bytes) */
     ss_window_mode mode;
     uint64_t seed;
-    int shuffle;               /**< sequential modes: 1 = sequence order shuffled per epoch */
-    unsigned flags;            /**< SS_WINDOW_... */
-    ss_dtype out_dtype;        /**< dtype of the collated batch; 0 = the field's dtype */
-    const double *gain;        /**< per channel: out = in * gain + offset; NULL = 1 */
-    const double *offset;      /**< per channel; NULL = 0 */
-    const void *initial_state; /**< H elements handed out on reset (copied); NULL = zeros */
-    const uint64_t *examples;  /**< the split: example indices in sampler order; NULL = all */
-    size_t n_examples;         /**< entries of `examples` */
-    uint32_t max_pending;      /**< batches that may be out unregistered; 0 or 1 = strict (the
-                                    next batch before registering is SS_ESTATE). More lets
-                                    other eligible sequences be served meanwhile. */
-    uint64_t epoch_windows;    /**< RANDOM mode: windows per epoch; 0 = as many as a
-                                    SEQUENTIAL epoch holds */
-    int threads;               /**< OpenMP threads for collation; 0 = the OpenMP default */
+    int shuffle;                   /**< sequential modes: 1 = sequence order shuffled per epoch */
+    unsigned flags;                /**< SS_WINDOW_... */
+    ss_dtype out_dtype;            /**< dtype of the collated batch; 0 = the field's dtype
+                                        (as the per-window transforms leave it) */
+    const double *gain;            /**< per channel: out = in * gain + offset; NULL = 1 */
+    const double *offset;          /**< per channel; NULL = 0 */
+    const void *initial_state;     /**< H elements handed out on reset (copied); NULL = zeros */
+    const uint64_t *examples;      /**< the split: example indices in sampler order; NULL = all */
+    size_t n_examples;             /**< entries of `examples` */
+    uint32_t max_pending;          /**< batches that may be out unregistered; 0 or 1 = strict (the
+                                        next batch before registering is SS_ESTATE). More lets
+                                        other eligible sequences be served meanwhile. */
+    uint64_t epoch_windows;        /**< RANDOM mode: windows per epoch; 0 = as many as a
+                                        SEQUENTIAL epoch holds */
+    int threads;                   /**< OpenMP threads for collation; 0 = the OpenMP default */
+    const ss_pipeline *transforms; /**< NULL, or transforms applied to every window and
+                                        batch (see "Transforms" below); borrowed: it must
+                                        outlive the reader */
 } ss_window_options;
 
 #define SS_WINDOW_OPTIONS_VERSION 1
 #define SS_WINDOW_OPTIONS_INIT                                                                     \
     {                                                                                              \
         SS_WINDOW_OPTIONS_VERSION, 0, -1, 0, 0, 1, 0, (ss_dtype)0, SS_WINDOW_SEQUENTIAL, 0, 0, 0,  \
-            (ss_dtype)0, NULL, NULL, NULL, NULL, 0, 1, 0, 0                                        \
+            (ss_dtype)0, NULL, NULL, NULL, NULL, 0, 1, 0, 0, NULL                                  \
     }
+
+/* Transforms (ss_window_options.transforms, see transform.h).
+ *
+ * Per-window transforms (ss_transform.example) run on every window of a
+ * batch, in parallel over the lanes (ss_window_options.threads), before the
+ * collation. Each sees an ss_example with one field, the signal: its `length`
+ * rows (W, fewer for a padded tail window) copied from the store in the stored
+ * dtype into a preallocated per-lane buffer; ex->index is the sequence id (its
+ * example index), ex->epoch the reader's epoch. A transform may change the
+ * values and may declare a new dtype or trailing shape of the signal
+ * (ss_transform.field must name it; the shape must keep C elements per
+ * sample), but may not change `length` (windows are fixed): that fails the
+ * batch. The collation then converts the result to out_dtype and applies
+ * gain and offset. Masked rows are not transformed. Without per-window
+ * transforms the windows are read straight from the map (no copy).
+ *
+ * Per-batch transforms (ss_transform.batch) run once per batch (not on the
+ * end-of-epoch marker), after the collation, on an ss_loader_batch view of
+ * the ss_window_batch: position = the batch's number in the epoch (from 0),
+ * rows = size, indices = example (0 where masked), data.fields[0] = the
+ * signal ([size][W][dims] or [W][size][dims] of out_dtype, lengths = length
+ * (0 where masked), mask = step_mask as u8), and with label_field
+ * data.fields[1] = the label ([size][dims], or [size][W][dims] /
+ * [W][size][dims] with SS_WINDOW_LABEL_PER_STEP). They change values in place.
+ *
+ * Randomness. A per-window transform at pipeline position p receives stream
+ * SS_TRANSFORM_STREAM + p of the generator seeded with
+ *     hash(hash(seed, epoch, sequence id), window start, 0),
+ * a per-batch transform stream SS_BATCH_TRANSFORM_STREAM + p of the generator
+ * seeded with hash(seed, epoch, batch position), with the hash and generator
+ * of spec/SDK_SECTIONS.md (as the loader). So the augmentation of a window
+ * depends only on (seed, epoch, sequence, start, position): the same for any
+ * number of threads and after save/restore. (In RANDOM mode a window drawn
+ * twice in one epoch gets the same augmentation both times.)
+ *
+ * Errors. A transform that returns a negative value (or changes the length)
+ * fails ss_window_reader_next() with SS_ECALLBACK (or its code) and a message
+ * naming the epoch, batch, sequence id, window start, the transform and its
+ * ss_transform_error() message; the first failing row in row order is
+ * reported. */
 
 /** Per-sequence states. */
 typedef enum ss_seq_state {
@@ -292,7 +339,9 @@ typedef struct ss_window_reader ss_window_reader;
  *          sequences than lanes; the message names the parameter);
  *          SS_ERANGE (a field or example index out of range); SS_ESCHEMA
  *          (the signal is not a sequence field, the label not a fixed field
- *          or not an integer for SS_WINDOW_BALANCED); SS_ENOMEM. */
+ *          or not an integer for SS_WINDOW_BALANCED); SS_EINVAL (a transform declaring
+ *          a change of another field than the signal, or a shape that does
+ *          not keep C elements per sample); SS_ENOMEM. */
 SS_API int ss_window_reader_open(ss_window_reader **out, const ss_store *s,
                                  const ss_window_options *options);
 
@@ -306,11 +355,14 @@ SS_API int ss_window_reader_info(const ss_window_reader *r, ss_window_info *out)
  *
  *  At the end of an epoch the batch has size 0 (and needs no registration);
  *  the call after it starts the next epoch. No allocation happens here.
+ *  After a failed call (a read error, a failing transform) the reader keeps
+ *  returning that error until ss_window_reader_set_epoch() or a successful
+ *  ss_window_reader_restore().
  *  @param[out] out borrowed; see ss_window_batch for how long it is valid.
  *  @return 0; SS_ESTATE if a batch carrying state is still unregistered and
  *          max_pending batches are out ("register the final hidden states of
  *          batch N first"), or if nothing can be served until a pending batch
- *          is registered; an error of ss_get_range(). */
+ *          is registered; an error of ss_get_range(); a transform's error. */
 SS_API int ss_window_reader_next(ss_window_reader *r, const ss_window_batch **out);
 
 /** Register the final hidden states of a batch and unblock its sequences.
