@@ -180,6 +180,9 @@ typedef struct ss_writer_options {
  *  @param[in]  path    file to create.
  *  @param[in]  schema  fields of every example (copied).
  *  @param[in]  options NULL for defaults.
+ *  A process may not read and write the same file at once (LMDB's locks are
+ *  per process): a writer's file cannot be opened by ss_open() in the same
+ *  process and vice versa (SS_EBUSY). Other processes may read meanwhile.
  *  @return 0; SS_EEXIST if `path` exists and SS_WRITE_FORCE is not set;
  *          SS_EINVAL for a bad schema (the message names the field);
  *          SS_EIO on a file system error. */
@@ -196,7 +199,8 @@ SS_API int ss_writer_create(ss_writer **out, const char *path, const ss_schema *
  *  @param[in] schema if not NULL, must equal the store's schema, else SS_ESCHEMA.
  *  @return 0; SS_ENOTSTORE, SS_EVERSION, SS_ECORRUPT as for ss_open();
  *          SS_EINCOMPLETE if the store's creation never finished and
- *          SS_WRITE_RESUME is not set; SS_ESCHEMA; SS_EIO. */
+ *          SS_WRITE_RESUME is not set; SS_ESCHEMA; SS_EBUSY (the file is open
+ *          in this process, see ss_writer_create()); SS_EIO. */
 SS_API int ss_writer_open(ss_writer **out, const char *path, const ss_schema *schema,
                           const ss_writer_options *options);
 
@@ -256,15 +260,18 @@ enum {
  *  (O(chunks), not O(examples)) and touches no example data. It checks the
  *  magic, the format version and the metadata checksum. The store reads one
  *  consistent snapshot, taken at open, until ss_close().
- *  One open store may be read by many threads at once. Do not carry an open
- *  store across fork(); open it in the child.
+ *  One open store may be read by many threads at once. Opening the same file
+ *  several times in one process is fine: the opens share one LMDB environment
+ *  (LMDB allows one per file per process), each with its own snapshot. Do not
+ *  carry an open store across fork(); open it in the child.
  *  @param[out] out   the store; close it with ss_close().
  *  @param[in]  flags SS_OPEN_...
  *  @return 0; SS_ENOTFOUND (no such file); SS_ENOTSTORE ("not a seqstore
  *          store"); SS_EVERSION ("format version 3 is newer than this
  *          library's 1"); SS_ECORRUPT ("metadata checksum mismatch", or an
  *          inconsistent table); SS_EINCOMPLETE (the writer did not finish;
- *          the message says how many examples are committed); SS_EIO. */
+ *          the message says how many examples are committed); SS_EBUSY (this
+ *          process has the file open for writing); SS_EIO. */
 SS_API int ss_open(ss_store **out, const char *path, unsigned flags);
 
 /** Close the store; every view and pointer obtained from it becomes invalid.

@@ -1,0 +1,142 @@
+/* cmd_bench.c - `seqstore bench`: how fast this store reads on this machine. */
+#include "commands.h"
+
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static double ss_now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static uint64_t ss_next_random(uint64_t *state) {
+    uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+/* Random ss_get touching each example's first and last byte: ns per call. */
+static double ss_bench_random(const ss_store *s, uint32_t field, uint64_t queries, uint64_t *sum) {
+    uint64_t n = ss_count(s), state = 1;
+    double t0 = ss_now();
+    for (uint64_t q = 0; q < queries; q++) {
+        ss_view v;
+        if (ss_get(s, field, ss_next_random(&state) % n, &v)) return -1;
+        const unsigned char *d = v.data;
+        if (v.length) *sum += d[0] + d[v.length * v.row_bytes - 1];
+    }
+    return (ss_now() - t0) * 1e9 / (double)queries;
+}
+
+/* Every example copied into one buffer; the same bytes memcpy'd from memory. */
+static int ss_bench_scan(const ss_store *s, uint32_t field, double *scan_gbs, double *memcpy_gbs) {
+    uint64_t n = ss_count(s), bytes = ss_flat_size(s, field) * ss_field_row_bytes(s, field);
+    const uint64_t cap = 64ull << 20;
+    unsigned char *dst = malloc(cap), *src = malloc(cap);
+    if (!dst || !src) {
+        free(dst);
+        free(src);
+        return SS_ENOMEM;
+    }
+    memset(src, 1, cap);
+    double best_scan = 1e30, best_copy = 1e30;
+    for (int round = 0; round < 3; round++) {
+        double t0 = ss_now();
+        uint64_t at = 0;
+        for (uint64_t i = 0; i < n; i++) {
+            ss_view v;
+            if (ss_get(s, field, i, &v)) break;
+            uint64_t b = v.length * v.row_bytes;
+            if (b > cap) b = cap;
+            if (at + b > cap) at = 0;
+            memcpy(dst + at, v.data, b);
+            at += b;
+        }
+        double t1 = ss_now();
+        for (uint64_t done = 0; done < bytes; done += cap)
+            memcpy(dst, src, bytes - done < cap ? bytes - done : cap);
+        double t2 = ss_now();
+        if (round && t1 - t0 < best_scan) best_scan = t1 - t0; /* round 0 warms the map */
+        if (round && t2 - t1 < best_copy) best_copy = t2 - t1;
+    }
+    free(dst);
+    free(src);
+    *scan_gbs = (double)bytes / best_scan / 1e9;
+    *memcpy_gbs = (double)bytes / best_copy / 1e9;
+    return 0;
+}
+
+int ss_cmd_bench(int argc, char **argv) {
+    static const struct option longopts[] = {{"field", required_argument, 0, 'f'},
+                                             {"queries", required_argument, 0, 'q'},
+                                             {"json", no_argument, 0, 'j'},
+                                             {"help", no_argument, 0, 'h'},
+                                             {0, 0, 0, 0}};
+    const char *fname = NULL;
+    uint64_t queries = 1000000;
+    int json = 0, c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "f:q:h", longopts, NULL)) != -1) {
+        if (c == 'f')
+            fname = optarg;
+        else if (c == 'q')
+            queries = strtoull(optarg, NULL, 10);
+        else if (c == 'j')
+            json = 1;
+        else if (c == 'h') {
+            printf("usage: seqstore bench STORE [--field F] [--queries N] [--json]\n\n"
+                   "Measure this store on this machine: open time, random ss_get (touching\n"
+                   "each example's first and last byte) in ns per call, and a sequential\n"
+                   "scan (ss_get + memcpy of every example) against memcpy of the same\n"
+                   "bytes in the same run. The first pass warms the page cache.\n"
+                   "  --field F    the field to read (default: the first sequence field)\n"
+                   "  --queries N  random reads (default 1000000)\n");
+            return SS_EXIT_OK;
+        } else
+            return ss_cli_usage_error("bench", "unknown option");
+    }
+    if (optind != argc - 1 || queries == 0)
+        return ss_cli_usage_error("bench", "expected one STORE (and --queries > 0)");
+    const char *path = argv[optind];
+    double t0 = ss_now();
+    ss_store *s;
+    if (ss_cli_open(&s, "bench", path, 0)) return SS_EXIT_ERROR;
+    double open_ms = (ss_now() - t0) * 1e3;
+    int field = 0;
+    if (fname && (field = ss_field_index(s, fname)) < 0) {
+        ss_close(s);
+        return ss_cli_store_error("bench", "--field %s", fname);
+    }
+    if (ss_count(s) == 0) {
+        ss_close(s);
+        fprintf(stderr, "seqstore bench: %s holds no examples\n", path);
+        return SS_EXIT_ERROR;
+    }
+    double scan = 0, copy = 0;
+    uint64_t sum = 0;
+    int rc = ss_bench_scan(s, (uint32_t)field, &scan, &copy);
+    double ns = rc ? -1 : ss_bench_random(s, (uint32_t)field, queries, &sum);
+    ss_field info;
+    ss_field_info(s, (uint32_t)field, &info);
+    if (rc || ns < 0) {
+        ss_close(s);
+        return ss_cli_store_error("bench", "%s", path);
+    }
+    if (json)
+        printf("{\"store\": \"%s\", \"field\": \"%s\", \"open_ms\": %.3f, \"random_get_ns\": %.1f, "
+               "\"scan_gbps\": %.3f, \"memcpy_gbps\": %.3f, \"checksum\": %llu}\n",
+               path, info.name, open_ms, ns, scan, copy, (unsigned long long)sum);
+    else
+        printf("%s, field '%s', %llu examples\n"
+               "  open                 %8.3f ms (cold or warm, as the page cache is)\n"
+               "  random ss_get        %8.1f ns per example (%llu reads)\n"
+               "  sequential scan      %8.2f GB/s = %.2fx memcpy of the same bytes (%.2f GB/s)\n",
+               path, info.name, (unsigned long long)ss_count(s), open_ms, ns,
+               (unsigned long long)queries, scan, scan / copy, copy);
+    ss_close(s);
+    return SS_EXIT_OK;
+}
