@@ -395,6 +395,9 @@ uint64_t ss_writer_count(const ss_writer *w) {
 int ss_writer_set_attr(ss_writer *w, const char *name, uint32_t type, const void *data,
                        size_t size) {
     if (!w || !name) return ss__fail(SS_EINVAL, "ss_writer_set_attr: NULL argument");
+    if (w->broken || w->finished)
+        return ss__fail(SS_ESTATE, "%s: attribute '%s': writer is %s", w->path, name,
+                        w->finished ? "finished" : "broken");
     size_t n = strlen(name);
     if (n == 0 || n > SS_MAX_ATTR_NAME)
         return ss__fail(SS_EINVAL, "attribute name '%s' must have 1 to %d bytes", name,

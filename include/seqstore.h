@@ -12,12 +12,17 @@
  *    names a code; ss_error_message() gives the calling thread's last message
  *    with its context (path, field, example index). The library never prints,
  *    never exits and never aborts on bad input.
- *  - Out-parameters come first. On failure *out is set to NULL and there is
- *    nothing to free. Objects returned through `**out` belong to the caller
- *    and are released with the matching _free/_close, which accept NULL.
+ *  - Out-parameters come first (a few early functions such as ss_get() take
+ *    their single output last; their documentation says which). On failure
+ *    *out is set to NULL and there is nothing to free. Objects returned through `**out` belong to
+ * the caller and are released with the matching _free/_close, which accept NULL.
  *  - Pointers returned as values or inside an ss_view are borrowed from the
  *    store: they point into the read-only memory map, must not be written
  *    through, and stay valid until ss_close() of that store.
+ *  - Pointers must not be NULL unless documented as "may be NULL". Most
+ *    functions that return int report a NULL one as SS_EINVAL ("ss_get: NULL
+ *    argument"); getters that return a count or size return 0 for a NULL
+ *    object. Do not rely on either: it is a programming error.
  *  - Options are structs with a `version` field and an ..._OPTIONS_INIT
  *    initializer, so that new options never break existing callers.
  *  - Integers on disk are little-endian; see spec/FORMAT.md.
@@ -132,8 +137,8 @@ SS_API int ss_dtype_parse(ss_dtype *out, const char *name);
  *  example (a label, a fixed-size vector). `ndim` = 0 means a row is one
  *  scalar. */
 typedef struct ss_field {
-    const char *name; /**< 1..SS_MAX_NAME bytes, unique in the schema */
-    ss_dtype dtype;
+    const char *name;           /**< 1..SS_MAX_NAME bytes, unique in the schema */
+    ss_dtype dtype;             /**< element type (SS_U8 ...) */
     int sequence;               /**< 1: per-example length along time; 0: one row */
     uint32_t ndim;              /**< number of trailing dimensions, 0..SS_MAX_DIMS */
     uint64_t dims[SS_MAX_DIMS]; /**< trailing shape; dims[k] >= 1 for k < ndim */
@@ -141,8 +146,8 @@ typedef struct ss_field {
 
 /** The fields of a store, in order. */
 typedef struct ss_schema {
-    uint32_t nfields;
-    const ss_field *fields;
+    uint32_t nfields;       /**< 1..SS_MAX_FIELDS */
+    const ss_field *fields; /**< `nfields` fields; example values follow this order */
 } ss_schema;
 
 /* ----------------------------------------------------------------- writer */
@@ -184,12 +189,17 @@ typedef struct ss_writer_options {
  *  per process): a writer's file cannot be opened by ss_open() in the same
  *  process and vice versa (SS_EBUSY). Other processes may read meanwhile.
  *  @return 0; SS_EEXIST if `path` exists and SS_WRITE_FORCE is not set;
- *          SS_EINVAL for a bad schema (the message names the field);
- *          SS_EIO on a file system error. */
+ *          SS_EINVAL for a bad schema (the message names the field), an
+ *          empty path, an unknown options version or a too large
+ *          chunk_pages; SS_EBUSY (see above); SS_ENOMEM; SS_EIO on a file
+ *          system error. */
 SS_API int ss_writer_create(ss_writer **out, const char *path, const ss_schema *schema,
                             const ss_writer_options *options);
 
 /** Reopen an existing store for writing.
+ *  @param[out] out     the writer; free it with ss_writer_free().
+ *  @param[in]  path    an existing store file.
+ *  @param[in]  options NULL for defaults; `flags` may hold SS_WRITE_RESUME.
  *
  *  Without SS_WRITE_RESUME: append to a finished store; readers that are
  *  already open keep seeing their snapshot, readers opened after
@@ -197,10 +207,12 @@ SS_API int ss_writer_create(ss_writer **out, const char *path, const ss_schema *
  *  an interrupted create or append after its last committed example
  *  (ss_writer_count() says how many are there).
  *  @param[in] schema if not NULL, must equal the store's schema, else SS_ESCHEMA.
- *  @return 0; SS_ENOTSTORE, SS_EVERSION, SS_ECORRUPT as for ss_open();
- *          SS_EINCOMPLETE if the store's creation never finished and
- *          SS_WRITE_RESUME is not set; SS_ESCHEMA; SS_EBUSY (the file is open
- *          in this process, see ss_writer_create()); SS_EIO. */
+ *  @return 0; SS_ENOTFOUND (no such file); SS_ENOTSTORE, SS_EVERSION,
+ *          SS_ECORRUPT as for ss_open(); SS_EINCOMPLETE if the store's
+ *          creation never finished and SS_WRITE_RESUME is not set;
+ *          SS_ESCHEMA; SS_EINVAL (empty path, unknown options version);
+ *          SS_EBUSY (the file is open in this process, see
+ *          ss_writer_create()); SS_ENOMEM; SS_EIO. */
 SS_API int ss_writer_open(ss_writer **out, const char *path, const ss_schema *schema,
                           const ss_writer_options *options);
 
@@ -212,29 +224,51 @@ typedef struct ss_value {
 } ss_value;
 
 /** Append one example: `values[k]` is field k's value (schema order).
- *  The bytes are copied; the caller may reuse its buffers at once.
- *  @return 0; SS_EINVAL (the message names the field); SS_ETOOBIG if one value
- *          exceeds the largest LMDB value (about 4 GiB); SS_EIO. After an
- *          error other than SS_EINVAL the writer is unusable: free it; what
- *          was committed stays. */
+ *  The bytes are copied; the caller may reuse its buffers at once. May commit
+ *  by itself (every commit_bytes), so it can also fail as ss_writer_commit().
+ *  @param[in] w      the writer.
+ *  @param[in] values one value per field of the schema, in schema order.
+ *  @return 0; SS_EINVAL (a fixed field with length != 1, data NULL with
+ *          length > 0; the message names the field); SS_ETOOBIG if one value
+ *          exceeds the largest LMDB value (about 4 GiB); SS_ESTATE (the
+ *          writer is finished or broken); SS_ENOMEM; SS_EIO. SS_EINVAL,
+ *          SS_ESTATE and an SS_ETOOBIG that names the field append nothing
+ *          and leave the writer usable; after any other error the writer is
+ *          broken (every later call is SS_ESTATE): free it; what was
+ *          committed stays. */
 SS_API int ss_writer_append(ss_writer *w, const ss_value *values);
 
-/** Set (or replace) an attribute. `type` is an ss_dtype for a typed array, or
- *  SS_ATTR_TEXT / SS_ATTR_BYTES. `size` is in bytes. Written at the next commit.
- *  @return 0; SS_EINVAL for an empty or too long name; SS_ETOOBIG. */
+/** Set (or replace) an attribute. Written at the next commit or finish.
+ *  An attribute set after ss_writer_finish() is never written (and no error
+ *  is returned).
+ *  @param[in] w    the writer.
+ *  @param[in] name 1..SS_MAX_ATTR_NAME bytes, NUL-terminated (copied).
+ *  @param[in] type an ss_dtype for a typed array, or SS_ATTR_TEXT /
+ *                  SS_ATTR_BYTES.
+ *  @param[in] data `size` bytes (copied at once); may be NULL if size is 0.
+ *  @param[in] size in bytes.
+ *  @return 0; SS_EINVAL (an empty or too long name, an unknown type, NULL
+ *          data with size > 0); SS_ETOOBIG (size beyond LMDB's value
+ *          limit); SS_ESTATE (the writer is finished or broken); SS_ENOMEM. */
 SS_API int ss_writer_set_attr(ss_writer *w, const char *name, uint32_t type, const void *data,
                               size_t size);
 
 /** Commit everything appended so far in one LMDB transaction. A writer killed
  *  later can be resumed from here (SS_WRITE_RESUME). The writer commits by
- *  itself every commit_bytes; call this to force a commit point. */
+ *  itself every commit_bytes; call this to force a commit point.
+ *  @return 0; SS_ESTATE (the writer is finished or broken); SS_ETOOBIG (a
+ *          value exceeds LMDB's limit); SS_ENOMEM; SS_EIO (or another code
+ *          mapped from LMDB). After an error the writer is broken: free it. */
 SS_API int ss_writer_commit(ss_writer *w);
 
-/** Number of examples in the store including those appended by this writer. */
+/** Number of examples in the store including those appended by this writer
+ *  (committed or not); 0 for NULL. */
 SS_API uint64_t ss_writer_count(const ss_writer *w);
 
 /** Commit the rest and mark the store complete (one durable transaction).
- *  After it, only ss_writer_free() may be called. */
+ *  After it, only ss_writer_free() is useful (other calls give SS_ESTATE).
+ *  @return 0, or as ss_writer_commit(); after an error the store keeps its
+ *          last committed state and the writer is broken: free it. */
 SS_API int ss_writer_finish(ss_writer *w);
 
 /** Close the writer. Without a successful ss_writer_finish() the examples
@@ -265,32 +299,39 @@ enum {
  *  (LMDB allows one per file per process), each with its own snapshot. Do not
  *  carry an open store across fork(); open it in the child.
  *  @param[out] out   the store; close it with ss_close().
- *  @param[in]  flags SS_OPEN_...
+ *  @param[in]  path  the store file (not a directory).
+ *  @param[in]  flags SS_OPEN_... (0 for defaults)
  *  @return 0; SS_ENOTFOUND (no such file); SS_ENOTSTORE ("not a seqstore
  *          store"); SS_EVERSION ("format version 3 is newer than this
  *          library's 1"); SS_ECORRUPT ("metadata checksum mismatch", or an
  *          inconsistent table); SS_EINCOMPLETE (the writer did not finish;
  *          the message says how many examples are committed); SS_EBUSY (this
- *          process has the file open for writing); SS_EIO. */
+ *          process has the file open for writing); SS_EINVAL (NULL out, empty
+ *          path); SS_ENOMEM; SS_EIO. A directory or an empty file is
+ *          SS_ENOTSTORE. */
 SS_API int ss_open(ss_store **out, const char *path, unsigned flags);
 
 /** Close the store; every view and pointer obtained from it becomes invalid.
  *  Accepts NULL. */
 SS_API void ss_close(ss_store *s);
 
-/** Number of examples. */
+/** Number of examples in the store's snapshot; 0 for NULL. */
 SS_API uint64_t ss_count(const ss_store *s);
-/** Number of fields. */
+/** Number of fields; 0 for NULL. */
 SS_API uint32_t ss_field_count(const ss_store *s);
-/** Index of the field called `name`, or SS_ENOTFOUND (message names it). */
+/** Index of the field called `name`.
+ *  @return the index (>= 0); SS_ENOTFOUND (the message names it); SS_EINVAL
+ *          (NULL argument). */
 SS_API int ss_field_index(const ss_store *s, const char *name);
-/** Description of field `field`; `out->name` is borrowed from the store.
- *  @return 0 or SS_ERANGE. */
+/** Description of field `field`; `out->name` is borrowed from the store,
+ *  valid until ss_close().
+ *  @param[out] out the description (the output comes last here).
+ *  @return 0; SS_ERANGE (no such field); SS_EINVAL (NULL argument). */
 SS_API int ss_field_info(const ss_store *s, uint32_t field, ss_field *out);
 /** Bytes of one row (one time step) of `field`: dtype size times the trailing
  *  shape; 0 for a bad field index. */
 SS_API uint64_t ss_field_row_bytes(const ss_store *s, uint32_t field);
-/** The store's schema; borrowed, valid until ss_close(). */
+/** The store's schema; borrowed, valid until ss_close(); NULL for NULL. */
 SS_API const ss_schema *ss_store_schema(const ss_store *s);
 
 /** A borrowed, read-only view of one example's field (or a sub-range of it). */
@@ -300,12 +341,15 @@ typedef struct ss_view {
                              Not NULL even when length is 0. */
     uint64_t length;    /**< rows (time steps); 1 for a fixed field */
     uint64_t row_bytes; /**< bytes per row */
-    ss_dtype dtype;
+    ss_dtype dtype;     /**< the field's element type */
 } ss_view;
 
 /** View of field `field` of example `index`: O(1), no allocation, no copy.
+ *  @param[out] out the view (the output comes last here); its data is
+ *                  borrowed from the map, valid until ss_close().
  *  @return 0; SS_ERANGE (bad field or index; the message names them);
- *          SS_ECORRUPT if the index points outside its chunk. */
+ *          SS_ECORRUPT if the index points outside its chunk; SS_EINVAL
+ *          (NULL argument). */
 SS_API int ss_get(const ss_store *s, uint32_t field, uint64_t index, ss_view *out);
 
 /** View of time steps [t0, t1) of example `index`, still zero-copy.
@@ -318,23 +362,32 @@ SS_API int ss_get_range(const ss_store *s, uint32_t field, uint64_t index, uint6
 SS_API uint64_t ss_length(const ss_store *s, uint32_t field, uint64_t index);
 
 /** Copy the lengths of examples [first, first + n) of `field` into `out`
- *  (touches only index pages). @return 0 or SS_ERANGE. */
+ *  (touches only index pages).
+ *  @param[out] out `n` lengths (the output comes last here); may be NULL if
+ *                  n is 0.
+ *  @return 0; SS_ERANGE (bad field, or the range passes the count);
+ *          SS_EINVAL (NULL argument). */
 SS_API int ss_lengths(const ss_store *s, uint32_t field, uint64_t first, uint64_t n, uint64_t *out);
 
 /* ------------------------------------------------------------- flat view */
 
 /** Total rows of `field` over all examples: the length of its flat stream
- *  (all examples concatenated in order). */
+ *  (all examples concatenated in order); 0 for a bad field. */
 SS_API uint64_t ss_flat_size(const ss_store *s, uint32_t field);
 
 /** Map position `pos` of the flat stream to (example, offset within it), in
  *  O(log n). Examples of length 0 are skipped: the example found holds `pos`.
- *  @return 0, or SS_ERANGE if pos >= ss_flat_size(). */
+ *  @param[out] example the example holding `pos`.
+ *  @param[out] offset  the row of `pos` within that example.
+ *  @return 0; SS_ERANGE if pos >= ss_flat_size() or the field is bad;
+ *          SS_EINVAL (NULL argument). */
 SS_API int ss_flat_locate(const ss_store *s, uint32_t field, uint64_t pos, uint64_t *example,
                           uint64_t *offset);
 
-/** Copy rows [p, q) of the flat stream of `field` into `buf`
- *  ((q - p) * row bytes). @return 0 or SS_ERANGE. */
+/** Copy rows [p, q) of the flat stream of `field` into `buf`.
+ *  @param[out] buf (q - p) * ss_field_row_bytes() bytes; may be NULL if p == q.
+ *  @return 0; SS_ERANGE (bad field, p > q or q > ss_flat_size());
+ *          SS_EINVAL (NULL argument); SS_ECORRUPT as ss_get(). */
 SS_API int ss_flat_read(const ss_store *s, uint32_t field, uint64_t p, uint64_t q, void *buf);
 
 /* ------------------------------------------------------------- attributes */
@@ -344,7 +397,8 @@ enum { SS_ATTR_BYTES = 0, SS_ATTR_TEXT = 100 };
 
 /** A borrowed attribute value. */
 typedef struct ss_attr {
-    const char *name; /**< NUL-terminated copy owned by the store */
+    const char *name; /**< NUL-terminated copy owned by the store; valid until
+                           ss_close() */
     uint32_t type;    /**< SS_ATTR_TEXT, SS_ATTR_BYTES or an ss_dtype */
     const void *data; /**< inside the map, 8-byte aligned; valid until ss_close().
                            Text is not NUL-terminated: use size. */
@@ -352,32 +406,39 @@ typedef struct ss_attr {
 } ss_attr;
 
 /** Look up attribute `name` (checksum verified).
- *  @return 0; SS_ENOTFOUND; SS_ECORRUPT (checksum mismatch). */
+ *  @param[out] out the attribute, borrowed from the store (the output comes
+ *                  last here).
+ *  @return 0; SS_ENOTFOUND; SS_ECORRUPT (checksum mismatch); SS_EINVAL
+ *          (NULL argument). */
 SS_API int ss_attr_get(const ss_store *s, const char *name, ss_attr *out);
 
-/** Number of attributes; they are sorted by name. */
+/** Number of attributes; they are sorted by name. 0 for NULL. */
 SS_API uint64_t ss_attr_count(const ss_store *s);
-/** Attribute number `k` in name order. @return 0, SS_ERANGE or SS_ECORRUPT. */
+/** Attribute number `k` in name order, as ss_attr_get().
+ *  @return 0; SS_ERANGE (k >= ss_attr_count()); SS_ECORRUPT; SS_EINVAL. */
 SS_API int ss_attr_at(const ss_store *s, uint64_t k, ss_attr *out);
 
 /* ------------------------------------------------------------ store info */
 
 /** Facts about an open store. */
 typedef struct ss_store_info {
-    uint32_t format_version;
-    int complete;         /**< 0 when opened with SS_OPEN_INCOMPLETE on an unfinished store */
-    uint64_t count;       /**< examples */
-    uint64_t file_bytes;  /**< size of the store file */
-    uint64_t chunk_bytes; /**< data chunk payload capacity */
-    uint64_t data_chunks; /**< chunks over all fields */
+    uint32_t format_version; /**< the format version of the file */
+    int complete;            /**< 0 when opened with SS_OPEN_INCOMPLETE on an unfinished store */
+    uint64_t count;          /**< examples */
+    uint64_t file_bytes;     /**< size of the store file */
+    uint64_t chunk_bytes;    /**< data chunk payload capacity */
+    uint64_t data_chunks;    /**< chunks over all fields */
 } ss_store_info;
 
-/** Fill `out` with facts about the store. @return 0. */
+/** Fill `out` with facts about the store.
+ *  @param[out] out the facts (the output comes last here).
+ *  @return 0, or SS_EINVAL (NULL argument). */
 SS_API int ss_store_get_info(const ss_store *s, ss_store_info *out);
 
 /* ---------------------------------------------------------------- verify */
 
-/** One problem found by ss_verify(). */
+/** One problem found by ss_verify(); valid only during the callback (`what`
+ *  is a static string). */
 typedef struct ss_verify_problem {
     const char *what;       /**< e.g. "data chunk checksum mismatch" */
     int field;              /**< field index, or -1 */
@@ -391,10 +452,12 @@ typedef int (*ss_verify_fn)(void *ctx, const ss_verify_problem *problem);
 
 /** Recompute every checksum (header, index segments, data chunks, attributes)
  *  and check the index for consistency.
- *  @param[in] report called per problem; may be NULL.
+ *  Reads every data page: O(file size).
+ *  @param[in] report called per problem, on the calling thread; may be NULL.
+ *  @param[in] ctx    passed to `report` unchanged.
  *  @param[out] problems number of problems found; may be NULL.
- *  @return 0 if the store is sound, SS_ECORRUPT if a problem was found (the
- *          message names the first), SS_EIO. */
+ *  @return 0 if the store is sound; SS_ECORRUPT if a problem was found (the
+ *          message names the first); SS_EINVAL (NULL store). */
 SS_API int ss_verify(const ss_store *s, ss_verify_fn report, void *ctx, uint64_t *problems);
 
 #ifdef __cplusplus

@@ -29,6 +29,8 @@ typedef enum ss_remainder {
                                     not a multiple of batch_size */
 } ss_remainder;
 
+/** Options of ss_batcher_create() and ss_bucket_batches(). Start from
+ *  SS_BATCH_OPTIONS_INIT and set batch_size or max_tokens. */
 typedef struct ss_batch_options {
     unsigned version;             /**< SS_BATCH_OPTIONS_VERSION */
     uint64_t batch_size;          /**< fixed-size mode: examples per batch (> 0) */
@@ -47,6 +49,9 @@ typedef struct ss_batch_options {
 #define SS_BATCH_OPTIONS_INIT                                                                      \
     { SS_BATCH_OPTIONS_VERSION, 0, SS_REMAINDER_INCLUDE, 0, 0, 0, 0 }
 
+/** A list of batches (see above). Reading (count, get) may be shared by
+ *  threads; ss_batcher_shuffle() must not run concurrently with anything else
+ *  on the same batcher. */
 typedef struct ss_batcher ss_batcher;
 
 /** Cut `order` (n store indices) into batches.
@@ -61,47 +66,73 @@ typedef struct ss_batcher ss_batcher;
  *  batch_size_multiple m > 1 the closed batch keeps only its first
  *  max(m * floor(n / m), n mod m) examples; the rest start the next batch.
  *  The last batch is always kept.
+ *  @param[out] out    the batcher, in creation order; free it with
+ *                     ss_batcher_free().
+ *  @param[in] order   n store indices (copied; not checked against a store);
+ *                     may be NULL if n is 0.
  *  @param[in] lengths n lengths, lengths[i] belongs to order[i]; may be NULL
- *                     in fixed-size mode. See ss_lengths_gather().
+ *                     in fixed-size mode. See ss_lengths_gather(). Read
+ *                     during the call only.
+ *  @param[in] n       entries of order (and lengths).
  *  @param[in] options required (batch_size or max_tokens must be set).
- *  @return 0; SS_EINVAL (batch_size 0 in fixed-size mode, a bad remainder,
- *          an indivisible order with SS_REMAINDER_DIVISIBLE, NULL lengths in
- *          token-budget mode, or an example longer than max_tokens without
- *          skip_too_long: the message names its index and length); SS_ENOMEM. */
+ *  @return 0; SS_EINVAL (NULL options, an unknown options version,
+ *          batch_size 0 in fixed-size mode, a bad remainder, an indivisible
+ *          order with SS_REMAINDER_DIVISIBLE, NULL order with n > 0, NULL
+ *          lengths in token-budget mode, or an example longer than
+ *          max_tokens without skip_too_long: the message names its index and
+ *          length); SS_ENOMEM. */
 SS_API int ss_batcher_create(ss_batcher **out, const uint64_t *order, const uint64_t *lengths,
                              uint64_t n, const ss_batch_options *options);
 
 /** Free a batcher. Accepts NULL. */
 SS_API void ss_batcher_free(ss_batcher *b);
 
-/** Number of batches. */
+/** Number of batches (0 for NULL). */
 SS_API uint64_t ss_batcher_count(const ss_batcher *b);
 
-/** Examples skipped because they were longer than max_tokens. */
+/** Examples skipped because they were longer than max_tokens (token-budget
+ *  mode with skip_too_long); 0 for NULL. */
 SS_API uint64_t ss_batcher_skipped(const ss_batcher *b);
 
-/** Batch number `k` in the current batch order: *indices points to *n store
- *  indices owned by the batcher, valid until ss_batcher_free().
- *  @return 0, or SS_ERANGE if k >= ss_batcher_count(). */
+/** Batch number `k` in the current batch order (see ss_batcher_shuffle()).
+ *  @param[out] indices points to *n store indices owned by the batcher;
+ *                      read-only, valid until ss_batcher_free() (a shuffle
+ *                      reorders batches, not their contents).
+ *  @param[out] n       examples in the batch.
+ *  @return 0; SS_ERANGE if k >= ss_batcher_count(); SS_EINVAL (NULL
+ *          argument). */
 SS_API int ss_batcher_get(const ss_batcher *b, uint64_t k, const uint64_t **indices, size_t *n);
 
-/** Set the batch order to a permutation that depends only on (seed, epoch)
- *  (the same on every machine); seed and epoch both 0 with `shuffle` 0
- *  restores creation order.
- *  @return 0. */
+/** Set the batch order: with `shuffle` != 0 a permutation of the creation
+ *  order that depends only on (seed, epoch) (the same on every machine);
+ *  with `shuffle` 0 the creation order (seed and epoch are ignored). Each
+ *  call starts from the creation order, so calls do not compound. No
+ *  allocation.
+ *  @return 0, or SS_EINVAL (NULL batcher). */
 SS_API int ss_batcher_shuffle(ss_batcher *b, int shuffle, uint64_t seed, uint64_t epoch);
 
 /** Lengths for token-budget batching: out[i] = the largest length of example
  *  indices[i] over `fields` (fairseq's max over source and target). Reads
  *  only the length index.
- *  @return 0, or SS_ERANGE (a bad field or index; the message names it). */
+ *  @param[out] out     n lengths.
+ *  @param[in]  fields  `nfields` >= 1 field indices (a fixed field counts 1).
+ *  @param[in]  indices n store indices.
+ *  @return 0; SS_ERANGE (a bad field or index; the message names it);
+ *          SS_EINVAL (NULL store, no fields, NULL out or indices with
+ *          n > 0). */
 SS_API int ss_lengths_gather(uint64_t *out, const ss_store *store, const uint32_t *fields,
                              size_t nfields, const uint64_t *indices, uint64_t n);
 
 /** Padding statistics of the batches: *real = sum of lengths of the batched
- *  examples, *padded = sum over batches of n * max length, both in `field`
- *  (or the max over `fields`). Padding waste is 1 - real / padded.
- *  @return 0 or SS_ERANGE. */
+ *  examples, *padded = sum over batches of n * max length, where an
+ *  example's length is its largest over `fields` (as ss_lengths_gather()).
+ *  Padding waste is 1 - real / padded. Reads only the length index.
+ *  @param[in]  store   the store the batcher's indices refer to.
+ *  @param[in]  fields  `nfields` >= 1 field indices.
+ *  @param[out] real    sum of lengths (the outputs come last here).
+ *  @param[out] padded  sum of padded sizes.
+ *  @return 0; SS_ERANGE (a bad field, or a batched index beyond the store);
+ *          SS_EINVAL (NULL argument, no fields). */
 SS_API int ss_batcher_padding(const ss_batcher *b, const ss_store *store, const uint32_t *fields,
                               size_t nfields, uint64_t *real, uint64_t *padded);
 
@@ -119,18 +150,28 @@ SS_API int ss_batcher_padding(const ss_batcher *b, const ss_store *store, const 
  *  [q * R, (q + 1) * R). */
 typedef struct ss_bucket ss_bucket;
 
-/** Build a bucket index in memory from the store's length index.
+/** Build a bucket index in memory from the store's length index. The index
+ *  owns its arrays and does not borrow the store.
+ *  @param[out] out       the index; free it with ss_bucket_free().
  *  @param[in] fields     `nkeys` (1..SS_BUCKET_MAX_KEYS) field indices, most
  *                        significant first.
  *  @param[in] resolution bucket width R >= 1 in length units.
- *  @return 0; SS_EINVAL (resolution 0, no or too many keys); SS_ERANGE (bad
- *          field; named); SS_ENOMEM. */
+ *  @return 0; SS_EINVAL (resolution 0, no or too many keys, NULL store or
+ *          fields); SS_ERANGE (bad field; named); SS_ENOMEM. */
 SS_API int ss_bucket_build(ss_bucket **out, const ss_store *store, const uint32_t *fields,
                            size_t nkeys, uint64_t resolution);
 
 /** Build a bucket index from length arrays (for converters, which know the
  *  lengths while writing): lengths[k][i] is key k of example i.
- *  `fields` are recorded in the index only. */
+ *  @param[out] out     the index (owns copies); free it with ss_bucket_free().
+ *  @param[in] lengths  `nkeys` arrays of `count` lengths, most significant
+ *                      key first; only read during the call.
+ *  @param[in] fields   `nkeys` field indices, recorded in the index only
+ *                      (not checked here; ss_bucket_open() checks them).
+ *  @param[in] count    examples.
+ *  @param[in] resolution bucket width R >= 1.
+ *  @return 0; SS_EINVAL (resolution 0, no or too many keys, NULL lengths);
+ *          SS_ENOMEM. */
 SS_API int ss_bucket_build_lengths(ss_bucket **out, const uint64_t *const *lengths,
                                    const uint32_t *fields, size_t nkeys, uint64_t count,
                                    uint64_t resolution);
@@ -138,36 +179,55 @@ SS_API int ss_bucket_build_lengths(ss_bucket **out, const uint64_t *const *lengt
 /** Open the stored bucket index `name` (attribute ss.bucket.<name>) of an
  *  open store, zero-copy: no sort and no copy of the permutation. The index
  *  borrows from `store`: free it before ss_close().
- *  @return 0; SS_ENOTFOUND; SS_ECORRUPT (bad layout); SS_ESTATE (the index
- *          covers fewer examples than the store has: rebuild it); SS_ENOMEM. */
+ *  @param[out] out  the index; free it with ss_bucket_free().
+ *  @param[in]  name the index name, as for ss_bucket_set().
+ *  @return 0; SS_ENOTFOUND; SS_EINVAL (a bad name, NULL store);
+ *          SS_EVERSION (a newer layout version); SS_ECORRUPT (checksum or
+ *          bad layout, a field that does not exist, more examples than the
+ *          store); SS_ESTATE (the index covers fewer examples than the store
+ *          has: rebuild it); SS_ENOMEM. */
 SS_API int ss_bucket_open(ss_bucket **out, const ss_store *store, const char *name);
 
 /** Free a bucket index. Accepts NULL. */
 SS_API void ss_bucket_free(ss_bucket *b);
 
-/** Stage the bucket index as attribute ss.bucket.<name> on a writer. */
+/** Stage the bucket index as attribute ss.bucket.<name> on a writer (written
+ *  at its next commit or finish; the index is copied and may be freed).
+ *  @param[in] name 1 or more bytes of printable ASCII 0x21..0x7e, at most
+ *                  SS_MAX_ATTR_NAME minus the prefix.
+ *  @return 0; SS_EINVAL (a bad name, NULL writer or index); SS_ENOMEM; as
+ *          ss_writer_set_attr(). */
 SS_API int ss_bucket_set(ss_writer *w, const char *name, const ss_bucket *b);
 
 /** Build the bucket index of the finished store at `path` and store it as
- *  ss.bucket.<name> (opens the store, builds, appends the attribute). */
+ *  ss.bucket.<name> (opens the store, builds, appends the attribute). The
+ *  store must not be open in this process nor have an active writer.
+ *  @return 0; SS_EINVAL and SS_ERANGE as ss_bucket_build() and
+ *          ss_bucket_set() (NULL path too); SS_EBUSY (the store changed
+ *          between build and write); as ss_open(), ss_writer_open() and
+ *          ss_writer_finish(). */
 SS_API int ss_bucket_save(const char *path, const char *name, const uint32_t *fields, size_t nkeys,
                           uint64_t resolution);
 
-/** Examples covered. */
+/** Examples covered (0 for NULL). */
 SS_API uint64_t ss_bucket_size(const ss_bucket *b);
-/** Number of buckets. */
+/** Number of buckets (0 for NULL). */
 SS_API uint64_t ss_bucket_count(const ss_bucket *b);
-/** The resolution R. */
+/** The resolution R (0 for NULL). */
 SS_API uint64_t ss_bucket_resolution(const ss_bucket *b);
-/** Number of keys; `fields` (may be NULL) receives their field indices. */
+/** Number of keys (0 for NULL); `fields` (may be NULL, else room for
+ *  SS_BUCKET_MAX_KEYS) receives their field indices. */
 SS_API size_t ss_bucket_keys(const ss_bucket *b, uint32_t *fields);
 
 /** The sorted permutation (ss_bucket_size() indices) and the bucket starts
  *  (ss_bucket_count() + 1 offsets into it): bucket q holds
  *  perm[starts[q] .. starts[q+1]). Borrowed (from the map for a stored
  *  index), little-endian on disk; valid until ss_bucket_free(). On a
- *  big-endian host they are a converted copy. */
+ *  big-endian host they are a converted copy. For a stored index the
+ *  entries are not range-checked: check perm[i] < ss_bucket_size(). NULL
+ *  for NULL. */
 SS_API const uint64_t *ss_bucket_permutation(const ss_bucket *b);
+/** The bucket starts; see ss_bucket_permutation(). */
 SS_API const uint64_t *ss_bucket_starts(const ss_bucket *b);
 
 /** A bucket-sorted order (torchnet's BucketSortedDataset): buckets in
@@ -176,8 +236,10 @@ SS_API const uint64_t *ss_bucket_starts(const ss_bucket *b);
  *  in `sel` (NULL: all) are written.
  *  @param[out] out  room for ss_selection_count(sel) (or ss_bucket_size())
  *                   indices.
- *  @param[out] n    indices written.
- *  @return 0; SS_EINVAL (`sel` made for another count); SS_ECORRUPT. */
+ *  @param[out] n    indices written (the outputs come last here).
+ *  @return 0; SS_EINVAL (`sel` made for another count, NULL b or n, NULL
+ *          out with a non-empty index); SS_ECORRUPT (an index entry beyond
+ *          the count). */
 SS_API int ss_bucket_order(const ss_bucket *b, const ss_selection *sel, int shuffle, uint64_t seed,
                            uint64_t epoch, uint64_t *out, uint64_t *n);
 
@@ -197,9 +259,10 @@ SS_API int ss_bucket_order(const ss_bucket *b, const ss_selection *sel, int shuf
  *  @param[in] window_blocks blocks per window; 0 = 4.
  *  @param[out] out  room for ss_selection_count(sel) (or ss_bucket_size())
  *                   indices.
- *  @param[out] n    indices written.
- *  @return 0; SS_EINVAL (`sel` made for another count); SS_ECORRUPT (a bad
- *          index entry); SS_ENOMEM. */
+ *  @param[out] n    indices written (the outputs come last here).
+ *  @return 0; SS_EINVAL (`sel` made for another count, NULL b or n, NULL
+ *          out with a non-empty index); SS_ECORRUPT (a bad index entry);
+ *          SS_ENOMEM (it allocates a temporary sampler). */
 SS_API int ss_bucket_block_order(const ss_bucket *b, const ss_selection *sel, uint64_t block_size,
                                  uint64_t window_blocks, uint64_t seed, uint64_t epoch,
                                  uint64_t *out, uint64_t *n);
@@ -211,7 +274,15 @@ SS_API int ss_bucket_block_order(const ss_bucket *b, const ss_selection *sel, ui
  *  batch of its bucket under SS_REMAINDER_INCLUDE), then the batch order is
  *  shuffled by (seed, epoch) when `shuffle` is set. Token budgets use the
  *  largest of the index's key lengths.
- *  @return as ss_batcher_create() and ss_bucket_order(). */
+ *  @param[out] out     the batcher; free it with ss_batcher_free().
+ *  @param[in]  store   the store the index belongs to; needed only in
+ *                      token-budget mode (else may be NULL); only read
+ *                      during the call.
+ *  @param[in]  sel     NULL: all examples.
+ *  @param[in]  options required, as for ss_batcher_create().
+ *  @return as ss_batcher_create() and ss_bucket_order(); SS_EINVAL also
+ *          for a store with fewer examples than the index, or a NULL store
+ *          in token-budget mode; SS_ERANGE (a key field beyond the store). */
 SS_API int ss_bucket_batches(ss_batcher **out, const ss_bucket *b, const ss_store *store,
                              const ss_selection *sel, const ss_batch_options *options, int shuffle,
                              uint64_t seed, uint64_t epoch);

@@ -47,15 +47,17 @@ typedef struct ss_piece {
     uint32_t index;   /**< piece number within its example (0, 1, ...) */
 } ss_piece;
 
+/** Options of ss_splitter_open(). Start from SS_SPLIT_OPTIONS_INIT. */
 typedef struct ss_split_options {
-    unsigned version;         /**< SS_SPLIT_OPTIONS_VERSION */
+    unsigned version;         /**< SS_SPLIT_OPTIONS_VERSION (not checked yet) */
     uint64_t max_len;         /**< longest piece, >= 1 */
     uint64_t min_len;         /**< pieces shorter than this are dropped (0 keeps even
                                    empty examples); must be <= max_len */
     const uint32_t *fields;   /**< the fields to split (sequence fields whose lengths agree
                                    per example); NULL = every sequence field */
-    uint32_t nfields;         /**< entries of `fields` */
-    const uint64_t *examples; /**< examples to read, in this order; NULL = all */
+    uint32_t nfields;         /**< entries of `fields`, 1..SS_MAX_FIELDS when fields is set */
+    const uint64_t *examples; /**< examples to read, in this order (read at open only);
+                                   NULL = all */
     size_t n_examples;        /**< entries of `examples` */
 } ss_split_options;
 
@@ -74,19 +76,21 @@ typedef struct ss_splitter ss_splitter;
  *  (the piece before a dropped last piece has no SS_PIECE_HAS_NEXT). E.g.
  *  max_len 3 over lengths 5, 3, 1, 7 gives pieces 3,2 | 3 | 1 | 3,3,1.
  *  Reads only the index (ss_length), no example data.
- *  @param[out] out the splitter; free it with ss_splitter_free().
- *  @param[in]  s   the store; borrowed until ss_splitter_free().
- *  @return 0; SS_EINVAL (max_len 0, min_len > max_len, a field that is not a
- *          sequence field, nfields 0 with fields set); SS_ERANGE (a field or
- *          example index out of range); SS_EINPUT (two chosen fields differ
- *          in length in one example; the message names both and the
- *          example); SS_ENOMEM. */
+ *  @param[out] out     the splitter; free it with ss_splitter_free().
+ *  @param[in]  s       the store; borrowed until ss_splitter_free().
+ *  @param[in]  options required (no NULL default); read at open only.
+ *  @return 0; SS_EINVAL (NULL store or options, max_len 0, min_len >
+ *          max_len, a field that is not a sequence field or is chosen
+ *          twice, nfields 0 or > SS_MAX_FIELDS with fields set, a store
+ *          without sequence fields); SS_ERANGE (a field or example index out
+ *          of range); SS_EINPUT (two chosen fields differ in length in one
+ *          example; the message names both and the example); SS_ENOMEM. */
 SS_API int ss_splitter_open(ss_splitter **out, const ss_store *s, const ss_split_options *options);
 
 /** Free the splitter. Accepts NULL. */
 SS_API void ss_splitter_free(ss_splitter *sp);
 
-/** Number of pieces. */
+/** Number of pieces (0 for NULL). */
 SS_API uint64_t ss_splitter_count(const ss_splitter *sp);
 
 /** All pieces, in example order (the pieces of one example are consecutive).
@@ -98,8 +102,12 @@ SS_API uint64_t ss_splitter_dropped_examples(const ss_splitter *sp);
 
 /** View of field `field` of a piece: time steps [t0, t1) for a chosen field,
  *  the whole value for any other field (a label travels unchanged with every
- *  piece). Zero-copy, as ss_get_range().
- *  @return 0; SS_ERANGE (bad field or piece). */
+ *  piece). Zero-copy, as ss_get_range(): out->data is borrowed from the
+ *  store's map, valid until ss_close().
+ *  @param[in]  piece a piece of this splitter (ss_splitter_pieces()).
+ *  @param[out] out   the view (the output comes last here).
+ *  @return 0; SS_ERANGE (bad field, NULL piece, or a piece outside its
+ *          example); SS_ECORRUPT as ss_get(). */
 SS_API int ss_splitter_view(const ss_splitter *sp, const ss_piece *piece, uint32_t field,
                             ss_view *out);
 
@@ -112,12 +120,13 @@ enum {
                                    lane each row is) */
 };
 
+/** Options of ss_lanes_open(). Start from SS_LANES_OPTIONS_INIT. */
 typedef struct ss_lanes_options {
-    unsigned version; /**< SS_LANES_OPTIONS_VERSION */
+    unsigned version; /**< SS_LANES_OPTIONS_VERSION (not checked yet) */
     uint32_t lanes;   /**< batch rows B, >= 1 */
     int shuffle;      /**< 0: examples in splitter order; 1: shuffled per epoch by seed */
-    uint64_t seed;
-    unsigned flags; /**< SS_LANES_... */
+    uint64_t seed;    /**< seed of the shuffle (with shuffle = 1) */
+    unsigned flags;   /**< SS_LANES_... */
 } ss_lanes_options;
 
 #define SS_LANES_OPTIONS_VERSION 1
@@ -145,20 +154,25 @@ typedef struct ss_lanes ss_lanes;
  *  means "start from the hidden state this lane ended with". When the order
  *  is used up, lanes with nothing left are masked until every lane is empty.
  *  Every piece is handed out exactly once per epoch.
- *  @param[in] sp borrowed until ss_lanes_free().
- *  @return 0; SS_EINVAL (0 lanes); SS_ENOMEM. */
+ *  Starts at epoch 0.
+ *  @param[out] out     the assembler; free it with ss_lanes_free().
+ *  @param[in]  sp      borrowed until ss_lanes_free().
+ *  @param[in]  options required (no NULL default); copied.
+ *  @return 0; SS_EINVAL (0 lanes, NULL splitter or options); SS_ENOMEM. */
 SS_API int ss_lanes_open(ss_lanes **out, const ss_splitter *sp, const ss_lanes_options *options);
 
 /** Free the assembler. Accepts NULL. */
 SS_API void ss_lanes_free(ss_lanes *la);
 
 /** The next batch. At the end of an epoch the batch has size 0; the call
- *  after it starts the next epoch.
- *  @param[out] out borrowed, valid until the next call.
- *  @return 0. */
+ *  after it starts the next epoch. No allocation.
+ *  @param[out] out borrowed from the assembler, valid until the next
+ *                  ss_lanes_next(), ss_lanes_set_epoch() or ss_lanes_free().
+ *  @return 0 (la must not be NULL). */
 SS_API int ss_lanes_next(ss_lanes *la, const ss_lane_batch **out);
 
-/** Restart at the beginning of epoch `epoch`. @return 0. */
+/** Restart at the beginning of epoch `epoch` (lanes emptied).
+ *  @return 0 (la must not be NULL). */
 SS_API int ss_lanes_set_epoch(ss_lanes *la, uint64_t epoch);
 
 /* ============================================================ window reader */
@@ -188,33 +202,34 @@ enum {
     SS_WINDOW_LABEL_PER_STEP = 1u << 5 /**< repeat the label at every time step */
 };
 
+/** Options of ss_window_reader_open(). Start from SS_WINDOW_OPTIONS_INIT. */
 typedef struct ss_window_options {
-    unsigned version;     /**< SS_WINDOW_OPTIONS_VERSION */
-    uint32_t field;       /**< the signal: a sequence field with rows of C elements */
-    int label_field;      /**< a fixed field holding one label per example, or -1 */
-    uint64_t window;      /**< W: input samples per window, >= 1 */
-    uint64_t overlap;     /**< O, 0 <= O < W; for a conv front end W - conv_output_length(W)
-                               (receptive field - 1) */
-    uint32_t lanes;       /**< B: batch lanes, >= 1 */
-    uint64_t state_size;  /**< H: hidden-state elements per sequence (0: no state) */
-    ss_dtype state_dtype; /**< element type of the state; 0 = bytes (H is in bytes) */
-    ss_window_mode mode;
-    uint64_t seed;
-    int shuffle;                   /**< sequential modes: 1 = sequence order shuffled per epoch */
-    unsigned flags;                /**< SS_WINDOW_... */
-    ss_dtype out_dtype;            /**< dtype of the collated batch; 0 = the field's dtype
-                                        (as the per-window transforms leave it) */
-    const double *gain;            /**< per channel: out = in * gain + offset; NULL = 1 */
-    const double *offset;          /**< per channel; NULL = 0 */
-    const void *initial_state;     /**< H elements handed out on reset (copied); NULL = zeros */
-    const uint64_t *examples;      /**< the split: example indices in sampler order; NULL = all */
-    size_t n_examples;             /**< entries of `examples` */
-    uint32_t max_pending;          /**< batches that may be out unregistered; 0 or 1 = strict (the
-                                        next batch before registering is SS_ESTATE). More lets
-                                        other eligible sequences be served meanwhile. */
-    uint64_t epoch_windows;        /**< RANDOM mode: windows per epoch; 0 = as many as a
-                                        SEQUENTIAL epoch holds */
-    int threads;                   /**< OpenMP threads for collation; 0 = the OpenMP default */
+    unsigned version;          /**< SS_WINDOW_OPTIONS_VERSION */
+    uint32_t field;            /**< the signal: a sequence field with rows of C elements */
+    int label_field;           /**< a fixed field holding one label per example, or -1 */
+    uint64_t window;           /**< W: input samples per window, >= 1 */
+    uint64_t overlap;          /**< O, 0 <= O < W; for a conv front end W - conv_output_length(W)
+                                    (receptive field - 1) */
+    uint32_t lanes;            /**< B: batch lanes, >= 1 */
+    uint64_t state_size;       /**< H: hidden-state elements per sequence (0: no state) */
+    ss_dtype state_dtype;      /**< element type of the state; 0 = bytes (H is in bytes) */
+    ss_window_mode mode;       /**< SS_WINDOW_... */
+    uint64_t seed;             /**< seed of every random choice */
+    int shuffle;               /**< sequential modes: 1 = sequence order shuffled per epoch */
+    unsigned flags;            /**< SS_WINDOW_... */
+    ss_dtype out_dtype;        /**< dtype of the collated batch; 0 = the field's dtype
+                                    (as the per-window transforms leave it) */
+    const double *gain;        /**< per channel: out = in * gain + offset; NULL = 1 */
+    const double *offset;      /**< per channel; NULL = 0 */
+    const void *initial_state; /**< H elements handed out on reset (copied); NULL = zeros */
+    const uint64_t *examples;  /**< the split: example indices in sampler order; NULL = all */
+    size_t n_examples;         /**< entries of `examples` */
+    uint32_t max_pending;      /**< batches that may be out unregistered; 0 or 1 = strict (the
+                                    next batch before registering is SS_ESTATE). More lets
+                                    other eligible sequences be served meanwhile. */
+    uint64_t epoch_windows;    /**< RANDOM mode: windows per epoch; 0 = as many as a
+                                    SEQUENTIAL epoch holds */
+    int threads;               /**< OpenMP threads for collation; 0 = the OpenMP default */
     const ss_pipeline *transforms; /**< NULL, or transforms applied to every window and
                                         batch (see "Transforms" below); borrowed: it must
                                         outlive the reader */
@@ -279,8 +294,8 @@ typedef enum ss_seq_state {
  *  state is carried, until the next ss_window_reader_next(). Row r of every
  *  per-lane array describes the same window. */
 typedef struct ss_window_batch {
-    uint64_t id; /**< batch number since open (for ss_window_reader_register) */
-    uint64_t epoch;
+    uint64_t id;              /**< batch number since open */
+    uint64_t epoch;           /**< epoch this batch belongs to */
     uint32_t size;            /**< rows: B (fewer with SS_WINDOW_SHRINK); 0 = end of the epoch */
     uint32_t active;          /**< rows holding a window */
     uint64_t window;          /**< W */
@@ -332,23 +347,29 @@ typedef struct ss_window_reader ss_window_reader;
  *  epoch's order (the split's order, or a shuffle by (seed, epoch)). In the
  *  sequential modes an epoch hands out every window of every eligible sequence
  *  exactly once, in an order that depends only on the seed and the epoch.
- *  @param[in] s borrowed until ss_window_reader_free().
- *  @return 0; SS_EINVAL (W = 0, O >= W, B = 0, a bad mode, a bad dtype, a
- *          balanced run whose B is not a multiple of the classes or whose
- *          classes have too few sequences, a RANDOM run with fewer eligible
- *          sequences than lanes; the message names the parameter);
+ *  @param[out] out     the reader; free it with ss_window_reader_free().
+ *  @param[in]  s       borrowed until ss_window_reader_free().
+ *  @param[in]  options required; copied at open (`gain`, `offset`,
+ *                      `initial_state`, `examples` too), except
+ *                      `transforms`, which is borrowed.
+ *  @return 0; SS_EINVAL (NULL store or options, an unknown options
+ *          version, W = 0, O >= W, B = 0, a bad mode, a bad dtype,
+ *          SS_WINDOW_BALANCED without label_field or with max_pending > 1,
+ *          a balanced run with no sequence, whose B is not a multiple of
+ *          the classes or whose classes have too few sequences, a RANDOM run
+ *          with fewer eligible sequences than lanes, a transform declaring a
+ *          change of another field than the signal, or a shape that does not
+ *          keep C elements per sample; the message names the parameter);
  *          SS_ERANGE (a field or example index out of range); SS_ESCHEMA
  *          (the signal is not a sequence field, the label not a fixed field
- *          or not an integer for SS_WINDOW_BALANCED); SS_EINVAL (a transform declaring
- *          a change of another field than the signal, or a shape that does
- *          not keep C elements per sample); SS_ENOMEM. */
+ *          or not a scalar integer for SS_WINDOW_BALANCED); SS_ENOMEM. */
 SS_API int ss_window_reader_open(ss_window_reader **out, const ss_store *s,
                                  const ss_window_options *options);
 
 /** Free the reader. Accepts NULL. */
 SS_API void ss_window_reader_free(ss_window_reader *r);
 
-/** Facts about the reader. @return 0. */
+/** Facts about the reader (r and out must not be NULL). @return 0. */
 SS_API int ss_window_reader_info(const ss_window_reader *r, ss_window_info *out);
 
 /** The next batch.
@@ -359,6 +380,7 @@ SS_API int ss_window_reader_info(const ss_window_reader *r, ss_window_info *out)
  *  returning that error until ss_window_reader_set_epoch() or a successful
  *  ss_window_reader_restore().
  *  @param[out] out borrowed; see ss_window_batch for how long it is valid.
+ *                  NULL on error.
  *  @return 0; SS_ESTATE if a batch carrying state is still unregistered and
  *          max_pending batches are out ("register the final hidden states of
  *          batch N first"), or if nothing can be served until a pending batch
@@ -370,18 +392,27 @@ SS_API int ss_window_reader_next(ss_window_reader *r, const ss_window_batch **ou
  *  `final_states` is [batch->size][H] in the batch's row order; rows that are
  *  masked are ignored. The state of a sequence that has a next window is
  *  stored and handed out with that window. May be NULL only when no state is
- *  carried (RANDOM mode, SS_WINDOW_FORGET_STATE or H = 0).
- *  @return 0; SS_EINVAL (not a pending batch of this reader, NULL states);
- *          SS_ESTATE (already registered). */
+ *  carried (RANDOM mode, SS_WINDOW_FORGET_STATE or H = 0). Registering
+ *  the end-of-epoch marker, or (without carried state) a batch already
+ *  released, does nothing and returns 0.
+ *  @param[in] batch        a batch returned by ss_window_reader_next() of
+ *                          this reader.
+ *  @param[in] final_states copied before the call returns.
+ *  @return 0; SS_EINVAL (not a batch of this reader, NULL states while state
+ *          is carried); SS_ESTATE (already registered, with carried
+ *          state). */
 SS_API int ss_window_reader_register(ss_window_reader *r, const ss_window_batch *batch,
                                      const void *final_states);
 
-/** State of sequence number `seq` (0 .. sequences-1 in the split's order). */
+/** State of sequence number `seq` (0 .. sequences-1 in the split's order);
+ *  SS_SEQ_DONE for a number out of range. */
 SS_API ss_seq_state ss_window_reader_seq_state(const ss_window_reader *r, uint64_t seq);
 
 /** Restart at the beginning of epoch `epoch` (every sequence NORMAL, lanes
- *  empty, hidden states kept but every sequence starts with a reset).
- *  @return 0; SS_ESTATE if a batch is pending. */
+ *  empty, hidden states kept but every sequence starts with a reset). Also
+ *  clears a failure of ss_window_reader_next().
+ *  @return 0; SS_ESTATE if a batch carrying state is pending (unregistered
+ *          batches without state are dropped). */
 SS_API int ss_window_reader_set_epoch(ss_window_reader *r, uint64_t epoch);
 
 /** Gather the targets of a batch aligned to the conv output: for every row,
@@ -390,8 +421,11 @@ SS_API int ss_window_reader_set_epoch(ss_window_reader *r, uint64_t epoch);
  *  ([size][W-O][row] or [W-O][size][row] with SS_WINDOW_TIME_MAJOR). A
  *  sequence field is sliced (it must be as long as the signal); a fixed
  *  field (a label) is repeated. Masked rows and padded steps are zeros.
+ *  @param[in]  batch the reader's current batch (before it is registered).
+ *  @param[out] out   room for the layout above (the output comes last here).
  *  @return 0; SS_ERANGE (bad field); SS_EINVAL (a bad dtype); SS_EINPUT (a
- *          sequence field shorter than the signal). */
+ *          sequence field shorter than the signal); an error of
+ *          ss_get_range(). */
 SS_API int ss_window_reader_targets(const ss_window_reader *r, const ss_window_batch *batch,
                                     uint32_t field, ss_dtype dtype, void *out);
 
@@ -400,22 +434,28 @@ enum {
     SS_WINDOW_SAVE_STATES = 1u << 0 /**< include every sequence's hidden state */
 };
 
-/** Bytes ss_window_reader_save() needs with these flags. */
+/** Bytes ss_window_reader_save() needs with these flags (SS_WINDOW_SAVE_...). */
 SS_API size_t ss_window_reader_save_size(const ss_window_reader *r, unsigned flags);
 
 /** Save the reader's position (epoch, every sequence's cursor and state, the
  *  lane assignment, the random streams) and optionally the hidden states into
  *  `buf` (little-endian, self-describing).
- *  @return 0; SS_ESTATE if a batch is pending (save between batches);
+ *  @param[out] buf  `size` bytes (the output comes after `r` here).
+ *  @param[in]  size bytes of buf.
+ *  @param[in]  flags SS_WINDOW_SAVE_...
+ *  @return 0; SS_ESTATE if a batch carrying state is pending, or any batch
+ *          is pending with max_pending > 1 (save between batches);
  *          SS_ETOOBIG if `size` is smaller than ss_window_reader_save_size(). */
 SS_API int ss_window_reader_save(const ss_window_reader *r, void *buf, size_t size, unsigned flags);
 
 /** Restore a position saved by ss_window_reader_save() into a reader opened
  *  with the same store, split and options. The next batch is the one the
  *  saved reader would have produced.
- *  @return 0; SS_EINPUT (not a saved window reader, truncated); SS_ESCHEMA
- *          (saved with other options or another split); SS_ESTATE (a batch
- *          of this reader is pending). On failure the reader is unchanged. */
+ *  @param[in] buf `size` bytes; only read during the call.
+ *  @return 0; SS_EINPUT (NULL buf, not a saved window reader, an unknown
+ *          save version, truncated); SS_ESCHEMA (saved with other options or
+ *          another split); SS_ESTATE (a batch of this reader carrying state
+ *          is pending). On failure the reader is unchanged. */
 SS_API int ss_window_reader_restore(ss_window_reader *r, const void *buf, size_t size);
 
 #ifdef __cplusplus

@@ -119,13 +119,25 @@ typedef struct ss_collate_field {
     const char *offset_attr;  /**< instead of offset: likewise */
     int sort_by_length;       /**< packed layout: order rows by descending length (ties in
                                    row order) and return the permutation */
+    /* Rows given in memory (ss_collator_collate_rows()) may differ from the
+     * stored field in dtype and trailing shape, e.g. after a transform that
+     * declared such a change. Declare it here; scale/offset (and their
+     * attributes) then hold the declared shape's row elements. A field
+     * declared different from the store cannot be collated from spans. */
+    ss_dtype in_dtype;             /**< dtype of the rows in memory; 0 = the stored dtype */
+    int in_reshape;                /**< 1: their trailing shape is in_ndim/in_dims;
+                                        0: the stored shape */
+    uint32_t in_ndim;              /**< with in_reshape: 0..SS_MAX_DIMS */
+    uint64_t in_dims[SS_MAX_DIMS]; /**< with in_reshape: each >= 1 */
 } ss_collate_field;
 
 #define SS_COLLATE_FIELD_VERSION 1
 #define SS_COLLATE_FIELD_INIT                                                                      \
     {                                                                                              \
         SS_COLLATE_FIELD_VERSION, NULL, (ss_dtype)0, SS_LAYOUT_BATCH_MAJOR, 0.0, 0, 0, 0, 0, 0,    \
-            SS_MASK_NONE, NULL, NULL, NULL, NULL, 0                                                \
+            SS_MASK_NONE, NULL, NULL, NULL, NULL, 0, (ss_dtype)0, 0, 0, {                          \
+            0                                                                                      \
+        }                                                                                          \
     }
 
 /** Collator options. */
@@ -213,10 +225,9 @@ typedef struct ss_collator ss_collator;
  *                      of the store with defaults.
  *  @param[in]  options NULL for defaults.
  *  @return 0; SS_ENOTFOUND (unknown field or scale/offset attribute, message
- *          names it); SS_EINVAL (bad dtype, fixed_length 0, mask or
- *          pad_to_multiple with the packed layout, sort_by_length without it,
- *          an attribute of the wrong type or size, a bad version);
- *          SS_ENOMEM. */
+ *          names it); SS_EINVAL (bad dtype or in_dtype, in_ndim > SS_MAX_DIMS or an in_dims entry
+ * 0, fixed_length 0, mask or pad_to_multiple with the packed layout, sort_by_length without it, an
+ * attribute of the wrong type or size, a bad version); SS_ENOMEM. */
 SS_API int ss_collator_create(ss_collator **out, const ss_store *s, const ss_collate_field *fields,
                               uint32_t nfields, const ss_collator_options *options);
 
@@ -225,7 +236,9 @@ SS_API void ss_collator_free(ss_collator *c);
 
 /** Sizes of the arrays collating `rows` would produce, per field.
  *  @param[out] out one entry per collator field.
- *  @return 0; SS_ERANGE (bad example or span, message names it). */
+ *  @return 0; SS_ERANGE (bad example or span, message names it); SS_EINVAL (a
+ *          field declared with an in-memory dtype or shape other than the
+ *          store's, see ss_collate_field.in_dtype). */
 SS_API int ss_collator_sizes(const ss_collator *c, const ss_span *rows, size_t n_rows,
                              ss_collate_sizes *out);
 
@@ -233,7 +246,8 @@ SS_API int ss_collator_sizes(const ss_collator *c, const ss_span *rows, size_t n
  *  @param[out] out the batch; its pointers are valid until the next
  *                  collation with `c` or ss_collator_free(c).
  *  @param[in]  rows n_rows >= 1 spans.
- *  @return 0; SS_EINVAL (n_rows 0); SS_ERANGE (bad example or span);
+ *  @return 0; SS_EINVAL (n_rows 0, or a field declared with an in-memory
+ *          dtype or shape other than the store's); SS_ERANGE (bad example or span);
  *          SS_ECORRUPT; SS_ENOMEM (growing a buffer failed). */
 SS_API int ss_collator_collate(ss_collator *c, const ss_span *rows, size_t n_rows,
                                ss_collated_batch *out);
@@ -244,6 +258,31 @@ SS_API int ss_collator_collate(ss_collator *c, const ss_span *rows, size_t n_row
  *  @return as ss_collator_collate(), plus SS_EINVAL when a buffer is too small
  *          (the message names the field and the bytes needed). */
 SS_API int ss_collator_collate_into(ss_collator *c, const ss_span *rows, size_t n_rows,
+                                    const ss_collate_buffers *buffers, ss_collated_batch *out);
+
+/** One field of one row given in memory (see ss_collator_collate_rows()). */
+typedef struct ss_collate_input {
+    const void *data; /**< `length` dense steps of dtype and dims; may be NULL when
+                           length is 0 */
+    uint64_t length;  /**< time steps; 1 for a fixed (non-sequence) field */
+    ss_dtype dtype;   /**< must be the field's input dtype (in_dtype or the stored one) */
+    uint32_t ndim;    /**< must be the field's input trailing shape */
+    uint64_t dims[SS_MAX_DIMS];
+} ss_collate_input;
+
+/** Collate rows given in memory (rows transformed by the caller, say) with the
+ *  same semantics as spans of the store: truncation, padding, packing, masks,
+ *  dtype conversion and scale/offset. Nothing of the store is read.
+ *  @param[in] rows    n_rows * nfields entries: rows[r * nfields + k] is field k
+ *                     (in the collator's field order) of row r. Borrowed for the
+ *                     call only.
+ *  @param[in] buffers one entry per collator field, or NULL (= collator's own).
+ *  @param[out] out    as ss_collator_collate_into().
+ *  @return 0; SS_EINVAL (n_rows 0, a NULL argument, an entry whose dtype or
+ *          shape is not the field's input, a fixed field of length other than
+ *          1, NULL data with length > 0, a buffer too small; the message names
+ *          the field and row); SS_ENOMEM. */
+SS_API int ss_collator_collate_rows(ss_collator *c, const ss_collate_input *rows, size_t n_rows,
                                     const ss_collate_buffers *buffers, ss_collated_batch *out);
 
 #ifdef __cplusplus

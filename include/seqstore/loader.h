@@ -25,7 +25,9 @@
  *
  * Zero-copy. Without per-example transforms the collator reads straight from
  * the memory map. With them each example is first copied into a per-slot
- * arena (preallocated, grown only when a bigger batch arrives).
+ * arena (preallocated, grown only when a bigger batch arrives) and the same
+ * collator collates the transformed rows (ss_collator_collate_rows()), with
+ * the dtype and shape the transforms declare.
  *
  * Allocation. Computing an epoch's batch list may allocate (token-budget and
  * bucket modes); handing out batches does not in steady state.
@@ -55,7 +57,9 @@ typedef struct ss_loader_options {
     const char *bucket;             /**< name of a stored bucket index (ss.bucket.NAME)
                                          for bucket batching, or NULL */
     const ss_collate_field *fields; /**< output fields (copied); NULL = every field of
-                                         the store with defaults */
+                                         the store with defaults. Their in_dtype,
+                                         in_reshape, in_ndim, in_dims are set by the
+                                         loader (from the transforms' declarations) */
     uint32_t nfields;
     ss_collator_options collator;  /**< threads: OpenMP threads per collation; 0 = 1 */
     uint32_t prefetch;             /**< batches prepared ahead N; 0 = 2 */

@@ -101,6 +101,7 @@ extern "C" {
 typedef struct ss_selection ss_selection;
 typedef struct ss_bucket ss_bucket;
 
+/** The global order of a sampler (see above). */
 typedef enum ss_sampler_kind {
     SS_SAMPLE_SEQUENTIAL = 0,
     SS_SAMPLE_SHUFFLE = 1,
@@ -109,10 +110,11 @@ typedef enum ss_sampler_kind {
     SS_SAMPLE_BLOCK_SHUFFLE = 4
 } ss_sampler_kind;
 
+/** Options of ss_sampler_create(). Start from SS_SAMPLER_OPTIONS_INIT. */
 typedef struct ss_sampler_options {
-    unsigned version;     /**< SS_SAMPLER_OPTIONS_VERSION */
-    ss_sampler_kind kind; /**< SS_SAMPLE_... */
-    uint64_t seed;
+    unsigned version;       /**< SS_SAMPLER_OPTIONS_VERSION (1 is also accepted) */
+    ss_sampler_kind kind;   /**< SS_SAMPLE_... */
+    uint64_t seed;          /**< seed of every random choice; same seed, same order */
     uint32_t world_size;    /**< ranks R; 0 means 1 */
     uint32_t rank;          /**< this rank, < world_size */
     uint32_t num_workers;   /**< workers per rank W; 0 means 1 */
@@ -152,6 +154,8 @@ typedef struct ss_sampler_options {
             0, NULL, NULL                                                                          \
     }
 
+/** A sampler: mutable (it keeps its position), so one thread at a time;
+ *  give each worker its own sampler (same options, its own `worker`). */
 typedef struct ss_sampler ss_sampler;
 
 /** Create a sampler over `sel`, positioned at the start of epoch 0.
@@ -161,12 +165,16 @@ typedef struct ss_sampler ss_sampler;
  *  ss_sampler_next() never allocates.
  *  @param[out] out     the sampler; free it with ss_sampler_free().
  *  @param[in]  sel     the selection (copied: it may be freed afterwards).
- *  @param[in]  options NULL for sequential, one rank, one worker.
- *  @return 0; SS_EINVAL (rank >= world_size, worker >= num_workers, an
- *          unknown kind, WEIGHTED without weights or with a negative,
- *          non-finite or all-zero weight, an unknown options version,
- *          block_bytes without store, a store or bucket index whose example
- *          count differs from the selection's total; the message names the
+ *  @param[in]  options NULL for sequential, one rank, one worker. Read
+ *                      during the call only (weights are copied; store and
+ *                      bucket are not kept).
+ *  @return 0; SS_EINVAL (NULL sel, rank >= world_size, worker >=
+ *          num_workers, an unknown kind, WEIGHTED without weights or with a
+ *          negative, non-finite or all-zero weight, REPLACEMENT or WEIGHTED
+ *          with num_samples > 0 on an empty selection, world_size *
+ *          batch_size overflowing, an unknown options version, block_bytes
+ *          without store, a store or bucket index whose example count
+ *          differs from the selection's total; the message names the
  *          parameter); SS_ECORRUPT (a bad bucket index entry); SS_ENOMEM. */
 SS_API int ss_sampler_create(ss_sampler **out, const ss_selection *sel,
                              const ss_sampler_options *options);
@@ -174,18 +182,20 @@ SS_API int ss_sampler_create(ss_sampler **out, const ss_selection *sel,
 /** Free a sampler. Accepts NULL. */
 SS_API void ss_sampler_free(ss_sampler *s);
 
-/** Start epoch `epoch` from its beginning (recomputes the permutation).
- *  @return 0. */
+/** Start epoch `epoch` from its beginning (recomputes the permutation; no
+ *  allocation). Epochs need not be consecutive.
+ *  @return 0, or SS_EINVAL (NULL sampler). */
 SS_API int ss_sampler_set_epoch(ss_sampler *s, uint64_t epoch);
 
-/** The current epoch. */
+/** The current epoch (0 for NULL). */
 SS_API uint64_t ss_sampler_epoch(const ss_sampler *s);
 
 /** Examples this rank and worker receive per epoch (a multiple of
  *  batch_size). */
 SS_API uint64_t ss_sampler_epoch_length(const ss_sampler *s);
 
-/** Examples this rank and worker already received in the current epoch. */
+/** Examples this rank and worker already received in the current epoch,
+ *  0 .. ss_sampler_epoch_length(). */
 SS_API uint64_t ss_sampler_position(const ss_sampler *s);
 
 /** Global steps per epoch S (the same for every rank). */
@@ -197,9 +207,12 @@ SS_API uint64_t ss_sampler_steps_per_epoch(const ss_sampler *s);
  *  end of a (finite) epoch it returns 0 with *n = 0 until
  *  ss_sampler_set_epoch() starts another one. An infinite sampler moves on
  *  to the next epoch by itself (a call may then return indices of two
- *  epochs). Never allocates.
- *  @param[out] out_indices `max` slots.  @param[out] n indices written.
- *  @return 0. */
+ *  epochs); if its epoch length is 0 it returns *n = 0. Never allocates.
+ *  @param[out] out_indices `max` slots; may be NULL if max is 0.
+ *  @param[in]  max         capacity of out_indices.
+ *  @param[out] n           indices written (set to 0 on error).
+ *  @return 0, or SS_EINVAL (NULL sampler or n, NULL out_indices with
+ *          max > 0). */
 SS_API int ss_sampler_next(ss_sampler *s, uint64_t *out_indices, size_t max, size_t *n);
 
 /** Bytes of a saved sampler state. */
@@ -207,24 +220,33 @@ SS_API int ss_sampler_next(ss_sampler *s, uint64_t *out_indices, size_t max, siz
 
 /** Save the sampler's position: (seed, epoch, position) and a fingerprint
  *  of its options and selection, as SS_SAMPLER_STATE_SIZE little-endian
- *  bytes (see spec/FORMAT.md).
- *  @param[out] buf `cap` bytes.  @param[out] len bytes written (may be NULL).
- *  @return 0, or SS_ETOOBIG if cap < SS_SAMPLER_STATE_SIZE. */
+ *  bytes (see spec/FORMAT.md). Save between ss_sampler_next() calls.
+ *  @param[out] buf `cap` bytes (the output comes after `s` here).
+ *  @param[in]  cap bytes of buf.
+ *  @param[out] len bytes written (may be NULL; 0 on error).
+ *  @return 0; SS_ETOOBIG if cap < SS_SAMPLER_STATE_SIZE; SS_EINVAL (NULL
+ *          sampler or buf). */
 SS_API int ss_sampler_state_save(const ss_sampler *s, void *buf, size_t cap, size_t *len);
 
 /** Restore a state saved by ss_sampler_state_save() on a sampler created
  *  with the same selection and options (seed included); the next
  *  ss_sampler_next() continues exactly where the saved sampler stopped.
- *  @return 0; SS_EINVAL (wrong size or magic, or a state of a sampler with
- *          different options; the sampler is unchanged). */
+ *  @param[in] buf `len` bytes; only read during the call.
+ *  @return 0; SS_EINVAL (wrong size, magic or version, another seed, a state
+ *          of a sampler with different options or selection, a position
+ *          beyond the epoch, NULL argument; the sampler is unchanged). */
 SS_API int ss_sampler_state_load(ss_sampler *s, const void *buf, size_t len);
 
 /** Weights from lengths for SS_SAMPLE_WEIGHTED: out[i] = pow(L_i, power),
  *  where L_i is the length in `field` of the i-th selected example (0^0 is 1).
- *  Reads only the length index.
- *  @param[out] out ss_selection_count(sel) weights.
+ *  Reads only the length index. Pass the result as options.weights.
+ *  @param[out] out   ss_selection_count(sel) weights.
+ *  @param[in]  store the store `sel` was made for.
+ *  @param[in]  sel   the selection the sampler will use.
+ *  @param[in]  field the field whose lengths count (a fixed field gives 1).
+ *  @param[in]  power exponent (1: proportional to length, 0: uniform).
  *  @return 0; SS_ERANGE (bad field); SS_EINVAL (`sel` made for another
- *          count). */
+ *          count, NULL argument). */
 SS_API int ss_weights_from_length(double *out, const ss_store *store, const ss_selection *sel,
                                   uint32_t field, double power);
 

@@ -19,10 +19,14 @@ extern "C" {
 
 /** One half-open range of example indices [start, end). */
 typedef struct ss_range {
-    uint64_t start;
-    uint64_t end;
+    uint64_t start; /**< first index */
+    uint64_t end;   /**< one past the last index; start <= end */
 } ss_range;
 
+/** An immutable selection (see above); create it with ss_selection_all(),
+ *  _create(), _parse(), _kfold(), _filter_length() or ss_split_load(), free it
+ *  with ss_selection_free(). May be shared by threads (every function here
+ *  only reads it). */
 typedef struct ss_selection ss_selection;
 
 /** Prefix of the attribute that holds a named split. */
@@ -37,11 +41,12 @@ SS_API int ss_selection_all(ss_selection **out, uint64_t total);
  *
  *  Ranges may come in any order; they are sorted. Empty ranges (start ==
  *  end) are ignored and adjacent ranges are merged.
+ *  @param[out] out    the selection; free it with ss_selection_free().
  *  @param[in] ranges  `nranges` ranges (copied).
  *  @param[in] total   examples in the store; every range must lie in [0, total).
- *  @return 0; SS_EINVAL if a range has start > end or two ranges overlap (the
- *          message names them); SS_ERANGE if a range ends beyond `total`;
- *          SS_ENOMEM. */
+ *  @return 0; SS_EINVAL if a range has start > end, two ranges overlap (the
+ *          message names them) or `ranges` is NULL with nranges > 0;
+ *          SS_ERANGE if a range ends beyond `total`; SS_ENOMEM. */
 SS_API int ss_selection_create(ss_selection **out, const ss_range *ranges, size_t nranges,
                                uint64_t total);
 
@@ -52,40 +57,53 @@ SS_API int ss_selection_create(ss_selection **out, const ss_range *ranges, size_
  *  counts from `total` (-100 is total - 100); an omitted start is 0 and an
  *  omitted end is `total`. Spaces around numbers are allowed. The ranges
  *  must not overlap and must lie inside [0, total) after resolution.
- *  "all" or ":" selects everything; "" selects nothing.
- *  @return 0; SS_EINVAL for a syntax error, an inverted range or overlapping
- *          ranges; SS_ERANGE for a bound outside [-total, total] (the message
+ *  "all" or ":" selects everything; "" (or only spaces) selects nothing.
+ *  @param[out] out   the selection; free it with ss_selection_free().
+ *  @param[in]  text  NUL-terminated; not kept.
+ *  @param[in]  total examples in the store.
+ *  @return 0; SS_EINVAL for a syntax error, an inverted range, overlapping
+ *          ranges or NULL text; SS_ERANGE for a bound outside [-total,
+ *          total] or a single index outside [-total, total) (the message
  *          quotes the offending range); SS_ENOMEM. */
 SS_API int ss_selection_parse(ss_selection **out, const char *text, uint64_t total);
 
 /** Free a selection. Accepts NULL. */
 SS_API void ss_selection_free(ss_selection *sel);
 
-/** Number of selected examples. */
+/** Number of selected examples; 0 for NULL. */
 SS_API uint64_t ss_selection_count(const ss_selection *sel);
 
-/** The `total` the selection was made against (examples in the store). */
+/** The `total` the selection was made against (examples in the store); 0
+ *  for NULL. */
 SS_API uint64_t ss_selection_total(const ss_selection *sel);
 
 /** Number of (sorted, disjoint, non-adjacent, non-empty) ranges. */
 SS_API size_t ss_selection_range_count(const ss_selection *sel);
 
-/** The ranges, sorted; borrowed from `sel`, valid until ss_selection_free().
- *  Never NULL for a valid selection, even an empty one. */
+/** The ss_selection_range_count() ranges, sorted; borrowed from `sel`,
+ *  valid until ss_selection_free(). Never NULL for a valid selection, even an
+ *  empty one; NULL for NULL. */
 SS_API const ss_range *ss_selection_ranges(const ss_selection *sel);
 
 /** The store index of the i-th selected example, in O(log ranges).
- *  @param[out] out the index.  @return 0, or SS_ERANGE if i >= count. */
+ *  @param[in]  i   position in the selection, < ss_selection_count().
+ *  @param[out] out the index (the output comes last here).
+ *  @return 0; SS_ERANGE if i >= count; SS_EINVAL (NULL argument). */
 SS_API int ss_selection_index(const ss_selection *sel, uint64_t i, uint64_t *out);
 
-/** Whether store index `index` is selected (O(log ranges)): 1 or 0. */
+/** Whether store index `index` is selected (O(log ranges)): 1 or 0 (also 0
+ *  for NULL). */
 SS_API int ss_selection_contains(const ss_selection *sel, uint64_t index);
 
 /** Write the selection as text that ss_selection_parse() reads back
  *  ("0:800,900:1000"; "" when empty), NUL-terminated.
- *  @param[out] buf  `cap` bytes; may be NULL when cap is 0.
- *  @param[out] len  bytes needed without the NUL (may be NULL).
- *  @return 0; SS_ETOOBIG if `cap` is too small (then *len says how much). */
+ *  @param[out] buf  `cap` bytes; may be NULL when cap is 0. Holds "" after
+ *                   SS_ETOOBIG (if cap > 0).
+ *  @param[in]  cap  bytes of `buf`, including room for the NUL.
+ *  @param[out] len  bytes needed without the NUL (may be NULL); set also on
+ *                   SS_ETOOBIG.
+ *  @return 0; SS_ETOOBIG if `cap` is too small (call again with *len + 1);
+ *          SS_EINVAL (NULL selection). */
 SS_API int ss_selection_format(const ss_selection *sel, char *buf, size_t cap, size_t *len);
 
 /** Options of ss_selection_kfold(). */
@@ -107,45 +125,71 @@ typedef struct ss_kfold_options {
  *  Shuffled: the positions are first permuted by a Fisher-Yates shuffle
  *  driven by `seed` (the same on every machine), then cut the same way.
  *  The k validation folds are disjoint and cover the selection exactly once;
- *  `train` is the selection minus `valid`.
- *  @param[out] train the training examples (may be NULL if not wanted).
- *  @param[out] valid the validation examples (may be NULL if not wanted).
+ *  `train` is the selection minus `valid`. Both keep the total of `sel`.
+ *  @param[out] train the training examples (may be NULL if not wanted);
+ *                    free it with ss_selection_free().
+ *  @param[out] valid the validation examples (may be NULL if not wanted);
+ *                    free it with ss_selection_free().
+ *  @param[in]  sel   the selection to fold.
+ *  @param[in]  k     number of folds, 2..ss_selection_count(sel).
+ *  @param[in]  fold  the validation fold, 0..k-1.
  *  @param[in]  options NULL for contiguous folds.
- *  @return 0; SS_EINVAL if k < 2, fold >= k or k exceeds the count;
- *          SS_ENOMEM. */
+ *  @return 0; SS_EINVAL if k < 2, fold >= k, k exceeds the count, an unknown
+ *          options version or NULL `sel`; SS_ENOMEM. */
 SS_API int ss_selection_kfold(ss_selection **train, ss_selection **valid, const ss_selection *sel,
                               uint32_t k, uint32_t fold, const ss_kfold_options *options);
 
 /** Keep the examples of `sel` whose lengths lie in [min_len, max_len] in
  *  every one of `fields` (a fixed field has length 1). Reads only the length
  *  index, never a data page.
+ *  @param[out] out    the kept examples (same total); free it with
+ *                     ss_selection_free().
+ *  @param[in] sel     the examples to filter.
+ *  @param[in] store   the store `sel` was made for; only read during the call.
  *  @param[in] fields  `nfields` >= 1 field indices.
+ *  @param[in] min_len lower bound, inclusive.
  *  @param[in] max_len upper bound, inclusive; 0 means no upper bound.
- *  @return 0; SS_EINVAL (no fields, min_len > max_len, or `sel` was made for
- *          a different number of examples than the store has); SS_ERANGE (a
- *          bad field index; the message names it); SS_ENOMEM. */
+ *  @return 0; SS_EINVAL (no fields, min_len > max_len, NULL argument, or
+ *          `sel` was made for a different number of examples than the store
+ *          has); SS_ERANGE (a bad field index; the message names it);
+ *          SS_ENOMEM. */
 SS_API int ss_selection_filter_length(ss_selection **out, const ss_selection *sel,
                                       const ss_store *store, const uint32_t *fields, size_t nfields,
                                       uint64_t min_len, uint64_t max_len);
 
 /** Load the named split `name` of an open store (attribute ss.split.<name>).
- *  The selection's total is the store's count.
+ *  The selection's total is the store's count; it is a copy and does not
+ *  borrow from the store.
+ *  @param[out] out   the split; free it with ss_selection_free().
+ *  @param[in]  store the open store.
+ *  @param[in]  name  the split name, as for ss_split_set().
  *  @return 0; SS_ENOTFOUND (no such split; the message names it);
- *          SS_ECORRUPT (bad payload or a range beyond the store); SS_ENOMEM. */
+ *          SS_EINVAL (a bad name as for ss_split_set(), NULL store);
+ *          SS_ECORRUPT (checksum mismatch, a payload that is not u64 pairs,
+ *          an empty, unsorted or overlapping range, or a range beyond the
+ *          store); SS_ENOMEM. */
 SS_API int ss_split_load(ss_selection **out, const ss_store *store, const char *name);
 
 /** Stage `sel` as the named split `name` on a writer (ss_writer_set_attr();
  *  written at the writer's next commit or finish).
+ *  @param[in] w    a writer (ss_writer_create() or ss_writer_open()).
+ *  @param[in] name the split name (copied).
+ *  @param[in] sel  the examples (copied); it should be made for the count
+ *                  the store will have (this is not checked here; ss_split_load()
+ *                  refuses ranges beyond the store).
  *  @return 0; SS_EINVAL for an empty name, a name with bytes outside
- *          printable ASCII 0x21..0x7e, or one longer than SS_MAX_ATTR_NAME
- *          minus the prefix; as ss_writer_set_attr(). */
+ *          printable ASCII 0x21..0x7e, one longer than SS_MAX_ATTR_NAME
+ *          minus the prefix, or a NULL writer or selection; SS_ENOMEM; as
+ *          ss_writer_set_attr(). */
 SS_API int ss_split_set(ss_writer *w, const char *name, const ss_selection *sel);
 
 /** Add (or replace) the named split in the finished store at `path`: opens
  *  a writer in append mode, sets the attribute and finishes. The store must
- *  not have an active writer.
- *  @return 0; SS_ERANGE if `sel` reaches beyond the store; as ss_writer_open()
- *          and ss_split_set(). */
+ *  not have an active writer, nor be open (ss_open()) in this process.
+ *  On failure the store is unchanged.
+ *  @return 0; SS_ERANGE if `sel` reaches beyond the store; SS_EINVAL (a bad
+ *          name, NULL path or selection); as ss_writer_open(),
+ *          ss_split_set() and ss_writer_finish(). */
 SS_API int ss_split_save(const char *path, const char *name, const ss_selection *sel);
 
 #ifdef __cplusplus

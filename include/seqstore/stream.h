@@ -33,20 +33,20 @@ typedef enum ss_stream_tail {
 
 /** Stream options. Start from SS_STREAM_OPTIONS_INIT. */
 typedef struct ss_stream_options {
-    unsigned version; /**< SS_STREAM_OPTIONS_VERSION */
-    uint64_t batch;   /**< B, number of parallel streams (>= 1, required) */
-    uint64_t steps;   /**< T, time steps per batch (>= 1, required) */
-    uint64_t shift;   /**< k, target = input shifted by k; 0 means 1 */
-    int time_major;   /**< 1: arrays are [T][B][C...], else [B][T][C...] */
-    ss_dtype dtype;   /**< output dtype of input and target; 0 = stored dtype */
-    int eos;          /**< 1: an element `eos_value` after every example */
-    double eos_value; /**< every element of the <eos> row (converted to dtype) */
-    ss_stream_tail tail;
+    unsigned version;         /**< SS_STREAM_OPTIONS_VERSION */
+    uint64_t batch;           /**< B, number of parallel streams (>= 1, required) */
+    uint64_t steps;           /**< T, time steps per batch (>= 1, required) */
+    uint64_t shift;           /**< k, target = input shifted by k; 0 means 1 */
+    int time_major;           /**< 1: arrays are [T][B][C...], else [B][T][C...] */
+    ss_dtype dtype;           /**< output dtype of input and target; 0 = stored dtype */
+    int eos;                  /**< 1: a row of `eos_value` after every example */
+    double eos_value;         /**< every element of the <eos> row (converted to dtype) */
+    ss_stream_tail tail;      /**< SS_STREAM_TAIL_... */
     double pad_value;         /**< tail PAD: value of padded elements */
     const uint64_t *examples; /**< the examples to stream, in this order; NULL = all in
                                    store order. Copied. */
-    uint64_t n_examples;      /**< entries in `examples` */
-    int threads;              /**< OpenMP threads; 0 = omp_get_max_threads() */
+    uint64_t n_examples;      /**< entries in `examples` (0 if examples is NULL) */
+    int threads;              /**< OpenMP threads, >= 0; 0 = omp_get_max_threads() */
     uint64_t parallel_bytes;  /**< a batch with fewer bytes (input + target) is read by
                                    the calling thread alone; 0 = 1 MiB */
 } ss_stream_options;
@@ -65,8 +65,8 @@ typedef struct ss_stream_batch {
     uint64_t index; /**< batch number */
     uint64_t batch; /**< B */
     uint64_t steps; /**< T of this batch (smaller only for the last one with TAIL_SHORT) */
-    ss_dtype dtype;
-    uint32_t ndim;                   /**< entries used in shape */
+    ss_dtype dtype; /**< element type of input and target (the output dtype) */
+    uint32_t ndim;  /**< entries used in shape */
     uint64_t shape[SS_MAX_DIMS + 2]; /**< [B][T][dims] or [T][B][dims] */
     void *input;                     /**< the inputs, shape above */
     void *target;                    /**< input shifted by k steps, same shape */
@@ -77,37 +77,57 @@ typedef struct ss_stream_batch {
     uint64_t flag_bytes;             /**< bytes of mask (= of starts) = B * T */
 } ss_stream_batch;
 
+/** Parallel streams over one field. Reads mutate the stream's buffers: one
+ *  thread at a time (each read may use OpenMP threads inside). */
 typedef struct ss_stream ss_stream;
 
 /** Create parallel streams over sequence field `field` of store `s`.
  *  Reads the lengths of the examples (index pages only); allocates all
  *  buffers here, none per batch.
  *  @param[out] out the stream; free it with ss_stream_free().
- *  @param[in]  s   must stay open while the stream is used.
- *  @return 0; SS_ENOTFOUND (unknown field); SS_EINVAL (a fixed field, B or T
- *          0, a bad dtype or version, an example index out of range);
- *          SS_ENOMEM. */
+ *  @param[in]  s       must stay open while the stream is used (borrowed
+ *                      until ss_stream_free()).
+ *  @param[in]  field   the name of a sequence field.
+ *  @param[in]  options required; read during the call only (`examples` is
+ *                      copied).
+ *  @return 0; SS_ENOTFOUND (unknown field); SS_EINVAL (NULL argument, a
+ *          fixed field, B or T 0, B * T too large, a bad dtype, tail or
+ *          options version, threads < 0, NULL examples with n_examples > 0,
+ *          an example index out of range); SS_ENOMEM. */
 SS_API int ss_stream_create(ss_stream **out, const ss_store *s, const char *field,
                             const ss_stream_options *options);
 
 /** Free the stream. Accepts NULL. */
 SS_API void ss_stream_free(ss_stream *st);
 
-/** Number of batches per epoch (0 if the data is too short). */
+/** Number of batches per epoch (0 if the data is too short, or for NULL). */
 SS_API uint64_t ss_stream_count(const ss_stream *st);
 
 /** Length of each parallel stream in steps (S), and the flat length N
- *  (including <eos> rows) through `total` if not NULL. */
+ *  (including <eos> rows) through `total` if not NULL. 0 for NULL. */
 SS_API uint64_t ss_stream_length(const ss_stream *st, uint64_t *total);
 
 /** Read batch `index` (any order, any number of times) into the stream's own
- *  buffers.
- *  @return 0; SS_ERANGE (index >= ss_stream_count()); SS_ECORRUPT. */
+ *  buffers. No allocation.
+ *  @param[out] out the batch (the output comes last here); its pointers are
+ *                  borrowed from the stream, valid until the next
+ *                  ss_stream_read() or ss_stream_free().
+ *  @return 0; SS_ERANGE (index >= ss_stream_count()); SS_ECORRUPT (as
+ *          ss_get()); SS_EINVAL (NULL argument). After SS_ERANGE or a read
+ *          error *out is zeroed. */
 SS_API int ss_stream_read(ss_stream *st, uint64_t index, ss_stream_batch *out);
 
-/** Read batch `index` into caller buffers: input and target of B*T*row
- *  elements of the output dtype, mask and starts of B*T bytes (mask and
- *  starts may be NULL). */
+/** Read batch `index` into caller buffers. No allocation; it still uses the
+ *  stream's internal staging, so one thread at a time as ss_stream_read().
+ *  @param[out] input  B*T*row elements of the output dtype (row = elements
+ *                     of one row of the field).
+ *  @param[out] target as input.
+ *  @param[out] mask   B*T bytes, or NULL.
+ *  @param[out] starts B*T bytes, or NULL.
+ *  @param[out] out    the batch description; its pointers are the buffers
+ *                     above.
+ *  @return 0; SS_ERANGE (index >= ss_stream_count()); SS_ECORRUPT (as
+ *          ss_get()); SS_EINVAL (NULL stream, out, input or target). */
 SS_API int ss_stream_read_into(ss_stream *st, uint64_t index, void *input, void *target,
                                uint8_t *mask, uint8_t *starts, ss_stream_batch *out);
 

@@ -53,7 +53,8 @@ typedef struct ss_rng ss_rng;
 #define SS_TRANSFORM_STREAM 0x7866726d00000000ull       /* "xfrm" << 32 */
 #define SS_BATCH_TRANSFORM_STREAM 0x6278666d00000000ull /* "bxfm" << 32 */
 
-/** The next uniform 64-bit number. */
+/** The next uniform 64-bit number. `r` is the generator passed to the
+ *  callback (never NULL there). */
 SS_API uint64_t ss_random_next(ss_rng *r);
 /** A uniform integer in [0, n) without modulo bias; 0 when n <= 1. */
 SS_API uint64_t ss_random_below(ss_rng *r, uint64_t n);
@@ -66,42 +67,46 @@ SS_API double ss_random_normal(ss_rng *r);
 
 /** One field of an example under transformation: a writable copy. */
 typedef struct ss_example_field {
-    const char *name; /**< field name (borrowed from the store) */
-    uint32_t field;   /**< field index in the store */
-    int sequence;     /**< 0: a fixed field, length is 1 */
-    ss_dtype dtype;   /**< element type of `data` at this point of the pipeline */
-    uint32_t ndim;    /**< trailing shape of `data` at this point */
-    uint64_t dims[SS_MAX_DIMS];
-    uint64_t row_elements; /**< product of dims */
-    uint64_t row_bytes;    /**< row_elements * dtype size */
-    void *data;            /**< `length` rows, writable */
-    uint64_t length;       /**< rows; a transform may lower it (never raise it above
-                                capacity, the example's stored length) */
-    uint64_t capacity;     /**< most rows `data` and `out` hold */
+    const char *name;           /**< field name (borrowed from the store) */
+    uint32_t field;             /**< field index in the store */
+    int sequence;               /**< 0: a fixed field, length is 1 */
+    ss_dtype dtype;             /**< element type of `data` at this point of the pipeline */
+    uint32_t ndim;              /**< trailing shape of `data` at this point */
+    uint64_t dims[SS_MAX_DIMS]; /**< dims[0..ndim) */
+    uint64_t row_elements;      /**< product of dims */
+    uint64_t row_bytes;         /**< row_elements * dtype size */
+    void *data;                 /**< `length` rows, writable */
+    uint64_t length;            /**< rows; a transform may lower it (never raise it above
+                                     capacity, the example's stored length) */
+    uint64_t capacity;          /**< most rows `data` and `out` hold */
     /* Set only while a transform that declared a new dtype or shape for this
      * field runs: it must write its result here, `length` rows of out_dtype and
      * out_dims (it may set `length` first). The loader then swaps data and out. */
-    void *out;
-    ss_dtype out_dtype;
-    uint32_t out_ndim;
-    uint64_t out_dims[SS_MAX_DIMS];
+    void *out;                      /**< capacity rows of out_dtype/out_dims, or NULL */
+    ss_dtype out_dtype;             /**< the declared dtype */
+    uint32_t out_ndim;              /**< the declared number of trailing dimensions */
+    uint64_t out_dims[SS_MAX_DIMS]; /**< the declared trailing shape */
 } ss_example_field;
 
 /** An example under transformation. */
 typedef struct ss_example {
-    uint64_t index;   /**< store index */
-    uint64_t epoch;   /**< the loader's epoch */
-    uint32_t nfields; /**< the loader's output fields, in their order */
-    ss_example_field *fields;
-    char message[256]; /**< a failing transform's message (ss_transform_error()) */
+    uint64_t index;           /**< store index */
+    uint64_t epoch;           /**< the loader's epoch */
+    uint32_t nfields;         /**< the loader's output fields, in their order */
+    ss_example_field *fields; /**< `nfields` fields; owned by the loader, valid during
+                                   the callback only */
+    char message[256];        /**< a failing transform's message (ss_transform_error()) */
 } ss_example;
 
-/** Index of the field called `name` in `ex->fields`, or -1. */
+/** Index of the field called `name` in `ex->fields`, or -1 if there is none
+ *  (or ex or name is NULL). -1 is a plain "absent", not an SS_E... code. */
 SS_API int ss_example_field_index(const ss_example *ex, const char *name);
 
-/** Record a transform's error message (printf-style) in `ex` and return
- *  SS_ECALLBACK, so a callback can `return ss_transform_error(ex, "...")`.
- *  The loader reports it at ss_loader_next() with the example index. */
+/** Record a transform's error message (printf-style, truncated to
+ *  sizeof ex->message) in `ex` and return SS_ECALLBACK, so a callback can
+ *  `return ss_transform_error(ex, "...")`. The loader reports it at
+ *  ss_loader_next() with the example index. NULL ex or fmt records nothing.
+ *  Per-batch callbacks have no ss_example: they return a negative code. */
 SS_API int ss_transform_error(ss_example *ex, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 2, 3)))
@@ -130,11 +135,11 @@ typedef struct ss_transform {
     void (*free_user)(void *user); /**< if not NULL, called on `user` when the
                                         pipeline holding the transform is freed */
     /* Declared changes (per-example transforms only): */
-    const char *field; /**< the field whose dtype/shape changes; copied */
-    ss_dtype dtype;    /**< new dtype of `field`, or 0 = unchanged */
-    int reshape;       /**< 1: new trailing shape ndim/dims */
-    uint32_t ndim;
-    uint64_t dims[SS_MAX_DIMS];
+    const char *field;          /**< the field whose dtype/shape changes; copied */
+    ss_dtype dtype;             /**< new dtype of `field`, or 0 = unchanged */
+    int reshape;                /**< 1: new trailing shape ndim/dims */
+    uint32_t ndim;              /**< with reshape: 0..SS_MAX_DIMS */
+    uint64_t dims[SS_MAX_DIMS]; /**< with reshape: dims[0..ndim), each >= 1 */
 } ss_transform;
 
 #define SS_TRANSFORM_VERSION 1
@@ -151,78 +156,103 @@ SS_API void ss_transform_release(ss_transform *t);
 
 /* ---------------------------------------------------------------- pipeline */
 
-/** An ordered list of transforms. */
+/** An ordered list of transforms. Built by one thread, then read-only: a
+ *  pipeline may be shared by several loaders or window readers. */
 typedef struct ss_pipeline ss_pipeline;
 
-/** Create an empty pipeline. @return 0 or SS_ENOMEM. */
+/** Create an empty pipeline.
+ *  @param[out] out the pipeline; free it with ss_pipeline_free().
+ *  @return 0; SS_ENOMEM; SS_EINVAL (NULL out). */
 SS_API int ss_pipeline_create(ss_pipeline **out);
 
 /** Free a pipeline and the user data of its transforms (free_user). Accepts
- *  NULL. A loader using it must be freed first. */
+ *  NULL. Every loader and window reader using it must be freed first. */
 SS_API void ss_pipeline_free(ss_pipeline *p);
 
-/** Append a transform (copied). The pipeline takes ownership of t->user when
- *  t->free_user is set, also on failure (then freed at once).
- *  @return 0; SS_EINVAL (bad version; neither or both callbacks; a declared
- *          change on a per-batch transform or without `field`); SS_ENOMEM. */
+/** Append a transform (copied, name and field strings too). The pipeline
+ *  takes ownership of t->user when t->free_user is set, also on failure
+ *  (then freed at once) -- except when p or t is NULL.
+ *  @return 0; SS_EINVAL (NULL argument; bad version; neither or both
+ *          callbacks; a declared change on a per-batch transform or without
+ *          `field`; an unknown declared dtype; ndim > SS_MAX_DIMS or a
+ *          dimension 0); SS_ENOMEM. */
 SS_API int ss_pipeline_add(ss_pipeline *p, const ss_transform *t);
 
-/** Number of transforms. */
+/** Number of transforms (0 for NULL). */
 SS_API uint32_t ss_pipeline_count(const ss_pipeline *p);
 
-/** Transform number `k` (borrowed), or NULL. */
+/** Transform number `k`, borrowed from the pipeline (valid until
+ *  ss_pipeline_free()), or NULL if k >= ss_pipeline_count(). */
 SS_API const ss_transform *ss_pipeline_get(const ss_pipeline *p, uint32_t k);
 
 /* ------------------------------------------------------ built-in transforms
  * Each fills *out with a configured transform whose user data it allocates
  * (freed by the pipeline, or ss_transform_release()). `field` is the name of
- * one of the loader's output fields. */
+ * one of the loader's output fields (at most SS_MAX_NAME bytes; copied). On
+ * failure *out is SS_TRANSFORM_INIT (nothing to release), except where noted.
+ * NULL out or field is SS_EINVAL. */
 
 /** Per-channel standardisation: y = (x - mean[c]) / std[c] for channel c (the
  *  element index within a row), computed in float with the equivalent
  *  y = x * (1/std) + (-mean/std). Declares the output dtype f32.
  *  @param[in] channels row elements of the field; mean/std hold that many.
- *  @return 0; SS_EINVAL (NULL arrays, channels 0, a std <= 0 or not finite);
- *          SS_ENOMEM. At run time a field with another row size fails. */
+ *  @param[in] mean     `channels` values (copied).
+ *  @param[in] std      `channels` values > 0 (copied).
+ *  @return 0; SS_EINVAL (NULL arrays, channels 0, a std <= 0 or not finite,
+ *          a mean not finite -- then *out is left as it was); SS_ENOMEM. At
+ *          run time a field with another row size fails. */
 SS_API int ss_transform_standardize(ss_transform *out, const char *field, const double *mean,
                                     const double *std, uint64_t channels);
 
 /** Mean and (population) standard deviation per channel of sequence or fixed
  *  field `field` over every time step of the examples of `sel` (NULL: all),
- *  in double. `mean` and `std` receive the field's row elements values.
- *  @return 0; SS_ENOTFOUND (field); SS_EINVAL (no data); SS_ENOMEM. */
+ *  in double. Reads every data page of the field (not only the index).
+ *  A constant channel gives std 0, which ss_transform_standardize() refuses.
+ *  @param[out] mean the field's row elements values (the outputs come first).
+ *  @param[out] std  as mean.
+ *  @param[in]  sel  NULL: all examples; must be made for the store's count.
+ *  @return 0; SS_ENOTFOUND (field); SS_EINVAL (no data, NULL argument);
+ *          SS_ERANGE (`sel` reaches beyond the store); SS_ECORRUPT as
+ *          ss_get(); SS_ENOMEM. */
 SS_API int ss_standardize_compute(double *mean, double *std, const ss_store *s,
                                   const ss_selection *sel, const char *field);
 
 /** Compute the statistics over the named split `split` (NULL: all examples)
  *  of the finished store at `path` and save them as f64 attributes
  *  "<prefix>.mean" and "<prefix>.std" (prefix NULL: "ss.norm.<field>").
- *  @return as ss_standardize_compute(), ss_split_load(), ss_writer_open(). */
+ *  Opens the store, then appends with a writer: the store must not be open
+ *  in this process nor have an active writer.
+ *  @return 0; SS_EINVAL (NULL path or field); as ss_open(),
+ *          ss_standardize_compute(), ss_split_load(), ss_writer_open(),
+ *          ss_writer_set_attr() and ss_writer_finish(). */
 SS_API int ss_standardize_save(const char *path, const char *field, const char *split,
                                const char *prefix);
 
 /** ss_transform_standardize() with mean and std read from the attributes
  *  "<prefix>.mean" and "<prefix>.std" of `s` (prefix NULL: "ss.norm.<field>").
- *  @return 0; SS_ENOTFOUND; SS_EINVAL (attribute type or size). */
+ *  The values are copied: the transform does not borrow the store.
+ *  @return 0; SS_ENOTFOUND (an attribute is missing); SS_EINVAL (attribute
+ *          type or size, a std <= 0, NULL argument); SS_ECORRUPT (attribute
+ *          checksum); SS_ENOMEM. */
 SS_API int ss_transform_standardize_attr(ss_transform *out, const ss_store *s, const char *field,
                                          const char *prefix);
 
 /** Random crop: a sequence longer than max_length keeps max_length steps
  *  starting at ss_random_below(rng, length - max_length + 1); shorter ones are
  *  unchanged (no random number drawn).
- *  @return 0; SS_EINVAL (max_length 0); SS_ENOMEM. */
+ *  @return 0; SS_EINVAL (max_length 0, NULL argument); SS_ENOMEM. */
 SS_API int ss_transform_random_crop(ss_transform *out, const char *field, uint64_t max_length);
 
 /** Additive Gaussian noise on a float field (f32 or f64): every element in
  *  row-major order gets x += sigma * ss_random_normal(rng).
- *  @return 0; SS_EINVAL (sigma < 0 or not finite); SS_ENOMEM. Other dtypes
- *          fail at run time. */
+ *  @return 0; SS_EINVAL (sigma < 0 or not finite, NULL argument);
+ *          SS_ENOMEM. Other dtypes fail at run time. */
 SS_API int ss_transform_gaussian_noise(ss_transform *out, const char *field, double sigma);
 
 /** Options of ss_transform_token_mask(). */
 typedef struct ss_token_mask_options {
     unsigned version;   /**< SS_TOKEN_MASK_OPTIONS_VERSION */
-    double prob;        /**< probability that a token is selected (0.15) */
+    double prob;        /**< probability that a token is selected (default 0.15) */
     int64_t mask_value; /**< the [MASK] token */
     double random_prob; /**< of the selected: probability of a random token (0.1) */
     double keep_prob;   /**< of the selected: probability to keep it (0.1) */
@@ -238,19 +268,25 @@ typedef struct ss_token_mask_options {
  *  u = ss_random_uniform(rng); if u < prob, v = ss_random_uniform(rng) and the
  *  token becomes mask_value if v < 1 - random_prob - keep_prob, else
  *  ss_random_below(rng, vocab) if v < 1 - keep_prob, else stays.
- *  @return 0; SS_EINVAL (probabilities outside [0, 1], random_prob +
- *          keep_prob > 1, vocab 0 with random_prob > 0); SS_ENOMEM. */
+ *  @param[in] options NULL for SS_TOKEN_MASK_OPTIONS_INIT (which has
+ *                     vocab 0 and random_prob 0.1, so is refused: set vocab).
+ *  @return 0; SS_EINVAL (an unknown options version, probabilities outside
+ *          [0, 1], random_prob + keep_prob > 1, vocab 0 with random_prob >
+ *          0, NULL argument); SS_ENOMEM. */
 SS_API int ss_transform_token_mask(ss_transform *out, const char *field,
                                    const ss_token_mask_options *options);
 
 /** Token dropout: every time step of a sequence field is removed with
  *  probability `prob` (one ss_random_uniform(rng) per step, dropped when
- *  u < prob); the sequence shortens. @return 0; SS_EINVAL; SS_ENOMEM. */
+ *  u < prob); the sequence shortens.
+ *  @return 0; SS_EINVAL (prob outside [0, 1], NULL argument); SS_ENOMEM. */
 SS_API int ss_transform_token_drop(ss_transform *out, const char *field, double prob);
 
 /** Label remapping on an integer field: every element x becomes table[x]
  *  (saturated to the field's dtype). An element outside [0, n) fails the
- *  example (message names the value). @return 0; SS_EINVAL; SS_ENOMEM. */
+ *  example (message names the value).
+ *  @param[in] table `n` entries (copied).
+ *  @return 0; SS_EINVAL (NULL table, n 0, NULL argument); SS_ENOMEM. */
 SS_API int ss_transform_label_map(ss_transform *out, const char *field, const int64_t *table,
                                   uint64_t n);
 
