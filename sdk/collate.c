@@ -24,7 +24,8 @@ typedef struct cfield {
     char name[SS_MAX_NAME + 1];
     uint32_t index;
     int sequence;
-    uint32_t ndim;
+    int mem_only;  /* declared in_dtype/shape other than the store's: no spans */
+    uint32_t ndim; /* input (declared or stored) trailing shape */
     uint64_t dims[SS_MAX_DIMS];
     ss_dtype src_dtype, dst_dtype;
     uint64_t row_el; /* elements per row */
@@ -82,10 +83,8 @@ static int grow(void **p, uint64_t *cap, uint64_t need, const char *what, const 
     return 0;
 }
 
-static void cfield_free(cfield *f) {
-    ss__affine_free(&f->aff);
-    free(f->data);
-    free(f->mask);
+/* Free the field's per-row arrays. */
+static void row_arrays_free(cfield *f) {
     free(f->lengths);
     free(f->offsets);
     free(f->perm);
@@ -93,6 +92,13 @@ static void cfield_free(cfield *f) {
     free(f->len);
     free(f->pos0);
     free(f->tmp);
+}
+
+static void cfield_free(cfield *f) {
+    ss__affine_free(&f->aff);
+    free(f->data);
+    free(f->mask);
+    row_arrays_free(f);
 }
 
 void ss_collator_free(ss_collator *c) {
@@ -109,13 +115,7 @@ static int row_arrays(ss_collator *c, uint64_t rows) {
     if (rows <= c->rows_cap) return 0;
     for (uint32_t k = 0; k < c->nf; k++) {
         cfield *f = &c->f[k];
-        free(f->lengths);
-        free(f->offsets);
-        free(f->perm);
-        free(f->src);
-        free(f->len);
-        free(f->pos0);
-        free(f->tmp);
+        row_arrays_free(f);
         f->lengths = malloc(rows * sizeof *f->lengths);
         f->offsets = malloc((rows + 1) * sizeof *f->offsets);
         f->perm = malloc(rows * sizeof *f->perm);
@@ -158,6 +158,30 @@ static int attr_values(const ss_store *s, const cfield *f, const char *attr, dou
     return 0;
 }
 
+/* The input dtype and trailing shape: declared for rows in memory, else stored. */
+static int input_setup(cfield *f, const ss_collate_field *o, const ss_field *info) {
+    f->src_dtype = o->in_dtype ? o->in_dtype : info->dtype;
+    if (!ss__dtype_valid(f->src_dtype))
+        return ss__fail(SS_EINVAL, "collate field '%s': unknown in_dtype %d", f->name,
+                        (int)o->in_dtype);
+    f->ndim = info->ndim;
+    memcpy(f->dims, info->dims, sizeof f->dims);
+    if (o->in_reshape) {
+        if (o->in_ndim > SS_MAX_DIMS)
+            return ss__fail(SS_EINVAL, "collate field '%s': in_ndim %u > %d", f->name, o->in_ndim,
+                            SS_MAX_DIMS);
+        for (uint32_t k = 0; k < o->in_ndim; k++)
+            if (o->in_dims[k] == 0)
+                return ss__fail(SS_EINVAL, "collate field '%s': in_dims[%u] is 0", f->name, k);
+        f->ndim = o->in_ndim;
+        memset(f->dims, 0, sizeof f->dims);
+        memcpy(f->dims, o->in_dims, f->ndim * sizeof *f->dims);
+    }
+    f->mem_only = f->src_dtype != info->dtype || f->ndim != info->ndim;
+    for (uint32_t k = 0; k < f->ndim; k++) f->mem_only |= f->dims[k] != info->dims[k];
+    return 0;
+}
+
 static int field_setup(ss_collator *c, cfield *f, const ss_collate_field *o) {
     const ss_store *s = c->s;
     if (o->version != SS_COLLATE_FIELD_VERSION)
@@ -175,15 +199,14 @@ static int field_setup(ss_collator *c, cfield *f, const ss_collate_field *o) {
     f->o.name = f->name;
     f->index = (uint32_t)idx;
     f->sequence = info.sequence;
-    f->ndim = info.ndim;
-    memcpy(f->dims, info.dims, sizeof f->dims);
-    f->src_dtype = info.dtype;
-    f->dst_dtype = o->dtype ? o->dtype : info.dtype;
+    rc = input_setup(f, o, &info);
+    if (rc) return rc;
+    f->dst_dtype = o->dtype ? o->dtype : f->src_dtype;
     if (!ss__dtype_valid(f->dst_dtype))
         return ss__fail(SS_EINVAL, "collate field '%s': unknown output dtype %d", f->name,
                         (int)o->dtype);
     f->row_el = 1;
-    for (uint32_t k = 0; k < info.ndim; k++) f->row_el *= info.dims[k];
+    for (uint32_t k = 0; k < f->ndim; k++) f->row_el *= f->dims[k];
     f->in_rb = f->row_el * ss_dtype_size(f->src_dtype);
     f->out_rb = f->row_el * ss_dtype_size(f->dst_dtype);
     if (f->sequence) {
@@ -327,6 +350,36 @@ static int resolve(const ss_collator *c, const cfield *f, const ss_span *sp, siz
     return 0;
 }
 
+/* Resolve one row of one field given in memory, checking it against the
+ * field's input dtype and shape. */
+static int resolve_input(const cfield *f, const ss_collate_input *in, size_t r,
+                         const unsigned char **src, uint64_t *len) {
+    int same = in->dtype == f->src_dtype && in->ndim == f->ndim;
+    for (uint32_t k = 0; same && k < f->ndim; k++) same = in->dims[k] == f->dims[k];
+    if (!same)
+        return ss__fail(SS_EINVAL,
+                        "collate field '%s', row %zu: given as dtype %d with %u dims, the field's "
+                        "input is dtype %d with %u dims (or other dims)",
+                        f->name, r, (int)in->dtype, in->ndim, (int)f->src_dtype, f->ndim);
+    if (!f->sequence && in->length != 1)
+        return ss__fail(SS_EINVAL,
+                        "collate field '%s', row %zu: a fixed field has length 1, not %llu",
+                        f->name, r, (unsigned long long)in->length);
+    if (!in->data && in->length)
+        return ss__fail(SS_EINVAL, "collate field '%s', row %zu: data is NULL", f->name, r);
+    *src = in->data;
+    *len = in->length;
+    return 0;
+}
+
+static int spans_allowed(const cfield *f) {
+    if (!f->mem_only) return 0;
+    return ss__fail(SS_EINVAL,
+                    "collate field '%s': declared with an in-memory dtype or shape other than "
+                    "the store's; collate its rows with ss_collator_collate_rows()",
+                    f->name);
+}
+
 /* Steps kept from a row of `len` steps, and how many are skipped at its start. */
 static uint64_t keep(const cfield *f, uint64_t len, uint64_t *skip) {
     *skip = 0;
@@ -353,10 +406,12 @@ int ss_collator_sizes(const ss_collator *c, const ss_span *rows, size_t n_rows,
     for (uint32_t k = 0; k < c->nf; k++) {
         const cfield *f = &c->f[k];
         uint64_t longest = 0, total = 0;
+        int rc = spans_allowed(f);
+        if (rc) return rc;
         for (size_t r = 0; r < n_rows; r++) {
             const unsigned char *p;
-            uint64_t len, skip;
-            int rc = resolve(c, f, &rows[r], r, &p, &len);
+            uint64_t len = 0, skip;
+            rc = resolve(c, f, &rows[r], r, &p, &len);
             if (rc) return rc;
             len = keep(f, len, &skip);
             if (len > longest) longest = len;
@@ -415,16 +470,22 @@ static void prefetch_row(const unsigned char *p, uint64_t bytes) {
 #endif
 }
 
-/* Resolve the rows of field f and fill lengths, offsets, perm, steps. */
-static int plan_field(ss_collator *c, cfield *f, const ss_span *rows, size_t n) {
+/* Resolve the rows of field k (spans of the store, or entries in memory) and
+ * fill lengths, offsets, perm, steps. */
+static int plan_field(ss_collator *c, uint32_t k, const ss_span *spans,
+                      const ss_collate_input *inputs, size_t n) {
+    cfield *f = &c->f[k];
     int packed = f->sequence && f->o.layout == SS_LAYOUT_PACKED;
     uint64_t longest = 0;
+    int rc = spans ? spans_allowed(f) : 0;
+    if (rc) return rc;
     for (size_t r = 0; r < n; r++) {
-        uint64_t len, skip;
-        int rc = resolve(c, f, &rows[r], r, &f->src[r], &len);
+        uint64_t len = 0, skip;
+        rc = spans ? resolve(c, f, &spans[r], r, &f->src[r], &len)
+                   : resolve_input(f, &inputs[r * c->nf + k], r, &f->src[r], &len);
         if (rc) return rc;
         len = keep(f, len, &skip);
-        f->src[r] += skip * f->in_rb;
+        if (skip) f->src[r] += skip * f->in_rb;
         f->len[r] = len;
         prefetch_row(f->src[r], len * f->in_rb);
         if (len > longest) longest = len;
@@ -558,6 +619,30 @@ static void run_task(const ss_collator *c, const task *t, uint64_t B, unsigned c
     }
 }
 
+/* The caller's buffer `theirs` (if not NULL and large enough) or the library's
+ * own, grown to `need` bytes. */
+static int bind_bytes(cfield *f, const char *what, void *theirs, uint64_t their_bytes,
+                      uint64_t need, void **own, uint64_t *own_cap, void **out) {
+    if (!theirs) {
+        int rc = grow(own, own_cap, need, what, f->name);
+        *out = *own;
+        return rc;
+    }
+    if (their_bytes < need)
+        return ss__fail(SS_EINVAL,
+                        "collate field '%s': the %s buffer holds %llu bytes, the batch needs %llu",
+                        f->name, what, (unsigned long long)their_bytes, (unsigned long long)need);
+    *out = theirs;
+    return 0;
+}
+
+/* The caller's array `theirs` with a copy of n values of `own`, or `own`. */
+static int64_t *bind_ints(int64_t *theirs, int64_t *own, uint64_t n) {
+    if (!theirs) return own;
+    memcpy(theirs, own, n * sizeof *own);
+    return theirs;
+}
+
 /* Point the field's outputs at caller or library buffers, checking sizes. */
 static int bind_outputs(ss_collator *c, cfield *f, const ss_collate_buffers *buf, uint64_t n) {
     ss_collated *o = f->out;
@@ -566,53 +651,15 @@ static int bind_outputs(ss_collator *c, cfield *f, const ss_collate_buffers *buf
     uint64_t data_bytes = packed ? steps * f->out_rb : n * steps * f->out_rb;
     uint64_t mask_bytes = f->sequence && !packed ? n * steps * mask_elem(f) : 0;
     memset(o, 0, sizeof *o);
-    if (buf && buf->data) {
-        if (buf->data_bytes < data_bytes)
-            return ss__fail(SS_EINVAL,
-                            "collate field '%s': the data buffer holds %llu bytes, the batch "
-                            "needs %llu",
-                            f->name, (unsigned long long)buf->data_bytes,
-                            (unsigned long long)data_bytes);
-        o->data = buf->data;
-    } else {
-        int rc = grow(&f->data, &f->data_cap, data_bytes, "data", f->name);
-        if (rc) return rc;
-        o->data = f->data;
-    }
-    if (mask_bytes) {
-        if (buf && buf->mask) {
-            if (buf->mask_bytes < mask_bytes)
-                return ss__fail(SS_EINVAL,
-                                "collate field '%s': the mask buffer holds %llu bytes, the "
-                                "batch needs %llu",
-                                f->name, (unsigned long long)buf->mask_bytes,
-                                (unsigned long long)mask_bytes);
-            o->mask = buf->mask;
-        } else {
-            int rc = grow(&f->mask, &f->mask_cap, mask_bytes, "mask", f->name);
-            if (rc) return rc;
-            o->mask = f->mask;
-        }
-    }
-    o->lengths = f->lengths;
-    if (buf && buf->lengths) {
-        memcpy(buf->lengths, f->lengths, n * sizeof *f->lengths);
-        o->lengths = buf->lengths;
-    }
-    if (packed) {
-        o->offsets = f->offsets;
-        if (buf && buf->offsets) {
-            memcpy(buf->offsets, f->offsets, (n + 1) * sizeof *f->offsets);
-            o->offsets = buf->offsets;
-        }
-        if (f->o.sort_by_length) {
-            o->perm = f->perm;
-            if (buf && buf->perm) {
-                memcpy(buf->perm, f->perm, n * sizeof *f->perm);
-                o->perm = buf->perm;
-            }
-        }
-    }
+    int rc = bind_bytes(f, "data", buf ? buf->data : NULL, buf ? buf->data_bytes : 0, data_bytes,
+                        &f->data, &f->data_cap, &o->data);
+    if (rc == 0 && mask_bytes)
+        rc = bind_bytes(f, "mask", buf ? buf->mask : NULL, buf ? buf->mask_bytes : 0, mask_bytes,
+                        &f->mask, &f->mask_cap, &o->mask);
+    if (rc) return rc;
+    o->lengths = bind_ints(buf ? buf->lengths : NULL, f->lengths, n);
+    if (packed) o->offsets = bind_ints(buf ? buf->offsets : NULL, f->offsets, n + 1);
+    if (packed && f->o.sort_by_length) o->perm = bind_ints(buf ? buf->perm : NULL, f->perm, n);
     (void)c;
     o->name = f->name;
     o->field = f->index;
@@ -640,23 +687,29 @@ static int bind_outputs(ss_collator *c, cfield *f, const ss_collate_buffers *buf
     return 0;
 }
 
-int ss_collator_collate_into(ss_collator *c, const ss_span *rows, size_t n_rows,
-                             const ss_collate_buffers *buffers, ss_collated_batch *out) {
-    if (!c || !out || !rows) return ss__fail(SS_EINVAL, "ss_collator_collate: NULL argument");
-    memset(out, 0, sizeof *out);
-    if (n_rows == 0) return ss__fail(SS_EINVAL, "ss_collator_collate: a batch needs >= 1 row");
+/* Output steps of a task, at most. */
+static uint64_t task_steps(const cfield *f) {
+    return SS_TASK_BYTES / f->out_rb ? SS_TASK_BYTES / f->out_rb : 1;
+}
+
+/* Output steps of row r of a planned field. */
+static uint64_t out_steps(const cfield *f, size_t r) {
+    return !f->sequence ? 1 : f->o.layout == SS_LAYOUT_PACKED ? f->len[r] : f->steps;
+}
+
+/* Collate spans of the store (inputs NULL) or rows in memory (spans NULL). */
+static int collate(ss_collator *c, const ss_span *spans, const ss_collate_input *inputs,
+                   size_t n_rows, const ss_collate_buffers *buffers, ss_collated_batch *out) {
     int rc = row_arrays(c, n_rows);
     uint64_t ntasks = 0, total_bytes = 0;
     for (uint32_t k = 0; rc == 0 && k < c->nf; k++) {
         cfield *f = &c->f[k];
-        rc = plan_field(c, f, rows, n_rows);
+        rc = plan_field(c, k, spans, inputs, n_rows);
         if (rc == 0) rc = bind_outputs(c, f, buffers ? &buffers[k] : NULL, n_rows);
         if (rc) break;
-        uint64_t per = SS_TASK_BYTES / f->out_rb ? SS_TASK_BYTES / f->out_rb : 1;
+        uint64_t per = task_steps(f);
         for (size_t r = 0; r < n_rows; r++) {
-            uint64_t steps = !f->sequence                      ? 1
-                             : f->o.layout == SS_LAYOUT_PACKED ? f->len[r]
-                                                               : f->steps;
+            uint64_t steps = out_steps(f, r);
             ntasks += steps ? (steps + per - 1) / per : 0;
         }
         total_bytes += f->out->data_bytes;
@@ -667,11 +720,9 @@ int ss_collator_collate_into(ss_collator *c, const ss_span *rows, size_t n_rows,
     uint64_t nt = 0;
     for (uint32_t k = 0; k < c->nf; k++) {
         cfield *f = &c->f[k];
-        uint64_t per = SS_TASK_BYTES / f->out_rb ? SS_TASK_BYTES / f->out_rb : 1;
+        uint64_t per = task_steps(f);
         for (size_t r = 0; r < n_rows; r++) {
-            uint64_t steps = !f->sequence                      ? 1
-                             : f->o.layout == SS_LAYOUT_PACKED ? f->len[r]
-                                                               : f->steps;
+            uint64_t steps = out_steps(f, r);
             for (uint64_t s = 0; s < steps; s += per)
                 c->tasks[nt++] = (task){k, r, s, s + per < steps ? s + per : steps};
         }
@@ -694,7 +745,23 @@ int ss_collator_collate_into(ss_collator *c, const ss_span *rows, size_t n_rows,
     return 0;
 }
 
+int ss_collator_collate_into(ss_collator *c, const ss_span *rows, size_t n_rows,
+                             const ss_collate_buffers *buffers, ss_collated_batch *out) {
+    if (!c || !out || !rows) return ss__fail(SS_EINVAL, "ss_collator_collate: NULL argument");
+    memset(out, 0, sizeof *out);
+    if (n_rows == 0) return ss__fail(SS_EINVAL, "ss_collator_collate: a batch needs >= 1 row");
+    return collate(c, rows, NULL, n_rows, buffers, out);
+}
+
 int ss_collator_collate(ss_collator *c, const ss_span *rows, size_t n_rows,
                         ss_collated_batch *out) {
     return ss_collator_collate_into(c, rows, n_rows, NULL, out);
+}
+
+int ss_collator_collate_rows(ss_collator *c, const ss_collate_input *rows, size_t n_rows,
+                             const ss_collate_buffers *buffers, ss_collated_batch *out) {
+    if (!c || !out || !rows) return ss__fail(SS_EINVAL, "ss_collator_collate_rows: NULL argument");
+    memset(out, 0, sizeof *out);
+    if (n_rows == 0) return ss__fail(SS_EINVAL, "ss_collator_collate_rows: a batch needs >= 1 row");
+    return collate(c, NULL, rows, n_rows, buffers, out);
 }

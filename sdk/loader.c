@@ -7,6 +7,7 @@
  * consumed - 1) is never overwritten. The plan is replaced only while no
  * worker is filling (`paused`, `busy` == 0), under the mutex. */
 #include "internal.h"
+#include "layout.h" /* ss_le64, ss_put_le64 */
 #include "rng.h"
 
 #include <inttypes.h>
@@ -24,22 +25,16 @@ enum { SLOT_EMPTY = 0, SLOT_FILLING = 1, SLOT_READY = 2 };
 
 /* An output field as the transform path sees it. */
 typedef struct lfield {
-    ss_collate_field o;
     char name[SS_MAX_NAME + 1];
     uint32_t index;
     int sequence;
     ss_dtype st_dtype; /* stored */
     uint32_t st_ndim;
     uint64_t st_dims[SS_MAX_DIMS];
-    ss_dtype fin_dtype; /* after the pipeline */
+    ss_dtype fin_dtype; /* after the pipeline (declared to the collator) */
     uint32_t fin_ndim;
     uint64_t fin_dims[SS_MAX_DIMS];
-    uint64_t fin_row_el;
-    ss_dtype out_dtype; /* collated */
-    uint64_t out_rb;
     uint64_t max_rb; /* largest row over the pipeline's stages */
-    double *scale, *offset;
-    unsigned char pad[8];
 } lfield;
 
 /* A per-example transform, resolved against the output fields. */
@@ -63,14 +58,10 @@ typedef struct slot {
     ss_loader_batch batch;
     /* transform path */
     ss_example_field *ef; /* rows_cap * nf */
+    ss_collate_input *in; /* rows_cap * nf: the transformed rows, for the collator */
     unsigned char **arena[2];
     uint64_t *arena_cap; /* bytes, per field (both halves) */
-    ss_collated *outs;
-    void **data, **mask;
-    uint64_t *data_cap, *mask_cap;
-    int64_t *lengths, *offsets, *perm; /* per field rows_cap (+1) each */
-    uint64_t *len, *skip, *order, *tmp;
-    uint64_t *at; /* rows_cap * nf: byte offset of each example's field in the arena */
+    uint64_t *at;        /* rows_cap * nf: byte offset of each example's field in the arena */
 } slot;
 
 struct ss_loader {
@@ -246,160 +237,29 @@ static int restart(ss_loader *l, uint64_t epoch, uint64_t pos) {
     return rc;
 }
 
-/* ------------------------------------------------------ transform collation */
-
-static void sort_desc(uint64_t *idx, uint64_t *tmp, const uint64_t *len, uint64_t n) {
-    for (uint64_t w = 1; w < n; w *= 2) {
-        for (uint64_t lo = 0; lo < n; lo += 2 * w) {
-            uint64_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
-            uint64_t i = lo, j = mid, k = lo;
-            while (i < mid && j < hi) tmp[k++] = len[idx[j]] > len[idx[i]] ? idx[j++] : idx[i++];
-            while (i < mid) tmp[k++] = idx[i++];
-            while (j < hi) tmp[k++] = idx[j++];
-        }
-        memcpy(idx, tmp, n * sizeof *idx);
-    }
-}
-
-static void fill_pad(unsigned char *dst, const unsigned char *elem, size_t es, uint64_t n) {
-    for (uint64_t i = 0; i < n; i++) memcpy(dst + i * es, elem, es);
-}
-
-/* Collate output field k of the slot's transformed rows (the collator's
- * semantics, reading rows from memory). */
-static int collate_mem(ss_loader *l, slot *s, uint32_t k, uint64_t n) {
-    const lfield *f = &l->f[k];
-    ss_collated *o = &s->outs[k];
-    uint64_t rb = f->out_rb, re = f->fin_row_el, es = ss_dtype_size(f->out_dtype);
-    int packed = f->sequence && f->o.layout == SS_LAYOUT_PACKED;
-    uint64_t longest = 0, total = 0;
-    int64_t *lengths = s->lengths + k * s->rows_cap;
-    int64_t *offsets = s->offsets + k * (s->rows_cap + 1);
-    int64_t *perm = s->perm + k * s->rows_cap;
-    for (uint64_t r = 0; r < n; r++) {
-        uint64_t len = s->ef[r * l->nf + k].length, skip = 0;
-        if (!f->sequence) len = 1;
-        if (f->sequence && f->o.fixed && len > f->o.fixed_length) {
-            if (f->o.truncate_left) skip = len - f->o.fixed_length;
-            len = f->o.fixed_length;
-        }
-        s->len[r] = len;
-        s->skip[r] = skip;
-        if (len > longest) longest = len;
-        total += len;
-    }
-    uint64_t T = 1;
-    if (f->sequence && !packed) {
-        T = f->o.fixed ? f->o.fixed_length : longest;
-        uint64_t m = f->o.pad_to_multiple;
-        if (!f->o.fixed && m > 1 && T % m) T += m - T % m;
-    }
-    uint64_t data_bytes = packed ? total * rb : n * T * rb;
-    uint64_t melem = f->o.mask == SS_MASK_U8 ? 1 : f->o.mask == SS_MASK_F32 ? 4 : 0;
-    uint64_t mask_bytes = f->sequence && !packed ? n * T * melem : 0;
-    int rc = grow_bytes(&s->data[k], &s->data_cap[k], data_bytes);
-    if (!rc && mask_bytes) rc = grow_bytes(&s->mask[k], &s->mask_cap[k], mask_bytes);
-    if (rc) return rc;
-    unsigned char *data = s->data[k];
-    memset(o, 0, sizeof *o);
-    for (uint64_t r = 0; r < n; r++) s->order[r] = r;
-    if (packed && f->o.sort_by_length) sort_desc(s->order, s->tmp, s->len, n);
-    if (f->sequence && !packed) fill_pad(data, f->pad, es, n * T * re);
-    if (mask_bytes) memset(s->mask[k], 0, mask_bytes);
-    int64_t acc = 0;
-    for (uint64_t i = 0; i < n; i++) {
-        uint64_t r = s->order[i], len = s->len[r];
-        const ss_example_field *e = &s->ef[r * l->nf + k];
-        const unsigned char *src = (const unsigned char *)e->data + s->skip[r] * e->row_bytes;
-        if (!f->sequence) {
-            ss_convert_rows(data + r * rb, f->out_dtype, src, e->dtype, 1, re, f->scale, f->offset);
-            lengths[r] = 1;
-        } else if (packed) {
-            ss_convert_rows(data + (uint64_t)acc * rb, f->out_dtype, src, e->dtype, len, re,
-                            f->scale, f->offset);
-            offsets[i] = acc;
-            lengths[i] = (int64_t)len;
-            perm[i] = (int64_t)r;
-            acc += (int64_t)len;
-        } else {
-            uint64_t p0 = f->o.pad_left ? T - len : 0;
-            lengths[r] = (int64_t)len;
-            for (uint64_t t = 0; t < len; t++) {
-                uint64_t at =
-                    f->o.layout == SS_LAYOUT_TIME_MAJOR ? (p0 + t) * n + r : r * T + p0 + t;
-                if (t == 0 || f->o.layout == SS_LAYOUT_TIME_MAJOR)
-                    ss_convert_rows(data + at * rb, f->out_dtype, src + t * e->row_bytes, e->dtype,
-                                    f->o.layout == SS_LAYOUT_TIME_MAJOR ? 1 : len, re, f->scale,
-                                    f->offset);
-                if (melem == 1) ((uint8_t *)s->mask[k])[at] = 1;
-                if (melem == 4) {
-                    float one = 1.0f;
-                    memcpy((unsigned char *)s->mask[k] + 4 * at, &one, 4);
-                }
-            }
-        }
-    }
-    o->name = f->name;
-    o->field = f->index;
-    o->dtype = f->out_dtype;
-    o->layout = f->sequence ? f->o.layout : SS_LAYOUT_BATCH_MAJOR;
-    o->sequence = f->sequence;
-    o->batch = n;
-    o->steps = packed ? (uint64_t)acc : T;
-    o->data = data;
-    o->data_bytes = data_bytes;
-    o->lengths = lengths;
-    o->mask = mask_bytes ? s->mask[k] : NULL;
-    o->mask_bytes = mask_bytes;
-    if (packed) {
-        offsets[n] = acc;
-        o->offsets = offsets;
-        o->perm = f->o.sort_by_length ? perm : NULL;
-    }
-    uint32_t d = 0;
-    if (!f->sequence) {
-        o->shape[d++] = n;
-    } else if (packed) {
-        o->shape[d++] = (uint64_t)acc;
-    } else if (f->o.layout == SS_LAYOUT_TIME_MAJOR) {
-        o->shape[d++] = T;
-        o->shape[d++] = n;
-    } else {
-        o->shape[d++] = n;
-        o->shape[d++] = T;
-    }
-    for (uint32_t j = 0; j < f->fin_ndim; j++) o->shape[d++] = f->fin_dims[j];
-    o->ndim = d;
-    return 0;
-}
-
 /* ------------------------------------------------------------- filling */
+
+/* Free the slot's per-row arrays. */
+static void slot_rows_free(slot *s) {
+    free(s->spans);
+    free(s->ef);
+    free(s->in);
+    free(s->at);
+    s->spans = NULL;
+    s->ef = NULL;
+    s->in = NULL;
+    s->at = NULL;
+}
 
 static int slot_rows(ss_loader *l, slot *s, uint64_t n) {
     if (n <= s->rows_cap) return 0;
-    free(s->spans);
-    free(s->ef);
-    free(s->lengths);
-    free(s->offsets);
-    free(s->perm);
-    free(s->len);
-    free(s->skip);
-    free(s->order);
-    free(s->tmp);
-    free(s->at);
+    slot_rows_free(s);
     uint64_t nf = l->nf;
     s->spans = malloc(n * sizeof *s->spans);
     s->ef = l->nxf ? calloc(n * nf, sizeof *s->ef) : NULL;
-    s->lengths = l->nxf ? malloc(n * nf * sizeof *s->lengths) : NULL;
-    s->offsets = l->nxf ? malloc((n + 1) * nf * sizeof *s->offsets) : NULL;
-    s->perm = l->nxf ? malloc(n * nf * sizeof *s->perm) : NULL;
-    s->len = l->nxf ? malloc(n * sizeof *s->len) : NULL;
-    s->skip = l->nxf ? malloc(n * sizeof *s->skip) : NULL;
-    s->order = l->nxf ? malloc(n * sizeof *s->order) : NULL;
-    s->tmp = l->nxf ? malloc(n * sizeof *s->tmp) : NULL;
+    s->in = l->nxf ? malloc(n * nf * sizeof *s->in) : NULL;
     s->at = l->nxf ? malloc(n * nf * sizeof *s->at) : NULL;
-    if (!s->spans || (l->nxf && (!s->ef || !s->lengths || !s->offsets || !s->perm || !s->len ||
-                                 !s->skip || !s->order || !s->tmp || !s->at))) {
+    if (!s->spans || (l->nxf && (!s->ef || !s->in || !s->at))) {
         s->rows_cap = 0;
         return ss__fail(SS_ENOMEM, "loader: out of memory for a batch of %" PRIu64 " rows", n);
     }
@@ -502,13 +362,17 @@ static int transform_rows(ss_loader *l, slot *s, const uint64_t *ix, uint64_t n,
             }
         }
     }
-    for (uint32_t k = 0; k < nf; k++) {
-        int rc = collate_mem(l, s, k, n);
-        if (rc) return ss__context(rc, "loader: epoch %" PRIu64 ", batch %" PRIu64, epoch, pos);
+    for (uint64_t i = 0; i < n * nf; i++) {
+        const ss_example_field *e = &s->ef[i];
+        ss_collate_input *in = &s->in[i];
+        in->data = e->data;
+        in->length = e->length;
+        in->dtype = e->dtype;
+        in->ndim = e->ndim;
+        memcpy(in->dims, e->dims, sizeof in->dims);
     }
-    s->batch.data.rows = n;
-    s->batch.data.nfields = nf;
-    s->batch.data.fields = s->outs;
+    int rc = ss_collator_collate_rows(s->col, s->in, (size_t)n, NULL, &s->batch.data);
+    if (rc) return ss__context(rc, "loader: epoch %" PRIu64 ", batch %" PRIu64, epoch, pos);
     return 0;
 }
 
@@ -576,30 +440,14 @@ static void *worker(void *arg) {
 
 static void slot_free(ss_loader *l, slot *s) {
     ss_collator_free(s->col);
-    free(s->spans);
-    free(s->ef);
+    slot_rows_free(s);
     for (uint32_t k = 0; k < l->nf; k++) {
         if (s->arena[0]) free(s->arena[0][k]);
         if (s->arena[1]) free(s->arena[1][k]);
-        if (s->data) free(s->data[k]);
-        if (s->mask) free(s->mask[k]);
     }
     free(s->arena[0]);
     free(s->arena[1]);
     free(s->arena_cap);
-    free(s->outs);
-    free(s->data);
-    free(s->mask);
-    free(s->data_cap);
-    free(s->mask_cap);
-    free(s->lengths);
-    free(s->offsets);
-    free(s->perm);
-    free(s->len);
-    free(s->skip);
-    free(s->order);
-    free(s->tmp);
-    free(s->at);
 }
 
 void ss_loader_free(ss_loader *l) {
@@ -617,10 +465,6 @@ void ss_loader_free(ss_loader *l) {
     for (uint32_t k = 0; l->slots && k < l->nslots; k++) slot_free(l, &l->slots[k]);
     free(l->slots);
     free(l->th);
-    for (uint32_t k = 0; l->f && k < l->nf; k++) {
-        free(l->f[k].scale);
-        free(l->f[k].offset);
-    }
     free(l->f);
     free(l->cfields);
     free(l->seq_fields);
@@ -635,28 +479,6 @@ void ss_loader_free(ss_loader *l) {
     ss_sampler_free(l->sampler);
     ss_selection_free(l->sel);
     free(l);
-}
-
-/* Per-channel values from an attribute of f64/f32 (as the collator reads them). */
-static int attr_values(const ss_store *st, const lfield *f, const char *attr, double *out) {
-    ss_attr a;
-    int rc = ss_attr_get(st, attr, &a);
-    if (rc) return ss__context(rc, "loader field '%s': attribute '%s'", f->name, attr);
-    size_t es = a.type == SS_F64 ? 8 : a.type == SS_F32 ? 4 : 0;
-    if (es == 0 || a.size != f->fin_row_el * es)
-        return ss__fail(SS_EINVAL,
-                        "loader field '%s': attribute '%s' must hold %" PRIu64 " f64 or f32 values",
-                        f->name, attr, f->fin_row_el);
-    for (uint64_t k = 0; k < f->fin_row_el; k++) {
-        if (es == 8) {
-            memcpy(&out[k], (const unsigned char *)a.data + 8 * k, 8);
-        } else {
-            float v;
-            memcpy(&v, (const unsigned char *)a.data + 4 * k, 4);
-            out[k] = v;
-        }
-    }
-    return 0;
 }
 
 /* Resolve the output fields (copies) and the transforms. */
@@ -678,15 +500,16 @@ static int setup_fields(ss_loader *l) {
             ss_field_info(st, k, &info);
             def.name = info.name;
         }
-        f->o = l->o.fields ? l->o.fields[k] : def;
-        if (f->o.version != SS_COLLATE_FIELD_VERSION || !f->o.name)
+        ss_collate_field *o = &l->cfields[k];
+        *o = l->o.fields ? l->o.fields[k] : def;
+        if (o->version != SS_COLLATE_FIELD_VERSION || !o->name)
             return ss__fail(SS_EINVAL, "ss_loader_open: output field %u: bad version or no name",
                             k);
-        int idx = ss_field_index(st, f->o.name);
+        int idx = ss_field_index(st, o->name);
         if (idx < 0) return ss__context(idx, "ss_loader_open");
         ss_field_info(st, (uint32_t)idx, &info);
         snprintf(f->name, sizeof f->name, "%s", info.name);
-        f->o.name = f->name;
+        o->name = f->name;
         f->index = (uint32_t)idx;
         f->sequence = info.sequence;
         if (f->sequence) l->seq_fields[l->nseq++] = f->index;
@@ -695,7 +518,6 @@ static int setup_fields(ss_loader *l) {
         memcpy(f->st_dims, info.dims, sizeof f->st_dims);
         memcpy(f->fin_dims, info.dims, sizeof f->fin_dims);
         f->max_rb = row_elements(info.ndim, info.dims) * ss_dtype_size(info.dtype);
-        l->cfields[k] = f->o;
     }
     /* transforms */
     uint32_t nt = ss_pipeline_count(l->pipe);
@@ -733,40 +555,15 @@ static int setup_fields(ss_loader *l) {
         uint64_t rb = row_elements(x->ndim, x->dims) * ss_dtype_size(x->dtype);
         if (rb > f->max_rb) f->max_rb = rb;
     }
+    /* The collator takes the transformed rows as the pipeline declares them
+     * (the stored dtype and shape without transforms). */
     for (uint32_t k = 0; k < l->nf; k++) {
-        lfield *f = &l->f[k];
-        f->fin_row_el = row_elements(f->fin_ndim, f->fin_dims);
-        f->out_dtype = f->o.dtype ? f->o.dtype : f->fin_dtype;
-        if (ss_dtype_size(f->out_dtype) == 0)
-            return ss__fail(SS_EINVAL, "loader field '%s': unknown output dtype %d", f->name,
-                            (int)f->o.dtype);
-        f->out_rb = f->fin_row_el * ss_dtype_size(f->out_dtype);
-        double one = f->o.pad_value;
-        ss_convert_rows(f->pad, f->out_dtype, &one, SS_F64, 1, 1, NULL, NULL);
-        if (!l->nxf) continue;
-        /* the transform path's own checks and scale/offset copies */
-        if (f->sequence && f->o.fixed && f->o.fixed_length == 0)
-            return ss__fail(SS_EINVAL, "loader field '%s': fixed_length must be >= 1", f->name);
-        if (f->sequence && f->o.layout == SS_LAYOUT_PACKED &&
-            (f->o.mask != SS_MASK_NONE || f->o.pad_to_multiple > 1))
-            return ss__fail(SS_EINVAL,
-                            "loader field '%s': mask and pad_to_multiple need a padded layout",
-                            f->name);
-        if ((unsigned)f->o.layout > SS_LAYOUT_PACKED || (unsigned)f->o.mask > SS_MASK_F32)
-            return ss__fail(SS_EINVAL, "loader field '%s': unknown layout or mask", f->name);
-        int affine = f->o.scale || f->o.offset || f->o.scale_attr || f->o.offset_attr;
-        if (!affine) continue;
-        f->scale = malloc(f->fin_row_el * sizeof(double));
-        f->offset = malloc(f->fin_row_el * sizeof(double));
-        if (!f->scale || !f->offset) return ss__fail(SS_ENOMEM, "ss_loader_open: out of memory");
-        for (uint64_t c = 0; c < f->fin_row_el; c++) {
-            f->scale[c] = f->o.scale ? f->o.scale[c] : 1.0;
-            f->offset[c] = f->o.offset ? f->o.offset[c] : 0.0;
-        }
-        int rc = 0;
-        if (f->o.scale_attr) rc = attr_values(st, f, f->o.scale_attr, f->scale);
-        if (!rc && f->o.offset_attr) rc = attr_values(st, f, f->o.offset_attr, f->offset);
-        if (rc) return rc;
+        const lfield *f = &l->f[k];
+        ss_collate_field *o = &l->cfields[k];
+        o->in_dtype = f->fin_dtype;
+        o->in_reshape = 1;
+        o->in_ndim = f->fin_ndim;
+        memcpy(o->in_dims, f->fin_dims, sizeof o->in_dims);
     }
     return 0;
 }
@@ -780,21 +577,13 @@ static int setup_slots(ss_loader *l) {
     for (uint32_t i = 0; i < l->nslots; i++) {
         slot *s = &l->slots[i];
         s->g = UINT64_MAX;
-        int rc = 0;
-        if (!l->nxf) {
-            rc = ss_collator_create(&s->col, l->store, l->cfields, l->nf, &co);
-        } else {
+        int rc = ss_collator_create(&s->col, l->store, l->cfields, l->nf, &co);
+        if (!rc && l->nxf) {
             uint32_t nf = l->nf;
             s->arena[0] = calloc(nf, sizeof *s->arena[0]);
             s->arena[1] = calloc(nf, sizeof *s->arena[1]);
             s->arena_cap = calloc(nf, sizeof *s->arena_cap);
-            s->outs = calloc(nf, sizeof *s->outs);
-            s->data = calloc(nf, sizeof *s->data);
-            s->mask = calloc(nf, sizeof *s->mask);
-            s->data_cap = calloc(nf, sizeof *s->data_cap);
-            s->mask_cap = calloc(nf, sizeof *s->mask_cap);
-            if (!s->arena[0] || !s->arena[1] || !s->arena_cap || !s->outs || !s->data || !s->mask ||
-                !s->data_cap || !s->mask_cap)
+            if (!s->arena[0] || !s->arena[1] || !s->arena_cap)
                 rc = ss__fail(SS_ENOMEM, "ss_loader_open: out of memory");
         }
         if (!rc && co.max_rows) rc = slot_rows(l, s, co.max_rows);
@@ -966,16 +755,6 @@ uint64_t ss_loader_position(const ss_loader *l) {
 
 /* ---------------------------------------------------------------- state */
 
-static void put64(unsigned char *p, uint64_t v) {
-    for (int k = 0; k < 8; k++) p[k] = (unsigned char)(v >> (8 * k));
-}
-
-static uint64_t get64(const unsigned char *p) {
-    uint64_t v = 0;
-    for (int k = 0; k < 8; k++) v |= (uint64_t)p[k] << (8 * k);
-    return v;
-}
-
 int ss_loader_state_save(const ss_loader *l, void *buf, size_t cap, size_t *len) {
     if (len) *len = SS_LOADER_STATE_SIZE;
     if (!l || !buf) return ss__fail(SS_EINVAL, "ss_loader_state_save: NULL argument");
@@ -985,11 +764,11 @@ int ss_loader_state_save(const ss_loader *l, void *buf, size_t cap, size_t *len)
     ss_loader *m = (ss_loader *)l; /* the mutex only */
     unsigned char *p = buf;
     pthread_mutex_lock(&m->mu);
-    put64(p, STATE_MAGIC);
-    put64(p + 8, STATE_VERSION);
-    put64(p + 16, l->epoch);
-    put64(p + 24, l->consumed);
-    put64(p + 32, l->fingerprint);
+    ss_put_le64(p, STATE_MAGIC);
+    ss_put_le64(p + 8, STATE_VERSION);
+    ss_put_le64(p + 16, l->epoch);
+    ss_put_le64(p + 24, l->consumed);
+    ss_put_le64(p + 32, l->fingerprint);
     int rc = ss_sampler_state_save(l->sampler, p + 40, SS_SAMPLER_STATE_SIZE, NULL);
     pthread_mutex_unlock(&m->mu);
     return rc;
@@ -998,16 +777,16 @@ int ss_loader_state_save(const ss_loader *l, void *buf, size_t cap, size_t *len)
 int ss_loader_state_load(ss_loader *l, const void *buf, size_t len) {
     if (!l || !buf) return ss__fail(SS_EINVAL, "ss_loader_state_load: NULL argument");
     const unsigned char *p = buf;
-    if (len != SS_LOADER_STATE_SIZE || get64(p) != STATE_MAGIC || get64(p + 8) != STATE_VERSION)
+    if (len != SS_LOADER_STATE_SIZE || ss_le64(p) != STATE_MAGIC || ss_le64(p + 8) != STATE_VERSION)
         return ss__fail(SS_EINVAL, "ss_loader_state_load: not a loader state (%zu bytes)", len);
-    if (get64(p + 32) != l->fingerprint)
+    if (ss_le64(p + 32) != l->fingerprint)
         return ss__fail(SS_EINVAL, "ss_loader_state_load: the state belongs to a loader with "
                                    "other batching options");
     pthread_mutex_lock(&l->mu);
     quiesce(l);
     int rc = ss_sampler_state_load(l->sampler, p + 40, SS_SAMPLER_STATE_SIZE);
-    uint64_t epoch = rc ? l->epoch : get64(p + 16);
-    uint64_t pos = rc ? l->consumed : get64(p + 24);
+    uint64_t epoch = rc ? l->epoch : ss_le64(p + 16);
+    uint64_t pos = rc ? l->consumed : ss_le64(p + 24);
     int rc2 = restart(l, epoch, pos);
     pthread_mutex_unlock(&l->mu);
     return rc ? ss__context(rc, "ss_loader_state_load") : rc2;

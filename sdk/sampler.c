@@ -1,6 +1,7 @@
 /* sampler.c - epoch orders over a selection, sharded over ranks and workers,
  * deterministic per (seed, epoch) and resumable (see seqstore/sampler.h). */
 #include "internal.h"
+#include "layout.h" /* ss_le64, ss_put_le64 */
 #include "rng.h"
 
 #include <inttypes.h>
@@ -41,16 +42,6 @@ struct ss_sampler {
     uint64_t last_nonzero; /* WEIGHTED: last position with weight > 0 */
     uint64_t fingerprint;
 };
-
-static uint64_t le64_load(const unsigned char *p) {
-    uint64_t v = 0;
-    for (int i = 7; i >= 0; i--) v = (v << 8) | p[i];
-    return v;
-}
-
-static void le64_store(unsigned char *p, uint64_t v) {
-    for (int i = 0; i < 8; i++) p[i] = (unsigned char)(v >> (8 * i));
-}
 
 static void shuffle_u64(uint64_t *a, uint64_t n, ss_rng *r) {
     for (uint64_t i = n; i > 1; i--) {
@@ -505,12 +496,12 @@ int ss_sampler_state_save(const ss_sampler *s, void *buf, size_t cap, size_t *le
         return ss__fail(SS_ETOOBIG, "sampler state: needs %d bytes, buffer has %zu",
                         SS_SAMPLER_STATE_SIZE, cap);
     unsigned char *p = buf;
-    le64_store(p, STATE_MAGIC);
-    le64_store(p + 8, STATE_VERSION);
-    le64_store(p + 16, s->o.seed);
-    le64_store(p + 24, s->epoch);
-    le64_store(p + 32, s->pos);
-    le64_store(p + 40, s->fingerprint);
+    ss_put_le64(p, STATE_MAGIC);
+    ss_put_le64(p + 8, STATE_VERSION);
+    ss_put_le64(p + 16, s->o.seed);
+    ss_put_le64(p + 24, s->epoch);
+    ss_put_le64(p + 32, s->pos);
+    ss_put_le64(p + 40, s->fingerprint);
     if (len) *len = SS_SAMPLER_STATE_SIZE;
     return 0;
 }
@@ -518,23 +509,23 @@ int ss_sampler_state_save(const ss_sampler *s, void *buf, size_t cap, size_t *le
 int ss_sampler_state_load(ss_sampler *s, const void *buf, size_t len) {
     if (!s || !buf) return ss__fail(SS_EINVAL, "ss_sampler_state_load: NULL argument");
     const unsigned char *p = buf;
-    if (len != SS_SAMPLER_STATE_SIZE || le64_load(p) != STATE_MAGIC)
+    if (len != SS_SAMPLER_STATE_SIZE || ss_le64(p) != STATE_MAGIC)
         return ss__fail(SS_EINVAL, "sampler state: not a saved sampler state (%zu bytes)", len);
-    if (le64_load(p + 8) != STATE_VERSION)
-        return ss__fail(SS_EINVAL, "sampler state: unknown version %" PRIu64, le64_load(p + 8));
-    if (le64_load(p + 16) != s->o.seed)
+    if (ss_le64(p + 8) != STATE_VERSION)
+        return ss__fail(SS_EINVAL, "sampler state: unknown version %" PRIu64, ss_le64(p + 8));
+    if (ss_le64(p + 16) != s->o.seed)
         return ss__fail(SS_EINVAL,
                         "sampler state: saved with seed %" PRIu64 ", sampler has %" PRIu64,
-                        le64_load(p + 16), s->o.seed);
-    if (le64_load(p + 40) != s->fingerprint)
+                        ss_le64(p + 16), s->o.seed);
+    if (ss_le64(p + 40) != s->fingerprint)
         return ss__fail(SS_EINVAL, "sampler state: saved by a sampler with different options "
                                    "or selection");
-    uint64_t pos = le64_load(p + 32);
+    uint64_t pos = ss_le64(p + 32);
     if (pos > s->local_len)
         return ss__fail(SS_EINVAL,
                         "sampler state: position %" PRIu64 " beyond the epoch's %" PRIu64, pos,
                         s->local_len);
-    s->epoch = le64_load(p + 24);
+    s->epoch = ss_le64(p + 24);
     make_epoch(s);
     s->pos = pos;
     return 0;

@@ -1,6 +1,7 @@
 /* select.c - selections (sorted disjoint index ranges), k-fold splits, length
  * filters and named splits stored as attributes. */
 #include "internal.h"
+#include "layout.h" /* ss_le64, ss_put_le64 */
 #include "rng.h"
 
 #include <ctype.h>
@@ -45,9 +46,15 @@ static int range_list_push(range_list *l, uint64_t start, uint64_t end) {
     return 0;
 }
 
-/* Make a selection owning the ranges of `l` (sorted, disjoint, merged). */
-static int selection_from_list(ss_selection **out, range_list *l, uint64_t total) {
+/* Make a selection owning the ranges of `l` (sorted, disjoint, merged); or,
+ * when `rc` (an earlier failure building `l`) is not 0, free `l` and return rc. */
+static int selection_from_list(ss_selection **out, range_list *l, uint64_t total, int rc) {
     *out = NULL;
+    if (rc) {
+        free(l->r);
+        l->r = NULL;
+        return rc;
+    }
     ss_selection *sel = calloc(1, sizeof *sel);
     uint64_t *before = malloc((l->n ? l->n : 1) * sizeof *before);
     if (!l->r) l->r = malloc(sizeof *l->r); /* ranges are never NULL, even when empty */
@@ -124,11 +131,7 @@ int ss_selection_create(ss_selection **out, const ss_range *ranges, size_t nrang
         rc = range_list_push(&l, tmp[i].start, tmp[i].end);
     }
     free(tmp);
-    if (rc) {
-        free(l.r);
-        return rc;
-    }
-    return selection_from_list(out, &l, total);
+    return selection_from_list(out, &l, total, rc);
 }
 
 void ss_selection_free(ss_selection *sel) {
@@ -376,8 +379,8 @@ int ss_selection_kfold(ss_selection **train, ss_selection **valid, const ss_sele
         if (!rc) rc = push_positions(&tr, sel, b, n);
     }
     ss_selection *t = NULL, *v = NULL;
-    if (!rc) rc = selection_from_list(&t, &tr, sel->total);
-    if (!rc) rc = selection_from_list(&v, &va, sel->total);
+    if (!rc) rc = selection_from_list(&t, &tr, sel->total, 0);
+    if (!rc) rc = selection_from_list(&v, &va, sel->total, 0);
     free(tr.r);
     free(va.r);
     if (rc) {
@@ -443,24 +446,10 @@ int ss_selection_filter_length(ss_selection **out, const ss_selection *sel, cons
     }
     free(len);
     free(keep);
-    if (rc) {
-        free(l.r);
-        return rc;
-    }
-    return selection_from_list(out, &l, sel->total);
+    return selection_from_list(out, &l, sel->total, rc);
 }
 
 /* ------------------------------------------------------------ named splits */
-
-static uint64_t le64_load(const unsigned char *p) {
-    uint64_t v = 0;
-    for (int i = 7; i >= 0; i--) v = (v << 8) | p[i];
-    return v;
-}
-
-static void le64_store(unsigned char *p, uint64_t v) {
-    for (int i = 0; i < 8; i++) p[i] = (unsigned char)(v >> (8 * i));
-}
 
 /* Build "ss.split.<name>" into buf after checking the name. */
 static int split_attr_name(char *buf, size_t cap, const char *name) {
@@ -499,7 +488,7 @@ int ss_split_load(ss_selection **out, const ss_store *store, const char *name) {
     range_list l = {0};
     uint64_t prev_end = 0;
     for (size_t i = 0; i < n && !rc; i++) {
-        uint64_t s = le64_load(p + 16 * i), e = le64_load(p + 16 * i + 8);
+        uint64_t s = ss_le64(p + 16 * i), e = ss_le64(p + 16 * i + 8);
         if (s >= e || e > total || (i && s < prev_end))
             rc = ss__fail(SS_ECORRUPT,
                           "split '%s': range %zu (%" PRIu64 ":%" PRIu64
@@ -509,11 +498,7 @@ int ss_split_load(ss_selection **out, const ss_store *store, const char *name) {
             rc = range_list_push(&l, s, e);
         prev_end = e;
     }
-    if (rc) {
-        free(l.r);
-        return rc;
-    }
-    return selection_from_list(out, &l, total);
+    return selection_from_list(out, &l, total, rc);
 }
 
 int ss_split_set(ss_writer *w, const char *name, const ss_selection *sel) {
@@ -525,8 +510,8 @@ int ss_split_set(ss_writer *w, const char *name, const ss_selection *sel) {
     unsigned char *buf = malloc(bytes ? bytes : 1);
     if (!buf) return ss__fail(SS_ENOMEM, "split '%s': out of memory", name);
     for (size_t i = 0; i < sel->nranges; i++) {
-        le64_store(buf + 16 * i, sel->ranges[i].start);
-        le64_store(buf + 16 * i + 8, sel->ranges[i].end);
+        ss_put_le64(buf + 16 * i, sel->ranges[i].start);
+        ss_put_le64(buf + 16 * i + 8, sel->ranges[i].end);
     }
     rc = ss_writer_set_attr(w, key, SS_U64, buf, bytes);
     free(buf);

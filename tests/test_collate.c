@@ -1,6 +1,7 @@
 /* test_collate.c - the collator against a naive reference (one loop over rows
  * and steps) over random schemas, spans, dtypes and options at 1, 2 and 4
- * threads; small cases written out by hand; bad parameters. */
+ * threads; small cases written out by hand; bad parameters; rows given in
+ * memory (ss_collator_collate_rows()) against the same reference. */
 #include "seqstore.h"
 #include "testutil.h"
 
@@ -28,13 +29,12 @@ static uint64_t row_elements(const ss_field *f) {
     return n;
 }
 
-/* Written plainly: resolve each row, decide T, then place every step. */
-static void reference(const ss_store *s, const ss_collate_field *o, const ss_span *rows, size_t n,
-                      ref_out *r) {
-    int fi = ss_field_index(s, o->name);
-    CHECK(fi >= 0);
-    ss_field info;
-    CHECK_OK(ss_field_info(s, (uint32_t)fi, &info));
+/* Written plainly: rows of `field`'s dtype and shape at given_src[i], given[i]
+ * steps each; truncate, decide T, then place every step. */
+static void reference_rows(const ss_collate_field *o, const ss_field *field,
+                           const unsigned char **given_src, const uint64_t *given, size_t n,
+                           ref_out *r) {
+    ss_field info = *field;
     ss_dtype out = o->dtype ? o->dtype : info.dtype;
     uint64_t E = row_elements(&info), esz = ss_dtype_size(out), orb = E * esz;
     uint64_t irb = E * ss_dtype_size(info.dtype);
@@ -43,12 +43,8 @@ static void reference(const ss_store *s, const ss_collate_field *o, const ss_spa
     const unsigned char *src[512];
     uint64_t len[512], longest = 0, total = 0;
     for (size_t i = 0; i < n; i++) {
-        ss_view v;
-        CHECK_OK(ss_get(s, (uint32_t)fi, rows[i].example, &v));
-        uint64_t t0 = info.sequence ? rows[i].t0 : 0;
-        uint64_t t1 = !info.sequence ? 1 : rows[i].t1 == SS_SPAN_END ? v.length : rows[i].t1;
-        uint64_t L = t1 - t0;
-        src[i] = (const unsigned char *)v.data + t0 * irb;
+        uint64_t L = given[i];
+        src[i] = given_src[i];
         if (info.sequence && o->fixed && L > o->fixed_length) {
             if (o->truncate_left) src[i] += (L - o->fixed_length) * irb;
             L = o->fixed_length;
@@ -128,6 +124,27 @@ static void reference(const ss_store *s, const ss_collate_field *o, const ss_spa
     }
 }
 
+/* Written plainly: resolve each row, then reference_rows(). */
+static void reference(const ss_store *s, const ss_collate_field *o, const ss_span *rows, size_t n,
+                      ref_out *r) {
+    int fi = ss_field_index(s, o->name);
+    CHECK(fi >= 0);
+    ss_field info;
+    CHECK_OK(ss_field_info(s, (uint32_t)fi, &info));
+    uint64_t irb = row_elements(&info) * ss_dtype_size(info.dtype);
+    const unsigned char *src[512];
+    uint64_t len[512];
+    for (size_t i = 0; i < n; i++) {
+        ss_view v;
+        CHECK_OK(ss_get(s, (uint32_t)fi, rows[i].example, &v));
+        uint64_t t0 = info.sequence ? rows[i].t0 : 0;
+        uint64_t t1 = !info.sequence ? 1 : rows[i].t1 == SS_SPAN_END ? v.length : rows[i].t1;
+        src[i] = (const unsigned char *)v.data + t0 * irb;
+        len[i] = t1 - t0;
+    }
+    reference_rows(o, &info, src, len, n, r);
+}
+
 static void compare(const ss_collated *c, const ref_out *r, size_t n, const ss_collate_field *o,
                     int sequence) {
     CHECK_EQ_U64(c->batch, n);
@@ -151,6 +168,37 @@ static void compare(const ss_collated *c, const ref_out *r, size_t n, const ss_c
         }
     } else {
         CHECK(c->offsets == NULL && c->perm == NULL);
+    }
+}
+
+/* Caller buffers for three fields, sized as the reference says. */
+typedef struct cbufs {
+    ss_collate_buffers b[3];
+    int64_t lens[3][64], offs[3][65], perm[3][64];
+} cbufs;
+
+static void cbufs_alloc(cbufs *cb, const ref_out *ref) {
+    memset(cb->b, 0, sizeof cb->b);
+    for (int f = 0; f < 3; f++) {
+        cb->b[f].data = malloc(ref[f].data_bytes + 1);
+        cb->b[f].data_bytes = ref[f].data_bytes;
+        cb->b[f].mask = malloc(ref[f].mask_bytes + 1);
+        cb->b[f].mask_bytes = ref[f].mask_bytes;
+        cb->b[f].lengths = cb->lens[f];
+        cb->b[f].offsets = cb->offs[f];
+        cb->b[f].perm = cb->perm[f];
+    }
+}
+
+/* The batch lies in the caller buffers and equals the reference; free them. */
+static void cbufs_check_free(cbufs *cb, const ss_collated_batch *b, const ref_out *ref, size_t n,
+                             const ss_collate_field *fo, const ss_field *fields) {
+    for (int f = 0; f < 3; f++) {
+        CHECK(b->fields[f].data == cb->b[f].data);
+        CHECK(b->fields[f].lengths == cb->lens[f]);
+        compare(&b->fields[f], &ref[f], n, &fo[f], fields[f].sequence);
+        free(cb->b[f].data);
+        free(cb->b[f].mask);
     }
 }
 
@@ -291,29 +339,15 @@ static void test_random(void) {
                 /* sizes and caller buffers */
                 ss_collate_sizes sz[3];
                 CHECK_OK(ss_collator_sizes(c, rows, n, sz));
-                ss_collate_buffers bufs[3];
-                memset(bufs, 0, sizeof bufs);
-                int64_t lens[3][64], offs[3][65], perm[3][64];
                 for (int f = 0; f < 3; f++) {
                     CHECK_EQ_U64(sz[f].steps, ref[f].steps);
                     CHECK_EQ_U64(sz[f].data_bytes, ref[f].data_bytes);
                     CHECK_EQ_U64(sz[f].mask_bytes, ref[f].mask_bytes);
-                    bufs[f].data = malloc(sz[f].data_bytes + 1);
-                    bufs[f].data_bytes = sz[f].data_bytes;
-                    bufs[f].mask = malloc(sz[f].mask_bytes + 1);
-                    bufs[f].mask_bytes = sz[f].mask_bytes;
-                    bufs[f].lengths = lens[f];
-                    bufs[f].offsets = offs[f];
-                    bufs[f].perm = perm[f];
                 }
-                CHECK_OK(ss_collator_collate_into(c, rows, n, bufs, &b));
-                for (int f = 0; f < 3; f++) {
-                    CHECK(b.fields[f].data == bufs[f].data);
-                    CHECK(b.fields[f].lengths == lens[f]);
-                    compare(&b.fields[f], &ref[f], n, &fo[f], rs.fields[f].sequence);
-                    free(bufs[f].data);
-                    free(bufs[f].mask);
-                }
+                cbufs cb;
+                cbufs_alloc(&cb, ref);
+                CHECK_OK(ss_collator_collate_into(c, rows, n, cb.b, &b));
+                cbufs_check_free(&cb, &b, ref, n, fo, rs.fields);
                 ss_collator_free(c);
                 cases++;
             }
@@ -332,7 +366,9 @@ static void test_random(void) {
 static ss_store *token_store(void) {
     /* tokens (u16): [1 2 3] [4] [5 6]; label (i32): 7 8 9 */
     static int made;
-    const char *path = ss_test_path(made++ ? "tok2.ss" : "tok.ss");
+    char name[32];
+    snprintf(name, sizeof name, "tok%d.ss", made++);
+    const char *path = ss_test_path(name);
     ss_field fields[2] = {{"tok", SS_U16, 1, 0, {0}}, {"label", SS_I32, 0, 0, {0}}};
     ss_schema schema = {2, fields};
     ss_writer *w;
@@ -579,11 +615,236 @@ static void test_errors(void) {
     ss_close(s);
 }
 
+/* ------------------------------------------------------------ rows in memory */
+
+/* Random bytes for a row of `len` steps of `f`'s dtype and shape. */
+static unsigned char *random_row(const ss_field *f, uint64_t len, uint64_t *rng) {
+    uint64_t bytes = len * row_elements(f) * ss_dtype_size(f->dtype);
+    unsigned char *p = malloc(bytes + 1);
+    CHECK(p != NULL);
+    for (uint64_t k = 0; k < bytes; k++) p[k] = (unsigned char)ss_test_rand(rng);
+    return p;
+}
+
+static void set_input(ss_collate_input *in, const ss_field *f, const void *data, uint64_t len) {
+    memset(in, 0, sizeof *in);
+    in->data = data;
+    in->length = len;
+    in->dtype = f->dtype;
+    in->ndim = f->ndim;
+    memcpy(in->dims, f->dims, sizeof in->dims);
+}
+
+/* ss_collator_collate_rows() against reference_rows(): either rows of the
+ * store (its views, no declaration: also equal to collating the spans) or
+ * random rows in memory of a declared dtype and shape other than the store's;
+ * random options at 1, 2 and 4 threads, own and caller buffers. */
+static void test_rows(void) {
+    uint64_t rng = 4711;
+    int cases = 0;
+    for (int st = 0; st < 4; st++) {
+        rstore rs;
+        char name[32];
+        snprintf(name, sizeof name, "rows%d.ss", st);
+        make_random_store(&rs, name, &rng);
+        for (int trial = 0; trial < 12; trial++) {
+            int from_store = trial % 3 == 0;
+            rstore decl = rs; /* the declared input of each field */
+            ss_collate_field fo[3];
+            double sc[3][16], of[3][16];
+            for (int f = 0; f < 3; f++) {
+                ss_field *d = &decl.fields[f];
+                if (!from_store && ss_test_rand(&rng) % 3)
+                    d->dtype = all_dtypes[ss_test_rand(&rng) % 12];
+                if (!from_store && ss_test_rand(&rng) % 2) {
+                    d->ndim = (uint32_t)(ss_test_rand(&rng) % 3);
+                    memset(d->dims, 0, sizeof d->dims);
+                    for (uint32_t k = 0; k < d->ndim; k++)
+                        d->dims[k] = 1 + ss_test_rand(&rng) % (k ? 3 : 5);
+                }
+                random_field(&fo[f], &decl, f, &rng, sc[f], of[f]);
+                if (!from_store) {
+                    fo[f].in_dtype = d->dtype;
+                    fo[f].in_reshape = 1;
+                    fo[f].in_ndim = d->ndim;
+                    memcpy(fo[f].in_dims, d->dims, sizeof fo[f].in_dims);
+                }
+            }
+            size_t n = 1 + ss_test_rand(&rng) % 24;
+            ss_span spans[64];
+            random_spans(&rs, spans, n, &rng);
+            ss_collate_input in[64 * 3];
+            unsigned char *own[64 * 3] = {0};
+            const unsigned char *src[3][64];
+            uint64_t len[3][64];
+            for (size_t i = 0; i < n; i++) {
+                for (int f = 0; f < 3; f++) {
+                    const ss_field *d = &decl.fields[f];
+                    if (from_store) {
+                        ss_view v;
+                        CHECK_OK(ss_get(rs.s, (uint32_t)f, spans[i].example, &v));
+                        uint64_t t0 = d->sequence ? spans[i].t0 : 0;
+                        uint64_t t1 = !d->sequence                 ? 1
+                                      : spans[i].t1 == SS_SPAN_END ? v.length
+                                                                   : spans[i].t1;
+                        src[f][i] = (const unsigned char *)v.data + t0 * v.row_bytes;
+                        len[f][i] = t1 - t0;
+                    } else {
+                        uint64_t r = ss_test_rand(&rng) % 100;
+                        len[f][i] = !d->sequence ? 1
+                                    : r < 8      ? 0
+                                    : r < 12     ? 2000 + ss_test_rand(&rng) % 2000
+                                                 : 1 + ss_test_rand(&rng) % 40;
+                        own[i * 3 + f] = random_row(d, len[f][i], &rng);
+                        src[f][i] = own[i * 3 + f];
+                    }
+                    set_input(&in[i * 3 + f], d, src[f][i], len[f][i]);
+                }
+            }
+            ref_out ref[3];
+            for (int f = 0; f < 3; f++) {
+                memset(&ref[f], 0, sizeof ref[f]);
+                reference_rows(&fo[f], &decl.fields[f], src[f], len[f], n, &ref[f]);
+            }
+            static const int threads[3] = {1, 2, 4};
+            for (int ti = 0; ti < 3; ti++) {
+                ss_collator_options opt = SS_COLLATOR_OPTIONS_INIT;
+                opt.threads = threads[ti];
+                opt.max_rows = trial % 2 ? 8 : 0;
+                opt.max_steps = trial % 2 ? 16 : 0;
+                opt.parallel_bytes = trial % 4 ? 1 : 0;
+                ss_collator *c;
+                CHECK_OK(ss_collator_create(&c, rs.s, fo, 3, &opt));
+                ss_collated_batch b;
+                for (int rep = 0; rep < 2; rep++) {
+                    CHECK_OK(ss_collator_collate_rows(c, in, n, NULL, &b));
+                    CHECK_EQ_U64(b.rows, n);
+                    CHECK_EQ_U64(b.nfields, 3);
+                    for (int f = 0; f < 3; f++) {
+                        const ss_field *d = &decl.fields[f];
+                        compare(&b.fields[f], &ref[f], n, &fo[f], d->sequence);
+                        /* the declared trailing shape */
+                        const ss_collated *o = &b.fields[f];
+                        CHECK_EQ_U64(o->ndim,
+                                     d->ndim +
+                                         (d->sequence && fo[f].layout != SS_LAYOUT_PACKED ? 2 : 1));
+                        for (uint32_t k = 0; k < d->ndim; k++)
+                            CHECK_EQ_U64(o->shape[o->ndim - d->ndim + k], d->dims[k]);
+                    }
+                    CHECK_OK(ss_collator_collate_rows(c, in, 1, NULL, &b));
+                }
+                if (from_store) { /* the same as collating the spans */
+                    CHECK_OK(ss_collator_collate(c, spans, n, &b));
+                    for (int f = 0; f < 3; f++)
+                        compare(&b.fields[f], &ref[f], n, &fo[f], decl.fields[f].sequence);
+                } else {
+                    int differs = 0;
+                    for (int f = 0; f < 3; f++)
+                        differs |=
+                            memcmp(&decl.fields[f].dtype, &rs.fields[f].dtype, sizeof(ss_dtype)) ||
+                            decl.fields[f].ndim != rs.fields[f].ndim ||
+                            memcmp(decl.fields[f].dims, rs.fields[f].dims,
+                                   sizeof rs.fields[f].dims);
+                    if (differs) CHECK_RC(ss_collator_collate(c, spans, n, &b), SS_EINVAL);
+                }
+                cbufs cb;
+                cbufs_alloc(&cb, ref);
+                CHECK_OK(ss_collator_collate_rows(c, in, n, cb.b, &b));
+                cbufs_check_free(&cb, &b, ref, n, fo, decl.fields);
+                ss_collator_free(c);
+                cases++;
+            }
+            for (int f = 0; f < 3; f++) {
+                free(ref[f].data);
+                free(ref[f].mask);
+            }
+            for (size_t i = 0; i < 3 * n; i++) free(own[i]);
+        }
+        ss_close(rs.s);
+    }
+    printf("rows: %d cases\n", cases);
+}
+
+/* Rows in memory by hand (u16 tokens declared as i32 pairs), and bad entries. */
+static void test_rows_by_hand(void) {
+    ss_store *s = token_store();
+    ss_collate_field o = SS_COLLATE_FIELD_INIT;
+    o.name = "tok";
+    o.dtype = SS_I64;
+    o.pad_value = -1;
+    o.mask = SS_MASK_U8;
+    o.in_dtype = SS_I32;
+    o.in_reshape = 1;
+    o.in_ndim = 1;
+    o.in_dims[0] = 2;
+    ss_collate_field l = SS_COLLATE_FIELD_INIT;
+    l.name = "label";
+    ss_collator *c;
+    ss_collate_field fo[2] = {o, l};
+    CHECK_OK(ss_collator_create(&c, s, fo, 2, NULL));
+    int32_t a[4] = {1, 2, 3, 4}, b1[2] = {5, 6};
+    int32_t la = 10, lb = 20;
+    ss_field tokf = {"tok", SS_I32, 1, 1, {2}}, labf = {"label", SS_I32, 0, 0, {0}};
+    ss_collate_input in[4];
+    set_input(&in[0], &tokf, a, 2);
+    set_input(&in[1], &labf, &la, 1);
+    set_input(&in[2], &tokf, b1, 1);
+    set_input(&in[3], &labf, &lb, 1);
+    ss_collated_batch b;
+    CHECK_OK(ss_collator_collate_rows(c, in, 2, NULL, &b));
+    const ss_collated *r = &b.fields[0];
+    CHECK(r->ndim == 3 && r->shape[0] == 2 && r->shape[1] == 2 && r->shape[2] == 2);
+    check_i64(r->data, (const int64_t[]){1, 2, 3, 4, 5, 6, -1, -1}, 8);
+    CHECK(memcmp(r->mask, "\1\1\1\0", 4) == 0);
+    CHECK(r->lengths[0] == 2 && r->lengths[1] == 1);
+    const int32_t *lab = b.fields[1].data;
+    CHECK(b.fields[1].dtype == SS_I32 && lab[0] == 10 && lab[1] == 20);
+    /* spans of the store do not have the declared dtype and shape */
+    ss_span sp[1] = {{0, 0, SS_SPAN_END}};
+    CHECK_RC(ss_collator_collate(c, sp, 1, &b), SS_EINVAL);
+    CHECK(strstr(ss_error_message(), "tok") != NULL);
+    ss_collate_sizes sz[2];
+    CHECK_RC(ss_collator_sizes(c, sp, 1, sz), SS_EINVAL);
+    /* bad entries: wrong dtype, wrong shape, a fixed field of 2, NULL data */
+    in[2].dtype = SS_U16;
+    CHECK_RC(ss_collator_collate_rows(c, in, 2, NULL, &b), SS_EINVAL);
+    CHECK(strstr(ss_error_message(), "'tok', row 1") != NULL);
+    in[2].dtype = SS_I32;
+    in[2].dims[0] = 3;
+    CHECK_RC(ss_collator_collate_rows(c, in, 2, NULL, &b), SS_EINVAL);
+    in[2].dims[0] = 2;
+    in[3].length = 2;
+    CHECK_RC(ss_collator_collate_rows(c, in, 2, NULL, &b), SS_EINVAL);
+    CHECK(strstr(ss_error_message(), "label") != NULL);
+    in[3].length = 1;
+    in[2].data = NULL;
+    CHECK_RC(ss_collator_collate_rows(c, in, 2, NULL, &b), SS_EINVAL);
+    in[2].length = 0; /* an empty row may have no data */
+    CHECK_OK(ss_collator_collate_rows(c, in, 2, NULL, &b));
+    check_i64(b.fields[0].data, (const int64_t[]){1, 2, 3, 4, -1, -1, -1, -1}, 8);
+    CHECK_RC(ss_collator_collate_rows(c, in, 0, NULL, &b), SS_EINVAL);
+    CHECK_RC(ss_collator_collate_rows(c, NULL, 1, NULL, &b), SS_EINVAL);
+    ss_collator_free(c);
+    /* bad declarations */
+    o.in_dtype = (ss_dtype)77;
+    CHECK_RC(ss_collator_create(&c, s, &o, 1, NULL), SS_EINVAL);
+    CHECK(strstr(ss_error_message(), "in_dtype") != NULL);
+    o.in_dtype = 0;
+    o.in_ndim = SS_MAX_DIMS + 1;
+    CHECK_RC(ss_collator_create(&c, s, &o, 1, NULL), SS_EINVAL);
+    o.in_ndim = 1;
+    o.in_dims[0] = 0;
+    CHECK_RC(ss_collator_create(&c, s, &o, 1, NULL), SS_EINVAL);
+    ss_close(s);
+}
+
 int main(void) {
     test_by_hand();
     test_gain_attr();
     test_errors();
     test_random();
+    test_rows_by_hand();
+    test_rows();
     printf("test_collate: ok\n");
     return 0;
 }
