@@ -190,6 +190,7 @@ int ss_selection_contains(const ss_selection *sel, uint64_t index) {
 
 int ss_selection_format(const ss_selection *sel, char *buf, size_t cap, size_t *len) {
     if (!sel) return ss__fail(SS_EINVAL, "ss_selection_format: selection is NULL");
+    if (!buf && cap) return ss__fail(SS_EINVAL, "ss_selection_format: buf is NULL, cap %zu", cap);
     size_t need = 0;
     for (size_t i = 0; i < sel->nranges; i++) {
         char tmp[64];

@@ -120,8 +120,12 @@ static int check_transform(const ss_transform *t) {
 }
 
 int ss_pipeline_add(ss_pipeline *p, const ss_transform *t) {
-    if (!p || !t) return ss__fail(SS_EINVAL, "ss_pipeline_add: NULL argument");
+    if (!t) return ss__fail(SS_EINVAL, "ss_pipeline_add: transform is NULL");
     ss_transform copy = *t;
+    if (!p) { /* the pipeline takes the transform even when it fails: no leak */
+        ss_transform_release(&copy);
+        return ss__fail(SS_EINVAL, "ss_pipeline_add: pipeline is NULL");
+    }
     int rc = check_transform(t);
     if (rc == 0 && p->n == p->cap) {
         uint32_t cap = p->cap ? 2 * p->cap : 8;
