@@ -167,7 +167,8 @@ typedef struct ss_writer_options {
     unsigned version;      /**< SS_WRITER_OPTIONS_VERSION */
     unsigned flags;        /**< SS_WRITE_... */
     uint32_t chunk_pages;  /**< data chunk size in 4096-byte pages; 0 = 256 (1 MiB) */
-    uint64_t commit_bytes; /**< commit a transaction after about this many bytes;
+    uint64_t commit_bytes; /**< commit a transaction once this many bytes of full
+                                chunks are waiting (so at least one chunk per commit);
                                 0 = 64 MiB. Bounds the writer's memory. */
     uint64_t map_bytes;    /**< initial LMDB map size; 0 = 1 GiB. The map grows by
                                 itself when full, so this only tunes. */
