@@ -1,6 +1,7 @@
 /* cli.c - `seqstore`: dispatch to the subcommands. */
 #include "commands.h"
 
+#include <malloc.h>
 #include <stdarg.h>
 #include <string.h>
 
@@ -65,6 +66,11 @@ int ss_cli_open(ss_store **out, const char *cmd, const char *path, unsigned flag
 }
 
 int main(int argc, char **argv) {
+    /* Converters hand LMDB ~64 MiB of pages per commit, which it allocates and
+     * frees each time: keep that memory in the heap instead of mapping and
+     * faulting it in again at every commit (about a fifth of the CPU). */
+    mallopt(M_MMAP_THRESHOLD, 32 << 20);
+    mallopt(M_TRIM_THRESHOLD, 256 << 20);
     if (argc < 2) {
         ss_usage(stderr);
         return SS_EXIT_USAGE;
