@@ -32,18 +32,12 @@ static const char *path_of(const char *name) {
 static int run_cli(char *err, size_t errlen, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 static int run_cli(char *err, size_t errlen, const char *fmt, ...) {
-    char args[4096], cmd[8192];
+    char args[4096];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(args, sizeof args, fmt, ap);
     va_end(ap);
-    snprintf(cmd, sizeof cmd, "%s %s --quiet 2> %s", SS_CLI, args, path_of("stderr.txt"));
-    int st = system(cmd);
-    FILE *f = fopen(path_of("stderr.txt"), "r");
-    size_t n = f ? fread(err, 1, errlen - 1, f) : 0;
-    err[n] = '\0';
-    if (f) fclose(f);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    return ss_test_cli(err, errlen, NULL, "%s --quiet", args);
 }
 
 /* ------------------------------------------------------ test recordings */

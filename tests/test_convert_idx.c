@@ -16,16 +16,9 @@
 /* ------------------------------------------------------------- helpers */
 
 /* Run the CLI with `args`; stderr goes to a file whose text is returned in `err`. */
+/* `seqstore ARGS --quiet`; stderr into err. */
 static int run_cli(char *err, size_t errlen, const char *args) {
-    char cmd[4096];
-    const char *errfile = ss_test_path("stderr.txt");
-    snprintf(cmd, sizeof cmd, "%s %s --quiet 2> %s", SS_CLI, args, errfile);
-    int st = system(cmd);
-    FILE *f = fopen(errfile, "r");
-    size_t n = f ? fread(err, 1, errlen - 1, f) : 0;
-    err[n] = '\0';
-    if (f) fclose(f);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    return ss_test_cli(err, errlen, NULL, "%s --quiet", args);
 }
 
 /* The whole decompressed content of a (gzip or plain) file. */

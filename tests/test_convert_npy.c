@@ -9,16 +9,9 @@
 #include <string.h>
 #include <sys/wait.h>
 
+/* `seqstore ARGS --quiet`; stderr into err. */
 static int run_cli(char *err, size_t errlen, const char *args) {
-    char cmd[8192];
-    const char *errfile = ss_test_path("stderr.txt");
-    snprintf(cmd, sizeof cmd, "%s %s --quiet 2> %s", SS_CLI, args, errfile);
-    int st = system(cmd);
-    FILE *f = fopen(errfile, "r");
-    size_t n = f ? fread(err, 1, errlen - 1, f) : 0;
-    err[n] = '\0';
-    if (f) fclose(f);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    return ss_test_cli(err, errlen, NULL, "%s --quiet", args);
 }
 
 /* A .npy image in `out` (returns its size): version `major`, the dict text as

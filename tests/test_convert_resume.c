@@ -42,22 +42,13 @@ static const char *tp(const char *name) {
  * the exit code, or 128 + signal. stderr lands in g_err. */
 static int run(long kill, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static int run(long kill, const char *fmt, ...) {
-    char args[16384], cmd[18000], env[64] = "";
+    char env[64];
+    snprintf(env, sizeof env, "SS_TEST_KILL_AFTER=%ld", kill);
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(args, sizeof args, fmt, ap);
+    int rc = ss_test_cli_v(g_err, sizeof g_err, kill >= 0 ? env : NULL, fmt, ap);
     va_end(ap);
-    static char errf[768];
-    if (!errf[0]) snprintf(errf, sizeof errf, "%s", tp("stderr.txt"));
-    if (kill >= 0) snprintf(env, sizeof env, "SS_TEST_KILL_AFTER=%ld ", kill);
-    snprintf(cmd, sizeof cmd, "%sexec %s %s > /dev/null 2> %s", env, SS_CLI, args, errf);
-    int st = system(cmd);
-    FILE *f = fopen(errf, "r");
-    size_t n = f ? fread(g_err, 1, sizeof g_err - 1, f) : 0;
-    g_err[n] = 0;
-    if (f) fclose(f);
-    if (WIFSIGNALED(st)) return 128 + WTERMSIG(st);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    return rc;
 }
 
 #define EXPECT_RUN(code, kill, ...)                                                                \

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 const char *ss_test_tmpdir(void) {
@@ -33,4 +34,36 @@ uint64_t ss_test_rand(uint64_t *state) {
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
     z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
     return z ^ (z >> 31);
+}
+
+int ss_test_cli_v(char *err, size_t errlen, const char *env, const char *fmt, va_list ap) {
+#ifdef SS_CLI
+    char args[16384], cmd[20000], errfile[800];
+    vsnprintf(args, sizeof args, fmt, ap);
+    snprintf(errfile, sizeof errfile, "%s/cli-stderr.txt", ss_test_tmpdir());
+    if (env)
+        snprintf(cmd, sizeof cmd, "export %s; exec %s %s > /dev/null 2> %s", env, SS_CLI, args,
+                 errfile);
+    else
+        snprintf(cmd, sizeof cmd, "exec %s %s > /dev/null 2> %s", SS_CLI, args, errfile);
+    int st = system(cmd);
+    FILE *f = fopen(errfile, "r");
+    size_t n = f && errlen ? fread(err, 1, errlen - 1, f) : 0;
+    if (errlen) err[n] = '\0';
+    if (f) fclose(f);
+    if (WIFSIGNALED(st)) return 128 + WTERMSIG(st);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+#else
+    (void)err, (void)errlen, (void)env, (void)fmt, (void)ap;
+    fprintf(stderr, "ss_test_cli: SS_CLI is not defined for this test\n");
+    exit(1);
+#endif
+}
+
+int ss_test_cli(char *err, size_t errlen, const char *env, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    int rc = ss_test_cli_v(err, errlen, env, fmt, ap);
+    va_end(ap);
+    return rc;
 }

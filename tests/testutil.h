@@ -5,6 +5,7 @@
 #include "seqstore.h"
 
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -52,6 +53,14 @@
 const char *ss_test_tmpdir(void);
 /* ss_test_tmpdir() + "/" + name, in a static rotating buffer (8 slots). */
 const char *ss_test_path(const char *name);
+/* Run `[ENV] seqstore ARGS` through the shell (ARGS printf-style; ENV like
+ * "SS_TEST_KILL_AFTER=5", or NULL). Its stderr is copied into err (at most
+ * errlen - 1 bytes, NUL-terminated); stdout is discarded unless ARGS
+ * redirects it. Returns the exit code, or 128 + signal number. */
+int ss_test_cli(char *err, size_t errlen, const char *env, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+int ss_test_cli_v(char *err, size_t errlen, const char *env, const char *fmt, va_list ap);
+
 /* Deterministic test RNG (splitmix64). */
 uint64_t ss_test_rand(uint64_t *state);
 
