@@ -58,15 +58,9 @@ static int parse_par(ss_conv *c, int argc, char **argv, par_options *o) {
             o->eos = 1;
         } else if (!strcmp(a, "--shared-vocab")) {
             o->shared = 1;
-        } else if (!strcmp(a, "--min-count")) {
-            if (ss_conv_parse_u64(c, a, v, 1, UINT64_MAX, &o->min_count)) return 2;
-            i++;
-        } else if (!strcmp(a, "--max-vocab")) {
-            if (ss_conv_parse_u64(c, a, v, SS_VOCAB_NSPECIAL + 1, UINT32_MAX, &o->max_vocab))
-                return 2;
-            i++;
-        } else if (!strcmp(a, "--vocab-size")) {
-            if (ss_conv_parse_u64(c, a, v, 1, (uint64_t)UINT32_MAX - 1, &o->vocab_size)) return 2;
+        } else if ((k = tx_parse_count_option(c, a, v, &o->min_count, &o->max_vocab,
+                                              &o->vocab_size)) != 0) {
+            if (k == 2) return 2;
             i++;
         } else if (!strcmp(a, "--vocab") || !strcmp(a, "--src-vocab") ||
                    !strcmp(a, "--tgt-vocab")) {

@@ -910,6 +910,7 @@ static int parse_text_options(ss_conv *c, int argc, char **argv, tx_text_options
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        int k;
         if (only_files || a[0] != '-' || !strcmp(a, "-")) {
             o->inputs[o->ninputs++] = argv[i];
         } else if (!strcmp(a, "--")) {
@@ -932,15 +933,9 @@ static int parse_text_options(ss_conv *c, int argc, char **argv, tx_text_options
             o->bos = 1;
         } else if (!strcmp(a, "--eos")) {
             o->eos = 1;
-        } else if (!strcmp(a, "--min-count")) {
-            if (ss_conv_parse_u64(c, a, v, 1, UINT64_MAX, &o->min_count)) return 2;
-            i++;
-        } else if (!strcmp(a, "--max-vocab")) {
-            if (ss_conv_parse_u64(c, a, v, SS_VOCAB_NSPECIAL + 1, UINT32_MAX, &o->max_vocab))
-                return 2;
-            i++;
-        } else if (!strcmp(a, "--vocab-size")) {
-            if (ss_conv_parse_u64(c, a, v, 1, (uint64_t)UINT32_MAX - 1, &o->vocab_size)) return 2;
+        } else if ((k = tx_parse_count_option(c, a, v, &o->min_count, &o->max_vocab,
+                                              &o->vocab_size)) != 0) {
+            if (k == 2) return 2;
             i++;
         } else if (!strcmp(a, "--vocab")) {
             if (!v) return ss_conv_usage_error(c, "--vocab needs a store or a file");
@@ -973,3 +968,17 @@ static int run_text(ss_conv *c, int argc, char **argv) {
 const ss_converter ss_converter_text = {
     "text", "text corpora: one example per line or document; bytes, chars, words or ids", run_text,
     text_usage};
+
+int tx_parse_count_option(ss_conv *c, const char *a, const char *v, uint64_t *min_count,
+                          uint64_t *max_vocab, uint64_t *vocab_size) {
+    int rc;
+    if (!strcmp(a, "--min-count"))
+        rc = ss_conv_parse_u64(c, a, v, 1, UINT64_MAX, min_count);
+    else if (!strcmp(a, "--max-vocab"))
+        rc = ss_conv_parse_u64(c, a, v, SS_VOCAB_NSPECIAL + 1, UINT32_MAX, max_vocab);
+    else if (!strcmp(a, "--vocab-size"))
+        rc = ss_conv_parse_u64(c, a, v, 1, (uint64_t)UINT32_MAX - 1, vocab_size);
+    else
+        return 0;
+    return rc ? 2 : 1;
+}

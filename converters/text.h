@@ -100,6 +100,12 @@ int tx_text_convert(ss_conv *c, const tx_text_options *o);
 
 /* Parse "--tokens" values. @return TX_... or -1. */
 int tx_parse_kind(const char *name);
+/* The vocabulary-size options shared by `convert text` and `convert parallel`
+ * (--min-count, --max-vocab, --vocab-size) with value v. Returns 1 if `a` is
+ * one of them and v was taken, 0 if `a` is not one of them, 2 on a usage
+ * error (printed). */
+int tx_parse_count_option(ss_conv *c, const char *a, const char *v, uint64_t *min_count,
+                          uint64_t *max_vocab, uint64_t *vocab_size);
 const char *tx_kind_name(int kind);
 
 /* Derive bos/eos/unk ids and the dtype of `t` (vocab already set for words).
