@@ -27,8 +27,7 @@
 /* incompat_flags: a reader must refuse a bit it does not know. */
 #define SS_INCOMPAT_INCOMPLETE 0x1u
 #define SS_INCOMPAT_KNOWN 0x1u
-/* compat_flags: announce optional sections; unknown bits are ignored. */
-#define SS_COMPAT_ATTRS 0x1u
+/* compat_flags: would announce optional sections (none in version 1); unknown bits are ignored. */
 
 /* Key tags (first byte of every key). */
 #define SS_KEY_HEADER 'H'
