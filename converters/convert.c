@@ -574,11 +574,11 @@ int ss_conv_begin(ss_conv *c, const ss_schema *schema, uint64_t *skip) {
         if (exists) {
             wo.flags |= SS_WRITE_RESUME;
             rc = ss_writer_open(&c->w, c->opts.output, &full, &wo);
-            if (rc) return ss_conv_ss_error(c, "cannot resume '%s'", c->opts.output);
+            if (rc) return ss_conv_ss_error(c, "cannot resume the store");
             *skip = ss_writer_count(c->w);
         } else {
             rc = ss_writer_create(&c->w, c->opts.output, &full, &wo);
-            if (rc) return ss_conv_ss_error(c, "cannot create '%s'", c->opts.output);
+            if (rc) return ss_conv_ss_error(c, "cannot create the store");
         }
     } else {
         if (c->opts.force) wo.flags |= SS_WRITE_FORCE;
@@ -588,7 +588,7 @@ int ss_conv_begin(ss_conv *c, const ss_schema *schema, uint64_t *skip) {
                                  "'%s' exists (--force replaces it, --append adds to it, "
                                  "--resume continues an interrupted conversion)",
                                  c->opts.output);
-        if (rc) return ss_conv_ss_error(c, "cannot create '%s'", c->opts.output);
+        if (rc) return ss_conv_ss_error(c, "cannot create the store");
     }
     /* after the --append's old indices, so that a name given again is replaced */
     if (c->index_by && add_index(c, c->index_name ? c->index_name : c->index_by, ifields, inkeys,

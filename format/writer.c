@@ -494,7 +494,7 @@ static int ss_open_writer_env(MDB_env **env, void *vctx) {
     ss_writer_env_ctx *ctx = vctx;
     ss_writer *w = ctx->w;
     int rc = mdb_env_create(env);
-    if (rc) return ss__lmdb_fail(rc, w->path);
+    if (rc) return ss__lmdb_fail(rc, "LMDB");
     struct stat st;
     uint64_t size = ctx->map_bytes ? ctx->map_bytes : SS_DEFAULT_MAP_BYTES;
     if (stat(w->path, &st) == 0 && (uint64_t)st.st_size * 2 > size) size = (uint64_t)st.st_size * 2;
@@ -507,7 +507,7 @@ static int ss_open_writer_env(MDB_env **env, void *vctx) {
     rc = mdb_env_open(*env, w->path, flags, 0644);
     if (rc == MDB_INVALID || rc == MDB_VERSION_MISMATCH)
         return ss__fail(SS_ENOTSTORE, "%s: not a seqstore store", w->path);
-    return rc ? ss__lmdb_fail(rc, w->path) : 0;
+    return rc ? ss__lmdb_fail(rc, "LMDB") : 0;
 }
 
 static int ss_writer_env(ss_writer *w, uint64_t map_bytes) {
@@ -522,7 +522,7 @@ static int ss_writer_env(ss_writer *w, uint64_t map_bytes) {
         rc = mdb_txn_commit(txn);
     else
         mdb_txn_abort(txn);
-    return rc ? ss__lmdb_fail(rc, w->path) : 0;
+    return rc ? ss__lmdb_fail(rc, "LMDB") : 0;
 }
 
 static int ss_writer_buffers(ss_writer *w) {
