@@ -125,7 +125,17 @@ int ss_header_set_schema(ss_header *h, const ss_schema *schema) {
     return 0;
 }
 
-int ss_header_decode(ss_header *h, const unsigned char *p, uint64_t len, const char *what) {
+/* Magic, version and flags first (so that a newer store is named as such),
+ * then the checksum, then the field records. */
+int ss_header_read(ss_header *h, const MDB_val *v, const char *what) {
+    const unsigned char *p = NULL;
+    uint64_t len = 0;
+    int rc = ss_block_open(v, 0, what, &p, &len);
+    return rc ? rc : ss_header_decode(h, p, len, what, v);
+}
+
+int ss_header_decode(ss_header *h, const unsigned char *p, uint64_t len, const char *what,
+                     const MDB_val *block) {
     memset(h, 0, sizeof *h);
     if (len < SS_HEADER_FIXED || memcmp(p, SS_MAGIC, 8) != 0)
         return ss__fail(SS_ENOTSTORE, "%s: not a seqstore store (bad magic)", what);
@@ -144,6 +154,10 @@ int ss_header_decode(ss_header *h, const unsigned char *p, uint64_t len, const c
     if (h->incompat_flags & ~SS_INCOMPAT_KNOWN)
         return ss__fail(SS_EVERSION, "%s: uses features 0x%x this library does not know", what,
                         h->incompat_flags & ~SS_INCOMPAT_KNOWN);
+    const unsigned char *checked;
+    uint64_t checked_len;
+    if (block && ss_block_open(block, 1, what, &checked, &checked_len))
+        return ss__fail(SS_ECORRUPT, "%s: metadata checksum mismatch", what);
     if (h->nfields == 0 || h->nfields > SS_MAX_FIELDS || len < ss_header_payload_size(h->nfields))
         return ss__fail(SS_ECORRUPT, "%s: header holds %u fields in %llu bytes", what, h->nfields,
                         (unsigned long long)len);
@@ -166,6 +180,7 @@ int ss_header_decode(ss_header *h, const unsigned char *p, uint64_t len, const c
         f->tail_bytes = ss_le64(r + 104);
         if (ss_field_check(&f->def, &f->row_bytes) != 0)
             return ss__context(SS_ECORRUPT, "%s: field %u", what, i);
+        f->def.name = f->name;
         if (!f->def.sequence && f->total_rows != h->count)
             return ss__fail(SS_ECORRUPT, "%s: fixed field '%s' has %llu rows for %llu examples",
                             what, f->name, (unsigned long long)f->total_rows,

@@ -120,8 +120,13 @@ typedef struct ss_header {
 
 uint64_t ss_header_payload_size(uint32_t nfields);
 void ss_header_encode(const ss_header *h, unsigned char *payload);
-/* Decode and validate (magic, version, flags, schema). `what` names the store. */
-int ss_header_decode(ss_header *h, const unsigned char *payload, uint64_t len, const char *what);
+/* Decode and validate (magic, version, flags, the checksum of `block` if not
+ * NULL, schema). `what` names the store. */
+int ss_header_decode(ss_header *h, const unsigned char *payload, uint64_t len, const char *what,
+                     const MDB_val *block);
+/* Read a header-layout block (H or W): magic, version and flags, then the
+ * checksum ("metadata checksum mismatch"), then the fields. */
+int ss_header_read(ss_header *h, const MDB_val *v, const char *what);
 /* Validate a schema given by a caller and fill h's fields from it. */
 int ss_header_set_schema(ss_header *h, const ss_schema *schema);
 /* Rows per chunk of a fixed field. */

@@ -109,12 +109,7 @@ static int ss_read_header(ss_store *s, unsigned flags) {
     if (rc == MDB_NOTFOUND)
         return ss__fail(SS_ENOTSTORE, "%s: not a seqstore store (no header)", s->path);
     if (rc) return ss__lmdb_fail(rc, s->path);
-    const unsigned char *p;
-    uint64_t len;
-    if ((rc = ss_block_open(&v, 0, s->path, &p, &len))) return rc;
-    if ((rc = ss_header_decode(&s->h, p, len, s->path))) return rc;
-    if (ss_block_open(&v, 1, s->path, &p, &len))
-        return ss__fail(SS_ECORRUPT, "%s: metadata checksum mismatch", s->path);
+    if ((rc = ss_header_read(&s->h, &v, s->path))) return rc;
     if ((s->h.incompat_flags & SS_INCOMPAT_INCOMPLETE) && !(flags & SS_OPEN_INCOMPLETE))
         return ss__fail(SS_EINCOMPLETE,
                         "%s: store is incomplete: its writer did not finish (%llu examples "

@@ -595,14 +595,7 @@ static int ss_read_header_block(ss_writer *w, MDB_txn *txn, char tag, ss_header 
         return tag == SS_KEY_HEADER ? ss__fail(SS_ENOTSTORE, "not a seqstore store (no header)")
                                     : SS_ENOTFOUND;
     if (rc) return ss__lmdb_fail(rc, "read header");
-    const unsigned char *p;
-    uint64_t len;
-    if ((rc = ss_block_open(&v, 0, "header", &p, &len))) return rc;
-    if ((rc = ss_header_decode(h, p, len, "header"))) return rc;
-    if (ss_block_open(&v, 1, "header", &p, &len))
-        return ss__fail(SS_ECORRUPT, "metadata checksum mismatch");
-    for (uint32_t i = 0; i < h->nfields; i++) h->fields[i].def.name = h->fields[i].name;
-    return 0;
+    return ss_header_read(h, &v, "header");
 }
 
 /* The committed state: the header, or with resume the progress record of an
