@@ -1,7 +1,9 @@
 /* test_transform.c - transforms through the loader compared with the same
  * transform written as a plain loop here (with the documented random
  * streams); same augmented batches for 1, 2 and 4 threads and after resume;
- * declared dtype changes; per-batch transforms; errors; pipelines. */
+ * declared dtype changes; a declared dtype and shape change (u8 {4} -> f32
+ * {2}) with shortening, padded and packed; per-batch transforms; errors;
+ * pipelines. */
 #include "seqstore.h"
 #include "rng.h"
 #include "testutil.h"
@@ -591,6 +593,216 @@ static void test_determinism(const ss_store *s) {
     ss_pipeline_free(p);
 }
 
+/* --------------------------------- a declared change of dtype and shape */
+
+#define RN 150 /* examples of the pixel store */
+#define RB 7   /* rows per batch: the last batch wraps around */
+
+/* px: u8 [L][4]; id: i32 (fixed, collated as it is). */
+static const char *make_pixel_store(void) {
+    const char *path = ss_test_path("px.ss");
+    ss_field f[2] = {{"id", SS_I32, 0, 0, {0}}, {"px", SS_U8, 1, 1, {4}}};
+    ss_schema schema = {2, f};
+    ss_writer *w;
+    CHECK_OK(ss_writer_create(&w, path, &schema, NULL));
+    uint64_t rs = 17;
+    for (uint64_t i = 0; i < RN; i++) {
+        uint8_t px[40 * 4];
+        int32_t id = (int32_t)i * 3 - 100;
+        uint64_t len = ss_test_rand(&rs) % 40; /* 0 .. 39: odd and even, empty */
+        for (uint64_t k = 0; k < 4 * len; k++) px[k] = (uint8_t)(ss_test_rand(&rs) & 0xff);
+        ss_value v[2] = {{&id, 1}, {px, len}};
+        CHECK_OK(ss_writer_append(w, v));
+    }
+    CHECK_OK(ss_writer_finish(w));
+    ss_writer_free(w);
+    return path;
+}
+
+/* Each row of 4 u8 (a, b, c, d) becomes 2 f32 ((a + b) / 2, (c - d) * 0.5),
+ * written into the declared out buffer; an odd sequence loses its last row. */
+static int pairs(void *user, ss_example *ex, ss_rng *rng) {
+    (void)user;
+    (void)rng;
+    int k = ss_example_field_index(ex, "px");
+    if (k < 0) return ss_transform_error(ex, "no px");
+    ss_example_field *e = &ex->fields[k];
+    if (e->dtype != SS_U8 || e->ndim != 1 || e->dims[0] != 4 || e->row_bytes != 4 || !e->out ||
+        e->out == e->data || e->out_dtype != SS_F32 || e->out_ndim != 1 || e->out_dims[0] != 2)
+        return ss_transform_error(ex, "unexpected stage");
+    e->length &= ~(uint64_t)1;
+    const uint8_t *in = e->data;
+    float *out = e->out;
+    for (uint64_t t = 0; t < e->length; t++) {
+        const uint8_t *p = in + 4 * t;
+        out[2 * t] = ((float)p[0] + (float)p[1]) / 2;
+        out[2 * t + 1] = ((float)p[2] - (float)p[3]) * 0.5f;
+    }
+    return 0;
+}
+
+/* The same, by hand, then the collator's per-channel scale/offset (values
+ * chosen so that every step is exact in float). */
+static const double px_scale[2] = {3.0, -0.25}, px_offset[2] = {1.5, 100.0};
+#define PX_PAD (-7.5f)
+
+static uint64_t plain_pairs(const ss_store *s, uint64_t index, float *out) {
+    ss_view v;
+    CHECK_OK(ss_get(s, 1, index, &v));
+    CHECK_EQ_U64(v.row_bytes, 4);
+    uint64_t len = v.length & ~(uint64_t)1;
+    const uint8_t *p = v.data;
+    for (uint64_t t = 0; t < len; t++, p += 4) {
+        float y0 = ((float)p[0] + (float)p[1]) / 2, y1 = ((float)p[2] - (float)p[3]) * 0.5f;
+        out[2 * t] = y0 * (float)px_scale[0] + (float)px_offset[0];
+        out[2 * t + 1] = y1 * (float)px_scale[1] + (float)px_offset[1];
+    }
+    return len;
+}
+
+static uint64_t collated_hash(uint64_t h, const ss_collated *c) {
+    h = fnv(h, c->data, c->data_bytes);
+    h = fnv(h, c->lengths, c->batch * 8);
+    if (c->mask) h = fnv(h, c->mask, c->mask_bytes);
+    if (c->offsets) h = fnv(h, c->offsets, (c->batch + 1) * 8);
+    return h;
+}
+
+/* Every batch of 2 epochs against the plain loop; returns a hash per batch. */
+static void reshape_run(const ss_store *s, ss_pipeline *p, ss_layout layout, uint32_t threads,
+                        uint64_t *hashes) {
+    ss_collate_field f[2] = {SS_COLLATE_FIELD_INIT, SS_COLLATE_FIELD_INIT};
+    f[0].name = "px";
+    f[0].dtype = SS_F32;
+    f[0].layout = layout;
+    f[0].pad_value = PX_PAD;
+    f[0].mask = layout == SS_LAYOUT_PACKED ? SS_MASK_NONE : SS_MASK_U8;
+    f[0].scale = px_scale;
+    f[0].offset = px_offset;
+    f[1].name = "id";
+    f[1].dtype = SS_I64;
+    ss_loader_options o = SS_LOADER_OPTIONS_INIT;
+    o.batch.batch_size = RB;
+    o.fields = f;
+    o.nfields = 2;
+    o.sampler.kind = SS_SAMPLE_SHUFFLE;
+    o.sampler.seed = SEED;
+    o.threads = threads;
+    o.prefetch = 3;
+    o.transforms = p;
+    ss_loader *l;
+    CHECK_OK(ss_loader_open(&l, s, &o));
+    ss_selection *all;
+    CHECK_OK(ss_selection_all(&all, RN));
+    ss_sampler_options so = o.sampler;
+    so.batch_size = RB;
+    ss_sampler *sm;
+    CHECK_OK(ss_sampler_create(&sm, all, &so));
+    const uint64_t nb = (RN + RB - 1) / RB;
+    static float want[RB * 40 * 2], rowv[RB][40 * 2];
+    static uint8_t want_mask[RB * 40];
+    uint64_t nh = 0;
+    for (uint64_t epoch = 0; epoch < 2; epoch++) {
+        CHECK_OK(ss_loader_set_epoch(l, epoch));
+        CHECK_OK(ss_sampler_set_epoch(sm, epoch));
+        uint64_t order[RN + RB];
+        size_t n;
+        CHECK_OK(ss_sampler_next(sm, order, RN + RB, &n));
+        CHECK_EQ_U64(n, nb * RB);
+        CHECK_EQ_U64(ss_loader_batches(l), nb);
+        const ss_loader_batch *b;
+        for (uint64_t k = 0; k < nb; k++) {
+            CHECK_OK(ss_loader_next(l, &b));
+            CHECK_EQ_U64(b->rows, RB);
+            CHECK_EQ_U64(b->position, k);
+            CHECK_EQ_U64(b->data.nfields, 2);
+            const ss_collated *c = &b->data.fields[0], *id = &b->data.fields[1];
+            uint64_t len[RB], T = 0, sum = 0;
+            for (uint64_t r = 0; r < RB; r++) {
+                CHECK_EQ_U64(b->indices[r], order[k * RB + r]);
+                len[r] = plain_pairs(s, order[k * RB + r], rowv[r]);
+                if (len[r] > T) T = len[r];
+                sum += len[r];
+                CHECK(((const int64_t *)id->data)[r] == (int64_t)order[k * RB + r] * 3 - 100);
+            }
+            CHECK(c->dtype == SS_F32 && c->layout == layout && c->sequence);
+            CHECK_EQ_U64(c->batch, RB);
+            for (uint64_t r = 0; r < RB; r++) CHECK_EQ_U64(c->lengths[r], len[r]);
+            if (layout == SS_LAYOUT_PACKED) {
+                CHECK_EQ_U64(c->ndim, 2);
+                CHECK_EQ_U64(c->shape[0], sum);
+                CHECK_EQ_U64(c->shape[1], 2);
+                CHECK_EQ_U64(c->steps, sum);
+                CHECK(c->mask == NULL && c->offsets != NULL);
+                uint64_t at = 0;
+                for (uint64_t r = 0; r < RB; r++) {
+                    CHECK_EQ_U64(c->offsets[r], at);
+                    memcpy(want + 2 * at, rowv[r], len[r] * 2 * sizeof(float));
+                    at += len[r];
+                }
+                CHECK_EQ_U64(c->offsets[RB], sum);
+                CHECK_EQ_U64(c->data_bytes, sum * 2 * sizeof(float));
+            } else {
+                CHECK_EQ_U64(c->ndim, 3);
+                CHECK_EQ_U64(c->shape[0], RB);
+                CHECK_EQ_U64(c->shape[1], T);
+                CHECK_EQ_U64(c->shape[2], 2);
+                CHECK_EQ_U64(c->steps, T);
+                CHECK(c->offsets == NULL && c->mask != NULL);
+                for (uint64_t r = 0; r < RB; r++)
+                    for (uint64_t t = 0; t < T; t++) {
+                        int real = t < len[r];
+                        want_mask[r * T + t] = (uint8_t)real;
+                        for (uint64_t ch = 0; ch < 2; ch++)
+                            want[(r * T + t) * 2 + ch] = real ? rowv[r][2 * t + ch] : PX_PAD;
+                    }
+                CHECK_EQ_U64(c->data_bytes, RB * T * 2 * sizeof(float));
+                CHECK_EQ_U64(c->mask_bytes, RB * T);
+                if (T) CHECK(memcmp(c->mask, want_mask, RB * T) == 0);
+            }
+            if (c->data_bytes) CHECK(memcmp(c->data, want, c->data_bytes) == 0);
+            hashes[nh++] = collated_hash(collated_hash(0xcbf29ce484222325ull, c), id);
+        }
+        CHECK_RC(ss_loader_next(l, &b), SS_LOADER_END);
+    }
+    ss_sampler_free(sm);
+    ss_selection_free(all);
+    ss_loader_free(l);
+}
+
+/* A user transform declaring dtype f32 and shape {2} for a u8 {4} field, and
+ * shortening the sequence, through the loader's arena path: padded
+ * (batch-major, pad value, u8 mask, scale/offset) and packed, at 1, 2 and 4
+ * threads. */
+static void test_reshape(void) {
+    const char *path = make_pixel_store();
+    ss_store *s;
+    CHECK_OK(ss_open(&s, path, 0));
+    ss_pipeline *p;
+    CHECK_OK(ss_pipeline_create(&p));
+    ss_transform t = SS_TRANSFORM_INIT;
+    t.name = "pairs";
+    t.example = pairs;
+    t.field = "px";
+    t.dtype = SS_F32;
+    t.reshape = 1;
+    t.ndim = 1;
+    t.dims[0] = 2;
+    CHECK_OK(ss_pipeline_add(p, &t));
+    enum { NH = 2 * ((RN + RB - 1) / RB) };
+    const ss_layout layouts[2] = {SS_LAYOUT_BATCH_MAJOR, SS_LAYOUT_PACKED};
+    const uint32_t th[3] = {1, 2, 4};
+    for (int li = 0; li < 2; li++) {
+        uint64_t ref[NH], got[NH];
+        for (int i = 0; i < 3; i++) {
+            reshape_run(s, p, layouts[li], th[i], i ? got : ref);
+            if (i) CHECK(memcmp(got, ref, sizeof ref) == 0);
+        }
+    }
+    ss_pipeline_free(p);
+    ss_close(s);
+}
+
 int main(void) {
     const char *path = make_store();
     ss_store *s;
@@ -601,6 +813,7 @@ int main(void) {
     test_determinism(s);
     ss_close(s);
     test_standardize_attr(path);
+    test_reshape();
     printf("test_transform: ok\n");
     return 0;
 }
