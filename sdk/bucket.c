@@ -2,6 +2,7 @@
  * bucket boundaries, stored as the attribute ss.bucket.<name> and used
  * zero-copy from the map (layout in spec/FORMAT.md, "Bucket indices"). */
 #include "internal.h"
+#include "layout.h"
 #include "batch_internal.h"
 #include "rng.h"
 
@@ -22,24 +23,6 @@ struct ss_bucket {
     const uint64_t *starts; /* nbuckets + 1 entries */
     uint64_t *owned;        /* perm and starts when built or byte-swapped */
 };
-
-static uint64_t le64_load(const unsigned char *p) {
-    uint64_t v = 0;
-    for (int i = 7; i >= 0; i--) v = (v << 8) | p[i];
-    return v;
-}
-
-static uint32_t le32_load(const unsigned char *p) {
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
-static void le64_store(unsigned char *p, uint64_t v) {
-    for (int i = 0; i < 8; i++) p[i] = (unsigned char)(v >> (8 * i));
-}
-
-static void le32_store(unsigned char *p, uint32_t v) {
-    for (int i = 0; i < 4; i++) p[i] = (unsigned char)(v >> (8 * i));
-}
 
 static int host_is_le(void) {
     const uint16_t one = 1;
@@ -183,16 +166,16 @@ int ss_bucket_set(ss_writer *w, const char *name, const ss_bucket *b) {
     size_t bytes = BUCKET_HEADER + 8 * (size_t)(b->count + b->nbuckets + 1);
     unsigned char *buf = calloc(1, bytes);
     if (!buf) return ss__fail(SS_ENOMEM, "bucket index '%s': out of memory", name);
-    le64_store(buf, BUCKET_MAGIC);
-    le32_store(buf + 8, BUCKET_VERSION);
-    le32_store(buf + 12, b->nkeys);
-    for (uint32_t k = 0; k < b->nkeys; k++) le32_store(buf + 16 + 4 * k, b->fields[k]);
-    le64_store(buf + 32, b->resolution);
-    le64_store(buf + 40, b->count);
-    le64_store(buf + 48, b->nbuckets);
+    ss_put_le64(buf, BUCKET_MAGIC);
+    ss_put_le32(buf + 8, BUCKET_VERSION);
+    ss_put_le32(buf + 12, b->nkeys);
+    for (uint32_t k = 0; k < b->nkeys; k++) ss_put_le32(buf + 16 + 4 * k, b->fields[k]);
+    ss_put_le64(buf + 32, b->resolution);
+    ss_put_le64(buf + 40, b->count);
+    ss_put_le64(buf + 48, b->nbuckets);
     unsigned char *p = buf + BUCKET_HEADER;
-    for (uint64_t i = 0; i < b->count; i++, p += 8) le64_store(p, b->perm[i]);
-    for (uint64_t q = 0; q <= b->nbuckets; q++, p += 8) le64_store(p, b->starts[q]);
+    for (uint64_t i = 0; i < b->count; i++, p += 8) ss_put_le64(p, b->perm[i]);
+    for (uint64_t q = 0; q <= b->nbuckets; q++, p += 8) ss_put_le64(p, b->starts[q]);
     rc = ss_writer_set_attr(w, key, SS_ATTR_BYTES, buf, bytes);
     free(buf);
     return rc;
@@ -234,13 +217,13 @@ int ss_bucket_open(ss_bucket **out, const ss_store *store, const char *name) {
     if (rc == SS_ENOTFOUND) return ss__fail(SS_ENOTFOUND, "no bucket index named '%s'", name);
     if (rc) return rc;
     const unsigned char *p = a.data;
-    if (a.size < BUCKET_HEADER || le64_load(p) != BUCKET_MAGIC)
+    if (a.size < BUCKET_HEADER || ss_le64(p) != BUCKET_MAGIC)
         return ss__fail(SS_ECORRUPT, "bucket index '%s': bad magic or size", name);
-    if (le32_load(p + 8) != BUCKET_VERSION)
+    if (ss_le32(p + 8) != BUCKET_VERSION)
         return ss__fail(SS_EVERSION, "bucket index '%s': layout version %u, this library reads %u",
-                        name, le32_load(p + 8), BUCKET_VERSION);
-    uint32_t nkeys = le32_load(p + 12);
-    uint64_t res = le64_load(p + 32), count = le64_load(p + 40), nb = le64_load(p + 48);
+                        name, ss_le32(p + 8), BUCKET_VERSION);
+    uint32_t nkeys = ss_le32(p + 12);
+    uint64_t res = ss_le64(p + 32), count = ss_le64(p + 40), nb = ss_le64(p + 48);
     if (nkeys < 1 || nkeys > SS_BUCKET_MAX_KEYS || res == 0 || count > a.size / 8 || nb > count ||
         a.size != BUCKET_HEADER + 8 * (count + nb + 1))
         return ss__fail(SS_ECORRUPT, "bucket index '%s': inconsistent header", name);
@@ -261,7 +244,7 @@ int ss_bucket_open(ss_bucket **out, const ss_store *store, const char *name) {
     b->nbuckets = nb;
     b->resolution = res;
     b->nkeys = nkeys;
-    for (uint32_t k = 0; k < nkeys; k++) b->fields[k] = le32_load(p + 16 + 4 * k);
+    for (uint32_t k = 0; k < nkeys; k++) b->fields[k] = ss_le32(p + 16 + 4 * k);
     if (host_is_le()) {
         b->perm = (const uint64_t *)(const void *)(p + BUCKET_HEADER);
     } else {
@@ -271,7 +254,7 @@ int ss_bucket_open(ss_bucket **out, const ss_store *store, const char *name) {
             return ss__fail(SS_ENOMEM, "bucket index: out of memory");
         }
         for (uint64_t i = 0; i < count + nb + 1; i++)
-            b->owned[i] = le64_load(p + BUCKET_HEADER + 8 * i);
+            b->owned[i] = ss_le64(p + BUCKET_HEADER + 8 * i);
         b->perm = b->owned;
     }
     b->starts = b->perm + count;
