@@ -75,24 +75,8 @@ static int run(const char *fmt, ...) {
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
-#define EXPECT_RUN(code, ...)                                                                      \
-    do {                                                                                           \
-        int got_ = run(__VA_ARGS__);                                                               \
-        if (got_ != (code)) {                                                                      \
-            fprintf(stderr, "%s:%d: exit %d, expected %d; stderr:\n%s\n", __FILE__, __LINE__,      \
-                    got_, (code), g_err);                                                          \
-            exit(1);                                                                               \
-        }                                                                                          \
-    } while (0)
-
-#define EXPECT_ERR(text)                                                                           \
-    do {                                                                                           \
-        if (!strstr(g_err, (text))) {                                                              \
-            fprintf(stderr, "%s:%d: stderr lacks \"%s\":\n%s\n", __FILE__, __LINE__, (text),       \
-                    g_err);                                                                        \
-            exit(1);                                                                               \
-        }                                                                                          \
-    } while (0)
+#define EXPECT_RUN(code, ...) CHECK_EXIT(run(__VA_ARGS__), code, g_err)
+#define EXPECT_ERR(text) CHECK_CONTAINS(g_err, text)
 
 /* ------------------------------------------------------ independent reading */
 

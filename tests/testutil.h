@@ -8,6 +8,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #define CHECK(cond)                                                                                \
     do {                                                                                           \
@@ -45,6 +46,27 @@
         if (rc_ != (code)) {                                                                       \
             fprintf(stderr, "%s:%d: %s returned %d (%s), expected %s: %s\n", __FILE__, __LINE__,   \
                     #expr, rc_, ss_strerror(rc_), #code, ss_error_message());                      \
+            exit(1);                                                                               \
+        }                                                                                          \
+    } while (0)
+
+/* Expect a command's exit code; on failure print `err` (its stderr). */
+#define CHECK_EXIT(expr, code, err)                                                                \
+    do {                                                                                           \
+        int got_ = (expr);                                                                         \
+        if (got_ != (code)) {                                                                      \
+            fprintf(stderr, "%s:%d: exit %d, expected %d; stderr:\n%s\n", __FILE__, __LINE__,      \
+                    got_, (code), (err));                                                          \
+            exit(1);                                                                               \
+        }                                                                                          \
+    } while (0)
+
+/* Expect `text` to contain `part`. */
+#define CHECK_CONTAINS(text, part)                                                                 \
+    do {                                                                                           \
+        if (!strstr((text), (part))) {                                                             \
+            fprintf(stderr, "%s:%d: output lacks \"%s\":\n%s\n", __FILE__, __LINE__, (part),       \
+                    (text));                                                                       \
             exit(1);                                                                               \
         }                                                                                          \
     } while (0)
