@@ -117,15 +117,17 @@ static unsigned char *ss_buffer_take(unsigned char **spare, size_t *nspare, size
     return *nspare ? spare[--*nspare] : malloc(bytes);
 }
 
-/* Put one block: reserve the padded value in LMDB, copy, seal with checksum. */
-static int ss_put_block(MDB_txn *txn, MDB_dbi dbi, ss_key *key, const void *payload, uint64_t len) {
+/* Put one block: reserve the padded value in LMDB, copy, seal with the
+ * checksum of the store's format version (a version-1 store stays version 1). */
+static int ss_put_block(const ss_writer *w, MDB_txn *txn, ss_key *key, const void *payload,
+                        uint64_t len) {
     uint64_t vsize = ss_block_value_size(len);
     if (vsize > SS_MAX_VALUE) return MDB_BAD_VALSIZE;
     MDB_val k = ss_key_val(key), v = {vsize, NULL};
-    int rc = mdb_put(txn, dbi, &k, &v, MDB_RESERVE);
+    int rc = mdb_put(txn, w->dbi, &k, &v, MDB_RESERVE);
     if (rc) return rc;
     if (len) memcpy((unsigned char *)v.mv_data + SS_BLOCK_HDR, payload, len);
-    ss_block_seal(v.mv_data, vsize, len);
+    ss_block_seal(v.mv_data, vsize, len, key, w->h.format_version);
     return 0;
 }
 
@@ -150,7 +152,7 @@ static int ss_put_header(ss_writer *w, MDB_txn *txn, char tag, uint32_t incompat
     ss_header_encode(&h, buf);
     ss_key key;
     ss_key_named(&key, tag, NULL);
-    return ss_put_block(txn, w->dbi, &key, buf, ss_header_payload_size(h.nfields));
+    return ss_put_block(w, txn, &key, buf, ss_header_payload_size(h.nfields));
 }
 
 /* Everything one commit writes, in one transaction. `final` also writes the
@@ -159,20 +161,19 @@ static int ss_txn_body(ss_writer *w, MDB_txn *txn, int final) {
     int rc;
     for (size_t i = 0; i < w->npending; i++) {
         ss_pending *p = &w->pending[i];
-        if ((rc = ss_put_block(txn, w->dbi, &p->key, p->payload, p->len))) return rc;
+        if ((rc = ss_put_block(w, txn, &p->key, p->payload, p->len))) return rc;
     }
     for (uint32_t i = 0; i < w->h.nfields; i++) {
         ss_wfield *wf = &w->f[i];
         ss_key key;
         if (wf->chunk_used) {
             ss_key_numbered(&key, SS_KEY_DATA, i, wf->chunk_no);
-            if ((rc = ss_put_block(txn, w->dbi, &key, wf->chunk, wf->chunk_used))) return rc;
+            if ((rc = ss_put_block(w, txn, &key, wf->chunk, wf->chunk_used))) return rc;
         }
         if (w->h.fields[i].def.sequence) {
             uint64_t used = w->h.count + 1 - wf->segment_no * SS_SEGMENT_ENTRIES;
             ss_key_numbered(&key, SS_KEY_INDEX, i, wf->segment_no);
-            if ((rc = ss_put_block(txn, w->dbi, &key, wf->segment, used * SS_INDEX_ENTRY)))
-                return rc;
+            if ((rc = ss_put_block(w, txn, &key, wf->segment, used * SS_INDEX_ENTRY))) return rc;
         }
     }
     ss_writer_sync_header(w);
@@ -191,7 +192,7 @@ static int ss_txn_body(ss_writer *w, MDB_txn *txn, int final) {
         if (a->size) memcpy(buf + SS_ATTR_PREFIX, a->data, a->size);
         ss_key key;
         ss_key_named(&key, SS_KEY_ATTR, a->name);
-        rc = ss_put_block(txn, w->dbi, &key, buf, SS_ATTR_PREFIX + a->size);
+        rc = ss_put_block(w, txn, &key, buf, SS_ATTR_PREFIX + a->size);
         free(buf);
         if (rc) return rc;
     }
@@ -595,7 +596,10 @@ static int ss_read_header_block(ss_writer *w, MDB_txn *txn, char tag, ss_header 
         return tag == SS_KEY_HEADER ? ss__fail(SS_ENOTSTORE, "not a seqstore store (no header)")
                                     : SS_ENOTFOUND;
     if (rc) return ss__lmdb_fail(rc, "read header");
-    return ss_header_read(h, &v, "header");
+    const char *what = tag == SS_KEY_HEADER ? "header" : "progress record";
+    if ((rc = ss_header_read(h, &v, tag, what))) return rc;
+    /* before the counts size the buffers or index the blocks to reload */
+    return ss_header_check_bounds(h, ss_env_used_bytes(w->env), tag, what);
 }
 
 /* The committed state: the header, or with resume the progress record of an
@@ -612,6 +616,9 @@ static int ss_writer_read_state(ss_writer *w, MDB_txn *txn, int resume) {
     if (resume && !w->creating) {
         ss_header progress;
         rc = ss_read_header_block(w, txn, SS_KEY_PROGRESS, &progress);
+        if (rc == 0 && progress.format_version != w->h.format_version)
+            return ss__fail(SS_ECORRUPT, "progress record: format version %u, the header's is %u",
+                            progress.format_version, w->h.format_version);
         if (rc == 0)
             w->h = progress;
         else if (rc != SS_ENOTFOUND)
@@ -643,7 +650,8 @@ static int ss_load_block(ss_writer *w, MDB_txn *txn, char tag, uint32_t field, u
     if (rc) return ss__lmdb_fail(rc, "reload tail block");
     const unsigned char *p;
     uint64_t len;
-    if ((rc = ss_block_open(&v, 1, "tail block", &p, &len))) return rc;
+    rc = ss_block_open(v.mv_data, v.mv_size, &key, w->h.format_version, "tail block", &p, &len);
+    if (rc) return rc;
     if (len < want)
         return ss__fail(SS_ECORRUPT, "tail block holds %llu bytes, header says %llu",
                         (unsigned long long)len, (unsigned long long)want);
@@ -661,6 +669,12 @@ static int ss_writer_reload(ss_writer *w, MDB_txn *txn) {
         int rc;
         if (fs->def.sequence ? (n > 0 && tail < wf->chunk_cap)
                              : (w->h.count % ss_fixed_per_chunk(&w->h, fs) != 0)) {
+            if (n == 0 || tail > wf->chunk_cap) /* the reload copies tail bytes into chunk */
+                return ss__fail(SS_ECORRUPT,
+                                "field '%s': %llu chunks with %llu bytes in the last do not "
+                                "match a chunk of %llu bytes",
+                                fs->name, (unsigned long long)n, (unsigned long long)tail,
+                                (unsigned long long)wf->chunk_cap);
             wf->chunk_no = n - 1;
             wf->chunk_used = tail;
             if ((rc = ss_load_block(w, txn, SS_KEY_DATA, i, n - 1, wf->chunk, tail))) return rc;

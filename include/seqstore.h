@@ -52,7 +52,7 @@ extern "C" {
 #define SS_VERSION_PATCH 0
 #define SS_VERSION_STRING "0.1.0"
 /** The version of the on-disk format this library writes and the newest it reads. */
-#define SS_FORMAT_VERSION 1
+#define SS_FORMAT_VERSION 2
 
 /** The library's version as "MAJOR.MINOR.PATCH" (static storage). It may differ from
  *  SS_VERSION_STRING when a program runs against a newer shared library. */
@@ -439,13 +439,16 @@ SS_API int ss_store_get_info(const ss_store *s, ss_store_info *out);
 /* ---------------------------------------------------------------- verify */
 
 /** One problem found by ss_verify(); valid only during the callback (`what`
- *  is a static string). */
+ *  is a static string, `where` is overwritten by the next problem). */
 typedef struct ss_verify_problem {
     const char *what;       /**< e.g. "data chunk checksum mismatch" */
-    int field;              /**< field index, or -1 */
-    uint64_t chunk;         /**< chunk (or index segment) number */
-    uint64_t first_example; /**< first example the chunk holds */
-    uint64_t last_example;  /**< one past the last example it holds */
+    int field;              /**< field index, or -1 for an attribute */
+    uint64_t chunk;         /**< data chunk or index segment number (see `what`); for an
+                                 attribute, its number in name order */
+    uint64_t first_example; /**< first example the block holds */
+    uint64_t last_example;  /**< one past the last example it holds (= first: none) */
+    const char *where;      /**< the block by name: "field 'tokens' chunk 5",
+                                 "index segment 0 of field 'tokens'", "attribute 'note'" */
 } ss_verify_problem;
 
 /** Called for every problem; return non-zero to stop verifying. */
