@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #define SS_DEFAULT_COMMIT_BYTES (64ull << 20)
@@ -67,6 +68,28 @@ struct ss_writer {
 static int ss_writer_broken(ss_writer *w, int rc) {
     if (rc != SS_EINVAL) w->broken = 1;
     return rc;
+}
+
+/* LMDB's codes become seqstore's. A full disk says so, and what it leaves:
+ * a store being created stays incomplete (resumable), an append unfinished
+ * (the store keeps its finished examples). LMDB reports a write cut short
+ * by a full disk as EIO, so EIO with less free space than a commit needs is
+ * a full disk too. */
+static int ss_writer_lmdb_fail(const ss_writer *w, int rc) {
+    const char *left = w->creating ? "store" : "append";
+    if (rc == ENOSPC || rc == EDQUOT)
+        return ss__fail(SS_EFULL, "%s: disk full (%s): the %s is left incomplete", w->path,
+                        strerror(rc), left);
+    int fd;
+    struct statvfs st;
+    if (rc == EIO && w->env && mdb_env_get_fd(w->env, &fd) == 0 && fstatvfs(fd, &st) == 0 &&
+        (uint64_t)st.f_bavail * st.f_frsize < w->pending_bytes + (16ull << 20))
+        return ss__fail(SS_EFULL,
+                        "%s: disk full (%s): a write stopped short with %llu bytes free; the %s "
+                        "is left incomplete",
+                        w->path, strerror(ENOSPC), (unsigned long long)st.f_bavail * st.f_frsize,
+                        left);
+    return ss__lmdb_fail(rc, w->path);
 }
 
 static int ss_pending_push(ss_writer *w, const ss_key *key, unsigned char *payload, uint64_t len) {
@@ -234,7 +257,7 @@ static int ss_writer_txn(ss_writer *w, int final) {
         if (rc) return ss_writer_broken(w, rc);
         MDB_txn *txn;
         rc = mdb_txn_begin(w->env, NULL, 0, &txn);
-        if (rc) return ss_writer_broken(w, ss__lmdb_fail(rc, w->path));
+        if (rc) return ss_writer_broken(w, ss_writer_lmdb_fail(w, rc));
         rc = ss_txn_body(w, txn, final);
         if (rc == 0) {
             rc = mdb_txn_commit(txn);
@@ -245,7 +268,7 @@ static int ss_writer_txn(ss_writer *w, int final) {
         if (rc == MDB_BAD_VALSIZE)
             return ss_writer_broken(
                 w, ss__fail(SS_ETOOBIG, "%s: a value exceeds LMDB's limit", w->path));
-        if (rc) return ss_writer_broken(w, ss__lmdb_fail(rc, w->path));
+        if (rc) return ss_writer_broken(w, ss_writer_lmdb_fail(w, rc));
         ss_pending_recycle(w);
         return 0;
     }
@@ -440,7 +463,7 @@ int ss_writer_finish(ss_writer *w) {
     int rc = ss_writer_txn(w, 1);
     if (rc) return rc;
     rc = mdb_env_sync(w->env, 1);
-    if (rc) return ss_writer_broken(w, ss__lmdb_fail(rc, w->path));
+    if (rc) return ss_writer_broken(w, ss_writer_lmdb_fail(w, rc));
     w->finished = 1;
     return 0;
 }
@@ -508,7 +531,7 @@ static int ss_open_writer_env(MDB_env **env, void *vctx) {
     rc = mdb_env_open(*env, w->path, flags, 0644);
     if (rc == MDB_INVALID || rc == MDB_VERSION_MISMATCH)
         return ss__fail(SS_ENOTSTORE, "%s: not a seqstore store", w->path);
-    return rc ? ss__lmdb_fail(rc, "LMDB") : 0;
+    return rc ? ss_writer_lmdb_fail(w, rc) : 0;
 }
 
 static int ss_writer_env(ss_writer *w, uint64_t map_bytes) {
@@ -523,7 +546,7 @@ static int ss_writer_env(ss_writer *w, uint64_t map_bytes) {
         rc = mdb_txn_commit(txn);
     else
         mdb_txn_abort(txn);
-    return rc ? ss__lmdb_fail(rc, "LMDB") : 0;
+    return rc ? ss_writer_lmdb_fail(w, rc) : 0;
 }
 
 static int ss_writer_buffers(ss_writer *w) {

@@ -78,7 +78,8 @@ SS_API const char *ss_version(void);
     X(SS_ESTATE, -13, "call not valid in the current state")                                       \
     X(SS_EINPUT, -14, "bad input data")                                                            \
     X(SS_ECALLBACK, -15, "a user callback failed")                                                 \
-    X(SS_EBUSY, -16, "store is busy")
+    X(SS_EBUSY, -16, "store is busy")                                                              \
+    X(SS_EFULL, -17, "disk full")
 
 typedef enum ss_error {
 #define SS_ERROR_ENUM_(name, value, message) name = value,
