@@ -470,7 +470,20 @@ static int read_gz(tx_input *in, const char *path, char *err, size_t errlen) {
             snprintf(err, errlen, "gzip error after %zu decompressed bytes: %s", n, m);
             goto fail;
         }
-        if (r == 0) break;
+        if (r == 0) {
+            /* gzread() reports a truncated stream as end of input: only
+             * gzerror() tells it apart (Z_BUF_ERROR, "unexpected end of file"). */
+            int zerr;
+            const char *m = gzerror(gz, &zerr);
+            if (zerr != Z_OK) {
+                size_t pl = strlen(path); /* zlib prefixes the path */
+                if (!strncmp(m, path, pl) && m[pl] == ':' && m[pl + 1] == ' ') m += pl + 2;
+                snprintf(err, errlen, "gzip error after %zu decompressed bytes: %s (truncated?)", n,
+                         m);
+                goto fail;
+            }
+            break;
+        }
         n += (size_t)r;
     }
     gzclose(gz);
