@@ -11,7 +11,8 @@ the files with numpy and slices them the way MMapIndexedDataset does.
   megatron_ref.py write PREFIX DTYPE SEED   random documents of random sequences
                                              (empty ones too) written as the builder does
   megatron_ref.py dump PREFIX               the dataset as read back: "dtype NAME",
-                                             "doc_idx ...", then one line per sequence
+                                             "doc_idx ...", then one line per sequence: its
+                                             elements' little-endian bytes in hex
 """
 import struct
 import sys
@@ -72,7 +73,7 @@ def dump(prefix):
     out = ["dtype " + dtype.name, "doc_idx " + " ".join(str(int(d)) for d in doc_idx)]
     for i in range(nseq):
         seq = np.frombuffer(data, dtype=dtype, count=int(sizes[i]), offset=int(pointers[i]))
-        out.append(" ".join(repr(float(v)) if dtype.kind == "f" else str(int(v)) for v in seq))
+        out.append(seq.astype(dtype.newbyteorder("<")).tobytes().hex())
     sys.stdout.write("\n".join(out) + "\n")
 
 
