@@ -221,7 +221,8 @@ static int consume(jl_run *r, const tx_block *b, const jl_slot *s) {
         }
         for (uint32_t k = 0; k < nk; k++) {
             values[k].length = s->len[n * nk + k];
-            values[k].data = s->bufs[k].data + off[k] * es;
+            /* no buffer yet when every value so far was empty */
+            values[k].data = values[k].length ? s->bufs[k].data + off[k] * es : NULL;
             off[k] += values[k].length;
         }
         if (r->skip) {

@@ -78,7 +78,8 @@ static int append_input(ss_conv *c, const mg_input *in, uint64_t *skip, uint64_t
     for (uint64_t i = 0; i < x->nseq; i++) {
         while (k + 1 < x->ndoc && mg_doc(x, k + 1) <= i) k++;
         uint64_t d = *doc + k;
-        ss_value v[2] = {{in->bin.data + mg_seq_pointer(x, i), mg_seq_size(x, i)}, {&d, 1}};
+        uint64_t len = mg_seq_size(x, i); /* an empty .bin has no mapping */
+        ss_value v[2] = {{len ? in->bin.data + mg_seq_pointer(x, i) : NULL, len}, {&d, 1}};
         if (*skip) {
             (*skip)--;
             continue;
