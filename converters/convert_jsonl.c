@@ -2,13 +2,13 @@
  * (plain or .gz), one example per line, one field per --key (see jsonl.h).
  *
  * Inputs are cut into blocks at line boundaries (the text engine's tx_split);
- * a window of blocks is parsed and tokenized in parallel, then appended in
- * order, so the store does not depend on the number of threads. */
+ * worker threads parse and tokenize blocks, the calling thread appends them
+ * in block order, so the store does not depend on the number of threads. */
 #include "jsonl.h"
 #include "spm_text.h"
 
 #include <jansson.h>
-#include <omp.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -236,24 +236,101 @@ static int consume(jl_run *r, const tx_block *b, const jl_slot *s) {
     return 0;
 }
 
-/* Tokenize windows of blocks in parallel, append each window in order. */
-static int run_blocks(jl_run *r, int threads) {
-    size_t win = threads > 1 ? 4 * (size_t)threads : 1;
-    jl_slot *slots = calloc(win, sizeof *slots);
-    if (!slots) return ss_conv_error(r->c, "out of memory");
+static int run_serial(jl_run *r) {
+    jl_slot s;
+    memset(&s, 0, sizeof s);
     int rc = 0;
     const tx_job *j = r->j;
-    for (size_t first = 0; first < j->nblocks && !rc; first += win) {
-        size_t n = j->nblocks - first < win ? j->nblocks - first : win;
-#pragma omp parallel for num_threads(threads) schedule(dynamic, 1) if (n > 1)
-        for (size_t k = 0; k < n; k++) {
-            const tx_block *b = &j->blocks[first + k];
-            process_block(r->sp, &j->inputs[b->input], b, &slots[k]);
-        }
-        for (size_t k = 0; k < n && !rc; k++) rc = consume(r, &j->blocks[first + k], &slots[k]);
+    for (size_t i = 0; i < j->nblocks && !rc; i++) {
+        process_block(r->sp, &j->inputs[j->blocks[i].input], &j->blocks[i], &s);
+        rc = consume(r, &j->blocks[i], &s);
     }
-    for (size_t k = 0; k < win; k++) slot_free(&slots[k]);
-    free(slots);
+    slot_free(&s);
+    return rc;
+}
+
+/* Worker threads tokenize blocks into a ring of 2 x threads slots; the
+ * calling thread appends the slots in block order as they complete, so the
+ * writer overlaps the tokenizing. (Plain threads rather than OpenMP, whose
+ * idle threads spin while the writer works.) */
+typedef struct jl_pool {
+    const jl_run *r;
+    jl_slot *slots;
+    size_t nslots, next, *block;
+    int *state; /* 0 free, 1 busy, 2 done */
+    int stop;
+    pthread_mutex_t mu;
+    pthread_cond_t done, freed;
+} jl_pool;
+
+static void *worker(void *arg) {
+    jl_pool *p = arg;
+    const tx_job *j = p->r->j;
+    pthread_mutex_lock(&p->mu);
+    while (!p->stop && p->next < j->nblocks) {
+        size_t i = p->next, k = i % p->nslots;
+        if (p->state[k] != 0) {
+            pthread_cond_wait(&p->freed, &p->mu);
+            continue;
+        }
+        p->next++;
+        p->state[k] = 1;
+        p->block[k] = i;
+        pthread_mutex_unlock(&p->mu);
+        process_block(p->r->sp, &j->inputs[j->blocks[i].input], &j->blocks[i], &p->slots[k]);
+        pthread_mutex_lock(&p->mu);
+        p->state[k] = 2;
+        pthread_cond_broadcast(&p->done);
+    }
+    pthread_mutex_unlock(&p->mu);
+    return NULL;
+}
+
+static int consume_in_order(jl_run *r, jl_pool *p) {
+    int rc = 0;
+    for (size_t i = 0; i < r->j->nblocks && !rc; i++) {
+        size_t k = i % p->nslots;
+        pthread_mutex_lock(&p->mu);
+        while (!(p->state[k] == 2 && p->block[k] == i)) pthread_cond_wait(&p->done, &p->mu);
+        pthread_mutex_unlock(&p->mu);
+        rc = consume(r, &r->j->blocks[i], &p->slots[k]);
+        pthread_mutex_lock(&p->mu);
+        p->state[k] = 0;
+        pthread_cond_broadcast(&p->freed);
+        pthread_mutex_unlock(&p->mu);
+    }
+    return rc;
+}
+
+static int run_blocks(jl_run *r, int threads) {
+    if (threads <= 1 || r->j->nblocks <= 1) return run_serial(r);
+    jl_pool p;
+    memset(&p, 0, sizeof p);
+    p.r = r;
+    p.nslots = 2 * (size_t)threads;
+    p.slots = calloc(p.nslots, sizeof *p.slots);
+    p.block = calloc(p.nslots, sizeof *p.block);
+    p.state = calloc(p.nslots, sizeof *p.state);
+    pthread_t *tid = calloc((size_t)threads, sizeof *tid);
+    int started = 0, rc = 0;
+    if (!p.slots || !p.block || !p.state || !tid) rc = ss_conv_error(r->c, "out of memory");
+    pthread_mutex_init(&p.mu, NULL);
+    pthread_cond_init(&p.done, NULL);
+    pthread_cond_init(&p.freed, NULL);
+    for (; !rc && started < threads; started++)
+        if (pthread_create(&tid[started], NULL, worker, &p)) break;
+    if (!rc && !started) rc = ss_conv_error(r->c, "cannot start threads");
+    if (!rc) rc = consume_in_order(r, &p);
+    pthread_mutex_lock(&p.mu);
+    p.stop = 1;
+    pthread_cond_broadcast(&p.freed);
+    pthread_mutex_unlock(&p.mu);
+    for (int t = 0; t < started; t++) pthread_join(tid[t], NULL);
+    for (size_t k = 0; p.slots && k < p.nslots; k++) slot_free(&p.slots[k]);
+    pthread_cond_destroy(&p.done);
+    pthread_cond_destroy(&p.freed);
+    pthread_mutex_destroy(&p.mu);
+    free(p.slots), free(p.block), free(p.state), free(tid);
     return rc;
 }
 
