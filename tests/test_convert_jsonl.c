@@ -13,6 +13,7 @@ typedef struct corpus {
     char **lines;
     size_t *len;
     size_t n;
+    char *text; /* the fortunes file the lines point into */
 } corpus;
 
 /* Fortunes' lines plus lines that stress the escaping. */
@@ -21,7 +22,7 @@ static corpus make_corpus(int copies) {
     char *f = read_all(FORTUNES, &n);
     static const char *const extra[] = {"quote \" backslash \\ slash /", "tab\tand\x01control\x1f",
                                         "caf\xc3\xa9 \xe2\x82\xac", "astral \xf0\x9f\x98\x80!", ""};
-    corpus c = {NULL, NULL, 0};
+    corpus c = {NULL, NULL, 0, f};
     size_t cap = (n / 2 + 16) * (size_t)copies;
     c.lines = malloc(cap * sizeof *c.lines);
     c.len = malloc(cap * sizeof *c.len);
@@ -219,6 +220,7 @@ static void test_threads(void) {
     free(data);
     free(big.lines);
     free(big.len);
+    free(big.text);
 }
 
 /* Each bad line: exit 1, "FILE:LINE: <specific message>"; with --skip-bad all
@@ -306,6 +308,9 @@ int main(void) {
     test_bad_lines();
     test_usage();
     free(data);
+    free(c.lines);
+    free(c.len);
+    free(c.text);
     printf("ok\n");
     return 0;
 }
