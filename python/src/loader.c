@@ -8,6 +8,7 @@ typedef struct {
     StoreObject *store; /* keeps the Store (and so its map) alive */
     MapObject *map;
     int copy;
+    unsigned generation;
 } LoaderObject;
 
 /* (name, dtype code, layout, pad, pad_left, pad_to_multiple, fixed_length,
@@ -73,6 +74,7 @@ static PyObject *loader_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
     lo->store = (StoreObject *)Py_NewRef(st);
     lo->map = (MapObject *)Py_NewRef(st->map);
     lo->copy = copy;
+    lo->generation = pyss_generation;
     int rc;
     Py_BEGIN_ALLOW_THREADS rc = capi_loader_open(&lo->l, st->map->s, &o);
     Py_END_ALLOW_THREADS if (rc < 0) {
@@ -83,7 +85,7 @@ static PyObject *loader_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
 }
 
 static void loader_dealloc(LoaderObject *lo) {
-    if (lo->l) {
+    if (lo->l && lo->generation == pyss_generation) {   /* a forked copy has no threads */
         Py_BEGIN_ALLOW_THREADS capi_loader_free(lo->l); /* joins its threads */
         Py_END_ALLOW_THREADS
     }
@@ -93,7 +95,7 @@ static void loader_dealloc(LoaderObject *lo) {
 }
 
 static int loader_check(LoaderObject *lo) {
-    if (lo->l) return 0;
+    if (lo->l) return pyss_check_generation(lo->generation, "loader of", lo->store->path);
     PyErr_SetString(pyss_ClosedError, "loader is closed");
     return -1;
 }
@@ -202,7 +204,7 @@ static PyObject *loader_load_state(LoaderObject *lo, PyObject *arg) {
 
 static PyObject *loader_close(LoaderObject *lo, PyObject *unused) {
     (void)unused;
-    ss_loader *l = lo->l;
+    ss_loader *l = lo->generation == pyss_generation ? lo->l : NULL; /* see pyss.h */
     lo->l = NULL;
     Py_BEGIN_ALLOW_THREADS capi_loader_free(l);
     Py_END_ALLOW_THREADS Py_RETURN_NONE;

@@ -2,11 +2,28 @@
 #define PYSS_MODULE_C
 #include "pyss.h"
 
-PyObject *pyss_Error, *pyss_ClosedError;
+#include <pthread.h>
 
+PyObject *pyss_Error, *pyss_ClosedError;
+unsigned pyss_generation;
 /* One exception class per C error code; codes run from -1 to -16. */
 #define PYSS_NCODES 17
 static PyObject *by_code[PYSS_NCODES];
+#define pyss_StateError by_code[-SS_ESTATE]
+
+static void after_fork_in_child(void) {
+    pyss_generation++;
+}
+
+int pyss_check_generation(unsigned generation, const char *what, PyObject *path) {
+    if (generation == pyss_generation) return 0;
+    PyErr_Format(pyss_StateError,
+                 "%s '%U' was opened before this process was forked: LMDB forbids using it "
+                 "here; open it again in this process (seqstore.torch datasets do so by "
+                 "themselves)",
+                 what, path);
+    return -1;
+}
 
 static const struct {
     int code;
@@ -156,6 +173,7 @@ PyMODINIT_FUNC PyInit__seqstore(void) {
         const char *dot = strrchr(types[i]->tp_name, '.');
         if (PyModule_AddObjectRef(m, dot + 1, (PyObject *)types[i]) < 0) goto fail;
     }
+    pthread_atfork(NULL, NULL, after_fork_in_child);
     if (pyss_errors_init(m) < 0 || PyModule_AddStringConstant(m, "__version__", capi_version()) < 0)
         goto fail;
     return m;

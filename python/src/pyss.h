@@ -17,6 +17,7 @@
  * map stays mapped until the last view and the Store let go of it. */
 typedef struct {
     PyObject_HEAD ss_store *s;
+    unsigned generation; /* pyss_generation when opened */
 } MapObject;
 
 typedef struct {
@@ -45,6 +46,16 @@ PyObject *pyss_raise(int code);
 int pyss_raise_int(int code); /* same, returns -1 */
 extern PyObject *pyss_Error, *pyss_ClosedError;
 int pyss_errors_init(PyObject *module);
+
+/* Fork safety (module.c). LMDB forbids using an environment (or its read
+ * transactions) after fork(): a child must neither read through nor close
+ * what its parent opened (closing would free the parent's reader slot in the
+ * shared lock file; freeing a loader would join threads the child does not
+ * have). pyss_generation counts forks in this process's ancestry; an object
+ * made in another generation is refused (pyss_check_generation) and leaked at
+ * dealloc. */
+extern unsigned pyss_generation;
+int pyss_check_generation(unsigned generation, const char *what, PyObject *path);
 
 /* dtypes (module.c) */
 int pyss_typenum(ss_dtype d); /* -1 for an unknown dtype */

@@ -5,7 +5,7 @@
 /* ------------------------------------------------------------------ Map */
 
 static void map_dealloc(MapObject *m) {
-    capi_close(m->s);
+    if (m->generation == pyss_generation) capi_close(m->s); /* else leaked: see pyss.h */
     Py_TYPE(m)->tp_free((PyObject *)m);
 }
 
@@ -20,7 +20,7 @@ PyTypeObject Map_Type = {
 /* ---------------------------------------------------------------- views */
 
 int pyss_check_open(StoreObject *st) {
-    if (st->map) return 0;
+    if (st->map) return pyss_check_generation(st->map->generation, "store", st->path);
     PyErr_Format(pyss_ClosedError, "store '%U' is closed", st->path);
     return -1;
 }
@@ -277,6 +277,7 @@ PyObject *pyss_open(PyObject *self, PyObject *args, PyObject *kw) {
     st->map = PyObject_New(MapObject, &Map_Type);
     if (!st->map) goto fail;
     st->map->s = NULL;
+    st->map->generation = pyss_generation;
     int rc;
     Py_BEGIN_ALLOW_THREADS rc = capi_open(&st->map->s, PyBytes_AS_STRING(bytes), st->flags);
     Py_END_ALLOW_THREADS if (rc < 0) {

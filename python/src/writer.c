@@ -10,10 +10,11 @@ typedef struct {
     uint32_t nfields;
     FieldShape shape[SS_MAX_FIELDS];
     PyObject *names; /* tuple of str */
+    unsigned generation;
 } WriterObject;
 
 static int writer_check(WriterObject *wo) {
-    if (wo->w) return 0;
+    if (wo->w) return pyss_check_generation(wo->generation, "writer of", wo->path);
     PyErr_Format(pyss_ClosedError, "writer of '%U' is closed", wo->path);
     return -1;
 }
@@ -89,6 +90,7 @@ PyObject *pyss_writer_create(PyObject *self, PyObject *args, PyObject *kw) {
     }
     wo->w = NULL;
     wo->names = NULL;
+    wo->generation = pyss_generation;
     wo->path = PyOS_FSPath(path);
     if (!wo->path || writer_describe(wo, fields, (uint32_t)n) < 0) goto fail;
     ss_schema schema = {(uint32_t)n, fields};
@@ -108,7 +110,8 @@ fail:
 }
 
 static void writer_dealloc(WriterObject *wo) {
-    capi_writer_free(wo->w); /* unfinished: the store stays incomplete */
+    /* unfinished: the store stays incomplete; a forked copy is leaked (pyss.h) */
+    if (wo->generation == pyss_generation) capi_writer_free(wo->w);
     Py_XDECREF(wo->path);
     Py_XDECREF(wo->names);
     Py_TYPE(wo)->tp_free((PyObject *)wo);
@@ -187,7 +190,7 @@ static PyObject *writer_finish(WriterObject *wo, PyObject *unused) {
 
 static PyObject *writer_close(WriterObject *wo, PyObject *unused) {
     (void)unused;
-    capi_writer_free(wo->w);
+    if (wo->generation == pyss_generation) capi_writer_free(wo->w);
     wo->w = NULL;
     Py_RETURN_NONE;
 }

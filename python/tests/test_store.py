@@ -290,3 +290,41 @@ def test_corrupt_store_is_reported(tmp_path, store_path):
         except seqstore.Error as e:
             seen.add(type(e).__name__)
     assert seen, "no corruption was detected"
+
+
+def test_fork_child_must_reopen(store_path, examples):
+    import os
+    s = seqstore.open(store_path)
+    view = s["tokens"][3]
+    loader = seqstore.Loader(s, batch_size=4, fields=["label"], threads=2)
+    next(iter(loader))
+    pid = os.fork()
+    if pid == 0:  # child: report through the exit code, never raise out of here
+        code = 0
+        try:
+            try:
+                s[0]
+                code = 1
+            except seqstore.StateError as e:
+                code = 0 if "forked" in str(e) else 2
+            try:
+                next(loader)
+                code = code or 3
+            except seqstore.StateError:
+                pass
+            if list(view) != list(examples[3]["tokens"]):  # the inherited map is readable
+                code = code or 4
+            with seqstore.open(store_path) as mine:
+                if list(mine["tokens"][3]) != list(examples[3]["tokens"]):
+                    code = code or 5
+            del s, loader  # leaked, not closed: must not disturb the parent
+            gc.collect()
+        except BaseException:
+            code = 9
+        os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.WEXITSTATUS(status) == 0
+    np.testing.assert_array_equal(s["tokens"][3], examples[3]["tokens"])
+    assert len(list(loader)) == len(loader) - 1
+    loader.close()
+    s.close()
