@@ -45,9 +45,10 @@ from ._seqstore import (  # noqa: F401  (re-exported)
     open,
 )
 from ._loader import Loader  # noqa: F401
+from ._window import WindowBatch, WindowReader  # noqa: F401
 from ._writer import Writer, create  # noqa: F401
 
-__all__ = ["open", "create", "Store", "Field", "Writer", "Loader", "Error", "widen"]
+__all__ = ["open", "create", "Store", "Field", "Writer", "Loader", "WindowReader", "Error", "widen"]
 
 _OPEN_INCOMPLETE, _OPEN_RANDOM, _OPEN_NOLOCK = 2, 4, 1
 

@@ -96,3 +96,32 @@ int capi_loader_state_save(const ss_loader *l, void *buf, size_t cap, size_t *le
 int capi_loader_state_load(ss_loader *l, const void *buf, size_t len) {
     return ss_loader_state_load(l, buf, len);
 }
+
+int capi_window_open(ss_window_reader **out, const ss_store *s, const ss_window_options *o) {
+    return ss_window_reader_open(out, s, o);
+}
+void capi_window_free(ss_window_reader *r) {
+    ss_window_reader_free(r);
+}
+int capi_window_next(const ss_window_batch **out, ss_window_reader *r) {
+    return ss_window_reader_next(r, out);
+}
+int capi_window_register(ss_window_reader *r, const ss_window_batch *b, const void *states) {
+    return ss_window_reader_register(r, b, states);
+}
+int capi_window_set_epoch(ss_window_reader *r, uint64_t epoch) {
+    return ss_window_reader_set_epoch(r, epoch);
+}
+int capi_window_info(ss_window_info *out, const ss_window_reader *r) {
+    return ss_window_reader_info(r, out);
+}
+/* Saves always include the hidden states: resuming must carry them too. */
+size_t capi_window_save_size(const ss_window_reader *r) {
+    return ss_window_reader_save_size(r, SS_WINDOW_SAVE_STATES);
+}
+int capi_window_save(void *buf, size_t size, const ss_window_reader *r) {
+    return ss_window_reader_save(r, buf, size, SS_WINDOW_SAVE_STATES);
+}
+int capi_window_restore(ss_window_reader *r, const void *buf, size_t size) {
+    return ss_window_reader_restore(r, buf, size);
+}

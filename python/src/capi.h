@@ -47,4 +47,15 @@ uint64_t capi_loader_position(const ss_loader *l);
 int capi_loader_state_save(const ss_loader *l, void *buf, size_t cap, size_t *len);
 int capi_loader_state_load(ss_loader *l, const void *buf, size_t len);
 
+/* window reader */
+int capi_window_open(ss_window_reader **out, const ss_store *s, const ss_window_options *o);
+void capi_window_free(ss_window_reader *r);
+int capi_window_next(const ss_window_batch **out, ss_window_reader *r);
+int capi_window_register(ss_window_reader *r, const ss_window_batch *b, const void *states);
+int capi_window_set_epoch(ss_window_reader *r, uint64_t epoch);
+int capi_window_info(ss_window_info *out, const ss_window_reader *r);
+size_t capi_window_save_size(const ss_window_reader *r);
+int capi_window_save(void *buf, size_t size, const ss_window_reader *r);
+int capi_window_restore(ss_window_reader *r, const void *buf, size_t size);
+
 #endif

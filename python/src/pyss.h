@@ -38,7 +38,7 @@ typedef struct {
     FieldShape shape[SS_MAX_FIELDS];
 } StoreObject;
 
-extern PyTypeObject Map_Type, Store_Type, Field_Type, Writer_Type, Loader_Type;
+extern PyTypeObject Map_Type, Store_Type, Field_Type, Writer_Type, Loader_Type, Window_Type;
 
 /* Errors (module.c). pyss_raise() sets the exception class of `code` with the
  * C library's last message and returns NULL. */
