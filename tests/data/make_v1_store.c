@@ -3,7 +3,8 @@
  * library that wrote format version 1, and run once:
  *   cc -I include tests/data/make_v1_store.c build/libseqstore.a -llmdb -lxxhash
  *   ./a.out tests/data/v1_store.ss
- * The contents are the pure functions below; test_format_v1.c checks them. */
+ * The contents are the pure functions below; tests/test_format_keys.c checks
+ * them (test_v1_golden) and that every block carries a version-1 checksum. */
 #include "seqstore.h"
 
 #include <stdio.h>
