@@ -4,8 +4,9 @@
  * committed prefix equals the uninterrupted conversion's; `--resume` then
  * completes it into a store identical, example by example, field by field and
  * attribute by attribute, to the uninterrupted one; so does `--force`. The
- * only attribute allowed to differ is convert.options, which records each
- * run's own command line (--resume, --force, --commit-bytes).
+ * only attribute allowed to differ is convert.options, which records the
+ * command line of the run that began the conversion (a --resume keeps it):
+ * it may differ in the steering arguments (--force, --commit-bytes).
  * idx: Fashion-MNIST t10k with labels (and the training set killed from
  * outside); npy: 40 files written here, one truncated (--skip-bad: a skipped
  * file must not count as a resumed example); edf: 7 EDF+ recordings written
@@ -109,8 +110,9 @@ static void same_examples(const ss_store *a, const ss_store *b, uint64_t n) {
 }
 
 /* Two complete stores are the same conversion. `extra` is the argument the
- * second one's last run added to convert.options ("--resume", "--force"),
- * or NULL when both ran the same command. */
+ * second one's last run added to convert.options ("--force"), "" when they
+ * may differ only in steering arguments, or NULL when both ran the same
+ * command. */
 static void same_store(const char *pa, const char *pb, const char *extra) {
     ss_store *a = NULL, *b = NULL;
     CHECK_OK(ss_open(&a, pa, 0));
@@ -135,7 +137,7 @@ static void same_store(const char *pa, const char *pb, const char *extra) {
             const char *t = y.data;
             size_t el = extra ? strlen(extra) : 0, ty = y.size;
             if (ty && t[ty - 1] == '\n') ty--; /* one argument per line */
-            CHECK(!extra || (ty > el && !memcmp(t + ty - el, extra, el) && t[ty - el - 1] == '\n'));
+            CHECK(!el || (ty > el && !memcmp(t + ty - el, extra, el) && t[ty - el - 1] == '\n'));
             free(nx);
             free(ny);
             continue;
@@ -228,7 +230,7 @@ static void scenario(const char *kind, const char *args, uint64_t total, const k
             same_store(ref, out, "--force");
         } else {
             EXPECT_RUN(0, -1, "convert %s %s -o %s -q %s --resume", kind, args, out, cb);
-            same_store(ref, out, "--resume");
+            same_store(ref, out, "");
         }
         EXPECT_RUN(0, -1, "verify %s", out);
         EXPECT_RUN(0, -1, "info %s", out);
@@ -402,7 +404,7 @@ static void test_idx_external_kill(void) {
         fprintf(stderr, "idx train: killed from outside with %llu examples committed\n",
                 (unsigned long long)n);
         EXPECT_RUN(0, -1, "convert idx %s --labels %s -o %s -q --resume", img, lab, out);
-        same_store(ref, out, "--resume");
+        same_store(ref, out, "");
     } else {
         fprintf(stderr, "note: the conversion finished before SIGKILL arrived\n");
         CHECK(WIFSIGNALED(st) || (WIFEXITED(st) && WEXITSTATUS(st) == 0));
