@@ -50,6 +50,8 @@ struct ss_conv {
     char *old_files;      /* the store's source.files before this run (--append) */
     char *old_options;    /* its convert.options */
     char *old_converter;  /* its convert.converter */
+    char **checked;       /* ss_conv_add_checked() files */
+    uint32_t nchecked;
 
     ss_writer *w;
     int began, writer_broken, bad_input;
@@ -211,6 +213,18 @@ uint32_t ss_conv_add_source(ss_conv *c, const char *path) {
         exit(1);
     }
     return c->nsources++;
+}
+
+void ss_conv_add_checked(ss_conv *c, const char *path) {
+    if (c->opts.output && !strcmp(path, c->opts.output)) return;
+    char **p = realloc(c->checked, (c->nchecked + 1) * sizeof *p);
+    char *copy = strdup(path);
+    if (!p || !copy) {
+        fputs("seqstore convert: out of memory\n", stderr);
+        exit(1);
+    }
+    c->checked = p;
+    c->checked[c->nchecked++] = copy;
 }
 
 void ss_conv_set_total(ss_conv *c, uint64_t total_bytes) {
@@ -397,12 +411,15 @@ static int set_resume_record(ss_conv *c) {
     r.args = (const char **)args;
     char *text = NULL;
     size_t len = 0;
-    if (args && ss_resume_stat(&r.inputs, c->sources, c->nsources) == 0) {
+    if (args && ss_resume_stat(&r.inputs, c->sources, c->nsources) == 0 &&
+        ss_resume_stat(&r.files, c->checked, c->nchecked) == 0) {
         r.ninputs = c->nsources;
+        r.nfiles = c->nchecked;
         text = ss_resume_encode(&r, &len);
     }
     free(args);
     free(r.inputs);
+    free(r.files);
     if (!text) return ss_conv_error(c, "out of memory");
     int rc = ss_writer_set_resume_record(c->w, text, len);
     free(text);
@@ -615,11 +632,16 @@ static int check_resume(ss_conv *c) {
     ss_resume_rec now = {.kind = c->conv->kind, .base = c->base};
     now.args = (const char **)c->argv;
     now.nargs = (uint32_t)c->argc;
-    if (ss_resume_stat(&now.inputs, c->sources, c->nsources))
+    if (ss_resume_stat(&now.inputs, c->sources, c->nsources) ||
+        ss_resume_stat(&now.files, c->checked, c->nchecked)) {
+        free(now.inputs);
         return ss_conv_error(c, "out of memory");
+    }
     now.ninputs = c->nsources;
+    now.nfiles = c->nchecked;
     int rc = ss_resume_check(&c->old, &now, msg, sizeof msg);
     free(now.inputs);
+    free(now.files);
     if (rc)
         return ss_conv_error(c, "--resume: %s (the store '%s' is left as it was)", msg,
                              c->opts.output);
@@ -987,6 +1009,8 @@ static void conv_free(ss_conv *c) {
     free(c->old_options);
     free(c->old_converter);
     ss_resume_rec_free(&c->old);
+    for (uint32_t k = 0; k < c->nchecked; k++) free(c->checked[k]);
+    free(c->checked);
     for (uint32_t k = 0; k < c->nindices; k++) free(c->indices[k].name);
     free(c->indices);
     free(c);

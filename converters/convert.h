@@ -144,6 +144,12 @@ int ss_conv_bad(ss_conv *c, const char *file, uint64_t location, const char *fmt
  *  deterministic order, before ss_conv_begin(). */
 uint32_t ss_conv_add_source(ss_conv *c, const char *path);
 
+/** Register a file the conversion reads besides its inputs and whose bytes
+ *  shape the store (e.g. a vocabulary file): `--resume` refuses to continue
+ *  when it changed (size or modification time). Call it before
+ *  ss_conv_begin(). The output STORE itself is ignored. */
+void ss_conv_add_checked(ss_conv *c, const char *path);
+
 /** Open the output STORE read-only if it exists (for --append / --resume: to
  *  read its attributes, e.g. a vocabulary, before choosing a schema).
  *  @param[out] out the store (close it with ss_close()), or NULL when it does

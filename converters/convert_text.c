@@ -550,6 +550,7 @@ int tx_vocab_load(ss_conv *c, ss_vocab **out, const char *from, const char *fiel
     char err[256] = "", name[SS_MAX_NAME + 16];
     ss_store *s = NULL;
     *out = NULL;
+    ss_conv_add_checked(c, from); /* --resume: the same vocabulary */
     int rc = ss_open(&s, from, 0);
     if (rc == 0) {
         ss_attr a;

@@ -63,6 +63,11 @@ char *ss_resume_encode(const ss_resume_rec *r, size_t *len) {
         bad = put(&b, &n, &cap, "input\t%" PRId64 "\t%" PRId64 "\t%" PRId64 "\t%s\n", in->size,
                   in->mtime_s, in->mtime_ns, in->path);
     }
+    for (uint32_t k = 0; !bad && k < r->nfiles; k++) {
+        const ss_resume_input *in = &r->files[k];
+        bad = put(&b, &n, &cap, "file\t%" PRId64 "\t%" PRId64 "\t%" PRId64 "\t%s\n", in->size,
+                  in->mtime_s, in->mtime_ns, in->path);
+    }
     if (bad) {
         free(b);
         return NULL;
@@ -74,6 +79,7 @@ char *ss_resume_encode(const ss_resume_rec *r, size_t *len) {
 void ss_resume_rec_free(ss_resume_rec *r) {
     free(r->args);
     free(r->inputs);
+    free(r->files);
     free(r->buf);
     memset(r, 0, sizeof *r);
 }
@@ -100,7 +106,8 @@ int ss_resume_decode(ss_resume_rec *r, const void *data, size_t len, char *msg, 
     for (size_t k = 0; k < len; k++) lines += ((const char *)data)[k] == '\n';
     r->args = calloc(lines + 1, sizeof *r->args);
     r->inputs = calloc(lines + 1, sizeof *r->inputs);
-    if (!r->buf || !r->args || !r->inputs) {
+    r->files = calloc(lines + 1, sizeof *r->files);
+    if (!r->buf || !r->args || !r->inputs || !r->files) {
         ss_resume_rec_free(r);
         snprintf(msg, n, "out of memory");
         return -1;
@@ -129,6 +136,8 @@ int ss_resume_decode(ss_resume_rec *r, const void *data, size_t len, char *msg, 
             r->args[r->nargs++] = v;
         else if (!strcmp(p, "input"))
             ok = decode_input(&r->inputs[r->ninputs++], v) == 0;
+        else if (!strcmp(p, "file"))
+            ok = decode_input(&r->files[r->nfiles++], v) == 0;
         /* other keys: from a later version, not needed */
         p = nl + 1;
     }
@@ -238,6 +247,17 @@ int ss_resume_check(const ss_resume_rec *old, const ss_resume_rec *now, char *ms
                         "the interrupted conversion had %" PRIu32 " input%s, this one has %" PRIu32,
                         old->ninputs, old->ninputs == 1 ? "" : "s", now->ninputs),
                -1;
+    for (uint32_t k = 0; k < now->nfiles && k < old->nfiles; k++) {
+        const ss_resume_input *o = &old->files[k], *w = &now->files[k];
+        if (!strcmp(o->path, w->path) && o->size == w->size && o->mtime_s == w->mtime_s &&
+            o->mtime_ns == w->mtime_ns)
+            continue;
+        return snprintf(msg, n,
+                        "'%s' (read besides the inputs) differs from the interrupted "
+                        "conversion's '%s' (size %" PRId64 " vs %" PRId64 ", or modified since)",
+                        w->path, o->path, w->size, o->size),
+               -1;
+    }
     uint32_t i = 0, j = 0;
     for (;;) {
         const char *a = next_arg(old->args, old->nargs, &i);

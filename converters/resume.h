@@ -17,6 +17,7 @@
  *     stopped<TAB>0        (1-based input at which bad input stopped the run)
  *     arg<TAB>--tokens     (one per argument, in order)
  *     input<TAB>SIZE<TAB>MTIME_S<TAB>MTIME_NS<TAB>PATH   (SIZE -1: not a regular file)
+ *     file<TAB>SIZE<TAB>MTIME_S<TAB>MTIME_NS<TAB>PATH    (another file read, e.g. --vocab)
  */
 #ifndef SS_RESUME_H
 #define SS_RESUME_H
@@ -38,6 +39,8 @@ typedef struct ss_resume_rec {
     uint32_t nargs;
     ss_resume_input *inputs;
     uint32_t ninputs;
+    ss_resume_input *files; /* other files the conversion reads (a vocabulary) */
+    uint32_t nfiles;
     char *buf; /* decode: the strings point into it */
 } ss_resume_rec;
 

@@ -271,6 +271,15 @@ static void test_resume_mismatch(void) {
     /* another converter */
     EXPECT_RUN(1, -1, "convert lines %s -o %s -q --resume", a, out);
     EXPECT_ERR("was 'convert text', not 'convert lines'");
+    /* a vocabulary file read besides the inputs, changed meanwhile */
+    const char *voc = tp("m.vocab");
+    sh("printf '<unk>\\nthe\\na\\nstore\\n' > %s", voc);
+    EXPECT_RUN(128 + SIGKILL, 100000,
+               "convert text %s --tokens words --vocab %s -o %s -q --force " CB, a, voc, out);
+    sh("sleep 0.01; printf 'kill\\n' >> %s", voc);
+    EXPECT_RUN(1, -1, "convert text %s --tokens words --vocab %s -o %s -q --resume", a, voc, out);
+    EXPECT_ERR("m.vocab' (read besides the inputs) differs from the interrupted conversion's");
+    EXPECT_RUN(128 + SIGKILL, 100000, "convert text %s -o %s -q --force " CB, a, out);
     /* the store was left as it was: the same input still resumes */
     CHECK_EQ_U64(count_of(out, SS_OPEN_INCOMPLETE), count_of(out, SS_OPEN_INCOMPLETE));
     EXPECT_RUN(0, -1, "convert text %s -o %s -q --resume --threads 1", a, out);

@@ -10,7 +10,8 @@
  * idx: Fashion-MNIST t10k with labels (and the training set killed from
  * outside); npy: 40 files written here, one truncated (--skip-bad: a skipped
  * file must not count as a resumed example); edf: 7 EDF+ recordings written
- * with EDFlib, decoded by 2 threads. */
+ * with EDFlib, decoded by 2 threads. Each also has an --append killed part way
+ * and resumed into a store identical to an uninterrupted append. */
 #include "testutil.h"
 
 #include <edflib.h>
@@ -186,6 +187,49 @@ typedef struct kill_case {
     long commit_bytes;
 } kill_case;
 
+static void copy_file(const char *from, const char *to) {
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "cp '%s' '%s' && rm -f '%s-lock'", from, to, to);
+    CHECK(system(cmd) == 0);
+}
+
+/* An --append of the same inputs killed after `after` examples: the store
+ * reads as before meanwhile; --resume ends it identical (every attribute
+ * too: convert.options keeps the append's own line) to an uninterrupted
+ * append. Leaves a complete store of `total` examples at `out`. */
+static void append_case(const char *kind, const char *args, uint64_t total, long after,
+                        const char *out) {
+    char name[64];
+    snprintf(name, sizeof name, "%s-base.ss", kind);
+    const char *base = tp(name);
+    snprintf(name, sizeof name, "%s-ref-append.ss", kind);
+    const char *ref = tp(name);
+    EXPECT_RUN(0, -1, "convert %s %s -o %s -q --force", kind, args, out);
+    copy_file(out, base);
+    EXPECT_RUN(0, -1, "convert %s %s -o %s -q --append --commit-bytes 1", kind, args, out);
+    CHECK(rename(out, ref) == 0);
+    copy_file(base, out);
+    EXPECT_RUN(128 + SIGKILL, after, "convert %s %s -o %s -q --append --commit-bytes 1", kind, args,
+               out);
+    ss_store *s = NULL;
+    CHECK_OK(ss_open(&s, out, 0));
+    CHECK_EQ_U64(ss_count(s), total);
+    ss_close(s);
+    CHECK_OK(ss_open(&s, out, SS_OPEN_INCOMPLETE));
+    fprintf(stderr, "%s: append killed after %ld examples: %llu of them committed\n", kind, after,
+            (unsigned long long)(ss_count(s) - total));
+    ss_close(s);
+    EXPECT_RUN(0, -1, "convert %s %s -o %s -q --resume", kind, args, out);
+    same_store(ref, out, NULL);
+    EXPECT_RUN(0, -1, "verify %s", out);
+    CHECK_OK(ss_open(&s, out, 0));
+    CHECK_EQ_U64(ss_count(s), 2 * total);
+    ss_close(s);
+    remove_store(ref);
+    remove_store(base);
+    EXPECT_RUN(0, -1, "convert %s %s -o %s -q --force", kind, args, out);
+}
+
 static void scenario(const char *kind, const char *args, uint64_t total, const kill_case *kills,
                      int nkills) {
     char name[64], cb[64];
@@ -237,6 +281,7 @@ static void scenario(const char *kind, const char *args, uint64_t total, const k
     }
     /* the cases really resumed from scratch and from the middle */
     CHECK(resumed_none > 0 && resumed_some > 0);
+    append_case(kind, args, total, kills[1].after, out);
     /* nothing to resume in a complete store; it is left as it was */
     EXPECT_RUN(1, -1, "convert %s %s -o %s -q --resume", kind, args, out);
     EXPECT_ERR("is complete");
