@@ -643,7 +643,7 @@ static int check_resume(ss_conv *c) {
     free(now.inputs);
     free(now.files);
     if (rc)
-        return ss_conv_error(c, "--resume: %s (the store '%s' is left as it was)", msg,
+        return ss_conv_error(c, "--resume: %s; the store '%s' is left as it was", msg,
                              c->opts.output);
     return 0;
 }
@@ -763,8 +763,9 @@ static void common_usage(FILE *out) {
           "  -o, --output STORE  the store to write (required)\n"
           "  --force             replace an existing STORE\n"
           "  --append            add to an existing STORE of the same schema\n"
-          "  --resume            continue an interrupted conversion after its last\n"
-          "                      committed example (same inputs and options)\n"
+          "  --resume            continue an interrupted conversion or --append after\n"
+          "                      its last committed example (same inputs and options;\n"
+          "                      refused otherwise; not for standard input)\n"
           "  --skip-bad          skip bad records or files; list them at the end\n"
           "  --quiet             no progress line, no summary\n"
           "  --threads N         decoding threads (default: CPUs, at most 8); the\n"

@@ -50,6 +50,44 @@ static int put(char **buf, size_t *len, size_t *cap, const char *fmt, ...) {
     }
 }
 
+/* Arguments and paths may hold any byte but NUL: escape the record's
+ * separators ('\\' -> "\\\\", '\n' -> "\\n", '\t' -> "\\t"). NULL: out of memory. */
+static char *escape(const char *s) {
+    char *t = malloc(2 * strlen(s) + 1), *p = t;
+    if (!t) return NULL;
+    for (; *s; s++) {
+        if (*s == '\\' || *s == '\n' || *s == '\t') *p++ = '\\';
+        *p++ = *s == '\n' ? 'n' : *s == '\t' ? 't' : *s;
+    }
+    *p = 0;
+    return t;
+}
+
+static void unescape(char *s) {
+    char *p = s;
+    for (; *s; s++) {
+        if (*s == '\\' && s[1]) {
+            s++;
+            *p++ = *s == 'n' ? '\n' : *s == 't' ? '\t' : *s;
+        } else {
+            *p++ = *s;
+        }
+    }
+    *p = 0;
+}
+
+/* "key<TAB>[SIZE<TAB>S<TAB>NS<TAB>]escaped text" */
+static int put_text(char **b, size_t *n, size_t *cap, const char *key, const ss_resume_input *in,
+                    const char *text) {
+    char *e = escape(text);
+    if (!e) return -1;
+    int bad = in ? put(b, n, cap, "%s\t%" PRId64 "\t%" PRId64 "\t%" PRId64 "\t%s\n", key, in->size,
+                       in->mtime_s, in->mtime_ns, e)
+                 : put(b, n, cap, "%s\t%s\n", key, e);
+    free(e);
+    return bad;
+}
+
 char *ss_resume_encode(const ss_resume_rec *r, size_t *len) {
     char *b = NULL;
     size_t n = 0, cap = 0;
@@ -57,17 +95,11 @@ char *ss_resume_encode(const ss_resume_rec *r, size_t *len) {
         put(&b, &n, &cap, RESUME_MAGIC "\nkind\t%s\nbase\t%" PRIu64 "\nstopped\t%" PRIu32 "\n",
             r->kind, r->base, r->stopped);
     for (uint32_t k = 0; !bad && k < r->nargs; k++)
-        bad = put(&b, &n, &cap, "arg\t%s\n", r->args[k]);
-    for (uint32_t k = 0; !bad && k < r->ninputs; k++) {
-        const ss_resume_input *in = &r->inputs[k];
-        bad = put(&b, &n, &cap, "input\t%" PRId64 "\t%" PRId64 "\t%" PRId64 "\t%s\n", in->size,
-                  in->mtime_s, in->mtime_ns, in->path);
-    }
-    for (uint32_t k = 0; !bad && k < r->nfiles; k++) {
-        const ss_resume_input *in = &r->files[k];
-        bad = put(&b, &n, &cap, "file\t%" PRId64 "\t%" PRId64 "\t%" PRId64 "\t%s\n", in->size,
-                  in->mtime_s, in->mtime_ns, in->path);
-    }
+        bad = put_text(&b, &n, &cap, "arg", NULL, r->args[k]);
+    for (uint32_t k = 0; !bad && k < r->ninputs; k++)
+        bad = put_text(&b, &n, &cap, "input", &r->inputs[k], r->inputs[k].path);
+    for (uint32_t k = 0; !bad && k < r->nfiles; k++)
+        bad = put_text(&b, &n, &cap, "file", &r->files[k], r->files[k].path);
     if (bad) {
         free(b);
         return NULL;
@@ -96,6 +128,7 @@ static int decode_input(ss_resume_input *in, char *v) {
     if (parse_i64(e + 1, &e, &in->mtime_s) || *e != '\t') return -1;
     if (parse_i64(e + 1, &e, &in->mtime_ns) || *e != '\t') return -1;
     in->path = e + 1;
+    unescape(e + 1);
     return 0;
 }
 
@@ -133,7 +166,7 @@ int ss_resume_decode(ss_resume_rec *r, const void *data, size_t len, char *msg, 
         else if (!strcmp(p, "stopped"))
             r->stopped = (uint32_t)strtoul(v, &e, 10), ok = e != v && !*e;
         else if (!strcmp(p, "arg"))
-            r->args[r->nargs++] = v;
+            unescape(v), r->args[r->nargs++] = v;
         else if (!strcmp(p, "input"))
             ok = decode_input(&r->inputs[r->ninputs++], v) == 0;
         else if (!strcmp(p, "file"))

@@ -18,6 +18,9 @@
  *     arg<TAB>--tokens     (one per argument, in order)
  *     input<TAB>SIZE<TAB>MTIME_S<TAB>MTIME_NS<TAB>PATH   (SIZE -1: not a regular file)
  *     file<TAB>SIZE<TAB>MTIME_S<TAB>MTIME_NS<TAB>PATH    (another file read, e.g. --vocab)
+ *
+ * In arguments and paths '\\', newline and tab are written "\\\\", "\\n", "\\t".
+ * A store's record is input like any other: decoding checks every field.
  */
 #ifndef SS_RESUME_H
 #define SS_RESUME_H

@@ -15,6 +15,8 @@
  *    with the uninterrupted run. */
 #include "testutil.h"
 
+#include "../converters/resume.h"
+
 #include <errno.h>
 #include <signal.h>
 #include <sys/mount.h>
@@ -296,6 +298,22 @@ static void test_resume_mismatch(void) {
     EXPECT_RUN(1, -1, "convert text %s --tokens ids -o %s --force", b, out);
     EXPECT_ERR("fix the problem and rerun with --resume");
     remove_store(out);
+
+    /* bad input stops a run; the input fixed (so changed) still resumes,
+     * into the store an uninterrupted run of the fixed input makes */
+    const char *ids = tp("ids.txt"), *ref = tp("ids-ref.ss");
+    sh("seq 1 200000 | sed 's/$/ 7 9/' > %s", ids);
+    EXPECT_RUN(0, -1, "convert text %s --tokens ids -o %s -q " CB, ids, out);
+    CHECK(rename(out, ref) == 0);
+    sh("sed -i '150000s/ 7 / x /' %s", ids);
+    EXPECT_RUN(1, -1, "convert text %s --tokens ids -o %s -q " CB, ids, out);
+    EXPECT_ERR(":150000:");
+    CHECK(count_of(out, SS_OPEN_INCOMPLETE) > 0);
+    sh("sed -i '150000s/ x / 7 /' %s", ids);
+    EXPECT_RUN(0, -1, "convert text %s --tokens ids -o %s -q --resume", ids, out);
+    same_store(ref, out);
+    remove_store(out);
+    remove_store(ref);
 }
 
 /* --------------------------------------------------------------- 3: gzip */
@@ -411,16 +429,58 @@ static void test_disk_full(void) {
     CHECK(umount(mnt) == 0);
 }
 
-/* With arguments: only the named parts (messages gzip mismatch full campaign). */
+/* The record round-trips any argument or path byte but NUL, and each
+ * difference gets its message. */
+static void test_record(void) {
+    const char *args[] = {"text", "a\tb.txt", "--doc-sep", "x\ny\\n", "", "\\"};
+    ss_resume_input in[2] = {{"a\tb.txt", 123, 1700000000, 5}, {"line\nbreak", -1, 0, 0}};
+    ss_resume_input voc = {"v\\t", 9, 1, 2};
+    ss_resume_rec r = {"text", 77, 2, args, 6, in, 2, &voc, 1, NULL}, d;
+    size_t len;
+    char msg[512], *t = ss_resume_encode(&r, &len);
+    CHECK(t);
+    CHECK_EQ_U64(ss_resume_decode(&d, t, len, msg, sizeof msg), 0);
+    CHECK(!strcmp(d.kind, "text") && d.base == 77 && d.stopped == 2);
+    CHECK_EQ_U64(d.nargs, 6);
+    for (int k = 0; k < 6; k++) CHECK(!strcmp(d.args[k], args[k]));
+    CHECK_EQ_U64(d.ninputs, 2);
+    for (int k = 0; k < 2; k++)
+        CHECK(!strcmp(d.inputs[k].path, in[k].path) && d.inputs[k].size == in[k].size &&
+              d.inputs[k].mtime_s == in[k].mtime_s && d.inputs[k].mtime_ns == in[k].mtime_ns);
+    CHECK(d.nfiles == 1 && !strcmp(d.files[0].path, voc.path) && d.files[0].size == 9);
+    /* itself: no difference (input 2 changed is allowed: the run stopped there) */
+    ss_resume_input in2[2] = {in[0], {"line\nbreak", 5, 3, 4}};
+    ss_resume_rec now = r;
+    now.inputs = in2;
+    CHECK_EQ_U64(ss_resume_check(&d, &now, msg, sizeof msg), 0);
+    in2[0].mtime_ns = 6;
+    CHECK(ss_resume_check(&d, &now, msg, sizeof msg) == -1 && strstr(msg, "input 1 ") &&
+          strstr(msg,
+                 "(modified 2023-11-14 22:13:20.000000006 UTC vs 2023-11-14 22:13:20.000000005"));
+    in2[0] = in[0];
+    const char *args2[] = {"text",    "a\tb.txt", "--threads", "3",      "--doc-sep",
+                           "x\ny\\n", "",         "\\",        "--quiet"};
+    now.args = args2, now.nargs = 9; /* steering arguments do not count */
+    CHECK_EQ_U64(ss_resume_check(&d, &now, msg, sizeof msg), 0);
+    args2[5] = "x\ny";
+    CHECK(ss_resume_check(&d, &now, msg, sizeof msg) == -1 && strstr(msg, "the options differ"));
+    now.base = 78;
+    CHECK(ss_resume_check(&d, &now, msg, sizeof msg) == -1 && strstr(msg, "began with 77"));
+    /* damaged records are refused, not trusted */
+    CHECK(ss_resume_decode(&r, "seqstore-resume\t1\nbase\tx\n", 26, msg, sizeof msg) == -1);
+    CHECK(ss_resume_decode(&r, "hello", 5, msg, sizeof msg) == -1 && strstr(msg, "damaged"));
+    free(t);
+    ss_resume_rec_free(&d);
+}
+
+/* With arguments: only the named parts (record messages gzip mismatch full campaign). */
 int main(int argc, char **argv) {
     static const struct {
         const char *name;
         void (*fn)(void);
-    } parts[] = {{"messages", test_messages},
-                 {"gzip", test_truncated_gzip},
-                 {"mismatch", test_resume_mismatch},
-                 {"full", test_disk_full},
-                 {"campaign", test_campaign}};
+    } parts[] = {{"record", test_record},       {"messages", test_messages},
+                 {"gzip", test_truncated_gzip}, {"mismatch", test_resume_mismatch},
+                 {"full", test_disk_full},      {"campaign", test_campaign}};
     for (size_t k = 0; k < sizeof parts / sizeof parts[0]; k++) {
         int on = argc < 2;
         for (int i = 1; i < argc; i++) on |= !strcmp(argv[i], parts[k].name);
