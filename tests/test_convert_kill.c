@@ -135,6 +135,7 @@ typedef struct campaign {
     const char *a, *b, *out, *ref_create, *ref_append;
     const char *opts; /* the converter and its options */
     uint64_t kills, committed_some, committed_none, complete_before;
+    uint64_t phase[3]; /* kills during a create, an append, a resume */
 } campaign;
 
 /* The uninterrupted runs, written under the name the others use (it is in
@@ -149,7 +150,7 @@ static void references(campaign *k) {
 
 /* Run (killed after `after` examples when > 0) and account the outcome.
  * Returns 1 if killed, 0 if the run finished first (fewer examples left). */
-static int killed_run(campaign *k, long after, const char *fmt, const char *input) {
+static int killed_run(campaign *k, int phase, long after, const char *fmt, const char *input) {
     int rc = run(after, fmt, k->opts, input, k->out);
     if (rc == 0) {
         k->complete_before++;
@@ -157,17 +158,18 @@ static int killed_run(campaign *k, long after, const char *fmt, const char *inpu
     }
     CHECK_EXIT(rc, 128 + SIGKILL, g_err);
     k->kills++;
+    k->phase[phase]++;
     return 1;
 }
 
 /* Kill a create at `after`, maybe kill its resume at `after2`, resume. */
 static void case_create(campaign *k, long after, long after2) {
-    killed_run(k, after, "convert %s %s -o %s -q --force " CB, k->a);
+    killed_run(k, 0, after, "convert %s %s -o %s -q --force " CB, k->a);
     ss_store *s = NULL;
     CHECK_RC(ss_open(&s, k->out, 0), SS_EINCOMPLETE);
     uint64_t n = count_of(k->out, SS_OPEN_INCOMPLETE);
     k->committed_some += n > 0, k->committed_none += n == 0;
-    if (after2 <= 0 || killed_run(k, after2, "convert %s %s -o %s -q --resume", k->a))
+    if (after2 <= 0 || killed_run(k, 2, after2, "convert %s %s -o %s -q --resume", k->a))
         EXPECT_RUN(0, -1, "convert %s %s -o %s -q --resume", k->opts, k->a, k->out);
     same_store(k->ref_create, k->out);
 }
@@ -176,12 +178,12 @@ static void case_create(campaign *k, long after, long after2) {
 static void case_append(campaign *k, long after, long after2) {
     uint64_t base = count_of(k->ref_create, 0);
     sh("cp %s %s && rm -f %s-lock", k->ref_create, k->out, k->out);
-    killed_run(k, after, "convert %s %s -o %s -q --append " CB, k->b);
+    killed_run(k, 1, after, "convert %s %s -o %s -q --append " CB, k->b);
     /* meanwhile the store reads as before the append */
     CHECK_EQ_U64(count_of(k->out, 0), base);
     uint64_t n = count_of(k->out, SS_OPEN_INCOMPLETE) - base;
     k->committed_some += n > 0, k->committed_none += n == 0;
-    int again = after2 <= 0 || killed_run(k, after2, "convert %s %s -o %s -q --resume", k->b);
+    int again = after2 <= 0 || killed_run(k, 2, after2, "convert %s %s -o %s -q --resume", k->b);
     if (again) {
         CHECK_EQ_U64(count_of(k->out, 0), base);
         /* --append --resume is the same as --resume */
@@ -231,6 +233,10 @@ static void test_campaign(void) {
     campaign_run("text --tokens words", "words", 30, 12, &words);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     uint64_t kills = bytes.kills + words.kills;
+    printf("kill campaign: %" PRIu64 " SIGKILLs during a create, %" PRIu64
+           " during an append, %" PRIu64 " during a resume\n",
+           bytes.phase[0] + words.phase[0], bytes.phase[1] + words.phase[1],
+           bytes.phase[2] + words.phase[2]);
     printf("kill campaign: %" PRIu64 " SIGKILLs (%" PRIu64 " runs finished first), %" PRIu64
            " interrupted with committed examples, %" PRIu64
            " with none; every resumed store equal to the uninterrupted one; %.1f s\n",
@@ -380,6 +386,10 @@ static void test_messages(void) {
     mkdir(dir, 0755);
     EXPECT_RUN(1, -1, "convert npy %s -o %s -q --force", dir, out);
     EXPECT_ERR("is a directory");
+    /* a list of inputs that cannot be read is an error, not an empty list */
+    EXPECT_RUN(1, -1, "convert edf --list %s -o %s -q --force", dir, out);
+    EXPECT_ERR("cannot read '");
+    EXPECT_ERR("Is a directory");
     /* a .npy header declaring 2^40 float32 elements, 8 bytes of data */
     char h[128];
     int n = snprintf(h, sizeof h, "{'descr': '<f4', 'fortran_order': False, 'shape': (%llu,), }",
