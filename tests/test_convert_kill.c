@@ -193,13 +193,21 @@ static void case_append(campaign *k, long after, long after2) {
     same_store(k->ref_append, k->out);
 }
 
-static void campaign_run(const char *opts, const char *tag, int iterations, uint64_t seed,
+/* `pair`: the converter takes two inputs (parallel): each file twice. */
+static void campaign_run(const char *opts, const char *tag, int pair, int iterations, uint64_t seed,
                          campaign *k) {
     char name[64];
+    static char ab[2][2000];
     memset(k, 0, sizeof *k);
     k->opts = opts;
     k->a = tp("a.txt");
     k->b = tp("b.txt");
+    if (pair) {
+        snprintf(ab[0], sizeof ab[0], "%s %s", k->a, k->a);
+        snprintf(ab[1], sizeof ab[1], "%s %s", k->b, k->b);
+        k->a = ab[0];
+        k->b = ab[1];
+    }
     snprintf(name, sizeof name, "%s.ss", tag);
     k->out = tp(name);
     snprintf(name, sizeof name, "%s-ref-create.ss", tag);
@@ -228,22 +236,30 @@ static void test_campaign(void) {
     write_text(tp("b.txt"), B_LINES, 2);
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    campaign bytes, words;
-    campaign_run("text", "bytes", 70, 11, &bytes);
-    campaign_run("text --tokens words", "words", 30, 12, &words);
+    campaign bytes, words, pairs;
+    campaign_run("text", "bytes", 0, 60, 11, &bytes);
+    campaign_run("text --tokens words", "words", 0, 25, 12, &words);
+    campaign_run("parallel --tokens words", "pairs", 1, 15, 13, &pairs);
     clock_gettime(CLOCK_MONOTONIC, &t1);
-    uint64_t kills = bytes.kills + words.kills;
+    campaign all = {0};
+    const campaign *parts[] = {&bytes, &words, &pairs};
+    for (int p = 0; p < 3; p++) {
+        all.kills += parts[p]->kills;
+        all.complete_before += parts[p]->complete_before;
+        all.committed_some += parts[p]->committed_some;
+        all.committed_none += parts[p]->committed_none;
+        for (int q = 0; q < 3; q++) all.phase[q] += parts[p]->phase[q];
+    }
     printf("kill campaign: %" PRIu64 " SIGKILLs during a create, %" PRIu64
-           " during an append, %" PRIu64 " during a resume\n",
-           bytes.phase[0] + words.phase[0], bytes.phase[1] + words.phase[1],
-           bytes.phase[2] + words.phase[2]);
+           " during an append, %" PRIu64 " during a resume (text bytes %" PRIu64
+           ", text words %" PRIu64 ", parallel words %" PRIu64 ")\n",
+           all.phase[0], all.phase[1], all.phase[2], bytes.kills, words.kills, pairs.kills);
     printf("kill campaign: %" PRIu64 " SIGKILLs (%" PRIu64 " runs finished first), %" PRIu64
            " interrupted with committed examples, %" PRIu64
            " with none; every resumed store equal to the uninterrupted one; %.1f s\n",
-           kills, bytes.complete_before + words.complete_before,
-           bytes.committed_some + words.committed_some, bytes.committed_none + words.committed_none,
+           all.kills, all.complete_before, all.committed_some, all.committed_none,
            (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec));
-    CHECK(kills >= 100);
+    CHECK(all.kills >= 100);
     CHECK(bytes.committed_some > 0 && bytes.committed_none > 0);
 }
 
@@ -421,6 +437,11 @@ static void test_messages(void) {
     CHECK(!strstr(g_err, "out of memory"));
 }
 
+static char g_mounted[800];
+static void unmount_at_exit(void) {
+    if (g_mounted[0]) umount(g_mounted);
+}
+
 /* A full disk: a 6 MiB tmpfs, an input that does not fit. */
 static void test_disk_full(void) {
     const char *mnt = tp("small"), *t = tp("big.txt");
@@ -430,6 +451,8 @@ static void test_disk_full(void) {
         printf("test_disk_full: skipped (cannot mount a tmpfs: %s)\n", strerror(errno));
         return;
     }
+    snprintf(g_mounted, sizeof g_mounted, "%s", mnt);
+    atexit(unmount_at_exit); /* also when a CHECK fails */
     write_text(t, 600000, 6);
     snprintf(out, sizeof out, "%s/full.ss", mnt);
     EXPECT_RUN(1, -1, "convert text %s -o %s -q " CB, t, out);
@@ -437,6 +460,7 @@ static void test_disk_full(void) {
     EXPECT_ERR("left incomplete with");
     EXPECT_ERR("free some space and rerun with --resume");
     CHECK(umount(mnt) == 0);
+    g_mounted[0] = 0;
 }
 
 /* The record round-trips any argument or path byte but NUL, and each
