@@ -48,9 +48,12 @@ static long long gz_read_full(gzFile gz, void *buf, uint64_t n) {
     return (long long)got;
 }
 
-static const char *gz_errtext(gzFile gz) {
+/* zlib's message without the "PATH: " it starts with (callers name the file). */
+static const char *gz_errtext(gzFile gz, const char *path) {
     int errnum = 0;
     const char *m = gzerror(gz, &errnum);
+    size_t pl = strlen(path);
+    if (m && !strncmp(m, path, pl) && m[pl] == ':' && m[pl + 1] == ' ') m += pl + 2;
     return m && *m ? m : "read error";
 }
 
@@ -65,11 +68,11 @@ static int idx_open(ss_conv *c, idx_file *f, const char *path) {
     if (!f->gz) return ss_conv_error(c, "cannot open '%s'", path);
     gzbuffer(f->gz, 1u << 18);
     got = gz_read_full(f->gz, hdr, 4);
-    if (got < 0) return ss_conv_error(c, "%s: %s", path, gz_errtext(f->gz));
+    if (got < 0) return ss_conv_error(c, "%s: %s", path, gz_errtext(f->gz, f->path));
     if (ss_idx_header_size(&need, hdr, (size_t)got) != 0)
         return ss_conv_error(c, "%s: %s", path, ss_error_message());
     got = gz_read_full(f->gz, hdr + 4, need - 4);
-    if (got < 0) return ss_conv_error(c, "%s: %s", path, gz_errtext(f->gz));
+    if (got < 0) return ss_conv_error(c, "%s: %s", path, gz_errtext(f->gz, f->path));
     if (ss_idx_parse_header(&f->h, hdr, 4 + (size_t)got) != 0)
         return ss_conv_error(c, "%s: %s", path, ss_error_message());
     f->pos = f->h.header_bytes;
@@ -106,7 +109,7 @@ static int idx_read_item(ss_conv *c, idx_file *f, void *buf, uint64_t bytes, uin
         *stop = 1;
         return ss_conv_bad(c, f->path, k + 1, "item %llu at byte %llu: %s",
                            (unsigned long long)k + 1, (unsigned long long)f->pos,
-                           gz_errtext(f->gz));
+                           gz_errtext(f->gz, f->path));
     }
     if ((uint64_t)got < bytes) {
         *stop = 1;
@@ -130,7 +133,7 @@ static int idx_check_end(ss_conv *c, idx_file *f) {
     gzerror(f->gz, &zerr);
     if (got < 0 || zerr != Z_OK)
         return ss_conv_bad(c, f->path, 0, "after the last item (byte %llu): %s",
-                           (unsigned long long)f->pos, gz_errtext(f->gz));
+                           (unsigned long long)f->pos, gz_errtext(f->gz, f->path));
     if (got > 0)
         return ss_conv_bad(c, f->path, 0, "%s bytes after the last of its %u items (byte %llu)",
                            got == (long long)sizeof extra ? "more" : "unexpected", f->h.dims[0],
