@@ -199,9 +199,9 @@ static void test_gzip(const char *data, size_t n, const corpus *c) {
     free(g);
     EXPECT_RUN(1, "convert jsonl %s -o %s --force --quiet", cut, st);
     EXPECT_ERR("cut.jsonl.gz: gzip error after");
-    EXPECT_ERR("unexpected end of file (truncated?)");
+    EXPECT_ERR("unexpected end of file");
     EXPECT_RUN(1, "convert text %s -o %s --force --quiet", cut, st);
-    EXPECT_ERR("unexpected end of file (truncated?)");
+    EXPECT_ERR("unexpected end of file");
 }
 
 /* The store does not depend on the number of threads (a > 1 MiB input has
