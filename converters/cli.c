@@ -1,8 +1,12 @@
 /* cli.c - `seqstore`: dispatch to the subcommands. */
 #include "commands.h"
 
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
 #include <malloc.h>
 #include <stdarg.h>
+#include <stdlib.h>
 #include <string.h>
 
 typedef struct ss_command {
@@ -54,6 +58,45 @@ int ss_cli_usage_error(const char *cmd, const char *fmt, ...) {
     va_end(ap);
     fprintf(stderr, "\nTry 'seqstore %s --help'.\n", cmd);
     return SS_EXIT_USAGE;
+}
+
+int ss_parse_u64(const char *text, uint64_t min, uint64_t max, uint64_t *out) {
+    /* digits only: strtoull alone would take "-5" (wrapped), " 7", "+7", "0x10" */
+    if (!text || !*text) return -1;
+    for (const char *p = text; *p; p++)
+        if (*p < '0' || *p > '9') return -1;
+    errno = 0;
+    unsigned long long v = strtoull(text, NULL, 10);
+    if (errno || v < min || v > max) return -1;
+    *out = (uint64_t)v;
+    return 0;
+}
+
+int ss_parse_i64(const char *text, int64_t *out) {
+    const char *digits = text && (*text == '-') ? text + 1 : text;
+    uint64_t mag;
+    if (ss_parse_u64(digits, 0, (uint64_t)INT64_MAX + 1, &mag)) return -1;
+    if (digits == text && mag > (uint64_t)INT64_MAX) return -1;
+    /* negate in unsigned arithmetic: -(2^63) has no positive counterpart */
+    *out = digits == text ? (int64_t)mag : (int64_t)(0 - mag);
+    return 0;
+}
+
+int ss_cli_number(const char *cmd, const char *option, const char *text, uint64_t min, uint64_t max,
+                  uint64_t *out) {
+    if (ss_parse_u64(text, min, max, out) == 0) return 0;
+    ss_cli_usage_error(cmd, "%s needs an integer in [%" PRIu64 ", %" PRIu64 "], not '%s'", option,
+                       min, max, text ? text : "");
+    return SS_EXIT_USAGE;
+}
+
+int ss_cli_bad_option(const char *cmd, int c, char **argv) {
+    /* getopt_long's own message is off (opterr = 0): one message, naming the option */
+    const char *opt = optind > 0 ? argv[optind - 1] : "?";
+    if (c == ':') return ss_cli_usage_error(cmd, "option '%s' needs a value", opt);
+    if (optopt) /* an unknown short option (glibc sets optopt to 0 for long ones) */
+        return ss_cli_usage_error(cmd, "unknown option '-%c'", optopt);
+    return ss_cli_usage_error(cmd, "unknown option '%s'", opt);
 }
 
 int ss_cli_open(ss_store **out, const char *cmd, const char *path, unsigned flags) {

@@ -165,36 +165,38 @@ static void ss_cat_prepare(const ss_store *s, ss_cat_field *f, int raw) {
         f->as_text = 1;
     snprintf(name, sizeof name, "%s.vocab", f->def.name);
     if (!raw && (ss_attr_get(s, name, &a) == 0 || ss_attr_get(s, "vocab", &a) == 0) &&
-        a.type == SS_ATTR_TEXT)
+        (a.type == SS_ATTR_TEXT || a.type == SS_ATTR_BYTES)) /* bytes: not all UTF-8 */
         f->vocab_size = ss_split_lines(&a, &f->vocab, &f->vocab_len);
 }
 
-/* Parse "A:B" with Python-style negative and open ends against n examples. */
-static int ss_parse_range(const char *text, uint64_t n, uint64_t *a, uint64_t *b) {
-    const char *colon = strchr(text, ':');
-    char *end;
-    long long lo = 0, hi = (long long)n;
-    if (!colon) {
-        lo = strtoll(text, &end, 10);
-        if (end == text || *end) return -1;
-        hi = lo < 0 ? lo + 1 : lo + 1;
-        if (lo == -1) hi = (long long)n;
-    } else {
-        if (colon != text) {
-            lo = strtoll(text, &end, 10);
-            if (end != colon) return -1;
-        }
-        if (colon[1]) {
-            hi = strtoll(colon + 1, &end, 10);
-            if (*end) return -1;
-        }
-    }
-    if (lo < 0) lo += (long long)n;
-    if (hi < 0) hi += (long long)n;
-    if (lo < 0 || hi < lo || (uint64_t)hi > n) return -1;
-    *a = (uint64_t)lo;
-    *b = (uint64_t)hi;
+/* One bound of a range: v >= 0 as is, v < 0 counts from the end of n; in
+ * unsigned arithmetic so that no value of v can overflow. -1 if outside [0, n]. */
+static int ss_range_bound(int64_t v, uint64_t n, uint64_t *out) {
+    uint64_t mag = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
+    if (mag > n) return -1;
+    *out = v < 0 ? n - mag : mag;
     return 0;
+}
+
+/* Parse "A:B" with Python-style negative and open ends against n examples,
+ * or a single index A (one example). */
+static int ss_parse_range(const char *text, uint64_t n, uint64_t *a, uint64_t *b) {
+    char buf[64];
+    const char *colon = strchr(text, ':');
+    int64_t v;
+    if (strlen(text) >= sizeof buf) return -1;
+    if (!colon) {
+        if (ss_parse_i64(text, &v) || ss_range_bound(v, n, a) || *a == n) return -1;
+        *b = *a + 1;
+        return 0;
+    }
+    memcpy(buf, text, (size_t)(colon - text));
+    buf[colon - text] = 0;
+    *a = 0;
+    *b = n;
+    if (buf[0] && (ss_parse_i64(buf, &v) || ss_range_bound(v, n, a))) return -1;
+    if (colon[1] && (ss_parse_i64(colon + 1, &v) || ss_range_bound(v, n, b))) return -1;
+    return *b < *a ? -1 : 0;
 }
 
 static void ss_cat_usage(FILE *out) {
@@ -242,7 +244,8 @@ int ss_cmd_cat(int argc, char **argv) {
     ss_selection *sel = NULL;
     unsigned flags = 0;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "f:r:h", longopts, NULL)) != -1) {
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":f:r:h", longopts, NULL)) != -1) {
         if (c == 'f') {
             if (nnames == SS_CAT_MAX_FIELDS) return ss_cli_usage_error("cat", "too many --field");
             names[nnames++] = optarg;
@@ -260,7 +263,7 @@ int ss_cmd_cat(int argc, char **argv) {
             ss_cat_usage(stdout);
             return SS_EXIT_OK;
         } else
-            return ss_cli_usage_error("cat", "unknown option");
+            return ss_cli_bad_option("cat", c, argv);
     }
     if (optind != argc - 1) return ss_cli_usage_error("cat", "expected one STORE");
     ss_store *s;

@@ -1,7 +1,6 @@
 /* cmd_index.c - `seqstore index`: build a bucket index sorted by example lengths. */
 #include "commands.h"
 
-#include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdlib.h>
@@ -32,7 +31,7 @@ int ss_cmd_index(int argc, char **argv) {
     int c;
     optind = 1;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, "b:r:n:h", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":b:r:n:h", longopts, NULL)) != -1) {
         switch (c) {
         case 'b':
             by = optarg;
@@ -47,19 +46,14 @@ int ss_cmd_index(int argc, char **argv) {
             fputs(index_usage, stdout);
             return SS_EXIT_OK;
         default:
-            return ss_cli_usage_error("index", "unknown or incomplete option '%s'",
-                                      argv[optind - 1]);
+            return ss_cli_bad_option("index", c, argv);
         }
     }
     if (optind + 1 != argc) return ss_cli_usage_error("index", "expected one STORE argument");
     if (!by) return ss_cli_usage_error("index", "--by FIELD[,FIELD] is required");
     if (!res_text) return ss_cli_usage_error("index", "--resolution R is required");
-    char *end;
-    errno = 0;
-    unsigned long long res = strtoull(res_text, &end, 10);
-    if (errno || *end || res_text[0] == '-' || res == 0)
-        return ss_cli_usage_error("index", "--resolution must be an integer >= 1, not '%s'",
-                                  res_text);
+    uint64_t res;
+    if (ss_cli_number("index", "--resolution", res_text, 1, UINT64_MAX, &res)) return SS_EXIT_USAGE;
     if (!name) name = by;
     const char *path = argv[optind];
 
@@ -98,7 +92,8 @@ int ss_cmd_index(int argc, char **argv) {
         ss_close(s);
         return ss_cli_store_error("index", "reopen '%s'", name);
     }
-    printf("index '%s': %" PRIu64 " examples in %" PRIu64 " buckets (resolution %llu, by %s)\n",
+    printf("index '%s': %" PRIu64 " examples in %" PRIu64 " buckets (resolution %" PRIu64
+           ", by %s)\n",
            name, ss_bucket_size(b), ss_bucket_count(b), res, by);
     ss_bucket_free(b);
     ss_close(s);

@@ -1,10 +1,14 @@
 /* cmd_info.c - `seqstore info`: what a store holds. */
 #include "commands.h"
+#include "utf8.h"
 
 #include <getopt.h>
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* attribute arrays longer than this show their first elements only (text) */
+#define SS_INFO_MAX_ELEMENTS 8
 
 typedef struct ss_length_stats {
     uint64_t min, max, p50, p95, total;
@@ -45,18 +49,11 @@ static void ss_shape_text(const ss_field *f, char *buf, size_t cap) {
     if (n < cap) snprintf(buf + n, cap - n, "]");
 }
 
-static const char *ss_attr_type_name(uint32_t type) {
-    if (type == SS_ATTR_TEXT) return "text";
-    if (type == SS_ATTR_BYTES) return "bytes";
-    const char *n = ss_dtype_name((ss_dtype)type);
-    return n ? n : "?";
-}
-
 static json_t *ss_info_json(const ss_store *s, const char *path) {
     ss_store_info info;
     ss_store_get_info(s, &info);
     json_t *root = json_object(), *fields = json_array(), *attrs = json_array();
-    json_object_set_new(root, "path", json_string(path));
+    ss_json_set_text(root, "path", path, strlen(path));
     json_object_set_new(root, "format_version", json_integer(info.format_version));
     json_object_set_new(root, "complete", json_boolean(info.complete));
     json_object_set_new(root, "examples", json_integer((json_int_t)info.count));
@@ -67,7 +64,7 @@ static json_t *ss_info_json(const ss_store *s, const char *path) {
         ss_field d;
         ss_field_info(s, f, &d);
         json_t *jf = json_object(), *shape = json_array();
-        json_object_set_new(jf, "name", json_string(d.name));
+        ss_json_set_text(jf, "name", d.name, strlen(d.name));
         json_object_set_new(jf, "dtype", json_string(ss_dtype_name(d.dtype)));
         json_object_set_new(jf, "sequence", json_boolean(d.sequence));
         for (uint32_t k = 0; k < d.ndim; k++)
@@ -90,15 +87,12 @@ static json_t *ss_info_json(const ss_store *s, const char *path) {
     json_object_set_new(root, "fields", fields);
     for (uint64_t k = 0; k < ss_attr_count(s); k++) {
         ss_attr a;
-        json_t *ja = json_object();
+        json_t *ja;
         if (ss_attr_at(s, k, &a) != 0) {
+            ja = json_object();
             json_object_set_new(ja, "error", json_string(ss_error_message()));
         } else {
-            json_object_set_new(ja, "name", json_string(a.name));
-            json_object_set_new(ja, "type", json_string(ss_attr_type_name(a.type)));
-            json_object_set_new(ja, "bytes", json_integer((json_int_t)a.size));
-            if (a.type == SS_ATTR_TEXT && a.size <= 4096)
-                json_object_set_new(ja, "value", json_stringn_nocheck(a.data, (size_t)a.size));
+            ja = ss_json_attr(&a);
         }
         json_array_append_new(attrs, ja);
     }
@@ -106,12 +100,52 @@ static json_t *ss_info_json(const ss_store *s, const char *path) {
     return root;
 }
 
-static void ss_print_preview(const ss_attr *a) {
-    printf("  \"");
-    const unsigned char *p = a->data;
-    uint64_t n = a->size < 60 ? a->size : 60;
-    for (uint64_t i = 0; i < n; i++) putchar(p[i] == '\n' ? '|' : (p[i] < 32 ? '?' : p[i]));
-    printf("%s\"", a->size > 60 ? "..." : "");
+/* Text shown on one line: newlines as '|', other control characters and
+ * bytes that are not UTF-8 as \xHH; at most `max` bytes of it. */
+static void ss_print_text_preview(const unsigned char *p, uint64_t size, uint64_t max) {
+    uint64_t n = size < max ? size : max;
+    putchar('"');
+    for (uint64_t i = 0, len; i < n; i += len) {
+        len = ss_utf8_seq(p + i, (size_t)(size - i));
+        if (len == 1 && p[i] == '\n')
+            putchar('|');
+        else if (len == 1 && (p[i] < 32 || p[i] == 127))
+            printf("\\x%02x", p[i]);
+        else if (len)
+            fwrite(p + i, 1, (size_t)len, stdout);
+        else
+            printf("\\x%02x", p[i]), len = 1;
+    }
+    printf("%s\"", size > n ? "..." : "");
+}
+
+/* A typed array's first elements. */
+static void ss_print_array_preview(const ss_attr *a) {
+    size_t es = ss_dtype_size((ss_dtype)a->type);
+    uint64_t n = es ? a->size / es : 0;
+    putchar('[');
+    for (uint64_t i = 0; i < n && i < SS_INFO_MAX_ELEMENTS; i++) {
+        const void *p = (const char *)a->data + i * es;
+        if (i) printf(", ");
+        if (a->type == SS_F16 || a->type == SS_BF16 || a->type == SS_F32 || a->type == SS_F64)
+            printf("%.9g", ss_cli_element_double(p, (ss_dtype)a->type));
+        else {
+            json_t *j = ss_json_element(p, (ss_dtype)a->type);
+            char *t = json_dumps(j, JSON_ENCODE_ANY);
+            fputs(t ? t : "?", stdout);
+            free(t);
+            json_decref(j);
+        }
+    }
+    printf("%s]", n > SS_INFO_MAX_ELEMENTS ? ", ..." : "");
+}
+
+static void ss_print_attr_value(const ss_attr *a) {
+    printf("  ");
+    if (a->type == SS_ATTR_TEXT)
+        ss_print_text_preview(a->data, a->size, 60);
+    else if (a->type != SS_ATTR_BYTES && ss_dtype_name((ss_dtype)a->type))
+        ss_print_array_preview(a);
 }
 
 static void ss_info_text(const ss_store *s, const char *path) {
@@ -148,9 +182,9 @@ static void ss_info_text(const ss_store *s, const char *path) {
             printf("  (attribute %llu: %s)\n", (unsigned long long)k, ss_error_message());
             continue;
         }
-        printf("  %-24s %-5s %8llu bytes", a.name, ss_attr_type_name(a.type),
+        printf("  %-24s %-5s %8llu bytes", a.name, ss_cli_attr_type_name(a.type),
                (unsigned long long)a.size);
-        if (a.type == SS_ATTR_TEXT) ss_print_preview(&a);
+        ss_print_attr_value(&a);
         printf("\n");
     }
 }
@@ -174,7 +208,8 @@ int ss_cmd_info(int argc, char **argv) {
     int json = 0, c;
     unsigned flags = 0;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
         if (c == 'j')
             json = 1;
         else if (c == 'n')
@@ -185,15 +220,14 @@ int ss_cmd_info(int argc, char **argv) {
             ss_info_usage(stdout);
             return SS_EXIT_OK;
         } else
-            return ss_cli_usage_error("info", "unknown option");
+            return ss_cli_bad_option("info", c, argv);
     }
     if (optind != argc - 1) return ss_cli_usage_error("info", "expected one STORE");
     ss_store *s;
     if (ss_cli_open(&s, "info", argv[optind], flags)) return SS_EXIT_ERROR;
     if (json) {
         json_t *root = ss_info_json(s, argv[optind]);
-        json_dumpf(root, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-        printf("\n");
+        ss_json_print(root);
         json_decref(root);
     } else {
         ss_info_text(s, argv[optind]);

@@ -1,7 +1,6 @@
 /* cmd_split.c - `seqstore split`: add, list and show named index-range splits. */
 #include "commands.h"
 
-#include <errno.h>
 #include <inttypes.h>
 #include <jansson.h>
 #include <stdlib.h>
@@ -37,16 +36,6 @@ typedef struct split_args {
     const char *prefix;
 } split_args;
 
-static int parse_u64(const char *s, uint64_t *out) {
-    if (!s || !*s || *s == '-') return -1;
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno || *end) return -1;
-    *out = v;
-    return 0;
-}
-
 /* Manual parsing: ranges such as "-100:" must not be taken for options. */
 static int split_parse_args(int argc, char **argv, split_args *a) {
     memset(a, 0, sizeof *a);
@@ -63,8 +52,9 @@ static int split_parse_args(int argc, char **argv, split_args *a) {
         } else if (!only_pos && strcmp(s, "--shuffle") == 0) {
             a->shuffle = 1;
         } else if (!only_pos && strcmp(s, "--seed") == 0) {
-            if (i + 1 >= argc || parse_u64(argv[i + 1], &a->seed))
-                return ss_cli_usage_error("split", "--seed needs a non-negative integer");
+            if (ss_cli_number("split", "--seed", i + 1 < argc ? argv[i + 1] : NULL, 0, UINT64_MAX,
+                              &a->seed))
+                return SS_EXIT_USAGE;
             i++;
         } else if (!only_pos && strcmp(s, "--prefix") == 0) {
             if (i + 1 >= argc) return ss_cli_usage_error("split", "--prefix needs a value");
@@ -112,9 +102,7 @@ static int split_add(const split_args *a) {
 static int split_kfold(const split_args *a) {
     if (a->npos != 2) return ss_cli_usage_error("split", "kfold needs STORE K");
     uint64_t k;
-    if (parse_u64(a->pos[1], &k) || k < 2 || k > 100000)
-        return ss_cli_usage_error("split", "K must be an integer in 2..100000, not '%s'",
-                                  a->pos[1]);
+    if (ss_cli_number("split", "K", a->pos[1], 2, 100000, &k)) return SS_EXIT_USAGE;
     ss_store *s;
     if (ss_cli_open(&s, "split", a->pos[0], 0)) return SS_EXIT_ERROR;
     uint64_t count = ss_count(s);
@@ -131,8 +119,15 @@ static int split_kfold(const split_args *a) {
         }
     }
     ss_close(s);
+    if (k > count) {
+        fprintf(stderr,
+                "seqstore split: %" PRIu64 " folds need at least %" PRIu64
+                " examples; '%s' holds %" PRIu64 "\n",
+                k, k, a->pos[0], count);
+        return SS_EXIT_ERROR;
+    }
     ss_selection *all;
-    if (ss_selection_all(&all, count)) return ss_cli_store_error("split", "kfold");
+    if (ss_selection_all(&all, count)) return ss_cli_store_error("split", "out of memory");
     ss_writer *w;
     if (ss_writer_open(&w, a->pos[0], NULL, NULL)) {
         ss_selection_free(all);
@@ -158,7 +153,8 @@ static int split_kfold(const split_args *a) {
     if (!rc) rc = ss_writer_finish(w);
     ss_writer_free(w);
     ss_selection_free(all);
-    if (rc) return ss_cli_store_error("split", "kfold");
+    if (rc)
+        return ss_cli_store_error("split", "cannot store %" PRIu64 " folds in '%s'", k, a->pos[0]);
     return SS_EXIT_OK;
 }
 

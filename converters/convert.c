@@ -1,5 +1,6 @@
 /* convert.c - the converter framework: `seqstore convert KIND ...` (see convert.h). */
 #include "convert.h"
+#include "commands.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -166,15 +167,9 @@ const ss_conv_options *ss_conv_opts(const ss_conv *c) {
 
 int ss_conv_parse_u64(ss_conv *c, const char *option, const char *text, uint64_t min, uint64_t max,
                       uint64_t *out) {
-    char *end = NULL;
-    if (!text || !*text || *text == '-' || *text == '+' || *text == ' ')
-        return ss_conv_usage_error(c, "%s needs a number, got '%s'", option, text ? text : "");
-    errno = 0;
-    unsigned long long v = strtoull(text, &end, 10);
-    if (errno || *end || v < min || v > max)
-        return ss_conv_usage_error(c, "%s: '%s' is not a number in [%" PRIu64 ", %" PRIu64 "]",
-                                   option, text, min, max);
-    *out = (uint64_t)v;
+    if (ss_parse_u64(text, min, max, out)) /* the CLI's one strict parser (cli.c) */
+        return ss_conv_usage_error(c, "%s needs an integer in [%" PRIu64 ", %" PRIu64 "], not '%s'",
+                                   option, min, max, text ? text : "");
     return 0;
 }
 
