@@ -2,12 +2,14 @@
 #include "commands.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <malloc.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 typedef struct ss_command {
     const char *name;
@@ -24,6 +26,7 @@ static const ss_command ss_commands[] = {
     {"split", ss_cmd_split, "add, list and show named index-range splits"},
     {"index", ss_cmd_index, "build a bucket index sorted by example lengths"},
     {"bench", ss_cmd_bench, "measure how fast a store reads on this machine"},
+    {"attr", ss_cmd_attr, "list, get, set and remove attributes"},
 };
 
 #define SS_NCOMMANDS (sizeof ss_commands / sizeof ss_commands[0])
@@ -34,7 +37,7 @@ static void ss_usage(FILE *out) {
                  "commands:\n");
     for (size_t i = 0; i < SS_NCOMMANDS; i++)
         fprintf(out, "  %-9s %s\n", ss_commands[i].name, ss_commands[i].summary);
-    fprintf(out, "\n'seqstore COMMAND --help' describes a command.\n"
+    fprintf(out, "\n'seqstore COMMAND --help' or 'seqstore help COMMAND' describes a command.\n"
                  "options: -h, --help; -V, --version\n"
                  "exit codes: 0 success, 1 error, 2 usage error, 3 verify found corruption\n");
 }
@@ -99,7 +102,92 @@ int ss_cli_bad_option(const char *cmd, int c, char **argv) {
     return ss_cli_usage_error(cmd, "unknown option '%s'", opt);
 }
 
+int ss_cli_remove_attr(const char *cmd, const char *path, const char *attr, const char *what) {
+    ss_store *s;
+    if (ss_cli_open(&s, cmd, path, 0)) return SS_EXIT_ERROR;
+    ss_attr a;
+    int rc = ss_attr_get(s, attr, &a);
+    ss_close(s);
+    if (rc == SS_ENOTFOUND) {
+        fprintf(stderr, "seqstore %s: %s has no %s\n", cmd, path, what);
+        return SS_EXIT_ERROR;
+    }
+    if (rc) return ss_cli_store_error(cmd, "%s", what);
+    ss_writer *w;
+    if (ss_writer_open(&w, path, NULL, NULL))
+        return ss_cli_store_error(cmd, "open '%s' for writing", path);
+    rc = ss_writer_remove_attr(w, attr);
+    if (!rc) rc = ss_writer_finish(w);
+    ss_writer_free(w);
+    if (rc) return ss_cli_store_error(cmd, "remove %s", what);
+    printf("removed %s from %s\n", what, path);
+    return SS_EXIT_OK;
+}
+
+/* ------------------------------------------------------------ lock files
+ *
+ * LMDB keeps its reader table in STORE-lock, which it creates when a store is
+ * opened with a lock (even read-only, even when the file then turns out not
+ * to be a store). The table must be shared by every process that has the
+ * store open: a writer reuses the pages no reader listed there still reads.
+ * So a lock file is removed only when it is certainly unused:
+ *   - only lock files this command created (absent when it first named the
+ *     store): one that was there belongs, or may belong, to another process;
+ *   - at the end of the command, after every store of this process is closed;
+ *   - only while holding an exclusive fcntl lock on its byte 0: every LMDB
+ *     environment holds a shared lock there for as long as it is open, so the
+ *     exclusive lock is granted only when no process has the store open; the
+ *     file is unlinked before that lock is released.
+ * What remains: a process that opened the lock file in the microseconds
+ * between that lock and the unlink keeps using the removed file. Readers on
+ * read-only media, or that must never create a file, use --nolock. */
+
+#define SS_CLI_MAX_PATHS 8
+
+static struct {
+    char *lock; /* STORE-lock, absent when the command first named STORE */
+} ss_cli_paths[SS_CLI_MAX_PATHS];
+
+void ss_cli_note_store(const char *path, unsigned flags) {
+    if (flags & SS_OPEN_NOLOCK) return;
+    size_t n = strlen(path);
+    char *lock = malloc(n + 6);
+    if (!lock) return;
+    memcpy(lock, path, n);
+    memcpy(lock + n, "-lock", 6);
+    int free_slot = -1;
+    for (int i = 0; i < SS_CLI_MAX_PATHS; i++) {
+        if (ss_cli_paths[i].lock && strcmp(ss_cli_paths[i].lock, lock) == 0) {
+            free(lock); /* first naming decides */
+            return;
+        }
+        if (!ss_cli_paths[i].lock && free_slot < 0) free_slot = i;
+    }
+    if (free_slot < 0 || access(lock, F_OK) == 0) {
+        free(lock);
+        return;
+    }
+    ss_cli_paths[free_slot].lock = lock;
+}
+
+/* Remove the lock files this process created, if no process uses them. */
+static void ss_cli_drop_locks(void) {
+    for (int i = 0; i < SS_CLI_MAX_PATHS; i++) {
+        char *lock = ss_cli_paths[i].lock;
+        if (!lock) continue;
+        int fd = open(lock, O_RDWR | O_CLOEXEC);
+        if (fd >= 0) {
+            struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 1};
+            if (fcntl(fd, F_SETLK, &fl) == 0) unlink(lock);
+            close(fd);
+        }
+        free(lock);
+        ss_cli_paths[i].lock = NULL;
+    }
+}
+
 int ss_cli_open(ss_store **out, const char *cmd, const char *path, unsigned flags) {
+    ss_cli_note_store(path, flags);
     int rc = ss_open(out, path, flags);
     if (rc) {
         fprintf(stderr, "seqstore %s: %s\n", cmd, ss_error_message());
@@ -119,6 +207,19 @@ int main(int argc, char **argv) {
         return SS_EXIT_USAGE;
     }
     const char *cmd = argv[1];
+    if (strcmp(cmd, "help") == 0 && argc > 2) { /* `seqstore help CMD` = `seqstore CMD --help` */
+        for (size_t i = 0; i < SS_NCOMMANDS; i++) {
+            if (strcmp(ss_commands[i].name, argv[2]) != 0) continue;
+            char *args[] = {argv[2], "--help", NULL};
+            if (strcmp(argv[2], "convert") == 0 && argc > 3) { /* help convert KIND */
+                char *kargs[] = {argv[2], argv[3], "--help", NULL};
+                return ss_commands[i].run(3, kargs);
+            }
+            return ss_commands[i].run(2, args);
+        }
+        fprintf(stderr, "seqstore: unknown command '%s'\nTry 'seqstore --help'.\n", argv[2]);
+        return SS_EXIT_USAGE;
+    }
     if (strcmp(cmd, "-h") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "help") == 0) {
         ss_usage(stdout);
         return SS_EXIT_OK;
@@ -127,8 +228,14 @@ int main(int argc, char **argv) {
         printf("seqstore %s (format version %d)\n", ss_version(), SS_FORMAT_VERSION);
         return SS_EXIT_OK;
     }
-    for (size_t i = 0; i < SS_NCOMMANDS; i++)
-        if (strcmp(ss_commands[i].name, cmd) == 0) return ss_commands[i].run(argc - 1, argv + 1);
+    for (size_t i = 0; i < SS_NCOMMANDS; i++) {
+        if (strcmp(ss_commands[i].name, cmd) == 0) {
+            int rc = ss_commands[i].run(argc - 1, argv + 1);
+            fflush(stdout);
+            ss_cli_drop_locks(); /* every store is closed by now */
+            return rc;
+        }
+    }
     fprintf(stderr, "seqstore: unknown command '%s'\nTry 'seqstore --help'.\n", cmd);
     return SS_EXIT_USAGE;
 }

@@ -7,6 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* attribute arrays longer than this show their first elements only */
+#define SS_PREVIEW_ELEMENTS 8
+
 double ss_cli_half_to_double(uint16_t h) {
     int e = (h >> 10) & 31, m = h & 1023;
     double v = e == 0 ? ldexp(m, -24) : e == 31 ? (m ? NAN : INFINITY) : ldexp(m + 1024, e - 25);
@@ -161,4 +164,52 @@ json_t *ss_json_attr(const ss_attr *a) {
 void ss_json_print(json_t *root) {
     json_dumpf(root, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
     putchar('\n');
+}
+
+/* Text shown on one line: newlines as '|', other control characters and
+ * bytes that are not UTF-8 as \xHH; at most `max` bytes of it. */
+static void ss_print_text_preview(const unsigned char *p, uint64_t size, uint64_t max) {
+    uint64_t n = size < max ? size : max;
+    putchar('"');
+    for (uint64_t i = 0, len; i < n; i += len) {
+        len = ss_utf8_seq(p + i, (size_t)(size - i));
+        if (len == 1 && p[i] == '\n')
+            putchar('|');
+        else if (len == 1 && (p[i] < 32 || p[i] == 127))
+            printf("\\x%02x", p[i]);
+        else if (len)
+            fwrite(p + i, 1, (size_t)len, stdout);
+        else
+            printf("\\x%02x", p[i]), len = 1;
+    }
+    printf("%s\"", size > n ? "..." : "");
+}
+
+/* A typed array's first elements. */
+static void ss_print_array_preview(const ss_attr *a) {
+    size_t es = ss_dtype_size((ss_dtype)a->type);
+    uint64_t n = es ? a->size / es : 0;
+    putchar('[');
+    for (uint64_t i = 0; i < n && i < SS_PREVIEW_ELEMENTS; i++) {
+        const void *p = (const char *)a->data + i * es;
+        if (i) printf(", ");
+        if (a->type == SS_F16 || a->type == SS_BF16 || a->type == SS_F32 || a->type == SS_F64)
+            printf("%.9g", ss_cli_element_double(p, (ss_dtype)a->type));
+        else {
+            json_t *j = ss_json_element(p, (ss_dtype)a->type);
+            char *t = json_dumps(j, JSON_ENCODE_ANY);
+            fputs(t ? t : "?", stdout);
+            free(t);
+            json_decref(j);
+        }
+    }
+    printf("%s]", n > SS_PREVIEW_ELEMENTS ? ", ..." : "");
+}
+
+void ss_cli_print_attr_preview(const ss_attr *a) {
+    printf("  ");
+    if (a->type == SS_ATTR_TEXT)
+        ss_print_text_preview(a->data, a->size, 60);
+    else if (a->type != SS_ATTR_BYTES && ss_dtype_name((ss_dtype)a->type))
+        ss_print_array_preview(a);
 }

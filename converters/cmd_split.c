@@ -9,8 +9,9 @@
 static const char *const split_usage =
     "usage: seqstore split add STORE NAME RANGES [--force]\n"
     "       seqstore split kfold STORE K [--shuffle] [--seed S] [--prefix P] [--force]\n"
-    "       seqstore split list STORE [--json]\n"
-    "       seqstore split show STORE NAME [--json]\n"
+    "       seqstore split list STORE [--json] [--nolock]\n"
+    "       seqstore split show STORE NAME [--json] [--nolock]\n"
+    "       seqstore split rm STORE NAME\n"
     "\n"
     "Named splits are selections of examples stored in the store (attribute\n"
     "ss.split.NAME), usable by name from the SDK (ss_split_load) and the CLI.\n"
@@ -25,13 +26,15 @@ static const char *const split_usage =
     "          to 'fold'); contiguous folds, or a seeded shuffled assignment\n"
     "  list    print every split: name, example count, ranges\n"
     "  show    print one split's example count and ranges\n"
+    "  rm      remove split NAME\n"
     "\n"
-    "options: --json  machine-readable output; -h, --help  this text\n";
+    "options: --json  machine-readable output; --nolock  read without a lock file\n"
+    "(read-only media; no writer may run); -h, --help  this text\n";
 
 typedef struct split_args {
     const char *pos[4];
     int npos;
-    int json, force, shuffle;
+    int json, force, shuffle, nolock;
     uint64_t seed;
     const char *prefix;
 } split_args;
@@ -47,6 +50,8 @@ static int split_parse_args(int argc, char **argv, split_args *a) {
             only_pos = 1;
         } else if (!only_pos && strcmp(s, "--json") == 0) {
             a->json = 1;
+        } else if (!only_pos && strcmp(s, "--nolock") == 0) {
+            a->nolock = 1;
         } else if (!only_pos && strcmp(s, "--force") == 0) {
             a->force = 1;
         } else if (!only_pos && strcmp(s, "--shuffle") == 0) {
@@ -95,7 +100,7 @@ static int split_add(const split_args *a) {
     uint64_t n = ss_selection_count(sel);
     ss_selection_free(sel);
     if (rc) return ss_cli_store_error("split", "add '%s'", a->pos[1]);
-    printf("split '%s': %" PRIu64 " examples\n", a->pos[1], n);
+    printf("split '%s': %" PRIu64 " example%s\n", a->pos[1], n, n == 1 ? "" : "s");
     return SS_EXIT_OK;
 }
 
@@ -191,8 +196,7 @@ static int split_print(const char *name, const ss_selection *sel, int json, json
         if (list) {
             json_array_append_new(list, o);
         } else {
-            json_dumpf(o, stdout, JSON_INDENT(2));
-            putchar('\n');
+            ss_json_print(o);
             json_decref(o);
         }
         return 0;
@@ -207,7 +211,7 @@ static int split_print(const char *name, const ss_selection *sel, int json, json
 static int split_list(const split_args *a) {
     if (a->npos != 1) return ss_cli_usage_error("split", "list needs STORE");
     ss_store *s;
-    if (ss_cli_open(&s, "split", a->pos[0], 0)) return SS_EXIT_ERROR;
+    if (ss_cli_open(&s, "split", a->pos[0], a->nolock ? SS_OPEN_NOLOCK : 0)) return SS_EXIT_ERROR;
     json_t *list = a->json ? json_array() : NULL;
     size_t plen = strlen(SS_SPLIT_ATTR_PREFIX);
     int rc = 0;
@@ -222,8 +226,7 @@ static int split_list(const split_args *a) {
         ss_selection_free(sel);
     }
     if (!rc && list) {
-        json_dumpf(list, stdout, JSON_INDENT(2));
-        putchar('\n');
+        ss_json_print(list);
     }
     json_decref(list);
     ss_close(s);
@@ -234,7 +237,7 @@ static int split_list(const split_args *a) {
 static int split_show(const split_args *a) {
     if (a->npos != 2) return ss_cli_usage_error("split", "show needs STORE NAME");
     ss_store *s;
-    if (ss_cli_open(&s, "split", a->pos[0], 0)) return SS_EXIT_ERROR;
+    if (ss_cli_open(&s, "split", a->pos[0], a->nolock ? SS_OPEN_NOLOCK : 0)) return SS_EXIT_ERROR;
     ss_selection *sel;
     int rc = ss_split_load(&sel, s, a->pos[1]);
     if (!rc) {
@@ -243,9 +246,10 @@ static int split_show(const split_args *a) {
         } else {
             char *text = selection_text(sel);
             if (text)
-                printf("split %s: %" PRIu64 " of %" PRIu64 " examples in %zu ranges\n%s\n",
-                       a->pos[1], ss_selection_count(sel), ss_count(s),
-                       ss_selection_range_count(sel), text);
+                printf("split %s: %" PRIu64 " of %" PRIu64 " example%s in %zu range%s\n%s\n",
+                       a->pos[1], ss_selection_count(sel), ss_count(s), ss_count(s) == 1 ? "" : "s",
+                       ss_selection_range_count(sel), ss_selection_range_count(sel) == 1 ? "" : "s",
+                       text);
             else
                 rc = SS_ENOMEM;
             free(text);
@@ -257,6 +261,14 @@ static int split_show(const split_args *a) {
     return SS_EXIT_OK;
 }
 
+static int split_rm(const split_args *a) {
+    if (a->npos != 2) return ss_cli_usage_error("split", "rm needs STORE NAME");
+    char key[SS_MAX_ATTR_NAME + 16], what[SS_MAX_ATTR_NAME + 16];
+    snprintf(key, sizeof key, "%s%s", SS_SPLIT_ATTR_PREFIX, a->pos[1]);
+    snprintf(what, sizeof what, "split '%s'", a->pos[1]);
+    return ss_cli_remove_attr("split", a->pos[0], key, what);
+}
+
 int ss_cmd_split(int argc, char **argv) {
     for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++) {
         if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
@@ -264,11 +276,16 @@ int ss_cmd_split(int argc, char **argv) {
             return SS_EXIT_OK;
         }
     }
-    if (argc < 2) return ss_cli_usage_error("split", "missing subcommand (add, kfold, list, show)");
+    if (argc < 2)
+        return ss_cli_usage_error("split", "missing subcommand (add, kfold, list, show, rm)");
     split_args a;
     int rc = split_parse_args(argc, argv, &a);
     if (rc) return rc;
     const char *sub = argv[1];
+    int writes = !strcmp(sub, "add") || !strcmp(sub, "kfold") || !strcmp(sub, "rm");
+    if (a.nolock && writes)
+        return ss_cli_usage_error("split", "--nolock applies to list and show (%s writes)", sub);
+    if (strcmp(sub, "rm") == 0) return split_rm(&a);
     if (strcmp(sub, "add") == 0) return split_add(&a);
     if (strcmp(sub, "kfold") == 0) return split_kfold(&a);
     if (strcmp(sub, "list") == 0) return split_list(&a);

@@ -55,6 +55,7 @@ int ss_cmd_verify(int argc, char **argv) {
     if (optind != argc - 1) return ss_cli_usage_error("verify", "expected one STORE");
     const char *path = argv[optind];
     ss_store *s;
+    ss_cli_note_store(path, flags);
     int rc = ss_open(&s, path, flags);
     if (rc) {
         fprintf(stderr, "seqstore verify: %s\n", ss_error_message());

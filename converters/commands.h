@@ -22,6 +22,7 @@ int ss_cmd_cat(int argc, char **argv);
 int ss_cmd_split(int argc, char **argv);
 int ss_cmd_index(int argc, char **argv);
 int ss_cmd_bench(int argc, char **argv);
+int ss_cmd_attr(int argc, char **argv);
 
 /* Print "seqstore CMD: message: ss_error_message()" and return SS_EXIT_ERROR. */
 int ss_cli_store_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -41,6 +42,15 @@ int ss_cli_number(const char *cmd, const char *option, const char *text, uint64_
 /* After getopt_long (called with opterr = 0 and an optstring starting with
  * ':') returned '?' or ':' as c: one usage message naming the option. */
 int ss_cli_bad_option(const char *cmd, int c, char **argv);
+/* Note that this command uses the store at `path` (before it opens it or a
+ * writer on it): if `path`-lock does not exist yet, it is removed when the
+ * command ends, provided no process uses it then (see cli.c). ss_cli_open
+ * calls it; commands that open a writer first call it themselves. */
+void ss_cli_note_store(const char *path, unsigned flags);
+/* Remove attribute `attr` (shown to the user as `what`, e.g. "split 'a'")
+ * from the store at `path`; an absent attribute is an error. Returns the
+ * exit code. */
+int ss_cli_remove_attr(const char *cmd, const char *path, const char *attr, const char *what);
 /* Open a store for a read command, honouring --nolock / --incomplete. */
 int ss_cli_open(ss_store **out, const char *cmd, const char *path, unsigned flags);
 
@@ -51,6 +61,10 @@ double ss_cli_element_double(const void *p, ss_dtype t);
 double ss_cli_half_to_double(uint16_t h);
 /* "text", "bytes" or the dtype name of an attribute type. */
 const char *ss_cli_attr_type_name(uint32_t type);
+/* Print an attribute's value on one line (after two spaces): text quoted, at
+ * most 60 bytes, newlines as '|', control bytes and bytes that are not UTF-8
+ * as \xHH; a typed array's first 8 elements; nothing for bytes. */
+void ss_cli_print_attr_preview(const ss_attr *a);
 /* One element as a JSON number: integers exactly (a u64 above INT64_MAX as a
  * decimal string), floats with 17 significant digits (they read back
  * exactly), NaN and infinities as null. */

@@ -286,6 +286,396 @@ static void test_messages(void) {
     CHECK_EQ_U64(count_lines(g_err), 2);
 }
 
+/* Write `n` bytes to a file in the test directory; returns its path (static slot). */
+static const char *put_file(const char *name, const void *data, size_t n) {
+    static char path[8][800];
+    static int next;
+    char *p = path[next++ % 8];
+    snprintf(p, sizeof path[0], "%s", ss_test_path(name));
+    FILE *f = fopen(p, "wb");
+    CHECK(f && fwrite(data, 1, n, f) == n && fclose(f) == 0);
+    return p;
+}
+
+/* Run /usr/bin/python3 SCRIPT ARG on g_out as stdin; 0 when the script passed. */
+static int python_on_output(const char *script, const char *arg) {
+    const char *in = put_file("py-in.txt", g_out, g_outlen);
+    const char *py = put_file("check.py", script, strlen(script));
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "/usr/bin/python3 '%s' '%s' < '%s'", py, arg ? arg : "", in);
+    return system(cmd);
+}
+
+/* A store written through the library: 40 examples of f64 sequences (values
+ * that need 17 digits), an f32 [3] fixed field, u8 text with tokens = bytes,
+ * and i16 [2] rows; example k has length k % 7. Returns its path. */
+#define MIXED_N 40
+static double mixed_f64(int k, int t) {
+    return (k + 1) * 0.1 + t / 3.0 - (k % 2 ? 1e-300 : 1e300) * (t == 2);
+}
+static float mixed_f32(int k, int j) {
+    return (float)(k * 0.7 - j / 7.0);
+}
+static const char *mixed_store(void) {
+    static char path[800];
+    snprintf(path, sizeof path, "%s", ss_test_path("mixed.ss"));
+    ss_field fs[4] = {{"x", SS_F64, 1, 0, {0}},
+                      {"w", SS_F32, 0, 1, {3}},
+                      {"text", SS_U8, 1, 0, {0}},
+                      {"pair", SS_I16, 1, 1, {2}}};
+    ss_schema sch = {4, fs};
+    ss_writer_options o = SS_WRITER_OPTIONS_INIT;
+    o.flags = SS_WRITE_FORCE;
+    ss_writer *w;
+    CHECK_OK(ss_writer_create(&w, path, &sch, &o));
+    for (int k = 0; k < MIXED_N; k++) {
+        double x[8];
+        float wv[3];
+        char text[64];
+        int16_t pair[16];
+        int len = k % 7;
+        for (int t = 0; t < len; t++) x[t] = mixed_f64(k, t);
+        for (int j = 0; j < 3; j++) wv[j] = mixed_f32(k, j);
+        snprintf(text, sizeof text, "ex %d \"q\"\n\xc3\xa9", k);
+        for (int t = 0; t < 2 * len; t++) pair[t] = (int16_t)(k * 100 - t * 700);
+        ss_value v[4] = {{x, (uint64_t)len}, {wv, 1}, {text, strlen(text)}, {pair, (uint64_t)len}};
+        CHECK_OK(ss_writer_append(w, v));
+    }
+    CHECK_OK(ss_writer_set_attr(w, "text.tokens", SS_ATTR_TEXT, "bytes", 5));
+    CHECK_OK(ss_writer_finish(w));
+    ss_writer_free(w);
+    return path;
+}
+
+/* cat prints floats that read back bit-exactly (text and --json), text fields
+ * as text, rows as lists: each value checked against the values written. */
+static void test_cat_json(void) {
+    const char *s = mixed_store();
+    /* text output: x, w, text, pair; floats parse back to the same bits */
+    EXPECT_RUN(0, "cat '%s' --field x --field w", s);
+    char *line = g_out;
+    for (int k = 0; k < MIXED_N; k++) {
+        char *end = strchr(line, '\n');
+        CHECK(end);
+        *end = 0;
+        char *tab = strchr(line, '\t'), *p = line;
+        CHECK(tab);
+        for (int t = 0; t < k % 7; t++) {
+            char *q;
+            double d = strtod(p, &q);
+            CHECK(memcmp(&d, &(double){mixed_f64(k, t)}, sizeof d) == 0);
+            p = q + (*q == ' ');
+        }
+        CHECK(p == tab);
+        p = tab + 1;
+        for (int j = 0; j < 3; j++) {
+            char *q;
+            float f = strtof(p, &q);
+            CHECK(f == mixed_f32(k, j));
+            p = q + (*q == ',');
+        }
+        CHECK(*p == 0);
+        line = end + 1;
+    }
+    /* --json: one object per line, values compared in Python with the same formulas */
+    EXPECT_RUN(0, "cat --json --with-source '%s'", s);
+    const char *py =
+        "import json,sys,struct\n"
+        "f32=lambda v: struct.unpack('f',struct.pack('f',v))[0]\n"
+        "lines=sys.stdin.read().splitlines()\n"
+        "assert len(lines)==40, len(lines)\n"
+        "for k,l in enumerate(lines):\n"
+        "  o=json.loads(l)\n"
+        "  n=k%7\n"
+        "  assert o['index']==k\n"
+        "  assert list(o)==['index','source','x','w','text','pair'], list(o)\n"
+        "  want=[(k+1)*0.1+t/3.0-(1e-300 if k%2 else 1e300)*(t==2) for t in range(n)]\n"
+        "  assert o['x']==want, (o['x'],want)\n"
+        "  assert o['w']==[f32(k*0.7-j/7.0) for j in range(3)], o['w']\n"
+        "  assert o['text']=='ex %d \"q\"\\n\\u00e9'%k, o['text']\n"
+        "  assert o['pair']==[[k*100-(2*t)*700,k*100-(2*t+1)*700] for t in range(n)]\n";
+    CHECK(python_on_output(py, NULL) == 0);
+}
+
+/* info shows attribute values; info --json carries them whole and exact. */
+static void test_info_values(void) {
+    const char *s = fortunes_store("values.ss");
+    char *big = malloc(10001);
+    CHECK(big);
+    for (int i = 0; i < 10000; i++) big[i] = (char)('a' + i % 26);
+    big[10000] = 0;
+    const char *bigf = put_file("big.txt", big, 10000);
+    EXPECT_RUN(0, "attr set '%s' my.f64 --values 0.1,1e300,-2.5 --type f64", s);
+    EXPECT_RUN(0, "attr set '%s' my.i16 --values 1,-2,300 --type i16", s);
+    EXPECT_RUN(0, "attr set '%s' my.u64 --values 18446744073709551615,0 --type u64", s);
+    EXPECT_RUN(0, "attr set '%s' my.long --values 1,2,3,4,5,6,7,8,9,10 --type u8", s);
+    EXPECT_RUN(0, "attr set '%s' my.big --file '%s'", s, bigf);
+    EXPECT_RUN(0, "info '%s'", s);
+    EXPECT_OUT("my.f64                   f64         24 bytes  [0.1, 1e+300, -2.5]");
+    EXPECT_OUT("my.i16                   i16          6 bytes  [1, -2, 300]");
+    EXPECT_OUT("[1, 2, 3, 4, 5, 6, 7, 8, ...]");
+    EXPECT_OUT("\"abcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyzabcdefgh...\"");
+    EXPECT_OUT("tokens.tokens            text         5 bytes  \"bytes\"");
+    EXPECT_RUN(0, "info --json '%s'", s);
+    const char *py = "import json,sys\n"
+                     "d=json.load(sys.stdin)\n"
+                     "a={x['name']:x for x in d['attributes']}\n"
+                     "assert a['my.f64']['value']==[0.1,1e300,-2.5]\n"
+                     "assert a['my.i16']['value']==[1,-2,300]\n"
+                     "assert a['my.u64']['value']==['18446744073709551615',0]\n"
+                     "assert a['my.long']['value']==list(range(1,11))\n"
+                     "assert a['my.big']['value']==open(sys.argv[1]).read()\n";
+    CHECK(python_on_output(py, bigf) == 0);
+    free(big);
+}
+
+/* attr set/get/list/rm round trips, and what they refuse. */
+static void test_attr(void) {
+    const char *s = fortunes_store("attr.ss");
+    unsigned char bin[300];
+    for (int i = 0; i < 300; i++) bin[i] = (unsigned char)(i * 37 + 11);
+    const char *binf = put_file("bin.dat", bin, sizeof bin);
+    EXPECT_RUN(0, "attr set '%s' blob --file '%s' --type bytes", s, binf);
+    EXPECT_RUN(0, "attr get '%s' blob", s);
+    CHECK(g_outlen == sizeof bin && memcmp(g_out, bin, sizeof bin) == 0);
+    EXPECT_RUN(0, "attr set '%s' note --text 'h\xc3\xa9llo'", s);
+    EXPECT_RUN(0, "attr get '%s' note", s);
+    CHECK(strcmp(g_out, "h\xc3\xa9llo") == 0);
+    EXPECT_RUN(0, "attr set '%s' note --text replaced", s); /* set replaces */
+    EXPECT_RUN(0, "attr get '%s' note", s);
+    CHECK(strcmp(g_out, "replaced") == 0);
+    EXPECT_RUN(0, "attr set '%s' rates --values 0.1,-3e-310,123456789.123 --type f64", s);
+    EXPECT_RUN(0, "attr get '%s' rates", s);
+    double want[3] = {0.1, -3e-310, 123456789.123};
+    char *p = g_out;
+    for (int i = 0; i < 3; i++) {
+        double d = strtod(p, &p);
+        CHECK(memcmp(&d, &want[i], sizeof d) == 0);
+    }
+    EXPECT_RUN(0, "attr set '%s' r32 --values 0.1,3.4028235e38 --type f32", s);
+    EXPECT_RUN(0, "attr get '%s' r32", s);
+    CHECK(strtof(g_out, &p) == 0.1f && strtof(p, NULL) == 3.4028235e38f);
+    EXPECT_RUN(0, "attr get --json '%s' blob", s);
+    EXPECT_OUT("\"type\": \"bytes\"");
+    EXPECT_RUN(0, "attr list '%s'", s);
+    EXPECT_OUT("note                     text         8 bytes  \"replaced\"");
+    EXPECT_OUT("rates");
+    /* the library sees the same values */
+    ss_store *st;
+    ss_attr a;
+    CHECK_OK(ss_open(&st, s, 0));
+    CHECK_OK(ss_attr_get(st, "blob", &a));
+    CHECK(a.type == SS_ATTR_BYTES && a.size == sizeof bin && !memcmp(a.data, bin, sizeof bin));
+    CHECK_OK(ss_attr_get(st, "rates", &a));
+    CHECK(a.type == SS_F64 && a.size == 24 && !memcmp(a.data, want, 24));
+    ss_close(st);
+    /* refusals */
+    EXPECT_RUN(2, "attr set '%s' bad --text 'caf\xe9'", s);
+    EXPECT_ERR("not valid UTF-8");
+    EXPECT_RUN(2, "attr set '%s' ss.split.x --text a", s);
+    EXPECT_RUN(2, "attr set '%s' v --values 1,256 --type u8", s);
+    EXPECT_ERR("'256' is not a u8 value");
+    EXPECT_RUN(2, "attr set '%s' v --values 1,-129 --type i8", s);
+    EXPECT_RUN(2, "attr set '%s' v --values 1.5x --type f64", s);
+    EXPECT_RUN(2, "attr set '%s' v --values 1", s);
+    EXPECT_RUN(2, "attr set '%s' v --text a --file b", s);
+    EXPECT_RUN(1, "attr rm '%s' no.such", s);
+    EXPECT_ERR("no attribute 'no.such'");
+    /* rm, then it is gone and the others stay */
+    EXPECT_RUN(0, "attr rm '%s' note", s);
+    EXPECT_RUN(1, "attr get '%s' note", s);
+    EXPECT_RUN(0, "attr get '%s' blob", s);
+    CHECK(g_outlen == sizeof bin);
+    EXPECT_RUN(0, "verify '%s'", s);
+    /* the vocabulary exports as it is stored */
+    const char *words = put_file("vw.txt", "b a b\nc b\n", 10);
+    char ws[800];
+    snprintf(ws, sizeof ws, "%s", ss_test_path("vw.ss"));
+    EXPECT_RUN(0, "convert text --quiet --force --tokens words '%s' -o '%s'", words, ws);
+    EXPECT_RUN(0, "attr get '%s' vocab", ws);
+    CHECK(strcmp(g_out, "<pad>\n<unk>\n<bos>\n<eos>\nb\na\nc\n") == 0);
+}
+
+/* split rm, index list/rm, one rule for replacing, fixed fields refused. */
+static void test_split_index(void) {
+    const char *s = fortunes_store("si.ss");
+    EXPECT_RUN(0, "split add '%s' one 7", s);
+    CHECK(strcmp(g_out, "split 'one': 1 example\n") == 0);
+    EXPECT_RUN(0, "split add '%s' two 0:2", s);
+    EXPECT_RUN(0, "split rm '%s' one", s);
+    EXPECT_RUN(0, "split list '%s'", s);
+    CHECK(!strstr(g_out, "one") && strstr(g_out, "two"));
+    EXPECT_RUN(1, "split rm '%s' one", s);
+    EXPECT_ERR("no split 'one'");
+    EXPECT_RUN(2, "split add --nolock '%s' three 1", s);
+
+    EXPECT_RUN(0, "index '%s' --by tokens --resolution 8", s);
+    EXPECT_RUN(1, "index '%s' --by tokens --resolution 4", s);
+    EXPECT_ERR("index 'tokens' exists (use --force to replace it)");
+    EXPECT_RUN(0, "index '%s' --by tokens --resolution 4 --force", s);
+    EXPECT_RUN(0, "index '%s' --by tokens --resolution 16 --name coarse", s);
+    EXPECT_RUN(1, "index '%s' --by source --resolution 1 --name fixed", s);
+    EXPECT_ERR("field 'source' is fixed");
+    EXPECT_RUN(0, "index list --json '%s'", s);
+    const char *py = "import json,sys\n"
+                     "d=json.load(sys.stdin)\n"
+                     "assert [(x['name'],x['by'],x['resolution'],x['examples']) for x in d]=="
+                     "[('coarse',['tokens'],16,431),('tokens',['tokens'],4,431)], d\n";
+    CHECK(python_on_output(py, NULL) == 0);
+    EXPECT_RUN(0, "index rm '%s' tokens", s);
+    EXPECT_RUN(0, "index list '%s'", s);
+    CHECK(strstr(g_out, "\ncoarse ") && !strstr(g_out, "\ntokens "));
+    EXPECT_RUN(1, "index rm '%s' tokens", s);
+    EXPECT_RUN(0, "verify '%s'", s);
+}
+
+/* The histogram in info --json agrees with a count of the lengths read
+ * through the library; the text output draws one bar per bin. */
+static void test_histogram(void) {
+    const char *s = fortunes_store("hist.ss");
+    ss_store *st;
+    CHECK_OK(ss_open(&st, s, 0));
+    uint64_t n = ss_count(st), *len = malloc(n * sizeof *len);
+    CHECK(len);
+    CHECK_OK(ss_lengths(st, 0, 0, n, len));
+    ss_close(st);
+    char *lens = malloc(n * 24 + 1);
+    CHECK(lens);
+    size_t k = 0;
+    for (uint64_t i = 0; i < n; i++) k += (size_t)sprintf(lens + k, "%" PRIu64 " ", len[i]);
+    const char *lf = put_file("lens.txt", lens, k);
+    EXPECT_RUN(0, "info --json '%s'", s);
+    const char *py = "import json,sys\n"
+                     "d=json.load(sys.stdin)\n"
+                     "L=[int(x) for x in open(sys.argv[1]).read().split()]\n"
+                     "h=d['fields'][0]['lengths']['histogram']\n"
+                     "e,c=h['edges'],h['counts']\n"
+                     "w=e[1]-e[0]\n"
+                     "assert len(c)==len(e)-1<=10 and all(e[i+1]-e[i]==w for i in range(len(c)))\n"
+                     "assert any(w==m*10**p for m in (1,2,5) for p in range(20))\n"
+                     "assert e[0]%w==0 and e[0]<=min(L) and max(L)<e[-1] and c[0]>0 and c[-1]>0\n"
+                     "assert c==[sum(1 for x in L if e[i]<=x<e[i+1]) for i in range(len(c))], c\n"
+                     "";
+    CHECK(python_on_output(py, lf) == 0);
+    EXPECT_RUN(0, "info '%s'", s);
+    int bars = 0;
+    for (char *p = g_out; (p = strstr(p, "..")); p++) bars += strstr(p, "\xe2\x96") != NULL;
+    CHECK(bars >= 2);
+    EXPECT_OUT("\xe2\x96\x88"); /* a full block */
+    free(len);
+    free(lens);
+}
+
+static int lock_exists(const char *store) {
+    char lock[900];
+    snprintf(lock, sizeof lock, "%s-lock", store);
+    return access(lock, F_OK) == 0;
+}
+
+/* Read-only commands leave no lock file; neither do attribute edits; a lock
+ * file another process holds open is never removed. */
+static void test_lock_files(void) {
+    const char *s = fortunes_store("lock.ss");
+    char lock[900];
+    snprintf(lock, sizeof lock, "%s-lock", s);
+    unlink(lock); /* the conversion's own (convert is not this test's) */
+    const char *notstore = put_file("notstore.ss", "hello\n", 6);
+    EXPECT_RUN(1, "info '%s'", notstore);
+    CHECK(!lock_exists(notstore));
+    const char *cmds[] = {"info '%s'",
+                          "info --json '%s'",
+                          "cat '%s'",
+                          "verify '%s'",
+                          "bench '%s' --queries 10",
+                          "split list '%s'",
+                          "index list '%s'",
+                          "attr list '%s'",
+                          "attr set '%s' a --text b",
+                          "attr rm '%s' a",
+                          "split add '%s' s 0:5",
+                          "split rm '%s' s",
+                          "index '%s' --by tokens --resolution 5",
+                          "index rm '%s' tokens",
+                          "split kfold '%s' 2",
+                          "bench --nolock '%s' --queries 10",
+                          "split list --nolock '%s'"};
+    for (size_t k = 0; k < sizeof cmds / sizeof cmds[0]; k++) {
+        char line[1024];
+        snprintf(line, sizeof line, cmds[k], s);
+        EXPECT_RUN(0, "%s", line);
+        if (lock_exists(s)) fprintf(stderr, "after: seqstore %s\n", line);
+        CHECK(!lock_exists(s));
+    }
+    /* another process (this one) has the store open: its lock file stays */
+    ss_store *st;
+    CHECK_OK(ss_open(&st, s, 0));
+    CHECK(lock_exists(s));
+    EXPECT_RUN(0, "info '%s'", s);
+    CHECK(lock_exists(s));
+    ss_close(st);
+    unlink(lock);
+    /* the lock file appears while the command runs (another process opens
+     * the store then): not removed, since that process holds it */
+    char big[800], txt[800], ready[800], cmd[4096];
+    snprintf(txt, sizeof txt, "%s", ss_test_path("lines.txt"));
+    FILE *f = fopen(txt, "w");
+    CHECK(f);
+    for (int i = 0; i < 20000; i++) fprintf(f, "line %d of a long enough text to fill pipes\n", i);
+    CHECK(fclose(f) == 0);
+    snprintf(big, sizeof big, "%s", ss_test_path("big.ss"));
+    EXPECT_RUN(0, "convert lines --quiet --force '%s' -o '%s'", txt, big);
+    snprintf(lock, sizeof lock, "%s-lock", big);
+    unlink(lock);
+    snprintf(ready, sizeof ready, "%s", ss_test_path("ready"));
+    /* cat blocks on the pipe after the first 64 KiB until the reader drains it */
+    snprintf(cmd, sizeof cmd,
+             "%s cat '%s' | { head -c 1000 > /dev/null; touch '%s'; sleep 1; cat > /dev/null; } &",
+             SS_CLI, big, ready);
+    CHECK(system(cmd) == 0);
+    for (int i = 0; i < 500 && access(ready, F_OK) != 0; i++) usleep(10000);
+    CHECK(access(ready, F_OK) == 0);
+    CHECK(lock_exists(big)); /* created by cat */
+    CHECK_OK(ss_open(&st, big, 0));
+    sleep(2); /* cat has finished */
+    CHECK(lock_exists(big));
+    ss_close(st);
+}
+
+/* Small conventions: help CMD, plurals, bench on a tiny store, JSON alike. */
+static void test_conventions(void) {
+    EXPECT_RUN(0, "convert --help");
+    char *want = strdup(g_out);
+    EXPECT_RUN(0, "help convert");
+    CHECK(strcmp(want, g_out) == 0);
+    free(want);
+    EXPECT_RUN(0, "convert text --help");
+    want = strdup(g_out);
+    EXPECT_RUN(0, "help convert text");
+    CHECK(strcmp(want, g_out) == 0);
+    free(want);
+    EXPECT_RUN(0, "help attr");
+    EXPECT_OUT("usage: seqstore attr");
+    EXPECT_RUN(2, "help nosuch");
+
+    const char *s = fortunes_store("conv.ss");
+    EXPECT_RUN(0, "bench '%s' --queries 1", s);
+    EXPECT_OUT("(1 read)");
+    EXPECT_OUT("too few to measure");
+    CHECK(!strstr(g_out, "x memcpy"));
+    EXPECT_RUN(0, "bench --json '%s' --queries 5", s);
+    CHECK(strncmp(g_out, "{\n  \"store\": ", 13) == 0);
+    const char *py =
+        "import json,sys\n"
+        "d=json.load(sys.stdin)\n"
+        "assert d['scan_gbps'] is None and d['random_reads']==5 and d['examples']==431\n";
+    CHECK(python_on_output(py, NULL) == 0);
+    EXPECT_RUN(0, "info --json '%s'", s);
+    CHECK(strncmp(g_out, "{\n  \"path\": ", 12) == 0);
+    EXPECT_RUN(0, "split add '%s' x 3", s);
+    EXPECT_RUN(0, "split show '%s' x", s);
+    EXPECT_OUT("1 of 431 examples in 1 range\n");
+}
+
 /* With arguments, only the named tests run (e.g. `test_cli_commands range_limits`). */
 int main(int argc, char **argv) {
     static const struct {
@@ -294,7 +684,14 @@ int main(int argc, char **argv) {
     } tests[] = {{"numeric_options", test_numeric_options},
                  {"range_limits", test_range_limits},
                  {"non_utf8", test_non_utf8},
-                 {"messages", test_messages}};
+                 {"messages", test_messages},
+                 {"cat_json", test_cat_json},
+                 {"info_values", test_info_values},
+                 {"attr", test_attr},
+                 {"split_index", test_split_index},
+                 {"histogram", test_histogram},
+                 {"lock_files", test_lock_files},
+                 {"conventions", test_conventions}};
     for (size_t k = 0; k < sizeof tests / sizeof tests[0]; k++) {
         int want = argc < 2;
         for (int i = 1; i < argc; i++) want |= strcmp(argv[i], tests[k].name) == 0;
