@@ -37,9 +37,13 @@ static void ss_usage(FILE *out) {
                  "commands:\n");
     for (size_t i = 0; i < SS_NCOMMANDS; i++)
         fprintf(out, "  %-9s %s\n", ss_commands[i].name, ss_commands[i].summary);
-    fprintf(out, "\n'seqstore COMMAND --help' or 'seqstore help COMMAND' describes a command.\n"
-                 "options: -h, --help; -V, --version\n"
-                 "exit codes: 0 success, 1 error, 2 usage error, 3 verify found corruption\n");
+    fprintf(out,
+            "\n'seqstore COMMAND --help' or 'seqstore help COMMAND' describes a command.\n"
+            "options: -h, --help; -V, --version\n"
+            "exit codes: 0 success, 1 error, 2 usage error, 3 verify found corruption\n"
+            "lock files: LMDB keeps its readers in STORE-lock; a command removes the one\n"
+            "it created when it ends, unless another process has the store open then.\n"
+            "--nolock (read commands) creates none: for read-only media, no writer may run.\n");
 }
 
 int ss_cli_store_error(const char *cmd, const char *fmt, ...) {

@@ -559,6 +559,7 @@ int ss_conv_begin(ss_conv *c, const ss_schema *schema, uint64_t *skip) {
     wo.flags = SS_WRITE_NOSYNC;
     wo.commit_bytes = c->commit_bytes;
     int rc;
+    ss_cli_note_store(c->opts.output, 0); /* its lock file goes when the command ends */
     if (c->opts.append) {
         if (prepare_append(c, nf)) return 1;
         rc = ss_writer_open(&c->w, c->opts.output, &full, &wo);

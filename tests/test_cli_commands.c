@@ -3,6 +3,7 @@
  * whatever the bytes of a store, and the messages users read. */
 #include "testutil.h"
 
+#include <edflib.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -566,6 +567,40 @@ static void test_histogram(void) {
     free(lens);
 }
 
+/* EDF+ annotations are text: cat prints them as text, --json as a string. */
+static void test_edf_annotations(void) {
+    char edf[800], st[800];
+    snprintf(edf, sizeof edf, "%s", ss_test_path("ann.edf"));
+    snprintf(st, sizeof st, "%s", ss_test_path("ann.ss"));
+    int h = edfopen_file_writeonly(edf, EDFLIB_FILETYPE_EDFPLUS, 1);
+    CHECK(h >= 0);
+    CHECK(edf_set_samplefrequency(h, 0, 10) == 0);
+    CHECK(edf_set_physical_maximum(h, 0, 100) == 0);
+    CHECK(edf_set_physical_minimum(h, 0, -100) == 0);
+    CHECK(edf_set_digital_maximum(h, 0, 32767) == 0);
+    CHECK(edf_set_digital_minimum(h, 0, -32768) == 0);
+    CHECK(edf_set_label(h, 0, "EEG Fp1") == 0);
+    double buf[10] = {0};
+    for (int s = 0; s < 3; s++) CHECK(edfwrite_physical_samples(h, buf) == 0);
+    CHECK(edfwrite_annotation_utf8(h, 15000, 5000, "eyes closed") == 0);
+    CHECK(edfwrite_annotation_utf8(h, 20000, -1,
+                                   "b\xc3\xa9"
+                                   "b\xc3\xa9") == 0);
+    CHECK(edfclose_file(h) == 0);
+    EXPECT_RUN(0, "convert edf --quiet --force '%s' -o '%s'", edf, st);
+    EXPECT_RUN(0, "cat '%s' --field annotations", st);
+    EXPECT_OUT("eyes closed");
+    EXPECT_OUT("b\xc3\xa9"
+               "b\xc3\xa9");
+    EXPECT_RUN(0, "cat --json '%s' --field annotations", st);
+    const char *py =
+        "import json,sys\n"
+        "o=json.loads(sys.stdin.read())\n"
+        "a=o['annotations']\n"
+        "assert isinstance(a,str) and 'eyes closed' in a and '\\u00e9b\\u00e9' in a, a\n";
+    CHECK(python_on_output(py, NULL) == 0);
+}
+
 static int lock_exists(const char *store) {
     char lock[900];
     snprintf(lock, sizeof lock, "%s-lock", store);
@@ -578,7 +613,7 @@ static void test_lock_files(void) {
     const char *s = fortunes_store("lock.ss");
     char lock[900];
     snprintf(lock, sizeof lock, "%s-lock", s);
-    unlink(lock); /* the conversion's own (convert is not this test's) */
+    CHECK(!lock_exists(s)); /* the conversion removed its own */
     const char *notstore = put_file("notstore.ss", "hello\n", 6);
     EXPECT_RUN(1, "info '%s'", notstore);
     CHECK(!lock_exists(notstore));
@@ -624,8 +659,7 @@ static void test_lock_files(void) {
     CHECK(fclose(f) == 0);
     snprintf(big, sizeof big, "%s", ss_test_path("big.ss"));
     EXPECT_RUN(0, "convert lines --quiet --force '%s' -o '%s'", txt, big);
-    snprintf(lock, sizeof lock, "%s-lock", big);
-    unlink(lock);
+    CHECK(!lock_exists(big));
     snprintf(ready, sizeof ready, "%s", ss_test_path("ready"));
     /* cat blocks on the pipe after the first 64 KiB until the reader drains it */
     snprintf(cmd, sizeof cmd,
@@ -691,7 +725,8 @@ int main(int argc, char **argv) {
                  {"split_index", test_split_index},
                  {"histogram", test_histogram},
                  {"lock_files", test_lock_files},
-                 {"conventions", test_conventions}};
+                 {"conventions", test_conventions},
+                 {"edf_annotations", test_edf_annotations}};
     for (size_t k = 0; k < sizeof tests / sizeof tests[0]; k++) {
         int want = argc < 2;
         for (int i = 1; i < argc; i++) want |= strcmp(argv[i], tests[k].name) == 0;
