@@ -15,16 +15,23 @@ static int ss_report(void *ctx, const ss_verify_problem *p) {
     if (p->field >= 0) {
         ss_field f;
         ss_field_info(o->s, (uint32_t)p->field, &f);
+        /* name the block as the message does: an index segment or a data chunk */
+        const char *kind = strstr(p->what, "index") ? "index segment" : "data chunk";
+        fprintf(stderr, "seqstore verify: field '%s' %s %llu: %s", f.name, kind,
+                (unsigned long long)p->chunk, p->what);
         if (p->last_example > p->first_example)
-            fprintf(stderr, "seqstore verify: field '%s' chunk %llu: %s (examples %llu to %llu)\n",
-                    f.name, (unsigned long long)p->chunk, p->what,
-                    (unsigned long long)p->first_example, (unsigned long long)p->last_example - 1);
-        else
-            fprintf(stderr, "seqstore verify: field '%s' chunk %llu: %s\n", f.name,
-                    (unsigned long long)p->chunk, p->what);
-    } else {
-        fprintf(stderr, "seqstore verify: %s (%llu)\n", p->what, (unsigned long long)p->chunk);
+            fprintf(stderr, " (example%s %llu", p->last_example - p->first_example == 1 ? "" : "s",
+                    (unsigned long long)p->first_example);
+        if (p->last_example > p->first_example + 1)
+            fprintf(stderr, " to %llu", (unsigned long long)p->last_example - 1);
+        fprintf(stderr, "%s\n", p->last_example > p->first_example ? ")" : "");
+        return 0;
     }
+    ss_attr a;
+    if (strncmp(p->what, "attribute", 9) == 0 && ss_attr_at(o->s, p->chunk, &a) != 0)
+        fprintf(stderr, "seqstore verify: %s\n", ss_error_message()); /* names it */
+    else
+        fprintf(stderr, "seqstore verify: %s (%llu)\n", p->what, (unsigned long long)p->chunk);
     return 0;
 }
 

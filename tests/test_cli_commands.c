@@ -269,6 +269,33 @@ static void test_non_utf8(void) {
     EXPECT_OUT("l\\xe9.txt");
 }
 
+/* Flip one bit in every copy of `marker` in the file (stale copies may sit in
+ * LMDB's free pages); returns the number of copies. */
+static int flip_marker(const char *path, const char *marker) {
+    size_t n, m = strlen(marker);
+    char *d = read_file(path, &n);
+    int copies = 0;
+    for (char *p = d; (p = memmem(p, n - (size_t)(p - d), marker, m)) != NULL; p += m, copies++)
+        p[m / 2] ^= 1;
+    FILE *f = fopen(path, "wb");
+    CHECK(f && fwrite(d, 1, n, f) == n && fclose(f) == 0);
+    free(d);
+    return copies;
+}
+
+/* verify names a damaged attribute and says which kind of block is damaged. */
+static void test_verify_names(void) {
+    const char *s = fortunes_store("vn.ss");
+    EXPECT_RUN(0, "attr set '%s' note --text MARKERMARKERMARKER", s);
+    CHECK(flip_marker(s, "MARKERMARKERMARKER") >= 1);
+    EXPECT_RUN(3, "verify '%s'", s);
+    EXPECT_ERR("attribute 'note': checksum mismatch");
+    s = fortunes_store("vn2.ss");
+    CHECK(flip_marker(s, "A day for firm decisions") >= 1);
+    EXPECT_RUN(3, "verify '%s'", s);
+    EXPECT_ERR("field 'tokens' data chunk 0: data chunk checksum mismatch (examples 0 to 430)");
+}
+
 /* Messages: no "kfold: kfold:", one line for an unknown option. */
 static void test_messages(void) {
     const char *s = fortunes_store("msg.ss");
@@ -726,7 +753,8 @@ int main(int argc, char **argv) {
                  {"histogram", test_histogram},
                  {"lock_files", test_lock_files},
                  {"conventions", test_conventions},
-                 {"edf_annotations", test_edf_annotations}};
+                 {"edf_annotations", test_edf_annotations},
+                 {"verify_names", test_verify_names}};
     for (size_t k = 0; k < sizeof tests / sizeof tests[0]; k++) {
         int want = argc < 2;
         for (int i = 1; i < argc; i++) want |= strcmp(argv[i], tests[k].name) == 0;
