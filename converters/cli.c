@@ -27,6 +27,7 @@ static const ss_command ss_commands[] = {
     {"index", ss_cmd_index, "build a bucket index sorted by example lengths"},
     {"bench", ss_cmd_bench, "measure how fast a store reads on this machine"},
     {"attr", ss_cmd_attr, "list, get, set and remove attributes"},
+    {"export", ss_cmd_export, "write examples as JSON Lines or .npy files"},
 };
 
 #define SS_NCOMMANDS (sizeof ss_commands / sizeof ss_commands[0])
@@ -87,6 +88,34 @@ int ss_parse_i64(const char *text, int64_t *out) {
     /* negate in unsigned arithmetic: -(2^63) has no positive counterpart */
     *out = digits == text ? (int64_t)mag : (int64_t)(0 - mag);
     return 0;
+}
+
+/* One bound of a range: v >= 0 as is, v < 0 counts from the end of n; in
+ * unsigned arithmetic so that no value of v can overflow. -1 if outside [0, n]. */
+static int ss_range_bound(int64_t v, uint64_t n, uint64_t *out) {
+    uint64_t mag = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
+    if (mag > n) return -1;
+    *out = v < 0 ? n - mag : mag;
+    return 0;
+}
+
+int ss_cli_parse_range(const char *text, uint64_t n, uint64_t *a, uint64_t *b) {
+    char buf[64];
+    const char *colon = strchr(text, ':');
+    int64_t v;
+    if (strlen(text) >= sizeof buf) return -1;
+    if (!colon) {
+        if (ss_parse_i64(text, &v) || ss_range_bound(v, n, a) || *a == n) return -1;
+        *b = *a + 1;
+        return 0;
+    }
+    memcpy(buf, text, (size_t)(colon - text));
+    buf[colon - text] = 0;
+    *a = 0;
+    *b = n;
+    if (buf[0] && (ss_parse_i64(buf, &v) || ss_range_bound(v, n, a))) return -1;
+    if (colon[1] && (ss_parse_i64(colon + 1, &v) || ss_range_bound(v, n, b))) return -1;
+    return *b < *a ? -1 : 0;
 }
 
 int ss_cli_number(const char *cmd, const char *option, const char *text, uint64_t min, uint64_t max,

@@ -210,36 +210,6 @@ static void ss_cat_prepare(const ss_store *s, ss_cat_field *f, int raw) {
         f->vocab_size = ss_split_lines(&a, &f->vocab, &f->vocab_len);
 }
 
-/* One bound of a range: v >= 0 as is, v < 0 counts from the end of n; in
- * unsigned arithmetic so that no value of v can overflow. -1 if outside [0, n]. */
-static int ss_range_bound(int64_t v, uint64_t n, uint64_t *out) {
-    uint64_t mag = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
-    if (mag > n) return -1;
-    *out = v < 0 ? n - mag : mag;
-    return 0;
-}
-
-/* Parse "A:B" with Python-style negative and open ends against n examples,
- * or a single index A (one example). */
-static int ss_parse_range(const char *text, uint64_t n, uint64_t *a, uint64_t *b) {
-    char buf[64];
-    const char *colon = strchr(text, ':');
-    int64_t v;
-    if (strlen(text) >= sizeof buf) return -1;
-    if (!colon) {
-        if (ss_parse_i64(text, &v) || ss_range_bound(v, n, a) || *a == n) return -1;
-        *b = *a + 1;
-        return 0;
-    }
-    memcpy(buf, text, (size_t)(colon - text));
-    buf[colon - text] = 0;
-    *a = 0;
-    *b = n;
-    if (buf[0] && (ss_parse_i64(buf, &v) || ss_range_bound(v, n, a))) return -1;
-    if (colon[1] && (ss_parse_i64(colon + 1, &v) || ss_range_bound(v, n, b))) return -1;
-    return *b < *a ? -1 : 0;
-}
-
 static void ss_cat_usage(FILE *out) {
     fprintf(out, "usage: seqstore cat STORE [--field F]... [--range A:B | --split NAME] "
                  "[--with-source] [--raw] [--json]\n\n"
@@ -407,7 +377,7 @@ int ss_cmd_cat(int argc, char **argv) {
         goto done;
     }
     if (sel) b = ss_selection_count(sel);
-    if (range && ss_parse_range(range, ss_count(s), &a, &b)) {
+    if (range && ss_cli_parse_range(range, ss_count(s), &a, &b)) {
         rc = ss_cli_usage_error("cat", "--range '%s' is not A:B within %" PRIu64 " examples", range,
                                 ss_count(s));
         goto done;

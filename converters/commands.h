@@ -23,6 +23,7 @@ int ss_cmd_split(int argc, char **argv);
 int ss_cmd_index(int argc, char **argv);
 int ss_cmd_bench(int argc, char **argv);
 int ss_cmd_attr(int argc, char **argv);
+int ss_cmd_export(int argc, char **argv);
 
 /* Print "seqstore CMD: message: ss_error_message()" and return SS_EXIT_ERROR. */
 int ss_cli_store_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -34,6 +35,10 @@ int ss_cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((for
 int ss_parse_u64(const char *text, uint64_t min, uint64_t max, uint64_t *out);
 /* As ss_parse_u64 with an optional leading '-', over the whole int64 range. */
 int ss_parse_i64(const char *text, int64_t *out);
+/* Parse a range of examples against n: "A:B" (half-open; negative bounds
+ * count from the end, either end may be omitted) or "A" (one example).
+ * No value of A or B can overflow. @return 0, or -1 if malformed or outside [0, n]. */
+int ss_cli_parse_range(const char *text, uint64_t n, uint64_t *a, uint64_t *b);
 /* ss_parse_u64 for option `option` of command `cmd`; on a bad value print
  * "seqstore CMD: OPTION needs an integer in [MIN, MAX], not 'TEXT'" and
  * return SS_EXIT_USAGE. */

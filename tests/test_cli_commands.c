@@ -425,6 +425,49 @@ static void test_cat_json(void) {
     CHECK(python_on_output(py, NULL) == 0);
 }
 
+/* export: jsonl is cat --json; npy files hold exactly the stored values and
+ * convert npy reads a sequence field back to the same examples. */
+static void test_export(void) {
+    const char *s = mixed_store();
+    char dir[800], jl[800], back[800];
+    snprintf(dir, sizeof dir, "%s", ss_test_path("export-npy"));
+    snprintf(jl, sizeof jl, "%s", ss_test_path("export.jsonl"));
+    snprintf(back, sizeof back, "%s", ss_test_path("back.ss"));
+    EXPECT_RUN(0, "cat --json '%s' --range 3:30", s);
+    char *want = strdup(g_out);
+    EXPECT_RUN(0, "export '%s' --format jsonl -o '%s' --range 3:30", s, jl);
+    size_t n;
+    char *got = read_file(jl, &n);
+    CHECK(strcmp(want, got) == 0);
+    free(got);
+    free(want);
+
+    EXPECT_RUN(0, "export '%s' --format npy -o '%s'", s, dir);
+    const char *py =
+        "import numpy as np,sys,os\n"
+        "d=sys.argv[1]\n"
+        "assert sorted(os.listdir(d))==['pair','text','w','x']\n"
+        "for k in range(40):\n"
+        "  n=k%7\n"
+        "  f=lambda fld: np.load('%s/%s/%010d.npy'%(d,fld,k))\n"
+        "  x=f('x'); assert x.dtype==np.float64 and x.shape==(n,)\n"
+        "  assert list(x)==[(k+1)*0.1+t/3.0-(1e-300 if k%2 else 1e300)*(t==2) for t in range(n)]\n"
+        "  w=f('w'); assert w.dtype==np.float32 and w.shape==(3,)\n"
+        "  assert list(w)==[np.float32(k*0.7-j/7.0) for j in range(3)]\n"
+        "  p=f('pair'); assert p.dtype==np.int16 and p.shape==(n,2)\n"
+        "  assert p.flatten().tolist()==[k*100-t*700 for t in range(2*n)]\n"
+        "  t=f('text'); assert bytes(t)==('ex %d \"q\"\\n\u00e9'%k).encode()\n";
+    CHECK(python_on_output(py, dir) == 0);
+    EXPECT_RUN(0, "convert npy --quiet --force '%s'/x/*.npy --field x -o '%s'", dir, back);
+    EXPECT_RUN(0, "cat --json --field x '%s'", s);
+    want = strdup(g_out);
+    EXPECT_RUN(0, "cat --json --field x '%s'", back);
+    CHECK(strcmp(want, g_out) == 0);
+    free(want);
+    EXPECT_RUN(2, "export '%s' --format csv -o x", s);
+    EXPECT_RUN(1, "export '%s' --format npy -o '%s' --field nosuch", s, dir);
+}
+
 /* info shows attribute values; info --json carries them whole and exact. */
 static void test_info_values(void) {
     const char *s = fortunes_store("values.ss");
@@ -754,7 +797,8 @@ int main(int argc, char **argv) {
                  {"lock_files", test_lock_files},
                  {"conventions", test_conventions},
                  {"edf_annotations", test_edf_annotations},
-                 {"verify_names", test_verify_names}};
+                 {"verify_names", test_verify_names},
+                 {"export", test_export}};
     for (size_t k = 0; k < sizeof tests / sizeof tests[0]; k++) {
         int want = argc < 2;
         for (int i = 1; i < argc; i++) want |= strcmp(argv[i], tests[k].name) == 0;
