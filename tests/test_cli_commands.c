@@ -567,6 +567,40 @@ static void test_attr(void) {
     CHECK(strcmp(g_out, "<pad>\n<unk>\n<bos>\n<eos>\nb\na\nc\n") == 0);
 }
 
+/* ss_writer_remove_attr: the last call for a name wins; absent names are fine. */
+static void test_remove_attr_api(void) {
+    const char *s = mixed_store();
+    ss_writer *w;
+    CHECK_OK(ss_writer_open(&w, s, NULL, NULL));
+    CHECK_OK(ss_writer_set_attr(w, "a", SS_ATTR_TEXT, "1", 1));
+    CHECK_OK(ss_writer_set_attr(w, "b", SS_ATTR_TEXT, "2", 1));
+    CHECK_OK(ss_writer_finish(w));
+    ss_writer_free(w);
+    CHECK_OK(ss_writer_open(&w, s, NULL, NULL));
+    CHECK_OK(ss_writer_remove_attr(w, "a"));
+    CHECK_OK(ss_writer_remove_attr(w, "never.set"));
+    CHECK_OK(ss_writer_remove_attr(w, "b"));
+    CHECK_OK(ss_writer_set_attr(w, "b", SS_ATTR_TEXT, "3", 1)); /* set after remove: kept */
+    CHECK_OK(ss_writer_set_attr(w, "c", SS_ATTR_TEXT, "4", 1));
+    CHECK_OK(ss_writer_remove_attr(w, "c")); /* remove after set: gone */
+    CHECK_RC(ss_writer_remove_attr(w, ""), SS_EINVAL);
+    CHECK_RC(ss_writer_remove_attr(NULL, "a"), SS_EINVAL);
+    CHECK_OK(ss_writer_finish(w));
+    CHECK_RC(ss_writer_remove_attr(w, "b"), SS_ESTATE);
+    ss_writer_free(w);
+    ss_store *st;
+    ss_attr at;
+    CHECK_OK(ss_open(&st, s, 0));
+    CHECK_RC(ss_attr_get(st, "a", &at), SS_ENOTFOUND);
+    CHECK_RC(ss_attr_get(st, "c", &at), SS_ENOTFOUND);
+    CHECK_OK(ss_attr_get(st, "b", &at));
+    CHECK(at.size == 1 && ((const char *)at.data)[0] == '3');
+    CHECK_OK(ss_attr_get(st, "text.tokens", &at));
+    CHECK_EQ_U64(ss_count(st), MIXED_N);
+    CHECK_OK(ss_verify(st, NULL, NULL, NULL));
+    ss_close(st);
+}
+
 /* split rm, index list/rm, one rule for replacing, fixed fields refused. */
 static void test_split_index(void) {
     const char *s = fortunes_store("si.ss");
@@ -798,7 +832,8 @@ int main(int argc, char **argv) {
                  {"conventions", test_conventions},
                  {"edf_annotations", test_edf_annotations},
                  {"verify_names", test_verify_names},
-                 {"export", test_export}};
+                 {"export", test_export},
+                 {"remove_attr_api", test_remove_attr_api}};
     for (size_t k = 0; k < sizeof tests / sizeof tests[0]; k++) {
         int want = argc < 2;
         for (int i = 1; i < argc; i++) want |= strcmp(argv[i], tests[k].name) == 0;
