@@ -1,5 +1,6 @@
 /* convert.c - the converter framework: `seqstore convert KIND ...` (see convert.h). */
 #include "convert.h"
+#include "commands.h"
 #include "internal.h"
 #include "resume.h"
 
@@ -173,15 +174,9 @@ const ss_conv_options *ss_conv_opts(const ss_conv *c) {
 
 int ss_conv_parse_u64(ss_conv *c, const char *option, const char *text, uint64_t min, uint64_t max,
                       uint64_t *out) {
-    char *end = NULL;
-    if (!text || !*text || *text == '-' || *text == '+' || *text == ' ')
-        return ss_conv_usage_error(c, "%s needs a number, got '%s'", option, text ? text : "");
-    errno = 0;
-    unsigned long long v = strtoull(text, &end, 10);
-    if (errno || *end || v < min || v > max)
-        return ss_conv_usage_error(c, "%s: '%s' is not a number in [%" PRIu64 ", %" PRIu64 "]",
-                                   option, text, min, max);
-    *out = (uint64_t)v;
+    if (ss_parse_u64(text, min, max, out)) /* the CLI's one strict parser (cli.c) */
+        return ss_conv_usage_error(c, "%s needs an integer in [%" PRIu64 ", %" PRIu64 "], not '%s'",
+                                   option, min, max, text ? text : "");
     return 0;
 }
 
@@ -671,6 +666,7 @@ int ss_conv_begin(ss_conv *c, const ss_schema *schema, uint64_t *skip) {
     wo.flags = SS_WRITE_NOSYNC;
     wo.commit_bytes = c->commit_bytes;
     int rc;
+    ss_cli_note_store(c->opts.output, 0); /* its lock file goes when the command ends */
     if (c->opts.append && !c->opts.resume) {
         if (prepare_append(c, nf)) return 1;
         rc = ss_writer_open(&c->w, c->opts.output, &full, &wo);

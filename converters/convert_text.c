@@ -570,7 +570,7 @@ int tx_vocab_load(ss_conv *c, ss_vocab **out, const char *from, const char *fiel
         ss_attr a;
         snprintf(name, sizeof name, "%s.vocab", field);
         if ((ss_attr_get(s, name, &a) != 0 && ss_attr_get(s, "vocab", &a) != 0) ||
-            a.type != SS_ATTR_TEXT) {
+            (a.type != SS_ATTR_TEXT && a.type != SS_ATTR_BYTES)) {
             ss_close(s);
             return ss_conv_error(c, "'%s' has no vocabulary (attribute '%s' or 'vocab')", from,
                                  name);
@@ -829,7 +829,10 @@ static int write_text_attrs(ss_conv *c, const tx_job *j) {
             size_t size;
             char *text = ss_vocab_text(t->vocab, &size);
             if (!text) return ss_conv_error(c, "out of memory");
-            int rc = ss_conv_set_attr(c, j->vocab_attr[sd], SS_ATTR_TEXT, text, size);
+            /* text is UTF-8 by the spec: a vocabulary with other bytes is stored as bytes */
+            int utf8 = ss_utf8_valid((const uint8_t *)text, size);
+            uint32_t type = utf8 ? SS_ATTR_TEXT : SS_ATTR_BYTES;
+            int rc = ss_conv_set_attr(c, j->vocab_attr[sd], type, text, size);
             free(text);
             if (rc) return 1;
         }

@@ -26,6 +26,7 @@ typedef struct ss_pending_attr {
     uint32_t type;
     unsigned char *data;
     uint64_t size;
+    int removed; /* ss_writer_remove_attr(): delete the stored attribute */
 } ss_pending_attr;
 
 /* The chunk and index segment a field is filling. */
@@ -222,6 +223,14 @@ static int ss_txn_body(ss_writer *w, MDB_txn *txn, int final) {
     }
     for (size_t i = 0; i < w->nattrs; i++) {
         ss_pending_attr *a = &w->attrs[i];
+        if (a->removed) {
+            ss_key key;
+            ss_key_named(&key, SS_KEY_ATTR, a->name);
+            MDB_val k = ss_key_val(&key);
+            rc = mdb_del(txn, w->dbi, &k, NULL);
+            if (rc && rc != MDB_NOTFOUND) return rc;
+            continue;
+        }
         unsigned char *buf = malloc(SS_ATTR_PREFIX + a->size);
         if (!buf) return ENOMEM;
         ss_put_le32(buf, a->type);
@@ -466,6 +475,17 @@ int ss_writer_set_attr(ss_writer *w, const char *name, uint32_t type, const void
     a->type = type;
     a->data = copy;
     a->size = size;
+    a->removed = 0;
+    return 0;
+}
+
+int ss_writer_remove_attr(ss_writer *w, const char *name) {
+    if (!w || !name) return ss__fail(SS_EINVAL, "ss_writer_remove_attr: NULL argument");
+    /* a pending empty value marked removed: the last call for a name wins */
+    int rc = ss_writer_set_attr(w, name, SS_ATTR_BYTES, NULL, 0);
+    if (rc) return rc;
+    for (size_t i = 0; i < w->nattrs; i++)
+        if (strcmp(w->attrs[i].name, name) == 0) w->attrs[i].removed = 1;
     return 0;
 }
 
