@@ -8,6 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+static inline int is_ws(uint8_t ch) {
+    return ch == ' ' || (ch >= '\t' && ch <= '\r');
+}
+
 static int grow(jl_buf *b, size_t elems, uint32_t esize) {
     size_t need = (b->n + elems) * esize;
     if (need <= b->cap) return 0;
@@ -60,7 +64,7 @@ static int put_string(const jl_spec *s, const char *key, const json_t *v, jl_buf
         if (r == 0) b->n = m;
         return r;
     }
-    if (t->kind != TX_BYTES && t->kind != TX_CHARS) {
+    if (t->kind != TX_BYTES && t->kind != TX_CHARS && t->kind != TX_WORDS) {
         snprintf(err, errlen, "key '%s' is a string; --tokens %s takes arrays of ids", key,
                  tx_kind_name(t->kind));
         return -1;
@@ -69,6 +73,16 @@ static int put_string(const jl_spec *s, const char *key, const json_t *v, jl_buf
     if (t->bos_on) put(b->data, t->esize, m++, t->bos);
     if (t->kind == TX_BYTES) {
         for (size_t i = 0; i < n; i++) put(b->data, t->esize, m++, str[i]);
+    } else if (t->kind == TX_WORDS) {
+        for (size_t i = 0; i < n;) { /* the words of `convert text --tokens words` */
+            while (i < n && is_ws(str[i])) i++;
+            if (i >= n) break;
+            size_t w = i;
+            uint64_t h = SS_VOCAB_HASH_INIT;
+            for (; i < n && !is_ws(str[i]); i++) h = ss_vocab_hash_step(h, str[i]);
+            int64_t id = ss_vocab_lookup_h(t->vocab, str + w, i - w, ss_vocab_hash_final(h));
+            put(b->data, t->esize, m++, id < 0 ? t->unk : (uint32_t)id);
+        }
     } else {
         size_t k = 0, bad = 0; /* jansson checked the UTF-8; decode it */
         if (ss_utf8_decode((uint32_t *)(void *)b->data + m, &k, &bad, str, n)) {
@@ -159,5 +173,72 @@ int jl_parse_line(const jl_spec *s, const uint8_t *line, size_t n, jl_buf *bufs,
     json_decref(root);
     if (rc) /* roll back the keys already appended */
         for (uint32_t i = 0; i < k && i < s->nkeys; i++) bufs[i].n -= lens[i];
+    return rc;
+}
+
+/* ------------------------------------------------------- word counting */
+
+#define JL_CHUNK ((size_t)1 << 20)
+
+struct jl_chunk {
+    struct jl_chunk *next;
+    size_t used, cap;
+    uint8_t data[];
+};
+
+static const uint8_t *arena_copy(jl_arena *a, const uint8_t *w, size_t len) {
+    struct jl_chunk *c = a->head;
+    if (!c || c->cap - c->used < len) {
+        size_t cap = len > JL_CHUNK ? len : JL_CHUNK;
+        c = malloc(sizeof *c + cap);
+        if (!c) return NULL;
+        c->next = a->head;
+        c->used = 0;
+        c->cap = cap;
+        a->head = c;
+    }
+    uint8_t *p = c->data + c->used;
+    memcpy(p, w, len);
+    c->used += len;
+    return p;
+}
+
+void jl_arena_free(jl_arena *a) {
+    for (struct jl_chunk *c = a->head, *n; c; c = n) {
+        n = c->next;
+        free(c);
+    }
+    a->head = NULL;
+}
+
+static int count_words(const uint8_t *s, size_t n, ss_vocab *v, jl_arena *a) {
+    for (size_t i = 0; i < n;) {
+        while (i < n && is_ws(s[i])) i++;
+        if (i >= n) break;
+        size_t w = i;
+        uint64_t h = SS_VOCAB_HASH_INIT;
+        for (; i < n && !is_ws(s[i]); i++) h = ss_vocab_hash_step(h, s[i]);
+        h = ss_vocab_hash_final(h);
+        const uint8_t *key = s + w; /* a new word's bytes must outlive the line */
+        if (ss_vocab_lookup_h(v, key, i - w, h) < 0 && !(key = arena_copy(a, key, i - w)))
+            return -2;
+        if (ss_vocab_count_h(v, key, i - w, h, 1)) return -2;
+    }
+    return 0;
+}
+
+int jl_count_line(const jl_spec *s, const uint8_t *line, size_t n, ss_vocab *v, jl_arena *a) {
+    if (is_blank(line, n)) return 0;
+    json_t *root = json_loadb((const char *)line, n, 0, NULL);
+    if (!root) return 0;
+    /* only lines the second pass accepts: every key a string */
+    int rc = 0, ok = json_is_object(root);
+    for (uint32_t k = 0; k < s->nkeys && ok; k++)
+        ok = json_is_string(json_object_get(root, s->keys[k]));
+    for (uint32_t k = 0; k < s->nkeys && ok && !rc; k++) {
+        const json_t *val = json_object_get(root, s->keys[k]);
+        rc = count_words((const uint8_t *)json_string_value(val), json_string_length(val), v, a);
+    }
+    json_decref(root);
     return rc;
 }
