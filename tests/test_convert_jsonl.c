@@ -258,6 +258,22 @@ static void test_words(const char *jsonl, const corpus *c) {
     same_stores(ts2, "tokens", js, "text", "vocab");
 }
 
+/* A conversion killed part way and resumed gives the uninterrupted store
+ * (words: the vocabulary is counted again, the same). */
+static void test_resume(const char *jsonl) {
+    const char *full = tp("rfull.ss"), *part = tp("rpart.ss");
+    const char *opts = "--key text --key title --tokens words --threads 2 --quiet";
+    EXPECT_RUN(0, "convert jsonl %s %s -o %s", jsonl, opts, full);
+    int rc = run_sh("SS_TEST_KILL_AFTER=300 %s convert jsonl %s %s --commit-bytes 500 -o %s",
+                    SS_CLI, jsonl, opts, part);
+    CHECK_EXIT(rc, 128 + 9, g_err);
+    EXPECT_RUN(1, "info %s", part); /* incomplete */
+    EXPECT_RUN(0, "convert jsonl %s %s --resume -o %s", jsonl, opts, part);
+    same_stores(full, "text", part, "text", "vocab");
+    same_stores(full, "title", part, "title", "vocab");
+    same_stores(full, "source", part, "source", "vocab");
+}
+
 /* The store does not depend on the number of threads (a > 1 MiB input has
  * several blocks). */
 static void test_threads(void) {
@@ -360,6 +376,7 @@ int main(void) {
     write_all(jsonl, data, n);
     test_fields(jsonl, &c);
     test_words(jsonl, &c);
+    test_resume(jsonl);
     test_gzip(data, n, &c);
     test_threads();
     test_bad_lines();
