@@ -1,6 +1,8 @@
 /* resume.c - the resume record of `seqstore convert` (see resume.h). */
 #include "resume.h"
 
+#include <errno.h>
+
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -18,6 +20,9 @@ int ss_resume_stat(ss_resume_input **out, char *const *paths, uint32_t n) {
         struct stat st;
         v[k].path = paths[k];
         v[k].size = -1;
+        /* -2: no file of that name: a name such as Megatron's PREFIX, whose
+         * files the converter registers with ss_conv_add_checked() */
+        if (strcmp(paths[k], "-") != 0 && stat(paths[k], &st) != 0 && errno == ENOENT) v[k].size = -2;
         if (strcmp(paths[k], "-") != 0 && stat(paths[k], &st) == 0 && S_ISREG(st.st_mode)) {
             v[k].size = (int64_t)st.st_size;
             v[k].mtime_s = (int64_t)st.st_mtim.tv_sec;
@@ -234,7 +239,7 @@ static int check_input(const ss_resume_input *o, const ss_resume_input *w, uint3
                         "(size %" PRId64 " vs %" PRId64 ")",
                         k + 1, w->path, o->path, w->size, o->size),
                -1;
-    if (w->size < 0 && o->size < 0 && !may_change)
+    if (w->size == -1 && o->size == -1 && !may_change)
         return snprintf(msg, n,
                         "input %" PRIu32 " '%s' is not a regular file: it cannot be checked, so "
                         "the conversion cannot be resumed; rerun with --force",

@@ -16,7 +16,9 @@
  *     base<TAB>69309
  *     stopped<TAB>0        (1-based input at which bad input stopped the run)
  *     arg<TAB>--tokens     (one per argument, in order)
- *     input<TAB>SIZE<TAB>MTIME_S<TAB>MTIME_NS<TAB>PATH   (SIZE -1: not a regular file)
+ *     input<TAB>SIZE<TAB>MTIME_S<TAB>MTIME_NS<TAB>PATH   (SIZE -1: not a regular file; -2: no such
+ *                                                        file: a name such as a Megatron PREFIX,
+ *                                                        whose files follow as `file` lines)
  *     file<TAB>SIZE<TAB>MTIME_S<TAB>MTIME_NS<TAB>PATH    (another file read, e.g. --vocab)
  *
  * In arguments and paths '\\', newline and tab are written "\\\\", "\\n", "\\t".
