@@ -44,11 +44,11 @@ from ._seqstore import (  # noqa: F401  (re-exported)
     __version__,
     open,
 )
-from ._loader import Loader  # noqa: F401
+from ._loader import Collator, Loader  # noqa: F401
 from ._window import WindowBatch, WindowReader  # noqa: F401
 from ._writer import Writer, create  # noqa: F401
 
-__all__ = ["open", "create", "Store", "Field", "Writer", "Loader", "WindowReader", "Error", "widen"]
+__all__ = ["open", "create", "Store", "Field", "Writer", "Loader", "Collator", "WindowReader", "Error", "widen"]
 
 _OPEN_INCOMPLETE, _OPEN_RANDOM, _OPEN_NOLOCK = 2, 4, 1
 

@@ -125,3 +125,19 @@ int capi_window_save(void *buf, size_t size, const ss_window_reader *r) {
 int capi_window_restore(ss_window_reader *r, const void *buf, size_t size) {
     return ss_window_reader_restore(r, buf, size);
 }
+
+/* One OpenMP thread: a collate_fn runs in DataLoader workers, which are the
+ * parallelism there. */
+int capi_collator_create(ss_collator **out, const ss_store *s, const ss_collate_field *fields,
+                         uint32_t n) {
+    ss_collator_options o = SS_COLLATOR_OPTIONS_INIT;
+    o.threads = 1;
+    return ss_collator_create(out, s, fields, n, &o);
+}
+void capi_collator_free(ss_collator *c) {
+    ss_collator_free(c);
+}
+int capi_collate(ss_collated_batch *out, ss_collator *c, const ss_span *rows, size_t n,
+                 const ss_collate_buffers *buffers) {
+    return ss_collator_collate_into(c, rows, n, buffers, out);
+}

@@ -47,6 +47,13 @@ uint64_t capi_loader_position(const ss_loader *l);
 int capi_loader_state_save(const ss_loader *l, void *buf, size_t cap, size_t *len);
 int capi_loader_state_load(ss_loader *l, const void *buf, size_t len);
 
+/* collator */
+int capi_collator_create(ss_collator **out, const ss_store *s, const ss_collate_field *fields,
+                         uint32_t n);
+void capi_collator_free(ss_collator *c);
+int capi_collate(ss_collated_batch *out, ss_collator *c, const ss_span *rows, size_t n,
+                 const ss_collate_buffers *buffers);
+
 /* window reader */
 int capi_window_open(ss_window_reader **out, const ss_store *s, const ss_window_options *o);
 void capi_window_free(ss_window_reader *r);
