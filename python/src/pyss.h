@@ -72,6 +72,14 @@ int pyss_field_arg(StoreObject *st, PyObject *name, uint32_t *out); /* str -> in
  * borrowed from `item`. */
 int pyss_parse_collate_field(PyObject *item, ss_collate_field *f);
 
+/* index.c: Store methods (flat view, splits, folds, buckets) */
+PyObject *pyss_store_flat_size(StoreObject *st, PyObject *name);
+PyObject *pyss_store_flat_read(StoreObject *st, PyObject *args);
+PyObject *pyss_store_flat_locate(StoreObject *st, PyObject *args);
+PyObject *pyss_store_split(StoreObject *st, PyObject *name);
+PyObject *pyss_store_kfold(StoreObject *st, PyObject *args, PyObject *kw);
+PyObject *pyss_store_bucket(StoreObject *st, PyObject *name);
+
 /* writer.c */
 PyObject *pyss_writer_create(PyObject *self, PyObject *args, PyObject *kw);
 
