@@ -2,6 +2,7 @@
 #include "store.h"
 
 #include "env.h"
+#include "lmdb_check.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -161,6 +162,8 @@ static int ss_open_env(ss_store *s, unsigned flags) {
     /* LMDB maps pages beyond the end of a truncated file, and touching them
      * raises SIGBUS: the file must hold every page the meta page claims. */
     if ((rc = ss_env_check_size(s->env, s->path))) return rc;
+    /* LMDB trusts its pages: check the snapshot's B-trees before it reads them. */
+    if ((rc = ss_lmdb_check(s->env, &s->txn, s->path, 0))) return rc;
     rc = mdb_dbi_open(s->txn, NULL, 0, &s->dbi);
     return rc ? ss__lmdb_fail(rc, s->path) : 0;
 }
