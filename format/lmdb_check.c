@@ -15,6 +15,7 @@
 #include "lmdb_check.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -36,6 +37,8 @@
 #define LC_MAX_DEPTH 32u /* LMDB's cursor stack (CURSOR_STACK) */
 #define LC_INVALID UINT64_MAX
 #define LC_RETRIES 16
+#define LC_MIN_PSIZE 512u   /* LMDB: MIN_PAGESIZE */
+#define LC_MAX_PSIZE 32768u /* LMDB: MAX_PAGESIZE without MDB_DEVEL */
 
 typedef struct lc_db {
     uint16_t flags, depth;
@@ -386,5 +389,43 @@ int ss_lmdb_check_held(MDB_env *env, MDB_txn *txn, const char *path, unsigned fl
     if ((rc = mdb_txn_begin(env, NULL, MDB_RDONLY, &fresh))) return ss__lmdb_fail(rc, path);
     rc = ss_lmdb_check(env, &fresh, path, flags);
     mdb_txn_abort(fresh);
+    return rc;
+}
+
+/* Meta page 0's page size, which tells where meta page 1 is. */
+static int lc_file_psize(const char *path, const unsigned char *pg0, ssize_t got,
+                         uint64_t file_bytes, uint32_t *psize) {
+    if (got < 20 || lc32(pg0 + 16) != LC_MAGIC)
+        return ss__fail(SS_ENOTSTORE, "%s: not a seqstore store (not an LMDB file)", path);
+    if (got >= 24 && lc32(pg0 + 20) != LC_DATA_VERSION)
+        return ss__fail(SS_ENOTSTORE, "%s: not a seqstore store (LMDB data version %u)", path,
+                        lc32(pg0 + 20));
+    *psize = got >= (ssize_t)LC_META_BYTES ? lc32(pg0 + LC_DB_OFF) : 0;
+    if (got < (ssize_t)LC_META_BYTES || file_bytes < 2ull * *psize)
+        return ss__fail(SS_ECORRUPT,
+                        "%s: file is truncated (%llu bytes; a store holds at least its two LMDB "
+                        "meta pages)",
+                        path, (unsigned long long)file_bytes);
+    if (*psize < LC_MIN_PSIZE || *psize > LC_MAX_PSIZE || (*psize & (*psize - 1)))
+        return ss__fail(SS_ECORRUPT, "%s: LMDB meta page 0: bad page size %u", path, *psize);
+    return 0;
+}
+
+int ss_lmdb_check_file(const char *path, uint64_t file_bytes) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return ss__fail(SS_EIO, "open '%s': %s", path, strerror(errno));
+    unsigned char pg[2][LC_META_BYTES];
+    uint32_t psize = 0;
+    ssize_t got = pread(fd, pg[0], LC_META_BYTES, 0);
+    int rc = got < 0 ? ss__fail(SS_EIO, "%s: read: %s", path, strerror(errno))
+                     : lc_file_psize(path, pg[0], got, file_bytes, &psize);
+    if (rc == 0 && pread(fd, pg[1], LC_META_BYTES, psize) != (ssize_t)LC_META_BYTES)
+        rc = ss__fail(SS_EIO, "%s: cannot read LMDB meta page 1", path);
+    close(fd);
+    lc_meta m[2];
+    for (unsigned i = 0; rc == 0 && i < 2; i++) rc = lc_parse_meta(path, pg[i], i, &m[i]);
+    if (rc == 0 && m[1].psize != psize)
+        rc = ss__fail(SS_ECORRUPT, "%s: LMDB meta pages disagree on the page size (%u, %u)", path,
+                      psize, m[1].psize);
     return rc;
 }

@@ -19,6 +19,12 @@
  * that header; LMDB's writer does (it frees and rewrites overflow pages by it). */
 #define SS_LMDB_CHECK_OVERFLOW 0x1u
 
+/* Before LMDB opens the file at `path` (`file_bytes` long): both meta pages
+ * are there and agree on the page size, which LMDB takes from them unchecked.
+ * Returns 0; SS_ENOTSTORE when the file does not start with LMDB's magic
+ * number; SS_ECORRUPT ("truncated", or naming the meta page); SS_EIO. */
+int ss_lmdb_check_file(const char *path, uint64_t file_bytes);
+
 /* Check the snapshot of the read-only transaction *txn of `env` (the file at
  * `path`, for messages). If a writer has meanwhile committed twice, so that
  * the snapshot's meta page is overwritten, *txn is renewed (mdb_txn_reset and

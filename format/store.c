@@ -180,6 +180,8 @@ int ss_open(ss_store **out, const char *path, unsigned flags) {
         return ss__fail(SS_ENOTSTORE, "open '%s': not a seqstore store (a directory)", path);
     if (st.st_size == 0)
         return ss__fail(SS_ENOTSTORE, "open '%s': not a seqstore store (empty file)", path);
+    int rc = ss_lmdb_check_file(path, (uint64_t)st.st_size);
+    if (rc) return rc;
     ss_store *s = calloc(1, sizeof *s);
     if (!s || !(s->path = strdup(path))) {
         free(s);
@@ -188,7 +190,7 @@ int ss_open(ss_store **out, const char *path, unsigned flags) {
     s->file_bytes = (uint64_t)st.st_size;
     s->complete = 1;
     pthread_mutex_init(&s->lock, NULL);
-    int rc = ss_open_env(s, flags);
+    rc = ss_open_env(s, flags);
     if (rc == 0) rc = ss_read_header(s, flags);
     if (rc == 0) rc = ss_build_tables(s);
     if (rc == 0) rc = ss_attr_load(s);

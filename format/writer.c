@@ -691,8 +691,10 @@ int ss_writer_open(ss_writer **out, const char *path, const ss_schema *schema,
                         strerror(errno));
     if (st.st_size == 0)
         return ss__fail(SS_ENOTSTORE, "open '%s': not a seqstore store (empty file)", path);
+    int rc = ss_lmdb_check_file(path, (uint64_t)st.st_size);
+    if (rc) return ss__context(rc, "open '%s' for writing", path);
     ss_writer *w;
-    int rc = ss_writer_alloc(&w, path, options);
+    rc = ss_writer_alloc(&w, path, options);
     if (rc == 0) rc = ss_writer_env(w, options ? options->map_bytes : 0);
     MDB_txn *txn = NULL;
     if (rc == 0 && (rc = mdb_txn_begin(w->env, NULL, MDB_RDONLY, &txn)))
