@@ -62,12 +62,13 @@ typedef struct lc_walk {
     const char *path;
     unsigned flags;
     uint32_t psize;
-    uint64_t npages;     /* last_pg + 1: every page of the snapshot is below */
-    unsigned char *seen; /* one bit per page: reached once, never twice */
-    unsigned char *buf;  /* one page per tree level */
-    lc_key *keys;        /* the keys of each level's page */
-    unsigned maxkeys;    /* node slots in a page */
-    int dbi;             /* 0 free DB, 1 main DB */
+    uint64_t npages;      /* last_pg + 1: every page of the snapshot is below */
+    unsigned char *seen;  /* one bit per page: reached once, never twice */
+    unsigned char *freed; /* one bit per page: listed in the free DB */
+    unsigned char *buf;   /* one page per tree level */
+    lc_key *keys;         /* the keys of each level's page */
+    unsigned maxkeys;     /* node slots in a page */
+    int dbi;              /* 0 free DB, 1 main DB */
     const lc_db *db;
     uint64_t branch, leaf, overflow, entries; /* counted by the walk */
 } lc_walk;
@@ -119,6 +120,7 @@ static int lc_mark(lc_walk *w, const char *kind, uint64_t pgno, uint64_t n) {
     for (uint64_t p = pgno; p < pgno + n; p++) {
         unsigned char bit = (unsigned char)(1u << (p & 7));
         if (w->seen[p >> 3] & bit) return lc_bad(w, kind, p, "is reached twice", -1);
+        if (w->freed[p >> 3] & bit) return lc_bad(w, kind, p, "is listed as a free page", -1);
         w->seen[p >> 3] |= bit;
     }
     return 0;
@@ -153,6 +155,33 @@ static int lc_overflow(lc_walk *w, uint64_t pgno, unsigned i, uint64_t ov, uint6
     return lc_mark(w, "overflow", ov, pages);
 }
 
+/* A free DB record (u64 count, then that many page numbers; maybe room to
+ * spare): its pages must not be reached from the main DB, or a damaged page
+ * number could make a value read a freed, stale but checksum-valid block. */
+static int lc_free_list(lc_walk *w, uint64_t pgno, unsigned i, const unsigned char *ids,
+                        uint64_t dsize) {
+    uint64_t n = lc64(ids);
+    if (n >= dsize / 8)
+        return lc_bad(w, "leaf", pgno, "free-page list is longer than its record", i);
+    for (uint64_t k = 1; k <= n; k++) {
+        uint64_t f = lc64(ids + 8 * k);
+        if (f < 2 || f >= w->npages)
+            return lc_bad(w, "leaf", pgno, "lists a free page outside the snapshot", i);
+        w->freed[f >> 3] |= (unsigned char)(1u << (f & 7));
+    }
+    return 0;
+}
+
+/* A free DB record held in overflow pages. */
+static int lc_free_list_big(lc_walk *w, uint64_t pgno, unsigned i, uint64_t ov, uint64_t dsize) {
+    unsigned char *ids = malloc(dsize);
+    if (!ids) return ss__fail(SS_ENOMEM, "%s: out of memory", w->path);
+    int rc = lc_read(w, ids, dsize, ov * w->psize + LC_PAGEHDR);
+    if (rc == 0) rc = lc_free_list(w, pgno, i, ids, dsize);
+    free(ids);
+    return rc;
+}
+
 /* The data of node i of leaf page `p` (node at `off`, key already checked). */
 static int lc_leaf_data(lc_walk *w, const unsigned char *p, uint64_t pgno, unsigned i,
                         unsigned off) {
@@ -167,13 +196,13 @@ static int lc_leaf_data(lc_walk *w, const unsigned char *p, uint64_t pgno, unsig
         return lc_bad(w, "leaf", pgno, "holds a free-page list of a bad size", i);
     if (!(nflags & LC_F_BIGDATA)) {
         if (end + dsize > w->psize) return lc_bad(w, "leaf", pgno, "data runs past the page", i);
-        if (w->dbi == 0 && lc64(p + end) >= dsize / 8)
-            return lc_bad(w, "leaf", pgno, "free-page list is longer than its record", i);
-        return 0;
+        return w->dbi == 0 ? lc_free_list(w, pgno, i, p + end, dsize) : 0;
     }
     if (end + 8 > w->psize)
         return lc_bad(w, "leaf", pgno, "overflow page number runs past the page", i);
-    return lc_overflow(w, pgno, i, lc64(p + end), dsize);
+    int rc = lc_overflow(w, pgno, i, lc64(p + end), dsize);
+    if (rc == 0 && w->dbi == 0) rc = lc_free_list_big(w, pgno, i, lc64(p + end), dsize);
+    return rc;
 }
 
 /* Node offsets, node sizes and key order of page `p`; its keys into `keys`.
@@ -360,12 +389,15 @@ static int lc_check_snapshot(MDB_env *env, MDB_txn *txn, const char *path, unsig
     unsigned depth = m.db[0].depth > m.db[1].depth ? m.db[0].depth : m.db[1].depth;
     w.maxkeys = (w.psize - LC_PAGEHDR) / 2;
     w.seen = calloc(w.npages / 8 + 1, 1);
+    w.freed = calloc(w.npages / 8 + 1, 1);
     w.buf = malloc((size_t)(depth ? depth : 1) * w.psize);
     w.keys = malloc((size_t)(depth ? depth : 1) * w.maxkeys * sizeof *w.keys);
-    if (!w.seen || !w.buf || !w.keys) rc = ss__fail(SS_ENOMEM, "%s: out of memory", path);
+    if (!w.seen || !w.freed || !w.buf || !w.keys)
+        rc = ss__fail(SS_ENOMEM, "%s: out of memory", path);
     if (rc == 0) rc = lc_walk_db(&w, &m, 0);
     if (rc == 0) rc = lc_walk_db(&w, &m, 1);
     free(w.seen);
+    free(w.freed);
     free(w.buf);
     free(w.keys);
     return rc;

@@ -306,7 +306,7 @@ int main(void) {
     int fd = open(path, O_RDWR);
     CHECK(fd >= 0);
     const char *env_flips = getenv("SS_FLIPS_PER_REGION");
-    unsigned per_region = env_flips ? (unsigned)atoi(env_flips) : 250;
+    unsigned per_region = env_flips ? (unsigned)atoi(env_flips) : 400;
     uint64_t table[R_N][OUT_N] = {{0}}, rng = 9;
     int failed = 0;
     for (int r = 0; r < R_N; r++) {
