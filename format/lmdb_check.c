@@ -453,11 +453,20 @@ int ss_lmdb_check_file(const char *path, uint64_t file_bytes) {
                      : lc_file_psize(path, pg[0], got, file_bytes, &psize);
     if (rc == 0 && pread(fd, pg[1], LC_META_BYTES, psize) != (ssize_t)LC_META_BYTES)
         rc = ss__fail(SS_EIO, "%s: cannot read LMDB meta page 1", path);
+    /* The size after the meta pages: an appender grows the file before it commits. */
+    struct stat st;
+    if (rc == 0 && fstat(fd, &st) == 0 && (uint64_t)st.st_size > file_bytes)
+        file_bytes = (uint64_t)st.st_size;
     close(fd);
     lc_meta m[2];
     for (unsigned i = 0; rc == 0 && i < 2; i++) rc = lc_parse_meta(path, pg[i], i, &m[i]);
     if (rc == 0 && m[1].psize != psize)
         rc = ss__fail(SS_ECORRUPT, "%s: LMDB meta pages disagree on the page size (%u, %u)", path,
                       psize, m[1].psize);
+    /* LMDB maps (last page + 1) * page size from the newer meta page. */
+    const lc_meta *newer = &m[m[1].txnid > m[0].txnid];
+    if (rc == 0 && newer->last_pg >= file_bytes / psize)
+        rc = ss__fail(SS_ECORRUPT, "%s: file is truncated (%llu bytes, LMDB's last page is %llu)",
+                      path, (unsigned long long)file_bytes, (unsigned long long)newer->last_pg);
     return rc;
 }
