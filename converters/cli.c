@@ -20,6 +20,7 @@ static const ss_command ss_commands[] = {
     {"split", ss_cmd_split, "add, list and show named index-range splits"},
     {"index", ss_cmd_index, "build a bucket index sorted by example lengths"},
     {"bench", ss_cmd_bench, "measure how fast a store reads on this machine"},
+    {"export", ss_cmd_export, "write a store's field as a Megatron indexed dataset"},
 };
 
 #define SS_NCOMMANDS (sizeof ss_commands / sizeof ss_commands[0])

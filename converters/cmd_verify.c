@@ -12,19 +12,11 @@ typedef struct ss_verify_out {
 static int ss_report(void *ctx, const ss_verify_problem *p) {
     ss_verify_out *o = ctx;
     if (o->quiet) return 0;
-    if (p->field >= 0) {
-        ss_field f;
-        ss_field_info(o->s, (uint32_t)p->field, &f);
-        if (p->last_example > p->first_example)
-            fprintf(stderr, "seqstore verify: field '%s' chunk %llu: %s (examples %llu to %llu)\n",
-                    f.name, (unsigned long long)p->chunk, p->what,
-                    (unsigned long long)p->first_example, (unsigned long long)p->last_example - 1);
-        else
-            fprintf(stderr, "seqstore verify: field '%s' chunk %llu: %s\n", f.name,
-                    (unsigned long long)p->chunk, p->what);
-    } else {
-        fprintf(stderr, "seqstore verify: %s (%llu)\n", p->what, (unsigned long long)p->chunk);
-    }
+    if (p->last_example > p->first_example)
+        fprintf(stderr, "seqstore verify: %s: %s (examples %llu to %llu)\n", p->where, p->what,
+                (unsigned long long)p->first_example, (unsigned long long)p->last_example - 1);
+    else
+        fprintf(stderr, "seqstore verify: %s: %s\n", p->where, p->what);
     return 0;
 }
 

@@ -11,13 +11,10 @@
 #include <time.h>
 #include <unistd.h>
 
-const ss_converter *const ss_converters[] = {&ss_converter_lines,
-                                             &ss_converter_text,
-                                             &ss_converter_parallel,
-                                             &ss_converter_idx,
-                                             &ss_converter_npy,
-                                             &ss_converter_edf,
-                                             NULL};
+const ss_converter *const ss_converters[] = {
+    &ss_converter_lines, &ss_converter_text,     &ss_converter_parallel,
+    &ss_converter_idx,   &ss_converter_npy,      &ss_converter_edf,
+    &ss_converter_jsonl, &ss_converter_megatron, NULL};
 
 /* Bad records listed at the end with --skip-bad; beyond this only counted. */
 #define SS_CONV_MAX_LISTED 1000

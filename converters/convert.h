@@ -73,6 +73,7 @@ typedef struct ss_converter {
 /* The converters, each defined in converters/convert_<kind>.c. */
 extern const ss_converter ss_converter_lines, ss_converter_text, ss_converter_parallel;
 extern const ss_converter ss_converter_idx, ss_converter_npy, ss_converter_edf;
+extern const ss_converter ss_converter_jsonl, ss_converter_megatron;
 
 /** Table of all converters, NULL-terminated (defined in convert.c). */
 extern const ss_converter *const ss_converters[];

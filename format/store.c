@@ -97,20 +97,23 @@ static int ss_read_header(ss_store *s, unsigned flags) {
     ss_key key;
     MDB_val k, v;
     int rc = MDB_NOTFOUND;
+    char tag = SS_KEY_PROGRESS;
     if (flags & SS_OPEN_INCOMPLETE) {
-        ss_key_named(&key, SS_KEY_PROGRESS, NULL);
+        ss_key_named(&key, tag, NULL);
         k = ss_key_val(&key);
         rc = mdb_get(s->txn, s->dbi, &k, &v);
     }
     if (rc == MDB_NOTFOUND) {
-        ss_key_named(&key, SS_KEY_HEADER, NULL);
+        ss_key_named(&key, tag = SS_KEY_HEADER, NULL);
         k = ss_key_val(&key);
         rc = mdb_get(s->txn, s->dbi, &k, &v);
     }
     if (rc == MDB_NOTFOUND)
         return ss__fail(SS_ENOTSTORE, "%s: not a seqstore store (no header)", s->path);
     if (rc) return ss__lmdb_fail(rc, s->path);
-    if ((rc = ss_header_read(&s->h, &v, s->path))) return rc;
+    if ((rc = ss_header_read(&s->h, &v, tag, s->path))) return rc;
+    /* before any count of the header sizes a table or indexes one */
+    if ((rc = ss_header_check_bounds(&s->h, ss_env_used_bytes(s->env), tag, s->path))) return rc;
     if ((s->h.incompat_flags & SS_INCOMPAT_INCOMPLETE) && !(flags & SS_OPEN_INCOMPLETE))
         return ss__fail(SS_EINCOMPLETE,
                         "%s: store is incomplete: its writer did not finish (%llu examples "

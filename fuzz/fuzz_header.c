@@ -65,7 +65,12 @@ static int put_block(int b, const uint8_t *payload, size_t len) {
         return rc;
     }
     memcpy((unsigned char *)v.mv_data + SS_BLOCK_HDR, payload, len);
-    ss_block_seal(v.mv_data, v.mv_size, len);
+    /* The checksum binds the key (format version 2); a header payload says
+     * its own version (after the 8-byte magic), which decides how it is checked. */
+    uint32_t version = SS_FORMAT_VERSION;
+    if (b == 0 && len >= 12 && (ss_le32(payload + 8) == 1 || ss_le32(payload + 8) == 2))
+        version = ss_le32(payload + 8);
+    ss_block_seal(v.mv_data, v.mv_size, len, &key, version);
     return mdb_txn_commit(txn);
 }
 
@@ -82,7 +87,9 @@ static void open_base(int b) {
     block_key(b, &key);
     MDB_val k = ss_key_val(&key), v;
     const unsigned char *p;
-    if (mdb_get(txn, dbis[b], &k, &v) || ss_block_open(&v, 1, "seed", &p, &orig_len[b])) abort();
+    if (mdb_get(txn, dbis[b], &k, &v) ||
+        ss_block_open(v.mv_data, v.mv_size, &key, SS_FORMAT_VERSION, "seed", &p, &orig_len[b]))
+        abort();
     if (b == 1) orig_len[b] = 51 * SS_INDEX_ENTRY; /* 50 examples */
     if (!(orig[b] = malloc(orig_len[b]))) abort();
     memcpy(orig[b], p, orig_len[b]);

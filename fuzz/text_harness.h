@@ -6,6 +6,7 @@
 #define SS_TEXT_HARNESS_H
 
 #include "../converters/convert_text.c"
+#include "../converters/spm_text.c"
 #include "../converters/utf8.c"
 #include "../converters/vocab.c"
 

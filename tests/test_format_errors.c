@@ -164,7 +164,7 @@ static void patch_header(const char *path, header_edit edit, int reseal) {
     memcpy(copy, v.mv_data, v.mv_size);
     uint64_t len = ss_le64(copy + 8);
     edit(copy + SS_BLOCK_HDR);
-    if (reseal) ss_block_seal(copy, v.mv_size, len);
+    if (reseal) ss_block_seal(copy, v.mv_size, len, &key, ss_le32(copy + SS_BLOCK_HDR + 8));
     MDB_val nv = {v.mv_size, copy};
     CHECK(mdb_put(r.txn, r.dbi, &k, &nv, 0) == 0);
     raw_close(&r, 1);
@@ -520,7 +520,7 @@ static void test_header_edits(const char *good) {
     patch_header(bad, edit_version2, 1);
     CHECK_RC(ss_open(&s, bad, 0), SS_EVERSION);
     CHECK(s == NULL);
-    CHECK_MSG("format version 2 is newer than this library's 1");
+    CHECK_MSG("format version 3 is newer than this library's 2");
     CHECK_RC(ss_writer_open(&w, bad, NULL, NULL), SS_EVERSION);
     CHECK(w == NULL);
 
