@@ -92,9 +92,9 @@ static uint64_t lc64(const unsigned char *p) {
 static int lc_bad(const lc_walk *w, const char *kind, uint64_t pgno, const char *what,
                   long long node) {
     if (node >= 0)
-        return ss__fail(SS_ECORRUPT, "%s: LMDB %s page %llu (%s DB): node %lld %s", w->path, kind,
-                        (unsigned long long)pgno, w->dbi ? "main" : "free", node, what);
-    return ss__fail(SS_ECORRUPT, "%s: LMDB %s page %llu (%s DB): %s", w->path, kind,
+        return ss__fail(SS_ECORRUPT, "%s: corrupt LMDB %s page %llu (%s DB): node %lld %s", w->path,
+                        kind, (unsigned long long)pgno, w->dbi ? "main" : "free", node, what);
+    return ss__fail(SS_ECORRUPT, "%s: corrupt LMDB %s page %llu (%s DB): %s", w->path, kind,
                     (unsigned long long)pgno, w->dbi ? "main" : "free", what);
 }
 
@@ -105,8 +105,9 @@ static int lc_read(const lc_walk *w, void *dst, size_t n, uint64_t off) {
         if (r < 0 && errno == EINTR) continue;
         if (r < 0) return ss__fail(SS_EIO, "%s: read: %s", w->path, strerror(errno));
         if (r == 0)
-            return ss__fail(SS_ECORRUPT, "%s: LMDB page at byte %llu lies past the end of the file",
-                            w->path, (unsigned long long)(off + done));
+            return ss__fail(SS_ECORRUPT,
+                            "%s: corrupt LMDB file: a page at byte %llu lies past its end", w->path,
+                            (unsigned long long)(off + done));
         done += (size_t)r;
     }
     return 0;
@@ -289,8 +290,8 @@ static void lc_parse_db(const unsigned char *b, lc_db *db) {
 static int lc_parse_meta(const char *path, const unsigned char *pg, unsigned i, lc_meta *m) {
     if (lc64(pg) != i || !(lc16(pg + 10) & LC_P_META) || lc32(pg + 16) != LC_MAGIC ||
         lc32(pg + 20) != LC_DATA_VERSION)
-        return ss__fail(SS_ECORRUPT, "%s: LMDB meta page %u: bad header, magic or version", path,
-                        i);
+        return ss__fail(SS_ECORRUPT, "%s: corrupt LMDB meta page %u: bad header, magic or version",
+                        path, i);
     m->psize = lc32(pg + LC_DB_OFF);
     lc_parse_db(pg + LC_DB_OFF, &m->db[0]);
     lc_parse_db(pg + LC_DB_OFF + LC_DB_BYTES, &m->db[1]);
@@ -310,8 +311,8 @@ static int lc_check_metas(const char *path, const lc_meta m[2], unsigned sel) {
     if ((a & 1) == sel && b > a && b - a > 1) return 1;
     if ((a & 1) != sel || (a != b + 1 && b != a + 1))
         return ss__fail(SS_ECORRUPT,
-                        "%s: LMDB meta pages 0 and 1 disagree (transactions %llu and %llu)", path,
-                        (unsigned long long)m[0].txnid, (unsigned long long)m[1].txnid);
+                        "%s: corrupt LMDB meta pages 0 and 1 disagree (transactions %llu and %llu)",
+                        path, (unsigned long long)m[0].txnid, (unsigned long long)m[1].txnid);
     return 0;
 }
 
@@ -321,11 +322,12 @@ static int lc_check_db(const char *path, const lc_db *db, int dbi, unsigned sel)
      * opens it with flags 0). Sort or duplicate flags make LMDB misread nodes. */
     unsigned bad = dbi == 0 ? 0x76u : 0xFFFFu;
     if ((db->flags & bad) || (dbi == 0 && !(db->flags & 0x08u)))
-        return ss__fail(SS_ECORRUPT, "%s: LMDB meta page %u: %s DB has flags 0x%x", path, sel,
-                        dbi ? "main" : "free", db->flags);
+        return ss__fail(SS_ECORRUPT, "%s: corrupt LMDB meta page %u: %s DB has flags 0x%x", path,
+                        sel, dbi ? "main" : "free", db->flags);
     if ((db->depth == 0) != (db->root == LC_INVALID) || db->depth > LC_MAX_DEPTH)
-        return ss__fail(SS_ECORRUPT, "%s: LMDB meta page %u: %s DB has depth %u and root %llu",
-                        path, sel, dbi ? "main" : "free", db->depth, (unsigned long long)db->root);
+        return ss__fail(SS_ECORRUPT,
+                        "%s: corrupt LMDB meta page %u: %s DB has depth %u and root %llu", path,
+                        sel, dbi ? "main" : "free", db->depth, (unsigned long long)db->root);
     return 0;
 }
 
@@ -340,10 +342,11 @@ static int lc_walk_db(lc_walk *w, const lc_meta *m, int dbi) {
     if (rc) return rc;
     if (w->branch != w->db->branch || w->leaf != w->db->leaf || w->entries != w->db->entries ||
         ((w->flags & SS_LMDB_CHECK_OVERFLOW) && w->overflow != w->db->overflow))
-        return ss__fail(SS_ECORRUPT,
-                        "%s: LMDB %s DB: the meta page's page and entry counts differ from the "
-                        "tree's",
-                        w->path, dbi ? "main" : "free");
+        return ss__fail(
+            SS_ECORRUPT,
+            "%s: corrupt LMDB %s DB: the meta page's page and entry counts differ from the "
+            "tree's",
+            w->path, dbi ? "main" : "free");
     return 0;
 }
 
@@ -360,14 +363,14 @@ static int lc_snapshot_meta(lc_walk *w, MDB_txn *txn, uint64_t file_bytes, lc_me
     if (sel == 2) return 1;
     if ((rc = lc_check_metas(w->path, m, sel))) return rc; /* or 1 */
     if (m[sel].psize != w->psize)
-        return ss__fail(SS_ECORRUPT, "%s: LMDB meta page %u: page size %u, LMDB uses %u", w->path,
-                        sel, m[sel].psize, w->psize);
+        return ss__fail(SS_ECORRUPT, "%s: corrupt LMDB meta page %u: page size %u, LMDB uses %u",
+                        w->path, sel, m[sel].psize, w->psize);
     if (m[sel].last_pg < 1 || m[sel].last_pg >= file_bytes / w->psize)
-        return ss__fail(SS_ECORRUPT,
-                        "%s: LMDB meta page %u: last page %llu lies past the end of the file "
-                        "(%llu bytes)",
-                        w->path, sel, (unsigned long long)m[sel].last_pg,
-                        (unsigned long long)file_bytes);
+        return ss__fail(
+            SS_ECORRUPT,
+            "%s: corrupt LMDB meta page %u: last page %llu lies past the end of the file "
+            "(%llu bytes)",
+            w->path, sel, (unsigned long long)m[sel].last_pg, (unsigned long long)file_bytes);
     for (int dbi = 0; dbi < 2; dbi++)
         if ((rc = lc_check_db(w->path, &m[sel].db[dbi], dbi, sel))) return rc;
     *out = m[sel];
@@ -439,7 +442,8 @@ static int lc_file_psize(const char *path, const unsigned char *pg0, ssize_t got
                         "meta pages)",
                         path, (unsigned long long)file_bytes);
     if (*psize < LC_MIN_PSIZE || *psize > LC_MAX_PSIZE || (*psize & (*psize - 1)))
-        return ss__fail(SS_ECORRUPT, "%s: LMDB meta page 0: bad page size %u", path, *psize);
+        return ss__fail(SS_ECORRUPT, "%s: corrupt LMDB meta page 0: bad page size %u", path,
+                        *psize);
     return 0;
 }
 
@@ -461,10 +465,14 @@ int ss_lmdb_check_file(const char *path, uint64_t file_bytes) {
     lc_meta m[2];
     for (unsigned i = 0; rc == 0 && i < 2; i++) rc = lc_parse_meta(path, pg[i], i, &m[i]);
     if (rc == 0 && m[1].psize != psize)
-        rc = ss__fail(SS_ECORRUPT, "%s: LMDB meta pages disagree on the page size (%u, %u)", path,
-                      psize, m[1].psize);
-    /* LMDB maps (last page + 1) * page size from the newer meta page. */
+        rc = ss__fail(SS_ECORRUPT, "%s: corrupt LMDB meta pages disagree on the page size (%u, %u)",
+                      path, psize, m[1].psize);
+    /* LMDB maps (last page + 1) * page size from the newer meta page (at least,
+     * with a smaller map size in it): below 2 pages it reads meta page 1 past its map. */
     const lc_meta *newer = &m[m[1].txnid > m[0].txnid];
+    if (rc == 0 && newer->last_pg < 1)
+        rc = ss__fail(SS_ECORRUPT, "%s: corrupt LMDB meta page %d: last page 0", path,
+                      (int)(newer - m));
     if (rc == 0 && newer->last_pg >= file_bytes / psize)
         rc = ss__fail(SS_ECORRUPT, "%s: file is truncated (%llu bytes, LMDB's last page is %llu)",
                       path, (unsigned long long)file_bytes, (unsigned long long)newer->last_pg);

@@ -271,6 +271,55 @@ static void test_meta_page_size(void) {
     CHECK_CONTAINS(msg, "page size");
 }
 
+/* The newer meta page's last page 0 and map size 4096: LMDB would map one page and read meta
+ * page 1 past the map (SIGSEGV in mdb_txn_begin, found by fuzz_store). */
+static void test_meta_last_page(void) {
+    const char *path = ss_test_path("meta-lastpg.ss");
+    copy_image(path);
+    uint64_t newer = rd64(image + 144) > rd64(image + PSIZE + 144) ? 0 : 1;
+    poke64(path, newer * PSIZE + 136, 0);
+    poke64(path, newer * PSIZE + 32, 4096); /* its map size: one page */
+    fflush(NULL);
+    pid_t pid = fork(); /* SS_OPEN_NOLOCK: the way fuzz_store opens, where it crashed */
+    CHECK(pid >= 0);
+    if (pid == 0) {
+        ss_store *s;
+        int rc = ss_open(&s, path, SS_OPEN_NOLOCK);
+        fprintf(stderr, "meta last page 0: %s\n", ss_error_message());
+        _exit(rc == SS_ECORRUPT && strstr(ss_error_message(), "last page 0") ? 0 : 1);
+    }
+    int st;
+    CHECK(waitpid(pid, &st, 0) == pid);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+
+/* A node offset of a main-DB leaf page pointed past the page: LMDB would
+ * read beyond it. Every tool names the page; verify exits 3. */
+static void test_leaf_node_cli(void) {
+    const char *path = ss_test_path("leaf-node.ss");
+    copy_image(path);
+    uint64_t leaf = 0;
+    for (uint64_t p = 2; p < image_pages && !leaf; p++)
+        if (region[p] == R_LEAF) leaf = p;
+    CHECK(leaf > 0);
+    uint16_t bad = PSIZE - 6;
+    int fd = open(path, O_WRONLY);
+    CHECK(fd >= 0 && pwrite(fd, &bad, 2, (off_t)(leaf * PSIZE + 16 + 2)) == 2);
+    close(fd);
+    char want[128], err[4096];
+    snprintf(want, sizeof want, "corrupt LMDB leaf page %llu (main DB): node 1",
+             (unsigned long long)leaf);
+    ss_store *s;
+    CHECK_RC(ss_open(&s, path, 0), SS_ECORRUPT);
+    CHECK_CONTAINS(ss_error_message(), want);
+    CHECK_EXIT(ss_test_cli(err, sizeof err, NULL, "verify '%s'", path), 3, err);
+    CHECK_CONTAINS(err, want);
+    CHECK_EXIT(ss_test_cli(err, sizeof err, NULL, "info '%s'", path), 1, err);
+    CHECK_CONTAINS(err, want);
+    CHECK_EXIT(ss_test_cli(err, sizeof err, NULL, "cat '%s'", path), 1, err);
+    CHECK_CONTAINS(err, want);
+}
+
 /* ------------------------------------------------------- the campaign */
 
 /* Outcome classes that other helpers' branches fix, allowed here until the
@@ -301,6 +350,8 @@ int main(void) {
     load_regions(path);
     test_older_meta();
     test_meta_page_size();
+    test_meta_last_page();
+    test_leaf_node_cli();
     uint64_t pages_in[R_N] = {0};
     for (uint64_t p = 0; p < image_pages; p++) pages_in[region[p]]++;
     int fd = open(path, O_RDWR);
