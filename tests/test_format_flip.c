@@ -285,8 +285,9 @@ static void test_meta_last_page(void) {
     if (pid == 0) {
         ss_store *s;
         int rc = ss_open(&s, path, SS_OPEN_NOLOCK);
+        if (rc == SS_ECORRUPT && strstr(ss_error_message(), "last page 0")) _exit(0);
         fprintf(stderr, "meta last page 0: %s\n", ss_error_message());
-        _exit(rc == SS_ECORRUPT && strstr(ss_error_message(), "last page 0") ? 0 : 1);
+        _exit(1);
     }
     int st;
     CHECK(waitpid(pid, &st, 0) == pid);
