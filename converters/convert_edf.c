@@ -576,6 +576,8 @@ static int read_list(ss_conv *c, strlist *l, const char *path) {
         char *t = trim(line);
         if (*t && strlist_add(l, t, strlen(t))) rc = ss_conv_error(c, "out of memory");
     }
+    /* getline's -1 is the end of the file or an error (a directory, EIO) */
+    if (rc == 0 && ferror(f)) rc = ss_conv_error(c, "cannot read '%s': %s", path, strerror(errno));
     free(line);
     fclose(f);
     return rc;
@@ -617,6 +619,7 @@ static int read_labels(ss_conv *c, edf_job *job, const char *csv, strlist *paths
         job->lab_index = ni;
         ni[paths->n - 1] = k;
     }
+    if (rc == 0 && ferror(f)) rc = ss_conv_error(c, "cannot read '%s': %s", csv, strerror(errno));
     free(line);
     fclose(f);
     job->lab_paths = paths->v;

@@ -83,7 +83,7 @@ static void ss_verify_field(ss_verifier *v, uint32_t f) {
         if (ss_block_sound(s, &rf->chunks[c], SS_KEY_DATA, f, c)) continue;
         uint64_t first, last;
         ss_chunk_examples(s, f, c, &first, &last);
-        snprintf(v->where, sizeof v->where, "field '%s' chunk %llu", name, (unsigned long long)c);
+        snprintf(v->where, sizeof v->where, "field '%s' data chunk %llu", name, (unsigned long long)c);
         ss_problem(v, "data chunk checksum mismatch", (int)f, c, first, last);
     }
     if (!rf->sequence) return;

@@ -262,6 +262,15 @@ SS_API int ss_writer_append(ss_writer *w, const ss_value *values);
 SS_API int ss_writer_set_attr(ss_writer *w, const char *name, uint32_t type, const void *data,
                               size_t size);
 
+/** Remove an attribute (stored or set earlier through this writer) when the
+ *  writer finishes; a later ss_writer_set_attr() of the same name sets it
+ *  again. Removing an attribute the store does not have is not an error.
+ *  @param[in] w    the writer.
+ *  @param[in] name as for ss_writer_set_attr().
+ *  @return 0; SS_EINVAL (NULL argument, an empty or too long name);
+ *          SS_ESTATE (the writer is finished or broken); SS_ENOMEM. */
+SS_API int ss_writer_remove_attr(ss_writer *w, const char *name);
+
 /** Commit everything appended so far in one LMDB transaction. A writer killed
  *  later can be resumed from here (SS_WRITE_RESUME). The writer commits by
  *  itself every commit_bytes; call this to force a commit point.

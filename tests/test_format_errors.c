@@ -406,7 +406,7 @@ static void test_flipped_bytes(const char *good) {
     CHECK(first != UINT64_MAX);
     CHECK_EQ_U64(sn.p[0].first_example, first);
     CHECK_EQ_U64(sn.p[0].last_example, last);
-    CHECK_MSG("field 'tokens' chunk 5");
+    CHECK_MSG("field 'tokens' data chunk 5");
     CHECK_MSG("checksum mismatch");
     ss_close(s);
 
