@@ -2,6 +2,7 @@
 #include "store.h"
 
 #include "env.h"
+#include "lmdb_check.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -164,6 +165,8 @@ static int ss_open_env(ss_store *s, unsigned flags) {
     /* LMDB maps pages beyond the end of a truncated file, and touching them
      * raises SIGBUS: the file must hold every page the meta page claims. */
     if ((rc = ss_env_check_size(s->env, s->path))) return rc;
+    /* LMDB trusts its pages: check the snapshot's B-trees before it reads them. */
+    if ((rc = ss_lmdb_check(s->env, &s->txn, s->path, 0))) return rc;
     rc = mdb_dbi_open(s->txn, NULL, 0, &s->dbi);
     return rc ? ss__lmdb_fail(rc, s->path) : 0;
 }
@@ -180,6 +183,8 @@ int ss_open(ss_store **out, const char *path, unsigned flags) {
         return ss__fail(SS_ENOTSTORE, "open '%s': not a seqstore store (a directory)", path);
     if (st.st_size == 0)
         return ss__fail(SS_ENOTSTORE, "open '%s': not a seqstore store (empty file)", path);
+    int rc = ss_lmdb_check_file(path, (uint64_t)st.st_size);
+    if (rc) return rc;
     ss_store *s = calloc(1, sizeof *s);
     if (!s || !(s->path = strdup(path))) {
         free(s);
@@ -188,7 +193,7 @@ int ss_open(ss_store **out, const char *path, unsigned flags) {
     s->file_bytes = (uint64_t)st.st_size;
     s->complete = 1;
     pthread_mutex_init(&s->lock, NULL);
-    int rc = ss_open_env(s, flags);
+    rc = ss_open_env(s, flags);
     if (rc == 0) rc = ss_read_header(s, flags);
     if (rc == 0) rc = ss_build_tables(s);
     if (rc == 0) rc = ss_attr_load(s);

@@ -477,8 +477,10 @@ typedef struct ss_verify_problem {
 /** Called for every problem; return non-zero to stop verifying. */
 typedef int (*ss_verify_fn)(void *ctx, const ss_verify_problem *problem);
 
-/** Recompute every checksum (header, index segments, data chunks, attributes)
- *  and check the index for consistency. In a format-version-2 store each
+/** Check the structure of the file's LMDB B-trees (every page, node and
+ *  overflow page header the snapshot reaches), recompute every checksum
+ *  (header, index segments, data chunks, attributes) and check the index for
+ *  consistency. In a format-version-2 store each
  *  checksum is bound to the block's key, so a block found under another key
  *  (a renamed attribute, a chunk key leading to another chunk) is reported;
  *  version 1 checksums cover the payload only (spec/FORMAT.md §11).
@@ -487,7 +489,8 @@ typedef int (*ss_verify_fn)(void *ctx, const ss_verify_problem *problem);
  *  @param[in] ctx    passed to `report` unchanged.
  *  @param[out] problems number of problems found; may be NULL.
  *  @return 0 if the store is sound; SS_ECORRUPT if a problem was found (the
- *          message names the first); SS_EINVAL (NULL store). */
+ *          message names the first, e.g. the damaged LMDB page); SS_EINVAL
+ *          (NULL store); SS_EIO or SS_ENOMEM while checking the B-trees. */
 SS_API int ss_verify(const ss_store *s, ss_verify_fn report, void *ctx, uint64_t *problems);
 
 #ifdef __cplusplus
