@@ -135,6 +135,11 @@ static int ss_open_readonly_env(MDB_env **env, void *vctx) {
     int rc = mdb_env_create(env);
     if (rc) return ss__lmdb_fail(rc, ctx->path);
     mdb_env_set_maxreaders(*env, 1022);
+    /* A map far beyond the file, so that growth by another process's writer
+     * never forces a remap under this process's readers (env.c). */
+    struct stat st;
+    uint64_t map = ss_env_reader_map_bytes(stat(ctx->path, &st) == 0 ? (uint64_t)st.st_size : 0);
+    if (map) mdb_env_set_mapsize(*env, (size_t)map);
     unsigned mflags = MDB_RDONLY | MDB_NOSUBDIR | MDB_NOTLS;
     if (ctx->flags & SS_OPEN_NOLOCK) mflags |= MDB_NOLOCK;
     if (ctx->flags & SS_OPEN_RANDOM) mflags |= MDB_NORDAHEAD;
@@ -152,12 +157,7 @@ static int ss_open_env(ss_store *s, unsigned flags) {
     ss_open_ctx ctx = {s->path, flags};
     int rc = ss_env_acquire(&s->env, s->path, 0, ss_open_readonly_env, &ctx);
     if (rc) return rc;
-    rc = mdb_txn_begin(s->env, NULL, MDB_RDONLY, &s->txn);
-    if (rc == MDB_MAP_RESIZED) {
-        mdb_env_set_mapsize(s->env, 0);
-        rc = mdb_txn_begin(s->env, NULL, MDB_RDONLY, &s->txn);
-    }
-    if (rc) return ss__lmdb_fail(rc, s->path);
+    if ((rc = ss_env_begin_read(s->env, s->path, &s->txn))) return rc;
     /* LMDB maps pages beyond the end of a truncated file, and touching them
      * raises SIGBUS: the file must hold every page the meta page claims. */
     if ((rc = ss_env_check_size(s->env, s->path))) return rc;
