@@ -57,7 +57,7 @@ int ss_cli_usage_error(const char *cmd, const char *fmt, ...) {
 }
 
 int ss_cli_open(ss_store **out, const char *cmd, const char *path, unsigned flags) {
-    int rc = ss_open(out, path, flags);
+    int rc = ss_open(out, path, flags | SS_OPEN_VERIFY); /* the CLI never prints unchecked data */
     if (rc) {
         fprintf(stderr, "seqstore %s: %s\n", cmd, ss_error_message());
         return SS_EXIT_ERROR;

@@ -4,6 +4,7 @@
 #include "env.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 
@@ -125,6 +126,56 @@ static int ss_read_header(ss_store *s, unsigned flags) {
     return 0;
 }
 
+/* The one place where SS_OPEN_VERIFY checks a block (a data chunk or an index
+ * segment) against its checksum. `b` is the payload room after the block
+ * header, as ss_collect() found it. */
+static int ss_block_check(const ss_store *s, char tag, uint32_t field, uint64_t number,
+                          const ss_block *b) {
+    MDB_val v = {b->size + SS_BLOCK_HDR, (void *)(b->data - SS_BLOCK_HDR)};
+    char what[512];
+    snprintf(what, sizeof what, "%s: field '%s': %s %llu", s->path, s->h.fields[field].name,
+             tag == SS_KEY_DATA ? "data chunk" : "index segment", (unsigned long long)number);
+    const unsigned char *payload;
+    uint64_t len;
+    return ss_block_open(&v, 1, what, &payload, &len);
+}
+
+/* SS_OPEN_VERIFY: a verdict slot per data chunk, and every index segment
+ * checked now. The index is small (16 bytes per example) and read by
+ * ss_length(), which cannot report an error, so it is checked at open. */
+static int ss_verify_setup(ss_store *s) {
+    s->verify = 1;
+    for (uint32_t i = 0; i < s->h.nfields; i++) {
+        ss_rfield *rf = &s->f[i];
+        rf->verdict = calloc(rf->nchunks ? rf->nchunks : 1, sizeof *rf->verdict);
+        if (!rf->verdict) return ss__fail(SS_ENOMEM, "%s: out of memory", s->path);
+        for (uint64_t g = 0; rf->sequence && g < rf->nsegments; g++) {
+            int rc = ss_block_check(s, SS_KEY_INDEX, i, g, &rf->segment_blocks[g]);
+            if (rc) return rc;
+        }
+    }
+    return 0;
+}
+
+/* SS_OPEN_VERIFY: 0 if data chunk `chunk` of `field` is sound, hashing it on
+ * its first touch; else SS_ECORRUPT, now and on every later touch. */
+static int ss_chunk_verified(const ss_store *s, uint32_t field, uint64_t chunk, uint64_t index) {
+    _Atomic unsigned char *slot = &s->f[field].verdict[chunk];
+    unsigned char state = atomic_load_explicit(slot, memory_order_acquire);
+    if (state == SS_CHUNK_UNCHECKED) {
+        state = ss_block_check(s, SS_KEY_DATA, field, chunk, &s->f[field].chunks[chunk])
+                    ? SS_CHUNK_CORRUPT
+                    : SS_CHUNK_SOUND;
+        atomic_store_explicit(slot, state, memory_order_release);
+    }
+    if (state == SS_CHUNK_SOUND) return 0;
+    return ss__fail(SS_ECORRUPT,
+                    "%s: field '%s' example %llu: data chunk %llu is corrupt (checksum mismatch; "
+                    "seqstore verify lists every damaged chunk)",
+                    s->path, s->h.fields[field].name, (unsigned long long)index,
+                    (unsigned long long)chunk);
+}
+
 typedef struct ss_open_ctx {
     const char *path;
     unsigned flags;
@@ -188,6 +239,7 @@ int ss_open(ss_store **out, const char *path, unsigned flags) {
     int rc = ss_open_env(s, flags);
     if (rc == 0) rc = ss_read_header(s, flags);
     if (rc == 0) rc = ss_build_tables(s);
+    if (rc == 0 && (flags & SS_OPEN_VERIFY)) rc = ss_verify_setup(s);
     if (rc == 0) rc = ss_attr_load(s);
     if (rc) {
         ss_close(s);
@@ -204,6 +256,7 @@ void ss_close(ss_store *s) {
         free(s->f[i].chunks);
         free(s->f[i].segments);
         free(s->f[i].segment_blocks);
+        free((void *)s->f[i].verdict);
     }
     ss_attr_unload(s);
     if (s->txn) mdb_txn_abort(s->txn);
@@ -284,6 +337,10 @@ int ss_get(const ss_store *s, uint32_t field, uint64_t index, ss_view *out) {
     const ss_block *b = &rf->chunks[chunk];
     if (offset > b->size || rows > (b->size - offset) / rf->row_bytes)
         return ss_bad_location(s, field, index);
+    if (s->verify) {
+        int rc = ss_chunk_verified(s, field, chunk, index);
+        if (rc) return rc;
+    }
     out->data = b->data + offset;
     return 0;
 }

@@ -5,6 +5,7 @@
 #include "layout.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 
 /* A block's payload inside the map. */
 typedef struct ss_block {
@@ -26,9 +27,14 @@ typedef struct ss_rfield {
     uint64_t nchunks;
     ss_block *chunks;
     uint64_t nsegments;
-    const ss_entry **segments; /* entries of each index segment */
-    ss_block *segment_blocks;  /* the same segments as blocks, for verify */
+    const ss_entry **segments;      /* entries of each index segment */
+    ss_block *segment_blocks;       /* the same segments as blocks, for verify */
+    _Atomic unsigned char *verdict; /* SS_OPEN_VERIFY: per chunk, an ss_chunk_state */
 } ss_rfield;
+
+/* What SS_OPEN_VERIFY knows of a data chunk. Two threads may both hash an
+ * unchecked chunk; they store the same verdict, so the race is benign. */
+enum ss_chunk_state { SS_CHUNK_UNCHECKED = 0, SS_CHUNK_SOUND = 1, SS_CHUNK_CORRUPT = 2 };
 
 typedef struct ss_attr_slot {
     char *name;
@@ -49,6 +55,7 @@ struct ss_store {
     uint64_t nattrs;
     uint64_t file_bytes;
     int complete;
+    int verify; /* SS_OPEN_VERIFY: chunks checked on first touch */
     pthread_mutex_t lock;
 };
 
