@@ -144,7 +144,6 @@ static int ss_block_check(const ss_store *s, char tag, uint32_t field, uint64_t 
  * checked now. The index is small (16 bytes per example) and read by
  * ss_length(), which cannot report an error, so it is checked at open. */
 static int ss_verify_setup(ss_store *s) {
-    s->verify = 1;
     for (uint32_t i = 0; i < s->h.nfields; i++) {
         ss_rfield *rf = &s->f[i];
         rf->verdict = calloc(rf->nchunks ? rf->nchunks : 1, sizeof *rf->verdict);
@@ -159,7 +158,8 @@ static int ss_verify_setup(ss_store *s) {
 
 /* SS_OPEN_VERIFY: 0 if data chunk `chunk` of `field` is sound, hashing it on
  * its first touch; else SS_ECORRUPT, now and on every later touch. */
-static int ss_chunk_verified(const ss_store *s, uint32_t field, uint64_t chunk, uint64_t index) {
+__attribute__((noinline)) static int ss_chunk_verified(const ss_store *s, uint32_t field,
+                                                       uint64_t chunk, uint64_t index) {
     _Atomic unsigned char *slot = &s->f[field].verdict[chunk];
     unsigned char state = atomic_load_explicit(slot, memory_order_acquire);
     if (state == SS_CHUNK_UNCHECKED) {
@@ -337,7 +337,9 @@ int ss_get(const ss_store *s, uint32_t field, uint64_t index, ss_view *out) {
     const ss_block *b = &rf->chunks[chunk];
     if (offset > b->size || rows > (b->size - offset) / rf->row_bytes)
         return ss_bad_location(s, field, index);
-    if (s->verify) {
+    /* SS_OPEN_VERIFY: one byte load per view once the chunk is known sound. */
+    if (rf->verdict &&
+        atomic_load_explicit(&rf->verdict[chunk], memory_order_relaxed) != SS_CHUNK_SOUND) {
         int rc = ss_chunk_verified(s, field, chunk, index);
         if (rc) return rc;
     }

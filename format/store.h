@@ -29,7 +29,8 @@ typedef struct ss_rfield {
     uint64_t nsegments;
     const ss_entry **segments;      /* entries of each index segment */
     ss_block *segment_blocks;       /* the same segments as blocks, for verify */
-    _Atomic unsigned char *verdict; /* SS_OPEN_VERIFY: per chunk, an ss_chunk_state */
+    _Atomic unsigned char *verdict; /* SS_OPEN_VERIFY: per chunk, an ss_chunk_state;
+                                       NULL without the flag */
 } ss_rfield;
 
 /* What SS_OPEN_VERIFY knows of a data chunk. Two threads may both hash an
@@ -55,7 +56,6 @@ struct ss_store {
     uint64_t nattrs;
     uint64_t file_bytes;
     int complete;
-    int verify; /* SS_OPEN_VERIFY: chunks checked on first touch */
     pthread_mutex_t lock;
 };
 
