@@ -4,7 +4,7 @@
  * out the wrong byte (no verification, as documented); an SS_OPEN_VERIFY open
  * returns SS_ECORRUPT for every example in that chunk, on every call and from
  * many threads at once, and the right data for every other example; the flat
- * view, the loader and the CLI report it too. A flipped index segment fails
+ * view, the loader, the window reader and the CLI report it too. A flipped index segment fails
  * an SS_OPEN_VERIFY open. The examples of the damaged chunk are found from
  * the map's geometry (which views lie inside the chunk's bytes), not from the
  * code under test. */
@@ -208,6 +208,31 @@ static void test_loader(const char *path) {
     ss_close(s);
 }
 
+/* The window (BPTT) reader reads through ss_get_range: it reports it too. */
+static void test_window(const char *path) {
+    ss_store *s;
+    CHECK_OK(ss_open(&s, path, SS_OPEN_VERIFY));
+    ss_window_options o = SS_WINDOW_OPTIONS_INIT;
+    o.field = 0;
+    o.window = 16;
+    o.lanes = 4;
+    o.threads = 1;
+    ss_window_reader *r;
+    CHECK_OK(ss_window_reader_open(&r, s, &o));
+    const ss_window_batch *b;
+    int rc;
+    uint64_t batches = 0;
+    while ((rc = ss_window_reader_next(r, &b)) == 0 && b->size > 0) {
+        CHECK_OK(ss_window_reader_register(r, b, NULL));
+        batches++;
+    }
+    CHECK_RC(rc, SS_ECORRUPT);
+    CHECK_CONTAINS(ss_error_message(), "data chunk 3 ");
+    CHECK(batches > 0);
+    ss_window_reader_free(r);
+    ss_close(s);
+}
+
 static void test_cli(const char *path) {
     char err[4096];
     int code = ss_test_cli(err, sizeof err, NULL, "cat %s >/dev/null", path);
@@ -252,6 +277,7 @@ int main(void) {
     test_plain_open_trusts(path, in_bad);
     test_verify_open(path, in_bad);
     test_loader(path);
+    test_window(path);
     test_cli(path);
     test_index_segment(clean, ss_test_path("verify-index.ss"));
     printf("ok (%llu examples in the damaged chunk)\n", (unsigned long long)victims);
