@@ -24,8 +24,10 @@
  *    file's used size): max(1 TiB, 4 x the file). It is a read-only,
  *    file-backed MAP_SHARED mapping, so it costs address space only: no
  *    memory, no swap or overcommit charge, and page tables only for pages
- *    touched; mmap, madvise and munmap of it take microseconds (measured with
- *    and without ASan, see ss_env_reader_map_bytes). A 47-bit address space
+ *    touched; mmap, madvise and munmap of it take microseconds (measured: an
+ *    ss_open + ss_close of a small store, which creates and closes the
+ *    environment, takes 51 us with the 1 TiB map against 34 us with a map
+ *    of the file's size; 90 against 65 us under ASan). A 47-bit address space
  *    holds about 100 such maps; when the address space is limited (ulimit -v,
  *    many open files) a probe fails and the map falls back to 4 x the file,
  *    then to LMDB's own size.

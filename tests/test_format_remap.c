@@ -9,17 +9,25 @@
  * and never remap under each other. Each scenario runs in a forked child so
  * that a crash is reported as a failure. Part B forces a small reader map
  * (the test hook of env.h) to check the fallbacks: a shared environment that
- * must grow gives a clean SS_EBUSY, a sole user remaps. */
+ * must grow gives a clean SS_EBUSY, a sole user remaps. Part C limits the
+ * address space: the map falls back to what fits. */
 #include "env.h"
 #include "store.h"
 #include "testutil.h"
 
 #include <pthread.h>
+#include <sys/resource.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define SS_ASAN_CLANG 1
+#endif
+#endif
 
 static const ss_field byte_field = {"bytes", SS_U8, 1, 0, {0}};
 static const ss_schema schema = {1, &byte_field};
@@ -242,6 +250,20 @@ static void scenario_small_map(const char *path) {
     ss_env_set_reader_map_bytes(0);
 }
 
+/* Part C: with the address space limited (ulimit -v), the map falls back to
+ * a size that fits instead of failing the open. */
+static void scenario_limited(const char *path) {
+    CHECK_OK(append_until(path, N0, 1));
+    struct rlimit lim = {4ull << 30, 4ull << 30};
+    CHECK(setrlimit(RLIMIT_AS, &lim) == 0);
+    ss_store *s;
+    CHECK_OK(ss_open(&s, path, 0));
+    CHECK(map_size(s) < SS_READER_MAP_MIN);
+    CHECK(map_size(s) >= file_size(path));
+    check_all(s, N0);
+    ss_close(s);
+}
+
 static void run_forked(void (*scenario)(const char *), const char *path, const char *name) {
     fflush(NULL);
     pid_t pid = fork();
@@ -267,6 +289,10 @@ static void run_forked(void (*scenario)(const char *), const char *path, const c
 int main(void) {
     run_forked(scenario_default, ss_test_path("remap-default.ss"), "default map");
     run_forked(scenario_small_map, ss_test_path("remap-small.ss"), "small map");
+#if !defined(__SANITIZE_ADDRESS__) && !defined(SS_ASAN_CLANG)
+    /* ASan reserves terabytes of shadow: it cannot run under ulimit -v. */
+    run_forked(scenario_limited, ss_test_path("remap-limited.ss"), "limited address space");
+#endif
     printf("ok\n");
     return 0;
 }
