@@ -128,16 +128,15 @@ static int ss_read_header(ss_store *s, unsigned flags) {
 
 /* The one place where SS_OPEN_VERIFY checks a block (a data chunk or an index
  * segment) against its checksum. `b` is the payload room after the block
- * header, as ss_collect() found it. */
+ * header, as ss_collect() found it; *len is set to the checked payload's size. */
 static int ss_block_check(const ss_store *s, char tag, uint32_t field, uint64_t number,
-                          const ss_block *b) {
+                          const ss_block *b, uint64_t *len) {
     MDB_val v = {b->size + SS_BLOCK_HDR, (void *)(b->data - SS_BLOCK_HDR)};
     char what[512];
     snprintf(what, sizeof what, "%s: field '%s': %s %llu", s->path, s->h.fields[field].name,
              tag == SS_KEY_DATA ? "data chunk" : "index segment", (unsigned long long)number);
     const unsigned char *payload;
-    uint64_t len;
-    return ss_block_open(&v, 1, what, &payload, &len);
+    return ss_block_open(&v, 1, what, &payload, len);
 }
 
 /* SS_OPEN_VERIFY: a verdict slot per data chunk, and every index segment
@@ -149,8 +148,18 @@ static int ss_verify_setup(ss_store *s) {
         rf->verdict = calloc(rf->nchunks ? rf->nchunks : 1, sizeof *rf->verdict);
         if (!rf->verdict) return ss__fail(SS_ENOMEM, "%s: out of memory", s->path);
         for (uint64_t g = 0; rf->sequence && g < rf->nsegments; g++) {
-            int rc = ss_block_check(s, SS_KEY_INDEX, i, g, &rf->segment_blocks[g]);
+            /* Entries are read up to the room; the checksum covers `len`. */
+            uint64_t len, want = g + 1 < rf->nsegments ? SS_SEGMENT_ENTRIES
+                                                       : s->h.count + 1 - g * SS_SEGMENT_ENTRIES;
+            int rc = ss_block_check(s, SS_KEY_INDEX, i, g, &rf->segment_blocks[g], &len);
             if (rc) return rc;
+            if (len < want * SS_INDEX_ENTRY)
+                return ss__fail(SS_ECORRUPT,
+                                "%s: field '%s': index segment %llu holds %llu checked bytes, "
+                                "needs %llu",
+                                s->path, s->h.fields[i].name, (unsigned long long)g,
+                                (unsigned long long)len,
+                                (unsigned long long)(want * SS_INDEX_ENTRY));
         }
     }
     return 0;
@@ -163,7 +172,8 @@ __attribute__((noinline)) static int ss_chunk_verified(const ss_store *s, uint32
     _Atomic unsigned char *slot = &s->f[field].verdict[chunk];
     unsigned char state = atomic_load_explicit(slot, memory_order_acquire);
     if (state == SS_CHUNK_UNCHECKED) {
-        state = ss_block_check(s, SS_KEY_DATA, field, chunk, &s->f[field].chunks[chunk])
+        uint64_t len;
+        state = ss_block_check(s, SS_KEY_DATA, field, chunk, &s->f[field].chunks[chunk], &len)
                     ? SS_CHUNK_CORRUPT
                     : SS_CHUNK_SOUND;
         atomic_store_explicit(slot, state, memory_order_release);

@@ -13,6 +13,7 @@
 
 #include <fcntl.h>
 #include <pthread.h>
+#include <xxhash.h>
 #include <unistd.h>
 
 static const ss_field fields[2] = {{"tokens", SS_U16, 1, 0, {0}}, {"label", SS_U32, 0, 0, {0}}};
@@ -257,6 +258,27 @@ static void test_index_segment(const char *clean, const char *path) {
     CHECK(s == NULL);
 }
 
+/* An index segment whose header claims fewer bytes than its entries, with a
+ * checksum recomputed over them: the checksum passes but the entries read
+ * beyond it are unchecked, so a verified open refuses it. */
+static void test_index_segment_short(const char *clean, const char *path) {
+    copy_file(clean, path);
+    ss_store *s;
+    CHECK_OK(ss_open(&s, clean, 0));
+    const ss_block *b = &s->f[0].segment_blocks[0];
+    uint64_t len = (uint64_t)N * SS_INDEX_ENTRY; /* N + 1 entries hold the index */
+    unsigned char hdr[SS_BLOCK_HDR];
+    ss_put_le64(hdr, XXH3_64bits(b->data, len));
+    ss_put_le64(hdr + 8, len);
+    off_t at = file_offset(b, b->data - SS_BLOCK_HDR);
+    ss_close(s);
+    int fd = open(path, O_RDWR);
+    CHECK(fd >= 0 && pwrite(fd, hdr, sizeof hdr, at) == (ssize_t)sizeof hdr);
+    close(fd);
+    CHECK_RC(ss_open(&s, path, SS_OPEN_VERIFY), SS_ECORRUPT);
+    CHECK_CONTAINS(ss_error_message(), "index segment 0 holds");
+}
+
 int main(void) {
     const char *clean = ss_test_path("verify-clean.ss");
     const char *path = ss_test_path("verify-chunk.ss");
@@ -280,6 +302,7 @@ int main(void) {
     test_window(path);
     test_cli(path);
     test_index_segment(clean, ss_test_path("verify-index.ss"));
+    test_index_segment_short(clean, ss_test_path("verify-index-short.ss"));
     printf("ok (%llu examples in the damaged chunk)\n", (unsigned long long)victims);
     return 0;
 }
