@@ -221,7 +221,7 @@ static void ss_cli_drop_locks(void) {
 
 int ss_cli_open(ss_store **out, const char *cmd, const char *path, unsigned flags) {
     ss_cli_note_store(path, flags);
-    int rc = ss_open(out, path, flags);
+    int rc = ss_open(out, path, flags | SS_OPEN_VERIFY); /* the CLI never prints unchecked data */
     if (rc) {
         fprintf(stderr, "seqstore %s: %s\n", cmd, ss_error_message());
         return SS_EXIT_ERROR;
