@@ -406,7 +406,7 @@ int ss_bucket_batches(ss_batcher **out, const ss_bucket *b, const ss_store *stor
     if (!rc) rc = bucket_order(b, sel, shuffle, seed, epoch, order, &n, seg);
     if (!rc && store && options->max_tokens)
         rc = ss_lengths_gather(lens, store, b->fields, b->nkeys, order, n);
-    if (!rc) rc = ss__batch_builder_init(&bb, n);
+    if (!rc) rc = ss__batch_builder_init(&bb, ss__batch_capacity(n, b->nbuckets, options));
     for (uint64_t q = 0, first = 0; q < b->nbuckets && !rc; first = seg[q++]) {
         rc = ss__batch_segment(&bb, order + first, lens + first, seg[q] - first, options);
         if (rc) ss__context(rc, "bucket %" PRIu64, q);

@@ -25,12 +25,19 @@ typedef struct ss_selection ss_selection;
 typedef enum ss_remainder {
     SS_REMAINDER_INCLUDE = 0,  /**< keep them as a smaller last batch */
     SS_REMAINDER_SKIP = 1,     /**< drop them */
-    SS_REMAINDER_DIVISIBLE = 2 /**< refuse (SS_EINVAL) an order whose size is
+    SS_REMAINDER_DIVISIBLE = 2, /**< refuse (SS_EINVAL) an order whose size is
                                     not a multiple of batch_size */
+    SS_REMAINDER_PAD = 3        /**< fill the last batch up to batch_size by
+                                    repeating the order from its start (every
+                                    batch full; PyTorch DistributedSampler) */
 } ss_remainder;
 
 /** Options of ss_batcher_create() and ss_bucket_batches(). Start from
- *  SS_BATCH_OPTIONS_INIT and set batch_size or max_tokens. */
+ *  SS_BATCH_OPTIONS_INIT and set batch_size or max_tokens, not both. Every
+ *  field is honoured or refused: a token-budget field (max_sentences,
+ *  batch_size_multiple > 1, skip_too_long) in fixed-size mode, and
+ *  batch_size or a remainder other than INCLUDE in token-budget mode, are
+ *  SS_EINVAL. */
 typedef struct ss_batch_options {
     unsigned version;             /**< SS_BATCH_OPTIONS_VERSION */
     uint64_t batch_size;          /**< fixed-size mode: examples per batch (> 0) */
@@ -39,8 +46,9 @@ typedef struct ss_batch_options {
                                        n * max_len of a batch stays <= max_tokens */
     uint64_t max_sentences;       /**< token-budget mode: most examples per batch;
                                        0 = no limit */
-    uint64_t batch_size_multiple; /**< token-budget mode: batch sizes a multiple
-                                    of this (0 or 1: any) */
+    uint64_t batch_size_multiple; /**< token-budget mode: m; batch sizes are a
+                                    multiple of m or smaller than m (0 or 1:
+                                    any); see ss_batcher_create() */
     int skip_too_long;            /**< token-budget mode: 1 = skip examples longer
                                        than max_tokens (counted); 0 = error */
 } ss_batch_options;
@@ -59,13 +67,21 @@ typedef struct ss_batcher ss_batcher;
  *  Fixed-size mode (max_tokens == 0): consecutive runs of batch_size
  *  examples, the remainder handled by `remainder`.
  *
- *  Token-budget mode (max_tokens > 0), fairseq's batch_by_size: examples are
- *  added greedily in order; before adding example e (length L_e) to a batch
- *  of n examples whose longest has length M, the batch is closed if n ==
- *  max_sentences or (n + 1) * max(M, L_e) > max_tokens. With
- *  batch_size_multiple m > 1 the closed batch keeps only its first
- *  max(m * floor(n / m), n mod m) examples; the rest start the next batch.
- *  The last batch is always kept.
+ *  Token-budget mode (max_tokens > 0), fairseq's batch_by_size: examples
+ *  are taken in order, and each batch is the longest run of examples from
+ *  its start that fits: n <= max_sentences (if set) and n * M <=
+ *  max_tokens, M the longest length in the run. With batch_size_multiple
+ *  m > 1 a run of n >= m examples that does not reach the end of the order
+ *  is cut down to its first m * floor(n / m) examples, and the next batch
+ *  starts after them. Guaranteed for every batch: n * M <= max_tokens,
+ *  n <= max_sentences, and n is a multiple of m or n < m. A batch has n < m
+ *  when fewer than m examples fit the budget (long examples), when the
+ *  examples cut off a full run cannot share a batch with the example after
+ *  them, or when it is the last batch, which keeps whatever is left (any n).
+ *  fairseq's batch_by_size_vec makes the same promises.
+ *
+ *  Fixed-size mode with SS_REMAINDER_PAD: the last batch is filled up to
+ *  batch_size with order[0], order[1], ... (cyclically if n < batch_size).
  *  @param[out] out    the batcher, in creation order; free it with
  *                     ss_batcher_free().
  *  @param[in] order   n store indices (copied; not checked against a store);
@@ -76,7 +92,8 @@ typedef struct ss_batcher ss_batcher;
  *  @param[in] n       entries of order (and lengths).
  *  @param[in] options required (batch_size or max_tokens must be set).
  *  @return 0; SS_EINVAL (NULL options, an unknown options version,
- *          batch_size 0 in fixed-size mode, a bad remainder, an indivisible
+ *          batch_size 0 in fixed-size mode, a bad remainder, an option of
+ *          the other mode (see ss_batch_options), an indivisible
  *          order with SS_REMAINDER_DIVISIBLE, NULL order with n > 0, NULL
  *          lengths in token-budget mode, or an example longer than
  *          max_tokens without skip_too_long: the message names its index and
