@@ -14,7 +14,7 @@
 #define BUCKET_VERSION 1u                  /* ascending length keys, fixed-width buckets */
 #define BUCKET_VERSION2 2u                 /* + flags at offset 56 */
 #define FLAG_DESCENDING 1u
-#define FLAG_QUANTILE 2u  /* boundaries by mass, not by resolution (R = 0) */
+#define FLAG_QUANTILE 2u  /* estimated boundaries, not by resolution (R = 0) */
 #define FLAG_NO_FIELDS 4u /* keys from an array or callback, not field lengths */
 #define FLAGS_KNOWN 7u
 #define BUCKET_HEADER 64
@@ -91,27 +91,98 @@ static int check_build_args(size_t nkeys, uint64_t resolution) {
 /* Build from a key getter: key k of example i. */
 typedef uint64_t (*key_fn)(const void *ctx, size_t k, uint64_t i);
 
-/* Where the buckets of the sorted items start (see ss_bucket_options):
- * fixed width R, or equal mass of key 0 over at most `maxb` buckets, a cut
- * only between different keys. Returns the bucket count. */
-static uint64_t cut_buckets(const sort_item *it, uint64_t count, size_t nkeys, uint64_t R,
-                            uint64_t maxb, uint64_t *starts) {
-    uint64_t nb = 0, mass = 0, cum = 0;
-    for (uint64_t i = 0; maxb && i < count; i++) mass += it[i].key[0];
+/* Fixed width R: a bucket starts where floor(key / R) changes in some key.
+ * Returns the bucket count. */
+static uint64_t cut_fixed(const sort_item *it, uint64_t count, size_t nkeys, uint64_t R,
+                          uint64_t *starts) {
+    uint64_t nb = 0;
     for (uint64_t i = 0; i < count; i++) {
         int boundary = i == 0;
-        if (!boundary && R)
-            for (size_t k = 0; k < nkeys && !boundary; k++)
-                boundary = it[i].key[k] / R != it[i - 1].key[k] / R;
-        /* equal mass: bucket q ends once the mass before it reaches q/maxb */
-        if (!boundary && maxb && nb < maxb && it[i].key[0] != it[i - 1].key[0])
-            boundary = (__extension__(unsigned __int128) cum * maxb) >=
-                       (__extension__(unsigned __int128) mass * nb);
+        for (size_t k = 0; k < nkeys && !boundary; k++)
+            boundary = it[i].key[k] / R != it[i - 1].key[k] / R;
         if (boundary) starts[nb++] = i;
-        cum += it[i].key[0];
     }
     starts[nb] = count;
     return nb;
+}
+
+#define HIST_CAP 2048 /* histogram bins of the boundary search */
+
+/* The histogram of key 0 along the sorted items: runs of equal keys, merged
+ * into at most HIST_CAP bins of about count / HIST_CAP items (a bin never
+ * splits a run). first[g], cnt[g], sum[g], top[g] (largest key). */
+static uint64_t histogram(const sort_item *it, uint64_t count, uint64_t *first, uint64_t *cnt,
+                          uint64_t *sum, uint64_t *top) {
+    uint64_t g = 0, per = count / HIST_CAP + 1;
+    for (uint64_t i = 0; i < count; i++) {
+        uint64_t v = it[i].key[0];
+        int run_start = i == 0 || v != it[i - 1].key[0];
+        if (run_start && (g == 0 || (cnt[g - 1] >= per && g < HIST_CAP))) {
+            first[g] = i;
+            cnt[g] = sum[g] = top[g] = 0;
+            g++;
+        }
+        cnt[g - 1]++;
+        sum[g - 1] += v;
+        if (v > top[g - 1]) top[g - 1] = v;
+    }
+    return g;
+}
+
+/* Estimated boundaries: cut the histogram into at most maxb contiguous
+ * buckets minimising sum over buckets of (items * largest key - sum of
+ * keys), the padding of a bucket padded to its longest (an upper bound of
+ * its batches' padding), by dynamic programming over the bins,
+ * O(maxb * bins^2). Writes the starts, returns the bucket count in *nb. */
+static int cut_estimated(const sort_item *it, uint64_t count, uint64_t maxb, uint64_t *starts,
+                         uint64_t *nb) {
+    *nb = 0;
+    if (count == 0) {
+        starts[0] = 0;
+        return 0;
+    }
+    uint64_t *h = malloc(4 * HIST_CAP * sizeof *h);
+    if (!h) return ss__fail(SS_ENOMEM, "bucket index: out of memory");
+    uint64_t *first = h, *cnt = h + HIST_CAP, *sum = h + 2 * HIST_CAP, *top = h + 3 * HIST_CAP;
+    uint64_t G = histogram(it, count, first, cnt, sum, top);
+    uint64_t K = maxb < G ? maxb : G;
+    double *f = malloc(K * G * sizeof *f);
+    uint32_t *arg = malloc(K * G * sizeof *arg);
+    if (!f || !arg) {
+        free(h);
+        free(f);
+        free(arg);
+        return ss__fail(SS_ENOMEM, "bucket index: out of memory");
+    }
+    /* f[k*G + b]: least padding of bins 0..b in k+1 buckets; arg: first bin
+     * of the last bucket. Costs run from bin b down to a. */
+    for (uint64_t k = 0; k < K; k++)
+        for (uint64_t b = k; b < G; b++) {
+            double best = -1, c = 0, s = 0, t = 0;
+            uint32_t at = 0;
+            for (uint64_t a = b + 1; a-- > k;) {
+                c += (double)cnt[a];
+                s += (double)sum[a];
+                if ((double)top[a] > t) t = (double)top[a];
+                double v = c * t - s + (k ? f[(k - 1) * G + a - 1] : 0);
+                if (k == 0 && a > 0) continue; /* one bucket covers all */
+                if (best < 0 || v < best) best = v, at = (uint32_t)a;
+            }
+            f[k * G + b] = best;
+            arg[k * G + b] = at;
+        }
+    uint64_t b = G - 1;
+    for (uint64_t k = K; k-- > 0;) {
+        uint32_t a = arg[k * G + b];
+        starts[k] = first[a];
+        b = a ? a - 1 : 0;
+    }
+    starts[K] = count;
+    *nb = K;
+    free(h);
+    free(f);
+    free(arg);
+    return 0;
 }
 
 static int build(ss_bucket **out, key_fn get, const void *ctx, const uint32_t *fields, size_t nkeys,
@@ -132,8 +203,18 @@ static int build(ss_bucket **out, key_fn get, const void *ctx, const uint32_t *f
         it[i].idx = i;
     }
     qsort(it, (size_t)count, sizeof *it, flags & FLAG_DESCENDING ? item_cmp_desc : item_cmp);
-    uint64_t *perm = owned, *starts = owned + count;
-    uint64_t nb = cut_buckets(it, count, nkeys, resolution, maxb, starts);
+    uint64_t *perm = owned, *starts = owned + count, nb = 0;
+    int rc = 0;
+    if (maxb)
+        rc = cut_estimated(it, count, maxb, starts, &nb);
+    else
+        nb = cut_fixed(it, count, nkeys, resolution, starts);
+    if (rc) {
+        free(b);
+        free(it);
+        free(owned);
+        return rc;
+    }
     for (uint64_t i = 0; i < count; i++) perm[i] = it[i].idx;
     free(it);
     /* Within a bucket, store index order (torchnet's BucketSortedDataset). */

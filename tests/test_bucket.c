@@ -507,18 +507,50 @@ static void test_torchnet(void) {
     CHECK(b == NULL);
 }
 
-/* Equal-mass buckets against the documented rule, computed naively: sorted
- * keys; a cut before position i when key[i] != key[i-1], fewer than M
- * buckets so far (q) and M * (sum of keys before i) >= q * total. */
-static void test_equal_mass(void) {
+/* Padding cost of buckets of sorted values: sum of (count * max - sum). */
+static uint64_t cost_of(const uint64_t *v, uint64_t n, const uint64_t *starts, uint64_t nb) {
+    uint64_t c = 0;
+    for (uint64_t q = 0; q < nb; q++) {
+        uint64_t mx = 0, sm = 0;
+        for (uint64_t i = starts[q]; i < starts[q + 1]; i++) {
+            if (v[i] > mx) mx = v[i];
+            sm += v[i];
+        }
+        c += (starts[q + 1] - starts[q]) * mx - sm;
+    }
+    (void)n;
+    return c;
+}
+
+/* Estimated boundaries against brute force: every set of at most M - 1 cuts
+ * between distinct values of a small key set; the index's buckets must cost
+ * exactly the minimum, cut only between different keys, and list their
+ * examples in index order. */
+static void test_estimated(void) {
     uint64_t rng = 12;
-    for (int round = 0; round < 200; round++) {
-        uint64_t n = ss_test_rand(&rng) % 2000, M = 1 + ss_test_rand(&rng) % 20;
-        uint64_t *k = malloc((n + 1) * 8), *sorted = malloc((n + 1) * 8);
-        int tail = (int)(ss_test_rand(&rng) % 2);
+    for (int round = 0; round < 300; round++) {
+        uint64_t n = 1 + ss_test_rand(&rng) % 60, M = 1 + ss_test_rand(&rng) % 5;
+        uint64_t k[64], sorted[64], runs[64], nr = 0;
         for (uint64_t i = 0; i < n; i++) {
-            k[i] = ss_test_rand(&rng) % 80;
-            if (tail && ss_test_rand(&rng) % 20 == 0) k[i] += ss_test_rand(&rng) % 1000;
+            k[i] = ss_test_rand(&rng) % 12;
+            if (ss_test_rand(&rng) % 8 == 0) k[i] += ss_test_rand(&rng) % 100;
+        }
+        uint64_t m = 0;
+        for (uint64_t v = 0; v < 112; v++)
+            for (uint64_t i = 0; i < n; i++)
+                if (k[i] == v) sorted[m++] = v;
+        for (uint64_t i = 0; i < n; i++)
+            if (i == 0 || sorted[i] != sorted[i - 1]) runs[nr++] = i; /* possible cuts */
+        uint64_t best = UINT64_MAX;
+        for (uint64_t mask = 0; mask < (1ull << (nr - 1)); mask++) { /* cut before runs[j+1] */
+            uint64_t st[64], nb = 0;
+            st[nb++] = 0;
+            for (uint64_t j = 0; j + 1 < nr; j++)
+                if (mask >> j & 1) st[nb++] = runs[j + 1];
+            if (nb > M) continue;
+            st[nb] = n;
+            uint64_t c = cost_of(sorted, n, st, nb);
+            if (c < best) best = c;
         }
         const uint64_t *keys[1] = {k};
         ss_bucket_options o = SS_BUCKET_OPTIONS_INIT;
@@ -528,35 +560,21 @@ static void test_equal_mass(void) {
         ss_bucket *b;
         CHECK_OK(ss_bucket_create(&b, NULL, NULL, 1, &o));
         CHECK_EQ_U64(ss_bucket_resolution(b), 0);
-        /* naive: insertion-free counting sort of the keys */
-        uint64_t m = 0, total = 0;
-        for (uint64_t v = 0; v < 1080; v++)
-            for (uint64_t i = 0; i < n; i++)
-                if (k[i] == v) sorted[m++] = v;
-        for (uint64_t i = 0; i < n; i++) total += k[i];
-        uint64_t q = 0, cum = 0, starts[32];
-        for (uint64_t i = 0; i < n; i++) {
-            if (i == 0 || (sorted[i] != sorted[i - 1] && q < M && M * cum >= q * total))
-                starts[q++] = i;
-            cum += sorted[i];
-        }
-        starts[q] = n;
-        CHECK(q <= M);
-        CHECK_EQ_U64(ss_bucket_count(b), q);
+        uint64_t nb = ss_bucket_count(b);
         const uint64_t *st = ss_bucket_starts(b), *p = ss_bucket_permutation(b);
-        for (uint64_t j = 0; j <= q; j++) CHECK_EQ_U64(st[j], starts[j]);
-        for (uint64_t j = 0; j < q; j++)
-            for (uint64_t i = st[j]; i < st[j + 1]; i++) {
-                CHECK(k[p[i]] >= sorted[st[j]] && k[p[i]] <= sorted[st[j + 1] - 1]);
-                CHECK(i == st[j] || p[i - 1] < p[i]); /* index order inside */
+        CHECK(nb >= 1 && nb <= M);
+        for (uint64_t q = 1; q < nb; q++) CHECK(sorted[st[q]] != sorted[st[q] - 1]);
+        CHECK_EQ_U64(cost_of(sorted, n, st, nb), best);
+        for (uint64_t q = 0; q < nb; q++)
+            for (uint64_t i = st[q]; i < st[q + 1]; i++) {
+                CHECK(k[p[i]] >= sorted[st[q]] && k[p[i]] <= sorted[st[q + 1] - 1]);
+                CHECK(i == st[q] || p[i - 1] < p[i]); /* index order inside */
             }
         ss_bucket_free(b);
-        free(k);
-        free(sorted);
     }
 }
 
-/* A stored descending equal-mass index reopens with the same arrays. */
+/* A stored descending index with estimated boundaries reopens with the same arrays. */
 static void test_store_v2(void) {
     const char *data[6] = {"aaaa", "a", "aa", "aaaaaa", "aaa", "a"};
     ss_store *s = strings_store("v2.ss", data, 6);
@@ -576,9 +594,10 @@ static void test_store_v2(void) {
     ss_bucket *r;
     CHECK_OK(ss_bucket_open(&r, s, "m"));
     CHECK(ss_bucket_descending(r) && ss_bucket_resolution(r) == 0);
-    /* lengths 6 4 3 2 1 1, mass 17: the cut once the mass before reaches
-     * 17/2: 6 + 4 = 10 -> buckets {3, 0} {4, 2, 1, 5} */
-    uint64_t want[6] = {0, 3, 1, 2, 4, 5};
+    /* lengths 6 4 3 2 1 1 (examples 3 0 4 2 1 5) in two buckets: {6 4} {3 2
+     * 1 1} and {6 4 3} {2 1 1} both pad 7, the least; the later cut is kept
+     * -> {0 3 4} {1 2 5} */
+    uint64_t want[6] = {0, 3, 4, 1, 2, 5};
     check_order(r, want, 6);
     check_index(r, ss_bucket_permutation(b), 6, ss_bucket_starts(b), 2);
     ss_bucket_free(r);
@@ -588,7 +607,7 @@ static void test_store_v2(void) {
 
 int main(void) {
     test_torchnet();
-    test_equal_mass();
+    test_estimated();
     test_store_v2();
     test_hand();
     test_property();

@@ -167,8 +167,8 @@ SS_API int ss_batcher_padding(const ss_batcher *b, const ss_store *store, const 
  *  lengths {2, 1, 1} of examples 0, 1, 2 form one bucket, in the order
  *  0, 1, 2). Fixed-width buckets (resolution R) start where floor(key / R)
  *  changes for some key, so examples of one bucket have, in every key,
- *  keys within one range [q * R, (q + 1) * R). Equal-mass buckets: see
- *  ss_bucket_options. */
+ *  keys within one range [q * R, (q + 1) * R). Estimated boundaries: see
+ *  ss_bucket_options.max_buckets. */
 typedef struct ss_bucket ss_bucket;
 
 /** Key of a bucket index from a callback: key `key` (0..nkeys-1) of
@@ -181,14 +181,18 @@ typedef uint64_t (*ss_bucket_key_fn)(void *user, size_t key, uint64_t index);
 typedef struct ss_bucket_options {
     unsigned version;            /**< SS_BUCKET_OPTIONS_VERSION */
     uint64_t resolution;         /**< > 0: fixed-width buckets of width R */
-    uint64_t max_buckets;        /**< > 0: equal-mass buckets (resolution 0): the
-                                      sorted examples are cut, between two different
-                                      first keys only, where the running sum of the
-                                      first key reaches q / max_buckets of its total
-                                      (q = 1, 2, ...), as speech toolkits cut duration
-                                      buckets at quantiles: at most max_buckets
-                                      buckets of about equal token mass, narrow where
-                                      lengths are dense */
+    uint64_t max_buckets;        /**< > 0 (resolution 0): estimated boundaries: at
+                                      most max_buckets buckets, cut between different
+                                      first keys so as to minimise the padding of the
+                                      buckets, sum of (examples * longest - total
+                                      length), an upper bound of their batches'
+                                      padding. Exact over the histogram of the first
+                                      key (dynamic programming, O(max_buckets * D^2)
+                                      for D distinct keys); with D > 2048 the keys are
+                                      first grouped into 2048 bins of about equal
+                                      counts, a bin never splitting a key. Narrow
+                                      buckets where lengths are dense, as speech
+                                      toolkits cut duration buckets at quantiles */
     int descending;              /**< 1: sort keys descending (longest first) */
     const uint64_t *const *keys; /**< NULL, or nkeys arrays of `count` keys (any
                                       meaning: a duration, a priority); read during the
@@ -205,10 +209,10 @@ typedef struct ss_bucket_options {
 
 /** Build a bucket index in memory with options: keys from the store's
  *  lengths of `fields` (default), from `options.keys` or from
- *  `options.key_fn`; fixed-width or equal-mass buckets; ascending or
- *  descending. The index owns its arrays and does not borrow the store.
+ *  `options.key_fn`; fixed-width buckets or estimated boundaries; ascending
+ *  or descending. The index owns its arrays and does not borrow the store.
  *  An index stored with ss_bucket_set() records its flags (layout version 2
- *  when descending, equal-mass or keyed without fields).
+ *  when descending, with estimated boundaries or keyed without fields).
  *  @param[out] out     the index; free it with ss_bucket_free().
  *  @param[in]  store   the store (required for length keys; else may be
  *                      NULL); read during the call only.
