@@ -546,7 +546,7 @@ static int setup_fields(ss_loader *l) {
         }
         ss_collate_field *o = &l->cfields[k];
         *o = l->o.fields ? l->o.fields[k] : def;
-        if (o->version != SS_COLLATE_FIELD_VERSION || !o->name)
+        if ((o->version != SS_COLLATE_FIELD_VERSION && o->version != 1) || !o->name)
             return ss__fail(SS_EINVAL, "ss_loader_open: output field %u: bad version or no name",
                             k);
         int idx = ss_field_index(st, o->name);
