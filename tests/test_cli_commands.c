@@ -745,6 +745,20 @@ static void test_lock_files(void) {
         if (lock_exists(s)) fprintf(stderr, "after: seqstore %s\n", line);
         CHECK(!lock_exists(s));
     }
+    /* a store read as an input of another command (a vocabulary, an export) */
+    char words[800], out[800];
+    snprintf(words, sizeof words, "%s", ss_test_path("lock-words.ss"));
+    snprintf(out, sizeof out, "%s", ss_test_path("lock-out"));
+    EXPECT_RUN(0, "convert text --quiet --force --tokens words --doc-sep %% %s -o '%s'", FORTUNES,
+               words);
+    CHECK(!lock_exists(words));
+    EXPECT_RUN(0, "convert text --quiet --force --tokens words --vocab '%s' %s -o '%s.ss'", words,
+               FORTUNES, out);
+    CHECK(!lock_exists(words));
+    EXPECT_RUN(0, "export '%s' --format jsonl -o '%s.jsonl'", words, out);
+    CHECK(!lock_exists(words));
+    EXPECT_RUN(0, "export megatron '%s' '%s-mm' --force", words, out);
+    CHECK(!lock_exists(words));
     /* another process (this one) has the store open: its lock file stays */
     ss_store *st;
     CHECK_OK(ss_open(&st, s, 0));
