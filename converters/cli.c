@@ -19,7 +19,7 @@ typedef struct ss_command {
 
 static const ss_command ss_commands[] = {
     {"convert", ss_cmd_convert,
-     "convert source files (text, parallel, edf, idx, npy) into a store"},
+     "convert source files (text, jsonl, parallel, megatron, edf, idx, npy) into a store"},
     {"info", ss_cmd_info, "examples, fields, length statistics, attributes of a store"},
     {"verify", ss_cmd_verify, "recompute every checksum of a store"},
     {"cat", ss_cmd_cat, "print examples as text"},

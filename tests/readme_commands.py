@@ -1,17 +1,18 @@
 #!/usr/bin/python3
-"""readme_commands.py BUILD_DIR SOURCE_DIR MAKE_RECORDINGS MARKDOWN... - run every
-shell command of README.md and examples/README.md as written, and fail on any
-that does not run.
+"""readme_commands.py BUILD_DIR SOURCE_DIR MARKDOWN... - run every shell command
+of README.md and examples/README.md as written, and fail on any that does not
+run.
 
-Every line of a ```sh block runs, in order, in one bash per file (so a block
-may use what an earlier one made), with `set -e`, in a scratch directory that
-looks like the repository's root: `build` is the build tree and every other
-top-level entry of the source tree is linked in. The data README's commands
-name are prepared first: train.de/train.en (line-aligned), recordings/*.edf
-and labels.csv. Not run: the Quick start (CI itself is those two commands)
-and `cmake` build lines (the build tree exists; CI built it). A benchmark may
-take minutes: a command still running after SS_README_TIMEOUT seconds
-(default 20) counts as running; one that ends must end with status 0."""
+Every line of a ```sh block runs, in order, each in its own `bash -e`, in one
+scratch directory per run that looks like the repository's root: `build` is
+the build tree and every other top-level entry of the source tree is linked
+in. Nothing else is prepared: README's commands make the data they use from
+packaged files, so a reader can run them too. A line `export NAME=VALUE`
+sets NAME for the lines after it, as in a shell session. Not run: the Quick
+start (CI itself is those two commands) and `cmake` lines (the build tree
+exists; CI built it). A benchmark may take minutes: a command still running
+after SS_README_TIMEOUT seconds (default 20) counts as running; one that ends
+must end with status 0."""
 import os
 import re
 import shutil
@@ -45,33 +46,45 @@ def commands(path):
     return cmds
 
 
-def prepare(work, build, source, make_recordings):
+def prepare(work, build, source):
     os.symlink(build, os.path.join(work, 'build'))
-    for name in os.listdir(source):
+    # The repository's own entries only: a store the reader made in the
+    # source tree (the Quick start's fortunes.ss) must not be there.
+    r = subprocess.run(['git', '-C', source, 'ls-tree', '--name-only', 'HEAD'],
+                       capture_output=True, text=True)
+    names = r.stdout.split() if r.returncode == 0 else os.listdir(source)
+    for name in names:
         if name not in ('build', '.git') and not name.startswith('build-'):
             os.symlink(os.path.join(source, name), os.path.join(work, name))
-    fortunes = open('/usr/share/games/fortunes/fortunes', encoding='utf-8').read().split('\n')
-    lines = [l for l in fortunes if l.strip() and l != '%'][:2000]
-    with open(os.path.join(work, 'train.en'), 'w') as en, open(os.path.join(work, 'train.de'), 'w') as de:
-        for l in lines:
-            en.write(l + '\n')
-            de.write(' '.join(reversed(l.split())) + '\n')  # a stand-in "translation"
-    os.mkdir(os.path.join(work, 'recordings'))
-    subprocess.run([make_recordings, os.path.join(work, 'recordings'), '6',
-                    os.path.join(work, 'labels.csv')], check=True)
+
+
+def run_export(cmd, work, env):
+    """`export NAME=VALUE`: VALUE expanded by bash, kept for the next lines."""
+    m = re.match(r'^export\s+([A-Za-z_][A-Za-z0-9_]*)=', cmd)
+    if not m:
+        return False
+    name = m.group(1)
+    r = subprocess.run(['bash', '-ec', f'{cmd}\nprintf %s "${name}"'], cwd=work, env=env,
+                       stdin=subprocess.DEVNULL, capture_output=True, text=True, check=True)
+    env[name] = r.stdout
+    return True
 
 
 def main():
-    build, source, make_recordings, files = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
+    build, source, files = sys.argv[1], sys.argv[2], sys.argv[3:]
     timeout = float(os.environ.get('SS_README_TIMEOUT', '20'))
     work = tempfile.mkdtemp(prefix='ss-readme-')
     failed = ran = 0
     try:
-        prepare(work, os.path.abspath(build), os.path.abspath(source), make_recordings)
+        prepare(work, os.path.abspath(build), os.path.abspath(source))
         env = dict(os.environ)
+        env['HOME'] = work  # nothing a command writes lands outside the scratch directory
         for path in files:
             for where, cmd in commands(path):
                 ran += 1
+                if run_export(cmd, work, env):
+                    print(f'{where}: ok: {cmd}')
+                    continue
                 try:
                     r = subprocess.run(['bash', '-ec', cmd], cwd=work, env=env, timeout=timeout,
                                        stdin=subprocess.DEVNULL, capture_output=True, text=True)

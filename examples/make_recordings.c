@@ -1,10 +1,15 @@
-/* make_recordings.c - `make_recordings DIR N`: N small EDF+ recordings
- * (DIR/rec001.edf ..., 60 s, six "EEG Xx" channels at 256 Hz, written with
- * EDFlib) and DIR/../labels.csv, the data README's EDF commands run on. */
+/* make_recordings.c - `make_recordings DIR N LABELS.csv`: N small synthetic
+ * EDF+ recordings (DIR/rec001.edf ..., 60 s, six "EEG Xx" channels at 256 Hz,
+ * one annotation each, written with EDFlib) and a labels file naming each
+ * recording's class: the data README's EDF commands run on, for trying them
+ * without a clinical data set. */
 #include <edflib.h>
 #include <math.h>
 #include <stdio.h>
+#include <errno.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
 
 static const char *const LABELS[] = {"EEG Fp1", "EEG Fp2", "EEG F3", "EEG F4", "EEG C3", "EEG C4"};
 #define NCH 6
@@ -36,11 +41,23 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: make_recordings DIR N LABELS.csv\n");
         return 2;
     }
-    int n = atoi(argv[2]);
+    char *end;
+    long n = strtol(argv[2], &end, 10);
+    if (*end || n < 1 || n > 999) {
+        fprintf(stderr, "make_recordings: N must be 1..999, not '%s'\n", argv[2]);
+        return 2;
+    }
+    if (mkdir(argv[1], 0777) != 0 && errno != EEXIST) {
+        fprintf(stderr, "make_recordings: cannot create %s: %s\n", argv[1], strerror(errno));
+        return 1;
+    }
     FILE *labels = fopen(argv[3], "w");
-    if (!labels) return 1;
+    if (!labels) {
+        fprintf(stderr, "make_recordings: cannot write %s: %s\n", argv[3], strerror(errno));
+        return 1;
+    }
     fprintf(labels, "path,label\n");
-    for (int i = 1; i <= n; i++) {
+    for (int i = 1; i <= (int)n; i++) {
         char path[4096];
         snprintf(path, sizeof path, "%s/rec%03d.edf", argv[1], i);
         if (write_rec(path, i)) {
