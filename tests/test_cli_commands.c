@@ -826,6 +826,10 @@ static void test_conventions(void) {
     EXPECT_RUN(0, "split add '%s' x 3", s);
     EXPECT_RUN(0, "split show '%s' x", s);
     EXPECT_OUT("1 of 431 examples in 1 range\n");
+    /* convert's summary: "1 example, 1 element" */
+    const char *one = put_file("one.txt", "x\n", 2);
+    EXPECT_RUN(0, "convert lines '%s' -o '%s' --force", one, ss_test_path("one.ss"));
+    EXPECT_ERR("seqstore convert: 1 example, 1 element,");
 }
 
 /* With arguments, only the named tests run (e.g. `test_cli_commands range_limits`). */
