@@ -33,9 +33,9 @@ typedef struct cfield {
     uint64_t out_rb; /* output bytes per row */
     int affine;
     ss__affine aff;
-    unsigned char pad_elem[8];
+    _Alignas(8) unsigned char pad_elem[8]; /* one element of the output dtype */
     ss_dtype mask_dtype; /* of the mask elements; 0: no mask */
-    unsigned char mask_on[8], mask_off[8];
+    _Alignas(8) unsigned char mask_on[8], mask_off[8]; /* written as int64_t, double... */
     /* library-owned outputs */
     void *data, *mask;
     uint64_t data_cap, mask_cap;
