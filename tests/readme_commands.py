@@ -3,7 +3,8 @@
 of README.md and examples/README.md as written, and fail on any that does not
 run.
 
-Every line of a ```sh block runs, in order, each in its own `bash -e`, in one
+Every line of a ```sh block (and every ```python block, whole) runs, in
+order, each in its own `bash -e`, in one
 scratch directory per run that looks like the repository's root: `build` is
 the build tree and every other top-level entry of the source tree is linked
 in. Nothing else is prepared: README's commands make the data they use from
@@ -15,6 +16,7 @@ after SS_README_TIMEOUT seconds (default 20) counts as running; one that ends
 must end with status 0."""
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -22,7 +24,9 @@ import tempfile
 
 
 def commands(path):
-    cmds, section, block = [], '', None
+    """(where, command) for each shell line, and for each ```python block one
+    command that runs the whole block with /usr/bin/python3."""
+    cmds, section, block, lang, code = [], '', None, '', []
     with open(path, encoding='utf-8') as f:
         lines = f.read().split('\n')
     i = 0
@@ -30,10 +34,14 @@ def commands(path):
         line = lines[i]
         if block is None and line.startswith('#'):
             section = line
-        if block is None and line.strip() in ('```sh', '```bash'):
-            block = i + 1
+        if block is None and line.strip() in ('```sh', '```bash', '```python'):
+            block, lang, code = i + 1, line.strip()[3:], []
         elif block is not None and line.strip() == '```':
+            if lang == 'python' and not section.startswith('## Quick start'):
+                cmds.append((f'{path}:{block}', '/usr/bin/python3 -c ' + shlex.quote('\n'.join(code))))
             block = None
+        elif block is not None and lang == 'python':
+            code.append(line)
         elif block is not None and not section.startswith('## Quick start'):
             cmd, first = line, i + 1
             while cmd.endswith('\\'):
