@@ -13,25 +13,6 @@ static char g_err[1 << 16]; /* stderr of the last run */
 static char *g_out;         /* stdout of the last run */
 static size_t g_outlen;
 
-static char *read_file(const char *path, size_t *size) {
-    FILE *f = fopen(path, "rb");
-    CHECK(f);
-    size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap + 1);
-    CHECK(buf);
-    for (size_t r; (r = fread(buf + n, 1, cap - n, f)) > 0;) {
-        n += r;
-        if (n == cap) {
-            CHECK((buf = realloc(buf, 2 * cap + 1)) != NULL);
-            cap *= 2;
-        }
-    }
-    fclose(f);
-    buf[n] = 0;
-    *size = n;
-    return buf;
-}
-
 /* Run `seqstore ARGS` under a 60 s timeout (a wrapped count must not hang the
  * test); stdout in g_out, stderr in g_err. Returns the exit code. */
 static int run(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -46,11 +27,11 @@ static int run(const char *fmt, ...) {
     snprintf(cmd, sizeof cmd, "exec timeout 60 %s %s > '%s' 2> '%s'", SS_CLI, args, out, err);
     int st = system(cmd);
     size_t n;
-    char *e = read_file(err, &n);
+    char *e = ss_test_read_file(err, &n);
     snprintf(g_err, sizeof g_err, "%s", e);
     free(e);
     free(g_out);
-    g_out = read_file(out, &g_outlen);
+    g_out = ss_test_read_file(out, &g_outlen);
     if (WIFSIGNALED(st)) return 128 + WTERMSIG(st);
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
@@ -273,7 +254,7 @@ static void test_non_utf8(void) {
  * LMDB's free pages); returns the number of copies. */
 static int flip_marker(const char *path, const char *marker) {
     size_t n, m = strlen(marker);
-    char *d = read_file(path, &n);
+    char *d = ss_test_read_file(path, &n);
     int copies = 0;
     for (char *p = d; (p = memmem(p, n - (size_t)(p - d), marker, m)) != NULL; p += m, copies++)
         p[m / 2] ^= 1;
@@ -437,7 +418,7 @@ static void test_export(void) {
     char *want = strdup(g_out);
     EXPECT_RUN(0, "export '%s' --format jsonl -o '%s' --range 3:30", s, jl);
     size_t n;
-    char *got = read_file(jl, &n);
+    char *got = ss_test_read_file(jl, &n);
     CHECK(strcmp(want, got) == 0);
     free(got);
     free(want);
