@@ -186,7 +186,19 @@ static int check_options(const ss_sampler_options *o, uint64_t nsel, uint64_t to
                         o->num_samples);
     if (o->kind == SS_SAMPLE_WEIGHTED && !o->weights && nsel)
         return ss__fail(SS_EINVAL, "sampler: kind WEIGHTED needs weights");
+    /* Options of other kinds would be silently ignored: refuse them. */
+    if (!draws && o->num_samples)
+        return ss__fail(SS_EINVAL, "sampler: num_samples applies to kinds REPLACEMENT and "
+                                   "WEIGHTED only");
+    if (o->kind != SS_SAMPLE_WEIGHTED && o->weights)
+        return ss__fail(SS_EINVAL, "sampler: weights apply to kind WEIGHTED only");
+    int v2 = o->version >= 2;
+    if (o->kind != SS_SAMPLE_BLOCK_SHUFFLE &&
+        (o->block_size || o->window_blocks || (v2 && (o->block_bytes || o->store || o->bucket))))
+        return ss__fail(SS_EINVAL, "sampler: block_size, window_blocks, block_bytes, store and "
+                                   "bucket apply to kind BLOCK_SHUFFLE only");
     if (o->kind != SS_SAMPLE_BLOCK_SHUFFLE) return 0;
+
     if (o->block_bytes && !o->store)
         return ss__fail(SS_EINVAL, "sampler: block_bytes needs the store (options.store)");
     if (o->block_bytes && ss_count(o->store) != total)
@@ -379,11 +391,11 @@ int ss_sampler_create(ss_sampler **out, const ss_selection *sel,
     if (!o.world_size) o.world_size = 1;
     if (!o.num_workers) o.num_workers = 1;
     if (!o.batch_size) o.batch_size = 1;
-    if (!o.block_size) o.block_size = 1024;
-    if (!o.window_blocks) o.window_blocks = 4;
     uint64_t nsel = ss_selection_count(sel);
     int rc = check_options(&o, nsel, ss_selection_total(sel));
     if (rc) return rc;
+    if (!o.block_size) o.block_size = 1024;
+    if (!o.window_blocks) o.window_blocks = 4;
     ss_sampler *s = calloc(1, sizeof *s);
     if (!s) return ss__fail(SS_ENOMEM, "sampler: out of memory");
     const double *weights = o.weights;

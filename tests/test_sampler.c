@@ -173,8 +173,10 @@ static void test_sharding_elastic(void) {
         o.kind = round % 3 == 0   ? SS_SAMPLE_SEQUENTIAL
                  : round % 3 == 1 ? SS_SAMPLE_SHUFFLE
                                   : SS_SAMPLE_BLOCK_SHUFFLE;
-        o.block_size = 5;
-        o.window_blocks = 2;
+        if (o.kind == SS_SAMPLE_BLOCK_SHUFFLE) { /* refused with other kinds */
+            o.block_size = 5;
+            o.window_blocks = 2;
+        }
         o.seed = (uint64_t)round;
         o.drop_last = round % 2;
         const uint64_t GB = 12; /* global batch */
@@ -229,8 +231,8 @@ static void test_resume(void) {
         o.worker = 1;
         o.batch_size = 4;
         o.infinite = 1;
-        o.weights = w;
-        o.block_size = 8;
+        if (o.kind == SS_SAMPLE_WEIGHTED) o.weights = w; /* refused with other kinds */
+        if (o.kind == SS_SAMPLE_BLOCK_SHUFFLE) o.block_size = 8;
         const uint64_t total = 200;
         uint64_t ref[200], got[200];
         ss_sampler *s;
@@ -724,6 +726,37 @@ static void test_errors_and_lengths(void) {
     o.kind = SS_SAMPLE_SEQUENTIAL;
     o.version = 99;
     CHECK_RC(ss_sampler_create(&s, sel, &o), SS_EINVAL);
+    /* Fields a kind does not use are refused, never silently ignored. */
+    double w10[10] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+    o = (ss_sampler_options)SS_SAMPLER_OPTIONS_INIT;
+    o.num_samples = 5; /* SEQUENTIAL draws no samples */
+    CHECK_RC(ss_sampler_create(&s, sel, &o), SS_EINVAL);
+    CHECK(strstr(ss_error_message(), "num_samples"));
+    o = (ss_sampler_options)SS_SAMPLER_OPTIONS_INIT;
+    o.kind = SS_SAMPLE_SHUFFLE;
+    o.weights = w10;
+    CHECK_RC(ss_sampler_create(&s, sel, &o), SS_EINVAL);
+    CHECK(strstr(ss_error_message(), "weights"));
+    o = (ss_sampler_options)SS_SAMPLER_OPTIONS_INIT;
+    o.kind = SS_SAMPLE_SHUFFLE;
+    o.block_size = 4;
+    CHECK_RC(ss_sampler_create(&s, sel, &o), SS_EINVAL);
+    CHECK(strstr(ss_error_message(), "block_size"));
+    o.block_size = 0;
+    o.window_blocks = 2;
+    CHECK_RC(ss_sampler_create(&s, sel, &o), SS_EINVAL);
+    o.window_blocks = 0;
+    o.kind = SS_SAMPLE_WEIGHTED; /* the same fields with their kind are accepted */
+    o.weights = w10;
+    o.num_samples = 5;
+    CHECK_OK(ss_sampler_create(&s, sel, &o));
+    ss_sampler_free(s);
+    o = (ss_sampler_options)SS_SAMPLER_OPTIONS_INIT;
+    o.kind = SS_SAMPLE_BLOCK_SHUFFLE;
+    o.block_size = 4;
+    o.window_blocks = 2;
+    CHECK_OK(ss_sampler_create(&s, sel, &o));
+    ss_sampler_free(s);
     /* Infinite sampler over an empty selection returns nothing, never spins. */
     ss_selection *empty;
     CHECK_OK(ss_selection_parse(&empty, "", 10));
