@@ -12,19 +12,11 @@ typedef struct ss_verify_out {
 static int ss_report(void *ctx, const ss_verify_problem *p) {
     ss_verify_out *o = ctx;
     if (o->quiet) return 0;
-    if (p->field >= 0) {
-        ss_field f;
-        ss_field_info(o->s, (uint32_t)p->field, &f);
-        if (p->last_example > p->first_example)
-            fprintf(stderr, "seqstore verify: field '%s' chunk %llu: %s (examples %llu to %llu)\n",
-                    f.name, (unsigned long long)p->chunk, p->what,
-                    (unsigned long long)p->first_example, (unsigned long long)p->last_example - 1);
-        else
-            fprintf(stderr, "seqstore verify: field '%s' chunk %llu: %s\n", f.name,
-                    (unsigned long long)p->chunk, p->what);
-    } else {
-        fprintf(stderr, "seqstore verify: %s (%llu)\n", p->what, (unsigned long long)p->chunk);
-    }
+    if (p->last_example > p->first_example)
+        fprintf(stderr, "seqstore verify: %s: %s (examples %llu to %llu)\n", p->where, p->what,
+                (unsigned long long)p->first_example, (unsigned long long)p->last_example - 1);
+    else
+        fprintf(stderr, "seqstore verify: %s: %s\n", p->where, p->what);
     return 0;
 }
 
@@ -36,7 +28,8 @@ int ss_cmd_verify(int argc, char **argv) {
     int quiet = 0, c;
     unsigned flags = 0;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "qh", longopts, NULL)) != -1) {
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":qh", longopts, NULL)) != -1) {
         if (c == 'q')
             quiet = 1;
         else if (c == 'n')
@@ -49,11 +42,12 @@ int ss_cmd_verify(int argc, char **argv) {
                    "exit codes: 0 sound, 3 corruption found, 1 cannot open, 2 usage error\n");
             return SS_EXIT_OK;
         } else
-            return ss_cli_usage_error("verify", "unknown option");
+            return ss_cli_bad_option("verify", c, argv);
     }
     if (optind != argc - 1) return ss_cli_usage_error("verify", "expected one STORE");
     const char *path = argv[optind];
     ss_store *s;
+    ss_cli_note_store(path, flags);
     int rc = ss_open(&s, path, flags);
     if (rc) {
         fprintf(stderr, "seqstore verify: %s\n", ss_error_message());

@@ -1,6 +1,7 @@
 /* convert_parallel.c - `seqstore convert parallel SRC TGT -o STORE`: two
  * line-aligned files (machine translation) become fields `src` and `tgt` of
  * one example per line pair. */
+#include "spm_text.h"
 #include "text.h"
 
 #include <inttypes.h>
@@ -14,6 +15,8 @@ static void parallel_usage(FILE *out) {
           "SRC:LINE.\n"
           "  --tokens KIND       bytes | chars | words | ids, both sides (default bytes)\n"
           "  --src-tokens KIND, --tgt-tokens KIND   per side\n"
+          "  --tokenizer spm:MODEL   SentencePiece ids, both sides (one model; its\n"
+          "                      pieces in 'src.vocab' and 'tgt.vocab')\n"
           "  --bos, --eos        add begin / end of sequence tokens (both sides)\n"
           "words (each side has its own vocabulary, attributes 'src.vocab' and\n"
           "'tgt.vocab', unless --shared-vocab: one vocabulary 'vocab' for both):\n"
@@ -31,6 +34,8 @@ typedef struct par_options {
     uint64_t min_count, max_vocab, vocab_size;
     const char *vocab_from[2];
     const char *files[2];
+    const char *spm_model; /* --tokenizer spm:MODEL */
+    int tokens_given;
 } par_options;
 
 static int parse_par(ss_conv *c, int argc, char **argv, par_options *o) {
@@ -51,6 +56,11 @@ static int parse_par(ss_conv *c, int argc, char **argv, par_options *o) {
                 return ss_conv_usage_error(c, "%s needs bytes, chars, words or ids", a);
             if (strcmp(a, "--tgt-tokens")) o->kind[0] = k;
             if (strcmp(a, "--src-tokens")) o->kind[1] = k;
+            o->tokens_given = 1;
+            i++;
+        } else if (!strcmp(a, "--tokenizer")) {
+            if (tx_spm_option(c, v, &o->spm_model)) return 2;
+            o->kind[0] = o->kind[1] = TX_SPM;
             i++;
         } else if (!strcmp(a, "--bos")) {
             o->bos = 1;
@@ -73,6 +83,8 @@ static int parse_par(ss_conv *c, int argc, char **argv, par_options *o) {
         }
     }
     if (nfiles != 2) return ss_conv_usage_error(c, "needs two input files, SRC and TGT");
+    if (o->spm_model && o->tokens_given)
+        return ss_conv_usage_error(c, "--tokenizer and --tokens exclude each other");
     for (int s = 0; s < 2; s++) {
         if (o->kind[s] != TX_WORDS && o->vocab_from[s])
             return ss_conv_usage_error(c, "--vocab needs --tokens words");
@@ -94,6 +106,8 @@ static int run_parallel(ss_conv *c, int argc, char **argv) {
     tx_input in[2];
     tx_job j;
     ss_vocab *vocab[2] = {NULL, NULL};
+    ss_spm *spm = NULL;
+    if (o.spm_model && tx_spm_load(c, &spm, o.spm_model)) return 1;
     memset(in, 0, sizeof in);
     memset(&j, 0, sizeof j);
     j.nsides = 2;
@@ -115,6 +129,8 @@ static int run_parallel(ss_conv *c, int argc, char **argv) {
         j.tok[s].bos_on = o.bos;
         j.tok[s].eos_on = o.eos;
         j.tok[s].vocab_size = o.kind[s] == TX_IDS ? o.vocab_size : 0;
+        j.tok[s].spm = spm;
+        j.tok[s].spm_model = o.spm_model;
         j.vocab_attr[s] = o.shared ? (s ? NULL : "vocab") : (s ? "tgt.vocab" : "src.vocab");
     }
     uint64_t n0 = tx_count_lines(in[0].data, in[0].size);
@@ -165,6 +181,7 @@ done:
     free(j.blocks);
     ss_vocab_free(vocab[0]);
     ss_vocab_free(vocab[1]);
+    ss_spm_free(spm);
     return rc;
 }
 

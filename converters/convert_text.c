@@ -1,4 +1,6 @@
 /* convert_text.c - `seqstore convert text` and the text engine (see text.h). */
+#include "commands.h"
+#include "spm_text.h"
 #include "text.h"
 #include "utf8.h"
 
@@ -19,7 +21,7 @@
 
 /* ------------------------------------------------------------- tokens */
 
-static const char *const kind_names[] = {"bytes", "chars", "words", "ids"};
+static const char *const kind_names[] = {"bytes", "chars", "words", "ids", "spm"};
 
 int tx_parse_kind(const char *name) {
     for (int k = 0; k < 4; k++)
@@ -28,7 +30,7 @@ int tx_parse_kind(const char *name) {
 }
 
 const char *tx_kind_name(int kind) {
-    return kind >= 0 && kind < 4 ? kind_names[kind] : "?";
+    return kind >= 0 && kind < 5 ? kind_names[kind] : "?";
 }
 
 static ss_dtype dtype_for(uint64_t max_id) {
@@ -67,6 +69,8 @@ int tx_prepare_tokens(ss_conv *c, tx_tok *t, const char *field) {
         t->dtype = dtype_for(ss_vocab_size(t->vocab) ? ss_vocab_size(t->vocab) - 1 : 0);
         t->esize = (uint32_t)ss_dtype_size(t->dtype);
         return 0;
+    case TX_SPM:
+        return tx_spm_prepare(c, t, field);
     default:
         return c ? ss_conv_error(c, "%s: unknown token kind", field) : 1;
     }
@@ -288,6 +292,17 @@ static void tokenize(const tx_job *j, int sd, tx_slot *s, tx_item *it, const uin
     const tx_tok *t = &j->tok[sd];
     size_t n = e - a, k = s->tokn[sd];
     uint32_t es = t->esize;
+    if (t->kind == TX_SPM) {
+        char err[256];
+        int r = tx_spm_tokenize(t, d + a, n, &s->tok[sd], &s->tok_cap[sd], &k, err, sizeof err);
+        if (r == -2) s->oom = 1;
+        if (r == -1) it->bad[sd] = add_msg(s, "%s", err);
+        if (r) return;
+        it->off[sd] = s->tokn[sd];
+        it->len[sd] = k - s->tokn[sd];
+        s->tokn[sd] = k;
+        return;
+    }
     if (t->kind == TX_BYTES && !t->bos_on && !t->eos_on) {
         it->zero_copy[sd] = 1;
         it->off[sd] = a;
@@ -434,6 +449,14 @@ static int read_fd_all(tx_input *in, int fd, char *err, size_t errlen) {
     return 0;
 }
 
+/* zlib's message without the "PATH: " it starts with (the caller names the file). */
+static const char *gz_message(gzFile gz, const char *path, int *zerr) {
+    const char *m = gzerror(gz, zerr);
+    size_t pl = strlen(path);
+    if (m && !strncmp(m, path, pl) && m[pl] == ':' && m[pl + 1] == ' ') m += pl + 2;
+    return m && *m ? m : "read error";
+}
+
 static int read_gz(tx_input *in, const char *path, char *err, size_t errlen) {
     gzFile gz = gzopen(path, "rb");
     if (!gz) {
@@ -452,21 +475,38 @@ static int read_gz(tx_input *in, const char *path, char *err, size_t errlen) {
         int r = gzread(gz, buf + n, (unsigned)want);
         if (r < 0) {
             int zerr;
-            const char *m = gzerror(gz, &zerr);
+            const char *m = gz_message(gz, path, &zerr);
             snprintf(err, errlen, "gzip error after %zu decompressed bytes: %s", n, m);
             goto fail;
         }
-        if (r == 0) break;
+        if (r == 0) {
+            /* end of input, or a stream cut short / damaged: zlib reports
+             * that only through gzerror (and gzclose), not gzread's 0 */
+            int zerr = Z_OK;
+            const char *m = gz_message(gz, path, &zerr);
+            if (zerr != Z_OK) {
+                snprintf(err, errlen, "gzip error after %zu decompressed bytes: %s", n, m);
+                goto fail;
+            }
+            break;
+        }
         n += (size_t)r;
     }
-    gzclose(gz);
+    int zc = gzclose(gz);
+    gz = NULL;
+    if (zc != Z_OK) {
+        snprintf(err, errlen, "gzip error after %zu decompressed bytes: %s", n,
+                 zc == Z_BUF_ERROR ? "unexpected end of file" : "read error");
+        free(buf);
+        return -1;
+    }
     in->owned = buf;
     in->data = buf;
     in->size = n;
     return 0;
 fail:
     free(buf);
-    gzclose(gz);
+    if (gz) gzclose(gz);
     return -1;
 }
 
@@ -525,12 +565,14 @@ int tx_vocab_load(ss_conv *c, ss_vocab **out, const char *from, const char *fiel
     char err[256] = "", name[SS_MAX_NAME + 16];
     ss_store *s = NULL;
     *out = NULL;
-    int rc = ss_open(&s, from, 0);
+    ss_conv_add_checked(c, from); /* --resume: the same vocabulary */
+    ss_cli_note_store(from, 0);   /* its lock file goes when the command ends */
+    int rc = ss_open(&s, from, SS_OPEN_VERIFY);
     if (rc == 0) {
         ss_attr a;
         snprintf(name, sizeof name, "%s.vocab", field);
         if ((ss_attr_get(s, name, &a) != 0 && ss_attr_get(s, "vocab", &a) != 0) ||
-            a.type != SS_ATTR_TEXT) {
+            (a.type != SS_ATTR_TEXT && a.type != SS_ATTR_BYTES)) {
             ss_close(s);
             return ss_conv_error(c, "'%s' has no vocabulary (attribute '%s' or 'vocab')", from,
                                  name);
@@ -783,11 +825,16 @@ static int write_text_attrs(ss_conv *c, const tx_job *j) {
             snprintf(name, sizeof name, "%s.vocab_size", j->field[sd]);
             if (ss_conv_set_attr(c, name, SS_U64, &t->vocab_size, sizeof t->vocab_size)) return 1;
         }
+        if (t->kind == TX_SPM && tx_spm_attrs(c, t, j->field[sd], j->vocab_attr[sd], t->spm_model))
+            return 1;
         if (t->kind == TX_WORDS && j->vocab_attr[sd]) {
             size_t size;
             char *text = ss_vocab_text(t->vocab, &size);
             if (!text) return ss_conv_error(c, "out of memory");
-            int rc = ss_conv_set_attr(c, j->vocab_attr[sd], SS_ATTR_TEXT, text, size);
+            /* text is UTF-8 by the spec: a vocabulary with other bytes is stored as bytes */
+            int utf8 = ss_utf8_valid((const uint8_t *)text, size);
+            uint32_t type = utf8 ? SS_ATTR_TEXT : SS_ATTR_BYTES;
+            int rc = ss_conv_set_attr(c, j->vocab_attr[sd], type, text, size);
             free(text);
             if (rc) return 1;
         }
@@ -829,8 +876,15 @@ int tx_text_convert(ss_conv *c, const tx_text_options *o) {
     j.vocab_attr[0] = "vocab";
     int rc = 1;
     ss_vocab *vocab = NULL;
+    ss_spm *spm = NULL;
+    if (o->kind == TX_SPM && tx_spm_load(c, &spm, o->spm_model)) return 1;
+    j.tok[0].spm = spm;
+    j.tok[0].spm_model = o->spm_model;
     j.inputs = calloc((size_t)o->ninputs, sizeof *j.inputs);
-    if (!j.inputs) return ss_conv_error(c, "out of memory");
+    if (!j.inputs) {
+        ss_spm_free(spm);
+        return ss_conv_error(c, "out of memory");
+    }
     j.ninputs = (uint32_t)o->ninputs;
     for (int i = 0; i < o->ninputs; i++) {
         char err[256];
@@ -869,6 +923,7 @@ done:
     free(j.inputs);
     free(j.blocks);
     ss_vocab_free(vocab);
+    ss_spm_free(spm);
     return rc;
 }
 
@@ -879,6 +934,9 @@ static void text_usage(FILE *out) {
           "  --tokens KIND     bytes (u8, default) | chars (Unicode code points, u32) |\n"
           "                    words (whitespace-separated, vocabulary built in a first\n"
           "                    pass) | ids (integer token ids, e.g. from BPE)\n"
+          "  --tokenizer spm:MODEL  subword ids of a SentencePiece model (as spm_encode);\n"
+          "                    --bos/--eos use the model's ids; attribute 'vocab' holds\n"
+          "                    its pieces, 'tokens.eod_id' etc. its special ids\n"
           "  --docs            one example per document: documents are separated by\n"
           "                    blank lines\n"
           "  --doc-sep LINE    documents are separated by lines equal to LINE\n"
@@ -919,6 +977,10 @@ static int parse_text_options(ss_conv *c, int argc, char **argv, tx_text_options
             if (!v || (o->kind = tx_parse_kind(v)) < 0)
                 return ss_conv_usage_error(c, "--tokens needs bytes, chars, words or ids");
             i++;
+        } else if (!strcmp(a, "--tokenizer")) {
+            if (tx_spm_option(c, v, &o->spm_model)) return 2;
+            o->kind = TX_SPM;
+            i++;
         } else if (!strcmp(a, "--docs")) {
             o->mode = TX_DOCS_BLANK;
         } else if (!strcmp(a, "--doc-sep")) {
@@ -946,6 +1008,8 @@ static int parse_text_options(ss_conv *c, int argc, char **argv, tx_text_options
         }
     }
     if (!o->ninputs) return ss_conv_usage_error(c, "no input file");
+    if (o->spm_model && o->kind != TX_SPM)
+        return ss_conv_usage_error(c, "--tokenizer and --tokens exclude each other");
     if (o->kind != TX_WORDS && (o->vocab_from || o->max_vocab || o->min_count != 1))
         return ss_conv_usage_error(c, "--vocab, --min-count and --max-vocab need --tokens words");
     if (o->kind != TX_IDS && o->vocab_size)

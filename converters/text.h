@@ -14,8 +14,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-enum { TX_BYTES, TX_CHARS, TX_WORDS, TX_IDS }; /* --tokens */
-enum { TX_LINES, TX_DOCS_BLANK, TX_DOCS_SEP }; /* example boundaries */
+enum { TX_BYTES, TX_CHARS, TX_WORDS, TX_IDS, TX_SPM }; /* --tokens; --tokenizer spm: */
+enum { TX_LINES, TX_DOCS_BLANK, TX_DOCS_SEP };         /* example boundaries */
 
 /* The tokenizer of one side (one field). */
 typedef struct tx_tok {
@@ -23,8 +23,10 @@ typedef struct tx_tok {
     int bos_on, eos_on;  /* --bos / --eos */
     uint64_t vocab_size; /* ids: --vocab-size, 0 = unchecked */
     /* derived by tx_prepare_tokens */
-    const ss_vocab *vocab;  /* words */
-    uint32_t bos, eos, unk; /* ids of the special tokens */
+    const ss_vocab *vocab;    /* words */
+    const struct ss_spm *spm; /* TX_SPM: the model (spm.h) */
+    const char *spm_model;    /* TX_SPM: its path */
+    uint32_t bos, eos, unk;   /* ids of the special tokens */
     ss_dtype dtype;
     uint32_t esize;
 } tx_tok;
@@ -91,6 +93,7 @@ typedef struct tx_text_options {
     int skip_empty, bos, eos;
     uint64_t min_count, max_vocab, vocab_size;
     const char *vocab_from;
+    const char *spm_model; /* --tokenizer spm:MODEL (kind TX_SPM) */
     char **inputs;
     int ninputs;
 } tx_text_options;

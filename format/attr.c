@@ -37,6 +37,12 @@ int ss_attr_load(ss_store *s) {
     }
     mdb_cursor_close(cur);
     if (rc == ENOMEM) return ss__fail(SS_ENOMEM, "%s: out of memory", s->path);
+    /* The walk ends at the first key after the attributes or at the end of
+     * the database. Any other cursor error inside a valid read transaction
+     * means a damaged B-tree: stopping there would drop attributes silently. */
+    if (rc != 0 && rc != MDB_NOTFOUND)
+        return ss__fail(SS_ECORRUPT, "%s: attributes: the walk failed after %llu of them (%s)",
+                        s->path, (unsigned long long)s->nattrs, mdb_strerror(rc));
     return 0;
 }
 
@@ -46,10 +52,12 @@ void ss_attr_unload(ss_store *s) {
 }
 
 static int ss_attr_decode(const ss_store *s, const ss_attr_slot *a, ss_attr *out) {
-    MDB_val v = {a->value_size, (void *)a->value};
+    ss_key key;
+    ss_key_named(&key, SS_KEY_ATTR, a->name);
     const unsigned char *p;
     uint64_t len;
-    if (ss_block_open(&v, 1, "attribute", &p, &len) || len < SS_ATTR_PREFIX)
+    if (ss_block_open(a->value, a->value_size, &key, s->h.format_version, "attribute", &p, &len) ||
+        len < SS_ATTR_PREFIX)
         return ss__fail(SS_ECORRUPT, "%s: attribute '%s': checksum mismatch", s->path, a->name);
     out->name = a->name;
     out->type = ss_le32(p);

@@ -10,24 +10,30 @@ uint64_t ss_block_value_size(uint64_t payload) {
     return pages * SS_PAGE - SS_LMDB_OVERFLOW_HDR;
 }
 
-void ss_block_seal(void *value, uint64_t value_size, uint64_t payload_len) {
+uint64_t ss_block_checksum(const void *payload, uint64_t len, const ss_key *key, uint32_t version) {
+    if (version < 2) return XXH3_64bits(payload, len);
+    return XXH3_64bits_withSeed(payload, len, XXH3_64bits(key->bytes, key->size));
+}
+
+void ss_block_seal(void *value, uint64_t value_size, uint64_t payload_len, const ss_key *key,
+                   uint32_t version) {
     unsigned char *v = value;
     memset(v + SS_BLOCK_HDR + payload_len, 0, value_size - SS_BLOCK_HDR - payload_len);
-    ss_put_le64(v, XXH3_64bits(v + SS_BLOCK_HDR, payload_len));
+    ss_put_le64(v, ss_block_checksum(v + SS_BLOCK_HDR, payload_len, key, version));
     ss_put_le64(v + 8, payload_len);
 }
 
-int ss_block_open(const MDB_val *v, int check_sum, const char *what, const unsigned char **payload,
-                  uint64_t *len) {
-    const unsigned char *b = v->mv_data;
-    if (v->mv_size < SS_BLOCK_HDR)
-        return ss__fail(SS_ECORRUPT, "%s: block of %zu bytes is shorter than its header", what,
-                        v->mv_size);
+int ss_block_open(const void *value, uint64_t value_size, const ss_key *key, uint32_t version,
+                  const char *what, const unsigned char **payload, uint64_t *len) {
+    const unsigned char *b = value;
+    if (value_size < SS_BLOCK_HDR)
+        return ss__fail(SS_ECORRUPT, "%s: block of %llu bytes is shorter than its header", what,
+                        (unsigned long long)value_size);
     uint64_t n = ss_le64(b + 8);
-    if (n > v->mv_size - SS_BLOCK_HDR)
-        return ss__fail(SS_ECORRUPT, "%s: block says %llu payload bytes but holds %zu", what,
-                        (unsigned long long)n, v->mv_size - SS_BLOCK_HDR);
-    if (check_sum && XXH3_64bits(b + SS_BLOCK_HDR, n) != ss_le64(b))
+    if (n > value_size - SS_BLOCK_HDR)
+        return ss__fail(SS_ECORRUPT, "%s: block says %llu payload bytes but holds %llu", what,
+                        (unsigned long long)n, (unsigned long long)(value_size - SS_BLOCK_HDR));
+    if (key && ss_block_checksum(b + SS_BLOCK_HDR, n, key, version) != ss_le64(b))
         return ss__fail(SS_ECORRUPT, "%s: checksum mismatch", what);
     *payload = b + SS_BLOCK_HDR;
     *len = n;
@@ -127,15 +133,15 @@ int ss_header_set_schema(ss_header *h, const ss_schema *schema) {
 
 /* Magic, version and flags first (so that a newer store is named as such),
  * then the checksum, then the field records. */
-int ss_header_read(ss_header *h, const MDB_val *v, const char *what) {
+int ss_header_read(ss_header *h, const MDB_val *v, char tag, const char *what) {
     const unsigned char *p = NULL;
     uint64_t len = 0;
-    int rc = ss_block_open(v, 0, what, &p, &len);
-    return rc ? rc : ss_header_decode(h, p, len, what, v);
+    int rc = ss_block_open(v->mv_data, v->mv_size, NULL, 0, what, &p, &len);
+    return rc ? rc : ss_header_decode(h, p, len, what, v, tag);
 }
 
 int ss_header_decode(ss_header *h, const unsigned char *p, uint64_t len, const char *what,
-                     const MDB_val *block) {
+                     const MDB_val *block, char tag) {
     memset(h, 0, sizeof *h);
     if (len < SS_HEADER_FIXED || memcmp(p, SS_MAGIC, 8) != 0)
         return ss__fail(SS_ENOTSTORE, "%s: not a seqstore store (bad magic)", what);
@@ -156,7 +162,10 @@ int ss_header_decode(ss_header *h, const unsigned char *p, uint64_t len, const c
                         h->incompat_flags & ~SS_INCOMPAT_KNOWN);
     const unsigned char *checked;
     uint64_t checked_len;
-    if (block && ss_block_open(block, 1, what, &checked, &checked_len))
+    ss_key key;
+    ss_key_named(&key, tag, NULL);
+    if (block && ss_block_open(block->mv_data, block->mv_size, &key, h->format_version, what,
+                               &checked, &checked_len))
         return ss__fail(SS_ECORRUPT, "%s: metadata checksum mismatch", what);
     if (h->nfields == 0 || h->nfields > SS_MAX_FIELDS || len < ss_header_payload_size(h->nfields))
         return ss__fail(SS_ECORRUPT, "%s: header holds %u fields in %llu bytes", what, h->nfields,
@@ -186,5 +195,54 @@ int ss_header_decode(ss_header *h, const unsigned char *p, uint64_t len, const c
                             what, f->name, (unsigned long long)f->total_rows,
                             (unsigned long long)h->count);
     }
+    return 0;
+}
+
+uint64_t ss_env_used_bytes(MDB_env *env) {
+    MDB_envinfo info;
+    MDB_stat st;
+    mdb_env_info(env, &info);
+    mdb_env_stat(env, &st);
+    return ((uint64_t)info.me_last_pgno + 1) * st.ms_psize;
+}
+
+static int ss_too_big(const char *what, char tag, const char *field, const char *name,
+                      uint64_t value, uint64_t file_bytes) {
+    const char *rec = tag == SS_KEY_PROGRESS ? "progress record" : "header";
+    if (name)
+        return ss__fail(
+            SS_ECORRUPT, "%s: %s: field '%s': %s is %llu, more than a file of %llu bytes can hold",
+            what, rec, name, field, (unsigned long long)value, (unsigned long long)file_bytes);
+    return ss__fail(SS_ECORRUPT, "%s: %s: %s is %llu, more than a file of %llu bytes can hold",
+                    what, rec, field, (unsigned long long)value, (unsigned long long)file_bytes);
+}
+
+/* A checksum-valid header may still hold absurd counts (a damaged writer, a
+ * crafted file): bound each by the bytes it needs on disk. Every block is an
+ * LMDB value of at least one page (4096 - 16 bytes), each example takes an
+ * index entry (sequence) or a row (fixed) of every field, and each row of a
+ * field takes row_bytes of its chunks. Division keeps the checks overflow-free. */
+int ss_header_check_bounds(const ss_header *h, uint64_t file_bytes, char tag, const char *what) {
+    uint64_t blocks = file_bytes / (SS_PAGE - SS_LMDB_OVERFLOW_HDR), used = 0;
+    for (uint32_t i = 0; i < h->nfields; i++) {
+        const ss_field_state *f = &h->fields[i];
+        /* count + 1 index entries, or count rows */
+        if (f->def.sequence ? h->count >= file_bytes / SS_INDEX_ENTRY
+                            : h->count > file_bytes / f->row_bytes)
+            return ss_too_big(what, tag, "count", NULL, h->count, file_bytes);
+        if (f->total_rows > file_bytes / f->row_bytes)
+            return ss_too_big(what, tag, "total_rows", f->name, f->total_rows, file_bytes);
+        if (f->nchunks > blocks || (f->def.sequence && f->nchunks > (1ull << 32)))
+            return ss_too_big(what, tag, "nchunks", f->name, f->nchunks, file_bytes);
+        if (f->tail_bytes > file_bytes || f->tail_bytes > SS_MAX_VALUE)
+            return ss_too_big(what, tag, "tail_bytes", f->name, f->tail_bytes, file_bytes);
+        used += f->nchunks;
+        if (f->def.sequence) used += (h->count + SS_SEGMENT_ENTRIES) / SS_SEGMENT_ENTRIES;
+    }
+    if (used > blocks)
+        return ss__fail(SS_ECORRUPT,
+                        "%s: %s: %llu chunks and index segments cannot fit in a file of %llu bytes",
+                        what, tag == SS_KEY_PROGRESS ? "progress record" : "header",
+                        (unsigned long long)used, (unsigned long long)file_bytes);
     return 0;
 }

@@ -32,6 +32,7 @@
 /* Key tags (first byte of every key). */
 #define SS_KEY_HEADER 'H'
 #define SS_KEY_PROGRESS 'W'
+#define SS_KEY_RESUME 'R'
 #define SS_KEY_ATTR 'A'
 #define SS_KEY_DATA 'D'
 #define SS_KEY_INDEX 'I'
@@ -78,18 +79,25 @@ uint64_t ss_block_value_size(uint64_t payload);
 static inline uint64_t ss_chunk_capacity(uint32_t pages) {
     return (uint64_t)pages * SS_PAGE - SS_LMDB_OVERFLOW_HDR - SS_BLOCK_HDR;
 }
-/* Write the block header for `payload` at `value` and zero the padding. */
-void ss_block_seal(void *value, uint64_t value_size, uint64_t payload_len);
-/* Check a block read from LMDB: sizes, then (if `check_sum`) its checksum.
- * Returns 0 and sets *payload and *len, or SS_ECORRUPT with a message naming `what`. */
-int ss_block_open(const MDB_val *v, int check_sum, const char *what, const unsigned char **payload,
-                  uint64_t *len);
-
 /* Keys. Numbers are big-endian so that LMDB's byte order is numeric order. */
 typedef struct ss_key {
     unsigned char bytes[1 + SS_MAX_ATTR_NAME];
     size_t size;
 } ss_key;
+
+/* The checksum of a block's payload stored under `key` in a store of format
+ * `version` (spec §4): version 1 hashes the payload alone; version 2 seeds the
+ * hash with the hash of the key, so a block only checks under its own key. */
+uint64_t ss_block_checksum(const void *payload, uint64_t len, const ss_key *key, uint32_t version);
+/* Write the block header for the payload at `value` + 16 (its checksum for
+ * `key` and `version`, and its length) and zero the padding. */
+void ss_block_seal(void *value, uint64_t value_size, uint64_t payload_len, const ss_key *key,
+                   uint32_t version);
+/* Check the block `value`/`value_size` as read from LMDB: its sizes, then, if
+ * `key` is not NULL, its checksum for `key` and `version`. Returns 0 and sets
+ * *payload and *len, or SS_ECORRUPT with a message naming `what`. */
+int ss_block_open(const void *value, uint64_t value_size, const ss_key *key, uint32_t version,
+                  const char *what, const unsigned char **payload, uint64_t *len);
 void ss_key_numbered(ss_key *k, char tag, uint32_t field, uint64_t number);
 void ss_key_named(ss_key *k, char tag, const char *name);
 static inline MDB_val ss_key_val(ss_key *k) {
@@ -120,13 +128,21 @@ typedef struct ss_header {
 
 uint64_t ss_header_payload_size(uint32_t nfields);
 void ss_header_encode(const ss_header *h, unsigned char *payload);
-/* Decode and validate (magic, version, flags, the checksum of `block` if not
- * NULL, schema). `what` names the store. */
+/* Decode and validate (magic, version, flags, the checksum of `block` under
+ * key `tag` if `block` is not NULL, schema). `what` names the store. */
 int ss_header_decode(ss_header *h, const unsigned char *payload, uint64_t len, const char *what,
-                     const MDB_val *block);
-/* Read a header-layout block (H or W): magic, version and flags, then the
- * checksum ("metadata checksum mismatch"), then the fields. */
-int ss_header_read(ss_header *h, const MDB_val *v, const char *what);
+                     const MDB_val *block, char tag);
+/* Read the header-layout block `v` stored under key `tag` (H or W): magic,
+ * version and flags, then the checksum ("metadata checksum mismatch"), then
+ * the fields. */
+int ss_header_read(ss_header *h, const MDB_val *v, char tag, const char *what);
+/* Check every count and size of a decoded header (H or W, named by `tag`)
+ * against what `file_bytes` of LMDB pages can hold, before any of them sizes
+ * an allocation or bounds an index: SS_ECORRUPT naming the field otherwise. */
+int ss_header_check_bounds(const ss_header *h, uint64_t file_bytes, char tag, const char *what);
+/* Bytes of the LMDB pages in use by `env` (the newest meta page's last page):
+ * every block of every snapshot lies inside them. */
+uint64_t ss_env_used_bytes(MDB_env *env);
 /* Validate a schema given by a caller and fill h's fields from it. */
 int ss_header_set_schema(ss_header *h, const ss_schema *schema);
 /* Rows per chunk of a fixed field. */

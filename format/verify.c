@@ -1,7 +1,8 @@
 /* verify.c - recompute every checksum and check the index's consistency. */
+#include "lmdb_check.h"
 #include "store.h"
 
-#include <xxhash.h>
+#include <stdio.h>
 
 typedef struct ss_verifier {
     const ss_store *s;
@@ -9,19 +10,21 @@ typedef struct ss_verifier {
     void *ctx;
     uint64_t problems;
     int stop;
+    char where[SS_MAX_ATTR_NAME + 128]; /* the block of the current problem */
 } ss_verifier;
 
-static void ss_problem(ss_verifier *v, const char *what, int field, uint64_t chunk, uint64_t first,
+/* Report a problem with the block named by v->where (set by the caller);
+ * `first`/`last` are the examples it concerns (first == last: none). */
+static void ss_problem(ss_verifier *v, const char *what, int field, uint64_t number, uint64_t first,
                        uint64_t last) {
     if (v->problems++ == 0) {
-        if (field >= 0)
-            ss__fail(SS_ECORRUPT, "%s: field '%s' chunk %llu (examples %llu to %llu): %s",
-                     v->s->path, v->s->h.fields[field].name, (unsigned long long)chunk,
-                     (unsigned long long)first, (unsigned long long)(last ? last - 1 : 0), what);
+        if (last > first)
+            ss__fail(SS_ECORRUPT, "%s: %s (examples %llu to %llu): %s", v->s->path, v->where,
+                     (unsigned long long)first, (unsigned long long)(last - 1), what);
         else
-            ss__fail(SS_ECORRUPT, "%s: %s", v->s->path, what);
+            ss__fail(SS_ECORRUPT, "%s: %s: %s", v->s->path, v->where, what);
     }
-    ss_verify_problem p = {what, field, chunk, first, last};
+    ss_verify_problem p = {what, field, number, first, last, v->where};
     if (v->report && v->report(v->ctx, &p)) v->stop = 1;
 }
 
@@ -47,35 +50,57 @@ static void ss_chunk_examples(const ss_store *s, uint32_t f, uint64_t chunk, uin
     *last = lo;
 }
 
-/* b->size is the room of the value; the header holds the payload length. */
-static int ss_block_sound(const ss_block *b) {
+/* The block `tag`/`f`/`number` whose payload is at b->data: b->size is the
+ * room of the value, its header holds the payload length and the checksum,
+ * bound to the key from format version 2 on. */
+static int ss_block_sound(const ss_store *s, const ss_block *b, char tag, uint32_t f,
+                          uint64_t number) {
+    ss_key key;
+    ss_key_numbered(&key, tag, f, number);
+    /* not ss_block_open(): the message of the first problem must survive */
     const unsigned char *value = b->data - SS_BLOCK_HDR;
     uint64_t len = ss_le64(value + 8);
-    return len <= b->size && XXH3_64bits(b->data, len) == ss_le64(value);
+    return len <= b->size &&
+           ss_block_checksum(b->data, len, &key, s->h.format_version) == ss_le64(value);
+}
+
+/* As ss_attr_get() checks it, but without touching the error message. */
+static int ss_attr_sound(const ss_store *s, const ss_attr_slot *a) {
+    ss_key key;
+    ss_key_named(&key, SS_KEY_ATTR, a->name);
+    if (a->value_size < SS_BLOCK_HDR) return 0;
+    uint64_t len = ss_le64(a->value + 8);
+    return len <= a->value_size - SS_BLOCK_HDR && len >= SS_ATTR_PREFIX &&
+           ss_block_checksum(a->value + SS_BLOCK_HDR, len, &key, s->h.format_version) ==
+               ss_le64(a->value);
 }
 
 static void ss_verify_field(ss_verifier *v, uint32_t f) {
     const ss_store *s = v->s;
     const ss_rfield *rf = &s->f[f];
+    const char *name = s->h.fields[f].name;
     for (uint64_t c = 0; c < rf->nchunks && !v->stop; c++) {
-        if (ss_block_sound(&rf->chunks[c])) continue;
+        if (ss_block_sound(s, &rf->chunks[c], SS_KEY_DATA, f, c)) continue;
         uint64_t first, last;
         ss_chunk_examples(s, f, c, &first, &last);
+        snprintf(v->where, sizeof v->where, "field '%s' data chunk %llu", name, (unsigned long long)c);
         ss_problem(v, "data chunk checksum mismatch", (int)f, c, first, last);
     }
     if (!rf->sequence) return;
     for (uint64_t g = 0; g < rf->nsegments && !v->stop; g++) {
-        ss_block b = rf->segment_blocks[g];
-        if (!ss_block_sound(&b)) {
-            uint64_t first = g * SS_SEGMENT_ENTRIES, last = first + SS_SEGMENT_ENTRIES;
-            ss_problem(v, "index segment checksum mismatch", (int)f, g, first,
-                       last < s->h.count ? last : s->h.count);
-        }
+        if (ss_block_sound(s, &rf->segment_blocks[g], SS_KEY_INDEX, f, g)) continue;
+        uint64_t first = g * SS_SEGMENT_ENTRIES, last = first + SS_SEGMENT_ENTRIES;
+        snprintf(v->where, sizeof v->where, "index segment %llu of field '%s'",
+                 (unsigned long long)g, name);
+        ss_problem(v, "index segment checksum mismatch", (int)f, g, first,
+                   last < s->h.count ? last : s->h.count);
     }
     for (uint64_t i = 0; i < s->h.count && !v->stop; i++) {
         ss_view view;
         const ss_entry *a = ss_entry_at(rf, i), *b = ss_entry_at(rf, i + 1);
         if (b->start < a->start || b->loc < a->loc || ss_get(s, f, i, &view) != 0) {
+            snprintf(v->where, sizeof v->where, "index segment %llu of field '%s', entry %llu",
+                     (unsigned long long)(i / SS_SEGMENT_ENTRIES), name, (unsigned long long)i);
             ss_problem(v, "index entry is inconsistent", (int)f, SS_LOC_CHUNK(a->loc), i, i + 1);
             return;
         }
@@ -85,11 +110,21 @@ static void ss_verify_field(ss_verifier *v, uint32_t f) {
 int ss_verify(const ss_store *s, ss_verify_fn report, void *ctx, uint64_t *problems) {
     if (problems) *problems = 0;
     if (!s) return ss__fail(SS_EINVAL, "ss_verify: store is NULL");
-    ss_verifier v = {s, report, ctx, 0, 0};
+    /* The B-trees again, with every overflow page header (open skips those). */
+    int rc = ss_lmdb_check_held(s->env, s->txn, s->path, SS_LMDB_CHECK_OVERFLOW);
+    if (rc) {
+        if (problems) *problems = 1;
+        ss_verify_problem p = {
+            "LMDB B-tree is damaged (see the error message)", -1, 0, 0, 0, "LMDB pages"};
+        if (report) report(ctx, &p);
+        return rc;
+    }
+    ss_verifier v = {s, report, ctx, 0, 0, {0}};
     for (uint32_t f = 0; f < s->h.nfields && !v.stop; f++) ss_verify_field(&v, f);
-    for (uint64_t k = 0; k < ss_attr_count(s) && !v.stop; k++) {
-        ss_attr a;
-        if (ss_attr_at(s, k, &a)) ss_problem(&v, "attribute checksum mismatch", -1, k, 0, 0);
+    for (uint64_t k = 0; k < s->nattrs && !v.stop; k++) {
+        if (ss_attr_sound(s, &s->attrs[k])) continue;
+        snprintf(v.where, sizeof v.where, "attribute '%s'", s->attrs[k].name);
+        ss_problem(&v, "attribute checksum mismatch", -1, k, 0, 0);
     }
     if (problems) *problems = v.problems;
     return v.problems ? SS_ECORRUPT : 0;

@@ -3,11 +3,13 @@
 #include "layout.h"
 
 #include "env.h"
+#include "lmdb_check.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #define SS_DEFAULT_COMMIT_BYTES (64ull << 20)
@@ -25,6 +27,7 @@ typedef struct ss_pending_attr {
     uint32_t type;
     unsigned char *data;
     uint64_t size;
+    int removed; /* ss_writer_remove_attr(): delete the stored attribute */
 } ss_pending_attr;
 
 /* The chunk and index segment a field is filling. */
@@ -60,6 +63,10 @@ struct ss_writer {
      * write neither allocates nor page-faults; at most one commit's worth. */
     unsigned char **spare_chunks, **spare_segments;
     size_t nspare_chunks, nspare_segments, spare_cap;
+    /* The resume record (key 'R'): written with every intermediate commit,
+     * removed by the final one; read back by ss_writer_open. */
+    unsigned char *resume_rec;
+    size_t resume_len;
 };
 
 /* ---------------------------------------------------------------- helpers */
@@ -67,6 +74,28 @@ struct ss_writer {
 static int ss_writer_broken(ss_writer *w, int rc) {
     if (rc != SS_EINVAL) w->broken = 1;
     return rc;
+}
+
+/* LMDB's codes become seqstore's. A full disk says so, and what it leaves:
+ * a store being created stays incomplete (resumable), an append unfinished
+ * (the store keeps its finished examples). LMDB reports a write cut short
+ * by a full disk as EIO, so EIO with less free space than a commit needs is
+ * a full disk too. */
+static int ss_writer_lmdb_fail(const ss_writer *w, int rc) {
+    const char *left = w->creating ? "store" : "append";
+    if (rc == ENOSPC || rc == EDQUOT)
+        return ss__fail(SS_EFULL, "%s: disk full (%s): the %s is left incomplete", w->path,
+                        strerror(rc), left);
+    int fd;
+    struct statvfs st;
+    if (rc == EIO && w->env && mdb_env_get_fd(w->env, &fd) == 0 && fstatvfs(fd, &st) == 0 &&
+        (uint64_t)st.f_bavail * st.f_frsize < w->pending_bytes + (16ull << 20))
+        return ss__fail(SS_EFULL,
+                        "%s: disk full (%s): a write stopped short with %llu bytes free; the %s "
+                        "is left incomplete",
+                        w->path, strerror(ENOSPC), (unsigned long long)st.f_bavail * st.f_frsize,
+                        left);
+    return ss__lmdb_fail(rc, w->path);
 }
 
 static int ss_pending_push(ss_writer *w, const ss_key *key, unsigned char *payload, uint64_t len) {
@@ -117,15 +146,17 @@ static unsigned char *ss_buffer_take(unsigned char **spare, size_t *nspare, size
     return *nspare ? spare[--*nspare] : malloc(bytes);
 }
 
-/* Put one block: reserve the padded value in LMDB, copy, seal with checksum. */
-static int ss_put_block(MDB_txn *txn, MDB_dbi dbi, ss_key *key, const void *payload, uint64_t len) {
+/* Put one block: reserve the padded value in LMDB, copy, seal with the
+ * checksum of the store's format version (a version-1 store stays version 1). */
+static int ss_put_block(const ss_writer *w, MDB_txn *txn, ss_key *key, const void *payload,
+                        uint64_t len) {
     uint64_t vsize = ss_block_value_size(len);
     if (vsize > SS_MAX_VALUE) return MDB_BAD_VALSIZE;
     MDB_val k = ss_key_val(key), v = {vsize, NULL};
-    int rc = mdb_put(txn, dbi, &k, &v, MDB_RESERVE);
+    int rc = mdb_put(txn, w->dbi, &k, &v, MDB_RESERVE);
     if (rc) return rc;
     if (len) memcpy((unsigned char *)v.mv_data + SS_BLOCK_HDR, payload, len);
-    ss_block_seal(v.mv_data, vsize, len);
+    ss_block_seal(v.mv_data, vsize, len, key, w->h.format_version);
     return 0;
 }
 
@@ -150,7 +181,7 @@ static int ss_put_header(ss_writer *w, MDB_txn *txn, char tag, uint32_t incompat
     ss_header_encode(&h, buf);
     ss_key key;
     ss_key_named(&key, tag, NULL);
-    return ss_put_block(txn, w->dbi, &key, buf, ss_header_payload_size(h.nfields));
+    return ss_put_block(w, txn, &key, buf, ss_header_payload_size(h.nfields));
 }
 
 /* Everything one commit writes, in one transaction. `final` also writes the
@@ -159,23 +190,32 @@ static int ss_txn_body(ss_writer *w, MDB_txn *txn, int final) {
     int rc;
     for (size_t i = 0; i < w->npending; i++) {
         ss_pending *p = &w->pending[i];
-        if ((rc = ss_put_block(txn, w->dbi, &p->key, p->payload, p->len))) return rc;
+        if ((rc = ss_put_block(w, txn, &p->key, p->payload, p->len))) return rc;
     }
     for (uint32_t i = 0; i < w->h.nfields; i++) {
         ss_wfield *wf = &w->f[i];
         ss_key key;
         if (wf->chunk_used) {
             ss_key_numbered(&key, SS_KEY_DATA, i, wf->chunk_no);
-            if ((rc = ss_put_block(txn, w->dbi, &key, wf->chunk, wf->chunk_used))) return rc;
+            if ((rc = ss_put_block(w, txn, &key, wf->chunk, wf->chunk_used))) return rc;
         }
         if (w->h.fields[i].def.sequence) {
             uint64_t used = w->h.count + 1 - wf->segment_no * SS_SEGMENT_ENTRIES;
             ss_key_numbered(&key, SS_KEY_INDEX, i, wf->segment_no);
-            if ((rc = ss_put_block(txn, w->dbi, &key, wf->segment, used * SS_INDEX_ENTRY)))
-                return rc;
+            if ((rc = ss_put_block(w, txn, &key, wf->segment, used * SS_INDEX_ENTRY))) return rc;
         }
     }
     ss_writer_sync_header(w);
+    ss_key rkey;
+    ss_key_named(&rkey, SS_KEY_RESUME, NULL);
+    if (!final && w->resume_rec &&
+        (rc = ss_put_block(w, txn, &rkey, w->resume_rec, w->resume_len)))
+        return rc;
+    if (final) {
+        MDB_val rk = ss_key_val(&rkey);
+        rc = mdb_del(txn, w->dbi, &rk, NULL);
+        if (rc && rc != MDB_NOTFOUND) return rc;
+    }
     if (!final) {
         /* Creating: the header itself, marked incomplete. Appending: the
          * header keeps the finished state; progress goes to its own record. */
@@ -184,6 +224,14 @@ static int ss_txn_body(ss_writer *w, MDB_txn *txn, int final) {
     }
     for (size_t i = 0; i < w->nattrs; i++) {
         ss_pending_attr *a = &w->attrs[i];
+        if (a->removed) {
+            ss_key key;
+            ss_key_named(&key, SS_KEY_ATTR, a->name);
+            MDB_val k = ss_key_val(&key);
+            rc = mdb_del(txn, w->dbi, &k, NULL);
+            if (rc && rc != MDB_NOTFOUND) return rc;
+            continue;
+        }
         unsigned char *buf = malloc(SS_ATTR_PREFIX + a->size);
         if (!buf) return ENOMEM;
         ss_put_le32(buf, a->type);
@@ -191,7 +239,7 @@ static int ss_txn_body(ss_writer *w, MDB_txn *txn, int final) {
         if (a->size) memcpy(buf + SS_ATTR_PREFIX, a->data, a->size);
         ss_key key;
         ss_key_named(&key, SS_KEY_ATTR, a->name);
-        rc = ss_put_block(txn, w->dbi, &key, buf, SS_ATTR_PREFIX + a->size);
+        rc = ss_put_block(w, txn, &key, buf, SS_ATTR_PREFIX + a->size);
         free(buf);
         if (rc) return rc;
     }
@@ -233,7 +281,7 @@ static int ss_writer_txn(ss_writer *w, int final) {
         if (rc) return ss_writer_broken(w, rc);
         MDB_txn *txn;
         rc = mdb_txn_begin(w->env, NULL, 0, &txn);
-        if (rc) return ss_writer_broken(w, ss__lmdb_fail(rc, w->path));
+        if (rc) return ss_writer_broken(w, ss_writer_lmdb_fail(w, rc));
         rc = ss_txn_body(w, txn, final);
         if (rc == 0) {
             rc = mdb_txn_commit(txn);
@@ -244,7 +292,7 @@ static int ss_writer_txn(ss_writer *w, int final) {
         if (rc == MDB_BAD_VALSIZE)
             return ss_writer_broken(
                 w, ss__fail(SS_ETOOBIG, "%s: a value exceeds LMDB's limit", w->path));
-        if (rc) return ss_writer_broken(w, ss__lmdb_fail(rc, w->path));
+        if (rc) return ss_writer_broken(w, ss_writer_lmdb_fail(w, rc));
         ss_pending_recycle(w);
         return 0;
     }
@@ -428,6 +476,17 @@ int ss_writer_set_attr(ss_writer *w, const char *name, uint32_t type, const void
     a->type = type;
     a->data = copy;
     a->size = size;
+    a->removed = 0;
+    return 0;
+}
+
+int ss_writer_remove_attr(ss_writer *w, const char *name) {
+    if (!w || !name) return ss__fail(SS_EINVAL, "ss_writer_remove_attr: NULL argument");
+    /* a pending empty value marked removed: the last call for a name wins */
+    int rc = ss_writer_set_attr(w, name, SS_ATTR_BYTES, NULL, 0);
+    if (rc) return rc;
+    for (size_t i = 0; i < w->nattrs; i++)
+        if (strcmp(w->attrs[i].name, name) == 0) w->attrs[i].removed = 1;
     return 0;
 }
 
@@ -439,7 +498,7 @@ int ss_writer_finish(ss_writer *w) {
     int rc = ss_writer_txn(w, 1);
     if (rc) return rc;
     rc = mdb_env_sync(w->env, 1);
-    if (rc) return ss_writer_broken(w, ss__lmdb_fail(rc, w->path));
+    if (rc) return ss_writer_broken(w, ss_writer_lmdb_fail(w, rc));
     w->finished = 1;
     return 0;
 }
@@ -454,6 +513,7 @@ void ss_writer_free(ss_writer *w) {
     free(w->spare_segments);
     for (size_t i = 0; i < w->nattrs; i++) free(w->attrs[i].data);
     free(w->attrs);
+    free(w->resume_rec);
     for (uint32_t i = 0; i < SS_MAX_FIELDS; i++) {
         free(w->f[i].chunk);
         free(w->f[i].segment);
@@ -507,7 +567,7 @@ static int ss_open_writer_env(MDB_env **env, void *vctx) {
     rc = mdb_env_open(*env, w->path, flags, 0644);
     if (rc == MDB_INVALID || rc == MDB_VERSION_MISMATCH)
         return ss__fail(SS_ENOTSTORE, "%s: not a seqstore store", w->path);
-    return rc ? ss__lmdb_fail(rc, "LMDB") : 0;
+    return rc ? ss_writer_lmdb_fail(w, rc) : 0;
 }
 
 static int ss_writer_env(ss_writer *w, uint64_t map_bytes) {
@@ -522,7 +582,7 @@ static int ss_writer_env(ss_writer *w, uint64_t map_bytes) {
         rc = mdb_txn_commit(txn);
     else
         mdb_txn_abort(txn);
-    return rc ? ss__lmdb_fail(rc, "LMDB") : 0;
+    return rc ? ss_writer_lmdb_fail(w, rc) : 0;
 }
 
 static int ss_writer_buffers(ss_writer *w) {
@@ -595,7 +655,10 @@ static int ss_read_header_block(ss_writer *w, MDB_txn *txn, char tag, ss_header 
         return tag == SS_KEY_HEADER ? ss__fail(SS_ENOTSTORE, "not a seqstore store (no header)")
                                     : SS_ENOTFOUND;
     if (rc) return ss__lmdb_fail(rc, "read header");
-    return ss_header_read(h, &v, "header");
+    const char *what = tag == SS_KEY_HEADER ? "header" : "progress record";
+    if ((rc = ss_header_read(h, &v, tag, what))) return rc;
+    /* before the counts size the buffers or index the blocks to reload */
+    return ss_header_check_bounds(h, ss_env_used_bytes(w->env), tag, what);
 }
 
 /* The committed state: the header, or with resume the progress record of an
@@ -612,6 +675,9 @@ static int ss_writer_read_state(ss_writer *w, MDB_txn *txn, int resume) {
     if (resume && !w->creating) {
         ss_header progress;
         rc = ss_read_header_block(w, txn, SS_KEY_PROGRESS, &progress);
+        if (rc == 0 && progress.format_version != w->h.format_version)
+            return ss__fail(SS_ECORRUPT, "progress record: format version %u, the header's is %u",
+                            progress.format_version, w->h.format_version);
         if (rc == 0)
             w->h = progress;
         else if (rc != SS_ENOTFOUND)
@@ -643,7 +709,8 @@ static int ss_load_block(ss_writer *w, MDB_txn *txn, char tag, uint32_t field, u
     if (rc) return ss__lmdb_fail(rc, "reload tail block");
     const unsigned char *p;
     uint64_t len;
-    if ((rc = ss_block_open(&v, 1, "tail block", &p, &len))) return rc;
+    rc = ss_block_open(v.mv_data, v.mv_size, &key, w->h.format_version, "tail block", &p, &len);
+    if (rc) return rc;
     if (len < want)
         return ss__fail(SS_ECORRUPT, "tail block holds %llu bytes, header says %llu",
                         (unsigned long long)len, (unsigned long long)want);
@@ -661,6 +728,12 @@ static int ss_writer_reload(ss_writer *w, MDB_txn *txn) {
         int rc;
         if (fs->def.sequence ? (n > 0 && tail < wf->chunk_cap)
                              : (w->h.count % ss_fixed_per_chunk(&w->h, fs) != 0)) {
+            if (n == 0 || tail > wf->chunk_cap) /* the reload copies tail bytes into chunk */
+                return ss__fail(SS_ECORRUPT,
+                                "field '%s': %llu chunks with %llu bytes in the last do not "
+                                "match a chunk of %llu bytes",
+                                fs->name, (unsigned long long)n, (unsigned long long)tail,
+                                (unsigned long long)wf->chunk_cap);
             wf->chunk_no = n - 1;
             wf->chunk_used = tail;
             if ((rc = ss_load_block(w, txn, SS_KEY_DATA, i, n - 1, wf->chunk, tail))) return rc;
@@ -679,6 +752,38 @@ static int ss_writer_reload(ss_writer *w, MDB_txn *txn) {
     return 0;
 }
 
+/* The resume record of an unfinished write, if any. */
+static int ss_writer_read_resume(ss_writer *w, MDB_txn *txn) {
+    ss_key key;
+    ss_key_named(&key, SS_KEY_RESUME, NULL);
+    MDB_val k = ss_key_val(&key), v;
+    int rc = mdb_get(txn, w->dbi, &k, &v);
+    if (rc == MDB_NOTFOUND) return 0;
+    if (rc) return ss__lmdb_fail(rc, "read resume record");
+    const unsigned char *p;
+    uint64_t len;
+    if ((rc = ss_block_open(v.mv_data, v.mv_size, &key, w->h.format_version, "resume record", &p,
+                            &len)))
+        return rc;
+    return ss_writer_set_resume_record(w, p, (size_t)len);
+}
+
+int ss_writer_set_resume_record(ss_writer *w, const void *data, size_t size) {
+    if (!w || (!data && size)) return ss__fail(SS_EINVAL, "ss_writer_set_resume_record: NULL");
+    unsigned char *copy = malloc(size ? size : 1);
+    if (!copy) return ss__fail(SS_ENOMEM, "out of memory");
+    if (size) memcpy(copy, data, size);
+    free(w->resume_rec);
+    w->resume_rec = copy;
+    w->resume_len = size;
+    return 0;
+}
+
+const void *ss_writer_resume_record(const ss_writer *w, size_t *size) {
+    *size = w && w->resume_rec ? w->resume_len : 0;
+    return w ? w->resume_rec : NULL;
+}
+
 int ss_writer_open(ss_writer **out, const char *path, const ss_schema *schema,
                    const ss_writer_options *options) {
     if (!out) return ss__fail(SS_EINVAL, "ss_writer_open: out is NULL");
@@ -690,17 +795,21 @@ int ss_writer_open(ss_writer **out, const char *path, const ss_schema *schema,
                         strerror(errno));
     if (st.st_size == 0)
         return ss__fail(SS_ENOTSTORE, "open '%s': not a seqstore store (empty file)", path);
+    int rc = ss_lmdb_check_file(path, (uint64_t)st.st_size);
+    if (rc) return ss__context(rc, "open '%s' for writing", path);
     ss_writer *w;
-    int rc = ss_writer_alloc(&w, path, options);
+    rc = ss_writer_alloc(&w, path, options);
     if (rc == 0) rc = ss_writer_env(w, options ? options->map_bytes : 0);
     MDB_txn *txn = NULL;
     if (rc == 0 && (rc = mdb_txn_begin(w->env, NULL, MDB_RDONLY, &txn)))
         rc = ss__lmdb_fail(rc, "begin");
+    if (rc == 0) rc = ss_lmdb_check(w->env, &txn, w->path, SS_LMDB_CHECK_OVERFLOW);
     if (rc == 0) rc = ss_writer_read_state(w, txn, (w->flags & SS_WRITE_RESUME) != 0);
     if (rc == 0 && schema && !ss_schema_equal(&w->h, schema))
         rc = ss__fail(SS_ESCHEMA, "the store's schema differs from the one given");
     if (rc == 0) rc = ss_writer_buffers(w);
     if (rc == 0) rc = ss_writer_reload(w, txn);
+    if (rc == 0) rc = ss_writer_read_resume(w, txn);
     if (txn) mdb_txn_abort(txn);
     if (rc) {
         ss_writer_free(w);

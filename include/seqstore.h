@@ -51,8 +51,11 @@ extern "C" {
 #define SS_VERSION_MINOR 1
 #define SS_VERSION_PATCH 0
 #define SS_VERSION_STRING "0.1.0"
-/** The version of the on-disk format this library writes and the newest it reads. */
-#define SS_FORMAT_VERSION 1
+/** The version of the on-disk format this library writes for new stores and the
+ *  newest it reads (it reads versions 1 and 2). Version 2 binds each block's
+ *  checksum to its key; appending to a version-1 store keeps it version 1
+ *  (spec/FORMAT.md §4, §11). */
+#define SS_FORMAT_VERSION 2
 
 /** The library's version as "MAJOR.MINOR.PATCH" (static storage). It may differ from
  *  SS_VERSION_STRING when a program runs against a newer shared library. */
@@ -78,7 +81,8 @@ SS_API const char *ss_version(void);
     X(SS_ESTATE, -13, "call not valid in the current state")                                       \
     X(SS_EINPUT, -14, "bad input data")                                                            \
     X(SS_ECALLBACK, -15, "a user callback failed")                                                 \
-    X(SS_EBUSY, -16, "store is busy")
+    X(SS_EBUSY, -16, "store is busy")                                                              \
+    X(SS_EFULL, -17, "disk full")
 
 typedef enum ss_error {
 #define SS_ERROR_ENUM_(name, value, message) name = value,
@@ -178,7 +182,8 @@ typedef struct ss_writer_options {
 #define SS_WRITER_OPTIONS_INIT                                                                     \
     { SS_WRITER_OPTIONS_VERSION, 0, 0, 0, 0 }
 
-/** Create a new store at `path` (one file, plus `path`-lock while open).
+/** Create a new store at `path` (one file, plus `path`-lock while open), in
+ *  format version SS_FORMAT_VERSION.
  *
  *  The store is marked incomplete until ss_writer_finish() succeeds; readers
  *  refuse it until then.
@@ -192,8 +197,8 @@ typedef struct ss_writer_options {
  *  @return 0; SS_EEXIST if `path` exists and SS_WRITE_FORCE is not set;
  *          SS_EINVAL for a bad schema (the message names the field), an
  *          empty path, an unknown options version or a too large
- *          chunk_pages; SS_EBUSY (see above); SS_ENOMEM; SS_EIO on a file
- *          system error. */
+ *          chunk_pages; SS_EBUSY (see above); SS_ENOMEM; SS_EFULL (disk
+ *          full); SS_EIO on a file system error. */
 SS_API int ss_writer_create(ss_writer **out, const char *path, const ss_schema *schema,
                             const ss_writer_options *options);
 
@@ -206,14 +211,17 @@ SS_API int ss_writer_create(ss_writer **out, const char *path, const ss_schema *
  *  already open keep seeing their snapshot, readers opened after
  *  ss_writer_finish() see the new examples. With SS_WRITE_RESUME: continue
  *  an interrupted create or append after its last committed example
- *  (ss_writer_count() says how many are there).
+ *  (ss_writer_count() says how many are there). The store keeps its format
+ *  version: a version-1 store gets version-1 blocks.
  *  @param[in] schema if not NULL, must equal the store's schema, else SS_ESCHEMA.
  *  @return 0; SS_ENOTFOUND (no such file); SS_ENOTSTORE, SS_EVERSION,
  *          SS_ECORRUPT as for ss_open(); SS_EINCOMPLETE if the store's
  *          creation never finished and SS_WRITE_RESUME is not set;
  *          SS_ESCHEMA; SS_EINVAL (empty path, unknown options version);
  *          SS_EBUSY (the file is open in this process, see
- *          ss_writer_create()); SS_ENOMEM; SS_EIO. */
+ *          ss_writer_create()); SS_ENOMEM; SS_EFULL; SS_EIO. The header (or
+ *          with SS_WRITE_RESUME the progress record) is checked as by
+ *          ss_open(), its counts against the file's size included. */
 SS_API int ss_writer_open(ss_writer **out, const char *path, const ss_schema *schema,
                           const ss_writer_options *options);
 
@@ -232,7 +240,7 @@ typedef struct ss_value {
  *  @return 0; SS_EINVAL (a fixed field with length != 1, data NULL with
  *          length > 0; the message names the field); SS_ETOOBIG if one value
  *          exceeds the largest LMDB value (about 4 GiB); SS_ESTATE (the
- *          writer is finished or broken); SS_ENOMEM; SS_EIO. SS_EINVAL,
+ *          writer is finished or broken); SS_ENOMEM; SS_EFULL; SS_EIO. SS_EINVAL,
  *          SS_ESTATE and an SS_ETOOBIG that names the field append nothing
  *          and leave the writer usable; after any other error the writer is
  *          broken (every later call is SS_ESTATE): free it; what was
@@ -254,12 +262,24 @@ SS_API int ss_writer_append(ss_writer *w, const ss_value *values);
 SS_API int ss_writer_set_attr(ss_writer *w, const char *name, uint32_t type, const void *data,
                               size_t size);
 
+/** Remove an attribute (stored or set earlier through this writer) when the
+ *  writer finishes; a later ss_writer_set_attr() of the same name sets it
+ *  again. Removing an attribute the store does not have is not an error.
+ *  @param[in] w    the writer.
+ *  @param[in] name as for ss_writer_set_attr().
+ *  @return 0; SS_EINVAL (NULL argument, an empty or too long name);
+ *          SS_ESTATE (the writer is finished or broken); SS_ENOMEM. */
+SS_API int ss_writer_remove_attr(ss_writer *w, const char *name);
+
 /** Commit everything appended so far in one LMDB transaction. A writer killed
  *  later can be resumed from here (SS_WRITE_RESUME). The writer commits by
  *  itself every commit_bytes; call this to force a commit point.
  *  @return 0; SS_ESTATE (the writer is finished or broken); SS_ETOOBIG (a
- *          value exceeds LMDB's limit); SS_ENOMEM; SS_EIO (or another code
- *          mapped from LMDB). After an error the writer is broken: free it. */
+ *          value exceeds LMDB's limit); SS_ENOMEM; SS_EFULL (the disk is full:
+ *          "disk full (No space left on device): ... the store is left
+ *          incomplete", or "the append" for an append; what was committed
+ *          stays and can be resumed); SS_EIO (or another code mapped from
+ *          LMDB). After an error the writer is broken: free it. */
 SS_API int ss_writer_commit(ss_writer *w);
 
 /** Number of examples in the store including those appended by this writer
@@ -286,28 +306,62 @@ enum {
     SS_OPEN_NOLOCK = 1u << 0,     /**< no lock file (read-only media); the caller
                                        guarantees that no writer is active */
     SS_OPEN_INCOMPLETE = 1u << 1, /**< open an unfinished store's committed prefix */
-    SS_OPEN_RANDOM = 1u << 2      /**< random access: turn off OS read-ahead */
+    SS_OPEN_RANDOM = 1u << 2,     /**< random access: turn off OS read-ahead */
+    SS_OPEN_VERIFY = 1u << 3      /**< verify on first touch: the checksum of a data
+                                       chunk is checked the first time ss_get() (or
+                                       anything built on it) hands out a view into
+                                       it, and every index segment at open */
 };
 
 /** Open a store read-only.
  *
  *  Opening is lazy: it reads the header, the schema and the chunk tables
  *  (O(chunks), not O(examples)) and touches no example data. It checks the
- *  magic, the format version and the metadata checksum. The store reads one
+ *  magic, the format version, the metadata checksum, every count of the
+ *  header against what the file can hold (before allocating anything by
+ *  it), the chunk and index tables, and reads the attribute names (a damaged
+ *  B-tree there is SS_ECORRUPT, not fewer attributes); with SS_OPEN_VERIFY
+ *  also the index segments' checksums, which reads the index: O(examples).
+ *  Before LMDB reads the file, its meta pages and B-tree pages are checked
+ *  (spec/FORMAT.md section 12), so a damaged page is SS_ECORRUPT naming the
+ *  page, never a crash. The store reads one
  *  consistent snapshot, taken at open, until ss_close().
- *  One open store may be read by many threads at once. Opening the same file
- *  several times in one process is fine: the opens share one LMDB environment
- *  (LMDB allows one per file per process), each with its own snapshot. Do not
- *  carry an open store across fork(); open it in the child.
+ *
+ *  Integrity: without SS_OPEN_VERIFY a read trusts the data it maps; only the
+ *  header, attributes and the index's bounds are checked, so a damaged data
+ *  chunk is returned as it is (ss_verify() finds it). With SS_OPEN_VERIFY,
+ *  every index segment's checksum is checked at open (XXH3 over 16 bytes per
+ *  example) and each data chunk's the first time a view into it is handed
+ *  out (about 0.1 ms per 1 MiB chunk, once per chunk per open store); a
+ *  damaged chunk makes that and every later ss_get() into it return
+ *  SS_ECORRUPT naming the field and the chunk, while other chunks read
+ *  normally. The seqstore CLI always verifies.
+ *
+ *  Threads and processes: one open store may be read by many threads at
+ *  once. Opening the same file several times in one process is fine: the
+ *  opens share one LMDB environment (LMDB allows one per file per process),
+ *  each with its own snapshot. Another process may append meanwhile: a
+ *  reader maps max(1 TiB, 4 x the file size) of address space (read-only,
+ *  file-backed: no memory is reserved, only pages read are loaded), so the
+ *  file can grow that far under the process's open stores without the map
+ *  ever being replaced under them. Should the file outgrow it, a later open
+ *  of the same file in this process fails with SS_EBUSY while other handles
+ *  of it are open (close them and open again) rather than move the map under
+ *  their views. With a limited address space (ulimit -v) the map falls back
+ *  to 4 x the file size. Do not carry an open store across fork(); open it
+ *  in the child.
  *  @param[out] out   the store; close it with ss_close().
  *  @param[in]  path  the store file (not a directory).
  *  @param[in]  flags SS_OPEN_... (0 for defaults)
  *  @return 0; SS_ENOTFOUND (no such file); SS_ENOTSTORE ("not a seqstore
  *          store"); SS_EVERSION ("format version 3 is newer than this
- *          library's 1"); SS_ECORRUPT ("metadata checksum mismatch", or an
- *          inconsistent table); SS_EINCOMPLETE (the writer did not finish;
- *          the message says how many examples are committed); SS_EBUSY (this
- *          process has the file open for writing); SS_EINVAL (NULL out, empty
+ *          library's 2"); SS_ECORRUPT ("metadata checksum mismatch", a header
+ *          count larger than the file can hold naming the field, an
+ *          inconsistent table, a damaged attribute walk, a damaged LMDB
+ *          page); SS_EINCOMPLETE (the writer did not finish; the message says
+ *          how many examples are committed); SS_EBUSY (this process has the
+ *          file open for writing, or the file outgrew the map shared with
+ *          this process's other handles of it); SS_EINVAL (NULL out, empty
  *          path); SS_ENOMEM; SS_EIO. A directory or an empty file is
  *          SS_ENOTSTORE. */
 SS_API int ss_open(ss_store **out, const char *path, unsigned flags);
@@ -346,10 +400,14 @@ typedef struct ss_view {
 } ss_view;
 
 /** View of field `field` of example `index`: O(1), no allocation, no copy.
+ *  With SS_OPEN_VERIFY, the first view into a data chunk also hashes the
+ *  chunk once (see ss_open()); threads may race to do it, which is harmless.
  *  @param[out] out the view (the output comes last here); its data is
  *                  borrowed from the map, valid until ss_close().
  *  @return 0; SS_ERANGE (bad field or index; the message names them);
- *          SS_ECORRUPT if the index points outside its chunk; SS_EINVAL
+ *          SS_ECORRUPT if the index points outside its chunk, or with
+ *          SS_OPEN_VERIFY if the chunk's checksum does not match (the
+ *          message names the field, the chunk and the example); SS_EINVAL
  *          (NULL argument). */
 SS_API int ss_get(const ss_store *s, uint32_t field, uint64_t index, ss_view *out);
 
@@ -423,7 +481,7 @@ SS_API int ss_attr_at(const ss_store *s, uint64_t k, ss_attr *out);
 
 /** Facts about an open store. */
 typedef struct ss_store_info {
-    uint32_t format_version; /**< the format version of the file */
+    uint32_t format_version; /**< the file's format version: 1, or 2 (checksums bound to keys) */
     int complete;            /**< 0 when opened with SS_OPEN_INCOMPLETE on an unfinished store */
     uint64_t count;          /**< examples */
     uint64_t file_bytes;     /**< size of the store file */
@@ -439,26 +497,35 @@ SS_API int ss_store_get_info(const ss_store *s, ss_store_info *out);
 /* ---------------------------------------------------------------- verify */
 
 /** One problem found by ss_verify(); valid only during the callback (`what`
- *  is a static string). */
+ *  is a static string, `where` is overwritten by the next problem). */
 typedef struct ss_verify_problem {
     const char *what;       /**< e.g. "data chunk checksum mismatch" */
-    int field;              /**< field index, or -1 */
-    uint64_t chunk;         /**< chunk (or index segment) number */
-    uint64_t first_example; /**< first example the chunk holds */
-    uint64_t last_example;  /**< one past the last example it holds */
+    int field;              /**< field index, or -1 for an attribute */
+    uint64_t chunk;         /**< data chunk or index segment number (see `what`); for an
+                                 attribute, its number in name order */
+    uint64_t first_example; /**< first example the block holds */
+    uint64_t last_example;  /**< one past the last example it holds (= first: none) */
+    const char *where;      /**< the block by name: "field 'tokens' chunk 5",
+                                 "index segment 0 of field 'tokens'", "attribute 'note'" */
 } ss_verify_problem;
 
 /** Called for every problem; return non-zero to stop verifying. */
 typedef int (*ss_verify_fn)(void *ctx, const ss_verify_problem *problem);
 
-/** Recompute every checksum (header, index segments, data chunks, attributes)
- *  and check the index for consistency.
+/** Check the structure of the file's LMDB B-trees (every page, node and
+ *  overflow page header the snapshot reaches), recompute every checksum
+ *  (header, index segments, data chunks, attributes) and check the index for
+ *  consistency. In a format-version-2 store each
+ *  checksum is bound to the block's key, so a block found under another key
+ *  (a renamed attribute, a chunk key leading to another chunk) is reported;
+ *  version 1 checksums cover the payload only (spec/FORMAT.md §11).
  *  Reads every data page: O(file size).
  *  @param[in] report called per problem, on the calling thread; may be NULL.
  *  @param[in] ctx    passed to `report` unchanged.
  *  @param[out] problems number of problems found; may be NULL.
  *  @return 0 if the store is sound; SS_ECORRUPT if a problem was found (the
- *          message names the first); SS_EINVAL (NULL store). */
+ *          message names the first, e.g. the damaged LMDB page); SS_EINVAL
+ *          (NULL store); SS_EIO or SS_ENOMEM while checking the B-trees. */
 SS_API int ss_verify(const ss_store *s, ss_verify_fn report, void *ctx, uint64_t *problems);
 
 #ifdef __cplusplus

@@ -369,7 +369,7 @@ int ss_bucket_save(const char *path, const char *name, const uint32_t *fields, s
     int rc = bucket_attr_name(key, sizeof key, name);
     if (rc) return rc;
     ss_store *s = NULL;
-    rc = ss_open(&s, path, 0);
+    rc = ss_open(&s, path, SS_OPEN_VERIFY);
     if (rc) return rc;
     ss_bucket *b = NULL;
     rc = ss_bucket_build(&b, s, fields, nkeys, resolution);

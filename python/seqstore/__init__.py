@@ -1,0 +1,106 @@
+"""seqstore: sequential ML data in one file, read zero-copy from NumPy.
+
+    import seqstore
+    with seqstore.open("corpus.ss") as store:
+        tokens = store["tokens"]        # a Field accessor
+        a = tokens[0]                   # read-only NumPy view over the map
+        ex = store[0]                   # {"tokens": array, ...}
+
+Arrays returned by a Store are read-only views of the file's memory map; each
+keeps the map alive, so they stay valid after store.close() (the store itself
+then raises seqstore.ClosedError). bf16 fields come back as their raw uint16
+bits (NumPy has no bfloat16): torch users can `.view(torch.bfloat16)`.
+torch 1.13 cannot hold uint16/uint32/uint64 tensors: widen with
+seqstore.widen(a) (a copy, to int64) before torch.from_numpy. Do not call
+torch.from_numpy on a view directly to write to it: torch only warns that the
+array is read-only, and a write through such a tensor faults (see README).
+"""
+import os as _os
+
+import numpy as _np
+
+from . import _seqstore
+from ._seqstore import (  # noqa: F401  (re-exported)
+    BusyError,
+    CallbackError,
+    ClosedError,
+    CorruptError,
+    Error,
+    ExistsError,
+    Field,
+    IncompleteError,
+    InputError,
+    InvalidArgumentError,
+    NotFoundError,
+    NotStoreError,
+    OutOfMemoryError,
+    RangeError,
+    SchemaError,
+    StateError,
+    Store,
+    StoreIOError,
+    TooBigError,
+    VersionError,
+    __version__,
+    open,
+)
+from ._loader import Collator, Loader  # noqa: F401
+from ._window import WindowBatch, WindowReader  # noqa: F401
+from ._writer import Writer, create  # noqa: F401
+
+__all__ = ["open", "create", "Store", "Field", "Writer", "Loader", "Collator", "WindowReader", "Error", "widen"]
+
+_OPEN_INCOMPLETE, _OPEN_RANDOM, _OPEN_NOLOCK = 2, 4, 1
+
+
+class Flat:
+    """store.flat(name): every example of a field concatenated in order (the
+    flat stream, e.g. a token stream cut into fixed-length LM blocks).
+
+    len(flat) rows; flat[p:q] -> a new array [q - p, *shape] (reads across
+    example and chunk boundaries); flat[i] -> one row; flat.locate(pos) ->
+    (example, offset within it)."""
+
+    def __init__(self, store, name):
+        self._store, self.name = store, name
+        self._n = store._flat_size(name)
+
+    def __len__(self):
+        return self._n
+
+    def __getitem__(self, key):
+        if isinstance(key, slice):
+            p, q, step = key.indices(self._n)
+            if step != 1:
+                raise ValueError("flat slices have step 1")
+            return self._store._flat_read(self.name, p, max(p, q))
+        if isinstance(key, bool) or not isinstance(key, (int, _np.integer)):
+            raise TypeError("flat[...] takes an int or a slice, not %s" % type(key).__name__)
+        i = int(key) + (self._n if key < 0 else 0)
+        if not 0 <= i < self._n:
+            raise IndexError("flat position %d out of range (%d rows)" % (key, self._n))
+        return self._store._flat_read(self.name, i, i + 1)[0]
+
+    def locate(self, pos):
+        """Position `pos` of the stream -> (example, offset within that example)."""
+        return self._store._flat_locate(self.name, pos)
+
+
+def _reopen(path, flags):
+    """Unpickle a Store: open `path` again with the same flags."""
+    return open(path, incomplete=bool(flags & _OPEN_INCOMPLETE),
+                random=bool(flags & _OPEN_RANDOM), nolock=bool(flags & _OPEN_NOLOCK))
+
+
+def widen(a):
+    """A copy of integer array `a` as int64 (float arrays are returned unchanged).
+
+    torch 1.13 has no uint16/uint32/uint64 tensors; torch.from_numpy(widen(a))
+    works for every integer field (uint64 values above 2**63-1 raise
+    OverflowError rather than wrap)."""
+    a = _np.asarray(a)
+    if a.dtype.kind not in "iu" or a.dtype == _np.int64:
+        return a.copy() if a.dtype.kind in "iu" else a
+    if a.dtype == _np.uint64 and a.size and a.max() > _np.uint64(2**63 - 1):
+        raise OverflowError("uint64 value %d does not fit int64" % a.max())
+    return a.astype(_np.int64)

@@ -1,0 +1,211 @@
+"""seqstore.Loader: the C loader (sampler + batcher + collator on background
+threads) as a Python iterable of batches."""
+import numbers
+
+import numpy as np
+
+from . import _seqstore
+from ._writer import _dtype_name
+
+_LAYOUTS = {"batch": 0, "time": 1, "packed": 2}
+_MASKS = {None: 0, "u8": 1, "f32": 2}
+_FIELD_KEYS = {"dtype", "pad", "pad_left", "pad_to_multiple", "fixed_length", "truncate_left",
+               "layout", "mask", "sort_by_length"}
+
+
+def _collate_field(name, spec):
+    """{name: {dtype, pad, layout, mask, ...}} entry -> the C tuple."""
+    if spec is None:
+        spec = {}
+    if not isinstance(spec, dict):
+        raise TypeError("fields[%r] is a dict of collate options, not %r" % (name, spec))
+    unknown = set(spec) - _FIELD_KEYS
+    if unknown:
+        raise ValueError("fields[%r]: unknown options %s (known: %s)"
+                         % (name, sorted(unknown), sorted(_FIELD_KEYS)))
+    dtype = spec.get("dtype")
+    code = 0 if dtype is None else _seqstore._dtype_code(_dtype_name(dtype, "field '%s'" % name))
+    layout = spec.get("layout", "batch")
+    if layout not in _LAYOUTS:
+        raise ValueError("fields[%r]: layout is one of %s, not %r" % (name, sorted(_LAYOUTS), layout))
+    mask = spec.get("mask")
+    if mask not in _MASKS:
+        raise ValueError("fields[%r]: mask is None, 'u8' or 'f32', not %r" % (name, mask))
+    pad = spec.get("pad", 0)
+    if not isinstance(pad, numbers.Real):
+        raise TypeError("fields[%r]: pad is a number, not %r" % (name, pad))
+    ints = {k: spec.get(k, 0) for k in ("pad_to_multiple", "fixed_length")}
+    for k, v in ints.items():
+        if not isinstance(v, numbers.Integral) or v < 0:
+            raise ValueError("fields[%r]: %s is an integer >= 0, not %r" % (name, k, v))
+    return (name, code, _LAYOUTS[layout], float(pad), bool(spec.get("pad_left", False)),
+            int(ints["pad_to_multiple"]), int(ints["fixed_length"]),
+            bool(spec.get("truncate_left", False)), _MASKS[mask],
+            bool(spec.get("sort_by_length", False)))
+
+
+def _field_specs(store, fields):
+    """fields (None, a list of names or a dict name -> options) -> C tuples."""
+    if fields is None:
+        return []
+    if isinstance(fields, dict):
+        spec = [_collate_field(n, s) for n, s in fields.items()]
+    elif isinstance(fields, (list, tuple)):
+        spec = [_collate_field(n, None) for n in fields]
+    else:
+        raise TypeError("fields is a dict name -> options or a list of names")
+    for s in spec:
+        if not isinstance(s[0], str):
+            raise TypeError("a field is named by a str, not %r" % (s[0],))
+        store.field(s[0])  # KeyError naming the store's fields
+    return spec
+
+
+def _count(name, v, minimum=0):
+    if isinstance(v, bool) or not isinstance(v, numbers.Integral):
+        raise TypeError("%s is an int, not %r" % (name, v))
+    if v < minimum:
+        raise ValueError("%s must be >= %d, not %d" % (name, minimum, v))
+    return int(v)
+
+
+def _check_torch_dtypes(store, spec):
+    """torch 1.13 has no uint16/32/64 tensors: refuse such outputs up front."""
+    stored = {f["name"]: f["dtype"] for f in store.schema}
+    outputs = [(s[0], _seqstore._dtype_name(s[1]) if s[1] else stored[s[0]]) for s in spec] \
+        or list(stored.items())
+    for name, dt in outputs:
+        if dt in ("u16", "u32", "u64", "bf16"):
+            raise ValueError("torch has no %s tensors: collate field '%s' to a wider type, "
+                             "e.g. fields={'%s': {'dtype': 'i64'}}" % (dt, name, name))
+
+
+class Loader:
+    """Batches of a store, prepared ahead by C threads.
+
+    loader = seqstore.Loader(store, batch_size=32, shuffle=True, seed=1,
+                             fields={"tokens": {"dtype": "i64", "pad": 0, "mask": "u8"}})
+    for batch in loader:                 # one epoch; the next loop is the next epoch
+        batch["tokens"]                  # [B, T] int64, padded by the C collator
+        batch["tokens_lengths"]          # [B] int64; also _mask, _offsets (packed)
+        batch["index"]                   # [B] store indices
+
+    Exactly one of batch_size (examples per batch) and max_tokens (a budget
+    of padded tokens per batch) is given; bucket names a stored bucket index.
+    fields maps output field name -> options (dtype, pad, pad_left,
+    pad_to_multiple, fixed_length, truncate_left, layout "batch"|"time"|
+    "packed", mask None|"u8"|"f32", sort_by_length), or is a list of names;
+    None = every field. Widening u16 ids to i64 happens in the C collator.
+    Batches are new arrays (copy=True), or with copy=False read-only views of
+    the loader's buffers, valid until the next batch. torch=True yields
+    torch tensors (imported lazily).
+    state_dict()/load_state_dict() resume exactly after the last batch handed
+    out (same store and options)."""
+
+    def __init__(self, store, batch_size=None, max_tokens=None, bucket=None, shuffle=False,
+                 seed=0, rank=0, world_size=1, drop_last=False, fields=None, threads=1,
+                 prefetch=2, copy=True, torch=False):
+        if not isinstance(store, _seqstore.Store):
+            raise TypeError("Loader needs a seqstore.Store, not %s" % type(store).__name__)
+        if (batch_size is None) == (max_tokens is None):
+            raise ValueError("give exactly one of batch_size and max_tokens")
+        bs = 0 if batch_size is None else _count("batch_size", batch_size, 1)
+        mt = 0 if max_tokens is None else _count("max_tokens", max_tokens, 1)
+        world = _count("world_size", world_size, 1)
+        r = _count("rank", rank)
+        if r >= world:
+            raise ValueError("rank %d must be < world_size %d" % (r, world))
+        if bucket is not None and not isinstance(bucket, str):
+            raise TypeError("bucket is the name (str) of a stored bucket index")
+        spec = _field_specs(store, fields)
+        self._torch = None
+        if torch:
+            import torch as _torch  # lazily: the module works without torch
+            self._torch = _torch
+            _check_torch_dtypes(store, spec)
+        self._l = _seqstore._Loader(
+            store, spec, bs, mt, bucket, bool(shuffle), _count("seed", seed), r, world,
+            bool(drop_last), _count("threads", threads, 1), _count("prefetch", prefetch, 1),
+            bool(copy))
+        self._seen_end = False
+
+    def __iter__(self):
+        l = self._l
+        if l.batches and l.position >= l.batches:
+            l.set_epoch(l.epoch + 1)  # a finished epoch: go on with the next one
+        return self
+
+    def __next__(self):
+        batch = next(self._l)
+        if self._torch is not None:
+            batch = {k: self._torch.from_numpy(v) for k, v in batch.items()}
+        return batch
+
+    def __len__(self):
+        return self._l.batches
+
+    @property
+    def epoch(self):
+        return self._l.epoch
+
+    @property
+    def position(self):
+        return self._l.position
+
+    def set_epoch(self, epoch):
+        """Start epoch `epoch` from its first batch (discards prefetched batches)."""
+        self._l.set_epoch(_count("epoch", epoch))
+
+    def state_dict(self):
+        """The position after the batches handed out so far (PyTorch's convention)."""
+        return {"seqstore_loader": self._l._state()}
+
+    def load_state_dict(self, state):
+        """Continue from state_dict(): the next batch is the one an uninterrupted
+        run would have yielded next."""
+        if not isinstance(state, dict) or "seqstore_loader" not in state:
+            raise ValueError("not a seqstore Loader state_dict")
+        self._l._load_state(state["seqstore_loader"])
+
+    def close(self):
+        self._l.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __reduce__(self):
+        raise TypeError("a Loader cannot be pickled; pickle its Store and state_dict()")
+
+
+class Collator:
+    """The C collator: store indices in, a padded (or packed) batch out.
+
+    c = seqstore.Collator(store, fields={"tokens": {"dtype": "i64", "pad": 0}})
+    batch = c.collate([4, 17, 3])      # {"tokens": [3, T] int64, "tokens_lengths": ...}
+    c.collate(idx, out={"tokens": buf})  # written by C straight into buf
+
+    fields as for Loader. With out, out[name] (a writable C-contiguous array
+    of the output dtype, large enough: SS_EINVAL names the bytes needed
+    otherwise) receives the field's data and the result holds a view of it
+    shaped as the batch; lengths, masks and offsets are returned as new arrays."""
+
+    def __init__(self, store, fields=None):
+        if not isinstance(store, _seqstore.Store):
+            raise TypeError("Collator needs a seqstore.Store, not %s" % type(store).__name__)
+        spec = _field_specs(store, fields)
+        self._c = _seqstore._Collator(store, spec)
+
+    @property
+    def fields(self):
+        return self._c.fields
+
+    def collate(self, indices, out=None):
+        return self._c.collate(indices, out)
+
+    __call__ = collate
+
+    def close(self):
+        self._c.close()

@@ -1,0 +1,131 @@
+"""seqstore.WindowReader: windows over long signals for truncated BPTT, with
+the hidden state of every sequence carried by the C reader."""
+import numbers
+
+import numpy as np
+
+from . import _seqstore
+from ._writer import _NAME_NP, _dtype_name
+
+_MODES = {"sequential": 0, "random_start": 1, "random": 2}
+_FORGET, _SHRINK, _PAD_TAIL, _TIME_MAJOR, _BALANCED, _LABEL_PER_STEP = 1, 2, 4, 8, 16, 32
+
+
+class WindowBatch:
+    """One batch of windows; every array is a copy the caller owns.
+
+    data [B, W, C] ([W, B, C] time-major), mask [B] (row holds a window),
+    step_mask [B, W], reset [B] (first window of its sequence: `state` is the
+    initial state), example [B] (sequence id), start, length, index [B],
+    state [B, H] (the hidden state each row starts from), label."""
+
+    def __init__(self, d, torch):
+        self.id = d.pop("id")
+        self.epoch = d.pop("epoch")
+        self._fields = list(d)
+        for k, v in d.items():
+            setattr(self, k, torch.from_numpy(v) if torch is not None else v)
+
+    @property
+    def size(self):
+        return len(self.mask)
+
+    def keys(self):
+        return list(self._fields)
+
+
+class WindowReader:
+    """Overlapping windows of a sequence field, B lanes, per-sequence state.
+
+    r = seqstore.WindowReader(store, "eeg", window=256, overlap=0, lanes=8,
+                              state_size=64, state_dtype="f32")
+    for batch in r:                              # one epoch
+        h = model(batch.data, batch.state)       # state: where each row left off
+        r.register(batch, h)                     # [B, H] final states, before next
+    The reader hands each sequence's registered state back with its next
+    window (reset=True and the initial state on a sequence's first window).
+    forget_state=True hands out a fresh state every window (the baseline)."""
+
+    def __init__(self, store, field, window, overlap=0, lanes=1, state_size=0,
+                 state_dtype="f32", mode="sequential", seed=0, shuffle=False, label=None,
+                 forget_state=False, pad_tail=False, time_major=False, label_per_step=False,
+                 out_dtype=None, gain=None, offset=None, examples=None, threads=1, torch=False):
+        if not isinstance(store, _seqstore.Store):
+            raise TypeError("WindowReader needs a seqstore.Store, not %s" % type(store).__name__)
+        names = store.fields
+        fi = self._index(names, field, "field")
+        li = -1 if label is None else self._index(names, label, "label")
+        for name, v in (("window", window), ("overlap", overlap), ("lanes", lanes),
+                        ("state_size", state_size), ("seed", seed), ("threads", threads)):
+            if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 0:
+                raise TypeError("%s is an int >= 0, not %r" % (name, v))
+        if mode not in _MODES:
+            raise ValueError("mode is one of %s, not %r" % (sorted(_MODES), mode))
+        sd = _seqstore._dtype_code(_dtype_name(state_dtype, "state_dtype"))
+        od = 0 if out_dtype is None else _seqstore._dtype_code(_dtype_name(out_dtype, "out_dtype"))
+        flags = ((_FORGET if forget_state else 0) | (_PAD_TAIL if pad_tail else 0) |
+                 (_TIME_MAJOR if time_major else 0) | (_LABEL_PER_STEP if label_per_step else 0))
+        vec = lambda v: None if v is None else np.ascontiguousarray(v, np.float64).reshape(-1)
+        ex = None if examples is None else np.ascontiguousarray(examples, np.uint64).reshape(-1)
+        self._state_np = _NAME_NP[_seqstore._dtype_name(sd)]
+        self._torch = None
+        if torch:
+            import torch as _torch  # lazily
+            self._torch = _torch
+        self._r = _seqstore._WindowReader(store, fi, li, int(window), int(overlap), int(lanes),
+                                          int(state_size), sd, _MODES[mode], int(seed),
+                                          bool(shuffle), flags, od, vec(gain), vec(offset), ex,
+                                          int(threads))
+
+    @staticmethod
+    def _index(names, name, what):
+        if not isinstance(name, str):
+            raise TypeError("%s is a field name (str), not %r" % (what, name))
+        if name not in names:
+            raise KeyError("%s '%s' is not a field of the store (fields: %s)" % (what, name, names))
+        return names.index(name)
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        return WindowBatch(next(self._r), self._torch)
+
+    def register(self, batch, final_states=None):
+        """Hand back the final hidden states [B, H] of `batch` (a NumPy array or
+        a torch tensor, detached here); None when no state is carried."""
+        if not isinstance(batch, WindowBatch):
+            raise TypeError("register takes a WindowBatch from this reader")
+        states = None
+        if final_states is not None:
+            if hasattr(final_states, "detach"):  # a torch tensor
+                final_states = final_states.detach().cpu().numpy()
+            states = np.ascontiguousarray(final_states, self._state_np)
+        self._r._register(batch.id, states)
+
+    def set_epoch(self, epoch):
+        self._r.set_epoch(int(epoch))
+
+    def info(self):
+        return self._r.info()
+
+    def state_dict(self):
+        """Position, lanes, random streams and every sequence's hidden state."""
+        return {"seqstore_window_reader": self._r._save()}
+
+    def load_state_dict(self, state):
+        if not isinstance(state, dict) or "seqstore_window_reader" not in state:
+            raise ValueError("not a seqstore WindowReader state_dict")
+        self._r._restore(state["seqstore_window_reader"])
+
+    def close(self):
+        self._r.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __reduce__(self):
+        raise TypeError("a WindowReader cannot be pickled; pickle its Store and state_dict()")

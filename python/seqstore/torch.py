@@ -1,0 +1,213 @@
+"""PyTorch datasets over a store (import torch happens here, not in seqstore).
+
+Both datasets hold only a path: they pickle by path (spawn workers) and open
+the store lazily in each process (fork workers reopen it: LMDB forbids using
+a parent's environment). Examples come back as dicts of torch tensors that
+own their memory (copies of the read-only map): unsigned integer fields
+(u16/u32/u64, which torch 1.13 lacks) are widened to int64 and bf16 fields
+arrive as torch.bfloat16.
+
+    ds = seqstore.torch.Dataset("corpus.ss", fields=["tokens"])
+    dl = torch.utils.data.DataLoader(ds, batch_size=8, num_workers=2,
+                                     collate_fn=seqstore.torch.pad_collate)
+"""
+import os
+
+import numpy as np
+import torch
+import torch.utils.data
+
+import seqstore
+
+_WIDEN = {np.dtype(np.uint16), np.dtype(np.uint32), np.dtype(np.uint64)}
+
+
+def to_tensor(a, bf16=False):
+    """A tensor owning a copy of array `a` (a read-only view of the map)."""
+    if bf16:
+        return torch.from_numpy(a.view(np.int16).copy()).view(torch.bfloat16)
+    if a.dtype in _WIDEN:
+        return torch.from_numpy(seqstore.widen(a))
+    return torch.from_numpy(a.copy())
+
+
+class _Lazy:
+    """The path, the chosen fields and a store opened on first use per process."""
+
+    def __init__(self, path, fields):
+        self.path = os.fspath(path)
+        with seqstore.open(self.path) as s:  # fail early, in the caller's process
+            schema = {f["name"]: f for f in s.schema}
+            self._len = len(s)
+        if fields is None:
+            fields = list(schema)
+        if isinstance(fields, str) or not all(isinstance(f, str) for f in fields):
+            raise TypeError("fields is a list of field names")
+        for f in fields:
+            if f not in schema:
+                raise KeyError("store '%s' has no field '%s' (fields: %s)"
+                               % (self.path, f, list(schema)))
+        self.fields = list(fields)
+        self._bf16 = {f: schema[f]["dtype"] == "bf16" for f in self.fields}
+        self._store, self._pid = None, None
+
+    def store(self):
+        if self._store is None or self._pid != os.getpid():
+            # A store inherited over fork is left alone (never closed here).
+            self._store, self._pid = seqstore.open(self.path), os.getpid()
+        return self._store
+
+    def example(self, i):
+        s = self.store()
+        return {f: to_tensor(s[f][i], self._bf16[f]) for f in self.fields}
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state["_store"] = state["_pid"] = None
+        return state
+
+
+class Dataset(torch.utils.data.Dataset):
+    """Map-style dataset: ds[i] -> {field: tensor}; len(ds) examples."""
+
+    def __init__(self, path, fields=None, transform=None):
+        self._src = _Lazy(path, fields)
+        self.transform = transform
+
+    @property
+    def path(self):
+        return self._src.path
+
+    def __len__(self):
+        return self._src._len
+
+    def __getitem__(self, i):
+        if isinstance(i, bool) or not isinstance(i, (int, np.integer)):
+            raise TypeError("Dataset index is an int, not %s" % type(i).__name__)
+        ex = self._src.example(i)
+        return self.transform(ex) if self.transform else ex
+
+
+class IterableDataset(torch.utils.data.IterableDataset):
+    """Streams examples, each exactly once per epoch over all ranks and workers.
+
+    The epoch's order (shuffled by (seed, epoch) when shuffle=True) is dealt
+    to ranks (rank, world_size; by default torch.distributed's when it is
+    initialised) and then to DataLoader workers (get_worker_info()):
+    example k of the order goes to rank k % world_size, then to worker
+    (k // world_size) % num_workers. Call set_epoch() before each epoch."""
+
+    def __init__(self, path, fields=None, shuffle=False, seed=0, rank=None, world_size=None,
+                 transform=None):
+        self._src = _Lazy(path, fields)
+        self.shuffle, self.seed, self.epoch = bool(shuffle), int(seed), 0
+        if (rank is None) != (world_size is None):
+            raise ValueError("give both rank and world_size, or neither")
+        if world_size is not None and not 0 <= rank < world_size:
+            raise ValueError("rank %r must be in [0, world_size %r)" % (rank, world_size))
+        self.rank, self.world_size = rank, world_size
+        self.transform = transform
+
+    @property
+    def path(self):
+        return self._src.path
+
+    def set_epoch(self, epoch):
+        self.epoch = int(epoch)
+
+    def _shard(self):
+        rank, world = self.rank, self.world_size
+        if world is None:
+            dist = torch.distributed
+            if dist.is_available() and dist.is_initialized():
+                rank, world = dist.get_rank(), dist.get_world_size()
+            else:
+                rank, world = 0, 1
+        info = torch.utils.data.get_worker_info()
+        worker, workers = (info.id, info.num_workers) if info else (0, 1)
+        return rank + world * worker, world * workers
+
+    def order(self):
+        """The indices this rank and worker read in the current epoch."""
+        n = self._src._len
+        if self.shuffle:
+            idx = np.random.default_rng([self.seed, self.epoch]).permutation(n)
+        else:
+            idx = np.arange(n)
+        start, step = self._shard()
+        return idx[start::step]
+
+    def __iter__(self):
+        for i in self.order():
+            ex = self._src.example(int(i))
+            yield self.transform(ex) if self.transform else ex
+
+
+def pad_collate(examples, pad=0):
+    """Stack a list of example dicts: each field padded to the longest along
+    its first axis (0-d fields stacked), plus `<field>_lengths`."""
+    out = {}
+    for name in examples[0]:
+        rows = [ex[name] for ex in examples]
+        if rows[0].dim() == 0:
+            out[name] = torch.stack(rows)
+            continue
+        out[name] = torch.nn.utils.rnn.pad_sequence(rows, batch_first=True, padding_value=pad)
+        out[name + "_lengths"] = torch.tensor([len(r) for r in rows], dtype=torch.int64)
+    return out
+
+
+class IndexDataset(torch.utils.data.Dataset):
+    """Yields store indices only: pair it with Collate, which reads and pads
+    the batch in C (one pass, no per-example Python work)."""
+
+    def __init__(self, path):
+        self.path = os.fspath(path)
+        with seqstore.open(self.path) as s:
+            self._len = len(s)
+
+    def __len__(self):
+        return self._len
+
+    def __getitem__(self, i):
+        if isinstance(i, bool) or not isinstance(i, (int, np.integer)):
+            raise TypeError("IndexDataset index is an int, not %s" % type(i).__name__)
+        if not -self._len <= i < self._len:
+            raise IndexError("example %d out of range: %d examples" % (i, self._len))
+        return int(i) % self._len
+
+
+class Collate:
+    """collate_fn calling the C collator: a list of store indices -> a dict of
+    tensors, padded (and widened: fields={"tokens": {"dtype": "i64"}}) by C.
+    Pickles by path and opens the store and collator lazily in each worker."""
+
+    def __init__(self, path, fields=None):
+        self.path = os.fspath(path)
+        self.fields = fields
+        with seqstore.open(self.path) as s:  # validate now, in the caller's process
+            for dt in _output_dtypes(s, fields):
+                if dt in ("u16", "u32", "u64", "bf16"):
+                    raise ValueError("torch has no %s tensors: give the field a wider "
+                                     "output dtype, e.g. {'dtype': 'i64'}" % dt)
+            seqstore.Collator(s, fields).close()
+        self._c, self._pid = None, None
+
+    def __call__(self, indices):
+        if self._c is None or self._pid != os.getpid():
+            self._store = seqstore.open(self.path)
+            self._c, self._pid = seqstore.Collator(self._store, self.fields), os.getpid()
+        return {k: torch.from_numpy(v) for k, v in self._c.collate(indices).items()}
+
+    def __getstate__(self):
+        return {"path": self.path, "fields": self.fields, "_c": None, "_pid": None}
+
+
+def _output_dtypes(store, fields):
+    stored = {f["name"]: f["dtype"] for f in store.schema}
+    if fields is None:
+        return list(stored.values())
+    if isinstance(fields, dict):
+        return [(o or {}).get("dtype") and seqstore._writer._dtype_name(o["dtype"], n)
+                or stored.get(n) for n, o in fields.items()]
+    return [stored.get(n) for n in fields]

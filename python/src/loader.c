@@ -1,0 +1,245 @@
+/* loader.c - the C loader behind seqstore.Loader: options in, batches out as
+ * NumPy arrays (copies by default; or read-only views of the loader's slot,
+ * valid until the next batch, whose base keeps the loader alive). */
+#include "pyss.h"
+
+typedef struct {
+    PyObject_HEAD ss_loader *l;
+    StoreObject *store; /* keeps the Store (and so its map) alive */
+    MapObject *map;
+    int copy;
+    unsigned generation;
+} LoaderObject;
+
+/* (name, dtype code, layout, pad, pad_left, pad_to_multiple, fixed_length,
+ *  truncate_left, mask, sort_by_length) -> `f`; f->name borrows from `item`. */
+int pyss_parse_collate_field(PyObject *item, ss_collate_field *f) {
+    ss_collate_field init = SS_COLLATE_FIELD_INIT;
+    *f = init;
+    int dtype, layout, mask;
+    unsigned long long multiple, fixed_length;
+    if (!PyArg_ParseTuple(item, "siidpKKpip", &f->name, &dtype, &layout, &f->pad_value,
+                          &f->pad_left, &multiple, &fixed_length, &f->truncate_left, &mask,
+                          &f->sort_by_length))
+        return -1;
+    f->dtype = (ss_dtype)dtype;
+    f->layout = (ss_layout)layout;
+    f->mask = (ss_mask_type)mask;
+    f->pad_to_multiple = multiple;
+    f->fixed = fixed_length > 0;
+    f->fixed_length = fixed_length;
+    return 0;
+}
+
+/* _Loader(store, fields, batch_size, max_tokens, bucket, shuffle, seed, rank,
+ *         world_size, drop_last, threads, prefetch, copy) */
+static PyObject *loader_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
+    static char *kwlist[] = {"store",   "fields",   "batch_size", "max_tokens", "bucket",
+                             "shuffle", "seed",     "rank",       "world_size", "drop_last",
+                             "threads", "prefetch", "copy",       NULL};
+    StoreObject *st;
+    PyObject *fields;
+    const char *bucket = NULL;
+    unsigned long long batch_size, max_tokens, seed;
+    unsigned rank, world, threads, prefetch;
+    int shuffle, drop_last, copy;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O!O!KKzpKIIpIIp:_Loader", kwlist, &Store_Type, &st,
+                                     &PyList_Type, &fields, &batch_size, &max_tokens, &bucket,
+                                     &shuffle, &seed, &rank, &world, &drop_last, &threads,
+                                     &prefetch, &copy))
+        return NULL;
+    if (pyss_check_open(st) < 0) return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(fields);
+    if (n > SS_MAX_FIELDS)
+        return PyErr_Format(PyExc_ValueError, "at most %d output fields", SS_MAX_FIELDS);
+    ss_collate_field cf[SS_MAX_FIELDS];
+    for (Py_ssize_t k = 0; k < n; k++)
+        if (pyss_parse_collate_field(PyList_GET_ITEM(fields, k), &cf[k]) < 0) return NULL;
+    ss_loader_options o = SS_LOADER_OPTIONS_INIT;
+    o.sampler.kind = shuffle ? SS_SAMPLE_SHUFFLE : SS_SAMPLE_SEQUENTIAL;
+    o.sampler.seed = seed;
+    o.sampler.rank = rank;
+    o.sampler.world_size = world;
+    o.sampler.drop_last = drop_last;
+    o.batch.batch_size = batch_size;
+    o.batch.max_tokens = max_tokens;
+    o.bucket = bucket;
+    o.fields = n ? cf : NULL;
+    o.nfields = (uint32_t)n;
+    o.threads = threads;
+    o.prefetch = prefetch;
+    o.collator.threads = 1;
+    LoaderObject *lo = (LoaderObject *)type->tp_alloc(type, 0);
+    if (!lo) return NULL;
+    lo->store = (StoreObject *)Py_NewRef(st);
+    lo->map = (MapObject *)Py_NewRef(st->map);
+    lo->copy = copy;
+    lo->generation = pyss_generation;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS rc = capi_loader_open(&lo->l, st->map->s, &o);
+    Py_END_ALLOW_THREADS if (rc < 0) {
+        Py_DECREF(lo);
+        return pyss_raise(rc);
+    }
+    return (PyObject *)lo;
+}
+
+static void loader_dealloc(LoaderObject *lo) {
+    if (lo->l && lo->generation == pyss_generation) {   /* a forked copy has no threads */
+        Py_BEGIN_ALLOW_THREADS capi_loader_free(lo->l); /* joins its threads */
+        Py_END_ALLOW_THREADS
+    }
+    Py_XDECREF(lo->store);
+    Py_XDECREF(lo->map);
+    Py_TYPE(lo)->tp_free((PyObject *)lo);
+}
+
+static int loader_check(LoaderObject *lo) {
+    if (lo->l) return pyss_check_generation(lo->generation, "loader of", lo->store->path);
+    PyErr_SetString(pyss_ClosedError, "loader is closed");
+    return -1;
+}
+
+/* An array of `nd` dims over `data`: a copy, or a read-only view whose base
+ * is the loader (valid until the next batch). */
+static PyObject *batch_array(LoaderObject *lo, int typenum, int nd, const npy_intp *shape,
+                             const void *data, size_t bytes) {
+    if (lo->copy) {
+        PyObject *a = PyArray_SimpleNew(nd, (npy_intp *)shape, typenum);
+        if (a && bytes) memcpy(PyArray_DATA((PyArrayObject *)a), data, bytes);
+        return a;
+    }
+    PyObject *a = PyArray_New(&PyArray_Type, nd, (npy_intp *)shape, typenum, NULL, (void *)data, 0,
+                              NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED, NULL);
+    if (a && PyArray_SetBaseObject((PyArrayObject *)a, Py_NewRef(lo)) < 0) Py_CLEAR(a);
+    return a;
+}
+
+static int put(PyObject *d, const char *name, const char *suffix, PyObject *v) {
+    if (!v) return -1;
+    PyObject *key = PyUnicode_FromFormat("%s%s", name, suffix);
+    int rc = key ? PyDict_SetItem(d, key, v) : -1;
+    Py_XDECREF(key);
+    Py_DECREF(v);
+    return rc;
+}
+
+/* One collated field -> d[name], and name_lengths / _mask / _offsets. */
+static int put_field(LoaderObject *lo, PyObject *d, const ss_collated *c) {
+    npy_intp shape[SS_MAX_DIMS + 2], b = (npy_intp)c->batch;
+    for (uint32_t k = 0; k < c->ndim; k++) shape[k] = (npy_intp)c->shape[k];
+    int typenum = pyss_typenum(c->dtype);
+    if (put(d, c->name, "", batch_array(lo, typenum, (int)c->ndim, shape, c->data, c->data_bytes)) <
+        0)
+        return -1;
+    if (!c->sequence) return 0;
+    if (put(d, c->name, "_lengths",
+            batch_array(lo, NPY_INT64, 1, &b, c->lengths, (size_t)b * sizeof(int64_t))) < 0)
+        return -1;
+    if (c->mask) {
+        npy_intp ms[2] = {shape[0], shape[1]};
+        int mt = c->mask_bytes == (uint64_t)(ms[0] * ms[1]) ? NPY_UINT8 : NPY_FLOAT32;
+        if (put(d, c->name, "_mask", batch_array(lo, mt, 2, ms, c->mask, c->mask_bytes)) < 0)
+            return -1;
+    }
+    if (c->offsets) {
+        npy_intp nb = b + 1;
+        if (put(d, c->name, "_offsets",
+                batch_array(lo, NPY_INT64, 1, &nb, c->offsets, (size_t)nb * sizeof(int64_t))) < 0)
+            return -1;
+    }
+    if (c->perm && put(d, c->name, "_perm",
+                       batch_array(lo, NPY_INT64, 1, &b, c->perm, (size_t)b * sizeof(int64_t))) < 0)
+        return -1;
+    return 0;
+}
+
+static PyObject *loader_next(LoaderObject *lo) {
+    if (loader_check(lo) < 0) return NULL;
+    const ss_loader_batch *batch;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS rc = capi_loader_next(&batch, lo->l);
+    Py_END_ALLOW_THREADS if (rc < 0) return pyss_raise(rc);
+    if (rc == SS_LOADER_END) return NULL; /* StopIteration */
+    PyObject *d = PyDict_New();
+    npy_intp b = (npy_intp)batch->rows;
+    /* Store indices as int64 (torch has no uint64; an index never reaches 2^63). */
+    if (!d ||
+        put(d, "index", "",
+            batch_array(lo, NPY_INT64, 1, &b, batch->indices, (size_t)b * sizeof(uint64_t))) < 0)
+        goto fail;
+    for (uint32_t k = 0; k < batch->data.nfields; k++)
+        if (put_field(lo, d, &batch->data.fields[k]) < 0) goto fail;
+    return d;
+fail:
+    Py_XDECREF(d);
+    return NULL;
+}
+
+static PyObject *loader_set_epoch(LoaderObject *lo, PyObject *arg) {
+    unsigned long long e = PyLong_AsUnsignedLongLong(arg);
+    if ((e == (unsigned long long)-1 && PyErr_Occurred()) || loader_check(lo) < 0) return NULL;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS rc = capi_loader_set_epoch(lo->l, e);
+    Py_END_ALLOW_THREADS return rc < 0 ? pyss_raise(rc) : Py_NewRef(Py_None);
+}
+
+static PyObject *loader_state(LoaderObject *lo, PyObject *unused) {
+    (void)unused;
+    if (loader_check(lo) < 0) return NULL;
+    char buf[SS_LOADER_STATE_SIZE];
+    size_t len = 0;
+    int rc = capi_loader_state_save(lo->l, buf, sizeof buf, &len);
+    return rc < 0 ? pyss_raise(rc) : PyBytes_FromStringAndSize(buf, (Py_ssize_t)len);
+}
+
+static PyObject *loader_load_state(LoaderObject *lo, PyObject *arg) {
+    Py_buffer b;
+    if (loader_check(lo) < 0 || PyObject_GetBuffer(arg, &b, PyBUF_SIMPLE) < 0) return NULL;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS rc = capi_loader_state_load(lo->l, b.buf, (size_t)b.len);
+    Py_END_ALLOW_THREADS PyBuffer_Release(&b);
+    return rc < 0 ? pyss_raise(rc) : Py_NewRef(Py_None);
+}
+
+static PyObject *loader_close(LoaderObject *lo, PyObject *unused) {
+    (void)unused;
+    ss_loader *l = lo->generation == pyss_generation ? lo->l : NULL; /* see pyss.h */
+    lo->l = NULL;
+    Py_BEGIN_ALLOW_THREADS capi_loader_free(l);
+    Py_END_ALLOW_THREADS Py_RETURN_NONE;
+}
+
+static PyObject *loader_get(LoaderObject *lo, void *which) {
+    if (loader_check(lo) < 0) return NULL;
+    uint64_t v = which == (void *)0   ? capi_loader_epoch(lo->l)
+                 : which == (void *)1 ? capi_loader_batches(lo->l)
+                                      : capi_loader_position(lo->l);
+    return PyLong_FromUnsignedLongLong(v);
+}
+
+static PyMethodDef loader_methods[] = {
+    {"set_epoch", (PyCFunction)loader_set_epoch, METH_O, "start epoch e from its first batch"},
+    {"_state", (PyCFunction)loader_state, METH_NOARGS, "the saved position (bytes)"},
+    {"_load_state", (PyCFunction)loader_load_state, METH_O, "continue from a saved position"},
+    {"close", (PyCFunction)loader_close, METH_NOARGS, "stop the workers and free the loader"},
+    {NULL, NULL, 0, NULL}};
+
+static PyGetSetDef loader_getset[] = {
+    {"epoch", (getter)loader_get, NULL, "the current epoch", (void *)0},
+    {"batches", (getter)loader_get, NULL, "batches of this rank in the epoch", (void *)1},
+    {"position", (getter)loader_get, NULL, "batches handed out in the epoch", (void *)2},
+    {NULL, NULL, NULL, NULL, NULL}};
+
+PyTypeObject Loader_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "seqstore._seqstore._Loader",
+    .tp_basicsize = sizeof(LoaderObject),
+    .tp_dealloc = (destructor)loader_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "The C loader (use seqstore.Loader).",
+    .tp_iter = PyObject_SelfIter,
+    .tp_iternext = (iternextfunc)loader_next,
+    .tp_methods = loader_methods,
+    .tp_getset = loader_getset,
+    .tp_new = loader_new,
+};

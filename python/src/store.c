@@ -1,0 +1,515 @@
+/* store.c - Store (an open store), Field (one field's accessor) and Map (the
+ * C store, kept alive by every NumPy view over it). */
+#include "pyss.h"
+
+/* ------------------------------------------------------------------ Map */
+
+static void map_dealloc(MapObject *m) {
+    if (m->generation == pyss_generation) capi_close(m->s); /* else leaked: see pyss.h */
+    Py_TYPE(m)->tp_free((PyObject *)m);
+}
+
+PyTypeObject Map_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "seqstore._seqstore._Map",
+    .tp_basicsize = sizeof(MapObject),
+    .tp_dealloc = (destructor)map_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "The memory map of an open store; the base of its NumPy views.",
+};
+
+/* ---------------------------------------------------------------- views */
+
+int pyss_check_open(StoreObject *st) {
+    if (st->map) return pyss_check_generation(st->map->generation, "store", st->path);
+    PyErr_Format(pyss_ClosedError, "store '%U' is closed", st->path);
+    return -1;
+}
+
+/* A read-only array over `v` whose base owns a reference to the map. */
+PyObject *pyss_view_array(StoreObject *st, uint32_t field, const ss_view *v) {
+    const FieldShape *fs = &st->shape[field];
+    npy_intp shape[SS_MAX_DIMS + 1];
+    int nd = 0;
+    if (fs->sequence) shape[nd++] = (npy_intp)v->length;
+    for (int k = 0; k < fs->ndim; k++) shape[nd++] = fs->dims[k];
+    PyArray_Descr *descr = PyArray_DescrFromType(fs->typenum); /* new reference, stolen */
+    PyObject *a = PyArray_NewFromDescr(&PyArray_Type, descr, nd, shape, NULL, (void *)v->data,
+                                       NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED, NULL);
+    if (!a) return NULL;
+    Py_INCREF(st->map);
+    if (PyArray_SetBaseObject((PyArrayObject *)a, (PyObject *)st->map) < 0) {
+        Py_DECREF(a);
+        return NULL;
+    }
+    return a;
+}
+
+/* Python index -> example number, with negative indices and an IndexError. */
+static int example_index(StoreObject *st, PyObject *key, uint64_t *out) {
+    Py_ssize_t i = PyNumber_AsSsize_t(key, PyExc_IndexError);
+    if (i == -1 && PyErr_Occurred()) return -1;
+    Py_ssize_t n = (Py_ssize_t)st->count;
+    if (i < 0) i += n;
+    if (i < 0 || i >= n) {
+        PyErr_Format(PyExc_IndexError, "example %zd out of range: store '%U' has %zd examples",
+                     i < 0 ? i - n : i, st->path, n);
+        return -1;
+    }
+    *out = (uint64_t)i;
+    return 0;
+}
+
+static PyObject *get_one(StoreObject *st, uint32_t field, uint64_t index) {
+    ss_view v;
+    int rc = capi_get(&v, st->map->s, field, index);
+    return rc < 0 ? pyss_raise(rc) : pyss_view_array(st, field, &v);
+}
+
+/* An integer array (or sequence) of example numbers -> a list of views. */
+static PyObject *get_many(StoreObject *st, uint32_t field, PyObject *key) {
+    PyArrayObject *idx = (PyArrayObject *)PyArray_FromAny(key, NULL, 0, 0, 0, NULL);
+    if (!idx) return NULL;
+    if (PyArray_NDIM(idx) != 1 || (PyArray_SIZE(idx) > 0 && !PyArray_ISINTEGER(idx))) {
+        PyErr_Format(PyExc_TypeError,
+                     "examples are selected by an int, a slice or a 1-D integer array, not %s "
+                     "(a %d-D %s array)",
+                     Py_TYPE(key)->tp_name, PyArray_NDIM(idx),
+                     PyArray_DESCR(idx)->typeobj->tp_name);
+        Py_DECREF(idx);
+        return NULL;
+    }
+    npy_intp n = PyArray_SIZE(idx);
+    PyObject *list = PyList_New(n);
+    for (npy_intp k = 0; list && k < n; k++) {
+        PyObject *item = PyArray_GETITEM(idx, PyArray_GETPTR1(idx, k));
+        uint64_t i;
+        PyObject *a = (item && example_index(st, item, &i) == 0) ? get_one(st, field, i) : NULL;
+        Py_XDECREF(item);
+        if (!a)
+            Py_CLEAR(list);
+        else
+            PyList_SET_ITEM(list, k, a);
+    }
+    Py_DECREF(idx);
+    return list;
+}
+
+static PyObject *get_slice(StoreObject *st, uint32_t field, PyObject *key) {
+    Py_ssize_t start, stop, step;
+    if (PySlice_Unpack(key, &start, &stop, &step) < 0) return NULL;
+    Py_ssize_t n = PySlice_AdjustIndices((Py_ssize_t)st->count, &start, &stop, step);
+    PyObject *list = PyList_New(n);
+    for (Py_ssize_t k = 0; list && k < n; k++) {
+        PyObject *a = get_one(st, field, (uint64_t)(start + k * step));
+        if (!a)
+            Py_CLEAR(list);
+        else
+            PyList_SET_ITEM(list, k, a);
+    }
+    return list;
+}
+
+/* field[key] for key = int, slice, or an integer array / sequence. */
+static PyObject *field_subscript(StoreObject *st, uint32_t field, PyObject *key) {
+    if (pyss_check_open(st) < 0) return NULL;
+    /* An ndarray has nb_index too: only 0-d ones are single indices. */
+    if (PyIndex_Check(key) && !(PyArray_Check(key) && PyArray_NDIM((PyArrayObject *)key) > 0)) {
+        uint64_t i;
+        return example_index(st, key, &i) < 0 ? NULL : get_one(st, field, i);
+    }
+    if (PySlice_Check(key)) return get_slice(st, field, key);
+    if (PyUnicode_Check(key) || PyBytes_Check(key) || PyFloat_Check(key)) {
+        PyErr_Format(PyExc_TypeError,
+                     "examples are selected by an int, a slice or an integer array, not %s",
+                     Py_TYPE(key)->tp_name);
+        return NULL;
+    }
+    return get_many(st, field, key);
+}
+
+/* ---------------------------------------------------------------- Field */
+
+typedef struct {
+    PyObject_HEAD StoreObject *store;
+    uint32_t field;
+} FieldObject;
+
+static void field_dealloc(FieldObject *f) {
+    Py_XDECREF(f->store);
+    Py_TYPE(f)->tp_free((PyObject *)f);
+}
+
+static PyObject *field_getitem(FieldObject *f, PyObject *key) {
+    return field_subscript(f->store, f->field, key);
+}
+
+static Py_ssize_t field_len(FieldObject *f) {
+    return pyss_check_open(f->store) < 0 ? -1 : (Py_ssize_t)f->store->count;
+}
+
+/* Lengths of every example (time steps), as a new u64 array (the C library
+ * copies them out of its index: one pass over index pages, no data page). */
+static PyObject *lengths_of(StoreObject *st, uint32_t field) {
+    if (pyss_check_open(st) < 0) return NULL;
+    npy_intp n = (npy_intp)st->count;
+    PyObject *a = PyArray_SimpleNew(1, &n, NPY_UINT64);
+    if (!a) return NULL;
+    int rc = capi_lengths(PyArray_DATA((PyArrayObject *)a), st->map->s, field, 0, st->count);
+    if (rc < 0) {
+        Py_DECREF(a);
+        return pyss_raise(rc);
+    }
+    PyArray_CLEARFLAGS((PyArrayObject *)a, NPY_ARRAY_WRITEABLE);
+    return a;
+}
+
+static PyObject *field_lengths(FieldObject *f, PyObject *unused) {
+    (void)unused;
+    return lengths_of(f->store, f->field);
+}
+
+static PyObject *field_name(FieldObject *f, void *unused) {
+    (void)unused;
+    return Py_NewRef(PyTuple_GET_ITEM(f->store->names, f->field));
+}
+
+static PyObject *field_repr(FieldObject *f) {
+    return PyUnicode_FromFormat("<seqstore.Field '%U' of '%U'>",
+                                PyTuple_GET_ITEM(f->store->names, f->field), f->store->path);
+}
+
+static PyMappingMethods field_as_mapping = {(lenfunc)field_len, (binaryfunc)field_getitem, NULL};
+static PySequenceMethods field_as_sequence = {.sq_length = (lenfunc)field_len};
+
+static PyMethodDef field_methods[] = {
+    {"lengths", (PyCFunction)field_lengths, METH_NOARGS,
+     "lengths() -> read-only uint64 array: time steps of every example."},
+    {NULL, NULL, 0, NULL}};
+
+static PyGetSetDef field_getset[] = {{"name", (getter)field_name, NULL, "the field's name", NULL},
+                                     {NULL, NULL, NULL, NULL, NULL}};
+
+PyTypeObject Field_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "seqstore._seqstore.Field",
+    .tp_basicsize = sizeof(FieldObject),
+    .tp_dealloc = (destructor)field_dealloc,
+    .tp_repr = (reprfunc)field_repr,
+    .tp_as_mapping = &field_as_mapping,
+    .tp_as_sequence = &field_as_sequence,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "One field of a store: field[i] -> read-only array over the map;\n"
+              "field[a:b] and field[[i, j, ...]] -> lists of arrays.",
+    .tp_methods = field_methods,
+    .tp_getset = field_getset,
+};
+
+/* ---------------------------------------------------------------- Store */
+
+static PyObject *new_field(StoreObject *st, uint32_t f) {
+    FieldObject *fo = PyObject_New(FieldObject, &Field_Type);
+    if (!fo) return NULL;
+    fo->store = (StoreObject *)Py_NewRef(st);
+    fo->field = f;
+    return (PyObject *)fo;
+}
+
+int pyss_field_arg(StoreObject *st, PyObject *name, uint32_t *out) {
+    if (!PyUnicode_Check(name)) {
+        PyErr_Format(PyExc_TypeError, "a field is named by a str, not %s", Py_TYPE(name)->tp_name);
+        return -1;
+    }
+    for (uint32_t k = 0; k < st->nfields; k++) {
+        int eq = PyUnicode_Compare(PyTuple_GET_ITEM(st->names, k), name);
+        if (eq == 0) {
+            *out = k;
+            return 0;
+        }
+        if (eq == -1 && PyErr_Occurred()) return -1;
+    }
+    PyErr_Format(PyExc_KeyError, "store '%U' has no field '%U' (fields: %R)", st->path, name,
+                 st->names);
+    return -1;
+}
+
+/* Fill names, shapes and Field objects from the C schema. */
+static int store_describe(StoreObject *st) {
+    const ss_schema *sc = capi_schema(st->map->s);
+    st->nfields = sc->nfields;
+    st->count = capi_count(st->map->s);
+    st->names = PyTuple_New(sc->nfields);
+    if (!st->names) return -1;
+    for (uint32_t k = 0; k < sc->nfields; k++) {
+        const ss_field *f = &sc->fields[k];
+        FieldShape *fs = &st->shape[k];
+        fs->typenum = pyss_typenum(f->dtype);
+        fs->sequence = f->sequence;
+        fs->ndim = (int)f->ndim;
+        for (uint32_t d = 0; d < f->ndim; d++) fs->dims[d] = (npy_intp)f->dims[d];
+        PyObject *name = PyUnicode_FromString(f->name);
+        if (!name) return -1;
+        PyTuple_SET_ITEM(st->names, k, name);
+    }
+    return 0;
+}
+
+PyObject *pyss_open(PyObject *self, PyObject *args, PyObject *kw) {
+    (void)self;
+    static char *kwlist[] = {"path", "incomplete", "random", "nolock", NULL};
+    PyObject *path, *bytes = NULL;
+    int incomplete = 0, random = 0, nolock = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|$ppp:open", kwlist, &path, &incomplete, &random,
+                                     &nolock))
+        return NULL;
+    if (!PyUnicode_FSConverter(path, &bytes)) return NULL;
+    StoreObject *st = PyObject_New(StoreObject, &Store_Type);
+    if (!st) {
+        Py_DECREF(bytes);
+        return NULL;
+    }
+    st->map = NULL;
+    st->names = st->attrs = NULL;
+    st->nfields = 0;
+    st->count = 0;
+    st->path = PyOS_FSPath(path);
+    st->flags = (incomplete ? SS_OPEN_INCOMPLETE : 0) | (random ? SS_OPEN_RANDOM : 0) |
+                (nolock ? SS_OPEN_NOLOCK : 0);
+    if (!st->path) goto fail;
+    st->map = PyObject_New(MapObject, &Map_Type);
+    if (!st->map) goto fail;
+    st->map->s = NULL;
+    st->map->generation = pyss_generation;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS rc = capi_open(&st->map->s, PyBytes_AS_STRING(bytes), st->flags);
+    Py_END_ALLOW_THREADS if (rc < 0) {
+        pyss_raise(rc);
+        goto fail;
+    }
+    if (store_describe(st) < 0) goto fail;
+    Py_DECREF(bytes);
+    return (PyObject *)st;
+fail:
+    Py_DECREF(bytes);
+    Py_DECREF(st);
+    return NULL;
+}
+
+static void store_dealloc(StoreObject *st) {
+    Py_CLEAR(st->attrs);
+    Py_CLEAR(st->map);
+    Py_CLEAR(st->names);
+    Py_CLEAR(st->path);
+    Py_TYPE(st)->tp_free((PyObject *)st);
+}
+
+/* Closing drops the Store's reference to the map: the file is unmapped at
+ * once unless views are still alive, which keep it (and stay valid) until
+ * they go. Every later call on the Store raises ClosedError. */
+static PyObject *store_close(StoreObject *st, PyObject *unused) {
+    (void)unused;
+    Py_CLEAR(st->map);
+    Py_CLEAR(st->attrs);
+    Py_RETURN_NONE;
+}
+
+static PyObject *store_enter(StoreObject *st, PyObject *unused) {
+    (void)unused;
+    return pyss_check_open(st) < 0 ? NULL : Py_NewRef(st);
+}
+
+static PyObject *store_exit(StoreObject *st, PyObject *args) {
+    (void)args;
+    return store_close(st, NULL);
+}
+
+static Py_ssize_t store_len(StoreObject *st) {
+    return pyss_check_open(st) < 0 ? -1 : (Py_ssize_t)st->count;
+}
+
+/* store[i] -> {field: array}; store["name"] -> Field. */
+static PyObject *store_getitem(StoreObject *st, PyObject *key) {
+    if (pyss_check_open(st) < 0) return NULL;
+    if (PyUnicode_Check(key)) {
+        uint32_t f;
+        return pyss_field_arg(st, key, &f) < 0 ? NULL : new_field(st, f);
+    }
+    if (!PyIndex_Check(key)) {
+        PyErr_Format(PyExc_TypeError,
+                     "store[key]: key is an example number (int) or a field name (str), not %s",
+                     Py_TYPE(key)->tp_name);
+        return NULL;
+    }
+    uint64_t i;
+    if (example_index(st, key, &i) < 0) return NULL;
+    PyObject *d = PyDict_New();
+    for (uint32_t f = 0; d && f < st->nfields; f++) {
+        PyObject *a = get_one(st, f, i);
+        if (!a || PyDict_SetItem(d, PyTuple_GET_ITEM(st->names, f), a) < 0) Py_CLEAR(d);
+        Py_XDECREF(a);
+    }
+    return d;
+}
+
+static PyObject *store_field(StoreObject *st, PyObject *name) {
+    uint32_t f;
+    if (pyss_check_open(st) < 0 || pyss_field_arg(st, name, &f) < 0) return NULL;
+    return new_field(st, f);
+}
+
+static PyObject *store_lengths(StoreObject *st, PyObject *name) {
+    uint32_t f;
+    if (pyss_check_open(st) < 0 || pyss_field_arg(st, name, &f) < 0) return NULL;
+    return lengths_of(st, f);
+}
+
+/* The schema as a list of dicts, the form seqstore.create() accepts. */
+static PyObject *store_schema(StoreObject *st, void *unused) {
+    (void)unused;
+    if (pyss_check_open(st) < 0) return NULL;
+    const ss_schema *sc = capi_schema(st->map->s);
+    PyObject *list = PyList_New(sc->nfields);
+    for (uint32_t k = 0; list && k < sc->nfields; k++) {
+        const ss_field *f = &sc->fields[k];
+        PyObject *dims = PyTuple_New(f->ndim);
+        for (uint32_t d = 0; dims && d < f->ndim; d++)
+            PyTuple_SET_ITEM(dims, d, PyLong_FromUnsignedLongLong(f->dims[d]));
+        PyObject *item = dims ? Py_BuildValue("{s:s,s:s,s:N,s:O}", "name", f->name, "dtype",
+                                              capi_dtype_name(f->dtype), "shape", dims, "sequence",
+                                              f->sequence ? Py_True : Py_False)
+                              : NULL;
+        if (!item)
+            Py_CLEAR(list);
+        else
+            PyList_SET_ITEM(list, k, item);
+    }
+    return list;
+}
+
+/* One attribute decoded by type: text -> str, bytes -> bytes, typed -> a
+ * read-only 1-D view over the map. */
+static PyObject *attr_value(StoreObject *st, const ss_attr *a) {
+    if (a->type == SS_ATTR_TEXT)
+        return PyUnicode_DecodeUTF8(a->data, (Py_ssize_t)a->size, "surrogateescape");
+    if (a->type == SS_ATTR_BYTES) return PyBytes_FromStringAndSize(a->data, (Py_ssize_t)a->size);
+    int typenum = pyss_typenum((ss_dtype)a->type);
+    size_t esize = capi_dtype_size((ss_dtype)a->type);
+    if (typenum < 0 || esize == 0 || a->size % esize != 0)
+        return PyErr_Format(pyss_Error, "store '%U': attribute '%s' has type %u and %llu bytes",
+                            st->path, a->name, a->type, (unsigned long long)a->size);
+    npy_intp n = (npy_intp)(a->size / esize);
+    PyObject *arr = PyArray_New(&PyArray_Type, 1, &n, typenum, NULL, (void *)a->data, 0,
+                                NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED, NULL);
+    if (arr && PyArray_SetBaseObject((PyArrayObject *)arr, Py_NewRef(st->map)) < 0) Py_CLEAR(arr);
+    return arr;
+}
+
+static PyObject *store_attrs(StoreObject *st, void *unused) {
+    (void)unused;
+    if (pyss_check_open(st) < 0) return NULL;
+    if (st->attrs) return Py_NewRef(st->attrs);
+    PyObject *d = PyDict_New();
+    uint64_t n = capi_attr_count(st->map->s);
+    for (uint64_t k = 0; d && k < n; k++) {
+        ss_attr a;
+        int rc = capi_attr_at(&a, st->map->s, k);
+        PyObject *v = rc < 0 ? pyss_raise(rc) : attr_value(st, &a);
+        if (!v || PyDict_SetItemString(d, a.name, v) < 0) Py_CLEAR(d);
+        Py_XDECREF(v);
+    }
+    if (!d) return NULL;
+    st->attrs = PyDictProxy_New(d);
+    Py_DECREF(d);
+    return Py_XNewRef(st->attrs);
+}
+
+static PyObject *store_names(StoreObject *st, void *unused) {
+    (void)unused;
+    return pyss_check_open(st) < 0 ? NULL : Py_NewRef(st->names);
+}
+
+static PyObject *store_path(StoreObject *st, void *unused) {
+    (void)unused;
+    return Py_NewRef(st->path);
+}
+
+static PyObject *store_closed(StoreObject *st, void *unused) {
+    (void)unused;
+    return PyBool_FromLong(st->map == NULL);
+}
+
+/* Pickled by path: unpickling opens the file again (e.g. in a spawned worker). */
+static PyObject *store_reduce(StoreObject *st, PyObject *unused) {
+    (void)unused;
+    PyObject *mod = PyImport_ImportModule("seqstore");
+    PyObject *fn = mod ? PyObject_GetAttrString(mod, "_reopen") : NULL;
+    Py_XDECREF(mod);
+    if (!fn) return NULL;
+    return Py_BuildValue("N(OI)", fn, st->path, st->flags);
+}
+
+static PyObject *store_repr(StoreObject *st) {
+    if (!st->map) return PyUnicode_FromFormat("<seqstore.Store '%U' (closed)>", st->path);
+    return PyUnicode_FromFormat("<seqstore.Store '%U': %llu examples, fields %R>", st->path,
+                                (unsigned long long)st->count, st->names);
+}
+
+static PyMappingMethods store_as_mapping = {(lenfunc)store_len, (binaryfunc)store_getitem, NULL};
+static PySequenceMethods store_as_sequence = {.sq_length = (lenfunc)store_len};
+
+/* flat(name) -> seqstore.Flat (Python, over _flat_read / _flat_locate). */
+static PyObject *store_flat(StoreObject *st, PyObject *name) {
+    uint32_t f;
+    if (pyss_check_open(st) < 0 || pyss_field_arg(st, name, &f) < 0) return NULL;
+    PyObject *mod = PyImport_ImportModule("seqstore");
+    PyObject *cls = mod ? PyObject_GetAttrString(mod, "Flat") : NULL;
+    Py_XDECREF(mod);
+    if (!cls) return NULL;
+    PyObject *res = PyObject_CallFunctionObjArgs(cls, (PyObject *)st, name, NULL);
+    Py_DECREF(cls);
+    return res;
+}
+
+static PyMethodDef store_methods[] = {
+    {"flat", (PyCFunction)store_flat, METH_O,
+     "flat(name) -> Flat: the field's examples concatenated, sliceable"},
+    {"_flat_size", (PyCFunction)pyss_store_flat_size, METH_O, "rows of a field's flat stream"},
+    {"_flat_read", (PyCFunction)pyss_store_flat_read, METH_VARARGS,
+     "rows [p, q) of the flat stream"},
+    {"_flat_locate", (PyCFunction)pyss_store_flat_locate, METH_VARARGS, "pos -> (example, offset)"},
+    {"split", (PyCFunction)pyss_store_split, METH_O,
+     "split(name) -> int64 array of the examples of the stored split"},
+    {"kfold", (PyCFunction)(void (*)(void))pyss_store_kfold, METH_VARARGS | METH_KEYWORDS,
+     "kfold(k, fold, *, shuffle=False, seed=0, split=None) -> (train, valid) index arrays"},
+    {"bucket", (PyCFunction)pyss_store_bucket, METH_O,
+     "bucket(name) -> (permutation, starts) of a stored bucket index"},
+    {"close", (PyCFunction)store_close, METH_NOARGS,
+     "Close the store. Views already taken stay valid (they keep the map); every\n"
+     "later call on the store raises seqstore.ClosedError."},
+    {"__enter__", (PyCFunction)store_enter, METH_NOARGS, NULL},
+    {"__exit__", (PyCFunction)store_exit, METH_VARARGS, NULL},
+    {"__reduce__", (PyCFunction)store_reduce, METH_NOARGS, NULL},
+    {"field", (PyCFunction)store_field, METH_O, "field(name) -> Field accessor"},
+    {"lengths", (PyCFunction)store_lengths, METH_O,
+     "lengths(name) -> read-only uint64 array of every example's length in that field"},
+    {NULL, NULL, 0, NULL}};
+
+static PyGetSetDef store_getset[] = {
+    {"schema", (getter)store_schema, NULL, "list of {name, dtype, shape, sequence}", NULL},
+    {"attrs", (getter)store_attrs, NULL, "read-only mapping name -> str / bytes / array", NULL},
+    {"fields", (getter)store_names, NULL, "tuple of field names", NULL},
+    {"path", (getter)store_path, NULL, "the path the store was opened with", NULL},
+    {"closed", (getter)store_closed, NULL, "True after close()", NULL},
+    {NULL, NULL, NULL, NULL, NULL}};
+
+PyTypeObject Store_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "seqstore._seqstore.Store",
+    .tp_basicsize = sizeof(StoreObject),
+    .tp_dealloc = (destructor)store_dealloc,
+    .tp_repr = (reprfunc)store_repr,
+    .tp_as_mapping = &store_as_mapping,
+    .tp_as_sequence = &store_as_sequence,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "An open store (seqstore.open()). store[i] -> {field: array};\n"
+              "store['name'] -> Field; len(store); a context manager.",
+    .tp_methods = store_methods,
+    .tp_getset = store_getset,
+};

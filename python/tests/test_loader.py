@@ -1,0 +1,239 @@
+"""seqstore.Loader: batches against a naive collation of the same examples,
+epochs, sharding, token budgets, exact resume, views, torch, misuse."""
+import pickle
+
+import numpy as np
+import pytest
+
+import seqstore
+
+
+def naive_padded(store, indices, name, pad, dtype):
+    rows = [np.asarray(store[name][int(i)], dtype) for i in indices]
+    t = max((len(r) for r in rows), default=0)
+    out = np.full((len(rows), t), pad, dtype)
+    for k, r in enumerate(rows):
+        out[k, :len(r)] = r
+    return out, np.array([len(r) for r in rows], np.int64)
+
+
+def check_batch(store, b, pad=-1):
+    want, lengths = naive_padded(store, b["index"], "tokens", pad, np.int64)
+    np.testing.assert_array_equal(b["tokens"], want)
+    np.testing.assert_array_equal(b["tokens_lengths"], lengths)
+    np.testing.assert_array_equal(b["tokens_mask"], (np.arange(want.shape[1]) < lengths[:, None]))
+    np.testing.assert_array_equal(b["label"], [int(store["label"][int(i)]) for i in b["index"]])
+
+
+FIELDS = {"tokens": {"dtype": "i64", "pad": -1, "mask": "u8"}, "label": {}}
+
+
+@pytest.mark.parametrize("shuffle,threads", [(False, 1), (True, 1), (True, 2)])
+def test_batches_match_naive_collation(store, shuffle, threads):
+    n = len(store)
+    loader = seqstore.Loader(store, batch_size=8, shuffle=shuffle, seed=3, drop_last=True,
+                             fields=FIELDS, threads=threads)
+    assert len(loader) == n // 8
+    seen = []
+    for b in loader:
+        assert b["tokens"].dtype == np.int64 and b["tokens"].shape[0] == 8
+        assert b["tokens"].flags.writeable  # a copy: the caller owns it
+        check_batch(store, b)
+        seen.extend(int(i) for i in b["index"])
+    assert len(seen) == len(set(seen)) == (n // 8) * 8
+    assert (seen == sorted(seen)) != shuffle
+
+
+def test_epochs_and_determinism(store):
+    def order(seed, epochs=2):
+        l = seqstore.Loader(store, batch_size=5, shuffle=True, seed=seed, fields=["label"])
+        return [[int(i) for b in l for i in b["index"]] for _ in range(epochs)]
+    a = order(7)
+    assert a == order(7)
+    assert a[0] != a[1] and sorted(a[0]) == sorted(a[1]) == list(range(len(store)))
+    assert a != order(8)
+
+
+def test_sharding_covers_epoch_once(store):
+    parts = []
+    for rank in range(3):
+        l = seqstore.Loader(store, batch_size=4, shuffle=True, seed=1, rank=rank, world_size=3,
+                            drop_last=True, fields=["label"])
+        parts.append([int(i) for b in l for i in b["index"]])
+    flat = sum(parts, [])
+    assert len(flat) == len(set(flat)) == (len(store) // 12) * 12
+
+
+def test_token_budget(store):
+    l = seqstore.Loader(store, max_tokens=64, shuffle=True, seed=2, fields=FIELDS)
+    seen = []
+    for b in l:
+        assert b["tokens"].size <= 64 or len(b["index"]) == 1
+        check_batch(store, b)
+        seen.extend(int(i) for i in b["index"])
+    assert sorted(seen) == list(range(len(store)))
+
+
+def test_packed_layout(store):
+    l = seqstore.Loader(store, batch_size=6, fields={"feat": {"layout": "packed"}})
+    for b in l:
+        off = b["feat_offsets"]
+        for k, i in enumerate(b["index"]):
+            np.testing.assert_array_equal(b["feat"][off[k]:off[k + 1]], store["feat"][int(i)])
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_state_dict_resumes_exactly(store, threads):
+    kw = dict(batch_size=4, shuffle=True, seed=11, fields=FIELDS, threads=threads)
+    full = seqstore.Loader(store, **kw)
+    want = [b["index"].tolist() for _ in range(2) for b in full]
+    l = seqstore.Loader(store, **kw)
+    got = []
+    for b in l:
+        got.append(b["index"].tolist())
+        if len(got) == 5:
+            break
+    state = pickle.loads(pickle.dumps(l.state_dict()))
+    l.close()
+    resumed = seqstore.Loader(store, **kw)
+    resumed.load_state_dict(state)
+    got += [b["index"].tolist() for b in resumed]
+    got += [b["index"].tolist() for b in resumed]  # and the next epoch
+    assert got == want
+
+
+def test_views_instead_of_copies(store_path):
+    s = seqstore.open(store_path)
+    l = seqstore.Loader(s, batch_size=4, fields=FIELDS, copy=False)
+    b = next(iter(l))
+    assert not b["tokens"].flags.writeable
+    with pytest.raises(ValueError):
+        b["tokens"][0, 0] = 5
+    first = b["tokens"].copy()
+    s.close()  # the loader keeps the map
+    del l  # the view keeps the loader
+    np.testing.assert_array_equal(b["tokens"], first)
+
+
+def test_torch_tensors(store):
+    torch = pytest.importorskip("torch")
+    l = seqstore.Loader(store, batch_size=4, fields=FIELDS, torch=True)
+    b = next(iter(l))
+    assert isinstance(b["tokens"], torch.Tensor) and b["tokens"].dtype == torch.int64
+    b["tokens"].add_(1)  # a copy: writable
+    assert b["index"].dtype == torch.int64
+    with pytest.raises(ValueError, match="torch has no u16"):
+        seqstore.Loader(store, batch_size=4, fields=["tokens"], torch=True)
+    emb = torch.nn.Embedding(2**16 + 1, 4)
+    assert emb(b["tokens"].clamp(min=0)).shape == (*b["tokens"].shape, 4)
+
+
+def test_misuse(store, store_path):
+    with pytest.raises(ValueError, match="exactly one"):
+        seqstore.Loader(store)
+    with pytest.raises(ValueError, match="exactly one"):
+        seqstore.Loader(store, batch_size=2, max_tokens=10)
+    with pytest.raises(ValueError):
+        seqstore.Loader(store, batch_size=0)
+    with pytest.raises(TypeError):
+        seqstore.Loader(store, batch_size=2.5)
+    with pytest.raises(ValueError, match="rank"):
+        seqstore.Loader(store, batch_size=2, rank=2, world_size=2)
+    with pytest.raises(KeyError, match="nope"):
+        seqstore.Loader(store, batch_size=2, fields=["nope"])
+    with pytest.raises(ValueError, match="layout"):
+        seqstore.Loader(store, batch_size=2, fields={"tokens": {"layout": "diagonal"}})
+    with pytest.raises(ValueError, match="unknown options"):
+        seqstore.Loader(store, batch_size=2, fields={"tokens": {"padd": 1}})
+    with pytest.raises(ValueError):
+        seqstore.Loader(store, batch_size=2, fields={"tokens": {"dtype": "q8"}})
+    with pytest.raises(seqstore.NotFoundError):
+        seqstore.Loader(store, batch_size=2, bucket="no-such-bucket")
+    with pytest.raises(TypeError):
+        seqstore.Loader("path.ss", batch_size=2)
+    s = seqstore.open(store_path)
+    s.close()
+    with pytest.raises(seqstore.ClosedError):
+        seqstore.Loader(s, batch_size=2)
+    l = seqstore.Loader(store, batch_size=2, fields=["label"])
+    with pytest.raises(TypeError):
+        pickle.dumps(l)
+    with pytest.raises(ValueError):
+        l.load_state_dict({"seqstore_loader": b"garbage"})
+    other = seqstore.Loader(store, batch_size=3, fields=["label"])
+    with pytest.raises(seqstore.InvalidArgumentError):
+        l.load_state_dict(other.state_dict())  # other options
+    with pytest.raises(ValueError):
+        l.load_state_dict({})
+    l.close()
+    with pytest.raises(seqstore.ClosedError):
+        next(iter(l))
+    with pytest.raises(seqstore.ClosedError):
+        l.state_dict()
+
+
+def test_works_without_torch(store_path):
+    # torch is imported lazily: block it and use the module.
+    import subprocess
+    import sys
+    code = ("import sys; sys.modules['torch'] = None\n"
+            "import seqstore\n"
+            "s = seqstore.open(%r)\n"
+            "b = next(iter(seqstore.Loader(s, batch_size=2, fields=['label'])))\n"
+            "print(len(s), b['label'].tolist())\n"
+            "try:\n"
+            "    seqstore.Loader(s, batch_size=2, torch=True)\n"
+            "except ImportError:\n"
+            "    print('no torch')\n" % store_path)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split("\n")[:2] == ["50 [-100, -93]", "no torch"]
+
+
+def test_collator_matches_naive(store):
+    c = seqstore.Collator(store, fields=FIELDS)
+    assert c.fields == ("tokens", "label")
+    idx = [7, 0, 33, 7, 49]
+    b = c.collate(idx)
+    b["index"] = np.array(idx)
+    check_batch(store, b)
+    b2 = c(np.array(idx, np.int32))  # __call__, any integer array
+    np.testing.assert_array_equal(b2["tokens"], b["tokens"])
+
+
+def test_collator_into_caller_buffers(store):
+    c = seqstore.Collator(store, fields={"tokens": {"dtype": "i64", "pad": -1}})
+    idx = [3, 9, 12]
+    want = c.collate(idx)["tokens"]
+    buf = np.full(4096, 7, np.int64)
+    got = c.collate(idx, out={"tokens": buf})["tokens"]
+    assert got.base is buf and got.ctypes.data == buf.ctypes.data  # written in place
+    np.testing.assert_array_equal(got, want)
+    assert (buf[want.size:] == 7).all()
+    with pytest.raises(seqstore.InvalidArgumentError, match="tokens"):
+        c.collate(idx, out={"tokens": np.zeros(2, np.int64)})  # too small
+    with pytest.raises(TypeError):
+        c.collate(idx, out={"tokens": np.zeros(4096, np.int32)})  # wrong dtype
+    with pytest.raises(TypeError):
+        c.collate(idx, out={"tokens": np.zeros((64, 64), np.int64)[:, ::2]})  # not contiguous
+    ro = np.zeros(4096, np.int64)
+    ro.flags.writeable = False
+    with pytest.raises(TypeError):
+        c.collate(idx, out={"tokens": ro})
+    with pytest.raises(TypeError):
+        c.collate(idx, out=[buf])
+
+
+def test_collator_misuse(store):
+    c = seqstore.Collator(store, fields=["label"])
+    for bad in ([], [1.5], "12", [[1, 2]]):
+        with pytest.raises((TypeError, ValueError)):
+            c.collate(bad)
+    with pytest.raises(IndexError):
+        c.collate([0, len(store)])
+    with pytest.raises(IndexError):
+        c.collate([-1])
+    with pytest.raises(KeyError):
+        seqstore.Collator(store, fields=["nope"])
+    c.close()
+    with pytest.raises(seqstore.ClosedError):
+        c.collate([0])

@@ -1,0 +1,149 @@
+"""seqstore.WindowReader: windows against the stored signal, hidden-state
+carry checked against a naive per-sequence record, resume, misuse."""
+import numpy as np
+import pytest
+
+import seqstore
+
+LENGTHS = [10, 13, 3, 16, 21, 7]
+
+
+@pytest.fixture
+def signal_path(tmp_path):
+    p = str(tmp_path / "sig.ss")
+    rng = np.random.default_rng(9)
+    with seqstore.create(p, [("sig", "f32", (2,)), ("y", "i64", (), False)]) as w:
+        for i, n in enumerate(LENGTHS):
+            w.append({"sig": rng.standard_normal((n, 2)).astype(np.float32), "y": i % 2})
+    return p
+
+
+def run_epoch(store, r, H, states_of=None, batches=None):
+    """Drive one epoch like a training loop; check every batch naively."""
+    last = {} if states_of is None else states_of  # example -> last registered state
+    starts = {}
+    n = 0
+    for b in r:
+        n += 1
+        if batches is not None:
+            batches.append(b)
+        final = np.zeros((b.size, H), np.float32)
+        for k in range(b.size):
+            if not b.mask[k]:
+                continue
+            ex, s = int(b.example[k]), int(b.start[k])
+            sig = store["sig"][ex]
+            np.testing.assert_array_equal(b.data[k], sig[s:s + len(b.data[k])])
+            assert int(b.label[k]) == ex % 2
+            if b.reset[k]:
+                np.testing.assert_array_equal(b.state[k], np.zeros(H))
+            else:  # the state registered for this sequence's previous window
+                np.testing.assert_array_equal(b.state[k], last[ex])
+            starts.setdefault(ex, []).append(s)
+            final[k] = np.arange(H) + 1000 * ex + s  # distinct per window
+            last[ex] = final[k]
+        r.register(b, final)
+    return starts, n
+
+
+def test_windows_and_state_carry(signal_path):
+    W, O, H = 4, 1, 3
+    with seqstore.open(signal_path) as s:
+        r = seqstore.WindowReader(s, "sig", window=W, overlap=O, lanes=2, state_size=H,
+                                  label="y", shuffle=True, seed=5)
+        for epoch in range(2):
+            starts, _ = run_epoch(s, r, H)
+            want = {i: list(range(0, n - W + 1, W - O)) for i, n in enumerate(LENGTHS) if n >= W}
+            assert {k: sorted(v) for k, v in starts.items()} == want
+        info = r.info()
+        assert info["too_short"] == 1 and info["sequences"] == len(LENGTHS)
+        assert info["epoch"] == 2  # the end of epoch 1 moved the reader on
+
+
+def test_forget_state_hands_out_fresh_states(signal_path):
+    with seqstore.open(signal_path) as s:
+        r = seqstore.WindowReader(s, "sig", window=4, lanes=3, state_size=2, forget_state=True)
+        for b in r:
+            assert b.reset[b.mask].all() and not b.state.any()
+            r.register(b, np.ones((b.size, 2), np.float32))
+
+
+def test_resume_from_state_dict(signal_path):
+    H = 2
+    kw = dict(window=3, lanes=2, state_size=H, label="y", shuffle=True, seed=1)
+    with seqstore.open(signal_path) as s:
+        full = []
+        r = seqstore.WindowReader(s, "sig", **kw)
+        run_epoch(s, r, H, batches=full)
+        r2 = seqstore.WindowReader(s, "sig", **kw)
+        states, got = {}, []
+        for b in r2:
+            got.append(b)
+            final = np.stack([np.arange(H) + 1000 * int(b.example[k]) + int(b.start[k])
+                              if b.mask[k] else np.zeros(H) for k in range(b.size)]).astype(np.float32)
+            r2.register(b, final)
+            for k in range(b.size):
+                if b.mask[k]:
+                    states[int(b.example[k])] = final[k]
+            if len(got) == 4:
+                break
+        saved = r2.state_dict()
+        r2.close()
+        r3 = seqstore.WindowReader(s, "sig", **kw)
+        r3.load_state_dict(saved)
+        run_epoch(s, r3, H, states_of=states, batches=got)
+        assert len(got) == len(full)
+        for a, b in zip(got, full):
+            for key in ("data", "example", "start", "reset", "state", "mask"):
+                np.testing.assert_array_equal(getattr(a, key), getattr(b, key))
+
+
+def test_torch_states(signal_path):
+    torch = pytest.importorskip("torch")
+    with seqstore.open(signal_path) as s:
+        r = seqstore.WindowReader(s, "sig", window=4, lanes=2, state_size=3, torch=True)
+        b = next(r)
+        assert isinstance(b.data, torch.Tensor) and b.data.shape == (2, 4, 2)
+        h = torch.ones(2, 3, requires_grad=True) * 2  # a graph output: detached by register
+        r.register(b, h)
+        b2 = next(r)
+        cont = ~b2.reset & b2.mask
+        assert cont.any() and torch.equal(b2.state[cont], torch.full((int(cont.sum()), 3), 2.0))
+
+
+def test_misuse(signal_path):
+    with seqstore.open(signal_path) as s:
+        r = seqstore.WindowReader(s, "sig", window=4, lanes=2, state_size=3)
+        b = next(r)
+        with pytest.raises(seqstore.StateError, match="register"):
+            next(r)  # the states of b first
+        with pytest.raises(TypeError):
+            r.register(b, np.zeros((2, 4), np.float32))  # wrong H
+        with pytest.raises(TypeError):
+            r.register("batch", np.zeros((2, 3)))
+        with pytest.raises(seqstore.InvalidArgumentError):
+            r.register(b, None)  # state is carried: states are required
+        r.register(b, np.zeros((2, 3)))  # float64 converted to the state dtype
+        with pytest.raises(ValueError, match="not the reader's latest"):
+            r.register(b, np.zeros((2, 3)))  # twice
+        b2 = next(r)
+        with pytest.raises(ValueError, match="not the reader's latest"):
+            r.register(b, np.zeros((2, 3)))  # a stale batch never reaches C
+        r.register(b2, np.zeros((2, 3)))
+        with pytest.raises(seqstore.InvalidArgumentError):
+            seqstore.WindowReader(s, "sig", window=0)
+        with pytest.raises(seqstore.InputError):
+            r.load_state_dict({"seqstore_window_reader": b"junk"})
+        with pytest.raises(seqstore.InvalidArgumentError):
+            seqstore.WindowReader(s, "sig", window=4, overlap=4)
+        with pytest.raises(seqstore.SchemaError):
+            seqstore.WindowReader(s, "y", window=4)  # not a sequence field
+        with pytest.raises(KeyError):
+            seqstore.WindowReader(s, "nope", window=4)
+        with pytest.raises(ValueError):
+            seqstore.WindowReader(s, "sig", window=4, mode="backwards")
+        with pytest.raises(TypeError):
+            seqstore.WindowReader(s, "sig", window=-1)
+        r.close()
+        with pytest.raises(seqstore.ClosedError):
+            next(r)
