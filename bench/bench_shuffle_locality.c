@@ -133,7 +133,7 @@ static int make_order(uint64_t *out, const ss_store *s, const ss_selection *all,
     o.seed = 2024;
     o.block_bytes = c->block_bytes;
     o.window_blocks = c->window;
-    o.store = s;
+    if (c->kind == SS_SAMPLE_BLOCK_SHUFFLE) o.store = s; /* refused with other kinds */
     ss_sampler *sp;
     if (ss_sampler_create(&sp, all, &o)) return die("sampler");
     if (ss_sampler_set_epoch(sp, epoch)) return die("epoch");
