@@ -7,7 +7,7 @@
  * at most SS_TASK_BYTES. The parallel phase runs the tasks; each output byte
  * belongs to exactly one task and is computed the same way whatever thread
  * runs it, so the result is bit-identical for any thread count. */
-#include "convert.h"
+#include "cast.h"
 #include "internal.h"
 
 #include <omp.h>
@@ -590,7 +590,7 @@ static void scatter(unsigned char *dst, uint64_t stride, const unsigned char *sr
 }
 
 static void convert(const cfield *f, void *dst, const void *src, uint64_t n_rows) {
-    ss__convert(dst, f->dst_dtype, src, f->src_dtype, n_rows, f->row_el,
+    ss__cast(dst, f->dst_dtype, src, f->src_dtype, n_rows, f->row_el,
                 f->affine ? &f->aff : NULL);
 }
 

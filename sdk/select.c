@@ -1,7 +1,7 @@
 /* select.c - selections (sorted disjoint index ranges), k-fold splits, length
  * filters and named splits stored as attributes. */
 #include "internal.h"
-#include "convert.h"
+#include "cast.h"
 #include "layout.h" /* ss_le64, ss_put_le64 */
 #include "rng.h"
 
@@ -739,7 +739,7 @@ int ss_selection_field_values(int64_t *out, const ss_store *store, const ss_sele
             ss_view v;
             rc = ss_get(store, field, x, &v);
             if (rc) return ss__context(rc, "field values: field '%s'", f.name);
-            ss__convert(&out[pos], SS_I64, v.data, f.dtype, 1, 1, NULL);
+            ss__cast(&out[pos], SS_I64, v.data, f.dtype, 1, 1, NULL);
         }
     return 0;
 }
@@ -767,6 +767,6 @@ int ss_selection_attr_values(int64_t *out, const ss_store *store, const ss_selec
     const unsigned char *p = a.data;
     for (size_t i = 0; i < sel->nranges; i++)
         for (uint64_t x = sel->ranges[i].start; x < sel->ranges[i].end; x++, pos++)
-            ss__convert(&out[pos], SS_I64, p + x * es, (ss_dtype)a.type, 1, 1, NULL);
+            ss__cast(&out[pos], SS_I64, p + x * es, (ss_dtype)a.type, 1, 1, NULL);
     return 0;
 }

@@ -5,7 +5,7 @@
  * <eos> row when asked. vstart[j] is where example j starts in it, so a
  * position is located by binary search, and rows are converted straight from
  * the map (ss_get) into the output: nothing is copied twice. */
-#include "convert.h"
+#include "cast.h"
 #include "internal.h"
 
 #include <omp.h>
@@ -225,7 +225,7 @@ static int gather(const ss_stream *st, uint64_t p, uint64_t valid_end, uint64_t 
             ss_view view;
             int rc = ss_get_range(st->s, st->field, example_at(st, j), off, off + take, &view);
             if (rc) return ss__context(rc, "stream position %llu", (unsigned long long)p);
-            ss__convert(dst + done * st->out_rb, st->dst_dtype, view.data, st->src_dtype, take,
+            ss__cast(dst + done * st->out_rb, st->dst_dtype, view.data, st->src_dtype, take,
                         st->row_el, NULL);
             if (starts) {
                 memset(starts + done, 0, (size_t)take);

@@ -80,7 +80,7 @@ static int64_t get_int(const void *p, ss_dtype d, uint64_t i) {
 
 static void set_int(void *p, ss_dtype d, uint64_t i, int64_t v) {
     /* saturate through the conversion routine */
-    ss_convert_rows((unsigned char *)p + i * ss_dtype_size(d), d, &v, SS_I64, 1, 1, NULL, NULL);
+    ss_cast_rows((unsigned char *)p + i * ss_dtype_size(d), d, &v, SS_I64, 1, 1, NULL, NULL);
 }
 
 /* ----------------------------------------------------------- standardize */
@@ -96,7 +96,7 @@ static int standardize_fn(void *user, ss_example *ex, ss_rng *rng) {
             ex, "standardize field '%s': rows have %" PRIu64 " elements, the statistics %" PRIu64,
             e->name, e->row_elements, b->n);
     if (!e->out) return ss_transform_error(ex, "standardize: no output buffer");
-    return ss_convert_rows(e->out, SS_F32, e->data, e->dtype, e->length, e->row_elements, b->scale,
+    return ss_cast_rows(e->out, SS_F32, e->data, e->dtype, e->length, e->row_elements, b->scale,
                            b->offset);
 }
 
@@ -152,7 +152,7 @@ int ss_standardize_compute(double *mean, double *std, const ss_store *s, const s
         ss_view v;
         if (!rc) rc = ss_get(s, (uint32_t)idx, ix, &v);
         for (uint64_t t = 0; !rc && t < v.length; t++) {
-            ss_convert_rows(row, SS_F64, (const unsigned char *)v.data + t * v.row_bytes, v.dtype,
+            ss_cast_rows(row, SS_F64, (const unsigned char *)v.data + t * v.row_bytes, v.dtype,
                             1, re, NULL, NULL);
             for (uint64_t c = 0; c < re; c++) {
                 sum[c] += row[c];

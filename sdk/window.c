@@ -197,7 +197,7 @@ static int load_labels(ss_window_reader *r, const ss_window_options *o) {
         ss_view v;
         rc = ss_get(r->store, lf, r->seq_ex[r->elig[i]], &v);
         if (rc) break;
-        ss__convert(&val[i], SS_I64, v.data, f.dtype, 1, 1, NULL);
+        ss__cast(&val[i], SS_I64, v.data, f.dtype, 1, 1, NULL);
         uint64_t lo = 0, hi = nd; /* insert into the sorted distinct values */
         while (lo < hi) {
             uint64_t mid = (lo + hi) / 2;

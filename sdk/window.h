@@ -4,7 +4,7 @@
 #define SS_WINDOW_H
 
 #include "internal.h"
-#include "convert.h"
+#include "cast.h"
 #include "rng.h"
 
 #define SS_NONE UINT64_MAX

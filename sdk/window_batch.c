@@ -93,11 +93,11 @@ static void convert_row(const ss_window_reader *r, uint8_t *data, uint32_t size,
     size_t orow = r->out_row;
     if (!(r->opt.flags & SS_WINDOW_TIME_MAJOR)) {
         uint8_t *dst = data + (uint64_t)row * r->W * orow;
-        ss__convert(dst, r->out_dtype, src, r->src_dtype, n, r->C, a);
+        ss__cast(dst, r->out_dtype, src, r->src_dtype, n, r->C, a);
         memset(dst + n * orow, 0, (r->W - n) * orow);
         return;
     }
-    ss__convert(scratch, r->out_dtype, src, r->src_dtype, n, r->C, a);
+    ss__cast(scratch, r->out_dtype, src, r->src_dtype, n, r->C, a);
     for (uint64_t t = 0; t < n; t++)
         memcpy(data + (t * size + row) * orow, scratch + t * orow, orow);
     for (uint64_t t = n; t < r->W; t++) memset(data + (t * size + row) * orow, 0, orow);
@@ -210,7 +210,7 @@ int ss_window_reader_targets(const ss_window_reader *r, const ss_window_batch *b
         for (uint64_t t = 0; t < T; t++) {
             uint8_t *dst = o + (tm ? t * size + row : row * T + t) * orow;
             if (t < n)
-                ss__convert(dst, dtype, f.sequence ? src + t * rb : src, f.dtype, 1, el, NULL);
+                ss__cast(dst, dtype, f.sequence ? src + t * rb : src, f.dtype, 1, el, NULL);
             else
                 memset(dst, 0, orow);
         }

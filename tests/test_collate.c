@@ -39,7 +39,7 @@ static void reference_rows(const ss_collate_field *o, const ss_field *field,
     uint64_t E = row_elements(&info), esz = ss_dtype_size(out), orb = E * esz;
     uint64_t irb = E * ss_dtype_size(info.dtype);
     unsigned char pad[8];
-    CHECK_OK(ss_convert_rows(pad, out, &o->pad_value, SS_F64, 1, 1, NULL, NULL));
+    CHECK_OK(ss_cast_rows(pad, out, &o->pad_value, SS_F64, 1, 1, NULL, NULL));
     const unsigned char *src[512];
     uint64_t len[512], longest = 0, total = 0;
     for (size_t i = 0; i < n; i++) {
@@ -59,7 +59,7 @@ static void reference_rows(const ss_collate_field *o, const ss_field *field,
         r->data = malloc(r->data_bytes + 1);
         r->mask_bytes = 0;
         for (size_t i = 0; i < n; i++) {
-            CHECK_OK(ss_convert_rows(r->data + i * orb, out, src[i], info.dtype, 1, E, o->scale,
+            CHECK_OK(ss_cast_rows(r->data + i * orb, out, src[i], info.dtype, 1, E, o->scale,
                                      o->offset));
             r->lengths[i] = 1;
         }
@@ -86,7 +86,7 @@ static void reference_rows(const ss_collate_field *o, const ss_field *field,
             r->lengths[i] = (int64_t)len[k];
             r->perm[i] = (int64_t)k;
             for (uint64_t t = 0; t < len[k]; t++, at++)
-                CHECK_OK(ss_convert_rows(r->data + at * orb, out, src[k] + t * irb, info.dtype, 1,
+                CHECK_OK(ss_cast_rows(r->data + at * orb, out, src[k] + t * irb, info.dtype, 1,
                                          E, o->scale, o->offset));
         }
         r->offsets[n] = (int64_t)at;
@@ -111,7 +111,7 @@ static void reference_rows(const ss_collate_field *o, const ss_field *field,
             int real = t >= first && t < first + len[i];
             unsigned char *d = r->data + pos * orb;
             if (real)
-                CHECK_OK(ss_convert_rows(d, out, src[i] + (t - first) * irb, info.dtype, 1, E,
+                CHECK_OK(ss_cast_rows(d, out, src[i] + (t - first) * irb, info.dtype, 1, E,
                                          o->scale, o->offset));
             else
                 for (uint64_t e = 0; e < E; e++) memcpy(d + e * esz, pad, esz);

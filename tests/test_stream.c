@@ -279,14 +279,14 @@ static void test_random(void) {
                 N += ss_length(r.s, 0, o.examples ? sel[j] : j) + (o.eos ? 1 : 0);
             unsigned char *flat = malloc(N * rb + 1), *fstart = malloc(N + 1);
             unsigned char eosr[8], padr[8];
-            CHECK_OK(ss_convert_rows(eosr, out, &o.eos_value, SS_F64, 1, 1, NULL, NULL));
-            CHECK_OK(ss_convert_rows(padr, out, &o.pad_value, SS_F64, 1, 1, NULL, NULL));
+            CHECK_OK(ss_cast_rows(eosr, out, &o.eos_value, SS_F64, 1, 1, NULL, NULL));
+            CHECK_OK(ss_cast_rows(padr, out, &o.pad_value, SS_F64, 1, 1, NULL, NULL));
             uint64_t at = 0;
             for (uint64_t j = 0; j < n_ex; j++) {
                 ss_view v;
                 CHECK_OK(ss_get(r.s, 0, o.examples ? sel[j] : j, &v));
                 for (uint64_t t = 0; t < v.length; t++, at++) {
-                    CHECK_OK(ss_convert_rows(flat + at * rb, out,
+                    CHECK_OK(ss_cast_rows(flat + at * rb, out,
                                              (const unsigned char *)v.data + t * v.row_bytes,
                                              r.f.dtype, 1, E, NULL, NULL));
                     fstart[at] = t == 0;

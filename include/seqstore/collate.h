@@ -26,7 +26,7 @@ extern "C" {
 
 /* --------------------------------------------------------- dtype conversion */
 
-/** Convert `n_rows` rows of `row_elements` elements each from `src` (of
+/** Cast `n_rows` rows of `row_elements` elements each from `src` (of
  *  `src_dtype`) to `dst` (of `dst_dtype`). Both arrays are dense and
  *  row-major; they must not overlap (except when they are identical and the
  *  dtypes have the same size).
@@ -54,7 +54,7 @@ extern "C" {
  *  @param[in]  offset    per-channel offset, or NULL.
  *  @return 0, or SS_EINVAL for an unknown dtype or a NULL buffer with
  *          n_rows * row_elements > 0. */
-SS_API int ss_convert_rows(void *dst, ss_dtype dst_dtype, const void *src, ss_dtype src_dtype,
+SS_API int ss_cast_rows(void *dst, ss_dtype dst_dtype, const void *src, ss_dtype src_dtype,
                            uint64_t n_rows, uint64_t row_elements, const double *scale,
                            const double *offset);
 
