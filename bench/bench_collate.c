@@ -108,7 +108,7 @@ static int measure(const ss_store *s, const ss_collate_field *fo, ss_span *const
     ss_collator *c;
     int rc = ss_collator_create(&c, s, fo, 1, NULL);
     for (int i = 0; i < NBATCH && !rc; i++) {
-        rc = ss_collator_sizes(c, batches[i], bsize, &sz);
+        rc = ss_collator_sizes(&sz, c, batches[i], bsize);
         sizes[i] = sz.data_bytes;
         res->bytes += sz.data_bytes;
         if (sz.data_bytes > maxb) maxb = sz.data_bytes;
@@ -122,13 +122,13 @@ static int measure(const ss_store *s, const ss_collate_field *fo, ss_span *const
         if ((rc = ss_collator_create(&c, s, fo, 1, &opt))) return rc;
         ss_collated_batch b;
         for (int i = 0; i < NBATCH && !rc; i++) {
-            rc = ss_collator_collate(c, batches[i], bsize, &b); /* warm up, size buffers */
+            rc = ss_collator_collate(&b, c, batches[i], bsize); /* warm up, size buffers */
             best[i] = 1e30;
         }
         for (int rep = 0; rep < reps && !rc; rep++)
             for (int i = 0; i < NBATCH && !rc; i++) {
                 double t0 = now();
-                rc = ss_collator_collate(c, batches[i], bsize, &b);
+                rc = ss_collator_collate(&b, c, batches[i], bsize);
                 double dt = now() - t0;
                 if (dt < best[i]) best[i] = dt;
             }

@@ -119,13 +119,13 @@ static void run(const ss_store *s, const char *what, uint64_t batch, uint32_t th
     DIE(ss_loader_open(&l, s, &o));
     uint64_t per_epoch = ss_loader_batches(l), warm = per_epoch + 8, measure = 2 * per_epoch;
     const ss_loader_batch *b;
-    for (uint64_t k = 0; k < warm; k++) DIE(ss_loader_next(l, &b));
+    for (uint64_t k = 0; k < warm; k++) DIE(ss_loader_next(&b, l));
     double *lat = __libc_malloc(measure * sizeof *lat);
     unsigned long a0 = atomic_load(&g_allocs);
     double t0 = now_us(), rows = 0;
     for (uint64_t k = 0; k < measure; k++) {
         double a = now_us();
-        DIE(ss_loader_next(l, &b));
+        DIE(ss_loader_next(&b, l));
         lat[k] = now_us() - a;
         rows += (double)b->rows;
         if (step_us > 0) step_wait_us(step_us);

@@ -55,7 +55,7 @@ static int run(ss_window_reader *r, int nb, double *secs, uint64_t *windows) {
     uint64_t n = 0;
     for (int k = 0; k < nb;) {
         const ss_window_batch *b;
-        int rc = ss_window_reader_next(r, &b);
+        int rc = ss_window_reader_next(&b, r);
         if (rc) return rc;
         if (b->size == 0) continue;
         n += b->active;

@@ -32,10 +32,10 @@ static uint64_t *doc_indices(const ss_store *s, size_t *n) {
     int df = ss_field_index(s, "document");
     ss_field fi;
     if (df >= 0 &&
-        (ss_field_info(s, (uint32_t)df, &fi) || fi.sequence || fi.dtype != SS_U64 || fi.ndim))
+        (ss_field_info(&fi, s, (uint32_t)df) || fi.sequence || fi.dtype != SS_U64 || fi.ndim))
         df = -1;
     ss_attr a;
-    if (ss_attr_get(s, "megatron.doc_idx", &a) == 0 && a.type == SS_U64 && a.size >= 8 &&
+    if (ss_attr_get(&a, s, "megatron.doc_idx") == 0 && a.type == SS_U64 && a.size >= 8 &&
         a.size % 8 == 0) {
         const uint64_t *d = a.data;
         size_t m = (size_t)(a.size / 8), k = 0, ok = d[0] == 0;
@@ -43,7 +43,7 @@ static uint64_t *doc_indices(const ss_store *s, size_t *n) {
         for (uint64_t i = 0; ok && i < count && df >= 0; i++) {
             while (k + 1 < m && d[k + 1] <= i) k++;
             ss_view v;
-            ok = ss_get(s, (uint32_t)df, i, &v) == 0 && *(const uint64_t *)v.data == k;
+            ok = ss_get(&v, s, (uint32_t)df, i) == 0 && *(const uint64_t *)v.data == k;
         }
         if (ok) {
             uint64_t *out = malloc(a.size);
@@ -59,7 +59,7 @@ static uint64_t *doc_indices(const ss_store *s, size_t *n) {
         ss_view v;
         uint64_t d = i;
         if (df >= 0) {
-            if (ss_get(s, (uint32_t)df, i, &v)) {
+            if (ss_get(&v, s, (uint32_t)df, i)) {
                 ss_cli_store_error(CMD, "example %" PRIu64, i);
                 free(out);
                 return NULL;
@@ -104,7 +104,7 @@ static int write_dataset(const ss_store *s, uint32_t field, uint8_t code, const 
     int rc = fwrite(h, 1, sizeof h, fi) != sizeof h;
     for (uint64_t i = 0; i < count && !rc; i++) { /* sizes, and the .bin */
         ss_view v;
-        if (ss_get(s, field, i, &v)) {
+        if (ss_get(&v, s, field, i)) {
             rc = ss_cli_store_error(CMD, "example %" PRIu64, i);
             break;
         }
@@ -174,7 +174,7 @@ static int export_megatron(int argc, char **argv) {
     size_t ndoc = 0;
     if (f < 0) {
         fprintf(stderr, "seqstore export: %s: no field '%s'\n", pos[0], field_name);
-    } else if (ss_field_info(s, (uint32_t)f, &fi) || !fi.sequence || fi.ndim) {
+    } else if (ss_field_info(&fi, s, (uint32_t)f) || !fi.sequence || fi.ndim) {
         fprintf(stderr, "seqstore export: field '%s' is not a sequence of scalars\n", field_name);
     } else if (!(code = mg_code_of_dtype(fi.dtype))) {
         fprintf(stderr,

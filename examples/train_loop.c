@@ -48,7 +48,7 @@ int main(int argc, char **argv) {
         ss_loader_set_epoch(loader, epoch);
         uint64_t batches = 0, real = 0, padded = 0;
         const ss_loader_batch *b;
-        while ((rc = ss_loader_next(loader, &b)) == 0) {
+        while ((rc = ss_loader_next(&b, loader)) == 0) {
             const ss_collated *x = &b->data.fields[0]; /* x->data is [B][T] int64 */
             for (uint64_t r = 0; r < x->batch; r++) real += (uint64_t)x->lengths[r];
             padded += x->batch * x->steps;

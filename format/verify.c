@@ -83,7 +83,8 @@ static void ss_verify_field(ss_verifier *v, uint32_t f) {
         if (ss_block_sound(s, &rf->chunks[c], SS_KEY_DATA, f, c)) continue;
         uint64_t first, last;
         ss_chunk_examples(s, f, c, &first, &last);
-        snprintf(v->where, sizeof v->where, "field '%s' data chunk %llu", name, (unsigned long long)c);
+        snprintf(v->where, sizeof v->where, "field '%s' data chunk %llu", name,
+                 (unsigned long long)c);
         ss_problem(v, "data chunk checksum mismatch", (int)f, c, first, last);
     }
     if (!rf->sequence) return;
@@ -98,7 +99,7 @@ static void ss_verify_field(ss_verifier *v, uint32_t f) {
     for (uint64_t i = 0; i < s->h.count && !v->stop; i++) {
         ss_view view;
         const ss_entry *a = ss_entry_at(rf, i), *b = ss_entry_at(rf, i + 1);
-        if (b->start < a->start || b->loc < a->loc || ss_get(s, f, i, &view) != 0) {
+        if (b->start < a->start || b->loc < a->loc || ss_get(&view, s, f, i) != 0) {
             snprintf(v->where, sizeof v->where, "index segment %llu of field '%s', entry %llu",
                      (unsigned long long)(i / SS_SEGMENT_ENTRIES), name, (unsigned long long)i);
             ss_problem(v, "index entry is inconsistent", (int)f, SS_LOC_CHUNK(a->loc), i, i + 1);
@@ -107,7 +108,7 @@ static void ss_verify_field(ss_verifier *v, uint32_t f) {
     }
 }
 
-int ss_verify(const ss_store *s, ss_verify_fn report, void *ctx, uint64_t *problems) {
+int ss_verify(uint64_t *problems, const ss_store *s, ss_verify_fn report, void *ctx) {
     if (problems) *problems = 0;
     if (!s) return ss__fail(SS_EINVAL, "ss_verify: store is NULL");
     /* The B-trees again, with every overflow page header (open skips those). */

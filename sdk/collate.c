@@ -138,7 +138,7 @@ static int row_arrays(ss_collator *c, uint64_t rows) {
 /* Scale or offset from a store attribute of row_el f64/f32 values. */
 static int attr_values(const ss_store *s, const cfield *f, const char *attr, double *out) {
     ss_attr a;
-    int rc = ss_attr_get(s, attr, &a);
+    int rc = ss_attr_get(&a, s, attr);
     if (rc)
         return ss__context(rc, "collate field '%s': scale/offset attribute '%s'", f->name, attr);
     size_t es = a.type == SS_F64 ? 8 : a.type == SS_F32 ? 4 : 0;
@@ -198,7 +198,7 @@ static int field_setup(ss_collator *c, cfield *f, const ss_collate_field *o) {
     int idx = ss_field_index(s, o->name);
     if (idx < 0) return ss__context(idx, "collate");
     ss_field info;
-    int rc = ss_field_info(s, (uint32_t)idx, &info);
+    int rc = ss_field_info(&info, s, (uint32_t)idx);
     if (rc) return rc;
     f->o = *o;
     if (o->version < 2) f->o.mask_dtype = (ss_dtype)0; /* not in version 1 */
@@ -313,7 +313,7 @@ int ss_collator_create(ss_collator **out, const ss_store *s, const ss_collate_fi
         ss_collate_field def = SS_COLLATE_FIELD_INIT;
         ss_field info;
         if (!fields) {
-            rc = ss_field_info(s, k, &info);
+            rc = ss_field_info(&info, s, k);
             def.name = info.name;
         }
         if (rc == 0) rc = field_setup(c, &c->f[k], fields ? &fields[k] : &def);
@@ -349,7 +349,7 @@ int ss_collator_create(ss_collator **out, const ss_store *s, const ss_collate_fi
 static int resolve(const ss_collator *c, const cfield *f, const ss_span *sp, size_t r,
                    const unsigned char **src, uint64_t *len) {
     ss_view v;
-    int rc = ss_get(c->s, f->index, sp->example, &v);
+    int rc = ss_get(&v, c->s, f->index, sp->example);
     if (rc)
         return ss__context(rc, "collate field '%s', row %zu (example %llu)", f->name, r,
                            (unsigned long long)sp->example);
@@ -415,9 +415,8 @@ static uint64_t padded_steps(const cfield *f, uint64_t longest) {
     return longest;
 }
 
-
-int ss_collator_sizes(const ss_collator *c, const ss_span *rows, size_t n_rows,
-                      ss_collate_sizes *out) {
+int ss_collator_sizes(ss_collate_sizes *out, const ss_collator *c, const ss_span *rows,
+                      size_t n_rows) {
     if (!c || !out || (!rows && n_rows))
         return ss__fail(SS_EINVAL, "ss_collator_sizes: NULL argument");
     for (uint32_t k = 0; k < c->nf; k++) {
@@ -590,8 +589,7 @@ static void scatter(unsigned char *dst, uint64_t stride, const unsigned char *sr
 }
 
 static void convert(const cfield *f, void *dst, const void *src, uint64_t n_rows) {
-    ss__cast(dst, f->dst_dtype, src, f->src_dtype, n_rows, f->row_el,
-                f->affine ? &f->aff : NULL);
+    ss__cast(dst, f->dst_dtype, src, f->src_dtype, n_rows, f->row_el, f->affine ? &f->aff : NULL);
 }
 
 /* [B][C][T]: row b's steps [s0, s1), data in [a, z): converted densely to
@@ -787,21 +785,21 @@ static int collate(ss_collator *c, const ss_span *spans, const ss_collate_input 
     return 0;
 }
 
-int ss_collator_collate_into(ss_collator *c, const ss_span *rows, size_t n_rows,
-                             const ss_collate_buffers *buffers, ss_collated_batch *out) {
+int ss_collator_collate_into(ss_collated_batch *out, ss_collator *c, const ss_span *rows,
+                             size_t n_rows, const ss_collate_buffers *buffers) {
     if (!c || !out || !rows) return ss__fail(SS_EINVAL, "ss_collator_collate: NULL argument");
     memset(out, 0, sizeof *out);
     if (n_rows == 0) return ss__fail(SS_EINVAL, "ss_collator_collate: a batch needs >= 1 row");
     return collate(c, rows, NULL, n_rows, buffers, out);
 }
 
-int ss_collator_collate(ss_collator *c, const ss_span *rows, size_t n_rows,
-                        ss_collated_batch *out) {
-    return ss_collator_collate_into(c, rows, n_rows, NULL, out);
+int ss_collator_collate(ss_collated_batch *out, ss_collator *c, const ss_span *rows,
+                        size_t n_rows) {
+    return ss_collator_collate_into(out, c, rows, n_rows, NULL);
 }
 
-int ss_collator_collate_rows(ss_collator *c, const ss_collate_input *rows, size_t n_rows,
-                             const ss_collate_buffers *buffers, ss_collated_batch *out) {
+int ss_collator_collate_rows(ss_collated_batch *out, ss_collator *c, const ss_collate_input *rows,
+                             size_t n_rows, const ss_collate_buffers *buffers) {
     if (!c || !out || !rows) return ss__fail(SS_EINVAL, "ss_collator_collate_rows: NULL argument");
     memset(out, 0, sizeof *out);
     if (n_rows == 0) return ss__fail(SS_EINVAL, "ss_collator_collate_rows: a batch needs >= 1 row");

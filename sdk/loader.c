@@ -165,7 +165,7 @@ static int deal(ss_loader *l, const ss_batcher *b) {
     for (uint64_t q = 0; q < mine; q++) {
         const uint64_t *ix;
         size_t n;
-        ss_batcher_get(b, dealt(l, q, nb), &ix, &n);
+        ss_batcher_get(&ix, &n, b, dealt(l, q, nb));
         total += n;
     }
     int rc = grow_u64(&l->idx, &l->idx_cap, total);
@@ -176,7 +176,7 @@ static int deal(ss_loader *l, const ss_batcher *b) {
     for (uint64_t q = 0; q < mine; q++) {
         const uint64_t *ix;
         size_t n;
-        ss_batcher_get(b, dealt(l, q, nb), &ix, &n);
+        ss_batcher_get(&ix, &n, b, dealt(l, q, nb));
         memcpy(l->idx + at, ix, n * sizeof *ix);
         at += n;
         l->start[q + 1] = at;
@@ -238,7 +238,7 @@ static int plan_epoch(ss_loader *l, uint64_t epoch) {
         uint64_t *cap = l->mode == MODE_FIXED ? &l->idx_cap : &l->order_cap;
         size_t n = 0;
         if (!rc) rc = grow_u64(dst, cap, len);
-        if (!rc) rc = ss_sampler_next(l->sampler, *dst, (size_t)len, &n);
+        if (!rc) rc = ss_sampler_next(*dst, (size_t)len, &n, l->sampler);
         if (!rc && l->mode == MODE_FIXED) {
             rc = plan_fixed(l, n);
         } else if (!rc) {
@@ -340,7 +340,7 @@ static int transform_rows(ss_loader *l, slot *s, const uint64_t *ix, uint64_t n,
             const lfield *f = &l->f[k];
             ss_example_field *e = &ex.fields[k];
             ss_view v;
-            int rc = ss_get(l->store, f->index, ix[r], &v);
+            int rc = ss_get(&v, l->store, f->index, ix[r]);
             if (rc) return ss__context(rc, "loader: epoch %" PRIu64 ", batch %" PRIu64, epoch, pos);
             memset(e, 0, sizeof *e);
             e->name = f->name;
@@ -415,7 +415,7 @@ static int transform_rows(ss_loader *l, slot *s, const uint64_t *ix, uint64_t n,
         in->ndim = e->ndim;
         memcpy(in->dims, e->dims, sizeof in->dims);
     }
-    int rc = ss_collator_collate_rows(s->col, s->in, (size_t)n, NULL, &s->batch.data);
+    int rc = ss_collator_collate_rows(&s->batch.data, s->col, s->in, (size_t)n, NULL);
     if (rc) return ss__context(rc, "loader: epoch %" PRIu64 ", batch %" PRIu64, epoch, pos);
     return 0;
 }
@@ -433,7 +433,7 @@ static int fill(ss_loader *l, slot *s, uint64_t g, uint64_t epoch) {
         rc = transform_rows(l, s, ix, n, epoch, g);
     } else {
         for (uint64_t r = 0; r < n; r++) s->spans[r] = (ss_span){ix[r], 0, SS_SPAN_END};
-        rc = ss_collator_collate(s->col, s->spans, (size_t)n, &s->batch.data);
+        rc = ss_collator_collate(&s->batch.data, s->col, s->spans, (size_t)n);
         if (rc) rc = ss__context(rc, "loader: epoch %" PRIu64 ", batch %" PRIu64, epoch, g);
     }
     for (uint32_t j = 0; !rc && j < l->nbxf; j++) {
@@ -541,7 +541,7 @@ static int setup_fields(ss_loader *l) {
         ss_collate_field def = SS_COLLATE_FIELD_INIT;
         ss_field info;
         if (!l->o.fields) {
-            ss_field_info(st, k, &info);
+            ss_field_info(&info, st, k);
             def.name = info.name;
         }
         ss_collate_field *o = &l->cfields[k];
@@ -551,7 +551,7 @@ static int setup_fields(ss_loader *l) {
                             k);
         int idx = ss_field_index(st, o->name);
         if (idx < 0) return ss__context(idx, "ss_loader_open");
-        ss_field_info(st, (uint32_t)idx, &info);
+        ss_field_info(&info, st, (uint32_t)idx);
         snprintf(f->name, sizeof f->name, "%s", info.name);
         o->name = f->name;
         f->index = (uint32_t)idx;
@@ -775,7 +775,7 @@ int ss_loader_open(ss_loader **out, const ss_store *store, const ss_loader_optio
 
 /* ---------------------------------------------------------------- next */
 
-int ss_loader_next(ss_loader *l, const ss_loader_batch **out) {
+int ss_loader_next(const ss_loader_batch **out, ss_loader *l) {
     if (out) *out = NULL;
     if (!l || !out) return ss__fail(SS_EINVAL, "ss_loader_next: NULL argument");
     pthread_mutex_lock(&l->mu);
@@ -836,7 +836,7 @@ uint64_t ss_loader_position(const ss_loader *l) {
 
 /* ---------------------------------------------------------------- state */
 
-int ss_loader_state_save(const ss_loader *l, void *buf, size_t cap, size_t *len) {
+int ss_loader_state_save(void *buf, size_t cap, size_t *len, const ss_loader *l) {
     if (len) *len = SS_LOADER_STATE_SIZE;
     if (!l || !buf) return ss__fail(SS_EINVAL, "ss_loader_state_save: NULL argument");
     if (cap < SS_LOADER_STATE_SIZE)
@@ -850,7 +850,7 @@ int ss_loader_state_save(const ss_loader *l, void *buf, size_t cap, size_t *len)
     ss_put_le64(p + 16, l->epoch);
     ss_put_le64(p + 24, l->consumed);
     ss_put_le64(p + 32, l->fingerprint);
-    int rc = ss_sampler_state_save(l->sampler, p + 40, SS_SAMPLER_STATE_SIZE, NULL);
+    int rc = ss_sampler_state_save(p + 40, SS_SAMPLER_STATE_SIZE, NULL, l->sampler);
     pthread_mutex_unlock(&m->mu);
     return rc;
 }

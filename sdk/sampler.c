@@ -118,7 +118,7 @@ static void make_epoch(ss_sampler *s) {
 /* Store index of selection position i (i < nsel). */
 static uint64_t sel_at(const ss_sampler *s, uint64_t i) {
     uint64_t x = 0;
-    ss_selection_index(s->sel, i, &x); /* i < count: cannot fail */
+    ss_selection_index(&x, s->sel, i); /* i < count: cannot fail */
     return x;
 }
 
@@ -248,7 +248,7 @@ static int example_bytes(uint64_t *bytes, const ss_store *store, const ss_select
         for (size_t i = 0; i < ss_selection_range_count(sel); i++) {
             for (uint64_t x = rg[i].start; x < rg[i].end; x += CHUNK) {
                 uint64_t m = rg[i].end - x < CHUNK ? rg[i].end - x : CHUNK;
-                int rc = ss_lengths(store, f, x, m, len);
+                int rc = ss_lengths(len, store, f, x, m);
                 if (rc) return ss__context(rc, "sampler: block_bytes");
                 for (uint64_t j = 0; j < m; j++) bytes[k++] += len[j] * row;
             }
@@ -482,7 +482,7 @@ uint64_t ss_sampler_steps_per_epoch(const ss_sampler *s) {
     return s ? s->steps : 0;
 }
 
-int ss_sampler_next(ss_sampler *s, uint64_t *out_indices, size_t max, size_t *n) {
+int ss_sampler_next(uint64_t *out_indices, size_t max, size_t *n, ss_sampler *s) {
     if (n) *n = 0;
     if (!s || !n || (max && !out_indices))
         return ss__fail(SS_EINVAL, "ss_sampler_next: NULL argument");
@@ -501,7 +501,7 @@ int ss_sampler_next(ss_sampler *s, uint64_t *out_indices, size_t max, size_t *n)
     return 0;
 }
 
-int ss_sampler_state_save(const ss_sampler *s, void *buf, size_t cap, size_t *len) {
+int ss_sampler_state_save(void *buf, size_t cap, size_t *len, const ss_sampler *s) {
     if (len) *len = 0;
     if (!s || !buf) return ss__fail(SS_EINVAL, "ss_sampler_state_save: NULL argument");
     if (cap < SS_SAMPLER_STATE_SIZE)
@@ -560,7 +560,7 @@ int ss_weights_from_length(double *out, const ss_store *store, const ss_selectio
     for (size_t i = 0; i < ss_selection_range_count(sel); i++) {
         for (uint64_t x = r[i].start; x < r[i].end; x += CHUNK) {
             uint64_t m = r[i].end - x < CHUNK ? r[i].end - x : CHUNK;
-            int rc = ss_lengths(store, field, x, m, len);
+            int rc = ss_lengths(len, store, field, x, m);
             if (rc) return rc;
             for (uint64_t j = 0; j < m; j++) out[k++] = pow((double)len[j], power);
         }

@@ -88,7 +88,7 @@ int ss_stream_create(ss_stream **out, const ss_store *s, const char *field,
     int idx = ss_field_index(s, field);
     if (idx < 0) return ss__context(idx, "stream");
     ss_field info;
-    int rc = ss_field_info(s, (uint32_t)idx, &info);
+    int rc = ss_field_info(&info, s, (uint32_t)idx);
     if (rc) return rc;
     if (!info.sequence)
         return ss__fail(SS_EINVAL, "stream field '%s': a fixed field has no flat stream", field);
@@ -188,7 +188,7 @@ uint64_t ss_stream_count(const ss_stream *st) {
     return st ? st->nbatches : 0;
 }
 
-uint64_t ss_stream_length(const ss_stream *st, uint64_t *total) {
+uint64_t ss_stream_length(uint64_t *total, const ss_stream *st) {
     if (total) *total = st ? st->N : 0;
     return st ? st->S : 0;
 }
@@ -223,10 +223,10 @@ static int gather(const ss_stream *st, uint64_t p, uint64_t valid_end, uint64_t 
         if (off < len) {
             uint64_t take = len - off < v - done ? len - off : v - done;
             ss_view view;
-            int rc = ss_get_range(st->s, st->field, example_at(st, j), off, off + take, &view);
+            int rc = ss_get_range(&view, st->s, st->field, example_at(st, j), off, off + take);
             if (rc) return ss__context(rc, "stream position %llu", (unsigned long long)p);
             ss__cast(dst + done * st->out_rb, st->dst_dtype, view.data, st->src_dtype, take,
-                        st->row_el, NULL);
+                     st->row_el, NULL);
             if (starts) {
                 memset(starts + done, 0, (size_t)take);
                 starts[done] = off == 0;
@@ -264,8 +264,8 @@ static int one_stream(const ss_stream *st, uint64_t b, uint64_t index, uint64_t 
     return rc;
 }
 
-int ss_stream_read_into(ss_stream *st, uint64_t index, void *input, void *target, uint8_t *mask,
-                        uint8_t *starts, ss_stream_batch *out) {
+int ss_stream_read_into(ss_stream_batch *out, void *input, void *target, uint8_t *mask,
+                        uint8_t *starts, ss_stream *st, uint64_t index) {
     if (!st || !out || !input || (!target && st->o.shift))
         return ss__fail(SS_EINVAL, "ss_stream_read: NULL argument");
     if (!st->o.shift) target = NULL; /* input only */
@@ -331,7 +331,7 @@ int ss_stream_read_into(ss_stream *st, uint64_t index, void *input, void *target
     return 0;
 }
 
-int ss_stream_read(ss_stream *st, uint64_t index, ss_stream_batch *out) {
+int ss_stream_read(ss_stream_batch *out, ss_stream *st, uint64_t index) {
     if (!st) return ss__fail(SS_EINVAL, "ss_stream_read: NULL stream");
-    return ss_stream_read_into(st, index, st->input, st->target, st->mask, st->starts, out);
+    return ss_stream_read_into(out, st->input, st->target, st->mask, st->starts, st, index);
 }

@@ -97,7 +97,7 @@ static int standardize_fn(void *user, ss_example *ex, ss_rng *rng) {
             e->name, e->row_elements, b->n);
     if (!e->out) return ss_transform_error(ex, "standardize: no output buffer");
     return ss_cast_rows(e->out, SS_F32, e->data, e->dtype, e->length, e->row_elements, b->scale,
-                           b->offset);
+                        b->offset);
 }
 
 int ss_transform_standardize(ss_transform *out, const char *field, const double *mean,
@@ -139,7 +139,7 @@ int ss_standardize_compute(double *mean, double *std, const ss_store *s, const s
     int idx = ss_field_index(s, field);
     if (idx < 0) return ss__context(idx, "ss_standardize_compute");
     ss_field info;
-    ss_field_info(s, (uint32_t)idx, &info);
+    ss_field_info(&info, s, (uint32_t)idx);
     uint64_t re = 1;
     for (uint32_t k = 0; k < info.ndim; k++) re *= info.dims[k];
     double *row = malloc(re * sizeof *row), *sum = calloc(re, sizeof *sum),
@@ -148,12 +148,12 @@ int ss_standardize_compute(double *mean, double *std, const ss_store *s, const s
     uint64_t n = sel ? ss_selection_count(sel) : ss_count(s), steps = 0;
     for (uint64_t i = 0; !rc && i < n; i++) {
         uint64_t ix = i;
-        if (sel) rc = ss_selection_index(sel, i, &ix);
+        if (sel) rc = ss_selection_index(&ix, sel, i);
         ss_view v;
-        if (!rc) rc = ss_get(s, (uint32_t)idx, ix, &v);
+        if (!rc) rc = ss_get(&v, s, (uint32_t)idx, ix);
         for (uint64_t t = 0; !rc && t < v.length; t++) {
-            ss_cast_rows(row, SS_F64, (const unsigned char *)v.data + t * v.row_bytes, v.dtype,
-                            1, re, NULL, NULL);
+            ss_cast_rows(row, SS_F64, (const unsigned char *)v.data + t * v.row_bytes, v.dtype, 1,
+                         re, NULL, NULL);
             for (uint64_t c = 0; c < re; c++) {
                 sum[c] += row[c];
                 sq[c] += row[c] * row[c];
@@ -209,7 +209,7 @@ int ss_standardize_save(const char *path, const char *field, const char *split,
     if (!rc) rc = ss_standardize_compute(mean, std, s, sel, field);
     if (!rc) { /* elements per row = row bytes / dtype size */
         ss_field info;
-        ss_field_info(s, (uint32_t)ss_field_index(s, field), &info);
+        ss_field_info(&info, s, (uint32_t)ss_field_index(s, field));
         re /= ss_dtype_size(info.dtype);
     }
     ss_selection_free(sel);
@@ -237,8 +237,8 @@ int ss_transform_standardize_attr(ss_transform *out, const ss_store *s, const ch
     char m[SS_MAX_ATTR_NAME + 64], sd[SS_MAX_ATTR_NAME + 64];
     norm_names(m, sd, sizeof m, field, prefix);
     ss_attr am, as;
-    int rc = ss_attr_get(s, m, &am);
-    if (!rc) rc = ss_attr_get(s, sd, &as);
+    int rc = ss_attr_get(&am, s, m);
+    if (!rc) rc = ss_attr_get(&as, s, sd);
     if (rc) return ss__context(rc, "standardize field '%s'", field);
     if (am.type != SS_F64 || as.type != SS_F64 || am.size != as.size || am.size % 8 || !am.size)
         return ss__fail(SS_EINVAL,

@@ -107,14 +107,14 @@ static int check_options(const ss_store *s, const ss_window_options *o) {
         return ss__fail(SS_ERANGE, "window reader: field %u out of range (%u fields)", o->field,
                         ss_field_count(s));
     ss_field f;
-    ss_field_info(s, o->field, &f);
+    ss_field_info(&f, s, o->field);
     if (!f.sequence)
         return ss__fail(SS_ESCHEMA, "window reader: field '%s' is not a sequence field", f.name);
     if (o->label_field >= 0) {
         if ((uint32_t)o->label_field >= ss_field_count(s))
             return ss__fail(SS_ERANGE, "window reader: label field %d out of range",
                             o->label_field);
-        ss_field_info(s, (uint32_t)o->label_field, &f);
+        ss_field_info(&f, s, (uint32_t)o->label_field);
         if (f.sequence)
             return ss__fail(SS_ESCHEMA, "window reader: label field '%s' is a sequence field",
                             f.name);
@@ -179,7 +179,7 @@ static int load_labels(ss_window_reader *r, const ss_window_options *o) {
     r->label_row = ss_field_row_bytes(r->store, lf);
     if (!(o->flags & SS_WINDOW_BALANCED)) return 0;
     ss_field f;
-    ss_field_info(r->store, lf, &f);
+    ss_field_info(&f, r->store, lf);
     int integer = f.dtype >= SS_U8 && f.dtype <= SS_I64;
     if (!integer || r->label_row != ss_dtype_size(f.dtype))
         return ss__fail(SS_ESCHEMA,
@@ -195,7 +195,7 @@ static int load_labels(ss_window_reader *r, const ss_window_options *o) {
     uint64_t nd = 0;
     for (uint64_t i = 0; !rc && i < r->nelig; i++) {
         ss_view v;
-        rc = ss_get(r->store, lf, r->seq_ex[r->elig[i]], &v);
+        rc = ss_get(&v, r->store, lf, r->seq_ex[r->elig[i]]);
         if (rc) break;
         ss__cast(&val[i], SS_I64, v.data, f.dtype, 1, 1, NULL);
         uint64_t lo = 0, hi = nd; /* insert into the sorted distinct values */
@@ -271,7 +271,7 @@ int ss_window_reader_open(ss_window_reader **out, const ss_store *s, const ss_wi
     r->S = o->window - o->overlap;
     r->B = o->lanes;
     ss_field f;
-    ss_field_info(s, o->field, &f);
+    ss_field_info(&f, s, o->field);
     r->in_dtype = f.dtype;
     r->in_row = (size_t)ss_field_row_bytes(s, o->field);
     r->C = (uint32_t)(r->in_row / ss_dtype_size(f.dtype));
@@ -345,7 +345,7 @@ void ss_window_reader_free(ss_window_reader *r) {
     free(r);
 }
 
-int ss_window_reader_info(const ss_window_reader *r, ss_window_info *out) {
+int ss_window_reader_info(ss_window_info *out, const ss_window_reader *r) {
     memset(out, 0, sizeof *out);
     out->sequences = r->nseq;
     out->eligible = r->nelig;
@@ -562,7 +562,7 @@ static void release(ss_window_reader *r, ss__wslot *sl, const void *states) {
     sl->pending = 0;
 }
 
-int ss_window_reader_next(ss_window_reader *r, const ss_window_batch **out) {
+int ss_window_reader_next(const ss_window_batch **out, ss_window_reader *r) {
     *out = NULL;
     if (r->failed) return ss__fail(r->failed, "%s", r->fail_msg);
     if (r->ended) ss__window_start_epoch(r, r->epoch + 1);

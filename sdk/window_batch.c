@@ -110,8 +110,8 @@ int ss__window_collate(ss_window_reader *r, ss__wslot *sl) {
         sl->src[row] = NULL;
         if (!sl->mask[row]) continue;
         ss_view v;
-        int rc = ss_get_range(r->store, r->opt.field, sl->example[row], sl->start[row],
-                              sl->start[row] + sl->length[row], &v);
+        int rc = ss_get_range(&v, r->store, r->opt.field, sl->example[row], sl->start[row],
+                              sl->start[row] + sl->length[row]);
         if (rc) return ss__context(rc, "window reader: sequence %llu", ULL(sl->example[row]));
         sl->src[row] = v.data;
     }
@@ -155,7 +155,7 @@ int ss__window_collate(ss_window_reader *r, ss__wslot *sl) {
             const void *lab = NULL;
             ss_view v;
             if (sl->mask[row]) {
-                int rc = ss_get(r->store, (uint32_t)r->opt.label_field, sl->example[row], &v);
+                int rc = ss_get(&v, r->store, (uint32_t)r->opt.label_field, sl->example[row]);
                 if (rc)
                     return ss__context(rc, "window reader: label of %llu", ULL(sl->example[row]));
                 lab = v.data;
@@ -173,14 +173,14 @@ int ss__window_collate(ss_window_reader *r, ss__wslot *sl) {
     return 0;
 }
 
-int ss_window_reader_targets(const ss_window_reader *r, const ss_window_batch *batch,
-                             uint32_t field, ss_dtype dtype, void *out) {
+int ss_window_reader_targets(void *out, const ss_window_reader *r, const ss_window_batch *batch,
+                             uint32_t field, ss_dtype dtype) {
     if (field >= ss_field_count(r->store))
         return ss__fail(SS_ERANGE, "window targets: field %u out of range", field);
     if (!ss__dtype_valid(dtype))
         return ss__fail(SS_EINVAL, "window targets: unknown dtype %d", (int)dtype);
     ss_field f;
-    ss_field_info(r->store, field, &f);
+    ss_field_info(&f, r->store, field);
     uint64_t rb = ss_field_row_bytes(r->store, field), el = rb / ss_dtype_size(f.dtype);
     uint64_t orow = el * ss_dtype_size(dtype), T = r->W - r->O, size = batch->size;
     int tm = (r->opt.flags & SS_WINDOW_TIME_MAJOR) != 0;
@@ -200,9 +200,9 @@ int ss_window_reader_targets(const ss_window_reader *r, const ss_window_batch *b
                                     "window targets: field '%s' of example %llu is "
                                     "shorter than the signal",
                                     f.name, ULL(ex));
-                rc = ss_get_range(r->store, field, ex, s0, s1, &v);
+                rc = ss_get_range(&v, r->store, field, ex, s0, s1);
             } else {
-                rc = ss_get(r->store, field, ex, &v);
+                rc = ss_get(&v, r->store, field, ex);
             }
             if (rc) return rc;
             src = v.data;

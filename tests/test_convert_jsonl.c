@@ -113,7 +113,7 @@ static void expect_field(ss_store *s, const char *field, uint64_t i, ss_dtype dt
     int f = ss_field_index(s, field);
     CHECK(f >= 0);
     ss_view v;
-    CHECK_OK(ss_get(s, (uint32_t)f, i, &v));
+    CHECK_OK(ss_get(&v, s, (uint32_t)f, i));
     CHECK(v.dtype == dtype);
     if (v.length != n || memcmp(v.data, want, n * v.row_bytes)) {
         fprintf(stderr, "example %" PRIu64 " field %s: %" PRIu64 " elements, want %" PRIu64 "\n", i,
@@ -154,7 +154,7 @@ static void check_store(const char *path, const corpus *c, const char *mode) {
         }
         /* provenance: line numbers count the blank lines */
         ss_view v;
-        CHECK_OK(ss_get(s, (uint32_t)ss_field_index(s, "source"), i, &v));
+        CHECK_OK(ss_get(&v, s, (uint32_t)ss_field_index(s, "source"), i));
         uint64_t want_line = i + 1 + (i > 5 ? (i - 6) / 97 + 1 : 0);
         CHECK_EQ_U64(((const uint64_t *)v.data)[1], want_line);
     }
@@ -216,14 +216,14 @@ static void same_stores(const char *a, const char *fa, const char *b, const char
     CHECK(ix >= 0 && iy >= 0);
     for (uint64_t i = 0; i < ss_count(x); i++) {
         ss_view u, v;
-        CHECK_OK(ss_get(x, (uint32_t)ix, i, &u));
-        CHECK_OK(ss_get(y, (uint32_t)iy, i, &v));
+        CHECK_OK(ss_get(&u, x, (uint32_t)ix, i));
+        CHECK_OK(ss_get(&v, y, (uint32_t)iy, i));
         CHECK(u.dtype == v.dtype && u.length == v.length);
         CHECK(!memcmp(u.data, v.data, u.length * u.row_bytes));
     }
     ss_attr p, q;
-    CHECK_OK(ss_attr_get(x, attr, &p));
-    CHECK_OK(ss_attr_get(y, attr, &q));
+    CHECK_OK(ss_attr_get(&p, x, attr));
+    CHECK_OK(ss_attr_get(&q, y, attr));
     CHECK(p.size == q.size && !memcmp(p.data, q.data, p.size));
     ss_close(x);
     ss_close(y);

@@ -77,7 +77,7 @@ static void check_batch(const ss_store *s, const ss_loader_batch *b, const uint6
     const uint8_t *tm = tok->mask;
     for (uint64_t r = 0; r < n; r++) {
         ss_view v;
-        CHECK_OK(ss_get(s, 0, expect[r], &v));
+        CHECK_OK(ss_get(&v, s, 0, expect[r]));
         CHECK_EQ_U64(tok->lengths[r], v.length);
         const uint16_t *x = v.data;
         for (uint64_t t = 0; t < T; t++) {
@@ -92,7 +92,7 @@ static void check_batch(const ss_store *s, const ss_loader_batch *b, const uint6
     const float *fd = feat->data;
     for (uint64_t r = 0; r < n; r++) {
         ss_view v;
-        CHECK_OK(ss_get(s, 1, expect[r], &v));
+        CHECK_OK(ss_get(&v, s, 1, expect[r]));
         CHECK_EQ_U64(feat->offsets[r + 1] - feat->offsets[r], v.length);
         CHECK(memcmp(fd + 3 * feat->offsets[r], v.data, v.length * 12) == 0);
     }
@@ -100,7 +100,7 @@ static void check_batch(const ss_store *s, const ss_loader_batch *b, const uint6
     const ss_collated *lab = &b->data.fields[2];
     for (uint64_t r = 0; r < n; r++) {
         ss_view v;
-        CHECK_OK(ss_get(s, 2, expect[r], &v));
+        CHECK_OK(ss_get(&v, s, 2, expect[r]));
         CHECK(memcmp((const int32_t *)lab->data + r, v.data, 4) == 0);
     }
 }
@@ -134,19 +134,19 @@ static void test_naive_fixed(const ss_store *s) {
                 CHECK_OK(ss_sampler_set_epoch(sm, epoch));
                 uint64_t order[400];
                 size_t n;
-                CHECK_OK(ss_sampler_next(sm, order, 400, &n));
+                CHECK_OK(ss_sampler_next(order, 400, &n, sm));
                 CHECK_EQ_U64(n, 288);
                 CHECK_EQ_U64(ss_loader_batches(l), nb);
                 const ss_loader_batch *b;
                 for (uint64_t k = 0; k < nb; k++) {
-                    CHECK_OK(ss_loader_next(l, &b));
+                    CHECK_OK(ss_loader_next(&b, l));
                     CHECK_EQ_U64(b->epoch, epoch);
                     CHECK_EQ_U64(b->position, k);
                     check_batch(s, b, order + 16 * k, k == 17 && rp == 1 ? 8 : 16);
                 }
-                CHECK_RC(ss_loader_next(l, &b), SS_LOADER_END);
+                CHECK_RC(ss_loader_next(&b, l), SS_LOADER_END);
                 CHECK(b == NULL);
-                CHECK_RC(ss_loader_next(l, &b), SS_LOADER_END);
+                CHECK_RC(ss_loader_next(&b, l), SS_LOADER_END);
             }
             ss_sampler_free(sm);
             ss_loader_free(l);
@@ -185,7 +185,7 @@ static uint64_t run(ss_loader *l, uint64_t e0, uint64_t e1, uint64_t *hashes, ui
         if (e != e0) CHECK_OK(ss_loader_set_epoch(l, e));
         const ss_loader_batch *b;
         int rc;
-        while ((rc = ss_loader_next(l, &b)) == 0) {
+        while ((rc = ss_loader_next(&b, l)) == 0) {
             CHECK(n < cap);
             hashes[n++] = batch_hash(b);
         }
@@ -231,10 +231,10 @@ static void test_resume(const ss_store *s) {
     /* stop at epoch 1 position 13 */
     CHECK_OK(ss_loader_set_epoch(l, 1));
     const ss_loader_batch *b;
-    for (int k = 0; k < 13; k++) CHECK_OK(ss_loader_next(l, &b));
+    for (int k = 0; k < 13; k++) CHECK_OK(ss_loader_next(&b, l));
     unsigned char st[SS_LOADER_STATE_SIZE];
     size_t len;
-    CHECK_OK(ss_loader_state_save(l, st, sizeof st, &len));
+    CHECK_OK(ss_loader_state_save(st, sizeof st, &len, l));
     CHECK_EQ_U64(len, SS_LOADER_STATE_SIZE);
     ss_loader_free(l);
     for (uint32_t th = 1; th <= 4; th *= 2) {
@@ -244,7 +244,7 @@ static void test_resume(const ss_store *s) {
         CHECK_EQ_U64(ss_loader_epoch(l), 1);
         CHECK_EQ_U64(ss_loader_position(l), 13);
         uint64_t k = per + 13;
-        while (ss_loader_next(l, &b) == 0) CHECK(batch_hash(b) == ref[k++]);
+        while (ss_loader_next(&b, l) == 0) CHECK(batch_hash(b) == ref[k++]);
         CHECK_EQ_U64(k, 2 * per);
         ss_loader_free(l);
     }
@@ -281,15 +281,15 @@ static void test_sharding(const ss_store *s) {
         CHECK_OK(ss_sampler_create(&sm, all, &so));
         uint64_t order[N];
         size_t n;
-        CHECK_OK(ss_sampler_next(sm, order, N, &n));
+        CHECK_OK(ss_sampler_next(order, N, &n, sm));
         CHECK_EQ_U64(n, 150);
         const ss_loader_batch *b;
         for (uint64_t k = 0; k < 15; k++) {
-            CHECK_OK(ss_loader_next(l, &b));
+            CHECK_OK(ss_loader_next(&b, l));
             check_batch(s, b, order + 10 * k, 10);
             for (uint64_t r = 0; r < 10; r++) seen[b->indices[r]]++;
         }
-        CHECK_RC(ss_loader_next(l, &b), SS_LOADER_END);
+        CHECK_RC(ss_loader_next(&b, l), SS_LOADER_END);
         ss_sampler_free(sm);
         ss_selection_free(all);
         ss_loader_free(l);
@@ -308,8 +308,8 @@ static void check_dealt(const ss_store *s, ss_loader *l, ss_batcher *bt, uint32_
     for (uint64_t j = 0; j < per; j++) {
         const uint64_t *ix;
         size_t n;
-        CHECK_OK(ss_batcher_get(bt, (j * world + rank) % nb, &ix, &n));
-        CHECK_OK(ss_loader_next(l, &b));
+        CHECK_OK(ss_batcher_get(&ix, &n, bt, (j * world + rank) % nb));
+        CHECK_OK(ss_loader_next(&b, l));
         check_batch(s, b, ix, n);
         if (max_tokens) {
             uint64_t longest = 0;
@@ -321,7 +321,7 @@ static void check_dealt(const ss_store *s, ss_loader *l, ss_batcher *bt, uint32_
             CHECK(n * longest <= max_tokens);
         }
     }
-    CHECK_RC(ss_loader_next(l, &b), SS_LOADER_END);
+    CHECK_RC(ss_loader_next(&b, l), SS_LOADER_END);
 }
 
 static void test_tokens(const ss_store *s) {
@@ -349,7 +349,7 @@ static void test_tokens(const ss_store *s) {
             CHECK_OK(ss_sampler_set_epoch(sm, epoch));
             uint64_t order[N], lens[N];
             size_t n;
-            CHECK_OK(ss_sampler_next(sm, order, N, &n));
+            CHECK_OK(ss_sampler_next(order, N, &n, sm));
             for (size_t i = 0; i < n; i++) {
                 uint64_t a = ss_length(s, 0, order[i]), c = ss_length(s, 1, order[i]);
                 lens[i] = a > c ? a : c;
@@ -393,7 +393,7 @@ static void test_bucket(const char *path) {
         /* every batch inside one bucket of width 10 */
         CHECK_OK(ss_loader_set_epoch(l, epoch));
         const ss_loader_batch *b;
-        while (ss_loader_next(l, &b) == 0) {
+        while (ss_loader_next(&b, l) == 0) {
             uint64_t q = ss_length(s2, 0, b->indices[0]) / 10;
             for (uint64_t r = 0; r < b->rows; r++)
                 CHECK_EQ_U64(ss_length(s2, 0, b->indices[r]) / 10, q);
@@ -423,7 +423,7 @@ static void collect(const ss_store *s, ss_loader_options o, uint32_t R, uint32_t
     const ss_loader_batch *b;
     out->nb = 0;
     out->start[0] = 0;
-    while (ss_loader_next(l, &b) == 0) {
+    while (ss_loader_next(&b, l) == 0) {
         CHECK(out->start[out->nb] + b->rows <= 4 * N);
         memcpy(out->idx + out->start[out->nb], b->indices, b->rows * 8);
         out->start[out->nb + 1] = out->start[out->nb] + b->rows;
@@ -543,7 +543,7 @@ static void test_infinite(const ss_store *s) {
     CHECK_OK(ss_loader_open(&l, s, &o));
     const ss_loader_batch *b;
     for (int k = 0; k < 18; k++) {
-        CHECK_OK(ss_loader_next(l, &b));
+        CHECK_OK(ss_loader_next(&b, l));
         CHECK_EQ_U64(b->epoch, (uint64_t)k / 6);
         CHECK(batch_hash(b) == ref[k]);
     }
@@ -559,7 +559,7 @@ static void test_free_mid_epoch(const ss_store *s) {
         ss_loader *l;
         CHECK_OK(ss_loader_open(&l, s, &o));
         const ss_loader_batch *b;
-        for (int k = 0; k < round % 4; k++) CHECK_OK(ss_loader_next(l, &b));
+        for (int k = 0; k < round % 4; k++) CHECK_OK(ss_loader_next(&b, l));
         if (round % 3 == 0) CHECK_OK(ss_loader_set_epoch(l, 7));
         ss_loader_free(l);
     }
@@ -605,15 +605,15 @@ static void test_errors(const ss_store *s) {
         o.threads = th;
         CHECK_OK(ss_loader_open(&l, s, &o));
         const ss_loader_batch *b;
-        for (int k = 0; k < 7; k++) CHECK_OK(ss_loader_next(l, &b)); /* examples 0..34 */
-        CHECK_RC(ss_loader_next(l, &b), SS_ECALLBACK);
+        for (int k = 0; k < 7; k++) CHECK_OK(ss_loader_next(&b, l)); /* examples 0..34 */
+        CHECK_RC(ss_loader_next(&b, l), SS_ECALLBACK);
         CHECK(b == NULL);
         CHECK(strstr(ss_error_message(), "example 37") != NULL);
         CHECK(strstr(ss_error_message(), "picky") != NULL);
         CHECK(strstr(ss_error_message(), "cannot handle this one") != NULL);
-        CHECK_RC(ss_loader_next(l, &b), SS_ECALLBACK); /* sticky */
+        CHECK_RC(ss_loader_next(&b, l), SS_ECALLBACK); /* sticky */
         CHECK_OK(ss_loader_set_epoch(l, 1));           /* cleared */
-        CHECK_OK(ss_loader_next(l, &b));
+        CHECK_OK(ss_loader_next(&b, l));
         ss_loader_free(l);
     }
     ss_pipeline_free(p);

@@ -59,13 +59,13 @@ typedef struct plain {
 
 static void load_plain(const ss_store *s, uint64_t i, plain *p) {
     ss_view v;
-    CHECK_OK(ss_get(s, 0, i, &v));
+    CHECK_OK(ss_get(&v, s, 0, i));
     p->ntok = v.length;
     for (uint64_t t = 0; t < v.length; t++) p->tok[t] = ((const uint16_t *)v.data)[t];
-    CHECK_OK(ss_get(s, 1, i, &v));
+    CHECK_OK(ss_get(&v, s, 1, i));
     p->neeg = v.length;
     for (uint64_t t = 0; t < 3 * v.length; t++) p->eeg[t] = ((const int16_t *)v.data)[t];
-    CHECK_OK(ss_get(s, 2, i, &v));
+    CHECK_OK(ss_get(&v, s, 2, i));
     p->label = *(const int32_t *)v.data;
 }
 
@@ -134,7 +134,7 @@ static void compare(const ss_store *s, ss_pipeline *p, plain_fn fn, double tol) 
         CHECK_OK(ss_loader_set_epoch(l, epoch));
         const ss_loader_batch *b;
         uint64_t batches = 0;
-        while (ss_loader_next(l, &b) == 0) {
+        while (ss_loader_next(&b, l) == 0) {
             batches++;
             const ss_collated *tok = &b->data.fields[0], *eeg = &b->data.fields[1],
                               *lab = &b->data.fields[2];
@@ -313,9 +313,9 @@ static void test_standardize_attr(const char *path) {
     double mean[3], std[3];
     CHECK_OK(ss_standardize_compute(mean, std, s, sel, "eeg"));
     ss_attr a;
-    CHECK_OK(ss_attr_get(s, "ss.norm.eeg.mean", &a));
+    CHECK_OK(ss_attr_get(&a, s, "ss.norm.eeg.mean"));
     CHECK(a.type == SS_F64 && a.size == 24 && memcmp(a.data, mean, 24) == 0);
-    CHECK_OK(ss_attr_get(s, "ss.norm.eeg.std", &a));
+    CHECK_OK(ss_attr_get(&a, s, "ss.norm.eeg.std"));
     CHECK(a.type == SS_F64 && a.size == 24 && memcmp(a.data, std, 24) == 0);
     memcpy(g_mean, mean, sizeof mean);
     memcpy(g_std, std, sizeof std);
@@ -368,7 +368,7 @@ static void test_user_transforms(const ss_store *s) {
     CHECK_OK(ss_pipeline_add(p, &bt));
     ss_loader *l = open_loader(s, p, 2, SS_SAMPLE_SEQUENTIAL);
     const ss_loader_batch *b;
-    while (ss_loader_next(l, &b) == 0) {
+    while (ss_loader_next(&b, l) == 0) {
         const ss_collated *tok = &b->data.fields[0];
         CHECK(tok->dtype == SS_I64); /* the collate dtype still applies: round(x / 2) */
         ss_rng r;
@@ -415,7 +415,7 @@ static void test_user_transforms(const ss_store *s) {
     p = one(&t);
     l = open_loader(s, p, 4, SS_SAMPLE_SEQUENTIAL);
     int rc;
-    while ((rc = ss_loader_next(l, &b)) == 0) {
+    while ((rc = ss_loader_next(&b, l)) == 0) {
         for (uint64_t i = 0; i < b->rows; i++) {
             plain x;
             load_plain(s, b->indices[i], &x);
@@ -431,7 +431,7 @@ static void test_user_transforms(const ss_store *s) {
     CHECK_OK(ss_transform_gaussian_noise(&t, "tok", 1));
     p = one(&t);
     l = open_loader(s, p, 1, SS_SAMPLE_SEQUENTIAL);
-    CHECK_RC(ss_loader_next(l, &b), SS_ECALLBACK);
+    CHECK_RC(ss_loader_next(&b, l), SS_ECALLBACK);
     CHECK(strstr(ss_error_message(), "example 0") != NULL);
     CHECK(strstr(ss_error_message(), "not f32 or f64") != NULL);
     ss_loader_free(l);
@@ -512,13 +512,13 @@ static void test_identity_collation(const ss_store *s) {
         CHECK_OK(ss_loader_open(&xf_l, s, &o));
         const ss_loader_batch *a, *b;
         uint64_t n = 0;
-        while (ss_loader_next(plain_l, &a) == 0) {
-            CHECK_OK(ss_loader_next(xf_l, &b));
+        while (ss_loader_next(&a, plain_l) == 0) {
+            CHECK_OK(ss_loader_next(&b, xf_l));
             CHECK_EQ_U64(a->rows, b->rows);
             for (uint32_t k = 0; k < 3; k++) same_collated(&a->data.fields[k], &b->data.fields[k]);
             n++;
         }
-        CHECK_RC(ss_loader_next(xf_l, &b), SS_LOADER_END);
+        CHECK_RC(ss_loader_next(&b, xf_l), SS_LOADER_END);
         CHECK_EQ_U64(n, (N + 8) / 9);
         ss_loader_free(plain_l);
         ss_loader_free(xf_l);
@@ -564,7 +564,7 @@ static void test_determinism(const ss_store *s) {
         uint64_t k = 0;
         for (uint64_t e = 0; e < 2; e++) {
             CHECK_OK(ss_loader_set_epoch(l, e));
-            while (ss_loader_next(l, &b) == 0) {
+            while (ss_loader_next(&b, l) == 0) {
                 if (i == 0)
                     ref[n++] = batch_hash(b);
                 else
@@ -580,14 +580,14 @@ static void test_determinism(const ss_store *s) {
     ss_loader *l = open_loader(s, p, 1, SS_SAMPLE_SHUFFLE);
     CHECK_OK(ss_loader_set_epoch(l, 1));
     const ss_loader_batch *b;
-    for (int k = 0; k < 10; k++) CHECK_OK(ss_loader_next(l, &b));
+    for (int k = 0; k < 10; k++) CHECK_OK(ss_loader_next(&b, l));
     unsigned char st[SS_LOADER_STATE_SIZE];
-    CHECK_OK(ss_loader_state_save(l, st, sizeof st, NULL));
+    CHECK_OK(ss_loader_state_save(st, sizeof st, NULL, l));
     ss_loader_free(l);
     l = open_loader(s, p, 4, SS_SAMPLE_SHUFFLE);
     CHECK_OK(ss_loader_state_load(l, st, sizeof st));
     uint64_t k = N / 8 + 10;
-    while (ss_loader_next(l, &b) == 0) CHECK(batch_hash(b) == ref[k++]);
+    while (ss_loader_next(&b, l) == 0) CHECK(batch_hash(b) == ref[k++]);
     CHECK_EQ_U64(k, n);
     ss_loader_free(l);
     ss_pipeline_free(p);
@@ -648,7 +648,7 @@ static const double px_scale[2] = {3.0, -0.25}, px_offset[2] = {1.5, 100.0};
 
 static uint64_t plain_pairs(const ss_store *s, uint64_t index, float *out) {
     ss_view v;
-    CHECK_OK(ss_get(s, 1, index, &v));
+    CHECK_OK(ss_get(&v, s, 1, index));
     CHECK_EQ_U64(v.row_bytes, 4);
     uint64_t len = v.length & ~(uint64_t)1;
     const uint8_t *p = v.data;
@@ -708,12 +708,12 @@ static void reshape_run(const ss_store *s, ss_pipeline *p, ss_layout layout, uin
         CHECK_OK(ss_sampler_set_epoch(sm, epoch));
         uint64_t order[RN + RB];
         size_t n;
-        CHECK_OK(ss_sampler_next(sm, order, RN + RB, &n));
+        CHECK_OK(ss_sampler_next(order, RN + RB, &n, sm));
         CHECK_EQ_U64(n, nb * RB);
         CHECK_EQ_U64(ss_loader_batches(l), nb);
         const ss_loader_batch *b;
         for (uint64_t k = 0; k < nb; k++) {
-            CHECK_OK(ss_loader_next(l, &b));
+            CHECK_OK(ss_loader_next(&b, l));
             CHECK_EQ_U64(b->rows, RB);
             CHECK_EQ_U64(b->position, k);
             CHECK_EQ_U64(b->data.nfields, 2);
@@ -764,7 +764,7 @@ static void reshape_run(const ss_store *s, ss_pipeline *p, ss_layout layout, uin
             if (c->data_bytes) CHECK(memcmp(c->data, want, c->data_bytes) == 0);
             hashes[nh++] = collated_hash(collated_hash(0xcbf29ce484222325ull, c), id);
         }
-        CHECK_RC(ss_loader_next(l, &b), SS_LOADER_END);
+        CHECK_RC(ss_loader_next(&b, l), SS_LOADER_END);
     }
     ss_sampler_free(sm);
     ss_selection_free(all);

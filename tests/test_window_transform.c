@@ -230,7 +230,7 @@ static void run(ss_window_reader *r, uint64_t nb, uint64_t seed, recorder *rc, u
     float fin[64 * 2];
     for (uint64_t k = 0; k < nb; k++) {
         const ss_window_batch *b;
-        CHECK_OK(ss_window_reader_next(r, &b));
+        CHECK_OK(ss_window_reader_next(&b, r));
         if (b->size == 0) {
             *pos = 0;
             rec(rc, "END", 3);
@@ -274,7 +274,7 @@ static void test_naive_threads_restore(ss_store *s) {
     size_t n = ss_window_reader_save_size(a, SS_WINDOW_SAVE_STATES);
     uint8_t *blob = malloc(n);
     CHECK(blob);
-    CHECK_OK(ss_window_reader_save(a, blob, n, SS_WINDOW_SAVE_STATES));
+    CHECK_OK(ss_window_reader_save(blob, n, a, SS_WINDOW_SAVE_STATES));
     uint64_t pos_b = pos;
     run(a, 60, o.seed, &ra, &pos);
     o.threads = 4;
@@ -329,7 +329,7 @@ static void test_time_major_random(ss_store *s) {
     CHECK_OK(ss_window_reader_open(&r, s, &o));
     for (int k = 0; k < 30; k++) {
         const ss_window_batch *b;
-        CHECK_OK(ss_window_reader_next(r, &b));
+        CHECK_OK(ss_window_reader_next(&b, r));
         CHECK(b->dtype == SS_I16);
         for (uint32_t row = 0; row < b->size; row++) {
             if (!b->mask[row]) continue;
@@ -367,7 +367,7 @@ static void test_errors(ss_store *s) {
     CHECK_OK(ss_window_reader_open(&r, s, &o));
     const ss_window_batch *b;
     int rc = 0, batches = 0;
-    while ((rc = ss_window_reader_next(r, &b)) == 0 && b->size) {
+    while ((rc = ss_window_reader_next(&b, r)) == 0 && b->size) {
         for (uint32_t i = 0; i < b->size; i++) CHECK(!b->mask[i] || b->example[i] != bad);
         CHECK_OK(ss_window_reader_register(r, b, NULL));
         batches++;
@@ -379,12 +379,12 @@ static void test_errors(ss_store *s) {
     CHECK(strstr(msg, "saturation-check") != NULL);
     CHECK(strstr(msg, "window start 0") != NULL);
     /* the reader stays stopped with the same error... */
-    CHECK_RC(ss_window_reader_next(r, &b), SS_ECALLBACK);
+    CHECK_RC(ss_window_reader_next(&b, r), SS_ECALLBACK);
     CHECK(strstr(ss_error_message(), "sensor 5 saturated") != NULL);
     /* ...until set_epoch; epoch 1 passes the check */
     CHECK_OK(ss_window_reader_set_epoch(r, 1));
     uint64_t seen = 0;
-    while ((rc = ss_window_reader_next(r, &b)) == 0 && b->size) {
+    while ((rc = ss_window_reader_next(&b, r)) == 0 && b->size) {
         for (uint32_t i = 0; i < b->size; i++) seen += b->mask[i] && b->example[i] == bad;
         CHECK_OK(ss_window_reader_register(r, b, NULL));
     }
@@ -399,7 +399,7 @@ static void test_errors(ss_store *s) {
     CHECK_OK(ss_pipeline_add(p, &sh));
     o.transforms = p;
     CHECK_OK(ss_window_reader_open(&r, s, &o));
-    CHECK_RC(ss_window_reader_next(r, &b), SS_ECALLBACK);
+    CHECK_RC(ss_window_reader_next(&b, r), SS_ECALLBACK);
     CHECK(strstr(ss_error_message(), "window length from 8 to 7") != NULL);
     ss_window_reader_free(r);
     ss_pipeline_free(p);

@@ -105,11 +105,11 @@ SS_API uint64_t ss_splitter_dropped_examples(const ss_splitter *sp);
  *  piece). Zero-copy, as ss_get_range(): out->data is borrowed from the
  *  store's map, valid until ss_close().
  *  @param[in]  piece a piece of this splitter (ss_splitter_pieces()).
- *  @param[out] out   the view (the output comes last here).
+ *  @param[out] out   the view.
  *  @return 0; SS_ERANGE (bad field, NULL piece, or a piece outside its
  *          example); SS_ECORRUPT as ss_get(). */
-SS_API int ss_splitter_view(const ss_splitter *sp, const ss_piece *piece, uint32_t field,
-                            ss_view *out);
+SS_API int ss_splitter_view(ss_view *out, const ss_splitter *sp, const ss_piece *piece,
+                            uint32_t field);
 
 /* ============================================================ lane assembler */
 
@@ -169,7 +169,7 @@ SS_API void ss_lanes_free(ss_lanes *la);
  *  @param[out] out borrowed from the assembler, valid until the next
  *                  ss_lanes_next(), ss_lanes_set_epoch() or ss_lanes_free().
  *  @return 0 (la must not be NULL). */
-SS_API int ss_lanes_next(ss_lanes *la, const ss_lane_batch **out);
+SS_API int ss_lanes_next(const ss_lane_batch **out, ss_lanes *la);
 
 /** Restart at the beginning of epoch `epoch` (lanes emptied).
  *  @return 0 (la must not be NULL). */
@@ -387,7 +387,7 @@ SS_API int ss_window_reader_open(ss_window_reader **out, const ss_store *s,
 SS_API void ss_window_reader_free(ss_window_reader *r);
 
 /** Facts about the reader (r and out must not be NULL). @return 0. */
-SS_API int ss_window_reader_info(const ss_window_reader *r, ss_window_info *out);
+SS_API int ss_window_reader_info(ss_window_info *out, const ss_window_reader *r);
 
 /** The next batch.
  *
@@ -402,7 +402,7 @@ SS_API int ss_window_reader_info(const ss_window_reader *r, ss_window_info *out)
  *          max_pending batches are out ("register the final hidden states of
  *          batch N first"), or if nothing can be served until a pending batch
  *          is registered; an error of ss_get_range(); a transform's error. */
-SS_API int ss_window_reader_next(ss_window_reader *r, const ss_window_batch **out);
+SS_API int ss_window_reader_next(const ss_window_batch **out, ss_window_reader *r);
 
 /** Register the final hidden states of a batch and unblock its sequences.
  *
@@ -439,12 +439,12 @@ SS_API int ss_window_reader_set_epoch(ss_window_reader *r, uint64_t epoch);
  *  sequence field is sliced (it must be as long as the signal); a fixed
  *  field (a label) is repeated. Masked rows and padded steps are zeros.
  *  @param[in]  batch the reader's current batch (before it is registered).
- *  @param[out] out   room for the layout above (the output comes last here).
+ *  @param[out] out   room for the layout above.
  *  @return 0; SS_ERANGE (bad field); SS_EINVAL (a bad dtype); SS_EINPUT (a
  *          sequence field shorter than the signal); an error of
  *          ss_get_range(). */
-SS_API int ss_window_reader_targets(const ss_window_reader *r, const ss_window_batch *batch,
-                                    uint32_t field, ss_dtype dtype, void *out);
+SS_API int ss_window_reader_targets(void *out, const ss_window_reader *r,
+                                    const ss_window_batch *batch, uint32_t field, ss_dtype dtype);
 
 /** Save flags. */
 enum {
@@ -457,13 +457,13 @@ SS_API size_t ss_window_reader_save_size(const ss_window_reader *r, unsigned fla
 /** Save the reader's position (epoch, every sequence's cursor and state, the
  *  lane assignment, the random streams) and optionally the hidden states into
  *  `buf` (little-endian, self-describing).
- *  @param[out] buf  `size` bytes (the output comes after `r` here).
+ *  @param[out] buf  `size` bytes.
  *  @param[in]  size bytes of buf.
  *  @param[in]  flags SS_WINDOW_SAVE_...
  *  @return 0; SS_ESTATE if a batch carrying state is pending, or any batch
  *          is pending with max_pending > 1 (save between batches);
  *          SS_ETOOBIG if `size` is smaller than ss_window_reader_save_size(). */
-SS_API int ss_window_reader_save(const ss_window_reader *r, void *buf, size_t size, unsigned flags);
+SS_API int ss_window_reader_save(void *buf, size_t size, const ss_window_reader *r, unsigned flags);
 
 /** Restore a position saved by ss_window_reader_save() into a reader opened
  *  with the same store, split and options. The next batch is the one the

@@ -55,8 +55,8 @@ extern "C" {
  *  @return 0, or SS_EINVAL for an unknown dtype or a NULL buffer with
  *          n_rows * row_elements > 0. */
 SS_API int ss_cast_rows(void *dst, ss_dtype dst_dtype, const void *src, ss_dtype src_dtype,
-                           uint64_t n_rows, uint64_t row_elements, const double *scale,
-                           const double *offset);
+                        uint64_t n_rows, uint64_t row_elements, const double *scale,
+                        const double *offset);
 
 /** Round a float to IEEE binary16 bits (nearest, ties to even). */
 SS_API uint16_t ss_f16_from_float(float x);
@@ -250,8 +250,8 @@ SS_API void ss_collator_free(ss_collator *c);
  *  @return 0; SS_ERANGE (bad example or span, message names it); SS_EINVAL (a
  *          field declared with an in-memory dtype or shape other than the
  *          store's, see ss_collate_field.in_dtype). */
-SS_API int ss_collator_sizes(const ss_collator *c, const ss_span *rows, size_t n_rows,
-                             ss_collate_sizes *out);
+SS_API int ss_collator_sizes(ss_collate_sizes *out, const ss_collator *c, const ss_span *rows,
+                             size_t n_rows);
 
 /** Collate `rows` into library-owned buffers.
  *  @param[out] out the batch; its pointers are valid until the next
@@ -260,16 +260,16 @@ SS_API int ss_collator_sizes(const ss_collator *c, const ss_span *rows, size_t n
  *  @return 0; SS_EINVAL (n_rows 0, or a field declared with an in-memory
  *          dtype or shape other than the store's); SS_ERANGE (bad example or span);
  *          SS_ECORRUPT; SS_ENOMEM (growing a buffer failed). */
-SS_API int ss_collator_collate(ss_collator *c, const ss_span *rows, size_t n_rows,
-                               ss_collated_batch *out);
+SS_API int ss_collator_collate(ss_collated_batch *out, ss_collator *c, const ss_span *rows,
+                               size_t n_rows);
 
 /** Collate `rows` into caller-provided buffers (pinned memory of a GPU
  *  framework, say).
  *  @param[in] buffers one entry per collator field, or NULL (= collator's own).
  *  @return as ss_collator_collate(), plus SS_EINVAL when a buffer is too small
  *          (the message names the field and the bytes needed). */
-SS_API int ss_collator_collate_into(ss_collator *c, const ss_span *rows, size_t n_rows,
-                                    const ss_collate_buffers *buffers, ss_collated_batch *out);
+SS_API int ss_collator_collate_into(ss_collated_batch *out, ss_collator *c, const ss_span *rows,
+                                    size_t n_rows, const ss_collate_buffers *buffers);
 
 /** One field of one row given in memory (see ss_collator_collate_rows()). */
 typedef struct ss_collate_input {
@@ -293,8 +293,9 @@ typedef struct ss_collate_input {
  *          shape is not the field's input, a fixed field of length other than
  *          1, NULL data with length > 0, a buffer too small; the message names
  *          the field and row); SS_ENOMEM. */
-SS_API int ss_collator_collate_rows(ss_collator *c, const ss_collate_input *rows, size_t n_rows,
-                                    const ss_collate_buffers *buffers, ss_collated_batch *out);
+SS_API int ss_collator_collate_rows(ss_collated_batch *out, ss_collator *c,
+                                    const ss_collate_input *rows, size_t n_rows,
+                                    const ss_collate_buffers *buffers);
 
 #ifdef __cplusplus
 }

@@ -121,11 +121,10 @@ typedef struct ss_loader ss_loader;
  *          world_size, worker >= num_workers, sampler.infinite or
  *          sampler.batch_size set, drop_last with remainder PAD or
  *          DIVISIBLE, DIVISIBLE with an indivisible epoch, a bucket with a
- *          sampler kind other than SEQUENTIAL or SHUFFLE, a selection made for another count, a transform
- *          declaring a change of a field that is not an output field, a bad
- *          collate option; the message names it); as ss_sampler_create(), ss_collator_create(),
- *          ss_bucket_open(), ss_batcher_create(); SS_ENOMEM; SS_EIO (a thread
- *          could not start). */
+ *          sampler kind other than SEQUENTIAL or SHUFFLE, a selection made for another count, a
+ * transform declaring a change of a field that is not an output field, a bad collate option; the
+ * message names it); as ss_sampler_create(), ss_collator_create(), ss_bucket_open(),
+ * ss_batcher_create(); SS_ENOMEM; SS_EIO (a thread could not start). */
 SS_API int ss_loader_open(ss_loader **out, const ss_store *store, const ss_loader_options *options);
 
 /** Stop the workers (waiting for the batches they are filling, even mid-epoch)
@@ -141,7 +140,7 @@ SS_API void ss_loader_free(ss_loader *l);
  *          for a transform, its name and message: e.g. SS_ECALLBACK). After an
  *          error the loader stops preparing batches and returns the same error
  *          until ss_loader_set_epoch() or ss_loader_state_load(). */
-SS_API int ss_loader_next(ss_loader *l, const ss_loader_batch **out);
+SS_API int ss_loader_next(const ss_loader_batch **out, ss_loader *l);
 
 /** Start epoch `epoch` from its first batch (discarding prefetched batches).
  *  @return 0, or as ss_loader_open() when computing the batch list fails. */
@@ -161,7 +160,7 @@ SS_API uint64_t ss_loader_position(const ss_loader *l);
  *  version 1, epoch, batch position, a fingerprint of the batching options
  *  (u64 each, little-endian) and the sampler's state (SS_SAMPLER_STATE_SIZE).
  *  @return 0, or SS_ETOOBIG if cap < SS_LOADER_STATE_SIZE. */
-SS_API int ss_loader_state_save(const ss_loader *l, void *buf, size_t cap, size_t *len);
+SS_API int ss_loader_state_save(void *buf, size_t cap, size_t *len, const ss_loader *l);
 
 /** Continue from a saved state: the next ss_loader_next() returns exactly the
  *  batch an uninterrupted run would have returned after the saved one.

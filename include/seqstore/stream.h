@@ -109,17 +109,17 @@ SS_API uint64_t ss_stream_count(const ss_stream *st);
 
 /** Length of each parallel stream in steps (S), and the flat length N
  *  (including <eos> rows) through `total` if not NULL. 0 for NULL. */
-SS_API uint64_t ss_stream_length(const ss_stream *st, uint64_t *total);
+SS_API uint64_t ss_stream_length(uint64_t *total, const ss_stream *st);
 
 /** Read batch `index` (any order, any number of times) into the stream's own
  *  buffers. No allocation.
- *  @param[out] out the batch (the output comes last here); its pointers are
+ *  @param[out] out the batch; its pointers are
  *                  borrowed from the stream, valid until the next
  *                  ss_stream_read() or ss_stream_free().
  *  @return 0; SS_ERANGE (index >= ss_stream_count()); SS_ECORRUPT (as
  *          ss_get()); SS_EINVAL (NULL argument). After SS_ERANGE or a read
  *          error *out is zeroed. */
-SS_API int ss_stream_read(ss_stream *st, uint64_t index, ss_stream_batch *out);
+SS_API int ss_stream_read(ss_stream_batch *out, ss_stream *st, uint64_t index);
 
 /** Read batch `index` into caller buffers. No allocation; it still uses the
  *  stream's internal staging, so one thread at a time as ss_stream_read().
@@ -133,8 +133,8 @@ SS_API int ss_stream_read(ss_stream *st, uint64_t index, ss_stream_batch *out);
  *  @return 0; SS_ERANGE (index >= ss_stream_count()); SS_ECORRUPT (as
  *          ss_get()); SS_EINVAL (NULL stream, out or input; NULL target
  *          with shift > 0). */
-SS_API int ss_stream_read_into(ss_stream *st, uint64_t index, void *input, void *target,
-                               uint8_t *mask, uint8_t *starts, ss_stream_batch *out);
+SS_API int ss_stream_read_into(ss_stream_batch *out, void *input, void *target, uint8_t *mask,
+                               uint8_t *starts, ss_stream *st, uint64_t index);
 
 #ifdef __cplusplus
 }

@@ -208,7 +208,7 @@ SS_API int ss_transform_standardize(ss_transform *out, const char *field, const 
  *  field `field` over every time step of the examples of `sel` (NULL: all),
  *  in double. Reads every data page of the field (not only the index).
  *  A constant channel gives std 0, which ss_transform_standardize() refuses.
- *  @param[out] mean the field's row elements values (the outputs come first).
+ *  @param[out] mean the field's row elements values.
  *  @param[out] std  as mean.
  *  @param[in]  sel  NULL: all examples; must be made for the store's count.
  *  @return 0; SS_ENOTFOUND (field); SS_EINVAL (no data, NULL argument);
