@@ -200,7 +200,7 @@ int main(int argc, char **argv) {
         eb[i] = eeg[i];
     }
     ss_collate_field tf = SS_COLLATE_FIELD_INIT;
-    tf.name = "tok";
+    tf.field = 0; /* "tok", the only field of its store */
     tf.dtype = SS_I64;
     ss_collate_field ef = SS_COLLATE_FIELD_INIT;
     double gain[C], off[C];
@@ -208,7 +208,7 @@ int main(int argc, char **argv) {
         gain[c] = 0.0305 + 0.001 * c;
         off[c] = -0.5 * c;
     }
-    ef.name = "eeg";
+    ef.field = 0; /* "eeg" */
     ef.dtype = SS_F32;
     ef.scale = gain;
     ef.offset = off;

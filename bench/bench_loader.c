@@ -100,10 +100,10 @@ static void make_store(const char *path, uint64_t n) {
 static void run(const ss_store *s, const char *what, uint64_t batch, uint32_t threads,
                 uint32_t prefetch, double step_us, const ss_pipeline *p) {
     ss_collate_field f[2] = {SS_COLLATE_FIELD_INIT, SS_COLLATE_FIELD_INIT};
-    f[0].name = "tok";
+    f[0].field = 0; /* "tok" (schema above) */
     f[0].dtype = SS_I64;
     f[0].mask = SS_MASK_U8;
-    f[1].name = "label";
+    f[1].field = 1; /* "label" */
     f[1].dtype = SS_I64;
     ss_loader_options o = SS_LOADER_OPTIONS_INIT;
     o.batch.batch_size = batch;
@@ -159,12 +159,12 @@ int main(int argc, char **argv) {
     ss_pipeline *p;
     DIE(ss_pipeline_create(&p));
     ss_transform t;
-    DIE(ss_transform_random_crop(&t, "tok", 256));
+    DIE(ss_transform_random_crop(&t, 0, 256));
     DIE(ss_pipeline_add(p, &t));
     ss_token_mask_options mo = SS_TOKEN_MASK_OPTIONS_INIT;
     mo.mask_value = 1;
     mo.vocab = 30000;
-    DIE(ss_transform_token_mask(&t, "tok", &mo));
+    DIE(ss_transform_token_mask(&t, 0, &mo));
     DIE(ss_pipeline_add(p, &t));
     run(s, "crop+mask, no step", batch, threads, prefetch, 0, p);
     run(s, "crop+mask, step", batch, threads, prefetch, step, p);

@@ -63,9 +63,8 @@ int main(int argc, char **argv) {
     snprintf(names, sizeof names, "%s", argv[2]);
     for (char *sv = NULL, *t = strtok_r(names, ",", &sv); t && nf < SS_BUCKET_MAX_KEYS;
          t = strtok_r(NULL, ",", &sv)) {
-        int f = ss_field_index(s, t);
-        if (f < 0) return die(t);
-        fields[nf++] = (uint32_t)f;
+        if (ss_field_index(&fields[nf], s, t)) return die(t);
+        nf++;
     }
     uint64_t n = ss_count(s);
     uint64_t *order = malloc((n ? n : 1) * sizeof *order), *len = malloc((n ? n : 1) * sizeof *len);

@@ -119,8 +119,8 @@ int ss_cmd_bench(int argc, char **argv) {
     ss_store *s;
     if (ss_cli_open(&s, "bench", path, flags)) return SS_EXIT_ERROR;
     double open_ms = (ss_now() - t0) * 1e3;
-    int field = 0;
-    if (fname && (field = ss_field_index(s, fname)) < 0) {
+    uint32_t field = 0;
+    if (fname && ss_field_index(&field, s, fname)) {
         ss_close(s);
         return ss_cli_store_error("bench", "--field %s", fname);
     }

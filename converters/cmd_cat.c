@@ -237,9 +237,9 @@ static void ss_cat_usage(FILE *out) {
 
 static int ss_print_source(const ss_store *s, uint64_t i, const char **files, const uint32_t *flen,
                            uint64_t nfiles) {
-    int f = ss_field_index(s, "source");
+    uint32_t f;
     ss_view v;
-    if (f < 0 || ss_get(&v, s, (uint32_t)f, i) || v.row_bytes != 16) {
+    if (ss_field_index(&f, s, "source") || ss_get(&v, s, f, i) || v.row_bytes != 16) {
         printf("?\t");
         return 0;
     }
@@ -262,10 +262,10 @@ typedef struct ss_cat_sources {
 } ss_cat_sources;
 
 static void ss_json_source(json_t *o, const ss_store *s, uint64_t i, const ss_cat_sources *src) {
-    int f = ss_field_index(s, "source");
+    uint32_t f;
     ss_view v;
     uint64_t loc[2];
-    if (f < 0 || ss_get(&v, s, (uint32_t)f, i) || v.row_bytes != 16) {
+    if (ss_field_index(&f, s, "source") || ss_get(&v, s, f, i) || v.row_bytes != 16) {
         json_object_set_new(o, "source", json_null());
         return;
     }
@@ -356,12 +356,12 @@ int ss_cmd_cat(int argc, char **argv) {
         if (strcmp(d.name, "source") != 0) fields[nf++].index = i;
     }
     for (int k = 0; k < nnames; k++) {
-        int idx = ss_field_index(s, names[k]);
-        if (idx < 0) {
+        uint32_t idx;
+        if (ss_field_index(&idx, s, names[k])) {
             rc = ss_cli_store_error("cat", "--field %s", names[k]);
             goto done;
         }
-        fields[nf++].index = (uint32_t)idx;
+        fields[nf++].index = idx;
     }
     for (int k = 0; k < nf; k++) {
         ss_field_info(&fields[k].def, s, fields[k].index);

@@ -175,7 +175,7 @@ static int export_npy(const export_args *a) {
                                 a->range, ss_count(s));
     if (sel) hi = ss_selection_count(sel);
     for (int k = 0; rc == SS_EXIT_OK && k < a->nfields; k++)
-        if (ss_field_index(s, a->fields[k]) < 0)
+        if (ss_field_index(&(uint32_t){0}, s, a->fields[k]))
             rc = ss_cli_store_error("export", "--field %s", a->fields[k]);
     for (uint32_t f = 0; rc == SS_EXIT_OK && f < ss_field_count(s); f++) {
         ss_field def;

@@ -166,14 +166,14 @@ static int index_build(int argc, char **argv) {
             ss_close(s);
             return ss_cli_usage_error("index", "--by takes at most %d fields", SS_BUCKET_MAX_KEYS);
         }
-        int f = ss_field_index(s, tok);
+        uint32_t f;
         ss_field def;
-        if (f < 0) {
+        if (ss_field_index(&f, s, tok)) {
             ss_close(s);
             fprintf(stderr, "seqstore index: unknown field '%s' in %s\n", tok, path);
             return SS_EXIT_ERROR;
         }
-        ss_field_info(&def, s, (uint32_t)f);
+        ss_field_info(&def, s, f);
         if (!def.sequence) {
             ss_close(s);
             fprintf(stderr,
@@ -182,7 +182,7 @@ static int index_build(int argc, char **argv) {
                     tok);
             return SS_EXIT_ERROR;
         }
-        fields[nkeys++] = (uint32_t)f;
+        fields[nkeys++] = f;
     }
     char key[SS_MAX_ATTR_NAME + 16];
     ss_attr old;

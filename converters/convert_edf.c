@@ -503,11 +503,11 @@ static int ref_from_store(ss_conv *c, edf_job *job) {
     ss_store *st = NULL;
     ss_attr a;
     ss_field f;
-    int fi;
+    uint32_t fi;
     if (ss_conv_open_existing(c, &st)) return 1;
     if (!st) return 0;
-    if (ss_attr_get(&a, st, "signal.labels") != 0 || (fi = ss_field_index(st, "signal")) < 0 ||
-        ss_field_info(&f, st, (uint32_t)fi) != 0 || f.ndim != 1) {
+    if (ss_attr_get(&a, st, "signal.labels") != 0 || ss_field_index(&fi, st, "signal") != 0 ||
+        ss_field_info(&f, st, fi) != 0 || f.ndim != 1) {
         ss_close(st);
         return 0; /* not an EDF store: the framework's schema check will say so */
     }

@@ -28,7 +28,7 @@ int main(int argc, char **argv) {
     if ((rc = ss_selection_kfold(&train, &valid, all, 5, 0, NULL))) return fail("kfold", rc);
 
     ss_collate_field out = SS_COLLATE_FIELD_INIT;
-    out.name = field;
+    if ((rc = ss_field_index(&out.field, store, field))) return fail("field", rc);
     out.dtype = SS_I64; /* convert on the way */
     out.pad_to_multiple = 8;
     out.mask = SS_MASK_U8;

@@ -294,10 +294,13 @@ uint32_t ss_field_count(const ss_store *s) {
     return s ? s->h.nfields : 0;
 }
 
-int ss_field_index(const ss_store *s, const char *name) {
-    if (!s || !name) return ss__fail(SS_EINVAL, "ss_field_index: NULL argument");
+int ss_field_index(uint32_t *out, const ss_store *s, const char *name) {
+    if (!out || !s || !name) return ss__fail(SS_EINVAL, "ss_field_index: NULL argument");
     for (uint32_t i = 0; i < s->h.nfields; i++)
-        if (strcmp(s->h.fields[i].name, name) == 0) return (int)i;
+        if (strcmp(s->h.fields[i].name, name) == 0) {
+            *out = i;
+            return 0;
+        }
     return ss__fail(SS_ENOTFOUND, "%s: no field '%s'", s->path, name);
 }
 

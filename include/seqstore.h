@@ -20,6 +20,11 @@
  *    zeroed) and there is nothing to free. Objects returned through `**out`
  *    belong to the caller and are released with the matching _free/_close,
  *    which accept NULL.
+ *  - Fields are addressed by their uint32_t index in the schema, everywhere
+ *    (ss_get, the collator, streams, transforms, the window reader, the
+ *    splitter, bucket indices). ss_field_index(&idx, store, name) is the one
+ *    place where a name becomes an index; SS_FIELD_NONE means "no field"
+ *    where a field is optional. An index beyond the schema is SS_ERANGE.
  *  - Pointers returned as values or inside an ss_view are borrowed from the
  *    store: they point into the read-only memory map, must not be written
  *    through, and stay valid until ss_close() of that store.
@@ -378,10 +383,18 @@ SS_API void ss_close(ss_store *s);
 SS_API uint64_t ss_count(const ss_store *s);
 /** Number of fields; 0 for NULL. */
 SS_API uint32_t ss_field_count(const ss_store *s);
-/** Index of the field called `name`.
- *  @return the index (>= 0); SS_ENOTFOUND (the message names it); SS_EINVAL
- *          (NULL argument). */
-SS_API int ss_field_index(const ss_store *s, const char *name);
+/** "No field" wherever a field index is optional (ss_window_options.label_field,
+ *  ss_transform.field, ss_verify_problem.field of an attribute). */
+#define SS_FIELD_NONE UINT32_MAX
+
+/** Find the field called `name`: the one place where a name becomes an index
+ *  (every other function addresses fields by uint32_t index).
+ *  @param[out] out the field index (unchanged on failure).
+ *  @param[in]  s    the store.
+ *  @param[in]  name NUL-terminated field name.
+ *  @return 0; SS_ENOTFOUND (no such field; the message names it and the
+ *          store); SS_EINVAL (NULL argument). */
+SS_API int ss_field_index(uint32_t *out, const ss_store *s, const char *name);
 /** Description of field `field`; `out->name` is borrowed from the store,
  *  valid until ss_close().
  *  @param[out] out the description.
@@ -503,7 +516,7 @@ SS_API int ss_store_get_info(ss_store_info *out, const ss_store *s);
  *  is a static string, `where` is overwritten by the next problem). */
 typedef struct ss_verify_problem {
     const char *what;       /**< e.g. "data chunk checksum mismatch" */
-    int field;              /**< field index, or -1 for an attribute */
+    uint32_t field;         /**< field index, or SS_FIELD_NONE for an attribute */
     uint64_t chunk;         /**< data chunk or index segment number (see `what`); for an
                                  attribute, its number in name order */
     uint64_t first_example; /**< first example the block holds */

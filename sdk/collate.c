@@ -194,17 +194,13 @@ static int field_setup(ss_collator *c, cfield *f, const ss_collate_field *o) {
         return ss__fail(SS_EINVAL,
                         "collate field: version %u is not %u (use SS_COLLATE_FIELD_INIT)",
                         o->version, SS_COLLATE_FIELD_VERSION);
-    if (!o->name) return ss__fail(SS_EINVAL, "collate field: name is NULL");
-    int idx = ss_field_index(s, o->name);
-    if (idx < 0) return ss__context(idx, "collate");
     ss_field info;
-    int rc = ss_field_info(&info, s, (uint32_t)idx);
-    if (rc) return rc;
+    int rc = ss_field_info(&info, s, o->field);
+    if (rc) return ss__context(rc, "collate");
     f->o = *o;
     if (o->version < 2) f->o.mask_dtype = (ss_dtype)0; /* not in version 1 */
     snprintf(f->name, sizeof f->name, "%s", info.name);
-    f->o.name = f->name;
-    f->index = (uint32_t)idx;
+    f->index = o->field;
     f->sequence = info.sequence;
     rc = input_setup(f, o, &info);
     if (rc) return rc;
@@ -311,12 +307,8 @@ int ss_collator_create(ss_collator **out, const ss_store *s, const ss_collate_fi
     }
     for (uint32_t k = 0; rc == 0 && k < c->nf; k++) {
         ss_collate_field def = SS_COLLATE_FIELD_INIT;
-        ss_field info;
-        if (!fields) {
-            rc = ss_field_info(&info, s, k);
-            def.name = info.name;
-        }
-        if (rc == 0) rc = field_setup(c, &c->f[k], fields ? &fields[k] : &def);
+        def.field = k;
+        rc = field_setup(c, &c->f[k], fields ? &fields[k] : &def);
         c->f[k].out = &c->outs[k];
     }
     /* Time-major staging: one task's output per thread (a task is one row when

@@ -539,22 +539,17 @@ static int setup_fields(ss_loader *l) {
     for (uint32_t k = 0; k < l->nf; k++) {
         lfield *f = &l->f[k];
         ss_collate_field def = SS_COLLATE_FIELD_INIT;
-        ss_field info;
-        if (!l->o.fields) {
-            ss_field_info(&info, st, k);
-            def.name = info.name;
-        }
+        def.field = k;
         ss_collate_field *o = &l->cfields[k];
         *o = l->o.fields ? l->o.fields[k] : def;
-        if ((o->version != SS_COLLATE_FIELD_VERSION && o->version != 1) || !o->name)
-            return ss__fail(SS_EINVAL, "ss_loader_open: output field %u: bad version or no name",
-                            k);
-        int idx = ss_field_index(st, o->name);
-        if (idx < 0) return ss__context(idx, "ss_loader_open");
-        ss_field_info(&info, st, (uint32_t)idx);
+        if (o->version != SS_COLLATE_FIELD_VERSION && o->version != 1)
+            return ss__fail(SS_EINVAL, "ss_loader_open: output field %u: bad version %u", k,
+                            o->version);
+        ss_field info;
+        int rc = ss_field_info(&info, st, o->field);
+        if (rc) return ss__context(rc, "ss_loader_open: output field %u", k);
         snprintf(f->name, sizeof f->name, "%s", info.name);
-        o->name = f->name;
-        f->index = (uint32_t)idx;
+        f->index = o->field;
         f->sequence = info.sequence;
         if (f->sequence) l->seq_fields[l->nseq++] = f->index;
         f->st_dtype = f->fin_dtype = info.dtype;
@@ -583,10 +578,10 @@ static int setup_fields(ss_loader *l) {
         x->field = -1;
         if (!(t->dtype || t->reshape)) continue;
         for (uint32_t k = 0; k < l->nf; k++)
-            if (strcmp(l->f[k].name, t->field) == 0) x->field = (int)k;
+            if (l->f[k].index == t->field) x->field = (int)k;
         if (x->field < 0)
             return ss__fail(SS_EINVAL,
-                            "ss_loader_open: transform '%s' declares a change of field '%s', "
+                            "ss_loader_open: transform '%s' declares a change of field %u, "
                             "which is not an output field",
                             t->name, t->field);
         lfield *f = &l->f[x->field];

@@ -75,56 +75,54 @@ static int setup_layout(ss_stream *st) {
     return 0;
 }
 
-int ss_stream_create(ss_stream **out, const ss_store *s, const char *field,
+int ss_stream_create(ss_stream **out, const ss_store *s, uint32_t field,
                      const ss_stream_options *options) {
     if (!out) return ss__fail(SS_EINVAL, "ss_stream_create: out is NULL");
     *out = NULL;
-    if (!s || !field || !options)
-        return ss__fail(SS_EINVAL, "ss_stream_create: NULL store, field or options");
+    if (!s || !options) return ss__fail(SS_EINVAL, "ss_stream_create: NULL store or options");
     const ss_stream_options *o = options;
     if (o->version != SS_STREAM_OPTIONS_VERSION)
         return ss__fail(SS_EINVAL, "stream: options version %u is not %u", o->version,
                         SS_STREAM_OPTIONS_VERSION);
-    int idx = ss_field_index(s, field);
-    if (idx < 0) return ss__context(idx, "stream");
     ss_field info;
-    int rc = ss_field_info(&info, s, (uint32_t)idx);
-    if (rc) return rc;
+    int rc = ss_field_info(&info, s, field);
+    if (rc) return ss__context(rc, "stream");
     if (!info.sequence)
-        return ss__fail(SS_EINVAL, "stream field '%s': a fixed field has no flat stream", field);
+        return ss__fail(SS_EINVAL, "stream field '%s': a fixed field has no flat stream",
+                        info.name);
     if (o->batch == 0)
-        return ss__fail(SS_EINVAL, "stream field '%s': batch (B) must be >= 1", field);
+        return ss__fail(SS_EINVAL, "stream field '%s': batch (B) must be >= 1", info.name);
     if (o->steps == 0)
-        return ss__fail(SS_EINVAL, "stream field '%s': steps (T) must be >= 1", field);
+        return ss__fail(SS_EINVAL, "stream field '%s': steps (T) must be >= 1", info.name);
     if ((unsigned)o->tail > SS_STREAM_TAIL_SHORT)
-        return ss__fail(SS_EINVAL, "stream field '%s': unknown tail policy %d", field,
+        return ss__fail(SS_EINVAL, "stream field '%s': unknown tail policy %d", info.name,
                         (int)o->tail);
     if (o->dtype && !ss__dtype_valid(o->dtype))
-        return ss__fail(SS_EINVAL, "stream field '%s': unknown output dtype %d", field,
+        return ss__fail(SS_EINVAL, "stream field '%s': unknown output dtype %d", info.name,
                         (int)o->dtype);
     if (o->threads < 0)
-        return ss__fail(SS_EINVAL, "stream field '%s': threads = %d (use 0 for the default)", field,
-                        o->threads);
+        return ss__fail(SS_EINVAL, "stream field '%s': threads = %d (use 0 for the default)",
+                        info.name, o->threads);
     if (!o->examples && o->n_examples)
         return ss__fail(SS_EINVAL, "stream field '%s': examples is NULL but n_examples = %llu",
-                        field, (unsigned long long)o->n_examples);
+                        info.name, (unsigned long long)o->n_examples);
     uint64_t count = ss_count(s);
     for (uint64_t j = 0; o->examples && j < o->n_examples; j++)
         if (o->examples[j] >= count)
             return ss__fail(SS_EINVAL,
                             "stream field '%s': examples[%llu] = %llu is out of range (the store "
                             "has %llu examples)",
-                            field, (unsigned long long)j, (unsigned long long)o->examples[j],
+                            info.name, (unsigned long long)j, (unsigned long long)o->examples[j],
                             (unsigned long long)count);
     uint64_t B = o->batch, T = o->steps;
     if (B > ((uint64_t)1 << 32) || T > ((uint64_t)1 << 32) || B * T > ((uint64_t)1 << 36))
         return ss__fail(SS_EINVAL, "stream field '%s': batch x steps = %llu x %llu is too large",
-                        field, (unsigned long long)B, (unsigned long long)T);
+                        info.name, (unsigned long long)B, (unsigned long long)T);
 
     ss_stream *st = calloc(1, sizeof *st);
     if (!st) return ss__fail(SS_ENOMEM, "stream: out of memory");
     st->s = s;
-    st->field = (uint32_t)idx;
+    st->field = field;
     st->o = *o;
     st->o.examples = NULL;
     if (st->o.threads == 0) st->o.threads = omp_get_max_threads();
@@ -164,7 +162,7 @@ int ss_stream_create(ss_stream **out, const ss_store *s, const char *field,
         (o->shift && !st->target) || !st->mask || !st->starts || !st->rcs) {
         ss_stream_free(st);
         return ss__fail(SS_ENOMEM, "stream field '%s': cannot allocate buffers for %llu x %llu",
-                        field, (unsigned long long)B, (unsigned long long)T);
+                        info.name, (unsigned long long)B, (unsigned long long)T);
     }
     uint64_t acc = 0, eos = o->eos ? 1 : 0;
     for (uint64_t j = 0; j < st->n_ex; j++) {

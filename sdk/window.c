@@ -110,11 +110,11 @@ static int check_options(const ss_store *s, const ss_window_options *o) {
     ss_field_info(&f, s, o->field);
     if (!f.sequence)
         return ss__fail(SS_ESCHEMA, "window reader: field '%s' is not a sequence field", f.name);
-    if (o->label_field >= 0) {
-        if ((uint32_t)o->label_field >= ss_field_count(s))
-            return ss__fail(SS_ERANGE, "window reader: label field %d out of range",
+    if (o->label_field != SS_FIELD_NONE) {
+        if (o->label_field >= ss_field_count(s))
+            return ss__fail(SS_ERANGE, "window reader: label field %u out of range",
                             o->label_field);
-        ss_field_info(&f, s, (uint32_t)o->label_field);
+        ss_field_info(&f, s, o->label_field);
         if (f.sequence)
             return ss__fail(SS_ESCHEMA, "window reader: label field '%s' is a sequence field",
                             f.name);
@@ -175,7 +175,7 @@ static int load_sequences(ss_window_reader *r, const ss_window_options *o) {
 
 /* Read every sequence's label; with SS_WINDOW_BALANCED number the classes. */
 static int load_labels(ss_window_reader *r, const ss_window_options *o) {
-    uint32_t lf = (uint32_t)o->label_field;
+    uint32_t lf = o->label_field;
     r->label_row = ss_field_row_bytes(r->store, lf);
     if (!(o->flags & SS_WINDOW_BALANCED)) return 0;
     ss_field f;
@@ -295,7 +295,7 @@ int ss_window_reader_open(ss_window_reader **out, const ss_store *s, const ss_wi
             memcpy(r->init_state, o->initial_state, r->H);
     }
     if (!rc) rc = load_sequences(r, o);
-    if (!rc && o->label_field >= 0) rc = load_labels(r, o);
+    if (!rc && o->label_field != SS_FIELD_NONE) rc = load_labels(r, o);
     if (!rc && o->mode == SS_WINDOW_RANDOM && !(o->flags & SS_WINDOW_BALANCED) && r->nelig < r->B)
         rc = ss__fail(SS_EINVAL,
                       "window reader: RANDOM mode needs at least B = %u sequences of "

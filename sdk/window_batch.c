@@ -19,7 +19,8 @@ int ss__window_slots_alloc(ss_window_reader *r) {
     if (!r->slots) return ss__fail(SS_ENOMEM, "window reader: out of memory");
     uint64_t B = r->B, W = r->W;
     int per_step = (r->opt.flags & SS_WINDOW_LABEL_PER_STEP) != 0;
-    uint64_t label_bytes = r->opt.label_field >= 0 ? B * r->label_row * (per_step ? W : 1) : 0;
+    uint64_t label_bytes =
+        r->opt.label_field != SS_FIELD_NONE ? B * r->label_row * (per_step ? W : 1) : 0;
     for (uint32_t k = 0; k < r->nslots; k++) {
         ss__wslot *sl = &r->slots[k];
         sl->seq = malloc(B * sizeof *sl->seq);
@@ -55,7 +56,7 @@ int ss__window_slots_alloc(ss_window_reader *r) {
         b->length = sl->length;
         b->index = sl->index;
         b->label = sl->label;
-        b->label_row_bytes = r->opt.label_field >= 0 ? r->label_row : 0;
+        b->label_row_bytes = r->opt.label_field != SS_FIELD_NONE ? r->label_row : 0;
     }
     return 0;
 }
@@ -155,7 +156,7 @@ int ss__window_collate(ss_window_reader *r, ss__wslot *sl) {
             const void *lab = NULL;
             ss_view v;
             if (sl->mask[row]) {
-                int rc = ss_get(&v, r->store, (uint32_t)r->opt.label_field, sl->example[row]);
+                int rc = ss_get(&v, r->store, r->opt.label_field, sl->example[row]);
                 if (rc)
                     return ss__context(rc, "window reader: label of %llu", ULL(sl->example[row]));
                 lab = v.data;

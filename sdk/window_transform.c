@@ -43,11 +43,11 @@ int ss__window_xf_resolve(ss_window_reader *r, const ss_pipeline *p) {
         x->t = t;
         x->pos = j;
         x->declares = t->dtype != 0 || t->reshape;
-        if (x->declares && strcmp(t->field, f.name) != 0)
+        if (x->declares && t->field != r->opt.field)
             return ss__fail(SS_EINVAL,
-                            "window reader: transform '%s' declares a change of field '%s'; "
-                            "only the signal '%s' is transformed",
-                            t->name, t->field, f.name);
+                            "window reader: transform '%s' declares a change of field %u; "
+                            "only the signal '%s' (field %u) is transformed",
+                            t->name, t->field, f.name, r->opt.field);
         if (t->dtype) dt = t->dtype;
         if (t->reshape) {
             if (dims_product(t->ndim, t->dims) != r->C)
@@ -251,8 +251,8 @@ int ss__window_xf_batch(ss_window_reader *r, ss__wslot *sl) {
     c[0].mask = sl->step_mask;
     c[0].mask_bytes = size * W;
     uint32_t nf = 1;
-    if (r->opt.label_field >= 0) {
-        uint32_t lf = (uint32_t)r->opt.label_field;
+    if (r->opt.label_field != SS_FIELD_NONE) {
+        uint32_t lf = r->opt.label_field;
         ss_field f;
         ss_field_info(&f, r->store, lf);
         describe(&c[1], r->store, lf, f.dtype, size, per_step ? W : 0, tm);

@@ -127,10 +127,9 @@ static void reference_rows(const ss_collate_field *o, const ss_field *field,
 /* Written plainly: resolve each row, then reference_rows(). */
 static void reference(const ss_store *s, const ss_collate_field *o, const ss_span *rows, size_t n,
                       ref_out *r) {
-    int fi = ss_field_index(s, o->name);
-    CHECK(fi >= 0);
+    uint32_t fi = o->field;
     ss_field info;
-    CHECK_OK(ss_field_info(&info, s, (uint32_t)fi));
+    CHECK_OK(ss_field_info(&info, s, fi));
     uint64_t irb = row_elements(&info) * ss_dtype_size(info.dtype);
     const unsigned char *src[512];
     uint64_t len[512];
@@ -257,7 +256,7 @@ static void random_field(ss_collate_field *o, const rstore *rs, int f, uint64_t 
                          double *of) {
     ss_collate_field d = SS_COLLATE_FIELD_INIT;
     *o = d;
-    o->name = rs->fields[f].name;
+    o->field = (uint32_t)f;
     o->dtype = ss_test_rand(rng) % 4 == 0 ? (ss_dtype)0 : all_dtypes[ss_test_rand(rng) % 12];
     o->layout = (ss_layout)(ss_test_rand(rng) % 3);
     o->pad_value = (double)((int)(ss_test_rand(rng) % 9) - 4) * 1.5;
@@ -415,7 +414,7 @@ static void test_by_hand(void) {
     ss_span all[3] = {{0, 0, SS_SPAN_END}, {1, 0, SS_SPAN_END}, {2, 0, SS_SPAN_END}};
     ss_collator *c;
     ss_collate_field o = SS_COLLATE_FIELD_INIT;
-    o.name = "tok";
+    o.field = 0; /* tok */
     o.dtype = SS_I64;
     o.pad_value = -1;
     o.mask = SS_MASK_U8;
@@ -466,7 +465,7 @@ static void test_by_hand(void) {
 
     /* packed, sorted by descending length, with the permutation */
     ss_collate_field p = SS_COLLATE_FIELD_INIT;
-    p.name = "tok";
+    p.field = 0; /* tok */
     p.dtype = SS_I64;
     p.layout = SS_LAYOUT_PACKED;
     p.sort_by_length = 1;
@@ -488,7 +487,7 @@ static void test_by_hand(void) {
 
     /* the label field collates to [B] */
     ss_collate_field l = SS_COLLATE_FIELD_INIT;
-    l.name = "label";
+    l.field = 1; /* label */
     l.dtype = SS_I64;
     r = collate1(s, &l, rev, 3, &c);
     CHECK(r->ndim == 1 && r->shape[0] == 3 && !r->sequence);
@@ -527,7 +526,7 @@ static void test_gain_attr(void) {
     ss_store *s;
     CHECK_OK(ss_open(&s, ss_test_path("eeg.ss"), 0));
     ss_collate_field o = SS_COLLATE_FIELD_INIT;
-    o.name = "eeg";
+    o.field = 0; /* eeg */
     o.dtype = SS_F32;
     o.scale_attr = "eeg.gain";
     o.offset_attr = "eeg.offset";
@@ -558,10 +557,10 @@ static void test_errors(void) {
     ss_store *s = token_store();
     ss_collator *c = (ss_collator *)1;
     ss_collate_field o = SS_COLLATE_FIELD_INIT;
-    o.name = "nope";
-    CHECK_RC(ss_collator_create(&c, s, &o, 1, NULL), SS_ENOTFOUND);
-    CHECK(c == NULL && strstr(ss_error_message(), "nope") != NULL);
-    o.name = "tok";
+    o.field = 2; /* the store has tok (0) and label (1) */
+    CHECK_RC(ss_collator_create(&c, s, &o, 1, NULL), SS_ERANGE);
+    CHECK(c == NULL && strstr(ss_error_message(), "field 2") != NULL);
+    o.field = 0;
     o.dtype = (ss_dtype)77;
     CHECK_RC(ss_collator_create(&c, s, &o, 1, NULL), SS_EINVAL);
     CHECK(strstr(ss_error_message(), "dtype") != NULL && strstr(ss_error_message(), "tok"));
@@ -769,7 +768,7 @@ static void test_rows(void) {
 static void test_rows_by_hand(void) {
     ss_store *s = token_store();
     ss_collate_field o = SS_COLLATE_FIELD_INIT;
-    o.name = "tok";
+    o.field = 0; /* tok */
     o.dtype = SS_I64;
     o.pad_value = -1;
     o.mask = SS_MASK_U8;
@@ -778,7 +777,7 @@ static void test_rows_by_hand(void) {
     o.in_ndim = 1;
     o.in_dims[0] = 2;
     ss_collate_field l = SS_COLLATE_FIELD_INIT;
-    l.name = "label";
+    l.field = 1; /* label */
     ss_collator *c;
     ss_collate_field fo[2] = {o, l};
     CHECK_OK(ss_collator_create(&c, s, fo, 2, NULL));
@@ -859,7 +858,7 @@ static void test_mask_dtype(void) {
     ss_store *s;
     CHECK_OK(ss_open(&s, ss_test_path("mb.ss"), 0));
     ss_collate_field o = SS_COLLATE_FIELD_INIT;
-    o.name = "x";
+    o.field = 0; /* x */
     o.mask = SS_MASK_DTYPE;
     ss_span rows[2] = {{0, 0, SS_SPAN_END}, {1, 0, SS_SPAN_END}};
     ss_collator *c;

@@ -180,8 +180,7 @@ static uint64_t token_at(const ss_view *v, uint64_t i) {
 
 static void check_source(const ss_store *s, uint64_t i, uint64_t file, uint64_t line) {
     ss_view v;
-    int f = ss_field_index(s, "source");
-    CHECK(f >= 0);
+    uint32_t f = ss_test_field(s, "source");
     CHECK_OK(ss_get(&v, s, (uint32_t)f, i));
     const uint64_t *src = v.data;
     CHECK_EQ_U64(src[0], file);
@@ -706,7 +705,7 @@ static void test_parallel(void) {
     EXPECT_RUN(0, "convert parallel --tokens words --eos %s %s -o %s -q", src, tgt, out);
     ss_store *s = open_store(out);
     CHECK_EQ_U64(ss_count(s), 4);
-    CHECK(ss_field_index(s, "src") == 0 && ss_field_index(s, "tgt") == 1);
+    CHECK(ss_test_field(s, "src") == 0 && ss_test_field(s, "tgt") == 1);
     char **vs, **vt;
     size_t ns = vocab_of(s, "src.vocab", &vs), nt = vocab_of(s, "tgt.vocab", &vt);
     CHECK_EQ_U64(ns, 4 + 6);

@@ -159,8 +159,7 @@ static void test_fashion_mnist(void) {
     ss_attr a;
     CHECK_OK(ss_open(&s, store, 0));
     CHECK_EQ_U64(ss_count(s), 10000);
-    int fi = ss_field_index(s, "image"), fl = ss_field_index(s, "label");
-    CHECK(fi >= 0 && fl >= 0);
+    uint32_t fi = ss_test_field(s, "image"), fl = ss_test_field(s, "label");
     for (uint64_t k = 0; k < 10000; k++) {
         CHECK_OK(ss_get(&v, s, (uint32_t)fi, k));
         CHECK_EQ_U64(v.length, 784);

@@ -36,8 +36,7 @@ static char *dump_store(const char *path) {
     size_t nd = (size_t)(a.size / 8);
     for (size_t k = 0; k < nd; k++) n += (size_t)snprintf(out + n, cap - n, " %" PRIu64, d[k]);
     n += (size_t)snprintf(out + n, cap - n, "\n");
-    int df = ss_field_index(s, "document");
-    CHECK(df >= 0);
+    uint32_t df = ss_test_field(s, "document");
     for (uint64_t i = 0; i < ss_count(s); i++) {
         ss_view v, dv;
         CHECK_OK(ss_get(&v, s, 0, i));

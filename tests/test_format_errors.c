@@ -469,7 +469,7 @@ static void test_flipped_bytes(const char *good) {
     memset(&sn, 0, sizeof sn);
     CHECK_RC(ss_verify(&problems, s, record_problem, &sn), SS_ECORRUPT);
     CHECK_EQ_U64(problems, 1);
-    CHECK(strcmp(sn.what[0], "attribute checksum mismatch") == 0 && sn.p[0].field == -1);
+    CHECK(strcmp(sn.what[0], "attribute checksum mismatch") == 0 && sn.p[0].field == SS_FIELD_NONE);
     ss_close(s);
 
     /* random flips anywhere in the data and index payloads never crash */
@@ -625,11 +625,15 @@ static void test_bad_arguments(const char *good) {
     ss_store *s;
     CHECK_OK(ss_open(&s, good, 0));
     ss_view v;
-    CHECK_RC(ss_field_index(s, "tokenz"), SS_ENOTFOUND);
+    uint32_t fi = 77;
+    CHECK_RC(ss_field_index(&fi, s, "tokenz"), SS_ENOTFOUND);
     CHECK_MSG("no field 'tokenz'");
-    CHECK_RC(ss_field_index(s, ""), SS_ENOTFOUND);
-    CHECK_RC(ss_field_index(s, NULL), SS_EINVAL);
-    CHECK_EQ_U64(ss_field_index(s, "label"), 1);
+    CHECK(fi == 77); /* unchanged on failure */
+    CHECK_RC(ss_field_index(&fi, s, ""), SS_ENOTFOUND);
+    CHECK_RC(ss_field_index(&fi, s, NULL), SS_EINVAL);
+    CHECK_RC(ss_field_index(NULL, s, "label"), SS_EINVAL);
+    CHECK_OK(ss_field_index(&fi, s, "label"));
+    CHECK_EQ_U64(fi, 1);
 
     CHECK_RC(ss_get(&v, s, 0, TEST_COUNT), SS_ERANGE);
     CHECK_MSG("example 2000 is out of range (2000 examples)");

@@ -440,7 +440,7 @@ static void test_v2_binding(const char *good) {
     ss_close(s);
     CHECK_EQ_U64(verify(bad, &sn), 1);
     CHECK(strcmp(sn.where[0], "attribute 'nose'") == 0);
-    CHECK(sn.p[0].field == -1);
+    CHECK(sn.p[0].field == SS_FIELD_NONE);
 }
 
 /* A progress record copied over the header: same layout, valid checksum

@@ -90,7 +90,9 @@ static void check_store(const model *m, const char *path) {
         CHECK_OK(ss_field_info(&info, s, f));
         CHECK(strcmp(info.name, m->fields[f].name) == 0);
         CHECK(info.dtype == m->fields[f].dtype && info.sequence == m->fields[f].sequence);
-        CHECK_EQ_U64(ss_field_index(s, m->fields[f].name), f);
+        uint32_t fi;
+        CHECK_OK(ss_field_index(&fi, s, m->fields[f].name));
+        CHECK_EQ_U64(fi, f);
         uint64_t flat_total = 0;
         for (uint64_t i = 0; i < m->count; i++) {
             ss_view v;
@@ -213,7 +215,8 @@ static void run_trial(uint64_t seed) {
     ss_view v;
     CHECK_RC(ss_get(&v, s, 0, m.count), SS_ERANGE);
     CHECK_RC(ss_get(&v, s, m.schema.nfields, 0), SS_ERANGE);
-    CHECK_RC(ss_field_index(s, "nope"), SS_ENOTFOUND);
+    uint32_t fi;
+    CHECK_RC(ss_field_index(&fi, s, "nope"), SS_ENOTFOUND);
     ss_close(s);
     for (uint32_t f = 0; f < m.schema.nfields; f++) free(m.lengths[f]);
 }

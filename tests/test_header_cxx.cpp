@@ -28,6 +28,22 @@ static_assert(std::is_same<decltype(&ss_sampler_next),
                            int (*)(uint64_t *, size_t, size_t *, ss_sampler *)>::value,
               "ss_sampler_next's signature");
 
+// Fields by uint32_t index everywhere; ss_field_index is the one name lookup.
+static_assert(std::is_same<decltype(&ss_field_index),
+                           int (*)(uint32_t *, const ss_store *, const char *)>::value,
+              "ss_field_index's signature");
+static_assert(std::is_same<decltype(ss_collate_field::field), uint32_t>::value, "collator field");
+static_assert(std::is_same<decltype(ss_window_options::label_field), uint32_t>::value, "label");
+static_assert(std::is_same<decltype(ss_transform::field), uint32_t>::value, "transform field");
+static_assert(std::is_same<decltype(ss_verify_problem::field), uint32_t>::value, "verify field");
+static_assert(
+    std::is_same<decltype(&ss_stream_create), int (*)(ss_stream **, const ss_store *, uint32_t,
+                                                      const ss_stream_options *)>::value,
+    "ss_stream_create's signature");
+static_assert(std::is_same<decltype(&ss_transform_random_crop),
+                           int (*)(ss_transform *, uint32_t, uint64_t)>::value,
+              "built-in transforms take a field index");
+
 static int failures;
 #define EXPECT(cond)                                                                               \
     do {                                                                                           \

@@ -40,13 +40,13 @@ static ss_collate_field g_fields[3];
 static void init_fields(void) {
     ss_collate_field d = SS_COLLATE_FIELD_INIT;
     g_fields[0] = g_fields[1] = g_fields[2] = d;
-    g_fields[0].name = "tok";
+    g_fields[0].field = 0; /* tok */
     g_fields[0].dtype = SS_I64;
     g_fields[0].pad_value = -1;
     g_fields[0].mask = SS_MASK_U8;
-    g_fields[1].name = "feat";
+    g_fields[1].field = 1; /* feat */
     g_fields[1].layout = SS_LAYOUT_PACKED;
-    g_fields[2].name = "label";
+    g_fields[2].field = 2; /* label */
 }
 
 static ss_loader_options base_options(uint64_t batch_size) {
@@ -588,10 +588,10 @@ static void test_errors(const ss_store *s) {
     o.sampler.world_size = 1;
     o.sampler.rank = 0;
     ss_collate_field bad = SS_COLLATE_FIELD_INIT;
-    bad.name = "nope";
+    bad.field = 3; /* the store has 3 fields */
     o.fields = &bad;
     o.nfields = 1;
-    CHECK_RC(ss_loader_open(&l, s, &o), SS_ENOTFOUND);
+    CHECK_RC(ss_loader_open(&l, s, &o), SS_ERANGE);
     /* a failing transform surfaces at next() with the example index */
     o = base_options(5);
     ss_pipeline *p;

@@ -68,7 +68,7 @@ static void test_torchnet_sequence_batch(void) {
     o.shift = 0;
     ss_stream *st;
     ss_stream_batch b;
-    CHECK_OK(ss_stream_create(&st, s, "x", &o)); /* skip-remainder */
+    CHECK_OK(ss_stream_create(&st, s, 0, &o)); /* skip-remainder */
     CHECK_EQ_U64(ss_stream_count(st), 1);
     CHECK_OK(ss_stream_read(&b, st, 0));
     CHECK(b.target == NULL);
@@ -76,7 +76,7 @@ static void test_torchnet_sequence_batch(void) {
     ss_stream_free(st);
     o.tail = SS_STREAM_TAIL_PAD;
     o.pad_value = 0;
-    CHECK_OK(ss_stream_create(&st, s, "x", &o)); /* pad-remainder */
+    CHECK_OK(ss_stream_create(&st, s, 0, &o)); /* pad-remainder */
     CHECK_EQ_U64(ss_stream_count(st), 2);
     for (uint64_t k = 0; k < 2; k++) {
         CHECK_OK(ss_stream_read(&b, st, k));
@@ -88,13 +88,13 @@ static void test_torchnet_sequence_batch(void) {
     }
     ss_stream_free(st);
     o.batch = 28;
-    CHECK_OK(ss_stream_create(&st, s, "x", &o));
+    CHECK_OK(ss_stream_create(&st, s, 0, &o));
     CHECK_EQ_U64(ss_stream_count(st), 1);
     CHECK_OK(ss_stream_read(&b, st, 0));
     CHECK_EQ_U64(b.data_bytes, 28 * 8);
     ss_stream_free(st);
     o.tail = SS_STREAM_TAIL_DROP;
-    CHECK_OK(ss_stream_create(&st, s, "x", &o));
+    CHECK_OK(ss_stream_create(&st, s, 0, &o));
     CHECK_EQ_U64(ss_stream_count(st), 0);
     ss_stream_free(st);
     ss_close(s);
@@ -110,7 +110,7 @@ static void test_ten(void) {
     ss_stream_batch b;
 
     /* DROP: [1 2 3] [4 5 6] [7 8 9] */
-    CHECK_OK(ss_stream_create(&st, s, "tok", &o));
+    CHECK_OK(ss_stream_create(&st, s, 0, &o));
     uint64_t total;
     CHECK_EQ_U64(ss_stream_length(&total, st), 3);
     CHECK_EQ_U64(total, 10);
@@ -126,7 +126,7 @@ static void test_ten(void) {
 
     /* T = 1: two batches */
     o.steps = 1;
-    CHECK_OK(ss_stream_create(&st, s, "tok", &o));
+    CHECK_OK(ss_stream_create(&st, s, 0, &o));
     CHECK_EQ_U64(ss_stream_count(st), 2);
     CHECK_OK(ss_stream_read(&b, st, 1));
     check_i32(b.input, (const int32_t[]){2, 5, 8}, 3);
@@ -136,7 +136,7 @@ static void test_ten(void) {
     /* PAD: [1 2 3 4] [5 6 7 8] [9 10] */
     o.steps = 2;
     o.tail = SS_STREAM_TAIL_PAD;
-    CHECK_OK(ss_stream_create(&st, s, "tok", &o));
+    CHECK_OK(ss_stream_create(&st, s, 0, &o));
     CHECK_EQ_U64(ss_stream_length(NULL, st), 4);
     CHECK_EQ_U64(ss_stream_count(st), 2);
     CHECK_OK(ss_stream_read(&b, st, 0));
@@ -152,7 +152,7 @@ static void test_ten(void) {
 
     /* PAD, time-major: [T][B] */
     o.time_major = 1;
-    CHECK_OK(ss_stream_create(&st, s, "tok", &o));
+    CHECK_OK(ss_stream_create(&st, s, 0, &o));
     CHECK_OK(ss_stream_read(&b, st, 0));
     CHECK(b.shape[0] == 2 && b.shape[1] == 3);
     check_i32(b.input, (const int32_t[]){1, 5, 9, 2, 6, -1}, 6);
@@ -165,7 +165,7 @@ static void test_ten(void) {
     /* SHORT: [1 2 3] [4 5 6] [7 8 9], T = 3: one batch of 2 steps */
     o.tail = SS_STREAM_TAIL_SHORT;
     o.steps = 3;
-    CHECK_OK(ss_stream_create(&st, s, "tok", &o));
+    CHECK_OK(ss_stream_create(&st, s, 0, &o));
     CHECK_EQ_U64(ss_stream_count(st), 1);
     CHECK_OK(ss_stream_read(&b, st, 0));
     CHECK(b.steps == 2 && b.shape[1] == 2);
@@ -180,7 +180,7 @@ static void test_ten(void) {
     o.batch = 2;
     o.steps = 2;
     o.shift = 2;
-    CHECK_OK(ss_stream_create(&st, s, "tok", &o));
+    CHECK_OK(ss_stream_create(&st, s, 0, &o));
     CHECK_EQ_U64(ss_stream_length(&total, st), 7);
     CHECK_EQ_U64(total, 14);
     CHECK_EQ_U64(ss_stream_count(st), 2);
@@ -199,7 +199,7 @@ static void test_ten(void) {
     o.examples = sel;
     o.n_examples = 2;
     o.dtype = SS_F32;
-    CHECK_OK(ss_stream_create(&st, s, "tok", &o));
+    CHECK_OK(ss_stream_create(&st, s, 0, &o));
     CHECK_OK(ss_stream_read(&b, st, 0));
     const float *fi = b.input, *ft = b.target;
     CHECK(b.dtype == SS_F32);
@@ -307,7 +307,7 @@ static void test_random(void) {
                 for (int th = 1; th <= 4; th *= 2) {
                     o.threads = th;
                     ss_stream *st;
-                    CHECK_OK(ss_stream_create(&st, r.s, "x", &o));
+                    CHECK_OK(ss_stream_create(&st, r.s, 0, &o));
                     CHECK_EQ_U64(ss_stream_length(NULL, st), S);
                     CHECK_EQ_U64(ss_stream_count(st), nb);
                     for (uint64_t i = 0; i < nb; i++) {
@@ -370,38 +370,38 @@ static void test_errors(void) {
     ss_stream_options o = SS_STREAM_OPTIONS_INIT;
     o.batch = 2;
     o.steps = 2;
-    CHECK_RC(ss_stream_create(&st, s, "nope", &o), SS_ENOTFOUND);
-    CHECK(st == NULL && strstr(ss_error_message(), "nope") != NULL);
-    CHECK_RC(ss_stream_create(&st, s, "label", &o), SS_EINVAL);
+    CHECK_RC(ss_stream_create(&st, s, 2, &o), SS_ERANGE); /* fields are 0 (tok) and 1 (label) */
+    CHECK(st == NULL && strstr(ss_error_message(), "field 2") != NULL);
+    CHECK_RC(ss_stream_create(&st, s, 1, &o), SS_EINVAL);
     CHECK(strstr(ss_error_message(), "fixed field") != NULL);
     o.batch = 0;
-    CHECK_RC(ss_stream_create(&st, s, "tok", &o), SS_EINVAL);
+    CHECK_RC(ss_stream_create(&st, s, 0, &o), SS_EINVAL);
     CHECK(strstr(ss_error_message(), "batch") != NULL);
     o.batch = 2;
     o.steps = 0;
-    CHECK_RC(ss_stream_create(&st, s, "tok", &o), SS_EINVAL);
+    CHECK_RC(ss_stream_create(&st, s, 0, &o), SS_EINVAL);
     CHECK(strstr(ss_error_message(), "steps") != NULL);
     o.steps = 2;
     o.dtype = (ss_dtype)55;
-    CHECK_RC(ss_stream_create(&st, s, "tok", &o), SS_EINVAL);
+    CHECK_RC(ss_stream_create(&st, s, 0, &o), SS_EINVAL);
     CHECK(strstr(ss_error_message(), "dtype") != NULL);
     o.dtype = (ss_dtype)0;
     uint64_t sel[2] = {0, 4};
     o.examples = sel;
     o.n_examples = 2;
-    CHECK_RC(ss_stream_create(&st, s, "tok", &o), SS_EINVAL);
+    CHECK_RC(ss_stream_create(&st, s, 0, &o), SS_EINVAL);
     CHECK(strstr(ss_error_message(), "examples[1] = 4") != NULL);
     o.examples = NULL;
     o.n_examples = 0;
     o.tail = (ss_stream_tail)7;
-    CHECK_RC(ss_stream_create(&st, s, "tok", &o), SS_EINVAL);
+    CHECK_RC(ss_stream_create(&st, s, 0, &o), SS_EINVAL);
     o.tail = SS_STREAM_TAIL_DROP;
     o.version = 5;
-    CHECK_RC(ss_stream_create(&st, s, "tok", &o), SS_EINVAL);
+    CHECK_RC(ss_stream_create(&st, s, 0, &o), SS_EINVAL);
     o.version = SS_STREAM_OPTIONS_VERSION;
     /* too little data: no batch at all */
     o.batch = 20;
-    CHECK_OK(ss_stream_create(&st, s, "tok", &o));
+    CHECK_OK(ss_stream_create(&st, s, 0, &o));
     CHECK_EQ_U64(ss_stream_count(st), 0);
     ss_stream_batch b;
     CHECK_RC(ss_stream_read(&b, st, 0), SS_ERANGE);

@@ -123,7 +123,7 @@ static ss_pipeline *make_pipeline(void) {
     ss_transform a = mk_example("jitter", tf_jitter, NULL);
     CHECK_OK(ss_pipeline_add(p, &a));
     ss_transform b = mk_example("tofloat", tf_tofloat, NULL);
-    b.field = "x";
+    b.field = 0; /* x */
     b.dtype = SS_F32;
     CHECK_OK(ss_pipeline_add(p, &b));
     ss_transform c = SS_TRANSFORM_INIT;
@@ -407,7 +407,7 @@ static void test_errors(ss_store *s) {
     /* declared changes: only of the signal, keeping C elements per sample */
     CHECK_OK(ss_pipeline_create(&p));
     ss_transform d = mk_example("label-to-float", tf_tofloat, NULL);
-    d.field = "y";
+    d.field = 1; /* y */
     d.dtype = SS_F32;
     CHECK_OK(ss_pipeline_add(p, &d));
     o.transforms = p;
@@ -416,7 +416,7 @@ static void test_errors(ss_store *s) {
     ss_pipeline_free(p);
     CHECK_OK(ss_pipeline_create(&p));
     ss_transform e = mk_example("reshape", tf_tofloat, NULL);
-    e.field = "x";
+    e.field = 0; /* x */
     e.reshape = 1;
     e.ndim = 1;
     e.dims[0] = C + 1;

@@ -220,7 +220,8 @@ enum {
 typedef struct ss_window_options {
     unsigned version;          /**< SS_WINDOW_OPTIONS_VERSION */
     uint32_t field;            /**< the signal: a sequence field with rows of C elements */
-    int label_field;           /**< a fixed field holding one label per example, or -1 */
+    uint32_t label_field;      /**< a fixed field holding one label per example, or
+                                    SS_FIELD_NONE (INIT) */
     uint64_t window;           /**< W: input samples per window, >= 1 */
     uint64_t overlap;          /**< O, 0 <= O < W; for a conv front end W - conv_output_length(W)
                                     (receptive field - 1) */
@@ -252,8 +253,8 @@ typedef struct ss_window_options {
 #define SS_WINDOW_OPTIONS_VERSION 1
 #define SS_WINDOW_OPTIONS_INIT                                                                     \
     {                                                                                              \
-        SS_WINDOW_OPTIONS_VERSION, 0, -1, 0, 0, 1, 0, (ss_dtype)0, SS_WINDOW_SEQUENTIAL, 0, 0, 0,  \
-            (ss_dtype)0, NULL, NULL, NULL, NULL, 0, 1, 0, 0, NULL                                  \
+        SS_WINDOW_OPTIONS_VERSION, 0, SS_FIELD_NONE, 0, 0, 1, 0, (ss_dtype)0,                      \
+            SS_WINDOW_SEQUENTIAL, 0, 0, 0, (ss_dtype)0, NULL, NULL, NULL, NULL, 0, 1, 0, 0, NULL   \
     }
 
 /* Transforms (ss_window_options.transforms, see transform.h).
@@ -265,7 +266,7 @@ typedef struct ss_window_options {
  * dtype into a preallocated per-lane buffer; ex->index is the sequence id (its
  * example index), ex->epoch the reader's epoch. A transform may change the
  * values and may declare a new dtype or trailing shape of the signal
- * (ss_transform.field must name it; the shape must keep C elements per
+ * (ss_transform.field must be its index; the shape must keep C elements per
  * sample), but may not change `length` (windows are fixed): that fails the
  * batch. The collation then converts the result to out_dtype and applies
  * gain and offset. Masked rows are not transformed. Without per-window

@@ -109,7 +109,7 @@ typedef enum ss_mask_type {
 /** How one field is collated. Start from SS_COLLATE_FIELD_INIT. */
 typedef struct ss_collate_field {
     unsigned version;         /**< SS_COLLATE_FIELD_VERSION */
-    const char *name;         /**< field name in the store (required) */
+    uint32_t field;           /**< the field's index in the store (see ss_field_index()) */
     ss_dtype dtype;           /**< output dtype; 0 = the stored dtype */
     ss_layout layout;         /**< sequence fields only */
     double pad_value;         /**< value of padded elements (converted to dtype) */
@@ -147,7 +147,7 @@ typedef struct ss_collate_field {
 #define SS_COLLATE_FIELD_VERSION 2
 #define SS_COLLATE_FIELD_INIT                                                                      \
     {                                                                                              \
-        SS_COLLATE_FIELD_VERSION, NULL, (ss_dtype)0, SS_LAYOUT_BATCH_MAJOR, 0.0, 0, 0, 0, 0, 0,    \
+        SS_COLLATE_FIELD_VERSION, 0, (ss_dtype)0, SS_LAYOUT_BATCH_MAJOR, 0.0, 0, 0, 0, 0, 0,       \
             SS_MASK_NONE, NULL, NULL, NULL, NULL, 0, (ss_dtype)0, 0, 0, {0}, (ss_dtype)0           \
     }
 
@@ -235,10 +235,12 @@ typedef struct ss_collator ss_collator;
  *                      scale/offset); NULL with nfields = 0 means every field
  *                      of the store with defaults.
  *  @param[in]  options NULL for defaults.
- *  @return 0; SS_ENOTFOUND (unknown field or scale/offset attribute, message
- *          names it); SS_EINVAL (bad dtype or in_dtype, in_ndim > SS_MAX_DIMS or an in_dims entry
- * 0, fixed_length 0, mask or pad_to_multiple with the packed layout, sort_by_length without it, an
- * attribute of the wrong type or size, a bad version); SS_ENOMEM. */
+ *  @return 0; SS_ERANGE (a field index beyond the schema); SS_ENOTFOUND
+ *          (unknown scale/offset attribute, the message names it);
+ *          SS_EINVAL (bad dtype or in_dtype, in_ndim > SS_MAX_DIMS or an
+ *          in_dims entry 0, fixed_length 0, mask or pad_to_multiple with the
+ *          packed layout, sort_by_length without it, an attribute of the
+ *          wrong type or size, a bad version); SS_ENOMEM. */
 SS_API int ss_collator_create(ss_collator **out, const ss_store *s, const ss_collate_field *fields,
                               uint32_t nfields, const ss_collator_options *options);
 

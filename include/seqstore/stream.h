@@ -91,14 +91,14 @@ typedef struct ss_stream ss_stream;
  *  @param[out] out the stream; free it with ss_stream_free().
  *  @param[in]  s       must stay open while the stream is used (borrowed
  *                      until ss_stream_free()).
- *  @param[in]  field   the name of a sequence field.
+ *  @param[in]  field   the index of a sequence field.
  *  @param[in]  options required; read during the call only (`examples` is
  *                      copied).
- *  @return 0; SS_ENOTFOUND (unknown field); SS_EINVAL (NULL argument, a
+ *  @return 0; SS_ERANGE (no such field); SS_EINVAL (NULL argument, a
  *          fixed field, B or T 0, B * T too large, a bad dtype, tail or
  *          options version, threads < 0, NULL examples with n_examples > 0,
  *          an example index out of range); SS_ENOMEM. */
-SS_API int ss_stream_create(ss_stream **out, const ss_store *s, const char *field,
+SS_API int ss_stream_create(ss_stream **out, const ss_store *s, uint32_t field,
                             const ss_stream_options *options);
 
 /** Free the stream. Accepts NULL. */

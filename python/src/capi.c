@@ -13,8 +13,8 @@ uint64_t capi_count(const ss_store *s) {
 const ss_schema *capi_schema(const ss_store *s) {
     return ss_store_schema(s);
 }
-int capi_field_index(const ss_store *s, const char *name) {
-    return ss_field_index(s, name);
+int capi_field_index(uint32_t *out, const ss_store *s, const char *name) {
+    return ss_field_index(out, s, name);
 }
 int capi_get(ss_view *out, const ss_store *s, uint32_t field, uint64_t index) {
     return ss_get(out, s, field, index);
