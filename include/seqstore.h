@@ -32,6 +32,15 @@
  *    functions that return int report a NULL one as SS_EINVAL ("ss_get: NULL
  *    argument"); getters that return a count or size return 0 for a NULL
  *    object. Do not rely on either: it is a programming error.
+ *  - Threads: every `threads` option means the same. 0 (the default) is one
+ *    thread, the calling one (or one worker thread for the loader); n >= 1
+ *    asks for up to n threads, and a batch too small to gain (below
+ *    `parallel_bytes` where there is one) still runs on one. Results are
+ *    bit-identical for every value. The default is never slower than one
+ *    thread: on a machine whose cores are shared (CI runners, containers, this
+ *    project's 2-vCPU build machine) an OpenMP team waiting for a busy core
+ *    ran the window reader at 0.46x the speed of one thread; measure
+ *    (bench/bench_window, bench_collate) before asking for more.
  *  - Options are structs with a `version` field and an ..._OPTIONS_INIT
  *    initializer, so that new options never break existing callers.
  *  - Integers on disk are little-endian; see spec/FORMAT.md.

@@ -295,7 +295,7 @@ int ss_collator_create(ss_collator **out, const ss_store *s, const ss_collate_fi
     ss_collator *c = calloc(1, sizeof *c);
     if (!c) return ss__fail(SS_ENOMEM, "ss_collator_create: out of memory");
     c->s = s;
-    c->threads = opt.threads ? opt.threads : omp_get_max_threads();
+    c->threads = opt.threads ? opt.threads : 1; /* 0 = one thread (seqstore.h) */
     c->parallel_bytes = opt.parallel_bytes ? opt.parallel_bytes : SS_PARALLEL_BYTES;
     c->nf = fields ? nfields : ss_field_count(s);
     int rc = 0;

@@ -125,7 +125,7 @@ int ss_stream_create(ss_stream **out, const ss_store *s, uint32_t field,
     st->field = field;
     st->o = *o;
     st->o.examples = NULL;
-    if (st->o.threads == 0) st->o.threads = omp_get_max_threads();
+    if (st->o.threads == 0) st->o.threads = 1; /* 0 = one thread (seqstore.h) */
     st->src_dtype = info.dtype;
     st->dst_dtype = o->dtype ? o->dtype : info.dtype;
     st->ndim = info.ndim;

@@ -96,6 +96,8 @@ static int check_options(const ss_store *s, const ss_window_options *o) {
         return ss__fail(SS_EINVAL, "window reader: overlap O = %llu must be < window W = %llu",
                         ULL(o->overlap), ULL(o->window));
     if (o->lanes == 0) return ss__fail(SS_EINVAL, "window reader: lanes B must be >= 1");
+    if (o->threads < 0)
+        return ss__fail(SS_EINVAL, "window reader: threads = %d (0 is one thread)", o->threads);
     if (o->mode != SS_WINDOW_SEQUENTIAL && o->mode != SS_WINDOW_SEQUENTIAL_RANDOM_START &&
         o->mode != SS_WINDOW_RANDOM)
         return ss__fail(SS_EINVAL, "window reader: unknown mode %d", (int)o->mode);
@@ -282,7 +284,7 @@ int ss_window_reader_open(ss_window_reader **out, const ss_store *s, const ss_wi
     r->carry = o->mode != SS_WINDOW_RANDOM && !(o->flags & SS_WINDOW_FORGET_STATE) && r->H > 0;
     r->nslots = o->max_pending > 1 ? o->max_pending : 1;
     r->strict = r->nslots == 1;
-    r->nthreads = o->threads > 0 ? o->threads : omp_get_max_threads();
+    r->nthreads = o->threads > 0 ? o->threads : 1; /* 0 = one thread (seqstore.h) */
     if (!rc && (o->gain || o->offset)) {
         rc = ss__affine_init(&r->aff, r->C, o->gain, o->offset);
         r->has_aff = rc == 0;

@@ -7,6 +7,7 @@
 #include "testutil.h"
 #include "rng.h"
 
+#include <omp.h>
 #include <string.h>
 
 #define C 3 /* channels */
@@ -351,6 +352,44 @@ static void test_time_major_random(ss_store *s) {
     ss_pipeline_free(p);
 }
 
+/* Records the largest OpenMP team a per-window transform ran in. */
+static int tf_team(void *user, ss_example *ex, ss_rng *rng) {
+    (void)ex;
+    (void)rng;
+    int n = omp_get_num_threads(), *most = user;
+#pragma omp critical
+    if (n > *most) *most = n;
+    return 0;
+}
+
+/* threads = 0 is one thread (the header's rule), even when OpenMP would give
+ * more; threads = 2 asks for a team of 2. */
+static void test_thread_default(ss_store *s) {
+    omp_set_num_threads(4);
+    for (int threads = 0; threads <= 2; threads += 2) {
+        int most = 0;
+        ss_pipeline *p;
+        CHECK_OK(ss_pipeline_create(&p));
+        ss_transform t = mk_example("team", tf_team, &most);
+        CHECK_OK(ss_pipeline_add(p, &t));
+        ss_window_options o = options(p);
+        o.threads = threads;
+        ss_window_reader *r;
+        CHECK_OK(ss_window_reader_open(&r, s, &o));
+        const ss_window_batch *b;
+        CHECK_OK(ss_window_reader_next(&b, r));
+        CHECK(b->size == 6);
+        CHECK_EQ_U64(most, threads ? 2 : 1);
+        ss_window_reader_free(r);
+        ss_pipeline_free(p);
+    }
+    ss_window_options o = options(NULL);
+    o.threads = -1;
+    ss_window_reader *r;
+    CHECK_RC(ss_window_reader_open(&r, s, &o), SS_EINVAL);
+    CHECK(strstr(ss_error_message(), "threads"));
+}
+
 static void test_errors(ss_store *s) {
     /* a failing transform: SS_ECALLBACK naming the sequence and the message */
     uint64_t bad = 5;
@@ -434,6 +473,7 @@ int main(void) {
     ss_store *s = make_store("wt.ss", lens, 14);
     test_naive_threads_restore(s);
     test_time_major_random(s);
+    test_thread_default(s);
     test_errors(s);
     ss_close(s);
     printf("test_window_transform: ok\n");

@@ -244,7 +244,9 @@ typedef struct ss_window_options {
                                     other eligible sequences be served meanwhile. */
     uint64_t epoch_windows;    /**< RANDOM mode: windows per epoch; 0 = as many as a
                                     SEQUENTIAL epoch holds */
-    int threads;               /**< OpenMP threads for collation; 0 = the OpenMP default */
+    int threads;               /**< OpenMP threads for collation and per-window
+                                    transforms; 0 = one (see "Threads" in seqstore.h);
+                                    < 0 refused */
     const ss_pipeline *transforms; /**< NULL, or transforms applied to every window and
                                         batch (see "Transforms" below); borrowed: it must
                                         outlive the reader */

@@ -154,7 +154,8 @@ typedef struct ss_collate_field {
 /** Collator options. */
 typedef struct ss_collator_options {
     unsigned version;        /**< SS_COLLATOR_OPTIONS_VERSION */
-    int threads;             /**< OpenMP threads per collation; 0 = omp_get_max_threads() */
+    int threads;             /**< OpenMP threads per collation; 0 = one (the calling
+                                  thread), see "Threads" in seqstore.h; < 0 refused */
     uint64_t max_rows;       /**< rows to preallocate library-owned buffers for; 0 = none */
     uint64_t max_steps;      /**< time steps per row to preallocate for; 0 = none */
     uint64_t parallel_bytes; /**< a batch with fewer output bytes is collated by the

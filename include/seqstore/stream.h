@@ -49,7 +49,8 @@ typedef struct ss_stream_options {
     const uint64_t *examples; /**< the examples to stream, in this order; NULL = all in
                                    store order. Copied. */
     uint64_t n_examples;      /**< entries in `examples` (0 if examples is NULL) */
-    int threads;              /**< OpenMP threads, >= 0; 0 = omp_get_max_threads() */
+    int threads;              /**< OpenMP threads, >= 0; 0 = one (see "Threads" in
+                                   seqstore.h) */
     uint64_t parallel_bytes;  /**< a batch with fewer bytes (input + target) is read by
                                    the calling thread alone; 0 = 1 MiB */
 } ss_stream_options;
