@@ -34,10 +34,14 @@ int main(int argc, char **argv) {
     out.mask = SS_MASK_U8;
 
     ss_loader_options o = SS_LOADER_OPTIONS_INIT;
+    ss_sampler_options so = SS_SAMPLER_OPTIONS_INIT;
+    ss_batch_options bo = SS_BATCH_OPTIONS_INIT;
+    o.sampler = &so;
+    o.batch = &bo;
     o.selection = train;
-    o.sampler.kind = SS_SAMPLE_SHUFFLE;
-    o.sampler.seed = 42;
-    o.batch.max_tokens = 4096; /* fairseq-style token budget */
+    so.kind = SS_SAMPLE_SHUFFLE;
+    so.seed = 42;
+    bo.max_tokens = 4096; /* fairseq-style token budget */
     o.fields = &out;
     o.nfields = 1;
     o.prefetch = 4;

@@ -41,8 +41,17 @@
  *    project's 2-vCPU build machine) an OpenMP team waiting for a busy core
  *    ran the window reader at 0.46x the speed of one thread; measure
  *    (bench/bench_window, bench_collate) before asking for more.
- *  - Options are structs with a `version` field and an ..._OPTIONS_INIT
- *    initializer, so that new options never break existing callers.
+ *  - Options are structs that start with `version` and have an
+ *    ..._OPTIONS_INIT initializer. A new version only appends fields. A
+ *    function reads only the fields of the version the caller's struct
+ *    declares (fields added later take their INIT values), so a program
+ *    compiled against an older header keeps working; a version newer than
+ *    the library's is refused (SS_EINVAL naming it). An options struct never
+ *    embeds another by value, which would freeze its size: it points to it
+ *    (ss_loader_options.sampler, .batch, .collator; NULL = defaults). In an
+ *    array of versioned structs (ss_collate_field) every element has the
+ *    version, hence the size, of the first. Options are read during the call
+ *    unless a field says it is borrowed.
  *  - Integers on disk are little-endian; see spec/FORMAT.md.
  */
 #ifndef SEQSTORE_H

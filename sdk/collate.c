@@ -9,8 +9,10 @@
  * runs it, so the result is bit-identical for any thread count. */
 #include "cast.h"
 #include "internal.h"
+#include "options_internal.h"
 
 #include <omp.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -188,17 +190,31 @@ static uint64_t mask_elem(const cfield *f) {
     return f->mask_dtype ? ss_dtype_size(f->mask_dtype) : 0;
 }
 
+int ss__collate_field_read(ss_collate_field *dst, const ss_collate_field *fields, uint32_t k) {
+    unsigned v = fields[0].version;
+    if (v != SS_COLLATE_FIELD_VERSION && v != 1)
+        return ss__fail(SS_EINVAL,
+                        "collate field: version %u is not 1..%u (use SS_COLLATE_FIELD_INIT)", v,
+                        SS_COLLATE_FIELD_VERSION);
+    /* A version-1 struct ends at in_dims: that is its size in the array. */
+    size_t size = v == 1 ? offsetof(ss_collate_field, mask_dtype) : sizeof *fields;
+    const ss_collate_field *src = (const void *)((const char *)fields + (size_t)k * size);
+    if (src->version != v)
+        return ss__fail(SS_EINVAL, "collate field %u: version %u, but field 0 has version %u", k,
+                        src->version, v);
+    ss_collate_field init = SS_COLLATE_FIELD_INIT;
+    *dst = init;
+    memcpy(dst, src, size);
+    dst->version = SS_COLLATE_FIELD_VERSION;
+    return 0;
+}
+
 static int field_setup(ss_collator *c, cfield *f, const ss_collate_field *o) {
     const ss_store *s = c->s;
-    if (o->version != SS_COLLATE_FIELD_VERSION && o->version != 1)
-        return ss__fail(SS_EINVAL,
-                        "collate field: version %u is not %u (use SS_COLLATE_FIELD_INIT)",
-                        o->version, SS_COLLATE_FIELD_VERSION);
     ss_field info;
     int rc = ss_field_info(&info, s, o->field);
     if (rc) return ss__context(rc, "collate");
     f->o = *o;
-    if (o->version < 2) f->o.mask_dtype = (ss_dtype)0; /* not in version 1 */
     snprintf(f->name, sizeof f->name, "%s", info.name);
     f->index = o->field;
     f->sequence = info.sequence;
@@ -308,7 +324,8 @@ int ss_collator_create(ss_collator **out, const ss_store *s, const ss_collate_fi
     for (uint32_t k = 0; rc == 0 && k < c->nf; k++) {
         ss_collate_field def = SS_COLLATE_FIELD_INIT;
         def.field = k;
-        rc = field_setup(c, &c->f[k], fields ? &fields[k] : &def);
+        if (fields) rc = ss__collate_field_read(&def, fields, k);
+        if (rc == 0) rc = field_setup(c, &c->f[k], &def);
         c->f[k].out = &c->outs[k];
     }
     /* Time-major staging: one task's output per thread (a task is one row when

@@ -7,6 +7,7 @@
  * consumed - 1) is never overwritten. The plan is replaced only while no
  * worker is filling (`paused`, `busy` == 0), under the mutex. */
 #include "internal.h"
+#include "options_internal.h"
 #include "layout.h" /* ss_le64, ss_put_le64 */
 #include "rng.h"
 
@@ -22,6 +23,22 @@
 
 enum { MODE_FIXED = 0, MODE_TOKENS = 1, MODE_BUCKET = 2 };
 enum { SLOT_EMPTY = 0, SLOT_FILLING = 1, SLOT_READY = 2 };
+
+/* The caller's options resolved: sub-options copied by value (defaults for
+ * NULL, older versions completed with their defaults). */
+typedef struct lopts {
+    const ss_selection *selection;
+    ss_sampler_options sampler;
+    ss_batch_options batch;
+    const char *bucket;
+    const ss_collate_field *fields;
+    uint32_t nfields;
+    ss_collator_options collator;
+    uint32_t prefetch;
+    uint32_t threads;
+    int infinite;
+    const ss_pipeline *transforms;
+} lopts;
 
 /* An output field as the transform path sees it. */
 typedef struct lfield {
@@ -66,7 +83,7 @@ typedef struct slot {
 
 struct ss_loader {
     const ss_store *store;
-    ss_loader_options o;
+    lopts o;
     int mode;
     uint64_t seed;
     uint32_t world, rank, workers, worker;
@@ -541,12 +558,11 @@ static int setup_fields(ss_loader *l) {
         ss_collate_field def = SS_COLLATE_FIELD_INIT;
         def.field = k;
         ss_collate_field *o = &l->cfields[k];
-        *o = l->o.fields ? l->o.fields[k] : def;
-        if (o->version != SS_COLLATE_FIELD_VERSION && o->version != 1)
-            return ss__fail(SS_EINVAL, "ss_loader_open: output field %u: bad version %u", k,
-                            o->version);
+        *o = def;
+        int rc = l->o.fields ? ss__collate_field_read(o, l->o.fields, k) : 0;
+        if (rc) return ss__context(rc, "ss_loader_open: output field %u", k);
         ss_field info;
-        int rc = ss_field_info(&info, st, o->field);
+        rc = ss_field_info(&info, st, o->field);
         if (rc) return ss__context(rc, "ss_loader_open: output field %u", k);
         snprintf(f->name, sizeof f->name, "%s", info.name);
         f->index = o->field;
@@ -632,7 +648,7 @@ static int setup_slots(ss_loader *l) {
 }
 
 static int setup_order(ss_loader *l) {
-    const ss_loader_options *o = &l->o;
+    const lopts *o = &l->o;
     int rc = o->selection ? ss_selection_create(&l->sel, ss_selection_ranges(o->selection),
                                                 ss_selection_range_count(o->selection),
                                                 ss_selection_total(o->selection))
@@ -665,7 +681,7 @@ static int setup_order(ss_loader *l) {
  * sampler.drop_last as another way to say SKIP. Fields the loader sets
  * itself must be left at their defaults. */
 static int check_remainder(ss_loader *l) {
-    const ss_loader_options *o = &l->o;
+    const lopts *o = &l->o;
     ss_remainder rp = o->batch.remainder;
     if (o->sampler.infinite)
         return ss__fail(SS_EINVAL, "ss_loader_open: sampler.infinite is set by the loader; use "
@@ -684,14 +700,45 @@ static int check_remainder(ss_loader *l) {
     return 0;
 }
 
+/* Resolve the caller's options into `o`. Each sub-options struct is read by
+ * its own version (ss__options_read), so it can grow without the loader's
+ * options changing. */
+static int read_options(lopts *o, const ss_loader_options *in) {
+    if (in->version != SS_LOADER_OPTIONS_VERSION)
+        return ss__fail(SS_EINVAL,
+                        "ss_loader_open: options version %u is not %u (version 1 embedded the "
+                        "sampler, batch and collator options; they are pointers now)",
+                        in->version, SS_LOADER_OPTIONS_VERSION);
+    const ss_sampler_options si = SS_SAMPLER_OPTIONS_INIT;
+    const ss_batch_options bi = SS_BATCH_OPTIONS_INIT;
+    const ss_collator_options ci = SS_COLLATOR_OPTIONS_INIT;
+    o->sampler = si;
+    o->batch = bi;
+    o->collator = ci;
+    int rc = 0;
+    if (in->sampler) rc = ss__sampler_options_read(&o->sampler, in->sampler);
+    if (!rc && in->batch && in->batch->version != SS_BATCH_OPTIONS_VERSION)
+        rc = ss__fail(SS_EINVAL, "ss_loader_open: batch options version %u is not %u",
+                      in->batch->version, SS_BATCH_OPTIONS_VERSION);
+    if (!rc && in->batch) o->batch = *in->batch;
+    if (!rc && in->collator && in->collator->version != SS_COLLATOR_OPTIONS_VERSION)
+        rc = ss__fail(SS_EINVAL, "ss_loader_open: collator options version %u is not %u",
+                      in->collator->version, SS_COLLATOR_OPTIONS_VERSION);
+    if (!rc && in->collator) o->collator = *in->collator;
+    if (rc) return ss__context(rc, "ss_loader_open");
+    o->selection = in->selection;
+    o->bucket = in->bucket;
+    o->fields = in->fields;
+    o->nfields = in->nfields;
+    o->prefetch = in->prefetch;
+    o->threads = in->threads;
+    o->infinite = in->infinite;
+    o->transforms = in->transforms;
+    return 0;
+}
+
 static int check_options(ss_loader *l) {
-    const ss_loader_options *o = &l->o;
-    if (o->version != SS_LOADER_OPTIONS_VERSION)
-        return ss__fail(SS_EINVAL, "ss_loader_open: options version %u is not %u", o->version,
-                        SS_LOADER_OPTIONS_VERSION);
-    if (o->batch.version != SS_BATCH_OPTIONS_VERSION)
-        return ss__fail(SS_EINVAL, "ss_loader_open: batch options version %u is not %u",
-                        o->batch.version, SS_BATCH_OPTIONS_VERSION);
+    const lopts *o = &l->o;
     l->mode = o->bucket ? MODE_BUCKET : o->batch.max_tokens ? MODE_TOKENS : MODE_FIXED;
     if (l->mode != MODE_TOKENS && o->batch.batch_size == 0 && !(o->bucket && o->batch.max_tokens))
         return ss__fail(SS_EINVAL, "ss_loader_open: batch.batch_size is 0 (set it, or "
@@ -733,9 +780,9 @@ int ss_loader_open(ss_loader **out, const ss_store *store, const ss_loader_optio
     ss_loader *l = calloc(1, sizeof *l);
     if (!l) return ss__fail(SS_ENOMEM, "ss_loader_open: out of memory");
     l->store = store;
-    l->o = *options;
+    int rc = read_options(&l->o, options);
     l->pipe = options->transforms;
-    int rc = check_options(l);
+    if (!rc) rc = check_options(l);
     if (!rc) rc = setup_fields(l);
     if (!rc && l->mode != MODE_FIXED && l->nseq == 0)
         rc = ss__fail(SS_EINVAL, "ss_loader_open: token-budget and bucket batching need a "

@@ -1,6 +1,7 @@
 /* sampler.c - epoch orders over a selection, sharded over ranks and workers,
  * deterministic per (seed, epoch) and resumable (see seqstore/sampler.h). */
 #include "internal.h"
+#include "options_internal.h"
 #include "layout.h" /* ss_le64, ss_put_le64 */
 #include "rng.h"
 
@@ -375,18 +376,29 @@ static int setup_blocks(ss_sampler *s, const ss_store *store, const ss_bucket *b
     return 0;
 }
 
+int ss__sampler_options_read(ss_sampler_options *dst, const ss_sampler_options *src) {
+    /* A version-1 caller's struct ends at window_blocks: read no further. */
+    if (src->version == 1) {
+        memcpy(dst, src, offsetof(ss_sampler_options, block_bytes));
+        dst->version = SS_SAMPLER_OPTIONS_VERSION;
+        return 0;
+    }
+    if (src->version != SS_SAMPLER_OPTIONS_VERSION)
+        return ss__fail(SS_EINVAL, "sampler: unknown options version %u (this library knows 1..%u)",
+                        src->version, SS_SAMPLER_OPTIONS_VERSION);
+    *dst = *src;
+    return 0;
+}
+
 int ss_sampler_create(ss_sampler **out, const ss_selection *sel,
                       const ss_sampler_options *options) {
     if (!out) return ss__fail(SS_EINVAL, "ss_sampler_create: out is NULL");
     *out = NULL;
     if (!sel) return ss__fail(SS_EINVAL, "ss_sampler_create: selection is NULL");
     ss_sampler_options o = SS_SAMPLER_OPTIONS_INIT;
-    if (options && options->version == 1) {
-        /* Version 1 callers have the struct up to window_blocks only. */
-        memcpy(&o, options, offsetof(ss_sampler_options, block_bytes));
-        o.version = SS_SAMPLER_OPTIONS_VERSION;
-    } else if (options) {
-        o = *options;
+    if (options) {
+        int rc = ss__sampler_options_read(&o, options);
+        if (rc) return rc;
     }
     if (!o.world_size) o.world_size = 1;
     if (!o.num_workers) o.num_workers = 1;

@@ -194,7 +194,11 @@ static void test_loader(const char *path) {
     ss_store *s;
     CHECK_OK(ss_open(&s, path, SS_OPEN_VERIFY));
     ss_loader_options o = SS_LOADER_OPTIONS_INIT;
-    o.batch.batch_size = 64;
+    ss_sampler_options so = SS_SAMPLER_OPTIONS_INIT;
+    ss_batch_options bo = SS_BATCH_OPTIONS_INIT;
+    o.sampler = &so;
+    o.batch = &bo;
+    bo.batch_size = 64;
     o.threads = 2;
     ss_loader *l;
     CHECK_OK(ss_loader_open(&l, s, &o));

@@ -116,11 +116,15 @@ static ss_loader *open_loader(const ss_store *s, ss_pipeline *p, uint32_t thread
     f[2].field = LABEL;
     f[2].dtype = SS_I64;
     ss_loader_options o = SS_LOADER_OPTIONS_INIT;
-    o.batch.batch_size = 8;
+    ss_sampler_options so = SS_SAMPLER_OPTIONS_INIT;
+    ss_batch_options bo = SS_BATCH_OPTIONS_INIT;
+    o.sampler = &so;
+    o.batch = &bo;
+    bo.batch_size = 8;
     o.fields = f;
     o.nfields = 3;
-    o.sampler.kind = kind;
-    o.sampler.seed = SEED;
+    so.kind = kind;
+    so.seed = SEED;
     o.threads = threads;
     o.prefetch = 3;
     o.transforms = p;
@@ -403,7 +407,11 @@ static void test_user_transforms(const ss_store *s) {
     t.field = 7;                                 /* not an output field */
     CHECK_OK(ss_pipeline_add(p, &t));
     ss_loader_options o = SS_LOADER_OPTIONS_INIT;
-    o.batch.batch_size = 4;
+    ss_sampler_options so = SS_SAMPLER_OPTIONS_INIT;
+    ss_batch_options bo = SS_BATCH_OPTIONS_INIT;
+    o.sampler = &so;
+    o.batch = &bo;
+    bo.batch_size = 4;
     o.transforms = p;
     CHECK_RC(ss_loader_open(&l, s, &o), SS_EINVAL); /* not an output field */
     ss_pipeline_free(p);
@@ -505,10 +513,14 @@ static void test_identity_collation(const ss_store *s) {
         f[1].fixed_length = 4;
         f[2].dtype = SS_F64;
         ss_loader_options o = SS_LOADER_OPTIONS_INIT;
-        o.batch.batch_size = 9;
+        ss_sampler_options so = SS_SAMPLER_OPTIONS_INIT;
+        ss_batch_options bo = SS_BATCH_OPTIONS_INIT;
+        o.sampler = &so;
+        o.batch = &bo;
+        bo.batch_size = 9;
         o.fields = f;
         o.nfields = 3;
-        o.sampler.kind = SS_SAMPLE_SHUFFLE;
+        so.kind = SS_SAMPLE_SHUFFLE;
         o.threads = 2;
         ss_loader *plain_l, *xf_l;
         CHECK_OK(ss_loader_open(&plain_l, s, &o));
@@ -685,12 +697,16 @@ static void reshape_run(const ss_store *s, ss_pipeline *p, ss_layout layout, uin
     f[1].field = ID;
     f[1].dtype = SS_I64;
     ss_loader_options o = SS_LOADER_OPTIONS_INIT;
-    o.batch.batch_size = RB;
-    o.batch.remainder = SS_REMAINDER_PAD; /* full batches, as the sampler by hand */
+    ss_sampler_options so = SS_SAMPLER_OPTIONS_INIT;
+    ss_batch_options bo = SS_BATCH_OPTIONS_INIT;
+    o.sampler = &so;
+    o.batch = &bo;
+    bo.batch_size = RB;
+    bo.remainder = SS_REMAINDER_PAD; /* full batches, as the sampler by hand */
     o.fields = f;
     o.nfields = 2;
-    o.sampler.kind = SS_SAMPLE_SHUFFLE;
-    o.sampler.seed = SEED;
+    so.kind = SS_SAMPLE_SHUFFLE;
+    so.seed = SEED;
     o.threads = threads;
     o.prefetch = 3;
     o.transforms = p;
@@ -698,10 +714,10 @@ static void reshape_run(const ss_store *s, ss_pipeline *p, ss_layout layout, uin
     CHECK_OK(ss_loader_open(&l, s, &o));
     ss_selection *all;
     CHECK_OK(ss_selection_all(&all, RN));
-    ss_sampler_options so = o.sampler;
-    so.batch_size = RB;
+    ss_sampler_options by_hand = so;
+    by_hand.batch_size = RB;
     ss_sampler *sm;
-    CHECK_OK(ss_sampler_create(&sm, all, &so));
+    CHECK_OK(ss_sampler_create(&sm, all, &by_hand));
     const uint64_t nb = (RN + RB - 1) / RB;
     static float want[RB * 40 * 2], rowv[RB][40 * 2];
     static uint8_t want_mask[RB * 40];

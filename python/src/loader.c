@@ -59,19 +59,23 @@ static PyObject *loader_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
         if (pyss_parse_collate_field(PyList_GET_ITEM(fields, k), st->map->s, &cf[k]) < 0)
             return NULL;
     ss_loader_options o = SS_LOADER_OPTIONS_INIT;
-    o.sampler.kind = shuffle ? SS_SAMPLE_SHUFFLE : SS_SAMPLE_SEQUENTIAL;
-    o.sampler.seed = seed;
-    o.sampler.rank = rank;
-    o.sampler.world_size = world;
-    o.sampler.drop_last = drop_last;
-    o.batch.batch_size = batch_size;
-    o.batch.max_tokens = max_tokens;
+    ss_sampler_options so = SS_SAMPLER_OPTIONS_INIT;
+    ss_batch_options bo = SS_BATCH_OPTIONS_INIT;
+    o.sampler = &so;
+    o.batch = &bo;
+    so.kind = shuffle ? SS_SAMPLE_SHUFFLE : SS_SAMPLE_SEQUENTIAL;
+    so.seed = seed;
+    so.rank = rank;
+    so.world_size = world;
+    so.drop_last = drop_last;
+    bo.batch_size = batch_size;
+    bo.max_tokens = max_tokens;
     o.bucket = bucket;
     o.fields = n ? cf : NULL;
     o.nfields = (uint32_t)n;
     o.threads = threads;
     o.prefetch = prefetch;
-    o.collator.threads = 1;
+    /* collator: NULL, one thread per collation (the default) */
     LoaderObject *lo = (LoaderObject *)type->tp_alloc(type, 0);
     if (!lo) return NULL;
     lo->store = (StoreObject *)Py_NewRef(st);
