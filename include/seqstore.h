@@ -569,7 +569,8 @@ SS_API int ss_verify(uint64_t *problems, const ss_store *s, ss_verify_fn report,
 /* ------------------------------------------------------------ the SDK
  * Reading for training loops: selections and splits, samplers, batching and
  * bucket indices, collation, parallel streams, the prefetching loader,
- * truncated-BPTT readers and transforms. Each concept has its own sub-header. */
+ * truncated-BPTT readers, transforms and typed metadata. Each concept has its
+ * own sub-header. */
 #include "seqstore/select.h"
 #include "seqstore/sampler.h"
 #include "seqstore/batch.h"
@@ -578,5 +579,6 @@ SS_API int ss_verify(uint64_t *problems, const ss_store *s, ss_verify_fn report,
 #include "seqstore/loader.h"
 #include "seqstore/bptt.h"
 #include "seqstore/transform.h"
+#include "seqstore/meta.h"
 
 #endif /* SEQSTORE_H */

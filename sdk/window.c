@@ -4,6 +4,7 @@
 #include "window.h"
 
 #include <omp.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -88,9 +89,6 @@ void ss__window_start_epoch(ss_window_reader *r, uint64_t epoch) {
 /* ------------------------------------------------------------------ open */
 
 static int check_options(const ss_store *s, const ss_window_options *o) {
-    if (o->version != SS_WINDOW_OPTIONS_VERSION)
-        return ss__fail(SS_EINVAL, "window reader: options version %u, expected %u", o->version,
-                        SS_WINDOW_OPTIONS_VERSION);
     if (o->window == 0) return ss__fail(SS_EINVAL, "window reader: window W must be >= 1");
     if (o->overlap >= o->window)
         return ss__fail(SS_EINVAL, "window reader: overlap O = %llu must be < window W = %llu",
@@ -179,9 +177,10 @@ static int load_sequences(ss_window_reader *r, const ss_window_options *o) {
 static int load_labels(ss_window_reader *r, const ss_window_options *o) {
     uint32_t lf = o->label_field;
     r->label_row = ss_field_row_bytes(r->store, lf);
-    if (!(o->flags & SS_WINDOW_BALANCED)) return 0;
     ss_field f;
     ss_field_info(&f, r->store, lf);
+    r->label_dtype = f.dtype;
+    if (!(o->flags & SS_WINDOW_BALANCED)) return 0;
     int integer = f.dtype >= SS_U8 && f.dtype <= SS_I64;
     if (!integer || r->label_row != ss_dtype_size(f.dtype))
         return ss__fail(SS_ESCHEMA,
@@ -256,16 +255,70 @@ static int load_labels(ss_window_reader *r, const ss_window_options *o) {
     return rc;
 }
 
-int ss_window_reader_open(ss_window_reader **out, const ss_store *s, const ss_window_options *o) {
+/* The caller's options by their version (seqstore.h, "Options"): version 1
+ * ended at `transforms`; later fields take their INIT values. */
+static int read_options(ss_window_options *dst, const ss_window_options *o) {
+    const ss_window_options init = SS_WINDOW_OPTIONS_INIT;
+    *dst = init;
+    if (o->version == 1) {
+        memcpy(dst, o, offsetof(ss_window_options, gain_attr));
+        dst->version = SS_WINDOW_OPTIONS_VERSION;
+        return 0;
+    }
+    if (o->version != SS_WINDOW_OPTIONS_VERSION)
+        return ss__fail(SS_EINVAL, "window reader: options version %u, expected 1..%u", o->version,
+                        SS_WINDOW_OPTIONS_VERSION);
+    *dst = *o;
+    return 0;
+}
+
+/* Per-channel gain and offset: given, or from attributes (as the collator's
+ * scale_attr), or none. */
+static int setup_affine(ss_window_reader *r, const ss_window_options *o) {
+    if ((o->gain && o->gain_attr) || (o->offset && o->offset_attr))
+        return ss__fail(SS_EINVAL, "window reader: set gain or gain_attr (offset or "
+                                   "offset_attr), not both");
+    const double *gain = o->gain, *offset = o->offset;
+    double *ga = NULL, *oa = NULL;
+    int rc = 0;
+    if (o->gain_attr || o->offset_attr) {
+        ga = malloc(2 * (size_t)r->C * sizeof *ga);
+        if (!ga) return ss__fail(SS_ENOMEM, "window reader: out of memory");
+        oa = ga + r->C;
+    }
+    if (o->gain_attr) {
+        rc = ss_attr_get_f64(ga, r->C, r->store, o->gain_attr);
+        gain = ga;
+    }
+    if (!rc && o->offset_attr) {
+        rc = ss_attr_get_f64(oa, r->C, r->store, o->offset_attr);
+        offset = oa;
+    }
+    if (rc) rc = ss__context(rc, "window reader: gain/offset attribute");
+    if (!rc && (gain || offset)) {
+        rc = ss__affine_init(&r->aff, r->C, gain, offset);
+        r->has_aff = rc == 0;
+    }
+    free(ga);
+    return rc;
+}
+
+int ss_window_reader_open(ss_window_reader **out, const ss_store *s,
+                          const ss_window_options *options) {
     *out = NULL;
-    if (!s || !o) return ss__fail(SS_EINVAL, "window reader: NULL store or options");
-    int rc = check_options(s, o);
+    if (!s || !options) return ss__fail(SS_EINVAL, "window reader: NULL store or options");
+    ss_window_options oo;
+    int rc = read_options(&oo, options);
+    if (rc) return rc;
+    const ss_window_options *o = &oo;
+    rc = check_options(s, o);
     if (rc) return rc;
     ss_window_reader *r = calloc(1, sizeof *r);
     if (!r) return ss__fail(SS_ENOMEM, "window reader: out of memory");
     r->store = s;
     r->opt = *o;
     r->opt.gain = r->opt.offset = NULL;
+    r->opt.gain_attr = r->opt.offset_attr = NULL;
     r->opt.initial_state = NULL;
     r->opt.examples = NULL;
     r->W = o->window;
@@ -285,10 +338,7 @@ int ss_window_reader_open(ss_window_reader **out, const ss_store *s, const ss_wi
     r->nslots = o->max_pending > 1 ? o->max_pending : 1;
     r->strict = r->nslots == 1;
     r->nthreads = o->threads > 0 ? o->threads : 1; /* 0 = one thread (seqstore.h) */
-    if (!rc && (o->gain || o->offset)) {
-        rc = ss__affine_init(&r->aff, r->C, o->gain, o->offset);
-        r->has_aff = rc == 0;
-    }
+    if (!rc) rc = setup_affine(r, o);
     if (!rc && r->H) {
         r->init_state = calloc(1, r->H);
         if (!r->init_state)

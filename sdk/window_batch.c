@@ -57,6 +57,7 @@ int ss__window_slots_alloc(ss_window_reader *r) {
         b->index = sl->index;
         b->label = sl->label;
         b->label_row_bytes = r->opt.label_field != SS_FIELD_NONE ? r->label_row : 0;
+        b->label_dtype = r->label_dtype;
     }
     return 0;
 }

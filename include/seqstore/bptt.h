@@ -250,13 +250,20 @@ typedef struct ss_window_options {
     const ss_pipeline *transforms; /**< NULL, or transforms applied to every window and
                                         batch (see "Transforms" below); borrowed: it must
                                         outlive the reader */
+    /* Version 2. */
+    const char *gain_attr;   /**< instead of gain: a store attribute holding C numbers
+                                  (f64, f32, any exact numeric type), e.g. "signal.gain";
+                                  NULL = none (read at open) */
+    const char *offset_attr; /**< instead of offset: likewise, e.g. "signal.offset" */
 } ss_window_options;
 
-#define SS_WINDOW_OPTIONS_VERSION 1
+/** Version 1 ended at transforms; both versions are accepted. */
+#define SS_WINDOW_OPTIONS_VERSION 2
 #define SS_WINDOW_OPTIONS_INIT                                                                     \
     {                                                                                              \
         SS_WINDOW_OPTIONS_VERSION, 0, SS_FIELD_NONE, 0, 0, 1, 0, (ss_dtype)0,                      \
-            SS_WINDOW_SEQUENTIAL, 0, 0, 0, (ss_dtype)0, NULL, NULL, NULL, NULL, 0, 1, 0, 0, NULL   \
+            SS_WINDOW_SEQUENTIAL, 0, 0, 0, (ss_dtype)0, NULL, NULL, NULL, NULL, 0, 1, 0, 0, NULL,  \
+            NULL, NULL                                                                             \
     }
 
 /* Transforms (ss_window_options.transforms, see transform.h).
@@ -333,6 +340,8 @@ typedef struct ss_window_batch {
     const void *label;        /**< [size] label rows, or [size][W] / [W][size] rows with
                                    SS_WINDOW_LABEL_PER_STEP; NULL without label_field */
     uint64_t label_row_bytes; /**< bytes of one label row */
+    ss_dtype label_dtype;     /**< element type of `label` (the label field's dtype); 0
+                                   without label_field */
 } ss_window_batch;
 
 /** Facts about a window reader. */
@@ -375,6 +384,9 @@ typedef struct ss_window_reader ss_window_reader;
  *          SS_WINDOW_BALANCED without label_field or with max_pending > 1,
  *          an unknown flag, SS_WINDOW_DROP_LAST with max_pending > 1,
  *          SS_WINDOW_REDRAW in RANDOM mode or with SS_WINDOW_BALANCED,
+ *          gain and gain_attr (or offset and offset_attr) both set, a
+ *          gain/offset attribute that is not C numbers (SS_ENOTFOUND when
+ *          it is missing), threads < 0,
  *          a balanced run with no sequence, whose B is not a multiple of
  *          the classes or whose classes have too few sequences, a RANDOM run
  *          with fewer eligible sequences than lanes, a transform declaring a
