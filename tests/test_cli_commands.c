@@ -190,7 +190,7 @@ static void test_non_utf8(void) {
     ss_store *s;
     CHECK_OK(ss_open(&s, st, 0));
     ss_attr a;
-    CHECK_OK(ss_attr_get(s, "vocab", &a));
+    CHECK_OK(ss_attr_get(&a, s, "vocab"));
     CHECK_EQ_U64(a.type, SS_ATTR_BYTES);
     const char want[] = "<pad>\n<unk>\n<bos>\n<eos>\ncaf\xe9\nhello\nok\nol\xe9\n";
     CHECK(a.size == strlen(want) && memcmp(a.data, want, a.size) == 0);
@@ -212,7 +212,7 @@ static void test_non_utf8(void) {
     CHECK(f && fputs("plain words\n", f) >= 0 && fclose(f) == 0);
     EXPECT_RUN(0, "convert text --quiet --force --tokens words '%s' -o '%s'", in, st2);
     CHECK_OK(ss_open(&s, st2, 0));
-    CHECK_OK(ss_attr_get(s, "vocab", &a));
+    CHECK_OK(ss_attr_get(&a, s, "vocab"));
     CHECK_EQ_U64(a.type, SS_ATTR_TEXT);
     ss_close(s);
 
@@ -516,9 +516,9 @@ static void test_attr(void) {
     ss_store *st;
     ss_attr a;
     CHECK_OK(ss_open(&st, s, 0));
-    CHECK_OK(ss_attr_get(st, "blob", &a));
+    CHECK_OK(ss_attr_get(&a, st, "blob"));
     CHECK(a.type == SS_ATTR_BYTES && a.size == sizeof bin && !memcmp(a.data, bin, sizeof bin));
-    CHECK_OK(ss_attr_get(st, "rates", &a));
+    CHECK_OK(ss_attr_get(&a, st, "rates"));
     CHECK(a.type == SS_F64 && a.size == 24 && !memcmp(a.data, want, 24));
     ss_close(st);
     /* refusals */
@@ -572,13 +572,13 @@ static void test_remove_attr_api(void) {
     ss_store *st;
     ss_attr at;
     CHECK_OK(ss_open(&st, s, 0));
-    CHECK_RC(ss_attr_get(st, "a", &at), SS_ENOTFOUND);
-    CHECK_RC(ss_attr_get(st, "c", &at), SS_ENOTFOUND);
-    CHECK_OK(ss_attr_get(st, "b", &at));
+    CHECK_RC(ss_attr_get(&at, st, "a"), SS_ENOTFOUND);
+    CHECK_RC(ss_attr_get(&at, st, "c"), SS_ENOTFOUND);
+    CHECK_OK(ss_attr_get(&at, st, "b"));
     CHECK(at.size == 1 && ((const char *)at.data)[0] == '3');
-    CHECK_OK(ss_attr_get(st, "text.tokens", &at));
+    CHECK_OK(ss_attr_get(&at, st, "text.tokens"));
     CHECK_EQ_U64(ss_count(st), MIXED_N);
-    CHECK_OK(ss_verify(st, NULL, NULL, NULL));
+    CHECK_OK(ss_verify(NULL, st, NULL, NULL));
     ss_close(st);
 }
 
@@ -623,7 +623,7 @@ static void test_histogram(void) {
     CHECK_OK(ss_open(&st, s, 0));
     uint64_t n = ss_count(st), *len = malloc(n * sizeof *len);
     CHECK(len);
-    CHECK_OK(ss_lengths(st, 0, 0, n, len));
+    CHECK_OK(ss_lengths(len, st, 0, 0, n));
     ss_close(st);
     char *lens = malloc(n * 24 + 1);
     CHECK(lens);

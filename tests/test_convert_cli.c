@@ -145,9 +145,8 @@ static uint64_t token_at(const ss_view *v, uint64_t i) {
 
 static void check_source(const ss_store *s, uint64_t i, uint64_t file, uint64_t line) {
     ss_view v;
-    int f = ss_field_index(s, "source");
-    CHECK(f >= 0);
-    CHECK_OK(ss_get(s, (uint32_t)f, i, &v));
+    uint32_t f = ss_test_field(s, "source");
+    CHECK_OK(ss_get(&v, s, (uint32_t)f, i));
     const uint64_t *src = v.data;
     CHECK_EQ_U64(src[0], file);
     CHECK_EQ_U64(src[1], line);
@@ -155,7 +154,7 @@ static void check_source(const ss_store *s, uint64_t i, uint64_t file, uint64_t 
 
 static char *attr_string(const ss_store *s, const char *name) {
     ss_attr a;
-    CHECK_OK(ss_attr_get(s, name, &a));
+    CHECK_OK(ss_attr_get(&a, s, name));
     CHECK(a.type == SS_ATTR_TEXT);
     return strndup(a.data, a.size);
 }
@@ -180,7 +179,7 @@ static void check_bytes(const ss_store *s, const seg *segs, size_t n, uint64_t f
     CHECK_EQ_U64(ss_count(s), n);
     for (size_t k = 0; k < n; k++) {
         ss_view v;
-        CHECK_OK(ss_get(s, 0, k, &v));
+        CHECK_OK(ss_get(&v, s, 0, k));
         CHECK(v.dtype == SS_U8);
         CHECK_EQ_U64(v.length, segs[k].n);
         CHECK(!memcmp(v.data, segs[k].p, segs[k].n));
@@ -276,13 +275,13 @@ static void test_words_docs(void) {
     }
     /* every document, token by token */
     ss_field f;
-    CHECK_OK(ss_field_info(s, 0, &f));
+    CHECK_OK(ss_field_info(&f, s, 0));
     CHECK(f.dtype == (nv <= 256 ? SS_U8 : nv <= 65536 ? SS_U16 : SS_U32));
     for (size_t k = 0; k < nd; k++) {
         char **w;
         size_t nw = naive_words(docs[k], &w);
         ss_view v;
-        CHECK_OK(ss_get(s, 0, k, &v));
+        CHECK_OK(ss_get(&v, s, 0, k));
         CHECK_EQ_U64(v.length, nw + 2);
         CHECK_EQ_U64(token_at(&v, 0), 2);
         CHECK_EQ_U64(token_at(&v, nw + 1), 3);
@@ -313,8 +312,8 @@ static void test_words_docs(void) {
     CHECK_EQ_U64(ss_count(a), ss_count(b));
     for (uint64_t i = 0; i < ss_count(a); i++) {
         ss_view x, y;
-        CHECK_OK(ss_get(a, 0, i, &x));
-        CHECK_OK(ss_get(b, 0, i, &y));
+        CHECK_OK(ss_get(&x, a, 0, i));
+        CHECK_OK(ss_get(&y, b, 0, i));
         CHECK_EQ_U64(x.length, y.length);
         for (uint64_t t = 0; t < x.length; t++) CHECK_EQ_U64(token_at(&x, t), token_at(&y, t));
     }
@@ -366,7 +365,7 @@ static void test_chars(void) {
     CHECK_EQ_U64(ss_count(s), LINES);
     for (int k = 0; k < LINES; k++) {
         ss_view v;
-        CHECK_OK(ss_get(s, 0, (uint64_t)k, &v));
+        CHECK_OK(ss_get(&v, s, 0, (uint64_t)k));
         CHECK(v.dtype == SS_U32);
         CHECK_EQ_U64(v.length, lens[k] + 2);
         CHECK_EQ_U64(token_at(&v, 0), 0x110000);
@@ -402,8 +401,8 @@ static void test_ids(void) {
     CHECK_EQ_U64(ss_count(s), LINES);
     for (int k = 0; k < LINES; k++) {
         ss_view v, w;
-        CHECK_OK(ss_get(s, 0, (uint64_t)k, &v));
-        CHECK_OK(ss_get(s2, 0, (uint64_t)k, &w));
+        CHECK_OK(ss_get(&v, s, 0, (uint64_t)k));
+        CHECK_OK(ss_get(&w, s2, 0, (uint64_t)k));
         CHECK(v.dtype == SS_U16 && w.dtype == SS_U32);
         CHECK_EQ_U64(v.length, lens[k] + 1);
         CHECK_EQ_U64(w.length, lens[k]);
@@ -518,8 +517,8 @@ static void test_append(void) {
     for (uint64_t i = 0; i < ss_count(x); i++) {
         for (uint32_t f = 0; f < 2; f++) {
             ss_view u, v;
-            CHECK_OK(ss_get(x, f, i, &u));
-            CHECK_OK(ss_get(y, f, i, &v));
+            CHECK_OK(ss_get(&u, x, f, i));
+            CHECK_OK(ss_get(&v, y, f, i));
             CHECK_EQ_U64(u.length, v.length);
             CHECK(!memcmp(u.data, v.data, u.length * u.row_bytes));
         }
@@ -585,8 +584,8 @@ static void check_same_examples(const char *pa, const char *pb) {
     for (uint64_t i = 0; i < ss_count(a); i++)
         for (uint32_t f = 0; f < ss_field_count(a); f++) {
             ss_view u, v;
-            CHECK_OK(ss_get(a, f, i, &u));
-            CHECK_OK(ss_get(b, f, i, &v));
+            CHECK_OK(ss_get(&u, a, f, i));
+            CHECK_OK(ss_get(&v, b, f, i));
             CHECK_EQ_U64(u.length, v.length);
             CHECK(!memcmp(u.data, v.data, u.length * u.row_bytes));
         }
@@ -674,7 +673,7 @@ static void test_parallel(void) {
     EXPECT_RUN(0, "convert parallel --tokens words --eos %s %s -o %s -q", src, tgt, out);
     ss_store *s = open_store(out);
     CHECK_EQ_U64(ss_count(s), 4);
-    CHECK(ss_field_index(s, "src") == 0 && ss_field_index(s, "tgt") == 1);
+    CHECK(ss_test_field(s, "src") == 0 && ss_test_field(s, "tgt") == 1);
     char **vs, **vt;
     size_t ns = vocab_of(s, "src.vocab", &vs), nt = vocab_of(s, "tgt.vocab", &vt);
     CHECK_EQ_U64(ns, 4 + 6);
@@ -692,7 +691,7 @@ static void test_parallel(void) {
             char **w;
             size_t nw = naive_words(side ? l1[i] : l0[i], &w);
             ss_view v;
-            CHECK_OK(ss_get(s, (uint32_t)side, i, &v));
+            CHECK_OK(ss_get(&v, s, (uint32_t)side, i));
             CHECK_EQ_U64(v.length, nw + 1);
             for (size_t k = 0; k < nw; k++)
                 CHECK_EQ_U64(token_at(&v, k),

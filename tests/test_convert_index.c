@@ -76,7 +76,7 @@ static unsigned char *index_bytes(const char *path, const char *name, size_t *si
     char key[300];
     snprintf(key, sizeof key, "%s%s", SS_BUCKET_ATTR_PREFIX, name);
     ss_attr a;
-    CHECK_OK(ss_attr_get(s, key, &a));
+    CHECK_OK(ss_attr_get(&a, s, key));
     unsigned char *copy = malloc(a.size);
     CHECK(copy);
     memcpy(copy, a.data, a.size);
@@ -136,7 +136,7 @@ static void check_against_naive(const char *path, const char *name, const uint64
     CHECK_EQ_U64(ss_bucket_size(b), n);
     CHECK_EQ_U64(ss_bucket_count(b), nb);
     CHECK_EQ_U64(ss_bucket_resolution(b), R);
-    CHECK_EQ_U64(ss_bucket_keys(b, NULL), nkeys);
+    CHECK_EQ_U64(ss_bucket_keys(NULL, b), nkeys);
     const uint64_t *p = ss_bucket_permutation(b), *st = ss_bucket_starts(b);
     for (uint64_t i = 0; i < n; i++) CHECK_EQ_U64(p[i], perm[i]);
     for (uint64_t q = 0; q <= nb; q++) CHECK_EQ_U64(st[q], starts[q]);

@@ -110,10 +110,9 @@ static char *make_jsonl(const corpus *c, size_t *size) {
 
 static void expect_field(ss_store *s, const char *field, uint64_t i, ss_dtype dtype,
                          const void *want, uint64_t n) {
-    int f = ss_field_index(s, field);
-    CHECK(f >= 0);
+    uint32_t f = ss_test_field(s, field);
     ss_view v;
-    CHECK_OK(ss_get(s, (uint32_t)f, i, &v));
+    CHECK_OK(ss_get(&v, s, (uint32_t)f, i));
     CHECK(v.dtype == dtype);
     if (v.length != n || memcmp(v.data, want, n * v.row_bytes)) {
         fprintf(stderr, "example %" PRIu64 " field %s: %" PRIu64 " elements, want %" PRIu64 "\n", i,
@@ -154,7 +153,7 @@ static void check_store(const char *path, const corpus *c, const char *mode) {
         }
         /* provenance: line numbers count the blank lines */
         ss_view v;
-        CHECK_OK(ss_get(s, (uint32_t)ss_field_index(s, "source"), i, &v));
+        CHECK_OK(ss_get(&v, s, ss_test_field(s, "source"), i));
         uint64_t want_line = i + 1 + (i > 5 ? (i - 6) / 97 + 1 : 0);
         CHECK_EQ_U64(((const uint64_t *)v.data)[1], want_line);
     }
@@ -212,18 +211,17 @@ static void same_stores(const char *a, const char *fa, const char *b, const char
     CHECK_OK(ss_open(&x, a, 0));
     CHECK_OK(ss_open(&y, b, 0));
     CHECK_EQ_U64(ss_count(x), ss_count(y));
-    int ix = ss_field_index(x, fa), iy = ss_field_index(y, fb);
-    CHECK(ix >= 0 && iy >= 0);
+    uint32_t ix = ss_test_field(x, fa), iy = ss_test_field(y, fb);
     for (uint64_t i = 0; i < ss_count(x); i++) {
         ss_view u, v;
-        CHECK_OK(ss_get(x, (uint32_t)ix, i, &u));
-        CHECK_OK(ss_get(y, (uint32_t)iy, i, &v));
+        CHECK_OK(ss_get(&u, x, (uint32_t)ix, i));
+        CHECK_OK(ss_get(&v, y, (uint32_t)iy, i));
         CHECK(u.dtype == v.dtype && u.length == v.length);
         CHECK(!memcmp(u.data, v.data, u.length * u.row_bytes));
     }
     ss_attr p, q;
-    CHECK_OK(ss_attr_get(x, attr, &p));
-    CHECK_OK(ss_attr_get(y, attr, &q));
+    CHECK_OK(ss_attr_get(&p, x, attr));
+    CHECK_OK(ss_attr_get(&q, y, attr));
     CHECK(p.size == q.size && !memcmp(p.data, q.data, p.size));
     ss_close(x);
     ss_close(y);

@@ -85,8 +85,8 @@ static void same_store(const char *pa, const char *pb) {
     for (uint64_t i = 0; i < ss_count(a); i++)
         for (uint32_t f = 0; f < ss_field_count(a); f++) {
             ss_view u, v;
-            CHECK_OK(ss_get(a, f, i, &u));
-            CHECK_OK(ss_get(b, f, i, &v));
+            CHECK_OK(ss_get(&u, a, f, i));
+            CHECK_OK(ss_get(&v, b, f, i));
             CHECK_EQ_U64(u.length, v.length);
             CHECK_EQ_U64(u.row_bytes, v.row_bytes);
             if (memcmp(u.data, v.data, u.length * u.row_bytes)) {
@@ -97,8 +97,8 @@ static void same_store(const char *pa, const char *pb) {
     CHECK_EQ_U64(ss_attr_count(a), ss_attr_count(b));
     for (uint64_t k = 0; k < ss_attr_count(a); k++) {
         ss_attr x, y;
-        CHECK_OK(ss_attr_at(a, k, &x));
-        CHECK_OK(ss_attr_at(b, k, &y));
+        CHECK_OK(ss_attr_at(&x, a, k));
+        CHECK_OK(ss_attr_at(&y, b, k));
         CHECK(!strcmp(x.name, y.name));
         CHECK_EQ_U64(x.type, y.type);
         if (x.size != y.size || memcmp(x.data, y.data, x.size)) {

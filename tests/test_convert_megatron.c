@@ -23,25 +23,24 @@ static char *dump_store(const char *path) {
     char *out = malloc(cap);
     CHECK(out);
     ss_field f;
-    CHECK_OK(ss_field_info(s, 0, &f));
+    CHECK_OK(ss_field_info(&f, s, 0));
     const char *name = NULL;
     for (int k = 0; k < 8; k++)
         if (ss_types[k] == f.dtype) name = dtypes[k];
     CHECK(name);
     n += (size_t)snprintf(out + n, cap - n, "dtype %s\ndoc_idx", name);
     ss_attr a;
-    CHECK_OK(ss_attr_get(s, "megatron.doc_idx", &a));
+    CHECK_OK(ss_attr_get(&a, s, "megatron.doc_idx"));
     CHECK(a.type == SS_U64);
     const uint64_t *d = a.data;
     size_t nd = (size_t)(a.size / 8);
     for (size_t k = 0; k < nd; k++) n += (size_t)snprintf(out + n, cap - n, " %" PRIu64, d[k]);
     n += (size_t)snprintf(out + n, cap - n, "\n");
-    int df = ss_field_index(s, "document");
-    CHECK(df >= 0);
+    uint32_t df = ss_test_field(s, "document");
     for (uint64_t i = 0; i < ss_count(s); i++) {
         ss_view v, dv;
-        CHECK_OK(ss_get(s, 0, i, &v));
-        CHECK_OK(ss_get(s, (uint32_t)df, i, &dv));
+        CHECK_OK(ss_get(&v, s, 0, i));
+        CHECK_OK(ss_get(&dv, s, (uint32_t)df, i));
         uint64_t want = 0;
         for (size_t k = 0; k < nd; k++)
             if (d[k] <= i) want = k;

@@ -78,8 +78,8 @@ static void same_examples(const ss_store *a, const ss_store *b, uint64_t n) {
     CHECK_EQ_U64(ss_field_count(a), ss_field_count(b));
     for (uint32_t f = 0; f < ss_field_count(a); f++) {
         ss_field x, y;
-        CHECK_OK(ss_field_info(a, f, &x));
-        CHECK_OK(ss_field_info(b, f, &y));
+        CHECK_OK(ss_field_info(&x, a, f));
+        CHECK_OK(ss_field_info(&y, b, f));
         CHECK(!strcmp(x.name, y.name));
         CHECK_EQ_U64(x.dtype, y.dtype);
         CHECK_EQ_U64(x.sequence, y.sequence);
@@ -89,8 +89,8 @@ static void same_examples(const ss_store *a, const ss_store *b, uint64_t n) {
     for (uint64_t i = 0; i < n; i++)
         for (uint32_t f = 0; f < ss_field_count(a); f++) {
             ss_view u, v;
-            CHECK_OK(ss_get(a, f, i, &u));
-            CHECK_OK(ss_get(b, f, i, &v));
+            CHECK_OK(ss_get(&u, a, f, i));
+            CHECK_OK(ss_get(&v, b, f, i));
             CHECK_EQ_U64(u.dtype, v.dtype);
             CHECK_EQ_U64(u.length, v.length);
             CHECK_EQ_U64(u.row_bytes, v.row_bytes);
@@ -114,8 +114,8 @@ static void same_store(const char *pa, const char *pb, const char *extra) {
     CHECK_EQ_U64(ss_attr_count(a), ss_attr_count(b));
     for (uint64_t k = 0; k < ss_attr_count(a); k++) {
         ss_attr x, y;
-        CHECK_OK(ss_attr_at(a, k, &x));
-        CHECK_OK(ss_attr_at(b, k, &y));
+        CHECK_OK(ss_attr_at(&x, a, k));
+        CHECK_OK(ss_attr_at(&y, b, k));
         CHECK(!strcmp(x.name, y.name));
         CHECK_EQ_U64(x.type, y.type);
         if (!strcmp(x.name, "convert.options")) {

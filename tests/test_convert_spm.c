@@ -51,7 +51,7 @@ static uint32_t elem(const ss_view *v, uint64_t j) {
 static void expect_ids(ss_store *s, const char *field, uint64_t i, const ids *r, size_t line,
                        int64_t bos, int64_t eos) {
     ss_view v;
-    CHECK_OK(ss_get(s, (uint32_t)ss_field_index(s, field), i, &v));
+    CHECK_OK(ss_get(&v, s, ss_test_field(s, field), i));
     uint64_t n = r->len[line] + (bos >= 0) + (eos >= 0), j = 0;
     int ok = v.length == n;
     if (ok && bos >= 0) ok = elem(&v, j++) == (uint32_t)bos;
@@ -66,7 +66,7 @@ static void expect_ids(ss_store *s, const char *field, uint64_t i, const ids *r,
 
 static int64_t attr_i64(ss_store *s, const char *name) {
     ss_attr a;
-    if (ss_attr_get(s, name, &a)) return -1;
+    if (ss_attr_get(&a, s, name)) return -1;
     CHECK(a.type == SS_I64 && a.size == 8);
     return *(const int64_t *)a.data;
 }
@@ -103,7 +103,7 @@ static void check_attrs(ss_store *s, const char *model_prefix, const char *field
         p = strchr(p, '\n') + 1;
     }
     ss_attr a;
-    CHECK_OK(ss_attr_get(s, vocab_attr, &a));
+    CHECK_OK(ss_attr_get(&a, s, vocab_attr));
     CHECK(a.type == SS_ATTR_TEXT && a.size == (uint64_t)(w - want) &&
           !memcmp(a.data, want, a.size));
     free(t), free(want);
@@ -139,14 +139,14 @@ static void test_text(const char *m, int vocab, ss_dtype dtype, const char *line
         CHECK_OK(ss_open(&s, st, 0));
         CHECK_EQ_U64(ss_count(s), r.n);
         ss_field f;
-        CHECK_OK(ss_field_info(s, 0, &f));
+        CHECK_OK(ss_field_info(&f, s, 0));
         CHECK(f.dtype == dtype);
         int64_t bos = be ? attr_i64(s, "tokens.bos_id") : -1;
         int64_t eos = be ? attr_i64(s, "tokens.eos_id") : -1;
         for (uint64_t i = 0; i < r.n; i++) expect_ids(s, "tokens", i, &r, (size_t)i, bos, eos);
         check_attrs(s, m, "tokens", "vocab");
         ss_attr a;
-        CHECK_OK(ss_attr_get(s, "tokens.vocab_size", &a));
+        CHECK_OK(ss_attr_get(&a, s, "tokens.vocab_size"));
         CHECK_EQ_U64(*(const uint64_t *)a.data, (uint64_t)vocab);
         ss_close(s);
     }

@@ -106,3 +106,13 @@ int ss_test_cli(char *err, size_t errlen, const char *env, const char *fmt, ...)
     va_end(ap);
     return rc;
 }
+
+uint32_t ss_test_field(const ss_store *s, const char *name) {
+    uint32_t f = SS_FIELD_NONE;
+    int rc = ss_field_index(&f, s, name);
+    if (rc) {
+        fprintf(stderr, "no field '%s': %s\n", name, ss_error_message());
+        exit(1);
+    }
+    return f;
+}

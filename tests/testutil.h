@@ -92,6 +92,9 @@ int ss_test_cli(char *err, size_t errlen, const char *env, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 int ss_test_cli_v(char *err, size_t errlen, const char *env, const char *fmt, va_list ap);
 
+/* The index of field `name` of `s`; fails the test (exit 1) when there is none. */
+uint32_t ss_test_field(const ss_store *s, const char *name);
+
 /* Deterministic test RNG (splitmix64). */
 uint64_t ss_test_rand(uint64_t *state);
 
