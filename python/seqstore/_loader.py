@@ -38,7 +38,9 @@ def _collate_field(name, spec):
     for k, v in ints.items():
         if not isinstance(v, numbers.Integral) or v < 0:
             raise ValueError("fields[%r]: %s is an integer >= 0, not %r" % (name, k, v))
-    return (name, code, _LAYOUTS[layout], float(pad), bool(spec.get("pad_left", False)),
+    # An integer pad stays an int (exact up to 2**64 - 1; a float is exact to 2**53).
+    pad = int(pad) if isinstance(pad, numbers.Integral) else float(pad)
+    return (name, code, _LAYOUTS[layout], pad, bool(spec.get("pad_left", False)),
             int(ints["pad_to_multiple"]), int(ints["fixed_length"]),
             bool(spec.get("truncate_left", False)), _MASKS[mask],
             bool(spec.get("sort_by_length", False)))
