@@ -196,11 +196,14 @@ int ss__collate_field_read(ss_collate_field *dst, const ss_collate_field *fields
         return ss__fail(SS_EINVAL,
                         "collate field: version %u is not 1..%u (use SS_COLLATE_FIELD_INIT)", v,
                         SS_COLLATE_FIELD_VERSION);
-    /* An older struct ends where its version ended: that is its size in the
-     * array (version 1 at in_dims, version 2 at mask_dtype). */
-    size_t size = v == 1   ? offsetof(ss_collate_field, mask_dtype)
-                  : v == 2 ? offsetof(ss_collate_field, pad_kind)
-                           : sizeof *fields;
+    /* An older struct ends where its version ended, rounded up to the
+     * struct's alignment as its compiler did: that is its size in the array
+     * (version 1 at in_dims, version 2 at mask_dtype). */
+    size_t align = _Alignof(ss_collate_field);
+    size_t end = v == 1   ? offsetof(ss_collate_field, mask_dtype)
+                 : v == 2 ? offsetof(ss_collate_field, pad_kind)
+                          : sizeof *fields;
+    size_t size = (end + align - 1) / align * align;
     const ss_collate_field *src = (const void *)((const char *)fields + (size_t)k * size);
     if (src->version != v)
         return ss__fail(SS_EINVAL, "collate field %u: version %u, but field 0 has version %u", k,
