@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* bench_window.c - the window reader's throughput and bookkeeping cost.
  *
  *   bench_window [DIR]

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* cast.c - element type casts: saturating integers, round-to-nearest-
  * even floats, IEEE binary16 and bfloat16, per-channel affine maps. */
 #include "cast.h"

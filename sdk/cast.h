@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* cast.h - element type casts shared by the collator and the
  * streams; not installed. */
 #ifndef SS_CAST_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* collate.c - padded and packed collation with dtype conversion, OpenMP-
  * parallel over pieces of rows.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* stream.c - B parallel streams over the flat stream of one field, for
  * language modelling (torchnet's SequenceBatchDataset + TargetNextDataset).
  *

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-2-Clause
 """spdx.py SOURCE_DIR [--fix] - every source file of the repository carries
 the project's license as an SPDX identifier on its first lines (after a #!
 line). Without --fix, list the files that lack it and fail; with --fix, add
@@ -13,10 +14,22 @@ COMMENT = {'.c': '/* {} */', '.h': '/* {} */', '.cc': '// {}', '.py': '# {}', '.
            '.cmake': '# {}', '.txt': '# {}', '': '# {}', '.bash': '# {}', '.in': None}
 
 
+def listed(root):
+    """The tracked files; outside a git checkout (a source tarball), every
+    file but build trees."""
+    try:
+        return subprocess.run(['git', '-C', root, 'ls-files'], capture_output=True, text=True,
+                              check=True).stdout.split('\n')
+    except (OSError, subprocess.CalledProcessError):
+        out = []
+        for d, dirs, files in os.walk(root):
+            dirs[:] = [x for x in dirs if not x.startswith(('build', '.git'))]
+            out += [os.path.relpath(os.path.join(d, f), root) for f in files]
+        return out
+
+
 def sources(root):
-    out = subprocess.run(['git', '-C', root, 'ls-files'], capture_output=True, text=True,
-                         check=True).stdout.split('\n')
-    for path in out:
+    for path in listed(root):
         if not path or path.startswith('fuzz/corpus/') or path.startswith('tests/data/'):
             continue
         base = os.path.basename(path)

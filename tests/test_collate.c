@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_collate.c - the collator against a naive reference (one loop over rows
  * and steps) over random schemas, spans, dtypes and options at 1, 2 and 4
  * threads; small cases written out by hand; bad parameters; rows given in

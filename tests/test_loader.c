@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_loader.c - the prefetching loader against a naive loop (sampler ->
  * batches -> ss_get -> pad by hand); determinism over worker threads and
  * prefetch depths; resume mid-epoch; sharding; token-budget and bucket modes;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_stream.c - parallel streams: 1..10 in 3 streams written out by hand,
  * random stores, options and thread counts against a naive reference built
  * from a plain concatenation, and bad parameters. */

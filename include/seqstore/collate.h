@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* seqstore/collate.h - part of the public API; include <seqstore.h>, not this file.
  *
  * Collation: turn the rows of a batch (whole examples, windows, pieces) into

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* seqstore/stream.h - part of the public API; include <seqstore.h>, not this file.
  *
  * Parallel streams for language modelling (the "unaligned" layout, torchnet's

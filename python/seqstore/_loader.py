@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """seqstore.Loader: the C loader (sampler + batcher + collator on background
 threads) as a Python iterable of batches."""
 import numbers

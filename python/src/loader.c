@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* loader.c - the C loader behind seqstore.Loader: options in, batches out as
  * NumPy arrays (copies by default; or read-only views of the loader's slot,
  * valid until the next batch, whose base keeps the loader alive). */

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """seqstore.Loader: batches against a naive collation of the same examples,
 epochs, sharding, token budgets, exact resume, views, torch, misuse."""
 import pickle
