@@ -11,9 +11,16 @@ keeps the map alive, so they stay valid after store.close() (the store itself
 then raises seqstore.ClosedError). bf16 fields come back as their raw uint16
 bits (NumPy has no bfloat16): torch users can `.view(torch.bfloat16)`.
 torch 1.13 cannot hold uint16/uint32/uint64 tensors: widen with
-seqstore.widen(a) (a copy, to int64) before torch.from_numpy. Do not call
-torch.from_numpy on a view directly to write to it: torch only warns that the
-array is read-only, and a write through such a tensor faults (see README).
+seqstore.widen(a) (a copy, to int64) before torch.from_numpy.
+
+Views are over a private copy-on-write map of the file (store.copy_on_write):
+reading shares the page cache, and a write that bypasses the read-only flag
+(torch.from_numpy(view).add_(1) only warns in torch 1.13; ctypes) cannot
+crash and never reaches the file. Such a write changes the written bytes as
+every view of this Store shows them, before and after; it never changes the
+file, other processes, other Store objects, or what Loader, Collator,
+WindowReader and flat() read (they read the file's shared map). Copy first
+(np.array(view), seqstore.widen) to get an array of your own to write to.
 """
 import os as _os
 

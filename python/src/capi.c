@@ -16,6 +16,9 @@ const ss_schema *capi_schema(const ss_store *s) {
 int capi_field_index(const ss_store *s, const char *name) {
     return ss_field_index(s, name);
 }
+int capi_store_map(const void **base, uint64_t *size, int *fd, const ss_store *s) {
+    return ss_store_map(base, size, fd, s);
+}
 int capi_get(ss_view *out, const ss_store *s, uint32_t field, uint64_t index) {
     return ss_get(s, field, index, out);
 }

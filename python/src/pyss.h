@@ -14,11 +14,32 @@
 #include "capi.h"
 
 /* The C store behind a Store, and the NumPy base object of every view: the
- * map stays mapped until the last view and the Store let go of it. */
+ * map stays mapped until the last view and the Store let go of it.
+ *
+ * Views do not point into LMDB's map but into `priv`, a second map of the
+ * same file (LMDB's descriptor, so the same device and inode) made
+ * MAP_PRIVATE, PROT_READ | PROT_WRITE: copy-on-write, like np.memmap mode
+ * 'c'. Reading it shares the page cache (still zero-copy); the arrays stay
+ * flagged read-only, but a write that bypasses the flag
+ * (torch.from_numpy(view).add_(1), ctypes) copies the touched page for this
+ * map alone instead of faulting on LMDB's read-only map: it never reaches the
+ * file, other processes, other Stores, or the C library's own reads, which
+ * go through LMDB's map. NULL when the second map could not be made (then
+ * views point into LMDB's map, as Store.copy_on_write reports). */
 typedef struct {
     PyObject_HEAD ss_store *s;
-    unsigned generation; /* pyss_generation when opened */
+    unsigned generation;       /* pyss_generation when opened */
+    const unsigned char *lmdb; /* LMDB's map (file offset 0) */
+    unsigned char *priv;       /* the private map of [0, size), or NULL */
+    size_t size;
 } MapObject;
+
+/* Where a view of LMDB's map at `p` lies in the private map. */
+static inline const void *pyss_map_ptr(const MapObject *m, const void *p) {
+    const unsigned char *q = p;
+    if (!m->priv || q < m->lmdb || (size_t)(q - m->lmdb) >= m->size) return p;
+    return m->priv + (q - m->lmdb);
+}
 
 typedef struct {
     int typenum; /* NumPy type of an element (bf16 -> NPY_UINT16) */

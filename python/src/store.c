@@ -2,10 +2,13 @@
  * C store, kept alive by every NumPy view over it). */
 #include "pyss.h"
 
+#include <sys/mman.h>
+
 /* ------------------------------------------------------------------ Map */
 
 static void map_dealloc(MapObject *m) {
     if (m->generation == pyss_generation) capi_close(m->s); /* else leaked: see pyss.h */
+    if (m->priv) munmap(m->priv, m->size); /* this process's own mapping, even in a child */
     Py_TYPE(m)->tp_free((PyObject *)m);
 }
 
@@ -16,6 +19,23 @@ PyTypeObject Map_Type = {
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc = "The memory map of an open store; the base of its NumPy views.",
 };
+
+/* Map the store's file a second time, privately (see MapObject). A failure
+ * (e.g. no address space, strict overcommit) leaves priv NULL: views then
+ * point into LMDB's map, as before. MAP_NORESERVE: written pages are charged
+ * as they are copied, not the whole file up front. */
+static void map_private(MapObject *m) {
+    const void *base;
+    uint64_t size;
+    int fd;
+    m->priv = NULL;
+    if (capi_store_map(&base, &size, &fd, m->s) < 0 || size > SIZE_MAX) return;
+    void *p = mmap(NULL, (size_t)size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_NORESERVE, fd, 0);
+    if (p == MAP_FAILED) return;
+    m->lmdb = base;
+    m->priv = p;
+    m->size = (size_t)size;
+}
 
 /* ---------------------------------------------------------------- views */
 
@@ -33,7 +53,8 @@ PyObject *pyss_view_array(StoreObject *st, uint32_t field, const ss_view *v) {
     if (fs->sequence) shape[nd++] = (npy_intp)v->length;
     for (int k = 0; k < fs->ndim; k++) shape[nd++] = fs->dims[k];
     PyArray_Descr *descr = PyArray_DescrFromType(fs->typenum); /* new reference, stolen */
-    PyObject *a = PyArray_NewFromDescr(&PyArray_Type, descr, nd, shape, NULL, (void *)v->data,
+    void *data = (void *)pyss_map_ptr(st->map, v->data);
+    PyObject *a = PyArray_NewFromDescr(&PyArray_Type, descr, nd, shape, NULL, data,
                                        NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED, NULL);
     if (!a) return NULL;
     Py_INCREF(st->map);
@@ -277,6 +298,7 @@ PyObject *pyss_open(PyObject *self, PyObject *args, PyObject *kw) {
     st->map = PyObject_New(MapObject, &Map_Type);
     if (!st->map) goto fail;
     st->map->s = NULL;
+    st->map->priv = NULL;
     st->map->generation = pyss_generation;
     int rc;
     Py_BEGIN_ALLOW_THREADS rc = capi_open(&st->map->s, PyBytes_AS_STRING(bytes), st->flags);
@@ -284,6 +306,7 @@ PyObject *pyss_open(PyObject *self, PyObject *args, PyObject *kw) {
         pyss_raise(rc);
         goto fail;
     }
+    map_private(st->map);
     if (store_describe(st) < 0) goto fail;
     Py_DECREF(bytes);
     return (PyObject *)st;
@@ -396,7 +419,8 @@ static PyObject *attr_value(StoreObject *st, const ss_attr *a) {
         return PyErr_Format(pyss_Error, "store '%U': attribute '%s' has type %u and %llu bytes",
                             st->path, a->name, a->type, (unsigned long long)a->size);
     npy_intp n = (npy_intp)(a->size / esize);
-    PyObject *arr = PyArray_New(&PyArray_Type, 1, &n, typenum, NULL, (void *)a->data, 0,
+    void *data = (void *)pyss_map_ptr(st->map, a->data);
+    PyObject *arr = PyArray_New(&PyArray_Type, 1, &n, typenum, NULL, data, 0,
                                 NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED, NULL);
     if (arr && PyArray_SetBaseObject((PyArrayObject *)arr, Py_NewRef(st->map)) < 0) Py_CLEAR(arr);
     return arr;
@@ -429,6 +453,11 @@ static PyObject *store_names(StoreObject *st, void *unused) {
 static PyObject *store_path(StoreObject *st, void *unused) {
     (void)unused;
     return Py_NewRef(st->path);
+}
+
+static PyObject *store_copy_on_write(StoreObject *st, void *unused) {
+    (void)unused;
+    return pyss_check_open(st) < 0 ? NULL : PyBool_FromLong(st->map->priv != NULL);
 }
 
 static PyObject *store_closed(StoreObject *st, void *unused) {
@@ -498,6 +527,11 @@ static PyGetSetDef store_getset[] = {
     {"fields", (getter)store_names, NULL, "tuple of field names", NULL},
     {"path", (getter)store_path, NULL, "the path the store was opened with", NULL},
     {"closed", (getter)store_closed, NULL, "True after close()", NULL},
+    {"copy_on_write", (getter)store_copy_on_write, NULL,
+     "True when views are over a private copy-on-write map of the file (always,\n"
+     "unless it could not be mapped): a write that bypasses a view's read-only\n"
+     "flag then changes only this Store's copy, never the file, and cannot fault.",
+     NULL},
     {NULL, NULL, NULL, NULL, NULL}};
 
 PyTypeObject Store_Type = {

@@ -222,8 +222,8 @@ def test_widen_refuses_overflow():
 
 def test_torch_from_numpy_on_a_view_warns(store):
     # Known torch 1.13 behaviour, documented: from_numpy accepts a read-only
-    # array of a dtype it supports with only a warning. We check the warning
-    # is there (a write through that tensor would fault, so we do not write).
+    # array of a dtype it supports with only a warning. (A write through that
+    # tensor lands in the Store's private copy-on-write map: test_cow.py.)
     torch = pytest.importorskip("torch")
     lab = store[0]["label"]
     with warnings.catch_warnings(record=True):
