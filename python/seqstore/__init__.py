@@ -54,6 +54,7 @@ from ._seqstore import (  # noqa: F401  (re-exported)
 from ._loader import Collator, Loader  # noqa: F401
 from ._window import WindowBatch, WindowReader  # noqa: F401
 from ._writer import Writer, create  # noqa: F401
+from . import transforms  # noqa: F401  (seqstore.transforms.RandomCrop, ...)
 
 __all__ = ["open", "create", "Store", "Field", "Writer", "Loader", "Collator", "WindowReader", "Error", "widen"]
 

@@ -5,6 +5,7 @@ import numbers
 import numpy as np
 
 from . import _seqstore
+from . import transforms as _transforms
 from ._writer import _dtype_name
 
 _LAYOUTS = {"batch": 0, "time": 1, "packed": 2}
@@ -69,15 +70,38 @@ def _count(name, v, minimum=0):
     return int(v)
 
 
-def _check_torch_dtypes(store, spec):
+def _check_torch_dtypes(store, spec, declared=None):
     """torch 1.13 has no uint16/32/64 tensors: refuse such outputs up front."""
     stored = {f["name"]: f["dtype"] for f in store.schema}
+    stored.update(declared or {})
     outputs = [(s[0], _seqstore._dtype_name(s[1]) if s[1] else stored[s[0]]) for s in spec] \
         or list(stored.items())
     for name, dt in outputs:
         if dt in ("u16", "u32", "u64", "bf16"):
             raise ValueError("torch has no %s tensors: collate field '%s' to a wider type, "
                              "e.g. fields={'%s': {'dtype': 'i64'}}" % (dt, name, name))
+
+
+def _example_ranges(store, examples):
+    """Loader(examples=): an index array (e.g. from store.kfold / store.split)
+    -> int64 (start, end) pairs as bytes, for a C selection (None: all)."""
+    if examples is None:
+        return None
+    a = np.asarray(examples)
+    if a.ndim != 1 or (a.size and not np.issubdtype(a.dtype, np.integer)):
+        raise TypeError("examples is a 1-D array of store indices, not %r" % (examples,))
+    a = np.sort(a.astype(np.int64, copy=False))
+    if a.size and (a[0] < 0 or a[-1] >= len(store)):
+        bad = a[0] if a[0] < 0 else a[-1]
+        raise IndexError("examples: index %d outside the store's %d examples" % (bad, len(store)))
+    if a.size > 1 and not np.all(a[1:] != a[:-1]):
+        dup = a[1:][a[1:] == a[:-1]][0]
+        raise ValueError("examples: index %d is given twice (a selection is a set: each "
+                         "example at most once per epoch)" % dup)
+    cut = np.flatnonzero(np.diff(a) != 1) + 1  # runs of consecutive indices
+    starts = a[np.concatenate([[0], cut])] if a.size else a
+    ends = a[np.concatenate([cut - 1, [a.size - 1]])] + 1 if a.size else a
+    return np.stack([starts, ends], axis=1).astype(np.uint64).tobytes()
 
 
 class Loader:
@@ -100,11 +124,19 @@ class Loader:
     the loader's buffers, valid until the next batch. torch=True yields
     torch tensors (imported lazily).
     state_dict()/load_state_dict() resume exactly after the last batch handed
-    out (same store and options)."""
+    out (same store and options).
+    transforms: a list of seqstore.transforms objects (RandomCrop,
+    GaussianNoise, TokenMask, TokenDrop, Standardize, LabelMap), applied in C
+    to each example before collation; deterministic per (seed, epoch,
+    example, position in the list).
+    examples: the store indices to read (an index array, e.g. a fold from
+    store.kfold() or store.split()); None = all. It is a set: each index at
+    most once, order irrelevant (the sampler orders: shuffle, seed). Sharding
+    by rank/world_size then applies within it."""
 
     def __init__(self, store, batch_size=None, max_tokens=None, bucket=None, shuffle=False,
                  seed=0, rank=0, world_size=1, drop_last=False, fields=None, threads=1,
-                 prefetch=2, copy=True, torch=False):
+                 prefetch=2, copy=True, torch=False, transforms=None, examples=None):
         if not isinstance(store, _seqstore.Store):
             raise TypeError("Loader needs a seqstore.Store, not %s" % type(store).__name__)
         if (batch_size is None) == (max_tokens is None):
@@ -122,11 +154,11 @@ class Loader:
         if torch:
             import torch as _torch  # lazily: the module works without torch
             self._torch = _torch
-            _check_torch_dtypes(store, spec)
+            _check_torch_dtypes(store, spec, _transforms._declared_dtypes(transforms))
         self._l = _seqstore._Loader(
             store, spec, bs, mt, bucket, bool(shuffle), _count("seed", seed), r, world,
             bool(drop_last), _count("threads", threads, 1), _count("prefetch", prefetch, 1),
-            bool(copy))
+            bool(copy), _transforms._specs(transforms), _example_ranges(store, examples))
         self._seen_end = False
 
     def __iter__(self):

@@ -5,7 +5,8 @@
 
 typedef struct {
     PyObject_HEAD ss_loader *l;
-    StoreObject *store; /* keeps the Store (and so its map) alive */
+    ss_pipeline *transforms; /* borrowed by l: freed after it */
+    StoreObject *store;      /* keeps the Store (and so its map) alive */
     MapObject *map;
     int copy;
     unsigned generation;
@@ -32,22 +33,25 @@ int pyss_parse_collate_field(PyObject *item, ss_collate_field *f) {
 }
 
 /* _Loader(store, fields, batch_size, max_tokens, bucket, shuffle, seed, rank,
- *         world_size, drop_last, threads, prefetch, copy) */
+ *         world_size, drop_last, threads, prefetch, copy, transforms, examples) */
 static PyObject *loader_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
-    static char *kwlist[] = {"store",   "fields",   "batch_size", "max_tokens", "bucket",
-                             "shuffle", "seed",     "rank",       "world_size", "drop_last",
-                             "threads", "prefetch", "copy",       NULL};
+    static char *kwlist[] = {"store",      "fields",     "batch_size", "max_tokens",
+                             "bucket",     "shuffle",    "seed",       "rank",
+                             "world_size", "drop_last",  "threads",    "prefetch",
+                             "copy",       "transforms", "examples",   NULL};
     StoreObject *st;
-    PyObject *fields;
+    PyObject *fields, *transforms = Py_None, *examples = Py_None;
     const char *bucket = NULL;
     unsigned long long batch_size, max_tokens, seed;
     unsigned rank, world, threads, prefetch;
     int shuffle, drop_last, copy;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O!O!KKzpKIIpIIp:_Loader", kwlist, &Store_Type, &st,
-                                     &PyList_Type, &fields, &batch_size, &max_tokens, &bucket,
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O!O!KKzpKIIpIIp|OO:_Loader", kwlist, &Store_Type,
+                                     &st, &PyList_Type, &fields, &batch_size, &max_tokens, &bucket,
                                      &shuffle, &seed, &rank, &world, &drop_last, &threads,
-                                     &prefetch, &copy))
+                                     &prefetch, &copy, &transforms, &examples))
         return NULL;
+    if (transforms != Py_None && !PyList_Check(transforms))
+        return PyErr_Format(PyExc_TypeError, "transforms is a list of specs");
     if (pyss_check_open(st) < 0) return NULL;
     Py_ssize_t n = PyList_GET_SIZE(fields);
     if (n > SS_MAX_FIELDS)
@@ -75,9 +79,18 @@ static PyObject *loader_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
     lo->map = (MapObject *)Py_NewRef(st->map);
     lo->copy = copy;
     lo->generation = pyss_generation;
+    ss_selection *sel = NULL;
+    if (pyss_pipeline_build(&lo->transforms, st, transforms) < 0 ||
+        pyss_selection_build(&sel, st, examples) < 0) {
+        Py_DECREF(lo);
+        return NULL;
+    }
+    o.transforms = lo->transforms;
+    o.selection = sel; /* copied by the loader */
     int rc;
     Py_BEGIN_ALLOW_THREADS rc = capi_loader_open(&lo->l, st->map->s, &o);
-    Py_END_ALLOW_THREADS if (rc < 0) {
+    Py_END_ALLOW_THREADS capi_selection_free(sel);
+    if (rc < 0) {
         Py_DECREF(lo);
         return pyss_raise(rc);
     }
@@ -89,6 +102,7 @@ static void loader_dealloc(LoaderObject *lo) {
         Py_BEGIN_ALLOW_THREADS capi_loader_free(lo->l); /* joins its threads */
         Py_END_ALLOW_THREADS
     }
+    if (lo->generation == pyss_generation) capi_pipeline_free(lo->transforms); /* else leaked */
     Py_XDECREF(lo->store);
     Py_XDECREF(lo->map);
     Py_TYPE(lo)->tp_free((PyObject *)lo);
@@ -205,9 +219,12 @@ static PyObject *loader_load_state(LoaderObject *lo, PyObject *arg) {
 static PyObject *loader_close(LoaderObject *lo, PyObject *unused) {
     (void)unused;
     ss_loader *l = lo->generation == pyss_generation ? lo->l : NULL; /* see pyss.h */
+    ss_pipeline *p = lo->generation == pyss_generation ? lo->transforms : NULL;
     lo->l = NULL;
+    lo->transforms = NULL;
     Py_BEGIN_ALLOW_THREADS capi_loader_free(l);
-    Py_END_ALLOW_THREADS Py_RETURN_NONE;
+    Py_END_ALLOW_THREADS capi_pipeline_free(p); /* after the loader that borrowed it */
+    Py_RETURN_NONE;
 }
 
 static PyObject *loader_get(LoaderObject *lo, void *which) {

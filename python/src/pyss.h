@@ -101,6 +101,12 @@ PyObject *pyss_store_split(StoreObject *st, PyObject *name);
 PyObject *pyss_store_kfold(StoreObject *st, PyObject *args, PyObject *kw);
 PyObject *pyss_store_bucket(StoreObject *st, PyObject *name);
 
+/* transform.c: Loader(transforms=[spec tuples]) -> *out (NULL for None or
+ * []), Loader(examples=int64 range pairs as bytes) -> *out (NULL for None).
+ * -1 with an exception set. */
+int pyss_pipeline_build(ss_pipeline **out, StoreObject *st, PyObject *specs);
+int pyss_selection_build(ss_selection **out, StoreObject *st, PyObject *ranges);
+
 /* writer.c */
 PyObject *pyss_writer_create(PyObject *self, PyObject *args, PyObject *kw);
 
