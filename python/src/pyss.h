@@ -54,8 +54,9 @@ typedef struct {
     unsigned flags;
     uint32_t nfields;
     uint64_t count;
-    PyObject *names; /* tuple of str */
-    PyObject *attrs; /* cached mapping, or NULL */
+    PyObject *names;                  /* tuple of str */
+    PyObject *attrs;                  /* cached mapping, or NULL */
+    PyObject *lengths[SS_MAX_FIELDS]; /* cached lengths() arrays, or NULL */
     FieldShape shape[SS_MAX_FIELDS];
 } StoreObject;
 

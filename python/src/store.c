@@ -168,10 +168,16 @@ static Py_ssize_t field_len(FieldObject *f) {
     return pyss_check_open(f->store) < 0 ? -1 : (Py_ssize_t)f->store->count;
 }
 
-/* Lengths of every example (time steps), as a new u64 array (the C library
- * copies them out of its index: one pass over index pages, no data page). */
+/* Lengths of every example (time steps), as a read-only u64 array, made on
+ * the first call and cached: the store reads one snapshot, so they never
+ * change. Not zero-copy, because lengths are not stored (spec/FORMAT.md
+ * 6.2): the index holds each example's first row ("start", every 16 bytes,
+ * in separate blocks of 65534 entries) and a length is start[i+1] -
+ * start[i]. So the first call is one pass over the index pages (no data
+ * page), 8 bytes per example; later calls return the same array. */
 static PyObject *lengths_of(StoreObject *st, uint32_t field) {
     if (pyss_check_open(st) < 0) return NULL;
+    if (st->lengths[field]) return Py_NewRef(st->lengths[field]);
     npy_intp n = (npy_intp)st->count;
     PyObject *a = PyArray_SimpleNew(1, &n, NPY_UINT64);
     if (!a) return NULL;
@@ -181,6 +187,7 @@ static PyObject *lengths_of(StoreObject *st, uint32_t field) {
         return pyss_raise(rc);
     }
     PyArray_CLEARFLAGS((PyArrayObject *)a, NPY_ARRAY_WRITEABLE);
+    st->lengths[field] = Py_NewRef(a);
     return a;
 }
 
@@ -204,7 +211,10 @@ static PySequenceMethods field_as_sequence = {.sq_length = (lenfunc)field_len};
 
 static PyMethodDef field_methods[] = {
     {"lengths", (PyCFunction)field_lengths, METH_NOARGS,
-     "lengths() -> read-only uint64 array: time steps of every example."},
+     "lengths() -> read-only uint64 array: time steps of every example. Computed\n"
+     "from the index on the first call (one pass, 8 bytes per example: lengths\n"
+     "are not stored, only each example's start row) and cached: later calls\n"
+     "return the same array."},
     {NULL, NULL, 0, NULL}};
 
 static PyGetSetDef field_getset[] = {{"name", (getter)field_name, NULL, "the field's name", NULL},
@@ -289,6 +299,7 @@ PyObject *pyss_open(PyObject *self, PyObject *args, PyObject *kw) {
     }
     st->map = NULL;
     st->names = st->attrs = NULL;
+    memset(st->lengths, 0, sizeof st->lengths);
     st->nfields = 0;
     st->count = 0;
     st->path = PyOS_FSPath(path);
@@ -316,7 +327,12 @@ fail:
     return NULL;
 }
 
+static void clear_lengths(StoreObject *st) {
+    for (uint32_t k = 0; k < SS_MAX_FIELDS; k++) Py_CLEAR(st->lengths[k]);
+}
+
 static void store_dealloc(StoreObject *st) {
+    clear_lengths(st);
     Py_CLEAR(st->attrs);
     Py_CLEAR(st->map);
     Py_CLEAR(st->names);
@@ -331,6 +347,7 @@ static PyObject *store_close(StoreObject *st, PyObject *unused) {
     (void)unused;
     Py_CLEAR(st->map);
     Py_CLEAR(st->attrs);
+    clear_lengths(st);
     Py_RETURN_NONE;
 }
 
@@ -518,7 +535,8 @@ static PyMethodDef store_methods[] = {
     {"__reduce__", (PyCFunction)store_reduce, METH_NOARGS, NULL},
     {"field", (PyCFunction)store_field, METH_O, "field(name) -> Field accessor"},
     {"lengths", (PyCFunction)store_lengths, METH_O,
-     "lengths(name) -> read-only uint64 array of every example's length in that field"},
+     "lengths(name) -> read-only uint64 array of every example's length in that field\n"
+     "(computed once from the index, then cached; see Field.lengths)"},
     {NULL, NULL, 0, NULL}};
 
 static PyGetSetDef store_getset[] = {

@@ -86,6 +86,18 @@ def test_lengths(store, examples):
         np.testing.assert_array_equal(got, want)
         assert not got.flags.writeable
     np.testing.assert_array_equal(store.lengths("label"), np.ones(len(examples), np.uint64))
+    # computed once per field, then the same array (the snapshot never changes)
+    assert store.lengths("tokens") is store["tokens"].lengths()
+    assert store.lengths("tokens") is not store.lengths("feat")
+
+
+def test_lengths_cache_dropped_at_close(store_path, examples):
+    s = seqstore.open(store_path)
+    a = s.lengths("tokens")
+    s.close()
+    np.testing.assert_array_equal(a, [len(e["tokens"]) for e in examples])  # still valid
+    with pytest.raises(seqstore.ClosedError):
+        s.lengths("tokens")
 
 
 def test_bad_arguments(store):
