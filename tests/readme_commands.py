@@ -3,7 +3,8 @@
 of README.md and examples/README.md as written, and fail on any that does not
 run.
 
-Every line of a ```sh block runs, in order, each in its own `bash -e`, in one
+Every line of a ```sh block (and every ```python block, whole) runs, in
+order, each in its own `bash -e`, in one
 scratch directory per run that looks like the repository's root: `build` is
 the build tree and every other top-level entry of the source tree is linked
 in. Nothing else is prepared: README's commands make the data they use from
@@ -15,14 +16,18 @@ after SS_README_TIMEOUT seconds (default 20) counts as running; one that ends
 must end with status 0."""
 import os
 import re
+import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
 
 
 def commands(path):
-    cmds, section, block = [], '', None
+    """(where, command) for each shell line, and for each ```python block one
+    command that runs the whole block with /usr/bin/python3."""
+    cmds, section, block, lang, code = [], '', None, '', []
     with open(path, encoding='utf-8') as f:
         lines = f.read().split('\n')
     i = 0
@@ -30,10 +35,14 @@ def commands(path):
         line = lines[i]
         if block is None and line.startswith('#'):
             section = line
-        if block is None and line.strip() in ('```sh', '```bash'):
-            block = i + 1
+        if block is None and line.strip() in ('```sh', '```bash', '```python'):
+            block, lang, code = i + 1, line.strip()[3:], []
         elif block is not None and line.strip() == '```':
+            if lang == 'python' and not section.startswith('## Quick start'):
+                cmds.append((f'{path}:{block}', '/usr/bin/python3 -c ' + shlex.quote('\n'.join(code))))
             block = None
+        elif block is not None and lang == 'python':
+            code.append(line)
         elif block is not None and not section.startswith('## Quick start'):
             cmd, first = line, i + 1
             while cmd.endswith('\\'):
@@ -79,20 +88,31 @@ def main():
         prepare(work, os.path.abspath(build), os.path.abspath(source))
         env = dict(os.environ)
         env['HOME'] = work  # nothing a command writes lands outside the scratch directory
+        env['TMPDIR'] = os.path.join(work, 'tmp')
+        os.mkdir(env['TMPDIR'])
         for path in files:
             for where, cmd in commands(path):
                 ran += 1
                 if run_export(cmd, work, env):
                     print(f'{where}: ok: {cmd}')
                     continue
+                # Its own process group, so that a benchmark still running at
+                # the timeout is stopped with all its children, and its own
+                # TMPDIR inside the scratch directory, so that the files it
+                # leaves when stopped go with the scratch directory.
+                proc = subprocess.Popen(['bash', '-ec', cmd], cwd=work, env=env,
+                                        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                        stderr=subprocess.PIPE, text=True,
+                                        start_new_session=True)
                 try:
-                    r = subprocess.run(['bash', '-ec', cmd], cwd=work, env=env, timeout=timeout,
-                                       stdin=subprocess.DEVNULL, capture_output=True, text=True)
-                    status = r.returncode
-                    out = (r.stdout[-2000:] + r.stderr[-2000:])
+                    stdout, stderr = proc.communicate(timeout=timeout)
                 except subprocess.TimeoutExpired:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                    proc.communicate()
                     print(f'{where}: still running after {timeout:.0f} s (counts as running): {cmd}')
                     continue
+                status = proc.returncode
+                out = stdout[-2000:] + stderr[-2000:]
                 if status != 0:
                     failed += 1
                     print(f'{where}: exit {status}: {cmd}\n{out}')

@@ -80,12 +80,12 @@ int main(void) {
     for (uint64_t i = 0; i < N; i++)
         for (uint32_t f = 0; f < 2; f++) {
             ss_view v;
-            CHECK_OK(ss_get(s, f, i, &v));
+            CHECK_OK(ss_get(&v, s, f, i));
             if (v.length) check_in_file(own, base, size, v.data, v.length * v.row_bytes);
         }
     for (uint64_t k = 0; k < ss_attr_count(s); k++) {
         ss_attr a;
-        CHECK_OK(ss_attr_at(s, k, &a));
+        CHECK_OK(ss_attr_at(&a, s, k));
         check_in_file(own, base, size, a.data, a.size);
     }
 
@@ -94,7 +94,7 @@ int main(void) {
         mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_NORESERVE, fd, 0);
     CHECK(priv != MAP_FAILED);
     ss_view v;
-    CHECK_OK(ss_get(s, 0, 5, &v));
+    CHECK_OK(ss_get(&v, s, 0, 5));
     uint64_t off = (uint64_t)((const unsigned char *)v.data - base), n = v.length;
     CHECK(n > 0 && memcmp(priv + off, v.data, n) == 0);
     memset(priv + off, 0xEE, n);

@@ -62,6 +62,17 @@ def _field_specs(store, fields):
     return spec
 
 
+def _check_transform_fields(store, spec, tspecs):
+    """A transform works on one of the loader's output fields: say so at open,
+    by name (the C library would find out at the first batch, by index)."""
+    out = [s[0] for s in spec] if spec else list(store.fields)
+    for t in tspecs or []:
+        store.field(t[1])  # KeyError naming the store's fields
+        if t[1] not in out:
+            raise ValueError("transform %s: field '%s' is not an output field of the loader "
+                             "(fields: %s)" % (t[0], t[1], out))
+
+
 def _count(name, v, minimum=0):
     if isinstance(v, bool) or not isinstance(v, numbers.Integral):
         raise TypeError("%s is an int, not %r" % (name, v))
@@ -155,10 +166,12 @@ class Loader:
             import torch as _torch  # lazily: the module works without torch
             self._torch = _torch
             _check_torch_dtypes(store, spec, _transforms._declared_dtypes(transforms))
+        tspecs = _transforms._specs(transforms)
+        _check_transform_fields(store, spec, tspecs)
         self._l = _seqstore._Loader(
             store, spec, bs, mt, bucket, bool(shuffle), _count("seed", seed), r, world,
             bool(drop_last), _count("threads", threads, 1), _count("prefetch", prefetch, 1),
-            bool(copy), _transforms._specs(transforms), _example_ranges(store, examples))
+            bool(copy), tspecs, _example_ranges(store, examples))
         self._seen_end = False
 
     def __iter__(self):

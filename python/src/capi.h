@@ -15,7 +15,7 @@ int capi_open(ss_store **out, const char *path, unsigned flags);
 void capi_close(ss_store *s);
 uint64_t capi_count(const ss_store *s);
 const ss_schema *capi_schema(const ss_store *s);
-int capi_field_index(const ss_store *s, const char *name);
+int capi_field_index(uint32_t *out, const ss_store *s, const char *name);
 int capi_store_map(const void **base, uint64_t *size, int *fd, const ss_store *s);
 int capi_get(ss_view *out, const ss_store *s, uint32_t field, uint64_t index);
 int capi_lengths(uint64_t *out, const ss_store *s, uint32_t field, uint64_t first, uint64_t n);
@@ -52,17 +52,16 @@ int capi_loader_state_load(ss_loader *l, const void *buf, size_t len);
 int capi_pipeline_create(ss_pipeline **out);
 int capi_pipeline_add(ss_pipeline *p, const ss_transform *t);
 void capi_pipeline_free(ss_pipeline *p);
-int capi_transform_random_crop(ss_transform *out, const char *field, uint64_t max_length);
-int capi_transform_gaussian_noise(ss_transform *out, const char *field, double sigma);
-int capi_transform_token_mask(ss_transform *out, const char *field, double prob, int64_t mask_value,
+int capi_transform_random_crop(ss_transform *out, uint32_t field, uint64_t max_length);
+int capi_transform_gaussian_noise(ss_transform *out, uint32_t field, double sigma);
+int capi_transform_token_mask(ss_transform *out, uint32_t field, double prob, int64_t mask_value,
                               double random_prob, double keep_prob, uint64_t vocab);
-int capi_transform_token_drop(ss_transform *out, const char *field, double prob);
-int capi_transform_standardize(ss_transform *out, const char *field, const double *mean,
+int capi_transform_token_drop(ss_transform *out, uint32_t field, double prob);
+int capi_transform_standardize(ss_transform *out, uint32_t field, const double *mean,
                                const double *std, uint64_t channels);
-int capi_transform_standardize_attr(ss_transform *out, const ss_store *s, const char *field,
+int capi_transform_standardize_attr(ss_transform *out, const ss_store *s, uint32_t field,
                                     const char *prefix);
-int capi_transform_label_map(ss_transform *out, const char *field, const int64_t *table,
-                             uint64_t n);
+int capi_transform_label_map(ss_transform *out, uint32_t field, const int64_t *table, uint64_t n);
 
 /* flat view, splits, folds, bucket indices */
 uint64_t capi_flat_size(const ss_store *s, uint32_t field);

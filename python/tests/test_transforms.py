@@ -256,8 +256,11 @@ def test_bad_transforms(aug_store):
             next(iter(loader([LabelMap("label", [0, 1])])))
         with pytest.raises(seqstore.Error, match="f32 or f64"):
             next(iter(loader([GaussianNoise("tokens", 1.0)])))
-        with pytest.raises(seqstore.Error, match="no output field"):
-            next(iter(loader([RandomCrop("feat", 2)], fields=["tokens"])))
+        # a field the loader does not output, or the store lacks: refused at open, by name
+        with pytest.raises(ValueError, match="'feat' is not an output field"):
+            loader([RandomCrop("feat", 2)], fields=["tokens"])
+        with pytest.raises(KeyError, match="nope"):
+            loader([RandomCrop("nope", 2)])
         # a failed open leaks nothing and leaves the store usable
         ld = loader([RandomCrop("tokens", 2)])
         assert all(b["tokens_lengths"].max() <= 2 for b in ld)
