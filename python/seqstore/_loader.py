@@ -73,6 +73,24 @@ def _check_transform_fields(store, spec, tspecs):
                              "(fields: %s)" % (t[0], t[1], out))
 
 
+def _is_tensor(v):
+    t = type(v)
+    return t.__module__.startswith("torch") and t.__name__ in ("Tensor", "Parameter")
+
+
+def _tensor_buffer(name, t):
+    """A caller's torch tensor (e.g. pinned) as the writable array the C
+    collator writes into: the same memory, no copy."""
+    if t.requires_grad:
+        raise TypeError("out['%s'] requires_grad: the collator writes outside autograd" % name)
+    if t.device.type != "cpu":
+        raise TypeError("out['%s'] is on %s: the collator writes CPU (e.g. pinned) memory"
+                        % (name, t.device))
+    if not t.is_contiguous():
+        raise TypeError("out['%s'] must be a contiguous tensor" % name)
+    return t.numpy()
+
+
 def _count(name, v, minimum=0):
     if isinstance(v, bool) or not isinstance(v, numbers.Integral):
         raise TypeError("%s is an int, not %r" % (name, v))
@@ -125,6 +143,7 @@ class Loader:
         batch["tokens_lengths"]          # [B] int64; also _mask, _offsets (packed)
         batch["index"]                   # [B] store indices
 
+    threads: C threads collating ahead (0 = one, as in the C API).
     Exactly one of batch_size (examples per batch) and max_tokens (a budget
     of padded tokens per batch) is given; bucket names a stored bucket index.
     fields maps output field name -> options (dtype, pad, pad_left,
@@ -170,7 +189,7 @@ class Loader:
         _check_transform_fields(store, spec, tspecs)
         self._l = _seqstore._Loader(
             store, spec, bs, mt, bucket, bool(shuffle), _count("seed", seed), r, world,
-            bool(drop_last), _count("threads", threads, 1), _count("prefetch", prefetch, 1),
+            bool(drop_last), _count("threads", threads), _count("prefetch", prefetch, 1),
             bool(copy), tspecs, _example_ranges(store, examples))
         self._seen_end = False
 
@@ -235,7 +254,11 @@ class Collator:
     fields as for Loader. With out, out[name] (a writable C-contiguous array
     of the output dtype, large enough: SS_EINVAL names the bytes needed
     otherwise) receives the field's data and the result holds a view of it
-    shaped as the batch; lengths, masks and offsets are returned as new arrays."""
+    shaped as the batch; lengths, masks and offsets are returned as new arrays.
+    out[name] may also be a CPU torch tensor (contiguous, of the output dtype,
+    not requiring grad), e.g. a pinned one: C writes the batch into it once
+    and the result's field is a tensor view of it, ready for
+    .to("cuda", non_blocking=True)."""
 
     def __init__(self, store, fields=None):
         if not isinstance(store, _seqstore.Store):
@@ -248,7 +271,15 @@ class Collator:
         return self._c.fields
 
     def collate(self, indices, out=None):
-        return self._c.collate(indices, out)
+        if not isinstance(out, dict) or not any(_is_tensor(v) for v in out.values()):
+            return self._c.collate(indices, out)
+        arrays = {k: _tensor_buffer(k, v) if _is_tensor(v) else v for k, v in out.items()}
+        batch = self._c.collate(indices, arrays)
+        import torch  # already imported: the caller gave tensors
+        for k, v in out.items():
+            if _is_tensor(v) and k in batch:  # a view of the caller's tensor, shaped as the batch
+                batch[k] = torch.from_numpy(batch[k])
+        return batch
 
     __call__ = collate
 
