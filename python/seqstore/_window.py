@@ -44,7 +44,10 @@ class WindowReader:
         r.register(batch, h)                     # [B, H] final states, before next
     The reader hands each sequence's registered state back with its next
     window (reset=True and the initial state on a sequence's first window).
-    forget_state=True hands out a fresh state every window (the baseline)."""
+    forget_state=True hands out a fresh state every window (the baseline).
+    out_dtype="f32" with gain and offset (numbers per channel, or the name of
+    a store attribute holding them, e.g. gain="signal.gain") converts digital
+    values to physical ones in C: x * gain + offset."""
 
     def __init__(self, store, field, window, overlap=0, lanes=1, state_size=0,
                  state_dtype="f32", mode="sequential", seed=0, shuffle=False, label=None,
@@ -72,10 +75,24 @@ class WindowReader:
         if torch:
             import torch as _torch  # lazily
             self._torch = _torch
+        gain, gain_attr = self._scale("gain", gain)
+        offset, offset_attr = self._scale("offset", offset)
         self._r = _seqstore._WindowReader(store, fi, li, int(window), int(overlap), int(lanes),
                                           int(state_size), sd, _MODES[mode], int(seed),
                                           bool(shuffle), flags, od, vec(gain), vec(offset), ex,
-                                          int(threads))
+                                          int(threads), gain_attr, offset_attr)
+
+    @staticmethod
+    def _scale(what, v):
+        """gain/offset: numbers per channel, or the name of a store attribute
+        holding them (e.g. "signal.gain", as `seqstore convert edf` writes)
+        -> (numbers or None, attribute name or None)."""
+        if isinstance(v, str):
+            return None, v
+        if isinstance(v, (bytes, bytearray)):
+            raise TypeError("%s is numbers per channel or an attribute name (str), not %r"
+                            % (what, v))
+        return v, None
 
     @staticmethod
     def _index(names, name, what):

@@ -35,19 +35,20 @@ static int opt_buffer(PyObject *obj, Py_buffer *b, size_t esize, size_t *n) {
 }
 
 static PyObject *window_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
-    static char *kwlist[] = {"store",    "field",      "label_field", "window", "overlap",
-                             "lanes",    "state_size", "state_dtype", "mode",   "seed",
-                             "shuffle",  "flags",      "out_dtype",   "gain",   "offset",
-                             "examples", "threads",    NULL};
+    static char *kwlist[] = {"store",    "field",      "label_field", "window",      "overlap",
+                             "lanes",    "state_size", "state_dtype", "mode",        "seed",
+                             "shuffle",  "flags",      "out_dtype",   "gain",        "offset",
+                             "examples", "threads",    "gain_attr",   "offset_attr", NULL};
     StoreObject *st;
     ss_window_options o = SS_WINDOW_OPTIONS_INIT;
     unsigned long long window, overlap, state_size, seed;
     int state_dtype, mode, out_dtype, label; /* label: -1 = none */
     PyObject *gain, *offset, *examples;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O!IiKKIKiiKpIiOOOi:_WindowReader", kwlist,
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O!IiKKIKiiKpIiOOOi|zz:_WindowReader", kwlist,
                                      &Store_Type, &st, &o.field, &label, &window, &overlap,
                                      &o.lanes, &state_size, &state_dtype, &mode, &seed, &o.shuffle,
-                                     &o.flags, &out_dtype, &gain, &offset, &examples, &o.threads))
+                                     &o.flags, &out_dtype, &gain, &offset, &examples, &o.threads,
+                                     &o.gain_attr, &o.offset_attr))
         return NULL;
     if (pyss_check_open(st) < 0) return NULL;
     o.label_field = label < 0 ? SS_FIELD_NONE : (uint32_t)label;
