@@ -90,8 +90,14 @@ class Flat:
         return self._store._flat_read(self.name, i, i + 1)[0]
 
     def locate(self, pos):
-        """Position `pos` of the stream -> (example, offset within that example)."""
-        return self._store._flat_locate(self.name, pos)
+        """Position `pos` of the stream -> (example, offset within that example);
+        a negative position counts from the end, as in flat[-1]."""
+        if isinstance(pos, bool) or not isinstance(pos, (int, _np.integer)):
+            raise TypeError("locate takes an int position, not %s" % type(pos).__name__)
+        p = int(pos) + (self._n if pos < 0 else 0)
+        if p < 0:
+            raise IndexError("flat position %d out of range (%d rows)" % (pos, self._n))
+        return self._store._flat_locate(self.name, p)  # RangeError past the end
 
 
 def _reopen(path, flags):

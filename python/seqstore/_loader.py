@@ -37,8 +37,8 @@ def _collate_field(name, spec):
         raise TypeError("fields[%r]: pad is a number, not %r" % (name, pad))
     ints = {k: spec.get(k, 0) for k in ("pad_to_multiple", "fixed_length")}
     for k, v in ints.items():
-        if not isinstance(v, numbers.Integral) or v < 0:
-            raise ValueError("fields[%r]: %s is an integer >= 0, not %r" % (name, k, v))
+        if isinstance(v, bool) or not isinstance(v, numbers.Integral) or not 0 <= v < 2**64:
+            raise ValueError("fields[%r]: %s is an integer in [0, 2**64), not %r" % (name, k, v))
     return (name, code, _LAYOUTS[layout], float(pad), bool(spec.get("pad_left", False)),
             int(ints["pad_to_multiple"]), int(ints["fixed_length"]),
             bool(spec.get("truncate_left", False)), _MASKS[mask],
@@ -91,12 +91,19 @@ def _tensor_buffer(name, t):
     return t.numpy()
 
 
-def _count(name, v, minimum=0):
+def _count(name, v, minimum=0, maximum=2**64 - 1):
+    """An int option in [minimum, maximum] (maximum: the C option's type, so
+    that nothing is taken modulo 2**32 or 2**64)."""
     if isinstance(v, bool) or not isinstance(v, numbers.Integral):
         raise TypeError("%s is an int, not %r" % (name, v))
     if v < minimum:
         raise ValueError("%s must be >= %d, not %d" % (name, minimum, v))
+    if v > maximum:
+        raise ValueError("%s must be <= %d, not %d" % (name, maximum, v))
     return int(v)
+
+
+_U32 = 2**32 - 1
 
 
 def _check_torch_dtypes(store, spec, declared=None):
@@ -173,8 +180,8 @@ class Loader:
             raise ValueError("give exactly one of batch_size and max_tokens")
         bs = 0 if batch_size is None else _count("batch_size", batch_size, 1)
         mt = 0 if max_tokens is None else _count("max_tokens", max_tokens, 1)
-        world = _count("world_size", world_size, 1)
-        r = _count("rank", rank)
+        r = _count("rank", rank, 0, _U32)
+        world = _count("world_size", world_size, 1, _U32)
         if r >= world:
             raise ValueError("rank %d must be < world_size %d" % (r, world))
         if bucket is not None and not isinstance(bucket, str):
@@ -189,7 +196,8 @@ class Loader:
         _check_transform_fields(store, spec, tspecs)
         self._l = _seqstore._Loader(
             store, spec, bs, mt, bucket, bool(shuffle), _count("seed", seed), r, world,
-            bool(drop_last), _count("threads", threads), _count("prefetch", prefetch, 1),
+            bool(drop_last), _count("threads", threads, 0, _U32),
+            _count("prefetch", prefetch, 1, _U32),
             bool(copy), tspecs, _example_ranges(store, examples))
         self._seen_end = False
 

@@ -58,10 +58,14 @@ class WindowReader:
         names = store.fields
         fi = self._index(names, field, "field")
         li = -1 if label is None else self._index(names, label, "label")
-        for name, v in (("window", window), ("overlap", overlap), ("lanes", lanes),
-                        ("state_size", state_size), ("seed", seed), ("threads", threads)):
+        u32, u64 = 2**32 - 1, 2**64 - 1
+        for name, v, top in (("window", window, u64), ("overlap", overlap, u64),
+                             ("lanes", lanes, u32), ("state_size", state_size, u64),
+                             ("seed", seed, u64), ("threads", threads, 2**31 - 1)):
             if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 0:
                 raise TypeError("%s is an int >= 0, not %r" % (name, v))
+            if v > top:  # the C option's type: never taken modulo 2**32 / 2**64
+                raise ValueError("%s must be <= %d, not %d" % (name, top, v))
         if mode not in _MODES:
             raise ValueError("mode is one of %s, not %r" % (sorted(_MODES), mode))
         sd = _seqstore._dtype_code(_dtype_name(state_dtype, "state_dtype"))
@@ -121,6 +125,10 @@ class WindowReader:
         self._r._register(batch.id, states)
 
     def set_epoch(self, epoch):
+        if isinstance(epoch, bool) or not isinstance(epoch, numbers.Integral):
+            raise TypeError("epoch is an int, not %r" % (epoch,))
+        if not 0 <= epoch < 2**64:
+            raise ValueError("epoch must be in [0, 2**64), not %d" % epoch)
         self._r.set_epoch(int(epoch))
 
     def info(self):

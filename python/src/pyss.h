@@ -82,6 +82,10 @@ int pyss_check_generation(unsigned generation, const char *what, PyObject *path)
 
 /* dtypes (module.c) */
 int pyss_typenum(ss_dtype d); /* -1 for an unknown dtype */
+/* A Python int argument in [0, max] -> *out; else TypeError (not an int, or a
+ * bool) or ValueError naming `what` and the value. PyArg's "I"/"K" formats
+ * would take -1 or 2**64 + 2 modulo 2**32 / 2**64 without a word. */
+int pyss_uint_arg(unsigned long long *out, PyObject *v, const char *what, unsigned long long max);
 
 /* store.c */
 int pyss_check_open(StoreObject *st); /* -1 with ClosedError when closed */

@@ -34,6 +34,20 @@ static int opt_buffer(PyObject *obj, Py_buffer *b, size_t esize, size_t *n) {
     return 0;
 }
 
+/* gain/offset hold one number per channel (the field's row elements): the C
+ * reader reads that many, so fewer would be read past the buffer's end. */
+static int check_channels(StoreObject *st, uint32_t field, const char *what, PyObject *given,
+                          size_t n) {
+    if (!given || field >= st->nfields) return 0; /* a bad field: the C reader says so */
+    const FieldShape *fs = &st->shape[field];
+    size_t channels = 1;
+    for (int k = 0; k < fs->ndim; k++) channels *= (size_t)fs->dims[k];
+    if (n == channels) return 0;
+    PyErr_Format(PyExc_ValueError, "%s has %zu numbers for the %zu channels of field '%U'", what, n,
+                 channels, PyTuple_GET_ITEM(st->names, field));
+    return -1;
+}
+
 static PyObject *window_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
     static char *kwlist[] = {"store",    "field",      "label_field", "window",      "overlap",
                              "lanes",    "state_size", "state_dtype", "mode",        "seed",
@@ -64,6 +78,9 @@ static PyObject *window_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
     if (opt_buffer(gain, &bg, sizeof(double), &ng) < 0) return NULL;
     if (opt_buffer(offset, &bo, sizeof(double), &no) < 0) goto fail_g;
     if (opt_buffer(examples, &be, sizeof(uint64_t), &ne) < 0) goto fail_o;
+    if (check_channels(st, o.field, "gain", bg.obj, ng) < 0 ||
+        check_channels(st, o.field, "offset", bo.obj, no) < 0)
+        goto fail_e;
     o.gain = bg.obj ? bg.buf : NULL;
     o.offset = bo.obj ? bo.buf : NULL;
     o.examples = be.obj ? be.buf : NULL;

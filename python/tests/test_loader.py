@@ -149,6 +149,12 @@ def test_misuse(store, store_path):
         seqstore.Loader(store, batch_size=0)
     with pytest.raises(TypeError):
         seqstore.Loader(store, batch_size=2.5)
+    # ints beyond the C types are refused, not wrapped (threads 2**32 was 0 = one thread)
+    for kw in (dict(threads=2**32), dict(prefetch=2**32), dict(seed=2**64),
+               dict(rank=2**32, world_size=2**32 + 1), dict(batch_size=2**64),
+               dict(fields={"tokens": {"fixed_length": 2**64 + 3}})):
+        with pytest.raises(ValueError, match=list(kw)[0] if "fields" not in kw else "fixed_length"):
+            seqstore.Loader(store, **{"batch_size": 2, **kw})
     with pytest.raises(ValueError, match="rank"):
         seqstore.Loader(store, batch_size=2, rank=2, world_size=2)
     with pytest.raises(KeyError, match="nope"):

@@ -360,6 +360,12 @@ def test_flat_view(store, examples):
         flat[len(want)]
     with pytest.raises(seqstore.RangeError):
         flat.locate(len(want))
+    # negative positions count from the end, as in flat[-1]
+    assert flat.locate(-1) == flat.locate(len(want) - 1)
+    with pytest.raises(IndexError, match=str(-len(want) - 1)):
+        flat.locate(-len(want) - 1)
+    with pytest.raises(TypeError):
+        flat.locate(1.0)
     with pytest.raises(TypeError):
         flat["a"]
     with pytest.raises(ValueError):
@@ -408,3 +414,23 @@ def test_splits_folds_buckets(store_path, examples, tmp_path):
         assert perm.tolist() == expect
         with pytest.raises(seqstore.NotFoundError):
             s.bucket("nope")
+
+
+def test_integer_arguments_never_wrap(store):
+    # a negative or too large int is refused by name, never taken modulo 2**32 / 2**64
+    with pytest.raises(ValueError, match="k.*-1"):
+        store.kfold(-1, 0)
+    with pytest.raises(ValueError, match="fold.*-1"):
+        store.kfold(3, -1)
+    with pytest.raises(ValueError, match=str(2**32 + 2)):
+        store.kfold(2**32 + 2, 0)  # would wrap to k = 2
+    with pytest.raises(ValueError, match="seed"):
+        store.kfold(3, 0, shuffle=True, seed=-1)
+    with pytest.raises(ValueError, match="seed"):
+        store.kfold(3, 0, shuffle=True, seed=2**64)
+    with pytest.raises(TypeError):
+        store.kfold(3.0, 0)
+    with pytest.raises(TypeError):
+        store.kfold(True, 0)
+    a, b = store.kfold(3, 0, shuffle=True, seed=2**64 - 1)  # the largest seed is fine
+    assert len(a) + len(b) == len(store)

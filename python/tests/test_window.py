@@ -203,3 +203,21 @@ def test_gain_attribute_misuse(digital_path):
             reader(offset="signal.labels")  # text, not numbers
         with pytest.raises(TypeError):
             reader(gain=b"signal.gain")
+
+
+def test_gain_offset_count_and_integer_ranges(digital_path):
+    # gain/offset hold one number per channel: fewer would be read past their end
+    with seqstore.open(digital_path) as s:
+        def reader(**kw):
+            return seqstore.WindowReader(s, "eeg", **{"window": 4, "out_dtype": "f32", **kw})
+        with pytest.raises(ValueError, match="gain.*1.*3 channels"):
+            reader(gain=[1.0])
+        with pytest.raises(ValueError, match="offset.*4.*3 channels"):
+            reader(offset=[1.0, 2.0, 3.0, 4.0])
+        for kw in (dict(lanes=2**32), dict(window=2**64), dict(seed=2**64),
+                   dict(threads=2**31), dict(state_size=2**64)):
+            with pytest.raises(ValueError, match=list(kw)[0]):
+                reader(**kw)
+        r = reader()
+        with pytest.raises(ValueError, match="epoch"):
+            r.set_epoch(-1)
