@@ -31,6 +31,16 @@ def to_tensor(a, bf16=False):
     return torch.from_numpy(a.copy())
 
 
+def _uint64(name, v):
+    """A seed or epoch: an int in [0, 2**64) (NumPy's generator takes those),
+    checked where it is given rather than at the first pass in a worker."""
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+        raise TypeError("%s is an int, not %r" % (name, v))
+    if not 0 <= v < 2**64:
+        raise ValueError("%s must be in [0, 2**64), not %d" % (name, v))
+    return int(v)
+
+
 class _Lazy:
     """The path, the chosen fields and a store opened on first use per process."""
 
@@ -100,7 +110,7 @@ class IterableDataset(torch.utils.data.IterableDataset):
     def __init__(self, path, fields=None, shuffle=False, seed=0, rank=None, world_size=None,
                  transform=None):
         self._src = _Lazy(path, fields)
-        self.shuffle, self.seed, self.epoch = bool(shuffle), int(seed), 0
+        self.shuffle, self.seed, self.epoch = bool(shuffle), _uint64("seed", seed), 0
         if (rank is None) != (world_size is None):
             raise ValueError("give both rank and world_size, or neither")
         if world_size is not None and not 0 <= rank < world_size:
@@ -113,7 +123,7 @@ class IterableDataset(torch.utils.data.IterableDataset):
         return self._src.path
 
     def set_epoch(self, epoch):
-        self.epoch = int(epoch)
+        self.epoch = _uint64("epoch", epoch)
 
     def _shard(self):
         rank, world = self.rank, self.world_size
