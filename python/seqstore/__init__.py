@@ -8,7 +8,8 @@
 
 Arrays returned by a Store are read-only views of the file's memory map; each
 keeps the map alive, so they stay valid after store.close() (the store itself
-then raises seqstore.ClosedError). bf16 fields come back as their raw uint16
+then raises seqstore.ClosedError, and so do the Loader, Collator, WindowReader
+and flat() views reading it; their state_dict() still answers). bf16 fields come back as their raw uint16
 bits (NumPy has no bfloat16): torch users can `.view(torch.bfloat16)`.
 torch 1.13 cannot hold uint16/uint32/uint64 tensors: widen with
 seqstore.widen(a) (a copy, to int64) before torch.from_numpy.

@@ -176,7 +176,7 @@ static int put_field(LoaderObject *lo, PyObject *d, const ss_collated *c) {
 }
 
 static PyObject *loader_next(LoaderObject *lo) {
-    if (loader_check(lo) < 0) return NULL;
+    if (loader_check(lo) < 0 || pyss_check_store_of(lo->store, "loader") < 0) return NULL;
     const ss_loader_batch *batch;
     int rc;
     Py_BEGIN_ALLOW_THREADS rc = capi_loader_next(&batch, lo->l);

@@ -89,6 +89,11 @@ int pyss_uint_arg(unsigned long long *out, PyObject *v, const char *what, unsign
 
 /* store.c */
 int pyss_check_open(StoreObject *st); /* -1 with ClosedError when closed */
+/* -1 with ClosedError naming `what` (a loader, collator, window reader) when
+ * its store was closed: close() ends every read of the store, not only the
+ * Store object's own (the reader's reference keeps the map valid, so this is
+ * the promise, not a guard against a crash). */
+int pyss_check_store_of(StoreObject *st, const char *what);
 PyObject *pyss_view_array(StoreObject *st, uint32_t field, const ss_view *v);
 PyObject *pyss_open(PyObject *self, PyObject *args, PyObject *kw);
 int pyss_field_arg(StoreObject *st, PyObject *name, uint32_t *out); /* str -> index */

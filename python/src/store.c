@@ -45,6 +45,13 @@ int pyss_check_open(StoreObject *st) {
     return -1;
 }
 
+int pyss_check_store_of(StoreObject *st, const char *what) {
+    if (st->map) return 0;
+    PyErr_Format(pyss_ClosedError, "store '%U' is closed: this %s reads it no more", st->path,
+                 what);
+    return -1;
+}
+
 /* A read-only array over `v` whose base owns a reference to the map. */
 PyObject *pyss_view_array(StoreObject *st, uint32_t field, const ss_view *v) {
     const FieldShape *fs = &st->shape[field];

@@ -178,7 +178,7 @@ static PyObject *batch_dict(WindowObject *wo, const ss_window_batch *b) {
 }
 
 static PyObject *window_next(WindowObject *wo) {
-    if (window_check(wo) < 0) return NULL;
+    if (window_check(wo) < 0 || pyss_check_store_of(wo->store, "window reader") < 0) return NULL;
     const ss_window_batch *b;
     int rc;
     Py_BEGIN_ALLOW_THREADS rc = capi_window_next(&b, wo->r);

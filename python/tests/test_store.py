@@ -173,6 +173,28 @@ def test_use_after_close_raises(store_path):
     assert "closed" in repr(s)
 
 
+def test_readers_of_a_closed_store_raise(store_path):
+    # a loader, collator, window reader or flat view of a closed store reads no more
+    s = seqstore.open(store_path)
+    loader = seqstore.Loader(s, batch_size=4, fields=["label"], threads=2)
+    it = iter(loader)
+    next(it)
+    coll = seqstore.Collator(s, ["tokens"])
+    win = seqstore.WindowReader(s, "feat", window=3, lanes=2)
+    flat = s.flat("tokens")
+    s.close()
+    for op in (lambda: next(it), lambda: coll.collate([1]), lambda: next(win),
+               lambda: flat[0:3]):
+        with pytest.raises(seqstore.ClosedError, match="closed"):
+            op()
+    state = loader.state_dict()  # bookkeeping still answers: resume on a reopened store
+    with seqstore.open(store_path) as s2:
+        again = seqstore.Loader(s2, batch_size=4, fields=["label"])
+        again.load_state_dict(state)
+        assert again.position == 1
+    loader.close()
+
+
 def test_context_manager_closes(store_path):
     with seqstore.open(store_path) as s:
         assert len(s) > 0
