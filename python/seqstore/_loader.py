@@ -266,7 +266,13 @@ class Collator:
     out[name] may also be a CPU torch tensor (contiguous, of the output dtype,
     not requiring grad), e.g. a pinned one: C writes the batch into it once
     and the result's field is a tensor view of it, ready for
-    .to("cuda", non_blocking=True)."""
+    .to("cuda", non_blocking=True). With seqstore.torch.BatchSampler for
+    the batches (the Loader's own plan), every batch is written once, by C,
+    into the caller's pinned buffer:
+        for idx in sampler:
+            x = c.collate(idx, out={"tokens": pinned})["tokens"].to("cuda", non_blocking=True)
+    (the Loader itself collates into its own slots: copy=False hands them out
+    without a copy, but not in the caller's memory)."""
 
     def __init__(self, store, fields=None):
         if not isinstance(store, _seqstore.Store):

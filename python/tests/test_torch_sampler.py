@@ -114,3 +114,22 @@ def test_spawn_workers(bucketed, examples):
     assert len(got) == len(want) > 0
     for b, (idx, tokens) in zip(got, want):
         np.testing.assert_array_equal(b["tokens"].numpy(), tokens)
+
+
+def test_batches_written_once_into_a_reused_caller_tensor(bucketed):
+    # the write-once path for pinned memory: the C batcher plans, the C
+    # collator writes each batch straight into the caller's (here unpinned:
+    # no CUDA) tensor, which is reused for every batch
+    opts = CONFIGS[3]
+    want = loader_batches(bucketed, 0, rank=0, world_size=1, **opts)
+    sampler = sst.BatchSampler(bucketed, rank=0, world_size=1, fields=["tokens"], **opts)
+    buf = torch.empty(96 * 4, dtype=torch.int64)  # max_tokens=96 padded tokens, with room
+    with seqstore.open(bucketed) as s:
+        c = seqstore.Collator(s, FIELDS)
+        n = 0
+        for idx, (widx, tokens) in zip(sampler, want):
+            b = c.collate(idx, out={"tokens": buf})
+            assert b["tokens"].data_ptr() == buf.data_ptr() and idx == widx
+            np.testing.assert_array_equal(b["tokens"].numpy(), tokens)
+            n += 1
+        assert n == len(want) > 0
