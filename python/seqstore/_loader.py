@@ -271,8 +271,10 @@ class Collator:
     into the caller's pinned buffer:
         for idx in sampler:
             x = c.collate(idx, out={"tokens": pinned})["tokens"].to("cuda", non_blocking=True)
-    (the Loader itself collates into its own slots: copy=False hands them out
-    without a copy, but not in the caller's memory)."""
+    (alternate two pinned buffers, or synchronise, so that a collation does not
+    overwrite a buffer whose copy to the GPU is still in flight). The Loader
+    itself collates into its own slots: copy=False hands them out
+    without a copy, but not in the caller's memory."""
 
     def __init__(self, store, fields=None):
         if not isinstance(store, _seqstore.Store):
