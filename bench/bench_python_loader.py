@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-2-Clause
 """bench_python_loader.py - end-to-end padded int64 batches from Python.
 
   (a) seqstore.Loader: shuffled batches of 64, u16 ids widened to int64 and

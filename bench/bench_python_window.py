@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-2-Clause
 """bench_python_window.py - EEG windows for truncated BPTT from Python:
 seqstore.WindowReader against NumPy slicing + stacking + scaling of the same
 windows.

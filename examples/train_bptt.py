@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-2-Clause
 """Truncated BPTT from Python: a PyTorch GRU fed by seqstore.WindowReader,
 carrying each recording's hidden state from window to window (the C example
 rnn_bptt.c's task, on EEG-like recordings written here).

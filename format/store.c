@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* store.c - opening a store read-only and zero-copy access to examples. */
 #include "store.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* store.h - the reader's in-memory tables (internal). */
 #ifndef SS_STORE_H
 #define SS_STORE_H

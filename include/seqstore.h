@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * seqstore.h - the public API of seqstore.
  *
@@ -152,6 +153,19 @@ SS_API const char *ss_dtype_name(ss_dtype dtype);
 /** Parse a dtype name as printed by ss_dtype_name().
  *  @param[out] out the dtype.  @return 0, or SS_EINVAL for an unknown name. */
 SS_API int ss_dtype_parse(ss_dtype *out, const char *name);
+
+/** Which member holds a scalar option given three ways (pads and <eos>
+ *  values): a double holds every integer only up to 2^53, so integer
+ *  values of int64 and uint64 elements are given as integers. Whatever the
+ *  kind, the value must have an exact element of the output dtype (an
+ *  integer in range for integer dtypes; for float dtypes an integer that
+ *  converts exactly, or any double, rounded to nearest) or the call that
+ *  receives it fails with SS_EINVAL. */
+typedef enum ss_value_kind {
+    SS_VALUE_F64 = 0, /**< the double member (the INIT default) */
+    SS_VALUE_I64 = 1, /**< the int64_t member */
+    SS_VALUE_U64 = 2  /**< the uint64_t member */
+} ss_value_kind;
 
 /* ----------------------------------------------------------------- schema */
 

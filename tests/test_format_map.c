@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_format_map.c - ss_store_map(): where the file is mapped.
  *
  * Checks what the header promises, independently of the library's reads:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* testutil.c - temporary directories and a small RNG for tests. */
 #include "testutil.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* testutil.h - tiny assertion helpers for seqstore's tests. */
 #ifndef SS_TESTUTIL_H
 #define SS_TESTUTIL_H

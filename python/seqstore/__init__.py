@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """seqstore: sequential ML data in one file, read zero-copy from NumPy.
 
     import seqstore

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """seqstore.Loader: the C loader (sampler + batcher + collator on background
 threads) as a Python iterable of batches."""
 import numbers
@@ -39,7 +40,9 @@ def _collate_field(name, spec):
     for k, v in ints.items():
         if isinstance(v, bool) or not isinstance(v, numbers.Integral) or not 0 <= v < 2**64:
             raise ValueError("fields[%r]: %s is an integer in [0, 2**64), not %r" % (name, k, v))
-    return (name, code, _LAYOUTS[layout], float(pad), bool(spec.get("pad_left", False)),
+    # An integer pad stays an int (exact up to 2**64 - 1; a float is exact to 2**53).
+    pad = int(pad) if isinstance(pad, numbers.Integral) else float(pad)
+    return (name, code, _LAYOUTS[layout], pad, bool(spec.get("pad_left", False)),
             int(ints["pad_to_multiple"]), int(ints["fixed_length"]),
             bool(spec.get("truncate_left", False)), _MASKS[mask],
             bool(spec.get("sort_by_length", False)))

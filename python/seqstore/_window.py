@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """seqstore.WindowReader: windows over long signals for truncated BPTT, with
 the hidden state of every sequence carried by the C reader."""
 import numbers

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """PyTorch datasets over a store (import torch happens here, not in seqstore).
 
 Both datasets hold only a path: they pickle by path (spawn workers) and open

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """seqstore.transforms: the C library's built-in per-example transforms, for
 seqstore.Loader(..., transforms=[...]).
 

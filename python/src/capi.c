@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* capi.c - one wrapper per C library call (see capi.h). */
 #include "capi.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* capi.h - the only place the Python module calls the C library.
  *
  * Every seqstore function the extension uses is called from exactly one

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* collator.c - the C collator behind seqstore.Collator: store indices in,
  * padded (or packed) batch out; into caller-provided arrays when given, so a
  * batch is written once, by C, into memory the caller chose (pinned torch

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* index.c - Store methods over the store's index structures: the flat
  * stream view, stored splits, k-fold selections and stored bucket indices.
  * Results are new arrays (copies): they are small (indices) or cross chunk

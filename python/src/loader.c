@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* loader.c - the C loader behind seqstore.Loader: options in, batches out as
  * NumPy arrays (copies by default; or read-only views of the loader's slot,
  * valid until the next batch, whose base keeps the loader alive). */
@@ -12,6 +13,32 @@ typedef struct {
     unsigned generation;
 } LoaderObject;
 
+/* A Python int pad is exact (SS_VALUE_I64 or, above INT64_MAX, U64); a float
+ * is a double. The collator refuses one the output dtype cannot hold. */
+static int pyss_parse_pad(ss_collate_field *f, PyObject *pad) {
+    if (PyLong_Check(pad)) {
+        int overflow;
+        long long v = PyLong_AsLongLongAndOverflow(pad, &overflow);
+        if (v == -1 && PyErr_Occurred()) return -1;
+        if (!overflow) {
+            f->pad_kind = SS_VALUE_I64;
+            f->pad_i64 = v;
+            return 0;
+        }
+        unsigned long long u = overflow > 0 ? PyLong_AsUnsignedLongLong(pad) : 0;
+        if (overflow < 0 || PyErr_Occurred()) {
+            PyErr_Clear();
+            PyErr_Format(PyExc_ValueError, "pad %R is outside [-2**63, 2**64)", pad);
+            return -1;
+        }
+        f->pad_kind = SS_VALUE_U64;
+        f->pad_u64 = u;
+        return 0;
+    }
+    f->pad_value = PyFloat_AsDouble(pad);
+    return f->pad_value == -1.0 && PyErr_Occurred() ? -1 : 0;
+}
+
 /* (name, dtype code, layout, pad, pad_left, pad_to_multiple, fixed_length,
  *  truncate_left, mask, sort_by_length) -> `f`, the name resolved in `s`. */
 int pyss_parse_collate_field(PyObject *item, const ss_store *s, ss_collate_field *f) {
@@ -20,9 +47,11 @@ int pyss_parse_collate_field(PyObject *item, const ss_store *s, ss_collate_field
     int dtype, layout, mask;
     unsigned long long multiple, fixed_length;
     const char *name;
-    if (!PyArg_ParseTuple(item, "siidpKKpip", &name, &dtype, &layout, &f->pad_value, &f->pad_left,
+    PyObject *pad;
+    if (!PyArg_ParseTuple(item, "siiOpKKpip", &name, &dtype, &layout, &pad, &f->pad_left,
                           &multiple, &fixed_length, &f->truncate_left, &mask, &f->sort_by_length))
         return -1;
+    if (pyss_parse_pad(f, pad) < 0) return -1;
     int rc = capi_field_index(&f->field, s, name);
     if (rc < 0) return pyss_raise_int(rc);
     f->dtype = (ss_dtype)dtype;

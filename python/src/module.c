@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* module.c - the seqstore._seqstore extension: module, errors and dtypes. */
 #define PYSS_MODULE_C
 #include "pyss.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* pyss.h - shared declarations of the _seqstore extension module. */
 #ifndef PYSS_H
 #define PYSS_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* store.c - Store (an open store), Field (one field's accessor) and Map (the
  * C store, kept alive by every NumPy view over it). */
 #include "pyss.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* transform.c - Loader(transforms=[...]): the Python transform objects'
  * specs -> a pipeline of the C built-in transforms, and Loader(examples=)
  * -> a selection. Both are built once, when the loader opens. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* window.c - the C window reader behind seqstore.WindowReader: windows for
  * truncated BPTT with per-sequence hidden states registered back. Batches are
  * copied out (dicts of arrays); the reader remembers the one batch that may be

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """Writes that bypass a view's read-only flag (torch.from_numpy(view).add_(1),
 ctypes) must not crash the interpreter and must never reach the store file.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """seqstore.Loader: batches against a naive collation of the same examples,
 epochs, sharding, token budgets, exact resume, views, torch, misuse."""
 import pickle
@@ -279,3 +280,26 @@ def test_collator_misuse(store):
     c.close()
     with pytest.raises(seqstore.ClosedError):
         c.collate([0])
+
+
+def test_integer_pads_are_exact(store):
+    """Python ints pad exactly up to 2**64 - 1 (a float pad would round 2**63 - 1
+    to 2**63); a pad the output dtype cannot hold is refused, not wrapped."""
+    big = 2**63 - 1
+    b = seqstore.Collator(store, fields={"tokens": {"dtype": "i64", "pad": big}}).collate([0, 1, 2])
+    lengths = [len(store["tokens"][i]) for i in range(3)]
+    assert min(lengths) < max(lengths)  # something is padded
+    for row, n in zip(b["tokens"], lengths):
+        assert (row[n:] == big).all()
+    top = 2**64 - 1
+    b = seqstore.Collator(store, fields={"tokens": {"dtype": "u64", "pad": top}}).collate([0, 1, 2])
+    for row, n in zip(b["tokens"], lengths):
+        assert (row[n:] == np.uint64(top)).all()
+    b = seqstore.Collator(store, fields={"tokens": {"dtype": "i64", "pad": np.int16(-3)}}).collate([0, 1])
+    assert b["tokens"].min() == -3 or min(lengths[:2]) == max(lengths[:2])
+    with pytest.raises(seqstore.InvalidArgumentError, match="pad -1 has no exact u16"):
+        seqstore.Collator(store, fields={"tokens": {"dtype": "u16", "pad": -1}})
+    with pytest.raises(seqstore.InvalidArgumentError, match="pad 1.5 has no exact i32"):
+        seqstore.Collator(store, fields={"tokens": {"dtype": "i32", "pad": 1.5}})
+    with pytest.raises(ValueError, match="outside"):
+        seqstore.Collator(store, fields={"tokens": {"dtype": "u64", "pad": 2**64}})

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """Loader(examples=...): train on a fold or a stored split. The batches of an
 epoch must cover exactly the selected examples, each once."""
 import subprocess

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """seqstore.open() and Store: values, access forms, read-only views,
 lifetime after close, pickling, errors."""
 import gc

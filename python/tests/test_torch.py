@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """seqstore.torch: datasets with torch's DataLoader (0 and 2 workers, fork and
 spawn), sharding, pickling by path."""
 import pickle

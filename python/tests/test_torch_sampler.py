@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """seqstore.torch.BatchSampler: the C batchers (fixed size, token budget,
 buckets) as a torch batch sampler. Its batches must be exactly those of
 seqstore.Loader for the same options and seed, through torch's DataLoader

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """Loader(transforms=[...]): the C built-in transforms from Python, compared
 with a naive NumPy reimplementation that has its own copy of the library's
 counter-based generator (sdk/rng.c: SplitMix64-finalizer streams keyed by

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """seqstore.WindowReader: windows against the stored signal, hidden-state
 carry checked against a naive per-sequence record, resume, misuse."""
 import numpy as np
