@@ -56,6 +56,7 @@ struct ss_store {
     ss_attr_slot *attrs;
     uint64_t nattrs;
     uint64_t file_bytes;
+    const unsigned char *map_base; /* LMDB's map (file offset 0), or NULL if unknown */
     int complete;
     pthread_mutex_t lock;
 };
