@@ -1,14 +1,532 @@
-/* convert_biosig.c - `seqstore convert biosig` (work in progress). */
+/* convert_biosig.c - `seqstore convert biosig`: biosignal recordings in the
+ * formats BioSig reads (GDF, BrainVision .vhdr, EDF/BDF, and many clinical
+ * formats), one example per recording; the layout of `convert edf`.
+ *
+ * Fields (in this order):
+ *   signal       sequence [T][C], time-major: the digital samples (i16 when
+ *                every channel is stored in at most 16 bits, i32 for wider
+ *                integers, f32 for float formats), or f32 physical values
+ *                with --physical f32
+ *   annotations  sequence of u8: the event table as text, one event per line
+ *                "ONSET\tDURATION\tTEXT\n", ONSET and DURATION in seconds
+ *                with 7 decimals, TEXT BioSig's description of the event
+ *                (its free text, else its table name, else "TYP 0xNNNN")
+ * plus the framework's `source`.
+ * Attributes: signal.labels, signal.units (TEXT, one per line),
+ * signal.sample_rate f64[1], signal.gain / signal.offset f64[C]
+ * (physical = digital * gain + offset), signal.physical TEXT, and with
+ * --resample signal.resample_converter TEXT.
+ * Every file must match the first (or the store appended to) in channel
+ * labels, rate (unless --resample), digital type and calibration (unless
+ * --physical f32). Channels of one file must share one rate. */
 #include "convert.h"
 
+#ifdef SS_HAVE_BIOSIG
+#include "resample.h"
+
+#include <biosig.h>
+#include <biosig-dev.h>
+#include <errno.h>
+#include <math.h>
+#include <samplerate.h>
+#include <stdlib.h>
+#include <string.h>
+#include <stdarg.h>
+#include <strings.h>
+
+#define BS_ERR 1024
+#define BS_MAXCH 4096
+
+typedef struct bs_ref {
+    int have;
+    uint32_t nch;
+    ss_dtype dtype;
+    double rate;
+    char *labels, *units; /* '\n'-joined */
+    double *gain, *offset;
+} bs_ref;
+
+typedef struct bs_job {
+    int physical;
+    ss_resample rs;
+    bs_ref ref;
+    /* reused per recording */
+    void *data;
+    size_t data_cap;
+    float *fbuf, *rbuf;
+    size_t fcap, rcap;
+    char *annot;
+    size_t annot_len, annot_cap;
+    uint64_t T;
+    char err[BS_ERR];
+} bs_job;
+
 static void usage_biosig(FILE *out) {
-    fprintf(out, "usage: seqstore convert biosig FILE... -o STORE\n");
+    fprintf(out, "usage: seqstore convert biosig FILE... -o STORE [options]\n"
+                 "  one example per recording (GDF, BrainVision .vhdr, EDF/BDF and the other\n"
+                 "  formats BioSig reads): field `signal` [T][C] time-major, `annotations`\n"
+                 "  --physical f32       float32 physical values instead of digital + gain/offset\n"
+                 "  --resample HZ        resample every recording to HZ (libsamplerate; implies\n"
+                 "                       --physical f32); without it all must share one rate\n"
+                 "  --resample-quality Q best|medium|fastest|zoh|linear (default best)\n"
+                 "  --list FILE          read input paths from FILE, one per line\n");
+}
+
+static int grow(void **buf, size_t *cap, size_t need) {
+    if (need <= *cap) return 0;
+    void *p = realloc(*buf, need);
+    if (!p) return 1;
+    *buf = p, *cap = need;
+    return 0;
+}
+
+static int fail(bs_job *job, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int fail(bs_job *job, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(job->err, sizeof job->err, fmt, ap);
+    va_end(ap);
+    return 1;
+}
+
+/* The digital type of a GDF data type code (BioSig's GDFTYP). */
+static ss_dtype digital_dtype(uint16_t gdftyp) {
+    switch (gdftyp) {
+    case 1: /* int8 */
+    case 2: /* uint8 */
+    case 3: /* int16 */
+        return SS_I16;
+    case 4: /* uint16 */
+    case 5: /* int32 */
+        return SS_I32;
+    default:
+        if (gdftyp > 255 && gdftyp < 255 + 32) return SS_I32; /* intN, N < 32 */
+        if (gdftyp > 511 && gdftyp < 511 + 32) return SS_I32; /* uintN, N < 32 */
+        return SS_F32;
+    }
+}
+
+static int dtype_rank(ss_dtype d) {
+    return d == SS_I16 ? 0 : d == SS_I32 ? 1 : 2;
+}
+
+/* Open `path`; NULL with job->err set on failure. */
+static HDRTYPE *bs_open(bs_job *job, const char *path) {
+    HDRTYPE *h = constructHDR(0, 0);
+    if (!h) return fail(job, "out of memory"), NULL;
+    biosig_set_flag(h, BIOSIG_FLAG_ROW_BASED_CHANNELS); /* data [T][C] */
+    if (!job->physical) biosig_set_flag(h, BIOSIG_FLAG_UCAL);
+    h = sopen(path, "r", h);
+    if (!h || serror2(h)) {
+        const char *m = h ? biosig_get_errormsg(h) : NULL;
+        fail(job, "BioSig: %s", m && *m ? m : "cannot open or recognise the file");
+        if (h) {
+            sclose(h);
+            destructHDR(h);
+        }
+        return NULL;
+    }
+    return h;
+}
+
+static void bs_close(HDRTYPE *h) {
+    sclose(h);
+    destructHDR(h);
+}
+
+/* The channels BioSig outputs (OnOff == 1): count, labels, units, type,
+ * calibration; 1 when they cannot form one [T][C] signal. */
+static int channels_of(bs_job *job, HDRTYPE *h, bs_ref *r) {
+    uint32_t n = 0;
+    size_t ll = 1, ul = 1;
+    r->dtype = SS_I16;
+    for (int k = 0; k < h->NS; k++) {
+        CHANNEL_TYPE *c = &h->CHANNEL[k];
+        if (c->OnOff != 1) continue;
+        if (c->SPR && h->SPR && c->SPR != h->SPR)
+            return fail(job,
+                        "channel '%s' has %g Hz, the recording %g Hz: channels of one "
+                        "recording must share one rate",
+                        c->Label, h->SampleRate * c->SPR / h->SPR, h->SampleRate);
+        n++;
+        ll += strlen(c->Label) + 1;
+        ul += strlen(biosig_channel_get_physdim(c)) + 1;
+        ss_dtype d = digital_dtype(c->GDFTYP);
+        if (dtype_rank(d) > dtype_rank(r->dtype)) r->dtype = d;
+    }
+    if (n == 0) return fail(job, "no signal channels");
+    if (n > BS_MAXCH) return fail(job, "%u channels (at most %d)", n, BS_MAXCH);
+    r->nch = n;
+    r->rate = h->SampleRate;
+    r->labels = malloc(ll), r->units = malloc(ul);
+    r->gain = calloc(n, sizeof(double)), r->offset = calloc(n, sizeof(double));
+    if (!r->labels || !r->units || !r->gain || !r->offset) return fail(job, "out of memory");
+    size_t lp = 0, up = 0;
+    uint32_t i = 0;
+    for (int k = 0; k < h->NS; k++) {
+        CHANNEL_TYPE *c = &h->CHANNEL[k];
+        if (c->OnOff != 1) continue;
+        lp += (size_t)snprintf(r->labels + lp, ll - lp, "%s%s", i ? "\n" : "", c->Label);
+        up += (size_t)snprintf(r->units + up, ul - up, "%s%s", i ? "\n" : "",
+                               biosig_channel_get_physdim(c));
+        r->gain[i] = c->Cal, r->offset[i] = c->Off;
+        i++;
+    }
+    return 0;
+}
+
+static void ref_free(bs_ref *r) {
+    free(r->labels);
+    free(r->units);
+    free(r->gain);
+    free(r->offset);
+    memset(r, 0, sizeof *r);
+}
+
+/* A recording's channels against the reference; 1 when they differ. */
+static int check_ref(bs_job *job, const bs_ref *f) {
+    const bs_ref *r = &job->ref;
+    if (f->nch != r->nch) return fail(job, "%u channels, the store has %u", f->nch, r->nch);
+    if (strcmp(f->labels, r->labels)) {
+        const char *a = f->labels, *b = r->labels;
+        uint32_t k = 1;
+        for (; *a && *a == *b; a++, b++)
+            if (*a == '\n') k++;
+        return fail(job, "channel labels differ from the store's from channel %u", k);
+    }
+    if (!job->rs.rate && f->rate != r->rate)
+        return fail(job, "sample rate %g Hz differs from the store's %g Hz (use --resample HZ)",
+                    f->rate, r->rate);
+    if (job->physical) return 0;
+    if (dtype_rank(f->dtype) > dtype_rank(r->dtype))
+        return fail(job, "digital samples wider than the store's; use --physical f32");
+    for (uint32_t k = 0; k < f->nch; k++)
+        if (f->gain[k] != r->gain[k] || f->offset[k] != r->offset[k])
+            return fail(job,
+                        "channel %u: calibration (gain %.17g, offset %.17g) differs from the "
+                        "store's (gain %.17g, offset %.17g); use --physical f32",
+                        k + 1, f->gain[k], f->offset[k], r->gain[k], r->offset[k]);
+    return 0;
+}
+
+/* The event table as "ONSET\tDURATION\tTEXT\n" lines into job->annot. */
+static int read_events(bs_job *job, HDRTYPE *h) {
+    size_t n = biosig_get_number_of_events(h);
+    double fs = biosig_get_eventtable_samplerate(h);
+    job->annot_len = 0;
+    if (!(fs > 0)) fs = h->SampleRate;
+    for (size_t i = 0; i < n; i++) {
+        uint16_t typ = 0, chn = 0;
+        uint32_t pos = 0, dur = 0;
+        const char *desc = NULL;
+        char line[512], text[256];
+        if (biosig_get_nth_event(h, i, &typ, &pos, &chn, &dur, NULL, &desc)) continue;
+        if (!desc || !*desc) desc = GetEventDescription(h, i);
+        if (desc && *desc)
+            snprintf(text, sizeof text, "%s", desc);
+        else
+            snprintf(text, sizeof text, "TYP 0x%04x", typ);
+        for (char *p = text; *p; p++)
+            if (*p == '\t' || *p == '\n' || *p == '\r') *p = ' ';
+        int len = snprintf(line, sizeof line, "%.7f\t%.7f\t%s\n", pos / fs, dur / fs, text);
+        if (len < 0) continue;
+        if ((size_t)len >= sizeof line) len = (int)sizeof line - 1;
+        if (grow((void **)&job->annot, &job->annot_cap, job->annot_len + (size_t)len))
+            return fail(job, "out of memory for events");
+        memcpy(job->annot + job->annot_len, line, (size_t)len);
+        job->annot_len += (size_t)len;
+    }
+    return 0;
+}
+
+/* Every sample into job->data as the store's dtype, resampled if asked. */
+static int read_samples(bs_job *job, HDRTYPE *h, uint32_t C) {
+    size_t rows = 0, cols = 0;
+    biosig_data_type *d = NULL;
+    if (h->NRec < 0) return fail(job, "unknown length (NRec = -1)");
+    sread(NULL, 0, (size_t)h->NRec, h);
+    if (serror2(h)) return fail(job, "BioSig read: %s", biosig_get_errormsg(h));
+    if (biosig_get_datablock(h, &d, &rows, &cols) || !d || rows != C)
+        return fail(job, "BioSig returned %zu x %zu samples for %u channels", rows, cols, C);
+    uint64_t T = cols;
+    size_t n = (size_t)T * C;
+    ss_dtype dt = job->physical || job->rs.rate ? SS_F32 : job->ref.dtype;
+    const double *src = d;
+    if (job->rs.rate && h->SampleRate != job->rs.rate) {
+        size_t fl = job->rcap;
+        if (grow((void **)&job->fbuf, &job->fcap, n * sizeof(float) + 1))
+            return fail(job, "out of memory");
+        for (size_t i = 0; i < n; i++) job->fbuf[i] = (float)src[i];
+        if (ss_sig_resample(job->fbuf, T, C, h->SampleRate, job->rs.rate, job->rs.converter,
+                            &job->rbuf, &fl, &T, job->err, sizeof job->err))
+            return 1;
+        job->rcap = fl;
+        n = (size_t)T * C;
+        if (grow(&job->data, &job->data_cap, n * 4 + 1)) return fail(job, "out of memory");
+        memcpy(job->data, job->rbuf, n * 4);
+        job->T = T;
+        return 0;
+    }
+    if (grow(&job->data, &job->data_cap, n * 4 + 1)) return fail(job, "out of memory");
+    if (dt == SS_F32)
+        for (size_t i = 0; i < n; i++) ((float *)job->data)[i] = (float)src[i];
+    else if (dt == SS_I32)
+        for (size_t i = 0; i < n; i++) ((int32_t *)job->data)[i] = (int32_t)lrint(src[i]);
+    else
+        for (size_t i = 0; i < n; i++) ((int16_t *)job->data)[i] = (int16_t)lrint(src[i]);
+    job->T = T;
+    return 0;
+}
+
+/* Decode one recording (header checks, events, samples); 1 = bad. */
+static int bs_decode(bs_job *job, const char *path) {
+    bs_ref f;
+    memset(&f, 0, sizeof f);
+    job->err[0] = '\0';
+    HDRTYPE *h = bs_open(job, path);
+    if (!h) return 1;
+    int rc = channels_of(job, h, &f) || check_ref(job, &f) || read_events(job, h) ||
+             read_samples(job, h, f.nch);
+    ref_free(&f);
+    bs_close(h);
+    return rc;
+}
+
+/* ------------------------------------------------------------- options */
+
+typedef struct strlist {
+    char **v;
+    uint32_t n, cap;
+} strlist;
+
+static int strlist_add(strlist *l, const char *s) {
+    if (l->n == l->cap) {
+        uint32_t cap = l->cap ? 2 * l->cap : 16;
+        char **p = realloc(l->v, cap * sizeof *p);
+        if (!p) return 1;
+        l->v = p, l->cap = cap;
+    }
+    return !(l->v[l->n++] = strdup(s));
+}
+
+static void strlist_free(strlist *l) {
+    for (uint32_t i = 0; i < l->n; i++) free(l->v[i]);
+    free(l->v);
+}
+
+static int read_list(ss_conv *c, strlist *l, const char *path) {
+    FILE *f = fopen(path, "r");
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t n;
+    int rc = 0;
+    if (!f) return ss_conv_error(c, "cannot open '%s': %s", path, strerror(errno));
+    while (rc == 0 && (n = getline(&line, &cap, f)) >= 0) {
+        while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r')) line[--n] = '\0';
+        if (n > 0 && strlist_add(l, line)) rc = ss_conv_error(c, "out of memory");
+    }
+    free(line);
+    fclose(f);
+    return rc;
+}
+
+static int parse_args(ss_conv *c, int argc, char **argv, bs_job *job, strlist *files) {
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        int has_value = !strcmp(a, "--physical") || !strcmp(a, "--resample") ||
+                        !strcmp(a, "--resample-quality") || !strcmp(a, "--list");
+        if (has_value && i + 1 >= argc) return ss_conv_usage_error(c, "%s needs a value", a);
+        if (!strcmp(a, "--physical")) {
+            if (strcmp(argv[++i], "f32"))
+                return ss_conv_usage_error(c, "--physical takes f32, not '%s'", argv[i]);
+            job->physical = 1;
+        } else if (!strcmp(a, "--resample")) {
+            char *end = NULL;
+            const char *v = argv[++i];
+            errno = 0;
+            job->rs.rate = strtod(v, &end);
+            if (errno || end == v || *end || !(job->rs.rate > 0) || job->rs.rate > 1e9)
+                return ss_conv_usage_error(c, "--resample: '%s' is not a sample rate in Hz", v);
+            job->physical = 1; /* resampled values are not digital codes */
+        } else if (!strcmp(a, "--resample-quality")) {
+            if ((job->rs.converter = ss_sig_quality(argv[++i])) < 0)
+                return ss_conv_usage_error(
+                    c, "--resample-quality takes best, medium, fastest, zoh or linear, not '%s'",
+                    argv[i]);
+        } else if (!strcmp(a, "--list")) {
+            if (read_list(c, files, argv[++i])) return 1;
+        } else if (a[0] == '-' && a[1] != '\0') {
+            return ss_conv_usage_error(c, "unknown option '%s'", a);
+        } else if (strlist_add(files, a)) {
+            return ss_conv_error(c, "out of memory");
+        }
+    }
+    if (files->n == 0) return ss_conv_usage_error(c, "no input files");
+    return 0;
+}
+
+/* ----------------------------------------------------------- reference */
+
+static char *attr_text(const ss_store *st, const char *name) {
+    ss_attr a;
+    if (ss_attr_get(st, name, &a) != 0 || a.type != SS_ATTR_TEXT) return NULL;
+    return strndup(a.data, (size_t)a.size);
+}
+
+static int attr_f64(const ss_store *st, const char *name, double *dst, uint32_t n) {
+    ss_attr a;
+    if (ss_attr_get(st, name, &a) != 0 || a.type != SS_F64 || a.size != 8 * (uint64_t)n) return 1;
+    memcpy(dst, a.data, 8 * (size_t)n);
+    return 0;
+}
+
+/* The reference from the store appended to (its signal.* attributes). */
+static int ref_from_store(ss_conv *c, bs_job *job) {
+    ss_store *st = NULL;
+    ss_field f;
+    int fi;
+    bs_ref *r = &job->ref;
+    if (ss_conv_open_existing(c, &st)) return 1;
+    if (!st) return 0;
+    if ((fi = ss_field_index(st, "signal")) < 0 || ss_field_info(st, (uint32_t)fi, &f) ||
+        f.ndim != 1 || f.dims[0] > BS_MAXCH) {
+        ss_close(st);
+        return 0; /* not a signal store: the framework's schema check says so */
+    }
+    r->nch = (uint32_t)f.dims[0];
+    r->dtype = f.dtype;
+    r->labels = attr_text(st, "signal.labels");
+    r->units = attr_text(st, "signal.units");
+    r->gain = calloc(r->nch, sizeof(double));
+    r->offset = calloc(r->nch, sizeof(double));
+    int bad = !r->labels || !r->units || !r->gain || !r->offset ||
+              attr_f64(st, "signal.sample_rate", &r->rate, 1) ||
+              (!job->physical && (attr_f64(st, "signal.gain", r->gain, r->nch) ||
+                                  attr_f64(st, "signal.offset", r->offset, r->nch)));
+    ss_close(st);
+    if (bad) return ss_conv_error(c, "%s: missing signal.* attributes", ss_conv_opts(c)->output);
+    if (job->rs.rate && job->rs.rate != r->rate)
+        return ss_conv_error(c, "--resample %g differs from the store's rate %g Hz", job->rs.rate,
+                             r->rate);
+    r->have = 1;
+    return 0;
+}
+
+/* The first readable recording's header is the reference. */
+static int ref_from_file(bs_job *job, const char *path) {
+    HDRTYPE *h = bs_open(job, path);
+    if (!h) return 1;
+    int rc = channels_of(job, h, &job->ref);
+    bs_close(h);
+    if (rc) return ref_free(&job->ref), 1;
+    if (job->rs.rate) job->ref.rate = job->rs.rate;
+    job->ref.have = 1;
+    return 0;
+}
+
+static int set_attrs(ss_conv *c, const bs_job *job) {
+    const bs_ref *r = &job->ref;
+    const char *mode = job->physical ? "f32" : "digital";
+    if (ss_conv_set_attr(c, "signal.labels", SS_ATTR_TEXT, r->labels, strlen(r->labels)) ||
+        ss_conv_set_attr(c, "signal.units", SS_ATTR_TEXT, r->units, strlen(r->units)) ||
+        ss_conv_set_attr(c, "signal.sample_rate", SS_F64, &r->rate, 8) ||
+        ss_conv_set_attr(c, "signal.physical", SS_ATTR_TEXT, mode, strlen(mode)))
+        return 1;
+    if (!job->physical && (ss_conv_set_attr(c, "signal.gain", SS_F64, r->gain, 8 * r->nch) ||
+                           ss_conv_set_attr(c, "signal.offset", SS_F64, r->offset, 8 * r->nch)))
+        return 1;
+    if (!job->rs.rate) return 0;
+    const char *q = ss_sig_quality_name(job->rs.converter);
+    return ss_conv_set_attr(c, "signal.resample_converter", SS_ATTR_TEXT, q, strlen(q));
+}
+
+/* ------------------------------------------------------------- running */
+
+static int convert_all(ss_conv *c, bs_job *job, const strlist *files, uint64_t skip) {
+    for (uint32_t i = 0; i < files->n; i++) {
+        if (bs_decode(job, files->v[i])) {
+            if (ss_conv_bad(c, files->v[i], 0, "%s", job->err)) return 1;
+            continue;
+        }
+        if (skip) {
+            skip--;
+            continue;
+        }
+        ss_value v[2] = {{job->data, job->T}, {job->annot, job->annot_len}};
+        if (ss_conv_append(c, v, i, 1)) return 1;
+        ss_conv_progress(c, ss_conv_file_size(files->v[i]));
+    }
+    return 0;
+}
+
+static int run_biosig(ss_conv *c, int argc, char **argv) {
+    bs_job job;
+    strlist files = {0};
+    uint64_t total = 0, skip = 0;
+    int rc;
+
+    memset(&job, 0, sizeof job);
+    job.rs.converter = SRC_SINC_BEST_QUALITY;
+    rc = parse_args(c, argc, argv, &job, &files);
+    for (uint32_t i = 0; rc == 0 && i < files.n; i++) {
+        ss_conv_add_source(c, files.v[i]);
+        total += ss_conv_file_size(files.v[i]);
+    }
+    if (rc == 0 && (ss_conv_opts(c)->append || ss_conv_opts(c)->resume))
+        rc = ref_from_store(c, &job);
+    for (uint32_t i = 0; rc == 0 && !job.ref.have && i < files.n; i++)
+        ref_from_file(&job, files.v[i]);
+    if (rc == 0 && !job.ref.have) {
+        for (uint32_t i = 0; rc == 0 && i < files.n; i++) {
+            ref_from_file(&job, files.v[i]);
+            rc = ss_conv_bad(c, files.v[i], 0, "%s", job.err);
+        }
+        if (rc == 0) rc = ss_conv_error(c, "no readable recording among the inputs");
+    }
+    if (rc == 0) {
+        ss_field f[2];
+        memset(f, 0, sizeof f);
+        f[0].name = "signal";
+        f[0].dtype = job.physical ? SS_F32 : job.ref.dtype;
+        f[0].sequence = 1;
+        f[0].ndim = 1;
+        f[0].dims[0] = job.ref.nch;
+        f[1].name = "annotations";
+        f[1].dtype = SS_U8;
+        f[1].sequence = 1;
+        ss_schema schema = {2, f};
+        rc = ss_conv_begin(c, &schema, &skip);
+    }
+    if (rc == 0) rc = set_attrs(c, &job);
+    if (rc == 0) {
+        ss_conv_set_total(c, total);
+        rc = convert_all(c, &job, &files, skip);
+    }
+    free(job.data);
+    free(job.fbuf);
+    free(job.rbuf);
+    free(job.annot);
+    ref_free(&job.ref);
+    strlist_free(&files);
+    return rc;
+}
+
+const ss_converter ss_converter_biosig = {
+    "biosig", "biosignals (GDF, BrainVision, EDF/BDF and more via BioSig), one per recording",
+    run_biosig, usage_biosig};
+
+#else /* !SS_HAVE_BIOSIG */
+
+static void usage_biosig(FILE *out) {
+    fprintf(out, "seqstore was built without BioSig: no `convert biosig`\n");
 }
 
 static int run_biosig(ss_conv *c, int argc, char **argv) {
     (void)argc, (void)argv;
-    return ss_conv_error(c, "convert biosig: not implemented yet");
+    return ss_conv_error(c, "built without BioSig: `convert biosig` is unavailable (install "
+                            "libbiosig-dev libsamplerate0-dev and rebuild)");
 }
 
-const ss_converter ss_converter_biosig = {"biosig", "biosignals via BioSig", run_biosig,
-                                          usage_biosig};
+const ss_converter ss_converter_biosig = {"biosig", "biosignals via BioSig (not built in)",
+                                          run_biosig, usage_biosig};
+#endif
