@@ -1,5 +1,6 @@
 /* cmd_cat.c - `seqstore cat`: print examples as text. */
 #include "commands.h"
+#include "utf8.h"
 
 #include <getopt.h>
 #include <inttypes.h>
@@ -18,12 +19,6 @@ typedef struct ss_cat_field {
     const uint32_t *vocab_len; /* their byte lengths */
     uint64_t vocab_size;
 } ss_cat_field;
-
-static double ss_half_to_double(uint16_t h) {
-    int e = (h >> 10) & 31, m = h & 1023;
-    double v = e == 0 ? ldexp(m, -24) : e == 31 ? (m ? NAN : INFINITY) : ldexp(m + 1024, e - 25);
-    return (h & 0x8000) ? -v : v;
-}
 
 static void ss_print_element(const void *p, ss_dtype t) {
     switch (t) {
@@ -52,20 +47,12 @@ static void ss_print_element(const void *p, ss_dtype t) {
         printf("%" PRId64, *(const int64_t *)p);
         break;
     case SS_F16:
-        printf("%g", ss_half_to_double(*(const uint16_t *)p));
+    case SS_BF16:
+    case SS_F32: /* 9 significant digits read back as the same float */
+        printf("%.9g", ss_cli_element_double(p, t));
         break;
-    case SS_BF16: {
-        uint32_t bits = (uint32_t)(*(const uint16_t *)p) << 16;
-        float f;
-        memcpy(&f, &bits, sizeof f);
-        printf("%g", (double)f);
-        break;
-    }
-    case SS_F32:
-        printf("%g", (double)*(const float *)p);
-        break;
-    case SS_F64:
-        printf("%g", *(const double *)p);
+    case SS_F64: /* 17 as the same double */
+        printf("%.17g", ss_cli_element_double(p, t));
         break;
     }
 }
@@ -130,6 +117,56 @@ static void ss_print_view(const ss_cat_field *f, const ss_view *v) {
     }
 }
 
+/* A text field as a JSON string: bytes (UTF-8 text) or code points. */
+static void ss_json_view_text(json_t *o, const char *key, const ss_view *v) {
+    size_t es = ss_dtype_size(v->dtype);
+    if (v->dtype == SS_U8) {
+        ss_json_set_text(o, key, v->data, (size_t)v->length);
+        return;
+    }
+    char *buf = malloc(4 * v->length + 1);
+    size_t n = 0;
+    for (uint64_t i = 0; buf && i < v->length; i++) {
+        uint64_t c = ss_token_id((const char *)v->data + i * es, v->dtype);
+        size_t k = c <= 0x10FFFF ? ss_utf8_encode(buf + n, (uint32_t)c) : 0;
+        if (!k) k = ss_utf8_encode(buf + n, 0xFFFD); /* not a code point */
+        n += k;
+    }
+    json_object_set_new(o, key, buf ? json_stringn(buf, n) : json_null());
+    free(buf);
+}
+
+/* One field of one example as JSON: text as a string, vocabulary tokens as a
+ * list of strings, numbers as a list (one element per row) or a list of rows
+ * (rows of several elements); a fixed field is its one row. */
+static void ss_json_view(json_t *o, const ss_cat_field *f, const ss_view *v) {
+    size_t es = ss_dtype_size(v->dtype);
+    uint64_t per_row = v->row_bytes / es;
+    const unsigned char *p = v->data;
+    if (f->as_text && per_row == 1) {
+        ss_json_view_text(o, f->def.name, v);
+        return;
+    }
+    json_t *list = json_array();
+    for (uint64_t r = 0; r < v->length; r++) {
+        json_t *row = per_row == 1 ? list : json_array();
+        for (uint64_t k = 0; k < per_row; k++, p += es) {
+            uint64_t id = ss_token_id(p, v->dtype);
+            if (f->vocab && id < f->vocab_size)
+                json_array_append_new(row, ss_json_text(f->vocab[id], f->vocab_len[id], NULL));
+            else
+                json_array_append_new(row, ss_json_element(p, v->dtype));
+        }
+        if (row != list) json_array_append_new(list, row);
+    }
+    if (!f->def.sequence && json_array_size(list) == 1) { /* the row itself */
+        json_t *one = json_incref(json_array_get(list, 0));
+        json_decref(list);
+        list = one;
+    }
+    json_object_set_new(o, f->def.name, list);
+}
+
 /* Split a TEXT attribute into lines (the vocabulary, the source files). */
 static uint64_t ss_split_lines(const ss_attr *a, const char ***lines, const uint32_t **lens) {
     const char *p = a->data, *end = p + a->size;
@@ -163,53 +200,38 @@ static void ss_cat_prepare(const ss_store *s, ss_cat_field *f, int raw) {
         ((a.size == 5 && memcmp(a.data, "bytes", 5) == 0) ||
          (a.size == 5 && memcmp(a.data, "chars", 5) == 0)))
         f->as_text = 1;
+    /* EDF+ annotations are UTF-8 text in a u8 field (stores without .tokens) */
+    if (!raw && f->def.dtype == SS_U8 && f->def.sequence && !strcmp(f->def.name, "annotations") &&
+        ss_attr_get(s, "convert.converter", &a) == 0 && a.size == 3 && !memcmp(a.data, "edf", 3))
+        f->as_text = 1;
     snprintf(name, sizeof name, "%s.vocab", f->def.name);
     if (!raw && (ss_attr_get(s, name, &a) == 0 || ss_attr_get(s, "vocab", &a) == 0) &&
-        a.type == SS_ATTR_TEXT)
+        (a.type == SS_ATTR_TEXT || a.type == SS_ATTR_BYTES)) /* bytes: not all UTF-8 */
         f->vocab_size = ss_split_lines(&a, &f->vocab, &f->vocab_len);
-}
-
-/* Parse "A:B" with Python-style negative and open ends against n examples. */
-static int ss_parse_range(const char *text, uint64_t n, uint64_t *a, uint64_t *b) {
-    const char *colon = strchr(text, ':');
-    char *end;
-    long long lo = 0, hi = (long long)n;
-    if (!colon) {
-        lo = strtoll(text, &end, 10);
-        if (end == text || *end) return -1;
-        hi = lo < 0 ? lo + 1 : lo + 1;
-        if (lo == -1) hi = (long long)n;
-    } else {
-        if (colon != text) {
-            lo = strtoll(text, &end, 10);
-            if (end != colon) return -1;
-        }
-        if (colon[1]) {
-            hi = strtoll(colon + 1, &end, 10);
-            if (*end) return -1;
-        }
-    }
-    if (lo < 0) lo += (long long)n;
-    if (hi < 0) hi += (long long)n;
-    if (lo < 0 || hi < lo || (uint64_t)hi > n) return -1;
-    *a = (uint64_t)lo;
-    *b = (uint64_t)hi;
-    return 0;
 }
 
 static void ss_cat_usage(FILE *out) {
     fprintf(out, "usage: seqstore cat STORE [--field F]... [--range A:B | --split NAME] "
-                 "[--with-source] [--raw]\n\n"
+                 "[--with-source] [--raw] [--json]\n\n"
                  "Print one example per line. Token fields are printed through the store's\n"
                  "vocabulary (attribute FIELD.vocab or vocab), byte and character tokens as\n"
                  "text, anything else as numbers (rows separated by spaces, the elements of\n"
-                 "a row by commas). Several fields are separated by tabs.\n\n"
+                 "a row by commas; f32 with 9 significant digits, f64 with 17: they read\n"
+                 "back exactly). Several fields are separated by tabs.\n\n"
                  "  --field F      print field F (repeatable; default: every field but 'source')\n"
                  "  --range A:B    examples A to B-1; negative counts from the end, ends may be\n"
                  "                 open ('-10:' is the last ten); a single number is one example\n"
                  "  --split NAME   the examples of the stored split NAME (seqstore split)\n"
                  "  --with-source  start each line with FILE:LINE the example came from\n"
                  "  --raw          numbers only, no vocabulary\n"
+                 "  --json         one JSON object per line (JSON Lines): \"index\", \"source\"\n"
+                 "                 ({\"file\", \"line\"}, with --with-source) and one key per\n"
+                 "                 field: text as a string, tokens as a list of strings,\n"
+                 "                 numbers as a list (a list of rows when a row has several\n"
+                 "                 elements; a fixed field is its one row). Floats carry 17\n"
+                 "                 digits and read back exactly; text that is not UTF-8 gets\n"
+                 "                 U+FFFD and a FIELD_base64 key with the exact bytes\n"
+                 "                 (tokens that are not UTF-8: U+FFFD; --raw gives ids)\n"
                  "  --nolock       open without a lock file\n");
 }
 
@@ -231,18 +253,76 @@ static int ss_print_source(const ss_store *s, uint64_t i, const char **files, co
     return 0;
 }
 
+/* The source files, for --with-source. */
+typedef struct ss_cat_sources {
+    int on;
+    const char **files;
+    const uint32_t *flen;
+    uint64_t nfiles;
+} ss_cat_sources;
+
+static void ss_json_source(json_t *o, const ss_store *s, uint64_t i, const ss_cat_sources *src) {
+    int f = ss_field_index(s, "source");
+    ss_view v;
+    uint64_t loc[2];
+    if (f < 0 || ss_get(s, (uint32_t)f, i, &v) || v.row_bytes != 16) {
+        json_object_set_new(o, "source", json_null());
+        return;
+    }
+    memcpy(loc, v.data, sizeof loc);
+    json_t *js = json_object();
+    if (loc[0] >= 1 && loc[0] <= src->nfiles)
+        ss_json_set_text(js, "file", src->files[loc[0] - 1], src->flen[loc[0] - 1]);
+    else
+        json_object_set_new(js, "file", json_integer((json_int_t)loc[0]));
+    json_object_set_new(js, "line", json_integer((json_int_t)loc[1]));
+    json_object_set_new(o, "source", js);
+}
+
+/* Print example i: a line of tab-separated fields, or a JSON object on one line. */
+static int ss_cat_example(const ss_store *s, const ss_cat_field *fields, int nf, uint64_t i,
+                          const ss_cat_sources *src, int json) {
+    json_t *o = json ? json_object() : NULL;
+    int rc = 0;
+    if (o) json_object_set_new(o, "index", json_integer((json_int_t)i));
+    if (src->on && o)
+        ss_json_source(o, s, i, src);
+    else if (src->on)
+        ss_print_source(s, i, src->files, src->flen, src->nfiles);
+    for (int k = 0; k < nf && !rc; k++) {
+        ss_view v;
+        if (ss_get(s, fields[k].index, i, &v)) {
+            rc = ss_cli_store_error("cat", "example %" PRIu64, i);
+        } else if (o) {
+            ss_json_view(o, &fields[k], &v);
+        } else {
+            if (k) putchar('\t');
+            ss_print_view(&fields[k], &v);
+        }
+    }
+    if (o && !rc) json_dumpf(o, stdout, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    json_decref(o);
+    putchar('\n');
+    return rc;
+}
+
 int ss_cmd_cat(int argc, char **argv) {
-    static const struct option longopts[] = {
-        {"field", required_argument, 0, 'f'}, {"range", required_argument, 0, 'r'},
-        {"with-source", no_argument, 0, 's'}, {"raw", no_argument, 0, 'R'},
-        {"nolock", no_argument, 0, 'n'},      {"help", no_argument, 0, 'h'},
-        {"split", required_argument, 0, 'S'}, {0, 0, 0, 0}};
+    static const struct option longopts[] = {{"field", required_argument, 0, 'f'},
+                                             {"range", required_argument, 0, 'r'},
+                                             {"with-source", no_argument, 0, 's'},
+                                             {"raw", no_argument, 0, 'R'},
+                                             {"nolock", no_argument, 0, 'n'},
+                                             {"help", no_argument, 0, 'h'},
+                                             {"split", required_argument, 0, 'S'},
+                                             {"json", no_argument, 0, 'j'},
+                                             {0, 0, 0, 0}};
     const char *names[SS_CAT_MAX_FIELDS], *range = NULL, *split = NULL;
-    int nnames = 0, with_source = 0, raw = 0, c;
+    int nnames = 0, with_source = 0, raw = 0, json = 0, c;
     ss_selection *sel = NULL;
     unsigned flags = 0;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "f:r:h", longopts, NULL)) != -1) {
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":f:r:h", longopts, NULL)) != -1) {
         if (c == 'f') {
             if (nnames == SS_CAT_MAX_FIELDS) return ss_cli_usage_error("cat", "too many --field");
             names[nnames++] = optarg;
@@ -254,13 +334,15 @@ int ss_cmd_cat(int argc, char **argv) {
             with_source = 1;
         else if (c == 'R')
             raw = 1;
+        else if (c == 'j')
+            json = 1;
         else if (c == 'n')
             flags |= SS_OPEN_NOLOCK;
         else if (c == 'h') {
             ss_cat_usage(stdout);
             return SS_EXIT_OK;
         } else
-            return ss_cli_usage_error("cat", "unknown option");
+            return ss_cli_bad_option("cat", c, argv);
     }
     if (optind != argc - 1) return ss_cli_usage_error("cat", "expected one STORE");
     ss_store *s;
@@ -295,35 +377,22 @@ int ss_cmd_cat(int argc, char **argv) {
         goto done;
     }
     if (sel) b = ss_selection_count(sel);
-    if (range && ss_parse_range(range, ss_count(s), &a, &b)) {
+    if (range && ss_cli_parse_range(range, ss_count(s), &a, &b)) {
         rc = ss_cli_usage_error("cat", "--range '%s' is not A:B within %" PRIu64 " examples", range,
                                 ss_count(s));
         goto done;
     }
-    const char **files = NULL;
-    const uint32_t *flen = NULL;
-    uint64_t nfiles = 0;
+    ss_cat_sources src = {with_source, NULL, NULL, 0};
     ss_attr fa;
     if (with_source && ss_attr_get(s, "source.files", &fa) == 0)
-        nfiles = ss_split_lines(&fa, &files, &flen);
-    for (uint64_t pos = a; pos < b; pos++) {
+        src.nfiles = ss_split_lines(&fa, &src.files, &src.flen);
+    for (uint64_t pos = a; pos < b && rc == SS_EXIT_OK; pos++) {
         uint64_t i = pos;
         if (sel) ss_selection_index(sel, pos, &i);
-        if (with_source) ss_print_source(s, i, files, flen, nfiles);
-        for (int k = 0; k < nf; k++) {
-            ss_view v;
-            if (ss_get(s, fields[k].index, i, &v)) {
-                rc = ss_cli_store_error("cat", "example %" PRIu64, i);
-                break;
-            }
-            if (k) putchar('\t');
-            ss_print_view(&fields[k], &v);
-        }
-        putchar('\n');
-        if (rc) break;
+        rc = ss_cat_example(s, fields, nf, i, &src, json);
     }
-    free(files);
-    free((void *)flen);
+    free(src.files);
+    free((void *)src.flen);
 done:
     ss_selection_free(sel);
     for (int k = 0; k < nf; k++) {

@@ -1,202 +1,205 @@
-/* cmd_export.c - `seqstore export megatron STORE PREFIX`: write one field of
- * a store as a Megatron-LM / fairseq indexed dataset (PREFIX.bin +
- * PREFIX.idx, see megatron.h) that Megatron's MMapIndexedDataset reads. */
+/* cmd_export.c - `seqstore export`: a store's examples as JSON Lines or .npy files. */
 #include "commands.h"
-#include "megatron.h"
 
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
+#include <sys/stat.h>
 
-static void export_usage(FILE *out) {
-    fputs("usage: seqstore export megatron STORE PREFIX [options]\n"
-          "Write field F of every example as one sequence of PREFIX.bin + PREFIX.idx\n"
-          "(Megatron-LM / fairseq MMIDIDX version 1).\n"
-          "  --field F   the field (default 'tokens'); a sequence field of u8, i8, u16,\n"
-          "              i16, i32, i64, f32 or f64 with scalar rows\n"
-          "  --force     replace existing PREFIX.bin / PREFIX.idx\n"
-          "Documents: the attribute 'megatron.doc_idx' when it fits the store (a store\n"
-          "written by 'convert megatron'), else a new document wherever the field\n"
-          "'document' changes, else one document per example.\n",
-          out);
+static const char *const export_usage =
+    "usage: seqstore export STORE --format jsonl|npy -o OUT [--field F]...\n"
+    "       seqstore export megatron STORE PREFIX [--field F] [--force]\n"
+    "                       [--range A:B | --split NAME] [--nolock]\n"
+    "\n"
+    "  jsonl  OUT is a file ('-': stdout): one JSON object per example, as\n"
+    "         'seqstore cat --json' prints them\n"
+    "  npy    OUT is a directory: OUT/FIELD/NNNNNNNNNN.npy, one file per example\n"
+    "         (NNNNNNNNNN its index, zero-padded), little-endian, C order, shape\n"
+    "         (T, row shape...) for a sequence field and the row shape for a fixed\n"
+    "         one; 'seqstore convert npy OUT/FIELD/*.npy' reads a sequence field\n"
+    "         back (f16/bf16: <f2 and raw 16-bit words <u2)\n"
+    "  --field F  export field F (repeatable; default: every field but 'source')\n"
+    "  --range, --split, --nolock as for 'seqstore cat'\n";
+
+/* The .npy descr of a dtype (little-endian). */
+static const char *npy_descr(ss_dtype t) {
+    static const char *const d[] = {
+        [SS_U8] = "|u1",  [SS_I8] = "|i1",   [SS_U16] = "<u2", [SS_I16] = "<i2",
+        [SS_U32] = "<u4", [SS_I32] = "<i4",  [SS_U64] = "<u8", [SS_I64] = "<i8",
+        [SS_F16] = "<f2", [SS_BF16] = "<u2", [SS_F32] = "<f4", [SS_F64] = "<f8"};
+    return (unsigned)t < sizeof d / sizeof d[0] && d[t] ? d[t] : NULL;
 }
 
-static const char *const CMD = "export";
-
-/* The document indices: from the attribute, the `document` field, or one per
- * example. @return the array (count in *n), NULL on error (printed). */
-static uint64_t *doc_indices(const ss_store *s, size_t *n) {
-    uint64_t count = ss_count(s);
-    int df = ss_field_index(s, "document");
-    ss_field fi;
-    if (df >= 0 &&
-        (ss_field_info(s, (uint32_t)df, &fi) || fi.sequence || fi.dtype != SS_U64 || fi.ndim))
-        df = -1;
-    ss_attr a;
-    if (ss_attr_get(s, "megatron.doc_idx", &a) == 0 && a.type == SS_U64 && a.size >= 8 &&
-        a.size % 8 == 0) {
-        const uint64_t *d = a.data;
-        size_t m = (size_t)(a.size / 8), k = 0, ok = d[0] == 0;
-        for (size_t j = 1; ok && j < m; j++) ok = d[j] >= d[j - 1] && d[j] <= count;
-        for (uint64_t i = 0; ok && i < count && df >= 0; i++) {
-            while (k + 1 < m && d[k + 1] <= i) k++;
-            ss_view v;
-            ok = ss_get(s, (uint32_t)df, i, &v) == 0 && *(const uint64_t *)v.data == k;
-        }
-        if (ok) {
-            uint64_t *out = malloc(a.size);
-            if (out) memcpy(out, d, a.size), *n = m;
-            return out;
-        }
-    }
-    uint64_t *out = malloc((count + 1) * sizeof *out), prev = 0;
-    if (!out) return NULL;
-    size_t m = 0;
-    out[m++] = 0;
-    for (uint64_t i = 0; i < count; i++) {
-        ss_view v;
-        uint64_t d = i;
-        if (df >= 0) {
-            if (ss_get(s, (uint32_t)df, i, &v)) {
-                ss_cli_store_error(CMD, "example %" PRIu64, i);
-                free(out);
-                return NULL;
-            }
-            d = *(const uint64_t *)v.data;
-        }
-        if (i && d != prev) out[m++] = i;
-        prev = d;
-    }
-    if (count) out[m++] = count;
-    *n = m;
-    return out;
+/* Write one .npy (version 1.0): the header padded so the data starts at a
+ * multiple of 64 bytes, then the bytes as stored (seqstore is little-endian). */
+static int npy_write(const char *path, const ss_field *f, const ss_view *v) {
+    char shape[160], head[256];
+    uint64_t dims[SS_MAX_DIMS + 1];
+    uint32_t nd = 0;
+    if (f->sequence) dims[nd++] = v->length;
+    for (uint32_t d = 0; d < f->ndim; d++) dims[nd++] = f->dims[d];
+    size_t n = 0; /* a Python tuple: (), (n,), (a, b) */
+    for (uint32_t d = 0; d < nd; d++)
+        n += (size_t)snprintf(shape + n, sizeof shape - n, "%s%" PRIu64, d ? ", " : "", dims[d]);
+    if (nd == 1) snprintf(shape + n, sizeof shape - n, ",");
+    if (nd == 0) shape[0] = 0;
+    int hl = snprintf(head, sizeof head, "{'descr': '%s', 'fortran_order': False, 'shape': (%s), }",
+                      npy_descr(f->dtype), shape);
+    size_t total = (size_t)(10 + hl + 1 + 63) / 64 * 64; /* magic+version+len, header, '\n' */
+    memset(head + hl, ' ', total - 10 - (size_t)hl - 1);
+    head[total - 10 - 1] = '\n';
+    unsigned char pre[10] = {0x93,
+                             'N',
+                             'U',
+                             'M',
+                             'P',
+                             'Y',
+                             1,
+                             0,
+                             (unsigned char)((total - 10) & 0xFF),
+                             (unsigned char)((total - 10) >> 8)};
+    FILE *out = fopen(path, "wb");
+    if (!out) return -1;
+    size_t bytes = (size_t)(v->length * v->row_bytes);
+    int ok = fwrite(pre, 1, 10, out) == 10 && fwrite(head, 1, total - 10, out) == total - 10 &&
+             fwrite(v->data, 1, bytes, out) == bytes;
+    return (fclose(out) == 0 && ok) ? 0 : -1;
 }
 
-static int write_file(const char *path, FILE *f, int rc) {
-    if (fclose(f) && !rc) {
-        fprintf(stderr, "seqstore export: %s: %s\n", path, strerror(errno));
-        return 1;
+typedef struct export_args {
+    const char *store, *format, *out, *range, *split;
+    const char *fields[64];
+    int nfields, nolock;
+} export_args;
+
+static int export_parse(int argc, char **argv, export_args *a) {
+    memset(a, 0, sizeof *a);
+    for (int i = 1; i < argc; i++) {
+        const char *s = argv[i], **val = NULL;
+        if (!strcmp(s, "--format"))
+            val = &a->format;
+        else if (!strcmp(s, "-o") || !strcmp(s, "--output"))
+            val = &a->out;
+        else if (!strcmp(s, "--range"))
+            val = &a->range;
+        else if (!strcmp(s, "--split"))
+            val = &a->split;
+        else if (!strcmp(s, "--nolock"))
+            a->nolock = 1;
+        else if (!strcmp(s, "--field")) {
+            if (a->nfields == 64) return ss_cli_usage_error("export", "too many --field");
+            val = &a->fields[a->nfields++];
+        } else if (s[0] == '-' && s[1])
+            return ss_cli_usage_error("export", "unknown option '%s'", s);
+        else if (a->store)
+            return ss_cli_usage_error("export", "expected one STORE");
+        else
+            a->store = s;
+        if (val) {
+            if (i + 1 >= argc) return ss_cli_usage_error("export", "option '%s' needs a value", s);
+            *val = argv[++i];
+        }
+    }
+    if (!a->store || !a->format || !a->out)
+        return ss_cli_usage_error("export", "STORE, --format and -o OUT are required");
+    if (strcmp(a->format, "jsonl") && strcmp(a->format, "npy"))
+        return ss_cli_usage_error("export", "--format is jsonl or npy, not '%s'", a->format);
+    return 0;
+}
+
+/* jsonl: exactly `seqstore cat --json` with the same selection, into OUT. */
+static int export_jsonl(const export_args *a) {
+    char *args[64 * 2 + 12];
+    int n = 0;
+    args[n++] = "cat";
+    args[n++] = "--json";
+    for (int k = 0; k < a->nfields; k++) args[n++] = "--field", args[n++] = (char *)a->fields[k];
+    if (a->range) args[n++] = "--range", args[n++] = (char *)a->range;
+    if (a->split) args[n++] = "--split", args[n++] = (char *)a->split;
+    if (a->nolock) args[n++] = "--nolock";
+    args[n++] = (char *)a->store;
+    args[n] = NULL;
+    if (strcmp(a->out, "-") != 0 && !freopen(a->out, "w", stdout)) {
+        fprintf(stderr, "seqstore export: cannot write '%s': %s\n", a->out, strerror(errno));
+        return SS_EXIT_ERROR;
+    }
+    int rc = ss_cmd_cat(n, args);
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        fprintf(stderr, "seqstore export: cannot write '%s'\n", a->out);
+        return SS_EXIT_ERROR;
     }
     return rc;
 }
 
-/* Write PREFIX.bin and the sizes; then PREFIX.idx. */
-static int write_dataset(const ss_store *s, uint32_t field, uint8_t code, const char *prefix,
-                         const uint64_t *doc, size_t ndoc) {
-    char bin[4096], idx[4096];
-    snprintf(bin, sizeof bin, "%s.bin", prefix);
-    snprintf(idx, sizeof idx, "%s.idx", prefix);
-    uint64_t count = ss_count(s), rowb = ss_field_row_bytes(s, field), ptr = 0;
-    FILE *fb = fopen(bin, "wb");
-    if (!fb) return fprintf(stderr, "seqstore export: %s: %s\n", bin, strerror(errno)), 1;
-    FILE *fi = fopen(idx, "wb");
-    if (!fi) {
-        fprintf(stderr, "seqstore export: %s: %s\n", idx, strerror(errno));
-        return write_file(bin, fb, 1);
+static int export_field_npy(const ss_store *s, const export_args *a, uint32_t f,
+                            const ss_selection *sel, uint64_t lo, uint64_t hi) {
+    ss_field def;
+    ss_field_info(s, f, &def);
+    char dir[4096], path[4200];
+    snprintf(dir, sizeof dir, "%s/%s", a->out, def.name);
+    if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
+        fprintf(stderr, "seqstore export: cannot create '%s': %s\n", dir, strerror(errno));
+        return SS_EXIT_ERROR;
     }
-    uint8_t h[MG_HEADER_BYTES] = {'M', 'M', 'I', 'D', 'I', 'D', 'X', 0, 0}, b8[8];
-    mg_put_u64(h + 9, 1);
-    h[17] = code;
-    mg_put_u64(h + 18, count);
-    mg_put_u64(h + 26, ndoc);
-    int rc = fwrite(h, 1, sizeof h, fi) != sizeof h;
-    for (uint64_t i = 0; i < count && !rc; i++) { /* sizes, and the .bin */
+    for (uint64_t pos = lo; pos < hi; pos++) {
+        uint64_t i = pos;
         ss_view v;
-        if (ss_get(s, field, i, &v)) {
-            rc = ss_cli_store_error(CMD, "example %" PRIu64, i);
-            break;
-        }
-        if (v.length > INT32_MAX) {
-            fprintf(stderr,
-                    "seqstore export: example %" PRIu64 " has %" PRIu64
-                    " elements; Megatron's lengths are int32\n",
-                    i, v.length);
-            rc = 1;
-            break;
-        }
-        mg_put_u32(b8, (uint32_t)v.length);
-        rc = fwrite(b8, 1, 4, fi) != 4 || fwrite(v.data, 1, v.length * rowb, fb) != v.length * rowb;
-    }
-    for (uint64_t i = 0; i < count && !rc; i++) { /* pointers */
-        mg_put_u64(b8, ptr);
-        ptr += ss_length(s, field, i) * rowb;
-        rc = fwrite(b8, 1, 8, fi) != 8;
-    }
-    for (size_t k = 0; k < ndoc && !rc; k++) {
-        mg_put_u64(b8, doc[k]);
-        rc = fwrite(b8, 1, 8, fi) != 8;
-    }
-    if (rc && !ferror(fb) && !ferror(fi))
-        rc = 1; /* message already printed */
-    else if (rc)
-        fprintf(stderr, "seqstore export: write error: %s\n", strerror(errno));
-    rc = write_file(bin, fb, rc);
-    return write_file(idx, fi, rc);
-}
-
-static int export_megatron(int argc, char **argv) {
-    const char *field_name = "tokens", *pos[2];
-    int npos = 0, force = 0;
-    for (int i = 2; i < argc; i++) {
-        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-            export_usage(stdout);
-            return SS_EXIT_OK;
-        } else if (!strcmp(argv[i], "--field")) {
-            if (i + 1 >= argc) return ss_cli_usage_error(CMD, "--field needs a field name");
-            field_name = argv[++i];
-        } else if (!strcmp(argv[i], "--force")) {
-            force = 1;
-        } else if (argv[i][0] == '-' && argv[i][1]) {
-            return ss_cli_usage_error(CMD, "unknown option '%s'", argv[i]);
-        } else if (npos == 2) {
-            return ss_cli_usage_error(CMD, "too many arguments");
-        } else {
-            pos[npos++] = argv[i];
-        }
-    }
-    if (npos != 2) return ss_cli_usage_error(CMD, "needs STORE and PREFIX");
-    char path[4096];
-    for (int k = 0; k < 2 && !force; k++) {
-        snprintf(path, sizeof path, "%s.%s", pos[1], k ? "idx" : "bin");
-        if (access(path, F_OK) == 0) {
-            fprintf(stderr, "seqstore export: %s exists (--force replaces it)\n", path);
+        if (sel) ss_selection_index(sel, pos, &i);
+        if (ss_get(s, f, i, &v)) return ss_cli_store_error("export", "example %" PRIu64, i);
+        snprintf(path, sizeof path, "%s/%010" PRIu64 ".npy", dir, i);
+        if (npy_write(path, &def, &v)) {
+            fprintf(stderr, "seqstore export: cannot write '%s': %s\n", path, strerror(errno));
             return SS_EXIT_ERROR;
         }
     }
-    ss_store *s;
-    if (ss_cli_open(&s, CMD, pos[0], 0)) return SS_EXIT_ERROR;
-    int rc = SS_EXIT_ERROR, f = ss_field_index(s, field_name);
-    ss_field fi;
-    uint8_t code = 0;
-    uint64_t *doc = NULL;
-    size_t ndoc = 0;
-    if (f < 0) {
-        fprintf(stderr, "seqstore export: %s: no field '%s'\n", pos[0], field_name);
-    } else if (ss_field_info(s, (uint32_t)f, &fi) || !fi.sequence || fi.ndim) {
-        fprintf(stderr, "seqstore export: field '%s' is not a sequence of scalars\n", field_name);
-    } else if (!(code = mg_code_of_dtype(fi.dtype))) {
-        fprintf(stderr,
-                "seqstore export: field '%s' is %s: Megatron has u8, i8, u16, i16, "
-                "i32, i64, f32 and f64\n",
-                field_name, ss_dtype_name(fi.dtype));
-    } else if (!(doc = doc_indices(s, &ndoc))) {
-        fprintf(stderr, "seqstore export: cannot build the document indices\n");
-    } else {
-        rc = write_dataset(s, (uint32_t)f, code, pos[1], doc, ndoc);
+    return SS_EXIT_OK;
+}
+
+static int export_npy(const export_args *a) {
+    if (mkdir(a->out, 0777) != 0 && errno != EEXIST) {
+        fprintf(stderr, "seqstore export: cannot create '%s': %s\n", a->out, strerror(errno));
+        return SS_EXIT_ERROR;
     }
-    free(doc);
+    ss_store *s;
+    if (ss_cli_open(&s, "export", a->store, a->nolock ? SS_OPEN_NOLOCK : 0)) return SS_EXIT_ERROR;
+    ss_selection *sel = NULL;
+    uint64_t lo = 0, hi = ss_count(s);
+    int rc = SS_EXIT_OK;
+    if (a->split && a->range)
+        rc = ss_cli_usage_error("export", "--split and --range exclude each other");
+    else if (a->split && ss_split_load(&sel, s, a->split))
+        rc = ss_cli_store_error("export", "--split %s", a->split);
+    else if (a->range && ss_cli_parse_range(a->range, ss_count(s), &lo, &hi))
+        rc = ss_cli_usage_error("export", "--range '%s' is not A:B within %" PRIu64 " examples",
+                                a->range, ss_count(s));
+    if (sel) hi = ss_selection_count(sel);
+    for (int k = 0; rc == SS_EXIT_OK && k < a->nfields; k++)
+        if (ss_field_index(s, a->fields[k]) < 0)
+            rc = ss_cli_store_error("export", "--field %s", a->fields[k]);
+    for (uint32_t f = 0; rc == SS_EXIT_OK && f < ss_field_count(s); f++) {
+        ss_field def;
+        ss_field_info(s, f, &def);
+        int want = a->nfields == 0 && strcmp(def.name, "source") != 0;
+        for (int k = 0; k < a->nfields; k++) want |= !strcmp(a->fields[k], def.name);
+        if (want) rc = export_field_npy(s, a, f, sel, lo, hi);
+    }
+    ss_selection_free(sel);
     ss_close(s);
     return rc;
 }
 
 int ss_cmd_export(int argc, char **argv) {
-    if (argc >= 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
-        export_usage(stdout);
-        return SS_EXIT_OK;
+    /* `export megatron STORE PREFIX` writes the pair of files Megatron reads */
+    if (argc >= 2 && !strcmp(argv[1], "megatron")) return ss_cmd_export_megatron(argc, argv);
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+            fputs(export_usage, stdout);
+            return SS_EXIT_OK;
+        }
     }
-    if (argc < 2) return ss_cli_usage_error(CMD, "needs a format: megatron");
-    if (!strcmp(argv[1], "megatron")) return export_megatron(argc, argv);
-    return ss_cli_usage_error(CMD, "unknown format '%s' (known: megatron)", argv[1]);
+    export_args a;
+    int rc = export_parse(argc, argv, &a);
+    if (rc) return rc;
+    return strcmp(a.format, "jsonl") == 0 ? export_jsonl(&a) : export_npy(&a);
 }

@@ -1,14 +1,17 @@
 /* cmd_index.c - `seqstore index`: build a bucket index sorted by example lengths. */
 #include "commands.h"
 
-#include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
+static int index_build(int argc, char **argv);
+
 static const char *const index_usage =
-    "usage: seqstore index STORE --by FIELD[,FIELD...] --resolution R [--name NAME]\n"
+    "usage: seqstore index STORE --by FIELD[,FIELD...] --resolution R [--name NAME] [--force]\n"
+    "       seqstore index list STORE [--json] [--nolock]\n"
+    "       seqstore index rm STORE NAME\n"
     "\n"
     "Store a bucket index (attribute ss.bucket.NAME): a permutation of all\n"
     "examples sorted by their lengths in the given fields (lexicographically:\n"
@@ -20,19 +23,108 @@ static const char *const index_usage =
     "                    first (e.g. 'src,tgt')\n"
     "  --resolution R    bucket width in time steps, R >= 1 (1: exact lengths)\n"
     "  --name NAME       index name; default: the --by text\n"
+    "  --force           replace an existing index of that name\n"
+    "  list              every stored index: name, keys, resolution, buckets\n"
+    "  rm                remove index NAME\n"
     "  -h, --help        this text\n";
 
+static int index_list(int argc, char **argv) {
+    int json = 0, nolock = 0;
+    const char *path = NULL;
+    for (int i = 2; i < argc; i++) {
+        if (!strcmp(argv[i], "--json"))
+            json = 1;
+        else if (!strcmp(argv[i], "--nolock"))
+            nolock = 1;
+        else if (argv[i][0] == '-' && argv[i][1])
+            return ss_cli_usage_error("index", "unknown option '%s'", argv[i]);
+        else if (path)
+            return ss_cli_usage_error("index", "list needs one STORE");
+        else
+            path = argv[i];
+    }
+    if (!path) return ss_cli_usage_error("index", "list needs STORE");
+    ss_store *s;
+    if (ss_cli_open(&s, "index", path, nolock ? SS_OPEN_NOLOCK : 0)) return SS_EXIT_ERROR;
+    size_t plen = strlen(SS_BUCKET_ATTR_PREFIX);
+    json_t *list = json ? json_array() : NULL;
+    int rc = SS_EXIT_OK;
+    if (!json) printf("%-20s %-24s %10s %10s\n", "NAME", "BY", "RESOLUTION", "BUCKETS");
+    for (uint64_t k = 0; k < ss_attr_count(s) && rc == SS_EXIT_OK; k++) {
+        ss_attr at;
+        ss_bucket *b;
+        if (ss_attr_at(s, k, &at) != 0) {
+            rc = ss_cli_store_error("index", "list");
+            break;
+        }
+        if (strncmp(at.name, SS_BUCKET_ATTR_PREFIX, plen) != 0) continue;
+        const char *name = at.name + plen;
+        if (ss_bucket_open(&b, s, name) != 0) { /* e.g. stale after an append */
+            if (!json) printf("%-20s (%s)\n", name, ss_error_message());
+            continue;
+        }
+        uint32_t keys[SS_BUCKET_MAX_KEYS];
+        size_t nk = ss_bucket_keys(b, keys);
+        char by[256] = "";
+        json_t *jk = json_array();
+        for (size_t i = 0, n = 0; i < nk; i++) {
+            ss_field f;
+            ss_field_info(s, keys[i], &f);
+            n += (size_t)snprintf(by + n, n < sizeof by ? sizeof by - n : 0, "%s%s", i ? "," : "",
+                                  f.name);
+            json_array_append_new(jk, json_string(f.name));
+        }
+        if (json) {
+            json_t *o = json_object();
+            json_object_set_new(o, "name", json_string(name));
+            json_object_set_new(o, "by", jk);
+            json_object_set_new(o, "resolution", json_integer((json_int_t)ss_bucket_resolution(b)));
+            json_object_set_new(o, "buckets", json_integer((json_int_t)ss_bucket_count(b)));
+            json_object_set_new(o, "examples", json_integer((json_int_t)ss_bucket_size(b)));
+            json_array_append_new(list, o);
+        } else {
+            json_decref(jk);
+            printf("%-20s %-24s %10" PRIu64 " %10" PRIu64 "\n", name, by, ss_bucket_resolution(b),
+                   ss_bucket_count(b));
+        }
+        ss_bucket_free(b);
+    }
+    if (json && rc == SS_EXIT_OK) ss_json_print(list);
+    json_decref(list);
+    ss_close(s);
+    return rc;
+}
+
+static int index_rm(int argc, char **argv) {
+    if (argc != 4) return ss_cli_usage_error("index", "rm needs STORE NAME");
+    char key[SS_MAX_ATTR_NAME + 16], what[SS_MAX_ATTR_NAME + 16];
+    snprintf(key, sizeof key, "%s%s", SS_BUCKET_ATTR_PREFIX, argv[3]);
+    snprintf(what, sizeof what, "index '%s'", argv[3]);
+    return ss_cli_remove_attr("index", argv[2], key, what);
+}
+
 int ss_cmd_index(int argc, char **argv) {
-    static const struct option longopts[] = {{"by", required_argument, 0, 'b'},
-                                             {"resolution", required_argument, 0, 'r'},
-                                             {"name", required_argument, 0, 'n'},
-                                             {"help", no_argument, 0, 'h'},
-                                             {0, 0, 0, 0}};
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+            fputs(index_usage, stdout);
+            return SS_EXIT_OK;
+        }
+    }
+    if (argc > 1 && !strcmp(argv[1], "list")) return index_list(argc, argv);
+    if (argc > 1 && !strcmp(argv[1], "rm")) return index_rm(argc, argv);
+    return index_build(argc, argv);
+}
+
+static int index_build(int argc, char **argv) {
+    static const struct option longopts[] = {
+        {"by", required_argument, 0, 'b'},   {"resolution", required_argument, 0, 'r'},
+        {"name", required_argument, 0, 'n'}, {"force", no_argument, 0, 'f'},
+        {"help", no_argument, 0, 'h'},       {0, 0, 0, 0}};
     const char *by = NULL, *name = NULL, *res_text = NULL;
-    int c;
+    int c, force = 0;
     optind = 1;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, "b:r:n:h", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":b:r:n:h", longopts, NULL)) != -1) {
         switch (c) {
         case 'b':
             by = optarg;
@@ -43,23 +135,18 @@ int ss_cmd_index(int argc, char **argv) {
         case 'n':
             name = optarg;
             break;
-        case 'h':
-            fputs(index_usage, stdout);
-            return SS_EXIT_OK;
+        case 'f':
+            force = 1;
+            break;
         default:
-            return ss_cli_usage_error("index", "unknown or incomplete option '%s'",
-                                      argv[optind - 1]);
+            return ss_cli_bad_option("index", c, argv);
         }
     }
     if (optind + 1 != argc) return ss_cli_usage_error("index", "expected one STORE argument");
     if (!by) return ss_cli_usage_error("index", "--by FIELD[,FIELD] is required");
     if (!res_text) return ss_cli_usage_error("index", "--resolution R is required");
-    char *end;
-    errno = 0;
-    unsigned long long res = strtoull(res_text, &end, 10);
-    if (errno || *end || res_text[0] == '-' || res == 0)
-        return ss_cli_usage_error("index", "--resolution must be an integer >= 1, not '%s'",
-                                  res_text);
+    uint64_t res;
+    if (ss_cli_number("index", "--resolution", res_text, 1, UINT64_MAX, &res)) return SS_EXIT_USAGE;
     if (!name) name = by;
     const char *path = argv[optind];
 
@@ -80,15 +167,33 @@ int ss_cmd_index(int argc, char **argv) {
             return ss_cli_usage_error("index", "--by takes at most %d fields", SS_BUCKET_MAX_KEYS);
         }
         int f = ss_field_index(s, tok);
+        ss_field def;
         if (f < 0) {
             ss_close(s);
             fprintf(stderr, "seqstore index: unknown field '%s' in %s\n", tok, path);
             return SS_EXIT_ERROR;
         }
+        ss_field_info(s, (uint32_t)f, &def);
+        if (!def.sequence) {
+            ss_close(s);
+            fprintf(stderr,
+                    "seqstore index: field '%s' is fixed (one row per example, all of length "
+                    "1): --by takes sequence fields\n",
+                    tok);
+            return SS_EXIT_ERROR;
+        }
         fields[nkeys++] = (uint32_t)f;
     }
+    char key[SS_MAX_ATTR_NAME + 16];
+    ss_attr old;
+    snprintf(key, sizeof key, "%s%s", SS_BUCKET_ATTR_PREFIX, name);
+    int exists = ss_attr_get(s, key, &old) == 0;
     ss_close(s);
     if (nkeys == 0) return ss_cli_usage_error("index", "--by names no field");
+    if (exists && !force) {
+        fprintf(stderr, "seqstore index: index '%s' exists (use --force to replace it)\n", name);
+        return SS_EXIT_ERROR;
+    }
     if (ss_bucket_save(path, name, fields, nkeys, res))
         return ss_cli_store_error("index", "build '%s'", name);
 
@@ -98,8 +203,10 @@ int ss_cmd_index(int argc, char **argv) {
         ss_close(s);
         return ss_cli_store_error("index", "reopen '%s'", name);
     }
-    printf("index '%s': %" PRIu64 " examples in %" PRIu64 " buckets (resolution %llu, by %s)\n",
-           name, ss_bucket_size(b), ss_bucket_count(b), res, by);
+    uint64_t n = ss_bucket_size(b), nb = ss_bucket_count(b);
+    printf("index '%s': %" PRIu64 " example%s in %" PRIu64 " bucket%s (resolution %" PRIu64
+           ", by %s)\n",
+           name, n, n == 1 ? "" : "s", nb, nb == 1 ? "" : "s", res, by);
     ss_bucket_free(b);
     ss_close(s);
     return SS_EXIT_OK;

@@ -6,10 +6,40 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Bins of the length histogram: at most this many, of a width 1, 2 or 5 x 10^k. */
+#define SS_HIST_MAX_BINS 10
+/* The longest bar, in character cells (eighths of a cell drawn with U+2589..U+258F). */
+#define SS_HIST_BAR_CELLS 40
+
 typedef struct ss_length_stats {
     uint64_t min, max, p50, p95, total;
     double mean;
+    uint64_t bin_start, bin_width, nbins; /* bin k holds lengths [start + k w, start + (k+1) w) */
+    uint64_t counts[SS_HIST_MAX_BINS];
 } ss_length_stats;
+
+/* The histogram of sorted lengths: the smallest 1-2-5 width that needs at
+ * most SS_HIST_MAX_BINS bins, aligned to a multiple of the width. */
+static void ss_histogram(const uint64_t *sorted, uint64_t n, ss_length_stats *st) {
+    uint64_t w = 1, span = st->max - st->min;
+    for (uint64_t decade = 1;; decade *= 10) {
+        static const uint64_t steps[] = {1, 2, 5};
+        int found = 0;
+        for (int k = 0; k < 3 && !found; k++) {
+            w = steps[k] * decade;
+            found = (st->max / w - st->min / w) < SS_HIST_MAX_BINS;
+        }
+        if (found || decade > UINT64_MAX / 100 || span / decade == 0) break;
+    }
+    st->bin_width = w;
+    st->bin_start = st->min / w * w;
+    st->nbins = st->max / w - st->min / w + 1;
+    if (st->nbins > SS_HIST_MAX_BINS) st->nbins = SS_HIST_MAX_BINS; /* lengths near 2^64 only */
+    for (uint64_t i = 0; i < n; i++) {
+        uint64_t b = (sorted[i] - st->bin_start) / w;
+        st->counts[b < st->nbins ? b : st->nbins - 1]++;
+    }
+}
 
 static int ss_cmp_u64(const void *a, const void *b) {
     uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
@@ -32,6 +62,7 @@ static int ss_field_stats(const ss_store *s, uint32_t f, ss_length_stats *out) {
         out->p50 = len[(n - 1) / 2];
         out->p95 = len[(uint64_t)((double)(n - 1) * 0.95)];
         out->mean = (double)out->total / (double)n;
+        ss_histogram(len, n, out);
     }
     free(len);
     return rc;
@@ -45,18 +76,11 @@ static void ss_shape_text(const ss_field *f, char *buf, size_t cap) {
     if (n < cap) snprintf(buf + n, cap - n, "]");
 }
 
-static const char *ss_attr_type_name(uint32_t type) {
-    if (type == SS_ATTR_TEXT) return "text";
-    if (type == SS_ATTR_BYTES) return "bytes";
-    const char *n = ss_dtype_name((ss_dtype)type);
-    return n ? n : "?";
-}
-
 static json_t *ss_info_json(const ss_store *s, const char *path) {
     ss_store_info info;
     ss_store_get_info(s, &info);
     json_t *root = json_object(), *fields = json_array(), *attrs = json_array();
-    json_object_set_new(root, "path", json_string(path));
+    ss_json_set_text(root, "path", path, strlen(path));
     json_object_set_new(root, "format_version", json_integer(info.format_version));
     json_object_set_new(root, "complete", json_boolean(info.complete));
     json_object_set_new(root, "examples", json_integer((json_int_t)info.count));
@@ -67,7 +91,7 @@ static json_t *ss_info_json(const ss_store *s, const char *path) {
         ss_field d;
         ss_field_info(s, f, &d);
         json_t *jf = json_object(), *shape = json_array();
-        json_object_set_new(jf, "name", json_string(d.name));
+        ss_json_set_text(jf, "name", d.name, strlen(d.name));
         json_object_set_new(jf, "dtype", json_string(ss_dtype_name(d.dtype)));
         json_object_set_new(jf, "sequence", json_boolean(d.sequence));
         for (uint32_t k = 0; k < d.ndim; k++)
@@ -83,6 +107,18 @@ static json_t *ss_info_json(const ss_store *s, const char *path) {
             json_object_set_new(js, "p95", json_integer((json_int_t)st.p95));
             json_object_set_new(js, "max", json_integer((json_int_t)st.max));
             json_object_set_new(js, "total", json_integer((json_int_t)st.total));
+            json_t *jh = json_object(), *edges = json_array(), *counts = json_array();
+            for (uint64_t k = 0; k < st.nbins; k++) {
+                json_array_append_new(edges,
+                                      json_integer((json_int_t)(st.bin_start + k * st.bin_width)));
+                json_array_append_new(counts, json_integer((json_int_t)st.counts[k]));
+            }
+            if (st.nbins)
+                json_array_append_new(
+                    edges, json_integer((json_int_t)(st.bin_start + st.nbins * st.bin_width)));
+            json_object_set_new(jh, "edges", edges);
+            json_object_set_new(jh, "counts", counts);
+            json_object_set_new(js, "histogram", jh);
             json_object_set_new(jf, "lengths", js);
         }
         json_array_append_new(fields, jf);
@@ -90,15 +126,12 @@ static json_t *ss_info_json(const ss_store *s, const char *path) {
     json_object_set_new(root, "fields", fields);
     for (uint64_t k = 0; k < ss_attr_count(s); k++) {
         ss_attr a;
-        json_t *ja = json_object();
+        json_t *ja;
         if (ss_attr_at(s, k, &a) != 0) {
+            ja = json_object();
             json_object_set_new(ja, "error", json_string(ss_error_message()));
         } else {
-            json_object_set_new(ja, "name", json_string(a.name));
-            json_object_set_new(ja, "type", json_string(ss_attr_type_name(a.type)));
-            json_object_set_new(ja, "bytes", json_integer((json_int_t)a.size));
-            if (a.type == SS_ATTR_TEXT && a.size <= 4096)
-                json_object_set_new(ja, "value", json_stringn_nocheck(a.data, (size_t)a.size));
+            ja = ss_json_attr(&a);
         }
         json_array_append_new(attrs, ja);
     }
@@ -106,12 +139,26 @@ static json_t *ss_info_json(const ss_store *s, const char *path) {
     return root;
 }
 
-static void ss_print_preview(const ss_attr *a) {
-    printf("  \"");
-    const unsigned char *p = a->data;
-    uint64_t n = a->size < 60 ? a->size : 60;
-    for (uint64_t i = 0; i < n; i++) putchar(p[i] == '\n' ? '|' : (p[i] < 32 ? '?' : p[i]));
-    printf("%s\"", a->size > 60 ? "..." : "");
+/* The length histogram as a few lines of bars in eighths of a cell. */
+static void ss_print_histogram(const ss_length_stats *st) {
+    static const char *const eighths[] = {"",       "\u258F", "\u258E", "\u258D",
+                                          "\u258C", "\u258B", "\u258A", "\u2589"};
+    uint64_t top = 0;
+    int digits = snprintf(NULL, 0, "%llu",
+                          (unsigned long long)(st->bin_start + st->nbins * st->bin_width - 1));
+    for (uint64_t k = 0; k < st->nbins; k++)
+        if (st->counts[k] > top) top = st->counts[k];
+    for (uint64_t k = 0; k < st->nbins && top; k++) {
+        uint64_t lo = st->bin_start + k * st->bin_width, hi = lo + st->bin_width - 1;
+        /* eighths of a cell, rounded up so that a non-empty bin always shows */
+        uint64_t e = (st->counts[k] * SS_HIST_BAR_CELLS * 8 + top - 1) / top;
+        printf("      %*llu..%-*llu ", digits, (unsigned long long)lo, digits,
+               (unsigned long long)hi);
+        for (uint64_t c = 0; c < e / 8; c++) fputs("\u2588", stdout);
+        fputs(eighths[e % 8], stdout);
+        printf("%*s %llu\n", (int)(SS_HIST_BAR_CELLS - e / 8 - (e % 8 != 0)), "",
+               (unsigned long long)st->counts[k]);
+    }
 }
 
 static void ss_info_text(const ss_store *s, const char *path) {
@@ -131,7 +178,7 @@ static void ss_info_text(const ss_store *s, const char *path) {
         ss_field_info(s, f, &d);
         ss_shape_text(&d, shape, sizeof shape);
         printf("  %-12s %-5s %-12s", d.name, ss_dtype_name(d.dtype), shape);
-        ss_length_stats st;
+        ss_length_stats st = {0};
         if (d.sequence && ss_field_stats(s, f, &st) == 0)
             printf(" length min %llu mean %.1f p50 %llu p95 %llu max %llu total %llu",
                    (unsigned long long)st.min, st.mean, (unsigned long long)st.p50,
@@ -140,6 +187,7 @@ static void ss_info_text(const ss_store *s, const char *path) {
         else if (!d.sequence)
             printf(" one row per example");
         printf("\n");
+        if (d.sequence && ss_count(s) > 0 && st.nbins) ss_print_histogram(&st);
     }
     printf("attributes  %llu\n", (unsigned long long)ss_attr_count(s));
     for (uint64_t k = 0; k < ss_attr_count(s); k++) {
@@ -148,9 +196,9 @@ static void ss_info_text(const ss_store *s, const char *path) {
             printf("  (attribute %llu: %s)\n", (unsigned long long)k, ss_error_message());
             continue;
         }
-        printf("  %-24s %-5s %8llu bytes", a.name, ss_attr_type_name(a.type),
+        printf("  %-24s %-5s %8llu bytes", a.name, ss_cli_attr_type_name(a.type),
                (unsigned long long)a.size);
-        if (a.type == SS_ATTR_TEXT) ss_print_preview(&a);
+        ss_cli_print_attr_preview(&a);
         printf("\n");
     }
 }
@@ -158,8 +206,15 @@ static void ss_info_text(const ss_store *s, const char *path) {
 static void ss_info_usage(FILE *out) {
     fprintf(out, "usage: seqstore info STORE [--json] [--nolock] [--incomplete]\n\n"
                  "Print the examples, fields (dtype, shape), length statistics per field\n"
-                 "(min, mean, p50, p95, max, total; from the index alone), file size,\n"
-                 "attributes, format version and whether the store is complete.\n\n"
+                 "(min, mean, p50, p95, max, total; from the index alone) with a histogram\n"
+                 "of the lengths (at most 10 bins of width 1, 2 or 5 x 10^k), file size,\n"
+                 "attributes with their values (text and the first elements of arrays),\n"
+                 "format version and whether the store is complete.\n\n"
+                 "--json carries every value whole: text as a string, typed arrays as\n"
+                 "lists, bytes as base64 (\"value_base64\"); histograms as \"edges\" (bin k\n"
+                 "is [edges[k], edges[k+1])) and \"counts\". JSON strings are Unicode: text\n"
+                 "that is not valid UTF-8 (e.g. a Latin-1 file name) has U+FFFD for each\n"
+                 "invalid byte and, beside it, KEY_base64 with the exact bytes.\n\n"
                  "  --json        one JSON object on stdout\n"
                  "  --nolock      open without a lock file (read-only media; no writer may run)\n"
                  "  --incomplete  show the committed part of an unfinished store\n");
@@ -174,7 +229,8 @@ int ss_cmd_info(int argc, char **argv) {
     int json = 0, c;
     unsigned flags = 0;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
         if (c == 'j')
             json = 1;
         else if (c == 'n')
@@ -185,15 +241,14 @@ int ss_cmd_info(int argc, char **argv) {
             ss_info_usage(stdout);
             return SS_EXIT_OK;
         } else
-            return ss_cli_usage_error("info", "unknown option");
+            return ss_cli_bad_option("info", c, argv);
     }
     if (optind != argc - 1) return ss_cli_usage_error("info", "expected one STORE");
     ss_store *s;
     if (ss_cli_open(&s, "info", argv[optind], flags)) return SS_EXIT_ERROR;
     if (json) {
         json_t *root = ss_info_json(s, argv[optind]);
-        json_dumpf(root, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-        printf("\n");
+        ss_json_print(root);
         json_decref(root);
     } else {
         ss_info_text(s, argv[optind]);

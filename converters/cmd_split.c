@@ -1,7 +1,6 @@
 /* cmd_split.c - `seqstore split`: add, list and show named index-range splits. */
 #include "commands.h"
 
-#include <errno.h>
 #include <inttypes.h>
 #include <jansson.h>
 #include <stdlib.h>
@@ -10,8 +9,9 @@
 static const char *const split_usage =
     "usage: seqstore split add STORE NAME RANGES [--force]\n"
     "       seqstore split kfold STORE K [--shuffle] [--seed S] [--prefix P] [--force]\n"
-    "       seqstore split list STORE [--json]\n"
-    "       seqstore split show STORE NAME [--json]\n"
+    "       seqstore split list STORE [--json] [--nolock]\n"
+    "       seqstore split show STORE NAME [--json] [--nolock]\n"
+    "       seqstore split rm STORE NAME\n"
     "\n"
     "Named splits are selections of examples stored in the store (attribute\n"
     "ss.split.NAME), usable by name from the SDK (ss_split_load) and the CLI.\n"
@@ -26,26 +26,18 @@ static const char *const split_usage =
     "          to 'fold'); contiguous folds, or a seeded shuffled assignment\n"
     "  list    print every split: name, example count, ranges\n"
     "  show    print one split's example count and ranges\n"
+    "  rm      remove split NAME\n"
     "\n"
-    "options: --json  machine-readable output; -h, --help  this text\n";
+    "options: --json  machine-readable output; --nolock  read without a lock file\n"
+    "(read-only media; no writer may run); -h, --help  this text\n";
 
 typedef struct split_args {
     const char *pos[4];
     int npos;
-    int json, force, shuffle;
+    int json, force, shuffle, nolock;
     uint64_t seed;
     const char *prefix;
 } split_args;
-
-static int parse_u64(const char *s, uint64_t *out) {
-    if (!s || !*s || *s == '-') return -1;
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno || *end) return -1;
-    *out = v;
-    return 0;
-}
 
 /* Manual parsing: ranges such as "-100:" must not be taken for options. */
 static int split_parse_args(int argc, char **argv, split_args *a) {
@@ -58,13 +50,16 @@ static int split_parse_args(int argc, char **argv, split_args *a) {
             only_pos = 1;
         } else if (!only_pos && strcmp(s, "--json") == 0) {
             a->json = 1;
+        } else if (!only_pos && strcmp(s, "--nolock") == 0) {
+            a->nolock = 1;
         } else if (!only_pos && strcmp(s, "--force") == 0) {
             a->force = 1;
         } else if (!only_pos && strcmp(s, "--shuffle") == 0) {
             a->shuffle = 1;
         } else if (!only_pos && strcmp(s, "--seed") == 0) {
-            if (i + 1 >= argc || parse_u64(argv[i + 1], &a->seed))
-                return ss_cli_usage_error("split", "--seed needs a non-negative integer");
+            if (ss_cli_number("split", "--seed", i + 1 < argc ? argv[i + 1] : NULL, 0, UINT64_MAX,
+                              &a->seed))
+                return SS_EXIT_USAGE;
             i++;
         } else if (!only_pos && strcmp(s, "--prefix") == 0) {
             if (i + 1 >= argc) return ss_cli_usage_error("split", "--prefix needs a value");
@@ -105,16 +100,14 @@ static int split_add(const split_args *a) {
     uint64_t n = ss_selection_count(sel);
     ss_selection_free(sel);
     if (rc) return ss_cli_store_error("split", "add '%s'", a->pos[1]);
-    printf("split '%s': %" PRIu64 " examples\n", a->pos[1], n);
+    printf("split '%s': %" PRIu64 " example%s\n", a->pos[1], n, n == 1 ? "" : "s");
     return SS_EXIT_OK;
 }
 
 static int split_kfold(const split_args *a) {
     if (a->npos != 2) return ss_cli_usage_error("split", "kfold needs STORE K");
     uint64_t k;
-    if (parse_u64(a->pos[1], &k) || k < 2 || k > 100000)
-        return ss_cli_usage_error("split", "K must be an integer in 2..100000, not '%s'",
-                                  a->pos[1]);
+    if (ss_cli_number("split", "K", a->pos[1], 2, 100000, &k)) return SS_EXIT_USAGE;
     ss_store *s;
     if (ss_cli_open(&s, "split", a->pos[0], 0)) return SS_EXIT_ERROR;
     uint64_t count = ss_count(s);
@@ -131,8 +124,15 @@ static int split_kfold(const split_args *a) {
         }
     }
     ss_close(s);
+    if (k > count) {
+        fprintf(stderr,
+                "seqstore split: %" PRIu64 " folds need at least %" PRIu64
+                " examples; '%s' holds %" PRIu64 "\n",
+                k, k, a->pos[0], count);
+        return SS_EXIT_ERROR;
+    }
     ss_selection *all;
-    if (ss_selection_all(&all, count)) return ss_cli_store_error("split", "kfold");
+    if (ss_selection_all(&all, count)) return ss_cli_store_error("split", "out of memory");
     ss_writer *w;
     if (ss_writer_open(&w, a->pos[0], NULL, NULL)) {
         ss_selection_free(all);
@@ -158,7 +158,8 @@ static int split_kfold(const split_args *a) {
     if (!rc) rc = ss_writer_finish(w);
     ss_writer_free(w);
     ss_selection_free(all);
-    if (rc) return ss_cli_store_error("split", "kfold");
+    if (rc)
+        return ss_cli_store_error("split", "cannot store %" PRIu64 " folds in '%s'", k, a->pos[0]);
     return SS_EXIT_OK;
 }
 
@@ -195,8 +196,7 @@ static int split_print(const char *name, const ss_selection *sel, int json, json
         if (list) {
             json_array_append_new(list, o);
         } else {
-            json_dumpf(o, stdout, JSON_INDENT(2));
-            putchar('\n');
+            ss_json_print(o);
             json_decref(o);
         }
         return 0;
@@ -211,7 +211,7 @@ static int split_print(const char *name, const ss_selection *sel, int json, json
 static int split_list(const split_args *a) {
     if (a->npos != 1) return ss_cli_usage_error("split", "list needs STORE");
     ss_store *s;
-    if (ss_cli_open(&s, "split", a->pos[0], 0)) return SS_EXIT_ERROR;
+    if (ss_cli_open(&s, "split", a->pos[0], a->nolock ? SS_OPEN_NOLOCK : 0)) return SS_EXIT_ERROR;
     json_t *list = a->json ? json_array() : NULL;
     size_t plen = strlen(SS_SPLIT_ATTR_PREFIX);
     int rc = 0;
@@ -226,8 +226,7 @@ static int split_list(const split_args *a) {
         ss_selection_free(sel);
     }
     if (!rc && list) {
-        json_dumpf(list, stdout, JSON_INDENT(2));
-        putchar('\n');
+        ss_json_print(list);
     }
     json_decref(list);
     ss_close(s);
@@ -238,7 +237,7 @@ static int split_list(const split_args *a) {
 static int split_show(const split_args *a) {
     if (a->npos != 2) return ss_cli_usage_error("split", "show needs STORE NAME");
     ss_store *s;
-    if (ss_cli_open(&s, "split", a->pos[0], 0)) return SS_EXIT_ERROR;
+    if (ss_cli_open(&s, "split", a->pos[0], a->nolock ? SS_OPEN_NOLOCK : 0)) return SS_EXIT_ERROR;
     ss_selection *sel;
     int rc = ss_split_load(&sel, s, a->pos[1]);
     if (!rc) {
@@ -247,9 +246,10 @@ static int split_show(const split_args *a) {
         } else {
             char *text = selection_text(sel);
             if (text)
-                printf("split %s: %" PRIu64 " of %" PRIu64 " examples in %zu ranges\n%s\n",
-                       a->pos[1], ss_selection_count(sel), ss_count(s),
-                       ss_selection_range_count(sel), text);
+                printf("split %s: %" PRIu64 " of %" PRIu64 " example%s in %zu range%s\n%s\n",
+                       a->pos[1], ss_selection_count(sel), ss_count(s), ss_count(s) == 1 ? "" : "s",
+                       ss_selection_range_count(sel), ss_selection_range_count(sel) == 1 ? "" : "s",
+                       text);
             else
                 rc = SS_ENOMEM;
             free(text);
@@ -261,6 +261,14 @@ static int split_show(const split_args *a) {
     return SS_EXIT_OK;
 }
 
+static int split_rm(const split_args *a) {
+    if (a->npos != 2) return ss_cli_usage_error("split", "rm needs STORE NAME");
+    char key[SS_MAX_ATTR_NAME + 16], what[SS_MAX_ATTR_NAME + 16];
+    snprintf(key, sizeof key, "%s%s", SS_SPLIT_ATTR_PREFIX, a->pos[1]);
+    snprintf(what, sizeof what, "split '%s'", a->pos[1]);
+    return ss_cli_remove_attr("split", a->pos[0], key, what);
+}
+
 int ss_cmd_split(int argc, char **argv) {
     for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++) {
         if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
@@ -268,11 +276,16 @@ int ss_cmd_split(int argc, char **argv) {
             return SS_EXIT_OK;
         }
     }
-    if (argc < 2) return ss_cli_usage_error("split", "missing subcommand (add, kfold, list, show)");
+    if (argc < 2)
+        return ss_cli_usage_error("split", "missing subcommand (add, kfold, list, show, rm)");
     split_args a;
     int rc = split_parse_args(argc, argv, &a);
     if (rc) return rc;
     const char *sub = argv[1];
+    int writes = !strcmp(sub, "add") || !strcmp(sub, "kfold") || !strcmp(sub, "rm");
+    if (a.nolock && writes)
+        return ss_cli_usage_error("split", "--nolock applies to list and show (%s writes)", sub);
+    if (strcmp(sub, "rm") == 0) return split_rm(&a);
     if (strcmp(sub, "add") == 0) return split_add(&a);
     if (strcmp(sub, "kfold") == 0) return split_kfold(&a);
     if (strcmp(sub, "list") == 0) return split_list(&a);

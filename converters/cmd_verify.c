@@ -28,7 +28,8 @@ int ss_cmd_verify(int argc, char **argv) {
     int quiet = 0, c;
     unsigned flags = 0;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "qh", longopts, NULL)) != -1) {
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":qh", longopts, NULL)) != -1) {
         if (c == 'q')
             quiet = 1;
         else if (c == 'n')
@@ -41,11 +42,12 @@ int ss_cmd_verify(int argc, char **argv) {
                    "exit codes: 0 sound, 3 corruption found, 1 cannot open, 2 usage error\n");
             return SS_EXIT_OK;
         } else
-            return ss_cli_usage_error("verify", "unknown option");
+            return ss_cli_bad_option("verify", c, argv);
     }
     if (optind != argc - 1) return ss_cli_usage_error("verify", "expected one STORE");
     const char *path = argv[optind];
     ss_store *s;
+    ss_cli_note_store(path, flags);
     int rc = ss_open(&s, path, flags);
     if (rc) {
         fprintf(stderr, "seqstore verify: %s\n", ss_error_message());

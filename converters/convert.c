@@ -1,5 +1,8 @@
 /* convert.c - the converter framework: `seqstore convert KIND ...` (see convert.h). */
 #include "convert.h"
+#include "commands.h"
+#include "internal.h"
+#include "resume.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -8,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -47,6 +51,8 @@ struct ss_conv {
     char *old_files;      /* the store's source.files before this run (--append) */
     char *old_options;    /* its convert.options */
     char *old_converter;  /* its convert.converter */
+    char **checked;       /* ss_conv_add_checked() files */
+    uint32_t nchecked;
 
     ss_writer *w;
     int began, writer_broken, bad_input;
@@ -55,6 +61,9 @@ struct ss_conv {
     uint64_t row_elems[SS_MAX_FIELDS];
     ss_value values[SS_MAX_FIELDS];
     uint64_t start_count; /* examples in the store when this run began */
+    uint64_t base;        /* examples before this conversion (0, or an append's old count) */
+    ss_resume_rec old;    /* --resume: the interrupted run's record (old.kind NULL: none) */
+    uint32_t bad_source;  /* 1-based input at which bad input stopped the run, or 0 */
     uint64_t kill_after;  /* tests: SIGKILL ourselves after this many appends */
 
     /* statistics and progress */
@@ -144,6 +153,8 @@ int ss_conv_bad(ss_conv *c, const char *file, uint64_t location, const char *fmt
     free(what);
     if (n < 0) msg = NULL;
     if (!c->opts.skip_bad) {
+        for (uint32_t k = 0; k < c->nsources && !c->bad_source; k++)
+            if (!strcmp(c->sources[k], file)) c->bad_source = k + 1;
         ss_conv_error(c, "%s", msg ? msg : "bad input (out of memory)");
         free(msg);
         c->bad_input = 1;
@@ -166,15 +177,9 @@ const ss_conv_options *ss_conv_opts(const ss_conv *c) {
 
 int ss_conv_parse_u64(ss_conv *c, const char *option, const char *text, uint64_t min, uint64_t max,
                       uint64_t *out) {
-    char *end = NULL;
-    if (!text || !*text || *text == '-' || *text == '+' || *text == ' ')
-        return ss_conv_usage_error(c, "%s needs a number, got '%s'", option, text ? text : "");
-    errno = 0;
-    unsigned long long v = strtoull(text, &end, 10);
-    if (errno || *end || v < min || v > max)
-        return ss_conv_usage_error(c, "%s: '%s' is not a number in [%" PRIu64 ", %" PRIu64 "]",
-                                   option, text, min, max);
-    *out = (uint64_t)v;
+    if (ss_parse_u64(text, min, max, out)) /* the CLI's one strict parser (cli.c) */
+        return ss_conv_usage_error(c, "%s needs an integer in [%" PRIu64 ", %" PRIu64 "], not '%s'",
+                                   option, min, max, text ? text : "");
     return 0;
 }
 
@@ -203,6 +208,18 @@ uint32_t ss_conv_add_source(ss_conv *c, const char *path) {
         exit(1);
     }
     return c->nsources++;
+}
+
+void ss_conv_add_checked(ss_conv *c, const char *path) {
+    if (c->opts.output && !strcmp(path, c->opts.output)) return;
+    char **p = realloc(c->checked, (c->nchecked + 1) * sizeof *p);
+    char *copy = strdup(path);
+    if (!p || !copy) {
+        fputs("seqstore convert: out of memory\n", stderr);
+        exit(1);
+    }
+    c->checked = p;
+    c->checked[c->nchecked++] = copy;
 }
 
 void ss_conv_set_total(ss_conv *c, uint64_t total_bytes) {
@@ -354,12 +371,18 @@ static int set_text(ss_conv *c, const char *name, const char *text) {
     return ss_conv_set_attr(c, name, SS_ATTR_TEXT, text, strlen(text));
 }
 
-static int write_framework_attrs(ss_conv *c) {
-    char *files = join_lines(c->sources, c->nsources);
-    /* The options, without those that cannot change the store (so that its
-     * bytes do not depend on the thread count). */
-    char **kept = calloc((size_t)c->argc + 1, sizeof *kept);
-    uint32_t nkept = 0;
+/* This run's arguments for convert.options and the resume record: without
+ * those that cannot change the store (so that its bytes do not depend on the
+ * thread count). A --resume records the interrupted run's instead, so that
+ * the finished store equals an uninterrupted one. NULL: out of memory. */
+static char **own_args(ss_conv *c, uint32_t *n) {
+    char **kept = calloc((size_t)c->argc + c->old.nargs + 1, sizeof *kept);
+    *n = 0;
+    if (kept && c->old.kind) {
+        memcpy(kept, c->old.args, c->old.nargs * sizeof *kept);
+        *n = c->old.nargs;
+        return kept;
+    }
     for (int i = 0; kept && i < c->argc; i++) {
         const char *a = c->argv[i];
         if (!strcmp(a, "--quiet") || !strcmp(a, "-q") || !strncmp(a, "--threads=", 10)) continue;
@@ -368,11 +391,40 @@ static int write_framework_attrs(ss_conv *c) {
             continue;
         }
         if (!strcmp(a, "--")) {
-            for (; i < c->argc; i++) kept[nkept++] = c->argv[i];
+            for (; i < c->argc; i++) kept[(*n)++] = c->argv[i];
             break;
         }
-        kept[nkept++] = c->argv[i];
+        kept[(*n)++] = c->argv[i];
     }
+    return kept;
+}
+
+/* Store the resume record of this conversion (written from the next commit). */
+static int set_resume_record(ss_conv *c) {
+    ss_resume_rec r = {.kind = c->conv->kind, .base = c->base, .stopped = c->bad_source};
+    char **args = own_args(c, &r.nargs);
+    r.args = (const char **)args;
+    char *text = NULL;
+    size_t len = 0;
+    if (args && ss_resume_stat(&r.inputs, c->sources, c->nsources) == 0 &&
+        ss_resume_stat(&r.files, c->checked, c->nchecked) == 0) {
+        r.ninputs = c->nsources;
+        r.nfiles = c->nchecked;
+        text = ss_resume_encode(&r, &len);
+    }
+    free(args);
+    free(r.inputs);
+    free(r.files);
+    if (!text) return ss_conv_error(c, "out of memory");
+    int rc = ss_writer_set_resume_record(c->w, text, len);
+    free(text);
+    return rc ? ss_conv_ss_error(c, "cannot record the resume state") : 0;
+}
+
+static int write_framework_attrs(ss_conv *c) {
+    char *files = join_lines(c->sources, c->nsources);
+    uint32_t nkept = 0;
+    char **kept = own_args(c, &nkept);
     char *args = kept ? join_lines(kept, nkept) : NULL;
     free(kept);
     char *all_files = concat(c->old_files, "", files);
@@ -508,10 +560,18 @@ static int prepare_append(ss_conv *c, uint32_t nf) {
 }
 
 /* --resume: returns 1 (error printed), 0 with *exists = whether there is
- * something to resume. */
+ * something to resume. An interrupted append (opts.append was set by
+ * probe_interrupted_append) is prepared as the append was. */
 static int prepare_resume(ss_conv *c, uint32_t nf, int *exists) {
     ss_store *s = NULL;
     *exists = 0;
+    if (c->opts.append) {
+        if (prepare_append(c, nf)) return 1;
+        if (open_existing(c, &s, 0)) return 1;
+        c->base = s ? ss_count(s) : 0;
+        ss_close(s);
+        s = NULL;
+    }
     if (open_existing(c, &s, SS_OPEN_INCOMPLETE)) return 1;
     if (!s) return 0;
     ss_store_info info;
@@ -522,20 +582,65 @@ static int prepare_resume(ss_conv *c, uint32_t nf, int *exists) {
                            " examples); nothing to resume (--force redoes it, --append adds)",
                            c->opts.output, info.count);
     if (!rc) rc = check_schema(c, s, nf);
-    if (!rc) {
-        char *old = attr_text(s, "source.files");
-        char *now = join_lines(c->sources, c->nsources);
-        if (old && now && strcmp(old, now) != 0)
-            rc = ss_conv_error(c,
-                               "--resume: the input files differ from those of the interrupted "
-                               "conversion of '%s' (its source.files attribute)",
-                               c->opts.output);
-        free(old);
-        free(now);
-    }
     ss_close(s);
     *exists = 1;
     return rc;
+}
+
+/* A store written before resume records existed: its source.files must
+ * match (the only check possible). */
+static int check_legacy_resume(ss_conv *c) {
+    ss_store *s = NULL;
+    if (open_existing(c, &s, SS_OPEN_INCOMPLETE) || !s) return 1;
+    char *old = attr_text(s, "source.files");
+    char *now = join_lines(c->sources, c->nsources);
+    int rc = 0;
+    if (old && now && strcmp(old, now) != 0)
+        rc = ss_conv_error(c,
+                           "--resume: the input files differ from those of the interrupted "
+                           "conversion of '%s' (its source.files attribute)",
+                           c->opts.output);
+    free(old);
+    free(now);
+    ss_close(s);
+    return rc;
+}
+
+/* --resume, the writer open: this run must continue the interrupted one
+ * (same converter, inputs, options); its record then supplies the options
+ * recorded in convert.options. Returns 0 or 1 (error printed). */
+static int check_resume(ss_conv *c) {
+    size_t len;
+    const void *data = ss_writer_resume_record(c->w, &len);
+    char msg[2048];
+    if (!data) {
+        if (ss_writer_count(c->w) == c->base) return 0; /* nothing of it committed */
+        if (c->opts.append)
+            return ss_conv_error(c,
+                                 "--resume: '%s' has an unfinished append without a resume "
+                                 "record; it cannot be continued safely",
+                                 c->opts.output);
+        return check_legacy_resume(c);
+    }
+    if (ss_resume_decode(&c->old, data, len, msg, sizeof msg))
+        return ss_conv_error(c, "--resume: '%s': %s", c->opts.output, msg);
+    ss_resume_rec now = {.kind = c->conv->kind, .base = c->base};
+    now.args = (const char **)c->argv;
+    now.nargs = (uint32_t)c->argc;
+    if (ss_resume_stat(&now.inputs, c->sources, c->nsources) ||
+        ss_resume_stat(&now.files, c->checked, c->nchecked)) {
+        free(now.inputs);
+        return ss_conv_error(c, "out of memory");
+    }
+    now.ninputs = c->nsources;
+    now.nfiles = c->nchecked;
+    int rc = ss_resume_check(&c->old, &now, msg, sizeof msg);
+    free(now.inputs);
+    free(now.files);
+    if (rc)
+        return ss_conv_error(c, "--resume: %s; the store '%s' is left as it was", msg,
+                             c->opts.output);
+    return 0;
 }
 
 int ss_conv_begin(ss_conv *c, const ss_schema *schema, uint64_t *skip) {
@@ -564,7 +669,8 @@ int ss_conv_begin(ss_conv *c, const ss_schema *schema, uint64_t *skip) {
     wo.flags = SS_WRITE_NOSYNC;
     wo.commit_bytes = c->commit_bytes;
     int rc;
-    if (c->opts.append) {
+    ss_cli_note_store(c->opts.output, 0); /* its lock file goes when the command ends */
+    if (c->opts.append && !c->opts.resume) {
         if (prepare_append(c, nf)) return 1;
         rc = ss_writer_open(&c->w, c->opts.output, &full, &wo);
         if (rc) return ss_conv_ss_error(c, "cannot append to '%s'", c->opts.output);
@@ -575,7 +681,12 @@ int ss_conv_begin(ss_conv *c, const ss_schema *schema, uint64_t *skip) {
             wo.flags |= SS_WRITE_RESUME;
             rc = ss_writer_open(&c->w, c->opts.output, &full, &wo);
             if (rc) return ss_conv_ss_error(c, "cannot resume the store");
-            *skip = ss_writer_count(c->w);
+            if (check_resume(c)) {
+                ss_writer_free(c->w);
+                c->w = NULL;
+                return 1;
+            }
+            *skip = ss_writer_count(c->w) - c->base;
         } else {
             rc = ss_writer_create(&c->w, c->opts.output, &full, &wo);
             if (rc) return ss_conv_ss_error(c, "cannot create the store");
@@ -596,7 +707,14 @@ int ss_conv_begin(ss_conv *c, const ss_schema *schema, uint64_t *skip) {
         return 1;
     c->began = 1;
     c->start_count = ss_writer_count(c->w);
-    if (write_framework_attrs(c)) return 1;
+    if (c->opts.append && !c->opts.resume) c->base = c->start_count;
+    if (write_framework_attrs(c) || set_resume_record(c)) return 1;
+    /* the record is in the store before any example is: whatever is
+     * committed later, a --resume can check it continues the same run */
+    if (ss_writer_commit(c->w)) {
+        c->writer_broken = 1;
+        return ss_conv_ss_error(c, "cannot write to '%s'", c->opts.output);
+    }
     return 0;
 }
 
@@ -641,8 +759,9 @@ static void common_usage(FILE *out) {
           "  -o, --output STORE  the store to write (required)\n"
           "  --force             replace an existing STORE\n"
           "  --append            add to an existing STORE of the same schema\n"
-          "  --resume            continue an interrupted conversion after its last\n"
-          "                      committed example (same inputs and options)\n"
+          "  --resume            continue an interrupted conversion or --append after\n"
+          "                      its last committed example (same inputs and options;\n"
+          "                      refused otherwise; not for standard input)\n"
           "  --skip-bad          skip bad records or files; list them at the end\n"
           "  --quiet             no progress line, no summary\n"
           "  --threads N         decoding threads (default: CPUs, at most 8); the\n"
@@ -765,10 +884,10 @@ static void print_summary(ss_conv *c) {
     double el = now_seconds() - c->t0;
     double out = (double)ss_conv_file_size(c->opts.output) / 1e6;
     fprintf(stderr,
-            "seqstore convert: %" PRIu64 " examples, %" PRIu64
-            " elements, %.2f MB in, %.2f MB out, %.2f s, %.1f MB/s%s\n",
-            c->examples, c->elements, (double)c->bytes_in / 1e6, out, el,
-            el > 0 ? (double)c->bytes_in / 1e6 / el : 0.0,
+            "seqstore convert: %" PRIu64 " example%s, %" PRIu64
+            " element%s, %.2f MB in, %.2f MB out, %.2f s, %.1f MB/s%s\n",
+            c->examples, c->examples == 1 ? "" : "s", c->elements, c->elements == 1 ? "" : "s",
+            (double)c->bytes_in / 1e6, out, el, el > 0 ? (double)c->bytes_in / 1e6 / el : 0.0,
             c->start_count ? " (after the examples already in the store)" : "");
 }
 
@@ -782,20 +901,72 @@ static void print_skipped(ss_conv *c) {
     if (c->nbad > listed) fprintf(stderr, "  ... and %" PRIu64 " more\n", c->nbad - listed);
 }
 
-/* After a failed run: keep what can be kept, never look complete. */
+/* 1 if an input cannot be read a second time (stdin, a pipe). */
+static int has_unrepeatable_input(const ss_conv *c) {
+    for (uint32_t k = 0; k < c->nsources; k++) {
+        struct stat st;
+        if (!strcmp(c->sources[k], "-") || stat(c->sources[k], &st) != 0 || !S_ISREG(st.st_mode))
+            return 1;
+    }
+    return 0;
+}
+
+/* 1 if the file system holding the store has (next to) no space left: the
+ * likely reason a write failed, whatever errno LMDB passed on. */
+static int disk_full(const ss_conv *c, const char *msg) {
+    if (msg && strstr(msg, "No space left")) return 1;
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", c->opts.output);
+    char *slash = strrchr(dir, '/');
+    if (slash)
+        slash[slash == dir] = 0;
+    else
+        snprintf(dir, sizeof dir, ".");
+    struct statvfs vfs;
+    return statvfs(dir, &vfs) == 0 && (uint64_t)vfs.f_bavail * vfs.f_frsize < (4u << 20);
+}
+
+/* Examples committed to the store (a new writer's count is lost with it). */
+static uint64_t committed_count(ss_conv *c) {
+    ss_store *s = NULL;
+    uint64_t n = 0;
+    if (ss_open(&s, c->opts.output, SS_OPEN_INCOMPLETE) == 0) n = ss_count(s);
+    ss_close(s);
+    return n;
+}
+
+/* After a failed run: keep what can be kept, never look complete, and say
+ * how to go on. An append leaves the store readable as it was before. */
 static void abandon(ss_conv *c) {
     if (!c->w) return;
-    if (!c->writer_broken && !c->opts.append && ss_writer_commit(c->w) == 0) {
-        uint64_t n = ss_writer_count(c->w);
-        fprintf(stderr,
-                "seqstore convert: '%s' is left incomplete with %" PRIu64
-                " committed examples; fix the problem and rerun with --resume (or --force)\n",
-                c->opts.output, n);
-    } else if (c->opts.append) {
-        fprintf(stderr, "seqstore convert: the append to '%s' was not completed\n", c->opts.output);
-    }
+    const char *why = c->writer_broken ? ss_error_message() : NULL;
+    char why_copy[1024];
+    snprintf(why_copy, sizeof why_copy, "%s", why ? why : "");
+    if (!c->writer_broken && set_resume_record(c) == 0) ss_writer_commit(c->w);
     ss_writer_free(c->w);
     c->w = NULL;
+    uint64_t n = committed_count(c);
+    uint64_t mine = n > c->base ? n - c->base : 0;
+    int full = c->writer_broken && disk_full(c, why_copy);
+    int again = has_unrepeatable_input(c);
+    clear_progress(c);
+    if (full) fprintf(stderr, "seqstore convert: the disk holding '%s' is full\n", c->opts.output);
+    const char *next = again  ? "rerun the conversion (its standard input or pipe cannot be read "
+                                "again, so --resume cannot continue it)"
+                       : full ? "free some space and rerun with --resume"
+                              : "fix the problem and rerun with --resume";
+    if (c->opts.append)
+        fprintf(stderr,
+                "seqstore convert: the append to '%s' is unfinished with %" PRIu64
+                " of its examples committed; the store reads as it did before the append "
+                "(%" PRIu64 " examples); %s\n",
+                c->opts.output, mine, c->base, next);
+    else
+        fprintf(stderr,
+                "seqstore convert: '%s' is left incomplete with %" PRIu64
+                " committed example%s; %s%s\n",
+                c->opts.output, n, n == 1 ? "" : "s", next,
+                again ? "" : " (or --force to start over)");
 }
 
 static int finish(ss_conv *c) {
@@ -815,6 +986,16 @@ static int finish(ss_conv *c) {
     return 0;
 }
 
+/* --resume: is it an append that was interrupted (the store still reads as
+ * complete, its progress record holds the append)? Then the converter must
+ * treat the run as an append (e.g. take the store's vocabulary). */
+static int probe_interrupted_append(ss_conv *c) {
+    ss_store *s = NULL;
+    if (ss_open(&s, c->opts.output, 0) != 0) return 0;
+    ss_close(s);
+    return 1;
+}
+
 static void conv_free(ss_conv *c) {
     if (c->w) ss_writer_free(c->w);
     for (uint32_t k = 0; k < c->nsources; k++) free(c->sources[k]);
@@ -825,6 +1006,9 @@ static void conv_free(ss_conv *c) {
     free(c->old_files);
     free(c->old_options);
     free(c->old_converter);
+    ss_resume_rec_free(&c->old);
+    for (uint32_t k = 0; k < c->nchecked; k++) free(c->checked[k]);
+    free(c->checked);
     for (uint32_t k = 0; k < c->nindices; k++) free(c->indices[k].name);
     free(c->indices);
     free(c);
@@ -866,8 +1050,10 @@ int ss_cmd_convert(int argc, char **argv) {
     } else if (!rc) {
         if (!c->opts.output)
             rc = ss_conv_usage_error(c, "no output store (-o STORE)");
-        else if (c->opts.append + c->opts.resume + c->opts.force > 1)
-            rc = ss_conv_usage_error(c, "--force, --append and --resume exclude each other");
+        else if (c->opts.force && (c->opts.append || c->opts.resume))
+            rc = ss_conv_usage_error(c, "--force excludes --append and --resume");
+        else if (c->opts.resume)
+            c->opts.append = probe_interrupted_append(c);
     }
     if (!rc && !help) {
         c->show_progress = !c->opts.quiet && isatty(2);

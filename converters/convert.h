@@ -41,10 +41,23 @@
  *   convert.version    ss_version() of the library that wrote the store
  *
  * Interruption: a killed conversion leaves the store incomplete (readers refuse
- * it) with every committed example intact. `--resume` continues it after its
- * last committed example: the converter re-reads its inputs in the same order
- * and skips the `skip` examples ss_conv_begin() reports, so the result is
- * identical to an uninterrupted run. `--force` restarts from scratch instead.
+ * it) with every committed example intact; a killed --append leaves the store
+ * readable as it was before the append, the appended part pending. `--resume`
+ * (or `--append --resume`) continues either after its last committed example:
+ * the converter re-reads its inputs in the same order and skips the `skip`
+ * examples ss_conv_begin() reports (for an append only those appended), so
+ * the result is identical, attributes included, to an uninterrupted run.
+ * `--force` restarts a create from scratch instead.
+ *
+ * What resume checks (resume.h): from its first commit the store holds a
+ * resume record: the KIND, the examples before this conversion, the
+ * arguments that can change the store, and each input's (and each
+ * ss_conv_add_checked() file's) path, size and modification time. --resume
+ * refuses another converter, option, input or changed file, naming the first
+ * difference, and leaves the store as it was; standard input and pipes
+ * cannot be resumed (never advised). convert.options of a resumed store is
+ * the interrupted run's line. Inputs at and after the one whose bad input
+ * stopped a run may change (that is the fix being made).
  */
 #ifndef SS_CONVERT_H
 #define SS_CONVERT_H
@@ -84,7 +97,8 @@ extern const ss_converter *const ss_converters[];
  *    -o, --output STORE   the store to write (required)
  *    --force              replace an existing STORE
  *    --append             add to an existing STORE of the same schema
- *    --resume             continue an interrupted conversion into STORE
+ *    --resume             continue an interrupted conversion or --append into
+ *                         STORE (with --append: the same)
  *    --skip-bad           skip bad records/files, list them at the end
  *    --quiet              no progress, no summary
  *    --threads N          decoding threads (default: online CPUs, at most 8)
@@ -146,6 +160,12 @@ int ss_conv_bad(ss_conv *c, const char *file, uint64_t location, const char *fmt
  *  deterministic order, before ss_conv_begin(). */
 uint32_t ss_conv_add_source(ss_conv *c, const char *path);
 
+/** Register a file the conversion reads besides its inputs and whose bytes
+ *  shape the store (e.g. a vocabulary file): `--resume` refuses to continue
+ *  when it changed (size or modification time). Call it before
+ *  ss_conv_begin(). The output STORE itself is ignored. */
+void ss_conv_add_checked(ss_conv *c, const char *path);
+
 /** Open the output STORE read-only if it exists (for --append / --resume: to
  *  read its attributes, e.g. a vocabulary, before choosing a schema).
  *  @param[out] out the store (close it with ss_close()), or NULL when it does
@@ -157,10 +177,12 @@ int ss_conv_open_existing(ss_conv *c, ss_store **out);
  *  - default: create; an existing STORE is an error unless --force.
  *  - --append: the existing store's schema must equal this one (a clear
  *    error names the first difference); new examples go after the old ones.
- *  - --resume: continue an interrupted conversion; a missing STORE is created.
+ *  - --resume: continue an interrupted conversion or append (refused when its
+ *    resume record shows other inputs or options); a missing STORE is created.
  *  @param[out] skip examples already in the store from this conversion
- *  (non-zero only with --resume): the converter must skip that many of its
- *  examples, in order, before appending.
+ *  (non-zero only with --resume; an append's old examples are not counted):
+ *  the converter must skip that many of its examples, in order, before
+ *  appending.
  *  @return 0, or 1 (error printed). */
 int ss_conv_begin(ss_conv *c, const ss_schema *schema, uint64_t *skip);
 

@@ -48,9 +48,12 @@ static long long gz_read_full(gzFile gz, void *buf, uint64_t n) {
     return (long long)got;
 }
 
-static const char *gz_errtext(gzFile gz) {
+/* zlib's message without the "PATH: " it starts with (callers name the file). */
+static const char *gz_errtext(gzFile gz, const char *path) {
     int errnum = 0;
     const char *m = gzerror(gz, &errnum);
+    size_t pl = strlen(path);
+    if (m && !strncmp(m, path, pl) && m[pl] == ':' && m[pl + 1] == ' ') m += pl + 2;
     return m && *m ? m : "read error";
 }
 
@@ -65,11 +68,11 @@ static int idx_open(ss_conv *c, idx_file *f, const char *path) {
     if (!f->gz) return ss_conv_error(c, "cannot open '%s'", path);
     gzbuffer(f->gz, 1u << 18);
     got = gz_read_full(f->gz, hdr, 4);
-    if (got < 0) return ss_conv_error(c, "%s: %s", path, gz_errtext(f->gz));
+    if (got < 0) return ss_conv_error(c, "%s: %s", path, gz_errtext(f->gz, f->path));
     if (ss_idx_header_size(&need, hdr, (size_t)got) != 0)
         return ss_conv_error(c, "%s: %s", path, ss_error_message());
     got = gz_read_full(f->gz, hdr + 4, need - 4);
-    if (got < 0) return ss_conv_error(c, "%s: %s", path, gz_errtext(f->gz));
+    if (got < 0) return ss_conv_error(c, "%s: %s", path, gz_errtext(f->gz, f->path));
     if (ss_idx_parse_header(&f->h, hdr, 4 + (size_t)got) != 0)
         return ss_conv_error(c, "%s: %s", path, ss_error_message());
     f->pos = f->h.header_bytes;
@@ -79,6 +82,21 @@ static int idx_open(ss_conv *c, idx_file *f, const char *path) {
 static void idx_close(idx_file *f) {
     if (f->gz) gzclose(f->gz);
     f->gz = NULL;
+}
+
+/* One item the header declares must fit in the file (a plain file holds it
+ * byte for byte, a gzip file at most ~1032 times its size: deflate's largest
+ * ratio), else allocating it is pointless. A file cut short later is
+ * reported item by item. 0, or 1 after reporting (nothing allocated yet). */
+static int idx_check_declared(ss_conv *c, const idx_file *f) {
+    uint64_t size = ss_conv_file_size(f->path), ratio = gzdirect(f->gz) ? 1 : 1032;
+    uint64_t item = f->h.item_elems * f->h.elem_size; /* <= 2^43: no overflow */
+    if (size == 0 || item <= size * ratio) return 0;  /* size 0: not a regular file */
+    return ss_conv_error(c,
+                         "%s: the header declares items of %llu bytes each, more than the whole "
+                         "file (%llu bytes%s) can hold",
+                         f->path, (unsigned long long)item, (unsigned long long)size,
+                         ratio == 1 ? "" : ", gzip-compressed");
 }
 
 /* Read item `k` (0-based) of f into buf; 0, or 1 after reporting. A short
@@ -91,7 +109,7 @@ static int idx_read_item(ss_conv *c, idx_file *f, void *buf, uint64_t bytes, uin
         *stop = 1;
         return ss_conv_bad(c, f->path, k + 1, "item %llu at byte %llu: %s",
                            (unsigned long long)k + 1, (unsigned long long)f->pos,
-                           gz_errtext(f->gz));
+                           gz_errtext(f->gz, f->path));
     }
     if ((uint64_t)got < bytes) {
         *stop = 1;
@@ -102,6 +120,24 @@ static int idx_read_item(ss_conv *c, idx_file *f, void *buf, uint64_t bytes, uin
     }
     f->pos += bytes;
     ss_idx_to_host(buf, bytes / f->h.elem_size, f->h.elem_size);
+    return 0;
+}
+
+/* After the last item: the file must end there, and a gzip stream must end
+ * intact (its check value is read only now; a cut or damaged stream shows
+ * only through gzerror, gzread returning 0 or -1). 0, or 1 after reporting. */
+static int idx_check_end(ss_conv *c, idx_file *f) {
+    unsigned char extra[4096];
+    long long got = gz_read_full(f->gz, extra, sizeof extra);
+    int zerr = Z_OK;
+    gzerror(f->gz, &zerr);
+    if (got < 0 || zerr != Z_OK)
+        return ss_conv_bad(c, f->path, 0, "after the last item (byte %llu): %s",
+                           (unsigned long long)f->pos, gz_errtext(f->gz, f->path));
+    if (got > 0)
+        return ss_conv_bad(c, f->path, 0, "%s bytes after the last of its %u items (byte %llu)",
+                           got == (long long)sizeof extra ? "more" : "unexpected", f->h.dims[0],
+                           (unsigned long long)f->pos);
     return 0;
 }
 
@@ -168,6 +204,8 @@ static int convert_items(ss_conv *c, idx_file *img, idx_file *lab, uint64_t step
         ss_conv_progress(c, ibytes + lbytes);
     }
     free(ibuf);
+    if (rc == 0 && !stop) rc = idx_check_end(c, img);
+    if (rc == 0 && !stop && lab->gz) rc = idx_check_end(c, lab);
     return rc;
 }
 
@@ -210,10 +248,12 @@ static int run_idx(ss_conv *c, int argc, char **argv) {
         idx_close(&img);
         return 1;
     }
-    rc = image_field(c, &img, rows_layout, &fields[0], &steps);
+    rc = idx_check_declared(c, &img);
+    if (rc == 0) rc = image_field(c, &img, rows_layout, &fields[0], &steps);
     if (rc == 0 && labels) {
         ss_conv_add_source(c, labels);
         rc = idx_open(c, &lab, labels);
+        if (rc == 0) rc = idx_check_declared(c, &lab);
         if (rc == 0 && lab.h.item_elems != 1)
             rc = ss_conv_error(c, "%s: labels must be one scalar per item, not %llu", labels,
                                (unsigned long long)lab.h.item_elems);

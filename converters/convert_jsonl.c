@@ -8,6 +8,7 @@
 #include "spm_text.h"
 
 #include <jansson.h>
+#include <omp.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -22,7 +23,7 @@ static void jsonl_usage(FILE *out) {
           "a string is tokenized, an array of integers is taken as ids already\n"
           "tokenized (stored as given).\n"
           "  --key KEY           the key to read (repeat for several fields; default text)\n"
-          "  --tokens KIND       bytes (default) | chars | ids (arrays only)\n"
+          "  --tokens KIND       bytes (default) | chars | words | ids (arrays only)\n"
           "  --tokenizer spm:MODEL  SentencePiece ids of strings (as spm_encode); arrays\n"
           "                      must hold ids of the same model\n"
           "  --bos, --eos        add begin / end of sequence tokens to tokenized strings\n"
@@ -30,6 +31,10 @@ static void jsonl_usage(FILE *out) {
           "                      0x110000/0x110001; ids: need --vocab-size)\n"
           "  --vocab-size N      ids: every id must be < N; the dtype is the smallest\n"
           "                      that holds N (without it, u32)\n"
+          "words (whitespace-separated; one vocabulary for all keys, attribute 'vocab',\n"
+          "built in a first pass as by 'convert text'):\n"
+          "  --min-count N, --max-vocab N   as for 'convert text'\n"
+          "  --vocab FROM        reuse the vocabulary of a store or a one-token-per-line file\n"
           "A bad line is reported as FILE:LINE with the JSON error or the missing key.\n"
           "Attributes: '<key>.tokens' (the KIND); spm: 'vocab' (the pieces, one per\n"
           "line), '<key>.tokenizer', '<key>.vocab_size', '<key>.bos_id', '.eos_id',\n"
@@ -41,8 +46,8 @@ typedef struct jl_options {
     const char *keys[JL_MAX_KEYS];
     uint32_t nkeys;
     int kind, bos, eos, tokens_given;
-    uint64_t vocab_size;
-    const char *spm_model;
+    uint64_t vocab_size, min_count, max_vocab;
+    const char *spm_model, *vocab_from;
     char **inputs;
     int ninputs;
 } jl_options;
@@ -60,11 +65,13 @@ static int add_key(ss_conv *c, jl_options *o, const char *k) {
 
 static int parse_jsonl(ss_conv *c, int argc, char **argv, jl_options *o) {
     memset(o, 0, sizeof *o);
+    o->min_count = 1;
     o->inputs = calloc((size_t)argc + 1, sizeof *o->inputs);
     if (!o->inputs) return ss_conv_error(c, "out of memory");
     int only_files = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        int k;
         if (only_files || a[0] != '-' || !strcmp(a, "-")) {
             o->inputs[o->ninputs++] = argv[i];
         } else if (!strcmp(a, "--")) {
@@ -74,8 +81,8 @@ static int parse_jsonl(ss_conv *c, int argc, char **argv, jl_options *o) {
             i++;
         } else if (!strcmp(a, "--tokens")) {
             o->kind = v ? tx_parse_kind(v) : -1;
-            if (o->kind != TX_BYTES && o->kind != TX_CHARS && o->kind != TX_IDS)
-                return ss_conv_usage_error(c, "--tokens needs bytes, chars or ids");
+            if (o->kind < 0 || o->kind > TX_IDS)
+                return ss_conv_usage_error(c, "--tokens needs bytes, chars, words or ids");
             o->tokens_given = 1;
             i++;
         } else if (!strcmp(a, "--tokenizer")) {
@@ -85,8 +92,13 @@ static int parse_jsonl(ss_conv *c, int argc, char **argv, jl_options *o) {
             o->bos = 1;
         } else if (!strcmp(a, "--eos")) {
             o->eos = 1;
-        } else if (!strcmp(a, "--vocab-size")) {
-            if (ss_conv_parse_u64(c, a, v, 1, (uint64_t)UINT32_MAX - 1, &o->vocab_size)) return 2;
+        } else if ((k = tx_parse_count_option(c, a, v, &o->min_count, &o->max_vocab,
+                                              &o->vocab_size)) != 0) {
+            if (k == 2) return 2;
+            i++;
+        } else if (!strcmp(a, "--vocab")) {
+            if (!v) return ss_conv_usage_error(c, "--vocab needs a store or a file");
+            o->vocab_from = v;
             i++;
         } else {
             return ss_conv_usage_error(c, "unknown option '%s'", a);
@@ -99,6 +111,10 @@ static int parse_jsonl(ss_conv *c, int argc, char **argv, jl_options *o) {
     if (o->spm_model) o->kind = TX_SPM;
     if (o->vocab_size && o->kind != TX_IDS)
         return ss_conv_usage_error(c, "--vocab-size needs --tokens ids");
+    if (o->kind != TX_WORDS && (o->vocab_from || o->max_vocab || o->min_count != 1))
+        return ss_conv_usage_error(c, "--vocab, --min-count and --max-vocab need --tokens words");
+    if (o->vocab_from && (o->max_vocab || o->min_count != 1))
+        return ss_conv_usage_error(c, "--vocab excludes --min-count and --max-vocab");
     return 0;
 }
 
@@ -352,13 +368,69 @@ static int write_attrs(ss_conv *c, const jl_options *o, const tx_tok *t) {
             snprintf(name, sizeof name, "%s.vocab_size", o->keys[k]);
             if (ss_conv_set_attr(c, name, SS_U64, &t->vocab_size, sizeof t->vocab_size)) return 1;
         }
+        if (t->kind == TX_WORDS && !k) {
+            size_t size;
+            char *text = ss_vocab_text(t->vocab, &size);
+            if (!text) return ss_conv_error(c, "out of memory");
+            int rc = ss_conv_set_attr(c, "vocab", SS_ATTR_TEXT, text, size);
+            free(text);
+            if (rc) return 1;
+        }
         if (t->kind == TX_SPM && tx_spm_attrs(c, t, o->keys[k], k ? NULL : "vocab", o->spm_model))
             return 1;
     }
     return 0;
 }
 
-static int convert(ss_conv *c, const jl_options *o, tx_job *j, tx_tok *t) {
+/* Count the words of every block (in parallel; per-thread maps merged) and
+ * build the vocabulary. @return 0, or 1 (printed). */
+static int count_vocab(ss_conv *c, const jl_spec *sp, const tx_job *j, const jl_options *o,
+                       ss_vocab **out) {
+    int threads = ss_conv_opts(c)->threads, oom = 0;
+    ss_vocab **maps = calloc((size_t)threads, sizeof *maps);
+    jl_arena *arenas = calloc((size_t)threads, sizeof *arenas);
+    *out = NULL;
+    if (!maps || !arenas) oom = 1;
+    for (int t = 0; t < threads && !oom; t++)
+        if (ss_vocab_new(&maps[t])) oom = 1;
+    if (!oom) {
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
+        for (size_t b = 0; b < j->nblocks; b++) {
+            int t = omp_get_thread_num();
+            const tx_block *bl = &j->blocks[b];
+            const uint8_t *d = j->inputs[bl->input].data;
+            for (size_t pos = bl->start[0]; pos < bl->end[0];) {
+                const uint8_t *nl = memchr(d + pos, '\n', bl->end[0] - pos);
+                size_t n = nl ? (size_t)(nl - d) - pos : bl->end[0] - pos;
+                if (jl_count_line(sp, d + pos, n, maps[t], &arenas[t])) {
+#pragma omp atomic write
+                    oom = 1;
+                    break;
+                }
+                pos += n + 1;
+            }
+        }
+    }
+    for (int t = 1; t < threads && !oom; t++)
+        if (ss_vocab_merge(maps[0], maps[t])) oom = 1;
+    if (!oom && ss_vocab_build(out, maps[0], o->min_count, o->max_vocab)) oom = 1;
+    for (int t = 0; maps && arenas && t < threads; t++) {
+        ss_vocab_free(maps[t]);
+        jl_arena_free(&arenas[t]);
+    }
+    free(maps);
+    free(arenas);
+    return oom ? ss_conv_error(c, "out of memory while counting words") : 0;
+}
+
+static int load_vocab(ss_conv *c, const jl_spec *sp, const tx_job *j, const jl_options *o,
+                      ss_vocab **out) {
+    if (o->vocab_from) return tx_vocab_load(c, out, o->vocab_from, o->keys[0]);
+    if (ss_conv_opts(c)->append) return tx_vocab_load(c, out, ss_conv_opts(c)->output, o->keys[0]);
+    return count_vocab(c, sp, j, o, out);
+}
+
+static int convert(ss_conv *c, const jl_options *o, tx_job *j, tx_tok *t, ss_vocab **vocab) {
     for (int i = 0; i < o->ninputs; i++) {
         char err[256];
         uint32_t src = ss_conv_add_source(c, o->inputs[i]);
@@ -371,12 +443,16 @@ static int convert(ss_conv *c, const jl_options *o, tx_job *j, tx_tok *t) {
         j->inputs[i].ok = 1;
     }
     if (tx_split(j)) return ss_conv_error(c, "out of memory");
+    jl_spec sp = {o->nkeys, o->keys, t, tx_spm_tokenize};
+    if (t->kind == TX_WORDS) {
+        if (load_vocab(c, &sp, j, o, vocab)) return 1;
+        t->vocab = *vocab;
+    }
     if (tx_prepare_tokens(c, t, o->keys[0])) return 1;
     ss_field fields[JL_MAX_KEYS];
     for (uint32_t k = 0; k < o->nkeys; k++)
         fields[k] = (ss_field){.name = o->keys[k], .dtype = t->dtype, .sequence = 1};
     ss_schema schema = {o->nkeys, fields};
-    jl_spec sp = {o->nkeys, o->keys, t, tx_spm_tokenize};
     jl_run r = {c, &sp, j, 0, 0, UINT32_MAX};
     if (ss_conv_begin(c, &schema, &r.skip) || write_attrs(c, o, t)) return 1;
     uint64_t total = 0;
@@ -399,6 +475,7 @@ static int run_jsonl(ss_conv *c, int argc, char **argv) {
     j.mode = TX_LINES;
     tx_tok t = {.kind = o.kind, .bos_on = o.bos, .eos_on = o.eos, .vocab_size = o.vocab_size};
     ss_spm *spm = NULL;
+    ss_vocab *vocab = NULL;
     j.inputs = calloc((size_t)o.ninputs, sizeof *j.inputs);
     j.ninputs = (uint32_t)o.ninputs;
     if (!j.inputs) {
@@ -408,13 +485,14 @@ static int run_jsonl(ss_conv *c, int argc, char **argv) {
     } else {
         t.spm = spm;
         t.spm_model = o.spm_model;
-        rc = convert(c, &o, &j, &t);
+        rc = convert(c, &o, &j, &t, &vocab);
     }
     for (uint32_t i = 0; i < j.ninputs; i++) tx_input_release(&j.inputs[i]);
     free(j.inputs);
     free(j.blocks);
     free(o.inputs);
     ss_spm_free(spm);
+    ss_vocab_free(vocab);
     return rc;
 }
 

@@ -139,6 +139,11 @@ static int run_megatron(ss_conv *c, int argc, char **argv) {
     for (int i = 0; i < n && !rc; i++) {
         char err[1536];
         in[i].source = ss_conv_add_source(c, argv[1 + i]);
+        char path[4096];
+        snprintf(path, sizeof path, "%s.idx", argv[1 + i]); /* --resume: the same files */
+        ss_conv_add_checked(c, path);
+        snprintf(path, sizeof path, "%s.bin", argv[1 + i]);
+        ss_conv_add_checked(c, path);
         if (load_prefix(&in[i], argv[1 + i], err, sizeof err)) {
             rc = ss_conv_bad(c, argv[1 + i], 0, "%s", err);
             continue;

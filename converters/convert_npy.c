@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 static void usage_npy(FILE *out) {
     fprintf(out,
@@ -32,7 +33,17 @@ static int npy_open(FILE **fp, ss_npy_header *h, const char *path, char *err, si
         snprintf(err, errlen, "cannot open: %s", strerror(errno));
         return 1;
     }
+    struct stat st;
+    if (fstat(fileno(f), &st) != 0) memset(&st, 0, sizeof st);
+    if (S_ISDIR(st.st_mode)) {
+        snprintf(err, errlen, "is a directory, not a .npy file");
+        goto fail;
+    }
     got = fread(pre, 1, sizeof pre, f);
+    if (ferror(f)) {
+        snprintf(err, errlen, "read error: %s", strerror(errno));
+        goto fail;
+    }
     if (ss_npy_header_size(&need, pre, got) != 0) goto bad;
     if (need > got) {
         hdr = malloc(need);
@@ -43,6 +54,10 @@ static int npy_open(FILE **fp, ss_npy_header *h, const char *path, char *err, si
         }
         memcpy(hdr, pre, got);
         got += fread(hdr + got, 1, need - got, f);
+        if (ferror(f)) {
+            snprintf(err, errlen, "read error in the header: %s", strerror(errno));
+            goto fail;
+        }
     }
     if (ss_npy_parse_header(h, hdr ? hdr : pre, got) != 0) goto bad;
     if (h->ndim == 0) {
@@ -52,6 +67,16 @@ static int npy_open(FILE **fp, ss_npy_header *h, const char *path, char *err, si
     if (h->ndim - 1 > SS_MAX_DIMS) {
         snprintf(err, errlen, "%u axes: at most %d trailing axes are supported", h->ndim,
                  SS_MAX_DIMS);
+        goto fail;
+    }
+    uint64_t bytes;
+    uint64_t avail = (uint64_t)st.st_size > h->data_offset ? st.st_size - h->data_offset : 0;
+    if (__builtin_mul_overflow(h->count, (uint64_t)h->elem_size, &bytes) ||
+        (S_ISREG(st.st_mode) && bytes > avail)) {
+        snprintf(err, errlen,
+                 "truncated: the header declares %llu elements of %u bytes, more than the %llu "
+                 "bytes the file holds after its header",
+                 (unsigned long long)h->count, h->elem_size, (unsigned long long)avail);
         goto fail;
     }
     if (fseeko(f, (off_t)h->data_offset, SEEK_SET) != 0) {
@@ -121,6 +146,10 @@ static int npy_read(FILE *f, const ss_npy_header *h, unsigned char **buf, size_t
         *buf = nb, *cap = (size_t)bytes;
     }
     got = fread(*buf, 1, (size_t)bytes, f);
+    if (ferror(f)) {
+        snprintf(err, errlen, "read error in the data: %s", strerror(errno));
+        return 1;
+    }
     if (got < bytes) {
         snprintf(err, errlen, "truncated: data at byte %llu has %zu of %llu bytes",
                  (unsigned long long)h->data_offset, got, (unsigned long long)bytes);

@@ -1,4 +1,5 @@
 /* convert_text.c - `seqstore convert text` and the text engine (see text.h). */
+#include "commands.h"
 #include "spm_text.h"
 #include "text.h"
 #include "utf8.h"
@@ -448,6 +449,14 @@ static int read_fd_all(tx_input *in, int fd, char *err, size_t errlen) {
     return 0;
 }
 
+/* zlib's message without the "PATH: " it starts with (the caller names the file). */
+static const char *gz_message(gzFile gz, const char *path, int *zerr) {
+    const char *m = gzerror(gz, zerr);
+    size_t pl = strlen(path);
+    if (m && !strncmp(m, path, pl) && m[pl] == ':' && m[pl + 1] == ' ') m += pl + 2;
+    return m && *m ? m : "read error";
+}
+
 static int read_gz(tx_input *in, const char *path, char *err, size_t errlen) {
     gzFile gz = gzopen(path, "rb");
     if (!gz) {
@@ -466,34 +475,38 @@ static int read_gz(tx_input *in, const char *path, char *err, size_t errlen) {
         int r = gzread(gz, buf + n, (unsigned)want);
         if (r < 0) {
             int zerr;
-            const char *m = gzerror(gz, &zerr);
+            const char *m = gz_message(gz, path, &zerr);
             snprintf(err, errlen, "gzip error after %zu decompressed bytes: %s", n, m);
             goto fail;
         }
         if (r == 0) {
-            /* gzread() reports a truncated stream as end of input: only
-             * gzerror() tells it apart (Z_BUF_ERROR, "unexpected end of file"). */
-            int zerr;
-            const char *m = gzerror(gz, &zerr);
+            /* end of input, or a stream cut short / damaged: zlib reports
+             * that only through gzerror (and gzclose), not gzread's 0 */
+            int zerr = Z_OK;
+            const char *m = gz_message(gz, path, &zerr);
             if (zerr != Z_OK) {
-                size_t pl = strlen(path); /* zlib prefixes the path */
-                if (!strncmp(m, path, pl) && m[pl] == ':' && m[pl + 1] == ' ') m += pl + 2;
-                snprintf(err, errlen, "gzip error after %zu decompressed bytes: %s (truncated?)", n,
-                         m);
+                snprintf(err, errlen, "gzip error after %zu decompressed bytes: %s", n, m);
                 goto fail;
             }
             break;
         }
         n += (size_t)r;
     }
-    gzclose(gz);
+    int zc = gzclose(gz);
+    gz = NULL;
+    if (zc != Z_OK) {
+        snprintf(err, errlen, "gzip error after %zu decompressed bytes: %s", n,
+                 zc == Z_BUF_ERROR ? "unexpected end of file" : "read error");
+        free(buf);
+        return -1;
+    }
     in->owned = buf;
     in->data = buf;
     in->size = n;
     return 0;
 fail:
     free(buf);
-    gzclose(gz);
+    if (gz) gzclose(gz);
     return -1;
 }
 
@@ -552,12 +565,14 @@ int tx_vocab_load(ss_conv *c, ss_vocab **out, const char *from, const char *fiel
     char err[256] = "", name[SS_MAX_NAME + 16];
     ss_store *s = NULL;
     *out = NULL;
-    int rc = ss_open(&s, from, 0);
+    ss_conv_add_checked(c, from); /* --resume: the same vocabulary */
+    ss_cli_note_store(from, 0);   /* its lock file goes when the command ends */
+    int rc = ss_open(&s, from, SS_OPEN_VERIFY);
     if (rc == 0) {
         ss_attr a;
         snprintf(name, sizeof name, "%s.vocab", field);
         if ((ss_attr_get(s, name, &a) != 0 && ss_attr_get(s, "vocab", &a) != 0) ||
-            a.type != SS_ATTR_TEXT) {
+            (a.type != SS_ATTR_TEXT && a.type != SS_ATTR_BYTES)) {
             ss_close(s);
             return ss_conv_error(c, "'%s' has no vocabulary (attribute '%s' or 'vocab')", from,
                                  name);
@@ -816,7 +831,10 @@ static int write_text_attrs(ss_conv *c, const tx_job *j) {
             size_t size;
             char *text = ss_vocab_text(t->vocab, &size);
             if (!text) return ss_conv_error(c, "out of memory");
-            int rc = ss_conv_set_attr(c, j->vocab_attr[sd], SS_ATTR_TEXT, text, size);
+            /* text is UTF-8 by the spec: a vocabulary with other bytes is stored as bytes */
+            int utf8 = ss_utf8_valid((const uint8_t *)text, size);
+            uint32_t type = utf8 ? SS_ATTR_TEXT : SS_ATTR_BYTES;
+            int rc = ss_conv_set_attr(c, j->vocab_attr[sd], type, text, size);
             free(text);
             if (rc) return 1;
         }

@@ -8,7 +8,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int grow(jl_buf *b, size_t elems, uint32_t esize) {
+static inline int jl_is_ws(uint8_t ch) {
+    return ch == ' ' || (ch >= '\t' && ch <= '\r');
+}
+
+static int jl_grow(jl_buf *b, size_t elems, uint32_t esize) {
     size_t need = (b->n + elems) * esize;
     if (need <= b->cap) return 0;
     size_t c = b->cap ? b->cap : (size_t)1 << 16;
@@ -20,7 +24,7 @@ static int grow(jl_buf *b, size_t elems, uint32_t esize) {
     return 0;
 }
 
-static inline void put(uint8_t *base, uint32_t esize, size_t i, uint32_t v) {
+static inline void jl_put(uint8_t *base, uint32_t esize, size_t i, uint32_t v) {
     if (esize == 1)
         base[i] = (uint8_t)v;
     else if (esize == 2)
@@ -29,7 +33,7 @@ static inline void put(uint8_t *base, uint32_t esize, size_t i, uint32_t v) {
         ((uint32_t *)(void *)base)[i] = v;
 }
 
-static const char *type_name(const json_t *v) {
+static const char *jl_type_name(const json_t *v) {
     switch (json_typeof(v)) {
     case JSON_OBJECT:
         return "an object";
@@ -50,8 +54,8 @@ static const char *type_name(const json_t *v) {
 }
 
 /* A string value: bytes, chars or model ids, with bos/eos. */
-static int put_string(const jl_spec *s, const char *key, const json_t *v, jl_buf *b, char *err,
-                      size_t errlen) {
+static int jl_put_string(const jl_spec *s, const char *key, const json_t *v, jl_buf *b, char *err,
+                         size_t errlen) {
     const tx_tok *t = s->tok;
     const uint8_t *str = (const uint8_t *)json_string_value(v);
     size_t n = json_string_length(v), m = b->n;
@@ -60,15 +64,25 @@ static int put_string(const jl_spec *s, const char *key, const json_t *v, jl_buf
         if (r == 0) b->n = m;
         return r;
     }
-    if (t->kind != TX_BYTES && t->kind != TX_CHARS) {
+    if (t->kind != TX_BYTES && t->kind != TX_CHARS && t->kind != TX_WORDS) {
         snprintf(err, errlen, "key '%s' is a string; --tokens %s takes arrays of ids", key,
                  tx_kind_name(t->kind));
         return -1;
     }
-    if (grow(b, n + 2, t->esize)) return -2;
-    if (t->bos_on) put(b->data, t->esize, m++, t->bos);
+    if (jl_grow(b, n + 2, t->esize)) return -2;
+    if (t->bos_on) jl_put(b->data, t->esize, m++, t->bos);
     if (t->kind == TX_BYTES) {
-        for (size_t i = 0; i < n; i++) put(b->data, t->esize, m++, str[i]);
+        for (size_t i = 0; i < n; i++) jl_put(b->data, t->esize, m++, str[i]);
+    } else if (t->kind == TX_WORDS) {
+        for (size_t i = 0; i < n;) { /* the words of `convert text --tokens words` */
+            while (i < n && jl_is_ws(str[i])) i++;
+            if (i >= n) break;
+            size_t w = i;
+            uint64_t h = SS_VOCAB_HASH_INIT;
+            for (; i < n && !jl_is_ws(str[i]); i++) h = ss_vocab_hash_step(h, str[i]);
+            int64_t id = ss_vocab_lookup_h(t->vocab, str + w, i - w, ss_vocab_hash_final(h));
+            jl_put(b->data, t->esize, m++, id < 0 ? t->unk : (uint32_t)id);
+        }
     } else {
         size_t k = 0, bad = 0; /* jansson checked the UTF-8; decode it */
         if (ss_utf8_decode((uint32_t *)(void *)b->data + m, &k, &bad, str, n)) {
@@ -77,14 +91,14 @@ static int put_string(const jl_spec *s, const char *key, const json_t *v, jl_buf
         }
         m += k;
     }
-    if (t->eos_on) put(b->data, t->esize, m++, t->eos);
+    if (t->eos_on) jl_put(b->data, t->esize, m++, t->eos);
     b->n = m;
     return 0;
 }
 
 /* An array value: ids, each checked against the vocabulary. */
-static int put_ids(const jl_spec *s, const char *key, const json_t *v, jl_buf *b, char *err,
-                   size_t errlen) {
+static int jl_put_ids(const jl_spec *s, const char *key, const json_t *v, jl_buf *b, char *err,
+                      size_t errlen) {
     const tx_tok *t = s->tok;
     if (t->kind != TX_IDS && t->kind != TX_SPM) {
         snprintf(err, errlen,
@@ -93,12 +107,12 @@ static int put_ids(const jl_spec *s, const char *key, const json_t *v, jl_buf *b
     }
     size_t n = json_array_size(v);
     uint64_t limit = t->vocab_size ? t->vocab_size : (uint64_t)UINT32_MAX + 1;
-    if (grow(b, n, t->esize)) return -2;
+    if (jl_grow(b, n, t->esize)) return -2;
     for (size_t i = 0; i < n; i++) {
         const json_t *e = json_array_get(v, i);
         if (!json_is_integer(e)) {
             snprintf(err, errlen, "key '%s': element %zu is %s, not a token id", key, i,
-                     type_name(e));
+                     jl_type_name(e));
             return -1;
         }
         json_int_t id = json_integer_value(e);
@@ -112,13 +126,13 @@ static int put_ids(const jl_spec *s, const char *key, const json_t *v, jl_buf *b
                                        : "");
             return -1;
         }
-        put(b->data, t->esize, b->n + i, (uint32_t)id);
+        jl_put(b->data, t->esize, b->n + i, (uint32_t)id);
     }
     b->n += n;
     return 0;
 }
 
-static int is_blank(const uint8_t *d, size_t n) {
+static int jl_is_blank(const uint8_t *d, size_t n) {
     for (size_t i = 0; i < n; i++)
         if (d[i] != ' ' && d[i] != '\t' && d[i] != '\r' && d[i] != '\f' && d[i] != '\v') return 0;
     return 1;
@@ -126,7 +140,7 @@ static int is_blank(const uint8_t *d, size_t n) {
 
 int jl_parse_line(const jl_spec *s, const uint8_t *line, size_t n, jl_buf *bufs, uint64_t *lens,
                   char *err, size_t errlen) {
-    if (is_blank(line, n)) return 1;
+    if (jl_is_blank(line, n)) return 1;
     json_error_t je;
     json_t *root = json_loadb((const char *)line, n, 0, &je);
     if (!root) {
@@ -136,7 +150,7 @@ int jl_parse_line(const jl_spec *s, const uint8_t *line, size_t n, jl_buf *bufs,
     int rc = 0;
     uint32_t k = 0;
     if (!json_is_object(root)) {
-        snprintf(err, errlen, "the line is %s, not a JSON object", type_name(root));
+        snprintf(err, errlen, "the line is %s, not a JSON object", jl_type_name(root));
         rc = -1;
     }
     for (; k < s->nkeys && !rc; k++) {
@@ -146,12 +160,12 @@ int jl_parse_line(const jl_spec *s, const uint8_t *line, size_t n, jl_buf *bufs,
             snprintf(err, errlen, "no key '%s'", s->keys[k]);
             rc = -1;
         } else if (json_is_string(v)) {
-            rc = put_string(s, s->keys[k], v, &bufs[k], err, errlen);
+            rc = jl_put_string(s, s->keys[k], v, &bufs[k], err, errlen);
         } else if (json_is_array(v)) {
-            rc = put_ids(s, s->keys[k], v, &bufs[k], err, errlen);
+            rc = jl_put_ids(s, s->keys[k], v, &bufs[k], err, errlen);
         } else {
             snprintf(err, errlen, "key '%s' is %s, not a string or an array of ids", s->keys[k],
-                     type_name(v));
+                     jl_type_name(v));
             rc = -1;
         }
         lens[k] = bufs[k].n - before;
@@ -159,5 +173,74 @@ int jl_parse_line(const jl_spec *s, const uint8_t *line, size_t n, jl_buf *bufs,
     json_decref(root);
     if (rc) /* roll back the keys already appended */
         for (uint32_t i = 0; i < k && i < s->nkeys; i++) bufs[i].n -= lens[i];
+    return rc;
+}
+
+/* ------------------------------------------------------- word counting */
+
+#define JL_CHUNK ((size_t)1 << 20)
+
+struct jl_chunk {
+    struct jl_chunk *next;
+    size_t used, cap;
+    uint8_t data[];
+};
+
+static const uint8_t *jl_arena_copy(jl_arena *a, const uint8_t *w, size_t len) {
+    struct jl_chunk *c = a->head;
+    if (!c || c->cap - c->used < len) {
+        /* chunks double from 4 KiB to JL_CHUNK: small inputs stay small */
+        size_t cap = c ? (c->cap < JL_CHUNK ? 2 * c->cap : JL_CHUNK) : 4096;
+        if (cap < len) cap = len;
+        c = malloc(sizeof *c + cap);
+        if (!c) return NULL;
+        c->next = a->head;
+        c->used = 0;
+        c->cap = cap;
+        a->head = c;
+    }
+    uint8_t *p = c->data + c->used;
+    memcpy(p, w, len);
+    c->used += len;
+    return p;
+}
+
+void jl_arena_free(jl_arena *a) {
+    for (struct jl_chunk *c = a->head, *n; c; c = n) {
+        n = c->next;
+        free(c);
+    }
+    a->head = NULL;
+}
+
+static int jl_count_words(const uint8_t *s, size_t n, ss_vocab *v, jl_arena *a) {
+    for (size_t i = 0; i < n;) {
+        while (i < n && jl_is_ws(s[i])) i++;
+        if (i >= n) break;
+        size_t w = i;
+        uint64_t h = SS_VOCAB_HASH_INIT;
+        for (; i < n && !jl_is_ws(s[i]); i++) h = ss_vocab_hash_step(h, s[i]);
+        h = ss_vocab_hash_final(h);
+        const uint8_t *key = s + w; /* a new word's bytes must outlive the line */
+        if (ss_vocab_lookup_h(v, key, i - w, h) < 0 && !(key = jl_arena_copy(a, key, i - w)))
+            return -2;
+        if (ss_vocab_count_h(v, key, i - w, h, 1)) return -2;
+    }
+    return 0;
+}
+
+int jl_count_line(const jl_spec *s, const uint8_t *line, size_t n, ss_vocab *v, jl_arena *a) {
+    if (jl_is_blank(line, n)) return 0;
+    json_t *root = json_loadb((const char *)line, n, 0, NULL);
+    if (!root) return 0;
+    /* only lines the second pass accepts: every key a string */
+    int rc = 0, ok = json_is_object(root);
+    for (uint32_t k = 0; k < s->nkeys && ok; k++)
+        ok = json_is_string(json_object_get(root, s->keys[k]));
+    for (uint32_t k = 0; k < s->nkeys && ok && !rc; k++) {
+        const json_t *val = json_object_get(root, s->keys[k]);
+        rc = jl_count_words((const uint8_t *)json_string_value(val), json_string_length(val), v, a);
+    }
+    json_decref(root);
     return rc;
 }

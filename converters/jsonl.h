@@ -2,13 +2,14 @@
  * the command line; `convert jsonl` drives it, fuzz/fuzz_jsonl.c fuzzes it).
  *
  * A line is one JSON object; each requested key becomes one field. A string
- * value is tokenized (bytes, chars, or SentencePiece ids); an array of
+ * value is tokenized (bytes, chars, words, or SentencePiece ids); an array of
  * integers is taken as ids already tokenized (--tokens ids, or ids of the
  * SentencePiece model), stored as given (no BOS/EOS added). */
 #ifndef SS_JSONL_H
 #define SS_JSONL_H
 
 #include "text.h"
+#include "vocab.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -20,7 +21,7 @@ typedef int (*jl_encode_fn)(const tx_tok *t, const uint8_t *s, size_t n, uint8_t
 typedef struct jl_spec {
     uint32_t nkeys;
     const char *const *keys;
-    const tx_tok *tok;   /* every key's tokenizer: TX_BYTES, TX_CHARS, TX_IDS or TX_SPM,
+    const tx_tok *tok;   /* every key's tokenizer: TX_BYTES, TX_CHARS, TX_WORDS, TX_IDS or TX_SPM,
                           * prepared (dtype, esize, bos/eos, vocab_size) */
     jl_encode_fn encode; /* TX_SPM: encodes strings */
 } jl_spec;
@@ -38,5 +39,18 @@ typedef struct jl_buf {
  * message naming the problem in err, nothing appended); -2 out of memory. */
 int jl_parse_line(const jl_spec *s, const uint8_t *line, size_t n, jl_buf *bufs, uint64_t *lens,
                   char *err, size_t errlen);
+
+/* Word counting (the first pass of --tokens words). The counted words'
+ * bytes live in an arena of stable chunks, since a vocabulary borrows them. */
+typedef struct jl_arena {
+    struct jl_chunk *head;
+} jl_arena;
+
+/* Count the words of the string values of the line's keys into `v` (a bad
+ * line counts nothing: the second pass reports it).
+ * @return 0, or -2 out of memory. */
+int jl_count_line(const jl_spec *s, const uint8_t *line, size_t n, ss_vocab *v, jl_arena *a);
+
+void jl_arena_free(jl_arena *a);
 
 #endif

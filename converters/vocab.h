@@ -4,8 +4,9 @@
  * Built vocabularies start with the reserved tokens <pad>=0, <unk>=1, <bos>=2,
  * <eos>=3, followed by the words in decreasing count, ties broken by byte-wise
  * comparison (so the result does not depend on the input order or on the
- * number of threads that counted). Stored in a store as the text attribute
- * `vocab`: one token per line, in id order. */
+ * number of threads that counted). Stored in a store as the attribute
+ * `vocab`: one token per line, in id order; of type text when every token is
+ * valid UTF-8, else of type bytes (text attributes are UTF-8 by the spec). */
 #ifndef SS_VOCAB_H
 #define SS_VOCAB_H
 

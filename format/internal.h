@@ -14,4 +14,13 @@ int ss__context(int code, const char *fmt, ...) __attribute__((format(printf, 2,
 /* Map an LMDB return code to a seqstore code, recording `what` and LMDB's text. */
 int ss__lmdb_fail(int rc, const char *what);
 
+/* The resume record of an unfinished write: opaque bytes of the writer's
+ * client (the converter: what a resume must check), stored with every
+ * intermediate commit (key 'R') and removed by ss_writer_finish().
+ * set: copies `size` bytes; written from the next commit on. 0, SS_EINVAL,
+ * SS_ENOMEM. get: the record set, or read by ss_writer_open() (NULL and
+ * *size = 0 when there is none); valid until the next set or free. */
+int ss_writer_set_resume_record(ss_writer *w, const void *data, size_t size);
+const void *ss_writer_resume_record(const ss_writer *w, size_t *size);
+
 #endif

@@ -32,6 +32,7 @@
 /* Key tags (first byte of every key). */
 #define SS_KEY_HEADER 'H'
 #define SS_KEY_PROGRESS 'W'
+#define SS_KEY_RESUME 'R'
 #define SS_KEY_ATTR 'A'
 #define SS_KEY_DATA 'D'
 #define SS_KEY_INDEX 'I'

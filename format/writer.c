@@ -3,6 +3,7 @@
 #include "layout.h"
 
 #include "env.h"
+#include "lmdb_check.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -26,6 +27,7 @@ typedef struct ss_pending_attr {
     uint32_t type;
     unsigned char *data;
     uint64_t size;
+    int removed; /* ss_writer_remove_attr(): delete the stored attribute */
 } ss_pending_attr;
 
 /* The chunk and index segment a field is filling. */
@@ -61,6 +63,10 @@ struct ss_writer {
      * write neither allocates nor page-faults; at most one commit's worth. */
     unsigned char **spare_chunks, **spare_segments;
     size_t nspare_chunks, nspare_segments, spare_cap;
+    /* The resume record (key 'R'): written with every intermediate commit,
+     * removed by the final one; read back by ss_writer_open. */
+    unsigned char *resume_rec;
+    size_t resume_len;
 };
 
 /* ---------------------------------------------------------------- helpers */
@@ -200,6 +206,16 @@ static int ss_txn_body(ss_writer *w, MDB_txn *txn, int final) {
         }
     }
     ss_writer_sync_header(w);
+    ss_key rkey;
+    ss_key_named(&rkey, SS_KEY_RESUME, NULL);
+    if (!final && w->resume_rec &&
+        (rc = ss_put_block(w, txn, &rkey, w->resume_rec, w->resume_len)))
+        return rc;
+    if (final) {
+        MDB_val rk = ss_key_val(&rkey);
+        rc = mdb_del(txn, w->dbi, &rk, NULL);
+        if (rc && rc != MDB_NOTFOUND) return rc;
+    }
     if (!final) {
         /* Creating: the header itself, marked incomplete. Appending: the
          * header keeps the finished state; progress goes to its own record. */
@@ -208,6 +224,14 @@ static int ss_txn_body(ss_writer *w, MDB_txn *txn, int final) {
     }
     for (size_t i = 0; i < w->nattrs; i++) {
         ss_pending_attr *a = &w->attrs[i];
+        if (a->removed) {
+            ss_key key;
+            ss_key_named(&key, SS_KEY_ATTR, a->name);
+            MDB_val k = ss_key_val(&key);
+            rc = mdb_del(txn, w->dbi, &k, NULL);
+            if (rc && rc != MDB_NOTFOUND) return rc;
+            continue;
+        }
         unsigned char *buf = malloc(SS_ATTR_PREFIX + a->size);
         if (!buf) return ENOMEM;
         ss_put_le32(buf, a->type);
@@ -452,6 +476,17 @@ int ss_writer_set_attr(ss_writer *w, const char *name, uint32_t type, const void
     a->type = type;
     a->data = copy;
     a->size = size;
+    a->removed = 0;
+    return 0;
+}
+
+int ss_writer_remove_attr(ss_writer *w, const char *name) {
+    if (!w || !name) return ss__fail(SS_EINVAL, "ss_writer_remove_attr: NULL argument");
+    /* a pending empty value marked removed: the last call for a name wins */
+    int rc = ss_writer_set_attr(w, name, SS_ATTR_BYTES, NULL, 0);
+    if (rc) return rc;
+    for (size_t i = 0; i < w->nattrs; i++)
+        if (strcmp(w->attrs[i].name, name) == 0) w->attrs[i].removed = 1;
     return 0;
 }
 
@@ -478,6 +513,7 @@ void ss_writer_free(ss_writer *w) {
     free(w->spare_segments);
     for (size_t i = 0; i < w->nattrs; i++) free(w->attrs[i].data);
     free(w->attrs);
+    free(w->resume_rec);
     for (uint32_t i = 0; i < SS_MAX_FIELDS; i++) {
         free(w->f[i].chunk);
         free(w->f[i].segment);
@@ -716,6 +752,38 @@ static int ss_writer_reload(ss_writer *w, MDB_txn *txn) {
     return 0;
 }
 
+/* The resume record of an unfinished write, if any. */
+static int ss_writer_read_resume(ss_writer *w, MDB_txn *txn) {
+    ss_key key;
+    ss_key_named(&key, SS_KEY_RESUME, NULL);
+    MDB_val k = ss_key_val(&key), v;
+    int rc = mdb_get(txn, w->dbi, &k, &v);
+    if (rc == MDB_NOTFOUND) return 0;
+    if (rc) return ss__lmdb_fail(rc, "read resume record");
+    const unsigned char *p;
+    uint64_t len;
+    if ((rc = ss_block_open(v.mv_data, v.mv_size, &key, w->h.format_version, "resume record", &p,
+                            &len)))
+        return rc;
+    return ss_writer_set_resume_record(w, p, (size_t)len);
+}
+
+int ss_writer_set_resume_record(ss_writer *w, const void *data, size_t size) {
+    if (!w || (!data && size)) return ss__fail(SS_EINVAL, "ss_writer_set_resume_record: NULL");
+    unsigned char *copy = malloc(size ? size : 1);
+    if (!copy) return ss__fail(SS_ENOMEM, "out of memory");
+    if (size) memcpy(copy, data, size);
+    free(w->resume_rec);
+    w->resume_rec = copy;
+    w->resume_len = size;
+    return 0;
+}
+
+const void *ss_writer_resume_record(const ss_writer *w, size_t *size) {
+    *size = w && w->resume_rec ? w->resume_len : 0;
+    return w ? w->resume_rec : NULL;
+}
+
 int ss_writer_open(ss_writer **out, const char *path, const ss_schema *schema,
                    const ss_writer_options *options) {
     if (!out) return ss__fail(SS_EINVAL, "ss_writer_open: out is NULL");
@@ -727,17 +795,21 @@ int ss_writer_open(ss_writer **out, const char *path, const ss_schema *schema,
                         strerror(errno));
     if (st.st_size == 0)
         return ss__fail(SS_ENOTSTORE, "open '%s': not a seqstore store (empty file)", path);
+    int rc = ss_lmdb_check_file(path, (uint64_t)st.st_size);
+    if (rc) return ss__context(rc, "open '%s' for writing", path);
     ss_writer *w;
-    int rc = ss_writer_alloc(&w, path, options);
+    rc = ss_writer_alloc(&w, path, options);
     if (rc == 0) rc = ss_writer_env(w, options ? options->map_bytes : 0);
     MDB_txn *txn = NULL;
     if (rc == 0 && (rc = mdb_txn_begin(w->env, NULL, MDB_RDONLY, &txn)))
         rc = ss__lmdb_fail(rc, "begin");
+    if (rc == 0) rc = ss_lmdb_check(w->env, &txn, w->path, SS_LMDB_CHECK_OVERFLOW);
     if (rc == 0) rc = ss_writer_read_state(w, txn, (w->flags & SS_WRITE_RESUME) != 0);
     if (rc == 0 && schema && !ss_schema_equal(&w->h, schema))
         rc = ss__fail(SS_ESCHEMA, "the store's schema differs from the one given");
     if (rc == 0) rc = ss_writer_buffers(w);
     if (rc == 0) rc = ss_writer_reload(w, txn);
+    if (rc == 0) rc = ss_writer_read_resume(w, txn);
     if (txn) mdb_txn_abort(txn);
     if (rc) {
         ss_writer_free(w);

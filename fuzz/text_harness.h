@@ -5,6 +5,7 @@
 #ifndef SS_TEXT_HARNESS_H
 #define SS_TEXT_HARNESS_H
 
+#include "../converters/cli_locks.c"
 #include "../converters/convert_text.c"
 #include "../converters/spm_text.c"
 #include "../converters/utf8.c"
@@ -42,6 +43,10 @@ uint32_t ss_conv_add_source(ss_conv *c, const char *path) {
     (void)c;
     (void)path;
     return 0;
+}
+void ss_conv_add_checked(ss_conv *c, const char *path) {
+    (void)c;
+    (void)path;
 }
 int ss_conv_begin(ss_conv *c, const ss_schema *schema, uint64_t *skip) {
     (void)c;

@@ -188,7 +188,8 @@ static void test_roundtrip(void) {
          "dtype f64 differs from the first file's f32"},
         {"{'descr': '<f4', 'fortran_order': True, 'shape': (2, 3, 2), }", 48, "Fortran order"},
         {"{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3, 2), }", 40,
-         "truncated: data at byte 128 has 40 of 48 bytes"},
+         "truncated: the header declares 12 elements of 4 bytes, more than the 40 bytes the file "
+         "holds after its header"},
         {"{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3, 2), }", 52,
          "trailing bytes after the data, at byte 176"},
         {"{'descr': '<f4', 'fortran_order': False, 'shape': (), }", 4, "0-d array"},

@@ -412,7 +412,7 @@ static void test_v2_binding(const char *good) {
     CHECK_EQ_U64(verify(bad, &sn), 2);
     CHECK(strcmp(sn.what[0], "data chunk checksum mismatch") == 0);
     CHECK(sn.p[0].field == 0 && sn.p[0].chunk == 1 && sn.p[1].chunk == 2);
-    CHECK(strcmp(sn.where[0], "field 'tokens' chunk 1") == 0);
+    CHECK(strcmp(sn.where[0], "field 'tokens' data chunk 1") == 0);
 
     /* two fields' index segments swapped: the same bytes under other keys */
     copy_file(good, bad);

@@ -44,13 +44,46 @@ from ._seqstore import (  # noqa: F401  (re-exported)
     __version__,
     open,
 )
-from ._loader import Loader  # noqa: F401
+from ._loader import Collator, Loader  # noqa: F401
 from ._window import WindowBatch, WindowReader  # noqa: F401
 from ._writer import Writer, create  # noqa: F401
 
-__all__ = ["open", "create", "Store", "Field", "Writer", "Loader", "WindowReader", "Error", "widen"]
+__all__ = ["open", "create", "Store", "Field", "Writer", "Loader", "Collator", "WindowReader", "Error", "widen"]
 
 _OPEN_INCOMPLETE, _OPEN_RANDOM, _OPEN_NOLOCK = 2, 4, 1
+
+
+class Flat:
+    """store.flat(name): every example of a field concatenated in order (the
+    flat stream, e.g. a token stream cut into fixed-length LM blocks).
+
+    len(flat) rows; flat[p:q] -> a new array [q - p, *shape] (reads across
+    example and chunk boundaries); flat[i] -> one row; flat.locate(pos) ->
+    (example, offset within it)."""
+
+    def __init__(self, store, name):
+        self._store, self.name = store, name
+        self._n = store._flat_size(name)
+
+    def __len__(self):
+        return self._n
+
+    def __getitem__(self, key):
+        if isinstance(key, slice):
+            p, q, step = key.indices(self._n)
+            if step != 1:
+                raise ValueError("flat slices have step 1")
+            return self._store._flat_read(self.name, p, max(p, q))
+        if isinstance(key, bool) or not isinstance(key, (int, _np.integer)):
+            raise TypeError("flat[...] takes an int or a slice, not %s" % type(key).__name__)
+        i = int(key) + (self._n if key < 0 else 0)
+        if not 0 <= i < self._n:
+            raise IndexError("flat position %d out of range (%d rows)" % (key, self._n))
+        return self._store._flat_read(self.name, i, i + 1)[0]
+
+    def locate(self, pos):
+        """Position `pos` of the stream -> (example, offset within that example)."""
+        return self._store._flat_locate(self.name, pos)
 
 
 def _reopen(path, flags):

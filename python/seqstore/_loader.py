@@ -44,6 +44,23 @@ def _collate_field(name, spec):
             bool(spec.get("sort_by_length", False)))
 
 
+def _field_specs(store, fields):
+    """fields (None, a list of names or a dict name -> options) -> C tuples."""
+    if fields is None:
+        return []
+    if isinstance(fields, dict):
+        spec = [_collate_field(n, s) for n, s in fields.items()]
+    elif isinstance(fields, (list, tuple)):
+        spec = [_collate_field(n, None) for n in fields]
+    else:
+        raise TypeError("fields is a dict name -> options or a list of names")
+    for s in spec:
+        if not isinstance(s[0], str):
+            raise TypeError("a field is named by a str, not %r" % (s[0],))
+        store.field(s[0])  # KeyError naming the store's fields
+    return spec
+
+
 def _count(name, v, minimum=0):
     if isinstance(v, bool) or not isinstance(v, numbers.Integral):
         raise TypeError("%s is an int, not %r" % (name, v))
@@ -100,18 +117,7 @@ class Loader:
             raise ValueError("rank %d must be < world_size %d" % (r, world))
         if bucket is not None and not isinstance(bucket, str):
             raise TypeError("bucket is the name (str) of a stored bucket index")
-        if fields is None:
-            spec = []
-        elif isinstance(fields, dict):
-            spec = [_collate_field(n, s) for n, s in fields.items()]
-        elif isinstance(fields, (list, tuple)):
-            spec = [_collate_field(n, None) for n in fields]
-        else:
-            raise TypeError("fields is a dict name -> options or a list of names")
-        for s in spec:
-            if not isinstance(s[0], str):
-                raise TypeError("a field is named by a str, not %r" % (s[0],))
-            store.field(s[0])  # KeyError naming the store's fields
+        spec = _field_specs(store, fields)
         self._torch = None
         if torch:
             import torch as _torch  # lazily: the module works without torch
@@ -172,3 +178,34 @@ class Loader:
 
     def __reduce__(self):
         raise TypeError("a Loader cannot be pickled; pickle its Store and state_dict()")
+
+
+class Collator:
+    """The C collator: store indices in, a padded (or packed) batch out.
+
+    c = seqstore.Collator(store, fields={"tokens": {"dtype": "i64", "pad": 0}})
+    batch = c.collate([4, 17, 3])      # {"tokens": [3, T] int64, "tokens_lengths": ...}
+    c.collate(idx, out={"tokens": buf})  # written by C straight into buf
+
+    fields as for Loader. With out, out[name] (a writable C-contiguous array
+    of the output dtype, large enough: SS_EINVAL names the bytes needed
+    otherwise) receives the field's data and the result holds a view of it
+    shaped as the batch; lengths, masks and offsets are returned as new arrays."""
+
+    def __init__(self, store, fields=None):
+        if not isinstance(store, _seqstore.Store):
+            raise TypeError("Collator needs a seqstore.Store, not %s" % type(store).__name__)
+        spec = _field_specs(store, fields)
+        self._c = _seqstore._Collator(store, spec)
+
+    @property
+    def fields(self):
+        return self._c.fields
+
+    def collate(self, indices, out=None):
+        return self._c.collate(indices, out)
+
+    __call__ = collate
+
+    def close(self):
+        self._c.close()

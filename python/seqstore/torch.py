@@ -155,3 +155,59 @@ def pad_collate(examples, pad=0):
         out[name] = torch.nn.utils.rnn.pad_sequence(rows, batch_first=True, padding_value=pad)
         out[name + "_lengths"] = torch.tensor([len(r) for r in rows], dtype=torch.int64)
     return out
+
+
+class IndexDataset(torch.utils.data.Dataset):
+    """Yields store indices only: pair it with Collate, which reads and pads
+    the batch in C (one pass, no per-example Python work)."""
+
+    def __init__(self, path):
+        self.path = os.fspath(path)
+        with seqstore.open(self.path) as s:
+            self._len = len(s)
+
+    def __len__(self):
+        return self._len
+
+    def __getitem__(self, i):
+        if isinstance(i, bool) or not isinstance(i, (int, np.integer)):
+            raise TypeError("IndexDataset index is an int, not %s" % type(i).__name__)
+        if not -self._len <= i < self._len:
+            raise IndexError("example %d out of range: %d examples" % (i, self._len))
+        return int(i) % self._len
+
+
+class Collate:
+    """collate_fn calling the C collator: a list of store indices -> a dict of
+    tensors, padded (and widened: fields={"tokens": {"dtype": "i64"}}) by C.
+    Pickles by path and opens the store and collator lazily in each worker."""
+
+    def __init__(self, path, fields=None):
+        self.path = os.fspath(path)
+        self.fields = fields
+        with seqstore.open(self.path) as s:  # validate now, in the caller's process
+            for dt in _output_dtypes(s, fields):
+                if dt in ("u16", "u32", "u64", "bf16"):
+                    raise ValueError("torch has no %s tensors: give the field a wider "
+                                     "output dtype, e.g. {'dtype': 'i64'}" % dt)
+            seqstore.Collator(s, fields).close()
+        self._c, self._pid = None, None
+
+    def __call__(self, indices):
+        if self._c is None or self._pid != os.getpid():
+            self._store = seqstore.open(self.path)
+            self._c, self._pid = seqstore.Collator(self._store, self.fields), os.getpid()
+        return {k: torch.from_numpy(v) for k, v in self._c.collate(indices).items()}
+
+    def __getstate__(self):
+        return {"path": self.path, "fields": self.fields, "_c": None, "_pid": None}
+
+
+def _output_dtypes(store, fields):
+    stored = {f["name"]: f["dtype"] for f in store.schema}
+    if fields is None:
+        return list(stored.values())
+    if isinstance(fields, dict):
+        return [(o or {}).get("dtype") and seqstore._writer._dtype_name(o["dtype"], n)
+                or stored.get(n) for n, o in fields.items()]
+    return [stored.get(n) for n in fields]

@@ -125,3 +125,73 @@ int capi_window_save(void *buf, size_t size, const ss_window_reader *r) {
 int capi_window_restore(ss_window_reader *r, const void *buf, size_t size) {
     return ss_window_reader_restore(r, buf, size);
 }
+
+/* One OpenMP thread: a collate_fn runs in DataLoader workers, which are the
+ * parallelism there. */
+int capi_collator_create(ss_collator **out, const ss_store *s, const ss_collate_field *fields,
+                         uint32_t n) {
+    ss_collator_options o = SS_COLLATOR_OPTIONS_INIT;
+    o.threads = 1;
+    return ss_collator_create(out, s, fields, n, &o);
+}
+void capi_collator_free(ss_collator *c) {
+    ss_collator_free(c);
+}
+int capi_collate(ss_collated_batch *out, ss_collator *c, const ss_span *rows, size_t n,
+                 const ss_collate_buffers *buffers) {
+    return ss_collator_collate_into(c, rows, n, buffers, out);
+}
+
+uint64_t capi_flat_size(const ss_store *s, uint32_t field) {
+    return ss_flat_size(s, field);
+}
+int capi_flat_locate(uint64_t *example, uint64_t *offset, const ss_store *s, uint32_t field,
+                     uint64_t pos) {
+    return ss_flat_locate(s, field, pos, example, offset);
+}
+int capi_flat_read(void *buf, const ss_store *s, uint32_t field, uint64_t p, uint64_t q) {
+    return ss_flat_read(s, field, p, q, buf);
+}
+int capi_split_load(ss_selection **out, const ss_store *s, const char *name) {
+    return ss_split_load(out, s, name);
+}
+int capi_selection_all(ss_selection **out, uint64_t total) {
+    return ss_selection_all(out, total);
+}
+int capi_kfold(ss_selection **train, ss_selection **valid, const ss_selection *sel, uint32_t k,
+               uint32_t fold, int shuffle, uint64_t seed) {
+    ss_kfold_options o = SS_KFOLD_OPTIONS_INIT;
+    o.shuffle = shuffle;
+    o.seed = seed;
+    return ss_selection_kfold(train, valid, sel, k, fold, &o);
+}
+uint64_t capi_selection_count(const ss_selection *sel) {
+    return ss_selection_count(sel);
+}
+size_t capi_selection_range_count(const ss_selection *sel) {
+    return ss_selection_range_count(sel);
+}
+const ss_range *capi_selection_ranges(const ss_selection *sel) {
+    return ss_selection_ranges(sel);
+}
+void capi_selection_free(ss_selection *sel) {
+    ss_selection_free(sel);
+}
+int capi_bucket_open(ss_bucket **out, const ss_store *s, const char *name) {
+    return ss_bucket_open(out, s, name);
+}
+void capi_bucket_free(ss_bucket *b) {
+    ss_bucket_free(b);
+}
+uint64_t capi_bucket_size(const ss_bucket *b) {
+    return ss_bucket_size(b);
+}
+uint64_t capi_bucket_count(const ss_bucket *b) {
+    return ss_bucket_count(b);
+}
+const uint64_t *capi_bucket_permutation(const ss_bucket *b) {
+    return ss_bucket_permutation(b);
+}
+const uint64_t *capi_bucket_starts(const ss_bucket *b) {
+    return ss_bucket_starts(b);
+}

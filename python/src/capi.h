@@ -47,6 +47,33 @@ uint64_t capi_loader_position(const ss_loader *l);
 int capi_loader_state_save(const ss_loader *l, void *buf, size_t cap, size_t *len);
 int capi_loader_state_load(ss_loader *l, const void *buf, size_t len);
 
+/* flat view, splits, folds, bucket indices */
+uint64_t capi_flat_size(const ss_store *s, uint32_t field);
+int capi_flat_locate(uint64_t *example, uint64_t *offset, const ss_store *s, uint32_t field,
+                     uint64_t pos);
+int capi_flat_read(void *buf, const ss_store *s, uint32_t field, uint64_t p, uint64_t q);
+int capi_split_load(ss_selection **out, const ss_store *s, const char *name);
+int capi_selection_all(ss_selection **out, uint64_t total);
+int capi_kfold(ss_selection **train, ss_selection **valid, const ss_selection *sel, uint32_t k,
+               uint32_t fold, int shuffle, uint64_t seed);
+uint64_t capi_selection_count(const ss_selection *sel);
+size_t capi_selection_range_count(const ss_selection *sel);
+const ss_range *capi_selection_ranges(const ss_selection *sel);
+void capi_selection_free(ss_selection *sel);
+int capi_bucket_open(ss_bucket **out, const ss_store *s, const char *name);
+void capi_bucket_free(ss_bucket *b);
+uint64_t capi_bucket_size(const ss_bucket *b);
+uint64_t capi_bucket_count(const ss_bucket *b);
+const uint64_t *capi_bucket_permutation(const ss_bucket *b);
+const uint64_t *capi_bucket_starts(const ss_bucket *b);
+
+/* collator */
+int capi_collator_create(ss_collator **out, const ss_store *s, const ss_collate_field *fields,
+                         uint32_t n);
+void capi_collator_free(ss_collator *c);
+int capi_collate(ss_collated_batch *out, ss_collator *c, const ss_span *rows, size_t n,
+                 const ss_collate_buffers *buffers);
+
 /* window reader */
 int capi_window_open(ss_window_reader **out, const ss_store *s, const ss_window_options *o);
 void capi_window_free(ss_window_reader *r);

@@ -13,7 +13,7 @@ typedef struct {
 
 /* (name, dtype code, layout, pad, pad_left, pad_to_multiple, fixed_length,
  *  truncate_left, mask, sort_by_length) -> `f`; f->name borrows from `item`. */
-static int parse_collate_field(PyObject *item, ss_collate_field *f) {
+int pyss_parse_collate_field(PyObject *item, ss_collate_field *f) {
     ss_collate_field init = SS_COLLATE_FIELD_INIT;
     *f = init;
     int dtype, layout, mask;
@@ -54,7 +54,7 @@ static PyObject *loader_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
         return PyErr_Format(PyExc_ValueError, "at most %d output fields", SS_MAX_FIELDS);
     ss_collate_field cf[SS_MAX_FIELDS];
     for (Py_ssize_t k = 0; k < n; k++)
-        if (parse_collate_field(PyList_GET_ITEM(fields, k), &cf[k]) < 0) return NULL;
+        if (pyss_parse_collate_field(PyList_GET_ITEM(fields, k), &cf[k]) < 0) return NULL;
     ss_loader_options o = SS_LOADER_OPTIONS_INIT;
     o.sampler.kind = shuffle ? SS_SAMPLE_SHUFFLE : SS_SAMPLE_SEQUENTIAL;
     o.sampler.seed = seed;

@@ -38,7 +38,8 @@ typedef struct {
     FieldShape shape[SS_MAX_FIELDS];
 } StoreObject;
 
-extern PyTypeObject Map_Type, Store_Type, Field_Type, Writer_Type, Loader_Type, Window_Type;
+extern PyTypeObject Map_Type, Store_Type, Field_Type, Writer_Type, Loader_Type, Window_Type,
+    Collator_Type;
 
 /* Errors (module.c). pyss_raise() sets the exception class of `code` with the
  * C library's last message and returns NULL. */
@@ -65,6 +66,19 @@ int pyss_check_open(StoreObject *st); /* -1 with ClosedError when closed */
 PyObject *pyss_view_array(StoreObject *st, uint32_t field, const ss_view *v);
 PyObject *pyss_open(PyObject *self, PyObject *args, PyObject *kw);
 int pyss_field_arg(StoreObject *st, PyObject *name, uint32_t *out); /* str -> index */
+
+/* loader.c: (name, dtype code, layout, pad, pad_left, pad_to_multiple,
+ * fixed_length, truncate_left, mask, sort_by_length) -> `f`; the name is
+ * borrowed from `item`. */
+int pyss_parse_collate_field(PyObject *item, ss_collate_field *f);
+
+/* index.c: Store methods (flat view, splits, folds, buckets) */
+PyObject *pyss_store_flat_size(StoreObject *st, PyObject *name);
+PyObject *pyss_store_flat_read(StoreObject *st, PyObject *args);
+PyObject *pyss_store_flat_locate(StoreObject *st, PyObject *args);
+PyObject *pyss_store_split(StoreObject *st, PyObject *name);
+PyObject *pyss_store_kfold(StoreObject *st, PyObject *args, PyObject *kw);
+PyObject *pyss_store_bucket(StoreObject *st, PyObject *name);
 
 /* writer.c */
 PyObject *pyss_writer_create(PyObject *self, PyObject *args, PyObject *kw);

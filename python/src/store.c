@@ -455,7 +455,32 @@ static PyObject *store_repr(StoreObject *st) {
 static PyMappingMethods store_as_mapping = {(lenfunc)store_len, (binaryfunc)store_getitem, NULL};
 static PySequenceMethods store_as_sequence = {.sq_length = (lenfunc)store_len};
 
+/* flat(name) -> seqstore.Flat (Python, over _flat_read / _flat_locate). */
+static PyObject *store_flat(StoreObject *st, PyObject *name) {
+    uint32_t f;
+    if (pyss_check_open(st) < 0 || pyss_field_arg(st, name, &f) < 0) return NULL;
+    PyObject *mod = PyImport_ImportModule("seqstore");
+    PyObject *cls = mod ? PyObject_GetAttrString(mod, "Flat") : NULL;
+    Py_XDECREF(mod);
+    if (!cls) return NULL;
+    PyObject *res = PyObject_CallFunctionObjArgs(cls, (PyObject *)st, name, NULL);
+    Py_DECREF(cls);
+    return res;
+}
+
 static PyMethodDef store_methods[] = {
+    {"flat", (PyCFunction)store_flat, METH_O,
+     "flat(name) -> Flat: the field's examples concatenated, sliceable"},
+    {"_flat_size", (PyCFunction)pyss_store_flat_size, METH_O, "rows of a field's flat stream"},
+    {"_flat_read", (PyCFunction)pyss_store_flat_read, METH_VARARGS,
+     "rows [p, q) of the flat stream"},
+    {"_flat_locate", (PyCFunction)pyss_store_flat_locate, METH_VARARGS, "pos -> (example, offset)"},
+    {"split", (PyCFunction)pyss_store_split, METH_O,
+     "split(name) -> int64 array of the examples of the stored split"},
+    {"kfold", (PyCFunction)(void (*)(void))pyss_store_kfold, METH_VARARGS | METH_KEYWORDS,
+     "kfold(k, fold, *, shuffle=False, seed=0, split=None) -> (train, valid) index arrays"},
+    {"bucket", (PyCFunction)pyss_store_bucket, METH_O,
+     "bucket(name) -> (permutation, starts) of a stored bucket index"},
     {"close", (PyCFunction)store_close, METH_NOARGS,
      "Close the store. Views already taken stay valid (they keep the map); every\n"
      "later call on the store raises seqstore.ClosedError."},

@@ -187,3 +187,53 @@ def test_works_without_torch(store_path):
             "    print('no torch')\n" % store_path)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split("\n")[:2] == ["50 [-100, -93]", "no torch"]
+
+
+def test_collator_matches_naive(store):
+    c = seqstore.Collator(store, fields=FIELDS)
+    assert c.fields == ("tokens", "label")
+    idx = [7, 0, 33, 7, 49]
+    b = c.collate(idx)
+    b["index"] = np.array(idx)
+    check_batch(store, b)
+    b2 = c(np.array(idx, np.int32))  # __call__, any integer array
+    np.testing.assert_array_equal(b2["tokens"], b["tokens"])
+
+
+def test_collator_into_caller_buffers(store):
+    c = seqstore.Collator(store, fields={"tokens": {"dtype": "i64", "pad": -1}})
+    idx = [3, 9, 12]
+    want = c.collate(idx)["tokens"]
+    buf = np.full(4096, 7, np.int64)
+    got = c.collate(idx, out={"tokens": buf})["tokens"]
+    assert got.base is buf and got.ctypes.data == buf.ctypes.data  # written in place
+    np.testing.assert_array_equal(got, want)
+    assert (buf[want.size:] == 7).all()
+    with pytest.raises(seqstore.InvalidArgumentError, match="tokens"):
+        c.collate(idx, out={"tokens": np.zeros(2, np.int64)})  # too small
+    with pytest.raises(TypeError):
+        c.collate(idx, out={"tokens": np.zeros(4096, np.int32)})  # wrong dtype
+    with pytest.raises(TypeError):
+        c.collate(idx, out={"tokens": np.zeros((64, 64), np.int64)[:, ::2]})  # not contiguous
+    ro = np.zeros(4096, np.int64)
+    ro.flags.writeable = False
+    with pytest.raises(TypeError):
+        c.collate(idx, out={"tokens": ro})
+    with pytest.raises(TypeError):
+        c.collate(idx, out=[buf])
+
+
+def test_collator_misuse(store):
+    c = seqstore.Collator(store, fields=["label"])
+    for bad in ([], [1.5], "12", [[1, 2]]):
+        with pytest.raises((TypeError, ValueError)):
+            c.collate(bad)
+    with pytest.raises(IndexError):
+        c.collate([0, len(store)])
+    with pytest.raises(IndexError):
+        c.collate([-1])
+    with pytest.raises(KeyError):
+        seqstore.Collator(store, fields=["nope"])
+    c.close()
+    with pytest.raises(seqstore.ClosedError):
+        c.collate([0])

@@ -328,3 +328,71 @@ def test_fork_child_must_reopen(store_path, examples):
     assert len(list(loader)) == len(loader) - 1
     loader.close()
     s.close()
+
+
+def test_flat_view(store, examples):
+    flat = store.flat("tokens")
+    want = np.concatenate([e["tokens"] for e in examples])
+    assert len(flat) == len(want)
+    np.testing.assert_array_equal(flat[:], want)
+    np.testing.assert_array_equal(flat[17:311], want[17:311])
+    assert flat[-1] == want[-1] and flat[5] == want[5]
+    feat = store.flat("feat")
+    np.testing.assert_array_equal(feat[3:40], np.concatenate([e["feat"] for e in examples])[3:40])
+    # locate: the example holding a position, skipping empty examples
+    starts = np.cumsum([0] + [len(e["tokens"]) for e in examples])
+    for pos in (0, 1, 100, len(want) - 1):
+        ex, off = flat.locate(pos)
+        assert starts[ex] + off == pos and len(examples[ex]["tokens"]) > off
+    with pytest.raises(IndexError):
+        flat[len(want)]
+    with pytest.raises(seqstore.RangeError):
+        flat.locate(len(want))
+    with pytest.raises(TypeError):
+        flat["a"]
+    with pytest.raises(ValueError):
+        flat[::2]
+    with pytest.raises(KeyError):
+        store.flat("nope")
+
+
+def test_splits_folds_buckets(store_path, examples, tmp_path):
+    import subprocess, os
+    cli = os.environ.get("SEQSTORE_CLI")
+    if not cli:
+        pytest.skip("SEQSTORE_CLI not set")
+    subprocess.run([cli, "split", "add", store_path, "head", "0:10,40:45"], check=True)
+    subprocess.run([cli, "index", store_path, "--by", "tokens", "--resolution", "4",
+                    "--name", "len"], check=True, capture_output=True)
+    with seqstore.open(store_path) as s:
+        assert s.split("head").tolist() == list(range(10)) + list(range(40, 45))
+        with pytest.raises(seqstore.NotFoundError, match="nope"):
+            s.split("nope")
+        with pytest.raises(TypeError):
+            s.split(3)
+        n = len(s)
+        valids = []
+        for fold in range(4):
+            train, valid = s.kfold(4, fold)
+            assert sorted(train.tolist() + valid.tolist()) == list(range(n))
+            valids += valid.tolist()
+        assert sorted(valids) == list(range(n))  # the folds partition the store
+        assert s.kfold(4, 0)[1].tolist() == list(range(n // 4))  # contiguous
+        sh = s.kfold(4, 0, shuffle=True, seed=3)[1]
+        assert sh.tolist() != list(range(n // 4)) and len(sh) == n // 4
+        tr, va = s.kfold(3, 1, split="head")
+        assert sorted(tr.tolist() + va.tolist()) == s.split("head").tolist()
+        with pytest.raises(seqstore.InvalidArgumentError):
+            s.kfold(1, 0)
+        with pytest.raises(seqstore.InvalidArgumentError):
+            s.kfold(4, 4)
+        perm, starts = s.bucket("len")
+        assert sorted(perm.tolist()) == list(range(n)) and starts[0] == 0 and starts[-1] == n
+        lengths = np.array([len(e["tokens"]) for e in examples])
+        for q in range(len(starts) - 1):  # one bucket: one floor(length / 4)
+            assert len(set(lengths[perm[starts[q]:starts[q + 1]]] // 4)) == 1
+        # buckets in key order; inside one, store index order (torchnet BucketSorted)
+        expect = sorted(range(n), key=lambda i: (lengths[i] // 4, i))
+        assert perm.tolist() == expect
+        with pytest.raises(seqstore.NotFoundError):
+            s.bucket("nope")

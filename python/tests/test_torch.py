@@ -97,3 +97,30 @@ def test_iterable_ranks_partition(store_path, examples):
         sst.IterableDataset(store_path, rank=3, world_size=3)
     with pytest.raises(ValueError):
         sst.IterableDataset(store_path, rank=0)
+
+
+@pytest.mark.parametrize("workers,ctx", [(0, None), (2, "fork"), (2, "spawn")])
+def test_c_collate_fn(store_path, examples, workers, ctx):
+    ds = sst.IndexDataset(store_path)
+    fn = sst.Collate(store_path, fields={"tokens": {"dtype": "i64", "pad": 0}, "label": None})
+    dl = torch.utils.data.DataLoader(ds, batch_size=8, shuffle=True, num_workers=workers,
+                                     multiprocessing_context=ctx if workers else None,
+                                     collate_fn=fn)
+    seen = []
+    for b in dl:
+        assert b["tokens"].dtype == torch.int64  # widened in C
+        for k, lab in enumerate(b["label"].tolist()):
+            i = (lab + 100) // 7
+            n = int(b["tokens_lengths"][k])
+            assert b["tokens"][k, :n].tolist() == examples[i]["tokens"].tolist()
+            seen.append(i)
+    assert sorted(seen) == list(range(len(examples)))
+
+
+def test_c_collate_fn_refuses_unsigned_outputs(store_path):
+    with pytest.raises(ValueError, match="u16"):
+        sst.Collate(store_path, fields=["tokens"])
+    with pytest.raises(KeyError):
+        sst.Collate(store_path, fields=["nope"])
+    with pytest.raises(IndexError):
+        sst.IndexDataset(store_path)[10**6]
