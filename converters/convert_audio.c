@@ -310,16 +310,15 @@ static int ref_from_store(ss_conv *c, audio_job *job, int *have) {
     ss_store *st = NULL;
     ss_attr a;
     ss_field f;
-    int fi;
+    uint32_t fi;
     if (ss_conv_open_existing(c, &st)) return 1;
     if (!st) return 0;
-    if ((fi = ss_field_index(st, "signal")) >= 0 && ss_field_info(st, (uint32_t)fi, &f) == 0 &&
-        f.ndim == 1 && ss_attr_get(st, "signal.sample_rate", &a) == 0 && a.type == SS_F64 &&
-        a.size == 8) {
+    if (ss_field_index(&fi, st, "signal") == 0 && ss_field_info(&f, st, fi) == 0 && f.ndim == 1 &&
+        ss_attr_get(&a, st, "signal.sample_rate") == 0 && a.type == SS_F64 && a.size == 8) {
         memcpy(&job->rate, a.data, 8);
         job->channels = (int)f.dims[0];
         if (!job->dtype_given) job->dtype = f.dtype, job->dtype_given = 1;
-        if (ss_attr_get(st, "signal.channels", &a) == 0 && a.type == SS_ATTR_TEXT)
+        if (ss_attr_get(&a, st, "signal.channels") == 0 && a.type == SS_ATTR_TEXT)
             snprintf(job->layout, sizeof job->layout, "%.*s", (int)a.size, (const char *)a.data);
         *have = 1;
     }

@@ -369,13 +369,13 @@ static int parse_args(ss_conv *c, int argc, char **argv, bs_job *job, strlist *f
 
 static char *attr_text(const ss_store *st, const char *name) {
     ss_attr a;
-    if (ss_attr_get(st, name, &a) != 0 || a.type != SS_ATTR_TEXT) return NULL;
+    if (ss_attr_get(&a, st, name) != 0 || a.type != SS_ATTR_TEXT) return NULL;
     return strndup(a.data, (size_t)a.size);
 }
 
 static int attr_f64(const ss_store *st, const char *name, double *dst, uint32_t n) {
     ss_attr a;
-    if (ss_attr_get(st, name, &a) != 0 || a.type != SS_F64 || a.size != 8 * (uint64_t)n) return 1;
+    if (ss_attr_get(&a, st, name) != 0 || a.type != SS_F64 || a.size != 8 * (uint64_t)n) return 1;
     memcpy(dst, a.data, 8 * (size_t)n);
     return 0;
 }
@@ -384,12 +384,12 @@ static int attr_f64(const ss_store *st, const char *name, double *dst, uint32_t 
 static int ref_from_store(ss_conv *c, bs_job *job) {
     ss_store *st = NULL;
     ss_field f;
-    int fi;
+    uint32_t fi;
     bs_ref *r = &job->ref;
     if (ss_conv_open_existing(c, &st)) return 1;
     if (!st) return 0;
-    if ((fi = ss_field_index(st, "signal")) < 0 || ss_field_info(st, (uint32_t)fi, &f) ||
-        f.ndim != 1 || f.dims[0] > BS_MAXCH) {
+    if (ss_field_index(&fi, st, "signal") || ss_field_info(&f, st, fi) || f.ndim != 1 ||
+        f.dims[0] > BS_MAXCH) {
         ss_close(st);
         return 0; /* not a signal store: the framework's schema check says so */
     }
