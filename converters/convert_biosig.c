@@ -16,12 +16,16 @@
  * signal.sample_rate f64[1], signal.gain / signal.offset f64[C]
  * (physical = digital * gain + offset), signal.physical TEXT, and with
  * --resample signal.resample_converter TEXT.
+ * With --events-as samples|windows the events become labels as in
+ * `convert edf` (events.h): a sequence field `label` [T], or one example per
+ * event (fields signal, label, onset); classes in label.names.
  * Every file must match the first (or the store appended to) in channel
  * labels, rate (unless --resample), digital type and calibration (unless
  * --physical f32). Channels of one file must share one rate. */
 #include "convert.h"
 
 #ifdef SS_HAVE_BIOSIG
+#include "events.h"
 #include "resample.h"
 
 #include <biosig.h>
@@ -49,6 +53,7 @@ typedef struct bs_ref {
 typedef struct bs_job {
     int physical;
     ss_resample rs;
+    ss_events ev;
     bs_ref ref;
     /* reused per recording */
     void *data;
@@ -69,7 +74,13 @@ static void usage_biosig(FILE *out) {
                  "  --resample HZ        resample every recording to HZ (libsamplerate; implies\n"
                  "                       --physical f32); without it all must share one rate\n"
                  "  --resample-quality Q best|medium|fastest|zoh|linear (default best)\n"
-                 "  --list FILE          read input paths from FILE, one per line\n");
+                 "  --list FILE          read input paths from FILE, one per line\n"
+                 "  --events-as samples  a sequence field `label` [T]: each sample's event\n"
+                 "                       class (0 = none), names in label.names\n"
+                 "  --events-as windows --window-start S --window-stop S\n"
+                 "                       one example per event: signal from S before/after its\n"
+                 "                       onset (seconds, negative = before), `label`, `onset`\n"
+                 "  --events A,B,...     only these event texts, classes in this order\n");
 }
 
 static int grow(void **buf, size_t *cap, size_t need) {
@@ -334,9 +345,15 @@ static int parse_args(ss_conv *c, int argc, char **argv, bs_job *job, strlist *f
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         int has_value = !strcmp(a, "--physical") || !strcmp(a, "--resample") ||
-                        !strcmp(a, "--resample-quality") || !strcmp(a, "--list");
+                        !strcmp(a, "--resample-quality") || !strcmp(a, "--list") ||
+                        !strncmp(a, "--events", 8) || !strncmp(a, "--window-", 9);
+        char err[256];
         if (has_value && i + 1 >= argc) return ss_conv_usage_error(c, "%s needs a value", a);
-        if (!strcmp(a, "--physical")) {
+        int ev = has_value ? ss_events_option(&job->ev, a, argv[i + 1], err, sizeof err) : 0;
+        if (ev < 0) return ss_conv_usage_error(c, "%s", err);
+        if (ev > 0) {
+            i++;
+        } else if (!strcmp(a, "--physical")) {
             if (strcmp(argv[++i], "f32"))
                 return ss_conv_usage_error(c, "--physical takes f32, not '%s'", argv[i]);
             job->physical = 1;
@@ -362,6 +379,8 @@ static int parse_args(ss_conv *c, int argc, char **argv, bs_job *job, strlist *f
         }
     }
     if (files->n == 0) return ss_conv_usage_error(c, "no input files");
+    char err[256];
+    if (ss_events_check(&job->ev, err, sizeof err)) return ss_conv_usage_error(c, "%s", err);
     return 0;
 }
 
@@ -403,6 +422,7 @@ static int ref_from_store(ss_conv *c, bs_job *job) {
               attr_f64(st, "signal.sample_rate", &r->rate, 1) ||
               (!job->physical && (attr_f64(st, "signal.gain", r->gain, r->nch) ||
                                   attr_f64(st, "signal.offset", r->offset, r->nch)));
+    if (ss_events_load(&job->ev, st)) bad = 1;
     ss_close(st);
     if (bad) return ss_conv_error(c, "%s: missing signal.* attributes", ss_conv_opts(c)->output);
     if (job->rs.rate && job->rs.rate != r->rate)
@@ -442,18 +462,53 @@ static int set_attrs(ss_conv *c, const bs_job *job) {
 
 /* ------------------------------------------------------------- running */
 
+/* --events-as windows: one example per event whose window lies inside. */
+static int append_windows(ss_conv *c, bs_job *job, uint32_t i, uint64_t *skip) {
+    ss_events *e = &job->ev;
+    uint64_t W = ss_events_window(e, job->ref.rate);
+    size_t row = (size_t)job->ref.nch * ss_dtype_size(job->physical ? SS_F32 : job->ref.dtype);
+    for (size_t k = 0; k < e->nev; k++) {
+        int64_t a = ss_events_window_start(e, k, job->ref.rate), onset = e->ev[k].onset;
+        if (a < 0 || (uint64_t)a + W > job->T) {
+            e->outside++;
+            continue;
+        }
+        if (*skip) {
+            (*skip)--;
+            continue;
+        }
+        ss_value v[3] = {
+            {(const char *)job->data + (size_t)a * row, W}, {&e->ev[k].cls, 1}, {&onset, 1}};
+        if (ss_conv_append(c, v, i, e->ev[k].number)) return 1;
+    }
+    return 0;
+}
+
 static int convert_all(ss_conv *c, bs_job *job, const strlist *files, uint64_t skip) {
+    char err[256];
     for (uint32_t i = 0; i < files->n; i++) {
+        const uint32_t *lab = NULL;
         if (bs_decode(job, files->v[i])) {
             if (ss_conv_bad(c, files->v[i], 0, "%s", job->err)) return 1;
             continue;
         }
-        if (skip) {
-            skip--;
+        /* classes are numbered in input order, skipped (resumed) files too */
+        if (job->ev.mode && ss_events_read(&job->ev, job->annot, job->annot_len, job->ref.rate,
+                                           job->T, err, sizeof err)) {
+            if (ss_conv_bad(c, files->v[i], 0, "%s", err)) return 1;
             continue;
         }
-        ss_value v[2] = {{job->data, job->T}, {job->annot, job->annot_len}};
-        if (ss_conv_append(c, v, i, 1)) return 1;
+        if (job->ev.mode == SS_EV_WINDOWS) {
+            if (append_windows(c, job, i, &skip)) return 1;
+        } else if (skip) {
+            skip--;
+            continue;
+        } else {
+            if (job->ev.mode == SS_EV_SAMPLES && !(lab = ss_events_samples(&job->ev, job->T)))
+                return ss_conv_error(c, "out of memory");
+            ss_value v[3] = {{job->data, job->T}, {job->annot, job->annot_len}, {lab, job->T}};
+            if (ss_conv_append(c, v, i, 1)) return 1;
+        }
         ss_conv_progress(c, ss_conv_file_size(files->v[i]));
     }
     return 0;
@@ -484,7 +539,7 @@ static int run_biosig(ss_conv *c, int argc, char **argv) {
         if (rc == 0) rc = ss_conv_error(c, "no readable recording among the inputs");
     }
     if (rc == 0) {
-        ss_field f[2];
+        ss_field f[3];
         memset(f, 0, sizeof f);
         f[0].name = "signal";
         f[0].dtype = job.physical ? SS_F32 : job.ref.dtype;
@@ -494,7 +549,17 @@ static int run_biosig(ss_conv *c, int argc, char **argv) {
         f[1].name = "annotations";
         f[1].dtype = SS_U8;
         f[1].sequence = 1;
-        ss_schema schema = {2, f};
+        f[2].name = "label";
+        f[2].dtype = SS_U32;
+        f[2].sequence = 1;
+        ss_schema schema = {job.ev.mode ? 3u : 2u, f};
+        if (job.ev.mode == SS_EV_WINDOWS) {
+            f[1] = f[2];
+            f[1].sequence = 0;
+            memset(&f[2], 0, sizeof f[2]);
+            f[2].name = "onset";
+            f[2].dtype = SS_I64;
+        }
         rc = ss_conv_begin(c, &schema, &skip);
     }
     if (rc == 0) rc = set_attrs(c, &job);
@@ -502,10 +567,12 @@ static int run_biosig(ss_conv *c, int argc, char **argv) {
         ss_conv_set_total(c, total);
         rc = convert_all(c, &job, &files, skip);
     }
+    if (rc == 0 && job.ev.mode) rc = ss_events_finish(c, &job.ev);
     free(job.data);
     free(job.fbuf);
     free(job.rbuf);
     free(job.annot);
+    ss_events_free(&job.ev);
     ref_free(&job.ref);
     strlist_free(&files);
     return rc;
