@@ -19,6 +19,9 @@
  * With --events-as samples|windows the events become labels as in
  * `convert edf` (events.h): a sequence field `label` [T], or one example per
  * event (fields signal, label, onset); classes in label.names.
+ * With --meta header|FILE.csv fixed u32 fields subject, session, recording
+ * follow (recmeta.h; from the header: the patient id and the file name, no
+ * session since BioSig dates a BrainVision file by the time of reading).
  * Every file must match the first (or the store appended to) in channel
  * labels, rate (unless --resample), digital type and calibration (unless
  * --physical f32). Channels of one file must share one rate. */
@@ -26,6 +29,7 @@
 
 #ifdef SS_HAVE_BIOSIG
 #include "events.h"
+#include "recmeta.h"
 #include "resample.h"
 
 #include <biosig.h>
@@ -54,6 +58,7 @@ typedef struct bs_job {
     int physical;
     ss_resample rs;
     ss_events ev;
+    ss_recmeta meta;
     bs_ref ref;
     /* reused per recording */
     void *data;
@@ -63,6 +68,7 @@ typedef struct bs_job {
     char *annot;
     size_t annot_len, annot_cap;
     uint64_t T;
+    char subject[96], session[16]; /* header values for --meta header */
     char err[BS_ERR];
 } bs_job;
 
@@ -80,7 +86,10 @@ static void usage_biosig(FILE *out) {
                  "  --events-as windows --window-start S --window-stop S\n"
                  "                       one example per event: signal from S before/after its\n"
                  "                       onset (seconds, negative = before), `label`, `onset`\n"
-                 "  --events A,B,...     only these event texts, classes in this order\n");
+                 "  --events A,B,...     only these event texts, classes in this order\n"
+                 "  --meta header|FILE.csv  fixed fields subject, session, recording (ids into\n"
+                 "                       *.names) from the header (patient id, file name; no\n"
+                 "                       session) or from `path,subject,session,recording` rows\n");
 }
 
 static int grow(void **buf, size_t *cap, size_t need) {
@@ -298,6 +307,11 @@ static int bs_decode(bs_job *job, const char *path) {
     if (!h) return 1;
     int rc = channels_of(job, h, &f) || check_ref(job, &f) || read_events(job, h) ||
              read_samples(job, h, f.nch);
+    /* --meta header: the patient id; no session, since BioSig fills a missing
+     * start date (BrainVision has none) with the time of reading */
+    snprintf(job->subject, sizeof job->subject, "%s", h->Patient.Id);
+    for (char *e = job->subject + strlen(job->subject); e > job->subject && e[-1] == ' ';) *--e = 0;
+    job->session[0] = '\0';
     ref_free(&f);
     bs_close(h);
     return rc;
@@ -346,12 +360,13 @@ static int parse_args(ss_conv *c, int argc, char **argv, bs_job *job, strlist *f
         const char *a = argv[i];
         int has_value = !strcmp(a, "--physical") || !strcmp(a, "--resample") ||
                         !strcmp(a, "--resample-quality") || !strcmp(a, "--list") ||
-                        !strncmp(a, "--events", 8) || !strncmp(a, "--window-", 9);
+                        !strncmp(a, "--events", 8) || !strncmp(a, "--window-", 9) ||
+                        !strcmp(a, "--meta");
         char err[256];
         if (has_value && i + 1 >= argc) return ss_conv_usage_error(c, "%s needs a value", a);
         int ev = has_value ? ss_events_option(&job->ev, a, argv[i + 1], err, sizeof err) : 0;
         if (ev < 0) return ss_conv_usage_error(c, "%s", err);
-        if (ev > 0) {
+        if (ev > 0 || (has_value && ss_recmeta_option(&job->meta, a, argv[i + 1]))) {
             i++;
         } else if (!strcmp(a, "--physical")) {
             if (strcmp(argv[++i], "f32"))
@@ -381,6 +396,7 @@ static int parse_args(ss_conv *c, int argc, char **argv, bs_job *job, strlist *f
     if (files->n == 0) return ss_conv_usage_error(c, "no input files");
     char err[256];
     if (ss_events_check(&job->ev, err, sizeof err)) return ss_conv_usage_error(c, "%s", err);
+    if (ss_recmeta_load_csv(&job->meta, err, sizeof err)) return ss_conv_error(c, "%s", err);
     return 0;
 }
 
@@ -422,7 +438,7 @@ static int ref_from_store(ss_conv *c, bs_job *job) {
               attr_f64(st, "signal.sample_rate", &r->rate, 1) ||
               (!job->physical && (attr_f64(st, "signal.gain", r->gain, r->nch) ||
                                   attr_f64(st, "signal.offset", r->offset, r->nch)));
-    if (ss_events_load(&job->ev, st)) bad = 1;
+    if (ss_events_load(&job->ev, st) || ss_recmeta_load_store(&job->meta, st)) bad = 1;
     ss_close(st);
     if (bad) return ss_conv_error(c, "%s: missing signal.* attributes", ss_conv_opts(c)->output);
     if (job->rs.rate && job->rs.rate != r->rate)
@@ -477,8 +493,9 @@ static int append_windows(ss_conv *c, bs_job *job, uint32_t i, uint64_t *skip) {
             (*skip)--;
             continue;
         }
-        ss_value v[3] = {
+        ss_value v[3 + SS_RECMETA_FIELDS] = {
             {(const char *)job->data + (size_t)a * row, W}, {&e->ev[k].cls, 1}, {&onset, 1}};
+        for (int j = 0; j < SS_RECMETA_FIELDS; j++) v[3 + j] = (ss_value){&job->meta.ids[j], 1};
         if (ss_conv_append(c, v, i, e->ev[k].number)) return 1;
     }
     return 0;
@@ -490,6 +507,11 @@ static int convert_all(ss_conv *c, bs_job *job, const strlist *files, uint64_t s
         const uint32_t *lab = NULL;
         if (bs_decode(job, files->v[i])) {
             if (ss_conv_bad(c, files->v[i], 0, "%s", job->err)) return 1;
+            continue;
+        }
+        if (job->meta.on && ss_recmeta_place(&job->meta, files->v[i], job->subject, job->session,
+                                             err, sizeof err)) {
+            if (ss_conv_bad(c, files->v[i], 0, "%s", err)) return 1;
             continue;
         }
         /* classes are numbered in input order, skipped (resumed) files too */
@@ -506,7 +528,11 @@ static int convert_all(ss_conv *c, bs_job *job, const strlist *files, uint64_t s
         } else {
             if (job->ev.mode == SS_EV_SAMPLES && !(lab = ss_events_samples(&job->ev, job->T)))
                 return ss_conv_error(c, "out of memory");
-            ss_value v[3] = {{job->data, job->T}, {job->annot, job->annot_len}, {lab, job->T}};
+            ss_value v[3 + SS_RECMETA_FIELDS] = {
+                {job->data, job->T}, {job->annot, job->annot_len}, {lab, job->T}};
+            int nf = job->ev.mode ? 3 : 2; /* the meta fields follow */
+            for (int j = 0; j < SS_RECMETA_FIELDS; j++)
+                v[nf + j] = (ss_value){&job->meta.ids[j], 1};
             if (ss_conv_append(c, v, i, 1)) return 1;
         }
         ss_conv_progress(c, ss_conv_file_size(files->v[i]));
@@ -539,7 +565,7 @@ static int run_biosig(ss_conv *c, int argc, char **argv) {
         if (rc == 0) rc = ss_conv_error(c, "no readable recording among the inputs");
     }
     if (rc == 0) {
-        ss_field f[3];
+        ss_field f[3 + SS_RECMETA_FIELDS];
         memset(f, 0, sizeof f);
         f[0].name = "signal";
         f[0].dtype = job.physical ? SS_F32 : job.ref.dtype;
@@ -560,6 +586,7 @@ static int run_biosig(ss_conv *c, int argc, char **argv) {
             f[2].name = "onset";
             f[2].dtype = SS_I64;
         }
+        schema.nfields = ss_recmeta_fields(&job.meta, f, schema.nfields);
         rc = ss_conv_begin(c, &schema, &skip);
     }
     if (rc == 0) rc = set_attrs(c, &job);
@@ -568,11 +595,13 @@ static int run_biosig(ss_conv *c, int argc, char **argv) {
         rc = convert_all(c, &job, &files, skip);
     }
     if (rc == 0 && job.ev.mode) rc = ss_events_finish(c, &job.ev);
+    if (rc == 0) rc = ss_recmeta_finish(c, &job.meta);
     free(job.data);
     free(job.fbuf);
     free(job.rbuf);
     free(job.annot);
     ss_events_free(&job.ev);
+    ss_recmeta_free(&job.meta);
     ref_free(&job.ref);
     strlist_free(&files);
     return rc;

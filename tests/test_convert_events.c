@@ -4,10 +4,12 @@
  * against a naive painting of the known events, event windows against the
  * known digital samples, class names, fixed --events, the window reader
  * serving the windows with their labels, 1 and 2 threads giving the same
- * store, and the option errors. */
+ * store, and the option errors; recording metadata (--meta header or CSV) per
+ * window, and grouped folds that keep each subject inside one fold. */
 #include "convtest.h"
 
 #include "seqstore/bptt.h"
+#include "seqstore/select.h"
 
 #include <edflib.h>
 #include <math.h>
@@ -42,6 +44,7 @@ static void write_edf(const char *path, int file, const ev *e, int n, const char
         CHECK(edf_set_label(h, k, k ? "C4" : "C3") == 0);
     }
     CHECK(edf_set_patientcode(h, patient) == 0);
+    CHECK(edf_set_startdatetime(h, 2001, 2, 3, 4, 5, 6) == 0);
     int buf[RATE];
     for (int s = 0; s < SECS; s++)
         for (int k = 0; k < NCH; k++) {
@@ -217,6 +220,9 @@ static void test_edf_windows(const char *a, const char *b) {
               SS_CLI, st, st, SS_CLI, st2, st);
 }
 
+static uint32_t fixed_u32(const ss_store *s, const char *field, uint64_t ex);
+static void check_attr_text(const ss_store *s, const char *name, const char *want);
+
 /* BrainVision markers through BioSig, and the GDF save2gdf makes of them. */
 static void test_biosig(void) {
     const char *dir = ss_test_keep_path("bv"), *vhdr = ss_test_keep_path("bv/rec.vhdr"),
@@ -255,6 +261,24 @@ static void test_biosig(void) {
     }
     check_names(s, "S  1\nS  2\nR  1");
     ss_close(s);
+    /* --meta from a CSV: the windows of both files carry the file's ids */
+    const char *csv = ss_test_keep_path("bv.csv"), *rows = "path,subject,session\n"
+                                                           "rec.vhdr,s1,a\nrec.gdf,s1,b\n";
+    ss_test_write_file(csv, rows, strlen(rows));
+    EXPECT_RUN(0,
+               "convert biosig '%s' '%s' --events-as windows --window-start -0.2 --window-stop "
+               "0.4 --meta '%s' -o '%s' --quiet --force",
+               vhdr, gdf, csv, st);
+    CHECK_OK(ss_open(&s, st, 0));
+    CHECK_EQ_U64(ss_count(s), 8);
+    check_attr_text(s, "recording.names", "rec.vhdr\nrec.gdf");
+    check_attr_text(s, "session.names", "a\nb");
+    for (uint64_t ex = 0; ex < 8; ex++) {
+        CHECK_EQ_U64(fixed_u32(s, "subject", ex), 0);
+        CHECK_EQ_U64(fixed_u32(s, "session", ex), ex / 4);
+        CHECK_EQ_U64(fixed_u32(s, "recording", ex), ex / 4);
+    }
+    ss_close(s);
     /* per-sample: each marker covers its one sample (size 1) */
     st = ss_test_keep_path("bvs.ss");
     EXPECT_RUN(0, "convert biosig '%s' --events-as samples -o '%s' --quiet", vhdr, st);
@@ -278,6 +302,111 @@ static void test_biosig(void) {
     EXPECT_ERR("lies outside the recording (0 to 4 s)");
     free(x);
     free(evtext);
+}
+
+static uint32_t fixed_u32(const ss_store *s, const char *field, uint64_t ex) {
+    uint32_t f;
+    ss_view v;
+    CHECK_OK(ss_field_index(&f, s, field));
+    CHECK_OK(ss_get(&v, s, f, ex));
+    CHECK(v.dtype == SS_U32);
+    return *(const uint32_t *)v.data;
+}
+
+static void check_attr_text(const ss_store *s, const char *name, const char *want) {
+    ss_attr a;
+    CHECK_OK(ss_attr_get(&a, s, name));
+    if (a.size != strlen(want) || memcmp(a.data, want, a.size)) {
+        fprintf(stderr, "%s '%.*s', expected '%s'\n", name, (int)a.size, (const char *)a.data,
+                want);
+        exit(1);
+    }
+}
+
+/* Grouped k-fold on `subject`: no subject in both train and valid, the
+ * folds cover every window once. */
+static void check_grouped_folds(const ss_store *s, uint32_t k) {
+    uint64_t n = ss_count(s), covered = 0;
+    uint32_t fs;
+    ss_selection *all;
+    CHECK_OK(ss_field_index(&fs, s, "subject"));
+    CHECK_OK(ss_selection_all(&all, n));
+    int64_t *g = malloc(n * sizeof *g);
+    CHECK(g);
+    CHECK_OK(ss_selection_field_values(g, s, all, fs));
+    for (uint64_t i = 0; i < n; i++) CHECK_EQ_U64(g[i], fixed_u32(s, "subject", i));
+    ss_kfold_options o = SS_KFOLD_OPTIONS_INIT;
+    o.groups = g;
+    for (uint32_t f = 0; f < k; f++) {
+        ss_selection *tr, *va;
+        CHECK_OK(ss_selection_kfold(&tr, &va, all, k, f, &o));
+        covered += ss_selection_count(va);
+        for (uint64_t i = 0; i < ss_selection_count(va); i++) {
+            uint64_t x;
+            CHECK_OK(ss_selection_index(&x, va, i));
+            for (uint64_t j = 0; j < ss_selection_count(tr); j++) {
+                uint64_t y;
+                CHECK_OK(ss_selection_index(&y, tr, j));
+                CHECK(g[x] != g[y]);
+            }
+        }
+        ss_selection_free(tr);
+        ss_selection_free(va);
+    }
+    CHECK_EQ_U64(covered, n);
+    free(g);
+    ss_selection_free(all);
+}
+
+static void test_meta(const char *a, const char *b, const char *c) {
+    const char *st = ss_test_keep_path("meta.ss"), *csv = ss_test_keep_path("meta.csv");
+    EXPECT_RUN(0,
+               "convert edf '%s' '%s' '%s' --events-as windows --window-start -0.5 --window-stop "
+               "1.0 --meta header -o '%s' --quiet",
+               a, b, c, st);
+    ss_store *s;
+    CHECK_OK(ss_open(&s, st, 0));
+    /* a: 3 windows (subjA), b: 3 (subjB), c: 3 (subjA again) */
+    CHECK_EQ_U64(ss_count(s), 9);
+    check_attr_text(s, "subject.names", "subjA\nsubjB");
+    check_attr_text(s, "recording.names", "a.edf\nb.edf\nc.edf");
+    check_attr_text(s, "session.names", "2001-02-03");
+    const uint32_t subj[9] = {0, 0, 0, 1, 1, 1, 0, 0, 0}, rec[9] = {0, 0, 0, 1, 1, 1, 2, 2, 2};
+    for (uint64_t i = 0; i < 9; i++) {
+        CHECK_EQ_U64(fixed_u32(s, "subject", i), subj[i]);
+        CHECK_EQ_U64(fixed_u32(s, "recording", i), rec[i]);
+        CHECK_EQ_U64(fixed_u32(s, "session", i), 0);
+    }
+    check_grouped_folds(s, 2);
+    ss_close(s);
+    /* a CSV overrides: subject and session per path; recording from the name */
+    const char *rows = "path,subject,session\na.edf,p7,s1\nb.edf,p9,s1\nc.edf,p9,s2\n";
+    ss_test_write_file(csv, rows, strlen(rows));
+    EXPECT_RUN(0, "convert edf '%s' '%s' '%s' --meta '%s' -o '%s' --quiet --force", a, b, c, csv,
+               st);
+    CHECK_OK(ss_open(&s, st, 0));
+    CHECK_EQ_U64(ss_count(s), 3);
+    check_attr_text(s, "subject.names", "p7\np9");
+    check_attr_text(s, "session.names", "s1\ns2");
+    const uint32_t subj2[3] = {0, 1, 1}, ses2[3] = {0, 0, 1};
+    for (uint64_t i = 0; i < 3; i++) {
+        CHECK_EQ_U64(fixed_u32(s, "subject", i), subj2[i]);
+        CHECK_EQ_U64(fixed_u32(s, "session", i), ses2[i]);
+        CHECK_EQ_U64(fixed_u32(s, "recording", i), i);
+    }
+    check_grouped_folds(s, 2);
+    ss_close(s);
+    /* a file without a row, a CSV without the columns */
+    ss_test_write_file(csv, "path,subject\na.edf,p7\n", 22);
+    EXPECT_RUN(1, "convert edf '%s' '%s' --meta '%s' -o '%s' --quiet --force", a, b, csv, st);
+    EXPECT_ERR("b.edf: no row for this file in ");
+    ss_test_write_file(csv, "path,who\na.edf,p7\n", 18);
+    EXPECT_RUN(1, "convert edf '%s' --meta '%s' -o '%s' --quiet --force", a, csv, st);
+    EXPECT_ERR("meta.csv:1: the header line must name `path` and at least one of subject, "
+               "session, recording");
+    ss_test_write_file(csv, "path,subject\na.edf,p7,x\n", 24);
+    EXPECT_RUN(1, "convert edf '%s' --meta '%s' -o '%s' --quiet --force", a, csv, st);
+    EXPECT_ERR("meta.csv:2: 3 cells, the header has 2");
 }
 
 static void test_errors(const char *a) {
@@ -310,6 +439,9 @@ int main(void) {
     test_edf_samples(a, b);
     test_edf_windows(a, b);
     test_biosig();
+    const char *c = ss_test_keep_path("c.edf");
+    write_edf(c, 2, EV_B, 3, "subjA");
+    test_meta(a, b, c);
     test_errors(a);
     return 0;
 }
