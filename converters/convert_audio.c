@@ -157,6 +157,32 @@ static void note_rate(audio_job *job, double r) {
     if (job->nrates < 16) job->rates_seen[job->nrates++] = r;
 }
 
+/* libsndfile corrects a header whose sizes promise more than the file holds
+ * (a WAV cut short, or never finalised) and says so only in its log, e.g.
+ * "data : 16000 (should be 956)": that is a broken file, not a shorter
+ * recording. 1 = bad (message in err). */
+static int header_truncated(SNDFILE *sf, char *err, size_t errlen) {
+    static _Thread_local char log[16384];
+    log[0] = '\0';
+    sf_command(sf, SFC_GET_LOG_INFO, log, sizeof log);
+    for (const char *p = log; (p = strstr(p, "(should be ")) != NULL; p++) {
+        const char *line = p, *colon;
+        while (line > log && line[-1] != '\n') line--;
+        colon = memchr(line, ':', (size_t)(p - line));
+        unsigned long long said = colon ? strtoull(colon + 1, NULL, 10) : 0,
+                           real = strtoull(p + 11, NULL, 10);
+        if (said > real) {
+            const char *e = strchr(p, ')');
+            return snprintf(err, errlen,
+                            "truncated (or never finalised): the header promises more than the "
+                            "file holds (libsndfile: '%.*s')",
+                            (int)(e ? e + 1 - line : p - line), line),
+                   1;
+        }
+    }
+    return 0;
+}
+
 /* Decode one file into job->data; *T frames. 1 = bad (message in err). */
 static int audio_decode(audio_job *job, const char *path, uint64_t *T, char *err, size_t errlen) {
     SF_INFO info;
@@ -164,7 +190,9 @@ static int audio_decode(audio_job *job, const char *path, uint64_t *T, char *err
     SNDFILE *sf = sf_open(path, SFM_READ, &info);
     if (!sf) return snprintf(err, errlen, "libsndfile: %s", sf_strerror(NULL)), 1;
     int rc = 0;
-    if (info.channels != job->channels) {
+    if (header_truncated(sf, err, errlen)) {
+        rc = 1;
+    } else if (info.channels != job->channels) {
         rc = snprintf(err, errlen, "%d channels, the store has %d", info.channels, job->channels);
     } else if (!job->rs.rate && info.samplerate != job->rate) {
         rc = snprintf(err, errlen,
@@ -184,6 +212,8 @@ static int audio_decode(audio_job *job, const char *path, uint64_t *T, char *err
             rc = snprintf(err, errlen, "out of memory for %lld frames", (long long)info.frames);
         else if (sf_error(sf))
             rc = snprintf(err, errlen, "libsndfile: %s", sf_strerror(sf));
+        else if (*T == 0)
+            rc = snprintf(err, errlen, "no audio frames");
         note_rate(job, info.samplerate);
         sf_close(sf);
         return rc != 0;
@@ -193,6 +223,8 @@ static int audio_decode(audio_job *job, const char *path, uint64_t *T, char *err
         rc = snprintf(err, errlen, "out of memory for %lld frames", (long long)info.frames);
     else if (sf_error(sf))
         rc = snprintf(err, errlen, "libsndfile: %s", sf_strerror(sf));
+    else if (inT == 0)
+        rc = snprintf(err, errlen, "no audio frames");
     sf_close(sf);
     if (rc) return 1;
     note_rate(job, info.samplerate);

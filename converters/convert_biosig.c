@@ -41,6 +41,7 @@
 #include <string.h>
 #include <stdarg.h>
 #include <strings.h>
+#include <unistd.h>
 
 #define BS_ERR 1024
 #define BS_MAXCH 4096
@@ -130,16 +131,67 @@ static int dtype_rank(ss_dtype d) {
     return d == SS_I16 ? 0 : d == SS_I32 ? 1 : 2;
 }
 
+/* Value of the line "KEY=value" in a BrainVision header (NULL if absent),
+ * trailing CR/blanks cut, in `out`. */
+static const char *bv_key(const char *text, const char *key, char *out, size_t cap) {
+    size_t kl = strlen(key);
+    for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
+        if (!strncmp(p, key, kl) && p[kl] == '=') {
+            size_t n = strcspn(p + kl + 1, "\r\n");
+            while (n && p[kl + n] == ' ') n--;
+            snprintf(out, cap, "%.*s", (int)n, p + kl + 1);
+            return out;
+        }
+    return NULL;
+}
+
+/* BioSig 2.5 mishandles three BrainVision headers: NumberOfChannels=0
+ * (SIGFPE), and a DataFile other than the header's own name with .eeg: it
+ * reads <name>.eeg whatever DataFile says (the wrong samples, or SIGSEGV when
+ * there is none). So these keys are checked before BioSig sees the file;
+ * everything else is left to it. 1 = bad. */
+static int bv_guard(bs_job *job, const char *path) {
+    const char *dot = strrchr(path, '.');
+    if (!dot || (strcasecmp(dot, ".vhdr") && strcasecmp(dot, ".ahdr"))) return 0;
+    FILE *f = fopen(path, "rb");
+    if (!f) return 0; /* BioSig says why */
+    static _Thread_local char text[1 << 16];
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[n] = '\0';
+    char v[512], data[1024];
+    long nch = bv_key(text, "NumberOfChannels", v, sizeof v) ? strtol(v, NULL, 10) : 0;
+    if (nch < 1) return fail(job, "BrainVision header: NumberOfChannels is missing or not >= 1");
+    if (!bv_key(text, "DataFile", v, sizeof v)) return fail(job, "BrainVision header: no DataFile");
+    const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
+    char want[512];
+    snprintf(want, sizeof want, "%.*s.eeg", (int)(dot - base), base);
+    if (strcmp(v, want))
+        return fail(job,
+                    "BrainVision header: DataFile '%s' is not '%s', and BioSig 2.5 reads '%s' "
+                    "whatever DataFile says (rename the files to match)",
+                    v, want, want);
+    snprintf(data, sizeof data, "%.*s%s", (int)(base - path), path, v);
+    if (access(data, R_OK))
+        return fail(job, "BrainVision header: DataFile '%s' cannot be read: %s", v,
+                    strerror(errno));
+    return 0;
+}
+
 /* Open `path`; NULL with job->err set on failure. */
 static HDRTYPE *bs_open(bs_job *job, const char *path) {
+    if (bv_guard(job, path)) return NULL;
     HDRTYPE *h = constructHDR(0, 0);
     if (!h) return fail(job, "out of memory"), NULL;
     biosig_set_flag(h, BIOSIG_FLAG_ROW_BASED_CHANNELS); /* data [T][C] */
     if (!job->physical) biosig_set_flag(h, BIOSIG_FLAG_UCAL);
     h = sopen(path, "r", h);
-    if (!h || serror2(h)) {
-        const char *m = h ? biosig_get_errormsg(h) : NULL;
+    /* read the error before serror2(), which prints it to stderr and clears it */
+    if (!h || h->AS.B4C_ERRNUM) {
+        const char *m = h ? h->AS.B4C_ERRMSG : NULL;
         fail(job, "BioSig: %s", m && *m ? m : "cannot open or recognise the file");
+        for (size_t n = strlen(job->err); n && (job->err[n - 1] == '\n' || job->err[n - 1] == ' ');)
+            job->err[--n] = '\0';
         if (h) {
             sclose(h);
             destructHDR(h);
@@ -265,7 +317,7 @@ static int read_samples(bs_job *job, HDRTYPE *h, uint32_t C) {
     biosig_data_type *d = NULL;
     if (h->NRec < 0) return fail(job, "unknown length (NRec = -1)");
     sread(NULL, 0, (size_t)h->NRec, h);
-    if (serror2(h)) return fail(job, "BioSig read: %s", biosig_get_errormsg(h));
+    if (h->AS.B4C_ERRNUM) return fail(job, "BioSig read: %s", h->AS.B4C_ERRMSG);
     if (biosig_get_datablock(h, &d, &rows, &cols) || !d || rows != C)
         return fail(job, "BioSig returned %zu x %zu samples for %u channels", rows, cols, C);
     uint64_t T = cols;

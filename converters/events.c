@@ -191,6 +191,7 @@ char *ss_events_names(const ss_events *e, size_t *len) {
     char *t = malloc(cap);
     *len = 0;
     if (!t) return NULL;
+    t[0] = '\0'; /* no classes: "" */
     for (uint32_t k = 0; k < e->nnames; k++)
         *len += (size_t)snprintf(t + *len, cap - *len, "%s%s", k ? "\n" : "", e->names[k]);
     return t;

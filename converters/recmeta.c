@@ -182,6 +182,7 @@ int ss_recmeta_finish(ss_conv *c, const ss_recmeta *m) {
         for (uint32_t k = 0; k < m->names[j].n; k++) cap += strlen(m->names[j].v[k]) + 1;
         char *t = malloc(cap), name[32];
         if (!t) return ss_conv_error(c, "out of memory");
+        t[0] = '\0';
         for (uint32_t k = 0; k < m->names[j].n; k++)
             len += (size_t)snprintf(t + len, cap - len, "%s%s", k ? "\n" : "", m->names[j].v[k]);
         snprintf(name, sizeof name, "%s.names", NAMES[j]);
