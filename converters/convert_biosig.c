@@ -24,7 +24,10 @@
  * session since BioSig dates a BrainVision file by the time of reading).
  * Every file must match the first (or the store appended to) in channel
  * labels, rate (unless --resample), digital type and calibration (unless
- * --physical f32). Channels of one file must share one rate. */
+ * --physical f32). Channels of one file must share one rate.
+ * Recordings are decoded in parallel (--threads; BioSig's open, event table
+ * and close serialized) and appended in input order, so the store never
+ * depends on the thread count. */
 #include "convert.h"
 
 #ifdef SS_HAVE_BIOSIG
@@ -36,6 +39,7 @@
 #include <biosig-dev.h>
 #include <errno.h>
 #include <math.h>
+#include <omp.h>
 #include <samplerate.h>
 #include <stdlib.h>
 #include <string.h>
@@ -178,6 +182,8 @@ static int bv_guard(bs_job *job, const char *path) {
     return 0;
 }
 
+static void bs_close(HDRTYPE *h);
+
 /* Open `path`; NULL with job->err set on failure. */
 static HDRTYPE *bs_open(bs_job *job, const char *path) {
     if (bv_guard(job, path)) return NULL;
@@ -185,6 +191,10 @@ static HDRTYPE *bs_open(bs_job *job, const char *path) {
     if (!h) return fail(job, "out of memory"), NULL;
     biosig_set_flag(h, BIOSIG_FLAG_ROW_BASED_CHANNELS); /* data [T][C] */
     if (!job->physical) biosig_set_flag(h, BIOSIG_FLAG_UCAL);
+        /* BioSig keeps global state (error globals, lazily loaded event tables):
+         * opening, the event table and closing are serialized; sread() of
+         * separate headers runs in parallel */
+#pragma omp critical(ss_biosig)
     h = sopen(path, "r", h);
     /* read the error before serror2(), which prints it to stderr and clears it */
     if (!h || h->AS.B4C_ERRNUM) {
@@ -192,18 +202,18 @@ static HDRTYPE *bs_open(bs_job *job, const char *path) {
         fail(job, "BioSig: %s", m && *m ? m : "cannot open or recognise the file");
         for (size_t n = strlen(job->err); n && (job->err[n - 1] == '\n' || job->err[n - 1] == ' ');)
             job->err[--n] = '\0';
-        if (h) {
-            sclose(h);
-            destructHDR(h);
-        }
+        if (h) bs_close(h);
         return NULL;
     }
     return h;
 }
 
 static void bs_close(HDRTYPE *h) {
-    sclose(h);
-    destructHDR(h);
+#pragma omp critical(ss_biosig)
+    {
+        sclose(h);
+        destructHDR(h);
+    }
 }
 
 /* The channels BioSig outputs (OnOff == 1): count, labels, units, type,
@@ -357,8 +367,12 @@ static int bs_decode(bs_job *job, const char *path) {
     job->err[0] = '\0';
     HDRTYPE *h = bs_open(job, path);
     if (!h) return 1;
-    int rc = channels_of(job, h, &f) || check_ref(job, &f) || read_events(job, h) ||
-             read_samples(job, h, f.nch);
+    int rc = channels_of(job, h, &f) || check_ref(job, &f);
+    if (!rc) {
+#pragma omp critical(ss_biosig)
+        rc = read_events(job, h);
+    }
+    rc = rc || read_samples(job, h, f.nch);
     /* --meta header: the patient id; no session, since BioSig fills a missing
      * start date (BrainVision has none) with the time of reading */
     snprintf(job->subject, sizeof job->subject, "%s", h->Patient.Id);
@@ -531,13 +545,13 @@ static int set_attrs(ss_conv *c, const bs_job *job) {
 /* ------------------------------------------------------------- running */
 
 /* --events-as windows: one example per event whose window lies inside. */
-static int append_windows(ss_conv *c, bs_job *job, uint32_t i, uint64_t *skip) {
+static int append_windows(ss_conv *c, bs_job *job, const bs_job *s, uint32_t i, uint64_t *skip) {
     ss_events *e = &job->ev;
     uint64_t W = ss_events_window(e, job->ref.rate);
     size_t row = (size_t)job->ref.nch * ss_dtype_size(job->physical ? SS_F32 : job->ref.dtype);
     for (size_t k = 0; k < e->nev; k++) {
         int64_t a = ss_events_window_start(e, k, job->ref.rate), onset = e->ev[k].onset;
-        if (a < 0 || (uint64_t)a + W > job->T) {
+        if (a < 0 || (uint64_t)a + W > s->T) {
             e->outside++;
             continue;
         }
@@ -546,50 +560,86 @@ static int append_windows(ss_conv *c, bs_job *job, uint32_t i, uint64_t *skip) {
             continue;
         }
         ss_value v[3 + SS_RECMETA_FIELDS] = {
-            {(const char *)job->data + (size_t)a * row, W}, {&e->ev[k].cls, 1}, {&onset, 1}};
+            {(const char *)s->data + (size_t)a * row, W}, {&e->ev[k].cls, 1}, {&onset, 1}};
         for (int j = 0; j < SS_RECMETA_FIELDS; j++) v[3 + j] = (ss_value){&job->meta.ids[j], 1};
         if (ss_conv_append(c, v, i, e->ev[k].number)) return 1;
     }
     return 0;
 }
 
-static int convert_all(ss_conv *c, bs_job *job, const strlist *files, uint64_t skip) {
+/* In input order: report file i (decoded into slot s, `bad` when that
+ * failed) or append it; 1 = stop. Events and metadata are numbered here, in
+ * input order, so ids never depend on the thread count. */
+static int emit(ss_conv *c, bs_job *job, const bs_job *s, int bad, uint32_t i, const char *path,
+                uint64_t *skip) {
     char err[256];
-    for (uint32_t i = 0; i < files->n; i++) {
-        const uint32_t *lab = NULL;
-        if (bs_decode(job, files->v[i])) {
-            if (ss_conv_bad(c, files->v[i], 0, "%s", job->err)) return 1;
-            continue;
-        }
-        if (job->meta.on && ss_recmeta_place(&job->meta, files->v[i], job->subject, job->session,
-                                             err, sizeof err)) {
-            if (ss_conv_bad(c, files->v[i], 0, "%s", err)) return 1;
-            continue;
-        }
-        /* classes are numbered in input order, skipped (resumed) files too */
-        if (job->ev.mode && ss_events_read(&job->ev, job->annot, job->annot_len, job->ref.rate,
-                                           job->T, err, sizeof err)) {
-            if (ss_conv_bad(c, files->v[i], 0, "%s", err)) return 1;
-            continue;
-        }
-        if (job->ev.mode == SS_EV_WINDOWS) {
-            if (append_windows(c, job, i, &skip)) return 1;
-        } else if (skip) {
-            skip--;
-            continue;
-        } else {
-            if (job->ev.mode == SS_EV_SAMPLES && !(lab = ss_events_samples(&job->ev, job->T)))
-                return ss_conv_error(c, "out of memory");
-            ss_value v[3 + SS_RECMETA_FIELDS] = {
-                {job->data, job->T}, {job->annot, job->annot_len}, {lab, job->T}};
-            int nf = job->ev.mode ? 3 : 2; /* the meta fields follow */
-            for (int j = 0; j < SS_RECMETA_FIELDS; j++)
-                v[nf + j] = (ss_value){&job->meta.ids[j], 1};
-            if (ss_conv_append(c, v, i, 1)) return 1;
-        }
-        ss_conv_progress(c, ss_conv_file_size(files->v[i]));
+    const uint32_t *lab = NULL;
+    if (bad) return ss_conv_bad(c, path, 0, "%s", s->err);
+    if (job->meta.on && ss_recmeta_place(&job->meta, path, s->subject, s->session, err, sizeof err))
+        return ss_conv_bad(c, path, 0, "%s", err);
+    /* classes are numbered in input order, skipped (resumed) files too */
+    if (job->ev.mode &&
+        ss_events_read(&job->ev, s->annot, s->annot_len, job->ref.rate, s->T, err, sizeof err))
+        return ss_conv_bad(c, path, 0, "%s", err);
+    if (job->ev.mode == SS_EV_WINDOWS) {
+        if (append_windows(c, job, s, i, skip)) return 1;
+    } else if (*skip) {
+        (*skip)--;
+        return 0;
+    } else {
+        if (job->ev.mode == SS_EV_SAMPLES && !(lab = ss_events_samples(&job->ev, s->T)))
+            return ss_conv_error(c, "out of memory");
+        ss_value v[3 + SS_RECMETA_FIELDS] = {
+            {s->data, s->T}, {s->annot, s->annot_len}, {lab, s->T}};
+        int nf = job->ev.mode ? 3 : 2; /* the meta fields follow */
+        for (int j = 0; j < SS_RECMETA_FIELDS; j++) v[nf + j] = (ss_value){&job->meta.ids[j], 1};
+        if (ss_conv_append(c, v, i, 1)) return 1;
     }
+    ss_conv_progress(c, ss_conv_file_size(path));
     return 0;
+}
+
+static void slot_free(bs_job *s) {
+    free(s->data);
+    free(s->fbuf);
+    free(s->rbuf);
+    free(s->annot);
+}
+
+/* Decode recordings in parallel (--threads; each thread its own buffers),
+ * append them in input order. */
+static int convert_all(ss_conv *c, bs_job *job, const strlist *files, uint64_t skip) {
+    int nthreads = ss_conv_opts(c)->threads, fatal = 0;
+    if (nthreads < 1) nthreads = 1;
+    if ((uint32_t)nthreads > files->n) nthreads = (int)(files->n ? files->n : 1);
+    bs_job *slots = calloc((size_t)nthreads, sizeof *slots);
+    if (!slots) return ss_conv_error(c, "out of memory");
+    for (int t = 0; t < nthreads; t++) { /* the run's settings, buffers of its own */
+        slots[t].physical = job->physical;
+        slots[t].rs = job->rs;
+        slots[t].ref = job->ref; /* shared, read-only while decoding */
+    }
+#pragma omp parallel num_threads(nthreads)
+    {
+        bs_job *s = &slots[omp_get_thread_num()];
+#pragma omp for ordered schedule(dynamic, 1)
+        for (long i = 0; i < (long)files->n; i++) {
+            int stop, bad = 0;
+#pragma omp atomic read
+            stop = fatal;
+            if (!stop) bad = bs_decode(s, files->v[i]);
+#pragma omp ordered
+            {
+                if (!fatal && emit(c, job, s, bad, (uint32_t)i, files->v[i], &skip)) {
+#pragma omp atomic write
+                    fatal = 1;
+                }
+            }
+        }
+    }
+    for (int t = 0; t < nthreads; t++) slot_free(&slots[t]);
+    free(slots);
+    return fatal;
 }
 
 static int run_biosig(ss_conv *c, int argc, char **argv) {

@@ -261,6 +261,20 @@ static void test_biosig(void) {
     }
     check_names(s, "S  1\nS  2\nR  1");
     ss_close(s);
+    /* decoded in parallel: the same store as one thread */
+    const char *st1 = ss_test_keep_path("bv1.ss"), *st2 = ss_test_keep_path("bv2.ss");
+    EXPECT_RUN(0,
+               "convert biosig '%s' '%s' '%s' '%s' --events-as samples --threads 1 -o '%s' "
+               "--quiet",
+               vhdr, gdf, vhdr, gdf, st1);
+    EXPECT_RUN(0,
+               "convert biosig '%s' '%s' '%s' '%s' --events-as samples --threads 2 -o '%s' "
+               "--quiet",
+               vhdr, gdf, vhdr, gdf, st2);
+    EXPECT_SH(0,
+              "%s cat '%s' --with-source > '%s.txt' && %s cat '%s' --with-source | cmp - "
+              "'%s.txt'",
+              SS_CLI, st1, st1, SS_CLI, st2, st1);
     /* --meta from a CSV: the windows of both files carry the file's ids */
     const char *csv = ss_test_keep_path("bv.csv"), *rows = "path,subject,session\n"
                                                            "rec.vhdr,s1,a\nrec.gdf,s1,b\n";
