@@ -209,6 +209,34 @@ static void test_edf_windows(const char *a, const char *b) {
     check_windows(s, evs, nev);
     check_window_reader(s);
     ss_close(s);
+    /* --append continues the classes of the store (its label.names): the
+     * same examples as one conversion of both files */
+    const char *ap = ss_test_keep_path("windows_append.ss");
+    EXPECT_RUN(0,
+               "convert edf '%s' --events-as windows --window-start -0.5 --window-stop 1.0 "
+               "-o '%s' --quiet",
+               b, ap);
+    EXPECT_RUN(0,
+               "convert edf '%s' --events-as windows --window-start -0.5 --window-stop 1.0 "
+               "--append -o '%s' --quiet",
+               a, ap);
+    CHECK_OK(ss_open(&s, ap, 0));
+    check_names(s, "right\nleft\nrest"); /* b's classes first, then a's new ones */
+    const ev *evs_ba[2] = {EV_B, EV_A};
+    uint64_t ex = 0;
+    for (int f = 0; f < 2; f++)
+        for (int i = 0; i < (f ? 4 : 3); i++) {
+            long on = lround(evs_ba[f][i].onset * RATE);
+            if (on - 50 < 0 || on + 100 > SECS * RATE) continue;
+            ss_view v;
+            uint32_t fl;
+            CHECK_OK(ss_field_index(&fl, s, "label"));
+            CHECK_OK(ss_get(&v, s, fl, ex));
+            CHECK_EQ_U64(*(const uint32_t *)v.data, class_in(s, evs_ba[f][i].text));
+            ex++;
+        }
+    CHECK_EQ_U64(ss_count(s), ex);
+    ss_close(s);
     /* two threads decode in parallel: the same store */
     EXPECT_RUN(0,
                "convert edf '%s' '%s' --events-as windows --window-start -0.5 --window-stop 1.0 "
