@@ -8,13 +8,16 @@
  *            the class of the last event (in table order) covering it,
  *            [round(ONSET*rate), + max(1, round(DURATION*rate))), else 0.
  *            Class 0 is the background "none" (an event named "none" is
- *            class 0 too).
+ *            class 0 too). The collator pads it like any sequence field;
+ *            the window reader serves it beside each window through
+ *            ss_window_reader_targets().
  *   windows  one example per event (braindecode's windows from events, for
  *            trial-wise decoding): `signal` rows [o + round(START*rate),
  *            + round((STOP-START)*rate)) with o = round(ONSET*rate), a fixed
  *            u32 `label` (the event's class, from 0) and a fixed i64 `onset`
  *            (o, in samples from the recording's start). Windows that do not
- *            lie inside the recording are left out and counted.
+ *            lie inside the recording are left out and counted. The window
+ *            reader (window W, label_field `label`) serves each once.
  *
  * Classes are the event texts, numbered in order of first appearance over
  * the inputs in input order (after those of the store appended to), or

@@ -108,6 +108,38 @@ static void check_samples(const ss_store *s, uint64_t ex, const ev *e, int n) {
         }
 }
 
+/* The window reader serves per-sample labels: ss_window_reader_targets()
+ * slices the `label` sequence beside each window of the signal. */
+static void check_sample_targets(const ss_store *s) {
+    ss_window_options o = SS_WINDOW_OPTIONS_INIT;
+    ss_window_reader *r;
+    uint32_t fl;
+    CHECK_OK(ss_field_index(&fl, s, "label"));
+    o.field = 0;
+    o.window = 100;
+    o.lanes = 2;
+    CHECK_OK(ss_window_reader_open(&r, s, &o));
+    uint32_t tgt[2 * 100];
+    uint64_t windows = 0;
+    for (;;) {
+        const ss_window_batch *b;
+        CHECK_OK(ss_window_reader_next(&b, r));
+        if (b->size == 0) break;
+        CHECK_OK(ss_window_reader_targets(tgt, r, b, fl, SS_U32));
+        for (uint32_t row = 0; row < b->size; row++) {
+            if (!b->mask[row]) continue;
+            ss_view v;
+            CHECK_OK(ss_get(&v, s, fl, b->example[row]));
+            const uint32_t *lab = (const uint32_t *)v.data + b->start[row];
+            CHECK(memcmp(tgt + (size_t)row * 100, lab, 100 * sizeof *lab) == 0);
+            windows++;
+        }
+        CHECK_OK(ss_window_reader_register(r, b, NULL));
+    }
+    CHECK_EQ_U64(windows, 2 * SECS * RATE / 100); /* every sample served once */
+    ss_window_reader_free(r);
+}
+
 static void test_edf_samples(const char *a, const char *b) {
     const char *st = ss_test_keep_path("samples.ss");
     EXPECT_RUN(0, "convert edf '%s' '%s' --events-as samples -o '%s' --quiet", a, b, st);
@@ -117,6 +149,7 @@ static void test_edf_samples(const char *a, const char *b) {
     check_names(s, "none\nleft\nright\nrest");
     check_samples(s, 0, EV_A, 4);
     check_samples(s, 1, EV_B, 3);
+    check_sample_targets(s);
     ss_close(s);
     /* --events fixes the classes and their order; others stay 0 */
     st = ss_test_keep_path("samples_fixed.ss");
