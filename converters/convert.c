@@ -19,7 +19,10 @@
 const ss_converter *const ss_converters[] = {
     &ss_converter_lines, &ss_converter_text,     &ss_converter_parallel,
     &ss_converter_idx,   &ss_converter_npy,      &ss_converter_edf,
-    &ss_converter_jsonl, &ss_converter_megatron, NULL};
+    &ss_converter_jsonl, &ss_converter_megatron,
+    &ss_converter_audio, /* h9 */
+    &ss_converter_biosig, /* h9 */
+    NULL};
 
 /* Bad records listed at the end with --skip-bad; beyond this only counted. */
 #define SS_CONV_MAX_LISTED 1000

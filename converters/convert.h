@@ -88,6 +88,7 @@ typedef struct ss_converter {
 extern const ss_converter ss_converter_lines, ss_converter_text, ss_converter_parallel;
 extern const ss_converter ss_converter_idx, ss_converter_npy, ss_converter_edf;
 extern const ss_converter ss_converter_jsonl, ss_converter_megatron;
+extern const ss_converter ss_converter_audio, ss_converter_biosig;
 
 /** Table of all converters, NULL-terminated (defined in convert.c). */
 extern const ss_converter *const ss_converters[];

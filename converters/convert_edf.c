@@ -26,12 +26,21 @@
  *                       edfread_physical_samples: physical = gain * (edf_offset + digital)
  *   signal.physical     TEXT "digital" or "f32"
  *   label.names         TEXT, one label per line (with --labels)
+ * With --events-as samples the `label` field is instead a sequence u32 [T]
+ * (each sample's annotation class, 0 = none); with --events-as windows every
+ * annotation becomes one example (fields signal [W][C], label u32, onset i64)
+ * (events.h); label.names holds the classes either way.
+ * With --meta header|FILE.csv fixed u32 fields subject, session, recording
+ * follow (recmeta.h; from the header: the EDF+ patient code or EDF patient
+ * field, the start date, the file name), for grouped folds.
  * Every file must match the first one (or the store being appended to) in
  * selected channel labels, sample rate, file type (EDF vs BDF) and, for
  * digital values, per-channel calibration; otherwise it is bad input.
  * Files are decoded in parallel (OpenMP, --threads) and appended in input
  * order, so the store never depends on the thread count. */
 #include "convert.h"
+#include "events.h"
+#include "recmeta.h"
 
 #include <edflib.h>
 #include <errno.h>
@@ -63,6 +72,8 @@ typedef struct edf_job {
     char **lab_paths; /* --labels rows */
     uint32_t *lab_index;
     uint32_t nlab;
+    ss_events ev;    /* --events-as (events.h) */
+    ss_recmeta meta; /* --meta (recmeta.h) */
     edf_ref ref;
 } edf_job;
 
@@ -82,6 +93,7 @@ typedef struct edf_slot {
     size_t annot_len, annot_cap;
     int64_t start_time, duration;
     uint32_t label;
+    char subject[81], session[16]; /* for --meta header */
 } edf_slot;
 
 static void usage_edf(FILE *out) {
@@ -95,6 +107,15 @@ static void usage_edf(FILE *out) {
             "                      samples (i16 for EDF, i32 for BDF) plus gain/offset\n"
             "  --labels FILE.csv   `path,label` rows: a `label` field per recording\n"
             "                      (path matched exactly, else by file name)\n"
+            "  --events-as samples a sequence field `label` [T]: each sample's EDF+\n"
+            "                      annotation class (0 = none), names in label.names\n"
+            "  --events-as windows --window-start S --window-stop S\n"
+            "                      one example per annotation: signal from S before/after\n"
+            "                      its onset (seconds, negative = before), `label`, `onset`\n"
+            "  --events A,B,...    only these annotation texts, classes in this order\n"
+            "  --meta header|FILE.csv  fixed fields subject, session, recording (ids into\n"
+            "                      *.names) from the header (patient code, start date, file\n"
+            "                      name) or from `path,subject,session,recording` rows\n"
             "  --list FILE         read input paths from FILE, one per line\n");
 }
 
@@ -428,6 +449,11 @@ static void edf_decode(const edf_job *job, const char *path, edf_slot *s, int he
     }
     if (edf_open(s, path)) return;
     if (select_channels(job, s) == 0 && check_ref(job, s) == 0 && !header_only) {
+        const struct edf_hdr_struct *h = s->hdr;
+        copy_trimmed(s->subject, sizeof s->subject,
+                     h->patientcode[0] ? h->patientcode : h->patient);
+        snprintf(s->session, sizeof s->session, "%04d-%02d-%02d", h->startdate_year % 10000,
+                 h->startdate_month % 100, h->startdate_day % 100);
         s->start_time = start_time_of(s->hdr);
         s->duration = s->hdr->file_duration;
         if (read_annotations(s) == 0) read_samples(job, s);
@@ -529,8 +555,11 @@ static int ref_from_store(ss_conv *c, edf_job *job) {
         return ss_conv_error(c, "%s: missing signal.* attributes", ss_conv_opts(c)->output);
     }
     r->have = 1;
+    int rc = ss_events_load(&job->ev, st) || ss_recmeta_load_store(&job->meta, st)
+                 ? ss_conv_error(c, "out of memory")
+                 : 0;
     ss_close(st);
-    return 0;
+    return rc;
 }
 
 /* ----------------------------------------------------------- attributes */
@@ -665,19 +694,61 @@ typedef struct edf_run {
     int has_label;
 } edf_run;
 
-/* In input order: report a bad file or append a decoded one; 1 = stop. */
+/* --events-as windows: one example per event whose window lies inside. */
+static int emit_windows(edf_run *r, uint32_t i, edf_slot *s) {
+    ss_events *e = &r->job->ev;
+    double rate = r->job->ref.rate;
+    uint64_t W = ss_events_window(e, rate);
+    size_t row = (size_t)s->nch * (r->job->physical ? 4 : r->job->ref.bdf ? 4 : 2);
+    for (size_t k = 0; k < e->nev; k++) {
+        int64_t a = ss_events_window_start(e, k, rate), onset = e->ev[k].onset;
+        if (a < 0 || (uint64_t)a + W > s->T) {
+            e->outside++;
+            continue;
+        }
+        if (r->skip) {
+            r->skip--;
+            continue;
+        }
+        ss_value v[3 + SS_RECMETA_FIELDS] = {
+            {(const char *)s->data + (size_t)a * row, W}, {&e->ev[k].cls, 1}, {&onset, 1}};
+        for (int j = 0; j < SS_RECMETA_FIELDS; j++) v[3 + j] = (ss_value){&r->job->meta.ids[j], 1};
+        if (ss_conv_append(r->c, v, i, e->ev[k].number)) return 1;
+    }
+    return 0;
+}
+
+/* In input order: report a bad file or append a decoded one; 1 = stop.
+ * Events are classified here, in input order, so class ids never depend on
+ * the thread count (and a resumed run numbers them as the first did). */
 static int emit(edf_run *r, uint32_t i, edf_slot *s) {
+    const uint32_t *lab = NULL;
+    char err[256];
     if (s->bad) return ss_conv_bad(r->c, r->files[i], 0, "%s", s->err);
-    if (r->skip) {
+    if (r->job->meta.on &&
+        ss_recmeta_place(&r->job->meta, r->files[i], s->subject, s->session, err, sizeof err))
+        return ss_conv_bad(r->c, r->files[i], 0, "%s", err);
+    if (r->job->ev.mode && ss_events_read(&r->job->ev, s->annot, s->annot_len, r->job->ref.rate,
+                                          s->T, err, sizeof err))
+        return ss_conv_bad(r->c, r->files[i], 0, "%s", err);
+    if (r->job->ev.mode == SS_EV_WINDOWS) {
+        if (emit_windows(r, i, s)) return 1;
+    } else if (r->skip) {
         r->skip--;
         return 0;
+    } else {
+        if (r->job->ev.mode == SS_EV_SAMPLES && !(lab = ss_events_samples(&r->job->ev, s->T)))
+            return ss_conv_error(r->c, "out of memory");
+        ss_value v[5 + SS_RECMETA_FIELDS] = {{s->data, s->T},
+                                             {s->annot, s->annot_len},
+                                             {&s->start_time, 1},
+                                             {&s->duration, 1},
+                                             {lab ? (const void *)lab : &s->label, lab ? s->T : 1}};
+        /* the meta fields follow the label, or `duration` when there is none */
+        int nf = r->has_label || r->job->ev.mode ? 5 : 4;
+        for (int j = 0; j < SS_RECMETA_FIELDS; j++) v[nf + j] = (ss_value){&r->job->meta.ids[j], 1};
+        if (ss_conv_append(r->c, v, i, 1)) return 1;
     }
-    ss_value v[5] = {{s->data, s->T},
-                     {s->annot, s->annot_len},
-                     {&s->start_time, 1},
-                     {&s->duration, 1},
-                     {&s->label, 1}};
-    if (ss_conv_append(r->c, v, i, 1)) return 1;
     ss_conv_progress(r->c, ss_conv_file_size(r->files[i]));
     return 0;
 }
@@ -710,9 +781,16 @@ static int parse_args(ss_conv *c, int argc, char **argv, edf_job *job, strlist *
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         int has_value = !strcmp(a, "--channels") || !strcmp(a, "--physical") ||
-                        !strcmp(a, "--labels") || !strcmp(a, "--list");
+                        !strcmp(a, "--labels") || !strcmp(a, "--list") ||
+                        !strncmp(a, "--events", 8) || !strncmp(a, "--window-", 9) ||
+                        !strcmp(a, "--meta");
+        char err[256];
         if (has_value && i + 1 >= argc) return ss_conv_usage_error(c, "%s needs a value", a);
-        if (!strcmp(a, "--channels")) {
+        int ev = has_value ? ss_events_option(&job->ev, a, argv[i + 1], err, sizeof err) : 0;
+        if (ev < 0) return ss_conv_usage_error(c, "%s", err);
+        if (ev > 0 || (has_value && ss_recmeta_option(&job->meta, a, argv[i + 1]))) {
+            i++;
+        } else if (!strcmp(a, "--channels")) {
             const char *v = argv[++i];
             while (*v) {
                 const char *e = strchr(v, ',');
@@ -743,6 +821,11 @@ static int parse_args(ss_conv *c, int argc, char **argv, edf_job *job, strlist *
     }
     if (files->n == 0) return ss_conv_usage_error(c, "no input files");
     if (chans->n) job->channels = chans->v, job->nchannels = chans->n;
+    char err[256];
+    if (ss_events_check(&job->ev, err, sizeof err)) return ss_conv_usage_error(c, "%s", err);
+    if (job->ev.mode && *labels_csv)
+        return ss_conv_usage_error(c, "--labels and --events-as both make the field `label`");
+    if (ss_recmeta_load_csv(&job->meta, err, sizeof err)) return ss_conv_error(c, "%s", err);
     return 0;
 }
 
@@ -805,7 +888,7 @@ static int run_edf(ss_conv *c, int argc, char **argv) {
         if (rc == 0) rc = ss_conv_error(c, "no readable EDF/BDF file among the inputs");
     }
     if (rc == 0) {
-        ss_field f[5];
+        ss_field f[5 + SS_RECMETA_FIELDS];
         memset(f, 0, sizeof f);
         f[0].name = "signal";
         f[0].dtype = job.physical ? SS_F32 : job.ref.bdf ? SS_I32 : SS_I16;
@@ -821,7 +904,17 @@ static int run_edf(ss_conv *c, int argc, char **argv) {
         f[3].dtype = SS_I64;
         f[4].name = "label";
         f[4].dtype = SS_U32;
-        ss_schema schema = {labels_csv ? 5u : 4u, f};
+        f[4].sequence = job.ev.mode == SS_EV_SAMPLES;
+        ss_schema schema = {labels_csv || job.ev.mode ? 5u : 4u, f};
+        if (job.ev.mode == SS_EV_WINDOWS) {
+            /* signal, label, onset */
+            f[1] = f[4];
+            memset(&f[2], 0, sizeof f[2]);
+            f[2].name = "onset";
+            f[2].dtype = SS_I64;
+            schema.nfields = 3;
+        }
+        schema.nfields = ss_recmeta_fields(&job.meta, f, schema.nfields);
         run.c = c, run.job = &job, run.files = files.v, run.nfiles = files.n, run.skip = 0;
         run.has_label = labels_csv != NULL;
         rc = ss_conv_begin(c, &schema, &run.skip);
@@ -831,6 +924,8 @@ static int run_edf(ss_conv *c, int argc, char **argv) {
         ss_conv_set_total(c, total);
         rc = run_parallel(&run, slots, nthreads);
     }
+    if (rc == 0 && job.ev.mode) rc = ss_events_finish(c, &job.ev);
+    if (rc == 0) rc = ss_recmeta_finish(c, &job.meta);
     for (int t = 0; slots && t < nthreads; t++) {
         free(slots[t].hdr);
         free(slots[t].data);
@@ -841,6 +936,8 @@ static int run_edf(ss_conv *c, int argc, char **argv) {
     free(names_text);
     free(job.lab_index);
     ref_free(&job.ref);
+    ss_events_free(&job.ev);
+    ss_recmeta_free(&job.meta);
     strlist_free(&files);
     strlist_free(&chans);
     strlist_free(&lab_paths);

@@ -1,0 +1,249 @@
+/* bench_convert_signal.c - `seqstore convert audio` against libsndfile's own
+ * read of the same files, and `seqstore convert biosig` against BioSig's own
+ * read (sopen + sread of every sample + sclose) of the same BrainVision and
+ * GDF files; one thread each (both converters decode files in order).
+ *
+ * usage: bench_convert_signal [SEQSTORE_CLI] [DIR] [RUNS]
+ *   defaults: ./seqstore, /tmp/ss_bench_signal, 7 runs.
+ * Inputs, made once in DIR: 16 WAV files (16-bit mono 16 kHz, 60 s each,
+ * written with libsndfile), 8 BrainVision recordings (32 channels INT_16 at
+ * 500 Hz, 120 s, written here from the spec) and their GDF (BioSig's
+ * save2gdf). The files stay in the page cache, so this measures CPU cost.
+ * Each round runs the baseline and the conversion back to back, alternating
+ * which goes first; the figures are medians over RUNS rounds, and the load
+ * average is printed with them. Target: conversion >= 0.8x the baseline.
+ * Also timed, as a floor for any converter: writing the same bytes to a new
+ * file and fdatasync()ing it (a store must be written and made durable,
+ * which a read from the page cache never pays). */
+#include <fcntl.h>
+#include <unistd.h>
+#include <biosig.h>
+#include <sndfile.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+
+#define NWAV 16
+#define NBV 8
+#define BV_CH 32
+#define BV_RATE 500
+#define BV_SECS 120
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int cmp_d(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n) {
+    qsort(v, (size_t)n, sizeof *v, cmp_d);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+static int exists(const char *p) {
+    struct stat st;
+    return stat(p, &st) == 0;
+}
+
+static double fsize(const char *p) {
+    struct stat st;
+    return stat(p, &st) == 0 ? (double)st.st_size : 0;
+}
+
+static int write_wav(const char *path, unsigned seed) {
+    SF_INFO info = {0};
+    info.samplerate = 16000, info.channels = 1, info.format = SF_FORMAT_WAV | SF_FORMAT_PCM_16;
+    SNDFILE *sf = sf_open(path, SFM_WRITE, &info);
+    static short buf[16000];
+    if (!sf) return 1;
+    for (int s = 0; s < 60; s++) {
+        for (int i = 0; i < 16000; i++)
+            buf[i] = (short)((seed = seed * 1103515245u + 12345u) >> 17);
+        sf_writef_short(sf, buf, 16000);
+    }
+    return sf_close(sf) != 0;
+}
+
+static int write_bv(const char *dir, int k) {
+    char p[600];
+    snprintf(p, sizeof p, "%s/bv%02d.eeg", dir, k);
+    FILE *f = fopen(p, "wb");
+    static short row[BV_CH];
+    unsigned seed = (unsigned)k;
+    if (!f) return 1;
+    for (int t = 0; t < BV_RATE * BV_SECS; t++) {
+        for (int c = 0; c < BV_CH; c++)
+            row[c] = (short)((seed = seed * 1103515245u + 12345u) >> 18);
+        fwrite(row, sizeof row, 1, f);
+    }
+    fclose(f);
+    snprintf(p, sizeof p, "%s/bv%02d.vhdr", dir, k);
+    if (!(f = fopen(p, "w"))) return 1;
+    fprintf(f,
+            "Brain Vision Data Exchange Header File Version 1.0\r\n\r\n[Common Infos]\r\n"
+            "Codepage=UTF-8\r\nDataFile=bv%02d.eeg\r\nMarkerFile=bv%02d.vmrk\r\n"
+            "DataFormat=BINARY\r\nDataOrientation=MULTIPLEXED\r\nNumberOfChannels=%d\r\n"
+            "SamplingInterval=%d\r\n\r\n[Binary Infos]\r\nBinaryFormat=INT_16\r\n\r\n"
+            "[Channel Infos]\r\n",
+            k, k, BV_CH, 1000000 / BV_RATE);
+    for (int c = 0; c < BV_CH; c++) fprintf(f, "Ch%d=E%d,,0.1,uV\r\n", c + 1, c + 1);
+    fclose(f);
+    snprintf(p, sizeof p, "%s/bv%02d.vmrk", dir, k);
+    if (!(f = fopen(p, "w"))) return 1;
+    fprintf(f,
+            "Brain Vision Data Exchange Marker File, Version 1.0\r\n\r\n[Common Infos]\r\n"
+            "Codepage=UTF-8\r\nDataFile=bv%02d.eeg\r\n\r\n[Marker Infos]\r\n"
+            "Mk1=Stimulus,S  1,1001,1,0\r\n",
+            k);
+    fclose(f);
+    return 0;
+}
+
+/* libsndfile's own read: every frame as 16-bit, into a reused buffer. */
+static int read_wavs(char **files, int n) {
+    static short buf[65536];
+    for (int i = 0; i < n; i++) {
+        SF_INFO info = {0};
+        SNDFILE *sf = sf_open(files[i], SFM_READ, &info);
+        if (!sf) return 1;
+        while (sf_readf_short(sf, buf, (sf_count_t)(65536 / info.channels)) > 0) continue;
+        sf_close(sf);
+    }
+    return 0;
+}
+
+/* BioSig's own read: as the converter opens it (rows = samples, digital). */
+static int read_biosig(char **files, int n) {
+    for (int i = 0; i < n; i++) {
+        HDRTYPE *h = constructHDR(0, 0);
+        biosig_set_flag(h, BIOSIG_FLAG_ROW_BASED_CHANNELS);
+        biosig_set_flag(h, BIOSIG_FLAG_UCAL);
+        h = sopen(files[i], "r", h);
+        if (!h || serror2(h)) return 1;
+        sread(NULL, 0, (size_t)h->NRec, h);
+        sclose(h);
+        destructHDR(h);
+    }
+    return 0;
+}
+
+/* The write floor: the input bytes into a new file, fdatasync'ed. */
+static char g_floor[700];
+static int write_floor(char **files, int n) {
+    static char buf[1 << 20];
+    int out = open(g_floor, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (out < 0) return 1;
+    for (int i = 0; i < n; i++) {
+        int in = open(files[i], O_RDONLY);
+        ssize_t r;
+        if (in < 0) return 1;
+        while ((r = read(in, buf, sizeof buf)) > 0)
+            if (write(out, buf, (size_t)r) != r) return 1;
+        close(in);
+    }
+    int rc = fdatasync(out);
+    close(out);
+    unlink(g_floor);
+    return rc != 0;
+}
+
+static int run(const char *cmd) {
+    int rc = system(cmd);
+    return !WIFEXITED(rc) || WEXITSTATUS(rc) != 0;
+}
+
+static void bench(const char *what, char **files, int n, int (*base)(char **, int), const char *cmd,
+                  int runs) {
+    double bytes = 0, *tb = calloc((size_t)runs, sizeof *tb), *tc = calloc((size_t)runs, 8);
+    double *tf = calloc((size_t)runs, 8);
+    for (int i = 0; i < n; i++) {
+        bytes += fsize(files[i]);
+        size_t l = strlen(files[i]); /* BrainVision: the samples are in NAME.eeg */
+        if (l > 5 && !strcmp(files[i] + l - 5, ".vhdr")) {
+            char eeg[700];
+            snprintf(eeg, sizeof eeg, "%.*s.eeg", (int)(l - 5), files[i]);
+            bytes += fsize(eeg);
+        }
+    }
+    base(files, n), run(cmd); /* warm the page cache */
+    for (int r = 0; r < runs; r++)
+        for (int side = 0; side < 2; side++) {
+            int conv = (side + r) % 2; /* alternate which goes first */
+            double t0 = now();
+            if (conv ? run(cmd) : base(files, n)) {
+                fprintf(stderr, "failed: %s\n", conv ? cmd : "baseline");
+                exit(1);
+            }
+            (conv ? tc : tb)[r] = now() - t0;
+        }
+    char **data = files, *eegs[64];
+    for (int i = 0; i < n && i < 64; i++) { /* the floor writes the sample bytes */
+        size_t l = strlen(files[i]);
+        eegs[i] = strdup(files[i]);
+        if (l > 5 && !strcmp(files[i] + l - 5, ".vhdr")) strcpy(eegs[i] + l - 5, ".eeg");
+        data = eegs;
+    }
+    for (int r = 0; r < runs; r++) {
+        double t0 = now();
+        if (write_floor(data, n)) exit(1);
+        tf[r] = now() - t0;
+    }
+    for (int i = 0; i < n && i < 64; i++) free(eegs[i]);
+    double b = median(tb, runs), c = median(tc, runs), fl = median(tf, runs), load[3];
+    getloadavg(load, 3);
+    printf("%-24s %5.1f MB: own read %7.1f MB/s (%.3f s), convert %6.1f MB/s (%.3f s), "
+           "ratio %.2f (target >= 0.8); write+fdatasync floor %.3f s; median of %d "
+           "alternating runs, load %.2f %.2f %.2f\n",
+           what, bytes / 1e6, bytes / 1e6 / b, b, bytes / 1e6 / c, c, b / c, fl, runs, load[0],
+           load[1], load[2]);
+    free(tb);
+    free(tc);
+    free(tf);
+}
+
+int main(int argc, char **argv) {
+    const char *cli = argc > 1 ? argv[1] : "./seqstore";
+    const char *dir = argc > 2 ? argv[2] : "/tmp/ss_bench_signal";
+    int runs = argc > 3 ? atoi(argv[3]) : 7;
+    char *wav[NWAV], *vhdr[NBV], *gdf[NBV], cmd[8192], list[600];
+    if (runs < 1) return 2;
+    mkdir(dir, 0755);
+    snprintf(g_floor, sizeof g_floor, "%s/floor.bin", dir);
+    for (int i = 0; i < NWAV; i++) {
+        wav[i] = malloc(600);
+        snprintf(wav[i], 600, "%s/a%02d.wav", dir, i);
+        if (!exists(wav[i]) && write_wav(wav[i], (unsigned)i)) return 1;
+    }
+    for (int k = 0; k < NBV; k++) {
+        vhdr[k] = malloc(600), gdf[k] = malloc(600);
+        snprintf(vhdr[k], 600, "%s/bv%02d.vhdr", dir, k);
+        snprintf(gdf[k], 600, "%s/bv%02d.gdf", dir, k);
+        if (!exists(vhdr[k]) && write_bv(dir, k)) return 1;
+        snprintf(cmd, sizeof cmd, "save2gdf '%s' '%s' > /dev/null 2>&1", vhdr[k], gdf[k]);
+        if (!exists(gdf[k]) && run(cmd)) return 1;
+    }
+    const char *kinds[3] = {"audio", "biosig", "biosig"};
+    char **sets[3] = {wav, vhdr, gdf};
+    const int ns[3] = {NWAV, NBV, NBV};
+    const char *names[3] = {"audio WAV (libsndfile)", "BrainVision (BioSig)", "GDF (BioSig)"};
+    for (int s = 0; s < 3; s++) {
+        snprintf(list, sizeof list, "%s/list%d.txt", dir, s);
+        FILE *f = fopen(list, "w");
+        if (!f) return 1;
+        for (int i = 0; i < ns[s]; i++) fprintf(f, "%s\n", sets[s][i]);
+        fclose(f);
+        snprintf(cmd, sizeof cmd, "%s convert %s --list %s -o %s/out.ss --force --quiet", cli,
+                 kinds[s], list, dir);
+        bench(names[s], sets[s], ns[s], s ? read_biosig : read_wavs, cmd, runs);
+    }
+    snprintf(cmd, sizeof cmd, "rm -f %s/out.ss %s/out.ss-lock", dir, dir);
+    return run(cmd);
+}

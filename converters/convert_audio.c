@@ -1,0 +1,484 @@
+/* convert_audio.c - `seqstore convert audio`: sound files (WAV, FLAC, Ogg
+ * Vorbis/Opus, AIFF and whatever else libsndfile reads), one example per file.
+ *
+ * Fields: signal  sequence [T][C], time-major (frames x channels):
+ *           i16  16-bit PCM as stored (sf_readf_short; full scale 32768)
+ *           i32  PCM left-justified in 32 bits (sf_readf_int; full scale 2^31)
+ *           f32  floats in [-1, 1) (sf_readf_float)
+ *         The default is the first file's native width: i16 for 8/16-bit
+ *         PCM, i32 for 24/32-bit PCM, f32 for float and lossy codecs.
+ * plus the framework's `source`.
+ * Attributes: signal.sample_rate f64[1] (Hz), signal.channels TEXT (the
+ * channel layout, one name per line: "mono", "left", "right", ... from the
+ * file's channel map, else "mono" / "left\nright" / "ch1".."chN"),
+ * signal.full_scale f64[1], and with --resample signal.resample_converter
+ * TEXT (libsamplerate's converter name) and signal.resampled_from TEXT (the
+ * distinct source rates, one per line).
+ * All files must have the same channel count; the same sample rate unless
+ * --resample converts them all to one. */
+#include "convert.h"
+
+#ifdef SS_HAVE_SNDFILE
+#include "resample.h"
+
+#include <errno.h>
+#include <samplerate.h>
+#include <sndfile.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define AUDIO_CONV_BLOCK ((size_t)1 << 24) /* floats converted per call (int lengths) */
+
+typedef struct audio_job {
+    ss_dtype dtype;
+    int dtype_given;
+    ss_resample rs;
+    int channels;
+    double rate;
+    char layout[1024];
+    double rates_seen[16];
+    int nrates;
+    /* reused buffers */
+    void *data;
+    size_t data_cap;
+    void *fbuf;
+    float *rbuf;
+    size_t fcap, rcap;
+} audio_job;
+
+static void usage_audio(FILE *out) {
+    fprintf(out, "usage: seqstore convert audio FILE... -o STORE [options]\n"
+                 "  one example per file (WAV, FLAC, Ogg, AIFF... via libsndfile):\n"
+                 "  field `signal` [T][channels], time-major\n"
+                 "  --dtype i16|i32|f32  sample type (default: the first file's native width)\n"
+                 "  --resample HZ        resample every file to HZ (libsamplerate); without it\n"
+                 "                       all files must share one sample rate\n"
+                 "  --resample-quality Q best|medium|fastest|zoh|linear (default best)\n"
+                 "  --list FILE          read input paths from FILE, one per line\n");
+}
+
+static ss_dtype native_dtype(int format) {
+    switch (format & SF_FORMAT_SUBMASK) {
+    case SF_FORMAT_PCM_S8:
+    case SF_FORMAT_PCM_U8:
+    case SF_FORMAT_PCM_16:
+        return SS_I16;
+    case SF_FORMAT_PCM_24:
+    case SF_FORMAT_PCM_32:
+        return SS_I32;
+    default:
+        return SS_F32;
+    }
+}
+
+static const char *map_name(int m) {
+    static const char *names[] = {"invalid",
+                                  "mono",
+                                  "left",
+                                  "right",
+                                  "center",
+                                  "front_left",
+                                  "front_right",
+                                  "front_center",
+                                  "rear_center",
+                                  "rear_left",
+                                  "rear_right",
+                                  "lfe",
+                                  "front_left_of_center",
+                                  "front_right_of_center",
+                                  "side_left",
+                                  "side_right",
+                                  "top_center",
+                                  "top_front_left",
+                                  "top_front_right",
+                                  "top_front_center",
+                                  "top_rear_left",
+                                  "top_rear_right",
+                                  "top_rear_center",
+                                  "ambisonic_b_w",
+                                  "ambisonic_b_x",
+                                  "ambisonic_b_y",
+                                  "ambisonic_b_z"};
+    return m >= 0 && m < (int)(sizeof names / sizeof names[0]) ? names[m] : "unknown";
+}
+
+/* The channel layout of an open file, one name per line, into out[cap]. */
+static void layout_of(SNDFILE *sf, int channels, char *out, size_t cap) {
+    int map[64];
+    size_t n = 0;
+    out[0] = '\0';
+    if (channels <= 64 &&
+        sf_command(sf, SFC_GET_CHANNEL_MAP_INFO, map, (int)(channels * sizeof(int))) == SF_TRUE) {
+        for (int k = 0; k < channels && n < cap; k++)
+            n += (size_t)snprintf(out + n, cap - n, "%s%s", k ? "\n" : "", map_name(map[k]));
+        return;
+    }
+    if (channels == 1)
+        snprintf(out, cap, "mono");
+    else if (channels == 2)
+        snprintf(out, cap, "left\nright");
+    else
+        for (int k = 0; k < channels && n < cap; k++)
+            n += (size_t)snprintf(out + n, cap - n, "%sch%d", k ? "\n" : "", k + 1);
+}
+
+static int grow(void **buf, size_t *cap, size_t need) {
+    if (need <= *cap) return 0;
+    void *p = realloc(*buf, need);
+    if (!p) return 1;
+    *buf = p, *cap = need;
+    return 0;
+}
+
+/* Read every frame of `sf` as `dtype` (F32 also for resampling) into *buf;
+ * libsndfile's frame count can be wrong for some streams, so read to EOF. */
+static int read_frames(SNDFILE *sf, int C, ss_dtype dtype, void **buf, size_t *cap, sf_count_t hint,
+                       uint64_t *T) {
+    size_t esz = dtype == SS_I16 ? 2 : 4;
+    sf_count_t got = 0, chunk = hint > 0 ? hint + 1 : 65536;
+    for (;;) {
+        if (grow(buf, cap, ((size_t)got + (size_t)chunk) * (size_t)C * esz + 1)) return 1;
+        char *at = (char *)*buf + (size_t)got * (size_t)C * esz;
+        sf_count_t n = dtype == SS_I16   ? sf_readf_short(sf, (short *)at, chunk)
+                       : dtype == SS_I32 ? sf_readf_int(sf, (int *)at, chunk)
+                                         : sf_readf_float(sf, (float *)at, chunk);
+        if (n <= 0) break;
+        got += n;
+        if (n < chunk) break;
+        chunk = 65536;
+    }
+    *T = (uint64_t)got;
+    return 0;
+}
+
+static void note_rate(audio_job *job, double r) {
+    for (int i = 0; i < job->nrates; i++)
+        if (job->rates_seen[i] == r) return;
+    if (job->nrates < 16) job->rates_seen[job->nrates++] = r;
+}
+
+/* libsndfile corrects a header whose sizes promise more than the file holds
+ * (a WAV cut short, or never finalised) and says so only in its log, e.g.
+ * "data : 16000 (should be 956)": that is a broken file, not a shorter
+ * recording. 1 = bad (message in err). */
+static int header_truncated(SNDFILE *sf, char *err, size_t errlen) {
+    static _Thread_local char log[16384];
+    log[0] = '\0';
+    sf_command(sf, SFC_GET_LOG_INFO, log, sizeof log);
+    for (const char *p = log; (p = strstr(p, "(should be ")) != NULL; p++) {
+        const char *line = p, *colon;
+        while (line > log && line[-1] != '\n') line--;
+        colon = memchr(line, ':', (size_t)(p - line));
+        unsigned long long said = colon ? strtoull(colon + 1, NULL, 10) : 0,
+                           real = strtoull(p + 11, NULL, 10);
+        if (said > real) {
+            const char *e = strchr(p, ')');
+            return snprintf(err, errlen,
+                            "truncated (or never finalised): the header promises more than the "
+                            "file holds (libsndfile: '%.*s')",
+                            (int)(e ? e + 1 - line : p - line), line),
+                   1;
+        }
+    }
+    return 0;
+}
+
+/* Decode one file into job->data; *T frames. 1 = bad (message in err). */
+static int audio_decode(audio_job *job, const char *path, uint64_t *T, char *err, size_t errlen) {
+    SF_INFO info;
+    memset(&info, 0, sizeof info);
+    SNDFILE *sf = sf_open(path, SFM_READ, &info);
+    if (!sf) return snprintf(err, errlen, "libsndfile: %s", sf_strerror(NULL)), 1;
+    int rc = 0;
+    if (header_truncated(sf, err, errlen)) {
+        rc = 1;
+    } else if (info.channels != job->channels) {
+        rc = snprintf(err, errlen, "%d channels, the store has %d", info.channels, job->channels);
+    } else if (!job->rs.rate && info.samplerate != job->rate) {
+        rc = snprintf(err, errlen,
+                      "sample rate %d Hz differs from the store's %g Hz (use --resample HZ)",
+                      info.samplerate, job->rate);
+    } else if (!job->dtype_given && job->dtype == SS_I16 && native_dtype(info.format) != SS_I16) {
+        rc = snprintf(err, errlen,
+                      "samples wider than 16 bits cannot join an i16 store without "
+                      "loss (use --dtype i32 or f32)");
+    }
+    if (rc) {
+        sf_close(sf);
+        return 1;
+    }
+    if (!job->rs.rate || info.samplerate == job->rs.rate) {
+        if (read_frames(sf, info.channels, job->dtype, &job->data, &job->data_cap, info.frames, T))
+            rc = snprintf(err, errlen, "out of memory for %lld frames", (long long)info.frames);
+        else if (sf_error(sf))
+            rc = snprintf(err, errlen, "libsndfile: %s", sf_strerror(sf));
+        else if (*T == 0)
+            rc = snprintf(err, errlen, "no audio frames");
+        note_rate(job, info.samplerate);
+        sf_close(sf);
+        return rc != 0;
+    }
+    uint64_t inT = 0, outT = 0;
+    if (read_frames(sf, info.channels, SS_F32, (void **)&job->fbuf, &job->fcap, info.frames, &inT))
+        rc = snprintf(err, errlen, "out of memory for %lld frames", (long long)info.frames);
+    else if (sf_error(sf))
+        rc = snprintf(err, errlen, "libsndfile: %s", sf_strerror(sf));
+    else if (inT == 0)
+        rc = snprintf(err, errlen, "no audio frames");
+    sf_close(sf);
+    if (rc) return 1;
+    note_rate(job, info.samplerate);
+    size_t fl = job->rcap / sizeof(float);
+    if (ss_sig_resample((const float *)job->fbuf, inT, (uint32_t)info.channels, info.samplerate,
+                        job->rs.rate, job->rs.converter, &job->rbuf, &fl, &outT, err, errlen))
+        return 1;
+    job->rcap = fl * sizeof(float);
+    size_t n = (size_t)outT * (size_t)info.channels;
+    if (grow(&job->data, &job->data_cap, n * 4 + 1))
+        return snprintf(err, errlen, "out of memory"), 1;
+    /* libsndfile's scaling: full scale 32768 / 2^31, clipped */
+    for (size_t i = 0; i < n; i += AUDIO_CONV_BLOCK) {
+        int len = (int)(n - i < AUDIO_CONV_BLOCK ? n - i : AUDIO_CONV_BLOCK);
+        if (job->dtype == SS_F32)
+            memcpy((float *)job->data + i, job->rbuf + i, (size_t)len * 4);
+        else if (job->dtype == SS_I16)
+            src_float_to_short_array(job->rbuf + i, (short *)job->data + i, len);
+        else
+            src_float_to_int_array(job->rbuf + i, (int *)job->data + i, len);
+    }
+    *T = outT;
+    return 0;
+}
+
+/* ------------------------------------------------------------- options */
+
+typedef struct strlist {
+    char **v;
+    uint32_t n, cap;
+} strlist;
+
+static int strlist_add(strlist *l, const char *s) {
+    if (l->n == l->cap) {
+        uint32_t cap = l->cap ? 2 * l->cap : 16;
+        char **p = realloc(l->v, cap * sizeof *p);
+        if (!p) return 1;
+        l->v = p, l->cap = cap;
+    }
+    return !(l->v[l->n++] = strdup(s));
+}
+
+static void strlist_free(strlist *l) {
+    for (uint32_t i = 0; i < l->n; i++) free(l->v[i]);
+    free(l->v);
+}
+
+static int read_list(ss_conv *c, strlist *l, const char *path) {
+    FILE *f = fopen(path, "r");
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t n;
+    int rc = 0;
+    if (!f) return ss_conv_error(c, "cannot open '%s': %s", path, strerror(errno));
+    while (rc == 0 && (n = getline(&line, &cap, f)) >= 0) {
+        while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r')) line[--n] = '\0';
+        if (n > 0 && strlist_add(l, line)) rc = ss_conv_error(c, "out of memory");
+    }
+    free(line);
+    fclose(f);
+    return rc;
+}
+
+/* Parse --resample HZ / --resample-quality Q (shared form with edf/biosig). */
+static int parse_rate(ss_conv *c, const char *text, double *out) {
+    char *end = NULL;
+    errno = 0;
+    double v = strtod(text, &end);
+    if (errno || end == text || *end || !(v > 0) || v > 1e9)
+        return ss_conv_usage_error(c, "--resample: '%s' is not a sample rate in Hz", text);
+    *out = v;
+    return 0;
+}
+
+static int parse_args(ss_conv *c, int argc, char **argv, audio_job *job, strlist *files) {
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        int has_value = !strcmp(a, "--dtype") || !strcmp(a, "--resample") ||
+                        !strcmp(a, "--resample-quality") || !strcmp(a, "--list");
+        if (has_value && i + 1 >= argc) return ss_conv_usage_error(c, "%s needs a value", a);
+        if (!strcmp(a, "--dtype")) {
+            const char *v = argv[++i];
+            job->dtype_given = 1;
+            if (!strcmp(v, "i16"))
+                job->dtype = SS_I16;
+            else if (!strcmp(v, "i32"))
+                job->dtype = SS_I32;
+            else if (!strcmp(v, "f32"))
+                job->dtype = SS_F32;
+            else
+                return ss_conv_usage_error(c, "--dtype takes i16, i32 or f32, not '%s'", v);
+        } else if (!strcmp(a, "--resample")) {
+            if (parse_rate(c, argv[++i], &job->rs.rate)) return 2;
+        } else if (!strcmp(a, "--resample-quality")) {
+            if ((job->rs.converter = ss_sig_quality(argv[++i])) < 0)
+                return ss_conv_usage_error(
+                    c, "--resample-quality takes best, medium, fastest, zoh or linear, not '%s'",
+                    argv[i]);
+        } else if (!strcmp(a, "--list")) {
+            if (read_list(c, files, argv[++i])) return 1;
+        } else if (a[0] == '-' && a[1] != '\0') {
+            return ss_conv_usage_error(c, "unknown option '%s'", a);
+        } else if (strlist_add(files, a)) {
+            return ss_conv_error(c, "out of memory");
+        }
+    }
+    if (files->n == 0) return ss_conv_usage_error(c, "no input files");
+    return 0;
+}
+
+/* ----------------------------------------------------------- reference */
+
+/* Channels, rate, layout and dtype from the store being appended to. */
+static int ref_from_store(ss_conv *c, audio_job *job, int *have) {
+    ss_store *st = NULL;
+    ss_attr a;
+    ss_field f;
+    uint32_t fi;
+    if (ss_conv_open_existing(c, &st)) return 1;
+    if (!st) return 0;
+    if (ss_field_index(&fi, st, "signal") == 0 && ss_field_info(&f, st, fi) == 0 && f.ndim == 1 &&
+        ss_attr_get(&a, st, "signal.sample_rate") == 0 && a.type == SS_F64 && a.size == 8) {
+        memcpy(&job->rate, a.data, 8);
+        job->channels = (int)f.dims[0];
+        if (!job->dtype_given) job->dtype = f.dtype, job->dtype_given = 1;
+        if (ss_attr_get(&a, st, "signal.channels") == 0 && a.type == SS_ATTR_TEXT)
+            snprintf(job->layout, sizeof job->layout, "%.*s", (int)a.size, (const char *)a.data);
+        *have = 1;
+    }
+    ss_close(st);
+    return 0;
+}
+
+/* The first readable file sets channels, rate, layout and the default dtype. */
+static int ref_from_file(audio_job *job, const char *path, char *err, size_t errlen) {
+    SF_INFO info;
+    memset(&info, 0, sizeof info);
+    SNDFILE *sf = sf_open(path, SFM_READ, &info);
+    if (!sf) return snprintf(err, errlen, "libsndfile: %s", sf_strerror(NULL)), 1;
+    job->channels = info.channels;
+    job->rate = job->rs.rate ? job->rs.rate : info.samplerate;
+    if (!job->dtype_given) job->dtype = native_dtype(info.format);
+    layout_of(sf, info.channels, job->layout, sizeof job->layout);
+    sf_close(sf);
+    return 0;
+}
+
+static int set_attrs(ss_conv *c, const audio_job *job) {
+    double fs = job->dtype == SS_I16 ? 32768.0 : job->dtype == SS_I32 ? 2147483648.0 : 1.0;
+    if (ss_conv_set_attr(c, "signal.sample_rate", SS_F64, &job->rate, 8) ||
+        ss_conv_set_attr(c, "signal.full_scale", SS_F64, &fs, 8) ||
+        ss_conv_set_attr(c, "signal.channels", SS_ATTR_TEXT, job->layout, strlen(job->layout)))
+        return 1;
+    if (!job->rs.rate) return 0;
+    const char *q = ss_sig_quality_name(job->rs.converter);
+    char from[512];
+    size_t n = 0;
+    from[0] = '\0';
+    for (int i = 0; i < job->nrates && n < sizeof from; i++)
+        n += (size_t)snprintf(from + n, sizeof from - n, "%s%g", i ? "\n" : "", job->rates_seen[i]);
+    return ss_conv_set_attr(c, "signal.resample_converter", SS_ATTR_TEXT, q, strlen(q)) ||
+           ss_conv_set_attr(c, "signal.resampled_from", SS_ATTR_TEXT, from, strlen(from));
+}
+
+/* ------------------------------------------------------------- running */
+
+static int convert_all(ss_conv *c, audio_job *job, const strlist *files, uint64_t skip) {
+    char err[1024];
+    for (uint32_t i = 0; i < files->n; i++) {
+        uint64_t T = 0;
+        err[0] = '\0';
+        if (audio_decode(job, files->v[i], &T, err, sizeof err)) {
+            if (ss_conv_bad(c, files->v[i], 0, "%s", err)) return 1;
+            continue;
+        }
+        if (skip) {
+            skip--;
+            continue;
+        }
+        ss_value v[1] = {{job->data, T}};
+        if (ss_conv_append(c, v, i, 1)) return 1;
+        ss_conv_progress(c, ss_conv_file_size(files->v[i]));
+    }
+    return 0;
+}
+
+static int run_audio(ss_conv *c, int argc, char **argv) {
+    audio_job job;
+    strlist files = {0};
+    uint64_t total = 0, skip = 0;
+    int have = 0, rc;
+    char err[1024];
+
+    memset(&job, 0, sizeof job);
+    job.rs.converter = SRC_SINC_BEST_QUALITY;
+    rc = parse_args(c, argc, argv, &job, &files);
+    for (uint32_t i = 0; rc == 0 && i < files.n; i++) {
+        ss_conv_add_source(c, files.v[i]);
+        total += ss_conv_file_size(files.v[i]);
+    }
+    if (rc == 0 && (ss_conv_opts(c)->append || ss_conv_opts(c)->resume))
+        rc = ref_from_store(c, &job, &have);
+    if (rc == 0 && have && job.rs.rate && job.rs.rate != job.rate)
+        rc = ss_conv_error(c, "--resample %g differs from the store's rate %g Hz", job.rs.rate,
+                           job.rate);
+    for (uint32_t i = 0; rc == 0 && !have && i < files.n; i++)
+        have = ref_from_file(&job, files.v[i], err, sizeof err) == 0;
+    if (rc == 0 && !have) {
+        for (uint32_t i = 0; rc == 0 && i < files.n; i++) {
+            ref_from_file(&job, files.v[i], err, sizeof err);
+            rc = ss_conv_bad(c, files.v[i], 0, "%s", err);
+        }
+        if (rc == 0) rc = ss_conv_error(c, "no readable audio file among the inputs");
+    }
+    if (rc == 0) {
+        ss_field f;
+        memset(&f, 0, sizeof f);
+        f.name = "signal";
+        f.dtype = job.dtype;
+        f.sequence = 1;
+        f.ndim = 1;
+        f.dims[0] = (uint64_t)job.channels;
+        ss_schema schema = {1, &f};
+        rc = ss_conv_begin(c, &schema, &skip);
+    }
+    if (rc == 0) {
+        ss_conv_set_total(c, total);
+        rc = convert_all(c, &job, &files, skip);
+    }
+    /* the attributes name every rate seen, so they are set after the run */
+    if (rc == 0) rc = set_attrs(c, &job);
+    free(job.data);
+    free(job.fbuf);
+    free(job.rbuf);
+    strlist_free(&files);
+    return rc;
+}
+
+const ss_converter ss_converter_audio = {
+    "audio", "sound files (WAV, FLAC, Ogg... via libsndfile), one example per file", run_audio,
+    usage_audio};
+
+#else /* !SS_HAVE_SNDFILE */
+
+static void usage_audio(FILE *out) {
+    fprintf(out, "seqstore was built without libsndfile: no `convert audio`\n");
+}
+
+static int run_audio(ss_conv *c, int argc, char **argv) {
+    (void)argc, (void)argv;
+    return ss_conv_error(c, "built without libsndfile/libsamplerate: `convert audio` is "
+                            "unavailable (install libsndfile1-dev libsamplerate0-dev and rebuild)");
+}
+
+const ss_converter ss_converter_audio = {"audio", "sound files via libsndfile (not built in)",
+                                         run_audio, usage_audio};
+#endif

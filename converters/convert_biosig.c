@@ -1,0 +1,730 @@
+/* convert_biosig.c - `seqstore convert biosig`: biosignal recordings in the
+ * formats BioSig reads (GDF, BrainVision .vhdr, EDF/BDF, and many clinical
+ * formats), one example per recording; the layout of `convert edf`.
+ *
+ * Fields (in this order):
+ *   signal       sequence [T][C], time-major: the digital samples (i16 when
+ *                every channel is stored in at most 16 bits, i32 for wider
+ *                integers, f32 for float formats), or f32 physical values
+ *                with --physical f32
+ *   annotations  sequence of u8: the event table as text, one event per line
+ *                "ONSET\tDURATION\tTEXT\n", ONSET and DURATION in seconds
+ *                with 7 decimals, TEXT BioSig's description of the event
+ *                (its free text, else its table name, else "TYP 0xNNNN")
+ * plus the framework's `source`.
+ * Attributes: signal.labels, signal.units (TEXT, one per line),
+ * signal.sample_rate f64[1], signal.gain / signal.offset f64[C]
+ * (physical = digital * gain + offset), signal.physical TEXT, and with
+ * --resample signal.resample_converter TEXT.
+ * With --events-as samples|windows the events become labels as in
+ * `convert edf` (events.h): a sequence field `label` [T], or one example per
+ * event (fields signal, label, onset); classes in label.names.
+ * With --meta header|FILE.csv fixed u32 fields subject, session, recording
+ * follow (recmeta.h; from the header: the patient id and the file name, no
+ * session since BioSig dates a BrainVision file by the time of reading).
+ * Every file must match the first (or the store appended to) in channel
+ * labels, rate (unless --resample), digital type and calibration (unless
+ * --physical f32). Channels of one file must share one rate.
+ * Recordings are decoded in parallel (--threads; BioSig's open, event table
+ * and close serialized) and appended in input order, so the store never
+ * depends on the thread count. */
+#include "convert.h"
+
+#ifdef SS_HAVE_BIOSIG
+#include "events.h"
+#include "recmeta.h"
+#include "resample.h"
+
+#include <biosig.h>
+#include <biosig-dev.h>
+#include <errno.h>
+#include <math.h>
+#include <omp.h>
+#include <samplerate.h>
+#include <stdlib.h>
+#include <string.h>
+#include <stdarg.h>
+#include <strings.h>
+#include <unistd.h>
+
+#define BS_ERR 1024
+#define BS_MAXCH 4096
+
+typedef struct bs_ref {
+    int have;
+    uint32_t nch;
+    ss_dtype dtype;
+    double rate;
+    char *labels, *units; /* '\n'-joined */
+    double *gain, *offset;
+} bs_ref;
+
+typedef struct bs_job {
+    int physical;
+    ss_resample rs;
+    ss_events ev;
+    ss_recmeta meta;
+    bs_ref ref;
+    /* reused per recording */
+    void *data;
+    size_t data_cap;
+    float *fbuf, *rbuf;
+    size_t fcap, rcap;
+    char *annot;
+    size_t annot_len, annot_cap;
+    uint64_t T;
+    char subject[96], session[16]; /* header values for --meta header */
+    char err[BS_ERR];
+} bs_job;
+
+static void usage_biosig(FILE *out) {
+    fprintf(out, "usage: seqstore convert biosig FILE... -o STORE [options]\n"
+                 "  one example per recording (GDF, BrainVision .vhdr, EDF/BDF and the other\n"
+                 "  formats BioSig reads): field `signal` [T][C] time-major, `annotations`\n"
+                 "  --physical f32       float32 physical values instead of digital + gain/offset\n"
+                 "  --resample HZ        resample every recording to HZ (libsamplerate; implies\n"
+                 "                       --physical f32); without it all must share one rate\n"
+                 "  --resample-quality Q best|medium|fastest|zoh|linear (default best)\n"
+                 "  --list FILE          read input paths from FILE, one per line\n"
+                 "  --events-as samples  a sequence field `label` [T]: each sample's event\n"
+                 "                       class (0 = none), names in label.names\n"
+                 "  --events-as windows --window-start S --window-stop S\n"
+                 "                       one example per event: signal from S before/after its\n"
+                 "                       onset (seconds, negative = before), `label`, `onset`\n"
+                 "  --events A,B,...     only these event texts, classes in this order\n"
+                 "  --meta header|FILE.csv  fixed fields subject, session, recording (ids into\n"
+                 "                       *.names) from the header (patient id, file name; no\n"
+                 "                       session) or from `path,subject,session,recording` rows\n");
+}
+
+static int grow(void **buf, size_t *cap, size_t need) {
+    if (need <= *cap) return 0;
+    void *p = realloc(*buf, need);
+    if (!p) return 1;
+    *buf = p, *cap = need;
+    return 0;
+}
+
+static int fail(bs_job *job, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int fail(bs_job *job, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(job->err, sizeof job->err, fmt, ap);
+    va_end(ap);
+    return 1;
+}
+
+/* The digital type of a GDF data type code (BioSig's GDFTYP). */
+static ss_dtype digital_dtype(uint16_t gdftyp) {
+    switch (gdftyp) {
+    case 1: /* int8 */
+    case 2: /* uint8 */
+    case 3: /* int16 */
+        return SS_I16;
+    case 4: /* uint16 */
+    case 5: /* int32 */
+        return SS_I32;
+    default:
+        if (gdftyp > 255 && gdftyp < 255 + 32) return SS_I32; /* intN, N < 32 */
+        if (gdftyp > 511 && gdftyp < 511 + 32) return SS_I32; /* uintN, N < 32 */
+        return SS_F32;
+    }
+}
+
+static int dtype_rank(ss_dtype d) {
+    return d == SS_I16 ? 0 : d == SS_I32 ? 1 : 2;
+}
+
+/* Value of the line "KEY=value" in a BrainVision header (NULL if absent),
+ * trailing CR/blanks cut, in `out`. */
+static const char *bv_key(const char *text, const char *key, char *out, size_t cap) {
+    size_t kl = strlen(key);
+    for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
+        if (!strncmp(p, key, kl) && p[kl] == '=') {
+            size_t n = strcspn(p + kl + 1, "\r\n");
+            while (n && p[kl + n] == ' ') n--;
+            snprintf(out, cap, "%.*s", (int)n, p + kl + 1);
+            return out;
+        }
+    return NULL;
+}
+
+/* BioSig 2.5 mishandles three BrainVision headers: NumberOfChannels=0
+ * (SIGFPE), and a DataFile other than the header's own name with .eeg: it
+ * reads <name>.eeg whatever DataFile says (the wrong samples, or SIGSEGV when
+ * there is none). So these keys are checked before BioSig sees the file;
+ * everything else is left to it. 1 = bad. */
+static int bv_guard(bs_job *job, const char *path) {
+    const char *dot = strrchr(path, '.');
+    if (!dot || (strcasecmp(dot, ".vhdr") && strcasecmp(dot, ".ahdr"))) return 0;
+    FILE *f = fopen(path, "rb");
+    if (!f) return 0; /* BioSig says why */
+    static _Thread_local char text[1 << 16];
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[n] = '\0';
+    char v[512], data[1024];
+    long nch = bv_key(text, "NumberOfChannels", v, sizeof v) ? strtol(v, NULL, 10) : 0;
+    if (nch < 1) return fail(job, "BrainVision header: NumberOfChannels is missing or not >= 1");
+    if (!bv_key(text, "DataFile", v, sizeof v)) return fail(job, "BrainVision header: no DataFile");
+    const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
+    char want[512];
+    snprintf(want, sizeof want, "%.*s.eeg", (int)(dot - base), base);
+    if (strcmp(v, want))
+        return fail(job,
+                    "BrainVision header: DataFile '%s' is not '%s', and BioSig 2.5 reads '%s' "
+                    "whatever DataFile says (rename the files to match)",
+                    v, want, want);
+    snprintf(data, sizeof data, "%.*s%s", (int)(base - path), path, v);
+    if (access(data, R_OK))
+        return fail(job, "BrainVision header: DataFile '%s' cannot be read: %s", v,
+                    strerror(errno));
+    return 0;
+}
+
+static void bs_close(HDRTYPE *h);
+
+/* Open `path`; NULL with job->err set on failure. */
+static HDRTYPE *bs_open(bs_job *job, const char *path) {
+    if (bv_guard(job, path)) return NULL;
+    HDRTYPE *h = constructHDR(0, 0);
+    if (!h) return fail(job, "out of memory"), NULL;
+    biosig_set_flag(h, BIOSIG_FLAG_ROW_BASED_CHANNELS); /* data [T][C] */
+    if (!job->physical) biosig_set_flag(h, BIOSIG_FLAG_UCAL);
+        /* BioSig keeps global state (error globals, lazily loaded event tables):
+         * opening, the event table and closing are serialized; sread() of
+         * separate headers runs in parallel */
+#pragma omp critical(ss_biosig)
+    h = sopen(path, "r", h);
+    /* read the error before serror2(), which prints it to stderr and clears it */
+    if (!h || h->AS.B4C_ERRNUM) {
+        const char *m = h ? h->AS.B4C_ERRMSG : NULL;
+        fail(job, "BioSig: %s", m && *m ? m : "cannot open or recognise the file");
+        for (size_t n = strlen(job->err); n && (job->err[n - 1] == '\n' || job->err[n - 1] == ' ');)
+            job->err[--n] = '\0';
+        if (h) bs_close(h);
+        return NULL;
+    }
+    return h;
+}
+
+static void bs_close(HDRTYPE *h) {
+#pragma omp critical(ss_biosig)
+    {
+        sclose(h);
+        destructHDR(h);
+    }
+}
+
+/* The channels BioSig outputs (OnOff == 1): count, labels, units, type,
+ * calibration; 1 when they cannot form one [T][C] signal. */
+static int channels_of(bs_job *job, HDRTYPE *h, bs_ref *r) {
+    uint32_t n = 0;
+    size_t ll = 1, ul = 1;
+    r->dtype = SS_I16;
+    for (int k = 0; k < h->NS; k++) {
+        CHANNEL_TYPE *c = &h->CHANNEL[k];
+        if (c->OnOff != 1) continue;
+        if (c->SPR && h->SPR && c->SPR != h->SPR)
+            return fail(job,
+                        "channel '%s' has %g Hz, the recording %g Hz: channels of one "
+                        "recording must share one rate",
+                        c->Label, h->SampleRate * c->SPR / h->SPR, h->SampleRate);
+        n++;
+        ll += strlen(c->Label) + 1;
+        ul += strlen(biosig_channel_get_physdim(c)) + 1;
+        ss_dtype d = digital_dtype(c->GDFTYP);
+        if (dtype_rank(d) > dtype_rank(r->dtype)) r->dtype = d;
+    }
+    if (n == 0) return fail(job, "no signal channels");
+    if (n > BS_MAXCH) return fail(job, "%u channels (at most %d)", n, BS_MAXCH);
+    r->nch = n;
+    r->rate = h->SampleRate;
+    r->labels = malloc(ll), r->units = malloc(ul);
+    r->gain = calloc(n, sizeof(double)), r->offset = calloc(n, sizeof(double));
+    if (!r->labels || !r->units || !r->gain || !r->offset) return fail(job, "out of memory");
+    size_t lp = 0, up = 0;
+    uint32_t i = 0;
+    for (int k = 0; k < h->NS; k++) {
+        CHANNEL_TYPE *c = &h->CHANNEL[k];
+        if (c->OnOff != 1) continue;
+        lp += (size_t)snprintf(r->labels + lp, ll - lp, "%s%s", i ? "\n" : "", c->Label);
+        up += (size_t)snprintf(r->units + up, ul - up, "%s%s", i ? "\n" : "",
+                               biosig_channel_get_physdim(c));
+        r->gain[i] = c->Cal, r->offset[i] = c->Off;
+        i++;
+    }
+    return 0;
+}
+
+static void ref_free(bs_ref *r) {
+    free(r->labels);
+    free(r->units);
+    free(r->gain);
+    free(r->offset);
+    memset(r, 0, sizeof *r);
+}
+
+/* A recording's channels against the reference; 1 when they differ. */
+static int check_ref(bs_job *job, const bs_ref *f) {
+    const bs_ref *r = &job->ref;
+    if (f->nch != r->nch) return fail(job, "%u channels, the store has %u", f->nch, r->nch);
+    if (strcmp(f->labels, r->labels)) {
+        const char *a = f->labels, *b = r->labels;
+        uint32_t k = 1;
+        for (; *a && *a == *b; a++, b++)
+            if (*a == '\n') k++;
+        return fail(job, "channel labels differ from the store's from channel %u", k);
+    }
+    if (!job->rs.rate && f->rate != r->rate)
+        return fail(job, "sample rate %g Hz differs from the store's %g Hz (use --resample HZ)",
+                    f->rate, r->rate);
+    if (job->physical) return 0;
+    if (dtype_rank(f->dtype) > dtype_rank(r->dtype))
+        return fail(job, "digital samples wider than the store's; use --physical f32");
+    for (uint32_t k = 0; k < f->nch; k++)
+        if (f->gain[k] != r->gain[k] || f->offset[k] != r->offset[k])
+            return fail(job,
+                        "channel %u: calibration (gain %.17g, offset %.17g) differs from the "
+                        "store's (gain %.17g, offset %.17g); use --physical f32",
+                        k + 1, f->gain[k], f->offset[k], r->gain[k], r->offset[k]);
+    return 0;
+}
+
+/* The event table as "ONSET\tDURATION\tTEXT\n" lines into job->annot. */
+static int read_events(bs_job *job, HDRTYPE *h) {
+    size_t n = biosig_get_number_of_events(h);
+    double fs = biosig_get_eventtable_samplerate(h);
+    job->annot_len = 0;
+    if (!(fs > 0)) fs = h->SampleRate;
+    for (size_t i = 0; i < n; i++) {
+        uint16_t typ = 0, chn = 0;
+        uint32_t pos = 0, dur = 0;
+        const char *desc = NULL;
+        char line[512], text[256];
+        if (biosig_get_nth_event(h, i, &typ, &pos, &chn, &dur, NULL, &desc)) continue;
+        if (!desc || !*desc) desc = GetEventDescription(h, i);
+        if (desc && *desc)
+            snprintf(text, sizeof text, "%s", desc);
+        else
+            snprintf(text, sizeof text, "TYP 0x%04x", typ);
+        for (char *p = text; *p; p++)
+            if (*p == '\t' || *p == '\n' || *p == '\r') *p = ' ';
+        int len = snprintf(line, sizeof line, "%.7f\t%.7f\t%s\n", pos / fs, dur / fs, text);
+        if (len < 0) continue;
+        if ((size_t)len >= sizeof line) len = (int)sizeof line - 1;
+        if (grow((void **)&job->annot, &job->annot_cap, job->annot_len + (size_t)len))
+            return fail(job, "out of memory for events");
+        memcpy(job->annot + job->annot_len, line, (size_t)len);
+        job->annot_len += (size_t)len;
+    }
+    return 0;
+}
+
+/* Every sample into job->data as the store's dtype, resampled if asked. */
+static int read_samples(bs_job *job, HDRTYPE *h, uint32_t C) {
+    size_t rows = 0, cols = 0;
+    biosig_data_type *d = NULL;
+    if (h->NRec < 0) return fail(job, "unknown length (NRec = -1)");
+    sread(NULL, 0, (size_t)h->NRec, h);
+    if (h->AS.B4C_ERRNUM) return fail(job, "BioSig read: %s", h->AS.B4C_ERRMSG);
+    if (biosig_get_datablock(h, &d, &rows, &cols) || !d || rows != C)
+        return fail(job, "BioSig returned %zu x %zu samples for %u channels", rows, cols, C);
+    uint64_t T = cols;
+    size_t n = (size_t)T * C;
+    ss_dtype dt = job->physical || job->rs.rate ? SS_F32 : job->ref.dtype;
+    const double *src = d;
+    if (job->rs.rate && h->SampleRate != job->rs.rate) {
+        size_t fl = job->rcap;
+        if (grow((void **)&job->fbuf, &job->fcap, n * sizeof(float) + 1))
+            return fail(job, "out of memory");
+        for (size_t i = 0; i < n; i++) job->fbuf[i] = (float)src[i];
+        if (ss_sig_resample(job->fbuf, T, C, h->SampleRate, job->rs.rate, job->rs.converter,
+                            &job->rbuf, &fl, &T, job->err, sizeof job->err))
+            return 1;
+        job->rcap = fl;
+        n = (size_t)T * C;
+        if (grow(&job->data, &job->data_cap, n * 4 + 1)) return fail(job, "out of memory");
+        memcpy(job->data, job->rbuf, n * 4);
+        job->T = T;
+        return 0;
+    }
+    if (grow(&job->data, &job->data_cap, n * 4 + 1)) return fail(job, "out of memory");
+    if (dt == SS_F32)
+        for (size_t i = 0; i < n; i++) ((float *)job->data)[i] = (float)src[i];
+    else if (dt == SS_I32)
+        for (size_t i = 0; i < n; i++) ((int32_t *)job->data)[i] = (int32_t)lrint(src[i]);
+    else
+        for (size_t i = 0; i < n; i++) ((int16_t *)job->data)[i] = (int16_t)lrint(src[i]);
+    job->T = T;
+    return 0;
+}
+
+/* Decode one recording (header checks, events, samples); 1 = bad. */
+static int bs_decode(bs_job *job, const char *path) {
+    bs_ref f;
+    memset(&f, 0, sizeof f);
+    job->err[0] = '\0';
+    HDRTYPE *h = bs_open(job, path);
+    if (!h) return 1;
+    int rc = channels_of(job, h, &f) || check_ref(job, &f);
+    if (!rc) {
+#pragma omp critical(ss_biosig)
+        rc = read_events(job, h);
+    }
+    rc = rc || read_samples(job, h, f.nch);
+    /* --meta header: the patient id; no session, since BioSig fills a missing
+     * start date (BrainVision has none) with the time of reading */
+    snprintf(job->subject, sizeof job->subject, "%s", h->Patient.Id);
+    for (char *e = job->subject + strlen(job->subject); e > job->subject && e[-1] == ' ';) *--e = 0;
+    job->session[0] = '\0';
+    ref_free(&f);
+    bs_close(h);
+    return rc;
+}
+
+/* ------------------------------------------------------------- options */
+
+typedef struct strlist {
+    char **v;
+    uint32_t n, cap;
+} strlist;
+
+static int strlist_add(strlist *l, const char *s) {
+    if (l->n == l->cap) {
+        uint32_t cap = l->cap ? 2 * l->cap : 16;
+        char **p = realloc(l->v, cap * sizeof *p);
+        if (!p) return 1;
+        l->v = p, l->cap = cap;
+    }
+    return !(l->v[l->n++] = strdup(s));
+}
+
+static void strlist_free(strlist *l) {
+    for (uint32_t i = 0; i < l->n; i++) free(l->v[i]);
+    free(l->v);
+}
+
+static int read_list(ss_conv *c, strlist *l, const char *path) {
+    FILE *f = fopen(path, "r");
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t n;
+    int rc = 0;
+    if (!f) return ss_conv_error(c, "cannot open '%s': %s", path, strerror(errno));
+    while (rc == 0 && (n = getline(&line, &cap, f)) >= 0) {
+        while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r')) line[--n] = '\0';
+        if (n > 0 && strlist_add(l, line)) rc = ss_conv_error(c, "out of memory");
+    }
+    free(line);
+    fclose(f);
+    return rc;
+}
+
+static int parse_args(ss_conv *c, int argc, char **argv, bs_job *job, strlist *files) {
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        int has_value = !strcmp(a, "--physical") || !strcmp(a, "--resample") ||
+                        !strcmp(a, "--resample-quality") || !strcmp(a, "--list") ||
+                        !strncmp(a, "--events", 8) || !strncmp(a, "--window-", 9) ||
+                        !strcmp(a, "--meta");
+        char err[256];
+        if (has_value && i + 1 >= argc) return ss_conv_usage_error(c, "%s needs a value", a);
+        int ev = has_value ? ss_events_option(&job->ev, a, argv[i + 1], err, sizeof err) : 0;
+        if (ev < 0) return ss_conv_usage_error(c, "%s", err);
+        if (ev > 0 || (has_value && ss_recmeta_option(&job->meta, a, argv[i + 1]))) {
+            i++;
+        } else if (!strcmp(a, "--physical")) {
+            if (strcmp(argv[++i], "f32"))
+                return ss_conv_usage_error(c, "--physical takes f32, not '%s'", argv[i]);
+            job->physical = 1;
+        } else if (!strcmp(a, "--resample")) {
+            char *end = NULL;
+            const char *v = argv[++i];
+            errno = 0;
+            job->rs.rate = strtod(v, &end);
+            if (errno || end == v || *end || !(job->rs.rate > 0) || job->rs.rate > 1e9)
+                return ss_conv_usage_error(c, "--resample: '%s' is not a sample rate in Hz", v);
+            job->physical = 1; /* resampled values are not digital codes */
+        } else if (!strcmp(a, "--resample-quality")) {
+            if ((job->rs.converter = ss_sig_quality(argv[++i])) < 0)
+                return ss_conv_usage_error(
+                    c, "--resample-quality takes best, medium, fastest, zoh or linear, not '%s'",
+                    argv[i]);
+        } else if (!strcmp(a, "--list")) {
+            if (read_list(c, files, argv[++i])) return 1;
+        } else if (a[0] == '-' && a[1] != '\0') {
+            return ss_conv_usage_error(c, "unknown option '%s'", a);
+        } else if (strlist_add(files, a)) {
+            return ss_conv_error(c, "out of memory");
+        }
+    }
+    if (files->n == 0) return ss_conv_usage_error(c, "no input files");
+    char err[256];
+    if (ss_events_check(&job->ev, err, sizeof err)) return ss_conv_usage_error(c, "%s", err);
+    if (ss_recmeta_load_csv(&job->meta, err, sizeof err)) return ss_conv_error(c, "%s", err);
+    return 0;
+}
+
+/* ----------------------------------------------------------- reference */
+
+static char *attr_text(const ss_store *st, const char *name) {
+    ss_attr a;
+    if (ss_attr_get(&a, st, name) != 0 || a.type != SS_ATTR_TEXT) return NULL;
+    return strndup(a.data, (size_t)a.size);
+}
+
+static int attr_f64(const ss_store *st, const char *name, double *dst, uint32_t n) {
+    ss_attr a;
+    if (ss_attr_get(&a, st, name) != 0 || a.type != SS_F64 || a.size != 8 * (uint64_t)n) return 1;
+    memcpy(dst, a.data, 8 * (size_t)n);
+    return 0;
+}
+
+/* The reference from the store appended to (its signal.* attributes). */
+static int ref_from_store(ss_conv *c, bs_job *job) {
+    ss_store *st = NULL;
+    ss_field f;
+    uint32_t fi;
+    bs_ref *r = &job->ref;
+    if (ss_conv_open_existing(c, &st)) return 1;
+    if (!st) return 0;
+    if (ss_field_index(&fi, st, "signal") || ss_field_info(&f, st, fi) || f.ndim != 1 ||
+        f.dims[0] > BS_MAXCH) {
+        ss_close(st);
+        return 0; /* not a signal store: the framework's schema check says so */
+    }
+    r->nch = (uint32_t)f.dims[0];
+    r->dtype = f.dtype;
+    r->labels = attr_text(st, "signal.labels");
+    r->units = attr_text(st, "signal.units");
+    r->gain = calloc(r->nch, sizeof(double));
+    r->offset = calloc(r->nch, sizeof(double));
+    int bad = !r->labels || !r->units || !r->gain || !r->offset ||
+              attr_f64(st, "signal.sample_rate", &r->rate, 1) ||
+              (!job->physical && (attr_f64(st, "signal.gain", r->gain, r->nch) ||
+                                  attr_f64(st, "signal.offset", r->offset, r->nch)));
+    if (ss_events_load(&job->ev, st) || ss_recmeta_load_store(&job->meta, st)) bad = 1;
+    ss_close(st);
+    if (bad) return ss_conv_error(c, "%s: missing signal.* attributes", ss_conv_opts(c)->output);
+    if (job->rs.rate && job->rs.rate != r->rate)
+        return ss_conv_error(c, "--resample %g differs from the store's rate %g Hz", job->rs.rate,
+                             r->rate);
+    r->have = 1;
+    return 0;
+}
+
+/* The first readable recording's header is the reference. */
+static int ref_from_file(bs_job *job, const char *path) {
+    HDRTYPE *h = bs_open(job, path);
+    if (!h) return 1;
+    int rc = channels_of(job, h, &job->ref);
+    bs_close(h);
+    if (rc) return ref_free(&job->ref), 1;
+    if (job->rs.rate) job->ref.rate = job->rs.rate;
+    job->ref.have = 1;
+    return 0;
+}
+
+static int set_attrs(ss_conv *c, const bs_job *job) {
+    const bs_ref *r = &job->ref;
+    const char *mode = job->physical ? "f32" : "digital";
+    if (ss_conv_set_attr(c, "signal.labels", SS_ATTR_TEXT, r->labels, strlen(r->labels)) ||
+        ss_conv_set_attr(c, "signal.units", SS_ATTR_TEXT, r->units, strlen(r->units)) ||
+        ss_conv_set_attr(c, "signal.sample_rate", SS_F64, &r->rate, 8) ||
+        ss_conv_set_attr(c, "signal.physical", SS_ATTR_TEXT, mode, strlen(mode)))
+        return 1;
+    if (!job->physical && (ss_conv_set_attr(c, "signal.gain", SS_F64, r->gain, 8 * r->nch) ||
+                           ss_conv_set_attr(c, "signal.offset", SS_F64, r->offset, 8 * r->nch)))
+        return 1;
+    if (!job->rs.rate) return 0;
+    const char *q = ss_sig_quality_name(job->rs.converter);
+    return ss_conv_set_attr(c, "signal.resample_converter", SS_ATTR_TEXT, q, strlen(q));
+}
+
+/* ------------------------------------------------------------- running */
+
+/* --events-as windows: one example per event whose window lies inside. */
+static int append_windows(ss_conv *c, bs_job *job, const bs_job *s, uint32_t i, uint64_t *skip) {
+    ss_events *e = &job->ev;
+    uint64_t W = ss_events_window(e, job->ref.rate);
+    size_t row = (size_t)job->ref.nch * ss_dtype_size(job->physical ? SS_F32 : job->ref.dtype);
+    for (size_t k = 0; k < e->nev; k++) {
+        int64_t a = ss_events_window_start(e, k, job->ref.rate), onset = e->ev[k].onset;
+        if (a < 0 || (uint64_t)a + W > s->T) {
+            e->outside++;
+            continue;
+        }
+        if (*skip) {
+            (*skip)--;
+            continue;
+        }
+        ss_value v[3 + SS_RECMETA_FIELDS] = {
+            {(const char *)s->data + (size_t)a * row, W}, {&e->ev[k].cls, 1}, {&onset, 1}};
+        for (int j = 0; j < SS_RECMETA_FIELDS; j++) v[3 + j] = (ss_value){&job->meta.ids[j], 1};
+        if (ss_conv_append(c, v, i, e->ev[k].number)) return 1;
+    }
+    return 0;
+}
+
+/* In input order: report file i (decoded into slot s, `bad` when that
+ * failed) or append it; 1 = stop. Events and metadata are numbered here, in
+ * input order, so ids never depend on the thread count. */
+static int emit(ss_conv *c, bs_job *job, const bs_job *s, int bad, uint32_t i, const char *path,
+                uint64_t *skip) {
+    char err[256];
+    const uint32_t *lab = NULL;
+    if (bad) return ss_conv_bad(c, path, 0, "%s", s->err);
+    if (job->meta.on && ss_recmeta_place(&job->meta, path, s->subject, s->session, err, sizeof err))
+        return ss_conv_bad(c, path, 0, "%s", err);
+    /* classes are numbered in input order, skipped (resumed) files too */
+    if (job->ev.mode &&
+        ss_events_read(&job->ev, s->annot, s->annot_len, job->ref.rate, s->T, err, sizeof err))
+        return ss_conv_bad(c, path, 0, "%s", err);
+    if (job->ev.mode == SS_EV_WINDOWS) {
+        if (append_windows(c, job, s, i, skip)) return 1;
+    } else if (*skip) {
+        (*skip)--;
+        return 0;
+    } else {
+        if (job->ev.mode == SS_EV_SAMPLES && !(lab = ss_events_samples(&job->ev, s->T)))
+            return ss_conv_error(c, "out of memory");
+        ss_value v[3 + SS_RECMETA_FIELDS] = {
+            {s->data, s->T}, {s->annot, s->annot_len}, {lab, s->T}};
+        int nf = job->ev.mode ? 3 : 2; /* the meta fields follow */
+        for (int j = 0; j < SS_RECMETA_FIELDS; j++) v[nf + j] = (ss_value){&job->meta.ids[j], 1};
+        if (ss_conv_append(c, v, i, 1)) return 1;
+    }
+    ss_conv_progress(c, ss_conv_file_size(path));
+    return 0;
+}
+
+static void slot_free(bs_job *s) {
+    free(s->data);
+    free(s->fbuf);
+    free(s->rbuf);
+    free(s->annot);
+}
+
+/* Decode recordings in parallel (--threads; each thread its own buffers),
+ * append them in input order. */
+static int convert_all(ss_conv *c, bs_job *job, const strlist *files, uint64_t skip) {
+    int nthreads = ss_conv_opts(c)->threads, fatal = 0;
+    if (nthreads < 1) nthreads = 1;
+    if ((uint32_t)nthreads > files->n) nthreads = (int)(files->n ? files->n : 1);
+    bs_job *slots = calloc((size_t)nthreads, sizeof *slots);
+    if (!slots) return ss_conv_error(c, "out of memory");
+    for (int t = 0; t < nthreads; t++) { /* the run's settings, buffers of its own */
+        slots[t].physical = job->physical;
+        slots[t].rs = job->rs;
+        slots[t].ref = job->ref; /* shared, read-only while decoding */
+    }
+#pragma omp parallel num_threads(nthreads)
+    {
+        bs_job *s = &slots[omp_get_thread_num()];
+#pragma omp for ordered schedule(dynamic, 1)
+        for (long i = 0; i < (long)files->n; i++) {
+            int stop, bad = 0;
+#pragma omp atomic read
+            stop = fatal;
+            if (!stop) bad = bs_decode(s, files->v[i]);
+#pragma omp ordered
+            {
+                if (!fatal && emit(c, job, s, bad, (uint32_t)i, files->v[i], &skip)) {
+#pragma omp atomic write
+                    fatal = 1;
+                }
+            }
+        }
+    }
+    for (int t = 0; t < nthreads; t++) slot_free(&slots[t]);
+    free(slots);
+    return fatal;
+}
+
+static int run_biosig(ss_conv *c, int argc, char **argv) {
+    bs_job job;
+    strlist files = {0};
+    uint64_t total = 0, skip = 0;
+    int rc;
+
+    memset(&job, 0, sizeof job);
+    job.rs.converter = SRC_SINC_BEST_QUALITY;
+    rc = parse_args(c, argc, argv, &job, &files);
+    for (uint32_t i = 0; rc == 0 && i < files.n; i++) {
+        ss_conv_add_source(c, files.v[i]);
+        total += ss_conv_file_size(files.v[i]);
+    }
+    if (rc == 0 && (ss_conv_opts(c)->append || ss_conv_opts(c)->resume))
+        rc = ref_from_store(c, &job);
+    for (uint32_t i = 0; rc == 0 && !job.ref.have && i < files.n; i++)
+        ref_from_file(&job, files.v[i]);
+    if (rc == 0 && !job.ref.have) {
+        for (uint32_t i = 0; rc == 0 && i < files.n; i++) {
+            ref_from_file(&job, files.v[i]);
+            rc = ss_conv_bad(c, files.v[i], 0, "%s", job.err);
+        }
+        if (rc == 0) rc = ss_conv_error(c, "no readable recording among the inputs");
+    }
+    if (rc == 0) {
+        ss_field f[3 + SS_RECMETA_FIELDS];
+        memset(f, 0, sizeof f);
+        f[0].name = "signal";
+        f[0].dtype = job.physical ? SS_F32 : job.ref.dtype;
+        f[0].sequence = 1;
+        f[0].ndim = 1;
+        f[0].dims[0] = job.ref.nch;
+        f[1].name = "annotations";
+        f[1].dtype = SS_U8;
+        f[1].sequence = 1;
+        f[2].name = "label";
+        f[2].dtype = SS_U32;
+        f[2].sequence = 1;
+        ss_schema schema = {job.ev.mode ? 3u : 2u, f};
+        if (job.ev.mode == SS_EV_WINDOWS) {
+            f[1] = f[2];
+            f[1].sequence = 0;
+            memset(&f[2], 0, sizeof f[2]);
+            f[2].name = "onset";
+            f[2].dtype = SS_I64;
+        }
+        schema.nfields = ss_recmeta_fields(&job.meta, f, schema.nfields);
+        rc = ss_conv_begin(c, &schema, &skip);
+    }
+    if (rc == 0) rc = set_attrs(c, &job);
+    if (rc == 0) {
+        ss_conv_set_total(c, total);
+        rc = convert_all(c, &job, &files, skip);
+    }
+    if (rc == 0 && job.ev.mode) rc = ss_events_finish(c, &job.ev);
+    if (rc == 0) rc = ss_recmeta_finish(c, &job.meta);
+    free(job.data);
+    free(job.fbuf);
+    free(job.rbuf);
+    free(job.annot);
+    ss_events_free(&job.ev);
+    ss_recmeta_free(&job.meta);
+    ref_free(&job.ref);
+    strlist_free(&files);
+    return rc;
+}
+
+const ss_converter ss_converter_biosig = {
+    "biosig", "biosignals (GDF, BrainVision, EDF/BDF and more via BioSig), one per recording",
+    run_biosig, usage_biosig};
+
+#else /* !SS_HAVE_BIOSIG */
+
+static void usage_biosig(FILE *out) {
+    fprintf(out, "seqstore was built without BioSig: no `convert biosig`\n");
+}
+
+static int run_biosig(ss_conv *c, int argc, char **argv) {
+    (void)argc, (void)argv;
+    return ss_conv_error(c, "built without BioSig: `convert biosig` is unavailable (install "
+                            "libbiosig-dev libsamplerate0-dev and rebuild)");
+}
+
+const ss_converter ss_converter_biosig = {"biosig", "biosignals via BioSig (not built in)",
+                                          run_biosig, usage_biosig};
+#endif

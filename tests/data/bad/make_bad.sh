@@ -1,0 +1,40 @@
+#!/bin/sh
+# make_bad.sh - how the golden failing inputs in this folder were made (run
+# once; the files are committed, so the tests never depend on this script's
+# tools). Each file's expected error is in MANIFEST.
+set -e
+cd "$(dirname "$0")"
+rm -f ./*.wav ./*.flac ./*.gdf ./*.vhdr ./*.vmrk ./*.eeg
+tmp=$(mktemp -d)
+# audio (sox, then cut or patched)
+sox -n -r 16000 -c 1 -b 16 "$tmp/good.wav" synth 0.05 sine 440
+sox -n -r 16000 -c 1 "$tmp/good.flac" synth 0.5 sine 440
+: > empty.wav
+head -c 1000 "$tmp/good.wav" > truncated.wav                 # header promises 1600 bytes of data
+cp "$tmp/good.wav" zero_channels.wav
+printf '\000\000' | dd of=zero_channels.wav bs=1 seek=22 conv=notrunc 2>/dev/null
+cp "$tmp/good.wav" zero_rate.wav
+printf '\000\000\000\000' | dd of=zero_rate.wav bs=1 seek=24 conv=notrunc 2>/dev/null
+sox -n -r 16000 -c 1 -b 16 no_frames.wav trim 0 0           # a valid header, no samples
+head -c 3000 "$tmp/good.flac" > truncated.flac
+# biosig: BrainVision from tests/biosig/bv_ref.py (20 samples), GDF from save2gdf
+/usr/bin/python3 ../../biosig/bv_ref.py make "$tmp" 20 250 0
+save2gdf "$tmp/rec.vhdr" "$tmp/rec.gdf" > /dev/null
+: > empty.gdf
+head -c 100 "$tmp/rec.gdf" > short.gdf
+head -c 600 "$tmp/rec.gdf" > cut_header.gdf
+# a BrainVision triple NAME.vhdr/.vmrk/.eeg, then a sed script on the header
+bv() {
+    sed "s/rec\.eeg/$1.eeg/; s/rec\.vmrk/$1.vmrk/; $2" "$tmp/rec.vhdr" > "$1.vhdr"
+    sed "s/rec\.eeg/$1.eeg/" "$tmp/rec.vmrk" > "$1.vmrk"
+    cp "$tmp/rec.eeg" "$1.eeg"
+}
+bv binary_format 's/BinaryFormat=INT_16/BinaryFormat=INT_12/'
+bv no_channels 's/NumberOfChannels=3/NumberOfChannels=0/'
+bv other_datafile 's/DataFile=other_datafile.eeg/DataFile=elsewhere.eeg/'
+bv missing_datafile ''
+rm missing_datafile.eeg
+# the 'New Segment' marker, after which BioSig 2.5 mis-reads the markers
+/usr/bin/python3 ../../biosig/bv_ref.py make "$tmp" 20 250 1
+bv new_segment ''
+rm -rf "$tmp"

@@ -1,0 +1,119 @@
+/* test_convert_biosig.c - `convert biosig` on a BrainVision recording written
+ * by tests/biosig/bv_ref.py from the published spec and the GDF that BioSig's
+ * own save2gdf makes of it: digital samples equal to the ones written,
+ * calibration attributes, physical values equal to MNE-Python's reading of
+ * the BrainVision file (MNE 1.3 cannot read save2gdf's GDF 3, so the GDF is
+ * compared with the same reading), a rate mismatch refused and then
+ * resampled with the length rule, one specific error per bad input. */
+#include "convtest.h"
+
+#include <math.h>
+
+#define REF "/usr/bin/python3 " SS_SOURCE_DIR "/tests/biosig/bv_ref.py"
+
+static void test_biosig(void) {
+    const char *dir = ss_test_tmpdir(), *vhdr = ss_test_keep_path("rec.vhdr"),
+               *gdf = ss_test_keep_path("rec.gdf");
+    EXPECT_SH(0, REF " make '%s' 1000 250", dir);
+    EXPECT_SH(0, "save2gdf '%s' '%s' > /dev/null", vhdr, gdf);
+
+    const char *st = ss_test_keep_path("d.ss");
+    EXPECT_RUN(0, "convert biosig '%s' '%s' -o '%s' --quiet", vhdr, gdf, st);
+    size_t n;
+    int16_t *want = (int16_t *)ss_test_read_file(ss_test_keep_path("rec.int16"), &n);
+    ss_store *s;
+    CHECK_OK(ss_open(&s, st, 0));
+    CHECK_EQ_U64(ss_count(s), 2);
+    for (uint64_t i = 0; i < 2; i++) {
+        ss_view v;
+        CHECK_OK(ss_get(&v, s, 0, i));
+        CHECK(v.dtype == SS_I16 && v.row_bytes == 6);
+        CHECK_EQ_U64(v.length * v.row_bytes, n);
+        CHECK(memcmp(v.data, want, n) == 0);
+    }
+    ss_attr a;
+    CHECK_OK(ss_attr_get(&a, s, "signal.gain"));
+    CHECK(a.type == SS_F64 && a.size == 24);
+    const double *g = a.data;
+    CHECK(g[0] == 0.1 && g[1] == 0.5 && g[2] == 1.0);
+    CHECK_OK(ss_attr_get(&a, s, "signal.labels"));
+    CHECK(a.size == 8 && !memcmp(a.data, "Fz\nCz\nPz", 8));
+    CHECK_OK(ss_attr_get(&a, s, "signal.sample_rate"));
+    CHECK(*(const double *)a.data == 250.0);
+    ss_close(s);
+
+    /* physical values against MNE's reader */
+    const char *mne = ss_test_keep_path("mne.f64");
+    EXPECT_SH(0, REF " mne '%s' '%s'", vhdr, mne);
+    double *m = (double *)ss_test_read_file(mne, &n);
+    CHECK_EQ_U64(n, 1000 * 3 * 8);
+    st = ss_test_keep_path("p.ss");
+    EXPECT_RUN(0, "convert biosig '%s' '%s' --physical f32 -o '%s' --quiet", vhdr, gdf, st);
+    CHECK_OK(ss_open(&s, st, 0));
+    for (uint64_t i = 0; i < 2; i++) {
+        ss_view v;
+        CHECK_OK(ss_get(&v, s, 0, i));
+        CHECK(v.dtype == SS_F32 && v.length == 1000);
+        const float *x = v.data;
+        for (size_t k = 0; k < 3000; k++)
+            if (fabs(x[k] - m[k]) > 1e-6 * fmax(1, fabs(m[k]))) {
+                fprintf(stderr, "example %" PRIu64 " value %zu: %g, MNE %g\n", i, k, x[k], m[k]);
+                exit(1);
+            }
+    }
+    ss_close(s);
+
+    /* another rate: refused, then resampled */
+    const char *d2 = ss_test_keep_path("r500");
+    EXPECT_SH(0, "mkdir -p '%s' && " REF " make '%s' 1001 500", d2, d2);
+    const char *v2 = ss_test_keep_path("r500/rec.vhdr");
+    st = ss_test_keep_path("bad.ss");
+    EXPECT_RUN(1, "convert biosig '%s' '%s' -o '%s' --quiet", vhdr, v2, st);
+    EXPECT_ERR(
+        "r500/rec.vhdr: sample rate 500 Hz differs from the store's 250 Hz (use --resample HZ)");
+    st = ss_test_keep_path("rs.ss");
+    EXPECT_RUN(0, "convert biosig '%s' '%s' --resample 250 -o '%s' --quiet", vhdr, v2, st);
+    CHECK_OK(ss_open(&s, st, 0));
+    CHECK_EQ_U64(ss_length(s, 0, 0), 1000);
+    CHECK_EQ_U64(ss_length(s, 0, 1), 501); /* round(1001 * 250 / 500) = round(500.5) */
+    CHECK_OK(ss_attr_get(&a, s, "signal.resample_converter"));
+    CHECK(a.size == 22 && !memcmp(a.data, "Best Sinc Interpolator", 22));
+    CHECK_OK(ss_attr_get(&a, s, "signal.physical"));
+    CHECK(a.size == 3 && !memcmp(a.data, "f32", 3));
+    /* the 250 Hz recording is not resampled: MNE's values */
+    ss_view v;
+    CHECK_OK(ss_get(&v, s, 0, 0));
+    for (size_t k = 0; k < 3000; k++) CHECK(fabs(((const float *)v.data)[k] - m[k]) < 1e-3);
+    ss_close(s);
+
+    /* bad inputs, each specific */
+    ss_test_write_file(ss_test_keep_path("junk.gdf"), "GDF 2.20 but nothing else follows", 33);
+    EXPECT_RUN(1, "convert biosig '%s' '%s' -o '%s' --quiet --force", vhdr,
+               ss_test_keep_path("junk.gdf"), st);
+    EXPECT_ERR("junk.gdf: BioSig: ");
+    EXPECT_RUN(1, "convert biosig '%s' '%s' -o '%s' --quiet --force", vhdr,
+               ss_test_keep_path("nope.vhdr"), st);
+    EXPECT_ERR("nope.vhdr: BioSig: ");
+    EXPECT_RUN(1, "convert biosig '%s' -o '%s' --quiet --force --skip-bad",
+               ss_test_keep_path("junk.gdf"), st);
+    EXPECT_ERR("no readable recording among the inputs");
+    EXPECT_RUN(2, "convert biosig '%s' --physical f64 -o '%s' --force", vhdr, st);
+    EXPECT_ERR("--physical takes f32, not 'f64'");
+    EXPECT_RUN(2, "convert biosig -o '%s' --force", st);
+    EXPECT_ERR("no input files");
+    /* --append: the same calibration joins; --skip-bad keeps the good ones */
+    EXPECT_RUN(0, "convert biosig '%s' -o '%s' --quiet --force", vhdr, st);
+    EXPECT_RUN(0, "convert biosig '%s' '%s' -o '%s' --quiet --append --skip-bad", gdf,
+               ss_test_keep_path("junk.gdf"), st);
+    CHECK_OK(ss_open(&s, st, 0));
+    CHECK_EQ_U64(ss_count(s), 2);
+    ss_close(s);
+    free(want);
+    free(m);
+}
+
+int main(void) {
+    test_biosig();
+    printf("test_convert_biosig: ok\n");
+    return 0;
+}
