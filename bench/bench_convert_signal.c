@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* bench_convert_signal.c - `seqstore convert audio` against libsndfile's own
  * read of the same files, and `seqstore convert biosig` against BioSig's own
  * read (sopen + sread of every sample + sclose) of the same BrainVision and

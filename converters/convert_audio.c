@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* convert_audio.c - `seqstore convert audio`: sound files (WAV, FLAC, Ogg
  * Vorbis/Opus, AIFF and whatever else libsndfile reads), one example per file.
  *

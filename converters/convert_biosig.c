@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* convert_biosig.c - `seqstore convert biosig`: biosignal recordings in the
  * formats BioSig reads (GDF, BrainVision .vhdr, EDF/BDF, and many clinical
  * formats), one example per recording; the layout of `convert edf`.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* events.c - events as labels (see events.h). */
 #include "events.h"
 

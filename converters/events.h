@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* events.h - events as labels, shared by `convert edf` and `convert biosig`.
  *
  * Both converters read a recording's annotations / event table as text lines

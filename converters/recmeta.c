@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* recmeta.c - recording metadata per example (see recmeta.h). */
 #include "recmeta.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* recmeta.h - recording metadata per example (subject, session, recording),
  * shared by `convert edf` and `convert biosig`, so that grouped folds
  * (ss_selection_kfold with groups from ss_selection_field_values) can keep

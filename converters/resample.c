@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* resample.c - resampling shared by the signal converters (see resample.h). */
 #include "resample.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* resample.h - what the signal converters (audio, biosig, edf) share:
  * resampling through libsamplerate (`--resample HZ`, `--resample-quality Q`).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* fuzz_events.c - libFuzzer target for the text the project parses in the
  * EEG converters: event tables as "ONSET\tDURATION\tTEXT" lines
  * (converters/events.c, `--events-as`) and `--meta` CSV files

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_convert_biosig.c - `convert biosig` on a BrainVision recording written
  * by tests/biosig/bv_ref.py from the published spec and the GDF that BioSig's
  * own save2gdf makes of it: digital samples equal to the ones written,

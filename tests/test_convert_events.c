@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_convert_events.c - events as labels (`--events-as samples|windows`)
  * from EDF+ annotations written here with EDFlib and from BrainVision / GDF
  * markers (tests/biosig/bv_ref.py, BioSig's save2gdf): per-sample labels

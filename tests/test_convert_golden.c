@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_convert_golden.c - golden failing inputs of the audio and biosig
  * converters (tests/data/bad, made once by make_bad.sh): each file must fail
  * its conversion with exit code 1 and the exact message of tests/data/bad/

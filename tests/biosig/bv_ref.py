@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-2-Clause
 """Reference files and an independent reader for test_convert_biosig.
 
   bv_ref.py make DIR [T] [RATE] [SEG]   write DIR/rec.vhdr/.vmrk/.eeg (BrainVision
