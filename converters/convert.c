@@ -82,7 +82,15 @@ struct ss_conv {
     const char *index_by;
     uint64_t index_resolution;
     const char *index_name;
+
+    /* --shard K/N: keep the examples of the inputs whose first byte lies in
+     * the K-th of N equal byte ranges of all inputs (see convert.h) */
+    uint32_t shard_k, shard_n;    /* shard_n = 0: no --shard */
+    unsigned char *shard_keep;    /* per source: 1 = in this shard; NULL until computed */
+    uint64_t shard_skip;          /* --resume: in-shard examples already stored */
 };
+
+static int shard_keeps_path(ss_conv *c, const char *file);
 
 static double now_seconds(void) {
     struct timespec ts;
@@ -149,6 +157,10 @@ int ss_conv_bad(ss_conv *c, const char *file, uint64_t location, const char *fmt
                      : asprintf(&msg, "%s: %s", file, what ? what : "?");
     free(what);
     if (n < 0) msg = NULL;
+    if (c->shard_n && !shard_keeps_path(c, file)) { /* another shard's input: its job reports it */
+        free(msg);
+        return 0;
+    }
     if (!c->opts.skip_bad) {
         for (uint32_t k = 0; k < c->nsources && !c->bad_source; k++)
             if (!strcmp(c->sources[k], file)) c->bad_source = k + 1;
@@ -163,6 +175,75 @@ int ss_conv_bad(ss_conv *c, const char *file, uint64_t location, const char *fmt
     }
     free(msg);
     c->nbad++;
+    return 0;
+}
+
+/* ------------------------------------------------------------------ shards */
+
+/* floor(k * total / n) without overflow (k < n <= 2^32). */
+static uint64_t shard_start(uint64_t k, uint64_t n, uint64_t total) {
+    return k * (total / n) + k * (total % n) / n;
+}
+
+/* Which sources this shard keeps. Source f (global first byte g_f, in input
+ * order) belongs to the shard k with b_k <= g_f < b_k+1, b_k = floor(k*T/N),
+ * T the inputs' total size: every input in exactly one shard, the shards in
+ * input order, whatever N. Returns 0 or 1 (error printed). */
+static int shard_compute(ss_conv *c) {
+    if (c->shard_keep) return 0;
+    c->shard_keep = calloc(c->nsources ? c->nsources : 1, 1);
+    uint64_t *size = calloc(c->nsources ? c->nsources : 1, sizeof *size);
+    uint64_t total = 0;
+    int rc = !c->shard_keep || !size ? ss_conv_error(c, "out of memory") : 0;
+    for (uint32_t f = 0; !rc && f < c->nsources; f++) {
+        struct stat st;
+        if (!strcmp(c->sources[f], "-") || stat(c->sources[f], &st) != 0 || !S_ISREG(st.st_mode))
+            rc = ss_conv_error(c, "--shard: '%s' is not a regular file (shards slice files by size)",
+                               c->sources[f]);
+        else
+            total += size[f] = (uint64_t)st.st_size;
+    }
+    uint64_t g = 0;
+    uint32_t k = 0;
+    for (uint32_t f = 0; !rc && f < c->nsources; f++) {
+        while (k + 1 < c->shard_n && shard_start(k + 1, c->shard_n, total) <= g) k++;
+        c->shard_keep[f] = k == c->shard_k;
+        g += size[f];
+    }
+    free(size);
+    if (rc) {
+        free(c->shard_keep);
+        c->shard_keep = NULL;
+    }
+    return rc;
+}
+
+int ss_conv_in_shard(ss_conv *c, uint32_t source) {
+    if (!c->shard_n) return 1;
+    if (shard_compute(c)) return 0;
+    return source < c->nsources && c->shard_keep[source];
+}
+
+static int shard_keeps_path(ss_conv *c, const char *file) {
+    for (uint32_t k = 0; k < c->nsources; k++)
+        if (!strcmp(c->sources[k], file)) return ss_conv_in_shard(c, k);
+    return 1; /* not an input (e.g. a vocabulary file): every shard's concern */
+}
+
+/* --shard K/N: 0 <= K < N, both decimal. Returns 0 or 2 (usage error). */
+static int parse_shard(ss_conv *c, const char *text) {
+    const char *slash = text ? strchr(text, '/') : NULL;
+    uint64_t k, n;
+    char kbuf[32];
+    if (!slash || (size_t)(slash - text) >= sizeof kbuf)
+        return ss_conv_usage_error(c, "--shard needs K/N (0 <= K < N), not '%s'", text ? text : "");
+    memcpy(kbuf, text, (size_t)(slash - text));
+    kbuf[slash - text] = 0;
+    if (ss_conv_parse_u64(c, "--shard N", slash + 1, 1, UINT32_MAX, &n) ||
+        ss_conv_parse_u64(c, "--shard K", kbuf, 0, n - 1, &k))
+        return 2;
+    c->shard_k = (uint32_t)k;
+    c->shard_n = (uint32_t)n;
     return 0;
 }
 
@@ -661,6 +742,7 @@ int ss_conv_begin(ss_conv *c, const ss_schema *schema, uint64_t *skip) {
     uint32_t ifields[SS_BUCKET_MAX_KEYS];
     size_t inkeys = 0;
     if (c->index_by && resolve_index(c, ifields, &inkeys)) return 1;
+    if (c->shard_n && shard_compute(c)) return 1;
 
     ss_writer_options wo = SS_WRITER_OPTIONS_INIT;
     wo.flags = SS_WRITE_NOSYNC;
@@ -684,6 +766,9 @@ int ss_conv_begin(ss_conv *c, const ss_schema *schema, uint64_t *skip) {
                 return 1;
             }
             *skip = ss_writer_count(c->w) - c->base;
+            /* --shard: the converter's examples include other shards'; the
+             * framework skips this shard's stored ones itself */
+            if (c->shard_n) c->shard_skip = *skip, *skip = 0;
         } else {
             rc = ss_writer_create(&c->w, c->opts.output, &full, &wo);
             if (rc) return ss_conv_ss_error(c, "cannot create the store");
@@ -716,6 +801,13 @@ int ss_conv_begin(ss_conv *c, const ss_schema *schema, uint64_t *skip) {
 }
 
 int ss_conv_append(ss_conv *c, const ss_value *values, uint32_t source, uint64_t location) {
+    if (c->shard_n) {
+        if (!ss_conv_in_shard(c, source)) return 0;
+        if (c->shard_skip) {
+            c->shard_skip--;
+            return 0;
+        }
+    }
     uint64_t src[2] = {(uint64_t)c->source_base + source + 1, location};
     memcpy(c->values, values, c->nfields * sizeof *values);
     c->values[c->nfields] = (ss_value){src, 1};
@@ -771,6 +863,10 @@ static void common_usage(FILE *out) {
           "  --index-resolution R  its bucket width, R >= 1 (required with --index-by)\n"
           "  --index-name NAME   its name (default: the --index-by text); --append\n"
           "                      also rebuilds the indices the store already has\n"
+          "  --shard K/N         write only shard K (0-based) of N: the inputs whose\n"
+          "                      first byte is in the K-th of N equal byte ranges of\n"
+          "                      all inputs; shards 0..N-1 in order hold exactly the\n"
+          "                      examples of one conversion ('seqstore dataset build')\n"
           "  -h, --help          this help\n"
           "exit status: 0 ok, 1 error (bad input, I/O), 2 usage error\n",
           out);
@@ -864,6 +960,8 @@ static int parse_common(ss_conv *c, int argc, char **argv, char **rest, int *nre
             c->index_name = opt_value(argc, argv, &i, a, 12);
             if (!c->index_name || !*c->index_name)
                 return ss_conv_usage_error(c, "--index-name needs a NAME");
+        } else if (is_opt(a, "--shard")) {
+            if (parse_shard(c, opt_value(argc, argv, &i, a, 7))) return 2;
         } else if (is_opt(a, "--commit-bytes")) {
             const char *s = opt_value(argc, argv, &i, a, 14);
             if (ss_conv_parse_u64(c, "--commit-bytes", s, 1, UINT64_MAX, &c->commit_bytes))
@@ -1007,6 +1105,7 @@ static void conv_free(ss_conv *c) {
     free(c->checked);
     for (uint32_t k = 0; k < c->nindices; k++) free(c->indices[k].name);
     free(c->indices);
+    free(c->shard_keep);
     free(c);
 }
 
@@ -1048,6 +1147,8 @@ int ss_cmd_convert(int argc, char **argv) {
             rc = ss_conv_usage_error(c, "no output store (-o STORE)");
         else if (c->opts.force && (c->opts.append || c->opts.resume))
             rc = ss_conv_usage_error(c, "--force excludes --append and --resume");
+        else if (c->shard_n && c->opts.append)
+            rc = ss_conv_usage_error(c, "--shard writes a new shard store; it excludes --append");
         else if (c->opts.resume)
             c->opts.append = probe_interrupted_append(c);
     }

@@ -101,6 +101,8 @@ extern const ss_converter *const ss_converters[];
  *    --skip-bad           skip bad records/files, list them at the end
  *    --quiet              no progress, no summary
  *    --threads N          decoding threads (default: online CPUs, at most 8)
+ *    --shard K/N          write only shard K (0-based) of N (ss_conv_in_shard());
+ *                         excludes --append; --resume continues the shard
  *    --index-by FIELD[,FIELD...] --index-resolution R [--index-name NAME]
  *                         also store a bucket index ss.bucket.NAME
  *                         (the same bytes as `seqstore index STORE --by
@@ -125,6 +127,21 @@ typedef struct ss_conv_options {
     int force, append, resume, skip_bad, quiet;
     int threads; /**< >= 1 */
 } ss_conv_options;
+
+/** --shard K/N: 1 if this run keeps the examples of input `source` (an
+ *  ss_conv_add_source() number), 0 if another shard owns it (always 1
+ *  without --shard). The inputs are sliced by size: input f, whose first
+ *  byte is at offset g_f of all inputs' T bytes taken in order, belongs to
+ *  shard k with floor(k*T/N) <= g_f < floor((k+1)*T/N); so shards 0..N-1,
+ *  in order, hold each input once and in input order, for any N.
+ *  ss_conv_append() drops the examples of other shards' inputs and
+ *  ss_conv_bad() ignores their bad records, so a converter needs no change
+ *  to be sharded; calling this to skip reading other shards' inputs only
+ *  saves time. A converter whose ids depend on all inputs (a vocabulary
+ *  built by counting) must still count every input. Call it after every
+ *  ss_conv_add_source(); an input that is not a regular file gives 0 (and
+ *  ss_conv_begin() fails naming it). */
+int ss_conv_in_shard(ss_conv *c, uint32_t source);
 
 /** The parsed common options of this run. */
 const ss_conv_options *ss_conv_opts(const ss_conv *c);
