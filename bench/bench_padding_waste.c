@@ -1,5 +1,6 @@
 /* bench_padding_waste.c - padding waste (pad elements / all elements) of
- * random batching versus bucket batching at resolutions 1, 4 and 16.
+ * random batching versus bucket batching at resolutions 1, 4 and 16 and
+ * with estimated boundaries of at most 4, 8 and 16 buckets.
  *
  * usage: bench_padding_waste STORE FIELD[,FIELD] [BATCH_SIZE [MAX_TOKENS [SEED]]]
  *
@@ -10,7 +11,9 @@
  *    4096, at least the longest example), fairseq's batch_by_size.
  * "random" shuffles all examples, then batches; "bucket R" batches within the
  * buckets of an in-memory bucket index at resolution R (within-bucket
- * shuffle, batch order shuffled). Waste is 1 - real / padded. */
+ * shuffle, batch order shuffled); "estim M" the same with estimated
+ * boundaries (ss_bucket_options.max_buckets = M). Waste is 1 - real /
+ * padded. */
 #include "seqstore.h"
 
 #include <inttypes.h>
@@ -108,14 +111,19 @@ int main(int argc, char **argv) {
         if (report("random", 0, mode_names[m], b, s, fields, nf, t1 - t0)) return 1;
         ss_batcher_free(b);
     }
-    const uint64_t res[3] = {1, 4, 16};
-    for (int r = 0; r < 3; r++) {
+    const uint64_t res[6] = {1, 4, 16, 4, 8, 16};
+    for (int r = 0; r < 6; r++) {
         double t0 = now();
         ss_bucket *bk;
-        if (ss_bucket_build(&bk, s, fields, nf, res[r])) return die("bucket index");
+        ss_bucket_options bo = SS_BUCKET_OPTIONS_INIT;
+        if (r < 3)
+            bo.resolution = res[r];
+        else
+            bo.max_buckets = res[r];
+        if (ss_bucket_create(&bk, s, fields, nf, &bo)) return die("bucket index");
         double t1 = now();
         char name[32];
-        snprintf(name, sizeof name, "bucket %" PRIu64, res[r]);
+        snprintf(name, sizeof name, "%s %" PRIu64, r < 3 ? "bucket" : "estim", res[r]);
         for (int m = 0; m < 2; m++) {
             double t2 = now();
             ss_batcher *b;

@@ -9,7 +9,9 @@
  *     file from the page cache);
  *   sequential scan of all data (ss_get + memcpy per example) vs one memcpy
  *     of the same bytes from memory.
- * Usage: bench_read [-n N] [-N BIG] [-l MAXLEN] [-q QUERIES] [-d DIR] [-P python|none]
+ *   verified (SS_OPEN_VERIFY) vs unverified reads: sequential and random
+ *     epochs, first and second (-V 0 skips it).
+ * Usage: bench_read [-n N] [-N BIG] [-l MAXLEN] [-q QUERIES] [-d DIR] [-P python|none] [-V 0|1]
  * Defaults: N = 1000000, BIG = 10000000 (0 skips), lengths uniform in
  * 1..512 u16 tokens, 2000000 queries, DIR = $TMPDIR or /tmp. Every file it
  * writes is deleted at the end. */
@@ -300,16 +302,116 @@ static double run_python(const char *python, const char *prefix, uint64_t n, uin
     return ns;
 }
 
-/* ------------------------------------------------------------------ main */
-
 static const char *verdict(int ok) {
     return ok ? "met" : "NOT met";
 }
+
+/* --------------------------------------------- verification on first touch */
+
+/* One epoch: ss_get + memcpy of every example, in `order` (NULL: 0..n-1).
+ * Returns seconds; adds the first token of each example to *sum. */
+static double epoch_copy(const ss_store *s, const uint64_t *order, uint64_t n, unsigned char *dst,
+                         size_t ring, uint64_t *sum) {
+    double t0 = now();
+    size_t at = 0;
+    for (uint64_t j = 0; j < n; j++) {
+        ss_view v;
+        int rc = ss_get(s, 0, order ? order[j] : j, &v);
+        if (rc) die("ss_get", rc);
+        size_t b = (size_t)(v.length * v.row_bytes);
+        if (at + b > ring) at = 0;
+        memcpy(dst + at, v.data, b);
+        *sum += dst[at];
+        at += b;
+    }
+    return now() - t0;
+}
+
+enum { V_OPEN, V_SEQ1, V_SEQ2, V_RND1, V_RND2, V_N };
+#define V_ROUNDS 7
+
+/* A fresh handle (a fresh map: page faults again) per access pattern: open,
+ * then two epochs, the first of which hashes every chunk when verifying. */
+static void verify_round(const char *path, unsigned flags, const uint64_t *perm, uint64_t n,
+                         unsigned char *dst, size_t ring, double *t, uint64_t *sum) {
+    for (int pattern = 0; pattern < 2; pattern++) {
+        ss_store *s;
+        double t0 = now();
+        int rc = ss_open(&s, path, flags);
+        if (rc) die("open", rc);
+        if (pattern == 0) t[V_OPEN] = now() - t0;
+        const uint64_t *order = pattern ? perm : NULL;
+        t[pattern ? V_RND1 : V_SEQ1] = epoch_copy(s, order, n, dst, ring, sum);
+        t[pattern ? V_RND2 : V_SEQ2] = epoch_copy(s, order, n, dst, ring, sum);
+        ss_close(s);
+    }
+}
+
+static double median(double *x, int k) {
+    qsort(x, (size_t)k, sizeof *x, cmp_double);
+    return x[k / 2];
+}
+
+static void print_loadavg(const char *when) {
+    char buf[128] = "?";
+    FILE *f = fopen("/proc/loadavg", "r");
+    if (f) {
+        if (!fgets(buf, sizeof buf, f)) strcpy(buf, "?\n");
+        fclose(f);
+    }
+    printf("  load average %s: %s", when, buf);
+}
+
+/* Verified (SS_OPEN_VERIFY) against unverified reads: a sequential and a
+ * random epoch, each first and second, medians of V_ROUNDS rounds in which
+ * the two take turns going first. Target: within 5% after the first epoch. */
+static void bench_verify(const char *path, uint64_t n, unsigned char *dst, size_t ring) {
+    uint64_t *perm = malloc(n * sizeof *perm), seed = 4242;
+    if (!perm) die("permutation", SS_ENOMEM);
+    for (uint64_t i = 0; i < n; i++) perm[i] = i;
+    for (uint64_t i = n - 1; i > 0; i--) {
+        uint64_t j = splitmix(&seed) % (i + 1), x = perm[i];
+        perm[i] = perm[j];
+        perm[j] = x;
+    }
+    double t[2][V_N][V_ROUNDS];
+    uint64_t sum[2] = {0, 0};
+    printf("\nverification on first touch (SS_OPEN_VERIFY) vs unverified, ss_get + memcpy per "
+           "example,\nmedian of %d rounds taking turns:\n",
+           V_ROUNDS);
+    print_loadavg("before");
+    for (int r = 0; r < V_ROUNDS; r++)
+        for (int k = 0; k < 2; k++) {
+            int verify = (r + k) % 2;
+            double one[V_N];
+            verify_round(path, verify ? SS_OPEN_VERIFY : 0, perm, n, dst, ring, one, &sum[verify]);
+            for (int m = 0; m < V_N; m++) t[verify][m][r] = one[m];
+        }
+    if (sum[0] != sum[1]) {
+        fprintf(stderr, "bench_read: verified and unverified reads differ\n");
+        exit(1);
+    }
+    static const char *name[V_N] = {"open (index checked when verifying)", "sequential epoch 1",
+                                    "sequential epoch 2", "random epoch 1", "random epoch 2"};
+    double ratio2 = 0;
+    for (int m = 0; m < V_N; m++) {
+        double u = median(t[0][m], V_ROUNDS), v = median(t[1][m], V_ROUNDS);
+        printf("  %-36s %9.2f ms unverified %9.2f ms verified  %+6.1f%%\n", name[m], u * 1e3,
+               v * 1e3, (v / u - 1) * 100);
+        if ((m == V_SEQ2 || m == V_RND2) && v / u > ratio2) ratio2 = v / u;
+    }
+    printf("  target: second epochs within 5%% of unverified: %s\n", verdict(ratio2 <= 1.05));
+    print_loadavg("after");
+    free(perm);
+}
+
+/* ------------------------------------------------------------------ main */
 
 int main(int argc, char **argv) {
     uint64_t n = 1000000, big = 10000000, maxlen = 512, nq = 2000000;
     const char *dir = getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
     const char *python = default_python();
+    int verify_rounds = 1;
     for (int a = 1; a + 1 < argc; a += 2) {
         if (!strcmp(argv[a], "-n"))
             n = strtoull(argv[a + 1], NULL, 10);
@@ -323,9 +425,11 @@ int main(int argc, char **argv) {
             dir = argv[a + 1];
         else if (!strcmp(argv[a], "-P"))
             python = argv[a + 1];
+        else if (!strcmp(argv[a], "-V"))
+            verify_rounds = strcmp(argv[a + 1], "0") != 0;
         else {
             fprintf(stderr, "usage: bench_read [-n N] [-N BIG] [-l MAXLEN] [-q QUERIES] [-d DIR] "
-                            "[-P python|none]\n");
+                            "[-P python|none] [-V 0|1]\n");
             return 2;
         }
     }
@@ -487,6 +591,8 @@ int main(int argc, char **argv) {
     printf("  ss_get + memcpy per example     %8.2f GB/s   %.2fx the faster memcpy (target >= "
            "0.8x: %s)\n",
            gb / best_scan, best_mem / best_scan, verdict(best_mem / best_scan >= 0.8));
+
+    if (verify_rounds) bench_verify(store, n, dst, ring);
 
     remove_store(lmdb);
     if (use_python) {

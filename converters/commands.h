@@ -53,6 +53,9 @@ int ss_cli_bad_option(const char *cmd, int c, char **argv);
  * command ends, provided no process uses it then (see cli.c). ss_cli_open
  * calls it; commands that open a writer first call it themselves. */
 void ss_cli_note_store(const char *path, unsigned flags);
+/** Remove the lock files ss_cli_note_store() recorded that no process uses
+ *  (cli_locks.c); main() calls it when the command ends. */
+void ss_cli_drop_locks(void);
 /* Remove attribute `attr` (shown to the user as `what`, e.g. "split 'a'")
  * from the store at `path`; an absent attribute is an error. Returns the
  * exit code. */

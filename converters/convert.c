@@ -979,10 +979,10 @@ static void print_summary(ss_conv *c) {
     double el = now_seconds() - c->t0;
     double out = (double)ss_conv_file_size(c->opts.output) / 1e6;
     fprintf(stderr,
-            "seqstore convert: %" PRIu64 " examples, %" PRIu64
-            " elements, %.2f MB in, %.2f MB out, %.2f s, %.1f MB/s%s\n",
-            c->examples, c->elements, (double)c->bytes_in / 1e6, out, el,
-            el > 0 ? (double)c->bytes_in / 1e6 / el : 0.0,
+            "seqstore convert: %" PRIu64 " example%s, %" PRIu64
+            " element%s, %.2f MB in, %.2f MB out, %.2f s, %.1f MB/s%s\n",
+            c->examples, c->examples == 1 ? "" : "s", c->elements, c->elements == 1 ? "" : "s",
+            (double)c->bytes_in / 1e6, out, el, el > 0 ? (double)c->bytes_in / 1e6 / el : 0.0,
             c->start_count ? " (after the examples already in the store)" : "");
 }
 
@@ -1059,8 +1059,9 @@ static void abandon(ss_conv *c) {
     else
         fprintf(stderr,
                 "seqstore convert: '%s' is left incomplete with %" PRIu64
-                " committed examples; %s%s\n",
-                c->opts.output, n, next, again ? "" : " (or --force to start over)");
+                " committed example%s; %s%s\n",
+                c->opts.output, n, n == 1 ? "" : "s", next,
+                again ? "" : " (or --force to start over)");
 }
 
 static int finish(ss_conv *c) {

@@ -84,15 +84,17 @@ typedef struct edf_slot {
 } edf_slot;
 
 static void usage_edf(FILE *out) {
-    fprintf(out, "usage: seqstore convert edf FILE.edf|FILE.bdf... -o STORE [options]\n"
-                 "  one example per recording: field `signal` [T][C] time-major\n"
-                 "  --channels A,B,...  channels by label (case-insensitive); default: every\n"
-                 "                      ordinary signal. All must share one sample rate.\n"
-                 "  --physical f32      store float32 physical values instead of the digital\n"
-                 "                      samples (i16 for EDF, i32 for BDF) plus gain/offset\n"
-                 "  --labels FILE.csv   `path,label` rows: a `label` field per recording\n"
-                 "                      (path matched exactly, else by file name)\n"
-                 "  --list FILE         read input paths from FILE, one per line\n");
+    fprintf(out,
+            "usage: seqstore convert edf FILE.edf|FILE.bdf... -o STORE [options]\n"
+            "  one example per recording: field `signal` [T][C] time-major\n"
+            "  --channels A,B,...  channels by label (case-insensitive; 'Fp1' also finds\n"
+            "                      an EDF+ 'EEG Fp1' when only one such label); default: every\n"
+            "                      ordinary signal. All must share one sample rate.\n"
+            "  --physical f32      store float32 physical values instead of the digital\n"
+            "                      samples (i16 for EDF, i32 for BDF) plus gain/offset\n"
+            "  --labels FILE.csv   `path,label` rows: a `label` field per recording\n"
+            "                      (path matched exactly, else by file name)\n"
+            "  --list FILE         read input paths from FILE, one per line\n");
 }
 
 /* ------------------------------------------------------------- strings */
@@ -118,6 +120,25 @@ static int label_eq(const char *a, const char *b) {
     snprintf(x, sizeof x, "%s", a);
     snprintf(y, sizeof y, "%s", b);
     return strcasecmp(trim(x), trim(y)) == 0;
+}
+
+/* An EDF+ label is "TYPE NAME" ("EEG Fp1", EDF+ spec 2.1.3.1): the name alone. */
+static int label_name_eq(const char *label, const char *name) {
+    char x[128];
+    snprintf(x, sizeof x, "%s", label);
+    const char *sp = strchr(trim(x), ' ');
+    return sp && label_eq(sp + 1, name);
+}
+
+/* The signal labelled `name`: an exact (case-insensitive) label first, else
+ * the one signal whose label is "TYPE name". -1: none; -2: several. */
+static int find_channel(const struct edf_hdr_struct *h, const char *name) {
+    for (int j = 0; j < h->edfsignals; j++)
+        if (label_eq(h->signalparam[j].label, name)) return j;
+    int found = -1;
+    for (int j = 0; j < h->edfsignals; j++)
+        if (label_name_eq(h->signalparam[j].label, name)) found = found == -1 ? j : -2;
+    return found;
 }
 
 static const char *base_name(const char *p) {
@@ -200,11 +221,15 @@ static int select_channels(const edf_job *job, edf_slot *s) {
     } else {
         s->nch = job->nchannels;
         for (uint32_t k = 0; k < job->nchannels; k++) {
-            int found = -1;
-            for (int j = 0; j < h->edfsignals && found < 0; j++)
-                if (label_eq(h->signalparam[j].label, job->channels[k])) found = j;
+            int found = find_channel(h, job->channels[k]);
             if (found < 0) {
-                slot_fail(s, "no channel '%s'; the file has:", job->channels[k]);
+                if (found == -1)
+                    slot_fail(s, "no channel '%s'; the file has:", job->channels[k]);
+                else
+                    slot_fail(s,
+                              "channel '%s' is ambiguous (several 'TYPE %s' labels: give the "
+                              "whole label); the file has:",
+                              job->channels[k], job->channels[k]);
                 for (int j = 0; j < h->edfsignals; j++) {
                     char l[17];
                     copy_trimmed(l, sizeof l, h->signalparam[j].label);

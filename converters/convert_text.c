@@ -1,4 +1,5 @@
 /* convert_text.c - `seqstore convert text` and the text engine (see text.h). */
+#include "commands.h"
 #include "spm_text.h"
 #include "text.h"
 #include "utf8.h"
@@ -565,7 +566,8 @@ int tx_vocab_load(ss_conv *c, ss_vocab **out, const char *from, const char *fiel
     ss_store *s = NULL;
     *out = NULL;
     ss_conv_add_checked(c, from); /* --resume: the same vocabulary */
-    int rc = ss_open(&s, from, 0);
+    ss_cli_note_store(from, 0);   /* its lock file goes when the command ends */
+    int rc = ss_open(&s, from, SS_OPEN_VERIFY);
     if (rc == 0) {
         ss_attr a;
         snprintf(name, sizeof name, "%s.vocab", field);

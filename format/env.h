@@ -5,6 +5,7 @@
 #include "internal.h"
 
 #include <lmdb.h>
+#include <stdint.h>
 
 /* Opens a new environment into *env (left for the registry to close on error). */
 typedef int (*ss_env_open_fn)(MDB_env **env, void *ctx);
@@ -14,6 +15,19 @@ typedef int (*ss_env_open_fn)(MDB_env **env, void *ctx);
 int ss_env_acquire(MDB_env **out, const char *path, int writer, ss_env_open_fn open_fn, void *ctx);
 /* Drop one reference; the last closes the environment. Accepts NULL. */
 void ss_env_release(MDB_env *env);
+/* The least map of a read-only environment: 1 TiB of address space. */
+#define SS_READER_MAP_MIN (1ull << 40)
+/* The map size for a read-only environment of a file of `file_bytes`:
+ * max(SS_READER_MAP_MIN, 4 x file) if the address space has room, else
+ * 4 x file, else 0 (LMDB's choice). Set it before mdb_env_open. Call it
+ * only from an ss_env_open_fn (it reads state guarded by the registry lock). */
+uint64_t ss_env_reader_map_bytes(uint64_t file_bytes);
+/* For tests: use `bytes` as every later reader map (0 restores the policy). */
+void ss_env_set_reader_map_bytes(uint64_t bytes);
+/* Begin a read transaction on a shared read-only environment. If the file
+ * outgrew the map (MDB_MAP_RESIZED), remap only when the caller is the
+ * environment's sole user, else SS_EBUSY; never remaps under live readers. */
+int ss_env_begin_read(MDB_env *env, const char *path, MDB_txn **txn);
 /* SS_ECORRUPT when the file is shorter than the pages the meta page claims. */
 int ss_env_check_size(MDB_env *env, const char *path);
 

@@ -2,8 +2,10 @@
 #include "store.h"
 
 #include "env.h"
+#include "lmdb_check.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 
@@ -128,6 +130,68 @@ static int ss_read_header(ss_store *s, unsigned flags) {
     return 0;
 }
 
+/* The one place where SS_OPEN_VERIFY checks a block (a data chunk or an index
+ * segment) against its checksum. `b` is the payload room after the block
+ * header, as ss_collect() found it; *len is set to the checked payload's size. */
+static int ss_block_check(const ss_store *s, char tag, uint32_t field, uint64_t number,
+                          const ss_block *b, uint64_t *len) {
+    char what[512];
+    snprintf(what, sizeof what, "%s: field '%s': %s %llu", s->path, s->h.fields[field].name,
+             tag == SS_KEY_DATA ? "data chunk" : "index segment", (unsigned long long)number);
+    ss_key key; /* format version 2 binds the checksum to the block's key */
+    ss_key_numbered(&key, tag, field, number);
+    const unsigned char *payload;
+    return ss_block_open(b->data - SS_BLOCK_HDR, b->size + SS_BLOCK_HDR, &key, s->h.format_version,
+                         what, &payload, len);
+}
+
+/* SS_OPEN_VERIFY: a verdict slot per data chunk, and every index segment
+ * checked now. The index is small (16 bytes per example) and read by
+ * ss_length(), which cannot report an error, so it is checked at open. */
+static int ss_verify_setup(ss_store *s) {
+    for (uint32_t i = 0; i < s->h.nfields; i++) {
+        ss_rfield *rf = &s->f[i];
+        rf->verdict = calloc(rf->nchunks ? rf->nchunks : 1, sizeof *rf->verdict);
+        if (!rf->verdict) return ss__fail(SS_ENOMEM, "%s: out of memory", s->path);
+        for (uint64_t g = 0; rf->sequence && g < rf->nsegments; g++) {
+            /* Entries are read up to the room; the checksum covers `len`. */
+            uint64_t len, want = g + 1 < rf->nsegments ? SS_SEGMENT_ENTRIES
+                                                       : s->h.count + 1 - g * SS_SEGMENT_ENTRIES;
+            int rc = ss_block_check(s, SS_KEY_INDEX, i, g, &rf->segment_blocks[g], &len);
+            if (rc) return rc;
+            if (len < want * SS_INDEX_ENTRY)
+                return ss__fail(SS_ECORRUPT,
+                                "%s: field '%s': index segment %llu holds %llu checked bytes, "
+                                "needs %llu",
+                                s->path, s->h.fields[i].name, (unsigned long long)g,
+                                (unsigned long long)len,
+                                (unsigned long long)(want * SS_INDEX_ENTRY));
+        }
+    }
+    return 0;
+}
+
+/* SS_OPEN_VERIFY: 0 if data chunk `chunk` of `field` is sound, hashing it on
+ * its first touch; else SS_ECORRUPT, now and on every later touch. */
+__attribute__((noinline)) static int ss_chunk_verified(const ss_store *s, uint32_t field,
+                                                       uint64_t chunk, uint64_t index) {
+    _Atomic unsigned char *slot = &s->f[field].verdict[chunk];
+    unsigned char state = atomic_load_explicit(slot, memory_order_acquire);
+    if (state == SS_CHUNK_UNCHECKED) {
+        uint64_t len;
+        state = ss_block_check(s, SS_KEY_DATA, field, chunk, &s->f[field].chunks[chunk], &len)
+                    ? SS_CHUNK_CORRUPT
+                    : SS_CHUNK_SOUND;
+        atomic_store_explicit(slot, state, memory_order_release);
+    }
+    if (state == SS_CHUNK_SOUND) return 0;
+    return ss__fail(SS_ECORRUPT,
+                    "%s: field '%s' example %llu: data chunk %llu is corrupt (checksum mismatch; "
+                    "seqstore verify lists every damaged chunk)",
+                    s->path, s->h.fields[field].name, (unsigned long long)index,
+                    (unsigned long long)chunk);
+}
+
 typedef struct ss_open_ctx {
     const char *path;
     unsigned flags;
@@ -138,6 +202,11 @@ static int ss_open_readonly_env(MDB_env **env, void *vctx) {
     int rc = mdb_env_create(env);
     if (rc) return ss__lmdb_fail(rc, ctx->path);
     mdb_env_set_maxreaders(*env, 1022);
+    /* A map far beyond the file, so that growth by another process's writer
+     * never forces a remap under this process's readers (env.c). */
+    struct stat st;
+    uint64_t map = ss_env_reader_map_bytes(stat(ctx->path, &st) == 0 ? (uint64_t)st.st_size : 0);
+    if (map) mdb_env_set_mapsize(*env, (size_t)map);
     unsigned mflags = MDB_RDONLY | MDB_NOSUBDIR | MDB_NOTLS;
     if (ctx->flags & SS_OPEN_NOLOCK) mflags |= MDB_NOLOCK;
     if (ctx->flags & SS_OPEN_RANDOM) mflags |= MDB_NORDAHEAD;
@@ -155,15 +224,12 @@ static int ss_open_env(ss_store *s, unsigned flags) {
     ss_open_ctx ctx = {s->path, flags};
     int rc = ss_env_acquire(&s->env, s->path, 0, ss_open_readonly_env, &ctx);
     if (rc) return rc;
-    rc = mdb_txn_begin(s->env, NULL, MDB_RDONLY, &s->txn);
-    if (rc == MDB_MAP_RESIZED) {
-        mdb_env_set_mapsize(s->env, 0);
-        rc = mdb_txn_begin(s->env, NULL, MDB_RDONLY, &s->txn);
-    }
-    if (rc) return ss__lmdb_fail(rc, s->path);
+    if ((rc = ss_env_begin_read(s->env, s->path, &s->txn))) return rc;
     /* LMDB maps pages beyond the end of a truncated file, and touching them
      * raises SIGBUS: the file must hold every page the meta page claims. */
     if ((rc = ss_env_check_size(s->env, s->path))) return rc;
+    /* LMDB trusts its pages: check the snapshot's B-trees before it reads them. */
+    if ((rc = ss_lmdb_check(s->env, &s->txn, s->path, 0))) return rc;
     rc = mdb_dbi_open(s->txn, NULL, 0, &s->dbi);
     return rc ? ss__lmdb_fail(rc, s->path) : 0;
 }
@@ -180,6 +246,8 @@ int ss_open(ss_store **out, const char *path, unsigned flags) {
         return ss__fail(SS_ENOTSTORE, "open '%s': not a seqstore store (a directory)", path);
     if (st.st_size == 0)
         return ss__fail(SS_ENOTSTORE, "open '%s': not a seqstore store (empty file)", path);
+    int rc = ss_lmdb_check_file(path, (uint64_t)st.st_size);
+    if (rc) return rc;
     ss_store *s = calloc(1, sizeof *s);
     if (!s || !(s->path = strdup(path))) {
         free(s);
@@ -188,9 +256,10 @@ int ss_open(ss_store **out, const char *path, unsigned flags) {
     s->file_bytes = (uint64_t)st.st_size;
     s->complete = 1;
     pthread_mutex_init(&s->lock, NULL);
-    int rc = ss_open_env(s, flags);
+    rc = ss_open_env(s, flags);
     if (rc == 0) rc = ss_read_header(s, flags);
     if (rc == 0) rc = ss_build_tables(s);
+    if (rc == 0 && (flags & SS_OPEN_VERIFY)) rc = ss_verify_setup(s);
     if (rc == 0) rc = ss_attr_load(s);
     if (rc) {
         ss_close(s);
@@ -207,6 +276,7 @@ void ss_close(ss_store *s) {
         free(s->f[i].chunks);
         free(s->f[i].segments);
         free(s->f[i].segment_blocks);
+        free((void *)s->f[i].verdict);
     }
     ss_attr_unload(s);
     if (s->txn) mdb_txn_abort(s->txn);
@@ -287,6 +357,12 @@ int ss_get(const ss_store *s, uint32_t field, uint64_t index, ss_view *out) {
     const ss_block *b = &rf->chunks[chunk];
     if (offset > b->size || rows > (b->size - offset) / rf->row_bytes)
         return ss_bad_location(s, field, index);
+    /* SS_OPEN_VERIFY: one byte load per view once the chunk is known sound. */
+    if (rf->verdict &&
+        atomic_load_explicit(&rf->verdict[chunk], memory_order_relaxed) != SS_CHUNK_SOUND) {
+        int rc = ss_chunk_verified(s, field, chunk, index);
+        if (rc) return rc;
+    }
     out->data = b->data + offset;
     return 0;
 }

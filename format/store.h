@@ -5,6 +5,7 @@
 #include "layout.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 
 /* A block's payload inside the map. */
 typedef struct ss_block {
@@ -26,9 +27,15 @@ typedef struct ss_rfield {
     uint64_t nchunks;
     ss_block *chunks;
     uint64_t nsegments;
-    const ss_entry **segments; /* entries of each index segment */
-    ss_block *segment_blocks;  /* the same segments as blocks, for verify */
+    const ss_entry **segments;      /* entries of each index segment */
+    ss_block *segment_blocks;       /* the same segments as blocks, for verify */
+    _Atomic unsigned char *verdict; /* SS_OPEN_VERIFY: per chunk, an ss_chunk_state;
+                                       NULL without the flag */
 } ss_rfield;
+
+/* What SS_OPEN_VERIFY knows of a data chunk. Two threads may both hash an
+ * unchecked chunk; they store the same verdict, so the race is benign. */
+enum ss_chunk_state { SS_CHUNK_UNCHECKED = 0, SS_CHUNK_SOUND = 1, SS_CHUNK_CORRUPT = 2 };
 
 typedef struct ss_attr_slot {
     char *name;

@@ -1,4 +1,5 @@
 /* verify.c - recompute every checksum and check the index's consistency. */
+#include "lmdb_check.h"
 #include "store.h"
 
 #include <stdio.h>
@@ -109,6 +110,15 @@ static void ss_verify_field(ss_verifier *v, uint32_t f) {
 int ss_verify(const ss_store *s, ss_verify_fn report, void *ctx, uint64_t *problems) {
     if (problems) *problems = 0;
     if (!s) return ss__fail(SS_EINVAL, "ss_verify: store is NULL");
+    /* The B-trees again, with every overflow page header (open skips those). */
+    int rc = ss_lmdb_check_held(s->env, s->txn, s->path, SS_LMDB_CHECK_OVERFLOW);
+    if (rc) {
+        if (problems) *problems = 1;
+        ss_verify_problem p = {
+            "LMDB B-tree is damaged (see the error message)", -1, 0, 0, 0, "LMDB pages"};
+        if (report) report(ctx, &p);
+        return rc;
+    }
     ss_verifier v = {s, report, ctx, 0, 0, {0}};
     for (uint32_t f = 0; f < s->h.nfields && !v.stop; f++) ss_verify_field(&v, f);
     for (uint64_t k = 0; k < s->nattrs && !v.stop; k++) {

@@ -3,6 +3,7 @@
 #include "layout.h"
 
 #include "env.h"
+#include "lmdb_check.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -794,12 +795,15 @@ int ss_writer_open(ss_writer **out, const char *path, const ss_schema *schema,
                         strerror(errno));
     if (st.st_size == 0)
         return ss__fail(SS_ENOTSTORE, "open '%s': not a seqstore store (empty file)", path);
+    int rc = ss_lmdb_check_file(path, (uint64_t)st.st_size);
+    if (rc) return ss__context(rc, "open '%s' for writing", path);
     ss_writer *w;
-    int rc = ss_writer_alloc(&w, path, options);
+    rc = ss_writer_alloc(&w, path, options);
     if (rc == 0) rc = ss_writer_env(w, options ? options->map_bytes : 0);
     MDB_txn *txn = NULL;
     if (rc == 0 && (rc = mdb_txn_begin(w->env, NULL, MDB_RDONLY, &txn)))
         rc = ss__lmdb_fail(rc, "begin");
+    if (rc == 0) rc = ss_lmdb_check(w->env, &txn, w->path, SS_LMDB_CHECK_OVERFLOW);
     if (rc == 0) rc = ss_writer_read_state(w, txn, (w->flags & SS_WRITE_RESUME) != 0);
     if (rc == 0 && schema && !ss_schema_equal(&w->h, schema))
         rc = ss__fail(SS_ESCHEMA, "the store's schema differs from the one given");

@@ -306,7 +306,11 @@ enum {
     SS_OPEN_NOLOCK = 1u << 0,     /**< no lock file (read-only media); the caller
                                        guarantees that no writer is active */
     SS_OPEN_INCOMPLETE = 1u << 1, /**< open an unfinished store's committed prefix */
-    SS_OPEN_RANDOM = 1u << 2      /**< random access: turn off OS read-ahead */
+    SS_OPEN_RANDOM = 1u << 2,     /**< random access: turn off OS read-ahead */
+    SS_OPEN_VERIFY = 1u << 3      /**< verify on first touch: the checksum of a data
+                                       chunk is checked the first time ss_get() (or
+                                       anything built on it) hands out a view into
+                                       it, and every index segment at open */
 };
 
 /** Open a store read-only.
@@ -316,12 +320,36 @@ enum {
  *  magic, the format version, the metadata checksum, every count of the
  *  header against what the file can hold (before allocating anything by
  *  it), the chunk and index tables, and reads the attribute names (a damaged
- *  B-tree there is SS_ECORRUPT, not fewer attributes). The store reads one
+ *  B-tree there is SS_ECORRUPT, not fewer attributes); with SS_OPEN_VERIFY
+ *  also the index segments' checksums, which reads the index: O(examples).
+ *  Before LMDB reads the file, its meta pages and B-tree pages are checked
+ *  (spec/FORMAT.md section 12), so a damaged page is SS_ECORRUPT naming the
+ *  page, never a crash. The store reads one
  *  consistent snapshot, taken at open, until ss_close().
- *  One open store may be read by many threads at once. Opening the same file
- *  several times in one process is fine: the opens share one LMDB environment
- *  (LMDB allows one per file per process), each with its own snapshot. Do not
- *  carry an open store across fork(); open it in the child.
+ *
+ *  Integrity: without SS_OPEN_VERIFY a read trusts the data it maps; only the
+ *  header, attributes and the index's bounds are checked, so a damaged data
+ *  chunk is returned as it is (ss_verify() finds it). With SS_OPEN_VERIFY,
+ *  every index segment's checksum is checked at open (XXH3 over 16 bytes per
+ *  example) and each data chunk's the first time a view into it is handed
+ *  out (about 0.1 ms per 1 MiB chunk, once per chunk per open store); a
+ *  damaged chunk makes that and every later ss_get() into it return
+ *  SS_ECORRUPT naming the field and the chunk, while other chunks read
+ *  normally. The seqstore CLI always verifies.
+ *
+ *  Threads and processes: one open store may be read by many threads at
+ *  once. Opening the same file several times in one process is fine: the
+ *  opens share one LMDB environment (LMDB allows one per file per process),
+ *  each with its own snapshot. Another process may append meanwhile: a
+ *  reader maps max(1 TiB, 4 x the file size) of address space (read-only,
+ *  file-backed: no memory is reserved, only pages read are loaded), so the
+ *  file can grow that far under the process's open stores without the map
+ *  ever being replaced under them. Should the file outgrow it, a later open
+ *  of the same file in this process fails with SS_EBUSY while other handles
+ *  of it are open (close them and open again) rather than move the map under
+ *  their views. With a limited address space (ulimit -v) the map falls back
+ *  to 4 x the file size. Do not carry an open store across fork(); open it
+ *  in the child.
  *  @param[out] out   the store; close it with ss_close().
  *  @param[in]  path  the store file (not a directory).
  *  @param[in]  flags SS_OPEN_... (0 for defaults)
@@ -329,10 +357,13 @@ enum {
  *          store"); SS_EVERSION ("format version 3 is newer than this
  *          library's 2"); SS_ECORRUPT ("metadata checksum mismatch", a header
  *          count larger than the file can hold naming the field, an
- *          inconsistent table, a damaged attribute walk); SS_EINCOMPLETE (the writer did not
- * finish; the message says how many examples are committed); SS_EBUSY (this process has the file
- * open for writing); SS_EINVAL (NULL out, empty path); SS_ENOMEM; SS_EIO. A directory or an empty
- * file is SS_ENOTSTORE. */
+ *          inconsistent table, a damaged attribute walk, a damaged LMDB
+ *          page); SS_EINCOMPLETE (the writer did not finish; the message says
+ *          how many examples are committed); SS_EBUSY (this process has the
+ *          file open for writing, or the file outgrew the map shared with
+ *          this process's other handles of it); SS_EINVAL (NULL out, empty
+ *          path); SS_ENOMEM; SS_EIO. A directory or an empty file is
+ *          SS_ENOTSTORE. */
 SS_API int ss_open(ss_store **out, const char *path, unsigned flags);
 
 /** Close the store; every view and pointer obtained from it becomes invalid.
@@ -369,10 +400,14 @@ typedef struct ss_view {
 } ss_view;
 
 /** View of field `field` of example `index`: O(1), no allocation, no copy.
+ *  With SS_OPEN_VERIFY, the first view into a data chunk also hashes the
+ *  chunk once (see ss_open()); threads may race to do it, which is harmless.
  *  @param[out] out the view (the output comes last here); its data is
  *                  borrowed from the map, valid until ss_close().
  *  @return 0; SS_ERANGE (bad field or index; the message names them);
- *          SS_ECORRUPT if the index points outside its chunk; SS_EINVAL
+ *          SS_ECORRUPT if the index points outside its chunk, or with
+ *          SS_OPEN_VERIFY if the chunk's checksum does not match (the
+ *          message names the field, the chunk and the example); SS_EINVAL
  *          (NULL argument). */
 SS_API int ss_get(const ss_store *s, uint32_t field, uint64_t index, ss_view *out);
 
@@ -477,8 +512,10 @@ typedef struct ss_verify_problem {
 /** Called for every problem; return non-zero to stop verifying. */
 typedef int (*ss_verify_fn)(void *ctx, const ss_verify_problem *problem);
 
-/** Recompute every checksum (header, index segments, data chunks, attributes)
- *  and check the index for consistency. In a format-version-2 store each
+/** Check the structure of the file's LMDB B-trees (every page, node and
+ *  overflow page header the snapshot reaches), recompute every checksum
+ *  (header, index segments, data chunks, attributes) and check the index for
+ *  consistency. In a format-version-2 store each
  *  checksum is bound to the block's key, so a block found under another key
  *  (a renamed attribute, a chunk key leading to another chunk) is reported;
  *  version 1 checksums cover the payload only (spec/FORMAT.md §11).
@@ -487,7 +524,8 @@ typedef int (*ss_verify_fn)(void *ctx, const ss_verify_problem *problem);
  *  @param[in] ctx    passed to `report` unchanged.
  *  @param[out] problems number of problems found; may be NULL.
  *  @return 0 if the store is sound; SS_ECORRUPT if a problem was found (the
- *          message names the first); SS_EINVAL (NULL store). */
+ *          message names the first, e.g. the damaged LMDB page); SS_EINVAL
+ *          (NULL store); SS_EIO or SS_ENOMEM while checking the B-trees. */
 SS_API int ss_verify(const ss_store *s, ss_verify_fn report, void *ctx, uint64_t *problems);
 
 #ifdef __cplusplus

@@ -21,18 +21,38 @@ int ss__batch_check_options(const ss_batch_options *o, int have_lengths) {
     if (!o) return ss__fail(SS_EINVAL, "batch: options are required");
     if (o->version != SS_BATCH_OPTIONS_VERSION)
         return ss__fail(SS_EINVAL, "batch: unknown options version %u", o->version);
+    if ((unsigned)o->remainder > SS_REMAINDER_PAD)
+        return ss__fail(SS_EINVAL, "batch: unknown remainder policy %d", (int)o->remainder);
     if (o->max_tokens == 0) {
         if (o->batch_size == 0)
             return ss__fail(SS_EINVAL, "batch: batch_size is 0 (set batch_size, or max_tokens "
                                        "for token-budget batching)");
-        if ((unsigned)o->remainder > SS_REMAINDER_DIVISIBLE)
-            return ss__fail(SS_EINVAL, "batch: unknown remainder policy %d", (int)o->remainder);
-    } else if (!have_lengths) {
+        /* Token-budget options would be silently ignored here: refuse them. */
+        if (o->max_sentences || o->batch_size_multiple > 1 || o->skip_too_long)
+            return ss__fail(SS_EINVAL, "batch: max_sentences, batch_size_multiple and "
+                                       "skip_too_long apply to token-budget batching only "
+                                       "(max_tokens is 0)");
+        return 0;
+    }
+    if (o->batch_size)
+        return ss__fail(SS_EINVAL,
+                        "batch: both batch_size (%" PRIu64 ") and max_tokens (%" PRIu64
+                        ") are set; set one (max_sentences caps a token-budget batch)",
+                        o->batch_size, o->max_tokens);
+    if (o->remainder != SS_REMAINDER_INCLUDE)
+        return ss__fail(SS_EINVAL, "batch: the remainder policy applies to fixed-size batches "
+                                   "only (token-budget batching always keeps its last batch)");
+    if (!have_lengths)
         return ss__fail(SS_EINVAL,
                         "batch: token-budget batching (max_tokens %" PRIu64 ") needs lengths",
                         o->max_tokens);
-    }
     return 0;
+}
+
+uint64_t ss__batch_capacity(uint64_t n, uint64_t segments, const ss_batch_options *o) {
+    /* SS_REMAINDER_PAD adds up to batch_size - 1 items per segment. */
+    if (o->max_tokens || o->remainder != SS_REMAINDER_PAD) return n;
+    return n + segments * (o->batch_size - 1);
 }
 
 int ss__batch_builder_init(ss__batch_builder *bb, uint64_t cap) {
@@ -70,13 +90,31 @@ static int segment_fixed(ss__batch_builder *bb, const uint64_t *order, uint64_t 
                         " (remainder policy 'divisible')",
                         n, bs);
     uint64_t keep = o->remainder == SS_REMAINDER_SKIP ? full : n;
+    /* PAD: fill the last batch up to bs by repeating the order from its start. */
+    if (o->remainder == SS_REMAINDER_PAD && n % bs) keep = full + bs;
     for (uint64_t i = 0; i < keep; i++) {
-        bb->items[bb->nitems++] = order[i];
+        bb->items[bb->nitems++] = order[i % n];
         if ((i + 1) % bs == 0 || i + 1 == keep) close_batch(bb, bb->nitems);
     }
     return 0;
 }
 
+/* Close the batch [begin, begin + keep) of the builder; the rest stays. */
+static uint64_t close_keep(ss__batch_builder *bb, uint64_t begin, uint64_t keep,
+                           uint64_t *cur_max) {
+    close_batch(bb, begin + keep);
+    begin += keep;
+    *cur_max = 0;
+    for (uint64_t j = begin; j < bb->nitems; j++)
+        if (bb->lens[j] > *cur_max) *cur_max = bb->lens[j];
+    return begin;
+}
+
+/* Greedy: each batch is the longest run from its start that fits (n <=
+ * max_sentences, n * max_len <= max_tokens), cut down to a multiple of m
+ * when it holds m or more; the cut-off examples start the next run. If they
+ * cannot share a batch with the next example, they close as a batch of
+ * their own (fewer than m): the budget is never exceeded. */
 static int segment_tokens(ss__batch_builder *bb, const uint64_t *order, const uint64_t *lengths,
                           uint64_t n, const ss_batch_options *o) {
     uint64_t mt = o->max_tokens, ms = o->max_sentences;
@@ -94,21 +132,14 @@ static int segment_tokens(ss__batch_builder *bb, const uint64_t *order, const ui
                             " in the order) has length %" PRIu64 " > max_tokens %" PRIu64,
                             order[i], i, len, mt);
         }
-        uint64_t cnt = bb->nitems - begin;
-        uint64_t m = len > cur_max ? len : cur_max;
-        /* (cnt + 1) * m > mt, without overflow: m <= mt here. */
-        int full = cnt > 0 && ((ms && cnt == ms) || m > mt / (cnt + 1) || (cnt + 1) * m > mt);
-        if (full) {
-            uint64_t keep = cnt;
-            if (mult > 1) {
-                uint64_t a = mult * (cnt / mult), b = cnt % mult;
-                keep = a > b ? a : b;
-            }
-            close_batch(bb, begin + keep);
-            begin += keep;
-            cur_max = 0;
-            for (uint64_t j = begin; j < bb->nitems; j++)
-                if (bb->lens[j] > cur_max) cur_max = bb->lens[j];
+        for (;;) { /* at most twice: a full batch, then its carried remainder */
+            uint64_t cnt = bb->nitems - begin;
+            uint64_t m = len > cur_max ? len : cur_max;
+            /* (cnt + 1) * m > mt, without overflow: m <= mt here. */
+            int full = cnt > 0 && ((ms && cnt >= ms) || m > mt / (cnt + 1) || (cnt + 1) * m > mt);
+            if (!full) break;
+            uint64_t keep = cnt >= mult ? mult * (cnt / mult) : cnt;
+            begin = close_keep(bb, begin, keep, &cur_max);
         }
         bb->items[bb->nitems] = order[i];
         bb->lens[bb->nitems++] = len;
@@ -120,7 +151,8 @@ static int segment_tokens(ss__batch_builder *bb, const uint64_t *order, const ui
 
 int ss__batch_segment(ss__batch_builder *bb, const uint64_t *order, const uint64_t *lengths,
                       uint64_t n, const ss_batch_options *o) {
-    if (bb->nitems + n > bb->cap) return ss__fail(SS_EINVAL, "batch: builder overflow");
+    if (bb->nitems + ss__batch_capacity(n, 1, o) > bb->cap)
+        return ss__fail(SS_EINVAL, "batch: builder overflow");
     return o->max_tokens ? segment_tokens(bb, order, lengths, n, o)
                          : segment_fixed(bb, order, n, o);
 }
@@ -154,7 +186,7 @@ int ss_batcher_create(ss_batcher **out, const uint64_t *order, const uint64_t *l
     int rc = ss__batch_check_options(options, lengths != NULL || n == 0);
     if (rc) return rc;
     ss__batch_builder bb;
-    rc = ss__batch_builder_init(&bb, n);
+    rc = ss__batch_builder_init(&bb, ss__batch_capacity(n, 1, options));
     if (!rc) rc = ss__batch_segment(&bb, order, lengths, n, options);
     if (!rc) rc = ss__batcher_from_builder(out, &bb);
     if (rc) ss__batch_builder_free(&bb);

@@ -15,6 +15,8 @@ typedef struct ss__batch_builder {
 
 /* Check options; `n` examples will be batched (for messages). */
 int ss__batch_check_options(const ss_batch_options *o, int have_lengths);
+/* Items a builder needs for n examples cut in `segments` separate runs. */
+uint64_t ss__batch_capacity(uint64_t n, uint64_t segments, const ss_batch_options *o);
 /* Allocate room for up to `cap` items. */
 int ss__batch_builder_init(ss__batch_builder *bb, uint64_t cap);
 void ss__batch_builder_free(ss__batch_builder *bb);

@@ -11,13 +11,18 @@
 #include <string.h>
 
 #define BUCKET_MAGIC 0x54454B4355425353ull /* "SSBUCKET" little-endian */
-#define BUCKET_VERSION 1u
+#define BUCKET_VERSION 1u                  /* ascending length keys, fixed-width buckets */
+#define BUCKET_VERSION2 2u                 /* + flags at offset 56 */
+#define FLAG_DESCENDING 1u
+#define FLAG_QUANTILE 2u  /* estimated boundaries, not by resolution (R = 0) */
+#define FLAG_NO_FIELDS 4u /* keys from an array or callback, not field lengths */
+#define FLAGS_KNOWN 7u
 #define BUCKET_HEADER 64
 #define STREAM_BUCKET 0x62756b74ull /* "bukt" */
 
 struct ss_bucket {
     uint64_t count, nbuckets, resolution;
-    uint32_t nkeys;
+    uint32_t nkeys, flags;
     uint32_t fields[SS_BUCKET_MAX_KEYS];
     const uint64_t *perm;   /* count entries */
     const uint64_t *starts; /* nbuckets + 1 entries */
@@ -63,6 +68,18 @@ static int item_cmp(const void *a, const void *b) {
     return x->idx < y->idx ? -1 : x->idx > y->idx;
 }
 
+static int item_cmp_desc(const void *a, const void *b) {
+    const sort_item *x = a, *y = b;
+    for (int k = 0; k < SS_BUCKET_MAX_KEYS; k++)
+        if (x->key[k] != y->key[k]) return x->key[k] > y->key[k] ? -1 : 1;
+    return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
+static int u64_cmp(const void *a, const void *b) {
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
 static int check_build_args(size_t nkeys, uint64_t resolution) {
     if (nkeys < 1 || nkeys > SS_BUCKET_MAX_KEYS)
         return ss__fail(SS_EINVAL, "bucket index: %zu keys (need 1..%d)", nkeys,
@@ -74,8 +91,102 @@ static int check_build_args(size_t nkeys, uint64_t resolution) {
 /* Build from a key getter: key k of example i. */
 typedef uint64_t (*key_fn)(const void *ctx, size_t k, uint64_t i);
 
+/* Fixed width R: a bucket starts where floor(key / R) changes in some key.
+ * Returns the bucket count. */
+static uint64_t cut_fixed(const sort_item *it, uint64_t count, size_t nkeys, uint64_t R,
+                          uint64_t *starts) {
+    uint64_t nb = 0;
+    for (uint64_t i = 0; i < count; i++) {
+        int boundary = i == 0;
+        for (size_t k = 0; k < nkeys && !boundary; k++)
+            boundary = it[i].key[k] / R != it[i - 1].key[k] / R;
+        if (boundary) starts[nb++] = i;
+    }
+    starts[nb] = count;
+    return nb;
+}
+
+#define HIST_CAP 2048 /* histogram bins of the boundary search */
+
+/* The histogram of key 0 along the sorted items: runs of equal keys, merged
+ * into at most HIST_CAP bins of about count / HIST_CAP items (a bin never
+ * splits a run). first[g], cnt[g], sum[g], top[g] (largest key). */
+static uint64_t histogram(const sort_item *it, uint64_t count, uint64_t *first, uint64_t *cnt,
+                          uint64_t *sum, uint64_t *top) {
+    uint64_t g = 0, per = count / HIST_CAP + 1;
+    for (uint64_t i = 0; i < count; i++) {
+        uint64_t v = it[i].key[0];
+        int run_start = i == 0 || v != it[i - 1].key[0];
+        if (run_start && (g == 0 || (cnt[g - 1] >= per && g < HIST_CAP))) {
+            first[g] = i;
+            cnt[g] = sum[g] = top[g] = 0;
+            g++;
+        }
+        cnt[g - 1]++;
+        sum[g - 1] += v;
+        if (v > top[g - 1]) top[g - 1] = v;
+    }
+    return g;
+}
+
+/* Estimated boundaries: cut the histogram into at most maxb contiguous
+ * buckets minimising sum over buckets of (items * largest key - sum of
+ * keys), the padding of a bucket padded to its longest (an upper bound of
+ * its batches' padding), by dynamic programming over the bins,
+ * O(maxb * bins^2). Writes the starts, returns the bucket count in *nb. */
+static int cut_estimated(const sort_item *it, uint64_t count, uint64_t maxb, uint64_t *starts,
+                         uint64_t *nb) {
+    *nb = 0;
+    if (count == 0) {
+        starts[0] = 0;
+        return 0;
+    }
+    uint64_t *h = malloc(4 * HIST_CAP * sizeof *h);
+    if (!h) return ss__fail(SS_ENOMEM, "bucket index: out of memory");
+    uint64_t *first = h, *cnt = h + HIST_CAP, *sum = h + 2 * HIST_CAP, *top = h + 3 * HIST_CAP;
+    uint64_t G = histogram(it, count, first, cnt, sum, top);
+    uint64_t K = maxb < G ? maxb : G;
+    double *f = malloc(K * G * sizeof *f);
+    uint32_t *arg = malloc(K * G * sizeof *arg);
+    if (!f || !arg) {
+        free(h);
+        free(f);
+        free(arg);
+        return ss__fail(SS_ENOMEM, "bucket index: out of memory");
+    }
+    /* f[k*G + b]: least padding of bins 0..b in k+1 buckets; arg: first bin
+     * of the last bucket. Costs run from bin b down to a. */
+    for (uint64_t k = 0; k < K; k++)
+        for (uint64_t b = k; b < G; b++) {
+            double best = -1, c = 0, s = 0, t = 0;
+            uint32_t at = 0;
+            for (uint64_t a = b + 1; a-- > k;) {
+                c += (double)cnt[a];
+                s += (double)sum[a];
+                if ((double)top[a] > t) t = (double)top[a];
+                double v = c * t - s + (k ? f[(k - 1) * G + a - 1] : 0);
+                if (k == 0 && a > 0) continue; /* one bucket covers all */
+                if (best < 0 || v < best) best = v, at = (uint32_t)a;
+            }
+            f[k * G + b] = best;
+            arg[k * G + b] = at;
+        }
+    uint64_t b = G - 1;
+    for (uint64_t k = K; k-- > 0;) {
+        uint32_t a = arg[k * G + b];
+        starts[k] = first[a];
+        b = a ? a - 1 : 0;
+    }
+    starts[K] = count;
+    *nb = K;
+    free(h);
+    free(f);
+    free(arg);
+    return 0;
+}
+
 static int build(ss_bucket **out, key_fn get, const void *ctx, const uint32_t *fields, size_t nkeys,
-                 uint64_t count, uint64_t resolution) {
+                 uint64_t count, uint64_t resolution, uint64_t maxb, uint32_t flags) {
     *out = NULL;
     ss_bucket *b = calloc(1, sizeof *b);
     sort_item *it = malloc((count ? count : 1) * sizeof *it);
@@ -91,22 +202,30 @@ static int build(ss_bucket **out, key_fn get, const void *ctx, const uint32_t *f
         for (size_t k = 0; k < nkeys; k++) it[i].key[k] = get(ctx, k, i);
         it[i].idx = i;
     }
-    qsort(it, (size_t)count, sizeof *it, item_cmp);
+    qsort(it, (size_t)count, sizeof *it, flags & FLAG_DESCENDING ? item_cmp_desc : item_cmp);
     uint64_t *perm = owned, *starts = owned + count, nb = 0;
-    for (uint64_t i = 0; i < count; i++) {
-        perm[i] = it[i].idx;
-        int boundary = i == 0;
-        for (size_t k = 0; k < nkeys && !boundary; k++)
-            boundary = it[i].key[k] / resolution != it[i - 1].key[k] / resolution;
-        if (boundary) starts[nb++] = i;
+    int rc = 0;
+    if (maxb)
+        rc = cut_estimated(it, count, maxb, starts, &nb);
+    else
+        nb = cut_fixed(it, count, nkeys, resolution, starts);
+    if (rc) {
+        free(b);
+        free(it);
+        free(owned);
+        return rc;
     }
-    starts[nb] = count;
+    for (uint64_t i = 0; i < count; i++) perm[i] = it[i].idx;
     free(it);
+    /* Within a bucket, store index order (torchnet's BucketSortedDataset). */
+    for (uint64_t q = 0; q < nb; q++)
+        qsort(perm + starts[q], (size_t)(starts[q + 1] - starts[q]), sizeof *perm, u64_cmp);
     b->count = count;
     b->nbuckets = nb;
     b->resolution = resolution;
     b->nkeys = (uint32_t)nkeys;
-    for (size_t k = 0; k < nkeys; k++) b->fields[k] = fields ? fields[k] : (uint32_t)k;
+    b->flags = flags;
+    for (size_t k = 0; k < nkeys; k++) b->fields[k] = fields ? fields[k] : 0;
     b->perm = perm;
     b->starts = starts;
     b->owned = owned;
@@ -141,7 +260,7 @@ int ss_bucket_build(ss_bucket **out, const ss_store *store, const uint32_t *fiel
             return ss__fail(SS_ERANGE, "bucket index: field %u does not exist (the store has %u)",
                             fields[k], ss_field_count(store));
     store_ctx c = {store, fields};
-    return build(out, store_key, &c, fields, nkeys, ss_count(store), resolution);
+    return build(out, store_key, &c, fields, nkeys, ss_count(store), resolution, 0, 0);
 }
 
 int ss_bucket_build_lengths(ss_bucket **out, const uint64_t *const *lengths, const uint32_t *fields,
@@ -153,7 +272,68 @@ int ss_bucket_build_lengths(ss_bucket **out, const uint64_t *const *lengths, con
     if (count && !lengths) return ss__fail(SS_EINVAL, "ss_bucket_build_lengths: no lengths");
     for (size_t k = 0; k < nkeys && count; k++)
         if (!lengths[k]) return ss__fail(SS_EINVAL, "bucket index: lengths of key %zu are NULL", k);
-    return build(out, array_key, lengths, fields, nkeys, count, resolution);
+    return build(out, array_key, lengths, fields, nkeys, count, resolution, 0,
+                 fields ? 0 : FLAG_NO_FIELDS);
+}
+
+typedef struct fn_ctx {
+    ss_bucket_key_fn fn;
+    void *user;
+} fn_ctx;
+
+static uint64_t callback_key(const void *ctx, size_t k, uint64_t i) {
+    const fn_ctx *c = ctx;
+    return c->fn(c->user, k, i);
+}
+
+static int check_options(const ss_store *store, const uint32_t *fields, size_t nkeys,
+                         const ss_bucket_options *o) {
+    if (!o || o->version != SS_BUCKET_OPTIONS_VERSION)
+        return ss__fail(SS_EINVAL, "ss_bucket_create: options missing or of an unknown version");
+    if (nkeys < 1 || nkeys > SS_BUCKET_MAX_KEYS)
+        return ss__fail(SS_EINVAL, "bucket index: %zu keys (need 1..%d)", nkeys,
+                        SS_BUCKET_MAX_KEYS);
+    if ((o->resolution == 0) == (o->max_buckets == 0))
+        return ss__fail(SS_EINVAL, "bucket index: set exactly one of resolution (fixed-width "
+                                   "buckets) and max_buckets (equal-mass buckets)");
+    if (o->keys && o->key_fn)
+        return ss__fail(SS_EINVAL, "bucket index: keys and key_fn are both set");
+    int custom = o->keys || o->key_fn;
+    if (!custom && (!store || !fields))
+        return ss__fail(SS_EINVAL, "bucket index: length keys need the store and fields");
+    if (custom && store && o->count != ss_count(store))
+        return ss__fail(SS_EINVAL,
+                        "bucket index: count %" PRIu64 " differs from the store's %" PRIu64,
+                        o->count, ss_count(store));
+    for (size_t k = 0; o->keys && k < nkeys && o->count; k++)
+        if (!o->keys[k]) return ss__fail(SS_EINVAL, "bucket index: keys[%zu] is NULL", k);
+    for (size_t k = 0; store && fields && k < nkeys; k++)
+        if (fields[k] >= ss_field_count(store))
+            return ss__fail(SS_ERANGE, "bucket index: field %u does not exist (the store has %u)",
+                            fields[k], ss_field_count(store));
+    return 0;
+}
+
+int ss_bucket_create(ss_bucket **out, const ss_store *store, const uint32_t *fields, size_t nkeys,
+                     const ss_bucket_options *options) {
+    if (!out) return ss__fail(SS_EINVAL, "ss_bucket_create: out is NULL");
+    *out = NULL;
+    int rc = check_options(store, fields, nkeys, options);
+    if (rc) return rc;
+    const ss_bucket_options *o = options;
+    uint32_t flags = (o->descending ? FLAG_DESCENDING : 0) | (o->max_buckets ? FLAG_QUANTILE : 0);
+    if ((o->keys || o->key_fn) && !fields) flags |= FLAG_NO_FIELDS;
+    if (o->keys)
+        return build(out, array_key, o->keys, fields, nkeys, o->count, o->resolution,
+                     o->max_buckets, flags);
+    if (o->key_fn) {
+        fn_ctx c = {o->key_fn, o->key_user};
+        return build(out, callback_key, &c, fields, nkeys, o->count, o->resolution, o->max_buckets,
+                     flags);
+    }
+    store_ctx c = {store, fields};
+    return build(out, store_key, &c, fields, nkeys, ss_count(store), o->resolution, o->max_buckets,
+                 flags);
 }
 
 /* ------------------------------------------------------------ store, open */
@@ -167,7 +347,8 @@ int ss_bucket_set(ss_writer *w, const char *name, const ss_bucket *b) {
     unsigned char *buf = calloc(1, bytes);
     if (!buf) return ss__fail(SS_ENOMEM, "bucket index '%s': out of memory", name);
     ss_put_le64(buf, BUCKET_MAGIC);
-    ss_put_le32(buf + 8, BUCKET_VERSION);
+    ss_put_le32(buf + 8, b->flags ? BUCKET_VERSION2 : BUCKET_VERSION);
+    ss_put_le64(buf + 56, b->flags);
     ss_put_le32(buf + 12, b->nkeys);
     for (uint32_t k = 0; k < b->nkeys; k++) ss_put_le32(buf + 16 + 4 * k, b->fields[k]);
     ss_put_le64(buf + 32, b->resolution);
@@ -188,7 +369,7 @@ int ss_bucket_save(const char *path, const char *name, const uint32_t *fields, s
     int rc = bucket_attr_name(key, sizeof key, name);
     if (rc) return rc;
     ss_store *s = NULL;
-    rc = ss_open(&s, path, 0);
+    rc = ss_open(&s, path, SS_OPEN_VERIFY);
     if (rc) return rc;
     ss_bucket *b = NULL;
     rc = ss_bucket_build(&b, s, fields, nkeys, resolution);
@@ -219,13 +400,17 @@ int ss_bucket_open(ss_bucket **out, const ss_store *store, const char *name) {
     const unsigned char *p = a.data;
     if (a.size < BUCKET_HEADER || ss_le64(p) != BUCKET_MAGIC)
         return ss__fail(SS_ECORRUPT, "bucket index '%s': bad magic or size", name);
-    if (ss_le32(p + 8) != BUCKET_VERSION)
-        return ss__fail(SS_EVERSION, "bucket index '%s': layout version %u, this library reads %u",
-                        name, ss_le32(p + 8), BUCKET_VERSION);
+    uint32_t ver = ss_le32(p + 8);
+    uint64_t flags = ver == BUCKET_VERSION2 ? ss_le64(p + 56) : 0;
+    if ((ver != BUCKET_VERSION && ver != BUCKET_VERSION2) || (flags & ~(uint64_t)FLAGS_KNOWN))
+        return ss__fail(SS_EVERSION,
+                        "bucket index '%s': layout version %u (flags %" PRIx64
+                        "), this library reads %u and %u",
+                        name, ver, flags, BUCKET_VERSION, BUCKET_VERSION2);
     uint32_t nkeys = ss_le32(p + 12);
     uint64_t res = ss_le64(p + 32), count = ss_le64(p + 40), nb = ss_le64(p + 48);
-    if (nkeys < 1 || nkeys > SS_BUCKET_MAX_KEYS || res == 0 || count > a.size / 8 || nb > count ||
-        a.size != BUCKET_HEADER + 8 * (count + nb + 1))
+    if (nkeys < 1 || nkeys > SS_BUCKET_MAX_KEYS || (res == 0) != !!(flags & FLAG_QUANTILE) ||
+        count > a.size / 8 || nb > count || a.size != BUCKET_HEADER + 8 * (count + nb + 1))
         return ss__fail(SS_ECORRUPT, "bucket index '%s': inconsistent header", name);
     uint64_t have = ss_count(store);
     if (count < have)
@@ -244,6 +429,7 @@ int ss_bucket_open(ss_bucket **out, const ss_store *store, const char *name) {
     b->nbuckets = nb;
     b->resolution = res;
     b->nkeys = nkeys;
+    b->flags = (uint32_t)flags;
     for (uint32_t k = 0; k < nkeys; k++) b->fields[k] = ss_le32(p + 16 + 4 * k);
     if (host_is_le()) {
         b->perm = (const uint64_t *)(const void *)(p + BUCKET_HEADER);
@@ -261,7 +447,8 @@ int ss_bucket_open(ss_bucket **out, const ss_store *store, const char *name) {
     /* Check the boundaries (O(buckets)); permutation entries are range-checked
      * where they are used. */
     int bad = b->starts[0] != 0 || b->starts[nb] != count;
-    for (uint32_t k = 0; k < nkeys; k++) bad |= b->fields[k] >= ss_field_count(store);
+    for (uint32_t k = 0; k < nkeys && !(flags & FLAG_NO_FIELDS); k++)
+        bad |= b->fields[k] >= ss_field_count(store);
     for (uint64_t q = 0; q < nb && !bad; q++) bad = b->starts[q] >= b->starts[q + 1];
     if (bad) {
         ss_bucket_free(b);
@@ -289,8 +476,12 @@ uint64_t ss_bucket_resolution(const ss_bucket *b) {
     return b ? b->resolution : 0;
 }
 
+int ss_bucket_descending(const ss_bucket *b) {
+    return b ? !!(b->flags & FLAG_DESCENDING) : 0;
+}
+
 size_t ss_bucket_keys(const ss_bucket *b, uint32_t *fields) {
-    if (!b) return 0;
+    if (!b || (b->flags & FLAG_NO_FIELDS)) return 0;
     if (fields) memcpy(fields, b->fields, b->nkeys * sizeof *fields);
     return b->nkeys;
 }
@@ -325,6 +516,11 @@ static int bucket_order(const ss_bucket *b, const ss_selection *sel, int shuffle
                                 i, x, b->count);
             if (!sel || ss_selection_contains(sel, x)) out[k++] = x;
         }
+        /* Index order inside a bucket; an index of layout 1 may hold it in
+         * key order: sort then (a linear check first). */
+        int sorted = 1;
+        for (uint64_t i = first + 1; i < k && sorted; i++) sorted = out[i - 1] < out[i];
+        if (!sorted) qsort(out + first, (size_t)(k - first), sizeof *out, u64_cmp);
         if (shuffle && k - first > 1) {
             ss_rng r;
             ss_rng_seed(&r, ss_rng_hash(seed, epoch, q), STREAM_BUCKET);
@@ -395,6 +591,9 @@ int ss_bucket_batches(ss_batcher **out, const ss_bucket *b, const ss_store *stor
     if (rc) return rc;
     if (store && ss_count(store) < b->count)
         return ss__fail(SS_EINVAL, "bucket batches: the store has fewer examples than the index");
+    if (options->max_tokens && (b->flags & FLAG_NO_FIELDS))
+        return ss__fail(SS_EINVAL, "bucket batches: a token budget needs length fields; this "
+                                   "index was built from keys without fields");
     uint64_t cap = b->count ? b->count : 1;
     uint64_t *order = malloc(cap * sizeof *order);
     uint64_t *lens = malloc(cap * sizeof *lens);
@@ -406,7 +605,7 @@ int ss_bucket_batches(ss_batcher **out, const ss_bucket *b, const ss_store *stor
     if (!rc) rc = bucket_order(b, sel, shuffle, seed, epoch, order, &n, seg);
     if (!rc && store && options->max_tokens)
         rc = ss_lengths_gather(lens, store, b->fields, b->nkeys, order, n);
-    if (!rc) rc = ss__batch_builder_init(&bb, n);
+    if (!rc) rc = ss__batch_builder_init(&bb, ss__batch_capacity(n, b->nbuckets, options));
     for (uint64_t q = 0, first = 0; q < b->nbuckets && !rc; first = seg[q++]) {
         rc = ss__batch_segment(&bb, order + first, lens + first, seg[q] - first, options);
         if (rc) ss__context(rc, "bucket %" PRIu64, q);

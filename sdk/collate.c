@@ -33,7 +33,9 @@ typedef struct cfield {
     uint64_t out_rb; /* output bytes per row */
     int affine;
     ss__affine aff;
-    unsigned char pad_elem[8];
+    _Alignas(8) unsigned char pad_elem[8]; /* one element of the output dtype */
+    ss_dtype mask_dtype; /* of the mask elements; 0: no mask */
+    _Alignas(8) unsigned char mask_on[8], mask_off[8]; /* written as int64_t, double... */
     /* library-owned outputs */
     void *data, *mask;
     uint64_t data_cap, mask_cap;
@@ -182,9 +184,13 @@ static int input_setup(cfield *f, const ss_collate_field *o, const ss_field *inf
     return 0;
 }
 
+static uint64_t mask_elem(const cfield *f) {
+    return f->mask_dtype ? ss_dtype_size(f->mask_dtype) : 0;
+}
+
 static int field_setup(ss_collator *c, cfield *f, const ss_collate_field *o) {
     const ss_store *s = c->s;
-    if (o->version != SS_COLLATE_FIELD_VERSION)
+    if (o->version != SS_COLLATE_FIELD_VERSION && o->version != 1)
         return ss__fail(SS_EINVAL,
                         "collate field: version %u is not %u (use SS_COLLATE_FIELD_INIT)",
                         o->version, SS_COLLATE_FIELD_VERSION);
@@ -195,6 +201,7 @@ static int field_setup(ss_collator *c, cfield *f, const ss_collate_field *o) {
     int rc = ss_field_info(s, (uint32_t)idx, &info);
     if (rc) return rc;
     f->o = *o;
+    if (o->version < 2) f->o.mask_dtype = (ss_dtype)0; /* not in version 1 */
     snprintf(f->name, sizeof f->name, "%s", info.name);
     f->o.name = f->name;
     f->index = (uint32_t)idx;
@@ -210,12 +217,26 @@ static int field_setup(ss_collator *c, cfield *f, const ss_collate_field *o) {
     f->in_rb = f->row_el * ss_dtype_size(f->src_dtype);
     f->out_rb = f->row_el * ss_dtype_size(f->dst_dtype);
     if (f->sequence) {
-        if ((unsigned)o->layout > SS_LAYOUT_PACKED)
+        if ((unsigned)o->layout > SS_LAYOUT_CHANNELS_FIRST)
             return ss__fail(SS_EINVAL, "collate field '%s': unknown layout %d", f->name,
                             (int)o->layout);
-        if ((unsigned)o->mask > SS_MASK_F32)
+        if ((unsigned)o->mask > SS_MASK_DTYPE)
             return ss__fail(SS_EINVAL, "collate field '%s': unknown mask type %d", f->name,
                             (int)o->mask);
+        if (f->o.mask_dtype && (o->mask != SS_MASK_DTYPE || !ss__dtype_valid(f->o.mask_dtype)))
+            return ss__fail(SS_EINVAL,
+                            "collate field '%s': mask_dtype %d needs mask SS_MASK_DTYPE and a "
+                            "known dtype",
+                            f->name, (int)f->o.mask_dtype);
+        f->mask_dtype = o->mask == SS_MASK_U8    ? SS_U8
+                        : o->mask == SS_MASK_F32 ? SS_F32
+                        : o->mask == SS_MASK_DTYPE
+                            ? (f->o.mask_dtype ? f->o.mask_dtype : f->dst_dtype)
+                            : (ss_dtype)0;
+        if (f->mask_dtype) {
+            ss__scalar_to(f->mask_on, f->mask_dtype, 1.0);
+            ss__scalar_to(f->mask_off, f->mask_dtype, 0.0);
+        }
         if (o->fixed && o->fixed_length == 0)
             return ss__fail(SS_EINVAL, "collate field '%s': fixed_length must be >= 1", f->name);
         if (o->layout == SS_LAYOUT_PACKED && o->mask != SS_MASK_NONE)
@@ -312,8 +333,7 @@ int ss_collator_create(ss_collator **out, const ss_store *s, const ss_collate_fi
         uint64_t steps = f->sequence ? (opt.max_steps ? opt.max_steps : 1) : 1;
         rc = grow(&f->data, &f->data_cap, opt.max_rows * steps * f->out_rb, "data", f->name);
         if (rc == 0 && f->o.mask != SS_MASK_NONE && f->sequence)
-            rc = grow(&f->mask, &f->mask_cap,
-                      opt.max_rows * steps * (f->o.mask == SS_MASK_U8 ? 1 : 4), "mask", f->name);
+            rc = grow(&f->mask, &f->mask_cap, opt.max_rows * steps * mask_elem(f), "mask", f->name);
     }
     if (rc) {
         ss_collator_free(c);
@@ -395,9 +415,6 @@ static uint64_t padded_steps(const cfield *f, uint64_t longest) {
     return longest;
 }
 
-static uint64_t mask_elem(const cfield *f) {
-    return f->o.mask == SS_MASK_U8 ? 1 : f->o.mask == SS_MASK_F32 ? 4 : 0;
-}
 
 int ss_collator_sizes(const ss_collator *c, const ss_span *rows, size_t n_rows,
                       ss_collate_sizes *out) {
@@ -544,12 +561,11 @@ static int plan_field(ss_collator *c, uint32_t k, const ss_span *spans,
 /* ---------------------------------------------------------------- execution */
 
 static void put_mask(const cfield *f, void *mask, uint64_t at, int on) {
-    if (f->o.mask == SS_MASK_U8) {
-        ((uint8_t *)mask)[at] = (uint8_t)on;
-    } else {
-        float v = on ? 1.0f : 0.0f;
-        memcpy((unsigned char *)mask + 4 * at, &v, 4);
-    }
+    size_t es = ss_dtype_size(f->mask_dtype);
+    if (es == 1)
+        ((uint8_t *)mask)[at] = on ? f->mask_on[0] : f->mask_off[0];
+    else
+        memcpy((unsigned char *)mask + es * at, on ? f->mask_on : f->mask_off, es);
 }
 
 /* Scatter n rows of rb bytes from a dense staging buffer to a stride. */
@@ -578,6 +594,22 @@ static void convert(const cfield *f, void *dst, const void *src, uint64_t n_rows
                 f->affine ? &f->aff : NULL);
 }
 
+/* [B][C][T]: row b's steps [s0, s1), data in [a, z): converted densely to
+ * scratch ([z-a][C]), then each channel's steps written contiguously. */
+static void channels_first(const cfield *f, unsigned char *data, uint64_t b, uint64_t s0,
+                           uint64_t s1, uint64_t a, uint64_t z, unsigned char *scratch) {
+    uint64_t C = f->row_el, T = f->steps, p0 = f->pos0[b];
+    size_t es = ss_dtype_size(f->dst_dtype);
+    if (z > a) convert(f, scratch, f->src[b] + (a - p0) * f->in_rb, z - a);
+    for (uint64_t ch = 0; ch < C; ch++) {
+        unsigned char *line = data + (b * C + ch) * T * es;
+        if (a > s0) ss__fill(line + s0 * es, f->pad_elem, es, a - s0);
+        for (uint64_t s = a; s < z; s++)
+            memcpy(line + s * es, scratch + ((s - a) * C + ch) * es, es);
+        if (s1 > z) ss__fill(line + z * es, f->pad_elem, es, s1 - z);
+    }
+}
+
 static void run_task(const ss_collator *c, const task *t, uint64_t B, unsigned char *scratch) {
     const cfield *f = &c->f[t->field];
     const ss_collated *o = f->out;
@@ -597,7 +629,11 @@ static void run_task(const ss_collator *c, const task *t, uint64_t B, unsigned c
     /* the three segments of [s0, s1): pad [s0, a), data [a, z), pad [z, s1) */
     uint64_t a = s0 > p0 ? s0 : p0, z = s1 < p1 ? s1 : p1;
     if (a > z) a = z = (s1 <= p0 ? s1 : s0);
-    if (f->o.layout == SS_LAYOUT_BATCH_MAJOR) {
+    if (f->o.layout == SS_LAYOUT_CHANNELS_FIRST) {
+        channels_first(f, data, b, s0, s1, a, z, scratch);
+        if (o->mask)
+            for (uint64_t s = s0; s < s1; s++) put_mask(f, o->mask, b * T + s, s >= a && s < z);
+    } else if (f->o.layout == SS_LAYOUT_BATCH_MAJOR) {
         unsigned char *row = data + b * T * rb;
         if (a > s0) ss__fill(row + s0 * rb, f->pad_elem, rb / f->row_el, (a - s0) * f->row_el);
         if (z > a) convert(f, row + a * rb, f->src[b] + (a - p0) * f->in_rb, z - a);
@@ -678,6 +714,12 @@ static int bind_outputs(ss_collator *c, cfield *f, const ss_collate_buffers *buf
     } else if (f->o.layout == SS_LAYOUT_TIME_MAJOR) {
         o->shape[d++] = steps;
         o->shape[d++] = n;
+    } else if (f->o.layout == SS_LAYOUT_CHANNELS_FIRST) {
+        o->shape[d++] = n;
+        for (uint32_t k = 0; k < f->ndim; k++) o->shape[d++] = f->dims[k];
+        o->shape[d++] = steps;
+        o->ndim = d;
+        return 0;
     } else {
         o->shape[d++] = n;
         o->shape[d++] = steps;

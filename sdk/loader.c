@@ -69,7 +69,7 @@ struct ss_loader {
     ss_loader_options o;
     int mode;
     uint64_t seed;
-    uint32_t world, rank;
+    uint32_t world, rank, workers, worker;
     int drop_last;
     ss_selection *sel;
     ss_sampler *sampler;
@@ -147,32 +147,79 @@ static uint64_t hash_str(uint64_t h, const char *s) {
 
 /* ------------------------------------------------------------------- plan */
 
-/* Deal the batches of `b` to this rank: rank r takes r, r + R, ... */
+/* Batch j of this rank (j < per) is global batch j * R + rank (wrapping
+ * around without drop_last); worker w takes the j with j mod W == w, as the
+ * sampler assigns global steps to workers in fixed-size mode. */
+static uint64_t dealt(const ss_loader *l, uint64_t q, uint64_t nb) {
+    uint64_t j = q * l->workers + l->worker;
+    return (j * l->world + l->rank) % nb;
+}
+
+/* Deal the batches of `b` to this rank and worker (see dealt()). */
 static int deal(ss_loader *l, const ss_batcher *b) {
-    uint64_t nb = ss_batcher_count(b), R = l->world, per;
+    uint64_t nb = ss_batcher_count(b), R = l->world, W = l->workers, per;
     per = l->drop_last ? nb / R : (nb + R - 1) / R;
     if (nb == 0) per = 0;
+    uint64_t mine = per / W + (l->worker < per % W);
     uint64_t total = 0;
-    for (uint64_t j = 0; j < per; j++) {
+    for (uint64_t q = 0; q < mine; q++) {
         const uint64_t *ix;
         size_t n;
-        ss_batcher_get(b, (j * R + l->rank) % nb, &ix, &n);
+        ss_batcher_get(b, dealt(l, q, nb), &ix, &n);
         total += n;
     }
     int rc = grow_u64(&l->idx, &l->idx_cap, total);
-    if (!rc) rc = grow_u64(&l->start, &l->start_cap, per + 1);
+    if (!rc) rc = grow_u64(&l->start, &l->start_cap, mine + 1);
     if (rc) return rc;
     uint64_t at = 0;
     l->start[0] = 0;
-    for (uint64_t j = 0; j < per; j++) {
+    for (uint64_t q = 0; q < mine; q++) {
         const uint64_t *ix;
         size_t n;
-        ss_batcher_get(b, (j * R + l->rank) % nb, &ix, &n);
+        ss_batcher_get(b, dealt(l, q, nb), &ix, &n);
         memcpy(l->idx + at, ix, n * sizeof *ix);
         at += n;
-        l->start[j + 1] = at;
+        l->start[q + 1] = at;
     }
-    l->nbatches = per;
+    l->nbatches = mine;
+    return 0;
+}
+
+/* Examples in the sampler's global order per epoch. */
+static uint64_t global_length(const ss_loader *l) {
+    uint64_t nsel = ss_selection_count(l->sel);
+    ss_sampler_kind k = l->o.sampler.kind;
+    if ((k == SS_SAMPLE_REPLACEMENT || k == SS_SAMPLE_WEIGHTED) && l->o.sampler.num_samples)
+        return l->o.sampler.num_samples;
+    return nsel;
+}
+
+/* Fixed size: batch k is local positions [k*b, (k+1)*b) of the sampler's
+ * order. Under SS_REMAINDER_INCLUDE the sampler pads the last global step
+ * by repeating the order; cut this rank's share of it back to the real
+ * positions (a smaller last batch, or none). */
+static int plan_fixed(ss_loader *l, uint64_t n) {
+    uint64_t bs = l->o.batch.batch_size, nb = n / bs, N = global_length(l);
+    uint64_t R = l->world, B = R * bs, S = ss_sampler_steps_per_epoch(l->sampler);
+    if (l->o.batch.remainder == SS_REMAINDER_DIVISIBLE && N % B)
+        return ss__fail(SS_EINVAL,
+                        "loader: %" PRIu64 " examples are not divisible by world_size * "
+                        "batch_size = %" PRIu64 " (remainder policy 'divisible')",
+                        N, B);
+    int rc = grow_u64(&l->start, &l->start_cap, nb + 1);
+    for (uint64_t k = 0; !rc && k <= nb; k++) l->start[k] = k * bs;
+    if (rc) return rc;
+    uint64_t rem = N - (S ? S - 1 : 0) * B; /* real positions of the last step */
+    if (l->o.batch.remainder == SS_REMAINDER_INCLUDE && !l->drop_last && S && rem < B &&
+        (S - 1) % l->workers == l->worker && nb) {
+        /* rank r holds positions r + R*j of the step: the real ones come first */
+        uint64_t real = rem > l->rank ? (rem - l->rank + R - 1) / R : 0;
+        if (real == 0)
+            nb--;
+        else
+            l->start[nb] = (nb - 1) * bs + real;
+    }
+    l->nbatches = nb;
     return 0;
 }
 
@@ -193,10 +240,7 @@ static int plan_epoch(ss_loader *l, uint64_t epoch) {
         if (!rc) rc = grow_u64(dst, cap, len);
         if (!rc) rc = ss_sampler_next(l->sampler, *dst, (size_t)len, &n);
         if (!rc && l->mode == MODE_FIXED) {
-            uint64_t bs = l->o.batch.batch_size, nb = n / bs;
-            rc = grow_u64(&l->start, &l->start_cap, nb + 1);
-            for (uint64_t k = 0; !rc && k <= nb; k++) l->start[k] = k * bs;
-            if (!rc) l->nbatches = nb;
+            rc = plan_fixed(l, n);
         } else if (!rc) {
             rc = grow_u64(&l->lens_buf, &l->lens_cap, n);
             if (!rc)
@@ -502,7 +546,7 @@ static int setup_fields(ss_loader *l) {
         }
         ss_collate_field *o = &l->cfields[k];
         *o = l->o.fields ? l->o.fields[k] : def;
-        if (o->version != SS_COLLATE_FIELD_VERSION || !o->name)
+        if ((o->version != SS_COLLATE_FIELD_VERSION && o->version != 1) || !o->name)
             return ss__fail(SS_EINVAL, "ss_loader_open: output field %u: bad version or no name",
                             k);
         int idx = ss_field_index(st, o->name);
@@ -608,6 +652,7 @@ static int setup_order(ss_loader *l) {
     so.infinite = 0;
     if (l->mode == MODE_FIXED) {
         so.batch_size = o->batch.batch_size;
+        so.drop_last = l->drop_last;
     } else {
         so.world_size = 1;
         so.rank = 0;
@@ -619,6 +664,29 @@ static int setup_order(ss_loader *l) {
     if (l->mode == MODE_BUCKET) rc = ss_bucket_open(&l->bucket, l->store, o->bucket);
     if (!rc) rc = ss_sampler_create(&l->sampler, l->sel, &so);
     return rc;
+}
+
+/* The policy for a last partial step or round: batch.remainder, with
+ * sampler.drop_last as another way to say SKIP. Fields the loader sets
+ * itself must be left at their defaults. */
+static int check_remainder(ss_loader *l) {
+    const ss_loader_options *o = &l->o;
+    ss_remainder rp = o->batch.remainder;
+    if (o->sampler.infinite)
+        return ss__fail(SS_EINVAL, "ss_loader_open: sampler.infinite is set by the loader; use "
+                                   "options.infinite");
+    if (o->sampler.batch_size > 1 && o->sampler.batch_size != o->batch.batch_size)
+        return ss__fail(SS_EINVAL,
+                        "ss_loader_open: sampler.batch_size %" PRIu64
+                        " differs from batch.batch_size; the loader sets it (leave it at 1)",
+                        o->sampler.batch_size);
+    if (o->sampler.drop_last && rp != SS_REMAINDER_INCLUDE && rp != SS_REMAINDER_SKIP)
+        return ss__fail(SS_EINVAL,
+                        "ss_loader_open: sampler.drop_last contradicts batch.remainder "
+                        "%d (drop_last means SS_REMAINDER_SKIP)",
+                        (int)rp);
+    l->drop_last = o->sampler.drop_last || rp == SS_REMAINDER_SKIP;
+    return 0;
 }
 
 static int check_options(ss_loader *l) {
@@ -637,7 +705,19 @@ static int check_options(ss_loader *l) {
     l->rank = o->sampler.rank;
     if (l->rank >= l->world)
         return ss__fail(SS_EINVAL, "ss_loader_open: rank %u >= world_size %u", l->rank, l->world);
-    l->drop_last = o->sampler.drop_last;
+    l->workers = o->sampler.num_workers ? o->sampler.num_workers : 1;
+    l->worker = o->sampler.worker;
+    if (l->worker >= l->workers)
+        return ss__fail(SS_EINVAL, "ss_loader_open: worker %u >= num_workers %u", l->worker,
+                        l->workers);
+    int rc = check_remainder(l);
+    if (rc) return rc;
+    if (l->mode == MODE_BUCKET && o->sampler.kind != SS_SAMPLE_SEQUENTIAL &&
+        o->sampler.kind != SS_SAMPLE_SHUFFLE)
+        return ss__fail(SS_EINVAL,
+                        "ss_loader_open: bucket batching shuffles inside buckets; sampler kind "
+                        "%d is not honoured (use SEQUENTIAL or SHUFFLE)",
+                        (int)o->sampler.kind);
     l->seed = o->sampler.seed;
     l->prefetch = o->prefetch ? o->prefetch : 2;
     l->nslots = l->prefetch + 1;
@@ -646,6 +726,7 @@ static int check_options(ss_loader *l) {
     h = ss_rng_hash(h, o->batch.max_sentences, o->batch.batch_size_multiple);
     h = ss_rng_hash(h, (uint64_t)o->batch.skip_too_long, (uint64_t)o->batch.remainder);
     h = ss_rng_hash(h, ((uint64_t)l->world << 32) | l->rank, (uint64_t)l->drop_last);
+    h = ss_rng_hash(h, ((uint64_t)l->workers << 32) | l->worker, 0x776b72);
     l->fingerprint = hash_str(h, o->bucket);
     return 0;
 }

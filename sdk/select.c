@@ -1,6 +1,7 @@
 /* select.c - selections (sorted disjoint index ranges), k-fold splits, length
  * filters and named splits stored as attributes. */
 #include "internal.h"
+#include "convert.h"
 #include "layout.h" /* ss_le64, ss_put_le64 */
 #include "rng.h"
 
@@ -309,6 +310,60 @@ int ss_selection_parse(ss_selection **out, const char *text, uint64_t total) {
     return rc;
 }
 
+/* ------------------------------------------------------- set operations */
+
+enum { OP_UNION, OP_INTERSECT, OP_MINUS };
+
+/* Whether position x is in the result, given membership in a and b. */
+static int op_keeps(int op, int in_a, int in_b) {
+    return op == OP_UNION ? in_a || in_b : op == OP_INTERSECT ? in_a && in_b : in_a && !in_b;
+}
+
+/* Sweep the range boundaries of a and b in order: between two consecutive
+ * boundaries membership in a and b is constant. O(ranges of a + b). */
+static int set_op(ss_selection **out, const ss_selection *a, const ss_selection *b, int op,
+                  const char *what) {
+    if (!out) return ss__fail(SS_EINVAL, "%s: out is NULL", what);
+    *out = NULL;
+    if (!a || !b) return ss__fail(SS_EINVAL, "%s: NULL selection", what);
+    if (a->total != b->total)
+        return ss__fail(SS_EINVAL,
+                        "%s: the selections were made for %" PRIu64 " and %" PRIu64 " examples",
+                        what, a->total, b->total);
+    range_list l = {0};
+    size_t i = 0, j = 0;
+    uint64_t x = 0;
+    int rc = 0;
+    while (!rc && (i < a->nranges || j < b->nranges)) {
+        int in_a = i < a->nranges && a->ranges[i].start <= x;
+        int in_b = j < b->nranges && b->ranges[j].start <= x;
+        /* the next boundary after x */
+        uint64_t next = UINT64_MAX;
+        if (i < a->nranges) next = in_a ? a->ranges[i].end : a->ranges[i].start;
+        if (j < b->nranges) {
+            uint64_t nb = in_b ? b->ranges[j].end : b->ranges[j].start;
+            if (nb < next) next = nb;
+        }
+        if (op_keeps(op, in_a, in_b)) rc = range_list_push(&l, x, next);
+        x = next;
+        if (i < a->nranges && a->ranges[i].end <= x) i++;
+        if (j < b->nranges && b->ranges[j].end <= x) j++;
+    }
+    return selection_from_list(out, &l, a->total, rc);
+}
+
+int ss_selection_union(ss_selection **out, const ss_selection *a, const ss_selection *b) {
+    return set_op(out, a, b, OP_UNION, "ss_selection_union");
+}
+
+int ss_selection_intersect(ss_selection **out, const ss_selection *a, const ss_selection *b) {
+    return set_op(out, a, b, OP_INTERSECT, "ss_selection_intersect");
+}
+
+int ss_selection_minus(ss_selection **out, const ss_selection *a, const ss_selection *b) {
+    return set_op(out, a, b, OP_MINUS, "ss_selection_minus");
+}
+
 /* ------------------------------------------------------------------ folds */
 
 /* Append the store indices of positions [a, b) of `sel` to `l`. */
@@ -355,25 +410,140 @@ static int kfold_shuffled(range_list *tr, range_list *va, const ss_selection *se
     return rc;
 }
 
-int ss_selection_kfold(ss_selection **train, ss_selection **valid, const ss_selection *sel,
-                       uint32_t k, uint32_t fold, const ss_kfold_options *options) {
-    if (train) *train = NULL;
-    if (valid) *valid = NULL;
+/* An item to sort: a key (group id or label), a tie-break and a position. */
+typedef struct key_item {
+    int64_t key;
+    uint64_t tie, pos;
+} key_item;
+
+static int key_cmp(const void *x, const void *y) {
+    const key_item *a = x, *b = y;
+    if (a->key != b->key) return a->key < b->key ? -1 : 1;
+    if (a->tie != b->tie) return a->tie < b->tie ? -1 : 1;
+    return a->pos < b->pos ? -1 : a->pos > b->pos;
+}
+
+/* Items of the selection's positions keyed by `keys`, tie-broken by position
+ * or, with shuffle, by a seeded permutation; sorted. */
+static key_item *sorted_items(const int64_t *keys, uint64_t n, int shuffle, uint64_t seed) {
+    key_item *it = malloc((n ? n : 1) * sizeof *it);
+    if (!it) return NULL;
+    for (uint64_t i = 0; i < n; i++) it[i] = (key_item){keys[i], i, i};
+    if (shuffle) {
+        ss_rng r;
+        ss_rng_seed(&r, seed, 0x6b666f6c64ull); /* "kfold" */
+        for (uint64_t i = n; i > 1; i--) {
+            uint64_t j = ss_rng_below(&r, i), t = it[i - 1].tie;
+            it[i - 1].tie = it[j].tie;
+            it[j].tie = t;
+        }
+    }
+    qsort(it, (size_t)n, sizeof *it, key_cmp);
+    return it;
+}
+
+/* Stratified: the positions sorted by (label, tie) are dealt round-robin:
+ * the j-th goes to fold j mod k, so each label's examples are spread over
+ * the folds within one of each other. */
+static int assign_strata(uint32_t *fold_of, const int64_t *labels, uint64_t n, uint32_t k,
+                         int shuffle, uint64_t seed) {
+    key_item *it = sorted_items(labels, n, shuffle, seed);
+    if (!it) return ss__fail(SS_ENOMEM, "kfold: out of memory for %" PRIu64 " examples", n);
+    for (uint64_t j = 0; j < n; j++) fold_of[it[j].pos] = (uint32_t)(j % k);
+    free(it);
+    return 0;
+}
+
+/* Grouped: groups in order of decreasing size (ties: the group whose first
+ * item sorts first), each to the fold with the fewest examples so far (ties:
+ * the lowest fold), as scikit-learn's GroupKFold. */
+static int assign_groups(uint32_t *fold_of, const int64_t *groups, uint64_t n, uint32_t k,
+                         int shuffle, uint64_t seed) {
+    key_item *it = sorted_items(groups, n, shuffle, seed);
+    key_item *g = malloc((n ? n : 1) * sizeof *g); /* per group: -size, first tie, start */
+    uint64_t *load = calloc(k, sizeof *load);
+    int rc = 0;
+    if (!it || !g || !load) rc = ss__fail(SS_ENOMEM, "kfold: out of memory");
+    uint64_t ng = 0;
+    for (uint64_t i = 0; !rc && i < n; i++) {
+        if (i == 0 || it[i].key != it[i - 1].key) g[ng++] = (key_item){0, it[i].tie, i};
+        g[ng - 1].key--; /* minus the size: larger groups sort first */
+    }
+    if (!rc && ng < k)
+        rc = ss__fail(SS_EINVAL, "kfold: %" PRIu64 " groups cannot fill k = %u folds", ng, k);
+    if (!rc) qsort(g, (size_t)ng, sizeof *g, key_cmp);
+    for (uint64_t q = 0; !rc && q < ng; q++) {
+        uint32_t best = 0;
+        for (uint32_t f = 1; f < k; f++)
+            if (load[f] < load[best]) best = f;
+        uint64_t size = (uint64_t)-g[q].key;
+        load[best] += size;
+        for (uint64_t i = g[q].pos; i < g[q].pos + size; i++) fold_of[it[i].pos] = best;
+    }
+    free(it);
+    free(g);
+    free(load);
+    return rc;
+}
+
+/* Push every selected example to train or valid by its fold. */
+static int push_folds(range_list *tr, range_list *va, const ss_selection *sel,
+                      const uint32_t *fold_of, uint32_t fold) {
+    int rc = 0;
+    uint64_t pos = 0;
+    for (size_t i = 0; i < sel->nranges && !rc; i++)
+        for (uint64_t x = sel->ranges[i].start; x < sel->ranges[i].end && !rc; x++, pos++)
+            rc = range_list_push(fold_of[pos] == fold ? va : tr, x, x + 1);
+    return rc;
+}
+
+static int kfold_check(const ss_selection *sel, uint32_t k, uint32_t fold,
+                       const ss_kfold_options *o) {
     if (!sel) return ss__fail(SS_EINVAL, "kfold: selection is NULL");
-    if (options && options->version != SS_KFOLD_OPTIONS_VERSION)
-        return ss__fail(SS_EINVAL, "kfold: unknown options version %u", options->version);
+    if (o && o->version != SS_KFOLD_OPTIONS_VERSION && o->version != 1)
+        return ss__fail(SS_EINVAL, "kfold: unknown options version %u", o->version);
     if (k < 2) return ss__fail(SS_EINVAL, "kfold: k = %u, need at least 2 folds", k);
     if (fold >= k) return ss__fail(SS_EINVAL, "kfold: fold %u out of range for k = %u", fold, k);
     uint64_t n = sel->count;
     if (k > n)
         return ss__fail(SS_EINVAL, "kfold: k = %u exceeds the %" PRIu64 " selected examples", k, n);
+    if (!o || o->version < 2) return 0;
+    if (o->groups && o->labels)
+        return ss__fail(SS_EINVAL, "kfold: groups and labels together are not supported");
+    if (o->strict && (o->groups || o->labels))
+        return ss__fail(SS_EINVAL, "kfold: strict (equal folds) cannot be promised with %s",
+                        o->groups ? "groups" : "labels");
+    if (o->strict && n % k)
+        return ss__fail(SS_EINVAL,
+                        "kfold: strict: %" PRIu64 " examples do not split into %u equal folds", n,
+                        k);
+    return 0;
+}
+
+int ss_selection_kfold(ss_selection **train, ss_selection **valid, const ss_selection *sel,
+                       uint32_t k, uint32_t fold, const ss_kfold_options *options) {
+    if (train) *train = NULL;
+    if (valid) *valid = NULL;
+    int rc = kfold_check(sel, k, fold, options);
+    if (rc) return rc;
+    uint64_t n = sel->count;
     /* floor(n * i / k) without overflow: n * i may exceed 64 bits. */
     __extension__ typedef unsigned __int128 u128;
     uint64_t a = (uint64_t)((u128)n * fold / k), b = (uint64_t)((u128)n * (fold + 1) / k);
+    const int64_t *groups = options && options->version >= 2 ? options->groups : NULL;
+    const int64_t *labels = options && options->version >= 2 ? options->labels : NULL;
+    int shuffle = options && options->shuffle;
+    uint64_t seed = options ? options->seed : 0;
     range_list tr = {0}, va = {0};
-    int rc;
-    if (options && options->shuffle) {
-        rc = kfold_shuffled(&tr, &va, sel, a, b, options->seed);
+    if (groups || labels) {
+        uint32_t *fold_of = malloc((n ? n : 1) * sizeof *fold_of);
+        rc = fold_of ? 0 : ss__fail(SS_ENOMEM, "kfold: out of memory");
+        if (!rc && groups) rc = assign_groups(fold_of, groups, n, k, shuffle, seed);
+        if (!rc && labels) rc = assign_strata(fold_of, labels, n, k, shuffle, seed);
+        if (!rc) rc = push_folds(&tr, &va, sel, fold_of, fold);
+        free(fold_of);
+    } else if (shuffle) {
+        rc = kfold_shuffled(&tr, &va, sel, a, b, seed);
     } else {
         rc = push_positions(&tr, sel, 0, a);
         if (!rc) rc = push_positions(&va, sel, a, b);
@@ -537,4 +707,66 @@ int ss_split_save(const char *path, const char *name, const ss_selection *sel) {
     if (!rc) rc = ss_writer_finish(w);
     ss_writer_free(w);
     return rc;
+}
+
+/* ------------------------------------------------- per-example int values */
+
+static int int_dtype(ss_dtype d) {
+    return d >= SS_U8 && d <= SS_I64;
+}
+
+int ss_selection_field_values(int64_t *out, const ss_store *store, const ss_selection *sel,
+                              uint32_t field) {
+    if (!store || !sel || (!out && sel->count))
+        return ss__fail(SS_EINVAL, "ss_selection_field_values: NULL argument");
+    if (sel->total != ss_count(store))
+        return ss__fail(SS_EINVAL,
+                        "field values: the selection was made for %" PRIu64
+                        " examples, the store has %" PRIu64,
+                        sel->total, ss_count(store));
+    ss_field f;
+    int rc = ss_field_info(store, field, &f);
+    if (rc) return rc;
+    uint64_t row = 1;
+    for (uint32_t d = 0; d < f.ndim; d++) row *= f.dims[d];
+    if (f.sequence || row != 1 || !int_dtype(f.dtype))
+        return ss__fail(SS_EINVAL,
+                        "field values: field '%s' is not a fixed field of one integer element",
+                        f.name);
+    uint64_t pos = 0;
+    for (size_t i = 0; i < sel->nranges; i++)
+        for (uint64_t x = sel->ranges[i].start; x < sel->ranges[i].end; x++, pos++) {
+            ss_view v;
+            rc = ss_get(store, field, x, &v);
+            if (rc) return ss__context(rc, "field values: field '%s'", f.name);
+            ss__convert(&out[pos], SS_I64, v.data, f.dtype, 1, 1, NULL);
+        }
+    return 0;
+}
+
+int ss_selection_attr_values(int64_t *out, const ss_store *store, const ss_selection *sel,
+                             const char *name) {
+    if (!store || !sel || !name || (!out && sel->count))
+        return ss__fail(SS_EINVAL, "ss_selection_attr_values: NULL argument");
+    uint64_t count = ss_count(store);
+    if (sel->total != count)
+        return ss__fail(SS_EINVAL,
+                        "attribute values: the selection was made for %" PRIu64
+                        " examples, the store has %" PRIu64,
+                        sel->total, count);
+    ss_attr a;
+    int rc = ss_attr_get(store, name, &a);
+    if (rc) return ss__context(rc, "attribute '%s'", name);
+    size_t es = int_dtype((ss_dtype)a.type) ? ss_dtype_size((ss_dtype)a.type) : 0;
+    if (!es || a.size != count * es)
+        return ss__fail(SS_EINVAL,
+                        "attribute '%s': not an integer array of one value per example (%" PRIu64
+                        " examples, %" PRIu64 " bytes of type %u)",
+                        name, count, a.size, a.type);
+    uint64_t pos = 0;
+    const unsigned char *p = a.data;
+    for (size_t i = 0; i < sel->nranges; i++)
+        for (uint64_t x = sel->ranges[i].start; x < sel->ranges[i].end; x++, pos++)
+            ss__convert(&out[pos], SS_I64, p + x * es, (ss_dtype)a.type, 1, 1, NULL);
+    return 0;
 }

@@ -126,7 +126,6 @@ int ss_stream_create(ss_stream **out, const ss_store *s, const char *field,
     st->s = s;
     st->field = (uint32_t)idx;
     st->o = *o;
-    if (st->o.shift == 0) st->o.shift = 1;
     st->o.examples = NULL;
     if (st->o.threads == 0) st->o.threads = omp_get_max_threads();
     st->src_dtype = info.dtype;
@@ -151,18 +150,18 @@ int ss_stream_create(ss_stream **out, const ss_store *s, const char *field,
     st->pad_row = malloc(st->out_rb);
     uint64_t bt = B * T;
     st->input = malloc(bt * st->out_rb);
-    st->target = malloc(bt * st->out_rb);
+    st->target = o->shift ? malloc(bt * st->out_rb) : NULL; /* shift 0: input only */
     st->mask = malloc(bt);
     st->starts = malloc(bt);
     st->rcs = malloc(B * sizeof *st->rcs);
     if (o->time_major) {
         st->stage_in = malloc(bt * st->out_rb);
-        st->stage_tg = malloc(bt * st->out_rb);
+        st->stage_tg = o->shift ? malloc(bt * st->out_rb) : NULL;
         st->stage_starts = malloc(bt);
-        if (!st->stage_in || !st->stage_tg || !st->stage_starts) rc = SS_ENOMEM;
+        if (!st->stage_in || (o->shift && !st->stage_tg) || !st->stage_starts) rc = SS_ENOMEM;
     }
-    if (rc || !st->vstart || !st->eos_row || !st->pad_row || !st->input || !st->target ||
-        !st->mask || !st->starts || !st->rcs) {
+    if (rc || !st->vstart || !st->eos_row || !st->pad_row || !st->input ||
+        (o->shift && !st->target) || !st->mask || !st->starts || !st->rcs) {
         ss_stream_free(st);
         return ss__fail(SS_ENOMEM, "stream field '%s': cannot allocate buffers for %llu x %llu",
                         field, (unsigned long long)B, (unsigned long long)T);
@@ -255,10 +254,10 @@ static int one_stream(const ss_stream *st, uint64_t b, uint64_t index, uint64_t 
     /* valid input steps: j + k < len */
     uint64_t valid = len > k ? len - k : 0;
     int rc = gather(st, first + j0, first + valid, T, in, starts);
-    if (rc == 0) rc = gather(st, first + j0 + k, first + len, T, tg, NULL);
+    if (rc == 0 && k) rc = gather(st, first + j0 + k, first + len, T, tg, NULL);
     /* targets beyond the valid inputs are padding too */
     uint64_t nv = valid > j0 ? (valid - j0 < T ? valid - j0 : T) : 0;
-    for (uint64_t q = nv; rc == 0 && q < T; q++)
+    for (uint64_t q = nv; rc == 0 && k && q < T; q++)
         memcpy(tg + q * st->out_rb, st->pad_row, st->out_rb);
     if (mask)
         for (uint64_t q = 0; q < T; q++) mask[q] = q < nv;
@@ -267,8 +266,9 @@ static int one_stream(const ss_stream *st, uint64_t b, uint64_t index, uint64_t 
 
 int ss_stream_read_into(ss_stream *st, uint64_t index, void *input, void *target, uint8_t *mask,
                         uint8_t *starts, ss_stream_batch *out) {
-    if (!st || !out || !input || !target)
+    if (!st || !out || !input || (!target && st->o.shift))
         return ss__fail(SS_EINVAL, "ss_stream_read: NULL argument");
+    if (!st->o.shift) target = NULL; /* input only */
     memset(out, 0, sizeof *out);
     if (index >= st->nbatches)
         return ss__fail(SS_ERANGE, "stream: batch %llu is out of range (%llu batches)",
@@ -288,20 +288,21 @@ int ss_stream_read_into(ss_stream *st, uint64_t index, void *input, void *target
     int threads = B > 1 && 2 * B * T * rb >= pbytes ? st->o.threads : 1;
 #pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1)
     for (uint64_t b = 0; b < B; b++) {
-        rcs[b] = one_stream(st, b, index, T, in + b * T * rb, tg + b * T * rb,
+        rcs[b] = one_stream(st, b, index, T, in + b * T * rb, tg ? tg + b * T * rb : NULL,
                             (!tm && mask) ? mask + b * T : NULL, sts ? sts + b * T : NULL);
         if (tm && rcs[b] == 0) {
             unsigned char *din = input, *dtg = target;
             for (uint64_t q = 0; q < T; q++) {
                 memcpy(din + (q * B + b) * rb, in + (b * T + q) * rb, rb);
-                memcpy(dtg + (q * B + b) * rb, tg + (b * T + q) * rb, rb);
+                if (dtg) memcpy(dtg + (q * B + b) * rb, tg + (b * T + q) * rb, rb);
                 if (starts) starts[q * B + b] = sts[b * T + q];
             }
         }
     }
     for (uint64_t b = 0; b < B; b++)
         if (rcs[b]) /* rerun in this thread: the message is thread-local */
-            return one_stream(st, b, index, T, in + b * T * rb, tg + b * T * rb, NULL, NULL);
+            return one_stream(st, b, index, T, in + b * T * rb, tg ? tg + b * T * rb : NULL, NULL,
+                              NULL);
     if (tm && mask) {
         /* mask[q][b] = step q of stream b is real */
         uint64_t S = st->S, k = st->o.shift, j0 = index * st->o.steps;

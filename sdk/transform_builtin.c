@@ -192,7 +192,7 @@ int ss_standardize_save(const char *path, const char *field, const char *split,
     ss_selection *sel = NULL;
     double *mean = NULL, *std = NULL;
     uint64_t re = 0;
-    int rc = ss_open(&s, path, 0);
+    int rc = ss_open(&s, path, SS_OPEN_VERIFY); /* statistics from unchecked data would persist */
     if (!rc && split) rc = ss_split_load(&sel, s, split);
     if (!rc) {
         int idx = ss_field_index(s, field);

@@ -123,6 +123,16 @@ static int check_options(const ss_store *s, const ss_window_options *o) {
     }
     if ((o->flags & SS_WINDOW_BALANCED) && o->max_pending > 1)
         return ss__fail(SS_EINVAL, "window reader: SS_WINDOW_BALANCED needs max_pending <= 1");
+    if (o->flags & ~(unsigned)SS_WINDOW_FLAGS_ALL)
+        return ss__fail(SS_EINVAL, "window reader: unknown flags 0x%x",
+                        o->flags & ~(unsigned)SS_WINDOW_FLAGS_ALL);
+    if ((o->flags & SS_WINDOW_DROP_LAST) && o->max_pending > 1)
+        return ss__fail(SS_EINVAL, "window reader: SS_WINDOW_DROP_LAST needs max_pending <= 1 "
+                                   "(with pending batches a short batch is not the last)");
+    if ((o->flags & SS_WINDOW_REDRAW) &&
+        (o->mode == SS_WINDOW_RANDOM || (o->flags & SS_WINDOW_BALANCED)))
+        return ss__fail(SS_EINVAL, "window reader: SS_WINDOW_REDRAW needs a sequential mode "
+                                   "without SS_WINDOW_BALANCED");
     return 0;
 }
 
@@ -293,7 +303,8 @@ int ss_window_reader_open(ss_window_reader **out, const ss_store *s, const ss_wi
                       r->B, ULL(r->W), ULL(r->nelig));
     if (!rc) {
         r->lane_seq = malloc(r->B * sizeof *r->lane_seq);
-        if (!r->lane_seq) rc = ss__fail(SS_ENOMEM, "window reader: out of memory");
+        r->cand = malloc((r->nelig ? r->nelig : 1) * sizeof *r->cand);
+        if (!r->lane_seq || !r->cand) rc = ss__fail(SS_ENOMEM, "window reader: out of memory");
     }
     if (!rc) rc = ss__window_slots_alloc(r);
     if (!rc) rc = ss__window_xf_alloc(r);
@@ -330,6 +341,7 @@ void ss_window_reader_free(ss_window_reader *r) {
     free(r->class_pos);
     free(r->class_pass);
     free(r->lane_seq);
+    free(r->cand);
     free(r);
 }
 
@@ -463,6 +475,36 @@ static uint32_t fill_lanes(ss_window_reader *r, ss__wslot *sl, uint32_t *active)
     return rows;
 }
 
+/* SS_WINDOW_REDRAW: every round, lane b draws one of the sequences that can
+ * give a window now (not done, not blocked, not drawn by a lower lane this
+ * round) uniformly by (seed, epoch, batch number) and hands out its next
+ * window. */
+static uint32_t fill_redraw(ss_window_reader *r, ss__wslot *sl, uint32_t *active) {
+    uint64_t n = 0;
+    for (uint64_t i = 0; i < r->nelig; i++) {
+        uint64_t q = r->elig[i];
+        if (r->seq_st[q] == SS_SEQ_NORMAL && r->seq_cur[q] < r->seq_nwin[q]) r->cand[n++] = q;
+    }
+    ss_rng rng;
+    ss_rng_seed(&rng, r->opt.seed, ss_rng_hash(r->epoch, r->batches_in_epoch, 0x7265647277ull));
+    int forget = (r->opt.flags & SS_WINDOW_FORGET_STATE) != 0;
+    uint32_t rows = 0, act = 0;
+    for (uint32_t b = 0; b < r->B; b++) {
+        if (n == 0) {
+            if (!(r->opt.flags & SS_WINDOW_SHRINK)) put_empty(sl, rows++, b);
+            continue;
+        }
+        uint64_t j = ss_rng_below(&rng, n), q = r->cand[j];
+        r->cand[j] = r->cand[--n];
+        r->seq_owned[q] = 1; /* never parked: it is drawn again, not queued */
+        uint64_t k = r->seq_cur[q]++;
+        put_row(r, sl, rows++, b, q, r->seq_start[q] + k * r->S, k, k == 0 || forget);
+        act++;
+    }
+    *active = act;
+    return rows;
+}
+
 static uint32_t fill_random(ss_window_reader *r, ss__wslot *sl, uint64_t id, uint32_t *active) {
     uint32_t rows = 0, act = 0;
     if (r->windows_out >= r->epoch_windows) {
@@ -546,8 +588,13 @@ int ss_window_reader_next(ss_window_reader *r, const ss_window_batch **out) {
     uint32_t active = 0, rows;
     if (r->opt.mode == SS_WINDOW_RANDOM)
         rows = fill_random(r, sl, id, &active);
+    else if (r->opt.flags & SS_WINDOW_REDRAW)
+        rows = fill_redraw(r, sl, &active);
     else
         rows = fill_lanes(r, sl, &active);
+    /* DROP_LAST: a batch of fewer than B windows ends the epoch instead (its
+     * windows are not handed out; the next epoch resets every cursor). */
+    if ((r->opt.flags & SS_WINDOW_DROP_LAST) && active < r->B) active = 0;
     if (active == 0 && npend > 0)
         return ss__fail(SS_ESTATE,
                         "window reader: every remaining sequence is blocked; register "

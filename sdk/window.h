@@ -101,6 +101,7 @@ struct ss_window_reader {
     uint64_t *order; /* [nelig]: this epoch's order */
     uint64_t order_pos;
     uint64_t *lane_seq; /* [B] */
+    uint64_t *cand;     /* [nelig]: SS_WINDOW_REDRAW's candidates of a round */
     uint64_t *parked;   /* [nseq] FIFO of unowned in-progress sequences */
     uint64_t park_head, park_n;
     uint64_t epoch_windows, windows_out, batches_in_epoch;

@@ -1,7 +1,9 @@
 /* test_batch.c - fixed-size batching with remainder policies, token-budget
- * batching against a plain transcription of fairseq's batch_by_size
- * (data_utils_fast.pyx, batch_by_size_vec), hand-written cases, skip/error on
- * too-long examples, batch-order shuffles and padding statistics. */
+ * batching against a plain transcription of fairseq's batch_by_size_fast
+ * (without a batch multiple, where it keeps its budget) and against a naive
+ * longest-fitting-run reference (with one), the budget checked on every
+ * batch; hand-written cases, skip/error on too-long examples, options of the
+ * other mode refused, batch-order shuffles and padding statistics. */
 #include "testutil.h"
 
 #include <stdlib.h>
@@ -53,6 +55,37 @@ static void test_fixed(void) {
     o.remainder = (ss_remainder)9;
     CHECK_RC(ss_batcher_create(&b, order, NULL, 10, &o), SS_EINVAL);
     CHECK_RC(ss_batcher_create(&b, order, NULL, 10, NULL), SS_EINVAL);
+    /* PAD: the last batch filled from the order's start (cyclically). */
+    o.remainder = SS_REMAINDER_PAD;
+    o.batch_size = 4;
+    CHECK_OK(ss_batcher_create(&b, order, NULL, 10, &o));
+    uint64_t padded[12] = {9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 9, 8};
+    size_t s4[3] = {4, 4, 4};
+    check_batches(b, s4, 3, padded);
+    ss_batcher_free(b);
+    CHECK_OK(ss_batcher_create(&b, order, NULL, 3, &o));
+    uint64_t cyc[4] = {9, 8, 7, 9};
+    check_batches(b, s4, 1, cyc);
+    ss_batcher_free(b);
+    /* Options of the other mode are refused, not ignored. */
+    o.remainder = SS_REMAINDER_INCLUDE;
+    o.batch_size_multiple = 8;
+    CHECK_RC(ss_batcher_create(&b, order, NULL, 10, &o), SS_EINVAL);
+    CHECK(strstr(ss_error_message(), "token-budget"));
+    o.batch_size_multiple = 0;
+    o.skip_too_long = 1;
+    CHECK_RC(ss_batcher_create(&b, order, NULL, 10, &o), SS_EINVAL);
+    o.skip_too_long = 0;
+    uint64_t ones[10] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+    o.max_tokens = 4; /* with batch_size 4 */
+    CHECK_RC(ss_batcher_create(&b, order, ones, 10, &o), SS_EINVAL);
+    CHECK(strstr(ss_error_message(), "both batch_size"));
+    o.batch_size = 0;
+    o.remainder = SS_REMAINDER_SKIP;
+    CHECK_RC(ss_batcher_create(&b, order, ones, 10, &o), SS_EINVAL);
+    CHECK(strstr(ss_error_message(), "remainder"));
+    o.max_tokens = 0;
+    o.batch_size = 4;
     /* Empty order: no batches. */
     o.remainder = SS_REMAINDER_INCLUDE;
     CHECK_OK(ss_batcher_create(&b, NULL, NULL, 0, &o));
@@ -149,6 +182,30 @@ static void test_tokens_hand(void) {
     CHECK_RC(ss_batcher_create(&b, order, NULL, 5, &o), SS_EINVAL); /* needs lengths */
 }
 
+/* The documented rule, the naive way: from each start, the longest run that
+ * fits (<= max_sentences, count * max <= max_tokens); if it does not reach
+ * the end and holds >= m examples, cut it to a multiple of m. Lengths are
+ * all <= max_tokens here. O(n^2). */
+static void naive_runs(const uint64_t *order, const uint64_t *len, size_t n, uint64_t mt,
+                       uint64_t ms, uint64_t m, naive_out *out) {
+    out->nb = out->ni = 0;
+    if (m < 1) m = 1;
+    for (size_t start = 0; start < n;) {
+        size_t run = 0;
+        uint64_t mx = 0;
+        while (start + run < n) {
+            uint64_t l = len[start + run] > mx ? len[start + run] : mx;
+            if ((ms && run + 1 > ms) || (run + 1) * l > mt) break;
+            mx = l;
+            run++;
+        }
+        if (start + run < n && run >= m) run = run / m * m;
+        for (size_t j = 0; j < run; j++) out->items[out->ni++] = order[start + j];
+        out->sizes[out->nb++] = run;
+        start += run;
+    }
+}
+
 static void test_tokens_property(void) {
     uint64_t rng = 2024;
     static naive_out want;
@@ -164,22 +221,47 @@ static void test_tokens_property(void) {
         o.max_tokens = maxlen + ss_test_rand(&rng) % 2000;
         o.max_sentences = ss_test_rand(&rng) % 3 ? ss_test_rand(&rng) % 64 : 0;
         o.batch_size_multiple = ss_test_rand(&rng) % 2 ? 1 + ss_test_rand(&rng) % 8 : 0;
-        CHECK(naive_batch(order, len, n, o.max_tokens, o.max_sentences, o.batch_size_multiple,
-                          &want) == 0);
+        uint64_t m = o.batch_size_multiple > 1 ? o.batch_size_multiple : 1;
+        if (m == 1) { /* fairseq's own batch_by_size_fast, where it keeps the budget */
+            CHECK(naive_batch(order, len, n, o.max_tokens, o.max_sentences, 1, &want) == 0);
+        } else {
+            naive_runs(order, len, n, o.max_tokens, o.max_sentences, m, &want);
+        }
         ss_batcher *b;
         CHECK_OK(ss_batcher_create(&b, order, len, n, &o));
         check_batches(b, want.sizes, want.nb, want.items);
-        /* and the budget holds for every batch without a multiple */
-        if (o.batch_size_multiple <= 1) {
-            for (uint64_t k = 0; k < ss_batcher_count(b); k++) {
-                const uint64_t *p;
-                size_t m;
-                CHECK_OK(ss_batcher_get(b, k, &p, &m));
-                CHECK(!o.max_sentences || m <= o.max_sentences);
-            }
+        /* The promises, on every batch: the budget, max_sentences, and a
+         * size that is a multiple of m or below m (the last one: any). */
+        uint64_t nb = ss_batcher_count(b), at = 0;
+        for (uint64_t k = 0; k < nb; k++) {
+            const uint64_t *p;
+            size_t c;
+            CHECK_OK(ss_batcher_get(b, k, &p, &c));
+            uint64_t mx = 0;
+            for (size_t j = 0; j < c; j++, at++)
+                if (len[at] > mx) mx = len[at];
+            CHECK(c * mx <= o.max_tokens);
+            CHECK(!o.max_sentences || c <= o.max_sentences);
+            CHECK(k + 1 == nb || c % m == 0 || c < m);
         }
         ss_batcher_free(b);
     }
+    /* The reported case: multiple 8, budget 2,048; lengths 300 then short
+     * ones. Run 1: 6 x 300 fits (1,800), < 8 kept whole; then 100-long
+     * examples: 20 fit, cut to 16; the 4 left and a 600-long one do not fit
+     * together (5 x 600 > 2,048): the 4 close alone; 600 + two 100s fit,
+     * a third does not (4 x 600); the last one is alone. */
+    uint64_t ord[30], ln[30];
+    for (int i = 0; i < 30; i++) ord[i] = (uint64_t)i, ln[i] = i < 6 ? 300 : 100;
+    ln[26] = 600;
+    ss_batch_options o = SS_BATCH_OPTIONS_INIT;
+    o.max_tokens = 2048;
+    o.batch_size_multiple = 8;
+    ss_batcher *b;
+    CHECK_OK(ss_batcher_create(&b, ord, ln, 30, &o));
+    size_t sz[5] = {6, 16, 4, 3, 1};
+    check_batches(b, sz, 5, ord);
+    ss_batcher_free(b);
 }
 
 static void test_shuffle(void) {

@@ -32,13 +32,15 @@ static void check_index(const ss_bucket *b, const uint64_t *perm, uint64_t n,
 
 static void test_hand(void) {
     /* lengths 5 3 8 1 4 4 2 7, resolution 2: sorted 1(3) 2(6) 3(1) 4(4) 4(5)
-     * 5(0) 7(7) 8(2); len/2 = 0 1 1 2 2 2 3 4. */
+     * 5(0) 7(7) 8(2); len/2 = 0 1 1 2 2 2 3 4; inside a bucket in index
+     * order: {3} {1 6} {0 4 5} {7} {2}. */
     uint64_t len[8] = {5, 3, 8, 1, 4, 4, 2, 7};
     const uint64_t *keys[1] = {len};
     ss_bucket *b;
     CHECK_OK(ss_bucket_build_lengths(&b, keys, NULL, 1, 8, 2));
-    uint64_t perm[8] = {3, 6, 1, 4, 5, 0, 7, 2}, starts[6] = {0, 1, 3, 6, 7, 8};
-    check_index(b, perm, 8, starts, 5);
+    uint64_t perm_r2[8] = {3, 1, 6, 0, 4, 5, 7, 2}, starts[6] = {0, 1, 3, 6, 7, 8};
+    check_index(b, perm_r2, 8, starts, 5);
+    uint64_t perm[8] = {3, 6, 1, 4, 5, 0, 7, 2};
     ss_bucket_free(b);
     /* resolution 1: one bucket per distinct length */
     CHECK_OK(ss_bucket_build_lengths(&b, keys, NULL, 1, 8, 1));
@@ -53,10 +55,11 @@ static void test_hand(void) {
     uint64_t perm2[4] = {2, 1, 3, 0}, starts2[4] = {0, 1, 3, 4};
     check_index(b, perm2, 4, starts2, 3);
     ss_bucket_free(b);
-    /* resolution 4 puts them all in bucket (0, q): tgt 5 is in [4, 8). */
+    /* resolution 4 puts them all in bucket (0, q): tgt 5 is in [4, 8); the
+     * second bucket in index order. */
     CHECK_OK(ss_bucket_build_lengths(&b, k2, NULL, 2, 4, 4));
-    uint64_t starts4[3] = {0, 1, 4};
-    check_index(b, perm2, 4, starts4, 2);
+    uint64_t starts4[3] = {0, 1, 4}, perm4[4] = {2, 0, 1, 3};
+    check_index(b, perm4, 4, starts4, 2);
     ss_bucket_free(b);
 
     CHECK_RC(ss_bucket_build_lengths(&b, keys, NULL, 1, 8, 0), SS_EINVAL);
@@ -65,8 +68,8 @@ static void test_hand(void) {
     CHECK(b == NULL);
 }
 
-/* Random builds: sorted by (keys, index); bucket boundaries exactly where
- * some floor(key / R) changes. */
+/* Random builds: buckets in key order, boundaries exactly where some
+ * floor(key / R) changes, index order inside a bucket. */
 static void test_property(void) {
     uint64_t rng = 5;
     for (int round = 0; round < 100; round++) {
@@ -90,7 +93,7 @@ static void test_property(void) {
             for (size_t k = 0; k < nk && !cmp; k++)
                 cmp = l[k][p[i - 1]] < l[k][p[i]] ? -1 : l[k][p[i - 1]] > l[k][p[i]];
             for (size_t k = 0; k < nk; k++) bucket_change |= l[k][p[i - 1]] / R != l[k][p[i]] / R;
-            CHECK(cmp < 0 || (cmp == 0 && p[i - 1] < p[i]));
+            CHECK(bucket_change ? cmp < 0 : p[i - 1] < p[i]);
             if (bucket_change) {
                 q++;
                 CHECK_EQ_U64(st[q], i);
@@ -169,11 +172,14 @@ static void test_store(void) {
         k += m;
     }
     CHECK_EQ_U64(k, 450);
-    for (uint64_t j = 1; j < c0; j++) /* unshuffled: sorted by (src, tgt, index) */
-        CHECK(
-            src[o0[j - 1]] < src[o0[j]] ||
-            (src[o0[j - 1]] == src[o0[j]] &&
-             (tgt[o0[j - 1]] < tgt[o0[j]] || (tgt[o0[j - 1]] == tgt[o0[j]] && o0[j - 1] < o0[j]))));
+    /* unshuffled: buckets in order, store index order inside a bucket */
+    uint64_t *bk_of = malloc(n * sizeof *bk_of);
+    for (uint64_t q = 0; q < ss_bucket_count(stored); q++)
+        for (uint64_t i = st[q]; i < st[q + 1]; i++) bk_of[p[i]] = q;
+    for (uint64_t j = 1; j < c0; j++)
+        CHECK(bk_of[o0[j - 1]] < bk_of[o0[j]] ||
+              (bk_of[o0[j - 1]] == bk_of[o0[j]] && o0[j - 1] < o0[j]));
+    free(bk_of);
 
     /* Within-bucket batches: one bucket per batch, every selected example once,
      * token budget respected, batch order shuffled per epoch. */
@@ -284,7 +290,7 @@ static void test_cli(void) {
     CHECK_OK(ss_open(&s, path, 0));
     ss_bucket *b;
     CHECK_OK(ss_bucket_open(&b, s, "src"));
-    uint64_t perm[6] = {3, 1, 4, 5, 0, 2}, starts[5] = {0, 1, 2, 5, 6};
+    uint64_t perm[6] = {3, 1, 0, 4, 5, 2}, starts[5] = {0, 1, 2, 5, 6}; /* index order inside */
     check_index(b, perm, 6, starts, 4);
     ss_bucket_free(b);
     CHECK_OK(ss_bucket_open(&b, s, "st"));
@@ -406,7 +412,203 @@ static void test_block_order(void) {
     }
 }
 
+/* ------------------------------------------------ torchnet, keys, mass */
+
+/* A store of one u8 sequence field "s" holding the given strings. */
+static ss_store *strings_store(const char *name, const char *const *str, int n) {
+    ss_field f[1] = {{"s", SS_U8, 1, 0, {0}}};
+    ss_schema sc = {1, f};
+    ss_writer *w;
+    CHECK_OK(ss_writer_create(&w, ss_test_path(name), &sc, NULL));
+    for (int i = 0; i < n; i++) {
+        ss_value v = {str[i], strlen(str[i])};
+        CHECK_OK(ss_writer_append(w, &v));
+    }
+    CHECK_OK(ss_writer_finish(w));
+    ss_writer_free(w);
+    ss_store *s;
+    CHECK_OK(ss_open(&s, ss_test_path(name), 0));
+    return s;
+}
+
+static void check_order(const ss_bucket *b, const uint64_t *want, uint64_t n) {
+    uint64_t got[128], m;
+    CHECK_OK(ss_bucket_order(b, NULL, 0, 0, 0, got, &m));
+    CHECK_EQ_U64(m, n);
+    for (uint64_t i = 0; i < n; i++) CHECK_EQ_U64(got[i], want[i]);
+}
+
+static uint64_t neg_key(void *user, size_t key, uint64_t i) {
+    (void)key;
+    return ((const uint64_t *)user)[i];
+}
+
+/* torchnet's test_bucketsorteddataset.lua: BucketSorted_Simple (resolution
+ * 1: a b c aa bb cc aaaa bbbb cccc foobar), the issue's {"aa","a","b"} at
+ * resolution 3 (stays aa, a, b), resolution 3 over the Simple data (bucket
+ * 0 in index order), and BucketSorted_NegativeLength (keys 1..100 sorted
+ * descending: 100 .. 1) from a key array and from a callback. */
+static void test_torchnet(void) {
+    const char *data[10] = {"a", "b", "c", "foobar", "aa", "bb", "aaaa", "bbbb", "cccc", "cc"};
+    ss_store *s = strings_store("tn.ss", data, 10);
+    uint32_t f0 = 0;
+    ss_bucket *b;
+    CHECK_OK(ss_bucket_build(&b, s, &f0, 1, 1));
+    uint64_t simple[10] = {0, 1, 2, 4, 5, 9, 6, 7, 8, 3};
+    check_order(b, simple, 10);
+    ss_bucket_free(b);
+    ss_bucket_options o = SS_BUCKET_OPTIONS_INIT;
+    o.resolution = 3;
+    CHECK_OK(ss_bucket_create(&b, s, &f0, 1, &o));
+    uint64_t r3[10] = {0, 1, 2, 4, 5, 9, 6, 7, 8, 3};
+    check_order(b, r3, 10);
+    CHECK_EQ_U64(ss_bucket_count(b), 3);
+    ss_bucket_free(b);
+    ss_close(s);
+    const char *three[3] = {"aa", "a", "b"};
+    s = strings_store("tn3.ss", three, 3);
+    CHECK_OK(ss_bucket_build(&b, s, &f0, 1, 3));
+    uint64_t stable[3] = {0, 1, 2};
+    check_order(b, stable, 3);
+    ss_bucket_free(b);
+    ss_close(s);
+
+    uint64_t val[100], desc[100];
+    for (int i = 0; i < 100; i++) val[i] = (uint64_t)i + 1, desc[i] = 99 - (uint64_t)i;
+    const uint64_t *keys[1] = {val};
+    o = (ss_bucket_options)SS_BUCKET_OPTIONS_INIT;
+    o.resolution = 1;
+    o.descending = 1;
+    o.keys = keys;
+    o.count = 100;
+    CHECK_OK(ss_bucket_create(&b, NULL, NULL, 1, &o));
+    CHECK(ss_bucket_descending(b) && ss_bucket_keys(b, NULL) == 0);
+    check_order(b, desc, 100);
+    ss_bucket_free(b);
+    o.keys = NULL;
+    o.key_fn = neg_key;
+    o.key_user = val;
+    CHECK_OK(ss_bucket_create(&b, NULL, NULL, 1, &o));
+    check_order(b, desc, 100);
+    /* no token budget without length fields */
+    ss_batch_options bo = SS_BATCH_OPTIONS_INIT;
+    bo.max_tokens = 100;
+    ss_batcher *bt;
+    CHECK_RC(ss_bucket_batches(&bt, b, NULL, NULL, &bo, 0, 0, 0), SS_EINVAL);
+    ss_bucket_free(b);
+    o.keys = keys; /* both */
+    CHECK_RC(ss_bucket_create(&b, NULL, NULL, 1, &o), SS_EINVAL);
+    o.key_fn = NULL;
+    o.max_buckets = 4; /* and resolution */
+    CHECK_RC(ss_bucket_create(&b, NULL, NULL, 1, &o), SS_EINVAL);
+    o.resolution = 0;
+    o.keys = NULL;
+    CHECK_RC(ss_bucket_create(&b, NULL, NULL, 1, &o), SS_EINVAL); /* no store, no keys */
+    CHECK(b == NULL);
+}
+
+/* Padding cost of buckets of sorted values: sum of (count * max - sum). */
+static uint64_t cost_of(const uint64_t *v, uint64_t n, const uint64_t *starts, uint64_t nb) {
+    uint64_t c = 0;
+    for (uint64_t q = 0; q < nb; q++) {
+        uint64_t mx = 0, sm = 0;
+        for (uint64_t i = starts[q]; i < starts[q + 1]; i++) {
+            if (v[i] > mx) mx = v[i];
+            sm += v[i];
+        }
+        c += (starts[q + 1] - starts[q]) * mx - sm;
+    }
+    (void)n;
+    return c;
+}
+
+/* Estimated boundaries against brute force: every set of at most M - 1 cuts
+ * between distinct values of a small key set; the index's buckets must cost
+ * exactly the minimum, cut only between different keys, and list their
+ * examples in index order. */
+static void test_estimated(void) {
+    uint64_t rng = 12;
+    for (int round = 0; round < 300; round++) {
+        uint64_t n = 1 + ss_test_rand(&rng) % 60, M = 1 + ss_test_rand(&rng) % 5;
+        uint64_t k[64], sorted[64], runs[64], nr = 0;
+        for (uint64_t i = 0; i < n; i++) {
+            k[i] = ss_test_rand(&rng) % 12;
+            if (ss_test_rand(&rng) % 8 == 0) k[i] += ss_test_rand(&rng) % 100;
+        }
+        uint64_t m = 0;
+        for (uint64_t v = 0; v < 112; v++)
+            for (uint64_t i = 0; i < n; i++)
+                if (k[i] == v) sorted[m++] = v;
+        for (uint64_t i = 0; i < n; i++)
+            if (i == 0 || sorted[i] != sorted[i - 1]) runs[nr++] = i; /* possible cuts */
+        uint64_t best = UINT64_MAX;
+        for (uint64_t mask = 0; mask < (1ull << (nr - 1)); mask++) { /* cut before runs[j+1] */
+            uint64_t st[64], nb = 0;
+            st[nb++] = 0;
+            for (uint64_t j = 0; j + 1 < nr; j++)
+                if (mask >> j & 1) st[nb++] = runs[j + 1];
+            if (nb > M) continue;
+            st[nb] = n;
+            uint64_t c = cost_of(sorted, n, st, nb);
+            if (c < best) best = c;
+        }
+        const uint64_t *keys[1] = {k};
+        ss_bucket_options o = SS_BUCKET_OPTIONS_INIT;
+        o.max_buckets = M;
+        o.keys = keys;
+        o.count = n;
+        ss_bucket *b;
+        CHECK_OK(ss_bucket_create(&b, NULL, NULL, 1, &o));
+        CHECK_EQ_U64(ss_bucket_resolution(b), 0);
+        uint64_t nb = ss_bucket_count(b);
+        const uint64_t *st = ss_bucket_starts(b), *p = ss_bucket_permutation(b);
+        CHECK(nb >= 1 && nb <= M);
+        for (uint64_t q = 1; q < nb; q++) CHECK(sorted[st[q]] != sorted[st[q] - 1]);
+        CHECK_EQ_U64(cost_of(sorted, n, st, nb), best);
+        for (uint64_t q = 0; q < nb; q++)
+            for (uint64_t i = st[q]; i < st[q + 1]; i++) {
+                CHECK(k[p[i]] >= sorted[st[q]] && k[p[i]] <= sorted[st[q + 1] - 1]);
+                CHECK(i == st[q] || p[i - 1] < p[i]); /* index order inside */
+            }
+        ss_bucket_free(b);
+    }
+}
+
+/* A stored descending index with estimated boundaries reopens with the same arrays. */
+static void test_store_v2(void) {
+    const char *data[6] = {"aaaa", "a", "aa", "aaaaaa", "aaa", "a"};
+    ss_store *s = strings_store("v2.ss", data, 6);
+    uint32_t f0 = 0;
+    ss_bucket_options o = SS_BUCKET_OPTIONS_INIT;
+    o.max_buckets = 2;
+    o.descending = 1;
+    ss_bucket *b;
+    CHECK_OK(ss_bucket_create(&b, s, &f0, 1, &o));
+    ss_close(s);
+    ss_writer *w;
+    CHECK_OK(ss_writer_open(&w, ss_test_path("v2.ss"), NULL, NULL));
+    CHECK_OK(ss_bucket_set(w, "m", b));
+    CHECK_OK(ss_writer_finish(w));
+    ss_writer_free(w);
+    CHECK_OK(ss_open(&s, ss_test_path("v2.ss"), 0));
+    ss_bucket *r;
+    CHECK_OK(ss_bucket_open(&r, s, "m"));
+    CHECK(ss_bucket_descending(r) && ss_bucket_resolution(r) == 0);
+    /* lengths 6 4 3 2 1 1 (examples 3 0 4 2 1 5) in two buckets: {6 4} {3 2
+     * 1 1} and {6 4 3} {2 1 1} both pad 7, the least; the later cut is kept
+     * -> {0 3 4} {1 2 5} */
+    uint64_t want[6] = {0, 3, 4, 1, 2, 5};
+    check_order(r, want, 6);
+    check_index(r, ss_bucket_permutation(b), 6, ss_bucket_starts(b), 2);
+    ss_bucket_free(r);
+    ss_bucket_free(b);
+    ss_close(s);
+}
+
 int main(void) {
+    test_torchnet();
+    test_estimated();
+    test_store_v2();
     test_hand();
     test_property();
     test_store();

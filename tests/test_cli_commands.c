@@ -745,6 +745,20 @@ static void test_lock_files(void) {
         if (lock_exists(s)) fprintf(stderr, "after: seqstore %s\n", line);
         CHECK(!lock_exists(s));
     }
+    /* a store read as an input of another command (a vocabulary, an export) */
+    char words[800], out[800];
+    snprintf(words, sizeof words, "%s", ss_test_path("lock-words.ss"));
+    snprintf(out, sizeof out, "%s", ss_test_path("lock-out"));
+    EXPECT_RUN(0, "convert text --quiet --force --tokens words --doc-sep %% %s -o '%s'", FORTUNES,
+               words);
+    CHECK(!lock_exists(words));
+    EXPECT_RUN(0, "convert text --quiet --force --tokens words --vocab '%s' %s -o '%s.ss'", words,
+               FORTUNES, out);
+    CHECK(!lock_exists(words));
+    EXPECT_RUN(0, "export '%s' --format jsonl -o '%s.jsonl'", words, out);
+    CHECK(!lock_exists(words));
+    EXPECT_RUN(0, "export megatron '%s' '%s-mm' --force", words, out);
+    CHECK(!lock_exists(words));
     /* another process (this one) has the store open: its lock file stays */
     ss_store *st;
     CHECK_OK(ss_open(&st, s, 0));
@@ -812,6 +826,10 @@ static void test_conventions(void) {
     EXPECT_RUN(0, "split add '%s' x 3", s);
     EXPECT_RUN(0, "split show '%s' x", s);
     EXPECT_OUT("1 of 431 examples in 1 range\n");
+    /* convert's summary: "1 example, 1 element" */
+    const char *one = put_file("one.txt", "x\n", 2);
+    EXPECT_RUN(0, "convert lines '%s' -o '%s' --force", one, ss_test_path("one.ss"));
+    EXPECT_ERR("seqstore convert: 1 example, 1 element,");
 }
 
 /* With arguments, only the named tests run (e.g. `test_cli_commands range_limits`). */

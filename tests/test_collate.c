@@ -838,6 +838,119 @@ static void test_rows_by_hand(void) {
     ss_close(s);
 }
 
+/* ------------------------------------------- mask dtypes, channels-first */
+
+/* Matchbox's MaskedBatch.fromlist(examples, dims=(True, False)): data =
+ * examples[0].new(bs, maxT, C).zero_(), mask = examples[0].new(bs, maxT,
+ * 1).zero_() (the data's dtype), mask[i, :T_i] = 1. Two f32 examples of
+ * 2 and 3 steps of C = 2; then the mask in i64 output's dtype, and an
+ * explicit f16 mask (1.0 = 0x3c00). */
+static void test_mask_dtype(void) {
+    ss_field fd[1] = {{"x", SS_F32, 1, 1, {2}}};
+    ss_schema sc = {1, fd};
+    ss_writer *w;
+    CHECK_OK(ss_writer_create(&w, ss_test_path("mb.ss"), &sc, NULL));
+    float e0[4] = {1, 2, 3, 4}, e1[6] = {5, 6, 7, 8, 9, 10};
+    ss_value v0 = {e0, 2}, v1 = {e1, 3};
+    CHECK_OK(ss_writer_append(w, &v0));
+    CHECK_OK(ss_writer_append(w, &v1));
+    CHECK_OK(ss_writer_finish(w));
+    ss_writer_free(w);
+    ss_store *s;
+    CHECK_OK(ss_open(&s, ss_test_path("mb.ss"), 0));
+    ss_collate_field o = SS_COLLATE_FIELD_INIT;
+    o.name = "x";
+    o.mask = SS_MASK_DTYPE;
+    ss_span rows[2] = {{0, 0, SS_SPAN_END}, {1, 0, SS_SPAN_END}};
+    ss_collator *c;
+    const ss_collated *r = collate1(s, &o, rows, 2, &c);
+    float want[12] = {1, 2, 3, 4, 0, 0, 5, 6, 7, 8, 9, 10}, wmask[6] = {1, 1, 0, 1, 1, 1};
+    CHECK(r->dtype == SS_F32 && r->mask_bytes == 6 * 4);
+    CHECK(memcmp(r->data, want, sizeof want) == 0);
+    CHECK(memcmp(r->mask, wmask, sizeof wmask) == 0);
+    ss_collator_free(c);
+    o.dtype = SS_I64;
+    r = collate1(s, &o, rows, 2, &c);
+    int64_t imask[6] = {1, 1, 0, 1, 1, 1};
+    CHECK(r->mask_bytes == 6 * 8 && memcmp(r->mask, imask, sizeof imask) == 0);
+    ss_collator_free(c);
+    o.mask_dtype = SS_F16;
+    r = collate1(s, &o, rows, 2, &c);
+    uint16_t hmask[6] = {0x3c00, 0x3c00, 0, 0x3c00, 0x3c00, 0x3c00};
+    CHECK(r->mask_bytes == 6 * 2 && memcmp(r->mask, hmask, sizeof hmask) == 0);
+    ss_collator_free(c);
+    o.mask = SS_MASK_U8; /* mask_dtype only with SS_MASK_DTYPE */
+    CHECK_RC(ss_collator_create(&c, s, &o, 1, NULL), SS_EINVAL);
+    CHECK(strstr(ss_error_message(), "mask_dtype"));
+    ss_close(s);
+}
+
+/* Channels-first [B][C...][T] against a naive transpose of the batch-major
+ * [B][T][C...] collation of the same rows (random stores, dtypes, padding,
+ * fixed lengths, masks of any dtype, 1 and 3 threads, forced parallelism). */
+static void test_channels_first(void) {
+    uint64_t rng = 404;
+    int cases = 0;
+    for (int round = 0; round < 12; round++) {
+        rstore rs;
+        char name[32];
+        snprintf(name, sizeof name, "cf%d.ss", round);
+        make_random_store(&rs, name, &rng);
+        for (int trial = 0; trial < 8; trial++) {
+            ss_collate_field bm, cf;
+            double sc[16], of[16];
+            random_field(&bm, &rs, 0, &rng, sc, of);
+            bm.layout = SS_LAYOUT_BATCH_MAJOR; /* the reference */
+            bm.sort_by_length = 0;
+            if (ss_test_rand(&rng) % 2) {
+                bm.mask = SS_MASK_DTYPE;
+                bm.mask_dtype = ss_test_rand(&rng) % 2 ? all_dtypes[ss_test_rand(&rng) % 12] : 0;
+            }
+            cf = bm;
+            cf.layout = SS_LAYOUT_CHANNELS_FIRST;
+            ss_span rows[24];
+            size_t n = 1 + (size_t)(ss_test_rand(&rng) % 24);
+            random_spans(&rs, rows, n, &rng);
+            for (int th = 1; th <= 3; th += 2) {
+                ss_collator_options opt = SS_COLLATOR_OPTIONS_INIT;
+                opt.threads = th;
+                opt.parallel_bytes = th > 1 ? 1 : 0;
+                ss_collator *c1, *c2;
+                ss_collated_batch b1, b2;
+                CHECK_OK(ss_collator_create(&c1, rs.s, &bm, 1, &opt));
+                CHECK_OK(ss_collator_create(&c2, rs.s, &cf, 1, &opt));
+                CHECK_OK(ss_collator_collate(c1, rows, n, &b1));
+                CHECK_OK(ss_collator_collate(c2, rows, n, &b2));
+                const ss_collated *x = &b1.fields[0], *y = &b2.fields[0];
+                uint64_t T = x->steps, C = row_elements(&rs.fields[0]);
+                size_t es = ss_dtype_size(x->dtype);
+                CHECK_EQ_U64(y->steps, T);
+                CHECK_EQ_U64(y->data_bytes, x->data_bytes);
+                CHECK_EQ_U64(y->ndim, x->ndim);
+                CHECK_EQ_U64(y->shape[0], n);
+                CHECK_EQ_U64(y->shape[y->ndim - 1], T);
+                for (uint32_t k = 0; k < rs.fields[0].ndim; k++)
+                    CHECK_EQ_U64(y->shape[1 + k], rs.fields[0].dims[k]);
+                const unsigned char *xd = x->data, *yd = y->data;
+                for (uint64_t b = 0; b < n; b++)
+                    for (uint64_t t = 0; t < T; t++)
+                        for (uint64_t ch = 0; ch < C; ch++) {
+                            CHECK(memcmp(yd + ((b * C + ch) * T + t) * es,
+                                         xd + ((b * T + t) * C + ch) * es, es) == 0);
+                        }
+                CHECK_EQ_U64(y->mask_bytes, x->mask_bytes);
+                if (x->mask) CHECK(memcmp(y->mask, x->mask, x->mask_bytes) == 0);
+                for (uint64_t b = 0; b < n; b++) CHECK(y->lengths[b] == x->lengths[b]);
+                ss_collator_free(c1);
+                ss_collator_free(c2);
+                cases++;
+            }
+        }
+        ss_close(rs.s);
+    }
+    printf("channels-first: %d cases\n", cases);
+}
+
 int main(void) {
     test_by_hand();
     test_gain_attr();
@@ -845,6 +958,8 @@ int main(void) {
     test_random();
     test_rows_by_hand();
     test_rows();
+    test_mask_dtype();
+    test_channels_first();
     printf("test_collate: ok\n");
     return 0;
 }

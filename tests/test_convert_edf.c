@@ -312,6 +312,59 @@ int main(void) {
         ss_close(s);
     }
 
+    /* --channels Fp1 finds an EDF+ "EEG Fp1"; an exact label wins; ambiguity is an error */
+    {
+        const char *typed = path_of("typed.edf");
+        const char *const tl[4] = {"EEG Fp1", "EEG Fp2", "EOG Fp2", "Fp2"};
+        int h = edfopen_file_writeonly(typed, EDFLIB_FILETYPE_EDFPLUS, 4);
+        CHECK(h >= 0);
+        for (int k = 0; k < 4; k++) {
+            CHECK(edf_set_samplefrequency(h, k, 10) == 0);
+            CHECK(edf_set_physical_maximum(h, k, 100) == 0 &&
+                  edf_set_physical_minimum(h, k, -100) == 0);
+            CHECK(edf_set_digital_maximum(h, k, 32767) == 0 &&
+                  edf_set_digital_minimum(h, k, -32768) == 0);
+            CHECK(edf_set_label(h, k, tl[k]) == 0);
+        }
+        double buf[10];
+        for (int s2 = 0; s2 < 2; s2++)
+            for (int k = 0; k < 4; k++) {
+                for (int i = 0; i < 10; i++) buf[i] = 10.0 * k + i;
+                CHECK(edfwrite_physical_samples(h, buf) == 0);
+            }
+        CHECK(edfclose_file(h) == 0);
+        /* fp1 -> "EEG Fp1" (signal 0); Fp2 -> the exact "Fp2" (signal 3), not "EEG/EOG Fp2" */
+        CHECK_EQ_U64(
+            run_cli(err, sizeof err, "convert edf %s -o %s --force --channels fp1,Fp2", typed, S),
+            0);
+        CHECK_OK(ss_open(&s, S, 0));
+        ss_view v;
+        CHECK_OK(ss_get(s, 0, 0, &v));
+        const int16_t *d = v.data; /* [T][2]: physical 10k + i at sample i */
+        CHECK(v.length == 20 && d[0] < d[1] && d[2] > d[0]);
+        uint64_t sz;
+        const char *labs = attr_of(s, "signal.labels", SS_ATTR_TEXT, &sz);
+        CHECK(sz >= 11 && strncmp(labs, "EEG Fp1\nFp2", 11) == 0);
+        ss_close(s);
+        /* with only "EEG Fp2" and "EOG Fp2", a bare Fp2 names neither */
+        const char *amb = path_of("ambiguous.edf");
+        h = edfopen_file_writeonly(amb, EDFLIB_FILETYPE_EDFPLUS, 2);
+        CHECK(h >= 0);
+        for (int k = 0; k < 2; k++) {
+            CHECK(edf_set_samplefrequency(h, k, 10) == 0);
+            CHECK(edf_set_physical_maximum(h, k, 100) == 0 &&
+                  edf_set_physical_minimum(h, k, -100) == 0);
+            CHECK(edf_set_digital_maximum(h, k, 32767) == 0 &&
+                  edf_set_digital_minimum(h, k, -32768) == 0);
+            CHECK(edf_set_label(h, k, tl[k + 1]) == 0);
+        }
+        for (int k = 0; k < 2; k++) CHECK(edfwrite_physical_samples(h, buf) == 0);
+        CHECK(edfclose_file(h) == 0);
+        CHECK_EQ_U64(
+            run_cli(err, sizeof err, "convert edf %s -o %s --force --channels Fp2", amb, S), 1);
+        CHECK(strstr(err, "channel 'Fp2' is ambiguous"));
+    }
+
     /* --labels: a label field and label.names (matched by file name) */
     {
         FILE *f = fopen(path_of("labels.csv"), "w");

@@ -104,13 +104,18 @@ static void check_same_index(const char *a, const char *b, const char *name) {
 }
 
 /* Naive reference: sort (keys..., index) lexicographically; a bucket starts
- * where floor(key / R) changes in any key. */
+ * where floor(key / R) changes in any key; inside a bucket, index order. */
 static const uint64_t *const *g_keys;
 static size_t g_nkeys;
 static int cmp_ix(const void *pa, const void *pb) {
     uint64_t a = *(const uint64_t *)pa, b = *(const uint64_t *)pb;
     for (size_t k = 0; k < g_nkeys; k++)
         if (g_keys[k][a] != g_keys[k][b]) return g_keys[k][a] < g_keys[k][b] ? -1 : 1;
+    return a < b ? -1 : a > b;
+}
+
+static int cmp_u64(const void *pa, const void *pb) {
+    uint64_t a = *(const uint64_t *)pa, b = *(const uint64_t *)pb;
     return a < b ? -1 : a > b;
 }
 
@@ -130,6 +135,8 @@ static void check_against_naive(const char *path, const char *name, const uint64
         if (cut) starts[nb++] = i;
     }
     starts[nb] = n;
+    for (uint64_t q = 0; q < nb; q++) /* store index order inside a bucket */
+        qsort(perm + starts[q], starts[q + 1] - starts[q], sizeof *perm, cmp_u64);
 
     ss_store *s;
     CHECK_OK(ss_open(&s, path, 0));

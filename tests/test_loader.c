@@ -105,43 +105,52 @@ static void check_batch(const ss_store *s, const ss_loader_batch *b, const uint6
     }
 }
 
-/* Fixed-size batches of every epoch vs the sampler run by hand. */
+/* Fixed-size batches of every epoch vs the sampler run by hand: PAD gives
+ * 18 full batches (280 padded to 18 * 16); INCLUDE (the default) the same 17
+ * and a last one of the 8 real examples; SKIP 17. */
 static void test_naive_fixed(const ss_store *s) {
     ss_selection *all;
     CHECK_OK(ss_selection_parse(&all, "10:290", N));
     for (int kind = 0; kind < 2; kind++) {
-        ss_loader_options o = base_options(16);
-        o.selection = all;
-        o.sampler.kind = kind ? SS_SAMPLE_SHUFFLE : SS_SAMPLE_SEQUENTIAL;
-        o.sampler.seed = 99;
-        o.threads = 2;
-        ss_loader *l;
-        CHECK_OK(ss_loader_open(&l, s, &o));
-        ss_sampler_options so = o.sampler;
-        so.batch_size = 16;
-        ss_sampler *sm;
-        CHECK_OK(ss_sampler_create(&sm, all, &so));
-        for (uint64_t epoch = 0; epoch < 3; epoch++) {
-            if (epoch) CHECK_OK(ss_loader_set_epoch(l, epoch));
-            CHECK_OK(ss_sampler_set_epoch(sm, epoch));
-            uint64_t order[400];
-            size_t n;
-            CHECK_OK(ss_sampler_next(sm, order, 400, &n));
-            CHECK_EQ_U64(n, 288); /* 280 padded to 18 * 16 */
-            CHECK_EQ_U64(ss_loader_batches(l), 18);
-            const ss_loader_batch *b;
-            for (uint64_t k = 0; k < 18; k++) {
-                CHECK_OK(ss_loader_next(l, &b));
-                CHECK_EQ_U64(b->epoch, epoch);
-                CHECK_EQ_U64(b->position, k);
-                check_batch(s, b, order + 16 * k, 16);
+        for (int rp = 0; rp < 3; rp++) {
+            ss_remainder pol = rp == 0   ? SS_REMAINDER_PAD
+                               : rp == 1 ? SS_REMAINDER_INCLUDE
+                                         : SS_REMAINDER_SKIP;
+            ss_loader_options o = base_options(16);
+            o.selection = all;
+            o.batch.remainder = pol;
+            o.sampler.kind = kind ? SS_SAMPLE_SHUFFLE : SS_SAMPLE_SEQUENTIAL;
+            o.sampler.seed = 99;
+            o.threads = 2;
+            ss_loader *l;
+            CHECK_OK(ss_loader_open(&l, s, &o));
+            ss_sampler_options so = o.sampler;
+            so.batch_size = 16;
+            ss_sampler *sm;
+            CHECK_OK(ss_sampler_create(&sm, all, &so));
+            uint64_t nb = rp == 2 ? 17 : 18;
+            for (uint64_t epoch = 0; epoch < 3; epoch++) {
+                if (epoch) CHECK_OK(ss_loader_set_epoch(l, epoch));
+                CHECK_OK(ss_sampler_set_epoch(sm, epoch));
+                uint64_t order[400];
+                size_t n;
+                CHECK_OK(ss_sampler_next(sm, order, 400, &n));
+                CHECK_EQ_U64(n, 288);
+                CHECK_EQ_U64(ss_loader_batches(l), nb);
+                const ss_loader_batch *b;
+                for (uint64_t k = 0; k < nb; k++) {
+                    CHECK_OK(ss_loader_next(l, &b));
+                    CHECK_EQ_U64(b->epoch, epoch);
+                    CHECK_EQ_U64(b->position, k);
+                    check_batch(s, b, order + 16 * k, k == 17 && rp == 1 ? 8 : 16);
+                }
+                CHECK_RC(ss_loader_next(l, &b), SS_LOADER_END);
+                CHECK(b == NULL);
+                CHECK_RC(ss_loader_next(l, &b), SS_LOADER_END);
             }
-            CHECK_RC(ss_loader_next(l, &b), SS_LOADER_END);
-            CHECK(b == NULL);
-            CHECK_RC(ss_loader_next(l, &b), SS_LOADER_END);
+            ss_sampler_free(sm);
+            ss_loader_free(l);
         }
-        ss_sampler_free(sm);
-        ss_loader_free(l);
     }
     ss_selection_free(all);
 }
@@ -395,6 +404,130 @@ static void test_bucket(const char *path) {
     ss_close(s2);
 }
 
+/* ------------------------------------------ ranks x workers in every mode */
+
+/* All batches of one loader's epoch, indices concatenated. */
+typedef struct epoch_batches {
+    uint64_t idx[4 * N], start[4 * N + 1], nb;
+} epoch_batches;
+
+static void collect(const ss_store *s, ss_loader_options o, uint32_t R, uint32_t r, uint32_t W,
+                    uint32_t w, uint64_t epoch, epoch_batches *out) {
+    o.sampler.world_size = R;
+    o.sampler.rank = r;
+    o.sampler.num_workers = W;
+    o.sampler.worker = w;
+    ss_loader *l;
+    CHECK_OK(ss_loader_open(&l, s, &o));
+    CHECK_OK(ss_loader_set_epoch(l, epoch));
+    const ss_loader_batch *b;
+    out->nb = 0;
+    out->start[0] = 0;
+    while (ss_loader_next(l, &b) == 0) {
+        CHECK(out->start[out->nb] + b->rows <= 4 * N);
+        memcpy(out->idx + out->start[out->nb], b->indices, b->rows * 8);
+        out->start[out->nb + 1] = out->start[out->nb] + b->rows;
+        out->nb++;
+    }
+    CHECK_EQ_U64(out->nb, ss_loader_batches(l));
+    ss_loader_free(l);
+}
+
+static int cmp_u64(const void *a, const void *b) {
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Batch k of `e`, sorted, into buf; returns its size. */
+static uint64_t sorted_batch(const epoch_batches *e, uint64_t k, uint64_t *buf) {
+    uint64_t n = e->start[k + 1] - e->start[k];
+    memcpy(buf, e->idx + e->start[k], n * 8);
+    qsort(buf, n, 8, cmp_u64);
+    return n;
+}
+
+/* Every mode (fixed, token budget, bucket) at 1x1, 2x1, 1x3 and 2x2 ranks x
+ * workers, with and without drop_last, against the single-consumer run:
+ *  - token budget and bucket: rank r, worker w gets, as its q-th batch,
+ *    global batch ((q*W + w)*R + r) mod nb of the 1x1 list; so every global
+ *    batch goes to exactly one consumer (drop_last: those of whole rounds;
+ *    else every batch, the wrapped round again) and no example goes to two;
+ *  - fixed size b: global step k is worker k mod W's batch k / W on every
+ *    rank, and the R ranks' batches of step k together are the 1x1 batch k
+ *    of size R*b (the last one partial under SS_REMAINDER_INCLUDE). */
+static void test_shard_all_modes(const char *path) {
+    ss_store *s;
+    CHECK_OK(ss_open(&s, path, 0));
+    static epoch_batches one, part[4][3];
+    static uint64_t x[4 * N], y[4 * N];
+    const uint32_t conf[4][2] = {{1, 1}, {2, 1}, {1, 3}, {2, 2}};
+    for (int mode = 0; mode < 3; mode++) {
+        for (int dl = 0; dl < 2; dl++) {
+            for (int c = 0; c < 4; c++) {
+                uint32_t R = conf[c][0], W = conf[c][1];
+                ss_loader_options o = base_options(mode == 1 ? 0 : 5);
+                if (mode == 1) o.batch.max_tokens = 120;
+                if (mode == 2) o.bucket = "tok";
+                o.sampler.kind = SS_SAMPLE_SHUFFLE;
+                o.sampler.seed = 31;
+                o.sampler.drop_last = dl;
+                o.threads = 2;
+                ss_loader_options ref = o;
+                if (mode == 0) ref.batch.batch_size = 5 * R;
+                collect(s, ref, 1, 0, 1, 0, 1, &one);
+                uint64_t nb = one.nb, per = mode == 0 ? 0 : dl ? nb / R : (nb + R - 1) / R;
+                unsigned seen_batch[4 * N] = {0}, seen_ex[N] = {0};
+                uint64_t total = 0;
+                for (uint32_t r = 0; r < R; r++)
+                    for (uint32_t w = 0; w < W; w++) {
+                        epoch_batches *e = &part[r][w];
+                        collect(s, o, R, r, W, w, 1, e);
+                        for (uint64_t q = 0; q < e->nb; q++) {
+                            for (uint64_t i = e->start[q]; i < e->start[q + 1]; i++)
+                                seen_ex[e->idx[i]]++;
+                            if (mode == 0) continue;
+                            uint64_t g = ((q * W + w) * R + r) % nb;
+                            seen_batch[g]++;
+                            uint64_t n = sorted_batch(e, q, x);
+                            CHECK_EQ_U64(n, sorted_batch(&one, g, y));
+                            CHECK(memcmp(x, y, n * 8) == 0);
+                        }
+                        total += e->nb;
+                    }
+                if (mode != 0) {
+                    CHECK_EQ_U64(total, per * R);
+                    unsigned want[4 * N] = {0};
+                    for (uint64_t p = 0; p < per * R; p++) want[p % nb]++;
+                    for (uint64_t g = 0; g < nb; g++) CHECK_EQ_U64(seen_batch[g], want[g]);
+                } else {
+                    /* step k: the R ranks' batches of worker k mod W */
+                    for (uint64_t k = 0; k < nb; k++) {
+                        uint64_t n = 0;
+                        for (uint32_t r = 0; r < R; r++) {
+                            const epoch_batches *e = &part[r][k % W];
+                            uint64_t q = k / W;
+                            if (q >= e->nb) continue; /* an empty share of the last step */
+                            uint64_t m = e->start[q + 1] - e->start[q];
+                            memcpy(x + n, e->idx + e->start[q], m * 8);
+                            n += m;
+                        }
+                        qsort(x, n, 8, cmp_u64);
+                        CHECK_EQ_U64(n, sorted_batch(&one, k, y));
+                        CHECK(memcmp(x, y, n * 8) == 0);
+                    }
+                }
+                /* disjoint and covering: each example at most once (wrapped
+                 * batches aside), and every example of the 1x1 run seen */
+                uint64_t dealt = mode == 0 || per * R > nb ? nb : per * R;
+                for (uint64_t i = 0; i < one.start[dealt]; i++) CHECK(seen_ex[one.idx[i]] >= 1);
+                if (mode == 0 || dl || per * R == nb)
+                    for (int i = 0; i < N; i++) CHECK(seen_ex[i] <= 1);
+            }
+        }
+    }
+    ss_close(s);
+}
+
 /* Infinite: epochs follow one another; the batches equal set_epoch runs. */
 static void test_infinite(const ss_store *s) {
     ss_loader_options o = base_options(50);
@@ -501,6 +634,7 @@ int main(void) {
     test_errors(s);
     ss_close(s);
     test_bucket(path);
+    test_shard_all_modes(path);
     printf("test_loader: ok\n");
     return 0;
 }

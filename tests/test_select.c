@@ -361,10 +361,253 @@ static void test_cli(void) {
     ss_close(s);
 }
 
+/* ------------------------------------------- set operations, folds (v2) */
+
+/* A random selection of `total` and its bitmap. */
+static ss_selection *random_sel(uint64_t *rng, uint64_t total, unsigned char *bit) {
+    ss_range r[64];
+    size_t n = 0;
+    memset(bit, 0, total + 1);
+    for (uint64_t x = ss_test_rand(rng) % 5; n < 64 && x < total;) {
+        uint64_t e = x + 1 + ss_test_rand(rng) % 20;
+        if (e > total) e = total;
+        r[n++] = (ss_range){x, e};
+        for (uint64_t i = x; i < e; i++) bit[i] = 1;
+        x = e + 1 + ss_test_rand(rng) % 20;
+    }
+    ss_selection *sel;
+    CHECK_OK(ss_selection_create(&sel, r, n, total));
+    return sel;
+}
+
+/* Union, intersection and difference against bitmaps. */
+static void test_set_ops(void) {
+    uint64_t rng = 5;
+    unsigned char a[600], b[600];
+    for (int round = 0; round < 300; round++) {
+        uint64_t total = ss_test_rand(&rng) % 500;
+        ss_selection *x = random_sel(&rng, total, a), *y = random_sel(&rng, total, b);
+        for (int op = 0; op < 3; op++) {
+            ss_selection *z;
+            if (op == 0) CHECK_OK(ss_selection_union(&z, x, y));
+            if (op == 1) CHECK_OK(ss_selection_intersect(&z, x, y));
+            if (op == 2) CHECK_OK(ss_selection_minus(&z, x, y));
+            CHECK_EQ_U64(ss_selection_total(z), total);
+            uint64_t count = 0;
+            for (uint64_t i = 0; i < total; i++) {
+                int want = op == 0 ? a[i] || b[i] : op == 1 ? a[i] && b[i] : a[i] && !b[i];
+                CHECK_EQ_U64(ss_selection_contains(z, i), want);
+                count += (uint64_t)want;
+            }
+            CHECK_EQ_U64(ss_selection_count(z), count);
+            /* ranges stay sorted, non-empty and non-adjacent */
+            const ss_range *r = ss_selection_ranges(z);
+            for (size_t i = 0; i < ss_selection_range_count(z); i++) {
+                CHECK(r[i].start < r[i].end);
+                CHECK(i == 0 || r[i - 1].end < r[i].start);
+            }
+            ss_selection_free(z);
+        }
+        ss_selection_free(x);
+        ss_selection_free(y);
+    }
+    ss_selection *x, *y, *z;
+    CHECK_OK(ss_selection_all(&x, 10));
+    CHECK_OK(ss_selection_all(&y, 11));
+    CHECK_RC(ss_selection_union(&z, x, y), SS_EINVAL);
+    CHECK(z == NULL && strstr(ss_error_message(), "10 and 11"));
+    CHECK_RC(ss_selection_intersect(&z, x, NULL), SS_EINVAL);
+    ss_selection_free(x);
+    ss_selection_free(y);
+}
+
+/* Fuel's cross_validation(scheme, num_examples, num_folds, strict): fold i
+ * validates [n*i//k, n*(i+1)//k) and trains on the rest; strict=True raises
+ * when k does not divide n. */
+static void test_kfold_strict(void) {
+    ss_selection *sel, *tr, *va;
+    CHECK_OK(ss_selection_all(&sel, 10));
+    ss_kfold_options o = SS_KFOLD_OPTIONS_INIT;
+    o.strict = 1;
+    for (uint32_t f = 0; f < 5; f++) {
+        CHECK_OK(ss_selection_kfold(&tr, &va, sel, 5, f, &o));
+        char want[64];
+        snprintf(want, sizeof want, "%u:%u", 2 * f, 2 * f + 2);
+        check_text(va, want);
+        CHECK_EQ_U64(ss_selection_count(tr), 8);
+        ss_selection_free(tr);
+        ss_selection_free(va);
+    }
+    CHECK_RC(ss_selection_kfold(&tr, &va, sel, 3, 0, &o), SS_EINVAL);
+    CHECK(tr == NULL && va == NULL && strstr(ss_error_message(), "strict"));
+    o.strict = 0; /* Fuel's strict=False: 0:3, 3:6, 6:10 */
+    const char *want3[3] = {"0:3", "3:6", "6:10"};
+    for (uint32_t f = 0; f < 3; f++) {
+        CHECK_OK(ss_selection_kfold(NULL, &va, sel, 3, f, &o));
+        check_text(va, want3[f]);
+        ss_selection_free(va);
+    }
+    ss_kfold_options v1 = {1, 0, 0, 1, NULL, NULL}; /* version 1 ends at seed */
+    CHECK_OK(ss_selection_kfold(NULL, &va, sel, 3, 0, &v1));
+    ss_selection_free(va);
+    ss_selection_free(sel);
+}
+
+/* The documented grouped assignment, naively: groups by decreasing size,
+ * ties by first position; each to the least-loaded fold (lowest on ties). */
+static void naive_groups(const int64_t *g, uint64_t n, uint32_t k, uint32_t *fold_of) {
+    unsigned char *done = calloc(n + 1, 1);
+    uint64_t load[16] = {0};
+    for (;;) {
+        uint64_t best = n, best_size = 0;
+        for (uint64_t i = 0; i < n; i++) {
+            if (done[i]) continue;
+            int first = 1; /* first position of its group? */
+            for (uint64_t j = 0; j < i && first; j++) first = g[j] != g[i];
+            if (!first) continue;
+            uint64_t size = 0;
+            for (uint64_t j = i; j < n; j++) size += g[j] == g[i];
+            if (size > best_size) best = i, best_size = size;
+        }
+        if (best == n) break;
+        uint32_t f = 0;
+        for (uint32_t q = 1; q < k; q++)
+            if (load[q] < load[f]) f = q;
+        load[f] += best_size;
+        for (uint64_t j = best; j < n; j++)
+            if (g[j] == g[best]) fold_of[j] = f, done[j] = 1;
+    }
+    free(done);
+}
+
+/* Grouped and stratified folds over a selection with holes: exact against
+ * naive references, and their properties (groups whole, label counts
+ * floor/ceil of c/k, disjoint folds covering the selection). */
+static void test_kfold_grouped_stratified(void) {
+    uint64_t rng = 77;
+    unsigned char bit[600];
+    for (int round = 0; round < 60; round++) {
+        uint64_t total = 20 + ss_test_rand(&rng) % 400;
+        ss_selection *sel = random_sel(&rng, total, bit);
+        uint64_t n = ss_selection_count(sel);
+        uint32_t k = 2 + (uint32_t)(ss_test_rand(&rng) % 5);
+        if (n < 2 * k) {
+            ss_selection_free(sel);
+            continue;
+        }
+        int64_t keys[600];
+        int64_t span = 1 + (int64_t)(ss_test_rand(&rng) % 12) + k;
+        for (uint64_t i = 0; i < n; i++) keys[i] = (int64_t)(ss_test_rand(&rng) % span) - 3;
+        uint32_t want[600], cnt[32][8] = {{0}};
+        uint64_t idx[600];
+        for (uint64_t i = 0; i < n; i++) CHECK_OK(ss_selection_index(sel, i, &idx[i]));
+        for (int mode = 0; mode < 2; mode++) {
+            ss_kfold_options o = SS_KFOLD_OPTIONS_INIT;
+            if (mode == 0) {
+                o.groups = keys;
+                naive_groups(keys, n, k, want);
+            } else {
+                o.labels = keys;
+                /* naive: by (label, position), round-robin */
+                uint64_t j = 0;
+                for (int64_t lab = -3; lab < span; lab++)
+                    for (uint64_t i = 0; i < n; i++)
+                        if (keys[i] == lab) want[i] = (uint32_t)(j++ % k);
+            }
+            unsigned seen[600] = {0};
+            for (uint32_t f = 0; f < k; f++) {
+                ss_selection *tr, *va;
+                int rc = ss_selection_kfold(&tr, &va, sel, k, f, &o);
+                if (rc == SS_EINVAL && mode == 0) { /* fewer groups than folds */
+                    CHECK(strstr(ss_error_message(), "groups"));
+                    break;
+                }
+                CHECK_OK(rc);
+                for (uint64_t i = 0; i < n; i++) {
+                    int in_va = ss_selection_contains(va, idx[i]);
+                    CHECK_EQ_U64(in_va, want[i] == f);
+                    CHECK_EQ_U64(ss_selection_contains(tr, idx[i]), !in_va);
+                    seen[i] += (unsigned)in_va;
+                    if (in_va && mode == 1) cnt[keys[i] + 3][f]++;
+                }
+                ss_selection_free(tr);
+                ss_selection_free(va);
+            }
+            if (mode == 1)
+                for (int64_t lab = 0; lab < span + 3; lab++) {
+                    uint64_t c = 0;
+                    for (uint32_t f = 0; f < k; f++) c += cnt[lab][f];
+                    for (uint32_t f = 0; f < k; f++)
+                        CHECK(cnt[lab][f] == c / k || cnt[lab][f] == (c + k - 1) / k);
+                }
+            for (uint64_t i = 0; i < n && (mode == 1 || seen[0]); i++) CHECK_EQ_U64(seen[i], 1);
+            if (mode == 0) /* a group never spans two folds */
+                for (uint64_t i = 0; i < n; i++)
+                    for (uint64_t j = 0; j < n; j++)
+                        if (keys[i] == keys[j]) CHECK_EQ_U64(want[i], want[j]);
+        }
+        ss_selection_free(sel);
+    }
+    ss_selection *sel, *va;
+    CHECK_OK(ss_selection_all(&sel, 6));
+    int64_t g[6] = {1, 1, 1, 2, 2, 2};
+    ss_kfold_options o = SS_KFOLD_OPTIONS_INIT;
+    o.groups = g;
+    CHECK_RC(ss_selection_kfold(NULL, &va, sel, 3, 0, &o), SS_EINVAL); /* 2 groups, 3 folds */
+    o.strict = 1;
+    CHECK_RC(ss_selection_kfold(NULL, &va, sel, 2, 0, &o), SS_EINVAL);
+    o.strict = 0;
+    o.labels = g;
+    CHECK_RC(ss_selection_kfold(NULL, &va, sel, 2, 0, &o), SS_EINVAL);
+    ss_selection_free(sel);
+}
+
+/* Group ids from a fixed field and from an attribute array. */
+static void test_values(void) {
+    const char *path = ss_test_path("values.ss");
+    ss_field f[2] = {{"x", SS_U16, 1, 0, {0}}, {"subject", SS_I16, 0, 0, {0}}};
+    ss_schema sc = {2, f};
+    ss_writer *w;
+    CHECK_OK(ss_writer_create(&w, path, &sc, NULL));
+    uint16_t buf[4] = {0};
+    uint32_t rec[8];
+    for (int i = 0; i < 8; i++) {
+        int16_t subj = (int16_t)(i / 3 - 1);
+        rec[i] = (uint32_t)(100 + i % 2);
+        ss_value v[2] = {{buf, 2}, {&subj, 1}};
+        CHECK_OK(ss_writer_append(w, v));
+    }
+    CHECK_OK(ss_writer_set_attr(w, "recording", SS_U32, rec, sizeof rec));
+    CHECK_OK(ss_writer_set_attr(w, "short", SS_U32, rec, 4));
+    CHECK_OK(ss_writer_finish(w));
+    ss_writer_free(w);
+    ss_store *s;
+    CHECK_OK(ss_open(&s, path, 0));
+    ss_selection *sel;
+    CHECK_OK(ss_selection_parse(&sel, "1:3,5:8", 8));
+    int64_t v[5];
+    CHECK_OK(ss_selection_field_values(v, s, sel, 1));
+    int64_t want[5] = {-1, -1, 0, 1, 1};
+    for (int i = 0; i < 5; i++) CHECK(v[i] == want[i]);
+    CHECK_OK(ss_selection_attr_values(v, s, sel, "recording"));
+    int64_t want2[5] = {101, 100, 101, 100, 101};
+    for (int i = 0; i < 5; i++) CHECK(v[i] == want2[i]);
+    CHECK_RC(ss_selection_field_values(v, s, sel, 0), SS_EINVAL); /* a sequence */
+    CHECK_RC(ss_selection_field_values(v, s, sel, 2), SS_ERANGE);
+    CHECK_RC(ss_selection_attr_values(v, s, sel, "short"), SS_EINVAL);
+    CHECK_RC(ss_selection_attr_values(v, s, sel, "nope"), SS_ENOTFOUND);
+    ss_selection_free(sel);
+    ss_close(s);
+}
+
 int main(void) {
     test_parse();
     test_index_property();
     test_kfold();
+    test_set_ops();
+    test_kfold_strict();
+    test_kfold_grouped_stratified();
+    test_values();
     test_filter_and_splits();
     test_cli();
     printf("test_select: ok\n");

@@ -42,6 +42,64 @@ static void check_i32(const void *data, const int32_t *want, size_t n) {
     }
 }
 
+/* torchnet's test_sequencebatchdataset.lua, SequenceBatch_Policy, through
+ * an input-only stream (shift 0, T = 1: one batch per torchnet sample): the
+ * source 1..14 with batchsize 13, skip-remainder gives one sample 1..13;
+ * pad-remainder with pad 0 gives two: 1 3 .. 13 then six 0s, and 2 4 .. 14
+ * then six 0s. And batchsize 2N over N elements: one sample of 2N elements
+ * with pad-remainder, none with skip-remainder. */
+static void test_torchnet_sequence_batch(void) {
+    ss_field fields[1] = {{"x", SS_F64, 1, 0, {0}}};
+    ss_schema schema = {1, fields};
+    ss_writer *w;
+    CHECK_OK(ss_writer_create(&w, ss_test_path("tn14.ss"), &schema, NULL));
+    double v[14];
+    for (int i = 0; i < 14; i++) v[i] = i + 1;
+    ss_value a = {v, 5}, c = {v + 5, 9}; /* two examples: the flat stream is 1..14 */
+    CHECK_OK(ss_writer_append(w, &a));
+    CHECK_OK(ss_writer_append(w, &c));
+    CHECK_OK(ss_writer_finish(w));
+    ss_writer_free(w);
+    ss_store *s;
+    CHECK_OK(ss_open(&s, ss_test_path("tn14.ss"), 0));
+    ss_stream_options o = SS_STREAM_OPTIONS_INIT;
+    o.batch = 13;
+    o.steps = 1;
+    o.shift = 0;
+    ss_stream *st;
+    ss_stream_batch b;
+    CHECK_OK(ss_stream_create(&st, s, "x", &o)); /* skip-remainder */
+    CHECK_EQ_U64(ss_stream_count(st), 1);
+    CHECK_OK(ss_stream_read(st, 0, &b));
+    CHECK(b.target == NULL);
+    for (int i = 0; i < 13; i++) CHECK(((const double *)b.input)[i] == i + 1);
+    ss_stream_free(st);
+    o.tail = SS_STREAM_TAIL_PAD;
+    o.pad_value = 0;
+    CHECK_OK(ss_stream_create(&st, s, "x", &o)); /* pad-remainder */
+    CHECK_EQ_U64(ss_stream_count(st), 2);
+    for (uint64_t k = 0; k < 2; k++) {
+        CHECK_OK(ss_stream_read(st, k, &b));
+        for (int i = 0; i < 13; i++) {
+            double want = i < 7 ? (double)(2 * i + 1 + (int)k) : 0.0;
+            CHECK(((const double *)b.input)[i] == want);
+            CHECK_EQ_U64(b.mask[i], i < 7);
+        }
+    }
+    ss_stream_free(st);
+    o.batch = 28;
+    CHECK_OK(ss_stream_create(&st, s, "x", &o));
+    CHECK_EQ_U64(ss_stream_count(st), 1);
+    CHECK_OK(ss_stream_read(st, 0, &b));
+    CHECK_EQ_U64(b.data_bytes, 28 * 8);
+    ss_stream_free(st);
+    o.tail = SS_STREAM_TAIL_DROP;
+    CHECK_OK(ss_stream_create(&st, s, "x", &o));
+    CHECK_EQ_U64(ss_stream_count(st), 0);
+    ss_stream_free(st);
+    ss_close(s);
+}
+
 static void test_ten(void) {
     ss_store *s = ten_store();
     ss_stream_options o = SS_STREAM_OPTIONS_INIT;
@@ -200,7 +258,7 @@ static void test_random(void) {
                 o.batch = 16;
                 o.steps = 300 + ss_test_rand(&rng) % 300;
             }
-            o.shift = ss_test_rand(&rng) % 3; /* 0 means 1 */
+            o.shift = ss_test_rand(&rng) % 3; /* 0: input only */
             o.dtype = ss_test_rand(&rng) % 3 ? all_dtypes[ss_test_rand(&rng) % 12] : (ss_dtype)0;
             o.eos = ss_test_rand(&rng) % 2;
             o.eos_value = (double)(ss_test_rand(&rng) % 7);
@@ -240,7 +298,7 @@ static void test_random(void) {
                 }
             }
             CHECK_EQ_U64(at, N);
-            uint64_t B = o.batch, T = o.steps, sh = o.shift ? o.shift : 1;
+            uint64_t B = o.batch, T = o.steps, sh = o.shift;
             uint64_t S = o.tail == SS_STREAM_TAIL_PAD ? (N + B - 1) / B : N / B;
             uint64_t usable = S > sh ? S - sh : 0;
             uint64_t nb = o.tail == SS_STREAM_TAIL_DROP ? usable / T : (usable + T - 1) / T;
@@ -273,16 +331,18 @@ static void test_random(void) {
                                 uint64_t pos = tm ? q * B + s : s * Tb + q;
                                 const unsigned char *gi = (const unsigned char *)b.input + pos * rb;
                                 const unsigned char *gt =
-                                    (const unsigned char *)b.target + pos * rb;
+                                    sh ? (const unsigned char *)b.target + pos * rb : NULL;
+                                CHECK((b.target == NULL) == (sh == 0));
                                 CHECK_EQ_U64(b.mask[pos], real);
                                 if (real) {
                                     CHECK(memcmp(gi, flat + (first + jj) * rb, rb) == 0);
-                                    CHECK(memcmp(gt, flat + (first + jj + sh) * rb, rb) == 0);
+                                    CHECK(!gt ||
+                                          memcmp(gt, flat + (first + jj + sh) * rb, rb) == 0);
                                     CHECK_EQ_U64(b.starts[pos], fstart[first + jj]);
                                 } else {
                                     for (uint64_t e = 0; e < E; e++) {
                                         CHECK(memcmp(gi + e * es, padr, es) == 0);
-                                        CHECK(memcmp(gt + e * es, padr, es) == 0);
+                                        CHECK(!gt || memcmp(gt + e * es, padr, es) == 0);
                                     }
                                     CHECK_EQ_U64(b.starts[pos], 0);
                                 }
@@ -351,6 +411,7 @@ static void test_errors(void) {
 }
 
 int main(void) {
+    test_torchnet_sequence_batch();
     test_ten();
     test_errors();
     test_random();

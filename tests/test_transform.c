@@ -683,6 +683,7 @@ static void reshape_run(const ss_store *s, ss_pipeline *p, ss_layout layout, uin
     f[1].dtype = SS_I64;
     ss_loader_options o = SS_LOADER_OPTIONS_INIT;
     o.batch.batch_size = RB;
+    o.batch.remainder = SS_REMAINDER_PAD; /* full batches, as the sampler by hand */
     o.fields = f;
     o.nfields = 2;
     o.sampler.kind = SS_SAMPLE_SHUFFLE;

@@ -743,6 +743,143 @@ static void test_parallel_layouts(void) {
     ss_close(s);
 }
 
+/* ------------------------------------------------ drop last, redraw */
+
+/* SS_WINDOW_DROP_LAST (the NAS reader's EpochDone): sequences of 3, 1 and 3
+ * windows (W 4, O 0), B 2, lane-keeps-sequence: (s0 w0, s1 w0) (s0 w1, s2
+ * w0) (s0 w2, s2 w1) then (-, s2 w2). Without the flag the fourth batch
+ * has one window; with it the epoch ends there, and epoch 1 starts over. */
+static void test_drop_last(void) {
+    uint64_t lens[3] = {12, 4, 12};
+    ss_store *s = make_store("drop.ss", lens, 3, NULL);
+    for (int drop = 0; drop < 2; drop++) {
+        ss_window_options o = SS_WINDOW_OPTIONS_INIT;
+        o.window = 4;
+        o.lanes = 2;
+        o.flags = drop ? SS_WINDOW_DROP_LAST : 0;
+        ss_window_reader *r;
+        CHECK_OK(ss_window_reader_open(&r, s, &o));
+        const uint64_t want_ex[4][2] = {{0, 1}, {0, 2}, {0, 2}, {UINT64_MAX, 2}};
+        const uint64_t want_k[4][2] = {{0, 0}, {1, 0}, {2, 1}, {0, 2}};
+        const ss_window_batch *b;
+        for (int k = 0; k < (drop ? 3 : 4); k++) {
+            CHECK_OK(ss_window_reader_next(r, &b));
+            CHECK_EQ_U64(b->size, 2);
+            CHECK_EQ_U64(b->active, k == 3 ? 1 : 2);
+            for (uint32_t row = 0; row < 2; row++) {
+                if (want_ex[k][row] == UINT64_MAX) {
+                    CHECK_EQ_U64(b->mask[row], 0);
+                    continue;
+                }
+                CHECK_EQ_U64(b->example[row], want_ex[k][row]);
+                CHECK_EQ_U64(b->index[row], want_k[k][row]);
+            }
+            check_data(b, 0);
+        }
+        CHECK_OK(ss_window_reader_next(r, &b));
+        CHECK_EQ_U64(b->size, 0); /* the end of epoch 0 */
+        CHECK_OK(ss_window_reader_next(r, &b));
+        CHECK(b->epoch == 1 && b->example[0] == 0 && b->index[0] == 0 && b->example[1] == 1);
+        ss_window_reader_free(r);
+    }
+    ss_window_options o = SS_WINDOW_OPTIONS_INIT;
+    o.window = 4;
+    o.flags = SS_WINDOW_DROP_LAST;
+    o.max_pending = 2;
+    ss_window_reader *r;
+    CHECK_RC(ss_window_reader_open(&r, s, &o), SS_EINVAL);
+    o.max_pending = 0;
+    o.flags = 1u << 12;
+    CHECK_RC(ss_window_reader_open(&r, s, &o), SS_EINVAL);
+    CHECK(strstr(ss_error_message(), "unknown flags"));
+    ss_close(s);
+}
+
+/* SS_WINDOW_REDRAW: every window of every eligible sequence exactly once
+ * per epoch, in order within its sequence, with its carried state (the
+ * registered final state of window k is handed out with window k + 1),
+ * distinct sequences within a batch, and lanes that change sequence before
+ * it is done; the epoch ends only when no window is left. Deterministic per
+ * (seed, epoch). Two sequences in two lanes: every batch holds both until
+ * the shorter is done. */
+static void test_redraw(ss_store *s, const uint64_t *lens, uint64_t n) {
+    ss_window_options o = std_options();
+    o.flags = SS_WINDOW_REDRAW;
+    o.mode = SS_WINDOW_SEQUENTIAL;
+    uint64_t H = 16, hashes[2] = {0, 0};
+    for (int run = 0; run < 2; run++) {
+        ss_window_reader *r;
+        CHECK_OK(ss_window_reader_open(&r, s, &o));
+        uint64_t next_k[40] = {0}, switches = 0, prev_seq[8];
+        for (int i = 0; i < 8; i++) prev_seq[i] = UINT64_MAX;
+        uint8_t st[5 * 16];
+        uint64_t h = 1469598103934665603ull, windows = 0;
+        const ss_window_batch *b;
+        for (;;) {
+            CHECK_OK(ss_window_reader_next(r, &b));
+            if (b->size == 0) break;
+            CHECK_EQ_U64(b->size, 5);
+            for (uint32_t row = 0; row < b->size; row++) {
+                if (!b->mask[row]) continue;
+                uint64_t ex = b->example[row], k = b->index[row];
+                for (uint32_t o2 = 0; o2 < row; o2++) CHECK(!b->mask[o2] || b->example[o2] != ex);
+                CHECK_EQ_U64(k, next_k[ex]);
+                next_k[ex]++;
+                CHECK_EQ_U64(b->reset[row], k == 0);
+                if (k > 0) {
+                    uint8_t want[16];
+                    fill_state(want, H, ex, k - 1);
+                    CHECK(memcmp((const uint8_t *)b->state + row * H, want, H) == 0);
+                }
+                fill_state(st + row * H, H, ex, k);
+                if (prev_seq[row] != UINT64_MAX && prev_seq[row] != ex &&
+                    next_k[prev_seq[row]] < naive_windows(lens[prev_seq[row]], 0, 7, 2))
+                    switches++;
+                prev_seq[row] = ex;
+                h = (h ^ (ex * 1000 + k)) * 1099511628211ull;
+                windows++;
+            }
+            check_data(b, 0);
+            CHECK_OK(ss_window_reader_register(r, b, st));
+        }
+        uint64_t total = 0;
+        for (uint64_t i = 0; i < n; i++) {
+            CHECK_EQ_U64(next_k[i], naive_windows(lens[i], 0, 7, 2));
+            total += next_k[i];
+        }
+        CHECK_EQ_U64(windows, total);
+        CHECK(switches > 0);
+        hashes[run] = h;
+        ss_window_reader_free(r);
+    }
+    CHECK_EQ_U64(hashes[0], hashes[1]);
+    /* two sequences of 3 and 2 windows in two lanes */
+    uint64_t two[2] = {7 + 2 * 5, 7 + 5};
+    ss_store *s2 = make_store("redraw2.ss", two, 2, NULL);
+    o.lanes = 2;
+    o.state_size = 0;
+    ss_window_reader *r;
+    CHECK_OK(ss_window_reader_open(&r, s2, &o));
+    const ss_window_batch *b;
+    for (uint64_t k = 0; k < 3; k++) {
+        CHECK_OK(ss_window_reader_next(r, &b));
+        CHECK_EQ_U64(b->active, k < 2 ? 2 : 1);
+        uint64_t seen = 0;
+        for (uint32_t row = 0; row < 2; row++)
+            if (b->mask[row]) {
+                CHECK_EQ_U64(b->index[row], k);
+                seen |= 1u << b->example[row];
+            }
+        CHECK_EQ_U64(seen, k < 2 ? 3 : 1);
+    }
+    CHECK_OK(ss_window_reader_next(r, &b));
+    CHECK_EQ_U64(b->size, 0);
+    ss_window_reader_free(r);
+    o.mode = SS_WINDOW_RANDOM;
+    CHECK_RC(ss_window_reader_open(&r, s2, &o), SS_EINVAL);
+    ss_close(s2);
+}
+
 int main(void) {
     test_exact_windows();
     for (uint64_t seed = 1; seed <= 32; seed++) property_run(seed);
@@ -759,7 +896,9 @@ int main(void) {
     test_forget_and_initial_state(s);
     test_pad_tail(s, lens, n);
     test_shrink(s);
+    test_redraw(s, lens, n);
     ss_close(s);
+    test_drop_last();
     test_balanced_labels_targets();
     test_parallel_layouts();
     printf("test_window: ok\n");

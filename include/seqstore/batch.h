@@ -23,14 +23,21 @@ typedef struct ss_selection ss_selection;
 
 /** What to do with the examples left after the last full fixed-size batch. */
 typedef enum ss_remainder {
-    SS_REMAINDER_INCLUDE = 0,  /**< keep them as a smaller last batch */
-    SS_REMAINDER_SKIP = 1,     /**< drop them */
-    SS_REMAINDER_DIVISIBLE = 2 /**< refuse (SS_EINVAL) an order whose size is
+    SS_REMAINDER_INCLUDE = 0,   /**< keep them as a smaller last batch */
+    SS_REMAINDER_SKIP = 1,      /**< drop them */
+    SS_REMAINDER_DIVISIBLE = 2, /**< refuse (SS_EINVAL) an order whose size is
                                     not a multiple of batch_size */
+    SS_REMAINDER_PAD = 3        /**< fill the last batch up to batch_size by
+                                    repeating the order from its start (every
+                                    batch full; PyTorch DistributedSampler) */
 } ss_remainder;
 
 /** Options of ss_batcher_create() and ss_bucket_batches(). Start from
- *  SS_BATCH_OPTIONS_INIT and set batch_size or max_tokens. */
+ *  SS_BATCH_OPTIONS_INIT and set batch_size or max_tokens, not both. Every
+ *  field is honoured or refused: a token-budget field (max_sentences,
+ *  batch_size_multiple > 1, skip_too_long) in fixed-size mode, and
+ *  batch_size or a remainder other than INCLUDE in token-budget mode, are
+ *  SS_EINVAL. */
 typedef struct ss_batch_options {
     unsigned version;             /**< SS_BATCH_OPTIONS_VERSION */
     uint64_t batch_size;          /**< fixed-size mode: examples per batch (> 0) */
@@ -39,8 +46,9 @@ typedef struct ss_batch_options {
                                        n * max_len of a batch stays <= max_tokens */
     uint64_t max_sentences;       /**< token-budget mode: most examples per batch;
                                        0 = no limit */
-    uint64_t batch_size_multiple; /**< token-budget mode: batch sizes a multiple
-                                    of this (0 or 1: any) */
+    uint64_t batch_size_multiple; /**< token-budget mode: m; batch sizes are a
+                                    multiple of m or smaller than m (0 or 1:
+                                    any); see ss_batcher_create() */
     int skip_too_long;            /**< token-budget mode: 1 = skip examples longer
                                        than max_tokens (counted); 0 = error */
 } ss_batch_options;
@@ -59,13 +67,21 @@ typedef struct ss_batcher ss_batcher;
  *  Fixed-size mode (max_tokens == 0): consecutive runs of batch_size
  *  examples, the remainder handled by `remainder`.
  *
- *  Token-budget mode (max_tokens > 0), fairseq's batch_by_size: examples are
- *  added greedily in order; before adding example e (length L_e) to a batch
- *  of n examples whose longest has length M, the batch is closed if n ==
- *  max_sentences or (n + 1) * max(M, L_e) > max_tokens. With
- *  batch_size_multiple m > 1 the closed batch keeps only its first
- *  max(m * floor(n / m), n mod m) examples; the rest start the next batch.
- *  The last batch is always kept.
+ *  Token-budget mode (max_tokens > 0), fairseq's batch_by_size: examples
+ *  are taken in order, and each batch is the longest run of examples from
+ *  its start that fits: n <= max_sentences (if set) and n * M <=
+ *  max_tokens, M the longest length in the run. With batch_size_multiple
+ *  m > 1 a run of n >= m examples that does not reach the end of the order
+ *  is cut down to its first m * floor(n / m) examples, and the next batch
+ *  starts after them. Guaranteed for every batch: n * M <= max_tokens,
+ *  n <= max_sentences, and n is a multiple of m or n < m. A batch has n < m
+ *  when fewer than m examples fit the budget (long examples), when the
+ *  examples cut off a full run cannot share a batch with the example after
+ *  them, or when it is the last batch, which keeps whatever is left (any n).
+ *  fairseq's batch_by_size_vec makes the same promises.
+ *
+ *  Fixed-size mode with SS_REMAINDER_PAD: the last batch is filled up to
+ *  batch_size with order[0], order[1], ... (cyclically if n < batch_size).
  *  @param[out] out    the batcher, in creation order; free it with
  *                     ss_batcher_free().
  *  @param[in] order   n store indices (copied; not checked against a store);
@@ -76,7 +92,8 @@ typedef struct ss_batcher ss_batcher;
  *  @param[in] n       entries of order (and lengths).
  *  @param[in] options required (batch_size or max_tokens must be set).
  *  @return 0; SS_EINVAL (NULL options, an unknown options version,
- *          batch_size 0 in fixed-size mode, a bad remainder, an indivisible
+ *          batch_size 0 in fixed-size mode, a bad remainder, an option of
+ *          the other mode (see ss_batch_options), an indivisible
  *          order with SS_REMAINDER_DIVISIBLE, NULL order with n > 0, NULL
  *          lengths in token-budget mode, or an example longer than
  *          max_tokens without skip_too_long: the message names its index and
@@ -143,12 +160,74 @@ SS_API int ss_batcher_padding(const ss_batcher *b, const ss_store *store, const 
 /** Most length keys of a bucket index. */
 #define SS_BUCKET_MAX_KEYS 4
 
-/** A bucket index: a permutation of all examples sorted by their length keys
- *  (lexicographically: first key, then the next; ties by index), cut into
- *  buckets where floor(key / resolution) changes for some key. Examples of
- *  one bucket have, in every key, lengths within one resolution-wide range
- *  [q * R, (q + 1) * R). */
+/** A bucket index: the examples sorted by their keys (lengths of fields by
+ *  default; lexicographically: first key, then the next; ascending unless
+ *  built descending), cut into buckets, and inside each bucket listed in
+ *  store index order (torchnet's BucketSortedDataset: at resolution 3 the
+ *  lengths {2, 1, 1} of examples 0, 1, 2 form one bucket, in the order
+ *  0, 1, 2). Fixed-width buckets (resolution R) start where floor(key / R)
+ *  changes for some key, so examples of one bucket have, in every key,
+ *  keys within one range [q * R, (q + 1) * R). Estimated boundaries: see
+ *  ss_bucket_options.max_buckets. */
 typedef struct ss_bucket ss_bucket;
+
+/** Key of a bucket index from a callback: key `key` (0..nkeys-1) of
+ *  example `index`. Called during ss_bucket_create() only, from the calling
+ *  thread. */
+typedef uint64_t (*ss_bucket_key_fn)(void *user, size_t key, uint64_t index);
+
+/** Options of ss_bucket_create(). Start from SS_BUCKET_OPTIONS_INIT and set
+ *  exactly one of resolution and max_buckets. */
+typedef struct ss_bucket_options {
+    unsigned version;            /**< SS_BUCKET_OPTIONS_VERSION */
+    uint64_t resolution;         /**< > 0: fixed-width buckets of width R */
+    uint64_t max_buckets;        /**< > 0 (resolution 0): estimated boundaries: at
+                                      most max_buckets buckets, cut between different
+                                      first keys so as to minimise the padding of the
+                                      buckets, sum of (examples * longest - total
+                                      length), an upper bound of their batches'
+                                      padding. Exact over the histogram of the first
+                                      key (dynamic programming, O(max_buckets * D^2)
+                                      for D distinct keys); with D > 2048 the keys are
+                                      first grouped into 2048 bins of about equal
+                                      counts, a bin never splitting a key. Narrow
+                                      buckets where lengths are dense, as speech
+                                      toolkits cut duration buckets at quantiles */
+    int descending;              /**< 1: sort keys descending (longest first) */
+    const uint64_t *const *keys; /**< NULL, or nkeys arrays of `count` keys (any
+                                      meaning: a duration, a priority); read during the
+                                      call only */
+    ss_bucket_key_fn key_fn;     /**< NULL, or a callback giving the keys */
+    void *key_user;              /**< passed to key_fn */
+    uint64_t count;              /**< examples, with keys or key_fn (must equal the
+                                      store's count if a store is given) */
+} ss_bucket_options;
+
+#define SS_BUCKET_OPTIONS_VERSION 1
+#define SS_BUCKET_OPTIONS_INIT                                                                     \
+    { SS_BUCKET_OPTIONS_VERSION, 0, 0, 0, NULL, NULL, NULL, 0 }
+
+/** Build a bucket index in memory with options: keys from the store's
+ *  lengths of `fields` (default), from `options.keys` or from
+ *  `options.key_fn`; fixed-width buckets or estimated boundaries; ascending
+ *  or descending. The index owns its arrays and does not borrow the store.
+ *  An index stored with ss_bucket_set() records its flags (layout version 2
+ *  when descending, with estimated boundaries or keyed without fields).
+ *  @param[out] out     the index; free it with ss_bucket_free().
+ *  @param[in]  store   the store (required for length keys; else may be
+ *                      NULL); read during the call only.
+ *  @param[in]  fields  `nkeys` field indices: the length keys, or with
+ *                      keys/key_fn the fields whose lengths token budgets
+ *                      use (may then be NULL: no token budgets with this
+ *                      index, ss_bucket_keys() gives 0).
+ *  @param[in]  nkeys   1..SS_BUCKET_MAX_KEYS.
+ *  @param[in]  options required.
+ *  @return 0; SS_EINVAL (NULL or unknown-version options, both or neither
+ *          of resolution and max_buckets, both keys and key_fn, no store or
+ *          fields for length keys, a NULL key array, a count unlike the
+ *          store's); SS_ERANGE (a field beyond the store); SS_ENOMEM. */
+SS_API int ss_bucket_create(ss_bucket **out, const ss_store *store, const uint32_t *fields,
+                            size_t nkeys, const ss_bucket_options *options);
 
 /** Build a bucket index in memory from the store's length index. The index
  *  owns its arrays and does not borrow the store.
@@ -167,7 +246,9 @@ SS_API int ss_bucket_build(ss_bucket **out, const ss_store *store, const uint32_
  *  @param[in] lengths  `nkeys` arrays of `count` lengths, most significant
  *                      key first; only read during the call.
  *  @param[in] fields   `nkeys` field indices, recorded in the index only
- *                      (not checked here; ss_bucket_open() checks them).
+ *                      (not checked here; ss_bucket_open() checks them);
+ *                      NULL: keys that are not lengths of fields (no token
+ *                      budgets with this index).
  *  @param[in] count    examples.
  *  @param[in] resolution bucket width R >= 1.
  *  @return 0; SS_EINVAL (resolution 0, no or too many keys, NULL lengths);
@@ -213,10 +294,13 @@ SS_API int ss_bucket_save(const char *path, const char *name, const uint32_t *fi
 SS_API uint64_t ss_bucket_size(const ss_bucket *b);
 /** Number of buckets (0 for NULL). */
 SS_API uint64_t ss_bucket_count(const ss_bucket *b);
-/** The resolution R (0 for NULL). */
+/** The resolution R (0 for NULL or equal-mass buckets). */
 SS_API uint64_t ss_bucket_resolution(const ss_bucket *b);
-/** Number of keys (0 for NULL); `fields` (may be NULL, else room for
- *  SS_BUCKET_MAX_KEYS) receives their field indices. */
+/** 1 if the index sorts its keys descending, else 0 (also for NULL). */
+SS_API int ss_bucket_descending(const ss_bucket *b);
+/** Number of length keys (0 for NULL, or an index keyed without fields);
+ *  `fields` (may be NULL, else room for SS_BUCKET_MAX_KEYS) receives their
+ *  field indices. */
 SS_API size_t ss_bucket_keys(const ss_bucket *b, uint32_t *fields);
 
 /** The sorted permutation (ss_bucket_size() indices) and the bucket starts
@@ -231,8 +315,9 @@ SS_API const uint64_t *ss_bucket_permutation(const ss_bucket *b);
 SS_API const uint64_t *ss_bucket_starts(const ss_bucket *b);
 
 /** A bucket-sorted order (torchnet's BucketSortedDataset): buckets in
- *  ascending key order, examples inside each bucket shuffled by (seed,
- *  epoch) when `shuffle` is set, else in index-sorted order. Only examples
+ *  key order (ascending, or descending for a descending index), examples
+ *  inside each bucket shuffled by (seed, epoch) when `shuffle` is set, else
+ *  in store index order. Only examples
  *  in `sel` (NULL: all) are written.
  *  @param[out] out  room for ss_selection_count(sel) (or ss_bucket_size())
  *                   indices.

@@ -191,16 +191,30 @@ typedef enum ss_window_mode {
 
 /** Window reader flags (ss_window_options.flags). */
 enum {
-    SS_WINDOW_FORGET_STATE = 1u << 0,  /**< hand out a fresh state with every window */
-    SS_WINDOW_SHRINK = 1u << 1,        /**< at the end of an epoch drop empty lanes instead of
-                                            masking them */
-    SS_WINDOW_PAD_TAIL = 1u << 2,      /**< cover the tail of each sequence with one last
-                                            window, padded with zeros and masked (evaluation:
-                                            every sample is seen exactly once) */
-    SS_WINDOW_TIME_MAJOR = 1u << 3,    /**< collate as [W][B][C] instead of [B][W][C] */
-    SS_WINDOW_BALANCED = 1u << 4,      /**< class-balanced lanes (needs label_field) */
-    SS_WINDOW_LABEL_PER_STEP = 1u << 5 /**< repeat the label at every time step */
+    SS_WINDOW_FORGET_STATE = 1u << 0,   /**< hand out a fresh state with every window */
+    SS_WINDOW_SHRINK = 1u << 1,         /**< at the end of an epoch drop empty lanes instead of
+                                             masking them */
+    SS_WINDOW_PAD_TAIL = 1u << 2,       /**< cover the tail of each sequence with one last
+                                             window, padded with zeros and masked (evaluation:
+                                             every sample is seen exactly once) */
+    SS_WINDOW_TIME_MAJOR = 1u << 3,     /**< collate as [W][B][C] instead of [B][W][C] */
+    SS_WINDOW_BALANCED = 1u << 4,       /**< class-balanced lanes (needs label_field) */
+    SS_WINDOW_LABEL_PER_STEP = 1u << 5, /**< repeat the label at every time step */
+    SS_WINDOW_DROP_LAST = 1u << 6,      /**< training: the first batch that would hold
+                                             fewer than B windows ends the epoch instead
+                                             (its windows are not handed out), as the NAS
+                                             reader's EpochDone; needs max_pending <= 1 */
+    SS_WINDOW_REDRAW = 1u << 7          /**< sequential modes: every batch, lane b draws
+                                             a sequence uniformly among those that can
+                                             give a window now (not done, not blocked, not
+                                             drawn by a lower lane of this batch), by
+                                             (seed, epoch, batch number), and hands out
+                                             its next window (as the NAS reader), instead
+                                             of keeping its sequence until it is done */
 };
+
+/** Every flag above (ss_window_reader_open() refuses others). */
+#define SS_WINDOW_FLAGS_ALL 0xffu
 
 /** Options of ss_window_reader_open(). Start from SS_WINDOW_OPTIONS_INIT. */
 typedef struct ss_window_options {
@@ -344,7 +358,8 @@ typedef struct ss_window_reader ss_window_reader;
  *  sequence of length O < L < W) gets one more window, padded and masked.
  *
  *  Lane b keeps its sequence until it is done, then takes the next one in the
- *  epoch's order (the split's order, or a shuffle by (seed, epoch)). In the
+ *  epoch's order (the split's order, or a shuffle by (seed, epoch)); with
+ *  SS_WINDOW_REDRAW it draws a sequence every batch instead. In the
  *  sequential modes an epoch hands out every window of every eligible sequence
  *  exactly once, in an order that depends only on the seed and the epoch.
  *  @param[out] out     the reader; free it with ss_window_reader_free().
@@ -355,6 +370,8 @@ typedef struct ss_window_reader ss_window_reader;
  *  @return 0; SS_EINVAL (NULL store or options, an unknown options
  *          version, W = 0, O >= W, B = 0, a bad mode, a bad dtype,
  *          SS_WINDOW_BALANCED without label_field or with max_pending > 1,
+ *          an unknown flag, SS_WINDOW_DROP_LAST with max_pending > 1,
+ *          SS_WINDOW_REDRAW in RANDOM mode or with SS_WINDOW_BALANCED,
  *          a balanced run with no sequence, whose B is not a multiple of
  *          the classes or whose classes have too few sequences, a RANDOM run
  *          with fewer eligible sequences than lanes, a transform declaring a

@@ -4,9 +4,11 @@
  * dense arrays ready for a training framework, converting element types on
  * the way, in parallel with OpenMP.
  *
- *  - Padded layouts: [B][T][C...] (batch-major) or [T][B][C...] (time-major),
- *    with a pad value, right or left padding, rounding T up to a multiple, or a
- *    fixed T (pad or truncate); lengths [B]; an optional mask (u8 or f32).
+ *  - Padded layouts: [B][T][C...] (batch-major), [T][B][C...] (time-major)
+ *    or [B][C...][T] (channels-first, PyTorch Conv1d), with a pad value,
+ *    right or left padding, rounding T up to a multiple, or a fixed T (pad
+ *    or truncate); lengths [B]; an optional mask (u8, f32, or any dtype such
+ *    as the data's own).
  *  - Packed layout: the rows concatenated, [sum L][C...], with offsets [B+1]
  *    (cu_seqlens), optionally in descending-length order with the permutation.
  *  - Fixed (non-sequence) fields such as labels collate to [B][C...].
@@ -85,16 +87,23 @@ typedef struct ss_span {
 
 /** Output layout of a sequence field. Ignored for fixed fields. */
 typedef enum ss_layout {
-    SS_LAYOUT_BATCH_MAJOR = 0, /**< [B][T][C...] padded */
-    SS_LAYOUT_TIME_MAJOR = 1,  /**< [T][B][C...] padded */
-    SS_LAYOUT_PACKED = 2       /**< [sum L][C...] concatenated, offsets [B+1] */
+    SS_LAYOUT_BATCH_MAJOR = 0,   /**< [B][T][C...] padded */
+    SS_LAYOUT_TIME_MAJOR = 1,    /**< [T][B][C...] padded */
+    SS_LAYOUT_PACKED = 2,        /**< [sum L][C...] concatenated, offsets [B+1] */
+    SS_LAYOUT_CHANNELS_FIRST = 3 /**< [B][C...][T] padded (PyTorch Conv1d, Parakeet's
+                                      spectrogram batches): element (b, c, t) of a row
+                                      of C elements is at (b * C + c) * T + t; the mask
+                                      is [B][T] */
 } ss_layout;
 
 /** Mask element type (padded layouts only). */
 typedef enum ss_mask_type {
     SS_MASK_NONE = 0,
-    SS_MASK_U8 = 1, /**< 1 = real time step, 0 = padding */
-    SS_MASK_F32 = 2 /**< 1.0f = real time step, 0.0f = padding */
+    SS_MASK_U8 = 1,   /**< 1 = real time step, 0 = padding */
+    SS_MASK_F32 = 2,  /**< 1.0f = real time step, 0.0f = padding */
+    SS_MASK_DTYPE = 3 /**< 1 / 0 in ss_collate_field.mask_dtype, or with mask_dtype 0
+                           in the field's output dtype (Matchbox keeps its mask in the
+                           data's dtype) */
 } ss_mask_type;
 
 /** How one field is collated. Start from SS_COLLATE_FIELD_INIT. */
@@ -129,15 +138,17 @@ typedef struct ss_collate_field {
                                         0: the stored shape */
     uint32_t in_ndim;              /**< with in_reshape: 0..SS_MAX_DIMS */
     uint64_t in_dims[SS_MAX_DIMS]; /**< with in_reshape: each >= 1 */
+    /* Version 2. */
+    ss_dtype mask_dtype; /**< with mask SS_MASK_DTYPE: the mask's dtype; 0 = the output
+                              dtype. Must be 0 with other mask types */
 } ss_collate_field;
 
-#define SS_COLLATE_FIELD_VERSION 1
+/** Version 1 ended at in_dims; both versions are accepted. */
+#define SS_COLLATE_FIELD_VERSION 2
 #define SS_COLLATE_FIELD_INIT                                                                      \
     {                                                                                              \
         SS_COLLATE_FIELD_VERSION, NULL, (ss_dtype)0, SS_LAYOUT_BATCH_MAJOR, 0.0, 0, 0, 0, 0, 0,    \
-            SS_MASK_NONE, NULL, NULL, NULL, NULL, 0, (ss_dtype)0, 0, 0, {                          \
-            0                                                                                      \
-        }                                                                                          \
+            SS_MASK_NONE, NULL, NULL, NULL, NULL, 0, (ss_dtype)0, 0, 0, {0}, (ss_dtype)0           \
     }
 
 /** Collator options. */
@@ -174,8 +185,8 @@ typedef struct ss_collated {
     uint64_t data_bytes;
     int64_t *lengths; /**< [B] valid time steps per row after truncation (packed +
                            sorted: in packed order); 1 for a fixed field */
-    void *mask;       /**< [B][T] (batch-major) or [T][B] (time-major), u8 or f32, or
-                           NULL */
+    void *mask;       /**< [B][T] (batch-major, channels-first) or [T][B] (time-major),
+                           of the mask's dtype, or NULL */
     uint64_t mask_bytes;
     int64_t *offsets; /**< packed: [B+1], row i is data rows [offsets[i], offsets[i+1]);
                            else NULL */

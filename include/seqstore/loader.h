@@ -5,20 +5,34 @@
  * threads. ss_loader_next() hands over a ready batch.
  *
  * Batch order. At the start of an epoch the loader computes, on the calling
- * thread, the whole list of this rank's batches for the epoch:
+ * thread, the whole list of this rank's (and this worker's) batches:
  *  - fixed size (batch.max_tokens == 0, no bucket): the sampler (with
- *    batch_size = batch.batch_size and the sharding of `sampler`) yields the
- *    epoch's examples; batch k is positions [k*b, (k+1)*b) of that order. The
- *    sampler's drop_last decides the last partial global step (dropped or
- *    padded by repeating the order), so every batch has b examples.
+ *    batch_size = batch.batch_size and the sharding of `sampler`: ranks and
+ *    workers) yields the epoch's examples; batch k is positions
+ *    [k*b, (k+1)*b) of that order. The last global step, when the global
+ *    order of N examples is not a multiple of B = world_size * b, follows
+ *    batch.remainder: INCLUDE (the default) keeps only its real positions,
+ *    so each rank's share of it is a smaller last batch (a rank whose share
+ *    is empty has one batch fewer); SKIP (or sampler.drop_last) drops it;
+ *    PAD fills it by repeating the global order from its start, so every
+ *    batch has b examples (PyTorch's DistributedSampler); DIVISIBLE refuses
+ *    such an epoch (SS_EINVAL).
  *  - token budget (batch.max_tokens > 0): the sampler's global order (one
  *    rank) is cut by ss_batcher_create() with lengths = the largest length
- *    over the output's sequence fields; the batches are then dealt to ranks:
- *    rank r takes batches r, r + R, r + 2R, ... (drop_last: only whole rounds
- *    of R; else the last round wraps around to batch 0, 1, ...).
+ *    over the output's sequence fields.
  *  - bucket (`bucket` names a stored bucket index): ss_bucket_batches() with
- *    shuffle = (sampler kind != SEQUENTIAL), seed and epoch, dealt to ranks as
- *    above.
+ *    shuffle = (sampler kind != SEQUENTIAL), seed and epoch (only the kinds
+ *    SEQUENTIAL and SHUFFLE are accepted); batch.remainder applies inside
+ *    each bucket.
+ *  In the last two modes the global list of nb batches is dealt to R =
+ *  world_size ranks and W = num_workers workers per rank: rank r's j-th
+ *  batch is global batch j * R + r, for j < per = nb / R with drop_last (or
+ *  SS_REMAINDER_SKIP), else per = ceil(nb / R) with the last round wrapping
+ *  around to batch 0, 1, ...; worker w of rank r takes the j with
+ *  j mod W == w, as the sampler gives global steps to workers. The batches
+ *  of all ranks and workers are thus disjoint (up to the wrapped round) and
+ *  together cover the epoch, and global batch j * R + r is the same for any
+ *  W (elastic determinism).
  * Worker threads only fill the batches of that list into a ring of
  * prefetch + 1 preallocated slots, so the output never depends on the number
  * of threads, the prefetch depth or the timing.
@@ -50,9 +64,10 @@ typedef struct ss_loader_batch ss_loader_batch;
 typedef struct ss_loader_options {
     unsigned version;               /**< SS_LOADER_OPTIONS_VERSION */
     const ss_selection *selection;  /**< examples to read; NULL = all (copied) */
-    ss_sampler_options sampler;     /**< order, seed, sharding (world_size, rank),
-                                         drop_last. Its batch_size and infinite are set
-                                         by the loader. */
+    ss_sampler_options sampler;     /**< order, seed, sharding (world_size, rank,
+                                         num_workers, worker), drop_last. Its batch_size
+                                         (leave 0 or 1) and infinite (leave 0) are set by
+                                         the loader. */
     ss_batch_options batch;         /**< batch_size (fixed), or max_tokens etc. */
     const char *bucket;             /**< name of a stored bucket index (ss.bucket.NAME)
                                          for bucket batching, or NULL */
@@ -103,7 +118,10 @@ typedef struct ss_loader ss_loader;
  *  @param[in]  options required.
  *  @return 0; SS_EINVAL (bad version, neither batch_size nor max_tokens, a
  *          token budget or bucket without a sequence output field, rank >=
- *          world_size, a selection made for another count, a transform
+ *          world_size, worker >= num_workers, sampler.infinite or
+ *          sampler.batch_size set, drop_last with remainder PAD or
+ *          DIVISIBLE, DIVISIBLE with an indivisible epoch, a bucket with a
+ *          sampler kind other than SEQUENTIAL or SHUFFLE, a selection made for another count, a transform
  *          declaring a change of a field that is not an output field, a bad
  *          collate option; the message names it); as ss_sampler_create(), ss_collator_create(),
  *          ss_bucket_open(), ss_batcher_create(); SS_ENOMEM; SS_EIO (a thread

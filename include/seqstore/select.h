@@ -24,7 +24,8 @@ typedef struct ss_range {
 } ss_range;
 
 /** An immutable selection (see above); create it with ss_selection_all(),
- *  _create(), _parse(), _kfold(), _filter_length() or ss_split_load(), free it
+ *  _create(), _parse(), _kfold(), _filter_length(), _union(), _intersect(),
+ *  _minus() or ss_split_load(), free it
  *  with ss_selection_free(). May be shared by threads (every function here
  *  only reads it). */
 typedef struct ss_selection ss_selection;
@@ -106,16 +107,25 @@ SS_API int ss_selection_contains(const ss_selection *sel, uint64_t index);
  *          SS_EINVAL (NULL selection). */
 SS_API int ss_selection_format(const ss_selection *sel, char *buf, size_t cap, size_t *len);
 
-/** Options of ss_selection_kfold(). */
+/** Options of ss_selection_kfold(). Start from SS_KFOLD_OPTIONS_INIT. */
 typedef struct ss_kfold_options {
-    unsigned version; /**< SS_KFOLD_OPTIONS_VERSION */
+    unsigned version; /**< SS_KFOLD_OPTIONS_VERSION (1 is also accepted) */
     int shuffle;      /**< 0: contiguous folds; 1: a seeded shuffled assignment */
     uint64_t seed;    /**< seed of the shuffled assignment */
+    /* Version 2. */
+    int strict;            /**< 1: refuse (SS_EINVAL) a count that k does not
+                                divide (Fuel's strict=True): all folds equal */
+    const int64_t *groups; /**< NULL, or a group id per selected example (in
+                                selection order; see ss_selection_field_values()):
+                                grouped folds */
+    const int64_t *labels; /**< NULL, or a label per selected example:
+                                stratified folds */
 } ss_kfold_options;
 
-#define SS_KFOLD_OPTIONS_VERSION 1
+/** Version 1 ended at seed; both versions are accepted. */
+#define SS_KFOLD_OPTIONS_VERSION 2
 #define SS_KFOLD_OPTIONS_INIT                                                                      \
-    { SS_KFOLD_OPTIONS_VERSION, 0, 0 }
+    { SS_KFOLD_OPTIONS_VERSION, 0, 0, 0, NULL, NULL }
 
 /** Fold `fold` of `k` of a selection, for k-fold cross-validation.
  *
@@ -124,6 +134,17 @@ typedef struct ss_kfold_options {
  *  Contiguous: fold i is the positions [floor(n*i/k), floor(n*(i+1)/k)).
  *  Shuffled: the positions are first permuted by a Fisher-Yates shuffle
  *  driven by `seed` (the same on every machine), then cut the same way.
+ *  Grouped (options.groups): every group's examples land in one fold.
+ *  The groups, largest first (ties: by the group's first example in
+ *  selection order, or in a seeded shuffled order with `shuffle`), each go
+ *  to the fold with the fewest examples so far (ties: the lowest fold), as
+ *  scikit-learn's GroupKFold; fold sizes then differ by at most the largest
+ *  group. Use it to keep one subject or recording out of its own training
+ *  set.
+ *  Stratified (options.labels): the examples sorted by label (ties: in
+ *  selection order, or shuffled with `shuffle`) are dealt round-robin, the
+ *  j-th to fold j mod k: every label has floor(c/k) or ceil(c/k) of its c
+ *  examples in each fold, and fold sizes differ by at most one.
  *  The k validation folds are disjoint and cover the selection exactly once;
  *  `train` is the selection minus `valid`. Both keep the total of `sel`.
  *  @param[out] train the training examples (may be NULL if not wanted);
@@ -135,9 +156,46 @@ typedef struct ss_kfold_options {
  *  @param[in]  fold  the validation fold, 0..k-1.
  *  @param[in]  options NULL for contiguous folds.
  *  @return 0; SS_EINVAL if k < 2, fold >= k, k exceeds the count, an unknown
- *          options version or NULL `sel`; SS_ENOMEM. */
+ *          options version or NULL `sel`, strict with a count k does not
+ *          divide, strict with groups or labels, groups with labels, fewer
+ *          groups than k (the message says which); SS_ENOMEM. */
 SS_API int ss_selection_kfold(ss_selection **train, ss_selection **valid, const ss_selection *sel,
                               uint32_t k, uint32_t fold, const ss_kfold_options *options);
+
+/** Per-example integers from a fixed field, for grouped or stratified
+ *  folds (a subject id, a label): out[i] = the value of field `field` of
+ *  the i-th selected example.
+ *  @param[out] out   ss_selection_count(sel) values.
+ *  @param[in]  store the store `sel` was made for; read during the call.
+ *  @param[in]  sel   the examples.
+ *  @param[in]  field a fixed field with one element of an integer dtype.
+ *  @return 0; SS_ERANGE (no such field); SS_EINVAL (a field that is not one
+ *          integer per example, a selection made for another count, NULL
+ *          argument); SS_ECORRUPT (as ss_get()). */
+SS_API int ss_selection_field_values(int64_t *out, const ss_store *store, const ss_selection *sel,
+                                     uint32_t field);
+
+/** Per-example integers from an attribute array: out[i] = element x of the
+ *  attribute `name`, x the i-th selected example. The attribute must be a
+ *  typed array of an integer dtype with one element per store example.
+ *  @param[out] out   ss_selection_count(sel) values.
+ *  @return 0; SS_ENOTFOUND (no such attribute); SS_EINVAL (not an integer
+ *          array of ss_count() elements, a selection made for another count,
+ *          NULL argument); SS_ECORRUPT (as ss_attr_get()). */
+SS_API int ss_selection_attr_values(int64_t *out, const ss_store *store, const ss_selection *sel,
+                                    const char *name);
+
+/** The union of two selections made for the same total (indices in a or
+ *  b). O(ranges of a + ranges of b).
+ *  @param[out] out the result (same total); free it with ss_selection_free().
+ *  @return 0; SS_EINVAL (NULL argument, different totals); SS_ENOMEM. */
+SS_API int ss_selection_union(ss_selection **out, const ss_selection *a, const ss_selection *b);
+
+/** The intersection (indices in both a and b); as ss_selection_union(). */
+SS_API int ss_selection_intersect(ss_selection **out, const ss_selection *a, const ss_selection *b);
+
+/** The difference (indices in a and not in b); as ss_selection_union(). */
+SS_API int ss_selection_minus(ss_selection **out, const ss_selection *a, const ss_selection *b);
 
 /** Keep the examples of `sel` whose lengths lie in [min_len, max_len] in
  *  every one of `fields` (a fixed field has length 1). Reads only the length

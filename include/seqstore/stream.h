@@ -4,7 +4,8 @@
  * SequenceBatchDataset + TargetNextDataset): the flat stream of one field (its
  * examples concatenated, optionally with an <eos> after each) is cut into B
  * equal parallel streams; batch i holds steps [i*T, i*T + T) of every stream,
- * and the target is the input shifted by k steps.
+ * and the target is the input shifted by k steps (k = 0: inputs only, as
+ * torchnet's SequenceBatchDataset alone).
  *
  * Example: the flat stream 1..10, B = 3, T = 2, k = 1, tail DROP gives the
  * streams [1 2 3] [4 5 6] [7 8 9] (10 is dropped) and one batch:
@@ -36,7 +37,9 @@ typedef struct ss_stream_options {
     unsigned version;         /**< SS_STREAM_OPTIONS_VERSION */
     uint64_t batch;           /**< B, number of parallel streams (>= 1, required) */
     uint64_t steps;           /**< T, time steps per batch (>= 1, required) */
-    uint64_t shift;           /**< k, target = input shifted by k; 0 means 1 */
+    uint64_t shift;           /**< k, target = input shifted by k (INIT: 1); 0: input
+                                   only (no target; the mask marks real input steps;
+                                   a stream of S steps gives S input steps) */
     int time_major;           /**< 1: arrays are [T][B][C...], else [B][T][C...] */
     ss_dtype dtype;           /**< output dtype of input and target; 0 = stored dtype */
     int eos;                  /**< 1: a row of `eos_value` after every example */
@@ -69,7 +72,8 @@ typedef struct ss_stream_batch {
     uint32_t ndim;  /**< entries used in shape */
     uint64_t shape[SS_MAX_DIMS + 2]; /**< [B][T][dims] or [T][B][dims] */
     void *input;                     /**< the inputs, shape above */
-    void *target;                    /**< input shifted by k steps, same shape */
+    void *target;                    /**< input shifted by k steps, same shape; NULL
+                                          with shift 0 */
     uint8_t *mask;                   /**< [B][T] or [T][B]: 1 where input and target are real */
     uint8_t *starts;                 /**< [B][T] or [T][B]: 1 where the input step is the first step
                                           of an example (reset the model's state there) */
@@ -121,13 +125,14 @@ SS_API int ss_stream_read(ss_stream *st, uint64_t index, ss_stream_batch *out);
  *  stream's internal staging, so one thread at a time as ss_stream_read().
  *  @param[out] input  B*T*row elements of the output dtype (row = elements
  *                     of one row of the field).
- *  @param[out] target as input.
+ *  @param[out] target as input; ignored (may be NULL) with shift 0.
  *  @param[out] mask   B*T bytes, or NULL.
  *  @param[out] starts B*T bytes, or NULL.
  *  @param[out] out    the batch description; its pointers are the buffers
  *                     above.
  *  @return 0; SS_ERANGE (index >= ss_stream_count()); SS_ECORRUPT (as
- *          ss_get()); SS_EINVAL (NULL stream, out, input or target). */
+ *          ss_get()); SS_EINVAL (NULL stream, out or input; NULL target
+ *          with shift > 0). */
 SS_API int ss_stream_read_into(ss_stream *st, uint64_t index, void *input, void *target,
                                uint8_t *mask, uint8_t *starts, ss_stream_batch *out);
 

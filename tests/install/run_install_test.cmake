@@ -80,4 +80,23 @@ run(${C_COMPILER} ${flag_list} ${SOURCE_DIR}/consumer.c -o ${WORK_DIR}/consumer_
 run(${CMAKE_COMMAND} -E env LD_LIBRARY_PATH=${libdir} ${WORK_DIR}/consumer_pc
     ${WORK_DIR}/consumer_pc.ss)
 message(STATUS "consumer_pc: ${last_output}")
+
+# 3. The ABI policy README states: before 1.0 the SONAME carries MAJOR.MINOR.
+file(GLOB sonames ${libdir}/libseqstore.so.*)
+find_program(READELF readelf REQUIRED)
+run(${READELF} -d ${libdir}/libseqstore.so)
+if(NOT last_output MATCHES "Library soname: \\[libseqstore\\.so\\.([0-9.]+)\\]")
+  message(FATAL_ERROR "no SONAME in libseqstore.so:\n${last_output}")
+endif()
+set(soname_version ${CMAKE_MATCH_1})
+if(NOT soname_version MATCHES "^0\\.[0-9]+$" AND NOT soname_version MATCHES "^[1-9][0-9]*$")
+  message(FATAL_ERROR "SONAME version ${soname_version}: expected 0.MINOR before 1.0, MAJOR after")
+endif()
+message(STATUS "SONAME libseqstore.so.${soname_version}")
+
+# 4. The public headers are C11 as README says: clean under -std=c11 -Wpedantic.
+file(WRITE ${WORK_DIR}/c11.c "#include <seqstore.h>\nint main(void) { return 0; }\n")
+run(${C_COMPILER} -std=c11 -Wall -Wextra -Wpedantic -Werror -I${prefix}/include -c ${WORK_DIR}/c11.c
+    -o ${WORK_DIR}/c11.o)
+message(STATUS "seqstore.h: clean under -std=c11 -Wpedantic")
 file(REMOVE_RECURSE ${WORK_DIR})

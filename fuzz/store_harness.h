@@ -1,0 +1,84 @@
+/* store_harness.h - shared by the store fuzz targets: a tiny store to start
+ * from, and the reader's whole surface over a store file (open, every example
+ * of every field, every attribute, verify). Any outcome but a crash, a hang or
+ * a sanitizer report is acceptable: errors are the expected answer. */
+#ifndef SS_STORE_HARNESS_H
+#define SS_STORE_HARNESS_H
+
+#include "seqstore.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* Tiny stores (fixed fields only, so there is no 1 MiB index segment): one
+ * field (variant 0); two fields and attributes (1); and an append in several
+ * commits, so that the free DB holds pages (2). Returns 0 or an ss_ code. */
+static int ss_fuzz_make_store(const char *path, int variant) {
+    static const ss_field fields[2] = {{"x", SS_U8, 0, 1, {5}}, {"y", SS_F32, 0, 0, {0}}};
+    ss_schema schema = {variant == 0 ? 1 : 2, fields};
+    ss_writer_options o = SS_WRITER_OPTIONS_INIT;
+    o.chunk_pages = 1;
+    o.flags = SS_WRITE_NOSYNC | SS_WRITE_FORCE;
+    ss_writer *w;
+    int rc = ss_writer_create(&w, path, &schema, &o);
+    for (uint32_t i = 0; rc == 0 && i < (variant == 2 ? 900u : 40u); i++) {
+        unsigned char x[5] = {(unsigned char)i, 1, 2, 3, (unsigned char)(i >> 8)};
+        float y = (float)i * 0.5f;
+        ss_value v[2] = {{x, 1}, {&y, 1}};
+        rc = ss_writer_append(w, v);
+        if (rc == 0 && variant == 2 && i % 300 == 299) rc = ss_writer_commit(w);
+    }
+    if (rc == 0 && variant >= 1) rc = ss_writer_set_attr(w, "note", SS_ATTR_TEXT, "tiny", 4);
+    if (rc == 0 && variant >= 1) {
+        const uint32_t ids[3] = {7, 8, 9};
+        rc = ss_writer_set_attr(w, "ids", SS_U32, ids, sizeof ids);
+    }
+    if (rc == 0) rc = ss_writer_finish(w);
+    ss_writer_free(w);
+    return rc;
+}
+
+/* Everything a reading tool does with the store at `path`. */
+static void ss_fuzz_read_all(const char *path) {
+    ss_store *s;
+    if (ss_open(&s, path, SS_OPEN_NOLOCK)) return;
+    uint64_t sum = 0;
+    for (uint32_t f = 0; f < ss_field_count(s); f++)
+        for (uint64_t i = 0; i < ss_count(s); i++) {
+            ss_view v;
+            if (ss_get(s, f, i, &v)) break;
+            const unsigned char *b = v.data;
+            for (uint64_t k = 0; k < v.length * v.row_bytes; k++) sum += b[k];
+            if (ss_length(s, f, i) != v.length) abort();
+        }
+    for (uint64_t a = 0; a < ss_attr_count(s); a++) {
+        ss_attr at;
+        if (ss_attr_at(s, a, &at)) continue;
+        const unsigned char *b = at.data;
+        for (uint64_t k = 0; k < at.size; k++) sum += b[k];
+        sum += strlen(at.name);
+    }
+    uint64_t problems;
+    ss_verify(s, NULL, NULL, &problems);
+    ss_close(s);
+    if (sum == 1) fputs("", stderr); /* keep the reads */
+}
+
+/* A file name for this process's store: in memory (/dev/shm) when there is
+ * one, since every input is written to it. */
+static void ss_fuzz_temp_path(char *buf, size_t n, const char *name) {
+    const char *dir = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
+    snprintf(buf, n, "%s/%s.%d.ss", dir, name, (int)getpid());
+}
+
+/* Write `size` bytes to `path` (replacing it). 0 on success. */
+static int ss_fuzz_write_file(const char *path, const void *data, size_t size) {
+    FILE *f = fopen(path, "wb");
+    if (!f) return -1;
+    size_t n = size ? fwrite(data, 1, size, f) : 0;
+    return (fclose(f) == 0 && n == size) ? 0 : -1;
+}
+
+#endif
