@@ -511,6 +511,11 @@ static int write_framework_attrs(ss_conv *c) {
     int rc = set_text(c, "source.files", all_files) || set_text(c, "convert.options", all_args) ||
              set_text(c, "convert.converter", kinds) ||
              set_text(c, "convert.version", ss_version());
+    if (!rc && c->shard_n) { /* spec/FORMAT.md §13: `dataset build` checks the set */
+        char shard[32];
+        snprintf(shard, sizeof shard, "%u/%u", c->shard_k, c->shard_n);
+        rc = set_text(c, "source.shard", shard);
+    }
     free(files);
     free(args);
     free(all_files);
