@@ -108,7 +108,7 @@ static int measure(const ss_store *s, const ss_collate_field *fo, ss_span *const
     ss_collator *c;
     int rc = ss_collator_create(&c, s, fo, 1, NULL);
     for (int i = 0; i < NBATCH && !rc; i++) {
-        rc = ss_collator_sizes(c, batches[i], bsize, &sz);
+        rc = ss_collator_sizes(&sz, c, batches[i], bsize);
         sizes[i] = sz.data_bytes;
         res->bytes += sz.data_bytes;
         if (sz.data_bytes > maxb) maxb = sz.data_bytes;
@@ -122,13 +122,13 @@ static int measure(const ss_store *s, const ss_collate_field *fo, ss_span *const
         if ((rc = ss_collator_create(&c, s, fo, 1, &opt))) return rc;
         ss_collated_batch b;
         for (int i = 0; i < NBATCH && !rc; i++) {
-            rc = ss_collator_collate(c, batches[i], bsize, &b); /* warm up, size buffers */
+            rc = ss_collator_collate(&b, c, batches[i], bsize); /* warm up, size buffers */
             best[i] = 1e30;
         }
         for (int rep = 0; rep < reps && !rc; rep++)
             for (int i = 0; i < NBATCH && !rc; i++) {
                 double t0 = now();
-                rc = ss_collator_collate(c, batches[i], bsize, &b);
+                rc = ss_collator_collate(&b, c, batches[i], bsize);
                 double dt = now() - t0;
                 if (dt < best[i]) best[i] = dt;
             }
@@ -200,7 +200,7 @@ int main(int argc, char **argv) {
         eb[i] = eeg[i];
     }
     ss_collate_field tf = SS_COLLATE_FIELD_INIT;
-    tf.name = "tok";
+    tf.field = 0; /* "tok", the only field of its store */
     tf.dtype = SS_I64;
     ss_collate_field ef = SS_COLLATE_FIELD_INIT;
     double gain[C], off[C];
@@ -208,7 +208,7 @@ int main(int argc, char **argv) {
         gain[c] = 0.0305 + 0.001 * c;
         off[c] = -0.5 * c;
     }
-    ef.name = "eeg";
+    ef.field = 0; /* "eeg" */
     ef.dtype = SS_F32;
     ef.scale = gain;
     ef.offset = off;

@@ -100,17 +100,21 @@ static void make_store(const char *path, uint64_t n) {
 static void run(const ss_store *s, const char *what, uint64_t batch, uint32_t threads,
                 uint32_t prefetch, double step_us, const ss_pipeline *p) {
     ss_collate_field f[2] = {SS_COLLATE_FIELD_INIT, SS_COLLATE_FIELD_INIT};
-    f[0].name = "tok";
+    f[0].field = 0; /* "tok" (schema above) */
     f[0].dtype = SS_I64;
     f[0].mask = SS_MASK_U8;
-    f[1].name = "label";
+    f[1].field = 1; /* "label" */
     f[1].dtype = SS_I64;
     ss_loader_options o = SS_LOADER_OPTIONS_INIT;
-    o.batch.batch_size = batch;
+    ss_sampler_options so = SS_SAMPLER_OPTIONS_INIT;
+    ss_batch_options bo = SS_BATCH_OPTIONS_INIT;
+    o.sampler = &so;
+    o.batch = &bo;
+    bo.batch_size = batch;
     o.fields = f;
     o.nfields = 2;
-    o.sampler.kind = SS_SAMPLE_SHUFFLE;
-    o.sampler.seed = 1;
+    so.kind = SS_SAMPLE_SHUFFLE;
+    so.seed = 1;
     o.threads = threads;
     o.prefetch = prefetch;
     o.infinite = 1;
@@ -119,13 +123,13 @@ static void run(const ss_store *s, const char *what, uint64_t batch, uint32_t th
     DIE(ss_loader_open(&l, s, &o));
     uint64_t per_epoch = ss_loader_batches(l), warm = per_epoch + 8, measure = 2 * per_epoch;
     const ss_loader_batch *b;
-    for (uint64_t k = 0; k < warm; k++) DIE(ss_loader_next(l, &b));
+    for (uint64_t k = 0; k < warm; k++) DIE(ss_loader_next(&b, l));
     double *lat = __libc_malloc(measure * sizeof *lat);
     unsigned long a0 = atomic_load(&g_allocs);
     double t0 = now_us(), rows = 0;
     for (uint64_t k = 0; k < measure; k++) {
         double a = now_us();
-        DIE(ss_loader_next(l, &b));
+        DIE(ss_loader_next(&b, l));
         lat[k] = now_us() - a;
         rows += (double)b->rows;
         if (step_us > 0) step_wait_us(step_us);
@@ -159,12 +163,12 @@ int main(int argc, char **argv) {
     ss_pipeline *p;
     DIE(ss_pipeline_create(&p));
     ss_transform t;
-    DIE(ss_transform_random_crop(&t, "tok", 256));
+    DIE(ss_transform_random_crop(&t, 0, 256));
     DIE(ss_pipeline_add(p, &t));
     ss_token_mask_options mo = SS_TOKEN_MASK_OPTIONS_INIT;
     mo.mask_value = 1;
     mo.vocab = 30000;
-    DIE(ss_transform_token_mask(&t, "tok", &mo));
+    DIE(ss_transform_token_mask(&t, 0, &mo));
     DIE(ss_pipeline_add(p, &t));
     run(s, "crop+mask, no step", batch, threads, prefetch, 0, p);
     run(s, "crop+mask, step", batch, threads, prefetch, step, p);

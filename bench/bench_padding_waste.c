@@ -36,7 +36,7 @@ static int die(const char *what) {
 static int report(const char *method, uint64_t nbuckets, const char *mode, ss_batcher *b,
                   const ss_store *s, const uint32_t *fields, size_t nf, double secs) {
     uint64_t real, padded;
-    if (ss_batcher_padding(b, s, fields, nf, &real, &padded)) return die("padding");
+    if (ss_batcher_padding(&real, &padded, b, s, fields, nf)) return die("padding");
     double waste = padded ? 1.0 - (double)real / (double)padded : 0.0;
     char nb[24] = "-";
     if (nbuckets) snprintf(nb, sizeof nb, "%" PRIu64, nbuckets);
@@ -63,9 +63,8 @@ int main(int argc, char **argv) {
     snprintf(names, sizeof names, "%s", argv[2]);
     for (char *sv = NULL, *t = strtok_r(names, ",", &sv); t && nf < SS_BUCKET_MAX_KEYS;
          t = strtok_r(NULL, ",", &sv)) {
-        int f = ss_field_index(s, t);
-        if (f < 0) return die(t);
-        fields[nf++] = (uint32_t)f;
+        if (ss_field_index(&fields[nf], s, t)) return die(t);
+        nf++;
     }
     uint64_t n = ss_count(s);
     uint64_t *order = malloc((n ? n : 1) * sizeof *order), *len = malloc((n ? n : 1) * sizeof *len);
@@ -101,7 +100,7 @@ int main(int argc, char **argv) {
         so.seed = seed;
         ss_sampler *sp;
         size_t got;
-        if (ss_sampler_create(&sp, all, &so) || ss_sampler_next(sp, order, (size_t)n, &got))
+        if (ss_sampler_create(&sp, all, &so) || ss_sampler_next(order, (size_t)n, &got, sp))
             return die("sampler");
         ss_sampler_free(sp);
         if (ss_lengths_gather(len, s, fields, nf, order, n)) return die("lengths");

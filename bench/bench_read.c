@@ -187,7 +187,7 @@ static uint64_t loop_ss_get(const ss_store *s, const uint64_t *q, uint64_t nq) {
     uint64_t sum = 0;
     for (uint64_t j = 0; j < nq; j++) {
         ss_view v;
-        int rc = ss_get(s, 0, q[j], &v);
+        int rc = ss_get(&v, s, 0, q[j]);
         if (rc) die("ss_get", rc);
         const uint16_t *p = v.data;
         sum += p[0] + p[v.length - 1];
@@ -316,7 +316,7 @@ static double epoch_copy(const ss_store *s, const uint64_t *order, uint64_t n, u
     size_t at = 0;
     for (uint64_t j = 0; j < n; j++) {
         ss_view v;
-        int rc = ss_get(s, 0, order ? order[j] : j, &v);
+        int rc = ss_get(&v, s, 0, order ? order[j] : j);
         if (rc) die("ss_get", rc);
         size_t b = (size_t)(v.length * v.row_bytes);
         if (at + b > ring) at = 0;
@@ -477,7 +477,7 @@ int main(int argc, char **argv) {
         size_t at = 0;
         for (uint64_t i = 0; i < n; i++) {
             ss_view v;
-            if ((rc = ss_get(s, 0, i, &v))) die("ss_get", rc);
+            if ((rc = ss_get(&v, s, 0, i))) die("ss_get", rc);
             size_t b = (size_t)(v.length * v.row_bytes);
             if (at + b > ring) at = 0;
             memcpy(dst + at, v.data, b);

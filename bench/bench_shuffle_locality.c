@@ -133,14 +133,14 @@ static int make_order(uint64_t *out, const ss_store *s, const ss_selection *all,
     o.seed = 2024;
     o.block_bytes = c->block_bytes;
     o.window_blocks = c->window;
-    o.store = s;
+    if (c->kind == SS_SAMPLE_BLOCK_SHUFFLE) o.store = s; /* refused with other kinds */
     ss_sampler *sp;
     if (ss_sampler_create(&sp, all, &o)) return die("sampler");
     if (ss_sampler_set_epoch(sp, epoch)) return die("epoch");
     uint64_t n = ss_selection_count(all), k = 0;
     size_t got;
     do {
-        if (ss_sampler_next(sp, out + k, (size_t)(n - k), &got)) return die("next");
+        if (ss_sampler_next(out + k, (size_t)(n - k), &got, sp)) return die("next");
         k += got;
     } while (got && k < n);
     ss_sampler_free(sp);
@@ -237,7 +237,7 @@ static int run(const char *path, double max_seconds) {
         double t = 0;
         for (; k < n; k++) {
             ss_view v;
-            if (ss_get(s, 0, o0[k], &v)) return die("get");
+            if (ss_get(&v, s, 0, o0[k])) return die("get");
             const unsigned char *p = v.data;
             uint64_t nbytes = v.length * v.row_bytes;
             for (uint64_t i = 0; i + 8 <= nbytes; i += 64) {

@@ -55,7 +55,7 @@ static int run(ss_window_reader *r, int nb, double *secs, uint64_t *windows) {
     uint64_t n = 0;
     for (int k = 0; k < nb;) {
         const ss_window_batch *b;
-        int rc = ss_window_reader_next(r, &b);
+        int rc = ss_window_reader_next(&b, r);
         if (rc) return rc;
         if (b->size == 0) continue;
         n += b->active;
@@ -95,7 +95,7 @@ int main(int argc, char **argv) {
            (double)bytes / 1e6);
     printf("memcpy of the same bytes (1 thread): %.2f GB/s\n", memcpy_bps / 1e9);
     int maxt = omp_get_max_threads();
-    for (int th = 1; th <= maxt; th *= 2) {
+    for (int th = 0; th <= maxt; th = th ? 2 * th : 1) { /* 0: the default */
         ss_window_options o = SS_WINDOW_OPTIONS_INIT;
         o.window = W;
         o.lanes = B;
@@ -115,8 +115,11 @@ int main(int argc, char **argv) {
         if ((rc = run(r, 20, &secs, &nw))) return die(rc); /* warm the page cache */
         if ((rc = run(r, reps, &secs, &nw))) return die(rc);
         double bps = (double)bytes * reps / secs;
-        printf("window reader, %d thread%s: %.2f GB/s = %.2fx memcpy (%.2f ms per batch)\n", th,
-               th > 1 ? "s" : "", bps / 1e9, bps / memcpy_bps, 1e3 * secs / reps);
+        char what[32];
+        snprintf(what, sizeof what, th ? "%d thread%s" : "default (threads = 0)", th,
+                 th > 1 ? "s" : "");
+        printf("window reader, %s: %.2f GB/s = %.2fx memcpy (%.2f ms per batch)\n", what, bps / 1e9,
+               bps / memcpy_bps, 1e3 * secs / reps);
         ss_window_reader_free(r);
     }
     ss_close(s);

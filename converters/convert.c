@@ -366,7 +366,7 @@ int ss_conv_open_existing(ss_conv *c, ss_store **out) {
 /* A copy of text attribute `name`, NUL-terminated; NULL when missing. */
 static char *attr_text(const ss_store *s, const char *name) {
     ss_attr a;
-    if (ss_attr_get(s, name, &a) != 0 || a.type != SS_ATTR_TEXT) return NULL;
+    if (ss_attr_get(&a, s, name) != 0 || a.type != SS_ATTR_TEXT) return NULL;
     char *t = malloc(a.size + 1);
     if (!t) return NULL;
     memcpy(t, a.data, a.size);
@@ -558,7 +558,7 @@ static int collect_indices(ss_conv *c, const ss_store *s) {
     uint64_t n = ss_attr_count(s);
     for (uint64_t k = 0; k < n; k++) {
         ss_attr a;
-        if (ss_attr_at(s, k, &a)) return ss_conv_ss_error(c, "cannot read the attributes");
+        if (ss_attr_at(&a, s, k)) return ss_conv_ss_error(c, "cannot read the attributes");
         if (strncmp(a.name, SS_BUCKET_ATTR_PREFIX, plen) || !a.name[plen]) continue;
         const char *name = a.name + plen;
         ss_bucket *b;
@@ -571,7 +571,7 @@ static int collect_indices(ss_conv *c, const ss_store *s) {
             continue;
         }
         uint32_t fields[SS_BUCKET_MAX_KEYS];
-        size_t nkeys = ss_bucket_keys(b, fields);
+        size_t nkeys = ss_bucket_keys(fields, b);
         uint64_t res = ss_bucket_resolution(b);
         ss_bucket_free(b);
         if (add_index(c, name, fields, nkeys, res)) return 1;
@@ -658,7 +658,7 @@ static int prepare_resume(ss_conv *c, uint32_t nf, int *exists) {
     if (open_existing(c, &s, SS_OPEN_INCOMPLETE)) return 1;
     if (!s) return 0;
     ss_store_info info;
-    int rc = ss_store_get_info(s, &info);
+    int rc = ss_store_get_info(&info, s);
     if (!rc && info.complete)
         rc = ss_conv_error(c,
                            "--resume: '%s' is complete (%" PRIu64

@@ -477,7 +477,7 @@ static uint32_t attr_lines(const ss_store *st, const char *name, char *dst, size
     ss_attr a;
     uint32_t n = 0;
     size_t i = 0;
-    if (ss_attr_get(st, name, &a) != 0 || a.type != SS_ATTR_TEXT) return 0;
+    if (ss_attr_get(&a, st, name) != 0 || a.type != SS_ATTR_TEXT) return 0;
     const char *p = a.data;
     while (i <= a.size && n < max) {
         size_t j = i;
@@ -493,7 +493,7 @@ static uint32_t attr_lines(const ss_store *st, const char *name, char *dst, size
 
 static int attr_f64(const ss_store *st, const char *name, double *dst, uint32_t n) {
     ss_attr a;
-    if (ss_attr_get(st, name, &a) != 0 || a.type != SS_F64 || a.size != 8 * (uint64_t)n) return 1;
+    if (ss_attr_get(&a, st, name) != 0 || a.type != SS_F64 || a.size != 8 * (uint64_t)n) return 1;
     memcpy(dst, a.data, 8 * (size_t)n);
     return 0;
 }
@@ -503,11 +503,11 @@ static int ref_from_store(ss_conv *c, edf_job *job) {
     ss_store *st = NULL;
     ss_attr a;
     ss_field f;
-    int fi;
+    uint32_t fi;
     if (ss_conv_open_existing(c, &st)) return 1;
     if (!st) return 0;
-    if (ss_attr_get(st, "signal.labels", &a) != 0 || (fi = ss_field_index(st, "signal")) < 0 ||
-        ss_field_info(st, (uint32_t)fi, &f) != 0 || f.ndim != 1) {
+    if (ss_attr_get(&a, st, "signal.labels") != 0 || ss_field_index(&fi, st, "signal") != 0 ||
+        ss_field_info(&f, st, fi) != 0 || f.ndim != 1) {
         ss_close(st);
         return 0; /* not an EDF store: the framework's schema check will say so */
     }

@@ -571,7 +571,7 @@ int tx_vocab_load(ss_conv *c, ss_vocab **out, const char *from, const char *fiel
     if (rc == 0) {
         ss_attr a;
         snprintf(name, sizeof name, "%s.vocab", field);
-        if ((ss_attr_get(s, name, &a) != 0 && ss_attr_get(s, "vocab", &a) != 0) ||
+        if ((ss_attr_get(&a, s, name) != 0 && ss_attr_get(&a, s, "vocab") != 0) ||
             (a.type != SS_ATTR_TEXT && a.type != SS_ATTR_BYTES)) {
             ss_close(s);
             return ss_conv_error(c, "'%s' has no vocabulary (attribute '%s' or 'vocab')", from,

@@ -183,7 +183,7 @@ static int run_epoch(ss_store *s, model *m, adam *opt, int forget, uint64_t epoc
     static float final[B][H];
     while (!rc) {
         const ss_window_batch *b;
-        rc = ss_window_reader_next(r, &b);
+        rc = ss_window_reader_next(&b, r);
         if (rc || b->size == 0) break;
         model g;
         memset(&g, 0, sizeof g);

@@ -28,16 +28,20 @@ int main(int argc, char **argv) {
     if ((rc = ss_selection_kfold(&train, &valid, all, 5, 0, NULL))) return fail("kfold", rc);
 
     ss_collate_field out = SS_COLLATE_FIELD_INIT;
-    out.name = field;
+    if ((rc = ss_field_index(&out.field, store, field))) return fail("field", rc);
     out.dtype = SS_I64; /* convert on the way */
     out.pad_to_multiple = 8;
     out.mask = SS_MASK_U8;
 
     ss_loader_options o = SS_LOADER_OPTIONS_INIT;
+    ss_sampler_options so = SS_SAMPLER_OPTIONS_INIT;
+    ss_batch_options bo = SS_BATCH_OPTIONS_INIT;
+    o.sampler = &so;
+    o.batch = &bo;
     o.selection = train;
-    o.sampler.kind = SS_SAMPLE_SHUFFLE;
-    o.sampler.seed = 42;
-    o.batch.max_tokens = 4096; /* fairseq-style token budget */
+    so.kind = SS_SAMPLE_SHUFFLE;
+    so.seed = 42;
+    bo.max_tokens = 4096; /* fairseq-style token budget */
     o.fields = &out;
     o.nfields = 1;
     o.prefetch = 4;
@@ -48,7 +52,7 @@ int main(int argc, char **argv) {
         ss_loader_set_epoch(loader, epoch);
         uint64_t batches = 0, real = 0, padded = 0;
         const ss_loader_batch *b;
-        while ((rc = ss_loader_next(loader, &b)) == 0) {
+        while ((rc = ss_loader_next(&b, loader)) == 0) {
             const ss_collated *x = &b->data.fields[0]; /* x->data is [B][T] int64 */
             for (uint64_t r = 0; r < x->batch; r++) real += (uint64_t)x->lengths[r];
             padded += x->batch * x->steps;

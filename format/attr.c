@@ -66,7 +66,7 @@ static int ss_attr_decode(const ss_store *s, const ss_attr_slot *a, ss_attr *out
     return 0;
 }
 
-int ss_attr_get(const ss_store *s, const char *name, ss_attr *out) {
+int ss_attr_get(ss_attr *out, const ss_store *s, const char *name) {
     if (!s || !name || !out) return ss__fail(SS_EINVAL, "ss_attr_get: NULL argument");
     uint64_t lo = 0, hi = s->nattrs;
     while (lo < hi) {
@@ -85,7 +85,7 @@ uint64_t ss_attr_count(const ss_store *s) {
     return s ? s->nattrs : 0;
 }
 
-int ss_attr_at(const ss_store *s, uint64_t k, ss_attr *out) {
+int ss_attr_at(ss_attr *out, const ss_store *s, uint64_t k) {
     if (!s || !out) return ss__fail(SS_EINVAL, "ss_attr_at: NULL argument");
     if (k >= s->nattrs)
         return ss__fail(SS_ERANGE, "%s: attribute %llu of %llu", s->path, (unsigned long long)k,

@@ -294,14 +294,17 @@ uint32_t ss_field_count(const ss_store *s) {
     return s ? s->h.nfields : 0;
 }
 
-int ss_field_index(const ss_store *s, const char *name) {
-    if (!s || !name) return ss__fail(SS_EINVAL, "ss_field_index: NULL argument");
+int ss_field_index(uint32_t *out, const ss_store *s, const char *name) {
+    if (!out || !s || !name) return ss__fail(SS_EINVAL, "ss_field_index: NULL argument");
     for (uint32_t i = 0; i < s->h.nfields; i++)
-        if (strcmp(s->h.fields[i].name, name) == 0) return (int)i;
+        if (strcmp(s->h.fields[i].name, name) == 0) {
+            *out = i;
+            return 0;
+        }
     return ss__fail(SS_ENOTFOUND, "%s: no field '%s'", s->path, name);
 }
 
-int ss_field_info(const ss_store *s, uint32_t field, ss_field *out) {
+int ss_field_info(ss_field *out, const ss_store *s, uint32_t field) {
     if (!s || !out) return ss__fail(SS_EINVAL, "ss_field_info: NULL argument");
     if (field >= s->h.nfields)
         return ss__fail(SS_ERANGE, "%s: field %u of %u", s->path, field, s->h.nfields);
@@ -330,7 +333,7 @@ static int ss_bad_location(const ss_store *s, uint32_t field, uint64_t index) {
                     s->path, s->h.fields[field].name, (unsigned long long)index);
 }
 
-int ss_get(const ss_store *s, uint32_t field, uint64_t index, ss_view *out) {
+int ss_get(ss_view *out, const ss_store *s, uint32_t field, uint64_t index) {
     if (!s || !out) return ss__fail(SS_EINVAL, "ss_get: NULL argument");
     if (field >= s->h.nfields || index >= s->h.count) return ss_bad_index(s, field, index);
     const ss_rfield *rf = &s->f[field];
@@ -367,9 +370,9 @@ int ss_get(const ss_store *s, uint32_t field, uint64_t index, ss_view *out) {
     return 0;
 }
 
-int ss_get_range(const ss_store *s, uint32_t field, uint64_t index, uint64_t t0, uint64_t t1,
-                 ss_view *out) {
-    int rc = ss_get(s, field, index, out);
+int ss_get_range(ss_view *out, const ss_store *s, uint32_t field, uint64_t index, uint64_t t0,
+                 uint64_t t1) {
+    int rc = ss_get(out, s, field, index);
     if (rc) return rc;
     if (t0 > t1 || t1 > out->length)
         return ss__fail(SS_ERANGE,
@@ -390,7 +393,7 @@ uint64_t ss_length(const ss_store *s, uint32_t field, uint64_t index) {
     return ss_entry_at(rf, index + 1)->start - ss_entry_at(rf, index)->start;
 }
 
-int ss_lengths(const ss_store *s, uint32_t field, uint64_t first, uint64_t n, uint64_t *out) {
+int ss_lengths(uint64_t *out, const ss_store *s, uint32_t field, uint64_t first, uint64_t n) {
     if (!s || (!out && n)) return ss__fail(SS_EINVAL, "ss_lengths: NULL argument");
     if (field >= s->h.nfields || first > s->h.count || n > s->h.count - first)
         return ss__fail(SS_ERANGE, "%s: lengths [%llu, %llu) of field %u out of range", s->path,
@@ -409,7 +412,7 @@ int ss_lengths(const ss_store *s, uint32_t field, uint64_t first, uint64_t n, ui
     return 0;
 }
 
-int ss_store_get_info(const ss_store *s, ss_store_info *out) {
+int ss_store_get_info(ss_store_info *out, const ss_store *s) {
     if (!s || !out) return ss__fail(SS_EINVAL, "ss_store_get_info: NULL argument");
     memset(out, 0, sizeof *out);
     out->format_version = s->h.format_version;

@@ -15,8 +15,8 @@ typedef struct ss_verifier {
 
 /* Report a problem with the block named by v->where (set by the caller);
  * `first`/`last` are the examples it concerns (first == last: none). */
-static void ss_problem(ss_verifier *v, const char *what, int field, uint64_t number, uint64_t first,
-                       uint64_t last) {
+static void ss_problem(ss_verifier *v, const char *what, uint32_t field, uint64_t number,
+                       uint64_t first, uint64_t last) {
     if (v->problems++ == 0) {
         if (last > first)
             ss__fail(SS_ECORRUPT, "%s: %s (examples %llu to %llu): %s", v->s->path, v->where,
@@ -83,8 +83,9 @@ static void ss_verify_field(ss_verifier *v, uint32_t f) {
         if (ss_block_sound(s, &rf->chunks[c], SS_KEY_DATA, f, c)) continue;
         uint64_t first, last;
         ss_chunk_examples(s, f, c, &first, &last);
-        snprintf(v->where, sizeof v->where, "field '%s' data chunk %llu", name, (unsigned long long)c);
-        ss_problem(v, "data chunk checksum mismatch", (int)f, c, first, last);
+        snprintf(v->where, sizeof v->where, "field '%s' data chunk %llu", name,
+                 (unsigned long long)c);
+        ss_problem(v, "data chunk checksum mismatch", f, c, first, last);
     }
     if (!rf->sequence) return;
     for (uint64_t g = 0; g < rf->nsegments && !v->stop; g++) {
@@ -92,22 +93,22 @@ static void ss_verify_field(ss_verifier *v, uint32_t f) {
         uint64_t first = g * SS_SEGMENT_ENTRIES, last = first + SS_SEGMENT_ENTRIES;
         snprintf(v->where, sizeof v->where, "index segment %llu of field '%s'",
                  (unsigned long long)g, name);
-        ss_problem(v, "index segment checksum mismatch", (int)f, g, first,
+        ss_problem(v, "index segment checksum mismatch", f, g, first,
                    last < s->h.count ? last : s->h.count);
     }
     for (uint64_t i = 0; i < s->h.count && !v->stop; i++) {
         ss_view view;
         const ss_entry *a = ss_entry_at(rf, i), *b = ss_entry_at(rf, i + 1);
-        if (b->start < a->start || b->loc < a->loc || ss_get(s, f, i, &view) != 0) {
+        if (b->start < a->start || b->loc < a->loc || ss_get(&view, s, f, i) != 0) {
             snprintf(v->where, sizeof v->where, "index segment %llu of field '%s', entry %llu",
                      (unsigned long long)(i / SS_SEGMENT_ENTRIES), name, (unsigned long long)i);
-            ss_problem(v, "index entry is inconsistent", (int)f, SS_LOC_CHUNK(a->loc), i, i + 1);
+            ss_problem(v, "index entry is inconsistent", f, SS_LOC_CHUNK(a->loc), i, i + 1);
             return;
         }
     }
 }
 
-int ss_verify(const ss_store *s, ss_verify_fn report, void *ctx, uint64_t *problems) {
+int ss_verify(uint64_t *problems, const ss_store *s, ss_verify_fn report, void *ctx) {
     if (problems) *problems = 0;
     if (!s) return ss__fail(SS_EINVAL, "ss_verify: store is NULL");
     /* The B-trees again, with every overflow page header (open skips those). */
@@ -124,7 +125,7 @@ int ss_verify(const ss_store *s, ss_verify_fn report, void *ctx, uint64_t *probl
     for (uint64_t k = 0; k < s->nattrs && !v.stop; k++) {
         if (ss_attr_sound(s, &s->attrs[k])) continue;
         snprintf(v.where, sizeof v.where, "attribute '%s'", s->attrs[k].name);
-        ss_problem(&v, "attribute checksum mismatch", -1, k, 0, 0);
+        ss_problem(&v, "attribute checksum mismatch", SS_FIELD_NONE, k, 0, 0);
     }
     if (problems) *problems = v.problems;
     return v.problems ? SS_ECORRUPT : 0;

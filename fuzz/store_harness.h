@@ -48,20 +48,20 @@ static void ss_fuzz_read_all(const char *path) {
     for (uint32_t f = 0; f < ss_field_count(s); f++)
         for (uint64_t i = 0; i < ss_count(s); i++) {
             ss_view v;
-            if (ss_get(s, f, i, &v)) break;
+            if (ss_get(&v, s, f, i)) break;
             const unsigned char *b = v.data;
             for (uint64_t k = 0; k < v.length * v.row_bytes; k++) sum += b[k];
             if (ss_length(s, f, i) != v.length) abort();
         }
     for (uint64_t a = 0; a < ss_attr_count(s); a++) {
         ss_attr at;
-        if (ss_attr_at(s, a, &at)) continue;
+        if (ss_attr_at(&at, s, a)) continue;
         const unsigned char *b = at.data;
         for (uint64_t k = 0; k < at.size; k++) sum += b[k];
         sum += strlen(at.name);
     }
     uint64_t problems;
-    ss_verify(s, NULL, NULL, &problems);
+    ss_verify(&problems, s, NULL, NULL);
     ss_close(s);
     if (sum == 1) fputs("", stderr); /* keep the reads */
 }

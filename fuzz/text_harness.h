@@ -5,7 +5,7 @@
 #ifndef SS_TEXT_HARNESS_H
 #define SS_TEXT_HARNESS_H
 
-#include "../converters/cli_locks.c"
+#include "../cli/cli_locks.c"
 #include "../converters/convert_text.c"
 #include "../converters/spm_text.c"
 #include "../converters/utf8.c"

@@ -12,10 +12,19 @@
  *    names a code; ss_error_message() gives the calling thread's last message
  *    with its context (path, field, example index). The library never prints,
  *    never exits and never aborts on bad input.
- *  - Out-parameters come first (a few early functions such as ss_get() take
- *    their single output last; their documentation says which). On failure
- *    *out is set to NULL and there is nothing to free. Objects returned through `**out` belong to
- * the caller and are released with the matching _free/_close, which accept NULL.
+ *  - Out-parameters come first, in every function without exception
+ *    (libgit2's rule): ss_get(&view, store, field, index), a single output
+ *    is named `out`, a caller's output buffer is followed by its capacity
+ *    (ss_sampler_next(buf, max, &n, sampler)), and the object worked on
+ *    comes right after the outputs. On failure *out is set to NULL (or
+ *    zeroed) and there is nothing to free. Objects returned through `**out`
+ *    belong to the caller and are released with the matching _free/_close,
+ *    which accept NULL.
+ *  - Fields are addressed by their uint32_t index in the schema, everywhere
+ *    (ss_get, the collator, streams, transforms, the window reader, the
+ *    splitter, bucket indices). ss_field_index(&idx, store, name) is the one
+ *    place where a name becomes an index; SS_FIELD_NONE means "no field"
+ *    where a field is optional. An index beyond the schema is SS_ERANGE.
  *  - Pointers returned as values or inside an ss_view are borrowed from the
  *    store: they point into the read-only memory map, must not be written
  *    through, and stay valid until ss_close() of that store.
@@ -23,8 +32,26 @@
  *    functions that return int report a NULL one as SS_EINVAL ("ss_get: NULL
  *    argument"); getters that return a count or size return 0 for a NULL
  *    object. Do not rely on either: it is a programming error.
- *  - Options are structs with a `version` field and an ..._OPTIONS_INIT
- *    initializer, so that new options never break existing callers.
+ *  - Threads: every `threads` option means the same. 0 (the default) is one
+ *    thread, the calling one (or one worker thread for the loader); n >= 1
+ *    asks for up to n threads, and a batch too small to gain (below
+ *    `parallel_bytes` where there is one) still runs on one. Results are
+ *    bit-identical for every value. The default is never slower than one
+ *    thread: on a machine whose cores are shared (CI runners, containers, this
+ *    project's 2-vCPU build machine) an OpenMP team waiting for a busy core
+ *    ran the window reader at 0.46x the speed of one thread; measure
+ *    (bench/bench_window, bench_collate) before asking for more.
+ *  - Options are structs that start with `version` and have an
+ *    ..._OPTIONS_INIT initializer. A new version only appends fields. A
+ *    function reads only the fields of the version the caller's struct
+ *    declares (fields added later take their INIT values), so a program
+ *    compiled against an older header keeps working; a version newer than
+ *    the library's is refused (SS_EINVAL naming it). An options struct never
+ *    embeds another by value, which would freeze its size: it points to it
+ *    (ss_loader_options.sampler, .batch, .collator; NULL = defaults). In an
+ *    array of versioned structs (ss_collate_field) every element has the
+ *    version, hence the size, of the first. Options are read during the call
+ *    unless a field says it is borrowed.
  *  - Integers on disk are little-endian; see spec/FORMAT.md.
  */
 #ifndef SEQSTORE_H
@@ -374,15 +401,23 @@ SS_API void ss_close(ss_store *s);
 SS_API uint64_t ss_count(const ss_store *s);
 /** Number of fields; 0 for NULL. */
 SS_API uint32_t ss_field_count(const ss_store *s);
-/** Index of the field called `name`.
- *  @return the index (>= 0); SS_ENOTFOUND (the message names it); SS_EINVAL
- *          (NULL argument). */
-SS_API int ss_field_index(const ss_store *s, const char *name);
+/** "No field" wherever a field index is optional (ss_window_options.label_field,
+ *  ss_transform.field, ss_verify_problem.field of an attribute). */
+#define SS_FIELD_NONE UINT32_MAX
+
+/** Find the field called `name`: the one place where a name becomes an index
+ *  (every other function addresses fields by uint32_t index).
+ *  @param[out] out the field index (unchanged on failure).
+ *  @param[in]  s    the store.
+ *  @param[in]  name NUL-terminated field name.
+ *  @return 0; SS_ENOTFOUND (no such field; the message names it and the
+ *          store); SS_EINVAL (NULL argument). */
+SS_API int ss_field_index(uint32_t *out, const ss_store *s, const char *name);
 /** Description of field `field`; `out->name` is borrowed from the store,
  *  valid until ss_close().
- *  @param[out] out the description (the output comes last here).
+ *  @param[out] out the description.
  *  @return 0; SS_ERANGE (no such field); SS_EINVAL (NULL argument). */
-SS_API int ss_field_info(const ss_store *s, uint32_t field, ss_field *out);
+SS_API int ss_field_info(ss_field *out, const ss_store *s, uint32_t field);
 /** Bytes of one row (one time step) of `field`: dtype size times the trailing
  *  shape; 0 for a bad field index. */
 SS_API uint64_t ss_field_row_bytes(const ss_store *s, uint32_t field);
@@ -402,19 +437,19 @@ typedef struct ss_view {
 /** View of field `field` of example `index`: O(1), no allocation, no copy.
  *  With SS_OPEN_VERIFY, the first view into a data chunk also hashes the
  *  chunk once (see ss_open()); threads may race to do it, which is harmless.
- *  @param[out] out the view (the output comes last here); its data is
+ *  @param[out] out the view; its data is
  *                  borrowed from the map, valid until ss_close().
  *  @return 0; SS_ERANGE (bad field or index; the message names them);
  *          SS_ECORRUPT if the index points outside its chunk, or with
  *          SS_OPEN_VERIFY if the chunk's checksum does not match (the
  *          message names the field, the chunk and the example); SS_EINVAL
  *          (NULL argument). */
-SS_API int ss_get(const ss_store *s, uint32_t field, uint64_t index, ss_view *out);
+SS_API int ss_get(ss_view *out, const ss_store *s, uint32_t field, uint64_t index);
 
 /** View of time steps [t0, t1) of example `index`, still zero-copy.
  *  @return as ss_get(), plus SS_ERANGE when t0 > t1 or t1 > length. */
-SS_API int ss_get_range(const ss_store *s, uint32_t field, uint64_t index, uint64_t t0, uint64_t t1,
-                        ss_view *out);
+SS_API int ss_get_range(ss_view *out, const ss_store *s, uint32_t field, uint64_t index,
+                        uint64_t t0, uint64_t t1);
 
 /** Length (time steps) of example `index` in `field`, from the index alone
  *  (no data page is touched); 1 for a fixed field, 0 for a bad argument. */
@@ -422,11 +457,11 @@ SS_API uint64_t ss_length(const ss_store *s, uint32_t field, uint64_t index);
 
 /** Copy the lengths of examples [first, first + n) of `field` into `out`
  *  (touches only index pages).
- *  @param[out] out `n` lengths (the output comes last here); may be NULL if
+ *  @param[out] out `n` lengths; may be NULL if
  *                  n is 0.
  *  @return 0; SS_ERANGE (bad field, or the range passes the count);
  *          SS_EINVAL (NULL argument). */
-SS_API int ss_lengths(const ss_store *s, uint32_t field, uint64_t first, uint64_t n, uint64_t *out);
+SS_API int ss_lengths(uint64_t *out, const ss_store *s, uint32_t field, uint64_t first, uint64_t n);
 
 /* ------------------------------------------------------------- flat view */
 
@@ -440,14 +475,14 @@ SS_API uint64_t ss_flat_size(const ss_store *s, uint32_t field);
  *  @param[out] offset  the row of `pos` within that example.
  *  @return 0; SS_ERANGE if pos >= ss_flat_size() or the field is bad;
  *          SS_EINVAL (NULL argument). */
-SS_API int ss_flat_locate(const ss_store *s, uint32_t field, uint64_t pos, uint64_t *example,
-                          uint64_t *offset);
+SS_API int ss_flat_locate(uint64_t *example, uint64_t *offset, const ss_store *s, uint32_t field,
+                          uint64_t pos);
 
 /** Copy rows [p, q) of the flat stream of `field` into `buf`.
  *  @param[out] buf (q - p) * ss_field_row_bytes() bytes; may be NULL if p == q.
  *  @return 0; SS_ERANGE (bad field, p > q or q > ss_flat_size());
  *          SS_EINVAL (NULL argument); SS_ECORRUPT as ss_get(). */
-SS_API int ss_flat_read(const ss_store *s, uint32_t field, uint64_t p, uint64_t q, void *buf);
+SS_API int ss_flat_read(void *buf, const ss_store *s, uint32_t field, uint64_t p, uint64_t q);
 
 /* ------------------------------------------------------------- attributes */
 
@@ -465,17 +500,16 @@ typedef struct ss_attr {
 } ss_attr;
 
 /** Look up attribute `name` (checksum verified).
- *  @param[out] out the attribute, borrowed from the store (the output comes
- *                  last here).
+ *  @param[out] out the attribute, borrowed from the store.
  *  @return 0; SS_ENOTFOUND; SS_ECORRUPT (checksum mismatch); SS_EINVAL
  *          (NULL argument). */
-SS_API int ss_attr_get(const ss_store *s, const char *name, ss_attr *out);
+SS_API int ss_attr_get(ss_attr *out, const ss_store *s, const char *name);
 
 /** Number of attributes; they are sorted by name. 0 for NULL. */
 SS_API uint64_t ss_attr_count(const ss_store *s);
 /** Attribute number `k` in name order, as ss_attr_get().
  *  @return 0; SS_ERANGE (k >= ss_attr_count()); SS_ECORRUPT; SS_EINVAL. */
-SS_API int ss_attr_at(const ss_store *s, uint64_t k, ss_attr *out);
+SS_API int ss_attr_at(ss_attr *out, const ss_store *s, uint64_t k);
 
 /* ------------------------------------------------------------ store info */
 
@@ -490,9 +524,9 @@ typedef struct ss_store_info {
 } ss_store_info;
 
 /** Fill `out` with facts about the store.
- *  @param[out] out the facts (the output comes last here).
+ *  @param[out] out the facts.
  *  @return 0, or SS_EINVAL (NULL argument). */
-SS_API int ss_store_get_info(const ss_store *s, ss_store_info *out);
+SS_API int ss_store_get_info(ss_store_info *out, const ss_store *s);
 
 /* ---------------------------------------------------------------- verify */
 
@@ -500,7 +534,7 @@ SS_API int ss_store_get_info(const ss_store *s, ss_store_info *out);
  *  is a static string, `where` is overwritten by the next problem). */
 typedef struct ss_verify_problem {
     const char *what;       /**< e.g. "data chunk checksum mismatch" */
-    int field;              /**< field index, or -1 for an attribute */
+    uint32_t field;         /**< field index, or SS_FIELD_NONE for an attribute */
     uint64_t chunk;         /**< data chunk or index segment number (see `what`); for an
                                  attribute, its number in name order */
     uint64_t first_example; /**< first example the block holds */
@@ -526,7 +560,7 @@ typedef int (*ss_verify_fn)(void *ctx, const ss_verify_problem *problem);
  *  @return 0 if the store is sound; SS_ECORRUPT if a problem was found (the
  *          message names the first, e.g. the damaged LMDB page); SS_EINVAL
  *          (NULL store); SS_EIO or SS_ENOMEM while checking the B-trees. */
-SS_API int ss_verify(const ss_store *s, ss_verify_fn report, void *ctx, uint64_t *problems);
+SS_API int ss_verify(uint64_t *problems, const ss_store *s, ss_verify_fn report, void *ctx);
 
 #ifdef __cplusplus
 }
@@ -535,7 +569,8 @@ SS_API int ss_verify(const ss_store *s, ss_verify_fn report, void *ctx, uint64_t
 /* ------------------------------------------------------------ the SDK
  * Reading for training loops: selections and splits, samplers, batching and
  * bucket indices, collation, parallel streams, the prefetching loader,
- * truncated-BPTT readers and transforms. Each concept has its own sub-header. */
+ * truncated-BPTT readers, transforms and typed metadata. Each concept has its
+ * own sub-header. */
 #include "seqstore/select.h"
 #include "seqstore/sampler.h"
 #include "seqstore/batch.h"
@@ -544,5 +579,6 @@ SS_API int ss_verify(const ss_store *s, ss_verify_fn report, void *ctx, uint64_t
 #include "seqstore/loader.h"
 #include "seqstore/bptt.h"
 #include "seqstore/transform.h"
+#include "seqstore/meta.h"
 
 #endif /* SEQSTORE_H */

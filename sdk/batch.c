@@ -209,7 +209,7 @@ uint64_t ss_batcher_skipped(const ss_batcher *b) {
     return b ? b->skipped : 0;
 }
 
-int ss_batcher_get(const ss_batcher *b, uint64_t k, const uint64_t **indices, size_t *n) {
+int ss_batcher_get(const uint64_t **indices, size_t *n, const ss_batcher *b, uint64_t k) {
     if (!b || !indices || !n) return ss__fail(SS_EINVAL, "ss_batcher_get: NULL argument");
     if (k >= b->nbatches)
         return ss__fail(SS_ERANGE, "batch %" PRIu64 " out of range (%" PRIu64 " batches)", k,
@@ -272,8 +272,8 @@ int ss_lengths_gather(uint64_t *out, const ss_store *store, const uint32_t *fiel
     return 0;
 }
 
-int ss_batcher_padding(const ss_batcher *b, const ss_store *store, const uint32_t *fields,
-                       size_t nfields, uint64_t *real, uint64_t *padded) {
+int ss_batcher_padding(uint64_t *real, uint64_t *padded, const ss_batcher *b, const ss_store *store,
+                       const uint32_t *fields, size_t nfields) {
     if (!b || !real || !padded) return ss__fail(SS_EINVAL, "ss_batcher_padding: NULL argument");
     int rc = check_fields(store, fields, nfields, "padding");
     if (rc) return rc;

@@ -394,7 +394,7 @@ int ss_bucket_open(ss_bucket **out, const ss_store *store, const char *name) {
     int rc = bucket_attr_name(key, sizeof key, name);
     if (rc) return rc;
     ss_attr a;
-    rc = ss_attr_get(store, key, &a);
+    rc = ss_attr_get(&a, store, key);
     if (rc == SS_ENOTFOUND) return ss__fail(SS_ENOTFOUND, "no bucket index named '%s'", name);
     if (rc) return rc;
     const unsigned char *p = a.data;
@@ -480,7 +480,7 @@ int ss_bucket_descending(const ss_bucket *b) {
     return b ? !!(b->flags & FLAG_DESCENDING) : 0;
 }
 
-size_t ss_bucket_keys(const ss_bucket *b, uint32_t *fields) {
+size_t ss_bucket_keys(uint32_t *fields, const ss_bucket *b) {
     if (!b || (b->flags & FLAG_NO_FIELDS)) return 0;
     if (fields) memcpy(fields, b->fields, b->nkeys * sizeof *fields);
     return b->nkeys;
@@ -537,17 +537,17 @@ static int bucket_order(const ss_bucket *b, const ss_selection *sel, int shuffle
     return 0;
 }
 
-int ss_bucket_order(const ss_bucket *b, const ss_selection *sel, int shuffle, uint64_t seed,
-                    uint64_t epoch, uint64_t *out, uint64_t *n) {
+int ss_bucket_order(uint64_t *out, uint64_t *n, const ss_bucket *b, const ss_selection *sel,
+                    int shuffle, uint64_t seed, uint64_t epoch) {
     if (n) *n = 0;
     if (!b || !n || (!out && b->count))
         return ss__fail(SS_EINVAL, "ss_bucket_order: NULL argument");
     return bucket_order(b, sel, shuffle, seed, epoch, out, n, NULL);
 }
 
-int ss_bucket_block_order(const ss_bucket *b, const ss_selection *sel, uint64_t block_size,
-                          uint64_t window_blocks, uint64_t seed, uint64_t epoch, uint64_t *out,
-                          uint64_t *n) {
+int ss_bucket_block_order(uint64_t *out, uint64_t *n, const ss_bucket *b, const ss_selection *sel,
+                          uint64_t block_size, uint64_t window_blocks, uint64_t seed,
+                          uint64_t epoch) {
     if (n) *n = 0;
     if (!b || !n || (!out && b->count))
         return ss__fail(SS_EINVAL, "ss_bucket_block_order: NULL argument");
@@ -571,7 +571,7 @@ int ss_bucket_block_order(const ss_bucket *b, const ss_selection *sel, uint64_t 
     /* ss_sampler_next takes a size_t count: fill in pieces. */
     for (uint64_t k = 0; !rc && k < want; k += got) {
         uint64_t m = want - k < ((size_t)-1) ? want - k : (size_t)-1;
-        rc = ss_sampler_next(s, out + k, (size_t)m, &got);
+        rc = ss_sampler_next(out + k, (size_t)m, &got, s);
         if (!rc && !got) break;
         if (!rc) *n += got;
     }

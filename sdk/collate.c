@@ -7,10 +7,12 @@
  * at most SS_TASK_BYTES. The parallel phase runs the tasks; each output byte
  * belongs to exactly one task and is computed the same way whatever thread
  * runs it, so the result is bit-identical for any thread count. */
-#include "convert.h"
+#include "cast.h"
 #include "internal.h"
+#include "options_internal.h"
 
 #include <omp.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -138,7 +140,7 @@ static int row_arrays(ss_collator *c, uint64_t rows) {
 /* Scale or offset from a store attribute of row_el f64/f32 values. */
 static int attr_values(const ss_store *s, const cfield *f, const char *attr, double *out) {
     ss_attr a;
-    int rc = ss_attr_get(s, attr, &a);
+    int rc = ss_attr_get(&a, s, attr);
     if (rc)
         return ss__context(rc, "collate field '%s': scale/offset attribute '%s'", f->name, attr);
     size_t es = a.type == SS_F64 ? 8 : a.type == SS_F32 ? 4 : 0;
@@ -188,23 +190,33 @@ static uint64_t mask_elem(const cfield *f) {
     return f->mask_dtype ? ss_dtype_size(f->mask_dtype) : 0;
 }
 
+int ss__collate_field_read(ss_collate_field *dst, const ss_collate_field *fields, uint32_t k) {
+    unsigned v = fields[0].version;
+    if (v != SS_COLLATE_FIELD_VERSION && v != 1)
+        return ss__fail(SS_EINVAL,
+                        "collate field: version %u is not 1..%u (use SS_COLLATE_FIELD_INIT)", v,
+                        SS_COLLATE_FIELD_VERSION);
+    /* A version-1 struct ends at in_dims: that is its size in the array. */
+    size_t size = v == 1 ? offsetof(ss_collate_field, mask_dtype) : sizeof *fields;
+    const ss_collate_field *src = (const void *)((const char *)fields + (size_t)k * size);
+    if (src->version != v)
+        return ss__fail(SS_EINVAL, "collate field %u: version %u, but field 0 has version %u", k,
+                        src->version, v);
+    ss_collate_field init = SS_COLLATE_FIELD_INIT;
+    *dst = init;
+    memcpy(dst, src, size);
+    dst->version = SS_COLLATE_FIELD_VERSION;
+    return 0;
+}
+
 static int field_setup(ss_collator *c, cfield *f, const ss_collate_field *o) {
     const ss_store *s = c->s;
-    if (o->version != SS_COLLATE_FIELD_VERSION && o->version != 1)
-        return ss__fail(SS_EINVAL,
-                        "collate field: version %u is not %u (use SS_COLLATE_FIELD_INIT)",
-                        o->version, SS_COLLATE_FIELD_VERSION);
-    if (!o->name) return ss__fail(SS_EINVAL, "collate field: name is NULL");
-    int idx = ss_field_index(s, o->name);
-    if (idx < 0) return ss__context(idx, "collate");
     ss_field info;
-    int rc = ss_field_info(s, (uint32_t)idx, &info);
-    if (rc) return rc;
+    int rc = ss_field_info(&info, s, o->field);
+    if (rc) return ss__context(rc, "collate");
     f->o = *o;
-    if (o->version < 2) f->o.mask_dtype = (ss_dtype)0; /* not in version 1 */
     snprintf(f->name, sizeof f->name, "%s", info.name);
-    f->o.name = f->name;
-    f->index = (uint32_t)idx;
+    f->index = o->field;
     f->sequence = info.sequence;
     rc = input_setup(f, o, &info);
     if (rc) return rc;
@@ -299,7 +311,7 @@ int ss_collator_create(ss_collator **out, const ss_store *s, const ss_collate_fi
     ss_collator *c = calloc(1, sizeof *c);
     if (!c) return ss__fail(SS_ENOMEM, "ss_collator_create: out of memory");
     c->s = s;
-    c->threads = opt.threads ? opt.threads : omp_get_max_threads();
+    c->threads = opt.threads ? opt.threads : 1; /* 0 = one thread (seqstore.h) */
     c->parallel_bytes = opt.parallel_bytes ? opt.parallel_bytes : SS_PARALLEL_BYTES;
     c->nf = fields ? nfields : ss_field_count(s);
     int rc = 0;
@@ -311,12 +323,9 @@ int ss_collator_create(ss_collator **out, const ss_store *s, const ss_collate_fi
     }
     for (uint32_t k = 0; rc == 0 && k < c->nf; k++) {
         ss_collate_field def = SS_COLLATE_FIELD_INIT;
-        ss_field info;
-        if (!fields) {
-            rc = ss_field_info(s, k, &info);
-            def.name = info.name;
-        }
-        if (rc == 0) rc = field_setup(c, &c->f[k], fields ? &fields[k] : &def);
+        def.field = k;
+        if (fields) rc = ss__collate_field_read(&def, fields, k);
+        if (rc == 0) rc = field_setup(c, &c->f[k], &def);
         c->f[k].out = &c->outs[k];
     }
     /* Time-major staging: one task's output per thread (a task is one row when
@@ -349,7 +358,7 @@ int ss_collator_create(ss_collator **out, const ss_store *s, const ss_collate_fi
 static int resolve(const ss_collator *c, const cfield *f, const ss_span *sp, size_t r,
                    const unsigned char **src, uint64_t *len) {
     ss_view v;
-    int rc = ss_get(c->s, f->index, sp->example, &v);
+    int rc = ss_get(&v, c->s, f->index, sp->example);
     if (rc)
         return ss__context(rc, "collate field '%s', row %zu (example %llu)", f->name, r,
                            (unsigned long long)sp->example);
@@ -415,9 +424,8 @@ static uint64_t padded_steps(const cfield *f, uint64_t longest) {
     return longest;
 }
 
-
-int ss_collator_sizes(const ss_collator *c, const ss_span *rows, size_t n_rows,
-                      ss_collate_sizes *out) {
+int ss_collator_sizes(ss_collate_sizes *out, const ss_collator *c, const ss_span *rows,
+                      size_t n_rows) {
     if (!c || !out || (!rows && n_rows))
         return ss__fail(SS_EINVAL, "ss_collator_sizes: NULL argument");
     for (uint32_t k = 0; k < c->nf; k++) {
@@ -590,8 +598,7 @@ static void scatter(unsigned char *dst, uint64_t stride, const unsigned char *sr
 }
 
 static void convert(const cfield *f, void *dst, const void *src, uint64_t n_rows) {
-    ss__convert(dst, f->dst_dtype, src, f->src_dtype, n_rows, f->row_el,
-                f->affine ? &f->aff : NULL);
+    ss__cast(dst, f->dst_dtype, src, f->src_dtype, n_rows, f->row_el, f->affine ? &f->aff : NULL);
 }
 
 /* [B][C][T]: row b's steps [s0, s1), data in [a, z): converted densely to
@@ -787,21 +794,21 @@ static int collate(ss_collator *c, const ss_span *spans, const ss_collate_input 
     return 0;
 }
 
-int ss_collator_collate_into(ss_collator *c, const ss_span *rows, size_t n_rows,
-                             const ss_collate_buffers *buffers, ss_collated_batch *out) {
+int ss_collator_collate_into(ss_collated_batch *out, ss_collator *c, const ss_span *rows,
+                             size_t n_rows, const ss_collate_buffers *buffers) {
     if (!c || !out || !rows) return ss__fail(SS_EINVAL, "ss_collator_collate: NULL argument");
     memset(out, 0, sizeof *out);
     if (n_rows == 0) return ss__fail(SS_EINVAL, "ss_collator_collate: a batch needs >= 1 row");
     return collate(c, rows, NULL, n_rows, buffers, out);
 }
 
-int ss_collator_collate(ss_collator *c, const ss_span *rows, size_t n_rows,
-                        ss_collated_batch *out) {
-    return ss_collator_collate_into(c, rows, n_rows, NULL, out);
+int ss_collator_collate(ss_collated_batch *out, ss_collator *c, const ss_span *rows,
+                        size_t n_rows) {
+    return ss_collator_collate_into(out, c, rows, n_rows, NULL);
 }
 
-int ss_collator_collate_rows(ss_collator *c, const ss_collate_input *rows, size_t n_rows,
-                             const ss_collate_buffers *buffers, ss_collated_batch *out) {
+int ss_collator_collate_rows(ss_collated_batch *out, ss_collator *c, const ss_collate_input *rows,
+                             size_t n_rows, const ss_collate_buffers *buffers) {
     if (!c || !out || !rows) return ss__fail(SS_EINVAL, "ss_collator_collate_rows: NULL argument");
     memset(out, 0, sizeof *out);
     if (n_rows == 0) return ss__fail(SS_EINVAL, "ss_collator_collate_rows: a batch needs >= 1 row");

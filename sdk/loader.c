@@ -7,6 +7,7 @@
  * consumed - 1) is never overwritten. The plan is replaced only while no
  * worker is filling (`paused`, `busy` == 0), under the mutex. */
 #include "internal.h"
+#include "options_internal.h"
 #include "layout.h" /* ss_le64, ss_put_le64 */
 #include "rng.h"
 
@@ -22,6 +23,22 @@
 
 enum { MODE_FIXED = 0, MODE_TOKENS = 1, MODE_BUCKET = 2 };
 enum { SLOT_EMPTY = 0, SLOT_FILLING = 1, SLOT_READY = 2 };
+
+/* The caller's options resolved: sub-options copied by value (defaults for
+ * NULL, older versions completed with their defaults). */
+typedef struct lopts {
+    const ss_selection *selection;
+    ss_sampler_options sampler;
+    ss_batch_options batch;
+    const char *bucket;
+    const ss_collate_field *fields;
+    uint32_t nfields;
+    ss_collator_options collator;
+    uint32_t prefetch;
+    uint32_t threads;
+    int infinite;
+    const ss_pipeline *transforms;
+} lopts;
 
 /* An output field as the transform path sees it. */
 typedef struct lfield {
@@ -66,7 +83,7 @@ typedef struct slot {
 
 struct ss_loader {
     const ss_store *store;
-    ss_loader_options o;
+    lopts o;
     int mode;
     uint64_t seed;
     uint32_t world, rank, workers, worker;
@@ -165,7 +182,7 @@ static int deal(ss_loader *l, const ss_batcher *b) {
     for (uint64_t q = 0; q < mine; q++) {
         const uint64_t *ix;
         size_t n;
-        ss_batcher_get(b, dealt(l, q, nb), &ix, &n);
+        ss_batcher_get(&ix, &n, b, dealt(l, q, nb));
         total += n;
     }
     int rc = grow_u64(&l->idx, &l->idx_cap, total);
@@ -176,7 +193,7 @@ static int deal(ss_loader *l, const ss_batcher *b) {
     for (uint64_t q = 0; q < mine; q++) {
         const uint64_t *ix;
         size_t n;
-        ss_batcher_get(b, dealt(l, q, nb), &ix, &n);
+        ss_batcher_get(&ix, &n, b, dealt(l, q, nb));
         memcpy(l->idx + at, ix, n * sizeof *ix);
         at += n;
         l->start[q + 1] = at;
@@ -238,7 +255,7 @@ static int plan_epoch(ss_loader *l, uint64_t epoch) {
         uint64_t *cap = l->mode == MODE_FIXED ? &l->idx_cap : &l->order_cap;
         size_t n = 0;
         if (!rc) rc = grow_u64(dst, cap, len);
-        if (!rc) rc = ss_sampler_next(l->sampler, *dst, (size_t)len, &n);
+        if (!rc) rc = ss_sampler_next(*dst, (size_t)len, &n, l->sampler);
         if (!rc && l->mode == MODE_FIXED) {
             rc = plan_fixed(l, n);
         } else if (!rc) {
@@ -340,7 +357,7 @@ static int transform_rows(ss_loader *l, slot *s, const uint64_t *ix, uint64_t n,
             const lfield *f = &l->f[k];
             ss_example_field *e = &ex.fields[k];
             ss_view v;
-            int rc = ss_get(l->store, f->index, ix[r], &v);
+            int rc = ss_get(&v, l->store, f->index, ix[r]);
             if (rc) return ss__context(rc, "loader: epoch %" PRIu64 ", batch %" PRIu64, epoch, pos);
             memset(e, 0, sizeof *e);
             e->name = f->name;
@@ -415,7 +432,7 @@ static int transform_rows(ss_loader *l, slot *s, const uint64_t *ix, uint64_t n,
         in->ndim = e->ndim;
         memcpy(in->dims, e->dims, sizeof in->dims);
     }
-    int rc = ss_collator_collate_rows(s->col, s->in, (size_t)n, NULL, &s->batch.data);
+    int rc = ss_collator_collate_rows(&s->batch.data, s->col, s->in, (size_t)n, NULL);
     if (rc) return ss__context(rc, "loader: epoch %" PRIu64 ", batch %" PRIu64, epoch, pos);
     return 0;
 }
@@ -433,7 +450,7 @@ static int fill(ss_loader *l, slot *s, uint64_t g, uint64_t epoch) {
         rc = transform_rows(l, s, ix, n, epoch, g);
     } else {
         for (uint64_t r = 0; r < n; r++) s->spans[r] = (ss_span){ix[r], 0, SS_SPAN_END};
-        rc = ss_collator_collate(s->col, s->spans, (size_t)n, &s->batch.data);
+        rc = ss_collator_collate(&s->batch.data, s->col, s->spans, (size_t)n);
         if (rc) rc = ss__context(rc, "loader: epoch %" PRIu64 ", batch %" PRIu64, epoch, g);
     }
     for (uint32_t j = 0; !rc && j < l->nbxf; j++) {
@@ -539,22 +556,16 @@ static int setup_fields(ss_loader *l) {
     for (uint32_t k = 0; k < l->nf; k++) {
         lfield *f = &l->f[k];
         ss_collate_field def = SS_COLLATE_FIELD_INIT;
-        ss_field info;
-        if (!l->o.fields) {
-            ss_field_info(st, k, &info);
-            def.name = info.name;
-        }
+        def.field = k;
         ss_collate_field *o = &l->cfields[k];
-        *o = l->o.fields ? l->o.fields[k] : def;
-        if ((o->version != SS_COLLATE_FIELD_VERSION && o->version != 1) || !o->name)
-            return ss__fail(SS_EINVAL, "ss_loader_open: output field %u: bad version or no name",
-                            k);
-        int idx = ss_field_index(st, o->name);
-        if (idx < 0) return ss__context(idx, "ss_loader_open");
-        ss_field_info(st, (uint32_t)idx, &info);
+        *o = def;
+        int rc = l->o.fields ? ss__collate_field_read(o, l->o.fields, k) : 0;
+        if (rc) return ss__context(rc, "ss_loader_open: output field %u", k);
+        ss_field info;
+        rc = ss_field_info(&info, st, o->field);
+        if (rc) return ss__context(rc, "ss_loader_open: output field %u", k);
         snprintf(f->name, sizeof f->name, "%s", info.name);
-        o->name = f->name;
-        f->index = (uint32_t)idx;
+        f->index = o->field;
         f->sequence = info.sequence;
         if (f->sequence) l->seq_fields[l->nseq++] = f->index;
         f->st_dtype = f->fin_dtype = info.dtype;
@@ -583,10 +594,10 @@ static int setup_fields(ss_loader *l) {
         x->field = -1;
         if (!(t->dtype || t->reshape)) continue;
         for (uint32_t k = 0; k < l->nf; k++)
-            if (strcmp(l->f[k].name, t->field) == 0) x->field = (int)k;
+            if (l->f[k].index == t->field) x->field = (int)k;
         if (x->field < 0)
             return ss__fail(SS_EINVAL,
-                            "ss_loader_open: transform '%s' declares a change of field '%s', "
+                            "ss_loader_open: transform '%s' declares a change of field %u, "
                             "which is not an output field",
                             t->name, t->field);
         lfield *f = &l->f[x->field];
@@ -637,7 +648,7 @@ static int setup_slots(ss_loader *l) {
 }
 
 static int setup_order(ss_loader *l) {
-    const ss_loader_options *o = &l->o;
+    const lopts *o = &l->o;
     int rc = o->selection ? ss_selection_create(&l->sel, ss_selection_ranges(o->selection),
                                                 ss_selection_range_count(o->selection),
                                                 ss_selection_total(o->selection))
@@ -670,7 +681,7 @@ static int setup_order(ss_loader *l) {
  * sampler.drop_last as another way to say SKIP. Fields the loader sets
  * itself must be left at their defaults. */
 static int check_remainder(ss_loader *l) {
-    const ss_loader_options *o = &l->o;
+    const lopts *o = &l->o;
     ss_remainder rp = o->batch.remainder;
     if (o->sampler.infinite)
         return ss__fail(SS_EINVAL, "ss_loader_open: sampler.infinite is set by the loader; use "
@@ -689,14 +700,45 @@ static int check_remainder(ss_loader *l) {
     return 0;
 }
 
+/* Resolve the caller's options into `o`. Each sub-options struct is read by
+ * its own version (ss__options_read), so it can grow without the loader's
+ * options changing. */
+static int read_options(lopts *o, const ss_loader_options *in) {
+    if (in->version != SS_LOADER_OPTIONS_VERSION)
+        return ss__fail(SS_EINVAL,
+                        "ss_loader_open: options version %u is not %u (version 1 embedded the "
+                        "sampler, batch and collator options; they are pointers now)",
+                        in->version, SS_LOADER_OPTIONS_VERSION);
+    const ss_sampler_options si = SS_SAMPLER_OPTIONS_INIT;
+    const ss_batch_options bi = SS_BATCH_OPTIONS_INIT;
+    const ss_collator_options ci = SS_COLLATOR_OPTIONS_INIT;
+    o->sampler = si;
+    o->batch = bi;
+    o->collator = ci;
+    int rc = 0;
+    if (in->sampler) rc = ss__sampler_options_read(&o->sampler, in->sampler);
+    if (!rc && in->batch && in->batch->version != SS_BATCH_OPTIONS_VERSION)
+        rc = ss__fail(SS_EINVAL, "ss_loader_open: batch options version %u is not %u",
+                      in->batch->version, SS_BATCH_OPTIONS_VERSION);
+    if (!rc && in->batch) o->batch = *in->batch;
+    if (!rc && in->collator && in->collator->version != SS_COLLATOR_OPTIONS_VERSION)
+        rc = ss__fail(SS_EINVAL, "ss_loader_open: collator options version %u is not %u",
+                      in->collator->version, SS_COLLATOR_OPTIONS_VERSION);
+    if (!rc && in->collator) o->collator = *in->collator;
+    if (rc) return ss__context(rc, "ss_loader_open");
+    o->selection = in->selection;
+    o->bucket = in->bucket;
+    o->fields = in->fields;
+    o->nfields = in->nfields;
+    o->prefetch = in->prefetch;
+    o->threads = in->threads;
+    o->infinite = in->infinite;
+    o->transforms = in->transforms;
+    return 0;
+}
+
 static int check_options(ss_loader *l) {
-    const ss_loader_options *o = &l->o;
-    if (o->version != SS_LOADER_OPTIONS_VERSION)
-        return ss__fail(SS_EINVAL, "ss_loader_open: options version %u is not %u", o->version,
-                        SS_LOADER_OPTIONS_VERSION);
-    if (o->batch.version != SS_BATCH_OPTIONS_VERSION)
-        return ss__fail(SS_EINVAL, "ss_loader_open: batch options version %u is not %u",
-                        o->batch.version, SS_BATCH_OPTIONS_VERSION);
+    const lopts *o = &l->o;
     l->mode = o->bucket ? MODE_BUCKET : o->batch.max_tokens ? MODE_TOKENS : MODE_FIXED;
     if (l->mode != MODE_TOKENS && o->batch.batch_size == 0 && !(o->bucket && o->batch.max_tokens))
         return ss__fail(SS_EINVAL, "ss_loader_open: batch.batch_size is 0 (set it, or "
@@ -738,9 +780,9 @@ int ss_loader_open(ss_loader **out, const ss_store *store, const ss_loader_optio
     ss_loader *l = calloc(1, sizeof *l);
     if (!l) return ss__fail(SS_ENOMEM, "ss_loader_open: out of memory");
     l->store = store;
-    l->o = *options;
+    int rc = read_options(&l->o, options);
     l->pipe = options->transforms;
-    int rc = check_options(l);
+    if (!rc) rc = check_options(l);
     if (!rc) rc = setup_fields(l);
     if (!rc && l->mode != MODE_FIXED && l->nseq == 0)
         rc = ss__fail(SS_EINVAL, "ss_loader_open: token-budget and bucket batching need a "
@@ -775,7 +817,7 @@ int ss_loader_open(ss_loader **out, const ss_store *store, const ss_loader_optio
 
 /* ---------------------------------------------------------------- next */
 
-int ss_loader_next(ss_loader *l, const ss_loader_batch **out) {
+int ss_loader_next(const ss_loader_batch **out, ss_loader *l) {
     if (out) *out = NULL;
     if (!l || !out) return ss__fail(SS_EINVAL, "ss_loader_next: NULL argument");
     pthread_mutex_lock(&l->mu);
@@ -836,7 +878,7 @@ uint64_t ss_loader_position(const ss_loader *l) {
 
 /* ---------------------------------------------------------------- state */
 
-int ss_loader_state_save(const ss_loader *l, void *buf, size_t cap, size_t *len) {
+int ss_loader_state_save(void *buf, size_t cap, size_t *len, const ss_loader *l) {
     if (len) *len = SS_LOADER_STATE_SIZE;
     if (!l || !buf) return ss__fail(SS_EINVAL, "ss_loader_state_save: NULL argument");
     if (cap < SS_LOADER_STATE_SIZE)
@@ -850,7 +892,7 @@ int ss_loader_state_save(const ss_loader *l, void *buf, size_t cap, size_t *len)
     ss_put_le64(p + 16, l->epoch);
     ss_put_le64(p + 24, l->consumed);
     ss_put_le64(p + 32, l->fingerprint);
-    int rc = ss_sampler_state_save(l->sampler, p + 40, SS_SAMPLER_STATE_SIZE, NULL);
+    int rc = ss_sampler_state_save(p + 40, SS_SAMPLER_STATE_SIZE, NULL, l->sampler);
     pthread_mutex_unlock(&m->mu);
     return rc;
 }

@@ -28,7 +28,7 @@ static int check_fields(ss_splitter *sp, const ss_split_options *o) {
             if (o->fields[k] >= nf)
                 return ss__fail(SS_ERANGE, "split: field %u out of range (%u fields)", o->fields[k],
                                 nf);
-            ss_field_info(s, o->fields[k], &f);
+            ss_field_info(&f, s, o->fields[k]);
             if (!f.sequence)
                 return ss__fail(SS_EINVAL, "split: field '%s' is not a sequence field", f.name);
             if (sp->chosen[o->fields[k]])
@@ -38,7 +38,7 @@ static int check_fields(ss_splitter *sp, const ss_split_options *o) {
         }
     } else {
         for (uint32_t k = 0; k < nf; k++) {
-            ss_field_info(s, k, &f);
+            ss_field_info(&f, s, k);
             if (!f.sequence) continue;
             sp->chosen[k] = 1;
             sp->fields[sp->nfields++] = k;
@@ -55,8 +55,8 @@ static int example_length(const ss_splitter *sp, uint64_t ex, uint64_t *len) {
         uint64_t L2 = ss_length(sp->store, sp->fields[k], ex);
         if (L2 != L) {
             ss_field a, b;
-            ss_field_info(sp->store, sp->fields[0], &a);
-            ss_field_info(sp->store, sp->fields[k], &b);
+            ss_field_info(&a, sp->store, sp->fields[0]);
+            ss_field_info(&b, sp->store, sp->fields[k]);
             return ss__fail(SS_EINPUT,
                             "split: example %llu: field '%s' has length %llu but '%s' has %llu",
                             (unsigned long long)ex, a.name, (unsigned long long)L, b.name,
@@ -141,12 +141,12 @@ uint64_t ss_splitter_dropped_examples(const ss_splitter *sp) {
     return sp->dropped;
 }
 
-int ss_splitter_view(const ss_splitter *sp, const ss_piece *p, uint32_t field, ss_view *out) {
+int ss_splitter_view(ss_view *out, const ss_splitter *sp, const ss_piece *p, uint32_t field) {
     if (!p) return ss__fail(SS_ERANGE, "split view: NULL piece");
     if (field >= ss_field_count(sp->store))
         return ss__fail(SS_ERANGE, "split view: field %u out of range", field);
-    if (sp->chosen[field]) return ss_get_range(sp->store, field, p->example, p->t0, p->t1, out);
-    return ss_get(sp->store, field, p->example, out);
+    if (sp->chosen[field]) return ss_get_range(out, sp->store, field, p->example, p->t0, p->t1);
+    return ss_get(out, sp->store, field, p->example);
 }
 
 /* ---------------------------------------------------------- lane assembler */
@@ -235,7 +235,7 @@ int ss_lanes_set_epoch(ss_lanes *la, uint64_t epoch) {
     return 0;
 }
 
-int ss_lanes_next(ss_lanes *la, const ss_lane_batch **out) {
+int ss_lanes_next(const ss_lane_batch **out, ss_lanes *la) {
     if (la->ended) lanes_start_epoch(la, la->epoch + 1);
     uint32_t B = la->opt.lanes, rows = 0, active = 0;
     for (uint32_t b = 0; b < B; b++) {

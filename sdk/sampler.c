@@ -1,6 +1,7 @@
 /* sampler.c - epoch orders over a selection, sharded over ranks and workers,
  * deterministic per (seed, epoch) and resumable (see seqstore/sampler.h). */
 #include "internal.h"
+#include "options_internal.h"
 #include "layout.h" /* ss_le64, ss_put_le64 */
 #include "rng.h"
 
@@ -118,7 +119,7 @@ static void make_epoch(ss_sampler *s) {
 /* Store index of selection position i (i < nsel). */
 static uint64_t sel_at(const ss_sampler *s, uint64_t i) {
     uint64_t x = 0;
-    ss_selection_index(s->sel, i, &x); /* i < count: cannot fail */
+    ss_selection_index(&x, s->sel, i); /* i < count: cannot fail */
     return x;
 }
 
@@ -186,7 +187,19 @@ static int check_options(const ss_sampler_options *o, uint64_t nsel, uint64_t to
                         o->num_samples);
     if (o->kind == SS_SAMPLE_WEIGHTED && !o->weights && nsel)
         return ss__fail(SS_EINVAL, "sampler: kind WEIGHTED needs weights");
+    /* Options of other kinds would be silently ignored: refuse them. */
+    if (!draws && o->num_samples)
+        return ss__fail(SS_EINVAL, "sampler: num_samples applies to kinds REPLACEMENT and "
+                                   "WEIGHTED only");
+    if (o->kind != SS_SAMPLE_WEIGHTED && o->weights)
+        return ss__fail(SS_EINVAL, "sampler: weights apply to kind WEIGHTED only");
+    int v2 = o->version >= 2;
+    if (o->kind != SS_SAMPLE_BLOCK_SHUFFLE &&
+        (o->block_size || o->window_blocks || (v2 && (o->block_bytes || o->store || o->bucket))))
+        return ss__fail(SS_EINVAL, "sampler: block_size, window_blocks, block_bytes, store and "
+                                   "bucket apply to kind BLOCK_SHUFFLE only");
     if (o->kind != SS_SAMPLE_BLOCK_SHUFFLE) return 0;
+
     if (o->block_bytes && !o->store)
         return ss__fail(SS_EINVAL, "sampler: block_bytes needs the store (options.store)");
     if (o->block_bytes && ss_count(o->store) != total)
@@ -236,7 +249,7 @@ static int example_bytes(uint64_t *bytes, const ss_store *store, const ss_select
         for (size_t i = 0; i < ss_selection_range_count(sel); i++) {
             for (uint64_t x = rg[i].start; x < rg[i].end; x += CHUNK) {
                 uint64_t m = rg[i].end - x < CHUNK ? rg[i].end - x : CHUNK;
-                int rc = ss_lengths(store, f, x, m, len);
+                int rc = ss_lengths(len, store, f, x, m);
                 if (rc) return ss__context(rc, "sampler: block_bytes");
                 for (uint64_t j = 0; j < m; j++) bytes[k++] += len[j] * row;
             }
@@ -363,27 +376,38 @@ static int setup_blocks(ss_sampler *s, const ss_store *store, const ss_bucket *b
     return 0;
 }
 
+int ss__sampler_options_read(ss_sampler_options *dst, const ss_sampler_options *src) {
+    /* A version-1 caller's struct ends at window_blocks: read no further. */
+    if (src->version == 1) {
+        memcpy(dst, src, offsetof(ss_sampler_options, block_bytes));
+        dst->version = SS_SAMPLER_OPTIONS_VERSION;
+        return 0;
+    }
+    if (src->version != SS_SAMPLER_OPTIONS_VERSION)
+        return ss__fail(SS_EINVAL, "sampler: unknown options version %u (this library knows 1..%u)",
+                        src->version, SS_SAMPLER_OPTIONS_VERSION);
+    *dst = *src;
+    return 0;
+}
+
 int ss_sampler_create(ss_sampler **out, const ss_selection *sel,
                       const ss_sampler_options *options) {
     if (!out) return ss__fail(SS_EINVAL, "ss_sampler_create: out is NULL");
     *out = NULL;
     if (!sel) return ss__fail(SS_EINVAL, "ss_sampler_create: selection is NULL");
     ss_sampler_options o = SS_SAMPLER_OPTIONS_INIT;
-    if (options && options->version == 1) {
-        /* Version 1 callers have the struct up to window_blocks only. */
-        memcpy(&o, options, offsetof(ss_sampler_options, block_bytes));
-        o.version = SS_SAMPLER_OPTIONS_VERSION;
-    } else if (options) {
-        o = *options;
+    if (options) {
+        int rc = ss__sampler_options_read(&o, options);
+        if (rc) return rc;
     }
     if (!o.world_size) o.world_size = 1;
     if (!o.num_workers) o.num_workers = 1;
     if (!o.batch_size) o.batch_size = 1;
-    if (!o.block_size) o.block_size = 1024;
-    if (!o.window_blocks) o.window_blocks = 4;
     uint64_t nsel = ss_selection_count(sel);
     int rc = check_options(&o, nsel, ss_selection_total(sel));
     if (rc) return rc;
+    if (!o.block_size) o.block_size = 1024;
+    if (!o.window_blocks) o.window_blocks = 4;
     ss_sampler *s = calloc(1, sizeof *s);
     if (!s) return ss__fail(SS_ENOMEM, "sampler: out of memory");
     const double *weights = o.weights;
@@ -470,7 +494,7 @@ uint64_t ss_sampler_steps_per_epoch(const ss_sampler *s) {
     return s ? s->steps : 0;
 }
 
-int ss_sampler_next(ss_sampler *s, uint64_t *out_indices, size_t max, size_t *n) {
+int ss_sampler_next(uint64_t *out_indices, size_t max, size_t *n, ss_sampler *s) {
     if (n) *n = 0;
     if (!s || !n || (max && !out_indices))
         return ss__fail(SS_EINVAL, "ss_sampler_next: NULL argument");
@@ -489,7 +513,7 @@ int ss_sampler_next(ss_sampler *s, uint64_t *out_indices, size_t max, size_t *n)
     return 0;
 }
 
-int ss_sampler_state_save(const ss_sampler *s, void *buf, size_t cap, size_t *len) {
+int ss_sampler_state_save(void *buf, size_t cap, size_t *len, const ss_sampler *s) {
     if (len) *len = 0;
     if (!s || !buf) return ss__fail(SS_EINVAL, "ss_sampler_state_save: NULL argument");
     if (cap < SS_SAMPLER_STATE_SIZE)
@@ -548,7 +572,7 @@ int ss_weights_from_length(double *out, const ss_store *store, const ss_selectio
     for (size_t i = 0; i < ss_selection_range_count(sel); i++) {
         for (uint64_t x = r[i].start; x < r[i].end; x += CHUNK) {
             uint64_t m = r[i].end - x < CHUNK ? r[i].end - x : CHUNK;
-            int rc = ss_lengths(store, field, x, m, len);
+            int rc = ss_lengths(len, store, field, x, m);
             if (rc) return rc;
             for (uint64_t j = 0; j < m; j++) out[k++] = pow((double)len[j], power);
         }

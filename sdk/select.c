@@ -1,7 +1,7 @@
 /* select.c - selections (sorted disjoint index ranges), k-fold splits, length
  * filters and named splits stored as attributes. */
 #include "internal.h"
-#include "convert.h"
+#include "cast.h"
 #include "layout.h" /* ss_le64, ss_put_le64 */
 #include "rng.h"
 
@@ -158,7 +158,7 @@ const ss_range *ss_selection_ranges(const ss_selection *sel) {
     return sel ? sel->ranges : NULL;
 }
 
-int ss_selection_index(const ss_selection *sel, uint64_t i, uint64_t *out) {
+int ss_selection_index(uint64_t *out, const ss_selection *sel, uint64_t i) {
     if (!sel || !out) return ss__fail(SS_EINVAL, "ss_selection_index: NULL argument");
     if (i >= sel->count)
         return ss__fail(SS_ERANGE, "selection: position %" PRIu64 " >= count %" PRIu64, i,
@@ -189,7 +189,7 @@ int ss_selection_contains(const ss_selection *sel, uint64_t index) {
     return lo < sel->nranges && sel->ranges[lo].start <= index;
 }
 
-int ss_selection_format(const ss_selection *sel, char *buf, size_t cap, size_t *len) {
+int ss_selection_format(char *buf, size_t cap, size_t *len, const ss_selection *sel) {
     if (!sel) return ss__fail(SS_EINVAL, "ss_selection_format: selection is NULL");
     if (!buf && cap) return ss__fail(SS_EINVAL, "ss_selection_format: buf is NULL, cap %zu", cap);
     size_t need = 0;
@@ -607,7 +607,7 @@ int ss_selection_filter_length(ss_selection **out, const ss_selection *sel, cons
             uint64_t m = sel->ranges[i].end - x < CHUNK ? sel->ranges[i].end - x : CHUNK;
             memset(keep, 1, (size_t)m);
             for (size_t f = 0; f < nfields && !rc; f++) {
-                rc = ss_lengths(store, fields[f], x, m, len);
+                rc = ss_lengths(len, store, fields[f], x, m);
                 for (uint64_t j = 0; j < m && !rc; j++)
                     if (len[j] < min_len || len[j] > max_len) keep[j] = 0;
             }
@@ -647,7 +647,7 @@ int ss_split_load(ss_selection **out, const ss_store *store, const char *name) {
     int rc = split_attr_name(key, sizeof key, name);
     if (rc) return rc;
     ss_attr a;
-    rc = ss_attr_get(store, key, &a);
+    rc = ss_attr_get(&a, store, key);
     if (rc == SS_ENOTFOUND) return ss__fail(SS_ENOTFOUND, "no split named '%s'", name);
     if (rc) return rc;
     if (a.type != SS_U64 || a.size % 16)
@@ -725,7 +725,7 @@ int ss_selection_field_values(int64_t *out, const ss_store *store, const ss_sele
                         " examples, the store has %" PRIu64,
                         sel->total, ss_count(store));
     ss_field f;
-    int rc = ss_field_info(store, field, &f);
+    int rc = ss_field_info(&f, store, field);
     if (rc) return rc;
     uint64_t row = 1;
     for (uint32_t d = 0; d < f.ndim; d++) row *= f.dims[d];
@@ -737,9 +737,9 @@ int ss_selection_field_values(int64_t *out, const ss_store *store, const ss_sele
     for (size_t i = 0; i < sel->nranges; i++)
         for (uint64_t x = sel->ranges[i].start; x < sel->ranges[i].end; x++, pos++) {
             ss_view v;
-            rc = ss_get(store, field, x, &v);
+            rc = ss_get(&v, store, field, x);
             if (rc) return ss__context(rc, "field values: field '%s'", f.name);
-            ss__convert(&out[pos], SS_I64, v.data, f.dtype, 1, 1, NULL);
+            ss__cast(&out[pos], SS_I64, v.data, f.dtype, 1, 1, NULL);
         }
     return 0;
 }
@@ -755,7 +755,7 @@ int ss_selection_attr_values(int64_t *out, const ss_store *store, const ss_selec
                         " examples, the store has %" PRIu64,
                         sel->total, count);
     ss_attr a;
-    int rc = ss_attr_get(store, name, &a);
+    int rc = ss_attr_get(&a, store, name);
     if (rc) return ss__context(rc, "attribute '%s'", name);
     size_t es = int_dtype((ss_dtype)a.type) ? ss_dtype_size((ss_dtype)a.type) : 0;
     if (!es || a.size != count * es)
@@ -767,6 +767,6 @@ int ss_selection_attr_values(int64_t *out, const ss_store *store, const ss_selec
     const unsigned char *p = a.data;
     for (size_t i = 0; i < sel->nranges; i++)
         for (uint64_t x = sel->ranges[i].start; x < sel->ranges[i].end; x++, pos++)
-            ss__convert(&out[pos], SS_I64, p + x * es, (ss_dtype)a.type, 1, 1, NULL);
+            ss__cast(&out[pos], SS_I64, p + x * es, (ss_dtype)a.type, 1, 1, NULL);
     return 0;
 }

@@ -5,7 +5,7 @@
  * <eos> row when asked. vstart[j] is where example j starts in it, so a
  * position is located by binary search, and rows are converted straight from
  * the map (ss_get) into the output: nothing is copied twice. */
-#include "convert.h"
+#include "cast.h"
 #include "internal.h"
 
 #include <omp.h>
@@ -75,59 +75,57 @@ static int setup_layout(ss_stream *st) {
     return 0;
 }
 
-int ss_stream_create(ss_stream **out, const ss_store *s, const char *field,
+int ss_stream_create(ss_stream **out, const ss_store *s, uint32_t field,
                      const ss_stream_options *options) {
     if (!out) return ss__fail(SS_EINVAL, "ss_stream_create: out is NULL");
     *out = NULL;
-    if (!s || !field || !options)
-        return ss__fail(SS_EINVAL, "ss_stream_create: NULL store, field or options");
+    if (!s || !options) return ss__fail(SS_EINVAL, "ss_stream_create: NULL store or options");
     const ss_stream_options *o = options;
     if (o->version != SS_STREAM_OPTIONS_VERSION)
         return ss__fail(SS_EINVAL, "stream: options version %u is not %u", o->version,
                         SS_STREAM_OPTIONS_VERSION);
-    int idx = ss_field_index(s, field);
-    if (idx < 0) return ss__context(idx, "stream");
     ss_field info;
-    int rc = ss_field_info(s, (uint32_t)idx, &info);
-    if (rc) return rc;
+    int rc = ss_field_info(&info, s, field);
+    if (rc) return ss__context(rc, "stream");
     if (!info.sequence)
-        return ss__fail(SS_EINVAL, "stream field '%s': a fixed field has no flat stream", field);
+        return ss__fail(SS_EINVAL, "stream field '%s': a fixed field has no flat stream",
+                        info.name);
     if (o->batch == 0)
-        return ss__fail(SS_EINVAL, "stream field '%s': batch (B) must be >= 1", field);
+        return ss__fail(SS_EINVAL, "stream field '%s': batch (B) must be >= 1", info.name);
     if (o->steps == 0)
-        return ss__fail(SS_EINVAL, "stream field '%s': steps (T) must be >= 1", field);
+        return ss__fail(SS_EINVAL, "stream field '%s': steps (T) must be >= 1", info.name);
     if ((unsigned)o->tail > SS_STREAM_TAIL_SHORT)
-        return ss__fail(SS_EINVAL, "stream field '%s': unknown tail policy %d", field,
+        return ss__fail(SS_EINVAL, "stream field '%s': unknown tail policy %d", info.name,
                         (int)o->tail);
     if (o->dtype && !ss__dtype_valid(o->dtype))
-        return ss__fail(SS_EINVAL, "stream field '%s': unknown output dtype %d", field,
+        return ss__fail(SS_EINVAL, "stream field '%s': unknown output dtype %d", info.name,
                         (int)o->dtype);
     if (o->threads < 0)
-        return ss__fail(SS_EINVAL, "stream field '%s': threads = %d (use 0 for the default)", field,
-                        o->threads);
+        return ss__fail(SS_EINVAL, "stream field '%s': threads = %d (use 0 for the default)",
+                        info.name, o->threads);
     if (!o->examples && o->n_examples)
         return ss__fail(SS_EINVAL, "stream field '%s': examples is NULL but n_examples = %llu",
-                        field, (unsigned long long)o->n_examples);
+                        info.name, (unsigned long long)o->n_examples);
     uint64_t count = ss_count(s);
     for (uint64_t j = 0; o->examples && j < o->n_examples; j++)
         if (o->examples[j] >= count)
             return ss__fail(SS_EINVAL,
                             "stream field '%s': examples[%llu] = %llu is out of range (the store "
                             "has %llu examples)",
-                            field, (unsigned long long)j, (unsigned long long)o->examples[j],
+                            info.name, (unsigned long long)j, (unsigned long long)o->examples[j],
                             (unsigned long long)count);
     uint64_t B = o->batch, T = o->steps;
     if (B > ((uint64_t)1 << 32) || T > ((uint64_t)1 << 32) || B * T > ((uint64_t)1 << 36))
         return ss__fail(SS_EINVAL, "stream field '%s': batch x steps = %llu x %llu is too large",
-                        field, (unsigned long long)B, (unsigned long long)T);
+                        info.name, (unsigned long long)B, (unsigned long long)T);
 
     ss_stream *st = calloc(1, sizeof *st);
     if (!st) return ss__fail(SS_ENOMEM, "stream: out of memory");
     st->s = s;
-    st->field = (uint32_t)idx;
+    st->field = field;
     st->o = *o;
     st->o.examples = NULL;
-    if (st->o.threads == 0) st->o.threads = omp_get_max_threads();
+    if (st->o.threads == 0) st->o.threads = 1; /* 0 = one thread (seqstore.h) */
     st->src_dtype = info.dtype;
     st->dst_dtype = o->dtype ? o->dtype : info.dtype;
     st->ndim = info.ndim;
@@ -164,7 +162,7 @@ int ss_stream_create(ss_stream **out, const ss_store *s, const char *field,
         (o->shift && !st->target) || !st->mask || !st->starts || !st->rcs) {
         ss_stream_free(st);
         return ss__fail(SS_ENOMEM, "stream field '%s': cannot allocate buffers for %llu x %llu",
-                        field, (unsigned long long)B, (unsigned long long)T);
+                        info.name, (unsigned long long)B, (unsigned long long)T);
     }
     uint64_t acc = 0, eos = o->eos ? 1 : 0;
     for (uint64_t j = 0; j < st->n_ex; j++) {
@@ -188,7 +186,7 @@ uint64_t ss_stream_count(const ss_stream *st) {
     return st ? st->nbatches : 0;
 }
 
-uint64_t ss_stream_length(const ss_stream *st, uint64_t *total) {
+uint64_t ss_stream_length(uint64_t *total, const ss_stream *st) {
     if (total) *total = st ? st->N : 0;
     return st ? st->S : 0;
 }
@@ -223,10 +221,10 @@ static int gather(const ss_stream *st, uint64_t p, uint64_t valid_end, uint64_t 
         if (off < len) {
             uint64_t take = len - off < v - done ? len - off : v - done;
             ss_view view;
-            int rc = ss_get_range(st->s, st->field, example_at(st, j), off, off + take, &view);
+            int rc = ss_get_range(&view, st->s, st->field, example_at(st, j), off, off + take);
             if (rc) return ss__context(rc, "stream position %llu", (unsigned long long)p);
-            ss__convert(dst + done * st->out_rb, st->dst_dtype, view.data, st->src_dtype, take,
-                        st->row_el, NULL);
+            ss__cast(dst + done * st->out_rb, st->dst_dtype, view.data, st->src_dtype, take,
+                     st->row_el, NULL);
             if (starts) {
                 memset(starts + done, 0, (size_t)take);
                 starts[done] = off == 0;
@@ -264,8 +262,8 @@ static int one_stream(const ss_stream *st, uint64_t b, uint64_t index, uint64_t 
     return rc;
 }
 
-int ss_stream_read_into(ss_stream *st, uint64_t index, void *input, void *target, uint8_t *mask,
-                        uint8_t *starts, ss_stream_batch *out) {
+int ss_stream_read_into(ss_stream_batch *out, void *input, void *target, uint8_t *mask,
+                        uint8_t *starts, ss_stream *st, uint64_t index) {
     if (!st || !out || !input || (!target && st->o.shift))
         return ss__fail(SS_EINVAL, "ss_stream_read: NULL argument");
     if (!st->o.shift) target = NULL; /* input only */
@@ -331,7 +329,7 @@ int ss_stream_read_into(ss_stream *st, uint64_t index, void *input, void *target
     return 0;
 }
 
-int ss_stream_read(ss_stream *st, uint64_t index, ss_stream_batch *out) {
+int ss_stream_read(ss_stream_batch *out, ss_stream *st, uint64_t index) {
     if (!st) return ss__fail(SS_EINVAL, "ss_stream_read: NULL stream");
-    return ss_stream_read_into(st, index, st->input, st->target, st->mask, st->starts, out);
+    return ss_stream_read_into(out, st->input, st->target, st->mask, st->starts, st, index);
 }

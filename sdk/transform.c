@@ -8,11 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A transform with its own copies of the name strings. */
+/* A transform with its own copy of its name. */
 typedef struct entry {
     ss_transform t;
     char *name;
-    char *field;
 } entry;
 
 struct ss_pipeline {
@@ -36,11 +35,11 @@ double ss_random_normal(ss_rng *r) {
     return ss_rng_normal(r);
 }
 
-int ss_example_field_index(const ss_example *ex, const char *name) {
-    if (!ex || !name) return -1;
+ss_example_field *ss_example_get_field(ss_example *ex, uint32_t field) {
+    if (!ex) return NULL;
     for (uint32_t k = 0; k < ex->nfields; k++)
-        if (strcmp(ex->fields[k].name, name) == 0) return (int)k;
-    return -1;
+        if (ex->fields[k].field == field) return &ex->fields[k];
+    return NULL;
 }
 
 int ss_transform_error(ss_example *ex, const char *fmt, ...) {
@@ -70,7 +69,6 @@ void ss_pipeline_free(ss_pipeline *p) {
     for (uint32_t k = 0; k < p->n; k++) {
         ss_transform_release(&p->e[k].t);
         free(p->e[k].name);
-        free(p->e[k].field);
     }
     free(p->e);
     free(p);
@@ -99,7 +97,7 @@ static int check_transform(const ss_transform *t) {
                         "ss_pipeline_add: transform '%s': a per-batch transform cannot declare a "
                         "new dtype or shape",
                         name);
-    if (declares && !t->field)
+    if (declares && t->field == SS_FIELD_NONE)
         return ss__fail(SS_EINVAL,
                         "ss_pipeline_add: transform '%s' declares a new dtype or shape but names "
                         "no field",
@@ -137,21 +135,17 @@ int ss_pipeline_add(ss_pipeline *p, const ss_transform *t) {
             p->cap = cap;
         }
     }
-    entry en = {copy, NULL, NULL};
+    entry en = {copy, NULL};
     if (rc == 0) {
         en.name = dup_str(t->name ? t->name : "transform");
-        en.field = t->field ? dup_str(t->field) : NULL;
-        if (!en.name || (t->field && !en.field))
-            rc = ss__fail(SS_ENOMEM, "ss_pipeline_add: out of memory");
+        if (!en.name) rc = ss__fail(SS_ENOMEM, "ss_pipeline_add: out of memory");
     }
     if (rc) {
         free(en.name);
-        free(en.field);
         ss_transform_release(&copy);
         return rc;
     }
     en.t.name = en.name;
-    en.t.field = en.field;
     p->e[p->n++] = en;
     return 0;
 }

@@ -11,7 +11,7 @@
 
 /* User data of every built-in: the target field plus parameters. */
 typedef struct builtin {
-    char field[SS_MAX_NAME + 1];
+    uint32_t field;
     uint64_t n;     /* channels / max length / table size */
     double a, b, c; /* probabilities, sigma */
     int64_t v;      /* mask value */
@@ -28,27 +28,26 @@ static void builtin_free(void *p) {
     free(b);
 }
 
-static int builtin_new(ss_transform *out, const char *what, const char *field, builtin **b) {
+static int builtin_new(ss_transform *out, const char *what, uint32_t field, builtin **b) {
     ss_transform init = SS_TRANSFORM_INIT;
     if (out) *out = init;
     *b = NULL;
-    if (!out || !field) return ss__fail(SS_EINVAL, "%s: NULL argument", what);
-    if (strlen(field) > SS_MAX_NAME)
-        return ss__fail(SS_EINVAL, "%s: field name '%s' is too long", what, field);
+    if (!out) return ss__fail(SS_EINVAL, "%s: NULL argument", what);
+    if (field == SS_FIELD_NONE) return ss__fail(SS_EINVAL, "%s: field is SS_FIELD_NONE", what);
     *b = calloc(1, sizeof **b);
     if (!*b) return ss__fail(SS_ENOMEM, "%s: out of memory", what);
-    snprintf((*b)->field, sizeof(*b)->field, "%s", field);
+    (*b)->field = field;
     out->name = what;
     out->user = *b;
     out->free_user = builtin_free;
-    out->field = (*b)->field;
+    out->field = field;
     return 0;
 }
 
 static ss_example_field *target(ss_example *ex, const builtin *b, const char *what, int *rc) {
-    int k = ss_example_field_index(ex, b->field);
-    *rc = k < 0 ? ss_transform_error(ex, "%s: no output field '%s'", what, b->field) : 0;
-    return k < 0 ? NULL : &ex->fields[k];
+    ss_example_field *e = ss_example_get_field(ex, b->field);
+    *rc = e ? 0 : ss_transform_error(ex, "%s: field %u is not an output field", what, b->field);
+    return e;
 }
 
 /* Integer element access (for token and label transforms). */
@@ -80,7 +79,7 @@ static int64_t get_int(const void *p, ss_dtype d, uint64_t i) {
 
 static void set_int(void *p, ss_dtype d, uint64_t i, int64_t v) {
     /* saturate through the conversion routine */
-    ss_convert_rows((unsigned char *)p + i * ss_dtype_size(d), d, &v, SS_I64, 1, 1, NULL, NULL);
+    ss_cast_rows((unsigned char *)p + i * ss_dtype_size(d), d, &v, SS_I64, 1, 1, NULL, NULL);
 }
 
 /* ----------------------------------------------------------- standardize */
@@ -96,11 +95,11 @@ static int standardize_fn(void *user, ss_example *ex, ss_rng *rng) {
             ex, "standardize field '%s': rows have %" PRIu64 " elements, the statistics %" PRIu64,
             e->name, e->row_elements, b->n);
     if (!e->out) return ss_transform_error(ex, "standardize: no output buffer");
-    return ss_convert_rows(e->out, SS_F32, e->data, e->dtype, e->length, e->row_elements, b->scale,
-                           b->offset);
+    return ss_cast_rows(e->out, SS_F32, e->data, e->dtype, e->length, e->row_elements, b->scale,
+                        b->offset);
 }
 
-int ss_transform_standardize(ss_transform *out, const char *field, const double *mean,
+int ss_transform_standardize(ss_transform *out, uint32_t field, const double *mean,
                              const double *std, uint64_t channels) {
     builtin *b;
     if (!mean || !std || channels == 0) {
@@ -133,27 +132,25 @@ int ss_transform_standardize(ss_transform *out, const char *field, const double 
 }
 
 int ss_standardize_compute(double *mean, double *std, const ss_store *s, const ss_selection *sel,
-                           const char *field) {
-    if (!mean || !std || !s || !field)
-        return ss__fail(SS_EINVAL, "ss_standardize_compute: NULL argument");
-    int idx = ss_field_index(s, field);
-    if (idx < 0) return ss__context(idx, "ss_standardize_compute");
+                           uint32_t field) {
+    if (!mean || !std || !s) return ss__fail(SS_EINVAL, "ss_standardize_compute: NULL argument");
     ss_field info;
-    ss_field_info(s, (uint32_t)idx, &info);
+    int rc = ss_field_info(&info, s, field);
+    if (rc) return ss__context(rc, "ss_standardize_compute");
     uint64_t re = 1;
     for (uint32_t k = 0; k < info.ndim; k++) re *= info.dims[k];
     double *row = malloc(re * sizeof *row), *sum = calloc(re, sizeof *sum),
            *sq = calloc(re, sizeof *sq);
-    int rc = row && sum && sq ? 0 : ss__fail(SS_ENOMEM, "ss_standardize_compute: out of memory");
+    rc = row && sum && sq ? 0 : ss__fail(SS_ENOMEM, "ss_standardize_compute: out of memory");
     uint64_t n = sel ? ss_selection_count(sel) : ss_count(s), steps = 0;
     for (uint64_t i = 0; !rc && i < n; i++) {
         uint64_t ix = i;
-        if (sel) rc = ss_selection_index(sel, i, &ix);
+        if (sel) rc = ss_selection_index(&ix, sel, i);
         ss_view v;
-        if (!rc) rc = ss_get(s, (uint32_t)idx, ix, &v);
+        if (!rc) rc = ss_get(&v, s, field, ix);
         for (uint64_t t = 0; !rc && t < v.length; t++) {
-            ss_convert_rows(row, SS_F64, (const unsigned char *)v.data + t * v.row_bytes, v.dtype,
-                            1, re, NULL, NULL);
+            ss_cast_rows(row, SS_F64, (const unsigned char *)v.data + t * v.row_bytes, v.dtype, 1,
+                         re, NULL, NULL);
             for (uint64_t c = 0; c < re; c++) {
                 sum[c] += row[c];
                 sq[c] += row[c] * row[c];
@@ -163,7 +160,7 @@ int ss_standardize_compute(double *mean, double *std, const ss_store *s, const s
     }
     if (!rc && steps == 0)
         rc = ss__fail(SS_EINVAL, "ss_standardize_compute: field '%s' has no data in the selection",
-                      field);
+                      info.name);
     for (uint64_t c = 0; !rc && c < re; c++) {
         mean[c] = sum[c] / (double)steps;
         double var = sq[c] / (double)steps - mean[c] * mean[c];
@@ -185,21 +182,20 @@ static void norm_names(char *m, char *sd, size_t cap, const char *field, const c
     }
 }
 
-int ss_standardize_save(const char *path, const char *field, const char *split,
-                        const char *prefix) {
-    if (!path || !field) return ss__fail(SS_EINVAL, "ss_standardize_save: NULL argument");
+int ss_standardize_save(const char *path, uint32_t field, const char *split, const char *prefix) {
+    if (!path) return ss__fail(SS_EINVAL, "ss_standardize_save: NULL argument");
     ss_store *s = NULL;
     ss_selection *sel = NULL;
     double *mean = NULL, *std = NULL;
     uint64_t re = 0;
     int rc = ss_open(&s, path, SS_OPEN_VERIFY); /* statistics from unchecked data would persist */
     if (!rc && split) rc = ss_split_load(&sel, s, split);
+    ss_field info;
+    char fname[SS_MAX_NAME + 1] = "";
+    if (!rc) rc = ss_field_info(&info, s, field);
     if (!rc) {
-        int idx = ss_field_index(s, field);
-        if (idx < 0)
-            rc = idx;
-        else
-            re = ss_field_row_bytes(s, (uint32_t)idx);
+        re = ss_field_row_bytes(s, field) / ss_dtype_size(info.dtype); /* elements per row */
+        snprintf(fname, sizeof fname, "%s", info.name);
     }
     if (!rc) {
         mean = malloc(re * sizeof *mean);
@@ -207,15 +203,10 @@ int ss_standardize_save(const char *path, const char *field, const char *split,
         if (!mean || !std) rc = ss__fail(SS_ENOMEM, "ss_standardize_save: out of memory");
     }
     if (!rc) rc = ss_standardize_compute(mean, std, s, sel, field);
-    if (!rc) { /* elements per row = row bytes / dtype size */
-        ss_field info;
-        ss_field_info(s, (uint32_t)ss_field_index(s, field), &info);
-        re /= ss_dtype_size(info.dtype);
-    }
     ss_selection_free(sel);
     ss_close(s);
     char m[SS_MAX_ATTR_NAME + 64], sd[SS_MAX_ATTR_NAME + 64];
-    norm_names(m, sd, sizeof m, field, prefix);
+    norm_names(m, sd, sizeof m, fname, prefix);
     ss_writer *w = NULL;
     if (!rc) rc = ss_writer_open(&w, path, NULL, NULL);
     if (!rc) rc = ss_writer_set_attr(w, m, SS_F64, mean, re * sizeof(double));
@@ -227,19 +218,22 @@ int ss_standardize_save(const char *path, const char *field, const char *split,
     return rc ? ss__context(rc, "ss_standardize_save '%s'", path) : 0;
 }
 
-int ss_transform_standardize_attr(ss_transform *out, const ss_store *s, const char *field,
+int ss_transform_standardize_attr(ss_transform *out, const ss_store *s, uint32_t field,
                                   const char *prefix) {
     if (out) {
         ss_transform init = SS_TRANSFORM_INIT;
         *out = init;
     }
-    if (!out || !s || !field) return ss__fail(SS_EINVAL, "ss_transform_standardize_attr: NULL");
+    if (!out || !s) return ss__fail(SS_EINVAL, "ss_transform_standardize_attr: NULL");
+    ss_field info;
+    int rc = ss_field_info(&info, s, field);
+    if (rc) return ss__context(rc, "ss_transform_standardize_attr");
     char m[SS_MAX_ATTR_NAME + 64], sd[SS_MAX_ATTR_NAME + 64];
-    norm_names(m, sd, sizeof m, field, prefix);
+    norm_names(m, sd, sizeof m, info.name, prefix);
     ss_attr am, as;
-    int rc = ss_attr_get(s, m, &am);
-    if (!rc) rc = ss_attr_get(s, sd, &as);
-    if (rc) return ss__context(rc, "standardize field '%s'", field);
+    rc = ss_attr_get(&am, s, m);
+    if (!rc) rc = ss_attr_get(&as, s, sd);
+    if (rc) return ss__context(rc, "standardize field '%s'", info.name);
     if (am.type != SS_F64 || as.type != SS_F64 || am.size != as.size || am.size % 8 || !am.size)
         return ss__fail(SS_EINVAL,
                         "standardize: attributes '%s' and '%s' must be f64 arrays of "
@@ -272,7 +266,7 @@ static int crop_fn(void *user, ss_example *ex, ss_rng *rng) {
     return 0;
 }
 
-int ss_transform_random_crop(ss_transform *out, const char *field, uint64_t max_length) {
+int ss_transform_random_crop(ss_transform *out, uint32_t field, uint64_t max_length) {
     builtin *b;
     if (max_length == 0) {
         if (out) {
@@ -309,7 +303,7 @@ static int noise_fn(void *user, ss_example *ex, ss_rng *rng) {
     return 0;
 }
 
-int ss_transform_gaussian_noise(ss_transform *out, const char *field, double sigma) {
+int ss_transform_gaussian_noise(ss_transform *out, uint32_t field, double sigma) {
     builtin *b;
     if (!(sigma >= 0) || !isfinite(sigma)) {
         if (out) {
@@ -352,7 +346,7 @@ static int bad_prob(double p) {
     return !(p >= 0 && p <= 1);
 }
 
-int ss_transform_token_mask(ss_transform *out, const char *field,
+int ss_transform_token_mask(ss_transform *out, uint32_t field,
                             const ss_token_mask_options *options) {
     builtin *b;
     ss_token_mask_options o = SS_TOKEN_MASK_OPTIONS_INIT;
@@ -400,7 +394,7 @@ static int drop_fn(void *user, ss_example *ex, ss_rng *rng) {
     return 0;
 }
 
-int ss_transform_token_drop(ss_transform *out, const char *field, double prob) {
+int ss_transform_token_drop(ss_transform *out, uint32_t field, double prob) {
     builtin *b;
     if (bad_prob(prob)) {
         if (out) {
@@ -439,7 +433,7 @@ static int label_fn(void *user, ss_example *ex, ss_rng *rng) {
     return 0;
 }
 
-int ss_transform_label_map(ss_transform *out, const char *field, const int64_t *table, uint64_t n) {
+int ss_transform_label_map(ss_transform *out, uint32_t field, const int64_t *table, uint64_t n) {
     builtin *b;
     if (!table || n == 0) {
         if (out) {

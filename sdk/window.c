@@ -4,6 +4,7 @@
 #include "window.h"
 
 #include <omp.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -88,14 +89,13 @@ void ss__window_start_epoch(ss_window_reader *r, uint64_t epoch) {
 /* ------------------------------------------------------------------ open */
 
 static int check_options(const ss_store *s, const ss_window_options *o) {
-    if (o->version != SS_WINDOW_OPTIONS_VERSION)
-        return ss__fail(SS_EINVAL, "window reader: options version %u, expected %u", o->version,
-                        SS_WINDOW_OPTIONS_VERSION);
     if (o->window == 0) return ss__fail(SS_EINVAL, "window reader: window W must be >= 1");
     if (o->overlap >= o->window)
         return ss__fail(SS_EINVAL, "window reader: overlap O = %llu must be < window W = %llu",
                         ULL(o->overlap), ULL(o->window));
     if (o->lanes == 0) return ss__fail(SS_EINVAL, "window reader: lanes B must be >= 1");
+    if (o->threads < 0)
+        return ss__fail(SS_EINVAL, "window reader: threads = %d (0 is one thread)", o->threads);
     if (o->mode != SS_WINDOW_SEQUENTIAL && o->mode != SS_WINDOW_SEQUENTIAL_RANDOM_START &&
         o->mode != SS_WINDOW_RANDOM)
         return ss__fail(SS_EINVAL, "window reader: unknown mode %d", (int)o->mode);
@@ -107,14 +107,14 @@ static int check_options(const ss_store *s, const ss_window_options *o) {
         return ss__fail(SS_ERANGE, "window reader: field %u out of range (%u fields)", o->field,
                         ss_field_count(s));
     ss_field f;
-    ss_field_info(s, o->field, &f);
+    ss_field_info(&f, s, o->field);
     if (!f.sequence)
         return ss__fail(SS_ESCHEMA, "window reader: field '%s' is not a sequence field", f.name);
-    if (o->label_field >= 0) {
-        if ((uint32_t)o->label_field >= ss_field_count(s))
-            return ss__fail(SS_ERANGE, "window reader: label field %d out of range",
+    if (o->label_field != SS_FIELD_NONE) {
+        if (o->label_field >= ss_field_count(s))
+            return ss__fail(SS_ERANGE, "window reader: label field %u out of range",
                             o->label_field);
-        ss_field_info(s, (uint32_t)o->label_field, &f);
+        ss_field_info(&f, s, o->label_field);
         if (f.sequence)
             return ss__fail(SS_ESCHEMA, "window reader: label field '%s' is a sequence field",
                             f.name);
@@ -175,11 +175,12 @@ static int load_sequences(ss_window_reader *r, const ss_window_options *o) {
 
 /* Read every sequence's label; with SS_WINDOW_BALANCED number the classes. */
 static int load_labels(ss_window_reader *r, const ss_window_options *o) {
-    uint32_t lf = (uint32_t)o->label_field;
+    uint32_t lf = o->label_field;
     r->label_row = ss_field_row_bytes(r->store, lf);
-    if (!(o->flags & SS_WINDOW_BALANCED)) return 0;
     ss_field f;
-    ss_field_info(r->store, lf, &f);
+    ss_field_info(&f, r->store, lf);
+    r->label_dtype = f.dtype;
+    if (!(o->flags & SS_WINDOW_BALANCED)) return 0;
     int integer = f.dtype >= SS_U8 && f.dtype <= SS_I64;
     if (!integer || r->label_row != ss_dtype_size(f.dtype))
         return ss__fail(SS_ESCHEMA,
@@ -195,9 +196,9 @@ static int load_labels(ss_window_reader *r, const ss_window_options *o) {
     uint64_t nd = 0;
     for (uint64_t i = 0; !rc && i < r->nelig; i++) {
         ss_view v;
-        rc = ss_get(r->store, lf, r->seq_ex[r->elig[i]], &v);
+        rc = ss_get(&v, r->store, lf, r->seq_ex[r->elig[i]]);
         if (rc) break;
-        ss__convert(&val[i], SS_I64, v.data, f.dtype, 1, 1, NULL);
+        ss__cast(&val[i], SS_I64, v.data, f.dtype, 1, 1, NULL);
         uint64_t lo = 0, hi = nd; /* insert into the sorted distinct values */
         while (lo < hi) {
             uint64_t mid = (lo + hi) / 2;
@@ -254,16 +255,70 @@ static int load_labels(ss_window_reader *r, const ss_window_options *o) {
     return rc;
 }
 
-int ss_window_reader_open(ss_window_reader **out, const ss_store *s, const ss_window_options *o) {
+/* The caller's options by their version (seqstore.h, "Options"): version 1
+ * ended at `transforms`; later fields take their INIT values. */
+static int read_options(ss_window_options *dst, const ss_window_options *o) {
+    const ss_window_options init = SS_WINDOW_OPTIONS_INIT;
+    *dst = init;
+    if (o->version == 1) {
+        memcpy(dst, o, offsetof(ss_window_options, gain_attr));
+        dst->version = SS_WINDOW_OPTIONS_VERSION;
+        return 0;
+    }
+    if (o->version != SS_WINDOW_OPTIONS_VERSION)
+        return ss__fail(SS_EINVAL, "window reader: options version %u, expected 1..%u", o->version,
+                        SS_WINDOW_OPTIONS_VERSION);
+    *dst = *o;
+    return 0;
+}
+
+/* Per-channel gain and offset: given, or from attributes (as the collator's
+ * scale_attr), or none. */
+static int setup_affine(ss_window_reader *r, const ss_window_options *o) {
+    if ((o->gain && o->gain_attr) || (o->offset && o->offset_attr))
+        return ss__fail(SS_EINVAL, "window reader: set gain or gain_attr (offset or "
+                                   "offset_attr), not both");
+    const double *gain = o->gain, *offset = o->offset;
+    double *ga = NULL, *oa = NULL;
+    int rc = 0;
+    if (o->gain_attr || o->offset_attr) {
+        ga = malloc(2 * (size_t)r->C * sizeof *ga);
+        if (!ga) return ss__fail(SS_ENOMEM, "window reader: out of memory");
+        oa = ga + r->C;
+    }
+    if (o->gain_attr) {
+        rc = ss_attr_get_f64(ga, r->C, r->store, o->gain_attr);
+        gain = ga;
+    }
+    if (!rc && o->offset_attr) {
+        rc = ss_attr_get_f64(oa, r->C, r->store, o->offset_attr);
+        offset = oa;
+    }
+    if (rc) rc = ss__context(rc, "window reader: gain/offset attribute");
+    if (!rc && (gain || offset)) {
+        rc = ss__affine_init(&r->aff, r->C, gain, offset);
+        r->has_aff = rc == 0;
+    }
+    free(ga);
+    return rc;
+}
+
+int ss_window_reader_open(ss_window_reader **out, const ss_store *s,
+                          const ss_window_options *options) {
     *out = NULL;
-    if (!s || !o) return ss__fail(SS_EINVAL, "window reader: NULL store or options");
-    int rc = check_options(s, o);
+    if (!s || !options) return ss__fail(SS_EINVAL, "window reader: NULL store or options");
+    ss_window_options oo;
+    int rc = read_options(&oo, options);
+    if (rc) return rc;
+    const ss_window_options *o = &oo;
+    rc = check_options(s, o);
     if (rc) return rc;
     ss_window_reader *r = calloc(1, sizeof *r);
     if (!r) return ss__fail(SS_ENOMEM, "window reader: out of memory");
     r->store = s;
     r->opt = *o;
     r->opt.gain = r->opt.offset = NULL;
+    r->opt.gain_attr = r->opt.offset_attr = NULL;
     r->opt.initial_state = NULL;
     r->opt.examples = NULL;
     r->W = o->window;
@@ -271,7 +326,7 @@ int ss_window_reader_open(ss_window_reader **out, const ss_store *s, const ss_wi
     r->S = o->window - o->overlap;
     r->B = o->lanes;
     ss_field f;
-    ss_field_info(s, o->field, &f);
+    ss_field_info(&f, s, o->field);
     r->in_dtype = f.dtype;
     r->in_row = (size_t)ss_field_row_bytes(s, o->field);
     r->C = (uint32_t)(r->in_row / ss_dtype_size(f.dtype));
@@ -282,11 +337,8 @@ int ss_window_reader_open(ss_window_reader **out, const ss_store *s, const ss_wi
     r->carry = o->mode != SS_WINDOW_RANDOM && !(o->flags & SS_WINDOW_FORGET_STATE) && r->H > 0;
     r->nslots = o->max_pending > 1 ? o->max_pending : 1;
     r->strict = r->nslots == 1;
-    r->nthreads = o->threads > 0 ? o->threads : omp_get_max_threads();
-    if (!rc && (o->gain || o->offset)) {
-        rc = ss__affine_init(&r->aff, r->C, o->gain, o->offset);
-        r->has_aff = rc == 0;
-    }
+    r->nthreads = o->threads > 0 ? o->threads : 1; /* 0 = one thread (seqstore.h) */
+    if (!rc) rc = setup_affine(r, o);
     if (!rc && r->H) {
         r->init_state = calloc(1, r->H);
         if (!r->init_state)
@@ -295,7 +347,7 @@ int ss_window_reader_open(ss_window_reader **out, const ss_store *s, const ss_wi
             memcpy(r->init_state, o->initial_state, r->H);
     }
     if (!rc) rc = load_sequences(r, o);
-    if (!rc && o->label_field >= 0) rc = load_labels(r, o);
+    if (!rc && o->label_field != SS_FIELD_NONE) rc = load_labels(r, o);
     if (!rc && o->mode == SS_WINDOW_RANDOM && !(o->flags & SS_WINDOW_BALANCED) && r->nelig < r->B)
         rc = ss__fail(SS_EINVAL,
                       "window reader: RANDOM mode needs at least B = %u sequences of "
@@ -345,7 +397,7 @@ void ss_window_reader_free(ss_window_reader *r) {
     free(r);
 }
 
-int ss_window_reader_info(const ss_window_reader *r, ss_window_info *out) {
+int ss_window_reader_info(ss_window_info *out, const ss_window_reader *r) {
     memset(out, 0, sizeof *out);
     out->sequences = r->nseq;
     out->eligible = r->nelig;
@@ -562,7 +614,7 @@ static void release(ss_window_reader *r, ss__wslot *sl, const void *states) {
     sl->pending = 0;
 }
 
-int ss_window_reader_next(ss_window_reader *r, const ss_window_batch **out) {
+int ss_window_reader_next(const ss_window_batch **out, ss_window_reader *r) {
     *out = NULL;
     if (r->failed) return ss__fail(r->failed, "%s", r->fail_msg);
     if (r->ended) ss__window_start_epoch(r, r->epoch + 1);

@@ -4,7 +4,7 @@
 #define SS_WINDOW_H
 
 #include "internal.h"
-#include "convert.h"
+#include "cast.h"
 #include "rng.h"
 
 #define SS_NONE UINT64_MAX
@@ -86,6 +86,7 @@ struct ss_window_reader {
 
     /* labels */
     uint64_t label_row;
+    ss_dtype label_dtype; /* 0 without a label field */
     uint32_t nclass;
     uint32_t *seq_class;  /* [nseq] class number */
     uint64_t *class_off;  /* [nclass + 1] into class_seq */

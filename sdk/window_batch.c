@@ -19,7 +19,8 @@ int ss__window_slots_alloc(ss_window_reader *r) {
     if (!r->slots) return ss__fail(SS_ENOMEM, "window reader: out of memory");
     uint64_t B = r->B, W = r->W;
     int per_step = (r->opt.flags & SS_WINDOW_LABEL_PER_STEP) != 0;
-    uint64_t label_bytes = r->opt.label_field >= 0 ? B * r->label_row * (per_step ? W : 1) : 0;
+    uint64_t label_bytes =
+        r->opt.label_field != SS_FIELD_NONE ? B * r->label_row * (per_step ? W : 1) : 0;
     for (uint32_t k = 0; k < r->nslots; k++) {
         ss__wslot *sl = &r->slots[k];
         sl->seq = malloc(B * sizeof *sl->seq);
@@ -55,7 +56,8 @@ int ss__window_slots_alloc(ss_window_reader *r) {
         b->length = sl->length;
         b->index = sl->index;
         b->label = sl->label;
-        b->label_row_bytes = r->opt.label_field >= 0 ? r->label_row : 0;
+        b->label_row_bytes = r->opt.label_field != SS_FIELD_NONE ? r->label_row : 0;
+        b->label_dtype = r->label_dtype;
     }
     return 0;
 }
@@ -93,11 +95,11 @@ static void convert_row(const ss_window_reader *r, uint8_t *data, uint32_t size,
     size_t orow = r->out_row;
     if (!(r->opt.flags & SS_WINDOW_TIME_MAJOR)) {
         uint8_t *dst = data + (uint64_t)row * r->W * orow;
-        ss__convert(dst, r->out_dtype, src, r->src_dtype, n, r->C, a);
+        ss__cast(dst, r->out_dtype, src, r->src_dtype, n, r->C, a);
         memset(dst + n * orow, 0, (r->W - n) * orow);
         return;
     }
-    ss__convert(scratch, r->out_dtype, src, r->src_dtype, n, r->C, a);
+    ss__cast(scratch, r->out_dtype, src, r->src_dtype, n, r->C, a);
     for (uint64_t t = 0; t < n; t++)
         memcpy(data + (t * size + row) * orow, scratch + t * orow, orow);
     for (uint64_t t = n; t < r->W; t++) memset(data + (t * size + row) * orow, 0, orow);
@@ -110,8 +112,8 @@ int ss__window_collate(ss_window_reader *r, ss__wslot *sl) {
         sl->src[row] = NULL;
         if (!sl->mask[row]) continue;
         ss_view v;
-        int rc = ss_get_range(r->store, r->opt.field, sl->example[row], sl->start[row],
-                              sl->start[row] + sl->length[row], &v);
+        int rc = ss_get_range(&v, r->store, r->opt.field, sl->example[row], sl->start[row],
+                              sl->start[row] + sl->length[row]);
         if (rc) return ss__context(rc, "window reader: sequence %llu", ULL(sl->example[row]));
         sl->src[row] = v.data;
     }
@@ -155,7 +157,7 @@ int ss__window_collate(ss_window_reader *r, ss__wslot *sl) {
             const void *lab = NULL;
             ss_view v;
             if (sl->mask[row]) {
-                int rc = ss_get(r->store, (uint32_t)r->opt.label_field, sl->example[row], &v);
+                int rc = ss_get(&v, r->store, r->opt.label_field, sl->example[row]);
                 if (rc)
                     return ss__context(rc, "window reader: label of %llu", ULL(sl->example[row]));
                 lab = v.data;
@@ -173,14 +175,14 @@ int ss__window_collate(ss_window_reader *r, ss__wslot *sl) {
     return 0;
 }
 
-int ss_window_reader_targets(const ss_window_reader *r, const ss_window_batch *batch,
-                             uint32_t field, ss_dtype dtype, void *out) {
+int ss_window_reader_targets(void *out, const ss_window_reader *r, const ss_window_batch *batch,
+                             uint32_t field, ss_dtype dtype) {
     if (field >= ss_field_count(r->store))
         return ss__fail(SS_ERANGE, "window targets: field %u out of range", field);
     if (!ss__dtype_valid(dtype))
         return ss__fail(SS_EINVAL, "window targets: unknown dtype %d", (int)dtype);
     ss_field f;
-    ss_field_info(r->store, field, &f);
+    ss_field_info(&f, r->store, field);
     uint64_t rb = ss_field_row_bytes(r->store, field), el = rb / ss_dtype_size(f.dtype);
     uint64_t orow = el * ss_dtype_size(dtype), T = r->W - r->O, size = batch->size;
     int tm = (r->opt.flags & SS_WINDOW_TIME_MAJOR) != 0;
@@ -200,9 +202,9 @@ int ss_window_reader_targets(const ss_window_reader *r, const ss_window_batch *b
                                     "window targets: field '%s' of example %llu is "
                                     "shorter than the signal",
                                     f.name, ULL(ex));
-                rc = ss_get_range(r->store, field, ex, s0, s1, &v);
+                rc = ss_get_range(&v, r->store, field, ex, s0, s1);
             } else {
-                rc = ss_get(r->store, field, ex, &v);
+                rc = ss_get(&v, r->store, field, ex);
             }
             if (rc) return rc;
             src = v.data;
@@ -210,7 +212,7 @@ int ss_window_reader_targets(const ss_window_reader *r, const ss_window_batch *b
         for (uint64_t t = 0; t < T; t++) {
             uint8_t *dst = o + (tm ? t * size + row : row * T + t) * orow;
             if (t < n)
-                ss__convert(dst, dtype, f.sequence ? src + t * rb : src, f.dtype, 1, el, NULL);
+                ss__cast(dst, dtype, f.sequence ? src + t * rb : src, f.dtype, 1, el, NULL);
             else
                 memset(dst, 0, orow);
         }

@@ -55,7 +55,7 @@ static void put(uint8_t **p, uint64_t v) {
     *p += 8;
 }
 
-int ss_window_reader_save(const ss_window_reader *r, void *buf, size_t size, unsigned flags) {
+int ss_window_reader_save(void *buf, size_t size, const ss_window_reader *r, unsigned flags) {
     /* A pending batch that carries no state is released by the next call:
      * with one slot that only unblocks its sequences, which the saved states
      * below anticipate. */

@@ -26,7 +26,7 @@ int ss__window_xf_resolve(ss_window_reader *r, const ss_pipeline *p) {
     if (!r->xf || !r->bxf || !r->bxf_pos)
         return ss__fail(SS_ENOMEM, "window reader: out of memory for transforms");
     ss_field f;
-    ss_field_info(r->store, r->opt.field, &f);
+    ss_field_info(&f, r->store, r->opt.field);
     ss_dtype dt = f.dtype;
     uint32_t ndim = f.ndim;
     uint64_t dims[SS_MAX_DIMS] = {0};
@@ -43,11 +43,11 @@ int ss__window_xf_resolve(ss_window_reader *r, const ss_pipeline *p) {
         x->t = t;
         x->pos = j;
         x->declares = t->dtype != 0 || t->reshape;
-        if (x->declares && strcmp(t->field, f.name) != 0)
+        if (x->declares && t->field != r->opt.field)
             return ss__fail(SS_EINVAL,
-                            "window reader: transform '%s' declares a change of field '%s'; "
-                            "only the signal '%s' is transformed",
-                            t->name, t->field, f.name);
+                            "window reader: transform '%s' declares a change of field %u; "
+                            "only the signal '%s' (field %u) is transformed",
+                            t->name, t->field, f.name, r->opt.field);
         if (t->dtype) dt = t->dtype;
         if (t->reshape) {
             if (dims_product(t->ndim, t->dims) != r->C)
@@ -124,7 +124,7 @@ void ss__window_xf_free(ss_window_reader *r) {
 static int window_row(ss_window_reader *r, ss__wslot *sl, uint32_t row) {
     if (!sl->src[row]) return 0; /* masked */
     ss_field f;
-    ss_field_info(r->store, r->opt.field, &f);
+    ss_field_info(&f, r->store, r->opt.field);
     uint64_t half = r->W * r->xrow_max, len = sl->length[row];
     uint8_t *h0 = r->xbuf + 2 * (uint64_t)row * half, *h1 = h0 + half;
     ss_example *ex = &r->xex[row];
@@ -213,7 +213,7 @@ int ss__window_xf_rows(ss_window_reader *r, ss__wslot *sl) {
 static void describe(ss_collated *c, const ss_store *s, uint32_t field, ss_dtype dtype,
                      uint64_t rows, uint64_t steps, int time_major) {
     ss_field f;
-    ss_field_info(s, field, &f);
+    ss_field_info(&f, s, field);
     memset(c, 0, sizeof *c);
     c->name = f.name;
     c->field = field;
@@ -251,10 +251,10 @@ int ss__window_xf_batch(ss_window_reader *r, ss__wslot *sl) {
     c[0].mask = sl->step_mask;
     c[0].mask_bytes = size * W;
     uint32_t nf = 1;
-    if (r->opt.label_field >= 0) {
-        uint32_t lf = (uint32_t)r->opt.label_field;
+    if (r->opt.label_field != SS_FIELD_NONE) {
+        uint32_t lf = r->opt.label_field;
         ss_field f;
-        ss_field_info(r->store, lf, &f);
+        ss_field_info(&f, r->store, lf);
         describe(&c[1], r->store, lf, f.dtype, size, per_step ? W : 0, tm);
         c[1].data = sl->label;
         c[1].lengths = sl->xlab_len;

@@ -18,6 +18,7 @@ import os
 import re
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -87,20 +88,31 @@ def main():
         prepare(work, os.path.abspath(build), os.path.abspath(source))
         env = dict(os.environ)
         env['HOME'] = work  # nothing a command writes lands outside the scratch directory
+        env['TMPDIR'] = os.path.join(work, 'tmp')
+        os.mkdir(env['TMPDIR'])
         for path in files:
             for where, cmd in commands(path):
                 ran += 1
                 if run_export(cmd, work, env):
                     print(f'{where}: ok: {cmd}')
                     continue
+                # Its own process group, so that a benchmark still running at
+                # the timeout is stopped with all its children, and its own
+                # TMPDIR inside the scratch directory, so that the files it
+                # leaves when stopped go with the scratch directory.
+                proc = subprocess.Popen(['bash', '-ec', cmd], cwd=work, env=env,
+                                        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                        stderr=subprocess.PIPE, text=True,
+                                        start_new_session=True)
                 try:
-                    r = subprocess.run(['bash', '-ec', cmd], cwd=work, env=env, timeout=timeout,
-                                       stdin=subprocess.DEVNULL, capture_output=True, text=True)
-                    status = r.returncode
-                    out = (r.stdout[-2000:] + r.stderr[-2000:])
+                    stdout, stderr = proc.communicate(timeout=timeout)
                 except subprocess.TimeoutExpired:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                    proc.communicate()
                     print(f'{where}: still running after {timeout:.0f} s (counts as running): {cmd}')
                     continue
+                status = proc.returncode
+                out = stdout[-2000:] + stderr[-2000:]
                 if status != 0:
                     failed += 1
                     print(f'{where}: exit {status}: {cmd}\n{out}')

@@ -18,7 +18,7 @@ static void check_batches(const ss_batcher *b, const size_t *sizes, size_t nb,
     for (size_t k = 0; k < nb; k++) {
         const uint64_t *p;
         size_t n;
-        CHECK_OK(ss_batcher_get(b, k, &p, &n));
+        CHECK_OK(ss_batcher_get(&p, &n, b, k));
         CHECK_EQ_U64(n, sizes[k]);
         for (size_t j = 0; j < n; j++) CHECK_EQ_U64(p[j], idx[off + j]);
         off += n;
@@ -45,7 +45,7 @@ static void test_fixed(void) {
     check_batches(b, s1, 3, order);
     const uint64_t *p;
     size_t n;
-    CHECK_RC(ss_batcher_get(b, 3, &p, &n), SS_ERANGE);
+    CHECK_RC(ss_batcher_get(&p, &n, b, 3), SS_ERANGE);
     ss_batcher_free(b);
     o.batch_size = 0;
     CHECK_RC(ss_batcher_create(&b, order, NULL, 10, &o), SS_EINVAL);
@@ -236,7 +236,7 @@ static void test_tokens_property(void) {
         for (uint64_t k = 0; k < nb; k++) {
             const uint64_t *p;
             size_t c;
-            CHECK_OK(ss_batcher_get(b, k, &p, &c));
+            CHECK_OK(ss_batcher_get(&p, &c, b, k));
             uint64_t mx = 0;
             for (size_t j = 0; j < c; j++, at++)
                 if (len[at] > mx) mx = len[at];
@@ -279,7 +279,7 @@ static void test_shuffle(void) {
         for (uint64_t k = 0; k < nb; k++) {
             const uint64_t *p;
             size_t n;
-            CHECK_OK(ss_batcher_get(b, k, &p, &n));
+            CHECK_OK(ss_batcher_get(&p, &n, b, k));
             uint64_t q = p[0] / 7; /* batch q starts at 7q */
             seen[q]++;
             CHECK_EQ_U64(n, q == 14 ? 2 : 7);
@@ -292,14 +292,14 @@ static void test_shuffle(void) {
     for (uint64_t k = 0; k < nb; k++) {
         const uint64_t *p;
         size_t n;
-        CHECK_OK(ss_batcher_get(b, k, &p, &n));
+        CHECK_OK(ss_batcher_get(&p, &n, b, k));
         CHECK_EQ_U64(p[0] / 7, first[k]);
     }
     CHECK_OK(ss_batcher_shuffle(b, 0, 0, 0));
     for (uint64_t k = 0; k < nb; k++) {
         const uint64_t *p;
         size_t n;
-        CHECK_OK(ss_batcher_get(b, k, &p, &n));
+        CHECK_OK(ss_batcher_get(&p, &n, b, k));
         CHECK_EQ_U64(p[0], 7 * k);
     }
     ss_batcher_free(b);
@@ -336,7 +336,7 @@ static void test_store_lengths(void) {
     ss_batcher *b;
     CHECK_OK(ss_batcher_create(&b, idx, NULL, 6, &o));
     uint64_t real, padded;
-    CHECK_OK(ss_batcher_padding(b, s, both, 1, &real, &padded));
+    CHECK_OK(ss_batcher_padding(&real, &padded, b, s, both, 1));
     CHECK_EQ_U64(real, 23);
     CHECK_EQ_U64(padded, 39);
     ss_batcher_free(b);

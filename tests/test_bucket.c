@@ -130,12 +130,12 @@ static void test_store(void) {
     check_index(stored, ss_bucket_permutation(built), n, ss_bucket_starts(built),
                 ss_bucket_count(built));
     uint32_t fk[4];
-    CHECK_EQ_U64(ss_bucket_keys(stored, fk), 2);
+    CHECK_EQ_U64(ss_bucket_keys(fk, stored), 2);
     CHECK(fk[0] == 0 && fk[1] == 1);
     CHECK_EQ_U64(ss_bucket_resolution(stored), 4);
     /* Zero-copy: the permutation is inside the attribute, in the map. */
     ss_attr a;
-    CHECK_OK(ss_attr_get(s, "ss.bucket.pair", &a));
+    CHECK_OK(ss_attr_get(&a, s, "ss.bucket.pair"));
     CHECK((const void *)ss_bucket_permutation(stored) == (const char *)a.data + 64);
     ss_bucket *missing = (ss_bucket *)1;
     CHECK_RC(ss_bucket_open(&missing, s, "nope"), SS_ENOTFOUND);
@@ -148,9 +148,9 @@ static void test_store(void) {
     CHECK_OK(ss_selection_parse(&sel, "0:300,350:", n));
     uint64_t *o1 = malloc(n * sizeof *o1), *o2 = malloc(n * sizeof *o2);
     uint64_t *o0 = malloc(n * sizeof *o0), c0, c1, c2;
-    CHECK_OK(ss_bucket_order(stored, sel, 0, 0, 0, o0, &c0));
-    CHECK_OK(ss_bucket_order(stored, sel, 1, 3, 0, o1, &c1));
-    CHECK_OK(ss_bucket_order(stored, sel, 1, 3, 1, o2, &c2));
+    CHECK_OK(ss_bucket_order(o0, &c0, stored, sel, 0, 0, 0));
+    CHECK_OK(ss_bucket_order(o1, &c1, stored, sel, 1, 3, 0));
+    CHECK_OK(ss_bucket_order(o2, &c2, stored, sel, 1, 3, 1));
     CHECK_EQ_U64(c0, 450);
     CHECK_EQ_U64(c1, 450);
     CHECK_EQ_U64(c2, 450);
@@ -197,8 +197,8 @@ static void test_store(void) {
     for (uint64_t bi = 0; bi < ss_batcher_count(bb); bi++) {
         const uint64_t *ix, *ix2;
         size_t m, m2;
-        CHECK_OK(ss_batcher_get(bb, bi, &ix, &m));
-        CHECK_OK(ss_batcher_get(bb2, bi, &ix2, &m2));
+        CHECK_OK(ss_batcher_get(&ix, &m, bb, bi));
+        CHECK_OK(ss_batcher_get(&ix2, &m2, bb2, bi));
         order_differs |= m != m2 || ix[0] != ix2[0];
         uint64_t mx = 0;
         for (size_t j = 0; j < m; j++) {
@@ -222,7 +222,7 @@ static void test_store(void) {
     for (uint64_t bi = 0; bi < ss_batcher_count(bb); bi++) {
         const uint64_t *ix;
         size_t m;
-        CHECK_OK(ss_batcher_get(bb, bi, &ix, &m));
+        CHECK_OK(ss_batcher_get(&ix, &m, bb, bi));
         CHECK(m >= 1 && m <= 4);
         for (size_t j = 0; j < m; j++) CHECK_EQ_U64(bucket_of[ix[j]], bucket_of[ix[0]]);
     }
@@ -294,7 +294,7 @@ static void test_cli(void) {
     check_index(b, perm, 6, starts, 4);
     ss_bucket_free(b);
     CHECK_OK(ss_bucket_open(&b, s, "st"));
-    CHECK_EQ_U64(ss_bucket_keys(b, NULL), 2);
+    CHECK_EQ_U64(ss_bucket_keys(NULL, b), 2);
     ss_bucket_free(b);
     ss_close(s);
 }
@@ -317,7 +317,7 @@ static void test_block_order(void) {
     uint64_t out[10], n;
     /* block_size = 100: one block per bucket, one window: each bucket's
      * segment is a shuffle of its members, buckets ascending. */
-    CHECK_OK(ss_bucket_block_order(b, NULL, 100, 1, 7, 0, out, &n));
+    CHECK_OK(ss_bucket_block_order(out, &n, b, NULL, 100, 1, 7, 0));
     CHECK_EQ_U64(n, 10);
     qsort(out, 3, sizeof *out, cmp_u64);
     qsort(out + 3, 6, sizeof *out, cmp_u64);
@@ -327,7 +327,7 @@ static void test_block_order(void) {
      * still a permutation of each bucket. */
     ss_selection *sel;
     CHECK_OK(ss_selection_parse(&sel, "0:5,8", 10));
-    CHECK_OK(ss_bucket_block_order(b, sel, 1, 1, 7, 3, out, &n));
+    CHECK_OK(ss_bucket_block_order(out, &n, b, sel, 1, 1, 7, 3));
     CHECK_EQ_U64(n, 6);
     qsort(out, 2, sizeof *out, cmp_u64); /* bucket 0: 1, 3 */
     qsort(out + 2, 3, sizeof *out, cmp_u64);
@@ -335,7 +335,7 @@ static void test_block_order(void) {
     for (int i = 0; i < 6; i++) CHECK_EQ_U64(out[i], want2[i]);
     ss_selection_free(sel);
     CHECK_OK(ss_selection_all(&sel, 11));
-    CHECK_RC(ss_bucket_block_order(b, sel, 1, 1, 7, 3, out, &n), SS_EINVAL);
+    CHECK_RC(ss_bucket_block_order(out, &n, b, sel, 1, 1, 7, 3), SS_EINVAL);
     ss_selection_free(sel);
     ss_bucket_free(b);
 
@@ -354,7 +354,7 @@ static void test_block_order(void) {
         uint64_t a = ss_test_rand(&rng) % N, c = a + ss_test_rand(&rng) % (N - a + 1);
         snprintf(text, sizeof text, "%llu:%llu", (unsigned long long)a, (unsigned long long)c);
         CHECK_OK(ss_selection_parse(&sel, text, N));
-        CHECK_OK(ss_bucket_block_order(b, sel, bs, 1, seed, 2, o1, &n));
+        CHECK_OK(ss_bucket_block_order(o1, &n, b, sel, bs, 1, seed, 2));
         CHECK_EQ_U64(n, c - a);
         /* Rank of each selected example among the selected members of its
          * bucket (index order): block = rank / bs. */
@@ -383,7 +383,7 @@ static void test_block_order(void) {
         for (uint64_t i = 0; i < N; i++)
             if (first[i] != UINT64_MAX) CHECK_EQ_U64(last[i] - first[i] + 1, cnt[i]);
         /* Deterministic per (seed, epoch); the same as the sampler. */
-        CHECK_OK(ss_bucket_block_order(b, sel, bs, 1, seed, 2, o2, &n));
+        CHECK_OK(ss_bucket_block_order(o2, &n, b, sel, bs, 1, seed, 2));
         CHECK(memcmp(o1, o2, n * sizeof *o1) == 0);
         ss_sampler_options so = SS_SAMPLER_OPTIONS_INIT;
         so.kind = SS_SAMPLE_BLOCK_SHUFFLE;
@@ -395,7 +395,7 @@ static void test_block_order(void) {
         CHECK_OK(ss_sampler_create(&s, sel, &so));
         CHECK_OK(ss_sampler_set_epoch(s, 2));
         size_t got;
-        CHECK_OK(ss_sampler_next(s, o2, (size_t)N, &got));
+        CHECK_OK(ss_sampler_next(o2, (size_t)N, &got, s));
         CHECK_EQ_U64(got, n);
         CHECK(memcmp(o1, o2, n * sizeof *o1) == 0);
         ss_sampler_free(s);
@@ -433,7 +433,7 @@ static ss_store *strings_store(const char *name, const char *const *str, int n) 
 
 static void check_order(const ss_bucket *b, const uint64_t *want, uint64_t n) {
     uint64_t got[128], m;
-    CHECK_OK(ss_bucket_order(b, NULL, 0, 0, 0, got, &m));
+    CHECK_OK(ss_bucket_order(got, &m, b, NULL, 0, 0, 0));
     CHECK_EQ_U64(m, n);
     for (uint64_t i = 0; i < n; i++) CHECK_EQ_U64(got[i], want[i]);
 }
@@ -482,7 +482,7 @@ static void test_torchnet(void) {
     o.keys = keys;
     o.count = 100;
     CHECK_OK(ss_bucket_create(&b, NULL, NULL, 1, &o));
-    CHECK(ss_bucket_descending(b) && ss_bucket_keys(b, NULL) == 0);
+    CHECK(ss_bucket_descending(b) && ss_bucket_keys(NULL, b) == 0);
     check_order(b, desc, 100);
     ss_bucket_free(b);
     o.keys = NULL;

@@ -13,25 +13,6 @@ static char g_err[1 << 16]; /* stderr of the last run */
 static char *g_out;         /* stdout of the last run */
 static size_t g_outlen;
 
-static char *read_file(const char *path, size_t *size) {
-    FILE *f = fopen(path, "rb");
-    CHECK(f);
-    size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap + 1);
-    CHECK(buf);
-    for (size_t r; (r = fread(buf + n, 1, cap - n, f)) > 0;) {
-        n += r;
-        if (n == cap) {
-            CHECK((buf = realloc(buf, 2 * cap + 1)) != NULL);
-            cap *= 2;
-        }
-    }
-    fclose(f);
-    buf[n] = 0;
-    *size = n;
-    return buf;
-}
-
 /* Run `seqstore ARGS` under a 60 s timeout (a wrapped count must not hang the
  * test); stdout in g_out, stderr in g_err. Returns the exit code. */
 static int run(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -46,11 +27,11 @@ static int run(const char *fmt, ...) {
     snprintf(cmd, sizeof cmd, "exec timeout 60 %s %s > '%s' 2> '%s'", SS_CLI, args, out, err);
     int st = system(cmd);
     size_t n;
-    char *e = read_file(err, &n);
+    char *e = ss_test_read_file(err, &n);
     snprintf(g_err, sizeof g_err, "%s", e);
     free(e);
     free(g_out);
-    g_out = read_file(out, &g_outlen);
+    g_out = ss_test_read_file(out, &g_outlen);
     if (WIFSIGNALED(st)) return 128 + WTERMSIG(st);
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
@@ -209,7 +190,7 @@ static void test_non_utf8(void) {
     ss_store *s;
     CHECK_OK(ss_open(&s, st, 0));
     ss_attr a;
-    CHECK_OK(ss_attr_get(s, "vocab", &a));
+    CHECK_OK(ss_attr_get(&a, s, "vocab"));
     CHECK_EQ_U64(a.type, SS_ATTR_BYTES);
     const char want[] = "<pad>\n<unk>\n<bos>\n<eos>\ncaf\xe9\nhello\nok\nol\xe9\n";
     CHECK(a.size == strlen(want) && memcmp(a.data, want, a.size) == 0);
@@ -231,7 +212,7 @@ static void test_non_utf8(void) {
     CHECK(f && fputs("plain words\n", f) >= 0 && fclose(f) == 0);
     EXPECT_RUN(0, "convert text --quiet --force --tokens words '%s' -o '%s'", in, st2);
     CHECK_OK(ss_open(&s, st2, 0));
-    CHECK_OK(ss_attr_get(s, "vocab", &a));
+    CHECK_OK(ss_attr_get(&a, s, "vocab"));
     CHECK_EQ_U64(a.type, SS_ATTR_TEXT);
     ss_close(s);
 
@@ -273,7 +254,7 @@ static void test_non_utf8(void) {
  * LMDB's free pages); returns the number of copies. */
 static int flip_marker(const char *path, const char *marker) {
     size_t n, m = strlen(marker);
-    char *d = read_file(path, &n);
+    char *d = ss_test_read_file(path, &n);
     int copies = 0;
     for (char *p = d; (p = memmem(p, n - (size_t)(p - d), marker, m)) != NULL; p += m, copies++)
         p[m / 2] ^= 1;
@@ -437,7 +418,7 @@ static void test_export(void) {
     char *want = strdup(g_out);
     EXPECT_RUN(0, "export '%s' --format jsonl -o '%s' --range 3:30", s, jl);
     size_t n;
-    char *got = read_file(jl, &n);
+    char *got = ss_test_read_file(jl, &n);
     CHECK(strcmp(want, got) == 0);
     free(got);
     free(want);
@@ -535,9 +516,9 @@ static void test_attr(void) {
     ss_store *st;
     ss_attr a;
     CHECK_OK(ss_open(&st, s, 0));
-    CHECK_OK(ss_attr_get(st, "blob", &a));
+    CHECK_OK(ss_attr_get(&a, st, "blob"));
     CHECK(a.type == SS_ATTR_BYTES && a.size == sizeof bin && !memcmp(a.data, bin, sizeof bin));
-    CHECK_OK(ss_attr_get(st, "rates", &a));
+    CHECK_OK(ss_attr_get(&a, st, "rates"));
     CHECK(a.type == SS_F64 && a.size == 24 && !memcmp(a.data, want, 24));
     ss_close(st);
     /* refusals */
@@ -591,13 +572,13 @@ static void test_remove_attr_api(void) {
     ss_store *st;
     ss_attr at;
     CHECK_OK(ss_open(&st, s, 0));
-    CHECK_RC(ss_attr_get(st, "a", &at), SS_ENOTFOUND);
-    CHECK_RC(ss_attr_get(st, "c", &at), SS_ENOTFOUND);
-    CHECK_OK(ss_attr_get(st, "b", &at));
+    CHECK_RC(ss_attr_get(&at, st, "a"), SS_ENOTFOUND);
+    CHECK_RC(ss_attr_get(&at, st, "c"), SS_ENOTFOUND);
+    CHECK_OK(ss_attr_get(&at, st, "b"));
     CHECK(at.size == 1 && ((const char *)at.data)[0] == '3');
-    CHECK_OK(ss_attr_get(st, "text.tokens", &at));
+    CHECK_OK(ss_attr_get(&at, st, "text.tokens"));
     CHECK_EQ_U64(ss_count(st), MIXED_N);
-    CHECK_OK(ss_verify(st, NULL, NULL, NULL));
+    CHECK_OK(ss_verify(NULL, st, NULL, NULL));
     ss_close(st);
 }
 
@@ -642,7 +623,7 @@ static void test_histogram(void) {
     CHECK_OK(ss_open(&st, s, 0));
     uint64_t n = ss_count(st), *len = malloc(n * sizeof *len);
     CHECK(len);
-    CHECK_OK(ss_lengths(st, 0, 0, n, len));
+    CHECK_OK(ss_lengths(len, st, 0, 0, n));
     ss_close(st);
     char *lens = malloc(n * 24 + 1);
     CHECK(lens);

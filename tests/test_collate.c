@@ -39,7 +39,7 @@ static void reference_rows(const ss_collate_field *o, const ss_field *field,
     uint64_t E = row_elements(&info), esz = ss_dtype_size(out), orb = E * esz;
     uint64_t irb = E * ss_dtype_size(info.dtype);
     unsigned char pad[8];
-    CHECK_OK(ss_convert_rows(pad, out, &o->pad_value, SS_F64, 1, 1, NULL, NULL));
+    CHECK_OK(ss_cast_rows(pad, out, &o->pad_value, SS_F64, 1, 1, NULL, NULL));
     const unsigned char *src[512];
     uint64_t len[512], longest = 0, total = 0;
     for (size_t i = 0; i < n; i++) {
@@ -59,8 +59,8 @@ static void reference_rows(const ss_collate_field *o, const ss_field *field,
         r->data = malloc(r->data_bytes + 1);
         r->mask_bytes = 0;
         for (size_t i = 0; i < n; i++) {
-            CHECK_OK(ss_convert_rows(r->data + i * orb, out, src[i], info.dtype, 1, E, o->scale,
-                                     o->offset));
+            CHECK_OK(ss_cast_rows(r->data + i * orb, out, src[i], info.dtype, 1, E, o->scale,
+                                  o->offset));
             r->lengths[i] = 1;
         }
         return;
@@ -86,8 +86,8 @@ static void reference_rows(const ss_collate_field *o, const ss_field *field,
             r->lengths[i] = (int64_t)len[k];
             r->perm[i] = (int64_t)k;
             for (uint64_t t = 0; t < len[k]; t++, at++)
-                CHECK_OK(ss_convert_rows(r->data + at * orb, out, src[k] + t * irb, info.dtype, 1,
-                                         E, o->scale, o->offset));
+                CHECK_OK(ss_cast_rows(r->data + at * orb, out, src[k] + t * irb, info.dtype, 1, E,
+                                      o->scale, o->offset));
         }
         r->offsets[n] = (int64_t)at;
         return;
@@ -111,8 +111,8 @@ static void reference_rows(const ss_collate_field *o, const ss_field *field,
             int real = t >= first && t < first + len[i];
             unsigned char *d = r->data + pos * orb;
             if (real)
-                CHECK_OK(ss_convert_rows(d, out, src[i] + (t - first) * irb, info.dtype, 1, E,
-                                         o->scale, o->offset));
+                CHECK_OK(ss_cast_rows(d, out, src[i] + (t - first) * irb, info.dtype, 1, E,
+                                      o->scale, o->offset));
             else
                 for (uint64_t e = 0; e < E; e++) memcpy(d + e * esz, pad, esz);
             if (mes == 1) r->mask[pos] = (unsigned char)real;
@@ -127,16 +127,15 @@ static void reference_rows(const ss_collate_field *o, const ss_field *field,
 /* Written plainly: resolve each row, then reference_rows(). */
 static void reference(const ss_store *s, const ss_collate_field *o, const ss_span *rows, size_t n,
                       ref_out *r) {
-    int fi = ss_field_index(s, o->name);
-    CHECK(fi >= 0);
+    uint32_t fi = o->field;
     ss_field info;
-    CHECK_OK(ss_field_info(s, (uint32_t)fi, &info));
+    CHECK_OK(ss_field_info(&info, s, fi));
     uint64_t irb = row_elements(&info) * ss_dtype_size(info.dtype);
     const unsigned char *src[512];
     uint64_t len[512];
     for (size_t i = 0; i < n; i++) {
         ss_view v;
-        CHECK_OK(ss_get(s, (uint32_t)fi, rows[i].example, &v));
+        CHECK_OK(ss_get(&v, s, (uint32_t)fi, rows[i].example));
         uint64_t t0 = info.sequence ? rows[i].t0 : 0;
         uint64_t t1 = !info.sequence ? 1 : rows[i].t1 == SS_SPAN_END ? v.length : rows[i].t1;
         src[i] = (const unsigned char *)v.data + t0 * irb;
@@ -257,7 +256,7 @@ static void random_field(ss_collate_field *o, const rstore *rs, int f, uint64_t 
                          double *of) {
     ss_collate_field d = SS_COLLATE_FIELD_INIT;
     *o = d;
-    o->name = rs->fields[f].name;
+    o->field = (uint32_t)f;
     o->dtype = ss_test_rand(rng) % 4 == 0 ? (ss_dtype)0 : all_dtypes[ss_test_rand(rng) % 12];
     o->layout = (ss_layout)(ss_test_rand(rng) % 3);
     o->pad_value = (double)((int)(ss_test_rand(rng) % 9) - 4) * 1.5;
@@ -329,16 +328,16 @@ static void test_random(void) {
                 ss_collated_batch b;
                 /* twice: the second run reuses the buffers; and a smaller batch in between */
                 for (int rep = 0; rep < 2; rep++) {
-                    CHECK_OK(ss_collator_collate(c, rows, n, &b));
+                    CHECK_OK(ss_collator_collate(&b, c, rows, n));
                     CHECK_EQ_U64(b.rows, n);
                     CHECK_EQ_U64(b.nfields, 3);
                     for (int f = 0; f < 3; f++)
                         compare(&b.fields[f], &ref[f], n, &fo[f], rs.fields[f].sequence);
-                    CHECK_OK(ss_collator_collate(c, rows, 1, &b));
+                    CHECK_OK(ss_collator_collate(&b, c, rows, 1));
                 }
                 /* sizes and caller buffers */
                 ss_collate_sizes sz[3];
-                CHECK_OK(ss_collator_sizes(c, rows, n, sz));
+                CHECK_OK(ss_collator_sizes(sz, c, rows, n));
                 for (int f = 0; f < 3; f++) {
                     CHECK_EQ_U64(sz[f].steps, ref[f].steps);
                     CHECK_EQ_U64(sz[f].data_bytes, ref[f].data_bytes);
@@ -346,7 +345,7 @@ static void test_random(void) {
                 }
                 cbufs cb;
                 cbufs_alloc(&cb, ref);
-                CHECK_OK(ss_collator_collate_into(c, rows, n, cb.b, &b));
+                CHECK_OK(ss_collator_collate_into(&b, c, rows, n, cb.b));
                 cbufs_check_free(&cb, &b, ref, n, fo, rs.fields);
                 ss_collator_free(c);
                 cases++;
@@ -394,7 +393,7 @@ static const ss_collated *collate1(ss_store *s, ss_collate_field *o, const ss_sp
     opt.threads = 2;
     CHECK_OK(ss_collator_create(c, s, o, 1, &opt));
     ss_collated_batch b;
-    CHECK_OK(ss_collator_collate(*c, rows, n, &b));
+    CHECK_OK(ss_collator_collate(&b, *c, rows, n));
     CHECK_EQ_U64(b.nfields, 1);
     return &b.fields[0];
 }
@@ -415,7 +414,7 @@ static void test_by_hand(void) {
     ss_span all[3] = {{0, 0, SS_SPAN_END}, {1, 0, SS_SPAN_END}, {2, 0, SS_SPAN_END}};
     ss_collator *c;
     ss_collate_field o = SS_COLLATE_FIELD_INIT;
-    o.name = "tok";
+    o.field = 0; /* tok */
     o.dtype = SS_I64;
     o.pad_value = -1;
     o.mask = SS_MASK_U8;
@@ -466,7 +465,7 @@ static void test_by_hand(void) {
 
     /* packed, sorted by descending length, with the permutation */
     ss_collate_field p = SS_COLLATE_FIELD_INIT;
-    p.name = "tok";
+    p.field = 0; /* tok */
     p.dtype = SS_I64;
     p.layout = SS_LAYOUT_PACKED;
     p.sort_by_length = 1;
@@ -488,7 +487,7 @@ static void test_by_hand(void) {
 
     /* the label field collates to [B] */
     ss_collate_field l = SS_COLLATE_FIELD_INIT;
-    l.name = "label";
+    l.field = 1; /* label */
     l.dtype = SS_I64;
     r = collate1(s, &l, rev, 3, &c);
     CHECK(r->ndim == 1 && r->shape[0] == 3 && !r->sequence);
@@ -498,7 +497,7 @@ static void test_by_hand(void) {
     /* all fields with defaults: stored dtypes, batch-major, pad 0 */
     CHECK_OK(ss_collator_create(&c, s, NULL, 0, NULL));
     ss_collated_batch b;
-    CHECK_OK(ss_collator_collate(c, all, 3, &b));
+    CHECK_OK(ss_collator_collate(&b, c, all, 3));
     CHECK(b.nfields == 2 && b.fields[0].dtype == SS_U16 && b.fields[1].dtype == SS_I32);
     const uint16_t *tk = b.fields[0].data;
     CHECK(tk[0] == 1 && tk[3] == 4 && tk[4] == 0 && tk[8] == 0 && tk[7] == 6);
@@ -527,7 +526,7 @@ static void test_gain_attr(void) {
     ss_store *s;
     CHECK_OK(ss_open(&s, ss_test_path("eeg.ss"), 0));
     ss_collate_field o = SS_COLLATE_FIELD_INIT;
-    o.name = "eeg";
+    o.field = 0; /* eeg */
     o.dtype = SS_F32;
     o.scale_attr = "eeg.gain";
     o.offset_attr = "eeg.offset";
@@ -558,10 +557,10 @@ static void test_errors(void) {
     ss_store *s = token_store();
     ss_collator *c = (ss_collator *)1;
     ss_collate_field o = SS_COLLATE_FIELD_INIT;
-    o.name = "nope";
-    CHECK_RC(ss_collator_create(&c, s, &o, 1, NULL), SS_ENOTFOUND);
-    CHECK(c == NULL && strstr(ss_error_message(), "nope") != NULL);
-    o.name = "tok";
+    o.field = 2; /* the store has tok (0) and label (1) */
+    CHECK_RC(ss_collator_create(&c, s, &o, 1, NULL), SS_ERANGE);
+    CHECK(c == NULL && strstr(ss_error_message(), "field 2") != NULL);
+    o.field = 0;
     o.dtype = (ss_dtype)77;
     CHECK_RC(ss_collator_create(&c, s, &o, 1, NULL), SS_EINVAL);
     CHECK(strstr(ss_error_message(), "dtype") != NULL && strstr(ss_error_message(), "tok"));
@@ -595,20 +594,20 @@ static void test_errors(void) {
     CHECK_OK(ss_collator_create(&c, s, &o, 1, NULL));
     ss_collated_batch b;
     ss_span bad[1] = {{5, 0, SS_SPAN_END}};
-    CHECK_RC(ss_collator_collate(c, bad, 1, &b), SS_ERANGE);
+    CHECK_RC(ss_collator_collate(&b, c, bad, 1), SS_ERANGE);
     CHECK(strstr(ss_error_message(), "tok") != NULL);
     ss_span bad2[1] = {{0, 2, 5}};
-    CHECK_RC(ss_collator_collate(c, bad2, 1, &b), SS_ERANGE);
+    CHECK_RC(ss_collator_collate(&b, c, bad2, 1), SS_ERANGE);
     CHECK(strstr(ss_error_message(), "[2, 5)") != NULL);
     ss_span bad3[1] = {{0, 2, 1}};
-    CHECK_RC(ss_collator_collate(c, bad3, 1, &b), SS_ERANGE);
-    CHECK_RC(ss_collator_collate(c, bad3, 0, &b), SS_EINVAL);
+    CHECK_RC(ss_collator_collate(&b, c, bad3, 1), SS_ERANGE);
+    CHECK_RC(ss_collator_collate(&b, c, bad3, 0), SS_EINVAL);
     ss_span ok[2] = {{0, 0, SS_SPAN_END}, {1, 0, SS_SPAN_END}};
     unsigned char small[4];
     ss_collate_buffers buf = {small, sizeof small, NULL, 0, NULL, NULL, NULL};
-    CHECK_RC(ss_collator_collate_into(c, ok, 2, &buf, &b), SS_EINVAL);
+    CHECK_RC(ss_collator_collate_into(&b, c, ok, 2, &buf), SS_EINVAL);
     CHECK(strstr(ss_error_message(), "needs 12") != NULL);
-    CHECK_OK(ss_collator_collate(c, ok, 2, &b)); /* usable after errors */
+    CHECK_OK(ss_collator_collate(&b, c, ok, 2)); /* usable after errors */
     CHECK_EQ_U64(b.fields[0].steps, 3);
     ss_collator_free(c);
     ss_collator_free(NULL);
@@ -682,7 +681,7 @@ static void test_rows(void) {
                     const ss_field *d = &decl.fields[f];
                     if (from_store) {
                         ss_view v;
-                        CHECK_OK(ss_get(rs.s, (uint32_t)f, spans[i].example, &v));
+                        CHECK_OK(ss_get(&v, rs.s, (uint32_t)f, spans[i].example));
                         uint64_t t0 = d->sequence ? spans[i].t0 : 0;
                         uint64_t t1 = !d->sequence                 ? 1
                                       : spans[i].t1 == SS_SPAN_END ? v.length
@@ -717,7 +716,7 @@ static void test_rows(void) {
                 CHECK_OK(ss_collator_create(&c, rs.s, fo, 3, &opt));
                 ss_collated_batch b;
                 for (int rep = 0; rep < 2; rep++) {
-                    CHECK_OK(ss_collator_collate_rows(c, in, n, NULL, &b));
+                    CHECK_OK(ss_collator_collate_rows(&b, c, in, n, NULL));
                     CHECK_EQ_U64(b.rows, n);
                     CHECK_EQ_U64(b.nfields, 3);
                     for (int f = 0; f < 3; f++) {
@@ -731,10 +730,10 @@ static void test_rows(void) {
                         for (uint32_t k = 0; k < d->ndim; k++)
                             CHECK_EQ_U64(o->shape[o->ndim - d->ndim + k], d->dims[k]);
                     }
-                    CHECK_OK(ss_collator_collate_rows(c, in, 1, NULL, &b));
+                    CHECK_OK(ss_collator_collate_rows(&b, c, in, 1, NULL));
                 }
                 if (from_store) { /* the same as collating the spans */
-                    CHECK_OK(ss_collator_collate(c, spans, n, &b));
+                    CHECK_OK(ss_collator_collate(&b, c, spans, n));
                     for (int f = 0; f < 3; f++)
                         compare(&b.fields[f], &ref[f], n, &fo[f], decl.fields[f].sequence);
                 } else {
@@ -745,11 +744,11 @@ static void test_rows(void) {
                             decl.fields[f].ndim != rs.fields[f].ndim ||
                             memcmp(decl.fields[f].dims, rs.fields[f].dims,
                                    sizeof rs.fields[f].dims);
-                    if (differs) CHECK_RC(ss_collator_collate(c, spans, n, &b), SS_EINVAL);
+                    if (differs) CHECK_RC(ss_collator_collate(&b, c, spans, n), SS_EINVAL);
                 }
                 cbufs cb;
                 cbufs_alloc(&cb, ref);
-                CHECK_OK(ss_collator_collate_rows(c, in, n, cb.b, &b));
+                CHECK_OK(ss_collator_collate_rows(&b, c, in, n, cb.b));
                 cbufs_check_free(&cb, &b, ref, n, fo, decl.fields);
                 ss_collator_free(c);
                 cases++;
@@ -769,7 +768,7 @@ static void test_rows(void) {
 static void test_rows_by_hand(void) {
     ss_store *s = token_store();
     ss_collate_field o = SS_COLLATE_FIELD_INIT;
-    o.name = "tok";
+    o.field = 0; /* tok */
     o.dtype = SS_I64;
     o.pad_value = -1;
     o.mask = SS_MASK_U8;
@@ -778,7 +777,7 @@ static void test_rows_by_hand(void) {
     o.in_ndim = 1;
     o.in_dims[0] = 2;
     ss_collate_field l = SS_COLLATE_FIELD_INIT;
-    l.name = "label";
+    l.field = 1; /* label */
     ss_collator *c;
     ss_collate_field fo[2] = {o, l};
     CHECK_OK(ss_collator_create(&c, s, fo, 2, NULL));
@@ -791,7 +790,7 @@ static void test_rows_by_hand(void) {
     set_input(&in[2], &tokf, b1, 1);
     set_input(&in[3], &labf, &lb, 1);
     ss_collated_batch b;
-    CHECK_OK(ss_collator_collate_rows(c, in, 2, NULL, &b));
+    CHECK_OK(ss_collator_collate_rows(&b, c, in, 2, NULL));
     const ss_collated *r = &b.fields[0];
     CHECK(r->ndim == 3 && r->shape[0] == 2 && r->shape[1] == 2 && r->shape[2] == 2);
     check_i64(r->data, (const int64_t[]){1, 2, 3, 4, 5, 6, -1, -1}, 8);
@@ -801,29 +800,29 @@ static void test_rows_by_hand(void) {
     CHECK(b.fields[1].dtype == SS_I32 && lab[0] == 10 && lab[1] == 20);
     /* spans of the store do not have the declared dtype and shape */
     ss_span sp[1] = {{0, 0, SS_SPAN_END}};
-    CHECK_RC(ss_collator_collate(c, sp, 1, &b), SS_EINVAL);
+    CHECK_RC(ss_collator_collate(&b, c, sp, 1), SS_EINVAL);
     CHECK(strstr(ss_error_message(), "tok") != NULL);
     ss_collate_sizes sz[2];
-    CHECK_RC(ss_collator_sizes(c, sp, 1, sz), SS_EINVAL);
+    CHECK_RC(ss_collator_sizes(sz, c, sp, 1), SS_EINVAL);
     /* bad entries: wrong dtype, wrong shape, a fixed field of 2, NULL data */
     in[2].dtype = SS_U16;
-    CHECK_RC(ss_collator_collate_rows(c, in, 2, NULL, &b), SS_EINVAL);
+    CHECK_RC(ss_collator_collate_rows(&b, c, in, 2, NULL), SS_EINVAL);
     CHECK(strstr(ss_error_message(), "'tok', row 1") != NULL);
     in[2].dtype = SS_I32;
     in[2].dims[0] = 3;
-    CHECK_RC(ss_collator_collate_rows(c, in, 2, NULL, &b), SS_EINVAL);
+    CHECK_RC(ss_collator_collate_rows(&b, c, in, 2, NULL), SS_EINVAL);
     in[2].dims[0] = 2;
     in[3].length = 2;
-    CHECK_RC(ss_collator_collate_rows(c, in, 2, NULL, &b), SS_EINVAL);
+    CHECK_RC(ss_collator_collate_rows(&b, c, in, 2, NULL), SS_EINVAL);
     CHECK(strstr(ss_error_message(), "label") != NULL);
     in[3].length = 1;
     in[2].data = NULL;
-    CHECK_RC(ss_collator_collate_rows(c, in, 2, NULL, &b), SS_EINVAL);
+    CHECK_RC(ss_collator_collate_rows(&b, c, in, 2, NULL), SS_EINVAL);
     in[2].length = 0; /* an empty row may have no data */
-    CHECK_OK(ss_collator_collate_rows(c, in, 2, NULL, &b));
+    CHECK_OK(ss_collator_collate_rows(&b, c, in, 2, NULL));
     check_i64(b.fields[0].data, (const int64_t[]){1, 2, 3, 4, -1, -1, -1, -1}, 8);
-    CHECK_RC(ss_collator_collate_rows(c, in, 0, NULL, &b), SS_EINVAL);
-    CHECK_RC(ss_collator_collate_rows(c, NULL, 1, NULL, &b), SS_EINVAL);
+    CHECK_RC(ss_collator_collate_rows(&b, c, in, 0, NULL), SS_EINVAL);
+    CHECK_RC(ss_collator_collate_rows(&b, c, NULL, 1, NULL), SS_EINVAL);
     ss_collator_free(c);
     /* bad declarations */
     o.in_dtype = (ss_dtype)77;
@@ -859,7 +858,7 @@ static void test_mask_dtype(void) {
     ss_store *s;
     CHECK_OK(ss_open(&s, ss_test_path("mb.ss"), 0));
     ss_collate_field o = SS_COLLATE_FIELD_INIT;
-    o.name = "x";
+    o.field = 0; /* x */
     o.mask = SS_MASK_DTYPE;
     ss_span rows[2] = {{0, 0, SS_SPAN_END}, {1, 0, SS_SPAN_END}};
     ss_collator *c;
@@ -919,8 +918,8 @@ static void test_channels_first(void) {
                 ss_collated_batch b1, b2;
                 CHECK_OK(ss_collator_create(&c1, rs.s, &bm, 1, &opt));
                 CHECK_OK(ss_collator_create(&c2, rs.s, &cf, 1, &opt));
-                CHECK_OK(ss_collator_collate(c1, rows, n, &b1));
-                CHECK_OK(ss_collator_collate(c2, rows, n, &b2));
+                CHECK_OK(ss_collator_collate(&b1, c1, rows, n));
+                CHECK_OK(ss_collator_collate(&b2, c2, rows, n));
                 const ss_collated *x = &b1.fields[0], *y = &b2.fields[0];
                 uint64_t T = x->steps, C = row_elements(&rs.fields[0]);
                 size_t es = ss_dtype_size(x->dtype);

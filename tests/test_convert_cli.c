@@ -19,42 +19,6 @@ extern char **environ;
 
 static char g_err[1 << 16]; /* stderr of the last run */
 
-/* A path in the test's directory (a copy: ss_test_path() rotates its buffers). */
-static const char *tp(const char *name) {
-    static char paths[256][768];
-    static int next;
-    CHECK(next < 256);
-    snprintf(paths[next], sizeof paths[0], "%s", ss_test_path(name));
-    return paths[next++];
-}
-
-static char *read_all(const char *path, size_t *size) {
-    FILE *f = fopen(path, "rb");
-    CHECK(f);
-    size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap + 1);
-    CHECK(buf);
-    for (size_t r; (r = fread(buf + n, 1, cap - n, f)) > 0;) {
-        n += r;
-        if (n == cap) {
-            buf = realloc(buf, 2 * cap + 1);
-            CHECK(buf);
-            cap *= 2;
-        }
-    }
-    fclose(f);
-    buf[n] = 0;
-    *size = n;
-    return buf;
-}
-
-static void write_all(const char *path, const void *data, size_t n) {
-    FILE *f = fopen(path, "wb");
-    CHECK(f);
-    CHECK(fwrite(data, 1, n, f) == n);
-    CHECK(fclose(f) == 0);
-}
-
 /* Run `seqstore ARGS` (a shell command line); returns the exit code, or
  * 128 + signal. stderr lands in g_err. */
 static int run(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -64,11 +28,12 @@ static int run(const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(args, sizeof args, fmt, ap);
     va_end(ap);
-    const char *errf = tp("stderr.txt");
-    snprintf(cmd, sizeof cmd, "exec %s %s > %s 2> %s", SS_CLI, args, tp("stdout.txt"), errf);
+    const char *errf = ss_test_keep_path("stderr.txt");
+    snprintf(cmd, sizeof cmd, "exec %s %s > %s 2> %s", SS_CLI, args,
+             ss_test_keep_path("stdout.txt"), errf);
     int st = system(cmd);
     size_t n;
-    char *e = read_all(errf, &n);
+    char *e = ss_test_read_file(errf, &n);
     snprintf(g_err, sizeof g_err, "%s", e);
     free(e);
     if (WIFSIGNALED(st)) return 128 + WTERMSIG(st);
@@ -180,9 +145,8 @@ static uint64_t token_at(const ss_view *v, uint64_t i) {
 
 static void check_source(const ss_store *s, uint64_t i, uint64_t file, uint64_t line) {
     ss_view v;
-    int f = ss_field_index(s, "source");
-    CHECK(f >= 0);
-    CHECK_OK(ss_get(s, (uint32_t)f, i, &v));
+    uint32_t f = ss_test_field(s, "source");
+    CHECK_OK(ss_get(&v, s, (uint32_t)f, i));
     const uint64_t *src = v.data;
     CHECK_EQ_U64(src[0], file);
     CHECK_EQ_U64(src[1], line);
@@ -190,7 +154,7 @@ static void check_source(const ss_store *s, uint64_t i, uint64_t file, uint64_t 
 
 static char *attr_string(const ss_store *s, const char *name) {
     ss_attr a;
-    CHECK_OK(ss_attr_get(s, name, &a));
+    CHECK_OK(ss_attr_get(&a, s, name));
     CHECK(a.type == SS_ATTR_TEXT);
     return strndup(a.data, a.size);
 }
@@ -215,7 +179,7 @@ static void check_bytes(const ss_store *s, const seg *segs, size_t n, uint64_t f
     CHECK_EQ_U64(ss_count(s), n);
     for (size_t k = 0; k < n; k++) {
         ss_view v;
-        CHECK_OK(ss_get(s, 0, k, &v));
+        CHECK_OK(ss_get(&v, s, 0, k));
         CHECK(v.dtype == SS_U8);
         CHECK_EQ_U64(v.length, segs[k].n);
         CHECK(!memcmp(v.data, segs[k].p, segs[k].n));
@@ -227,9 +191,9 @@ static void check_bytes(const ss_store *s, const seg *segs, size_t n, uint64_t f
 
 static void test_lines(void) {
     size_t n, nl;
-    char *d = read_all(FORTUNES, &n);
+    char *d = ss_test_read_file(FORTUNES, &n);
     seg *lines = naive_lines(d, n, &nl);
-    const char *out = tp("lines.ss");
+    const char *out = ss_test_keep_path("lines.ss");
     EXPECT_RUN(0, "convert lines %s -o %s", FORTUNES, out);
     EXPECT_ERR("seqstore convert: ");
     EXPECT_ERR(" examples, ");
@@ -256,7 +220,7 @@ static void test_lines(void) {
     /* cat --with-source shows FILE:LINE */
     EXPECT_RUN(0, "cat %s --range 2:3 --with-source", out);
     size_t on;
-    char *o = read_all(tp("stdout.txt"), &on);
+    char *o = ss_test_read_file(ss_test_keep_path("stdout.txt"), &on);
     CHECK(strstr(o, FORTUNES ":3"));
     free(o);
     free(lines);
@@ -266,9 +230,9 @@ static void test_lines(void) {
 /* Fortunes, one per example (--doc-sep %), as words, through the vocabulary. */
 static void test_words_docs(void) {
     size_t n, nd;
-    char *d = read_all(FORTUNES, &n);
+    char *d = ss_test_read_file(FORTUNES, &n);
     seg *docs = naive_docs(d, n, "%", &nd);
-    const char *out = tp("words.ss");
+    const char *out = ss_test_keep_path("words.ss");
     EXPECT_RUN(0, "convert text --tokens words --doc-sep %% --min-count 2 --bos --eos %s -o %s -q",
                FORTUNES, out);
     ss_store *s = open_store(out);
@@ -311,13 +275,13 @@ static void test_words_docs(void) {
     }
     /* every document, token by token */
     ss_field f;
-    CHECK_OK(ss_field_info(s, 0, &f));
+    CHECK_OK(ss_field_info(&f, s, 0));
     CHECK(f.dtype == (nv <= 256 ? SS_U8 : nv <= 65536 ? SS_U16 : SS_U32));
     for (size_t k = 0; k < nd; k++) {
         char **w;
         size_t nw = naive_words(docs[k], &w);
         ss_view v;
-        CHECK_OK(ss_get(s, 0, k, &v));
+        CHECK_OK(ss_get(&v, s, 0, k));
         CHECK_EQ_U64(v.length, nw + 2);
         CHECK_EQ_U64(token_at(&v, 0), 2);
         CHECK_EQ_U64(token_at(&v, nw + 1), 3);
@@ -331,8 +295,8 @@ static void test_words_docs(void) {
     ss_close(s);
 
     /* a second corpus reuses the vocabulary (store and text file) */
-    const char *valid = tp("valid.ss"), *valid2 = tp("valid2.ss");
-    const char *vfile = tp("vocab.txt");
+    const char *valid = ss_test_keep_path("valid.ss"), *valid2 = ss_test_keep_path("valid2.ss");
+    const char *vfile = ss_test_keep_path("vocab.txt");
     EXPECT_RUN(0, "convert text --tokens words --vocab %s %s/riddles -o %s -q", out,
                "/usr/share/games/fortunes", valid);
     FILE *vf = fopen(vfile, "w");
@@ -348,8 +312,8 @@ static void test_words_docs(void) {
     CHECK_EQ_U64(ss_count(a), ss_count(b));
     for (uint64_t i = 0; i < ss_count(a); i++) {
         ss_view x, y;
-        CHECK_OK(ss_get(a, 0, i, &x));
-        CHECK_OK(ss_get(b, 0, i, &y));
+        CHECK_OK(ss_get(&x, a, 0, i));
+        CHECK_OK(ss_get(&y, b, 0, i));
         CHECK_EQ_U64(x.length, y.length);
         for (uint64_t t = 0; t < x.length; t++) CHECK_EQ_U64(token_at(&x, t), token_at(&y, t));
     }
@@ -394,14 +358,14 @@ static void test_chars(void) {
         for (size_t i = 0; i < lens[k]; i++) n += enc(buf + n, cps[k][i] = random_cp(&rng));
         buf[n++] = '\n';
     }
-    const char *in = tp("chars.txt"), *out = tp("chars.ss");
-    write_all(in, buf, n);
+    const char *in = ss_test_keep_path("chars.txt"), *out = ss_test_keep_path("chars.ss");
+    ss_test_write_file(in, buf, n);
     EXPECT_RUN(0, "convert text --tokens chars --bos --eos %s -o %s -q", in, out);
     ss_store *s = open_store(out);
     CHECK_EQ_U64(ss_count(s), LINES);
     for (int k = 0; k < LINES; k++) {
         ss_view v;
-        CHECK_OK(ss_get(s, 0, (uint64_t)k, &v));
+        CHECK_OK(ss_get(&v, s, 0, (uint64_t)k));
         CHECK(v.dtype == SS_U32);
         CHECK_EQ_U64(v.length, lens[k] + 2);
         CHECK_EQ_U64(token_at(&v, 0), 0x110000);
@@ -428,17 +392,17 @@ static void test_ids(void) {
         }
         buf[n++] = '\n';
     }
-    const char *in = tp("ids.txt"), *out = tp("ids.ss");
-    const char *out2 = tp("ids32.ss");
-    write_all(in, buf, n);
+    const char *in = ss_test_keep_path("ids.txt"), *out = ss_test_keep_path("ids.ss");
+    const char *out2 = ss_test_keep_path("ids32.ss");
+    ss_test_write_file(in, buf, n);
     EXPECT_RUN(0, "convert text --tokens ids --vocab-size 1000 --eos %s -o %s -q", in, out);
     EXPECT_RUN(0, "convert text --tokens ids %s -o %s -q", in, out2);
     ss_store *s = open_store(out), *s2 = open_store(out2);
     CHECK_EQ_U64(ss_count(s), LINES);
     for (int k = 0; k < LINES; k++) {
         ss_view v, w;
-        CHECK_OK(ss_get(s, 0, (uint64_t)k, &v));
-        CHECK_OK(ss_get(s2, 0, (uint64_t)k, &w));
+        CHECK_OK(ss_get(&v, s, 0, (uint64_t)k));
+        CHECK_OK(ss_get(&w, s2, 0, (uint64_t)k));
         CHECK(v.dtype == SS_U16 && w.dtype == SS_U32);
         CHECK_EQ_U64(v.length, lens[k] + 1);
         CHECK_EQ_U64(w.length, lens[k]);
@@ -454,8 +418,8 @@ static void test_ids(void) {
 }
 
 static void test_bad_inputs(void) {
-    const char *bad = tp("bad.txt"), *out = tp("bad.ss");
-    write_all(bad, "hello\nwor\xffld\nok\n", 16);
+    const char *bad = ss_test_keep_path("bad.txt"), *out = ss_test_keep_path("bad.ss");
+    ss_test_write_file(bad, "hello\nwor\xffld\nok\n", 16);
     /* invalid UTF-8: file, line, byte offset; the store is left incomplete */
     EXPECT_RUN(1, "convert text --tokens chars %s -o %s", bad, out);
     EXPECT_ERR("bad.txt:2: invalid UTF-8 at byte offset 9 (byte 0xff)");
@@ -473,8 +437,8 @@ static void test_bad_inputs(void) {
     /* the bytes are fine as bytes */
     EXPECT_RUN(0, "convert lines %s -o %s --force -q", bad, out);
 
-    const char *ids = tp("badids.txt");
-    write_all(ids, "1 2 3\n4 x 5\n 99\n7 4294967296\n", 29);
+    const char *ids = ss_test_keep_path("badids.txt");
+    ss_test_write_file(ids, "1 2 3\n4 x 5\n 99\n7 4294967296\n", 29);
     EXPECT_RUN(1, "convert text --tokens ids %s -o %s --force", ids, out);
     EXPECT_ERR("badids.txt:2: 'x' is not a token id (byte offset 8)");
     EXPECT_RUN(0, "convert text --tokens ids --vocab-size 10 %s -o %s --force --skip-bad -q", ids,
@@ -487,7 +451,7 @@ static void test_bad_inputs(void) {
     ss_close(s);
 
     /* a missing input: an error before anything is created; --skip-bad skips it */
-    const char *nf = tp("nofile.txt"), *out2 = tp("none.ss");
+    const char *nf = ss_test_keep_path("nofile.txt"), *out2 = ss_test_keep_path("none.ss");
     EXPECT_RUN(1, "convert lines %s -o %s", nf, out2);
     EXPECT_ERR("nofile.txt: cannot open: No such file or directory");
     CHECK(access(out2, F_OK) != 0);
@@ -499,20 +463,22 @@ static void test_bad_inputs(void) {
     ss_close(s);
 
     /* parallel corpora must be aligned */
-    const char *a = tp("a.txt"), *b = tp("b.txt");
-    write_all(a, "x\ny\nz\n", 6);
-    write_all(b, "1\n2\n", 4);
-    EXPECT_RUN(1, "convert parallel %s %s -o %s", a, b, tp("p.ss"));
+    const char *a = ss_test_keep_path("a.txt"), *b = ss_test_keep_path("b.txt");
+    ss_test_write_file(a, "x\ny\nz\n", 6);
+    ss_test_write_file(b, "1\n2\n", 4);
+    EXPECT_RUN(1, "convert parallel %s %s -o %s", a, b, ss_test_keep_path("p.ss"));
     EXPECT_ERR("a.txt' has 3 lines");
     EXPECT_ERR("b.txt' has 2 lines");
 
     /* a vocabulary file with a duplicate */
-    const char *vf = tp("dup.txt");
-    write_all(vf, "<pad>\n<unk>\nthe\nthe\n", 21);
-    EXPECT_RUN(1, "convert text --tokens words --vocab %s %s -o %s", vf, a, tp("v.ss"));
+    const char *vf = ss_test_keep_path("dup.txt");
+    ss_test_write_file(vf, "<pad>\n<unk>\nthe\nthe\n", 21);
+    EXPECT_RUN(1, "convert text --tokens words --vocab %s %s -o %s", vf, a,
+               ss_test_keep_path("v.ss"));
     EXPECT_ERR("line 4: duplicate token 'the'");
-    write_all(vf, "<pad>\nthe\n", 10);
-    EXPECT_RUN(1, "convert text --tokens words --vocab %s %s -o %s", vf, a, tp("v.ss"));
+    ss_test_write_file(vf, "<pad>\nthe\n", 10);
+    EXPECT_RUN(1, "convert text --tokens words --vocab %s %s -o %s", vf, a,
+               ss_test_keep_path("v.ss"));
     EXPECT_ERR("no <unk> token");
 
     /* --append with another schema */
@@ -520,7 +486,7 @@ static void test_bad_inputs(void) {
     EXPECT_ERR("schema mismatch: field 0 of");
     EXPECT_ERR("(u8 sequence)");
     EXPECT_ERR("(u32 sequence)");
-    EXPECT_RUN(1, "convert lines %s -o %s --append", a, tp("absent.ss"));
+    EXPECT_RUN(1, "convert lines %s -o %s --append", a, ss_test_keep_path("absent.ss"));
     EXPECT_ERR("does not exist");
 
     /* usage errors: exit 2 */
@@ -542,7 +508,7 @@ static void test_bad_inputs(void) {
 /* --append: A then B equals A and B at once (examples and sources). */
 static void test_append(void) {
     const char *fa = "/usr/share/games/fortunes/riddles", *fb = FORTUNES;
-    const char *ab = tp("ab.ss"), *both = tp("both.ss");
+    const char *ab = ss_test_keep_path("ab.ss"), *both = ss_test_keep_path("both.ss");
     EXPECT_RUN(0, "convert text --tokens words %s -o %s -q", fa, ab);
     EXPECT_RUN(0, "convert text --tokens words %s -o %s -q --append", fb, ab);
     EXPECT_RUN(0, "convert text --tokens words --vocab %s %s %s -o %s -q", ab, fa, fb, both);
@@ -551,8 +517,8 @@ static void test_append(void) {
     for (uint64_t i = 0; i < ss_count(x); i++) {
         for (uint32_t f = 0; f < 2; f++) {
             ss_view u, v;
-            CHECK_OK(ss_get(x, f, i, &u));
-            CHECK_OK(ss_get(y, f, i, &v));
+            CHECK_OK(ss_get(&u, x, f, i));
+            CHECK_OK(ss_get(&v, y, f, i));
             CHECK_EQ_U64(u.length, v.length);
             CHECK(!memcmp(u.data, v.data, u.length * u.row_bytes));
         }
@@ -569,7 +535,7 @@ static void test_append(void) {
 static const char *big_corpus(void) {
     static char path[768];
     if (path[0]) return path;
-    snprintf(path, sizeof path, "%s", tp("big.txt"));
+    snprintf(path, sizeof path, "%s", ss_test_keep_path("big.txt"));
     FILE *f = fopen(path, "w");
     uint64_t rng = 3;
     static const char *words[] = {"the", "a", "seq",  "store", "token", "ünïcödé",
@@ -587,7 +553,7 @@ static const char *big_corpus(void) {
 
 static int same_file(const char *a, const char *b) {
     size_t na, nb;
-    char *x = read_all(a, &na), *y = read_all(b, &nb);
+    char *x = ss_test_read_file(a, &na), *y = ss_test_read_file(b, &nb);
     int same = na == nb && !memcmp(x, y, na);
     free(x);
     free(y);
@@ -600,13 +566,13 @@ static void test_threads(void) {
     static const char *modes[] = {"--tokens bytes", "--tokens chars --docs", "--tokens words --bos",
                                   "--tokens words --docs --skip-empty"};
     for (int m = 0; m < 4; m++) {
-        const char *one = tp("t1.ss"), *many = tp("t.ss");
+        const char *one = ss_test_keep_path("t1.ss"), *many = ss_test_keep_path("t.ss");
         EXPECT_RUN(0, "convert text %s %s -o %s -q --threads 1 --force", modes[m], in, one);
-        rename(one, tp("t1.keep"));
+        rename(one, ss_test_keep_path("t1.keep"));
         for (int t = 2; t <= 5; t += 3) {
             EXPECT_RUN(0, "convert text %s %s -o %s -q --threads %d --force", modes[m], in, one, t);
             rename(one, many);
-            CHECK(same_file(tp("t1.keep"), many));
+            CHECK(same_file(ss_test_keep_path("t1.keep"), many));
         }
     }
 }
@@ -618,8 +584,8 @@ static void check_same_examples(const char *pa, const char *pb) {
     for (uint64_t i = 0; i < ss_count(a); i++)
         for (uint32_t f = 0; f < ss_field_count(a); f++) {
             ss_view u, v;
-            CHECK_OK(ss_get(a, f, i, &u));
-            CHECK_OK(ss_get(b, f, i, &v));
+            CHECK_OK(ss_get(&u, a, f, i));
+            CHECK_OK(ss_get(&v, b, f, i));
             CHECK_EQ_U64(u.length, v.length);
             CHECK(!memcmp(u.data, v.data, u.length * u.row_bytes));
         }
@@ -638,7 +604,8 @@ static uint64_t committed(const char *path) {
 /* SIGKILL during a conversion, then --resume: the same examples as an
  * uninterrupted conversion. */
 static void test_resume(void) {
-    const char *in = big_corpus(), *ref = tp("ref.ss"), *out = tp("k.ss");
+    const char *in = big_corpus(), *ref = ss_test_keep_path("ref.ss"),
+               *out = ss_test_keep_path("k.ss");
     EXPECT_RUN(0, "convert text --tokens chars %s -o %s -q", in, ref);
     uint64_t total;
     {
@@ -699,14 +666,14 @@ static void test_resume(void) {
 }
 
 static void test_parallel(void) {
-    const char *src = tp("src.txt"), *tgt = tp("tgt.txt");
-    const char *out = tp("par.ss");
-    write_all(src, "the cat sat\nthe dog\n\nhello world\n", 33);
-    write_all(tgt, "le chat\nle chien dort\nvide\nbonjour le monde", 43);
+    const char *src = ss_test_keep_path("src.txt"), *tgt = ss_test_keep_path("tgt.txt");
+    const char *out = ss_test_keep_path("par.ss");
+    ss_test_write_file(src, "the cat sat\nthe dog\n\nhello world\n", 33);
+    ss_test_write_file(tgt, "le chat\nle chien dort\nvide\nbonjour le monde", 43);
     EXPECT_RUN(0, "convert parallel --tokens words --eos %s %s -o %s -q", src, tgt, out);
     ss_store *s = open_store(out);
     CHECK_EQ_U64(ss_count(s), 4);
-    CHECK(ss_field_index(s, "src") == 0 && ss_field_index(s, "tgt") == 1);
+    CHECK(ss_test_field(s, "src") == 0 && ss_test_field(s, "tgt") == 1);
     char **vs, **vt;
     size_t ns = vocab_of(s, "src.vocab", &vs), nt = vocab_of(s, "tgt.vocab", &vt);
     CHECK_EQ_U64(ns, 4 + 6);
@@ -716,15 +683,15 @@ static void test_parallel(void) {
     size_t nl[2];
     char *d[2];
     size_t dn[2];
-    d[0] = read_all(src, &dn[0]);
-    d[1] = read_all(tgt, &dn[1]);
+    d[0] = ss_test_read_file(src, &dn[0]);
+    d[1] = ss_test_read_file(tgt, &dn[1]);
     seg *l0 = naive_lines(d[0], dn[0], &nl[0]), *l1 = naive_lines(d[1], dn[1], &nl[1]);
     for (uint64_t i = 0; i < 4; i++) {
         for (int side = 0; side < 2; side++) {
             char **w;
             size_t nw = naive_words(side ? l1[i] : l0[i], &w);
             ss_view v;
-            CHECK_OK(ss_get(s, (uint32_t)side, i, &v));
+            CHECK_OK(ss_get(&v, s, (uint32_t)side, i));
             CHECK_EQ_U64(v.length, nw + 1);
             for (size_t k = 0; k < nw; k++)
                 CHECK_EQ_U64(token_at(&v, k),
@@ -746,8 +713,8 @@ static void test_parallel(void) {
 /* gzip-compressed input gives the same store content. */
 static void test_gzip(void) {
     size_t n;
-    char *d = read_all(FORTUNES, &n);
-    const char *gz = tp("f.txt.gz"), *out = tp("gz.ss");
+    char *d = ss_test_read_file(FORTUNES, &n);
+    const char *gz = ss_test_keep_path("f.txt.gz"), *out = ss_test_keep_path("gz.ss");
     gzFile g = gzopen(gz, "wb");
     CHECK(g && gzwrite(g, d, (unsigned)n) == (int)n && gzclose(g) == Z_OK);
     EXPECT_RUN(0, "convert lines %s -o %s -q", gz, out);

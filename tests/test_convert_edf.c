@@ -106,7 +106,7 @@ static void copy_file(const char *from, const char *to, long cut, long patch_at,
 
 static const void *attr_of(const ss_store *s, const char *name, uint32_t type, uint64_t *size) {
     ss_attr a;
-    CHECK_OK(ss_attr_get(s, name, &a));
+    CHECK_OK(ss_attr_get(&a, s, name));
     CHECK_EQ_U64(a.type, type);
     *size = a.size;
     return a.data;
@@ -121,7 +121,7 @@ static void check_example(const ss_store *s, uint64_t ex, const char *path, cons
     uint64_t sz;
     CHECK(hdr);
     CHECK(edfopen_file_readonly(path, hdr, EDFLIB_READ_ALL_ANNOTATIONS) == 0);
-    CHECK_OK(ss_get(s, 0, ex, &v));
+    CHECK_OK(ss_get(&v, s, 0, ex));
     const long long T = hdr->signalparam[sig[0]].smp_in_file;
     CHECK_EQ_U64(v.length, (uint64_t)T);
     CHECK_EQ_U64(v.row_bytes, (uint64_t)nsig * ss_dtype_size(v.dtype));
@@ -162,7 +162,7 @@ static void check_example(const ss_store *s, uint64_t ex, const char *path, cons
     ss_view a;
     char want[4096];
     size_t n = 0;
-    CHECK_OK(ss_get(s, 1, ex, &a));
+    CHECK_OK(ss_get(&a, s, 1, ex));
     for (long long i = 0; i < hdr->annotations_in_file; i++) {
         struct edf_annotation_struct an;
         CHECK(edf_get_annotation(hdr->handle, (int)i, &an) == 0);
@@ -183,9 +183,9 @@ static void check_example(const ss_store *s, uint64_t ex, const char *path, cons
     /* start time and duration */
     struct tm tm = {
         .tm_year = 121, .tm_mon = 2, .tm_mday = 4, .tm_hour = 5, .tm_min = 6, .tm_sec = 7};
-    CHECK_OK(ss_get(s, 2, ex, &a));
+    CHECK_OK(ss_get(&a, s, 2, ex));
     CHECK(*(const int64_t *)a.data == (int64_t)timegm(&tm) * EDFLIB_TIME_DIMENSION);
-    CHECK_OK(ss_get(s, 3, ex, &a));
+    CHECK_OK(ss_get(&a, s, 3, ex));
     CHECK(*(const int64_t *)a.data == hdr->file_duration);
     free(phys);
     edfclose_file(hdr->handle);
@@ -216,16 +216,16 @@ static void check_same(const char *a, const char *b) {
     for (uint32_t f = 0; f < ss_field_count(x); f++)
         for (uint64_t e = 0; e < ss_count(x); e++) {
             ss_view u, v;
-            CHECK_OK(ss_get(x, f, e, &u));
-            CHECK_OK(ss_get(y, f, e, &v));
+            CHECK_OK(ss_get(&u, x, f, e));
+            CHECK_OK(ss_get(&v, y, f, e));
             CHECK(u.length == v.length && u.row_bytes == v.row_bytes);
             CHECK(memcmp(u.data, v.data, u.length * u.row_bytes) == 0);
         }
     CHECK_EQ_U64(ss_attr_count(x), ss_attr_count(y));
     for (uint64_t k = 0; k < ss_attr_count(x); k++) {
         ss_attr u, v;
-        CHECK_OK(ss_attr_at(x, k, &u));
-        CHECK_OK(ss_attr_at(y, k, &v));
+        CHECK_OK(ss_attr_at(&u, x, k));
+        CHECK_OK(ss_attr_at(&v, y, k));
         CHECK(!strcmp(u.name, v.name) && u.size == v.size);
         if (strcmp(u.name, "convert.options")) CHECK(memcmp(u.data, v.data, u.size) == 0);
     }
@@ -273,7 +273,7 @@ int main(void) {
     ss_field fi;
     CHECK_OK(ss_open(&s, S2, 0));
     CHECK_EQ_U64(ss_count(s), 3);
-    CHECK_OK(ss_field_info(s, 0, &fi));
+    CHECK_OK(ss_field_info(&fi, s, 0));
     CHECK(!strcmp(fi.name, "signal") && fi.dtype == SS_I16 && fi.ndim == 1 && fi.dims[0] == NCH);
     CHECK_EQ_U64(ss_length(s, 0, 0), 180 * 250);
     check_common_attrs(s, NCH, LABELS);
@@ -285,7 +285,7 @@ int main(void) {
     /* BDF+: i32 digital samples */
     CHECK_EQ_U64(run_cli(err, sizeof err, "convert edf %s -o %s --force", B1, S), 0);
     CHECK_OK(ss_open(&s, S, 0));
-    CHECK_OK(ss_field_info(s, 0, &fi));
+    CHECK_OK(ss_field_info(&fi, s, 0));
     CHECK(fi.dtype == SS_I32);
     check_example(s, 0, B1, all, NCH, 0);
     ss_close(s);
@@ -339,7 +339,7 @@ int main(void) {
             0);
         CHECK_OK(ss_open(&s, S, 0));
         ss_view v;
-        CHECK_OK(ss_get(s, 0, 0, &v));
+        CHECK_OK(ss_get(&v, s, 0, 0));
         const int16_t *d = v.data; /* [T][2]: physical 10k + i at sample i */
         CHECK(v.length == 20 && d[0] < d[1] && d[2] > d[0]);
         uint64_t sz;
@@ -375,12 +375,11 @@ int main(void) {
                              E2, E3, S, path_of("labels.csv")),
                      0);
         CHECK_OK(ss_open(&s, S, 0));
-        int fl = ss_field_index(s, "label");
-        CHECK(fl >= 0);
+        uint32_t fl = ss_test_field(s, "label");
         const uint32_t want[3] = {0, 1, 0};
         for (uint64_t e = 0; e < 3; e++) {
             ss_view v;
-            CHECK_OK(ss_get(s, (uint32_t)fl, e, &v));
+            CHECK_OK(ss_get(&v, s, (uint32_t)fl, e));
             CHECK_EQ_U64(*(const uint32_t *)v.data, want[e]);
         }
         uint64_t sz;

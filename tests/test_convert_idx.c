@@ -159,20 +159,19 @@ static void test_fashion_mnist(void) {
     ss_attr a;
     CHECK_OK(ss_open(&s, store, 0));
     CHECK_EQ_U64(ss_count(s), 10000);
-    int fi = ss_field_index(s, "image"), fl = ss_field_index(s, "label");
-    CHECK(fi >= 0 && fl >= 0);
+    uint32_t fi = ss_test_field(s, "image"), fl = ss_test_field(s, "label");
     for (uint64_t k = 0; k < 10000; k++) {
-        CHECK_OK(ss_get(s, (uint32_t)fi, k, &v));
+        CHECK_OK(ss_get(&v, s, (uint32_t)fi, k));
         CHECK_EQ_U64(v.length, 784);
         CHECK_EQ_U64(v.row_bytes, 1);
         CHECK_EQ_U64(v.dtype, SS_U8);
         CHECK(memcmp(v.data, img + 16 + k * 784, 784) == 0);
-        CHECK_OK(ss_get(s, (uint32_t)fl, k, &v));
+        CHECK_OK(ss_get(&v, s, (uint32_t)fl, k));
         CHECK_EQ_U64(*(const uint8_t *)v.data, lab[8 + k]);
     }
-    CHECK_OK(ss_attr_get(s, "label.names", &a));
+    CHECK_OK(ss_attr_get(&a, s, "label.names"));
     CHECK(a.type == SS_ATTR_TEXT && a.size > 9 && memcmp(a.data, "T-shirt\nTrouser\n", 16) == 0);
-    CHECK_OK(ss_attr_get(s, "image.shape", &a));
+    CHECK_OK(ss_attr_get(&a, s, "image.shape"));
     CHECK(a.type == SS_U32 && a.size == 8);
     CHECK(((const uint32_t *)a.data)[0] == 28 && ((const uint32_t *)a.data)[1] == 28);
     ss_close(s);
@@ -185,7 +184,7 @@ static void test_fashion_mnist(void) {
     CHECK_EQ_U64(ss_count(s), 10000);
     CHECK_EQ_U64(ss_field_count(s), 2); /* image + the framework's source */
     for (uint64_t k = 0; k < 10000; k += 997) {
-        CHECK_OK(ss_get(s, 0, k, &v));
+        CHECK_OK(ss_get(&v, s, 0, k));
         CHECK_EQ_U64(v.length, 28);
         CHECK_EQ_U64(v.row_bytes, 28);
         CHECK(memcmp(v.data, img + 16 + k * 784, 784) == 0);
@@ -231,12 +230,12 @@ static void test_synthetic(void) {
     CHECK_OK(ss_open(&s, store, 0));
     CHECK_EQ_U64(ss_count(s), 6);
     for (uint64_t k = 0; k < 6; k++) {
-        CHECK_OK(ss_get(s, 0, k, &v));
+        CHECK_OK(ss_get(&v, s, 0, k));
         CHECK_EQ_U64(v.dtype, SS_I16);
         CHECK_EQ_U64(v.length, 15);
         for (int i = 0; i < 15; i++)
             CHECK(((const int16_t *)v.data)[i] == (int16_t)((int)(k * 1000) + i - 500));
-        CHECK_OK(ss_get(s, 1, k, &v));
+        CHECK_OK(ss_get(&v, s, 1, k));
         CHECK_EQ_U64(*(const uint8_t *)v.data, 5 - k);
     }
     ss_close(s);

@@ -11,15 +11,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-/* A path in the test's directory (a copy: ss_test_path() rotates its buffers). */
-static const char *tp(const char *name) {
-    static char paths[128][768];
-    static int next;
-    CHECK(next < 128);
-    snprintf(paths[next], sizeof paths[0], "%s", ss_test_path(name));
-    return paths[next++];
-}
-
 static char g_out[768], g_err[768]; /* stdout and stderr of the last run */
 
 /* Run `ENV seqstore ARGS`; returns the exit code, or 128 + signal. */
@@ -85,7 +76,7 @@ static unsigned char *index_bytes(const char *path, const char *name, size_t *si
     char key[300];
     snprintf(key, sizeof key, "%s%s", SS_BUCKET_ATTR_PREFIX, name);
     ss_attr a;
-    CHECK_OK(ss_attr_get(s, key, &a));
+    CHECK_OK(ss_attr_get(&a, s, key));
     unsigned char *copy = malloc(a.size);
     CHECK(copy);
     memcpy(copy, a.data, a.size);
@@ -145,7 +136,7 @@ static void check_against_naive(const char *path, const char *name, const uint64
     CHECK_EQ_U64(ss_bucket_size(b), n);
     CHECK_EQ_U64(ss_bucket_count(b), nb);
     CHECK_EQ_U64(ss_bucket_resolution(b), R);
-    CHECK_EQ_U64(ss_bucket_keys(b, NULL), nkeys);
+    CHECK_EQ_U64(ss_bucket_keys(NULL, b), nkeys);
     const uint64_t *p = ss_bucket_permutation(b), *st = ss_bucket_starts(b);
     for (uint64_t i = 0; i < n; i++) CHECK_EQ_U64(p[i], perm[i]);
     for (uint64_t q = 0; q <= nb; q++) CHECK_EQ_U64(st[q], starts[q]);
@@ -158,9 +149,9 @@ static void check_against_naive(const char *path, const char *name, const uint64
 /* One key: lines converter, convert --index-by vs convert + `seqstore index`. */
 static void test_one_key(void) {
     uint64_t rng = 11, n = 700, len[700];
-    const char *in = tp("one.txt");
+    const char *in = ss_test_keep_path("one.txt");
     write_lines(in, n, 60, len, &rng);
-    const char *a = tp("one_a.ss"), *b = tp("one_b.ss");
+    const char *a = ss_test_keep_path("one_a.ss"), *b = ss_test_keep_path("one_b.ss");
     EXPECT_RUN(0, NULL, "convert lines %s -o %s -q --index-by tokens --index-resolution 8", in, a);
     EXPECT_RUN(0, NULL, "convert lines %s -o %s -q", in, b);
     EXPECT_RUN(0, NULL, "index %s --by tokens --resolution 8", b);
@@ -176,7 +167,7 @@ static void test_one_key(void) {
     ss_close(s);
 
     /* resolution 1 (exact lengths), a name, --opt=value spelling */
-    const char *c = tp("one_c.ss");
+    const char *c = ss_test_keep_path("one_c.ss");
     EXPECT_RUN(0, NULL,
                "convert lines %s -o %s -q --index-by=tokens --index-resolution=1 "
                "--index-name=exact",
@@ -189,10 +180,10 @@ static void test_one_key(void) {
 /* Two keys: the parallel converter's src,tgt. */
 static void test_two_keys(void) {
     uint64_t rng = 23, n = 500, ls[500], lt[500];
-    const char *src = tp("src.txt"), *tgt = tp("tgt.txt");
+    const char *src = ss_test_keep_path("src.txt"), *tgt = ss_test_keep_path("tgt.txt");
     write_lines(src, n, 9, ls, &rng); /* short: many ties in the first key */
     write_lines(tgt, n, 40, lt, &rng);
-    const char *a = tp("two_a.ss"), *b = tp("two_b.ss");
+    const char *a = ss_test_keep_path("two_a.ss"), *b = ss_test_keep_path("two_b.ss");
     EXPECT_RUN(0, NULL,
                "convert parallel %s %s -o %s -q --index-by src,tgt --index-resolution 5 "
                "--index-name pair --threads 2",
@@ -207,10 +198,10 @@ static void test_two_keys(void) {
 /* --append rebuilds the existing indices (and --index-by replaces its own). */
 static void test_append(void) {
     uint64_t rng = 37, n1 = 300, n2 = 250, len[550];
-    const char *in1 = tp("app1.txt"), *in2 = tp("app2.txt");
+    const char *in1 = ss_test_keep_path("app1.txt"), *in2 = ss_test_keep_path("app2.txt");
     write_lines(in1, n1, 50, len, &rng);
     write_lines(in2, n2, 80, len + n1, &rng);
-    const char *a = tp("app.ss");
+    const char *a = ss_test_keep_path("app.ss");
     EXPECT_RUN(0, NULL, "convert lines %s -o %s -q --index-by tokens --index-resolution 4", in1, a);
     EXPECT_RUN(0, NULL, "index %s --by tokens --resolution 16 --name coarse", a);
     const uint64_t *keys[1] = {len};
@@ -223,7 +214,7 @@ static void test_append(void) {
     check_against_naive(a, "coarse", keys, 1, n1 + n2, 16);
 
     /* the same as `seqstore index` on the appended store */
-    const char *b = tp("app_b.ss");
+    const char *b = ss_test_keep_path("app_b.ss");
     EXPECT_RUN(0, NULL, "convert lines %s -o %s -q", in1, b);
     EXPECT_RUN(0, NULL, "convert lines %s -o %s -q --append", in2, b);
     EXPECT_RUN(0, NULL, "index %s --by tokens --resolution 4", b);
@@ -247,9 +238,9 @@ static void test_append(void) {
 /* A conversion killed mid-way and resumed writes the same index. */
 static void test_resume(void) {
     uint64_t rng = 41, n = 3000, len[3000];
-    const char *in = tp("res.txt");
+    const char *in = ss_test_keep_path("res.txt");
     write_lines(in, n, 30, len, &rng);
-    const char *a = tp("res.ss"), *b = tp("res_b.ss");
+    const char *a = ss_test_keep_path("res.ss"), *b = ss_test_keep_path("res_b.ss");
     const char *opts = "--index-by tokens --index-resolution 3 --commit-bytes 512";
     EXPECT_RUN(128 + 9, "SS_TEST_KILL_AFTER=1700", "convert lines %s -o %s -q %s", in, a, opts);
     ss_store *s;
@@ -266,7 +257,7 @@ static void test_resume(void) {
  * error (1); no store is created either way. */
 static void test_errors(void) {
     uint64_t rng = 5, len[10];
-    const char *in = tp("err.txt"), *o = tp("err.ss");
+    const char *in = ss_test_keep_path("err.txt"), *o = ss_test_keep_path("err.ss");
     write_lines(in, 10, 5, len, &rng);
     EXPECT_RUN(2, NULL, "convert lines %s -o %s --index-by tokens", in, o);
     EXPECT_RUN(2, NULL, "convert lines %s -o %s --index-resolution 4", in, o);

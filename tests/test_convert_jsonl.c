@@ -19,7 +19,7 @@ typedef struct corpus {
 /* Fortunes' lines plus lines that stress the escaping. */
 static corpus make_corpus(int copies) {
     size_t n;
-    char *f = read_all(FORTUNES, &n);
+    char *f = ss_test_read_file(FORTUNES, &n);
     static const char *const extra[] = {"quote \" backslash \\ slash /", "tab\tand\x01control\x1f",
                                         "caf\xc3\xa9 \xe2\x82\xac", "astral \xf0\x9f\x98\x80!", ""};
     corpus c = {NULL, NULL, 0, f};
@@ -110,10 +110,9 @@ static char *make_jsonl(const corpus *c, size_t *size) {
 
 static void expect_field(ss_store *s, const char *field, uint64_t i, ss_dtype dtype,
                          const void *want, uint64_t n) {
-    int f = ss_field_index(s, field);
-    CHECK(f >= 0);
+    uint32_t f = ss_test_field(s, field);
     ss_view v;
-    CHECK_OK(ss_get(s, (uint32_t)f, i, &v));
+    CHECK_OK(ss_get(&v, s, (uint32_t)f, i));
     CHECK(v.dtype == dtype);
     if (v.length != n || memcmp(v.data, want, n * v.row_bytes)) {
         fprintf(stderr, "example %" PRIu64 " field %s: %" PRIu64 " elements, want %" PRIu64 "\n", i,
@@ -154,7 +153,7 @@ static void check_store(const char *path, const corpus *c, const char *mode) {
         }
         /* provenance: line numbers count the blank lines */
         ss_view v;
-        CHECK_OK(ss_get(s, (uint32_t)ss_field_index(s, "source"), i, &v));
+        CHECK_OK(ss_get(&v, s, ss_test_field(s, "source"), i));
         uint64_t want_line = i + 1 + (i > 5 ? (i - 6) / 97 + 1 : 0);
         CHECK_EQ_U64(((const uint64_t *)v.data)[1], want_line);
     }
@@ -164,7 +163,7 @@ static void check_store(const char *path, const corpus *c, const char *mode) {
 }
 
 static void test_fields(const char *jsonl, const corpus *c) {
-    const char *st = tp("j.ss");
+    const char *st = ss_test_keep_path("j.ss");
     EXPECT_RUN(0, "convert jsonl %s --key text --key title -o %s --force --quiet", jsonl, st);
     check_store(st, c, "bytes");
     EXPECT_RUN(0, "convert jsonl %s --tokens chars -o %s --force --quiet", jsonl, st);
@@ -188,14 +187,14 @@ static void gz_write(const char *path, const char *data, size_t n) {
 /* .gz input; a truncated .gz is an error naming the file (text and jsonl:
  * before the fix both took the truncated data as the whole input). */
 static void test_gzip(const char *data, size_t n, const corpus *c) {
-    const char *gz = tp("c.jsonl.gz"), *st = tp("gz.ss");
+    const char *gz = ss_test_keep_path("c.jsonl.gz"), *st = ss_test_keep_path("gz.ss");
     gz_write(gz, data, n);
     EXPECT_RUN(0, "convert jsonl %s --key text --key title -o %s --quiet", gz, st);
     check_store(st, c, "bytes");
     size_t gn;
-    char *g = read_all(gz, &gn);
-    const char *cut = tp("cut.jsonl.gz");
-    write_all(cut, g, gn / 2);
+    char *g = ss_test_read_file(gz, &gn);
+    const char *cut = ss_test_keep_path("cut.jsonl.gz");
+    ss_test_write_file(cut, g, gn / 2);
     free(g);
     EXPECT_RUN(1, "convert jsonl %s -o %s --force --quiet", cut, st);
     EXPECT_ERR("cut.jsonl.gz: gzip error after");
@@ -212,18 +211,17 @@ static void same_stores(const char *a, const char *fa, const char *b, const char
     CHECK_OK(ss_open(&x, a, 0));
     CHECK_OK(ss_open(&y, b, 0));
     CHECK_EQ_U64(ss_count(x), ss_count(y));
-    int ix = ss_field_index(x, fa), iy = ss_field_index(y, fb);
-    CHECK(ix >= 0 && iy >= 0);
+    uint32_t ix = ss_test_field(x, fa), iy = ss_test_field(y, fb);
     for (uint64_t i = 0; i < ss_count(x); i++) {
         ss_view u, v;
-        CHECK_OK(ss_get(x, (uint32_t)ix, i, &u));
-        CHECK_OK(ss_get(y, (uint32_t)iy, i, &v));
+        CHECK_OK(ss_get(&u, x, (uint32_t)ix, i));
+        CHECK_OK(ss_get(&v, y, (uint32_t)iy, i));
         CHECK(u.dtype == v.dtype && u.length == v.length);
         CHECK(!memcmp(u.data, v.data, u.length * u.row_bytes));
     }
     ss_attr p, q;
-    CHECK_OK(ss_attr_get(x, attr, &p));
-    CHECK_OK(ss_attr_get(y, attr, &q));
+    CHECK_OK(ss_attr_get(&p, x, attr));
+    CHECK_OK(ss_attr_get(&q, y, attr));
     CHECK(p.size == q.size && !memcmp(p.data, q.data, p.size));
     ss_close(x);
     ss_close(y);
@@ -234,7 +232,8 @@ static void same_stores(const char *a, const char *fa, const char *b, const char
  * implementation in test_convert_cli), counted on 1 and 2 threads; --vocab
  * reuses a vocabulary. */
 static void test_words(const char *jsonl, const corpus *c) {
-    const char *txt = tp("w.txt"), *ts = tp("wt.ss"), *js = tp("wj.ss");
+    const char *txt = ss_test_keep_path("w.txt"), *ts = ss_test_keep_path("wt.ss"),
+               *js = ss_test_keep_path("wj.ss");
     FILE *f = fopen(txt, "wb");
     CHECK(f);
     for (size_t i = 0; i < c->n; i++) {
@@ -253,7 +252,7 @@ static void test_words(const char *jsonl, const corpus *c) {
     }
     EXPECT_RUN(0, "convert jsonl %s --tokens words --vocab %s -o %s --force --quiet", jsonl, ts,
                js);
-    const char *ts2 = tp("wt2.ss");
+    const char *ts2 = ss_test_keep_path("wt2.ss");
     EXPECT_RUN(0, "convert text %s --tokens words --vocab %s -o %s --force --quiet", txt, ts, ts2);
     same_stores(ts2, "tokens", js, "text", "vocab");
 }
@@ -261,7 +260,7 @@ static void test_words(const char *jsonl, const corpus *c) {
 /* A conversion killed part way and resumed gives the uninterrupted store
  * (words: the vocabulary is counted again, the same). */
 static void test_resume(const char *jsonl) {
-    const char *full = tp("rfull.ss"), *part = tp("rpart.ss");
+    const char *full = ss_test_keep_path("rfull.ss"), *part = ss_test_keep_path("rpart.ss");
     const char *opts = "--key text --key title --tokens words --threads 2 --quiet";
     EXPECT_RUN(0, "convert jsonl %s %s -o %s", jsonl, opts, full);
     int rc = run_sh("SS_TEST_KILL_AFTER=300 %s convert jsonl %s %s --commit-bytes 500 -o %s",
@@ -281,8 +280,9 @@ static void test_threads(void) {
     size_t n;
     char *data = make_jsonl(&big, &n);
     CHECK(n > 3u << 20);
-    const char *in = tp("big.jsonl"), *a = tp("t1.ss"), *b = tp("t2.ss");
-    write_all(in, data, n);
+    const char *in = ss_test_keep_path("big.jsonl"), *a = ss_test_keep_path("t1.ss"),
+               *b = ss_test_keep_path("t2.ss");
+    ss_test_write_file(in, data, n);
     EXPECT_RUN(0, "convert jsonl %s --key text --key title --threads 1 -o %s --quiet", in, a);
     EXPECT_RUN(0, "convert jsonl %s --key text --key title --threads 2 -o %s --quiet", in, b);
     check_store(a, &big, "bytes");
@@ -320,11 +320,12 @@ static void test_bad_lines(void) {
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
         char name[64], body[512];
         snprintf(name, sizeof name, "bad_%s.jsonl", cases[k].name);
-        const char *f = tp(name);
+        const char *f = ss_test_keep_path(name);
         int m = snprintf(body, sizeof body, "{\"text\": %s, \"title\": \"t\"}\n\n%s\n",
                          strstr(cases[k].opts, "ids") ? "[1]" : "\"ok\"", cases[k].line);
-        write_all(f, body, (size_t)m);
-        EXPECT_RUN(1, "convert jsonl %s %s -o %s --force --quiet", f, cases[k].opts, tp("b.ss"));
+        ss_test_write_file(f, body, (size_t)m);
+        EXPECT_RUN(1, "convert jsonl %s %s -o %s --force --quiet", f, cases[k].opts,
+                   ss_test_keep_path("b.ss"));
         char where[700];
         snprintf(where, sizeof where, "%s:3: ", f);
         EXPECT_ERR(where);
@@ -335,8 +336,8 @@ static void test_bad_lines(void) {
         }
     }
     strcat(all, "{\"text\": \"last\"}\n");
-    const char *f = tp("bad_all.jsonl"), *st = tp("skip.ss");
-    write_all(f, all, strlen(all));
+    const char *f = ss_test_keep_path("bad_all.jsonl"), *st = ss_test_keep_path("skip.ss");
+    ss_test_write_file(f, all, strlen(all));
     EXPECT_RUN(0, "convert jsonl %s --skip-bad -o %s --force", f, st);
     EXPECT_ERR("skipped 8 bad inputs");
     EXPECT_ERR("bad_all.jsonl:7: key 'text' is an array of ids");
@@ -348,8 +349,8 @@ static void test_bad_lines(void) {
 }
 
 static void test_usage(void) {
-    const char *in = tp("u.jsonl"), *st = tp("u.ss");
-    write_all(in, "{}\n", 3);
+    const char *in = ss_test_keep_path("u.jsonl"), *st = ss_test_keep_path("u.ss");
+    ss_test_write_file(in, "{}\n", 3);
     EXPECT_RUN(2, "convert jsonl %s --key source -o %s", in, st);
     EXPECT_ERR("--key 'source' cannot name a field");
     EXPECT_RUN(2, "convert jsonl %s --key a --key a -o %s", in, st);
@@ -372,8 +373,8 @@ int main(void) {
     corpus c = make_corpus(1);
     size_t n;
     char *data = make_jsonl(&c, &n);
-    const char *jsonl = tp("c.jsonl");
-    write_all(jsonl, data, n);
+    const char *jsonl = ss_test_keep_path("c.jsonl");
+    ss_test_write_file(jsonl, data, n);
     test_fields(jsonl, &c);
     test_words(jsonl, &c);
     test_resume(jsonl);

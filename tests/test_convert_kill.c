@@ -26,13 +26,6 @@
 
 static char g_err[1 << 16];
 
-static const char *tp(const char *name) {
-    static char paths[64][768];
-    static int next;
-    snprintf(paths[next % 64], sizeof paths[0], "%s", ss_test_path(name));
-    return paths[next++ % 64];
-}
-
 static int run(long kill, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static int run(long kill, const char *fmt, ...) {
     char env[64];
@@ -92,8 +85,8 @@ static void same_store(const char *pa, const char *pb) {
     for (uint64_t i = 0; i < ss_count(a); i++)
         for (uint32_t f = 0; f < ss_field_count(a); f++) {
             ss_view u, v;
-            CHECK_OK(ss_get(a, f, i, &u));
-            CHECK_OK(ss_get(b, f, i, &v));
+            CHECK_OK(ss_get(&u, a, f, i));
+            CHECK_OK(ss_get(&v, b, f, i));
             CHECK_EQ_U64(u.length, v.length);
             CHECK_EQ_U64(u.row_bytes, v.row_bytes);
             if (memcmp(u.data, v.data, u.length * u.row_bytes)) {
@@ -104,8 +97,8 @@ static void same_store(const char *pa, const char *pb) {
     CHECK_EQ_U64(ss_attr_count(a), ss_attr_count(b));
     for (uint64_t k = 0; k < ss_attr_count(a); k++) {
         ss_attr x, y;
-        CHECK_OK(ss_attr_at(a, k, &x));
-        CHECK_OK(ss_attr_at(b, k, &y));
+        CHECK_OK(ss_attr_at(&x, a, k));
+        CHECK_OK(ss_attr_at(&y, b, k));
         CHECK(!strcmp(x.name, y.name));
         CHECK_EQ_U64(x.type, y.type);
         if (x.size != y.size || memcmp(x.data, y.data, x.size)) {
@@ -200,8 +193,8 @@ static void campaign_run(const char *opts, const char *tag, int pair, int iterat
     static char ab[2][2000];
     memset(k, 0, sizeof *k);
     k->opts = opts;
-    k->a = tp("a.txt");
-    k->b = tp("b.txt");
+    k->a = ss_test_keep_path("a.txt");
+    k->b = ss_test_keep_path("b.txt");
     if (pair) {
         snprintf(ab[0], sizeof ab[0], "%s %s", k->a, k->a);
         snprintf(ab[1], sizeof ab[1], "%s %s", k->b, k->b);
@@ -209,11 +202,11 @@ static void campaign_run(const char *opts, const char *tag, int pair, int iterat
         k->b = ab[1];
     }
     snprintf(name, sizeof name, "%s.ss", tag);
-    k->out = tp(name);
+    k->out = ss_test_keep_path(name);
     snprintf(name, sizeof name, "%s-ref-create.ss", tag);
-    k->ref_create = tp(name);
+    k->ref_create = ss_test_keep_path(name);
     snprintf(name, sizeof name, "%s-ref-append.ss", tag);
-    k->ref_append = tp(name);
+    k->ref_append = ss_test_keep_path(name);
     references(k);
     for (int it = 0; it < iterations; it++) {
         int append = (int)(ss_test_rand(&seed) % 2);
@@ -232,8 +225,8 @@ static void campaign_run(const char *opts, const char *tag, int pair, int iterat
 }
 
 static void test_campaign(void) {
-    write_text(tp("a.txt"), A_LINES, 1);
-    write_text(tp("b.txt"), B_LINES, 2);
+    write_text(ss_test_keep_path("a.txt"), A_LINES, 1);
+    write_text(ss_test_keep_path("b.txt"), B_LINES, 2);
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     campaign bytes, words, pairs;
@@ -266,7 +259,8 @@ static void test_campaign(void) {
 /* ------------------------------------------------------------ 2: mismatch */
 
 static void test_resume_mismatch(void) {
-    const char *a = tp("m.txt"), *b = tp("m2.txt"), *out = tp("m.ss");
+    const char *a = ss_test_keep_path("m.txt"), *b = ss_test_keep_path("m2.txt"),
+               *out = ss_test_keep_path("m.ss");
     write_text(a, A_LINES, 3);
     write_text(b, A_LINES, 4);
     EXPECT_RUN(128 + SIGKILL, 100000, "convert text %s -o %s -q --force " CB, a, out);
@@ -296,7 +290,7 @@ static void test_resume_mismatch(void) {
     EXPECT_RUN(1, -1, "convert lines %s -o %s -q --resume", a, out);
     EXPECT_ERR("was 'convert text', not 'convert lines'");
     /* a vocabulary file read besides the inputs, changed meanwhile */
-    const char *voc = tp("m.vocab");
+    const char *voc = ss_test_keep_path("m.vocab");
     sh("printf '<unk>\\nthe\\na\\nstore\\n' > %s", voc);
     EXPECT_RUN(128 + SIGKILL, 100000,
                "convert text %s --tokens words --vocab %s -o %s -q --force " CB, a, voc, out);
@@ -323,7 +317,7 @@ static void test_resume_mismatch(void) {
 
     /* bad input stops a run; the input fixed (so changed) still resumes,
      * into the store an uninterrupted run of the fixed input makes */
-    const char *ids = tp("ids.txt"), *ref = tp("ids-ref.ss");
+    const char *ids = ss_test_keep_path("ids.txt"), *ref = ss_test_keep_path("ids-ref.ss");
     sh("seq 1 200000 | sed 's/$/ 7 9/' > %s", ids);
     EXPECT_RUN(0, -1, "convert text %s --tokens ids -o %s -q " CB, ids, out);
     CHECK(rename(out, ref) == 0);
@@ -341,7 +335,7 @@ static void test_resume_mismatch(void) {
 /* --------------------------------------------------------------- 3: gzip */
 
 static void test_truncated_gzip(void) {
-    const char *t = tp("g.txt"), *out = tp("g.ss");
+    const char *t = ss_test_keep_path("g.txt"), *out = ss_test_keep_path("g.ss");
     char gz[800], cut[800], bad[800];
     write_text(t, 60000, 5);
     snprintf(gz, sizeof gz, "%s.gz", t);
@@ -373,7 +367,7 @@ static void test_truncated_gzip(void) {
         EXPECT_ERR("incorrect data check");
     }
     /* idx: a gzip file cut short, and one with a damaged trailer */
-    const char *idx = tp("i.idx");
+    const char *idx = ss_test_keep_path("i.idx");
     FILE *f = fopen(idx, "wb");
     CHECK(f);
     unsigned char hdr[16] = {0, 0, 8, 3, 0, 0, 0x4e, 0x20, 0, 0, 0, 28, 0, 0, 0, 28};
@@ -397,8 +391,8 @@ static void test_truncated_gzip(void) {
 /* ------------------------------------------------------------ 4: messages */
 
 static void test_messages(void) {
-    const char *out = tp("x.ss"), *dir = tp("dir.npy"), *npy = tp("huge.npy"),
-               *idx = tp("huge.idx");
+    const char *out = ss_test_keep_path("x.ss"), *dir = ss_test_keep_path("dir.npy"),
+               *npy = ss_test_keep_path("huge.npy"), *idx = ss_test_keep_path("huge.idx");
     mkdir(dir, 0755);
     EXPECT_RUN(1, -1, "convert npy %s -o %s -q --force", dir, out);
     EXPECT_ERR("is a directory");
@@ -444,7 +438,7 @@ static void unmount_at_exit(void) {
 
 /* A full disk: a 6 MiB tmpfs, an input that does not fit. */
 static void test_disk_full(void) {
-    const char *mnt = tp("small"), *t = tp("big.txt");
+    const char *mnt = ss_test_keep_path("small"), *t = ss_test_keep_path("big.txt");
     char out[900];
     mkdir(mnt, 0755);
     if (mount("tmpfs", mnt, "tmpfs", 0, "size=6m") != 0) {

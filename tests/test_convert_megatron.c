@@ -23,25 +23,24 @@ static char *dump_store(const char *path) {
     char *out = malloc(cap);
     CHECK(out);
     ss_field f;
-    CHECK_OK(ss_field_info(s, 0, &f));
+    CHECK_OK(ss_field_info(&f, s, 0));
     const char *name = NULL;
     for (int k = 0; k < 8; k++)
         if (ss_types[k] == f.dtype) name = dtypes[k];
     CHECK(name);
     n += (size_t)snprintf(out + n, cap - n, "dtype %s\ndoc_idx", name);
     ss_attr a;
-    CHECK_OK(ss_attr_get(s, "megatron.doc_idx", &a));
+    CHECK_OK(ss_attr_get(&a, s, "megatron.doc_idx"));
     CHECK(a.type == SS_U64);
     const uint64_t *d = a.data;
     size_t nd = (size_t)(a.size / 8);
     for (size_t k = 0; k < nd; k++) n += (size_t)snprintf(out + n, cap - n, " %" PRIu64, d[k]);
     n += (size_t)snprintf(out + n, cap - n, "\n");
-    int df = ss_field_index(s, "document");
-    CHECK(df >= 0);
+    uint32_t df = ss_test_field(s, "document");
     for (uint64_t i = 0; i < ss_count(s); i++) {
         ss_view v, dv;
-        CHECK_OK(ss_get(s, 0, i, &v));
-        CHECK_OK(ss_get(s, (uint32_t)df, i, &dv));
+        CHECK_OK(ss_get(&v, s, 0, i));
+        CHECK_OK(ss_get(&dv, s, (uint32_t)df, i));
         uint64_t want = 0;
         for (size_t k = 0; k < nd; k++)
             if (d[k] <= i) want = k;
@@ -58,7 +57,7 @@ static char *dump_store(const char *path) {
 
 static void check_same_file(const char *a, const char *b) {
     size_t na, nb;
-    char *x = read_all(a, &na), *y = read_all(b, &nb);
+    char *x = ss_test_read_file(a, &na), *y = ss_test_read_file(b, &nb);
     if (na != nb || memcmp(x, y, na)) {
         fprintf(stderr, "%s and %s differ (%zu / %zu bytes)\n", a, b, na, nb);
         exit(1);
@@ -71,13 +70,14 @@ static void test_dtypes_round_trip(void) {
     for (int k = 0; k < 8; k++) {
         char name[64];
         snprintf(name, sizeof name, "ds_%s", dtypes[k]);
-        const char *prefix = tp(name), *store = tp("mg.ss"), *back = tp("back");
-        const char *dump = tp("ref.txt"), *dump2 = tp("ref2.txt");
+        const char *prefix = ss_test_keep_path(name), *store = ss_test_keep_path("mg.ss"),
+                   *back = ss_test_keep_path("back");
+        const char *dump = ss_test_keep_path("ref.txt"), *dump2 = ss_test_keep_path("ref2.txt");
         EXPECT_SH(0, REF " write %s %s %d", prefix, dtypes[k], 10 + k);
         EXPECT_SH(0, REF " dump %s > %s", prefix, dump);
         EXPECT_RUN(0, "convert megatron %s -o %s --force --quiet", prefix, store);
         size_t n;
-        char *want = read_all(dump, &n), *got = dump_store(store);
+        char *want = ss_test_read_file(dump, &n), *got = dump_store(store);
         if (strcmp(want, got)) {
             fprintf(stderr, "%s: the store differs from the reference reader:\n%s\n---\n%s\n",
                     dtypes[k], want, got);
@@ -100,15 +100,18 @@ static void test_dtypes_round_trip(void) {
 /* Two datasets joined: sequences in order, doc_idx merged as Megatron's
  * merge does; exporting writes the merged dataset. */
 static void test_two_prefixes(void) {
-    const char *p1 = tp("two_a"), *p2 = tp("two_b"), *store = tp("two.ss"), *out = tp("two_o");
+    const char *p1 = ss_test_keep_path("two_a"), *p2 = ss_test_keep_path("two_b"),
+               *store = ss_test_keep_path("two.ss"), *out = ss_test_keep_path("two_o");
     EXPECT_SH(0, REF " write %s int32 1 && " REF " write %s int32 2", p1, p2);
     EXPECT_RUN(0, "convert megatron %s %s -o %s --force --quiet", p1, p2, store);
     EXPECT_RUN(0, "export megatron %s %s", store, out);
-    const char *d1 = tp("d1.txt"), *d2 = tp("d2.txt"), *d3 = tp("d3.txt");
+    const char *d1 = ss_test_keep_path("d1.txt"), *d2 = ss_test_keep_path("d2.txt"),
+               *d3 = ss_test_keep_path("d3.txt");
     EXPECT_SH(0, REF " dump %s > %s && " REF " dump %s > %s && " REF " dump %s > %s", p1, d1, p2,
               d2, out, d3);
     size_t n1, n2, n3;
-    char *a = read_all(d1, &n1), *b = read_all(d2, &n2), *c = read_all(d3, &n3);
+    char *a = ss_test_read_file(d1, &n1), *b = ss_test_read_file(d2, &n2),
+         *c = ss_test_read_file(d3, &n3);
     /* expected: a's sequences then b's; doc_idx = a's, then b's (after its
      * 0) plus a's sequence count */
     char *la = strchr(strchr(a, '\n') + 1, '\n') + 1, *lb = strchr(strchr(b, '\n') + 1, '\n') + 1;
@@ -134,14 +137,15 @@ static void test_two_prefixes(void) {
 
 /* A store from another converter: one document per example. */
 static void test_export_plain_store(void) {
-    const char *txt = tp("plain.txt"), *store = tp("plain.ss"), *out = tp("plain_o");
-    write_all(txt, "ab\n\ncde\n", 8);
+    const char *txt = ss_test_keep_path("plain.txt"), *store = ss_test_keep_path("plain.ss"),
+               *out = ss_test_keep_path("plain_o");
+    ss_test_write_file(txt, "ab\n\ncde\n", 8);
     EXPECT_RUN(0, "convert text %s -o %s --quiet", txt, store);
     EXPECT_RUN(0, "export megatron %s %s", store, out);
-    const char *d = tp("plain_dump.txt");
+    const char *d = ss_test_keep_path("plain_dump.txt");
     EXPECT_SH(0, REF " dump %s > %s", out, d);
     size_t n;
-    char *got = read_all(d, &n);
+    char *got = ss_test_read_file(d, &n);
     CHECK(!strcmp(got, "dtype uint8\ndoc_idx 0 1 2 3\n6162\n\n636465\n"));
     free(got);
     /* refusals */
@@ -151,7 +155,7 @@ static void test_export_plain_store(void) {
     EXPECT_ERR("no field 'nope'");
     EXPECT_RUN(1, "export megatron %s %s --field source --force", store, out);
     EXPECT_ERR("field 'source' is not a sequence of scalars");
-    const char *chars = tp("chars.ss");
+    const char *chars = ss_test_keep_path("chars.ss");
     EXPECT_RUN(0, "convert text %s --tokens chars -o %s --quiet", txt, chars);
     EXPECT_RUN(1, "export megatron %s %s --force", chars, out);
     EXPECT_ERR("field 'tokens' is u32: Megatron has");
@@ -166,12 +170,12 @@ static void put64(uint8_t *p, uint64_t v) {
 
 /* Each corruption of a valid index gets its own message. */
 static void test_bad_index(void) {
-    const char *good = tp("good");
+    const char *good = ss_test_keep_path("good");
     EXPECT_SH(0, REF " write %s uint16 5", good);
     char path[800];
     snprintf(path, sizeof path, "%s.idx", good);
     size_t n;
-    uint8_t *idx = (uint8_t *)read_all(path, &n);
+    uint8_t *idx = (uint8_t *)ss_test_read_file(path, &n);
     uint64_t nseq = 0, ndoc = 0;
     for (int i = 7; i >= 0; i--) nseq = nseq << 8 | idx[18 + i], ndoc = ndoc << 8 | idx[26 + i];
     size_t sizes = 34, ptrs = 34 + 4 * nseq, docs = 34 + 12 * nseq;
@@ -207,32 +211,33 @@ static void test_bad_index(void) {
             for (int i = 0; i < 4; i++) bad[cases[k].at + i] = (uint8_t)(cases[k].with >> 8 * i);
         if (cases[k].len == 8) put64(bad + cases[k].at, cases[k].with);
         snprintf(f, sizeof f, "%s.idx", prefix);
-        write_all(f, bad, m);
+        ss_test_write_file(f, bad, m);
         free(bad);
         EXPECT_SH(0, "cp %s.bin %s.bin", good, prefix);
-        EXPECT_RUN(1, "convert megatron %s -o %s --force --quiet", prefix, tp("bad.ss"));
+        EXPECT_RUN(1, "convert megatron %s -o %s --force --quiet", prefix,
+                   ss_test_keep_path("bad.ss"));
         EXPECT_ERR(prefix);
         EXPECT_ERR(cases[k].expect);
     }
     free(idx);
-    EXPECT_RUN(1, "convert megatron %s_missing -o %s --force", good, tp("bad.ss"));
+    EXPECT_RUN(1, "convert megatron %s_missing -o %s --force", good, ss_test_keep_path("bad.ss"));
     EXPECT_ERR("_missing.bin: cannot open: No such file");
     /* --skip-bad skips a bad dataset and keeps the good one */
     EXPECT_RUN(0, "convert megatron %s_magic %s --skip-bad -o %s --force --quiet", good, good,
-               tp("skip.ss"));
+               ss_test_keep_path("skip.ss"));
     ss_store *s;
-    CHECK_OK(ss_open(&s, tp("skip.ss"), 0));
+    CHECK_OK(ss_open(&s, ss_test_keep_path("skip.ss"), 0));
     CHECK_EQ_U64(ss_count(s), nseq);
     ss_close(s);
-    EXPECT_RUN(2, "convert megatron -o %s --force", tp("bad.ss"));
+    EXPECT_RUN(2, "convert megatron -o %s --force", ss_test_keep_path("bad.ss"));
     EXPECT_ERR("no dataset PREFIX");
 }
 
 /* A conversion of two datasets killed part way and resumed exports the same
  * files as an uninterrupted one. */
 static void test_resume(void) {
-    const char *p1 = tp("res_a"), *p2 = tp("res_b"), *full = tp("res_full.ss"),
-               *part = tp("res_part.ss");
+    const char *p1 = ss_test_keep_path("res_a"), *p2 = ss_test_keep_path("res_b"),
+               *full = ss_test_keep_path("res_full.ss"), *part = ss_test_keep_path("res_part.ss");
     EXPECT_SH(0, REF " write %s int16 7 && " REF " write %s int16 8", p1, p2);
     EXPECT_RUN(0, "convert megatron %s %s -o %s --quiet", p1, p2, full);
     int rc = run_sh("SS_TEST_KILL_AFTER=30 %s convert megatron %s %s --commit-bytes 64 -o %s "
@@ -240,10 +245,10 @@ static void test_resume(void) {
                     SS_CLI, p1, p2, part);
     CHECK_EXIT(rc, 128 + 9, g_err);
     EXPECT_RUN(0, "convert megatron %s %s --resume -o %s --quiet", p1, p2, part);
-    EXPECT_RUN(0, "export megatron %s %s", full, tp("res_o1"));
-    EXPECT_RUN(0, "export megatron %s %s", part, tp("res_o2"));
-    check_same_file(tp("res_o1.bin"), tp("res_o2.bin"));
-    check_same_file(tp("res_o1.idx"), tp("res_o2.idx"));
+    EXPECT_RUN(0, "export megatron %s %s", full, ss_test_keep_path("res_o1"));
+    EXPECT_RUN(0, "export megatron %s %s", part, ss_test_keep_path("res_o2"));
+    check_same_file(ss_test_keep_path("res_o1.bin"), ss_test_keep_path("res_o2.bin"));
+    check_same_file(ss_test_keep_path("res_o1.idx"), ss_test_keep_path("res_o2.idx"));
     char *a = dump_store(full), *b = dump_store(part);
     CHECK(!strcmp(a, b));
     free(a), free(b);

@@ -165,11 +165,11 @@ static void test_roundtrip(void) {
     ss_view v;
     CHECK_OK(ss_open(&s, store, 0));
     CHECK_EQ_U64(ss_count(s), NFILES);
-    CHECK_OK(ss_field_info(s, 0, &fi));
+    CHECK_OK(ss_field_info(&fi, s, 0));
     CHECK(!strcmp(fi.name, "x") && fi.dtype == SS_F32 && fi.sequence && fi.ndim == 2);
     CHECK(fi.dims[0] == R0 && fi.dims[1] == R1);
     for (int f = 0; f < NFILES; f++) {
-        CHECK_OK(ss_get(s, 0, (uint64_t)f, &v));
+        CHECK_OK(ss_get(&v, s, 0, (uint64_t)f));
         CHECK_EQ_U64(v.length, T[f]);
         if (T[f]) CHECK(memcmp(v.data, vals[f], T[f] * R0 * R1 * 4) == 0);
     }

@@ -31,15 +31,6 @@ extern char **environ;
 
 static char g_err[1 << 16]; /* stderr of the last run */
 
-/* A path in the test's directory (a copy: ss_test_path() rotates its buffers). */
-static const char *tp(const char *name) {
-    static char paths[256][768];
-    static int next;
-    CHECK(next < 256);
-    snprintf(paths[next], sizeof paths[0], "%s", ss_test_path(name));
-    return paths[next++];
-}
-
 /* Run `[SS_TEST_KILL_AFTER=kill] seqstore ARGS` (kill < 0: not set); returns
  * the exit code, or 128 + signal. stderr lands in g_err. */
 static int run(long kill, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -87,8 +78,8 @@ static void same_examples(const ss_store *a, const ss_store *b, uint64_t n) {
     CHECK_EQ_U64(ss_field_count(a), ss_field_count(b));
     for (uint32_t f = 0; f < ss_field_count(a); f++) {
         ss_field x, y;
-        CHECK_OK(ss_field_info(a, f, &x));
-        CHECK_OK(ss_field_info(b, f, &y));
+        CHECK_OK(ss_field_info(&x, a, f));
+        CHECK_OK(ss_field_info(&y, b, f));
         CHECK(!strcmp(x.name, y.name));
         CHECK_EQ_U64(x.dtype, y.dtype);
         CHECK_EQ_U64(x.sequence, y.sequence);
@@ -98,8 +89,8 @@ static void same_examples(const ss_store *a, const ss_store *b, uint64_t n) {
     for (uint64_t i = 0; i < n; i++)
         for (uint32_t f = 0; f < ss_field_count(a); f++) {
             ss_view u, v;
-            CHECK_OK(ss_get(a, f, i, &u));
-            CHECK_OK(ss_get(b, f, i, &v));
+            CHECK_OK(ss_get(&u, a, f, i));
+            CHECK_OK(ss_get(&v, b, f, i));
             CHECK_EQ_U64(u.dtype, v.dtype);
             CHECK_EQ_U64(u.length, v.length);
             CHECK_EQ_U64(u.row_bytes, v.row_bytes);
@@ -123,8 +114,8 @@ static void same_store(const char *pa, const char *pb, const char *extra) {
     CHECK_EQ_U64(ss_attr_count(a), ss_attr_count(b));
     for (uint64_t k = 0; k < ss_attr_count(a); k++) {
         ss_attr x, y;
-        CHECK_OK(ss_attr_at(a, k, &x));
-        CHECK_OK(ss_attr_at(b, k, &y));
+        CHECK_OK(ss_attr_at(&x, a, k));
+        CHECK_OK(ss_attr_at(&y, b, k));
         CHECK(!strcmp(x.name, y.name));
         CHECK_EQ_U64(x.type, y.type);
         if (!strcmp(x.name, "convert.options")) {
@@ -201,9 +192,9 @@ static void append_case(const char *kind, const char *args, uint64_t total, long
                         const char *out) {
     char name[64];
     snprintf(name, sizeof name, "%s-base.ss", kind);
-    const char *base = tp(name);
+    const char *base = ss_test_keep_path(name);
     snprintf(name, sizeof name, "%s-ref-append.ss", kind);
-    const char *ref = tp(name);
+    const char *ref = ss_test_keep_path(name);
     EXPECT_RUN(0, -1, "convert %s %s -o %s -q --force", kind, args, out);
     copy_file(out, base);
     EXPECT_RUN(0, -1, "convert %s %s -o %s -q --append --commit-bytes 1", kind, args, out);
@@ -235,9 +226,9 @@ static void scenario(const char *kind, const char *args, uint64_t total, const k
     char name[64], cb[64];
     int resumed_none = 0, resumed_some = 0;
     snprintf(name, sizeof name, "%s-ref.ss", kind);
-    const char *ref = tp(name);
+    const char *ref = ss_test_keep_path(name);
     snprintf(name, sizeof name, "%s.ss", kind);
-    const char *out = tp(name);
+    const char *out = ss_test_keep_path(name);
 
     /* uninterrupted, written under the same name as the others (the name is
      * in convert.options), then moved aside */
@@ -293,13 +284,6 @@ static void scenario(const char *kind, const char *args, uint64_t total, const k
 
 /* ----------------------------------------------------------------- inputs */
 
-static void write_all(const char *path, const void *data, size_t n) {
-    FILE *f = fopen(path, "wb");
-    CHECK(f);
-    CHECK(fwrite(data, 1, n, f) == n);
-    CHECK(fclose(f) == 0);
-}
-
 /* A version 1.0 .npy file of T x 3 float32, little- or big-endian. */
 static void write_npy(const char *path, uint64_t T, int big, uint64_t *rng) {
     char hdr[128];
@@ -327,7 +311,7 @@ static void write_npy(const char *path, uint64_t T, int big, uint64_t *rng) {
             p[0] = p[3], p[3] = t, t = p[1], p[1] = p[2], p[2] = t;
         }
     }
-    write_all(path, b, size);
+    ss_test_write_file(path, b, size);
     free(b);
 }
 
@@ -384,7 +368,7 @@ static void test_npy(void) {
     for (int i = 0; i < NFILES; i++) {
         char name[32];
         snprintf(name, sizeof name, "a%02d.npy", i);
-        const char *p = tp(name);
+        const char *p = ss_test_keep_path(name);
         uint64_t T = i == 5 ? 0 : i % 7 == 3 ? 100000 : ss_test_rand(&rng) % 60000;
         write_npy(p, T, i % 3 == 0, &rng);
         if (i == BAD) { /* truncated: skipped, and not counted by --resume */
@@ -409,7 +393,7 @@ static void test_edf(void) {
     for (int i = 0; i < NFILES; i++) {
         char name[32];
         snprintf(name, sizeof name, "r%d.edf", i);
-        const char *p = tp(name);
+        const char *p = ss_test_keep_path(name);
         write_edf(p, 6, 60 + 70 * i, (uint64_t)i + 100);
         n += (size_t)snprintf(args + n, sizeof args - n, "%s ", p);
     }
@@ -421,7 +405,7 @@ static void test_edf(void) {
 /* A real SIGKILL from outside, at an arbitrary moment, of the 60000-image
  * training set, then --resume. */
 static void test_idx_external_kill(void) {
-    const char *ref = tp("train-ref.ss"), *out = tp("train.ss");
+    const char *ref = ss_test_keep_path("train-ref.ss"), *out = ss_test_keep_path("train.ss");
     const char *img = FASHION "/train-images-idx3-ubyte.gz",
                *lab = FASHION "/train-labels-idx1-ubyte.gz";
     EXPECT_RUN(0, -1, "convert idx %s --labels %s -o %s -q --commit-bytes 4096", img, lab, out);

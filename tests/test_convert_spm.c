@@ -15,7 +15,7 @@ typedef struct ids {
 /* spm_encode's output: one line of space-separated ids per input line. */
 static ids read_ids(const char *path) {
     size_t n;
-    char *t = read_all(path, &n);
+    char *t = ss_test_read_file(path, &n);
     ids r = {malloc((n / 2 + 1) * sizeof *r.v), malloc((n + 1) * sizeof *r.start),
              malloc((n + 1) * sizeof *r.len), 0};
     CHECK(r.v && r.start && r.len);
@@ -51,7 +51,7 @@ static uint32_t elem(const ss_view *v, uint64_t j) {
 static void expect_ids(ss_store *s, const char *field, uint64_t i, const ids *r, size_t line,
                        int64_t bos, int64_t eos) {
     ss_view v;
-    CHECK_OK(ss_get(s, (uint32_t)ss_field_index(s, field), i, &v));
+    CHECK_OK(ss_get(&v, s, ss_test_field(s, field), i));
     uint64_t n = r->len[line] + (bos >= 0) + (eos >= 0), j = 0;
     int ok = v.length == n;
     if (ok && bos >= 0) ok = elem(&v, j++) == (uint32_t)bos;
@@ -66,7 +66,7 @@ static void expect_ids(ss_store *s, const char *field, uint64_t i, const ids *r,
 
 static int64_t attr_i64(ss_store *s, const char *name) {
     ss_attr a;
-    if (ss_attr_get(s, name, &a)) return -1;
+    if (ss_attr_get(&a, s, name)) return -1;
     CHECK(a.type == SS_I64 && a.size == 8);
     return *(const int64_t *)a.data;
 }
@@ -74,7 +74,7 @@ static int64_t attr_i64(ss_store *s, const char *name) {
 /* The piece on line id + 1 of spm_train's .vocab file (piece TAB score). */
 static int vocab_id(const char *vocab_file, const char *piece) {
     size_t n;
-    char *t = read_all(vocab_file, &n);
+    char *t = ss_test_read_file(vocab_file, &n);
     int id = 0, found = -1;
     for (char *p = t; *p && found < 0; id++) {
         char *tab = strchr(p, '\t');
@@ -93,7 +93,7 @@ static void check_attrs(ss_store *s, const char *model_prefix, const char *field
     char vf[800], name[128];
     snprintf(vf, sizeof vf, "%s.vocab", model_prefix);
     size_t n;
-    char *t = read_all(vf, &n), *want = malloc(n + 1), *w = want;
+    char *t = ss_test_read_file(vf, &n), *want = malloc(n + 1), *w = want;
     CHECK(want);
     for (char *p = t; *p;) {
         char *tab = strchr(p, '\t');
@@ -103,7 +103,7 @@ static void check_attrs(ss_store *s, const char *model_prefix, const char *field
         p = strchr(p, '\n') + 1;
     }
     ss_attr a;
-    CHECK_OK(ss_attr_get(s, vocab_attr, &a));
+    CHECK_OK(ss_attr_get(&a, s, vocab_attr));
     CHECK(a.type == SS_ATTR_TEXT && a.size == (uint64_t)(w - want) &&
           !memcmp(a.data, want, a.size));
     free(t), free(want);
@@ -128,7 +128,7 @@ static void train(const char *prefix, int vocab, const char *extra) {
 }
 
 static void test_text(const char *m, int vocab, ss_dtype dtype, const char *lines, int threads) {
-    const char *st = tp("text.ss"), *enc = tp("enc.txt");
+    const char *st = ss_test_keep_path("text.ss"), *enc = ss_test_keep_path("enc.txt");
     EXPECT_SH(0, "spm_encode --model=%s.model --output_format=id < %s > %s", m, lines, enc);
     ids r = read_ids(enc);
     for (int be = 0; be < 2; be++) {
@@ -139,14 +139,14 @@ static void test_text(const char *m, int vocab, ss_dtype dtype, const char *line
         CHECK_OK(ss_open(&s, st, 0));
         CHECK_EQ_U64(ss_count(s), r.n);
         ss_field f;
-        CHECK_OK(ss_field_info(s, 0, &f));
+        CHECK_OK(ss_field_info(&f, s, 0));
         CHECK(f.dtype == dtype);
         int64_t bos = be ? attr_i64(s, "tokens.bos_id") : -1;
         int64_t eos = be ? attr_i64(s, "tokens.eos_id") : -1;
         for (uint64_t i = 0; i < r.n; i++) expect_ids(s, "tokens", i, &r, (size_t)i, bos, eos);
         check_attrs(s, m, "tokens", "vocab");
         ss_attr a;
-        CHECK_OK(ss_attr_get(s, "tokens.vocab_size", &a));
+        CHECK_OK(ss_attr_get(&a, s, "tokens.vocab_size"));
         CHECK_EQ_U64(*(const uint64_t *)a.data, (uint64_t)vocab);
         ss_close(s);
     }
@@ -156,11 +156,12 @@ static void test_text(const char *m, int vocab, ss_dtype dtype, const char *line
 /* JSON lines whose "text" is line k of `lines`: a string on even lines, on
  * odd lines the ids spm_encode gave (pre-tokenized input). */
 static void test_jsonl(const char *m, const char *lines) {
-    const char *enc = tp("jenc.txt"), *js = tp("in.jsonl"), *st = tp("j.ss");
+    const char *enc = ss_test_keep_path("jenc.txt"), *js = ss_test_keep_path("in.jsonl"),
+               *st = ss_test_keep_path("j.ss");
     EXPECT_SH(0, "spm_encode --model=%s.model --output_format=id < %s > %s", m, lines, enc);
     ids r = read_ids(enc);
     size_t n;
-    char *t = read_all(lines, &n), *out = malloc(8 * n + 64 * r.n + 64), *w = out;
+    char *t = ss_test_read_file(lines, &n), *out = malloc(8 * n + 64 * r.n + 64), *w = out;
     CHECK(out);
     size_t line = 0;
     for (char *p = t; *p; line++) {
@@ -184,7 +185,7 @@ static void test_jsonl(const char *m, const char *lines) {
         }
         p = nl + 1;
     }
-    write_all(js, out, (size_t)(w - out));
+    ss_test_write_file(js, out, (size_t)(w - out));
     EXPECT_RUN(0, "convert jsonl %s --tokenizer spm:%s.model -o %s --force --quiet", js, m, st);
     ss_store *s;
     CHECK_OK(ss_open(&s, st, 0));
@@ -197,7 +198,8 @@ static void test_jsonl(const char *m, const char *lines) {
 }
 
 static void test_parallel(const char *m, const char *lines) {
-    const char *rev = tp("rev.txt"), *e1 = tp("p1.txt"), *e2 = tp("p2.txt"), *st = tp("p.ss");
+    const char *rev = ss_test_keep_path("rev.txt"), *e1 = ss_test_keep_path("p1.txt"),
+               *e2 = ss_test_keep_path("p2.txt"), *st = ss_test_keep_path("p.ss");
     EXPECT_SH(0, "tac %s > %s", lines, rev);
     EXPECT_SH(0, "spm_encode --model=%s.model --output_format=id < %s > %s", m, lines, e1);
     EXPECT_SH(0, "spm_encode --model=%s.model --output_format=id < %s > %s", m, rev, e2);
@@ -219,20 +221,21 @@ static void test_parallel(const char *m, const char *lines) {
 }
 
 static void test_errors(const char *lines) {
-    const char *bad = tp("bad.model"), *st = tp("e.ss");
-    write_all(bad, "not a model\n", 12);
+    const char *bad = ss_test_keep_path("bad.model"), *st = ss_test_keep_path("e.ss");
+    ss_test_write_file(bad, "not a model\n", 12);
     EXPECT_RUN(1, "convert text %s --tokenizer spm:%s -o %s --force", lines, bad, st);
     EXPECT_ERR("bad.model: not a SentencePiece model");
-    EXPECT_RUN(1, "convert text %s --tokenizer spm:%s -o %s --force", lines, tp("nope.model"), st);
+    EXPECT_RUN(1, "convert text %s --tokenizer spm:%s -o %s --force", lines,
+               ss_test_keep_path("nope.model"), st);
     EXPECT_ERR("nope.model: not a SentencePiece model");
-    const char *nobos = tp("nobos");
+    const char *nobos = ss_test_keep_path("nobos");
     train(nobos, 150, "--bos_id=-1");
     EXPECT_RUN(1, "convert text %s --tokenizer spm:%s.model --bos -o %s --force", lines, nobos, st);
     EXPECT_ERR("--bos, but the SentencePiece model has no BOS id");
     EXPECT_RUN(0, "convert text %s --tokenizer spm:%s.model --eos -o %s --force --quiet", lines,
                nobos, st);
-    const char *js = tp("oob.jsonl");
-    write_all(js, "{\"text\": [1, 150]}\n", 19);
+    const char *js = ss_test_keep_path("oob.jsonl");
+    ss_test_write_file(js, "{\"text\": [1, 150]}\n", 19);
     EXPECT_RUN(1, "convert jsonl %s --tokenizer spm:%s.model -o %s --force", js, nobos, st);
     EXPECT_ERR("oob.jsonl:1: key 'text': element 1, id 150, is out of range [0, 150) (the model");
     EXPECT_RUN(2, "convert text %s --tokenizer spm: -o %s --force", lines, st);
@@ -245,17 +248,17 @@ int main(void) {
     EXPECT_SH(0,
               "%s convert text --tokenizer spm:/nonexistent %s -o %s --force > /dev/null || "
               "true",
-              SS_CLI, FORTUNES, tp("probe.ss"));
+              SS_CLI, FORTUNES, ss_test_keep_path("probe.ss"));
     if (strstr(g_err, "built without SentencePiece") ||
         run_sh("command -v spm_train > /dev/null") != 0) {
         printf("skipped: no SentencePiece\n");
         return 77;
     }
     /* fortunes' lines, and 60 copies (> 1 MiB: several blocks, 2 threads) */
-    const char *lines = tp("lines.txt"), *big = tp("big.txt");
+    const char *lines = ss_test_keep_path("lines.txt"), *big = ss_test_keep_path("big.txt");
     EXPECT_SH(0, "cp %s %s && for i in $(seq 60); do cat %s; done > %s", FORTUNES, lines, FORTUNES,
               big);
-    const char *m200 = tp("m200"), *m1000 = tp("m1000");
+    const char *m200 = ss_test_keep_path("m200"), *m1000 = ss_test_keep_path("m1000");
     train(m200, 200, "--model_type=unigram");
     train(m1000, 1000, "--model_type=bpe '--user_defined_symbols=<eod>'");
     test_text(m200, 200, SS_U8, lines, 1);

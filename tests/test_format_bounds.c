@@ -242,10 +242,10 @@ static int child_checks(const char *path, const edit *e) {
         int rc = ss_open(&s, path, 0);
         if (rc == 0) { /* must not happen; exercise the store to expose the damage */
             ss_store_info info;
-            ss_store_get_info(s, &info);
+            ss_store_get_info(&info, s);
             ss_view v;
-            for (uint64_t i = 0; i < ss_count(s) && i < 5000; i++) ss_get(s, 0, i, &v);
-            ss_verify(s, NULL, NULL, NULL);
+            for (uint64_t i = 0; i < ss_count(s) && i < 5000; i++) ss_get(&v, s, 0, i);
+            ss_verify(NULL, s, NULL, NULL);
             ss_close(s);
         }
         bad |= expect_corrupt("ss_open", rc, e->needle, record);
@@ -264,8 +264,8 @@ static int child_checks(const char *path, const edit *e) {
         rc = ss_open(&s, path, SS_OPEN_INCOMPLETE);
         if (rc == 0) {
             ss_view v;
-            for (uint64_t i = 0; i < ss_count(s) && i < 5000; i++) ss_get(s, 0, i, &v);
-            ss_verify(s, NULL, NULL, NULL);
+            for (uint64_t i = 0; i < ss_count(s) && i < 5000; i++) ss_get(&v, s, 0, i);
+            ss_verify(NULL, s, NULL, NULL);
             ss_close(s);
         }
         bad |= expect_corrupt("ss_open(SS_OPEN_INCOMPLETE)", rc, e->needle, record);

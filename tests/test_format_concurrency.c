@@ -58,11 +58,11 @@ static int append_to(ss_writer *w, uint64_t last, int pause) {
 /* 0 if example i of `s` is exactly what was written, else 1 (no exit: threads). */
 static int example_bad(const ss_store *s, uint64_t i) {
     ss_view v;
-    if (ss_get(s, 0, i, &v) || v.length != tok_len(i)) return 1;
+    if (ss_get(&v, s, 0, i) || v.length != tok_len(i)) return 1;
     const uint16_t *t = v.data;
     for (uint64_t k = 0; k < v.length; k++)
         if (t[k] != tok_at(i, k)) return 1;
-    if (ss_get(s, 1, i, &v) || *(const uint32_t *)v.data != label_of(i)) return 1;
+    if (ss_get(&v, s, 1, i) || *(const uint32_t *)v.data != label_of(i)) return 1;
     return 0;
 }
 
@@ -178,7 +178,7 @@ static void *reader_thread(void *p) {
         a->reads += 400;
         /* each thread's error message is its own */
         ss_view v;
-        if (ss_get(a->shared, 0, N0 + (uint64_t)a->id, &v) != SS_ERANGE)
+        if (ss_get(&v, a->shared, 0, N0 + (uint64_t)a->id) != SS_ERANGE)
             thread_fail(a, "no SS_ERANGE");
         sched_yield();
         if (!strstr(ss_error_message(), want)) thread_fail(a, "error message not thread-local");
@@ -238,7 +238,7 @@ static int run_phase(const char *path, int own_opens) {
     CHECK_OK(ss_open(&old, path, 0));
     check_all(old, N0);
     ss_view last_before;
-    CHECK_OK(ss_get(old, 0, N0 - 1, &last_before));
+    CHECK_OK(ss_get(&last_before, old, 0, N0 - 1));
 
     atomic_int writer_done = 0;
     thread_arg args[NTHREADS];
@@ -294,15 +294,15 @@ static int run_phase(const char *path, int own_opens) {
      * and index segment; the pointer taken before is still valid. */
     check_all(old, N0);
     ss_view again;
-    CHECK_OK(ss_get(old, 0, N0 - 1, &again));
+    CHECK_OK(ss_get(&again, old, 0, N0 - 1));
     CHECK(again.data == last_before.data && again.length == tok_len(N0 - 1));
-    CHECK_OK(ss_verify(old, NULL, NULL, NULL));
+    CHECK_OK(ss_verify(NULL, old, NULL, NULL));
     ss_close(old);
 
     ss_store *s;
     CHECK_OK(ss_open(&s, path, 0));
     check_all(s, N1);
-    CHECK_OK(ss_verify(s, NULL, NULL, NULL));
+    CHECK_OK(ss_verify(NULL, s, NULL, NULL));
     ss_close(s);
     return 0;
 }

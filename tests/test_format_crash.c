@@ -145,7 +145,7 @@ static void check_exact(const ss_store *s, uint64_t count) {
     CHECK_EQ_U64(ss_count(s), count);
     for (uint64_t i = 0; i < count; i++) {
         ss_view v;
-        CHECK_OK(ss_get(s, 0, i, &v));
+        CHECK_OK(ss_get(&v, s, 0, i));
         if (v.length != tok_len(i)) {
             fprintf(stderr, "example %llu: length %llu, wrote %llu\n", (unsigned long long)i,
                     (unsigned long long)v.length, (unsigned long long)tok_len(i));
@@ -158,7 +158,7 @@ static void check_exact(const ss_store *s, uint64_t count) {
                         (unsigned long long)k);
                 exit(1);
             }
-        CHECK_OK(ss_get(s, 1, i, &v));
+        CHECK_OK(ss_get(&v, s, 1, i));
         CHECK(*(const uint32_t *)v.data == label_of(i));
     }
 }
@@ -168,9 +168,9 @@ static void check_final(const char *path) {
     CHECK_OK(ss_open(&s, path, 0));
     check_exact(s, N_FINAL);
     ss_attr a;
-    CHECK_OK(ss_attr_get(s, "source", &a));
+    CHECK_OK(ss_attr_get(&a, s, "source"));
     CHECK(a.size == 5 && memcmp(a.data, "crash", 5) == 0);
-    CHECK_OK(ss_verify(s, NULL, NULL, NULL));
+    CHECK_OK(ss_verify(NULL, s, NULL, NULL));
     ss_close(s);
 }
 
@@ -237,7 +237,7 @@ static void trial_create(const char *path, int sync, double delay, tally *t) {
     uint64_t k = ss_count(s);
     CHECK(k >= o.durable && k <= N_FINAL);
     ss_store_info info;
-    CHECK_OK(ss_store_get_info(s, &info));
+    CHECK_OK(ss_store_get_info(&info, s));
     CHECK(info.complete == 0);
     check_exact(s, k);
     ss_close(s);
@@ -270,7 +270,7 @@ static void trial_append(const char *base, const char *path, int sync, double de
     CHECK(n == N_BASE || n == N_FINAL);
     if (o.finished) CHECK_EQ_U64(n, N_FINAL);
     ss_store_info info;
-    CHECK_OK(ss_store_get_info(s, &info));
+    CHECK_OK(ss_store_get_info(&info, s));
     CHECK(info.complete == 1);
     check_exact(s, n);
     ss_close(s);

@@ -74,11 +74,11 @@ static void check_contents(const ss_store *s, uint64_t count) {
     CHECK_EQ_U64(ss_count(s), count);
     for (uint64_t i = 0; i < count; i++) {
         ss_view v;
-        CHECK_OK(ss_get(s, 0, i, &v));
+        CHECK_OK(ss_get(&v, s, 0, i));
         CHECK_EQ_U64(v.length, tok_len(i));
         const uint16_t *t = v.data;
         for (uint64_t k = 0; k < v.length; k++) CHECK(t[k] == tok_at(i, k));
-        CHECK_OK(ss_get(s, 1, i, &v));
+        CHECK_OK(ss_get(&v, s, 1, i));
         CHECK(*(const uint32_t *)v.data == label_of(i));
     }
 }
@@ -311,7 +311,7 @@ static void test_truncated(const char *good) {
     uint64_t sizes[40];
     int n = 0;
     for (int k = 1; k < 16; k++) sizes[n++] = size * (uint64_t)k / 16;
-    uint64_t fixed[] = {1,    19,   20,       100,         4095,    4096, 4097,
+    uint64_t fixed[] = {1,    19,   20,   100,      4095,        4096,    4097,
                         8191, 8192, 8193, 3 * 4096, size - 4096, size - 1};
     for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++) sizes[n++] = fixed[i];
     for (int i = 0; i < n; i++) {
@@ -381,10 +381,10 @@ static void test_flipped_bytes(const char *good) {
 
     /* the pristine store verifies clean */
     CHECK_OK(ss_open(&s, good, 0));
-    CHECK_OK(ss_verify(s, NULL, NULL, &problems));
+    CHECK_OK(ss_verify(&problems, s, NULL, NULL));
     CHECK_EQ_U64(problems, 0);
     ss_store_info info;
-    CHECK_OK(ss_store_get_info(s, &info));
+    CHECK_OK(ss_store_get_info(&info, s));
     CHECK_EQ_U64(info.chunk_bytes, ss_chunk_capacity(TEST_CHUNK_PAGES));
     ss_close(s);
 
@@ -395,7 +395,7 @@ static void test_flipped_bytes(const char *good) {
     CHECK_OK(ss_open(&s, bad, 0)); /* opening does not hash data */
     seen sn;
     memset(&sn, 0, sizeof sn);
-    CHECK_RC(ss_verify(s, record_problem, &sn, &problems), SS_ECORRUPT);
+    CHECK_RC(ss_verify(&problems, s, record_problem, &sn), SS_ECORRUPT);
     CHECK_EQ_U64(problems, 1);
     CHECK_EQ_U64(sn.calls, 1);
     CHECK(strcmp(sn.what[0], "data chunk checksum mismatch") == 0);
@@ -416,14 +416,14 @@ static void test_flipped_bytes(const char *good) {
     flip_byte(bad, block_file_offset(bad, &key, 4 * 777 + 2));
     CHECK_OK(ss_open(&s, bad, 0));
     memset(&sn, 0, sizeof sn);
-    CHECK_RC(ss_verify(s, record_problem, &sn, &problems), SS_ECORRUPT);
+    CHECK_RC(ss_verify(&problems, s, record_problem, &sn), SS_ECORRUPT);
     CHECK_EQ_U64(problems, 1);
     CHECK(sn.p[0].field == 1 && sn.p[0].chunk == 0);
     CHECK_EQ_U64(sn.p[0].first_example, 0);
     CHECK_EQ_U64(sn.p[0].last_example, TEST_COUNT);
     CHECK_MSG("field 'label'");
     ss_view v;
-    CHECK_OK(ss_get(s, 1, 777, &v)); /* reads do not hash: the flip is visible */
+    CHECK_OK(ss_get(&v, s, 1, 777)); /* reads do not hash: the flip is visible */
     CHECK(*(const uint32_t *)v.data != label_of(777));
     ss_close(s);
 
@@ -435,7 +435,7 @@ static void test_flipped_bytes(const char *good) {
     flip_byte(bad, block_file_offset(bad, &key, 7));
     CHECK_OK(ss_open(&s, bad, 0));
     memset(&sn, 0, sizeof sn);
-    CHECK_RC(ss_verify(s, record_problem, &sn, &problems), SS_ECORRUPT);
+    CHECK_RC(ss_verify(&problems, s, record_problem, &sn), SS_ECORRUPT);
     CHECK_EQ_U64(problems, 2);
     CHECK(sn.p[0].chunk == 1 && sn.p[1].chunk == 9);
     CHECK_MSG("chunk 1");
@@ -447,12 +447,12 @@ static void test_flipped_bytes(const char *good) {
     flip_byte(bad, block_file_offset(bad, &key, SS_INDEX_ENTRY * 1000 + 9));
     CHECK_OK(ss_open(&s, bad, 0));
     memset(&sn, 0, sizeof sn);
-    CHECK_RC(ss_verify(s, record_problem, &sn, &problems), SS_ECORRUPT);
+    CHECK_RC(ss_verify(&problems, s, record_problem, &sn), SS_ECORRUPT);
     CHECK(problems >= 1);
     CHECK(strcmp(sn.what[0], "index segment checksum mismatch") == 0);
     CHECK(sn.p[0].field == 0 && sn.p[0].chunk == 0);
     /* the bad entry (example 1000's start row) gives an error, not a crash */
-    int rc999 = ss_get(s, 0, 999, &v), rc1000 = ss_get(s, 0, 1000, &v);
+    int rc999 = ss_get(&v, s, 0, 999), rc1000 = ss_get(&v, s, 0, 1000);
     CHECK(rc999 == 0 || rc999 == SS_ECORRUPT);
     CHECK(rc1000 == 0 || rc1000 == SS_ECORRUPT);
     ss_close(s);
@@ -463,13 +463,13 @@ static void test_flipped_bytes(const char *good) {
     flip_byte(bad, block_file_offset(bad, &key, SS_ATTR_PREFIX));
     CHECK_OK(ss_open(&s, bad, 0));
     ss_attr a;
-    CHECK_RC(ss_attr_get(s, "note", &a), SS_ECORRUPT);
+    CHECK_RC(ss_attr_get(&a, s, "note"), SS_ECORRUPT);
     CHECK_MSG("note");
-    CHECK_RC(ss_attr_at(s, 0, &a), SS_ECORRUPT);
+    CHECK_RC(ss_attr_at(&a, s, 0), SS_ECORRUPT);
     memset(&sn, 0, sizeof sn);
-    CHECK_RC(ss_verify(s, record_problem, &sn, &problems), SS_ECORRUPT);
+    CHECK_RC(ss_verify(&problems, s, record_problem, &sn), SS_ECORRUPT);
     CHECK_EQ_U64(problems, 1);
-    CHECK(strcmp(sn.what[0], "attribute checksum mismatch") == 0 && sn.p[0].field == -1);
+    CHECK(strcmp(sn.what[0], "attribute checksum mismatch") == 0 && sn.p[0].field == SS_FIELD_NONE);
     ss_close(s);
 
     /* random flips anywhere in the data and index payloads never crash */
@@ -491,7 +491,7 @@ static void test_flipped_bytes(const char *good) {
             continue;
         }
         for (uint64_t i = 0; i < TEST_COUNT; i++) {
-            rc = ss_get(s, 0, i, &v);
+            rc = ss_get(&v, s, 0, i);
             CHECK(rc == 0 || rc == SS_ECORRUPT);
             if (rc == 0 && v.length) {
                 volatile uint16_t t = ((const uint16_t *)v.data)[v.length - 1];
@@ -501,10 +501,10 @@ static void test_flipped_bytes(const char *good) {
         uint64_t flat = ss_flat_size(s, 0);
         unsigned char *buf = malloc(flat * 2 + 1);
         CHECK(buf);
-        rc = ss_flat_read(s, 0, 0, flat, buf);
+        rc = ss_flat_read(buf, s, 0, 0, flat);
         CHECK(rc == 0 || rc == SS_ECORRUPT);
         free(buf);
-        CHECK_RC(ss_verify(s, NULL, NULL, &problems), SS_ECORRUPT);
+        CHECK_RC(ss_verify(&problems, s, NULL, NULL), SS_ECORRUPT);
         CHECK(problems >= 1);
         ss_close(s);
     }
@@ -600,7 +600,7 @@ static void test_incomplete(void) {
     /* the committed prefix is readable on request */
     CHECK_OK(ss_open(&s, path, SS_OPEN_INCOMPLETE));
     ss_store_info info;
-    CHECK_OK(ss_store_get_info(s, &info));
+    CHECK_OK(ss_store_get_info(&info, s));
     CHECK(info.complete == 0);
     check_contents(s, 500);
     ss_close(s);
@@ -614,10 +614,10 @@ static void test_incomplete(void) {
     CHECK_OK(ss_writer_finish(w));
     ss_writer_free(w);
     CHECK_OK(ss_open(&s, path, 0));
-    CHECK_OK(ss_store_get_info(s, &info));
+    CHECK_OK(ss_store_get_info(&info, s));
     CHECK(info.complete == 1);
     check_contents(s, 900);
-    CHECK_OK(ss_verify(s, NULL, NULL, NULL));
+    CHECK_OK(ss_verify(NULL, s, NULL, NULL));
     ss_close(s);
 }
 
@@ -625,66 +625,70 @@ static void test_bad_arguments(const char *good) {
     ss_store *s;
     CHECK_OK(ss_open(&s, good, 0));
     ss_view v;
-    CHECK_RC(ss_field_index(s, "tokenz"), SS_ENOTFOUND);
+    uint32_t fi = 77;
+    CHECK_RC(ss_field_index(&fi, s, "tokenz"), SS_ENOTFOUND);
     CHECK_MSG("no field 'tokenz'");
-    CHECK_RC(ss_field_index(s, ""), SS_ENOTFOUND);
-    CHECK_RC(ss_field_index(s, NULL), SS_EINVAL);
-    CHECK_EQ_U64(ss_field_index(s, "label"), 1);
+    CHECK(fi == 77); /* unchanged on failure */
+    CHECK_RC(ss_field_index(&fi, s, ""), SS_ENOTFOUND);
+    CHECK_RC(ss_field_index(&fi, s, NULL), SS_EINVAL);
+    CHECK_RC(ss_field_index(NULL, s, "label"), SS_EINVAL);
+    CHECK_OK(ss_field_index(&fi, s, "label"));
+    CHECK_EQ_U64(fi, 1);
 
-    CHECK_RC(ss_get(s, 0, TEST_COUNT, &v), SS_ERANGE);
+    CHECK_RC(ss_get(&v, s, 0, TEST_COUNT), SS_ERANGE);
     CHECK_MSG("example 2000 is out of range (2000 examples)");
-    CHECK_RC(ss_get(s, 0, UINT64_MAX, &v), SS_ERANGE);
-    CHECK_RC(ss_get(s, 1, TEST_COUNT, &v), SS_ERANGE);
-    CHECK_RC(ss_get(s, 2, 0, &v), SS_ERANGE);
+    CHECK_RC(ss_get(&v, s, 0, UINT64_MAX), SS_ERANGE);
+    CHECK_RC(ss_get(&v, s, 1, TEST_COUNT), SS_ERANGE);
+    CHECK_RC(ss_get(&v, s, 2, 0), SS_ERANGE);
     CHECK_MSG("field 2");
-    CHECK_RC(ss_get(s, UINT32_MAX, 0, &v), SS_ERANGE);
-    CHECK_RC(ss_get(s, 0, 0, NULL), SS_EINVAL);
-    CHECK_RC(ss_get(NULL, 0, 0, &v), SS_EINVAL);
+    CHECK_RC(ss_get(&v, s, UINT32_MAX, 0), SS_ERANGE);
+    CHECK_RC(ss_get(NULL, s, 0, 0), SS_EINVAL);
+    CHECK_RC(ss_get(&v, NULL, 0, 0), SS_EINVAL);
 
     uint64_t len5 = tok_len(5);
-    CHECK_OK(ss_get_range(s, 0, 5, 0, len5, &v));
+    CHECK_OK(ss_get_range(&v, s, 0, 5, 0, len5));
     CHECK_EQ_U64(v.length, len5);
-    CHECK_OK(ss_get_range(s, 0, 5, len5, len5, &v));
+    CHECK_OK(ss_get_range(&v, s, 0, 5, len5, len5));
     CHECK_EQ_U64(v.length, 0);
-    CHECK_RC(ss_get_range(s, 0, 5, 0, len5 + 1, &v), SS_ERANGE);
+    CHECK_RC(ss_get_range(&v, s, 0, 5, 0, len5 + 1), SS_ERANGE);
     CHECK_MSG("example 5");
-    CHECK_RC(ss_get_range(s, 0, 5, 3, 2, &v), SS_ERANGE);
-    CHECK_RC(ss_get_range(s, 0, TEST_COUNT, 0, 0, &v), SS_ERANGE);
+    CHECK_RC(ss_get_range(&v, s, 0, 5, 3, 2), SS_ERANGE);
+    CHECK_RC(ss_get_range(&v, s, 0, TEST_COUNT, 0, 0), SS_ERANGE);
 
     CHECK_EQ_U64(ss_length(s, 0, 5), len5);
     CHECK_EQ_U64(ss_length(s, 0, TEST_COUNT), 0);
     CHECK_EQ_U64(ss_length(s, 2, 0), 0);
     CHECK_EQ_U64(ss_length(NULL, 0, 0), 0);
     uint64_t lens[4];
-    CHECK_OK(ss_lengths(s, 0, TEST_COUNT - 2, 2, lens));
+    CHECK_OK(ss_lengths(lens, s, 0, TEST_COUNT - 2, 2));
     CHECK_EQ_U64(lens[1], tok_len(TEST_COUNT - 1));
-    CHECK_OK(ss_lengths(s, 0, TEST_COUNT, 0, lens));
-    CHECK_RC(ss_lengths(s, 0, TEST_COUNT - 1, 2, lens), SS_ERANGE);
-    CHECK_RC(ss_lengths(s, 0, UINT64_MAX, 2, lens), SS_ERANGE);
-    CHECK_RC(ss_lengths(s, 0, 2, UINT64_MAX, lens), SS_ERANGE);
-    CHECK_RC(ss_lengths(s, 3, 0, 1, lens), SS_ERANGE);
+    CHECK_OK(ss_lengths(lens, s, 0, TEST_COUNT, 0));
+    CHECK_RC(ss_lengths(lens, s, 0, TEST_COUNT - 1, 2), SS_ERANGE);
+    CHECK_RC(ss_lengths(lens, s, 0, UINT64_MAX, 2), SS_ERANGE);
+    CHECK_RC(ss_lengths(lens, s, 0, 2, UINT64_MAX), SS_ERANGE);
+    CHECK_RC(ss_lengths(lens, s, 3, 0, 1), SS_ERANGE);
 
     ss_field info;
-    CHECK_RC(ss_field_info(s, 2, &info), SS_ERANGE);
+    CHECK_RC(ss_field_info(&info, s, 2), SS_ERANGE);
     CHECK_EQ_U64(ss_field_row_bytes(s, 2), 0);
     CHECK_EQ_U64(ss_field_row_bytes(s, 0), 2);
 
     uint64_t flat = ss_flat_size(s, 0), ex, off;
     CHECK_EQ_U64(ss_flat_size(s, 5), 0);
-    CHECK_RC(ss_flat_locate(s, 0, flat, &ex, &off), SS_ERANGE);
-    CHECK_RC(ss_flat_locate(s, 0, UINT64_MAX, &ex, &off), SS_ERANGE);
-    CHECK_RC(ss_flat_locate(s, 9, 0, &ex, &off), SS_ERANGE);
+    CHECK_RC(ss_flat_locate(&ex, &off, s, 0, flat), SS_ERANGE);
+    CHECK_RC(ss_flat_locate(&ex, &off, s, 0, UINT64_MAX), SS_ERANGE);
+    CHECK_RC(ss_flat_locate(&ex, &off, s, 9, 0), SS_ERANGE);
     uint16_t buf[8];
-    CHECK_RC(ss_flat_read(s, 0, flat - 1, flat + 1, buf), SS_ERANGE);
-    CHECK_RC(ss_flat_read(s, 0, 5, 4, buf), SS_ERANGE);
-    CHECK_OK(ss_flat_read(s, 0, flat - 2, flat, buf));
+    CHECK_RC(ss_flat_read(buf, s, 0, flat - 1, flat + 1), SS_ERANGE);
+    CHECK_RC(ss_flat_read(buf, s, 0, 5, 4), SS_ERANGE);
+    CHECK_OK(ss_flat_read(buf, s, 0, flat - 2, flat));
     CHECK(buf[1] == tok_at(TEST_COUNT - 1, tok_len(TEST_COUNT - 1) - 1));
 
     ss_attr a;
-    CHECK_RC(ss_attr_get(s, "nope", &a), SS_ENOTFOUND);
+    CHECK_RC(ss_attr_get(&a, s, "nope"), SS_ENOTFOUND);
     CHECK_MSG("nope");
-    CHECK_RC(ss_attr_at(s, 1, &a), SS_ERANGE);
-    CHECK_OK(ss_attr_at(s, 0, &a));
+    CHECK_RC(ss_attr_at(&a, s, 1), SS_ERANGE);
+    CHECK_OK(ss_attr_at(&a, s, 0));
     CHECK(a.size == 2 && memcmp(a.data, "hi", 2) == 0);
     ss_close(s);
 
@@ -794,9 +798,9 @@ static void test_writer_input(const char *good) {
     CHECK_OK(ss_open(&s, path, 0));
     CHECK_EQ_U64(ss_count(s), 2);
     ss_view view;
-    CHECK_OK(ss_get(s, 0, 1, &view));
+    CHECK_OK(ss_get(&view, s, 0, 1));
     CHECK(view.length == 0 && view.data != NULL);
-    CHECK_OK(ss_get(s, 0, 0, &view));
+    CHECK_OK(ss_get(&view, s, 0, 0));
     CHECK(view.length == 4 && ((const uint16_t *)view.data)[3] == 4);
     ss_close(s);
 
@@ -857,7 +861,7 @@ static int readonly_child(const char *dir, const char *path) {
     }
     CHECK_OK(ss_open(&s, path, SS_OPEN_NOLOCK));
     check_contents(s, TEST_COUNT);
-    CHECK_OK(ss_verify(s, NULL, NULL, NULL));
+    CHECK_OK(ss_verify(NULL, s, NULL, NULL));
     ss_close(s);
     struct stat st;
     CHECK(stat(lock, &st) != 0); /* no lock file appeared */

@@ -80,13 +80,13 @@ static int read_all(const ss_store *s) {
     if (ss_count(s) != COUNT || ss_field_count(s) != 3) return 2;
     for (uint64_t i = 0; i < COUNT; i++) {
         ss_view v;
-        if (ss_get(s, 0, i, &v)) return 1;
+        if (ss_get(&v, s, 0, i)) return 1;
         if (v.length != tok_len(i)) return 2;
         for (uint64_t k = 0; k < v.length; k++)
             if (((const uint16_t *)v.data)[k] != tok_at(i, k)) return 2;
-        if (ss_get(s, 1, i, &v)) return 1;
+        if (ss_get(&v, s, 1, i)) return 1;
         if (v.length != 1 || *(const uint32_t *)v.data != label_of(i)) return 2;
-        if (ss_get(s, 2, i, &v)) return 1;
+        if (ss_get(&v, s, 2, i)) return 1;
         for (unsigned k = 0; k < 3; k++)
             if (v.length != 1 || ((const float *)v.data)[k] != vec_at(i, k)) return 2;
     }
@@ -96,7 +96,7 @@ static int read_all(const ss_store *s) {
         attr_name(a, name, sizeof name);
         attr_value(a, value, sizeof value);
         ss_attr at;
-        if (ss_attr_at(s, a, &at)) return 1;
+        if (ss_attr_at(&at, s, a)) return 1;
         if (strcmp(at.name, name) || at.size != strlen(value) || memcmp(at.data, value, at.size))
             return 2;
     }
@@ -111,7 +111,7 @@ static int child_run(const char *path) {
     if (ss_open(&s, path, SS_OPEN_VERIFY)) return OUT_DETECTED;
     int r = read_all(s);
     uint64_t problems;
-    if (r == 0 && ss_verify(s, NULL, NULL, &problems)) r = 1;
+    if (r == 0 && ss_verify(&problems, s, NULL, NULL)) r = 1;
     ss_close(s);
     return r == 1 ? OUT_DETECTED : r == 2 ? OUT_SILENT : OUT_NOEFFECT;
 }

@@ -62,7 +62,7 @@ static int child(const char *dir) {
     CHECK_RC(ss_open(&s, path, 0), SS_EINCOMPLETE);
     CHECK_OK(ss_open(&s, path, SS_OPEN_INCOMPLETE));
     CHECK(ss_count(s) <= n);
-    CHECK_OK(ss_verify(s, NULL, NULL, NULL));
+    CHECK_OK(ss_verify(NULL, s, NULL, NULL));
     ss_close(s);
 
     /* a finished store, then an append that fills the disk */
@@ -81,7 +81,7 @@ static int child(const char *dir) {
     ss_writer_free(w);
     CHECK_OK(ss_open(&s, path, 0)); /* the finished examples are intact */
     CHECK_EQ_U64(ss_count(s), 100);
-    CHECK_OK(ss_verify(s, NULL, NULL, NULL));
+    CHECK_OK(ss_verify(NULL, s, NULL, NULL));
     ss_close(s);
     fflush(stdout);
     return bad;

@@ -47,11 +47,11 @@ static void check_contents(const ss_store *s, uint64_t count) {
     CHECK_EQ_U64(ss_count(s), count);
     for (uint64_t i = 0; i < count; i++) {
         ss_view v;
-        CHECK_OK(ss_get(s, 0, i, &v));
+        CHECK_OK(ss_get(&v, s, 0, i));
         CHECK_EQ_U64(v.length, tok_len(i));
         for (uint64_t k = 0; k < v.length; k++)
             CHECK(((const uint16_t *)v.data)[k] == tok_at(i, k));
-        CHECK_OK(ss_get(s, 1, i, &v));
+        CHECK_OK(ss_get(&v, s, 1, i));
         CHECK(*(const uint32_t *)v.data == label_of(i));
     }
 }
@@ -317,7 +317,7 @@ static uint64_t verify(const char *path, seen *sn) {
     CHECK_OK(ss_open(&s, path, 0));
     memset(sn, 0, sizeof *sn);
     uint64_t problems = 99;
-    int rc = ss_verify(s, record, sn, &problems);
+    int rc = ss_verify(&problems, s, record, sn);
     CHECK(rc == (problems ? SS_ECORRUPT : 0));
     ss_close(s);
     return problems;
@@ -335,13 +335,13 @@ static void test_v1_golden(void) {
     ss_store *s;
     CHECK_OK(ss_open(&s, v1, 0));
     ss_store_info info;
-    CHECK_OK(ss_store_get_info(s, &info));
+    CHECK_OK(ss_store_get_info(&info, s));
     CHECK_EQ_U64(info.format_version, 1);
     check_contents(s, 300);
     ss_attr a;
-    CHECK_OK(ss_attr_get(s, "note", &a));
+    CHECK_OK(ss_attr_get(&a, s, "note"));
     CHECK(a.size == 9 && memcmp(a.data, "version 1", 9) == 0);
-    CHECK_OK(ss_verify(s, NULL, NULL, NULL));
+    CHECK_OK(ss_verify(NULL, s, NULL, NULL));
     ss_close(s);
 
     /* appending keeps version 1: every block, old and new, in its checksum */
@@ -353,11 +353,11 @@ static void test_v1_golden(void) {
     ss_writer_free(w);
     check_block_sums(v1, 1);
     CHECK_OK(ss_open(&s, v1, 0));
-    CHECK_OK(ss_store_get_info(s, &info));
+    CHECK_OK(ss_store_get_info(&info, s));
     CHECK_EQ_U64(info.format_version, 1);
     check_contents(s, 700);
-    CHECK_OK(ss_attr_get(s, "added", &a));
-    CHECK_OK(ss_verify(s, NULL, NULL, NULL));
+    CHECK_OK(ss_attr_get(&a, s, "added"));
+    CHECK_OK(ss_verify(NULL, s, NULL, NULL));
     ss_close(s);
 
     /* an interrupted append, resumed, too */
@@ -376,7 +376,7 @@ static void test_v1_golden(void) {
     check_block_sums(v1, 1);
     CHECK_OK(ss_open(&s, v1, 0));
     check_contents(s, 850);
-    CHECK_OK(ss_verify(s, NULL, NULL, NULL));
+    CHECK_OK(ss_verify(NULL, s, NULL, NULL));
     ss_close(s);
 
     /* version 1's documented weakness: a chunk key leading to another valid
@@ -396,7 +396,7 @@ static void test_v2_binding(const char *good) {
     ss_store *s;
     CHECK_OK(ss_open(&s, good, 0));
     ss_store_info info;
-    CHECK_OK(ss_store_get_info(s, &info));
+    CHECK_OK(ss_store_get_info(&info, s));
     CHECK_EQ_U64(info.format_version, 2);
     check_contents(s, 300);
     ss_close(s);
@@ -434,13 +434,13 @@ static void test_v2_binding(const char *good) {
     raw_rename(bad, &k0, &k1);
     CHECK_OK(ss_open(&s, bad, 0));
     ss_attr a;
-    CHECK_RC(ss_attr_get(s, "nose", &a), SS_ECORRUPT);
+    CHECK_RC(ss_attr_get(&a, s, "nose"), SS_ECORRUPT);
     CHECK(strstr(ss_error_message(), "'nose'"));
-    CHECK_RC(ss_attr_get(s, "note", &a), SS_ENOTFOUND);
+    CHECK_RC(ss_attr_get(&a, s, "note"), SS_ENOTFOUND);
     ss_close(s);
     CHECK_EQ_U64(verify(bad, &sn), 1);
     CHECK(strcmp(sn.where[0], "attribute 'nose'") == 0);
-    CHECK(sn.p[0].field == -1);
+    CHECK(sn.p[0].field == SS_FIELD_NONE);
 }
 
 /* A progress record copied over the header: same layout, valid checksum

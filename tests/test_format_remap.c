@@ -65,7 +65,7 @@ static int append_until(const char *path, uint64_t count, int create) {
 /* 0 if example i of `s` holds exactly what was written (no exit: threads). */
 static int example_bad(const ss_store *s, uint64_t i) {
     ss_view v;
-    if (ss_get(s, 0, i, &v) || v.length != ex_len(i)) return 1;
+    if (ss_get(&v, s, 0, i) || v.length != ex_len(i)) return 1;
     const unsigned char *b = v.data;
     for (uint64_t k = 0; k < v.length; k++)
         if (b[k] != ex_byte(i, k)) return 1;

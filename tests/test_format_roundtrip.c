@@ -87,14 +87,16 @@ static void check_store(const model *m, const char *path) {
     CHECK_EQ_U64(ss_field_count(s), m->schema.nfields);
     for (uint32_t f = 0; f < m->schema.nfields; f++) {
         ss_field info;
-        CHECK_OK(ss_field_info(s, f, &info));
+        CHECK_OK(ss_field_info(&info, s, f));
         CHECK(strcmp(info.name, m->fields[f].name) == 0);
         CHECK(info.dtype == m->fields[f].dtype && info.sequence == m->fields[f].sequence);
-        CHECK_EQ_U64(ss_field_index(s, m->fields[f].name), f);
+        uint32_t fi;
+        CHECK_OK(ss_field_index(&fi, s, m->fields[f].name));
+        CHECK_EQ_U64(fi, f);
         uint64_t flat_total = 0;
         for (uint64_t i = 0; i < m->count; i++) {
             ss_view v;
-            CHECK_OK(ss_get(s, f, i, &v));
+            CHECK_OK(ss_get(&v, s, f, i));
             CHECK_EQ_U64(v.length, m->lengths[f][i]);
             CHECK_EQ_U64(ss_length(s, f, i), m->lengths[f][i]);
             CHECK_EQ_U64(v.row_bytes, m->row_bytes[f]);
@@ -109,18 +111,18 @@ static void check_store(const model *m, const char *path) {
             flat_total += v.length;
             if (v.length >= 2) { /* a sub-range is the same bytes, zero-copy */
                 ss_view r;
-                CHECK_OK(ss_get_range(s, f, i, 1, v.length, &r));
+                CHECK_OK(ss_get_range(&r, s, f, i, 1, v.length));
                 CHECK(r.data == (const unsigned char *)v.data + v.row_bytes);
                 CHECK_EQ_U64(r.length, v.length - 1);
             }
         }
         CHECK_EQ_U64(ss_flat_size(s, f), flat_total);
         uint64_t *lens = malloc((m->count + 1) * sizeof *lens);
-        CHECK_OK(ss_lengths(s, f, 0, m->count, lens));
+        CHECK_OK(ss_lengths(lens, s, f, 0, m->count));
         for (uint64_t i = 0; i < m->count; i++) CHECK_EQ_U64(lens[i], m->lengths[f][i]);
         free(lens);
     }
-    CHECK_OK(ss_verify(s, NULL, NULL, NULL));
+    CHECK_OK(ss_verify(NULL, s, NULL, NULL));
     ss_close(s);
 }
 
@@ -136,7 +138,7 @@ static void check_flat(const model *m, const char *path, uint64_t *rng) {
         uint64_t pos = 0;
         for (uint64_t i = 0; i < m->count; i++) {
             ss_view v;
-            CHECK_OK(ss_get(s, f, i, &v));
+            CHECK_OK(ss_get(&v, s, f, i));
             memcpy(naive + pos * rb, v.data, v.length * rb);
             for (uint64_t t = 0; t < v.length; t++) owner[pos + t] = i, off[pos + t] = t;
             pos += v.length;
@@ -145,16 +147,16 @@ static void check_flat(const model *m, const char *path, uint64_t *rng) {
         for (int trial = 0; trial < 200 && total; trial++) {
             uint64_t p = ss_test_rand(rng) % total, q = p + ss_test_rand(rng) % (total - p + 1);
             uint64_t ex, o;
-            CHECK_OK(ss_flat_locate(s, f, p, &ex, &o));
+            CHECK_OK(ss_flat_locate(&ex, &o, s, f, p));
             CHECK_EQ_U64(ex, owner[p]);
             CHECK_EQ_U64(o, off[p]);
             unsigned char *buf = malloc((q - p) * rb + 1);
-            CHECK_OK(ss_flat_read(s, f, p, q, buf));
+            CHECK_OK(ss_flat_read(buf, s, f, p, q));
             CHECK(memcmp(buf, naive + p * rb, (q - p) * rb) == 0);
             free(buf);
         }
         uint64_t ex, o;
-        CHECK_RC(ss_flat_locate(s, f, total, &ex, &o), SS_ERANGE);
+        CHECK_RC(ss_flat_locate(&ex, &o, s, f, total), SS_ERANGE);
         free(naive);
         free(owner);
         free(off);
@@ -203,17 +205,18 @@ static void run_trial(uint64_t seed) {
     ss_store *s;
     CHECK_OK(ss_open(&s, path, 0));
     ss_attr a;
-    CHECK_OK(ss_attr_get(s, "note", &a));
+    CHECK_OK(ss_attr_get(&a, s, "note"));
     CHECK(a.type == SS_ATTR_TEXT && a.size == 5 && memcmp(a.data, "hello", 5) == 0);
-    CHECK_OK(ss_attr_get(s, "gain", &a));
+    CHECK_OK(ss_attr_get(&a, s, "gain"));
     CHECK(a.type == SS_F64 && a.size == sizeof gains && (uintptr_t)a.data % 8 == 0);
     CHECK(((const double *)a.data)[2] == -2.0);
-    CHECK_RC(ss_attr_get(s, "missing", &a), SS_ENOTFOUND);
+    CHECK_RC(ss_attr_get(&a, s, "missing"), SS_ENOTFOUND);
     CHECK_EQ_U64(ss_attr_count(s), 2);
     ss_view v;
-    CHECK_RC(ss_get(s, 0, m.count, &v), SS_ERANGE);
-    CHECK_RC(ss_get(s, m.schema.nfields, 0, &v), SS_ERANGE);
-    CHECK_RC(ss_field_index(s, "nope"), SS_ENOTFOUND);
+    CHECK_RC(ss_get(&v, s, 0, m.count), SS_ERANGE);
+    CHECK_RC(ss_get(&v, s, m.schema.nfields, 0), SS_ERANGE);
+    uint32_t fi;
+    CHECK_RC(ss_field_index(&fi, s, "nope"), SS_ENOTFOUND);
     ss_close(s);
     for (uint32_t f = 0; f < m.schema.nfields; f++) free(m.lengths[f]);
 }

@@ -99,7 +99,7 @@ static off_t find_victims(const char *path, unsigned char *in_bad, uint64_t *vic
     *victims = 0;
     for (uint64_t i = 0; i < N; i++) {
         ss_view v;
-        CHECK_OK(ss_get(s, 0, i, &v));
+        CHECK_OK(ss_get(&v, s, 0, i));
         const unsigned char *p = v.data;
         in_bad[i] = v.length && p >= b->data && p < b->data + b->size;
         if (in_bad[i] && (*victims)++ == 0) flip = file_offset(b, p + 1);
@@ -116,7 +116,7 @@ static void test_plain_open_trusts(const char *path, const unsigned char *in_bad
     uint64_t wrong = 0;
     for (uint64_t i = 0; i < N; i++) {
         ss_view v;
-        CHECK_OK(ss_get(s, 0, i, &v));
+        CHECK_OK(ss_get(&v, s, 0, i));
         if (!tokens_right(&v, i)) {
             CHECK(in_bad[i]);
             wrong++;
@@ -139,14 +139,14 @@ static void *sweep_all(void *arg) {
     for (uint64_t j = 0; j < N; j++) {
         uint64_t i = (j + w->start) % N;
         ss_view v;
-        int rc = ss_get(w->s, 0, i, &v);
+        int rc = ss_get(&v, w->s, 0, i);
         if (w->in_bad[i]) {
             w->failures += rc != SS_ECORRUPT || !strstr(ss_error_message(), "field 'tokens'") ||
                            !strstr(ss_error_message(), "data chunk 3 ");
         } else {
             w->failures += rc != 0 || !tokens_right(&v, i);
         }
-        w->failures += ss_get(w->s, 1, i, &v) != 0 || *(const uint32_t *)v.data != i * 7;
+        w->failures += ss_get(&v, w->s, 1, i) != 0 || *(const uint32_t *)v.data != i * 7;
     }
     return NULL;
 }
@@ -172,19 +172,19 @@ static void test_verify_open(const char *path, const unsigned char *in_bad) {
     uint64_t first = 0;
     while (!in_bad[first]) first++;
     ss_view v;
-    CHECK_RC(ss_get_range(s, 0, first, 0, 1, &v), SS_ECORRUPT);
+    CHECK_RC(ss_get_range(&v, s, 0, first, 0, 1), SS_ECORRUPT);
     /* The flat view over the damaged chunk, and next to it. */
     uint64_t pos, len = ss_flat_size(s, 0);
     uint16_t *buf = malloc(len * sizeof *buf);
     CHECK(buf);
-    CHECK_RC(ss_flat_read(s, 0, 0, len, buf), SS_ECORRUPT);
+    CHECK_RC(ss_flat_read(buf, s, 0, 0, len), SS_ECORRUPT);
     CHECK_CONTAINS(ss_error_message(), "data chunk 3 ");
     for (pos = 0; pos < len; pos++) {
         uint64_t ex, off;
-        CHECK_OK(ss_flat_locate(s, 0, pos, &ex, &off));
+        CHECK_OK(ss_flat_locate(&ex, &off, s, 0, pos));
         if (in_bad[ex]) break;
     }
-    CHECK_OK(ss_flat_read(s, 0, 0, pos, buf));
+    CHECK_OK(ss_flat_read(buf, s, 0, 0, pos));
     free(buf);
     ss_close(s);
 }
@@ -194,14 +194,18 @@ static void test_loader(const char *path) {
     ss_store *s;
     CHECK_OK(ss_open(&s, path, SS_OPEN_VERIFY));
     ss_loader_options o = SS_LOADER_OPTIONS_INIT;
-    o.batch.batch_size = 64;
+    ss_sampler_options so = SS_SAMPLER_OPTIONS_INIT;
+    ss_batch_options bo = SS_BATCH_OPTIONS_INIT;
+    o.sampler = &so;
+    o.batch = &bo;
+    bo.batch_size = 64;
     o.threads = 2;
     ss_loader *l;
     CHECK_OK(ss_loader_open(&l, s, &o));
     const ss_loader_batch *b;
     int rc;
     uint64_t batches = 0;
-    while ((rc = ss_loader_next(l, &b)) == 0) batches++;
+    while ((rc = ss_loader_next(&b, l)) == 0) batches++;
     CHECK_RC(rc, SS_ECORRUPT);
     CHECK_CONTAINS(ss_error_message(), "data chunk 3 ");
     CHECK(batches < N / 64);
@@ -223,7 +227,7 @@ static void test_window(const char *path) {
     const ss_window_batch *b;
     int rc;
     uint64_t batches = 0;
-    while ((rc = ss_window_reader_next(r, &b)) == 0 && b->size > 0) {
+    while ((rc = ss_window_reader_next(&b, r)) == 0 && b->size > 0) {
         CHECK_OK(ss_window_reader_register(r, b, NULL));
         batches++;
     }
@@ -289,7 +293,7 @@ int main(void) {
     CHECK_OK(ss_open(&s, clean, SS_OPEN_VERIFY)); /* a sound store reads fully */
     for (uint64_t i = 0; i < N; i++) {
         ss_view v;
-        CHECK_OK(ss_get(s, 0, i, &v));
+        CHECK_OK(ss_get(&v, s, 0, i));
         CHECK(tokens_right(&v, i));
     }
     ss_close(s);

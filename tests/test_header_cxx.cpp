@@ -11,9 +11,38 @@
 static_assert(SS_OK == 0 && SS_EINVAL == -1 && SS_EBUSY == -16, "error codes");
 static_assert(SS_U16 == 3 && SS_BF16 == 12, "dtype values are part of the format");
 static_assert(std::is_standard_layout<ss_view>::value, "ss_view is a C struct");
+// Out-parameters first (libgit2's rule), for every function without exception.
 static_assert(std::is_same<decltype(&ss_get),
-                           int (*)(const ss_store *, uint32_t, uint64_t, ss_view *)>::value,
+                           int (*)(ss_view *, const ss_store *, uint32_t, uint64_t)>::value,
               "ss_get's signature");
+static_assert(std::is_same<decltype(&ss_lengths), int (*)(uint64_t *, const ss_store *, uint32_t,
+                                                          uint64_t, uint64_t)>::value,
+              "ss_lengths's signature");
+static_assert(
+    std::is_same<decltype(&ss_attr_get), int (*)(ss_attr *, const ss_store *, const char *)>::value,
+    "ss_attr_get's signature");
+static_assert(
+    std::is_same<decltype(&ss_loader_next), int (*)(const ss_loader_batch **, ss_loader *)>::value,
+    "ss_loader_next's signature");
+static_assert(std::is_same<decltype(&ss_sampler_next),
+                           int (*)(uint64_t *, size_t, size_t *, ss_sampler *)>::value,
+              "ss_sampler_next's signature");
+
+// Fields by uint32_t index everywhere; ss_field_index is the one name lookup.
+static_assert(std::is_same<decltype(&ss_field_index),
+                           int (*)(uint32_t *, const ss_store *, const char *)>::value,
+              "ss_field_index's signature");
+static_assert(std::is_same<decltype(ss_collate_field::field), uint32_t>::value, "collator field");
+static_assert(std::is_same<decltype(ss_window_options::label_field), uint32_t>::value, "label");
+static_assert(std::is_same<decltype(ss_transform::field), uint32_t>::value, "transform field");
+static_assert(std::is_same<decltype(ss_verify_problem::field), uint32_t>::value, "verify field");
+static_assert(
+    std::is_same<decltype(&ss_stream_create), int (*)(ss_stream **, const ss_store *, uint32_t,
+                                                      const ss_stream_options *)>::value,
+    "ss_stream_create's signature");
+static_assert(std::is_same<decltype(&ss_transform_random_crop),
+                           int (*)(ss_transform *, uint32_t, uint64_t)>::value,
+              "built-in transforms take a field index");
 
 static int failures;
 #define EXPECT(cond)                                                                               \

@@ -5,7 +5,10 @@
 #include "seqstore.h"
 #include "testutil.h"
 
+#include <stddef.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #define N 300
 
@@ -40,20 +43,35 @@ static ss_collate_field g_fields[3];
 static void init_fields(void) {
     ss_collate_field d = SS_COLLATE_FIELD_INIT;
     g_fields[0] = g_fields[1] = g_fields[2] = d;
-    g_fields[0].name = "tok";
+    g_fields[0].field = 0; /* tok */
     g_fields[0].dtype = SS_I64;
     g_fields[0].pad_value = -1;
     g_fields[0].mask = SS_MASK_U8;
-    g_fields[1].name = "feat";
+    g_fields[1].field = 1; /* feat */
     g_fields[1].layout = SS_LAYOUT_PACKED;
-    g_fields[2].name = "label";
+    g_fields[2].field = 2; /* label */
 }
 
-static ss_loader_options base_options(uint64_t batch_size) {
-    ss_loader_options o = SS_LOADER_OPTIONS_INIT;
+/* The loader's options with their sampler and batch options held by value, so
+ * that a test can copy and vary them; topen() points the loader's options at
+ * them (they are read at open only). */
+typedef struct topts {
+    ss_loader_options l;
+    ss_sampler_options sampler;
+    ss_batch_options batch;
+} topts;
+
+static int topen(ss_loader **out, const ss_store *s, topts *o) {
+    o->l.sampler = &o->sampler;
+    o->l.batch = &o->batch;
+    return ss_loader_open(out, s, &o->l);
+}
+
+static topts base_options(uint64_t batch_size) {
+    topts o = {SS_LOADER_OPTIONS_INIT, SS_SAMPLER_OPTIONS_INIT, SS_BATCH_OPTIONS_INIT};
     o.batch.batch_size = batch_size;
-    o.fields = g_fields;
-    o.nfields = 3;
+    o.l.fields = g_fields;
+    o.l.nfields = 3;
     return o;
 }
 
@@ -77,7 +95,7 @@ static void check_batch(const ss_store *s, const ss_loader_batch *b, const uint6
     const uint8_t *tm = tok->mask;
     for (uint64_t r = 0; r < n; r++) {
         ss_view v;
-        CHECK_OK(ss_get(s, 0, expect[r], &v));
+        CHECK_OK(ss_get(&v, s, 0, expect[r]));
         CHECK_EQ_U64(tok->lengths[r], v.length);
         const uint16_t *x = v.data;
         for (uint64_t t = 0; t < T; t++) {
@@ -92,7 +110,7 @@ static void check_batch(const ss_store *s, const ss_loader_batch *b, const uint6
     const float *fd = feat->data;
     for (uint64_t r = 0; r < n; r++) {
         ss_view v;
-        CHECK_OK(ss_get(s, 1, expect[r], &v));
+        CHECK_OK(ss_get(&v, s, 1, expect[r]));
         CHECK_EQ_U64(feat->offsets[r + 1] - feat->offsets[r], v.length);
         CHECK(memcmp(fd + 3 * feat->offsets[r], v.data, v.length * 12) == 0);
     }
@@ -100,7 +118,7 @@ static void check_batch(const ss_store *s, const ss_loader_batch *b, const uint6
     const ss_collated *lab = &b->data.fields[2];
     for (uint64_t r = 0; r < n; r++) {
         ss_view v;
-        CHECK_OK(ss_get(s, 2, expect[r], &v));
+        CHECK_OK(ss_get(&v, s, 2, expect[r]));
         CHECK(memcmp((const int32_t *)lab->data + r, v.data, 4) == 0);
     }
 }
@@ -116,14 +134,14 @@ static void test_naive_fixed(const ss_store *s) {
             ss_remainder pol = rp == 0   ? SS_REMAINDER_PAD
                                : rp == 1 ? SS_REMAINDER_INCLUDE
                                          : SS_REMAINDER_SKIP;
-            ss_loader_options o = base_options(16);
-            o.selection = all;
+            topts o = base_options(16);
+            o.l.selection = all;
             o.batch.remainder = pol;
             o.sampler.kind = kind ? SS_SAMPLE_SHUFFLE : SS_SAMPLE_SEQUENTIAL;
             o.sampler.seed = 99;
-            o.threads = 2;
+            o.l.threads = 2;
             ss_loader *l;
-            CHECK_OK(ss_loader_open(&l, s, &o));
+            CHECK_OK(topen(&l, s, &o));
             ss_sampler_options so = o.sampler;
             so.batch_size = 16;
             ss_sampler *sm;
@@ -134,19 +152,19 @@ static void test_naive_fixed(const ss_store *s) {
                 CHECK_OK(ss_sampler_set_epoch(sm, epoch));
                 uint64_t order[400];
                 size_t n;
-                CHECK_OK(ss_sampler_next(sm, order, 400, &n));
+                CHECK_OK(ss_sampler_next(order, 400, &n, sm));
                 CHECK_EQ_U64(n, 288);
                 CHECK_EQ_U64(ss_loader_batches(l), nb);
                 const ss_loader_batch *b;
                 for (uint64_t k = 0; k < nb; k++) {
-                    CHECK_OK(ss_loader_next(l, &b));
+                    CHECK_OK(ss_loader_next(&b, l));
                     CHECK_EQ_U64(b->epoch, epoch);
                     CHECK_EQ_U64(b->position, k);
                     check_batch(s, b, order + 16 * k, k == 17 && rp == 1 ? 8 : 16);
                 }
-                CHECK_RC(ss_loader_next(l, &b), SS_LOADER_END);
+                CHECK_RC(ss_loader_next(&b, l), SS_LOADER_END);
                 CHECK(b == NULL);
-                CHECK_RC(ss_loader_next(l, &b), SS_LOADER_END);
+                CHECK_RC(ss_loader_next(&b, l), SS_LOADER_END);
             }
             ss_sampler_free(sm);
             ss_loader_free(l);
@@ -185,7 +203,7 @@ static uint64_t run(ss_loader *l, uint64_t e0, uint64_t e1, uint64_t *hashes, ui
         if (e != e0) CHECK_OK(ss_loader_set_epoch(l, e));
         const ss_loader_batch *b;
         int rc;
-        while ((rc = ss_loader_next(l, &b)) == 0) {
+        while ((rc = ss_loader_next(&b, l)) == 0) {
             CHECK(n < cap);
             hashes[n++] = batch_hash(b);
         }
@@ -199,13 +217,13 @@ static void test_threads(const ss_store *s) {
     uint64_t nref = 0;
     const uint32_t threads[] = {1, 2, 4, 3}, depth[] = {1, 2, 5, 8};
     for (int i = 0; i < 4; i++) {
-        ss_loader_options o = base_options(7);
+        topts o = base_options(7);
         o.sampler.kind = SS_SAMPLE_SHUFFLE;
         o.sampler.seed = 5;
-        o.threads = threads[i];
-        o.prefetch = depth[i];
+        o.l.threads = threads[i];
+        o.l.prefetch = depth[i];
         ss_loader *l;
-        CHECK_OK(ss_loader_open(&l, s, &o));
+        CHECK_OK(topen(&l, s, &o));
         uint64_t n = run(l, 0, 3, i ? got : ref, 200);
         if (i == 0) nref = n;
         CHECK_EQ_U64(n, nref);
@@ -217,13 +235,13 @@ static void test_threads(const ss_store *s) {
 
 /* Save mid-epoch, reopen, load: the same batches as without interruption. */
 static void test_resume(const ss_store *s) {
-    ss_loader_options o = base_options(9);
+    topts o = base_options(9);
     o.sampler.kind = SS_SAMPLE_BLOCK_SHUFFLE;
     o.sampler.block_size = 16;
     o.sampler.seed = 11;
-    o.threads = 3;
+    o.l.threads = 3;
     ss_loader *l;
-    CHECK_OK(ss_loader_open(&l, s, &o));
+    CHECK_OK(topen(&l, s, &o));
     uint64_t ref[200];
     uint64_t n = run(l, 0, 2, ref, 200);
     uint64_t per = n / 2;
@@ -231,32 +249,32 @@ static void test_resume(const ss_store *s) {
     /* stop at epoch 1 position 13 */
     CHECK_OK(ss_loader_set_epoch(l, 1));
     const ss_loader_batch *b;
-    for (int k = 0; k < 13; k++) CHECK_OK(ss_loader_next(l, &b));
+    for (int k = 0; k < 13; k++) CHECK_OK(ss_loader_next(&b, l));
     unsigned char st[SS_LOADER_STATE_SIZE];
     size_t len;
-    CHECK_OK(ss_loader_state_save(l, st, sizeof st, &len));
+    CHECK_OK(ss_loader_state_save(st, sizeof st, &len, l));
     CHECK_EQ_U64(len, SS_LOADER_STATE_SIZE);
     ss_loader_free(l);
     for (uint32_t th = 1; th <= 4; th *= 2) {
-        o.threads = th;
-        CHECK_OK(ss_loader_open(&l, s, &o));
+        o.l.threads = th;
+        CHECK_OK(topen(&l, s, &o));
         CHECK_OK(ss_loader_state_load(l, st, len));
         CHECK_EQ_U64(ss_loader_epoch(l), 1);
         CHECK_EQ_U64(ss_loader_position(l), 13);
         uint64_t k = per + 13;
-        while (ss_loader_next(l, &b) == 0) CHECK(batch_hash(b) == ref[k++]);
+        while (ss_loader_next(&b, l) == 0) CHECK(batch_hash(b) == ref[k++]);
         CHECK_EQ_U64(k, 2 * per);
         ss_loader_free(l);
     }
     /* a state of other options is refused */
     o.batch.batch_size = 10;
-    CHECK_OK(ss_loader_open(&l, s, &o));
+    CHECK_OK(topen(&l, s, &o));
     CHECK_RC(ss_loader_state_load(l, st, len), SS_EINVAL);
     CHECK_RC(ss_loader_state_load(l, st, len - 1), SS_EINVAL);
     ss_loader_free(l);
     o.batch.batch_size = 9;
     o.sampler.seed = 12;
-    CHECK_OK(ss_loader_open(&l, s, &o));
+    CHECK_OK(topen(&l, s, &o));
     CHECK_RC(ss_loader_state_load(l, st, len), SS_EINVAL);
     ss_loader_free(l);
 }
@@ -265,14 +283,14 @@ static void test_resume(const ss_store *s) {
 static void test_sharding(const ss_store *s) {
     unsigned char seen[N] = {0};
     for (uint32_t rank = 0; rank < 2; rank++) {
-        ss_loader_options o = base_options(10);
+        topts o = base_options(10);
         o.sampler.kind = SS_SAMPLE_SHUFFLE;
         o.sampler.seed = 3;
         o.sampler.world_size = 2;
         o.sampler.rank = rank;
-        o.threads = 2;
+        o.l.threads = 2;
         ss_loader *l;
-        CHECK_OK(ss_loader_open(&l, s, &o));
+        CHECK_OK(topen(&l, s, &o));
         ss_sampler_options so = o.sampler;
         so.batch_size = 10;
         ss_selection *all;
@@ -281,15 +299,15 @@ static void test_sharding(const ss_store *s) {
         CHECK_OK(ss_sampler_create(&sm, all, &so));
         uint64_t order[N];
         size_t n;
-        CHECK_OK(ss_sampler_next(sm, order, N, &n));
+        CHECK_OK(ss_sampler_next(order, N, &n, sm));
         CHECK_EQ_U64(n, 150);
         const ss_loader_batch *b;
         for (uint64_t k = 0; k < 15; k++) {
-            CHECK_OK(ss_loader_next(l, &b));
+            CHECK_OK(ss_loader_next(&b, l));
             check_batch(s, b, order + 10 * k, 10);
             for (uint64_t r = 0; r < 10; r++) seen[b->indices[r]]++;
         }
-        CHECK_RC(ss_loader_next(l, &b), SS_LOADER_END);
+        CHECK_RC(ss_loader_next(&b, l), SS_LOADER_END);
         ss_sampler_free(sm);
         ss_selection_free(all);
         ss_loader_free(l);
@@ -308,8 +326,8 @@ static void check_dealt(const ss_store *s, ss_loader *l, ss_batcher *bt, uint32_
     for (uint64_t j = 0; j < per; j++) {
         const uint64_t *ix;
         size_t n;
-        CHECK_OK(ss_batcher_get(bt, (j * world + rank) % nb, &ix, &n));
-        CHECK_OK(ss_loader_next(l, &b));
+        CHECK_OK(ss_batcher_get(&ix, &n, bt, (j * world + rank) % nb));
+        CHECK_OK(ss_loader_next(&b, l));
         check_batch(s, b, ix, n);
         if (max_tokens) {
             uint64_t longest = 0;
@@ -321,21 +339,21 @@ static void check_dealt(const ss_store *s, ss_loader *l, ss_batcher *bt, uint32_
             CHECK(n * longest <= max_tokens);
         }
     }
-    CHECK_RC(ss_loader_next(l, &b), SS_LOADER_END);
+    CHECK_RC(ss_loader_next(&b, l), SS_LOADER_END);
 }
 
 static void test_tokens(const ss_store *s) {
     for (uint32_t rank = 0; rank < 2; rank++) {
-        ss_loader_options o = base_options(0);
+        topts o = base_options(0);
         o.batch.max_tokens = 120;
         o.sampler.kind = SS_SAMPLE_SHUFFLE;
         o.sampler.seed = 8;
         o.sampler.world_size = 2;
         o.sampler.rank = rank;
         o.sampler.drop_last = (int)rank; /* both policies */
-        o.threads = 2;
+        o.l.threads = 2;
         ss_loader *l;
-        CHECK_OK(ss_loader_open(&l, s, &o));
+        CHECK_OK(topen(&l, s, &o));
         for (uint64_t epoch = 0; epoch < 2; epoch++) {
             if (epoch) CHECK_OK(ss_loader_set_epoch(l, epoch));
             /* by hand: the global shuffled order, lengths, batcher */
@@ -349,7 +367,7 @@ static void test_tokens(const ss_store *s) {
             CHECK_OK(ss_sampler_set_epoch(sm, epoch));
             uint64_t order[N], lens[N];
             size_t n;
-            CHECK_OK(ss_sampler_next(sm, order, N, &n));
+            CHECK_OK(ss_sampler_next(order, N, &n, sm));
             for (size_t i = 0; i < n; i++) {
                 uint64_t a = ss_length(s, 0, order[i]), c = ss_length(s, 1, order[i]);
                 lens[i] = a > c ? a : c;
@@ -368,20 +386,20 @@ static void test_tokens(const ss_store *s) {
 static void test_bucket(const char *path) {
     ss_store *s;
     CHECK_OK(ss_open(&s, path, 0));
-    ss_loader_options o = base_options(8);
-    o.bucket = "tok";
+    topts o = base_options(8);
+    o.l.bucket = "tok";
     o.sampler.kind = SS_SAMPLE_SHUFFLE;
     o.sampler.seed = 21;
-    o.threads = 2;
+    o.l.threads = 2;
     ss_loader *l;
-    CHECK_RC(ss_loader_open(&l, s, &o), SS_ENOTFOUND);
+    CHECK_RC(topen(&l, s, &o), SS_ENOTFOUND);
     CHECK(l == NULL);
     ss_close(s);
     uint32_t key = 0;
     CHECK_OK(ss_bucket_save(path, "tok", &key, 1, 10));
     ss_store *s2;
     CHECK_OK(ss_open(&s2, path, 0));
-    CHECK_OK(ss_loader_open(&l, s2, &o));
+    CHECK_OK(topen(&l, s2, &o));
     ss_bucket *bk;
     CHECK_OK(ss_bucket_open(&bk, s2, "tok"));
     for (uint64_t epoch = 0; epoch < 2; epoch++) {
@@ -393,7 +411,7 @@ static void test_bucket(const char *path) {
         /* every batch inside one bucket of width 10 */
         CHECK_OK(ss_loader_set_epoch(l, epoch));
         const ss_loader_batch *b;
-        while (ss_loader_next(l, &b) == 0) {
+        while (ss_loader_next(&b, l) == 0) {
             uint64_t q = ss_length(s2, 0, b->indices[0]) / 10;
             for (uint64_t r = 0; r < b->rows; r++)
                 CHECK_EQ_U64(ss_length(s2, 0, b->indices[r]) / 10, q);
@@ -411,19 +429,19 @@ typedef struct epoch_batches {
     uint64_t idx[4 * N], start[4 * N + 1], nb;
 } epoch_batches;
 
-static void collect(const ss_store *s, ss_loader_options o, uint32_t R, uint32_t r, uint32_t W,
-                    uint32_t w, uint64_t epoch, epoch_batches *out) {
+static void collect(const ss_store *s, topts o, uint32_t R, uint32_t r, uint32_t W, uint32_t w,
+                    uint64_t epoch, epoch_batches *out) {
     o.sampler.world_size = R;
     o.sampler.rank = r;
     o.sampler.num_workers = W;
     o.sampler.worker = w;
     ss_loader *l;
-    CHECK_OK(ss_loader_open(&l, s, &o));
+    CHECK_OK(topen(&l, s, &o));
     CHECK_OK(ss_loader_set_epoch(l, epoch));
     const ss_loader_batch *b;
     out->nb = 0;
     out->start[0] = 0;
-    while (ss_loader_next(l, &b) == 0) {
+    while (ss_loader_next(&b, l) == 0) {
         CHECK(out->start[out->nb] + b->rows <= 4 * N);
         memcpy(out->idx + out->start[out->nb], b->indices, b->rows * 8);
         out->start[out->nb + 1] = out->start[out->nb] + b->rows;
@@ -465,14 +483,14 @@ static void test_shard_all_modes(const char *path) {
         for (int dl = 0; dl < 2; dl++) {
             for (int c = 0; c < 4; c++) {
                 uint32_t R = conf[c][0], W = conf[c][1];
-                ss_loader_options o = base_options(mode == 1 ? 0 : 5);
+                topts o = base_options(mode == 1 ? 0 : 5);
                 if (mode == 1) o.batch.max_tokens = 120;
-                if (mode == 2) o.bucket = "tok";
+                if (mode == 2) o.l.bucket = "tok";
                 o.sampler.kind = SS_SAMPLE_SHUFFLE;
                 o.sampler.seed = 31;
                 o.sampler.drop_last = dl;
-                o.threads = 2;
-                ss_loader_options ref = o;
+                o.l.threads = 2;
+                topts ref = o;
                 if (mode == 0) ref.batch.batch_size = 5 * R;
                 collect(s, ref, 1, 0, 1, 0, 1, &one);
                 uint64_t nb = one.nb, per = mode == 0 ? 0 : dl ? nb / R : (nb + R - 1) / R;
@@ -530,20 +548,20 @@ static void test_shard_all_modes(const char *path) {
 
 /* Infinite: epochs follow one another; the batches equal set_epoch runs. */
 static void test_infinite(const ss_store *s) {
-    ss_loader_options o = base_options(50);
+    topts o = base_options(50);
     o.sampler.kind = SS_SAMPLE_SHUFFLE;
     o.sampler.seed = 4;
     ss_loader *l;
-    CHECK_OK(ss_loader_open(&l, s, &o));
+    CHECK_OK(topen(&l, s, &o));
     uint64_t ref[32];
     CHECK_EQ_U64(run(l, 0, 3, ref, 32), 18);
     ss_loader_free(l);
-    o.infinite = 1;
-    o.threads = 3;
-    CHECK_OK(ss_loader_open(&l, s, &o));
+    o.l.infinite = 1;
+    o.l.threads = 3;
+    CHECK_OK(topen(&l, s, &o));
     const ss_loader_batch *b;
     for (int k = 0; k < 18; k++) {
-        CHECK_OK(ss_loader_next(l, &b));
+        CHECK_OK(ss_loader_next(&b, l));
         CHECK_EQ_U64(b->epoch, (uint64_t)k / 6);
         CHECK(batch_hash(b) == ref[k]);
     }
@@ -553,13 +571,13 @@ static void test_infinite(const ss_store *s) {
 /* Free mid-epoch with busy workers (ASan/TSan catch leaks and races). */
 static void test_free_mid_epoch(const ss_store *s) {
     for (int round = 0; round < 20; round++) {
-        ss_loader_options o = base_options(3 + (uint64_t)round);
-        o.threads = 1 + (uint32_t)round % 4;
-        o.prefetch = 1 + (uint32_t)round % 5;
+        topts o = base_options(3 + (uint64_t)round);
+        o.l.threads = 1 + (uint32_t)round % 4;
+        o.l.prefetch = 1 + (uint32_t)round % 5;
         ss_loader *l;
-        CHECK_OK(ss_loader_open(&l, s, &o));
+        CHECK_OK(topen(&l, s, &o));
         const ss_loader_batch *b;
-        for (int k = 0; k < round % 4; k++) CHECK_OK(ss_loader_next(l, &b));
+        for (int k = 0; k < round % 4; k++) CHECK_OK(ss_loader_next(&b, l));
         if (round % 3 == 0) CHECK_OK(ss_loader_set_epoch(l, 7));
         ss_loader_free(l);
     }
@@ -575,23 +593,23 @@ static int fail_on_37(void *user, ss_example *ex, ss_rng *rng) {
 
 static void test_errors(const ss_store *s) {
     ss_loader *l = (ss_loader *)1;
-    ss_loader_options o = base_options(0);
-    CHECK_RC(ss_loader_open(&l, s, &o), SS_EINVAL);
+    topts o = base_options(0);
+    CHECK_RC(topen(&l, s, &o), SS_EINVAL);
     CHECK(l == NULL);
     o.batch.batch_size = 4;
-    o.version = 99;
-    CHECK_RC(ss_loader_open(&l, s, &o), SS_EINVAL);
-    o.version = SS_LOADER_OPTIONS_VERSION;
+    o.l.version = 99;
+    CHECK_RC(topen(&l, s, &o), SS_EINVAL);
+    o.l.version = SS_LOADER_OPTIONS_VERSION;
     o.sampler.world_size = 2;
     o.sampler.rank = 2;
-    CHECK_RC(ss_loader_open(&l, s, &o), SS_EINVAL);
+    CHECK_RC(topen(&l, s, &o), SS_EINVAL);
     o.sampler.world_size = 1;
     o.sampler.rank = 0;
     ss_collate_field bad = SS_COLLATE_FIELD_INIT;
-    bad.name = "nope";
-    o.fields = &bad;
-    o.nfields = 1;
-    CHECK_RC(ss_loader_open(&l, s, &o), SS_ENOTFOUND);
+    bad.field = 3; /* the store has 3 fields */
+    o.l.fields = &bad;
+    o.l.nfields = 1;
+    CHECK_RC(topen(&l, s, &o), SS_ERANGE);
     /* a failing transform surfaces at next() with the example index */
     o = base_options(5);
     ss_pipeline *p;
@@ -600,23 +618,135 @@ static void test_errors(const ss_store *s) {
     t.name = "picky";
     t.example = fail_on_37;
     CHECK_OK(ss_pipeline_add(p, &t));
-    o.transforms = p;
+    o.l.transforms = p;
     for (uint32_t th = 1; th <= 4; th *= 2) {
-        o.threads = th;
-        CHECK_OK(ss_loader_open(&l, s, &o));
+        o.l.threads = th;
+        CHECK_OK(topen(&l, s, &o));
         const ss_loader_batch *b;
-        for (int k = 0; k < 7; k++) CHECK_OK(ss_loader_next(l, &b)); /* examples 0..34 */
-        CHECK_RC(ss_loader_next(l, &b), SS_ECALLBACK);
+        for (int k = 0; k < 7; k++) CHECK_OK(ss_loader_next(&b, l)); /* examples 0..34 */
+        CHECK_RC(ss_loader_next(&b, l), SS_ECALLBACK);
         CHECK(b == NULL);
         CHECK(strstr(ss_error_message(), "example 37") != NULL);
         CHECK(strstr(ss_error_message(), "picky") != NULL);
         CHECK(strstr(ss_error_message(), "cannot handle this one") != NULL);
-        CHECK_RC(ss_loader_next(l, &b), SS_ECALLBACK); /* sticky */
+        CHECK_RC(ss_loader_next(&b, l), SS_ECALLBACK); /* sticky */
         CHECK_OK(ss_loader_set_epoch(l, 1));           /* cleared */
-        CHECK_OK(ss_loader_next(l, &b));
+        CHECK_OK(ss_loader_next(&b, l));
         ss_loader_free(l);
     }
     ss_pipeline_free(p);
+}
+
+/* `size` bytes placed at the very end of a readable page followed by an
+ * inaccessible one: reading one byte past them crashes the test. */
+static void *at_page_end(void **map, size_t *map_len, size_t size) {
+    size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+    *map_len = 2 * pg;
+    *map = mmap(NULL, *map_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    CHECK(*map != MAP_FAILED);
+    CHECK(mprotect((char *)*map + pg, pg, PROT_NONE) == 0);
+    CHECK(size <= pg);
+    return (char *)*map + pg - size;
+}
+
+/* All the batch indices of epoch 0, concatenated. */
+static uint64_t epoch_indices(const ss_store *s, const ss_loader_options *o, uint64_t *idx) {
+    ss_loader *l;
+    CHECK_OK(ss_loader_open(&l, s, o));
+    const ss_loader_batch *b;
+    uint64_t n = 0;
+    while (ss_loader_next(&b, l) == 0) {
+        memcpy(idx + n, b->indices, b->rows * 8);
+        n += b->rows;
+    }
+    ss_loader_free(l);
+    return n;
+}
+
+/* Options versioning (seqstore.h): sub-options are pointers, each read by its
+ * own version. A version-1 sampler struct and an array of version-1 collate
+ * fields, compiled against the old header (their size ends where version 1
+ * ended; nothing readable follows), are accepted and mean what they meant;
+ * unknown versions are refused. */
+static void test_options_versions(const ss_store *s) {
+    ss_batch_options bo = SS_BATCH_OPTIONS_INIT;
+    bo.batch_size = 7;
+    ss_sampler_options so = SS_SAMPLER_OPTIONS_INIT; /* the current version */
+    so.kind = SS_SAMPLE_SHUFFLE;
+    so.seed = 77;
+    ss_collate_field cf[2] = {SS_COLLATE_FIELD_INIT, SS_COLLATE_FIELD_INIT};
+    cf[0].field = 2; /* label */
+    cf[1].field = 0; /* tok */
+    cf[1].pad_value = -1;
+    ss_loader_options o = SS_LOADER_OPTIONS_INIT;
+    o.sampler = &so;
+    o.batch = &bo;
+    o.fields = cf;
+    o.nfields = 2;
+    static uint64_t want[N], got[N];
+    uint64_t n = epoch_indices(s, &o, want);
+    CHECK_EQ_U64(n, N);
+
+    /* version 1 sampler options: the struct up to window_blocks */
+    size_t v1 = offsetof(ss_sampler_options, block_bytes), map_len;
+    void *map;
+    ss_sampler_options *old = at_page_end(&map, &map_len, v1);
+    memcpy(old, &so, v1);
+    old->version = 1;
+    o.sampler = old;
+    CHECK_EQ_U64(epoch_indices(s, &o, got), N);
+    CHECK(memcmp(want, got, sizeof want) == 0);
+    ss_selection *all;
+    CHECK_OK(ss_selection_all(&all, N));
+    ss_sampler *sp;
+    CHECK_OK(ss_sampler_create(&sp, all, old)); /* the sampler alone, too */
+    ss_sampler_free(sp);
+    old->version = 3; /* newer than this library */
+    CHECK_RC(ss_loader_open(&(ss_loader *){NULL}, s, &o), SS_EINVAL);
+    CHECK(strstr(ss_error_message(), "version 3"));
+    CHECK_RC(ss_sampler_create(&sp, all, old), SS_EINVAL);
+    ss_selection_free(all);
+    munmap(map, map_len);
+    o.sampler = &so;
+
+    /* an array of two version-1 collate fields: stride = the version-1 size */
+    size_t f1 = offsetof(ss_collate_field, mask_dtype);
+    unsigned char *arr = at_page_end(&map, &map_len, 2 * f1);
+    for (int k = 0; k < 2; k++) {
+        memcpy(arr + k * f1, &cf[k], f1);
+        ((ss_collate_field *)(void *)(arr + k * f1))->version = 1;
+    }
+    o.fields = (const ss_collate_field *)(void *)arr;
+    ss_loader *l;
+    CHECK_OK(ss_loader_open(&l, s, &o));
+    const ss_loader_batch *b;
+    CHECK_OK(ss_loader_next(&b, l));
+    CHECK(b->data.nfields == 2 && b->data.fields[0].field == 2 && b->data.fields[1].field == 0);
+    CHECK(b->data.fields[1].sequence && !b->data.fields[0].sequence);
+    ss_loader_free(l);
+    ss_collator *c;
+    CHECK_OK(ss_collator_create(&c, s, o.fields, 2, NULL));
+    ss_collator_free(c);
+    ((ss_collate_field *)(void *)(arr + f1))->version = 2; /* mixed versions */
+    CHECK_RC(ss_collator_create(&c, s, o.fields, 2, NULL), SS_EINVAL);
+    munmap(map, map_len);
+    o.fields = cf;
+
+    /* unknown versions of the loader's other sub-options and of itself */
+    bo.version = 2;
+    CHECK_RC(ss_loader_open(&l, s, &o), SS_EINVAL);
+    CHECK(strstr(ss_error_message(), "batch options version 2"));
+    bo.version = SS_BATCH_OPTIONS_VERSION;
+    ss_collator_options co = SS_COLLATOR_OPTIONS_INIT;
+    co.version = 9;
+    o.collator = &co;
+    CHECK_RC(ss_loader_open(&l, s, &o), SS_EINVAL);
+    co.version = SS_COLLATOR_OPTIONS_VERSION;
+    CHECK_OK(ss_loader_open(&l, s, &o));
+    ss_loader_free(l);
+    o.version = 1; /* the version that embedded them by value */
+    CHECK_RC(ss_loader_open(&l, s, &o), SS_EINVAL);
+    CHECK(l == NULL);
 }
 
 int main(void) {
@@ -632,6 +762,7 @@ int main(void) {
     test_infinite(s);
     test_free_mid_epoch(s);
     test_errors(s);
+    test_options_versions(s);
     ss_close(s);
     test_bucket(path);
     test_shard_all_modes(path);

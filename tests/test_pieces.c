@@ -69,14 +69,14 @@ static void test_tables(void) {
     /* views: chosen fields sliced, the label whole with every piece */
     const ss_piece *p = ss_splitter_pieces(sp);
     ss_view v;
-    CHECK_OK(ss_splitter_view(sp, &p[5], 0, &v));
+    CHECK_OK(ss_splitter_view(&v, sp, &p[5], 0));
     CHECK_EQ_U64(v.length, 3);
     CHECK_EQ_U64(((const uint16_t *)v.data)[0], 303);
-    CHECK_OK(ss_splitter_view(sp, &p[5], 2, &v));
+    CHECK_OK(ss_splitter_view(&v, sp, &p[5], 2));
     CHECK_EQ_U64(((const uint8_t *)v.data)[2], 5);
-    CHECK_OK(ss_splitter_view(sp, &p[5], 1, &v));
+    CHECK_OK(ss_splitter_view(&v, sp, &p[5], 1));
     CHECK_EQ_U64(*(const int32_t *)v.data, 30);
-    CHECK_RC(ss_splitter_view(sp, &p[5], 9, &v), SS_ERANGE);
+    CHECK_RC(ss_splitter_view(&v, sp, &p[5], 9), SS_ERANGE);
     ss_splitter_free(sp);
 
     /* min_len 2 drops the short pieces; flags describe the kept ones */
@@ -102,7 +102,7 @@ static void test_tables(void) {
     CHECK_OK(ss_splitter_open(&sp, s, &o));
     row want3[] = {{3, 0, 3, S_ | N_}, {3, 3, 6, S_ | C_ | N_}, {3, 6, 7, S_ | C_}, {1, 0, 3, 0}};
     check_table(sp, want3, 4);
-    CHECK_OK(ss_splitter_view(sp, &ss_splitter_pieces(sp)[1], 2, &v));
+    CHECK_OK(ss_splitter_view(&v, sp, &ss_splitter_pieces(sp)[1], 2));
     CHECK_EQ_U64(v.length, 7);
     ss_splitter_free(sp);
 
@@ -193,7 +193,7 @@ static void test_lanes(void) {
             for (int b = 0; b < 4; b++) last_ex[b] = UINT64_MAX, last_t1[b] = 0;
             const ss_lane_batch *bt;
             for (;;) {
-                CHECK_OK(ss_lanes_next(la, &bt));
+                CHECK_OK(ss_lanes_next(&bt, la));
                 if (bt->size == 0) break;
                 CHECK_EQ_U64(bt->epoch, (uint64_t)e);
                 if (variant & 2)

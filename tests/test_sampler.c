@@ -19,7 +19,7 @@ static uint64_t drain(ss_sampler *s, uint64_t *out, uint64_t cap) {
     size_t n;
     do {
         size_t want = (size_t)(cap - k < 7 ? cap - k : 7); /* odd chunk size on purpose */
-        CHECK_OK(ss_sampler_next(s, out + k, want, &n));
+        CHECK_OK(ss_sampler_next(out + k, want, &n, s));
         k += n;
     } while (n && k < cap);
     return k;
@@ -35,7 +35,7 @@ static void test_sequential_and_golden(void) {
     uint64_t want[5] = {2, 3, 4, 8, 9};
     CHECK(memcmp(got, want, sizeof want) == 0);
     size_t n = 99;
-    CHECK_OK(ss_sampler_next(s, got, 4, &n)); /* end of epoch stays at end */
+    CHECK_OK(ss_sampler_next(got, 4, &n, s)); /* end of epoch stays at end */
     CHECK_EQ_U64(n, 0);
     CHECK_OK(ss_sampler_set_epoch(s, 1));
     CHECK_EQ_U64(drain(s, got, 16), 5);
@@ -99,7 +99,7 @@ static uint64_t run_consumers(const ss_selection *sel, ss_sampler_options o, uin
             CHECK_EQ_U64(ss_sampler_epoch_length(s) % b, 0);
             for (uint64_t kk = 0;; kk++) {
                 size_t n;
-                CHECK_OK(ss_sampler_next(s, buf, (size_t)b, &n));
+                CHECK_OK(ss_sampler_next(buf, (size_t)b, &n, s));
                 if (n == 0) break;
                 CHECK_EQ_U64(n, b); /* whole batches only */
                 uint64_t k = kk * W + w;
@@ -173,8 +173,10 @@ static void test_sharding_elastic(void) {
         o.kind = round % 3 == 0   ? SS_SAMPLE_SEQUENTIAL
                  : round % 3 == 1 ? SS_SAMPLE_SHUFFLE
                                   : SS_SAMPLE_BLOCK_SHUFFLE;
-        o.block_size = 5;
-        o.window_blocks = 2;
+        if (o.kind == SS_SAMPLE_BLOCK_SHUFFLE) { /* refused with other kinds */
+            o.block_size = 5;
+            o.window_blocks = 2;
+        }
         o.seed = (uint64_t)round;
         o.drop_last = round % 2;
         const uint64_t GB = 12; /* global batch */
@@ -229,15 +231,15 @@ static void test_resume(void) {
         o.worker = 1;
         o.batch_size = 4;
         o.infinite = 1;
-        o.weights = w;
-        o.block_size = 8;
+        if (o.kind == SS_SAMPLE_WEIGHTED) o.weights = w; /* refused with other kinds */
+        if (o.kind == SS_SAMPLE_BLOCK_SHUFFLE) o.block_size = 8;
         const uint64_t total = 200;
         uint64_t ref[200], got[200];
         ss_sampler *s;
         CHECK_OK(ss_sampler_create(&s, sel, &o));
         CHECK_OK(ss_sampler_set_epoch(s, 5));
         size_t n;
-        CHECK_OK(ss_sampler_next(s, ref, total, &n));
+        CHECK_OK(ss_sampler_next(ref, total, &n, s));
         CHECK_EQ_U64(n, total); /* infinite: spans several epochs */
         CHECK(ss_sampler_epoch(s) > 5);
         ss_sampler_free(s);
@@ -246,13 +248,13 @@ static void test_resume(void) {
             size_t len;
             CHECK_OK(ss_sampler_create(&s, sel, &o));
             CHECK_OK(ss_sampler_set_epoch(s, 5));
-            CHECK_OK(ss_sampler_next(s, got, (size_t)m, &n));
-            CHECK_OK(ss_sampler_state_save(s, blob, sizeof blob, &len));
+            CHECK_OK(ss_sampler_next(got, (size_t)m, &n, s));
+            CHECK_OK(ss_sampler_state_save(blob, sizeof blob, &len, s));
             CHECK_EQ_U64(len, SS_SAMPLER_STATE_SIZE);
             ss_sampler_free(s);
             CHECK_OK(ss_sampler_create(&s, sel, &o)); /* a "restarted job" at epoch 0 */
             CHECK_OK(ss_sampler_state_load(s, blob, len));
-            CHECK_OK(ss_sampler_next(s, got + m, (size_t)(total - m), &n));
+            CHECK_OK(ss_sampler_next(got + m, (size_t)(total - m), &n, s));
             CHECK_EQ_U64(n, total - m);
             CHECK(memcmp(got, ref, sizeof ref) == 0);
             /* A state does not load into a sampler with other options. */
@@ -272,7 +274,7 @@ static void test_resume(void) {
         }
         unsigned char tiny[8];
         CHECK_OK(ss_sampler_create(&s, sel, &o));
-        CHECK_RC(ss_sampler_state_save(s, tiny, sizeof tiny, NULL), SS_ETOOBIG);
+        CHECK_RC(ss_sampler_state_save(tiny, sizeof tiny, NULL, s), SS_ETOOBIG);
         ss_sampler_free(s);
     }
     free(w);
@@ -554,7 +556,7 @@ static void test_block_bytes_and_buckets(void) {
                 if (k > first) gb[ng++] = first;
             }
         } else {
-            for (uint64_t i = 0; i < ns; i++) CHECK_OK(ss_selection_index(sel, i, &flat[k++]));
+            for (uint64_t i = 0; i < ns; i++) CHECK_OK(ss_selection_index(&flat[k++], sel, i));
             gb[ng++] = 0;
         }
         gb[ng] = k;
@@ -632,17 +634,17 @@ static void test_block_bytes_and_buckets(void) {
     ss_sampler *s;
     size_t n;
     CHECK_OK(ss_sampler_create(&s, sel, &o));
-    CHECK_OK(ss_sampler_next(s, r1, (size_t)total, &n));
+    CHECK_OK(ss_sampler_next(r1, (size_t)total, &n, s));
     ss_sampler_free(s);
     for (uint64_t m = 0; m < total; m += 97) {
         unsigned char blob[SS_SAMPLER_STATE_SIZE];
         CHECK_OK(ss_sampler_create(&s, sel, &o));
-        CHECK_OK(ss_sampler_next(s, r2, (size_t)m, &n));
-        CHECK_OK(ss_sampler_state_save(s, blob, sizeof blob, NULL));
+        CHECK_OK(ss_sampler_next(r2, (size_t)m, &n, s));
+        CHECK_OK(ss_sampler_state_save(blob, sizeof blob, NULL, s));
         ss_sampler_free(s);
         CHECK_OK(ss_sampler_create(&s, sel, &o));
         CHECK_OK(ss_sampler_state_load(s, blob, sizeof blob));
-        CHECK_OK(ss_sampler_next(s, r2 + m, (size_t)(total - m), &n));
+        CHECK_OK(ss_sampler_next(r2 + m, (size_t)(total - m), &n, s));
         CHECK(memcmp(r1, r2, total * sizeof *r1) == 0);
         ss_sampler_free(s);
         /* Not into a sampler whose blocks are cut differently. */
@@ -724,6 +726,37 @@ static void test_errors_and_lengths(void) {
     o.kind = SS_SAMPLE_SEQUENTIAL;
     o.version = 99;
     CHECK_RC(ss_sampler_create(&s, sel, &o), SS_EINVAL);
+    /* Fields a kind does not use are refused, never silently ignored. */
+    double w10[10] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+    o = (ss_sampler_options)SS_SAMPLER_OPTIONS_INIT;
+    o.num_samples = 5; /* SEQUENTIAL draws no samples */
+    CHECK_RC(ss_sampler_create(&s, sel, &o), SS_EINVAL);
+    CHECK(strstr(ss_error_message(), "num_samples"));
+    o = (ss_sampler_options)SS_SAMPLER_OPTIONS_INIT;
+    o.kind = SS_SAMPLE_SHUFFLE;
+    o.weights = w10;
+    CHECK_RC(ss_sampler_create(&s, sel, &o), SS_EINVAL);
+    CHECK(strstr(ss_error_message(), "weights"));
+    o = (ss_sampler_options)SS_SAMPLER_OPTIONS_INIT;
+    o.kind = SS_SAMPLE_SHUFFLE;
+    o.block_size = 4;
+    CHECK_RC(ss_sampler_create(&s, sel, &o), SS_EINVAL);
+    CHECK(strstr(ss_error_message(), "block_size"));
+    o.block_size = 0;
+    o.window_blocks = 2;
+    CHECK_RC(ss_sampler_create(&s, sel, &o), SS_EINVAL);
+    o.window_blocks = 0;
+    o.kind = SS_SAMPLE_WEIGHTED; /* the same fields with their kind are accepted */
+    o.weights = w10;
+    o.num_samples = 5;
+    CHECK_OK(ss_sampler_create(&s, sel, &o));
+    ss_sampler_free(s);
+    o = (ss_sampler_options)SS_SAMPLER_OPTIONS_INIT;
+    o.kind = SS_SAMPLE_BLOCK_SHUFFLE;
+    o.block_size = 4;
+    o.window_blocks = 2;
+    CHECK_OK(ss_sampler_create(&s, sel, &o));
+    ss_sampler_free(s);
     /* Infinite sampler over an empty selection returns nothing, never spins. */
     ss_selection *empty;
     CHECK_OK(ss_selection_parse(&empty, "", 10));
@@ -732,7 +765,7 @@ static void test_errors_and_lengths(void) {
     CHECK_OK(ss_sampler_create(&s, empty, &o));
     uint64_t buf[4];
     size_t n = 9;
-    CHECK_OK(ss_sampler_next(s, buf, 4, &n));
+    CHECK_OK(ss_sampler_next(buf, 4, &n, s));
     CHECK_EQ_U64(n, 0);
     ss_sampler_free(s);
     ss_selection_free(empty);

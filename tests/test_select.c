@@ -10,7 +10,7 @@
 /* Expect `sel` to be exactly the ranges in `want` ("" for none). */
 static void check_text(const ss_selection *sel, const char *want) {
     char buf[4096];
-    CHECK_OK(ss_selection_format(sel, buf, sizeof buf, NULL));
+    CHECK_OK(ss_selection_format(buf, sizeof buf, NULL, sel));
     if (strcmp(buf, want) != 0) {
         fprintf(stderr, "selection is '%s', expected '%s'\n", buf, want);
         exit(1);
@@ -67,7 +67,7 @@ static void test_parse(void) {
     char small[4];
     size_t need;
     CHECK_OK(ss_selection_parse(&sel, "0:800,900:1000", 1000));
-    CHECK_RC(ss_selection_format(sel, small, sizeof small, &need), SS_ETOOBIG);
+    CHECK_RC(ss_selection_format(small, sizeof small, &need, sel), SS_ETOOBIG);
     CHECK_EQ_U64(need, strlen("0:800,900:1000"));
     ss_selection_free(sel);
 }
@@ -106,17 +106,17 @@ static void test_index_property(void) {
             CHECK_EQ_U64(ss_selection_contains(sel, i), bit[i]);
             if (bit[i]) {
                 uint64_t got;
-                CHECK_OK(ss_selection_index(sel, k, &got));
+                CHECK_OK(ss_selection_index(&got, sel, k));
                 CHECK_EQ_U64(got, i);
                 k++;
             }
         }
         CHECK_EQ_U64(ss_selection_count(sel), k);
         uint64_t dummy;
-        CHECK_RC(ss_selection_index(sel, k, &dummy), SS_ERANGE);
+        CHECK_RC(ss_selection_index(&dummy, sel, k), SS_ERANGE);
         CHECK(!ss_selection_contains(sel, total));
         char buf[8192];
-        CHECK_OK(ss_selection_format(sel, buf, sizeof buf, NULL));
+        CHECK_OK(ss_selection_format(buf, sizeof buf, NULL, sel));
         ss_selection *back;
         CHECK_OK(ss_selection_parse(&back, buf, total));
         CHECK_EQ_U64(ss_selection_range_count(back), ss_selection_range_count(sel));
@@ -294,7 +294,7 @@ static void test_filter_and_splits(void) {
     CHECK_RC(ss_split_load(&back, s, "nope"), SS_ENOTFOUND);
     CHECK(strstr(ss_error_message(), "nope"));
     ss_attr a;
-    CHECK_OK(ss_attr_get(s, "ss.split.train", &a));
+    CHECK_OK(ss_attr_get(&a, s, "ss.split.train"));
     CHECK_EQ_U64(a.type, SS_U64);
     CHECK_EQ_U64(a.size, 32);
     const unsigned char *p = a.data; /* little-endian pairs: 10, 250, 280, 300 */
@@ -500,7 +500,7 @@ static void test_kfold_grouped_stratified(void) {
         for (uint64_t i = 0; i < n; i++) keys[i] = (int64_t)(ss_test_rand(&rng) % span) - 3;
         uint32_t want[600], cnt[32][8] = {{0}};
         uint64_t idx[600];
-        for (uint64_t i = 0; i < n; i++) CHECK_OK(ss_selection_index(sel, i, &idx[i]));
+        for (uint64_t i = 0; i < n; i++) CHECK_OK(ss_selection_index(&idx[i], sel, i));
         for (int mode = 0; mode < 2; mode++) {
             ss_kfold_options o = SS_KFOLD_OPTIONS_INIT;
             if (mode == 0) {

@@ -68,18 +68,18 @@ static void test_torchnet_sequence_batch(void) {
     o.shift = 0;
     ss_stream *st;
     ss_stream_batch b;
-    CHECK_OK(ss_stream_create(&st, s, "x", &o)); /* skip-remainder */
+    CHECK_OK(ss_stream_create(&st, s, 0, &o)); /* skip-remainder */
     CHECK_EQ_U64(ss_stream_count(st), 1);
-    CHECK_OK(ss_stream_read(st, 0, &b));
+    CHECK_OK(ss_stream_read(&b, st, 0));
     CHECK(b.target == NULL);
     for (int i = 0; i < 13; i++) CHECK(((const double *)b.input)[i] == i + 1);
     ss_stream_free(st);
     o.tail = SS_STREAM_TAIL_PAD;
     o.pad_value = 0;
-    CHECK_OK(ss_stream_create(&st, s, "x", &o)); /* pad-remainder */
+    CHECK_OK(ss_stream_create(&st, s, 0, &o)); /* pad-remainder */
     CHECK_EQ_U64(ss_stream_count(st), 2);
     for (uint64_t k = 0; k < 2; k++) {
-        CHECK_OK(ss_stream_read(st, k, &b));
+        CHECK_OK(ss_stream_read(&b, st, k));
         for (int i = 0; i < 13; i++) {
             double want = i < 7 ? (double)(2 * i + 1 + (int)k) : 0.0;
             CHECK(((const double *)b.input)[i] == want);
@@ -88,13 +88,13 @@ static void test_torchnet_sequence_batch(void) {
     }
     ss_stream_free(st);
     o.batch = 28;
-    CHECK_OK(ss_stream_create(&st, s, "x", &o));
+    CHECK_OK(ss_stream_create(&st, s, 0, &o));
     CHECK_EQ_U64(ss_stream_count(st), 1);
-    CHECK_OK(ss_stream_read(st, 0, &b));
+    CHECK_OK(ss_stream_read(&b, st, 0));
     CHECK_EQ_U64(b.data_bytes, 28 * 8);
     ss_stream_free(st);
     o.tail = SS_STREAM_TAIL_DROP;
-    CHECK_OK(ss_stream_create(&st, s, "x", &o));
+    CHECK_OK(ss_stream_create(&st, s, 0, &o));
     CHECK_EQ_U64(ss_stream_count(st), 0);
     ss_stream_free(st);
     ss_close(s);
@@ -110,25 +110,25 @@ static void test_ten(void) {
     ss_stream_batch b;
 
     /* DROP: [1 2 3] [4 5 6] [7 8 9] */
-    CHECK_OK(ss_stream_create(&st, s, "tok", &o));
+    CHECK_OK(ss_stream_create(&st, s, 0, &o));
     uint64_t total;
-    CHECK_EQ_U64(ss_stream_length(st, &total), 3);
+    CHECK_EQ_U64(ss_stream_length(&total, st), 3);
     CHECK_EQ_U64(total, 10);
     CHECK_EQ_U64(ss_stream_count(st), 1);
-    CHECK_OK(ss_stream_read(st, 0, &b));
+    CHECK_OK(ss_stream_read(&b, st, 0));
     CHECK(b.ndim == 2 && b.shape[0] == 3 && b.shape[1] == 2 && b.steps == 2);
     check_i32(b.input, (const int32_t[]){1, 2, 4, 5, 7, 8}, 6);
     check_i32(b.target, (const int32_t[]){2, 3, 5, 6, 8, 9}, 6);
     CHECK(memcmp(b.mask, "\1\1\1\1\1\1", 6) == 0);
     CHECK(memcmp(b.starts, "\1\0\1\0\0\1", 6) == 0); /* 1, 4 and 8 begin examples */
-    CHECK_RC(ss_stream_read(st, 1, &b), SS_ERANGE);
+    CHECK_RC(ss_stream_read(&b, st, 1), SS_ERANGE);
     ss_stream_free(st);
 
     /* T = 1: two batches */
     o.steps = 1;
-    CHECK_OK(ss_stream_create(&st, s, "tok", &o));
+    CHECK_OK(ss_stream_create(&st, s, 0, &o));
     CHECK_EQ_U64(ss_stream_count(st), 2);
-    CHECK_OK(ss_stream_read(st, 1, &b));
+    CHECK_OK(ss_stream_read(&b, st, 1));
     check_i32(b.input, (const int32_t[]){2, 5, 8}, 3);
     check_i32(b.target, (const int32_t[]){3, 6, 9}, 3);
     ss_stream_free(st);
@@ -136,15 +136,15 @@ static void test_ten(void) {
     /* PAD: [1 2 3 4] [5 6 7 8] [9 10] */
     o.steps = 2;
     o.tail = SS_STREAM_TAIL_PAD;
-    CHECK_OK(ss_stream_create(&st, s, "tok", &o));
-    CHECK_EQ_U64(ss_stream_length(st, NULL), 4);
+    CHECK_OK(ss_stream_create(&st, s, 0, &o));
+    CHECK_EQ_U64(ss_stream_length(NULL, st), 4);
     CHECK_EQ_U64(ss_stream_count(st), 2);
-    CHECK_OK(ss_stream_read(st, 0, &b));
+    CHECK_OK(ss_stream_read(&b, st, 0));
     check_i32(b.input, (const int32_t[]){1, 2, 5, 6, 9, -1}, 6);
     check_i32(b.target, (const int32_t[]){2, 3, 6, 7, 10, -1}, 6);
     CHECK(memcmp(b.mask, "\1\1\1\1\1\0", 6) == 0);
     CHECK(memcmp(b.starts, "\1\0\0\0\0\0", 6) == 0);
-    CHECK_OK(ss_stream_read(st, 1, &b));
+    CHECK_OK(ss_stream_read(&b, st, 1));
     check_i32(b.input, (const int32_t[]){3, -1, 7, -1, -1, -1}, 6);
     check_i32(b.target, (const int32_t[]){4, -1, 8, -1, -1, -1}, 6);
     CHECK(memcmp(b.mask, "\1\0\1\0\0\0", 6) == 0);
@@ -152,8 +152,8 @@ static void test_ten(void) {
 
     /* PAD, time-major: [T][B] */
     o.time_major = 1;
-    CHECK_OK(ss_stream_create(&st, s, "tok", &o));
-    CHECK_OK(ss_stream_read(st, 0, &b));
+    CHECK_OK(ss_stream_create(&st, s, 0, &o));
+    CHECK_OK(ss_stream_read(&b, st, 0));
     CHECK(b.shape[0] == 2 && b.shape[1] == 3);
     check_i32(b.input, (const int32_t[]){1, 5, 9, 2, 6, -1}, 6);
     check_i32(b.target, (const int32_t[]){2, 6, 10, 3, 7, -1}, 6);
@@ -165,9 +165,9 @@ static void test_ten(void) {
     /* SHORT: [1 2 3] [4 5 6] [7 8 9], T = 3: one batch of 2 steps */
     o.tail = SS_STREAM_TAIL_SHORT;
     o.steps = 3;
-    CHECK_OK(ss_stream_create(&st, s, "tok", &o));
+    CHECK_OK(ss_stream_create(&st, s, 0, &o));
     CHECK_EQ_U64(ss_stream_count(st), 1);
-    CHECK_OK(ss_stream_read(st, 0, &b));
+    CHECK_OK(ss_stream_read(&b, st, 0));
     CHECK(b.steps == 2 && b.shape[1] == 2);
     check_i32(b.input, (const int32_t[]){1, 2, 4, 5, 7, 8}, 6);
     ss_stream_free(st);
@@ -180,11 +180,11 @@ static void test_ten(void) {
     o.batch = 2;
     o.steps = 2;
     o.shift = 2;
-    CHECK_OK(ss_stream_create(&st, s, "tok", &o));
-    CHECK_EQ_U64(ss_stream_length(st, &total), 7);
+    CHECK_OK(ss_stream_create(&st, s, 0, &o));
+    CHECK_EQ_U64(ss_stream_length(&total, st), 7);
     CHECK_EQ_U64(total, 14);
     CHECK_EQ_U64(ss_stream_count(st), 2);
-    CHECK_OK(ss_stream_read(st, 1, &b));
+    CHECK_OK(ss_stream_read(&b, st, 1));
     check_i32(b.input, (const int32_t[]){3, 0, 0, 8}, 4);
     check_i32(b.target, (const int32_t[]){4, 5, 9, 10}, 4);
     CHECK(memcmp(b.starts, "\0\0\1\1", 4) == 0); /* the empty example's <eos>, then 8 */
@@ -199,8 +199,8 @@ static void test_ten(void) {
     o.examples = sel;
     o.n_examples = 2;
     o.dtype = SS_F32;
-    CHECK_OK(ss_stream_create(&st, s, "tok", &o));
-    CHECK_OK(ss_stream_read(st, 0, &b));
+    CHECK_OK(ss_stream_create(&st, s, 0, &o));
+    CHECK_OK(ss_stream_read(&b, st, 0));
     const float *fi = b.input, *ft = b.target;
     CHECK(b.dtype == SS_F32);
     CHECK(fi[0] == 8 && fi[1] == 9 && fi[2] == 1 && fi[3] == 2);
@@ -279,16 +279,16 @@ static void test_random(void) {
                 N += ss_length(r.s, 0, o.examples ? sel[j] : j) + (o.eos ? 1 : 0);
             unsigned char *flat = malloc(N * rb + 1), *fstart = malloc(N + 1);
             unsigned char eosr[8], padr[8];
-            CHECK_OK(ss_convert_rows(eosr, out, &o.eos_value, SS_F64, 1, 1, NULL, NULL));
-            CHECK_OK(ss_convert_rows(padr, out, &o.pad_value, SS_F64, 1, 1, NULL, NULL));
+            CHECK_OK(ss_cast_rows(eosr, out, &o.eos_value, SS_F64, 1, 1, NULL, NULL));
+            CHECK_OK(ss_cast_rows(padr, out, &o.pad_value, SS_F64, 1, 1, NULL, NULL));
             uint64_t at = 0;
             for (uint64_t j = 0; j < n_ex; j++) {
                 ss_view v;
-                CHECK_OK(ss_get(r.s, 0, o.examples ? sel[j] : j, &v));
+                CHECK_OK(ss_get(&v, r.s, 0, o.examples ? sel[j] : j));
                 for (uint64_t t = 0; t < v.length; t++, at++) {
-                    CHECK_OK(ss_convert_rows(flat + at * rb, out,
-                                             (const unsigned char *)v.data + t * v.row_bytes,
-                                             r.f.dtype, 1, E, NULL, NULL));
+                    CHECK_OK(ss_cast_rows(flat + at * rb, out,
+                                          (const unsigned char *)v.data + t * v.row_bytes,
+                                          r.f.dtype, 1, E, NULL, NULL));
                     fstart[at] = t == 0;
                 }
                 if (o.eos) {
@@ -307,13 +307,13 @@ static void test_random(void) {
                 for (int th = 1; th <= 4; th *= 2) {
                     o.threads = th;
                     ss_stream *st;
-                    CHECK_OK(ss_stream_create(&st, r.s, "x", &o));
-                    CHECK_EQ_U64(ss_stream_length(st, NULL), S);
+                    CHECK_OK(ss_stream_create(&st, r.s, 0, &o));
+                    CHECK_EQ_U64(ss_stream_length(NULL, st), S);
                     CHECK_EQ_U64(ss_stream_count(st), nb);
                     for (uint64_t i = 0; i < nb; i++) {
                         if (i == 20 && nb > 40) i = nb - 20; /* the first and last 20 */
                         ss_stream_batch b;
-                        CHECK_OK(ss_stream_read(st, i, &b));
+                        CHECK_OK(ss_stream_read(&b, st, i));
                         uint64_t Tb = T;
                         if (o.tail == SS_STREAM_TAIL_SHORT && usable - i * T < T)
                             Tb = usable - i * T;
@@ -349,7 +349,7 @@ static void test_random(void) {
                             }
                         }
                     }
-                    CHECK_RC(ss_stream_read(st, nb, &(ss_stream_batch){0}), SS_ERANGE);
+                    CHECK_RC(ss_stream_read(&(ss_stream_batch){0}, st, nb), SS_ERANGE);
                     ss_stream_free(st);
                     cases++;
                 }
@@ -370,41 +370,41 @@ static void test_errors(void) {
     ss_stream_options o = SS_STREAM_OPTIONS_INIT;
     o.batch = 2;
     o.steps = 2;
-    CHECK_RC(ss_stream_create(&st, s, "nope", &o), SS_ENOTFOUND);
-    CHECK(st == NULL && strstr(ss_error_message(), "nope") != NULL);
-    CHECK_RC(ss_stream_create(&st, s, "label", &o), SS_EINVAL);
+    CHECK_RC(ss_stream_create(&st, s, 2, &o), SS_ERANGE); /* fields are 0 (tok) and 1 (label) */
+    CHECK(st == NULL && strstr(ss_error_message(), "field 2") != NULL);
+    CHECK_RC(ss_stream_create(&st, s, 1, &o), SS_EINVAL);
     CHECK(strstr(ss_error_message(), "fixed field") != NULL);
     o.batch = 0;
-    CHECK_RC(ss_stream_create(&st, s, "tok", &o), SS_EINVAL);
+    CHECK_RC(ss_stream_create(&st, s, 0, &o), SS_EINVAL);
     CHECK(strstr(ss_error_message(), "batch") != NULL);
     o.batch = 2;
     o.steps = 0;
-    CHECK_RC(ss_stream_create(&st, s, "tok", &o), SS_EINVAL);
+    CHECK_RC(ss_stream_create(&st, s, 0, &o), SS_EINVAL);
     CHECK(strstr(ss_error_message(), "steps") != NULL);
     o.steps = 2;
     o.dtype = (ss_dtype)55;
-    CHECK_RC(ss_stream_create(&st, s, "tok", &o), SS_EINVAL);
+    CHECK_RC(ss_stream_create(&st, s, 0, &o), SS_EINVAL);
     CHECK(strstr(ss_error_message(), "dtype") != NULL);
     o.dtype = (ss_dtype)0;
     uint64_t sel[2] = {0, 4};
     o.examples = sel;
     o.n_examples = 2;
-    CHECK_RC(ss_stream_create(&st, s, "tok", &o), SS_EINVAL);
+    CHECK_RC(ss_stream_create(&st, s, 0, &o), SS_EINVAL);
     CHECK(strstr(ss_error_message(), "examples[1] = 4") != NULL);
     o.examples = NULL;
     o.n_examples = 0;
     o.tail = (ss_stream_tail)7;
-    CHECK_RC(ss_stream_create(&st, s, "tok", &o), SS_EINVAL);
+    CHECK_RC(ss_stream_create(&st, s, 0, &o), SS_EINVAL);
     o.tail = SS_STREAM_TAIL_DROP;
     o.version = 5;
-    CHECK_RC(ss_stream_create(&st, s, "tok", &o), SS_EINVAL);
+    CHECK_RC(ss_stream_create(&st, s, 0, &o), SS_EINVAL);
     o.version = SS_STREAM_OPTIONS_VERSION;
     /* too little data: no batch at all */
     o.batch = 20;
-    CHECK_OK(ss_stream_create(&st, s, "tok", &o));
+    CHECK_OK(ss_stream_create(&st, s, 0, &o));
     CHECK_EQ_U64(ss_stream_count(st), 0);
     ss_stream_batch b;
-    CHECK_RC(ss_stream_read(st, 0, &b), SS_ERANGE);
+    CHECK_RC(ss_stream_read(&b, st, 0), SS_ERANGE);
     ss_stream_free(st);
     ss_stream_free(NULL);
     ss_close(s);

@@ -14,6 +14,10 @@
 #define N 200
 #define SEED 1234
 
+/* Field indices of the two stores of this file. */
+enum { TOK = 0, EEG = 1, LABEL = 2 }; /* xf.ss */
+enum { ID = 0, PX = 1 };              /* the pixel store */
+
 static const char *make_store(void) {
     const char *path = ss_test_path("xf.ss");
     ss_field f[3] = {
@@ -59,13 +63,13 @@ typedef struct plain {
 
 static void load_plain(const ss_store *s, uint64_t i, plain *p) {
     ss_view v;
-    CHECK_OK(ss_get(s, 0, i, &v));
+    CHECK_OK(ss_get(&v, s, 0, i));
     p->ntok = v.length;
     for (uint64_t t = 0; t < v.length; t++) p->tok[t] = ((const uint16_t *)v.data)[t];
-    CHECK_OK(ss_get(s, 1, i, &v));
+    CHECK_OK(ss_get(&v, s, 1, i));
     p->neeg = v.length;
     for (uint64_t t = 0; t < 3 * v.length; t++) p->eeg[t] = ((const int16_t *)v.data)[t];
-    CHECK_OK(ss_get(s, 2, i, &v));
+    CHECK_OK(ss_get(&v, s, 2, i));
     p->label = *(const int32_t *)v.data;
 }
 
@@ -102,21 +106,25 @@ static ss_loader *open_loader(const ss_store *s, ss_pipeline *p, uint32_t thread
     static ss_collate_field f[3];
     ss_collate_field d = SS_COLLATE_FIELD_INIT;
     f[0] = f[1] = f[2] = d;
-    f[0].name = "tok";
+    f[0].field = TOK;
     f[0].dtype = SS_I64;
     f[0].pad_value = -1;
     f[0].mask = SS_MASK_U8;
-    f[1].name = "eeg";
+    f[1].field = EEG;
     f[1].dtype = SS_F64;
     f[1].pad_value = 0;
-    f[2].name = "label";
+    f[2].field = LABEL;
     f[2].dtype = SS_I64;
     ss_loader_options o = SS_LOADER_OPTIONS_INIT;
-    o.batch.batch_size = 8;
+    ss_sampler_options so = SS_SAMPLER_OPTIONS_INIT;
+    ss_batch_options bo = SS_BATCH_OPTIONS_INIT;
+    o.sampler = &so;
+    o.batch = &bo;
+    bo.batch_size = 8;
     o.fields = f;
     o.nfields = 3;
-    o.sampler.kind = kind;
-    o.sampler.seed = SEED;
+    so.kind = kind;
+    so.seed = SEED;
     o.threads = threads;
     o.prefetch = 3;
     o.transforms = p;
@@ -134,7 +142,7 @@ static void compare(const ss_store *s, ss_pipeline *p, plain_fn fn, double tol) 
         CHECK_OK(ss_loader_set_epoch(l, epoch));
         const ss_loader_batch *b;
         uint64_t batches = 0;
-        while (ss_loader_next(l, &b) == 0) {
+        while (ss_loader_next(&b, l) == 0) {
             batches++;
             const ss_collated *tok = &b->data.fields[0], *eeg = &b->data.fields[1],
                               *lab = &b->data.fields[2];
@@ -225,7 +233,7 @@ static void chain_plain(plain *p, uint64_t epoch, uint64_t index) {
 static void test_builtins(const ss_store *s, const char *path) {
     ss_transform t;
     ss_pipeline *p;
-    CHECK_OK(ss_transform_random_crop(&t, "tok", 12));
+    CHECK_OK(ss_transform_random_crop(&t, TOK, 12));
     compare(s, p = one(&t), crop_plain, 0);
     ss_pipeline_free(p);
 
@@ -235,15 +243,15 @@ static void test_builtins(const ss_store *s, const char *path) {
     mo.random_prob = 0.2;
     mo.keep_prob = 0.1;
     mo.vocab = 7;
-    CHECK_OK(ss_transform_token_mask(&t, "tok", &mo));
+    CHECK_OK(ss_transform_token_mask(&t, TOK, &mo));
     compare(s, p = one(&t), mask_plain, 0);
     ss_pipeline_free(p);
 
-    CHECK_OK(ss_transform_token_drop(&t, "tok", 0.25));
+    CHECK_OK(ss_transform_token_drop(&t, TOK, 0.25));
     compare(s, p = one(&t), drop_plain, 0);
     ss_pipeline_free(p);
 
-    CHECK_OK(ss_transform_label_map(&t, "label", label_table, 5));
+    CHECK_OK(ss_transform_label_map(&t, LABEL, label_table, 5));
     compare(s, p = one(&t), label_plain, 0);
     ss_pipeline_free(p);
 
@@ -269,31 +277,31 @@ static void test_builtins(const ss_store *s, const char *path) {
     }
     for (int c = 0; c < 3; c++) g_std[c] = sqrt(sq[c] / (double)steps);
     double mean[3], std[3];
-    CHECK_OK(ss_standardize_compute(mean, std, s, NULL, "eeg"));
+    CHECK_OK(ss_standardize_compute(mean, std, s, NULL, EEG));
     for (int c = 0; c < 3; c++) {
         CHECK(fabs(mean[c] - g_mean[c]) < 1e-9 * (1 + fabs(g_mean[c])));
         CHECK(fabs(std[c] - g_std[c]) < 1e-6 * g_std[c]);
         CHECK(fabs(g_mean[c] - 300 * c) < 60); /* the channels' offsets */
     }
-    CHECK_OK(ss_transform_standardize(&t, "eeg", g_mean, g_std, 3));
+    CHECK_OK(ss_transform_standardize(&t, EEG, g_mean, g_std, 3));
     CHECK(t.dtype == SS_F32);
     compare(s, p = one(&t), standardize_plain, 1e-5);
     /* with noise after it (f32 after the declared change) */
-    CHECK_OK(ss_transform_gaussian_noise(&t, "eeg", 0.5));
+    CHECK_OK(ss_transform_gaussian_noise(&t, EEG, 0.5));
     CHECK_OK(ss_pipeline_add(p, &t));
     compare(s, p, noise_plain, 1e-5);
     ss_pipeline_free(p);
 
-    CHECK_OK(ss_transform_random_crop(&t, "tok", 20));
+    CHECK_OK(ss_transform_random_crop(&t, TOK, 20));
     p = one(&t);
     mo = (ss_token_mask_options)SS_TOKEN_MASK_OPTIONS_INIT;
     mo.prob = 0.5;
     mo.mask_value = 1;
     mo.random_prob = 0;
     mo.keep_prob = 0;
-    CHECK_OK(ss_transform_token_mask(&t, "tok", &mo));
+    CHECK_OK(ss_transform_token_mask(&t, TOK, &mo));
     CHECK_OK(ss_pipeline_add(p, &t));
-    CHECK_OK(ss_transform_label_map(&t, "label", label_table, 5));
+    CHECK_OK(ss_transform_label_map(&t, LABEL, label_table, 5));
     CHECK_OK(ss_pipeline_add(p, &t));
     CHECK_EQ_U64(ss_pipeline_count(p), 3);
     compare(s, p, chain_plain, 0);
@@ -307,24 +315,25 @@ static void test_standardize_attr(const char *path) {
     ss_selection *sel;
     CHECK_OK(ss_selection_parse(&sel, "0:100", N));
     CHECK_OK(ss_split_save(path, "train", sel));
-    CHECK_OK(ss_standardize_save(path, "eeg", "train", NULL));
+    CHECK_OK(ss_standardize_save(path, EEG, "train", NULL));
     ss_store *s;
     CHECK_OK(ss_open(&s, path, 0));
     double mean[3], std[3];
-    CHECK_OK(ss_standardize_compute(mean, std, s, sel, "eeg"));
+    CHECK_OK(ss_standardize_compute(mean, std, s, sel, EEG));
     ss_attr a;
-    CHECK_OK(ss_attr_get(s, "ss.norm.eeg.mean", &a));
+    CHECK_OK(ss_attr_get(&a, s, "ss.norm.eeg.mean"));
     CHECK(a.type == SS_F64 && a.size == 24 && memcmp(a.data, mean, 24) == 0);
-    CHECK_OK(ss_attr_get(s, "ss.norm.eeg.std", &a));
+    CHECK_OK(ss_attr_get(&a, s, "ss.norm.eeg.std"));
     CHECK(a.type == SS_F64 && a.size == 24 && memcmp(a.data, std, 24) == 0);
     memcpy(g_mean, mean, sizeof mean);
     memcpy(g_std, std, sizeof std);
     ss_transform t;
-    CHECK_OK(ss_transform_standardize_attr(&t, s, "eeg", NULL));
+    CHECK_OK(ss_transform_standardize_attr(&t, s, EEG, NULL));
     ss_pipeline *p = one(&t);
     compare(s, p, standardize_plain, 1e-5);
     ss_pipeline_free(p);
-    CHECK_RC(ss_transform_standardize_attr(&t, s, "tok", NULL), SS_ENOTFOUND);
+    CHECK_RC(ss_transform_standardize_attr(&t, s, TOK, NULL), SS_ENOTFOUND); /* no ss.norm.tok */
+    CHECK_RC(ss_transform_standardize_attr(&t, s, 3, NULL), SS_ERANGE);
     ss_close(s);
     ss_selection_free(sel);
 }
@@ -335,8 +344,7 @@ static void test_standardize_attr(const char *path) {
 static int halve(void *user, ss_example *ex, ss_rng *rng) {
     (void)user;
     (void)rng;
-    int k = ss_example_field_index(ex, "tok");
-    ss_example_field *e = &ex->fields[k];
+    ss_example_field *e = ss_example_get_field(ex, TOK);
     if (e->dtype != SS_U16 || e->out_dtype != SS_F32 || !e->out)
         return ss_transform_error(ex, "unexpected stage");
     for (uint64_t t = 0; t < e->length; t++)
@@ -359,7 +367,7 @@ static void test_user_transforms(const ss_store *s) {
     ss_transform t = SS_TRANSFORM_INIT;
     t.name = "halve";
     t.example = halve;
-    t.field = "tok";
+    t.field = TOK;
     t.dtype = SS_F32;
     CHECK_OK(ss_pipeline_add(p, &t));
     ss_transform bt = SS_TRANSFORM_INIT;
@@ -368,7 +376,7 @@ static void test_user_transforms(const ss_store *s) {
     CHECK_OK(ss_pipeline_add(p, &bt));
     ss_loader *l = open_loader(s, p, 2, SS_SAMPLE_SEQUENTIAL);
     const ss_loader_batch *b;
-    while (ss_loader_next(l, &b) == 0) {
+    while (ss_loader_next(&b, l) == 0) {
         const ss_collated *tok = &b->data.fields[0];
         CHECK(tok->dtype == SS_I64); /* the collate dtype still applies: round(x / 2) */
         ss_rng r;
@@ -396,26 +404,30 @@ static void test_user_transforms(const ss_store *s) {
     t.batch = NULL;
     t.dtype = SS_F32;
     CHECK_RC(ss_pipeline_add(p, &t), SS_EINVAL); /* change without field */
-    t.field = "nope";
+    t.field = 7;                                 /* not an output field */
     CHECK_OK(ss_pipeline_add(p, &t));
     ss_loader_options o = SS_LOADER_OPTIONS_INIT;
-    o.batch.batch_size = 4;
+    ss_sampler_options so = SS_SAMPLER_OPTIONS_INIT;
+    ss_batch_options bo = SS_BATCH_OPTIONS_INIT;
+    o.sampler = &so;
+    o.batch = &bo;
+    bo.batch_size = 4;
     o.transforms = p;
     CHECK_RC(ss_loader_open(&l, s, &o), SS_EINVAL); /* not an output field */
     ss_pipeline_free(p);
-    CHECK_RC(ss_transform_random_crop(&t, "tok", 0), SS_EINVAL);
-    CHECK_RC(ss_transform_gaussian_noise(&t, "eeg", -1), SS_EINVAL);
+    CHECK_RC(ss_transform_random_crop(&t, TOK, 0), SS_EINVAL);
+    CHECK_RC(ss_transform_gaussian_noise(&t, EEG, -1), SS_EINVAL);
     ss_token_mask_options mo = SS_TOKEN_MASK_OPTIONS_INIT;
-    CHECK_RC(ss_transform_token_mask(&t, "tok", &mo), SS_EINVAL); /* vocab 0 */
+    CHECK_RC(ss_transform_token_mask(&t, TOK, &mo), SS_EINVAL); /* vocab 0 */
     double m = 0, sd = 0;
-    CHECK_RC(ss_transform_standardize(&t, "eeg", &m, &sd, 1), SS_EINVAL);
+    CHECK_RC(ss_transform_standardize(&t, EEG, &m, &sd, 1), SS_EINVAL);
 
     /* run-time errors: label outside the table; noise on an integer field */
-    CHECK_OK(ss_transform_label_map(&t, "label", label_table, 3));
+    CHECK_OK(ss_transform_label_map(&t, LABEL, label_table, 3));
     p = one(&t);
     l = open_loader(s, p, 4, SS_SAMPLE_SEQUENTIAL);
     int rc;
-    while ((rc = ss_loader_next(l, &b)) == 0) {
+    while ((rc = ss_loader_next(&b, l)) == 0) {
         for (uint64_t i = 0; i < b->rows; i++) {
             plain x;
             load_plain(s, b->indices[i], &x);
@@ -428,10 +440,10 @@ static void test_user_transforms(const ss_store *s) {
     CHECK(strstr(ss_error_message(), "example ") != NULL);
     ss_loader_free(l);
     ss_pipeline_free(p);
-    CHECK_OK(ss_transform_gaussian_noise(&t, "tok", 1));
+    CHECK_OK(ss_transform_gaussian_noise(&t, TOK, 1));
     p = one(&t);
     l = open_loader(s, p, 1, SS_SAMPLE_SEQUENTIAL);
-    CHECK_RC(ss_loader_next(l, &b), SS_ECALLBACK);
+    CHECK_RC(ss_loader_next(&b, l), SS_ECALLBACK);
     CHECK(strstr(ss_error_message(), "example 0") != NULL);
     CHECK(strstr(ss_error_message(), "not f32 or f64") != NULL);
     ss_loader_free(l);
@@ -477,9 +489,9 @@ static void test_identity_collation(const ss_store *s) {
     for (int v = 0; v < 8; v++) {
         ss_collate_field f[3] = {SS_COLLATE_FIELD_INIT, SS_COLLATE_FIELD_INIT,
                                  SS_COLLATE_FIELD_INIT};
-        f[0].name = "tok";
-        f[1].name = "eeg";
-        f[2].name = "label";
+        f[0].field = TOK;
+        f[1].field = EEG;
+        f[2].field = LABEL;
         f[0].layout = (ss_layout)(v % 3);
         f[1].layout = (ss_layout)((v + 1) % 3);
         if (f[0].layout != SS_LAYOUT_PACKED) {
@@ -501,10 +513,14 @@ static void test_identity_collation(const ss_store *s) {
         f[1].fixed_length = 4;
         f[2].dtype = SS_F64;
         ss_loader_options o = SS_LOADER_OPTIONS_INIT;
-        o.batch.batch_size = 9;
+        ss_sampler_options so = SS_SAMPLER_OPTIONS_INIT;
+        ss_batch_options bo = SS_BATCH_OPTIONS_INIT;
+        o.sampler = &so;
+        o.batch = &bo;
+        bo.batch_size = 9;
         o.fields = f;
         o.nfields = 3;
-        o.sampler.kind = SS_SAMPLE_SHUFFLE;
+        so.kind = SS_SAMPLE_SHUFFLE;
         o.threads = 2;
         ss_loader *plain_l, *xf_l;
         CHECK_OK(ss_loader_open(&plain_l, s, &o));
@@ -512,13 +528,13 @@ static void test_identity_collation(const ss_store *s) {
         CHECK_OK(ss_loader_open(&xf_l, s, &o));
         const ss_loader_batch *a, *b;
         uint64_t n = 0;
-        while (ss_loader_next(plain_l, &a) == 0) {
-            CHECK_OK(ss_loader_next(xf_l, &b));
+        while (ss_loader_next(&a, plain_l) == 0) {
+            CHECK_OK(ss_loader_next(&b, xf_l));
             CHECK_EQ_U64(a->rows, b->rows);
             for (uint32_t k = 0; k < 3; k++) same_collated(&a->data.fields[k], &b->data.fields[k]);
             n++;
         }
-        CHECK_RC(ss_loader_next(xf_l, &b), SS_LOADER_END);
+        CHECK_RC(ss_loader_next(&b, xf_l), SS_LOADER_END);
         CHECK_EQ_U64(n, (N + 8) / 9);
         ss_loader_free(plain_l);
         ss_loader_free(xf_l);
@@ -547,14 +563,14 @@ static uint64_t batch_hash(const ss_loader_batch *b) {
 static void test_determinism(const ss_store *s) {
     ss_transform t;
     ss_pipeline *p;
-    CHECK_OK(ss_transform_token_drop(&t, "tok", 0.2));
+    CHECK_OK(ss_transform_token_drop(&t, TOK, 0.2));
     p = one(&t);
-    CHECK_OK(ss_transform_random_crop(&t, "eeg", 9));
+    CHECK_OK(ss_transform_random_crop(&t, EEG, 9));
     CHECK_OK(ss_pipeline_add(p, &t));
     double mean[3] = {1, 2, 3}, std[3] = {100, 200, 300};
-    CHECK_OK(ss_transform_standardize(&t, "eeg", mean, std, 3));
+    CHECK_OK(ss_transform_standardize(&t, EEG, mean, std, 3));
     CHECK_OK(ss_pipeline_add(p, &t));
-    CHECK_OK(ss_transform_gaussian_noise(&t, "eeg", 0.1));
+    CHECK_OK(ss_transform_gaussian_noise(&t, EEG, 0.1));
     CHECK_OK(ss_pipeline_add(p, &t));
     uint64_t ref[2 * N / 8], n = 0;
     const uint32_t th[] = {1, 2, 4};
@@ -564,7 +580,7 @@ static void test_determinism(const ss_store *s) {
         uint64_t k = 0;
         for (uint64_t e = 0; e < 2; e++) {
             CHECK_OK(ss_loader_set_epoch(l, e));
-            while (ss_loader_next(l, &b) == 0) {
+            while (ss_loader_next(&b, l) == 0) {
                 if (i == 0)
                     ref[n++] = batch_hash(b);
                 else
@@ -580,14 +596,14 @@ static void test_determinism(const ss_store *s) {
     ss_loader *l = open_loader(s, p, 1, SS_SAMPLE_SHUFFLE);
     CHECK_OK(ss_loader_set_epoch(l, 1));
     const ss_loader_batch *b;
-    for (int k = 0; k < 10; k++) CHECK_OK(ss_loader_next(l, &b));
+    for (int k = 0; k < 10; k++) CHECK_OK(ss_loader_next(&b, l));
     unsigned char st[SS_LOADER_STATE_SIZE];
-    CHECK_OK(ss_loader_state_save(l, st, sizeof st, NULL));
+    CHECK_OK(ss_loader_state_save(st, sizeof st, NULL, l));
     ss_loader_free(l);
     l = open_loader(s, p, 4, SS_SAMPLE_SHUFFLE);
     CHECK_OK(ss_loader_state_load(l, st, sizeof st));
     uint64_t k = N / 8 + 10;
-    while (ss_loader_next(l, &b) == 0) CHECK(batch_hash(b) == ref[k++]);
+    while (ss_loader_next(&b, l) == 0) CHECK(batch_hash(b) == ref[k++]);
     CHECK_EQ_U64(k, n);
     ss_loader_free(l);
     ss_pipeline_free(p);
@@ -624,9 +640,8 @@ static const char *make_pixel_store(void) {
 static int pairs(void *user, ss_example *ex, ss_rng *rng) {
     (void)user;
     (void)rng;
-    int k = ss_example_field_index(ex, "px");
-    if (k < 0) return ss_transform_error(ex, "no px");
-    ss_example_field *e = &ex->fields[k];
+    ss_example_field *e = ss_example_get_field(ex, PX);
+    if (!e) return ss_transform_error(ex, "no px");
     if (e->dtype != SS_U8 || e->ndim != 1 || e->dims[0] != 4 || e->row_bytes != 4 || !e->out ||
         e->out == e->data || e->out_dtype != SS_F32 || e->out_ndim != 1 || e->out_dims[0] != 2)
         return ss_transform_error(ex, "unexpected stage");
@@ -648,7 +663,7 @@ static const double px_scale[2] = {3.0, -0.25}, px_offset[2] = {1.5, 100.0};
 
 static uint64_t plain_pairs(const ss_store *s, uint64_t index, float *out) {
     ss_view v;
-    CHECK_OK(ss_get(s, 1, index, &v));
+    CHECK_OK(ss_get(&v, s, 1, index));
     CHECK_EQ_U64(v.row_bytes, 4);
     uint64_t len = v.length & ~(uint64_t)1;
     const uint8_t *p = v.data;
@@ -672,22 +687,26 @@ static uint64_t collated_hash(uint64_t h, const ss_collated *c) {
 static void reshape_run(const ss_store *s, ss_pipeline *p, ss_layout layout, uint32_t threads,
                         uint64_t *hashes) {
     ss_collate_field f[2] = {SS_COLLATE_FIELD_INIT, SS_COLLATE_FIELD_INIT};
-    f[0].name = "px";
+    f[0].field = PX;
     f[0].dtype = SS_F32;
     f[0].layout = layout;
     f[0].pad_value = PX_PAD;
     f[0].mask = layout == SS_LAYOUT_PACKED ? SS_MASK_NONE : SS_MASK_U8;
     f[0].scale = px_scale;
     f[0].offset = px_offset;
-    f[1].name = "id";
+    f[1].field = ID;
     f[1].dtype = SS_I64;
     ss_loader_options o = SS_LOADER_OPTIONS_INIT;
-    o.batch.batch_size = RB;
-    o.batch.remainder = SS_REMAINDER_PAD; /* full batches, as the sampler by hand */
+    ss_sampler_options so = SS_SAMPLER_OPTIONS_INIT;
+    ss_batch_options bo = SS_BATCH_OPTIONS_INIT;
+    o.sampler = &so;
+    o.batch = &bo;
+    bo.batch_size = RB;
+    bo.remainder = SS_REMAINDER_PAD; /* full batches, as the sampler by hand */
     o.fields = f;
     o.nfields = 2;
-    o.sampler.kind = SS_SAMPLE_SHUFFLE;
-    o.sampler.seed = SEED;
+    so.kind = SS_SAMPLE_SHUFFLE;
+    so.seed = SEED;
     o.threads = threads;
     o.prefetch = 3;
     o.transforms = p;
@@ -695,10 +714,10 @@ static void reshape_run(const ss_store *s, ss_pipeline *p, ss_layout layout, uin
     CHECK_OK(ss_loader_open(&l, s, &o));
     ss_selection *all;
     CHECK_OK(ss_selection_all(&all, RN));
-    ss_sampler_options so = o.sampler;
-    so.batch_size = RB;
+    ss_sampler_options by_hand = so;
+    by_hand.batch_size = RB;
     ss_sampler *sm;
-    CHECK_OK(ss_sampler_create(&sm, all, &so));
+    CHECK_OK(ss_sampler_create(&sm, all, &by_hand));
     const uint64_t nb = (RN + RB - 1) / RB;
     static float want[RB * 40 * 2], rowv[RB][40 * 2];
     static uint8_t want_mask[RB * 40];
@@ -708,12 +727,12 @@ static void reshape_run(const ss_store *s, ss_pipeline *p, ss_layout layout, uin
         CHECK_OK(ss_sampler_set_epoch(sm, epoch));
         uint64_t order[RN + RB];
         size_t n;
-        CHECK_OK(ss_sampler_next(sm, order, RN + RB, &n));
+        CHECK_OK(ss_sampler_next(order, RN + RB, &n, sm));
         CHECK_EQ_U64(n, nb * RB);
         CHECK_EQ_U64(ss_loader_batches(l), nb);
         const ss_loader_batch *b;
         for (uint64_t k = 0; k < nb; k++) {
-            CHECK_OK(ss_loader_next(l, &b));
+            CHECK_OK(ss_loader_next(&b, l));
             CHECK_EQ_U64(b->rows, RB);
             CHECK_EQ_U64(b->position, k);
             CHECK_EQ_U64(b->data.nfields, 2);
@@ -764,7 +783,7 @@ static void reshape_run(const ss_store *s, ss_pipeline *p, ss_layout layout, uin
             if (c->data_bytes) CHECK(memcmp(c->data, want, c->data_bytes) == 0);
             hashes[nh++] = collated_hash(collated_hash(0xcbf29ce484222325ull, c), id);
         }
-        CHECK_RC(ss_loader_next(l, &b), SS_LOADER_END);
+        CHECK_RC(ss_loader_next(&b, l), SS_LOADER_END);
     }
     ss_sampler_free(sm);
     ss_selection_free(all);
@@ -784,7 +803,7 @@ static void test_reshape(void) {
     ss_transform t = SS_TRANSFORM_INIT;
     t.name = "pairs";
     t.example = pairs;
-    t.field = "px";
+    t.field = PX;
     t.dtype = SS_F32;
     t.reshape = 1;
     t.ndim = 1;

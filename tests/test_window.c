@@ -72,12 +72,12 @@ static uint64_t starts_of(ss_store *s, uint64_t W, uint64_t O, uint64_t *starts,
     ss_window_reader *r;
     CHECK_OK(ss_window_reader_open(&r, s, &o));
     ss_window_info info;
-    ss_window_reader_info(r, &info);
+    ss_window_reader_info(&info, r);
     *too_short = info.too_short;
     uint64_t n = 0;
     for (;;) {
         const ss_window_batch *b;
-        CHECK_OK(ss_window_reader_next(r, &b));
+        CHECK_OK(ss_window_reader_next(&b, r));
         if (b->size == 0) break;
         CHECK_EQ_U64(b->size, 1);
         CHECK_EQ_U64(b->length[0], W);
@@ -185,12 +185,12 @@ static void property_run(uint64_t seed) {
         uint64_t expect_total = 0, too_short = 0, got = 0;
         for (uint64_t q = 0; q < ns; q++) too_short += lens[split[q]] < W;
         ss_window_info info;
-        ss_window_reader_info(r, &info);
+        ss_window_reader_info(&info, r);
         CHECK_EQ_U64(info.too_short, too_short);
         CHECK_EQ_U64(info.epoch, epoch);
         for (;;) {
             const ss_window_batch *b;
-            CHECK_OK(ss_window_reader_next(r, &b));
+            CHECK_OK(ss_window_reader_next(&b, r));
             if (b->size == 0) break;
             CHECK_EQ_U64(b->size, B);
             check_data(b, (seed & 4) != 0);
@@ -301,7 +301,7 @@ static void run_batches(ss_window_reader *r, uint64_t nb, uint64_t H, recorder *
     uint8_t fin[16 * 64];
     for (uint64_t k = 0; k < nb; k++) {
         const ss_window_batch *b;
-        CHECK_OK(ss_window_reader_next(r, &b));
+        CHECK_OK(ss_window_reader_next(&b, r));
         if (rc) record_batch(rc, b, H);
         if (b->size == 0) continue;
         for (uint32_t i = 0; i < b->size; i++)
@@ -328,22 +328,22 @@ static void test_state_machine(ss_store *s) {
     ss_window_reader *r;
     CHECK_OK(ss_window_reader_open(&r, s, &o));
     const ss_window_batch *b, *b2;
-    CHECK_OK(ss_window_reader_next(r, &b));
+    CHECK_OK(ss_window_reader_next(&b, r));
     CHECK(b->size == 5 && b->active == 5);
     for (uint32_t i = 0; i < b->size; i++)
         CHECK(ss_window_reader_seq_state(r, b->example[i]) == SS_SEQ_BLOCKED);
     /* next before registering: the documented error */
-    CHECK_RC(ss_window_reader_next(r, &b2), SS_ESTATE);
+    CHECK_RC(ss_window_reader_next(&b2, r), SS_ESTATE);
     CHECK(b2 == NULL);
     CHECK(strstr(ss_error_message(), "register") != NULL);
     CHECK_RC(ss_window_reader_register(r, b, NULL), SS_EINVAL);
     float fin[5 * 4] = {0};
     CHECK_OK(ss_window_reader_register(r, b, fin));
     CHECK_RC(ss_window_reader_register(r, b, fin), SS_ESTATE);
-    CHECK_OK(ss_window_reader_next(r, &b2));
+    CHECK_OK(ss_window_reader_next(&b2, r));
     /* save with a pending batch is refused */
     uint8_t blob[4096];
-    CHECK_RC(ss_window_reader_save(r, blob, sizeof blob, 0), SS_ESTATE);
+    CHECK_RC(ss_window_reader_save(blob, sizeof blob, r, 0), SS_ESTATE);
     CHECK_OK(ss_window_reader_register(r, b2, fin));
     ss_window_reader_free(r);
 
@@ -359,7 +359,7 @@ static void test_state_machine(ss_store *s) {
     int npend = 0, epochs = 0;
     uint64_t got = 0;
     while (epochs < 2) {
-        int rc = ss_window_reader_next(r, &b);
+        int rc = ss_window_reader_next(&b, r);
         if (rc == SS_ESTATE) { /* both pending, or nothing servable: register one */
             CHECK(npend > 0);
             int k = (int)(ss_test_rand(&rs) % (uint64_t)npend);
@@ -393,7 +393,7 @@ static void test_state_machine(ss_store *s) {
         pend[npend++] = b;
     }
     ss_window_info info;
-    ss_window_reader_info(r, &info);
+    ss_window_reader_info(&info, r);
     CHECK(got > 0);
     free(last_k);
     ss_window_reader_free(r);
@@ -406,8 +406,8 @@ static void test_save_restore_and_threads(ss_store *s) {
     run_batches(a, 13, 16, NULL);
     size_t n = ss_window_reader_save_size(a, SS_WINDOW_SAVE_STATES);
     uint8_t *blob = malloc(n);
-    CHECK_RC(ss_window_reader_save(a, blob, n - 1, SS_WINDOW_SAVE_STATES), SS_ETOOBIG);
-    CHECK_OK(ss_window_reader_save(a, blob, n, SS_WINDOW_SAVE_STATES));
+    CHECK_RC(ss_window_reader_save(blob, n - 1, a, SS_WINDOW_SAVE_STATES), SS_ETOOBIG);
+    CHECK_OK(ss_window_reader_save(blob, n, a, SS_WINDOW_SAVE_STATES));
     recorder ra = {0}, rb = {0};
     run_batches(a, 60, 16, &ra);
     o.threads = 2;
@@ -437,7 +437,7 @@ static void test_save_restore_and_threads(ss_store *s) {
         o.offset = off;
         CHECK_OK(ss_window_reader_open(&a, s, &o));
         const ss_window_batch *b1;
-        CHECK_OK(ss_window_reader_next(a, &b1)); /* physical = digital * gain + offset */
+        CHECK_OK(ss_window_reader_next(&b1, a)); /* physical = digital * gain + offset */
         CHECK(b1->dtype == SS_F32);
         for (uint32_t r = 0; r < b1->size; r++)
             for (uint64_t t = 0; t < b1->window; t++)
@@ -481,7 +481,7 @@ static void test_random_start_reproducible(ss_store *s, const uint64_t *lens) {
         for (int e = 0; e < 3; e++) {
             const ss_window_batch *b;
             for (;;) {
-                CHECK_OK(ss_window_reader_next(r, &b));
+                CHECK_OK(ss_window_reader_next(&b, r));
                 if (b->size == 0) break;
                 if (b->index[0] == 0) {
                     uint64_t L = lens[b->example[0]];
@@ -503,7 +503,7 @@ static void test_random_start_reproducible(ss_store *s, const uint64_t *lens) {
     CHECK_OK(ss_window_reader_open(&r, s, &o));
     CHECK_OK(ss_window_reader_set_epoch(r, 2));
     const ss_window_batch *b;
-    CHECK_OK(ss_window_reader_next(r, &b));
+    CHECK_OK(ss_window_reader_next(&b, r));
     CHECK_EQ_U64(b->epoch, 2);
     CHECK_EQ_U64(b->start[0], first[0][2][b->example[0]]);
     ss_window_reader_free(r);
@@ -520,7 +520,7 @@ static void test_random_mode(ss_store *s, const uint64_t *lens, uint64_t n) {
         uint64_t got = 0;
         const ss_window_batch *b;
         for (;;) {
-            CHECK_OK(ss_window_reader_next(r, &b)); /* no registration needed */
+            CHECK_OK(ss_window_reader_next(&b, r)); /* no registration needed */
             if (b->size == 0) break;
             for (uint32_t i = 0; i < b->size; i++) {
                 if (!b->mask[i]) continue;
@@ -549,7 +549,7 @@ static void test_forget_and_initial_state(ss_store *s) {
     CHECK_OK(ss_window_reader_open(&r, s, &o));
     const ss_window_batch *b;
     for (int k = 0; k < 30; k++) {
-        CHECK_OK(ss_window_reader_next(r, &b)); /* registration is optional */
+        CHECK_OK(ss_window_reader_next(&b, r)); /* registration is optional */
         for (uint32_t i = 0; i < b->size; i++) {
             if (!b->mask[i]) continue;
             CHECK(b->reset[i]);
@@ -560,12 +560,12 @@ static void test_forget_and_initial_state(ss_store *s) {
     /* with carry the initial state is handed out on reset only */
     o.flags = 0;
     CHECK_OK(ss_window_reader_open(&r, s, &o));
-    CHECK_OK(ss_window_reader_next(r, &b));
+    CHECK_OK(ss_window_reader_next(&b, r));
     CHECK(memcmp(b->state, init, sizeof init) == 0);
     float fin[5 * 4];
     for (int i = 0; i < 20; i++) fin[i] = (float)i;
     CHECK_OK(ss_window_reader_register(r, b, fin));
-    CHECK_OK(ss_window_reader_next(r, &b));
+    CHECK_OK(ss_window_reader_next(&b, r));
     for (uint32_t i = 0; i < b->size; i++)
         if (!b->reset[i]) CHECK(memcmp((float *)b->state + i * 4, fin + i * 4, 16) == 0);
     ss_window_reader_free(r);
@@ -584,7 +584,7 @@ static void test_pad_tail(ss_store *s, const uint64_t *lens, uint64_t n) {
         uint8_t *seen = calloc(n * 200, 1);
         const ss_window_batch *b;
         for (;;) {
-            CHECK_OK(ss_window_reader_next(r, &b));
+            CHECK_OK(ss_window_reader_next(&b, r));
             if (b->size == 0) break;
             check_data(b, O == 1);
             for (uint32_t i = 0; i < b->size; i++) {
@@ -595,7 +595,7 @@ static void test_pad_tail(ss_store *s, const uint64_t *lens, uint64_t n) {
             }
         }
         ss_window_info info;
-        ss_window_reader_info(r, &info);
+        ss_window_reader_info(&info, r);
         uint64_t short_ = 0;
         for (uint64_t e = 0; e < n; e++) {
             if (lens[e] <= O) short_++;
@@ -626,7 +626,7 @@ static void test_balanced_labels_targets(void) {
     ss_window_reader *r;
     CHECK_OK(ss_window_reader_open(&r, s, &o));
     ss_window_info info;
-    ss_window_reader_info(r, &info);
+    ss_window_reader_info(&info, r);
     CHECK_EQ_U64(info.classes, 2);
     const ss_window_batch *b;
     uint64_t batches = 0;
@@ -634,7 +634,7 @@ static void test_balanced_labels_targets(void) {
     uint8_t *zt = malloc(4 * 4);
     for (int e = 0; e < 2; e++) {
         for (;;) {
-            CHECK_OK(ss_window_reader_next(r, &b));
+            CHECK_OK(ss_window_reader_next(&b, r));
             if (b->size == 0) break;
             batches++;
             CHECK_EQ_U64(b->active, 4);
@@ -650,8 +650,8 @@ static void test_balanced_labels_targets(void) {
             }
             CHECK_EQ_U64(pos, 2); /* every batch holds the same number of each label */
             /* conv-aligned targets: first O dropped */
-            CHECK_OK(ss_window_reader_targets(r, b, 1, SS_I32, tg));
-            CHECK_OK(ss_window_reader_targets(r, b, 2, SS_U8, zt));
+            CHECK_OK(ss_window_reader_targets(tg, r, b, 1, SS_I32));
+            CHECK_OK(ss_window_reader_targets(zt, r, b, 2, SS_U8));
             for (uint32_t i = 0; i < 4; i++)
                 for (uint64_t t = 0; t < 4; t++) {
                     CHECK_EQ_U64((uint32_t)tg[i * 4 + t], (uint32_t)labels[b->example[i]]);
@@ -680,7 +680,7 @@ static void test_shrink(ss_store *s) {
     int shrunk = 0;
     float fin[5 * 4] = {0};
     for (;;) {
-        CHECK_OK(ss_window_reader_next(r, &b));
+        CHECK_OK(ss_window_reader_next(&b, r));
         if (b->size == 0) break;
         CHECK_EQ_U64(b->size, b->active);
         shrunk |= b->size < 5;
@@ -721,7 +721,7 @@ static void test_parallel_layouts(void) {
                 ss_window_reader *r;
                 CHECK_OK(ss_window_reader_open(&r, s, &o));
                 const ss_window_batch *b;
-                for (int k = 0; k < 9; k++) CHECK_OK(ss_window_reader_next(r, &b));
+                for (int k = 0; k < 9; k++) CHECK_OK(ss_window_reader_next(&b, r));
                 CHECK(b->size == 6);
                 if (!f32) {
                     check_data(b, layout);
@@ -763,7 +763,7 @@ static void test_drop_last(void) {
         const uint64_t want_k[4][2] = {{0, 0}, {1, 0}, {2, 1}, {0, 2}};
         const ss_window_batch *b;
         for (int k = 0; k < (drop ? 3 : 4); k++) {
-            CHECK_OK(ss_window_reader_next(r, &b));
+            CHECK_OK(ss_window_reader_next(&b, r));
             CHECK_EQ_U64(b->size, 2);
             CHECK_EQ_U64(b->active, k == 3 ? 1 : 2);
             for (uint32_t row = 0; row < 2; row++) {
@@ -776,9 +776,9 @@ static void test_drop_last(void) {
             }
             check_data(b, 0);
         }
-        CHECK_OK(ss_window_reader_next(r, &b));
+        CHECK_OK(ss_window_reader_next(&b, r));
         CHECK_EQ_U64(b->size, 0); /* the end of epoch 0 */
-        CHECK_OK(ss_window_reader_next(r, &b));
+        CHECK_OK(ss_window_reader_next(&b, r));
         CHECK(b->epoch == 1 && b->example[0] == 0 && b->index[0] == 0 && b->example[1] == 1);
         ss_window_reader_free(r);
     }
@@ -816,7 +816,7 @@ static void test_redraw(ss_store *s, const uint64_t *lens, uint64_t n) {
         uint64_t h = 1469598103934665603ull, windows = 0;
         const ss_window_batch *b;
         for (;;) {
-            CHECK_OK(ss_window_reader_next(r, &b));
+            CHECK_OK(ss_window_reader_next(&b, r));
             if (b->size == 0) break;
             CHECK_EQ_U64(b->size, 5);
             for (uint32_t row = 0; row < b->size; row++) {
@@ -862,7 +862,7 @@ static void test_redraw(ss_store *s, const uint64_t *lens, uint64_t n) {
     CHECK_OK(ss_window_reader_open(&r, s2, &o));
     const ss_window_batch *b;
     for (uint64_t k = 0; k < 3; k++) {
-        CHECK_OK(ss_window_reader_next(r, &b));
+        CHECK_OK(ss_window_reader_next(&b, r));
         CHECK_EQ_U64(b->active, k < 2 ? 2 : 1);
         uint64_t seen = 0;
         for (uint32_t row = 0; row < 2; row++)
@@ -872,7 +872,7 @@ static void test_redraw(ss_store *s, const uint64_t *lens, uint64_t n) {
             }
         CHECK_EQ_U64(seen, k < 2 ? 3 : 1);
     }
-    CHECK_OK(ss_window_reader_next(r, &b));
+    CHECK_OK(ss_window_reader_next(&b, r));
     CHECK_EQ_U64(b->size, 0);
     ss_window_reader_free(r);
     o.mode = SS_WINDOW_RANDOM;

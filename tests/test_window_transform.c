@@ -7,6 +7,7 @@
 #include "testutil.h"
 #include "rng.h"
 
+#include <omp.h>
 #include <string.h>
 
 #define C 3 /* channels */
@@ -123,7 +124,7 @@ static ss_pipeline *make_pipeline(void) {
     ss_transform a = mk_example("jitter", tf_jitter, NULL);
     CHECK_OK(ss_pipeline_add(p, &a));
     ss_transform b = mk_example("tofloat", tf_tofloat, NULL);
-    b.field = "x";
+    b.field = 0; /* x */
     b.dtype = SS_F32;
     CHECK_OK(ss_pipeline_add(p, &b));
     ss_transform c = SS_TRANSFORM_INIT;
@@ -230,7 +231,7 @@ static void run(ss_window_reader *r, uint64_t nb, uint64_t seed, recorder *rc, u
     float fin[64 * 2];
     for (uint64_t k = 0; k < nb; k++) {
         const ss_window_batch *b;
-        CHECK_OK(ss_window_reader_next(r, &b));
+        CHECK_OK(ss_window_reader_next(&b, r));
         if (b->size == 0) {
             *pos = 0;
             rec(rc, "END", 3);
@@ -274,7 +275,7 @@ static void test_naive_threads_restore(ss_store *s) {
     size_t n = ss_window_reader_save_size(a, SS_WINDOW_SAVE_STATES);
     uint8_t *blob = malloc(n);
     CHECK(blob);
-    CHECK_OK(ss_window_reader_save(a, blob, n, SS_WINDOW_SAVE_STATES));
+    CHECK_OK(ss_window_reader_save(blob, n, a, SS_WINDOW_SAVE_STATES));
     uint64_t pos_b = pos;
     run(a, 60, o.seed, &ra, &pos);
     o.threads = 4;
@@ -329,7 +330,7 @@ static void test_time_major_random(ss_store *s) {
     CHECK_OK(ss_window_reader_open(&r, s, &o));
     for (int k = 0; k < 30; k++) {
         const ss_window_batch *b;
-        CHECK_OK(ss_window_reader_next(r, &b));
+        CHECK_OK(ss_window_reader_next(&b, r));
         CHECK(b->dtype == SS_I16);
         for (uint32_t row = 0; row < b->size; row++) {
             if (!b->mask[row]) continue;
@@ -351,6 +352,44 @@ static void test_time_major_random(ss_store *s) {
     ss_pipeline_free(p);
 }
 
+/* Records the largest OpenMP team a per-window transform ran in. */
+static int tf_team(void *user, ss_example *ex, ss_rng *rng) {
+    (void)ex;
+    (void)rng;
+    int n = omp_get_num_threads(), *most = user;
+#pragma omp critical
+    if (n > *most) *most = n;
+    return 0;
+}
+
+/* threads = 0 is one thread (the header's rule), even when OpenMP would give
+ * more; threads = 2 asks for a team of 2. */
+static void test_thread_default(ss_store *s) {
+    omp_set_num_threads(4);
+    for (int threads = 0; threads <= 2; threads += 2) {
+        int most = 0;
+        ss_pipeline *p;
+        CHECK_OK(ss_pipeline_create(&p));
+        ss_transform t = mk_example("team", tf_team, &most);
+        CHECK_OK(ss_pipeline_add(p, &t));
+        ss_window_options o = options(p);
+        o.threads = threads;
+        ss_window_reader *r;
+        CHECK_OK(ss_window_reader_open(&r, s, &o));
+        const ss_window_batch *b;
+        CHECK_OK(ss_window_reader_next(&b, r));
+        CHECK(b->size == 6);
+        CHECK_EQ_U64(most, threads ? 2 : 1);
+        ss_window_reader_free(r);
+        ss_pipeline_free(p);
+    }
+    ss_window_options o = options(NULL);
+    o.threads = -1;
+    ss_window_reader *r;
+    CHECK_RC(ss_window_reader_open(&r, s, &o), SS_EINVAL);
+    CHECK(strstr(ss_error_message(), "threads"));
+}
+
 static void test_errors(ss_store *s) {
     /* a failing transform: SS_ECALLBACK naming the sequence and the message */
     uint64_t bad = 5;
@@ -367,7 +406,7 @@ static void test_errors(ss_store *s) {
     CHECK_OK(ss_window_reader_open(&r, s, &o));
     const ss_window_batch *b;
     int rc = 0, batches = 0;
-    while ((rc = ss_window_reader_next(r, &b)) == 0 && b->size) {
+    while ((rc = ss_window_reader_next(&b, r)) == 0 && b->size) {
         for (uint32_t i = 0; i < b->size; i++) CHECK(!b->mask[i] || b->example[i] != bad);
         CHECK_OK(ss_window_reader_register(r, b, NULL));
         batches++;
@@ -379,12 +418,12 @@ static void test_errors(ss_store *s) {
     CHECK(strstr(msg, "saturation-check") != NULL);
     CHECK(strstr(msg, "window start 0") != NULL);
     /* the reader stays stopped with the same error... */
-    CHECK_RC(ss_window_reader_next(r, &b), SS_ECALLBACK);
+    CHECK_RC(ss_window_reader_next(&b, r), SS_ECALLBACK);
     CHECK(strstr(ss_error_message(), "sensor 5 saturated") != NULL);
     /* ...until set_epoch; epoch 1 passes the check */
     CHECK_OK(ss_window_reader_set_epoch(r, 1));
     uint64_t seen = 0;
-    while ((rc = ss_window_reader_next(r, &b)) == 0 && b->size) {
+    while ((rc = ss_window_reader_next(&b, r)) == 0 && b->size) {
         for (uint32_t i = 0; i < b->size; i++) seen += b->mask[i] && b->example[i] == bad;
         CHECK_OK(ss_window_reader_register(r, b, NULL));
     }
@@ -399,7 +438,7 @@ static void test_errors(ss_store *s) {
     CHECK_OK(ss_pipeline_add(p, &sh));
     o.transforms = p;
     CHECK_OK(ss_window_reader_open(&r, s, &o));
-    CHECK_RC(ss_window_reader_next(r, &b), SS_ECALLBACK);
+    CHECK_RC(ss_window_reader_next(&b, r), SS_ECALLBACK);
     CHECK(strstr(ss_error_message(), "window length from 8 to 7") != NULL);
     ss_window_reader_free(r);
     ss_pipeline_free(p);
@@ -407,7 +446,7 @@ static void test_errors(ss_store *s) {
     /* declared changes: only of the signal, keeping C elements per sample */
     CHECK_OK(ss_pipeline_create(&p));
     ss_transform d = mk_example("label-to-float", tf_tofloat, NULL);
-    d.field = "y";
+    d.field = 1; /* y */
     d.dtype = SS_F32;
     CHECK_OK(ss_pipeline_add(p, &d));
     o.transforms = p;
@@ -416,7 +455,7 @@ static void test_errors(ss_store *s) {
     ss_pipeline_free(p);
     CHECK_OK(ss_pipeline_create(&p));
     ss_transform e = mk_example("reshape", tf_tofloat, NULL);
-    e.field = "x";
+    e.field = 0; /* x */
     e.reshape = 1;
     e.ndim = 1;
     e.dims[0] = C + 1;
@@ -434,6 +473,7 @@ int main(void) {
     ss_store *s = make_store("wt.ss", lens, 14);
     test_naive_threads_restore(s);
     test_time_major_random(s);
+    test_thread_default(s);
     test_errors(s);
     ss_close(s);
     printf("test_window_transform: ok\n");

@@ -75,6 +75,15 @@
 const char *ss_test_tmpdir(void);
 /* ss_test_tmpdir() + "/" + name, in a static rotating buffer (8 slots). */
 const char *ss_test_path(const char *name);
+/* ss_test_tmpdir() + "/" + name in storage of its own that lasts until the
+ * process ends, for paths a test keeps (the same name gives the same
+ * pointer; at most 1024 names per process). */
+const char *ss_test_keep_path(const char *name);
+/* The whole file, NUL-terminated (the NUL not counted in *size); the caller
+ * frees it. An unreadable file fails the test. */
+char *ss_test_read_file(const char *path, size_t *size);
+/* Write n bytes to path, replacing it; an error fails the test. */
+void ss_test_write_file(const char *path, const void *data, size_t n);
 /* Run `[ENV] seqstore ARGS` through the shell (ARGS printf-style; ENV like
  * "SS_TEST_KILL_AFTER=5", or NULL). Its stderr is copied into err (at most
  * errlen - 1 bytes, NUL-terminated); stdout is discarded unless ARGS
@@ -82,6 +91,9 @@ const char *ss_test_path(const char *name);
 int ss_test_cli(char *err, size_t errlen, const char *env, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 int ss_test_cli_v(char *err, size_t errlen, const char *env, const char *fmt, va_list ap);
+
+/* The index of field `name` of `s`; fails the test (exit 1) when there is none. */
+uint32_t ss_test_field(const ss_store *s, const char *name);
 
 /* Deterministic test RNG (splitmix64). */
 uint64_t ss_test_rand(uint64_t *state);

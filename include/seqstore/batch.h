@@ -118,7 +118,7 @@ SS_API uint64_t ss_batcher_skipped(const ss_batcher *b);
  *  @param[out] n       examples in the batch.
  *  @return 0; SS_ERANGE if k >= ss_batcher_count(); SS_EINVAL (NULL
  *          argument). */
-SS_API int ss_batcher_get(const ss_batcher *b, uint64_t k, const uint64_t **indices, size_t *n);
+SS_API int ss_batcher_get(const uint64_t **indices, size_t *n, const ss_batcher *b, uint64_t k);
 
 /** Set the batch order: with `shuffle` != 0 a permutation of the creation
  *  order that depends only on (seed, epoch) (the same on every machine);
@@ -146,12 +146,12 @@ SS_API int ss_lengths_gather(uint64_t *out, const ss_store *store, const uint32_
  *  Padding waste is 1 - real / padded. Reads only the length index.
  *  @param[in]  store   the store the batcher's indices refer to.
  *  @param[in]  fields  `nfields` >= 1 field indices.
- *  @param[out] real    sum of lengths (the outputs come last here).
+ *  @param[out] real    sum of lengths.
  *  @param[out] padded  sum of padded sizes.
  *  @return 0; SS_ERANGE (a bad field, or a batched index beyond the store);
  *          SS_EINVAL (NULL argument, no fields). */
-SS_API int ss_batcher_padding(const ss_batcher *b, const ss_store *store, const uint32_t *fields,
-                              size_t nfields, uint64_t *real, uint64_t *padded);
+SS_API int ss_batcher_padding(uint64_t *real, uint64_t *padded, const ss_batcher *b,
+                              const ss_store *store, const uint32_t *fields, size_t nfields);
 
 /* ----------------------------------------------------------- bucket index */
 
@@ -301,7 +301,7 @@ SS_API int ss_bucket_descending(const ss_bucket *b);
 /** Number of length keys (0 for NULL, or an index keyed without fields);
  *  `fields` (may be NULL, else room for SS_BUCKET_MAX_KEYS) receives their
  *  field indices. */
-SS_API size_t ss_bucket_keys(const ss_bucket *b, uint32_t *fields);
+SS_API size_t ss_bucket_keys(uint32_t *fields, const ss_bucket *b);
 
 /** The sorted permutation (ss_bucket_size() indices) and the bucket starts
  *  (ss_bucket_count() + 1 offsets into it): bucket q holds
@@ -321,12 +321,12 @@ SS_API const uint64_t *ss_bucket_starts(const ss_bucket *b);
  *  in `sel` (NULL: all) are written.
  *  @param[out] out  room for ss_selection_count(sel) (or ss_bucket_size())
  *                   indices.
- *  @param[out] n    indices written (the outputs come last here).
+ *  @param[out] n    indices written.
  *  @return 0; SS_EINVAL (`sel` made for another count, NULL b or n, NULL
  *          out with a non-empty index); SS_ECORRUPT (an index entry beyond
  *          the count). */
-SS_API int ss_bucket_order(const ss_bucket *b, const ss_selection *sel, int shuffle, uint64_t seed,
-                           uint64_t epoch, uint64_t *out, uint64_t *n);
+SS_API int ss_bucket_order(uint64_t *out, uint64_t *n, const ss_bucket *b, const ss_selection *sel,
+                           int shuffle, uint64_t seed, uint64_t epoch);
 
 /** A block-shuffled bucket order (locality-aware): buckets in ascending key
  *  order; inside each bucket its selected examples in index order, cut into
@@ -344,13 +344,13 @@ SS_API int ss_bucket_order(const ss_bucket *b, const ss_selection *sel, int shuf
  *  @param[in] window_blocks blocks per window; 0 = 4.
  *  @param[out] out  room for ss_selection_count(sel) (or ss_bucket_size())
  *                   indices.
- *  @param[out] n    indices written (the outputs come last here).
+ *  @param[out] n    indices written.
  *  @return 0; SS_EINVAL (`sel` made for another count, NULL b or n, NULL
  *          out with a non-empty index); SS_ECORRUPT (a bad index entry);
  *          SS_ENOMEM (it allocates a temporary sampler). */
-SS_API int ss_bucket_block_order(const ss_bucket *b, const ss_selection *sel, uint64_t block_size,
-                                 uint64_t window_blocks, uint64_t seed, uint64_t epoch,
-                                 uint64_t *out, uint64_t *n);
+SS_API int ss_bucket_block_order(uint64_t *out, uint64_t *n, const ss_bucket *b,
+                                 const ss_selection *sel, uint64_t block_size,
+                                 uint64_t window_blocks, uint64_t seed, uint64_t epoch);
 
 /** Batches drawn from within one bucket only (torchnet's
  *  BucketBatchDataset): every bucket's examples (restricted to `sel`,

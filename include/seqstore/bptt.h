@@ -105,11 +105,11 @@ SS_API uint64_t ss_splitter_dropped_examples(const ss_splitter *sp);
  *  piece). Zero-copy, as ss_get_range(): out->data is borrowed from the
  *  store's map, valid until ss_close().
  *  @param[in]  piece a piece of this splitter (ss_splitter_pieces()).
- *  @param[out] out   the view (the output comes last here).
+ *  @param[out] out   the view.
  *  @return 0; SS_ERANGE (bad field, NULL piece, or a piece outside its
  *          example); SS_ECORRUPT as ss_get(). */
-SS_API int ss_splitter_view(const ss_splitter *sp, const ss_piece *piece, uint32_t field,
-                            ss_view *out);
+SS_API int ss_splitter_view(ss_view *out, const ss_splitter *sp, const ss_piece *piece,
+                            uint32_t field);
 
 /* ============================================================ lane assembler */
 
@@ -169,7 +169,7 @@ SS_API void ss_lanes_free(ss_lanes *la);
  *  @param[out] out borrowed from the assembler, valid until the next
  *                  ss_lanes_next(), ss_lanes_set_epoch() or ss_lanes_free().
  *  @return 0 (la must not be NULL). */
-SS_API int ss_lanes_next(ss_lanes *la, const ss_lane_batch **out);
+SS_API int ss_lanes_next(const ss_lane_batch **out, ss_lanes *la);
 
 /** Restart at the beginning of epoch `epoch` (lanes emptied).
  *  @return 0 (la must not be NULL). */
@@ -220,7 +220,8 @@ enum {
 typedef struct ss_window_options {
     unsigned version;          /**< SS_WINDOW_OPTIONS_VERSION */
     uint32_t field;            /**< the signal: a sequence field with rows of C elements */
-    int label_field;           /**< a fixed field holding one label per example, or -1 */
+    uint32_t label_field;      /**< a fixed field holding one label per example, or
+                                    SS_FIELD_NONE (INIT) */
     uint64_t window;           /**< W: input samples per window, >= 1 */
     uint64_t overlap;          /**< O, 0 <= O < W; for a conv front end W - conv_output_length(W)
                                     (receptive field - 1) */
@@ -243,17 +244,26 @@ typedef struct ss_window_options {
                                     other eligible sequences be served meanwhile. */
     uint64_t epoch_windows;    /**< RANDOM mode: windows per epoch; 0 = as many as a
                                     SEQUENTIAL epoch holds */
-    int threads;               /**< OpenMP threads for collation; 0 = the OpenMP default */
+    int threads;               /**< OpenMP threads for collation and per-window
+                                    transforms; 0 = one (see "Threads" in seqstore.h);
+                                    < 0 refused */
     const ss_pipeline *transforms; /**< NULL, or transforms applied to every window and
                                         batch (see "Transforms" below); borrowed: it must
                                         outlive the reader */
+    /* Version 2. */
+    const char *gain_attr;   /**< instead of gain: a store attribute holding C numbers
+                                  (f64, f32, any exact numeric type), e.g. "signal.gain";
+                                  NULL = none (read at open) */
+    const char *offset_attr; /**< instead of offset: likewise, e.g. "signal.offset" */
 } ss_window_options;
 
-#define SS_WINDOW_OPTIONS_VERSION 1
+/** Version 1 ended at transforms; both versions are accepted. */
+#define SS_WINDOW_OPTIONS_VERSION 2
 #define SS_WINDOW_OPTIONS_INIT                                                                     \
     {                                                                                              \
-        SS_WINDOW_OPTIONS_VERSION, 0, -1, 0, 0, 1, 0, (ss_dtype)0, SS_WINDOW_SEQUENTIAL, 0, 0, 0,  \
-            (ss_dtype)0, NULL, NULL, NULL, NULL, 0, 1, 0, 0, NULL                                  \
+        SS_WINDOW_OPTIONS_VERSION, 0, SS_FIELD_NONE, 0, 0, 1, 0, (ss_dtype)0,                      \
+            SS_WINDOW_SEQUENTIAL, 0, 0, 0, (ss_dtype)0, NULL, NULL, NULL, NULL, 0, 1, 0, 0, NULL,  \
+            NULL, NULL                                                                             \
     }
 
 /* Transforms (ss_window_options.transforms, see transform.h).
@@ -265,7 +275,7 @@ typedef struct ss_window_options {
  * dtype into a preallocated per-lane buffer; ex->index is the sequence id (its
  * example index), ex->epoch the reader's epoch. A transform may change the
  * values and may declare a new dtype or trailing shape of the signal
- * (ss_transform.field must name it; the shape must keep C elements per
+ * (ss_transform.field must be its index; the shape must keep C elements per
  * sample), but may not change `length` (windows are fixed): that fails the
  * batch. The collation then converts the result to out_dtype and applies
  * gain and offset. Masked rows are not transformed. Without per-window
@@ -330,6 +340,8 @@ typedef struct ss_window_batch {
     const void *label;        /**< [size] label rows, or [size][W] / [W][size] rows with
                                    SS_WINDOW_LABEL_PER_STEP; NULL without label_field */
     uint64_t label_row_bytes; /**< bytes of one label row */
+    ss_dtype label_dtype;     /**< element type of `label` (the label field's dtype); 0
+                                   without label_field */
 } ss_window_batch;
 
 /** Facts about a window reader. */
@@ -372,6 +384,9 @@ typedef struct ss_window_reader ss_window_reader;
  *          SS_WINDOW_BALANCED without label_field or with max_pending > 1,
  *          an unknown flag, SS_WINDOW_DROP_LAST with max_pending > 1,
  *          SS_WINDOW_REDRAW in RANDOM mode or with SS_WINDOW_BALANCED,
+ *          gain and gain_attr (or offset and offset_attr) both set, a
+ *          gain/offset attribute that is not C numbers (SS_ENOTFOUND when
+ *          it is missing), threads < 0,
  *          a balanced run with no sequence, whose B is not a multiple of
  *          the classes or whose classes have too few sequences, a RANDOM run
  *          with fewer eligible sequences than lanes, a transform declaring a
@@ -387,7 +402,7 @@ SS_API int ss_window_reader_open(ss_window_reader **out, const ss_store *s,
 SS_API void ss_window_reader_free(ss_window_reader *r);
 
 /** Facts about the reader (r and out must not be NULL). @return 0. */
-SS_API int ss_window_reader_info(const ss_window_reader *r, ss_window_info *out);
+SS_API int ss_window_reader_info(ss_window_info *out, const ss_window_reader *r);
 
 /** The next batch.
  *
@@ -402,7 +417,7 @@ SS_API int ss_window_reader_info(const ss_window_reader *r, ss_window_info *out)
  *          max_pending batches are out ("register the final hidden states of
  *          batch N first"), or if nothing can be served until a pending batch
  *          is registered; an error of ss_get_range(); a transform's error. */
-SS_API int ss_window_reader_next(ss_window_reader *r, const ss_window_batch **out);
+SS_API int ss_window_reader_next(const ss_window_batch **out, ss_window_reader *r);
 
 /** Register the final hidden states of a batch and unblock its sequences.
  *
@@ -439,12 +454,12 @@ SS_API int ss_window_reader_set_epoch(ss_window_reader *r, uint64_t epoch);
  *  sequence field is sliced (it must be as long as the signal); a fixed
  *  field (a label) is repeated. Masked rows and padded steps are zeros.
  *  @param[in]  batch the reader's current batch (before it is registered).
- *  @param[out] out   room for the layout above (the output comes last here).
+ *  @param[out] out   room for the layout above.
  *  @return 0; SS_ERANGE (bad field); SS_EINVAL (a bad dtype); SS_EINPUT (a
  *          sequence field shorter than the signal); an error of
  *          ss_get_range(). */
-SS_API int ss_window_reader_targets(const ss_window_reader *r, const ss_window_batch *batch,
-                                    uint32_t field, ss_dtype dtype, void *out);
+SS_API int ss_window_reader_targets(void *out, const ss_window_reader *r,
+                                    const ss_window_batch *batch, uint32_t field, ss_dtype dtype);
 
 /** Save flags. */
 enum {
@@ -457,13 +472,13 @@ SS_API size_t ss_window_reader_save_size(const ss_window_reader *r, unsigned fla
 /** Save the reader's position (epoch, every sequence's cursor and state, the
  *  lane assignment, the random streams) and optionally the hidden states into
  *  `buf` (little-endian, self-describing).
- *  @param[out] buf  `size` bytes (the output comes after `r` here).
+ *  @param[out] buf  `size` bytes.
  *  @param[in]  size bytes of buf.
  *  @param[in]  flags SS_WINDOW_SAVE_...
  *  @return 0; SS_ESTATE if a batch carrying state is pending, or any batch
  *          is pending with max_pending > 1 (save between batches);
  *          SS_ETOOBIG if `size` is smaller than ss_window_reader_save_size(). */
-SS_API int ss_window_reader_save(const ss_window_reader *r, void *buf, size_t size, unsigned flags);
+SS_API int ss_window_reader_save(void *buf, size_t size, const ss_window_reader *r, unsigned flags);
 
 /** Restore a position saved by ss_window_reader_save() into a reader opened
  *  with the same store, split and options. The next batch is the one the

@@ -26,7 +26,7 @@ extern "C" {
 
 /* --------------------------------------------------------- dtype conversion */
 
-/** Convert `n_rows` rows of `row_elements` elements each from `src` (of
+/** Cast `n_rows` rows of `row_elements` elements each from `src` (of
  *  `src_dtype`) to `dst` (of `dst_dtype`). Both arrays are dense and
  *  row-major; they must not overlap (except when they are identical and the
  *  dtypes have the same size).
@@ -54,9 +54,9 @@ extern "C" {
  *  @param[in]  offset    per-channel offset, or NULL.
  *  @return 0, or SS_EINVAL for an unknown dtype or a NULL buffer with
  *          n_rows * row_elements > 0. */
-SS_API int ss_convert_rows(void *dst, ss_dtype dst_dtype, const void *src, ss_dtype src_dtype,
-                           uint64_t n_rows, uint64_t row_elements, const double *scale,
-                           const double *offset);
+SS_API int ss_cast_rows(void *dst, ss_dtype dst_dtype, const void *src, ss_dtype src_dtype,
+                        uint64_t n_rows, uint64_t row_elements, const double *scale,
+                        const double *offset);
 
 /** Round a float to IEEE binary16 bits (nearest, ties to even). */
 SS_API uint16_t ss_f16_from_float(float x);
@@ -109,7 +109,7 @@ typedef enum ss_mask_type {
 /** How one field is collated. Start from SS_COLLATE_FIELD_INIT. */
 typedef struct ss_collate_field {
     unsigned version;         /**< SS_COLLATE_FIELD_VERSION */
-    const char *name;         /**< field name in the store (required) */
+    uint32_t field;           /**< the field's index in the store (see ss_field_index()) */
     ss_dtype dtype;           /**< output dtype; 0 = the stored dtype */
     ss_layout layout;         /**< sequence fields only */
     double pad_value;         /**< value of padded elements (converted to dtype) */
@@ -147,14 +147,15 @@ typedef struct ss_collate_field {
 #define SS_COLLATE_FIELD_VERSION 2
 #define SS_COLLATE_FIELD_INIT                                                                      \
     {                                                                                              \
-        SS_COLLATE_FIELD_VERSION, NULL, (ss_dtype)0, SS_LAYOUT_BATCH_MAJOR, 0.0, 0, 0, 0, 0, 0,    \
+        SS_COLLATE_FIELD_VERSION, 0, (ss_dtype)0, SS_LAYOUT_BATCH_MAJOR, 0.0, 0, 0, 0, 0, 0,       \
             SS_MASK_NONE, NULL, NULL, NULL, NULL, 0, (ss_dtype)0, 0, 0, {0}, (ss_dtype)0           \
     }
 
 /** Collator options. */
 typedef struct ss_collator_options {
     unsigned version;        /**< SS_COLLATOR_OPTIONS_VERSION */
-    int threads;             /**< OpenMP threads per collation; 0 = omp_get_max_threads() */
+    int threads;             /**< OpenMP threads per collation; 0 = one (the calling
+                                  thread), see "Threads" in seqstore.h; < 0 refused */
     uint64_t max_rows;       /**< rows to preallocate library-owned buffers for; 0 = none */
     uint64_t max_steps;      /**< time steps per row to preallocate for; 0 = none */
     uint64_t parallel_bytes; /**< a batch with fewer output bytes is collated by the
@@ -235,10 +236,12 @@ typedef struct ss_collator ss_collator;
  *                      scale/offset); NULL with nfields = 0 means every field
  *                      of the store with defaults.
  *  @param[in]  options NULL for defaults.
- *  @return 0; SS_ENOTFOUND (unknown field or scale/offset attribute, message
- *          names it); SS_EINVAL (bad dtype or in_dtype, in_ndim > SS_MAX_DIMS or an in_dims entry
- * 0, fixed_length 0, mask or pad_to_multiple with the packed layout, sort_by_length without it, an
- * attribute of the wrong type or size, a bad version); SS_ENOMEM. */
+ *  @return 0; SS_ERANGE (a field index beyond the schema); SS_ENOTFOUND
+ *          (unknown scale/offset attribute, the message names it);
+ *          SS_EINVAL (bad dtype or in_dtype, in_ndim > SS_MAX_DIMS or an
+ *          in_dims entry 0, fixed_length 0, mask or pad_to_multiple with the
+ *          packed layout, sort_by_length without it, an attribute of the
+ *          wrong type or size, a bad version); SS_ENOMEM. */
 SS_API int ss_collator_create(ss_collator **out, const ss_store *s, const ss_collate_field *fields,
                               uint32_t nfields, const ss_collator_options *options);
 
@@ -250,8 +253,8 @@ SS_API void ss_collator_free(ss_collator *c);
  *  @return 0; SS_ERANGE (bad example or span, message names it); SS_EINVAL (a
  *          field declared with an in-memory dtype or shape other than the
  *          store's, see ss_collate_field.in_dtype). */
-SS_API int ss_collator_sizes(const ss_collator *c, const ss_span *rows, size_t n_rows,
-                             ss_collate_sizes *out);
+SS_API int ss_collator_sizes(ss_collate_sizes *out, const ss_collator *c, const ss_span *rows,
+                             size_t n_rows);
 
 /** Collate `rows` into library-owned buffers.
  *  @param[out] out the batch; its pointers are valid until the next
@@ -260,16 +263,16 @@ SS_API int ss_collator_sizes(const ss_collator *c, const ss_span *rows, size_t n
  *  @return 0; SS_EINVAL (n_rows 0, or a field declared with an in-memory
  *          dtype or shape other than the store's); SS_ERANGE (bad example or span);
  *          SS_ECORRUPT; SS_ENOMEM (growing a buffer failed). */
-SS_API int ss_collator_collate(ss_collator *c, const ss_span *rows, size_t n_rows,
-                               ss_collated_batch *out);
+SS_API int ss_collator_collate(ss_collated_batch *out, ss_collator *c, const ss_span *rows,
+                               size_t n_rows);
 
 /** Collate `rows` into caller-provided buffers (pinned memory of a GPU
  *  framework, say).
  *  @param[in] buffers one entry per collator field, or NULL (= collator's own).
  *  @return as ss_collator_collate(), plus SS_EINVAL when a buffer is too small
  *          (the message names the field and the bytes needed). */
-SS_API int ss_collator_collate_into(ss_collator *c, const ss_span *rows, size_t n_rows,
-                                    const ss_collate_buffers *buffers, ss_collated_batch *out);
+SS_API int ss_collator_collate_into(ss_collated_batch *out, ss_collator *c, const ss_span *rows,
+                                    size_t n_rows, const ss_collate_buffers *buffers);
 
 /** One field of one row given in memory (see ss_collator_collate_rows()). */
 typedef struct ss_collate_input {
@@ -293,8 +296,9 @@ typedef struct ss_collate_input {
  *          shape is not the field's input, a fixed field of length other than
  *          1, NULL data with length > 0, a buffer too small; the message names
  *          the field and row); SS_ENOMEM. */
-SS_API int ss_collator_collate_rows(ss_collator *c, const ss_collate_input *rows, size_t n_rows,
-                                    const ss_collate_buffers *buffers, ss_collated_batch *out);
+SS_API int ss_collator_collate_rows(ss_collated_batch *out, ss_collator *c,
+                                    const ss_collate_input *rows, size_t n_rows,
+                                    const ss_collate_buffers *buffers);
 
 #ifdef __cplusplus
 }

@@ -62,35 +62,38 @@ typedef struct ss_loader_batch ss_loader_batch;
 
 /** Loader options. Start from SS_LOADER_OPTIONS_INIT. */
 typedef struct ss_loader_options {
-    unsigned version;               /**< SS_LOADER_OPTIONS_VERSION */
-    const ss_selection *selection;  /**< examples to read; NULL = all (copied) */
-    ss_sampler_options sampler;     /**< order, seed, sharding (world_size, rank,
-                                         num_workers, worker), drop_last. Its batch_size
-                                         (leave 0 or 1) and infinite (leave 0) are set by
-                                         the loader. */
-    ss_batch_options batch;         /**< batch_size (fixed), or max_tokens etc. */
-    const char *bucket;             /**< name of a stored bucket index (ss.bucket.NAME)
-                                         for bucket batching, or NULL */
-    const ss_collate_field *fields; /**< output fields (copied); NULL = every field of
-                                         the store with defaults. Their in_dtype,
-                                         in_reshape, in_ndim, in_dims are set by the
-                                         loader (from the transforms' declarations) */
+    unsigned version;                  /**< SS_LOADER_OPTIONS_VERSION */
+    const ss_selection *selection;     /**< examples to read; NULL = all (copied) */
+    const ss_sampler_options *sampler; /**< order, seed, sharding (world_size, rank,
+                                            num_workers, worker), drop_last; NULL =
+                                            SS_SAMPLER_OPTIONS_INIT. Its batch_size
+                                            (leave 0 or 1) and infinite (leave 0) are
+                                            set by the loader. Read at open only. */
+    const ss_batch_options *batch;     /**< batch_size (fixed), or max_tokens etc.
+                                            (required: one of them must be set). Read
+                                            at open only. */
+    const char *bucket;                /**< name of a stored bucket index (ss.bucket.NAME)
+                                            for bucket batching, or NULL */
+    const ss_collate_field *fields;    /**< output fields (copied); NULL = every field of
+                                            the store with defaults. Their in_dtype,
+                                            in_reshape, in_ndim, in_dims are set by the
+                                            loader (from the transforms' declarations) */
     uint32_t nfields;
-    ss_collator_options collator;  /**< threads: OpenMP threads per collation; 0 = 1 */
-    uint32_t prefetch;             /**< batches prepared ahead N; 0 = 2 */
-    uint32_t threads;              /**< worker threads; 0 = 1 */
-    int infinite;                  /**< 1: at the end of an epoch go on with the next
-                                        one (ss_loader_next() never returns SS_LOADER_END) */
-    const ss_pipeline *transforms; /**< NULL, or transforms to apply; borrowed: it must
-                                        outlive the loader */
+    const ss_collator_options *collator; /**< NULL = defaults (threads 0: one thread per
+                                              collation). Read at open only. */
+    uint32_t prefetch;                   /**< batches prepared ahead N; 0 = 2 */
+    uint32_t threads;                    /**< worker threads; 0 = 1 */
+    int infinite;                        /**< 1: at the end of an epoch go on with the next
+                                              one (ss_loader_next() never returns SS_LOADER_END) */
+    const ss_pipeline *transforms;       /**< NULL, or transforms to apply; borrowed: it must
+                                              outlive the loader */
 } ss_loader_options;
 
-#define SS_LOADER_OPTIONS_VERSION 1
+/** Version 2: sampler, batch and collator became pointers (version 1
+ *  embedded them by value, so they could not grow); version 1 is refused. */
+#define SS_LOADER_OPTIONS_VERSION 2
 #define SS_LOADER_OPTIONS_INIT                                                                     \
-    {                                                                                              \
-        SS_LOADER_OPTIONS_VERSION, NULL, SS_SAMPLER_OPTIONS_INIT, SS_BATCH_OPTIONS_INIT, NULL,     \
-            NULL, 0, SS_COLLATOR_OPTIONS_INIT, 0, 0, 0, NULL                                       \
-    }
+    { SS_LOADER_OPTIONS_VERSION, NULL, NULL, NULL, NULL, NULL, 0, NULL, 0, 0, 0, NULL }
 
 /** A batch handed out by ss_loader_next(). Everything is borrowed from the
  *  loader and valid until the next ss_loader_next(), ss_loader_set_epoch(),
@@ -121,11 +124,10 @@ typedef struct ss_loader ss_loader;
  *          world_size, worker >= num_workers, sampler.infinite or
  *          sampler.batch_size set, drop_last with remainder PAD or
  *          DIVISIBLE, DIVISIBLE with an indivisible epoch, a bucket with a
- *          sampler kind other than SEQUENTIAL or SHUFFLE, a selection made for another count, a transform
- *          declaring a change of a field that is not an output field, a bad
- *          collate option; the message names it); as ss_sampler_create(), ss_collator_create(),
- *          ss_bucket_open(), ss_batcher_create(); SS_ENOMEM; SS_EIO (a thread
- *          could not start). */
+ *          sampler kind other than SEQUENTIAL or SHUFFLE, a selection made for another count, a
+ * transform declaring a change of a field that is not an output field, a bad collate option; the
+ * message names it); as ss_sampler_create(), ss_collator_create(), ss_bucket_open(),
+ * ss_batcher_create(); SS_ENOMEM; SS_EIO (a thread could not start). */
 SS_API int ss_loader_open(ss_loader **out, const ss_store *store, const ss_loader_options *options);
 
 /** Stop the workers (waiting for the batches they are filling, even mid-epoch)
@@ -141,7 +143,7 @@ SS_API void ss_loader_free(ss_loader *l);
  *          for a transform, its name and message: e.g. SS_ECALLBACK). After an
  *          error the loader stops preparing batches and returns the same error
  *          until ss_loader_set_epoch() or ss_loader_state_load(). */
-SS_API int ss_loader_next(ss_loader *l, const ss_loader_batch **out);
+SS_API int ss_loader_next(const ss_loader_batch **out, ss_loader *l);
 
 /** Start epoch `epoch` from its first batch (discarding prefetched batches).
  *  @return 0, or as ss_loader_open() when computing the batch list fails. */
@@ -161,7 +163,7 @@ SS_API uint64_t ss_loader_position(const ss_loader *l);
  *  version 1, epoch, batch position, a fingerprint of the batching options
  *  (u64 each, little-endian) and the sampler's state (SS_SAMPLER_STATE_SIZE).
  *  @return 0, or SS_ETOOBIG if cap < SS_LOADER_STATE_SIZE. */
-SS_API int ss_loader_state_save(const ss_loader *l, void *buf, size_t cap, size_t *len);
+SS_API int ss_loader_state_save(void *buf, size_t cap, size_t *len, const ss_loader *l);
 
 /** Continue from a saved state: the next ss_loader_next() returns exactly the
  *  batch an uninterrupted run would have returned after the saved one.

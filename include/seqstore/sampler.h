@@ -213,7 +213,7 @@ SS_API uint64_t ss_sampler_steps_per_epoch(const ss_sampler *s);
  *  @param[out] n           indices written (set to 0 on error).
  *  @return 0, or SS_EINVAL (NULL sampler or n, NULL out_indices with
  *          max > 0). */
-SS_API int ss_sampler_next(ss_sampler *s, uint64_t *out_indices, size_t max, size_t *n);
+SS_API int ss_sampler_next(uint64_t *out_indices, size_t max, size_t *n, ss_sampler *s);
 
 /** Bytes of a saved sampler state. */
 #define SS_SAMPLER_STATE_SIZE 48
@@ -221,12 +221,12 @@ SS_API int ss_sampler_next(ss_sampler *s, uint64_t *out_indices, size_t max, siz
 /** Save the sampler's position: (seed, epoch, position) and a fingerprint
  *  of its options and selection, as SS_SAMPLER_STATE_SIZE little-endian
  *  bytes (see spec/FORMAT.md). Save between ss_sampler_next() calls.
- *  @param[out] buf `cap` bytes (the output comes after `s` here).
+ *  @param[out] buf `cap` bytes.
  *  @param[in]  cap bytes of buf.
  *  @param[out] len bytes written (may be NULL; 0 on error).
  *  @return 0; SS_ETOOBIG if cap < SS_SAMPLER_STATE_SIZE; SS_EINVAL (NULL
  *          sampler or buf). */
-SS_API int ss_sampler_state_save(const ss_sampler *s, void *buf, size_t cap, size_t *len);
+SS_API int ss_sampler_state_save(void *buf, size_t cap, size_t *len, const ss_sampler *s);
 
 /** Restore a state saved by ss_sampler_state_save() on a sampler created
  *  with the same selection and options (seed included); the next

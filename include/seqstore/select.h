@@ -88,9 +88,9 @@ SS_API const ss_range *ss_selection_ranges(const ss_selection *sel);
 
 /** The store index of the i-th selected example, in O(log ranges).
  *  @param[in]  i   position in the selection, < ss_selection_count().
- *  @param[out] out the index (the output comes last here).
+ *  @param[out] out the index.
  *  @return 0; SS_ERANGE if i >= count; SS_EINVAL (NULL argument). */
-SS_API int ss_selection_index(const ss_selection *sel, uint64_t i, uint64_t *out);
+SS_API int ss_selection_index(uint64_t *out, const ss_selection *sel, uint64_t i);
 
 /** Whether store index `index` is selected (O(log ranges)): 1 or 0 (also 0
  *  for NULL). */
@@ -105,7 +105,7 @@ SS_API int ss_selection_contains(const ss_selection *sel, uint64_t index);
  *                   SS_ETOOBIG.
  *  @return 0; SS_ETOOBIG if `cap` is too small (call again with *len + 1);
  *          SS_EINVAL (NULL selection). */
-SS_API int ss_selection_format(const ss_selection *sel, char *buf, size_t cap, size_t *len);
+SS_API int ss_selection_format(char *buf, size_t cap, size_t *len, const ss_selection *sel);
 
 /** Options of ss_selection_kfold(). Start from SS_KFOLD_OPTIONS_INIT. */
 typedef struct ss_kfold_options {

@@ -49,7 +49,8 @@ typedef struct ss_stream_options {
     const uint64_t *examples; /**< the examples to stream, in this order; NULL = all in
                                    store order. Copied. */
     uint64_t n_examples;      /**< entries in `examples` (0 if examples is NULL) */
-    int threads;              /**< OpenMP threads, >= 0; 0 = omp_get_max_threads() */
+    int threads;              /**< OpenMP threads, >= 0; 0 = one (see "Threads" in
+                                   seqstore.h) */
     uint64_t parallel_bytes;  /**< a batch with fewer bytes (input + target) is read by
                                    the calling thread alone; 0 = 1 MiB */
 } ss_stream_options;
@@ -91,14 +92,14 @@ typedef struct ss_stream ss_stream;
  *  @param[out] out the stream; free it with ss_stream_free().
  *  @param[in]  s       must stay open while the stream is used (borrowed
  *                      until ss_stream_free()).
- *  @param[in]  field   the name of a sequence field.
+ *  @param[in]  field   the index of a sequence field.
  *  @param[in]  options required; read during the call only (`examples` is
  *                      copied).
- *  @return 0; SS_ENOTFOUND (unknown field); SS_EINVAL (NULL argument, a
+ *  @return 0; SS_ERANGE (no such field); SS_EINVAL (NULL argument, a
  *          fixed field, B or T 0, B * T too large, a bad dtype, tail or
  *          options version, threads < 0, NULL examples with n_examples > 0,
  *          an example index out of range); SS_ENOMEM. */
-SS_API int ss_stream_create(ss_stream **out, const ss_store *s, const char *field,
+SS_API int ss_stream_create(ss_stream **out, const ss_store *s, uint32_t field,
                             const ss_stream_options *options);
 
 /** Free the stream. Accepts NULL. */
@@ -109,17 +110,17 @@ SS_API uint64_t ss_stream_count(const ss_stream *st);
 
 /** Length of each parallel stream in steps (S), and the flat length N
  *  (including <eos> rows) through `total` if not NULL. 0 for NULL. */
-SS_API uint64_t ss_stream_length(const ss_stream *st, uint64_t *total);
+SS_API uint64_t ss_stream_length(uint64_t *total, const ss_stream *st);
 
 /** Read batch `index` (any order, any number of times) into the stream's own
  *  buffers. No allocation.
- *  @param[out] out the batch (the output comes last here); its pointers are
+ *  @param[out] out the batch; its pointers are
  *                  borrowed from the stream, valid until the next
  *                  ss_stream_read() or ss_stream_free().
  *  @return 0; SS_ERANGE (index >= ss_stream_count()); SS_ECORRUPT (as
  *          ss_get()); SS_EINVAL (NULL argument). After SS_ERANGE or a read
  *          error *out is zeroed. */
-SS_API int ss_stream_read(ss_stream *st, uint64_t index, ss_stream_batch *out);
+SS_API int ss_stream_read(ss_stream_batch *out, ss_stream *st, uint64_t index);
 
 /** Read batch `index` into caller buffers. No allocation; it still uses the
  *  stream's internal staging, so one thread at a time as ss_stream_read().
@@ -133,8 +134,8 @@ SS_API int ss_stream_read(ss_stream *st, uint64_t index, ss_stream_batch *out);
  *  @return 0; SS_ERANGE (index >= ss_stream_count()); SS_ECORRUPT (as
  *          ss_get()); SS_EINVAL (NULL stream, out or input; NULL target
  *          with shift > 0). */
-SS_API int ss_stream_read_into(ss_stream *st, uint64_t index, void *input, void *target,
-                               uint8_t *mask, uint8_t *starts, ss_stream_batch *out);
+SS_API int ss_stream_read_into(ss_stream_batch *out, void *input, void *target, uint8_t *mask,
+                               uint8_t *starts, ss_stream *st, uint64_t index);
 
 #ifdef __cplusplus
 }

@@ -98,9 +98,10 @@ typedef struct ss_example {
     char message[256];        /**< a failing transform's message (ss_transform_error()) */
 } ss_example;
 
-/** Index of the field called `name` in `ex->fields`, or -1 if there is none
- *  (or ex or name is NULL). -1 is a plain "absent", not an SS_E... code. */
-SS_API int ss_example_field_index(const ss_example *ex, const char *name);
+/** The entry of store field `field` in `ex->fields`, borrowed from `ex` (valid
+ *  during the callback), or NULL if the field is not one of the example's
+ *  fields (or ex is NULL). */
+SS_API ss_example_field *ss_example_get_field(ss_example *ex, uint32_t field);
 
 /** Record a transform's error message (printf-style, truncated to
  *  sizeof ex->message) in `ex` and return SS_ECALLBACK, so a callback can
@@ -135,7 +136,8 @@ typedef struct ss_transform {
     void (*free_user)(void *user); /**< if not NULL, called on `user` when the
                                         pipeline holding the transform is freed */
     /* Declared changes (per-example transforms only): */
-    const char *field;          /**< the field whose dtype/shape changes; copied */
+    uint32_t field;             /**< the field (store index) whose dtype/shape changes;
+                                     SS_FIELD_NONE (INIT) when nothing is declared */
     ss_dtype dtype;             /**< new dtype of `field`, or 0 = unchanged */
     int reshape;                /**< 1: new trailing shape ndim/dims */
     uint32_t ndim;              /**< with reshape: 0..SS_MAX_DIMS */
@@ -145,7 +147,7 @@ typedef struct ss_transform {
 #define SS_TRANSFORM_VERSION 1
 #define SS_TRANSFORM_INIT                                                                          \
     {                                                                                              \
-        SS_TRANSFORM_VERSION, NULL, NULL, NULL, NULL, NULL, NULL, (ss_dtype)0, 0, 0, {             \
+        SS_TRANSFORM_VERSION, NULL, NULL, NULL, NULL, NULL, SS_FIELD_NONE, (ss_dtype)0, 0, 0, {    \
             0, 0, 0, 0                                                                             \
         }                                                                                          \
     }
@@ -187,10 +189,10 @@ SS_API const ss_transform *ss_pipeline_get(const ss_pipeline *p, uint32_t k);
 
 /* ------------------------------------------------------ built-in transforms
  * Each fills *out with a configured transform whose user data it allocates
- * (freed by the pipeline, or ss_transform_release()). `field` is the name of
- * one of the loader's output fields (at most SS_MAX_NAME bytes; copied). On
- * failure *out is SS_TRANSFORM_INIT (nothing to release), except where noted.
- * NULL out or field is SS_EINVAL. */
+ * (freed by the pipeline, or ss_transform_release()). `field` is the store
+ * index of one of the loader's output fields (a field that is not one fails
+ * the example at run time). On failure *out is SS_TRANSFORM_INIT (nothing to
+ * release), except where noted. NULL out or field SS_FIELD_NONE is SS_EINVAL. */
 
 /** Per-channel standardisation: y = (x - mean[c]) / std[c] for channel c (the
  *  element index within a row), computed in float with the equivalent
@@ -201,53 +203,54 @@ SS_API const ss_transform *ss_pipeline_get(const ss_pipeline *p, uint32_t k);
  *  @return 0; SS_EINVAL (NULL arrays, channels 0, a std <= 0 or not finite,
  *          a mean not finite -- then *out is left as it was); SS_ENOMEM. At
  *          run time a field with another row size fails. */
-SS_API int ss_transform_standardize(ss_transform *out, const char *field, const double *mean,
+SS_API int ss_transform_standardize(ss_transform *out, uint32_t field, const double *mean,
                                     const double *std, uint64_t channels);
 
 /** Mean and (population) standard deviation per channel of sequence or fixed
  *  field `field` over every time step of the examples of `sel` (NULL: all),
  *  in double. Reads every data page of the field (not only the index).
  *  A constant channel gives std 0, which ss_transform_standardize() refuses.
- *  @param[out] mean the field's row elements values (the outputs come first).
+ *  @param[out] mean the field's row elements values.
  *  @param[out] std  as mean.
  *  @param[in]  sel  NULL: all examples; must be made for the store's count.
- *  @return 0; SS_ENOTFOUND (field); SS_EINVAL (no data, NULL argument);
+ *  @return 0; SS_ERANGE (no such field); SS_EINVAL (no data, NULL argument);
  *          SS_ERANGE (`sel` reaches beyond the store); SS_ECORRUPT as
  *          ss_get(); SS_ENOMEM. */
 SS_API int ss_standardize_compute(double *mean, double *std, const ss_store *s,
-                                  const ss_selection *sel, const char *field);
+                                  const ss_selection *sel, uint32_t field);
 
 /** Compute the statistics over the named split `split` (NULL: all examples)
  *  of the finished store at `path` and save them as f64 attributes
- *  "<prefix>.mean" and "<prefix>.std" (prefix NULL: "ss.norm.<field>").
- *  Opens the store, then appends with a writer: the store must not be open
- *  in this process nor have an active writer.
- *  @return 0; SS_EINVAL (NULL path or field); as ss_open(),
+ *  "<prefix>.mean" and "<prefix>.std" (prefix NULL: "ss.norm.<name>", the
+ *  field's name). Opens the store, then appends with a writer: the store
+ *  must not be open in this process nor have an active writer.
+ *  @return 0; SS_EINVAL (NULL path); SS_ERANGE (a field beyond the schema); as ss_open(),
  *          ss_standardize_compute(), ss_split_load(), ss_writer_open(),
  *          ss_writer_set_attr() and ss_writer_finish(). */
-SS_API int ss_standardize_save(const char *path, const char *field, const char *split,
+SS_API int ss_standardize_save(const char *path, uint32_t field, const char *split,
                                const char *prefix);
 
 /** ss_transform_standardize() with mean and std read from the attributes
- *  "<prefix>.mean" and "<prefix>.std" of `s` (prefix NULL: "ss.norm.<field>").
+ *  "<prefix>.mean" and "<prefix>.std" of `s` (prefix NULL: "ss.norm.<name>",
+ *  the field's name).
  *  The values are copied: the transform does not borrow the store.
  *  @return 0; SS_ENOTFOUND (an attribute is missing); SS_EINVAL (attribute
  *          type or size, a std <= 0, NULL argument); SS_ECORRUPT (attribute
  *          checksum); SS_ENOMEM. */
-SS_API int ss_transform_standardize_attr(ss_transform *out, const ss_store *s, const char *field,
+SS_API int ss_transform_standardize_attr(ss_transform *out, const ss_store *s, uint32_t field,
                                          const char *prefix);
 
 /** Random crop: a sequence longer than max_length keeps max_length steps
  *  starting at ss_random_below(rng, length - max_length + 1); shorter ones are
  *  unchanged (no random number drawn).
  *  @return 0; SS_EINVAL (max_length 0, NULL argument); SS_ENOMEM. */
-SS_API int ss_transform_random_crop(ss_transform *out, const char *field, uint64_t max_length);
+SS_API int ss_transform_random_crop(ss_transform *out, uint32_t field, uint64_t max_length);
 
 /** Additive Gaussian noise on a float field (f32 or f64): every element in
  *  row-major order gets x += sigma * ss_random_normal(rng).
  *  @return 0; SS_EINVAL (sigma < 0 or not finite, NULL argument);
  *          SS_ENOMEM. Other dtypes fail at run time. */
-SS_API int ss_transform_gaussian_noise(ss_transform *out, const char *field, double sigma);
+SS_API int ss_transform_gaussian_noise(ss_transform *out, uint32_t field, double sigma);
 
 /** Options of ss_transform_token_mask(). */
 typedef struct ss_token_mask_options {
@@ -273,21 +276,21 @@ typedef struct ss_token_mask_options {
  *  @return 0; SS_EINVAL (an unknown options version, probabilities outside
  *          [0, 1], random_prob + keep_prob > 1, vocab 0 with random_prob >
  *          0, NULL argument); SS_ENOMEM. */
-SS_API int ss_transform_token_mask(ss_transform *out, const char *field,
+SS_API int ss_transform_token_mask(ss_transform *out, uint32_t field,
                                    const ss_token_mask_options *options);
 
 /** Token dropout: every time step of a sequence field is removed with
  *  probability `prob` (one ss_random_uniform(rng) per step, dropped when
  *  u < prob); the sequence shortens.
  *  @return 0; SS_EINVAL (prob outside [0, 1], NULL argument); SS_ENOMEM. */
-SS_API int ss_transform_token_drop(ss_transform *out, const char *field, double prob);
+SS_API int ss_transform_token_drop(ss_transform *out, uint32_t field, double prob);
 
 /** Label remapping on an integer field: every element x becomes table[x]
  *  (saturated to the field's dtype). An element outside [0, n) fails the
  *  example (message names the value).
  *  @param[in] table `n` entries (copied).
  *  @return 0; SS_EINVAL (NULL table, n 0, NULL argument); SS_ENOMEM. */
-SS_API int ss_transform_label_map(ss_transform *out, const char *field, const int64_t *table,
+SS_API int ss_transform_label_map(ss_transform *out, uint32_t field, const int64_t *table,
                                   uint64_t n);
 
 #ifdef __cplusplus

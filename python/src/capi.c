@@ -13,20 +13,20 @@ uint64_t capi_count(const ss_store *s) {
 const ss_schema *capi_schema(const ss_store *s) {
     return ss_store_schema(s);
 }
-int capi_field_index(const ss_store *s, const char *name) {
-    return ss_field_index(s, name);
+int capi_field_index(uint32_t *out, const ss_store *s, const char *name) {
+    return ss_field_index(out, s, name);
 }
 int capi_get(ss_view *out, const ss_store *s, uint32_t field, uint64_t index) {
-    return ss_get(s, field, index, out);
+    return ss_get(out, s, field, index);
 }
 int capi_lengths(uint64_t *out, const ss_store *s, uint32_t field, uint64_t first, uint64_t n) {
-    return ss_lengths(s, field, first, n, out);
+    return ss_lengths(out, s, field, first, n);
 }
 uint64_t capi_attr_count(const ss_store *s) {
     return ss_attr_count(s);
 }
 int capi_attr_at(ss_attr *out, const ss_store *s, uint64_t k) {
-    return ss_attr_at(s, k, out);
+    return ss_attr_at(out, s, k);
 }
 size_t capi_dtype_size(ss_dtype d) {
     return ss_dtype_size(d);
@@ -76,7 +76,7 @@ void capi_loader_free(ss_loader *l) {
     ss_loader_free(l);
 }
 int capi_loader_next(const ss_loader_batch **out, ss_loader *l) {
-    return ss_loader_next(l, out);
+    return ss_loader_next(out, l);
 }
 int capi_loader_set_epoch(ss_loader *l, uint64_t epoch) {
     return ss_loader_set_epoch(l, epoch);
@@ -91,7 +91,7 @@ uint64_t capi_loader_position(const ss_loader *l) {
     return ss_loader_position(l);
 }
 int capi_loader_state_save(const ss_loader *l, void *buf, size_t cap, size_t *len) {
-    return ss_loader_state_save(l, buf, cap, len);
+    return ss_loader_state_save(buf, cap, len, l);
 }
 int capi_loader_state_load(ss_loader *l, const void *buf, size_t len) {
     return ss_loader_state_load(l, buf, len);
@@ -104,7 +104,7 @@ void capi_window_free(ss_window_reader *r) {
     ss_window_reader_free(r);
 }
 int capi_window_next(const ss_window_batch **out, ss_window_reader *r) {
-    return ss_window_reader_next(r, out);
+    return ss_window_reader_next(out, r);
 }
 int capi_window_register(ss_window_reader *r, const ss_window_batch *b, const void *states) {
     return ss_window_reader_register(r, b, states);
@@ -113,14 +113,14 @@ int capi_window_set_epoch(ss_window_reader *r, uint64_t epoch) {
     return ss_window_reader_set_epoch(r, epoch);
 }
 int capi_window_info(ss_window_info *out, const ss_window_reader *r) {
-    return ss_window_reader_info(r, out);
+    return ss_window_reader_info(out, r);
 }
 /* Saves always include the hidden states: resuming must carry them too. */
 size_t capi_window_save_size(const ss_window_reader *r) {
     return ss_window_reader_save_size(r, SS_WINDOW_SAVE_STATES);
 }
 int capi_window_save(void *buf, size_t size, const ss_window_reader *r) {
-    return ss_window_reader_save(r, buf, size, SS_WINDOW_SAVE_STATES);
+    return ss_window_reader_save(buf, size, r, SS_WINDOW_SAVE_STATES);
 }
 int capi_window_restore(ss_window_reader *r, const void *buf, size_t size) {
     return ss_window_reader_restore(r, buf, size);
@@ -139,7 +139,7 @@ void capi_collator_free(ss_collator *c) {
 }
 int capi_collate(ss_collated_batch *out, ss_collator *c, const ss_span *rows, size_t n,
                  const ss_collate_buffers *buffers) {
-    return ss_collator_collate_into(c, rows, n, buffers, out);
+    return ss_collator_collate_into(out, c, rows, n, buffers);
 }
 
 uint64_t capi_flat_size(const ss_store *s, uint32_t field) {
@@ -147,10 +147,10 @@ uint64_t capi_flat_size(const ss_store *s, uint32_t field) {
 }
 int capi_flat_locate(uint64_t *example, uint64_t *offset, const ss_store *s, uint32_t field,
                      uint64_t pos) {
-    return ss_flat_locate(s, field, pos, example, offset);
+    return ss_flat_locate(example, offset, s, field, pos);
 }
 int capi_flat_read(void *buf, const ss_store *s, uint32_t field, uint64_t p, uint64_t q) {
-    return ss_flat_read(s, field, p, q, buf);
+    return ss_flat_read(buf, s, field, p, q);
 }
 int capi_split_load(ss_selection **out, const ss_store *s, const char *name) {
     return ss_split_load(out, s, name);

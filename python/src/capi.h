@@ -15,7 +15,7 @@ int capi_open(ss_store **out, const char *path, unsigned flags);
 void capi_close(ss_store *s);
 uint64_t capi_count(const ss_store *s);
 const ss_schema *capi_schema(const ss_store *s);
-int capi_field_index(const ss_store *s, const char *name);
+int capi_field_index(uint32_t *out, const ss_store *s, const char *name);
 int capi_get(ss_view *out, const ss_store *s, uint32_t field, uint64_t index);
 int capi_lengths(uint64_t *out, const ss_store *s, uint32_t field, uint64_t first, uint64_t n);
 uint64_t capi_attr_count(const ss_store *s);

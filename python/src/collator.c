@@ -34,7 +34,8 @@ static PyObject *collator_new(PyTypeObject *type, PyObject *args, PyObject *kw) 
         return PyErr_Format(PyExc_ValueError, "at most %d fields", SS_MAX_FIELDS);
     ss_collate_field cf[SS_MAX_FIELDS];
     for (Py_ssize_t k = 0; k < n; k++)
-        if (pyss_parse_collate_field(PyList_GET_ITEM(fields, k), &cf[k]) < 0) return NULL;
+        if (pyss_parse_collate_field(PyList_GET_ITEM(fields, k), st->map->s, &cf[k]) < 0)
+            return NULL;
     CollatorObject *co = (CollatorObject *)type->tp_alloc(type, 0);
     if (!co) return NULL;
     co->store = (StoreObject *)Py_NewRef(st); /* keeps the map: the collator reads it */
@@ -42,8 +43,7 @@ static PyObject *collator_new(PyTypeObject *type, PyObject *args, PyObject *kw) 
     co->nfields = n ? (uint32_t)n : st->nfields;
     co->names = PyTuple_New(co->nfields);
     for (uint32_t k = 0; co->names && k < co->nfields; k++) {
-        PyObject *name =
-            n ? PyUnicode_FromString(cf[k].name) : Py_NewRef(PyTuple_GET_ITEM(st->names, k));
+        PyObject *name = Py_NewRef(PyTuple_GET_ITEM(st->names, n ? cf[k].field : k));
         if (!name)
             Py_CLEAR(co->names);
         else

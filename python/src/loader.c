@@ -12,16 +12,18 @@ typedef struct {
 } LoaderObject;
 
 /* (name, dtype code, layout, pad, pad_left, pad_to_multiple, fixed_length,
- *  truncate_left, mask, sort_by_length) -> `f`; f->name borrows from `item`. */
-int pyss_parse_collate_field(PyObject *item, ss_collate_field *f) {
+ *  truncate_left, mask, sort_by_length) -> `f`, the name resolved in `s`. */
+int pyss_parse_collate_field(PyObject *item, const ss_store *s, ss_collate_field *f) {
     ss_collate_field init = SS_COLLATE_FIELD_INIT;
     *f = init;
     int dtype, layout, mask;
     unsigned long long multiple, fixed_length;
-    if (!PyArg_ParseTuple(item, "siidpKKpip", &f->name, &dtype, &layout, &f->pad_value,
-                          &f->pad_left, &multiple, &fixed_length, &f->truncate_left, &mask,
-                          &f->sort_by_length))
+    const char *name;
+    if (!PyArg_ParseTuple(item, "siidpKKpip", &name, &dtype, &layout, &f->pad_value, &f->pad_left,
+                          &multiple, &fixed_length, &f->truncate_left, &mask, &f->sort_by_length))
         return -1;
+    int rc = capi_field_index(&f->field, s, name);
+    if (rc < 0) return pyss_raise_int(rc);
     f->dtype = (ss_dtype)dtype;
     f->layout = (ss_layout)layout;
     f->mask = (ss_mask_type)mask;
@@ -54,21 +56,26 @@ static PyObject *loader_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
         return PyErr_Format(PyExc_ValueError, "at most %d output fields", SS_MAX_FIELDS);
     ss_collate_field cf[SS_MAX_FIELDS];
     for (Py_ssize_t k = 0; k < n; k++)
-        if (pyss_parse_collate_field(PyList_GET_ITEM(fields, k), &cf[k]) < 0) return NULL;
+        if (pyss_parse_collate_field(PyList_GET_ITEM(fields, k), st->map->s, &cf[k]) < 0)
+            return NULL;
     ss_loader_options o = SS_LOADER_OPTIONS_INIT;
-    o.sampler.kind = shuffle ? SS_SAMPLE_SHUFFLE : SS_SAMPLE_SEQUENTIAL;
-    o.sampler.seed = seed;
-    o.sampler.rank = rank;
-    o.sampler.world_size = world;
-    o.sampler.drop_last = drop_last;
-    o.batch.batch_size = batch_size;
-    o.batch.max_tokens = max_tokens;
+    ss_sampler_options so = SS_SAMPLER_OPTIONS_INIT;
+    ss_batch_options bo = SS_BATCH_OPTIONS_INIT;
+    o.sampler = &so;
+    o.batch = &bo;
+    so.kind = shuffle ? SS_SAMPLE_SHUFFLE : SS_SAMPLE_SEQUENTIAL;
+    so.seed = seed;
+    so.rank = rank;
+    so.world_size = world;
+    so.drop_last = drop_last;
+    bo.batch_size = batch_size;
+    bo.max_tokens = max_tokens;
     o.bucket = bucket;
     o.fields = n ? cf : NULL;
     o.nfields = (uint32_t)n;
     o.threads = threads;
     o.prefetch = prefetch;
-    o.collator.threads = 1;
+    /* collator: NULL, one thread per collation (the default) */
     LoaderObject *lo = (LoaderObject *)type->tp_alloc(type, 0);
     if (!lo) return NULL;
     lo->store = (StoreObject *)Py_NewRef(st);

@@ -70,7 +70,7 @@ int pyss_field_arg(StoreObject *st, PyObject *name, uint32_t *out); /* str -> in
 /* loader.c: (name, dtype code, layout, pad, pad_left, pad_to_multiple,
  * fixed_length, truncate_left, mask, sort_by_length) -> `f`; the name is
  * borrowed from `item`. */
-int pyss_parse_collate_field(PyObject *item, ss_collate_field *f);
+int pyss_parse_collate_field(PyObject *item, const ss_store *s, ss_collate_field *f);
 
 /* index.c: Store methods (flat view, splits, folds, buckets) */
 PyObject *pyss_store_flat_size(StoreObject *st, PyObject *name);

@@ -42,14 +42,15 @@ static PyObject *window_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
     StoreObject *st;
     ss_window_options o = SS_WINDOW_OPTIONS_INIT;
     unsigned long long window, overlap, state_size, seed;
-    int state_dtype, mode, out_dtype;
+    int state_dtype, mode, out_dtype, label; /* label: -1 = none */
     PyObject *gain, *offset, *examples;
     if (!PyArg_ParseTupleAndKeywords(args, kw, "O!IiKKIKiiKpIiOOOi:_WindowReader", kwlist,
-                                     &Store_Type, &st, &o.field, &o.label_field, &window, &overlap,
+                                     &Store_Type, &st, &o.field, &label, &window, &overlap,
                                      &o.lanes, &state_size, &state_dtype, &mode, &seed, &o.shuffle,
                                      &o.flags, &out_dtype, &gain, &offset, &examples, &o.threads))
         return NULL;
     if (pyss_check_open(st) < 0) return NULL;
+    o.label_field = label < 0 ? SS_FIELD_NONE : (uint32_t)label;
     o.window = window;
     o.overlap = overlap;
     o.state_size = state_size;
@@ -71,7 +72,7 @@ static PyObject *window_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
     wo->store = (StoreObject *)Py_NewRef(st);
     wo->map = (MapObject *)Py_NewRef(st->map);
     wo->generation = pyss_generation;
-    wo->label_field = o.label_field;
+    wo->label_field = label;
     wo->label_per_step = (o.flags & SS_WINDOW_LABEL_PER_STEP) != 0;
     wo->time_major = (o.flags & SS_WINDOW_TIME_MAJOR) != 0;
     wo->state_typenum = state_dtype ? pyss_typenum((ss_dtype)state_dtype) : NPY_UINT8;

@@ -32,7 +32,7 @@ int main(int argc, char **argv) {
     int bad = ss_count(s) != 1000;
     for (uint64_t i = 0; i < ss_count(s); i++) {
         ss_view v;
-        if ((rc = ss_get(s, 0, i, &v))) return fail("get", rc);
+        if ((rc = ss_get(&v, s, 0, i))) return fail("get", rc);
         const uint16_t *t = v.data;
         bad |= v.length != i % 100;
         for (uint64_t k = 0; k < v.length; k++) bad |= t[k] != (uint16_t)(i * 3 + k);

@@ -78,7 +78,7 @@ static int split_exists(const ss_store *s, const char *name) {
     char key[SS_MAX_ATTR_NAME + 16];
     snprintf(key, sizeof key, "%s%s", SS_SPLIT_ATTR_PREFIX, name);
     ss_attr a;
-    return ss_attr_get(s, key, &a) == 0;
+    return ss_attr_get(&a, s, key) == 0;
 }
 
 static int split_add(const split_args *a) {
@@ -166,9 +166,9 @@ static int split_kfold(const split_args *a) {
 /* Text of a selection in a fresh malloc'ed string (NULL on failure). */
 static char *selection_text(const ss_selection *sel) {
     size_t len = 0;
-    ss_selection_format(sel, NULL, 0, &len);
+    ss_selection_format(NULL, 0, &len, sel);
     char *buf = malloc(len + 1);
-    if (buf && ss_selection_format(sel, buf, len + 1, NULL)) {
+    if (buf && ss_selection_format(buf, len + 1, NULL, sel)) {
         free(buf);
         return NULL;
     }
@@ -218,7 +218,7 @@ static int split_list(const split_args *a) {
     if (!a->json) printf("%-20s %12s  %s\n", "NAME", "EXAMPLES", "RANGES");
     for (uint64_t k = 0; k < ss_attr_count(s) && !rc; k++) {
         ss_attr at;
-        if ((rc = ss_attr_at(s, k, &at)) != 0) break;
+        if ((rc = ss_attr_at(&at, s, k)) != 0) break;
         if (strncmp(at.name, SS_SPLIT_ATTR_PREFIX, plen) != 0) continue;
         ss_selection *sel;
         if ((rc = ss_split_load(&sel, s, at.name + plen)) != 0) break;

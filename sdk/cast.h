@@ -1,7 +1,7 @@
-/* convert.h - element type conversion shared by the collator and the
+/* cast.h - element type casts shared by the collator and the
  * streams; not installed. */
-#ifndef SS_CONVERT_H
-#define SS_CONVERT_H
+#ifndef SS_CAST_H
+#define SS_CAST_H
 
 #include "seqstore.h"
 
@@ -28,15 +28,15 @@ void ss__affine_free(ss__affine *a);
 /* 1 if `d` is a known dtype. */
 int ss__dtype_valid(ss_dtype d);
 
-/* ss_convert_rows() without argument checks; `a` may be NULL (no affine map).
+/* ss_cast_rows() without argument checks; `a` may be NULL (no affine map).
  * With `a`, a->row_elements must equal row_elements. */
-void ss__convert(void *dst, ss_dtype dst_dtype, const void *src, ss_dtype src_dtype,
+void ss__cast(void *dst, ss_dtype dst_dtype, const void *src, ss_dtype src_dtype,
                  uint64_t n_rows, uint64_t row_elements, const ss__affine *a);
 
 /* Fill n elements of size `size` at dst with the element at `elem`. */
 void ss__fill(void *dst, const void *elem, size_t size, uint64_t n);
 
-/* Convert one double to one element of `dtype` (as ss_convert_rows from f64). */
+/* Convert one double to one element of `dtype` (as ss_cast_rows from f64). */
 void ss__scalar_to(void *dst, ss_dtype dtype, double value);
 
 #endif

@@ -135,7 +135,7 @@ static int export_jsonl(const export_args *a) {
 static int export_field_npy(const ss_store *s, const export_args *a, uint32_t f,
                             const ss_selection *sel, uint64_t lo, uint64_t hi) {
     ss_field def;
-    ss_field_info(s, f, &def);
+    ss_field_info(&def, s, f);
     char dir[4096], path[4200];
     snprintf(dir, sizeof dir, "%s/%s", a->out, def.name);
     if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
@@ -145,8 +145,8 @@ static int export_field_npy(const ss_store *s, const export_args *a, uint32_t f,
     for (uint64_t pos = lo; pos < hi; pos++) {
         uint64_t i = pos;
         ss_view v;
-        if (sel) ss_selection_index(sel, pos, &i);
-        if (ss_get(s, f, i, &v)) return ss_cli_store_error("export", "example %" PRIu64, i);
+        if (sel) ss_selection_index(&i, sel, pos);
+        if (ss_get(&v, s, f, i)) return ss_cli_store_error("export", "example %" PRIu64, i);
         snprintf(path, sizeof path, "%s/%010" PRIu64 ".npy", dir, i);
         if (npy_write(path, &def, &v)) {
             fprintf(stderr, "seqstore export: cannot write '%s': %s\n", path, strerror(errno));
@@ -175,11 +175,11 @@ static int export_npy(const export_args *a) {
                                 a->range, ss_count(s));
     if (sel) hi = ss_selection_count(sel);
     for (int k = 0; rc == SS_EXIT_OK && k < a->nfields; k++)
-        if (ss_field_index(s, a->fields[k]) < 0)
+        if (ss_field_index(&(uint32_t){0}, s, a->fields[k]))
             rc = ss_cli_store_error("export", "--field %s", a->fields[k]);
     for (uint32_t f = 0; rc == SS_EXIT_OK && f < ss_field_count(s); f++) {
         ss_field def;
-        ss_field_info(s, f, &def);
+        ss_field_info(&def, s, f);
         int want = a->nfields == 0 && strcmp(def.name, "source") != 0;
         for (int k = 0; k < a->nfields; k++) want |= !strcmp(a->fields[k], def.name);
         if (want) rc = export_field_npy(s, a, f, sel, lo, hi);

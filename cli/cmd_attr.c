@@ -96,7 +96,7 @@ static int attr_list_get(const attr_args *a, int get) {
     int rc = SS_EXIT_OK;
     ss_attr at;
     if (get) {
-        if (ss_attr_get(s, a->pos[1], &at) != 0) {
+        if (ss_attr_get(&at, s, a->pos[1]) != 0) {
             rc = ss_cli_store_error("attr", "get");
         } else if (a->json) {
             json_t *j = ss_json_attr(&at);
@@ -110,7 +110,7 @@ static int attr_list_get(const attr_args *a, int get) {
     } else {
         json_t *list = a->json ? json_array() : NULL;
         for (uint64_t k = 0; k < ss_attr_count(s) && rc == SS_EXIT_OK; k++) {
-            if (ss_attr_at(s, k, &at) != 0) {
+            if (ss_attr_at(&at, s, k) != 0) {
                 rc = ss_cli_store_error("attr", "list");
             } else if (list) {
                 json_array_append_new(list, ss_json_attr(&at));

@@ -31,7 +31,7 @@ static double ss_bench_random(const ss_store *s, uint32_t field, uint64_t querie
     double t0 = ss_now();
     for (uint64_t q = 0; q < queries; q++) {
         ss_view v;
-        if (ss_get(s, field, ss_next_random(&state) % n, &v)) return -1;
+        if (ss_get(&v, s, field, ss_next_random(&state) % n)) return -1;
         const unsigned char *d = v.data;
         if (v.length) *sum += d[0] + d[v.length * v.row_bytes - 1];
     }
@@ -55,7 +55,7 @@ static int ss_bench_scan(const ss_store *s, uint32_t field, double *scan_gbs, do
         uint64_t at = 0;
         for (uint64_t i = 0; i < n; i++) {
             ss_view v;
-            if (ss_get(s, field, i, &v)) break;
+            if (ss_get(&v, s, field, i)) break;
             uint64_t b = v.length * v.row_bytes;
             if (b > cap) b = cap;
             if (at + b > cap) at = 0;
@@ -119,8 +119,8 @@ int ss_cmd_bench(int argc, char **argv) {
     ss_store *s;
     if (ss_cli_open(&s, "bench", path, flags)) return SS_EXIT_ERROR;
     double open_ms = (ss_now() - t0) * 1e3;
-    int field = 0;
-    if (fname && (field = ss_field_index(s, fname)) < 0) {
+    uint32_t field = 0;
+    if (fname && ss_field_index(&field, s, fname)) {
         ss_close(s);
         return ss_cli_store_error("bench", "--field %s", fname);
     }
@@ -134,7 +134,7 @@ int ss_cmd_bench(int argc, char **argv) {
     int rc = ss_bench_scan(s, (uint32_t)field, &scan, &copy);
     double ns = rc ? -1 : ss_bench_random(s, (uint32_t)field, queries, &sum);
     ss_field info;
-    ss_field_info(s, (uint32_t)field, &info);
+    ss_field_info(&info, s, (uint32_t)field);
     if (rc || ns < 0) {
         ss_close(s);
         return ss_cli_store_error("bench", "%s", path);

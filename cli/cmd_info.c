@@ -53,7 +53,7 @@ static int ss_field_stats(const ss_store *s, uint32_t f, ss_length_stats *out) {
     if (n == 0) return 0;
     uint64_t *len = malloc(n * sizeof *len);
     if (!len) return SS_ENOMEM;
-    int rc = ss_lengths(s, f, 0, n, len);
+    int rc = ss_lengths(len, s, f, 0, n);
     if (rc == 0) {
         for (uint64_t i = 0; i < n; i++) out->total += len[i];
         qsort(len, n, sizeof *len, ss_cmp_u64);
@@ -78,7 +78,7 @@ static void ss_shape_text(const ss_field *f, char *buf, size_t cap) {
 
 static json_t *ss_info_json(const ss_store *s, const char *path) {
     ss_store_info info;
-    ss_store_get_info(s, &info);
+    ss_store_get_info(&info, s);
     json_t *root = json_object(), *fields = json_array(), *attrs = json_array();
     ss_json_set_text(root, "path", path, strlen(path));
     json_object_set_new(root, "format_version", json_integer(info.format_version));
@@ -89,7 +89,7 @@ static json_t *ss_info_json(const ss_store *s, const char *path) {
     json_object_set_new(root, "data_chunks", json_integer((json_int_t)info.data_chunks));
     for (uint32_t f = 0; f < ss_field_count(s); f++) {
         ss_field d;
-        ss_field_info(s, f, &d);
+        ss_field_info(&d, s, f);
         json_t *jf = json_object(), *shape = json_array();
         ss_json_set_text(jf, "name", d.name, strlen(d.name));
         json_object_set_new(jf, "dtype", json_string(ss_dtype_name(d.dtype)));
@@ -127,7 +127,7 @@ static json_t *ss_info_json(const ss_store *s, const char *path) {
     for (uint64_t k = 0; k < ss_attr_count(s); k++) {
         ss_attr a;
         json_t *ja;
-        if (ss_attr_at(s, k, &a) != 0) {
+        if (ss_attr_at(&a, s, k) != 0) {
             ja = json_object();
             json_object_set_new(ja, "error", json_string(ss_error_message()));
         } else {
@@ -163,7 +163,7 @@ static void ss_print_histogram(const ss_length_stats *st) {
 
 static void ss_info_text(const ss_store *s, const char *path) {
     ss_store_info info;
-    ss_store_get_info(s, &info);
+    ss_store_get_info(&info, s);
     printf("store       %s\n", path);
     printf("format      version %u, %s\n", info.format_version,
            info.complete ? "complete" : "INCOMPLETE (committed prefix)");
@@ -175,7 +175,7 @@ static void ss_info_text(const ss_store *s, const char *path) {
     for (uint32_t f = 0; f < ss_field_count(s); f++) {
         ss_field d;
         char shape[128];
-        ss_field_info(s, f, &d);
+        ss_field_info(&d, s, f);
         ss_shape_text(&d, shape, sizeof shape);
         printf("  %-12s %-5s %-12s", d.name, ss_dtype_name(d.dtype), shape);
         ss_length_stats st = {0};
@@ -192,7 +192,7 @@ static void ss_info_text(const ss_store *s, const char *path) {
     printf("attributes  %llu\n", (unsigned long long)ss_attr_count(s));
     for (uint64_t k = 0; k < ss_attr_count(s); k++) {
         ss_attr a;
-        if (ss_attr_at(s, k, &a) != 0) {
+        if (ss_attr_at(&a, s, k) != 0) {
             printf("  (attribute %llu: %s)\n", (unsigned long long)k, ss_error_message());
             continue;
         }

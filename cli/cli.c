@@ -139,7 +139,7 @@ int ss_cli_remove_attr(const char *cmd, const char *path, const char *attr, cons
     ss_store *s;
     if (ss_cli_open(&s, cmd, path, 0)) return SS_EXIT_ERROR;
     ss_attr a;
-    int rc = ss_attr_get(s, attr, &a);
+    int rc = ss_attr_get(&a, s, attr);
     ss_close(s);
     if (rc == SS_ENOTFOUND) {
         fprintf(stderr, "seqstore %s: %s has no %s\n", cmd, path, what);

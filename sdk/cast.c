@@ -1,6 +1,6 @@
-/* convert.c - element type conversion: saturating integers, round-to-nearest-
+/* cast.c - element type casts: saturating integers, round-to-nearest-
  * even floats, IEEE binary16 and bfloat16, per-channel affine maps. */
-#include "convert.h"
+#include "cast.h"
 #include "internal.h"
 
 /* The conversion loops are the hot path of collation: GCC's -O2 cost model
@@ -388,7 +388,7 @@ void ss__affine_free(ss__affine *a) {
     memset(a, 0, sizeof *a);
 }
 
-void ss__convert(void *dst, ss_dtype dst_dtype, const void *src, ss_dtype src_dtype,
+void ss__cast(void *dst, ss_dtype dst_dtype, const void *src, ss_dtype src_dtype,
                  uint64_t n_rows, uint64_t row_elements, const ss__affine *a) {
     size_t n = (size_t)(n_rows * row_elements);
     if (n == 0) return;
@@ -410,23 +410,23 @@ void ss__convert(void *dst, ss_dtype dst_dtype, const void *src, ss_dtype src_dt
     f(dst, src, n);
 }
 
-int ss_convert_rows(void *dst, ss_dtype dst_dtype, const void *src, ss_dtype src_dtype,
+int ss_cast_rows(void *dst, ss_dtype dst_dtype, const void *src, ss_dtype src_dtype,
                     uint64_t n_rows, uint64_t row_elements, const double *scale,
                     const double *offset) {
     if (!ss__dtype_valid(dst_dtype))
-        return ss__fail(SS_EINVAL, "ss_convert_rows: unknown destination dtype %d", (int)dst_dtype);
+        return ss__fail(SS_EINVAL, "ss_cast_rows: unknown destination dtype %d", (int)dst_dtype);
     if (!ss__dtype_valid(src_dtype))
-        return ss__fail(SS_EINVAL, "ss_convert_rows: unknown source dtype %d", (int)src_dtype);
+        return ss__fail(SS_EINVAL, "ss_cast_rows: unknown source dtype %d", (int)src_dtype);
     if (n_rows == 0 || row_elements == 0) return 0;
-    if (!dst || !src) return ss__fail(SS_EINVAL, "ss_convert_rows: NULL buffer");
+    if (!dst || !src) return ss__fail(SS_EINVAL, "ss_cast_rows: NULL buffer");
     if (!scale && !offset) {
-        ss__convert(dst, dst_dtype, src, src_dtype, n_rows, row_elements, NULL);
+        ss__cast(dst, dst_dtype, src, src_dtype, n_rows, row_elements, NULL);
         return 0;
     }
     ss__affine a;
     int rc = ss__affine_init(&a, row_elements, scale, offset);
     if (rc) return rc;
-    ss__convert(dst, dst_dtype, src, src_dtype, n_rows, row_elements, &a);
+    ss__cast(dst, dst_dtype, src, src_dtype, n_rows, row_elements, &a);
     ss__affine_free(&a);
     return 0;
 }
@@ -468,5 +468,5 @@ void ss__fill(void *dst, const void *elem, size_t size, uint64_t n) {
 }
 
 void ss__scalar_to(void *dst, ss_dtype dtype, double value) {
-    ss__convert(dst, dtype, &value, SS_F64, 1, 1, NULL);
+    ss__cast(dst, dtype, &value, SS_F64, 1, 1, NULL);
 }

@@ -53,7 +53,7 @@ static int index_list(int argc, char **argv) {
     for (uint64_t k = 0; k < ss_attr_count(s) && rc == SS_EXIT_OK; k++) {
         ss_attr at;
         ss_bucket *b;
-        if (ss_attr_at(s, k, &at) != 0) {
+        if (ss_attr_at(&at, s, k) != 0) {
             rc = ss_cli_store_error("index", "list");
             break;
         }
@@ -64,12 +64,12 @@ static int index_list(int argc, char **argv) {
             continue;
         }
         uint32_t keys[SS_BUCKET_MAX_KEYS];
-        size_t nk = ss_bucket_keys(b, keys);
+        size_t nk = ss_bucket_keys(keys, b);
         char by[256] = "";
         json_t *jk = json_array();
         for (size_t i = 0, n = 0; i < nk; i++) {
             ss_field f;
-            ss_field_info(s, keys[i], &f);
+            ss_field_info(&f, s, keys[i]);
             n += (size_t)snprintf(by + n, n < sizeof by ? sizeof by - n : 0, "%s%s", i ? "," : "",
                                   f.name);
             json_array_append_new(jk, json_string(f.name));
@@ -166,14 +166,14 @@ static int index_build(int argc, char **argv) {
             ss_close(s);
             return ss_cli_usage_error("index", "--by takes at most %d fields", SS_BUCKET_MAX_KEYS);
         }
-        int f = ss_field_index(s, tok);
+        uint32_t f;
         ss_field def;
-        if (f < 0) {
+        if (ss_field_index(&f, s, tok)) {
             ss_close(s);
             fprintf(stderr, "seqstore index: unknown field '%s' in %s\n", tok, path);
             return SS_EXIT_ERROR;
         }
-        ss_field_info(s, (uint32_t)f, &def);
+        ss_field_info(&def, s, f);
         if (!def.sequence) {
             ss_close(s);
             fprintf(stderr,
@@ -182,12 +182,12 @@ static int index_build(int argc, char **argv) {
                     tok);
             return SS_EXIT_ERROR;
         }
-        fields[nkeys++] = (uint32_t)f;
+        fields[nkeys++] = f;
     }
     char key[SS_MAX_ATTR_NAME + 16];
     ss_attr old;
     snprintf(key, sizeof key, "%s%s", SS_BUCKET_ATTR_PREFIX, name);
-    int exists = ss_attr_get(s, key, &old) == 0;
+    int exists = ss_attr_get(&old, s, key) == 0;
     ss_close(s);
     if (nkeys == 0) return ss_cli_usage_error("index", "--by names no field");
     if (exists && !force) {

@@ -55,9 +55,9 @@ int ss_cmd_verify(int argc, char **argv) {
     }
     ss_verify_out o = {s, quiet};
     uint64_t problems = 0;
-    rc = ss_verify(s, ss_report, &o, &problems);
+    rc = ss_verify(&problems, s, ss_report, &o);
     ss_store_info info;
-    ss_store_get_info(s, &info);
+    ss_store_get_info(&info, s);
     ss_close(s);
     if (rc == SS_ECORRUPT) {
         fprintf(stderr, "seqstore verify: %s: %llu problem%s found\n", path,

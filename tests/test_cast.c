@@ -1,4 +1,4 @@
-/* test_convert.c - ss_convert_rows: f16/bf16 bit patterns, saturation,
+/* test_cast.c - ss_cast_rows: f16/bf16 bit patterns, saturation,
  * rounding, affine maps, every dtype pair against a plain reference. */
 #include "seqstore.h"
 #include "testutil.h"
@@ -307,31 +307,31 @@ static void test_known_bits(void) {
     CHECK((ss_bf16_from_float(NAN) & 0x7f80) == 0x7f80 && (ss_bf16_from_float(NAN) & 0x7f) != 0);
     CHECK(ss_bf16_to_float(0x3f80) == 1.0f);
     CHECK(ss_bf16_to_float(0x4049) == 3.140625f);
-    /* through ss_convert_rows */
+    /* through ss_cast_rows */
     float f[4] = {1.0f, 65520.0f, -0x1p-24f, 0.1f};
     uint16_t h[4], bh[4];
-    CHECK_OK(ss_convert_rows(h, SS_F16, f, SS_F32, 1, 4, NULL, NULL));
+    CHECK_OK(ss_cast_rows(h, SS_F16, f, SS_F32, 1, 4, NULL, NULL));
     CHECK_EQ_U64(h[0], 0x3c00);
     CHECK_EQ_U64(h[1], 0x7c00);
     CHECK_EQ_U64(h[2], 0x8001);
     CHECK_EQ_U64(h[3], 0x2e66);
-    CHECK_OK(ss_convert_rows(bh, SS_BF16, f, SS_F32, 1, 4, NULL, NULL));
+    CHECK_OK(ss_cast_rows(bh, SS_BF16, f, SS_F32, 1, 4, NULL, NULL));
     CHECK_EQ_U64(bh[0], 0x3f80);
     CHECK_EQ_U64(bh[3], 0x3dcd);
     /* f64 -> f16 rounds once: 1 + 2^-11 + 2^-40 is just above the tie */
     double d = 1.0 + 0x1p-11 + 0x1p-40;
-    CHECK_OK(ss_convert_rows(h, SS_F16, &d, SS_F64, 1, 1, NULL, NULL));
+    CHECK_OK(ss_cast_rows(h, SS_F16, &d, SS_F64, 1, 1, NULL, NULL));
     CHECK_EQ_U64(h[0], 0x3c01);
     /* f64 -> bf16 likewise (through float it would round to the tie and then to even) */
     d = 1.0 + 0x1p-8 + 0x1p-40;
-    CHECK_OK(ss_convert_rows(h, SS_BF16, &d, SS_F64, 1, 1, NULL, NULL));
+    CHECK_OK(ss_cast_rows(h, SS_BF16, &d, SS_F64, 1, 1, NULL, NULL));
     CHECK_EQ_U64(h[0], 0x3f81);
     /* f16 -> f32 -> f16 round trip of every code */
     for (uint32_t c = 0; c < 65536; c++) {
         uint16_t in = (uint16_t)c, back;
         float x;
-        CHECK_OK(ss_convert_rows(&x, SS_F32, &in, SS_F16, 1, 1, NULL, NULL));
-        CHECK_OK(ss_convert_rows(&back, SS_F16, &x, SS_F32, 1, 1, NULL, NULL));
+        CHECK_OK(ss_cast_rows(&x, SS_F32, &in, SS_F16, 1, 1, NULL, NULL));
+        CHECK_OK(ss_cast_rows(&back, SS_F16, &x, SS_F32, 1, 1, NULL, NULL));
         if (!isnan(x))
             CHECK_EQ_U64(back, in);
         else
@@ -342,30 +342,30 @@ static void test_known_bits(void) {
 static void test_saturation(void) {
     int16_t s16[6] = {-5, 0, 255, 256, 32767, -32768};
     uint8_t u8[6];
-    CHECK_OK(ss_convert_rows(u8, SS_U8, s16, SS_I16, 2, 3, NULL, NULL));
+    CHECK_OK(ss_cast_rows(u8, SS_U8, s16, SS_I16, 2, 3, NULL, NULL));
     const uint8_t want_u8[6] = {0, 0, 255, 255, 255, 0};
     CHECK(memcmp(u8, want_u8, 6) == 0);
     uint32_t u32[3] = {70000, 5, 4294967295u};
     int16_t i16[3];
-    CHECK_OK(ss_convert_rows(i16, SS_I16, u32, SS_U32, 1, 3, NULL, NULL));
+    CHECK_OK(ss_cast_rows(i16, SS_I16, u32, SS_U32, 1, 3, NULL, NULL));
     CHECK(i16[0] == 32767 && i16[1] == 5 && i16[2] == 32767);
     uint64_t u64[2] = {UINT64_MAX, 7};
     int64_t i64[2];
-    CHECK_OK(ss_convert_rows(i64, SS_I64, u64, SS_U64, 1, 2, NULL, NULL));
+    CHECK_OK(ss_cast_rows(i64, SS_I64, u64, SS_U64, 1, 2, NULL, NULL));
     CHECK(i64[0] == INT64_MAX && i64[1] == 7);
     float fl[8] = {0.5f, 1.5f, 2.5f, -0.5f, -1.5f, 1e20f, -1e20f, NAN};
     int32_t i32[8];
-    CHECK_OK(ss_convert_rows(i32, SS_I32, fl, SS_F32, 1, 8, NULL, NULL));
+    CHECK_OK(ss_cast_rows(i32, SS_I32, fl, SS_F32, 1, 8, NULL, NULL));
     const int32_t want_i32[8] = {0, 2, 2, 0, -2, INT32_MAX, INT32_MIN, 0};
     CHECK(memcmp(i32, want_i32, sizeof want_i32) == 0);
     double dd[3] = {1e30, -1e30, 9223372036854775807.0};
-    CHECK_OK(ss_convert_rows(i64, SS_I64, dd, SS_F64, 1, 2, NULL, NULL));
+    CHECK_OK(ss_cast_rows(i64, SS_I64, dd, SS_F64, 1, 2, NULL, NULL));
     CHECK(i64[0] == INT64_MAX && i64[1] == INT64_MIN);
-    CHECK_OK(ss_convert_rows(u64, SS_U64, dd, SS_F64, 1, 2, NULL, NULL));
+    CHECK_OK(ss_cast_rows(u64, SS_U64, dd, SS_F64, 1, 2, NULL, NULL));
     CHECK(u64[0] == UINT64_MAX && u64[1] == 0);
     uint16_t tok[4] = {0, 1, 65535, 300};
     int64_t tok64[4];
-    CHECK_OK(ss_convert_rows(tok64, SS_I64, tok, SS_U16, 1, 4, NULL, NULL));
+    CHECK_OK(ss_cast_rows(tok64, SS_I64, tok, SS_U16, 1, 4, NULL, NULL));
     CHECK(tok64[0] == 0 && tok64[1] == 1 && tok64[2] == 65535 && tok64[3] == 300);
 }
 
@@ -374,7 +374,7 @@ static void test_affine(void) {
     int16_t dig[2][3] = {{100, -200, 32767}, {-32768, 0, 1}};
     double gain[3] = {0.5, 0.25, 1.0 / 3.0}, off[3] = {1.0, 0.0, -2.0};
     float phys[2][3];
-    CHECK_OK(ss_convert_rows(phys, SS_F32, dig, SS_I16, 2, 3, gain, off));
+    CHECK_OK(ss_cast_rows(phys, SS_F32, dig, SS_I16, 2, 3, gain, off));
     for (int r = 0; r < 2; r++)
         for (int c = 0; c < 3; c++) {
             float want = (float)dig[r][c] * (float)gain[c] + (float)off[c];
@@ -383,27 +383,27 @@ static void test_affine(void) {
     CHECK(phys[0][0] == 51.0f && phys[0][1] == -50.0f && phys[1][1] == 0.0f);
     /* double output computed in double */
     double physd[2][3];
-    CHECK_OK(ss_convert_rows(physd, SS_F64, dig, SS_I16, 2, 3, gain, NULL));
+    CHECK_OK(ss_cast_rows(physd, SS_F64, dig, SS_I16, 2, 3, gain, NULL));
     CHECK(physd[0][2] == 32767.0 * (1.0 / 3.0));
     /* integer output: rounded and saturated after the map */
     int8_t small[2][3];
-    CHECK_OK(ss_convert_rows(small, SS_I8, dig, SS_I16, 2, 3, gain, off));
+    CHECK_OK(ss_cast_rows(small, SS_I8, dig, SS_I16, 2, 3, gain, off));
     CHECK(small[0][0] == 51 && small[0][1] == -50 && small[0][2] == 127 && small[1][0] == -128);
     /* offset only: scale 1 */
     uint8_t u[4] = {0, 1, 2, 3};
     double o1[1] = {-1.5};
     float fo[4];
-    CHECK_OK(ss_convert_rows(fo, SS_F32, u, SS_U8, 4, 1, NULL, o1));
+    CHECK_OK(ss_cast_rows(fo, SS_F32, u, SS_U8, 4, 1, NULL, o1));
     CHECK(fo[0] == -1.5f && fo[3] == 1.5f);
     /* f16 and bf16 outputs: computed in float, then rounded once */
     uint16_t hh[2][3];
-    CHECK_OK(ss_convert_rows(hh, SS_F16, dig, SS_I16, 2, 3, gain, off));
+    CHECK_OK(ss_cast_rows(hh, SS_F16, dig, SS_I16, 2, 3, gain, off));
     for (int r = 0; r < 2; r++)
         for (int c = 0; c < 3; c++)
             CHECK_EQ_U64(hh[r][c],
                          ss_f16_from_float((float)dig[r][c] * (float)gain[c] + (float)off[c]));
     CHECK_EQ_U64(hh[0][0], 0x5260); /* 51 */
-    CHECK_OK(ss_convert_rows(hh, SS_BF16, dig, SS_I16, 2, 3, gain, off));
+    CHECK_OK(ss_cast_rows(hh, SS_BF16, dig, SS_I16, 2, 3, gain, off));
     for (int r = 0; r < 2; r++)
         for (int c = 0; c < 3; c++)
             CHECK_EQ_U64(hh[r][c],
@@ -418,7 +418,7 @@ static void test_affine(void) {
         wo[c] = c % 3 ? 0.25 : 0.0;
         for (int r = 0; r < 3; r++) wsrc[r][c] = (uint8_t)(r * 7 + c);
     }
-    CHECK_OK(ss_convert_rows(wdst, SS_I32, wsrc, SS_U8, 3, WIDE, wg, wo));
+    CHECK_OK(ss_cast_rows(wdst, SS_I32, wsrc, SS_U8, 3, WIDE, wg, wo));
     for (int r = 0; r < 3; r++)
         for (int c = 0; c < WIDE; c++)
             CHECK(wdst[r][c] == (int32_t)nearbyint((double)wsrc[r][c] * wg[c] + wo[c]));
@@ -436,7 +436,7 @@ static void test_affine(void) {
         for (int c = 0; c < C; c++) src[r][c] = (int16_t)ss_test_rand(&rng);
     for (uint64_t n = 0; n <= R; n += 37) {
         memset(dst, 0xab, sizeof dst);
-        CHECK_OK(ss_convert_rows(dst, SS_F32, src, SS_I16, n, C, g, of));
+        CHECK_OK(ss_cast_rows(dst, SS_F32, src, SS_I16, n, C, g, of));
         for (uint64_t r = 0; r < R; r++)
             for (int c = 0; c < C; c++) {
                 if (r < n) {
@@ -461,7 +461,7 @@ static void test_all_pairs(void) {
         for (size_t i = 0; i < N; i++) random_elem(src + i * ss_dtype_size(sd), sd, &rng);
         for (size_t b = 0; b < NDT; b++) {
             ss_dtype dd = all_dtypes[b];
-            CHECK_OK(ss_convert_rows(dst, dd, src, sd, N / 3, 3, NULL, NULL));
+            CHECK_OK(ss_cast_rows(dst, dd, src, sd, N / 3, 3, NULL, NULL));
             for (size_t i = 0; i < N; i++) {
                 long double v = ref_load(src, sd, i);
                 ref_store(want, dd, v);
@@ -481,12 +481,12 @@ static void test_all_pairs(void) {
 
 static void test_errors(void) {
     char buf[16] = {0};
-    CHECK_RC(ss_convert_rows(buf, (ss_dtype)0, buf, SS_U8, 1, 1, NULL, NULL), SS_EINVAL);
+    CHECK_RC(ss_cast_rows(buf, (ss_dtype)0, buf, SS_U8, 1, 1, NULL, NULL), SS_EINVAL);
     CHECK(strstr(ss_error_message(), "destination dtype") != NULL);
-    CHECK_RC(ss_convert_rows(buf, SS_U8, buf, (ss_dtype)99, 1, 1, NULL, NULL), SS_EINVAL);
+    CHECK_RC(ss_cast_rows(buf, SS_U8, buf, (ss_dtype)99, 1, 1, NULL, NULL), SS_EINVAL);
     CHECK(strstr(ss_error_message(), "source dtype") != NULL);
-    CHECK_RC(ss_convert_rows(NULL, SS_U8, buf, SS_U8, 1, 1, NULL, NULL), SS_EINVAL);
-    CHECK_OK(ss_convert_rows(NULL, SS_U8, NULL, SS_U8, 0, 5, NULL, NULL));
+    CHECK_RC(ss_cast_rows(NULL, SS_U8, buf, SS_U8, 1, 1, NULL, NULL), SS_EINVAL);
+    CHECK_OK(ss_cast_rows(NULL, SS_U8, NULL, SS_U8, 0, 5, NULL, NULL));
 }
 
 int main(void) {

@@ -29,21 +29,21 @@ static const char *const CMD = "export";
  * example. @return the array (count in *n), NULL on error (printed). */
 static uint64_t *doc_indices(const ss_store *s, size_t *n) {
     uint64_t count = ss_count(s);
-    int df = ss_field_index(s, "document");
+    uint32_t df = SS_FIELD_NONE;
     ss_field fi;
-    if (df >= 0 &&
-        (ss_field_info(s, (uint32_t)df, &fi) || fi.sequence || fi.dtype != SS_U64 || fi.ndim))
-        df = -1;
+    if (ss_field_index(&df, s, "document") == 0 &&
+        (ss_field_info(&fi, s, df) || fi.sequence || fi.dtype != SS_U64 || fi.ndim))
+        df = SS_FIELD_NONE;
     ss_attr a;
-    if (ss_attr_get(s, "megatron.doc_idx", &a) == 0 && a.type == SS_U64 && a.size >= 8 &&
+    if (ss_attr_get(&a, s, "megatron.doc_idx") == 0 && a.type == SS_U64 && a.size >= 8 &&
         a.size % 8 == 0) {
         const uint64_t *d = a.data;
         size_t m = (size_t)(a.size / 8), k = 0, ok = d[0] == 0;
         for (size_t j = 1; ok && j < m; j++) ok = d[j] >= d[j - 1] && d[j] <= count;
-        for (uint64_t i = 0; ok && i < count && df >= 0; i++) {
+        for (uint64_t i = 0; ok && i < count && df != SS_FIELD_NONE; i++) {
             while (k + 1 < m && d[k + 1] <= i) k++;
             ss_view v;
-            ok = ss_get(s, (uint32_t)df, i, &v) == 0 && *(const uint64_t *)v.data == k;
+            ok = ss_get(&v, s, df, i) == 0 && *(const uint64_t *)v.data == k;
         }
         if (ok) {
             uint64_t *out = malloc(a.size);
@@ -58,8 +58,8 @@ static uint64_t *doc_indices(const ss_store *s, size_t *n) {
     for (uint64_t i = 0; i < count; i++) {
         ss_view v;
         uint64_t d = i;
-        if (df >= 0) {
-            if (ss_get(s, (uint32_t)df, i, &v)) {
+        if (df != SS_FIELD_NONE) {
+            if (ss_get(&v, s, df, i)) {
                 ss_cli_store_error(CMD, "example %" PRIu64, i);
                 free(out);
                 return NULL;
@@ -104,7 +104,7 @@ static int write_dataset(const ss_store *s, uint32_t field, uint8_t code, const 
     int rc = fwrite(h, 1, sizeof h, fi) != sizeof h;
     for (uint64_t i = 0; i < count && !rc; i++) { /* sizes, and the .bin */
         ss_view v;
-        if (ss_get(s, field, i, &v)) {
+        if (ss_get(&v, s, field, i)) {
             rc = ss_cli_store_error(CMD, "example %" PRIu64, i);
             break;
         }
@@ -167,14 +167,16 @@ static int export_megatron(int argc, char **argv) {
     }
     ss_store *s;
     if (ss_cli_open(&s, CMD, pos[0], 0)) return SS_EXIT_ERROR;
-    int rc = SS_EXIT_ERROR, f = ss_field_index(s, field_name);
+    int rc = SS_EXIT_ERROR;
+    uint32_t f = SS_FIELD_NONE;
+    ss_field_index(&f, s, field_name); /* stays SS_FIELD_NONE when there is none */
     ss_field fi;
     uint8_t code = 0;
     uint64_t *doc = NULL;
     size_t ndoc = 0;
-    if (f < 0) {
+    if (f == SS_FIELD_NONE) {
         fprintf(stderr, "seqstore export: %s: no field '%s'\n", pos[0], field_name);
-    } else if (ss_field_info(s, (uint32_t)f, &fi) || !fi.sequence || fi.ndim) {
+    } else if (ss_field_info(&fi, s, f) || !fi.sequence || fi.ndim) {
         fprintf(stderr, "seqstore export: field '%s' is not a sequence of scalars\n", field_name);
     } else if (!(code = mg_code_of_dtype(fi.dtype))) {
         fprintf(stderr,
@@ -184,7 +186,7 @@ static int export_megatron(int argc, char **argv) {
     } else if (!(doc = doc_indices(s, &ndoc))) {
         fprintf(stderr, "seqstore export: cannot build the document indices\n");
     } else {
-        rc = write_dataset(s, (uint32_t)f, code, pos[1], doc, ndoc);
+        rc = write_dataset(s, f, code, pos[1], doc, ndoc);
     }
     free(doc);
     ss_close(s);

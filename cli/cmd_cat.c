@@ -196,16 +196,16 @@ static void ss_cat_prepare(const ss_store *s, ss_cat_field *f, int raw) {
     char name[SS_MAX_NAME + 32];
     ss_attr a;
     snprintf(name, sizeof name, "%s.tokens", f->def.name);
-    if (!raw && ss_attr_get(s, name, &a) == 0 && a.type == SS_ATTR_TEXT &&
+    if (!raw && ss_attr_get(&a, s, name) == 0 && a.type == SS_ATTR_TEXT &&
         ((a.size == 5 && memcmp(a.data, "bytes", 5) == 0) ||
          (a.size == 5 && memcmp(a.data, "chars", 5) == 0)))
         f->as_text = 1;
     /* EDF+ annotations are UTF-8 text in a u8 field (stores without .tokens) */
     if (!raw && f->def.dtype == SS_U8 && f->def.sequence && !strcmp(f->def.name, "annotations") &&
-        ss_attr_get(s, "convert.converter", &a) == 0 && a.size == 3 && !memcmp(a.data, "edf", 3))
+        ss_attr_get(&a, s, "convert.converter") == 0 && a.size == 3 && !memcmp(a.data, "edf", 3))
         f->as_text = 1;
     snprintf(name, sizeof name, "%s.vocab", f->def.name);
-    if (!raw && (ss_attr_get(s, name, &a) == 0 || ss_attr_get(s, "vocab", &a) == 0) &&
+    if (!raw && (ss_attr_get(&a, s, name) == 0 || ss_attr_get(&a, s, "vocab") == 0) &&
         (a.type == SS_ATTR_TEXT || a.type == SS_ATTR_BYTES)) /* bytes: not all UTF-8 */
         f->vocab_size = ss_split_lines(&a, &f->vocab, &f->vocab_len);
 }
@@ -237,9 +237,9 @@ static void ss_cat_usage(FILE *out) {
 
 static int ss_print_source(const ss_store *s, uint64_t i, const char **files, const uint32_t *flen,
                            uint64_t nfiles) {
-    int f = ss_field_index(s, "source");
+    uint32_t f;
     ss_view v;
-    if (f < 0 || ss_get(s, (uint32_t)f, i, &v) || v.row_bytes != 16) {
+    if (ss_field_index(&f, s, "source") || ss_get(&v, s, f, i) || v.row_bytes != 16) {
         printf("?\t");
         return 0;
     }
@@ -262,10 +262,10 @@ typedef struct ss_cat_sources {
 } ss_cat_sources;
 
 static void ss_json_source(json_t *o, const ss_store *s, uint64_t i, const ss_cat_sources *src) {
-    int f = ss_field_index(s, "source");
+    uint32_t f;
     ss_view v;
     uint64_t loc[2];
-    if (f < 0 || ss_get(s, (uint32_t)f, i, &v) || v.row_bytes != 16) {
+    if (ss_field_index(&f, s, "source") || ss_get(&v, s, f, i) || v.row_bytes != 16) {
         json_object_set_new(o, "source", json_null());
         return;
     }
@@ -291,7 +291,7 @@ static int ss_cat_example(const ss_store *s, const ss_cat_field *fields, int nf,
         ss_print_source(s, i, src->files, src->flen, src->nfiles);
     for (int k = 0; k < nf && !rc; k++) {
         ss_view v;
-        if (ss_get(s, fields[k].index, i, &v)) {
+        if (ss_get(&v, s, fields[k].index, i)) {
             rc = ss_cli_store_error("cat", "example %" PRIu64, i);
         } else if (o) {
             ss_json_view(o, &fields[k], &v);
@@ -352,19 +352,19 @@ int ss_cmd_cat(int argc, char **argv) {
     memset(fields, 0, sizeof fields);
     for (uint32_t i = 0; nnames == 0 && i < ss_field_count(s) && nf < SS_CAT_MAX_FIELDS; i++) {
         ss_field d;
-        ss_field_info(s, i, &d);
+        ss_field_info(&d, s, i);
         if (strcmp(d.name, "source") != 0) fields[nf++].index = i;
     }
     for (int k = 0; k < nnames; k++) {
-        int idx = ss_field_index(s, names[k]);
-        if (idx < 0) {
+        uint32_t idx;
+        if (ss_field_index(&idx, s, names[k])) {
             rc = ss_cli_store_error("cat", "--field %s", names[k]);
             goto done;
         }
-        fields[nf++].index = (uint32_t)idx;
+        fields[nf++].index = idx;
     }
     for (int k = 0; k < nf; k++) {
-        ss_field_info(s, fields[k].index, &fields[k].def);
+        ss_field_info(&fields[k].def, s, fields[k].index);
         ss_cat_prepare(s, &fields[k], raw);
     }
     uint64_t a = 0, b = ss_count(s);
@@ -384,11 +384,11 @@ int ss_cmd_cat(int argc, char **argv) {
     }
     ss_cat_sources src = {with_source, NULL, NULL, 0};
     ss_attr fa;
-    if (with_source && ss_attr_get(s, "source.files", &fa) == 0)
+    if (with_source && ss_attr_get(&fa, s, "source.files") == 0)
         src.nfiles = ss_split_lines(&fa, &src.files, &src.flen);
     for (uint64_t pos = a; pos < b && rc == SS_EXIT_OK; pos++) {
         uint64_t i = pos;
-        if (sel) ss_selection_index(sel, pos, &i);
+        if (sel) ss_selection_index(&i, sel, pos);
         rc = ss_cat_example(s, fields, nf, i, &src, json);
     }
     free(src.files);

@@ -1,0 +1,113 @@
+/* seqstore/meta.h - part of the public API; include <seqstore.h>, not this file.
+ *
+ * Typed metadata: the helpers every user otherwise writes around
+ * ss_attr_get(). Attribute values read with their type and element count
+ * checked; line lists (a field's vocabulary FIELD.vocab, class names
+ * label.names, channel labels signal.labels; spec/FORMAT.md section 7.1);
+ * a signal's sample rate (FIELD.sample_rate) and durations in seconds
+ * turned into samples, for the window reader's window and overlap.
+ *
+ * Everything returned is a copy, except the text of ss_lines_get(), which is
+ * borrowed from the store's map (valid until ss_close()). */
+#ifndef SEQSTORE_META_H
+#define SEQSTORE_META_H
+
+#include "../seqstore.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------ typed attributes */
+
+/** Read attribute `name` as `n` doubles. Any numeric type is accepted, each
+ *  element converted exactly (an integer beyond 2^53 in magnitude is
+ *  refused rather than rounded); a scalar is n = 1.
+ *  @param[out] out  `n` values (unchanged up to the failing one on error).
+ *  @param[in]  n    the number of elements the attribute must hold.
+ *  @param[in]  s    the store.
+ *  @param[in]  name the attribute.
+ *  @return 0; SS_ENOTFOUND (no such attribute); SS_EINVAL (text or bytes,
+ *          another element count: the message gives both; NULL argument);
+ *          SS_ERANGE (a value without an exact double); SS_ECORRUPT
+ *          (checksum). */
+SS_API int ss_attr_get_f64(double *out, size_t n, const ss_store *s, const char *name);
+
+/** Read attribute `name` as `n` int64 values. Integer types only (a float
+ *  attribute is SS_EINVAL); a u64 value above INT64_MAX is SS_ERANGE.
+ *  @return as ss_attr_get_f64(). */
+SS_API int ss_attr_get_i64(int64_t *out, size_t n, const ss_store *s, const char *name);
+
+/** Read attribute `name` as `n` uint32 values. Integer types only; a value
+ *  outside [0, 2^32) is SS_ERANGE.
+ *  @return as ss_attr_get_f64(). */
+SS_API int ss_attr_get_u32(uint32_t *out, size_t n, const ss_store *s, const char *name);
+
+/** Number of elements of attribute `name`: of its dtype for a typed array,
+ *  bytes for text and bytes.
+ *  @param[out] out the count.
+ *  @return 0; SS_ENOTFOUND; SS_ECORRUPT; SS_EINVAL (NULL argument). */
+SS_API int ss_attr_elements(uint64_t *out, const ss_store *s, const char *name);
+
+/** Copy text attribute `name` into `buf`, NUL-terminated.
+ *  @param[out] buf `cap` bytes; holds "" after an error (if cap > 0).
+ *  @param[in]  cap bytes of buf, including room for the NUL.
+ *  @param[out] len the text's length without the NUL (may be NULL); set also
+ *                  on SS_ETOOBIG, so a caller can allocate *len + 1.
+ *  @return 0; SS_ENOTFOUND; SS_EINVAL (not text, NULL argument); SS_ETOOBIG
+ *          (cap <= the length); SS_ECORRUPT. */
+SS_API int ss_attr_get_text(char *buf, size_t cap, size_t *len, const ss_store *s,
+                            const char *name);
+
+/* ------------------------------------------------------------ line lists */
+
+/** A list of strings stored one per line (line k = id k) in a text or bytes
+ *  attribute; the last newline is optional. */
+typedef struct ss_lines ss_lines;
+
+/** Open the line list in attribute "<name of field>.<suffix>": a field's
+ *  vocabulary (suffix "vocab"; its size is ss_lines_count()), the class
+ *  names of a label field ("names", as label.names), a signal's channel
+ *  labels ("labels"). With field = SS_FIELD_NONE, `suffix` is the whole
+ *  attribute name.
+ *  @param[out] out the list; free it with ss_lines_free(). It borrows the
+ *                  store: close the store after freeing it.
+ *  @return 0; SS_ERANGE (a field beyond the schema); SS_ENOTFOUND (no such
+ *          attribute); SS_EINVAL (not text or bytes, a too long name, NULL
+ *          argument); SS_ECORRUPT; SS_ENOMEM. */
+SS_API int ss_lines_open(ss_lines **out, const ss_store *s, uint32_t field, const char *suffix);
+
+/** Free a line list. Accepts NULL. */
+SS_API void ss_lines_free(ss_lines *l);
+
+/** Number of lines (the vocabulary size, the number of classes); 0 for NULL. */
+SS_API uint64_t ss_lines_count(const ss_lines *l);
+
+/** Line `k` without its newline: *len bytes, not NUL-terminated, borrowed
+ *  from the store's map (valid until ss_close()). NULL (and *len 0) when
+ *  k >= ss_lines_count(). `len` may be NULL. */
+SS_API const char *ss_lines_get(const ss_lines *l, uint64_t k, size_t *len);
+
+/* ------------------------------------------------------- time and samples */
+
+/** The sample rate of sequence field `field`: the f64 attribute
+ *  "<name of field>.sample_rate" (signal.sample_rate for EDF stores).
+ *  @param[out] out samples per second, > 0.
+ *  @return 0; SS_ERANGE (no such field); SS_ENOTFOUND (no sample rate);
+ *          SS_EINVAL (not one finite positive number); SS_ECORRUPT. */
+SS_API int ss_sample_rate(double *out, const ss_store *s, uint32_t field);
+
+/** `seconds` of field `field` in samples, by its sample rate: for the
+ *  window reader's window and overlap (2 s at 256 Hz is 512). A duration
+ *  that is not a whole number of samples (within 1e-6 relative) is refused
+ *  rather than rounded.
+ *  @param[out] out the number of samples.
+ *  @return 0; SS_EINVAL (a negative, non-finite or fractional duration, and
+ *          as ss_sample_rate()). */
+SS_API int ss_seconds_to_samples(uint64_t *out, const ss_store *s, uint32_t field, double seconds);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SEQSTORE_META_H */

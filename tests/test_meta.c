@@ -1,0 +1,235 @@
+/* test_meta.c - typed metadata (seqstore/meta.h) with known values: typed
+ * attribute getters and their type, size and range checks; vocabularies and
+ * class names as line lists; the sample rate and seconds to samples; the
+ * window reader's gain/offset from attributes (equal to the same values
+ * given as arrays, and to a plain computation), its label dtype, and its
+ * version-1 options. */
+#include "testutil.h"
+
+#include <math.h>
+#include <stddef.h>
+#include <string.h>
+
+#define C 3
+#define L 1000
+#define NSEQ 4
+
+enum { SIGNAL = 0, LABEL = 1, TOKENS = 2 };
+
+static int16_t val(uint64_t ex, uint64_t t, unsigned c) {
+    return (int16_t)((int64_t)((ex * 977 + t * 13 + c * 101) % 4000) - 2000);
+}
+
+static const double g_gain[C] = {0.5, 0.25, 2.0};
+static const float g_offset[C] = {1.0f, -2.0f, 0.5f};
+
+static ss_store *make_store(void) {
+    const char *path = ss_test_path("meta.ss");
+    ss_field f[3] = {{"signal", SS_I16, 1, 1, {C, 0, 0, 0}},
+                     {"label", SS_U32, 0, 0, {0}},
+                     {"tokens", SS_U16, 1, 0, {0}}};
+    ss_schema schema = {3, f};
+    ss_writer *w;
+    CHECK_OK(ss_writer_create(&w, path, &schema, NULL));
+    static int16_t x[L * C];
+    for (uint64_t i = 0; i < NSEQ; i++) {
+        for (uint64_t t = 0; t < L; t++)
+            for (unsigned c = 0; c < C; c++) x[t * C + c] = val(i, t, c);
+        uint32_t y = (uint32_t)(i % 3);
+        uint16_t tok[2] = {4, 2};
+        ss_value v[3] = {{x, L}, {&y, 1}, {tok, 2}};
+        CHECK_OK(ss_writer_append(w, v));
+    }
+    double rate = 256;
+    CHECK_OK(ss_writer_set_attr(w, "signal.sample_rate", SS_F64, &rate, 8));
+    CHECK_OK(ss_writer_set_attr(w, "signal.gain", SS_F64, g_gain, sizeof g_gain));
+    CHECK_OK(ss_writer_set_attr(w, "signal.offset", SS_F32, g_offset, sizeof g_offset));
+    const char *names = "rest\nleft hand\nright hand\n",
+               *vocab = "<pad>\n<unk>\n<bos>\n<eos>\nhello";
+    CHECK_OK(ss_writer_set_attr(w, "label.names", SS_ATTR_TEXT, names, strlen(names)));
+    CHECK_OK(ss_writer_set_attr(w, "tokens.vocab", SS_ATTR_TEXT, vocab, strlen(vocab)));
+    uint64_t big = (1ull << 53) + 1;
+    CHECK_OK(ss_writer_set_attr(w, "big", SS_U64, &big, 8));
+    int32_t neg = -5;
+    CHECK_OK(ss_writer_set_attr(w, "neg", SS_I32, &neg, 4));
+    uint32_t shape[2] = {28, 28};
+    CHECK_OK(ss_writer_set_attr(w, "image.shape", SS_U32, shape, 8));
+    CHECK_OK(ss_writer_set_attr(w, "note", SS_ATTR_TEXT, "hi", 2));
+    CHECK_OK(ss_writer_finish(w));
+    ss_writer_free(w);
+    ss_store *s;
+    CHECK_OK(ss_open(&s, path, 0));
+    return s;
+}
+
+static void test_typed_attributes(const ss_store *s) {
+    double d[3];
+    CHECK_OK(ss_attr_get_f64(d, 1, s, "signal.sample_rate"));
+    CHECK(d[0] == 256);
+    CHECK_OK(ss_attr_get_f64(d, 3, s, "signal.offset")); /* f32, exact */
+    CHECK(d[0] == 1 && d[1] == -2 && d[2] == 0.5);
+    CHECK_RC(ss_attr_get_f64(d, 2, s, "signal.offset"), SS_EINVAL); /* 3 values, not 2 */
+    CHECK(strstr(ss_error_message(), "holds 3 f32 values, 2 were asked for"));
+    CHECK_RC(ss_attr_get_f64(d, 1, s, "note"), SS_EINVAL);
+    CHECK(strstr(ss_error_message(), "text"));
+    CHECK_RC(ss_attr_get_f64(d, 1, s, "missing"), SS_ENOTFOUND);
+    CHECK_RC(ss_attr_get_f64(d, 1, s, "big"), SS_ERANGE); /* 2^53 + 1 has no double */
+    CHECK_OK(ss_attr_get_f64(d, 1, s, "neg"));
+    CHECK(d[0] == -5);
+
+    int64_t i64;
+    CHECK_OK(ss_attr_get_i64(&i64, 1, s, "big"));
+    CHECK(i64 == (int64_t)(1ull << 53) + 1);
+    CHECK_OK(ss_attr_get_i64(&i64, 1, s, "neg"));
+    CHECK(i64 == -5);
+    CHECK_RC(ss_attr_get_i64(&i64, 1, s, "signal.sample_rate"), SS_EINVAL); /* a float */
+
+    uint32_t u[2];
+    CHECK_OK(ss_attr_get_u32(u, 2, s, "image.shape"));
+    CHECK(u[0] == 28 && u[1] == 28);
+    CHECK_RC(ss_attr_get_u32(u, 1, s, "image.shape"), SS_EINVAL);
+    CHECK_RC(ss_attr_get_u32(u, 1, s, "neg"), SS_ERANGE);
+    CHECK_RC(ss_attr_get_u32(u, 1, s, "big"), SS_ERANGE);
+
+    uint64_t n;
+    CHECK_OK(ss_attr_elements(&n, s, "image.shape"));
+    CHECK_EQ_U64(n, 2);
+    CHECK_OK(ss_attr_elements(&n, s, "label.names"));
+    CHECK_EQ_U64(n, strlen("rest\nleft hand\nright hand\n"));
+
+    char buf[8];
+    size_t len = 99;
+    CHECK_OK(ss_attr_get_text(buf, sizeof buf, &len, s, "note"));
+    CHECK(strcmp(buf, "hi") == 0 && len == 2);
+    CHECK_RC(ss_attr_get_text(buf, 2, &len, s, "note"), SS_ETOOBIG); /* no room for the NUL */
+    CHECK(len == 2 && buf[0] == 0);
+    CHECK_RC(ss_attr_get_text(buf, sizeof buf, &len, s, "image.shape"), SS_EINVAL);
+}
+
+static void check_line(const ss_lines *l, uint64_t k, const char *want) {
+    size_t len;
+    const char *p = ss_lines_get(l, k, &len);
+    CHECK(p && len == strlen(want) && memcmp(p, want, len) == 0);
+}
+
+static void test_lines(const ss_store *s) {
+    ss_lines *l;
+    CHECK_OK(ss_lines_open(&l, s, TOKENS, "vocab")); /* no final newline */
+    CHECK_EQ_U64(ss_lines_count(l), 5);
+    check_line(l, 0, "<pad>");
+    check_line(l, 3, "<eos>");
+    check_line(l, 4, "hello");
+    size_t len = 9;
+    CHECK(ss_lines_get(l, 5, &len) == NULL && len == 0);
+    ss_lines_free(l);
+    CHECK_OK(ss_lines_open(&l, s, LABEL, "names")); /* a final newline */
+    CHECK_EQ_U64(ss_lines_count(l), 3);
+    check_line(l, 1, "left hand");
+    check_line(l, 2, "right hand");
+    ss_lines_free(l);
+    CHECK_OK(ss_lines_open(&l, s, SS_FIELD_NONE, "label.names")); /* by attribute name */
+    CHECK_EQ_U64(ss_lines_count(l), 3);
+    ss_lines_free(l);
+    l = (ss_lines *)1;
+    CHECK_RC(ss_lines_open(&l, s, SIGNAL, "vocab"), SS_ENOTFOUND);
+    CHECK(l == NULL && strstr(ss_error_message(), "signal.vocab"));
+    CHECK_RC(ss_lines_open(&l, s, 7, "vocab"), SS_ERANGE);
+    CHECK_RC(ss_lines_open(&l, s, SS_FIELD_NONE, "signal.gain"), SS_EINVAL); /* not text */
+    ss_lines_free(NULL);
+}
+
+static void test_rate(const ss_store *s) {
+    double r;
+    CHECK_OK(ss_sample_rate(&r, s, SIGNAL));
+    CHECK(r == 256);
+    CHECK_RC(ss_sample_rate(&r, s, TOKENS), SS_ENOTFOUND);
+    uint64_t n;
+    CHECK_OK(ss_seconds_to_samples(&n, s, SIGNAL, 2.0));
+    CHECK_EQ_U64(n, 512);
+    CHECK_OK(ss_seconds_to_samples(&n, s, SIGNAL, 0.5));
+    CHECK_EQ_U64(n, 128);
+    CHECK_OK(ss_seconds_to_samples(&n, s, SIGNAL, 0.1171875)); /* 30 samples exactly */
+    CHECK_EQ_U64(n, 30);
+    CHECK_RC(ss_seconds_to_samples(&n, s, SIGNAL, 0.1), SS_EINVAL); /* 25.6 samples */
+    CHECK(strstr(ss_error_message(), "25.6"));
+    CHECK_RC(ss_seconds_to_samples(&n, s, SIGNAL, -1), SS_EINVAL);
+}
+
+/* One batch of the reader: data copied out, label dtype. */
+static void first_batch(const ss_store *s, const ss_window_options *o, float *data,
+                        ss_dtype *label_dtype) {
+    ss_window_reader *r;
+    CHECK_OK(ss_window_reader_open(&r, s, o));
+    const ss_window_batch *b;
+    CHECK_OK(ss_window_reader_next(&b, r));
+    CHECK(b->size == NSEQ && b->dtype == SS_F32);
+    memcpy(data, b->data, NSEQ * b->window * C * sizeof *data);
+    *label_dtype = b->label_dtype;
+    for (uint32_t row = 0; row < b->size; row++) /* a plain computation, in double */
+        for (uint64_t t = 0; t < b->window; t++)
+            for (unsigned c = 0; c < C; c++) {
+                double want = val(b->example[row], b->start[row] + t, c) * g_gain[c] + g_offset[c];
+                CHECK(fabs(data[(row * b->window + t) * C + c] - want) <= 1e-3);
+            }
+    ss_window_reader_free(r);
+}
+
+static void test_window_attrs(const ss_store *s) {
+    uint64_t W;
+    CHECK_OK(ss_seconds_to_samples(&W, s, SIGNAL, 0.25)); /* 64 samples */
+    ss_window_options o = SS_WINDOW_OPTIONS_INIT;
+    o.field = SIGNAL;
+    o.label_field = LABEL;
+    o.window = W;
+    o.lanes = NSEQ;
+    o.out_dtype = SS_F32;
+    o.gain_attr = "signal.gain";
+    o.offset_attr = "signal.offset";
+    static float a[NSEQ * 64 * C], b[NSEQ * 64 * C];
+    ss_dtype ld = 0;
+    first_batch(s, &o, a, &ld);
+    CHECK(ld == SS_U32);
+    double off[C] = {g_offset[0], g_offset[1], g_offset[2]};
+    ss_window_options e = o; /* the same values as arrays */
+    e.gain_attr = e.offset_attr = NULL;
+    e.gain = g_gain;
+    e.offset = off;
+    e.label_field = SS_FIELD_NONE;
+    first_batch(s, &e, b, &ld);
+    CHECK(ld == 0);
+    CHECK(memcmp(a, b, sizeof a) == 0);
+
+    /* version-1 options (no gain_attr): exactly their size, nothing after */
+    size_t v1 = offsetof(ss_window_options, gain_attr);
+    unsigned char *old = malloc(v1);
+    CHECK(old);
+    memcpy(old, &e, v1);
+    unsigned version = 1; /* the first member */
+    memcpy(old, &version, sizeof version);
+    first_batch(s, (const ss_window_options *)(void *)old, b, &ld);
+    CHECK(memcmp(a, b, sizeof a) == 0);
+    version = 3;
+    memcpy(old, &version, sizeof version);
+    ss_window_reader *r;
+    CHECK_RC(ss_window_reader_open(&r, s, (const ss_window_options *)(void *)old), SS_EINVAL);
+    free(old);
+
+    e.gain_attr = "signal.gain"; /* both */
+    CHECK_RC(ss_window_reader_open(&r, s, &e), SS_EINVAL);
+    o.gain_attr = "image.shape"; /* 2 values for 3 channels */
+    CHECK_RC(ss_window_reader_open(&r, s, &o), SS_EINVAL);
+    CHECK(strstr(ss_error_message(), "image.shape"));
+    o.gain_attr = "missing";
+    CHECK_RC(ss_window_reader_open(&r, s, &o), SS_ENOTFOUND);
+}
+
+int main(void) {
+    ss_store *s = make_store();
+    test_typed_attributes(s);
+    test_lines(s);
+    test_rate(s);
+    test_window_attrs(s);
+    ss_close(s);
+    printf("test_meta: ok\n");
+    return 0;
+}
