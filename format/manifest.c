@@ -317,7 +317,7 @@ void ss_manifest_init(ss_manifest *m, const ss_store *s) {
     m->version = SS_MANIFEST_VERSION;
     m->nfields = ss_field_count(s);
     for (uint32_t k = 0; k < m->nfields; k++) {
-        ss_field_info(s, k, &m->fields[k]);
+        ss_field_info(&m->fields[k], s, k);
         snprintf(m->names[k], sizeof m->names[k], "%s", m->fields[k].name);
         m->fields[k].name = m->names[k];
     }
@@ -339,7 +339,7 @@ int ss_manifest_add(ss_manifest *m, const char *path, uint64_t count, uint64_t d
     return 0;
 }
 
-int ss_store_header_digest(const ss_store *s, uint64_t *out) {
+int ss_store_header_digest(uint64_t *out, const ss_store *s) {
     MDB_val key = {1, (void *)"H"}, v;
     int rc = mdb_get(s->txn, s->dbi, &key, &v);
     if (rc) return ss__context(ss__lmdb_fail(rc, "read the header"), "'%s'", s->path);
@@ -366,7 +366,7 @@ int ss_manifest_check_shard(const ss_manifest *m, uint32_t k, const ss_store *s)
                         ss_field_count(s), m->nfields);
     for (uint32_t f = 0; f < m->nfields; f++) {
         ss_field got;
-        ss_field_info(s, f, &got);
+        ss_field_info(&got, s, f);
         if (!same_field(&got, &m->fields[f]))
             return ss__fail(SS_ESCHEMA,
                             "shard %u '%s': field %u '%s' differs from the manifest's '%s'", k, p,
@@ -376,7 +376,7 @@ int ss_manifest_check_shard(const ss_manifest *m, uint32_t k, const ss_store *s)
         return ss__fail(SS_ECORRUPT, "shard %u '%s': %llu examples, the manifest says %llu", k, p,
                         (unsigned long long)ss_count(s), (unsigned long long)m->shards[k].count);
     uint64_t digest;
-    int rc = ss_store_header_digest(s, &digest);
+    int rc = ss_store_header_digest(&digest, s);
     if (rc) return rc;
     if (digest != m->shards[k].digest)
         return ss__fail(

@@ -42,7 +42,7 @@ typedef struct ss_manifest {
 
 /* `*out` = XXH3-64 of the payload of store `s`'s H block as stored (§5, §13):
  * it changes with any append. 0, or SS_ECORRUPT/SS_EIO naming the store. */
-int ss_store_header_digest(const ss_store *s, uint64_t *out);
+int ss_store_header_digest(uint64_t *out, const ss_store *s);
 
 /* Set `m` (zeroed by the caller, or freed) to the schema of `s` and no
  * shards. */

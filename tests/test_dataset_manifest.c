@@ -138,8 +138,8 @@ static void test_file_and_shards(void) {
     CHECK_OK(ss_open(&sa, a, SS_OPEN_NOLOCK));
     CHECK_OK(ss_open(&sb, b, SS_OPEN_NOLOCK));
     uint64_t da, db;
-    CHECK_OK(ss_store_header_digest(sa, &da));
-    CHECK_OK(ss_store_header_digest(sb, &db));
+    CHECK_OK(ss_store_header_digest(&da, sa));
+    CHECK_OK(ss_store_header_digest(&db, sb));
     CHECK(da != db);
     ss_manifest m;
     ss_manifest_init(&m, sa);
