@@ -83,11 +83,17 @@ struct ss_conv {
     uint64_t index_resolution;
     const char *index_name;
 
-    /* --shard K/N: keep the examples of the inputs whose first byte lies in
-     * the K-th of N equal byte ranges of all inputs (see convert.h) */
-    uint32_t shard_k, shard_n;    /* shard_n = 0: no --shard */
-    unsigned char *shard_keep;    /* per source: 1 = in this shard; NULL until computed */
-    uint64_t shard_skip;          /* --resume: in-shard examples already stored */
+    /* --shard K/N: keep the examples whose first byte lies in the K-th of N
+     * equal byte ranges of the sliced inputs taken in order (see convert.h) */
+    uint32_t shard_k, shard_n; /* shard_n = 0: no --shard */
+    uint64_t *shard_base;      /* per source: offset of its first byte among the sliced
+                                  inputs; NULL until computed */
+    uint64_t *shard_size;      /* per source: its size in the slicing */
+    uint64_t *shard_given;     /* per source: ss_conv_shard_size(), or UINT64_MAX */
+    uint32_t shard_given_cap;
+    int shard_self;              /* ss_conv_shard_self(): the converter filters bad input */
+    uint64_t shard_lo, shard_hi; /* this shard's byte range [lo, hi) */
+    uint64_t shard_skip;         /* --resume: in-shard examples already stored */
 };
 
 static int shard_keeps_path(ss_conv *c, const char *file);
@@ -157,7 +163,8 @@ int ss_conv_bad(ss_conv *c, const char *file, uint64_t location, const char *fmt
                      : asprintf(&msg, "%s: %s", file, what ? what : "?");
     free(what);
     if (n < 0) msg = NULL;
-    if (c->shard_n && !shard_keeps_path(c, file)) { /* another shard's input: its job reports it */
+    if (c->shard_n && !c->shard_self &&
+        !shard_keeps_path(c, file)) { /* another shard's input: its job reports it */
         free(msg);
         return 0;
     }
@@ -180,48 +187,84 @@ int ss_conv_bad(ss_conv *c, const char *file, uint64_t location, const char *fmt
 
 /* ------------------------------------------------------------------ shards */
 
-/* floor(k * total / n) without overflow (k < n <= 2^32). */
+/* floor(k * total / n) without overflow (k <= n <= 2^32). */
 static uint64_t shard_start(uint64_t k, uint64_t n, uint64_t total) {
     return k * (total / n) + k * (total % n) / n;
 }
 
-/* Which sources this shard keeps. Source f (global first byte g_f, in input
- * order) belongs to the shard k with b_k <= g_f < b_k+1, b_k = floor(k*T/N),
- * T the inputs' total size: every input in exactly one shard, the shards in
- * input order, whatever N. Returns 0 or 1 (error printed). */
+/* The sliced inputs' layout and this shard's byte range [lo, hi): the bytes
+ * of every non-auxiliary input concatenated in input order, T in all, cut at
+ * b_k = floor(k*T/N). Returns 0 or 1 (error printed). */
 static int shard_compute(ss_conv *c) {
-    if (c->shard_keep) return 0;
-    c->shard_keep = calloc(c->nsources ? c->nsources : 1, 1);
-    uint64_t *size = calloc(c->nsources ? c->nsources : 1, sizeof *size);
+    if (c->shard_base) return 0;
+    size_t n = c->nsources ? c->nsources : 1;
+    c->shard_base = calloc(n, sizeof *c->shard_base);
+    c->shard_size = calloc(n, sizeof *c->shard_size);
+    int rc = !c->shard_base || !c->shard_size ? ss_conv_error(c, "out of memory") : 0;
     uint64_t total = 0;
-    int rc = !c->shard_keep || !size ? ss_conv_error(c, "out of memory") : 0;
     for (uint32_t f = 0; !rc && f < c->nsources; f++) {
         struct stat st;
+        c->shard_base[f] = total;
+        if (f < c->shard_given_cap && c->shard_given[f] != UINT64_MAX) {
+            total += c->shard_size[f] = c->shard_given[f];
+            continue;
+        }
         if (!strcmp(c->sources[f], "-") || stat(c->sources[f], &st) != 0 || !S_ISREG(st.st_mode))
-            rc = ss_conv_error(c, "--shard: '%s' is not a regular file (shards slice files by size)",
-                               c->sources[f]);
+            rc =
+                ss_conv_error(c, "--shard: '%s' is not a regular file (shards slice files by size)",
+                              c->sources[f]);
         else
-            total += size[f] = (uint64_t)st.st_size;
+            total += c->shard_size[f] = (uint64_t)st.st_size;
     }
-    uint64_t g = 0;
-    uint32_t k = 0;
-    for (uint32_t f = 0; !rc && f < c->nsources; f++) {
-        while (k + 1 < c->shard_n && shard_start(k + 1, c->shard_n, total) <= g) k++;
-        c->shard_keep[f] = k == c->shard_k;
-        g += size[f];
-    }
-    free(size);
+    c->shard_lo = shard_start(c->shard_k, c->shard_n, total);
+    c->shard_hi = shard_start(c->shard_k + 1ull, c->shard_n, total);
+    if (c->shard_k + 1 == c->shard_n) c->shard_hi = UINT64_MAX; /* past-the-end bytes too */
     if (rc) {
-        free(c->shard_keep);
-        c->shard_keep = NULL;
+        free(c->shard_base);
+        free(c->shard_size);
+        c->shard_base = c->shard_size = NULL;
     }
     return rc;
 }
 
-int ss_conv_in_shard(ss_conv *c, uint32_t source) {
+int ss_conv_shard_size(ss_conv *c, uint32_t source, uint64_t size) {
+    if (source >= c->shard_given_cap) {
+        uint32_t cap = source + 16;
+        uint64_t *p = realloc(c->shard_given, cap * sizeof *p);
+        if (!p) return ss_conv_error(c, "out of memory");
+        for (uint32_t k = c->shard_given_cap; k < cap; k++) p[k] = UINT64_MAX;
+        c->shard_given = p;
+        c->shard_given_cap = cap;
+    }
+    c->shard_given[source] = size;
+    return 0;
+}
+
+void ss_conv_shard_self(ss_conv *c) {
+    c->shard_self = 1;
+}
+
+int ss_conv_shard_range(ss_conv *c, uint32_t source, uint64_t *lo, uint64_t *hi) {
+    *lo = 0;
+    *hi = UINT64_MAX;
     if (!c->shard_n) return 1;
-    if (shard_compute(c)) return 0;
-    return source < c->nsources && c->shard_keep[source];
+    if (shard_compute(c) || source >= c->nsources) return *hi = 0, 0;
+    uint64_t b = c->shard_base[source], size = c->shard_size[source];
+    if (c->shard_hi <= b || (c->shard_lo >= b + size && size)) return *hi = 0, 0;
+    if (!size && c->shard_lo > b) return *hi = 0, 0; /* an empty input: at its offset */
+    *lo = c->shard_lo > b ? c->shard_lo - b : 0;
+    *hi = c->shard_hi == UINT64_MAX ? UINT64_MAX : c->shard_hi - b;
+    return 1;
+}
+
+int ss_conv_in_shard_at(ss_conv *c, uint32_t source, uint64_t byte) {
+    uint64_t lo, hi;
+    if (!ss_conv_shard_range(c, source, &lo, &hi)) return 0;
+    return byte >= lo && byte < hi;
+}
+
+int ss_conv_in_shard(ss_conv *c, uint32_t source) {
+    return ss_conv_in_shard_at(c, source, 0);
 }
 
 static int shard_keeps_path(ss_conv *c, const char *file) {
@@ -806,8 +849,13 @@ int ss_conv_begin(ss_conv *c, const ss_schema *schema, uint64_t *skip) {
 }
 
 int ss_conv_append(ss_conv *c, const ss_value *values, uint32_t source, uint64_t location) {
+    return ss_conv_append_at(c, values, source, location, 0);
+}
+
+int ss_conv_append_at(ss_conv *c, const ss_value *values, uint32_t source, uint64_t location,
+                      uint64_t byte) {
     if (c->shard_n) {
-        if (!ss_conv_in_shard(c, source)) return 0;
+        if (!ss_conv_in_shard_at(c, source, byte)) return 0;
         if (c->shard_skip) {
             c->shard_skip--;
             return 0;
@@ -868,10 +916,12 @@ static void common_usage(FILE *out) {
           "  --index-resolution R  its bucket width, R >= 1 (required with --index-by)\n"
           "  --index-name NAME   its name (default: the --index-by text); --append\n"
           "                      also rebuilds the indices the store already has\n"
-          "  --shard K/N         write only shard K (0-based) of N: the inputs whose\n"
+          "  --shard K/N         write only shard K (0-based) of N: the examples whose\n"
           "                      first byte is in the K-th of N equal byte ranges of\n"
-          "                      all inputs; shards 0..N-1 in order hold exactly the\n"
-          "                      examples of one conversion ('seqstore dataset build')\n"
+          "                      all inputs (whole files; a large text/jsonl file is\n"
+          "                      cut at line boundaries); shards 0..N-1 in order hold\n"
+          "                      exactly the examples of one conversion; a word\n"
+          "                      vocabulary is counted over every input by every shard\n"
           "  -h, --help          this help\n"
           "exit status: 0 ok, 1 error (bad input, I/O), 2 usage error\n",
           out);
@@ -1111,7 +1161,9 @@ static void conv_free(ss_conv *c) {
     free(c->checked);
     for (uint32_t k = 0; k < c->nindices; k++) free(c->indices[k].name);
     free(c->indices);
-    free(c->shard_keep);
+    free(c->shard_base);
+    free(c->shard_size);
+    free(c->shard_given);
     free(c);
 }
 

@@ -666,6 +666,7 @@ typedef struct edf_run {
 
 /* In input order: report a bad file or append a decoded one; 1 = stop. */
 static int emit(edf_run *r, uint32_t i, edf_slot *s) {
+    if (!ss_conv_in_shard(r->c, i)) return 0; /* --shard: another shard's file, not decoded */
     if (s->bad) return ss_conv_bad(r->c, r->files[i], 0, "%s", s->err);
     if (r->skip) {
         r->skip--;
@@ -691,7 +692,7 @@ static int run_parallel(edf_run *r, edf_slot *slots, int nthreads) {
             int stop;
 #pragma omp atomic read
             stop = fatal;
-            if (!stop) edf_decode(r->job, r->files[i], s, 0);
+            if (!stop && ss_conv_in_shard(r->c, (uint32_t)i)) edf_decode(r->job, r->files[i], s, 0);
 #pragma omp ordered
             {
                 if (!fatal && emit(r, (uint32_t)i, s)) {
