@@ -180,15 +180,24 @@ static int parse_field(cursor *c, ss_manifest *m, uint32_t k) {
     return 0;
 }
 
-static int parse_shard(cursor *c, ss_manifest *m, uint32_t k, uint64_t *sum) {
+static int parse_shard(cursor *c, ss_manifest *m, uint32_t k, uint64_t *sum, uint64_t *rows_sum) {
     if (next_line(c)) return SS_ECORRUPT;
     const char *q = c->ls, *t;
     size_t n;
     ss_manifest_shard *s = &m->shards[k];
     if (token(c, &q, &t, &n) || n != 5 || memcmp(t, "shard", 5))
-        return bad(c, "expected 'shard COUNT DIGEST PATH'");
+        return bad(c, "expected 'shard COUNT DIGEST ROWS... PATH'");
     if (token(c, &q, &t, &n) || parse_u64(c, t, n, &s->count)) return SS_ECORRUPT;
     if (token(c, &q, &t, &n) || parse_hex(c, t, n, &s->digest)) return SS_ECORRUPT;
+    s->rows = calloc(m->nfields, sizeof *s->rows);
+    if (!s->rows) return ss__fail(SS_ENOMEM, "out of memory");
+    for (uint32_t f = 0; f < m->nfields; f++) {
+        if (token(c, &q, &t, &n) || parse_u64(c, t, n, &s->rows[f])) return SS_ECORRUPT;
+        if (!m->fields[f].sequence && s->rows[f] != s->count)
+            return bad(c, "the rows of a fixed field differ from the count");
+        if (rows_sum[f] > UINT64_MAX - s->rows[f]) return bad(c, "a field's rows overflow");
+        rows_sum[f] += s->rows[f];
+    }
     if (q >= c->le) return bad(c, "no shard path");
     const char *why = text_problem(q, (size_t)(c->le - q), SS_MANIFEST_MAX_PATH, 1);
     if (why) return bad(c, why);
@@ -199,7 +208,7 @@ static int parse_shard(cursor *c, ss_manifest *m, uint32_t k, uint64_t *sum) {
 }
 
 static int parse_body(cursor *c, ss_manifest *m) {
-    uint64_t v, sum = 0;
+    uint64_t v, sum = 0, rows_sum[SS_MAX_FIELDS] = {0};
     if (next_line(c)) return SS_ECORRUPT;
     size_t ml = strlen(MAGIC);
     if ((size_t)(c->le - c->ls) <= ml + 1 || memcmp(c->ls, MAGIC " ", ml + 1))
@@ -216,13 +225,15 @@ static int parse_body(cursor *c, ss_manifest *m) {
     for (uint32_t k = 0; k < m->nfields; k++)
         if (parse_field(c, m, k)) return SS_ECORRUPT;
     if (keyed_u64(c, "shards", 1, SS_MANIFEST_MAX_SHARDS, &v)) return SS_ECORRUPT;
-    /* every shard line takes at least 27 bytes: allocate only what the text can hold */
-    if (v > (uint64_t)(c->end - c->p) / 27) return bad(c, "more shards than lines follow");
+    /* a shard line takes at least 26 + 2 x fields bytes ("shard 0 DIGEST 0 ... P\n"):
+     * allocate only what the text can hold */
+    if (v > (uint64_t)(c->end - c->p) / (26 + 2 * m->nfields))
+        return bad(c, "more shards than lines follow");
     m->shards = calloc((size_t)v, sizeof *m->shards);
     if (!m->shards) return ss__fail(SS_ENOMEM, "out of memory");
     m->nshards = (uint32_t)v;
     for (uint32_t k = 0; k < m->nshards; k++) {
-        int rc = parse_shard(c, m, k, &sum);
+        int rc = parse_shard(c, m, k, &sum, rows_sum);
         if (rc) return rc;
     }
     if (sum != m->examples) return bad(c, "'examples' is not the sum of the shards' counts");
@@ -255,7 +266,10 @@ int ss_manifest_parse(ss_manifest *out, const char *text, size_t len) {
 
 void ss_manifest_free(ss_manifest *m) {
     if (!m) return;
-    for (uint32_t k = 0; m->shards && k < m->nshards; k++) free(m->shards[k].path);
+    for (uint32_t k = 0; m->shards && k < m->nshards; k++) {
+        free(m->shards[k].path);
+        free(m->shards[k].rows);
+    }
     free(m->shards);
     memset(m, 0, sizeof *m);
 }
@@ -292,9 +306,13 @@ int ss_manifest_format(const ss_manifest *m, char **out, size_t *len) {
         fprintf(f, " %s\n", fd->name);
     }
     fprintf(f, "shards %u\n", m->nshards);
-    for (uint32_t k = 0; k < m->nshards; k++)
-        fprintf(f, "shard %llu %016llx %s\n", (unsigned long long)m->shards[k].count,
-                (unsigned long long)m->shards[k].digest, m->shards[k].path);
+    for (uint32_t k = 0; k < m->nshards; k++) {
+        fprintf(f, "shard %llu %016llx", (unsigned long long)m->shards[k].count,
+                (unsigned long long)m->shards[k].digest);
+        for (uint32_t fd = 0; fd < m->nfields; fd++)
+            fprintf(f, " %llu", (unsigned long long)m->shards[k].rows[fd]);
+        fprintf(f, " %s\n", m->shards[k].path);
+    }
     if (fflush(f) != 0) {
         fclose(f);
         free(buf);
@@ -323,23 +341,36 @@ void ss_manifest_init(ss_manifest *m, const ss_store *s) {
     }
 }
 
-int ss_manifest_add(ss_manifest *m, const char *path, uint64_t count, uint64_t digest) {
+int ss_manifest_add(ss_manifest *m, const char *path, uint64_t count, uint64_t digest,
+                    const uint64_t *rows) {
     const char *why = text_problem(path, strlen(path), SS_MANIFEST_MAX_PATH, 1);
     if (why) return ss__fail(SS_EINVAL, "shard path '%s': %s", path, why);
     if (m->nshards >= SS_MANIFEST_MAX_SHARDS)
         return ss__fail(SS_EINVAL, "more than %u shards", SS_MANIFEST_MAX_SHARDS);
     if (m->examples > UINT64_MAX - count) return ss__fail(SS_EINVAL, "the shards' counts overflow");
+    for (uint32_t f = 0; f < m->nfields; f++)
+        if (!m->fields[f].sequence && rows[f] != count)
+            return ss__fail(SS_EINVAL, "shard '%s': fixed field '%s' has %llu rows, not %llu", path,
+                            m->fields[f].name, (unsigned long long)rows[f],
+                            (unsigned long long)count);
     ss_manifest_shard *grown = realloc(m->shards, (m->nshards + 1) * sizeof *grown);
     if (!grown) return ss__fail(SS_ENOMEM, "out of memory");
     m->shards = grown;
     char *copy = strdup(path);
-    if (!copy) return ss__fail(SS_ENOMEM, "out of memory");
-    m->shards[m->nshards++] = (ss_manifest_shard){copy, count, digest};
+    uint64_t *r = malloc((m->nfields ? m->nfields : 1) * sizeof *r);
+    if (!copy || !r) {
+        free(copy);
+        free(r);
+        return ss__fail(SS_ENOMEM, "out of memory");
+    }
+    memcpy(r, rows, m->nfields * sizeof *r);
+    m->shards[m->nshards++] = (ss_manifest_shard){copy, count, digest, r};
     m->examples += count;
     return 0;
 }
 
 int ss_store_header_digest(uint64_t *out, const ss_store *s) {
+    if (s->ds) return ss__fail(SS_EINVAL, "'%s' is a dataset, not a shard store", s->path);
     MDB_val key = {1, (void *)"H"}, v;
     int rc = mdb_get(s->txn, s->dbi, &key, &v);
     if (rc) return ss__context(ss__lmdb_fail(rc, "read the header"), "'%s'", s->path);
@@ -375,6 +406,13 @@ int ss_manifest_check_shard(const ss_manifest *m, uint32_t k, const ss_store *s)
     if (ss_count(s) != m->shards[k].count)
         return ss__fail(SS_ECORRUPT, "shard %u '%s': %llu examples, the manifest says %llu", k, p,
                         (unsigned long long)ss_count(s), (unsigned long long)m->shards[k].count);
+    for (uint32_t f = 0; f < m->nfields; f++)
+        if (ss_flat_size(s, f) != m->shards[k].rows[f])
+            return ss__fail(SS_ECORRUPT,
+                            "shard %u '%s': field '%s' has %llu rows, the manifest "
+                            "says %llu",
+                            k, p, m->fields[f].name, (unsigned long long)ss_flat_size(s, f),
+                            (unsigned long long)m->shards[k].rows[f]);
     uint64_t digest;
     int rc = ss_store_header_digest(&digest, s);
     if (rc) return rc;

@@ -28,6 +28,7 @@ typedef struct ss_manifest_shard {
     char *path;      /* relative to the dataset directory (owned) */
     uint64_t count;  /* its examples */
     uint64_t digest; /* ss_store_header_digest() of the shard */
+    uint64_t *rows;  /* per field, its rows in the shard (ss_flat_size()); owned */
 } ss_manifest_shard;
 
 typedef struct ss_manifest {
@@ -47,9 +48,11 @@ int ss_store_header_digest(uint64_t *out, const ss_store *s);
 /* Set `m` (zeroed by the caller, or freed) to the schema of `s` and no
  * shards. */
 void ss_manifest_init(ss_manifest *m, const ss_store *s);
-/* Append a shard (path copied). 0, SS_EINVAL (bad path, too many shards,
- * examples overflow), SS_ENOMEM. */
-int ss_manifest_add(ss_manifest *m, const char *path, uint64_t count, uint64_t digest);
+/* Append a shard (path and the nfields `rows` copied). 0, SS_EINVAL (bad
+ * path, too many shards, examples overflow, a fixed field's rows not the
+ * count), SS_ENOMEM. */
+int ss_manifest_add(ss_manifest *m, const char *path, uint64_t count, uint64_t digest,
+                    const uint64_t *rows);
 
 /* Parse manifest text (`len` bytes, need not be NUL-terminated). On success
  * `*out` owns its shards; on failure `*out` is empty (nothing to free, but
@@ -73,7 +76,7 @@ int ss_manifest_read(ss_manifest *out, const char *path);
  * fsync'd, renamed over it). 0, SS_EINVAL, SS_EIO, SS_EFULL, SS_ENOMEM. */
 int ss_manifest_write(const ss_manifest *m, const char *dir);
 
-/* Does `s` match shard `k` of `m` (schema, count, header digest)? 0 or
+/* Does `s` match shard `k` of `m` (schema, count, rows, header digest)? 0 or
  * SS_ECORRUPT / SS_ESCHEMA naming shard k and its path. */
 int ss_manifest_check_shard(const ss_manifest *m, uint32_t k, const ss_store *s);
 

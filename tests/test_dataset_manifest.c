@@ -20,7 +20,7 @@ static const char *sealed(const char *body) {
 }
 
 #define HEAD "seqstore-dataset 1\nexamples 5\nfields 1\nfield u16 sequence 0 tok\nshards 2\n"
-#define GOOD HEAD "shard 3 0123456789abcdef a.ss\nshard 2 fedcba9876543210 sub/b c.ss\n"
+#define GOOD HEAD "shard 3 0123456789abcdef 9 a.ss\nshard 2 fedcba9876543210 9 sub/b c.ss\n"
 
 static void expect_parse_fail(const char *text, int code, const char *msg) {
     ss_manifest m;
@@ -62,33 +62,45 @@ static void test_parse_golden_failures(void) {
     expect_parse_fail(sealed("seqstore-dataset 2\nexamples 0\n"), SS_EVERSION,
                       "dataset version 2 is newer than this library's 1");
     expect_parse_fail(sealed("SEQSTORE\n"), SS_ECORRUPT, "not a seqstore dataset manifest");
-    expect_parse_fail(sealed(HEAD "shard 3 0123456789abcdef ../a.ss\nshard 2 fedcba9876543210 b\n"),
-                      SS_ECORRUPT, "line 6: '.' or '..' path component");
-    expect_parse_fail(sealed(HEAD "shard 3 0123456789abcdef /a.ss\nshard 2 fedcba9876543210 b\n"),
-                      SS_ECORRUPT, "line 6: absolute path");
-    expect_parse_fail(sealed(HEAD "shard 3 0123456789abcdef a//b\nshard 2 fedcba9876543210 b\n"),
-                      SS_ECORRUPT, "empty path component");
-    expect_parse_fail(sealed(HEAD "shard 03 0123456789abcdef a\nshard 2 fedcba9876543210 b\n"),
+    expect_parse_fail(
+        sealed(HEAD "shard 3 0123456789abcdef 9 ../a.ss\nshard 2 fedcba9876543210 9 b\n"),
+        SS_ECORRUPT, "line 6: '.' or '..' path component");
+    expect_parse_fail(
+        sealed(HEAD "shard 3 0123456789abcdef 9 /a.ss\nshard 2 fedcba9876543210 9 b\n"),
+        SS_ECORRUPT, "line 6: absolute path");
+    expect_parse_fail(
+        sealed(HEAD "shard 3 0123456789abcdef 9 a//b\nshard 2 fedcba9876543210 9 b\n"), SS_ECORRUPT,
+        "empty path component");
+    expect_parse_fail(sealed(HEAD "shard 03 0123456789abcdef 9 a\nshard 2 fedcba9876543210 9 b\n"),
                       SS_ECORRUPT, "line 6: not a canonical decimal number");
-    expect_parse_fail(sealed(HEAD "shard 3 0123456789ABCDEF a\nshard 2 fedcba9876543210 b\n"),
+    expect_parse_fail(sealed(HEAD "shard 3 0123456789ABCDEF 9 a\nshard 2 fedcba9876543210 9 b\n"),
                       SS_ECORRUPT, "16 lowercase hex digits");
-    expect_parse_fail(sealed(HEAD "shard 3 0123456789abcdef a\nshard 1 fedcba9876543210 b\n"),
+    expect_parse_fail(sealed(HEAD "shard 3 0123456789abcdef 9 a\nshard 1 fedcba9876543210 9 b\n"),
                       SS_ECORRUPT, "'examples' is not the sum");
-    expect_parse_fail(sealed(HEAD "shard 3  0123456789abcdef a\nshard 2 fedcba9876543210 b\n"),
+    expect_parse_fail(sealed(HEAD "shard 3  0123456789abcdef 9 a\nshard 2 fedcba9876543210 9 b\n"),
                       SS_ECORRUPT, "empty token");
     expect_parse_fail(sealed("seqstore-dataset 1\nexamples 5\nfields 2\nfield u16 sequence 0 "
-                             "t\nfield u8 fixed 0 t\nshards 1\nshard 5 0123456789abcdef a\n"),
+                             "t\nfield u8 fixed 0 t\nshards 1\nshard 5 0123456789abcdef 9 a\n"),
                       SS_ECORRUPT, "line 5: duplicate field name");
     expect_parse_fail(sealed("seqstore-dataset 1\nexamples 5\nfields 1\nfield u17 sequence 0 "
-                             "t\nshards 1\nshard 5 0123456789abcdef a\n"),
+                             "t\nshards 1\nshard 5 0123456789abcdef 9 a\n"),
                       SS_ECORRUPT, "line 4: unknown dtype");
     expect_parse_fail(sealed("seqstore-dataset 1\nexamples 5\nfields 1\nfield u16 fixed 1 0 "
-                             "t\nshards 1\nshard 5 0123456789abcdef a\n"),
+                             "t\nshards 1\nshard 5 0123456789abcdef 9 a\n"),
                       SS_ECORRUPT, "a dimension is 0");
     expect_parse_fail(sealed("seqstore-dataset 1\r\nexamples 5\n"), SS_ECORRUPT,
                       "not a canonical decimal number");
-    expect_parse_fail(sealed(HEAD "shard 3 0123456789abcdef a\n"), SS_ECORRUPT,
+    expect_parse_fail(sealed(HEAD "shard 3 0123456789abcdef 9 a\n"), SS_ECORRUPT,
                       "more shards than lines follow");
+    /* per-field rows: a fixed field's are the count; a sum past 2^64 is refused */
+    expect_parse_fail(sealed("seqstore-dataset 1\nexamples 5\nfields 1\nfield u16 fixed 0 "
+                             "t\nshards 1\nshard 5 0123456789abcdef 4 a\n"),
+                      SS_ECORRUPT, "line 6: the rows of a fixed field differ from the count");
+    expect_parse_fail(sealed(HEAD "shard 3 0123456789abcdef 18446744073709551615 a\n"
+                                  "shard 2 fedcba9876543210 1 b\n"),
+                      SS_ECORRUPT, "line 7: a field's rows overflow");
+    expect_parse_fail(sealed(HEAD "shard 3 0123456789abcdef a\nshard 2 fedcba9876543210 9 b\n"),
+                      SS_ECORRUPT, "line 6: not a canonical decimal number");
     /* truncation anywhere, and text after the checksum line */
     snprintf(body, sizeof body, "%s", sealed(GOOD));
     expect_parse_fail(strcat(body, "x\n"), SS_ECORRUPT, "text after the checksum line");
@@ -99,11 +111,11 @@ static void test_parse_golden_failures(void) {
     }
     /* the separator, tab, in a name is a control character */
     expect_parse_fail(sealed("seqstore-dataset 1\nexamples 5\nfields 1\nfield u16 fixed 0 "
-                             "a\tb\nshards 1\nshard 5 0123456789abcdef a\n"),
+                             "a\tb\nshards 1\nshard 5 0123456789abcdef 9 a\n"),
                       SS_ECORRUPT, "control character");
     expect_parse_fail(
-        sealed(HEAD "shard 3 0123456789abcdef \xc0\xaf\nshard 2 fedcba9876543210 b\n"), SS_ECORRUPT,
-        "not UTF-8");
+        sealed(HEAD "shard 3 0123456789abcdef 9 \xc0\xaf\nshard 2 fedcba9876543210 9 b\n"),
+        SS_ECORRUPT, "not UTF-8");
 }
 
 /* A store of `n` examples of one u16 sequence field "tok". */
@@ -143,15 +155,20 @@ static void test_file_and_shards(void) {
     CHECK(da != db);
     ss_manifest m;
     ss_manifest_init(&m, sa);
-    CHECK_OK(ss_manifest_add(&m, "a.ss", ss_count(sa), da));
-    CHECK_OK(ss_manifest_add(&m, "b.ss", ss_count(sb), db));
-    CHECK_RC(ss_manifest_add(&m, "../x.ss", 1, 0), SS_EINVAL);
+    uint64_t ra = ss_flat_size(sa, 0), rb = ss_flat_size(sb, 0);
+    CHECK_OK(ss_manifest_add(&m, "a.ss", ss_count(sa), da, &ra));
+    CHECK_OK(ss_manifest_add(&m, "b.ss", ss_count(sb), db, &rb));
+    CHECK_RC(ss_manifest_add(&m, "../x.ss", 1, 0, &ra), SS_EINVAL);
     CHECK_EQ_U64(m.examples, 7);
     CHECK_OK(ss_manifest_write(&m, dir));
     CHECK_OK(ss_manifest_check_shard(&m, 0, sa));
     CHECK_OK(ss_manifest_check_shard(&m, 1, sb));
     CHECK_RC(ss_manifest_check_shard(&m, 0, sb), SS_ECORRUPT); /* count differs */
     CHECK_CONTAINS(ss_error_message(), "shard 0 'a.ss': 3 examples, the manifest says 4");
+    m.shards[1].rows[0]++; /* the manifest's rows must be the shard's */
+    CHECK_RC(ss_manifest_check_shard(&m, 1, sb), SS_ECORRUPT);
+    CHECK_CONTAINS(ss_error_message(), "field 'tok' has");
+    m.shards[1].rows[0]--;
     ss_close(sb);
 
     ss_manifest r, r2;
@@ -167,7 +184,8 @@ static void test_file_and_shards(void) {
     /* an append changes the header: the digest no longer matches */
     make_store(b, 2, 1);
     CHECK_OK(ss_open(&sb, b, SS_OPEN_NOLOCK));
-    m.shards[1].count = 5; /* even with the count updated */
+    m.shards[1].count = 5; /* even with the count and rows updated */
+    m.shards[1].rows[0] = ss_flat_size(sb, 0);
     CHECK_RC(ss_manifest_check_shard(&m, 1, sb), SS_ECORRUPT);
     CHECK_CONTAINS(ss_error_message(), "changed after the dataset was built");
     ss_close(sb);
