@@ -233,6 +233,15 @@ int main(void) {
     ta = ss_test_read_file(ss_test_path("i.txt"), &na);
     CHECK_CONTAINS(ta, "dataset     7 shards");
     free(ta);
+    /* merge: one store with the same examples and attributes */
+    const char *merged = ss_test_keep_path("merged.ss");
+    CHECK_EXIT(ss_test_cli(err, sizeof err, NULL, "merge %s -o %s", dir, merged), 0, err);
+    CHECK_EXIT(ss_test_cli(err, sizeof err, NULL, "merge %s -o %s", dir, merged), 1, err);
+    CHECK_CONTAINS(err, "exists");
+    CHECK_OK(ss_open(&d, merged, 0));
+    check_same_reads(d, s);
+    check_attrs(d, s);
+    ss_close(d);
 
     /* moved whole (relative paths), opened by its manifest file, read-only */
     char cmd[2048], manifest[1024];
