@@ -273,8 +273,17 @@ static int shard_keeps_path(ss_conv *c, const char *file) {
     return 1; /* not an input (e.g. a vocabulary file): every shard's concern */
 }
 
-/* --shard K/N: 0 <= K < N, both decimal. Returns 0 or 2 (usage error). */
+/* --shard K/N: 0 <= K < N, both decimal; or "auto": K and N are the rank
+ * and world size of ss_rank_from_env(). Returns 0 or 2 (usage error). */
 static int parse_shard(ss_conv *c, const char *text) {
+    if (text && !strcmp(text, "auto")) {
+        uint32_t r = SS_RANK_UNSET, w = SS_RANK_UNSET;
+        if (ss_rank_from_env(&r, &w, NULL))
+            return ss_conv_usage_error(c, "--shard auto: %s", ss_error_message());
+        c->shard_k = r;
+        c->shard_n = w;
+        return 0;
+    }
     const char *slash = text ? strchr(text, '/') : NULL;
     uint64_t k, n;
     char kbuf[32];
@@ -916,12 +925,14 @@ static void common_usage(FILE *out) {
           "  --index-resolution R  its bucket width, R >= 1 (required with --index-by)\n"
           "  --index-name NAME   its name (default: the --index-by text); --append\n"
           "                      also rebuilds the indices the store already has\n"
-          "  --shard K/N         write only shard K (0-based) of N: the examples whose\n"
+          "  --shard K/N|auto    write only shard K (0-based) of N: the examples whose\n"
           "                      first byte is in the K-th of N equal byte ranges of\n"
           "                      all inputs (whole files; a large text/jsonl file is\n"
           "                      cut at line boundaries); shards 0..N-1 in order hold\n"
           "                      exactly the examples of one conversion; a word\n"
           "                      vocabulary is counted over every input by every shard\n"
+          "                      (auto: K/N = rank/world size from RANK/WORLD_SIZE,\n"
+          "                      OMPI_COMM_WORLD_RANK/_SIZE or SLURM_PROCID/NTASKS)\n"
           "  -h, --help          this help\n"
           "exit status: 0 ok, 1 error (bad input, I/O), 2 usage error\n",
           out);

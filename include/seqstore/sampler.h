@@ -250,6 +250,31 @@ SS_API int ss_sampler_state_load(ss_sampler *s, const void *buf, size_t len);
 SS_API int ss_weights_from_length(double *out, const ss_store *store, const ss_selection *sel,
                                   uint32_t field, double power);
 
+/** "Not given" for ss_rank_from_env()'s rank and world size. */
+#define SS_RANK_UNSET UINT32_MAX
+
+/** This process's rank and world size as its launcher set them, for
+ *  ss_sampler_options.rank / world_size (reading on many nodes) and
+ *  `seqstore convert --shard auto`. Explicit values win: pass SS_RANK_UNSET
+ *  in *rank or *world_size to read that value from the environment; a value
+ *  already set is kept. The environment is read from the first pair of
+ *  variables of which either is set, in this order: RANK and WORLD_SIZE
+ *  (torchrun, torch.distributed), OMPI_COMM_WORLD_RANK and
+ *  OMPI_COMM_WORLD_SIZE (Open MPI's mpirun), SLURM_PROCID and SLURM_NTASKS
+ *  (srun). With none set, rank 0 of world size 1.
+ *  @param[in,out] rank       SS_RANK_UNSET or an explicit rank.
+ *  @param[in,out] world_size SS_RANK_UNSET or an explicit world size.
+ *  @param[out]    source     may be NULL; a static string naming where the
+ *                            values came from: "RANK/WORLD_SIZE",
+ *                            "OMPI_COMM_WORLD_RANK/OMPI_COMM_WORLD_SIZE",
+ *                            "SLURM_PROCID/SLURM_NTASKS", "explicit" (both
+ *                            given) or "default" (none set).
+ *  @return 0; SS_EINVAL (NULL rank or world_size; only one variable of the
+ *          pair used is set; a value that is not a decimal number below
+ *          2^32 - 1; world size 0; rank >= world size; the message names the
+ *          variables). On failure *rank and *world_size are unchanged. */
+SS_API int ss_rank_from_env(uint32_t *rank, uint32_t *world_size, const char **source);
+
 #ifdef __cplusplus
 }
 #endif
