@@ -18,14 +18,23 @@
 #include <string.h>
 #include <sys/stat.h>
 
+/* What ss_get() needs of a shard, on one cache line with its neighbours'. */
+typedef struct ds_slot {
+    uint64_t first;            /* global number of its first example */
+    _Atomic(ss_store *) store; /* NULL until first touched */
+} ds_slot;
+
 struct ss_dataset {
-    ss_manifest m;
-    char *dir;                     /* shard paths are relative to it */
-    unsigned flags;                /* the shards' ss_open() flags */
-    uint64_t *first;               /* nshards + 1: global number of each shard's first example */
+    /* the hot path first: ss_get() reads these and the slots only */
+    uint32_t nshards;
+    uint64_t per_shard;            /* max(1, count / nshards): the shard guess's divisor */
+    ds_slot *slot;                 /* nshards + 1 (the last: first = count, no store) */
+    uint64_t *first;               /* nshards + 1: the slots' `first`, for the other lookups */
     uint64_t *rows[SS_MAX_FIELDS]; /* sequence fields: nshards + 1 cumulative flat rows */
-    _Atomic(ss_store *) *shard;    /* NULL until first touched */
-    uint64_t *attrs;               /* shard 0's attributes the dataset shows, in name order */
+    ss_manifest m;
+    char *dir;       /* shard paths are relative to it */
+    unsigned flags;  /* the shards' ss_open() flags */
+    uint64_t *attrs; /* shard 0's attributes the dataset shows, in name order */
     uint64_t nattrs;
 };
 
@@ -64,10 +73,10 @@ static uint32_t ds_shard_of(const uint64_t *first, uint32_t nshards, uint64_t in
 /* Shard `k`, opened and checked against the manifest on first use. */
 static int ds_shard(ss_store **out, const ss_store *s, uint32_t k) {
     ss_dataset *ds = s->ds;
-    *out = atomic_load_explicit(&ds->shard[k], memory_order_acquire);
+    *out = atomic_load_explicit(&ds->slot[k].store, memory_order_acquire);
     if (*out) return 0;
     pthread_mutex_lock((pthread_mutex_t *)&s->lock);
-    *out = atomic_load_explicit(&ds->shard[k], memory_order_relaxed);
+    *out = atomic_load_explicit(&ds->slot[k].store, memory_order_relaxed);
     int rc = 0;
     if (!*out) {
         char *path = NULL;
@@ -80,7 +89,7 @@ static int ds_shard(ss_store **out, const ss_store *s, uint32_t k) {
             ss_close(sh);
             rc = ss__context(rc, "dataset '%s', shard %u", s->path, k);
         } else {
-            atomic_store_explicit(&ds->shard[k], sh, memory_order_release);
+            atomic_store_explicit(&ds->slot[k].store, sh, memory_order_release);
             *out = sh;
         }
         free(path);
@@ -112,11 +121,14 @@ static int ds_tables(ss_store *s) {
     ss_dataset *ds = s->ds;
     const ss_manifest *m = &ds->m;
     uint32_t n = m->nshards;
+    ds->nshards = n;
     ds->first = malloc((n + 1) * sizeof *ds->first);
-    ds->shard = calloc(n, sizeof *ds->shard);
-    if (!ds->first || !ds->shard) return ss__fail(SS_ENOMEM, "out of memory");
+    ds->slot = calloc(n + 1, sizeof *ds->slot);
+    if (!ds->first || !ds->slot) return ss__fail(SS_ENOMEM, "out of memory");
     ds->first[0] = 0;
     for (uint32_t k = 0; k < n; k++) ds->first[k + 1] = ds->first[k] + m->shards[k].count;
+    for (uint32_t k = 0; k <= n; k++) ds->slot[k].first = ds->first[k];
+    ds->per_shard = m->examples / n ? m->examples / n : 1;
     s->h.nfields = m->nfields;
     s->h.count = m->examples;
     for (uint32_t f = 0; f < m->nfields; f++) {
@@ -179,9 +191,9 @@ int ss_dataset_open(ss_store **out, const char *path, unsigned flags) {
 
 void ss_dataset_close(ss_store *s) {
     ss_dataset *ds = s->ds;
-    for (uint32_t k = 0; ds->shard && k < ds->m.nshards; k++) ss_close(ds->shard[k]);
+    for (uint32_t k = 0; ds->slot && k < ds->nshards; k++) ss_close(ds->slot[k].store);
     for (uint32_t f = 0; f < SS_MAX_FIELDS; f++) free(ds->rows[f]);
-    free((void *)ds->shard);
+    free(ds->slot);
     free(ds->first);
     free(ds->attrs);
     free(ds->dir);
@@ -193,15 +205,26 @@ void ss_dataset_close(ss_store *s) {
 
 int ss_dataset_get(ss_view *out, const ss_store *s, uint32_t field, uint64_t index) {
     const ss_dataset *ds = s->ds;
-    uint32_t k = ds_shard_of(ds->first, ds->m.nshards, index);
-    ss_store *sh;
-    int rc = ds_shard(&sh, s, k);
-    return rc ? rc : ss_get(out, sh, field, index - ds->first[k]);
+    const ds_slot *slot = ds->slot;
+    /* Shards of one conversion hold about count / nshards examples each: guess
+     * the shard from that (one division, usually right), else search. A
+     * binary search's unpredictable branches cost more than the read itself. */
+    uint64_t k = index / ds->per_shard;
+    if (k >= ds->nshards) k = ds->nshards - 1;
+    if (slot[k].first > index || slot[k + 1].first <= index)
+        k = ds_shard_of(ds->first, ds->nshards, index);
+    const ds_slot *at = &slot[k];
+    ss_store *sh = atomic_load_explicit(&((ds_slot *)at)->store, memory_order_acquire);
+    if (!sh) {
+        int rc = ds_shard(&sh, s, (uint32_t)k);
+        if (rc) return rc;
+    }
+    return ss_get(out, sh, field, index - at->first);
 }
 
 uint64_t ss_dataset_length(const ss_store *s, uint32_t field, uint64_t index) {
     const ss_dataset *ds = s->ds;
-    uint32_t k = ds_shard_of(ds->first, ds->m.nshards, index);
+    uint32_t k = ds_shard_of(ds->first, ds->nshards, index);
     ss_store *sh;
     return ds_shard(&sh, s, k) ? 0 : ss_length(sh, field, index - ds->first[k]);
 }
@@ -210,7 +233,7 @@ int ss_dataset_lengths(uint64_t *out, const ss_store *s, uint32_t field, uint64_
                        uint64_t n) {
     const ss_dataset *ds = s->ds;
     while (n) {
-        uint32_t k = ds_shard_of(ds->first, ds->m.nshards, first);
+        uint32_t k = ds_shard_of(ds->first, ds->nshards, first);
         uint64_t local = first - ds->first[k], take = ds->first[k + 1] - first;
         if (take > n) take = n;
         ss_store *sh;
@@ -225,7 +248,7 @@ int ss_dataset_lengths(uint64_t *out, const ss_store *s, uint32_t field, uint64_
 int ss_dataset_flat_locate(uint64_t *example, uint64_t *offset, const ss_store *s, uint32_t field,
                            uint64_t pos) {
     const ss_dataset *ds = s->ds;
-    uint32_t k = ds_shard_of(ds->rows[field], ds->m.nshards, pos);
+    uint32_t k = ds_shard_of(ds->rows[field], ds->nshards, pos);
     ss_store *sh;
     int rc = ds_shard(&sh, s, k);
     if (!rc) rc = ss_flat_locate(example, offset, sh, field, pos - ds->rows[field][k]);
@@ -241,7 +264,7 @@ static int ds_attr_name_cmp(const ss_store *s0, uint64_t slot, const char *name)
 
 int ss_dataset_attr_get(ss_attr *out, const ss_store *s, const char *name) {
     const ss_dataset *ds = s->ds;
-    ss_store *s0 = atomic_load_explicit(&ds->shard[0], memory_order_acquire); /* opened at open */
+    ss_store *s0 = atomic_load_explicit(&ds->slot[0].store, memory_order_acquire); /* at open */
     uint64_t lo = 0, hi = ds->nattrs;
     while (lo < hi) {
         uint64_t mid = lo + (hi - lo) / 2;
@@ -264,13 +287,14 @@ int ss_dataset_attr_at(ss_attr *out, const ss_store *s, uint64_t k) {
     if (k >= ds->nattrs)
         return ss__fail(SS_ERANGE, "%s: attribute %llu of %llu", s->path, (unsigned long long)k,
                         (unsigned long long)ds->nattrs);
-    return ss_attr_at(out, atomic_load_explicit(&ds->shard[0], memory_order_acquire), ds->attrs[k]);
+    return ss_attr_at(out, atomic_load_explicit(&ds->slot[0].store, memory_order_acquire),
+                      ds->attrs[k]);
 }
 
 /* ------------------------------------------------- info and verify */
 
 uint32_t ss_dataset_shard_count(const ss_store *s) {
-    return s && s->ds ? s->ds->m.nshards : 0;
+    return s && s->ds ? s->ds->nshards : 0;
 }
 
 int ss_dataset_info(ss_store_info *out, const ss_store *s) {
@@ -278,7 +302,7 @@ int ss_dataset_info(ss_store_info *out, const ss_store *s) {
     memset(out, 0, sizeof *out);
     out->complete = 1;
     out->count = s->h.count;
-    for (uint32_t k = 0; k < ds->m.nshards; k++) {
+    for (uint32_t k = 0; k < ds->nshards; k++) {
         ss_store *sh;
         ss_store_info in;
         int rc = ds_shard(&sh, s, k);
@@ -316,7 +340,7 @@ int ss_dataset_verify(uint64_t *problems, const ss_store *s, ss_verify_fn report
     uint64_t total = 0;
     int first_rc = 0;
     char first_msg[1024] = "";
-    for (uint32_t k = 0; k < ds->m.nshards; k++) {
+    for (uint32_t k = 0; k < ds->nshards; k++) {
         ds_verify_ctx v = {report, ctx, ds->first[k], ds->m.shards[k].path, {0}};
         ss_store *sh;
         uint64_t n = 0;
