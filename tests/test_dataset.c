@@ -3,7 +3,8 @@
  * build`, then every reading function against the single-process store
  * (examples, ranges, lengths across shard boundaries, the flat view,
  * attributes), the loader's batches in fixed-size, token-budget and
- * block-shuffle modes with ranks x workers, moved and read-only directories,
+ * block-shuffle modes with ranks x workers, the window reader, merge, moved
+ * and read-only directories,
  * and a changed or missing shard reported by name. */
 #include "testutil.h"
 
@@ -187,6 +188,42 @@ static void check_loader(const ss_store *d, const ss_store *s) {
                 }
 }
 
+/* The window reader (truncated BPTT, sequential with carried state, and
+ * random windows) hands out the same batches over the dataset as over the
+ * single store. */
+static void window_run(run *r, const ss_store *s, ss_window_mode mode) {
+    ss_window_options o = SS_WINDOW_OPTIONS_INIT;
+    o.field = ss_test_field(s, "tokens");
+    o.window = 6, o.overlap = 1, o.lanes = 5, o.mode = mode, o.seed = 3, o.shuffle = 1;
+    o.state_size = mode == SS_WINDOW_RANDOM ? 0 : 8;
+    o.epoch_windows = 300;
+    ss_window_reader *w;
+    CHECK_OK(ss_window_reader_open(&w, s, &o));
+    unsigned char states[5 * 8] = {0};
+    for (int k = 0; k < 400; k++) {
+        const ss_window_batch *b;
+        CHECK_OK(ss_window_reader_next(&b, w));
+        put(r, b->size);
+        put(r, b->epoch);
+        const unsigned char *p = b->data;
+        for (uint64_t i = 0; i < (uint64_t)b->size * b->window * b->channels; i++) put(r, p[i]);
+        if (b->size) CHECK_OK(ss_window_reader_register(w, b, o.state_size ? states : NULL));
+    }
+    ss_window_reader_free(w);
+}
+
+static void check_windows(const ss_store *d, const ss_store *s) {
+    for (int m = 0; m < 2; m++) {
+        ss_window_mode mode = m ? SS_WINDOW_RANDOM : SS_WINDOW_SEQUENTIAL;
+        run a = {0, 0, NULL}, b = {0, 0, NULL};
+        window_run(&a, d, mode);
+        window_run(&b, s, mode);
+        CHECK(a.n > 400 && a.n == b.n && !memcmp(a.v, b.v, a.n * 8));
+        free(a.v);
+        free(b.v);
+    }
+}
+
 /* No lock file appears anywhere in `dir` while a dataset is read. */
 static void check_no_lock_files(const char *dir) {
     DIR *dd = opendir(dir);
@@ -208,6 +245,7 @@ int main(void) {
     check_same_reads(d, s);
     check_attrs(d, s);
     check_loader(d, s);
+    check_windows(d, s);
     ss_store_info in;
     CHECK_OK(ss_store_get_info(&in, d));
     CHECK(in.complete && in.count == ss_count(s) && in.data_chunks >= 7);
