@@ -27,7 +27,7 @@ typedef struct ds_slot {
 struct ss_dataset {
     /* the hot path first: ss_get() reads these and the slots only */
     uint32_t nshards;
-    uint64_t per_shard;            /* max(1, count / nshards): the shard guess's divisor */
+    double per_shard_inv;          /* nshards / count: the shard guess's factor */
     ds_slot *slot;                 /* nshards + 1 (the last: first = count, no store) */
     uint64_t *first;               /* nshards + 1: the slots' `first`, for the other lookups */
     uint64_t *rows[SS_MAX_FIELDS]; /* sequence fields: nshards + 1 cumulative flat rows */
@@ -128,7 +128,7 @@ static int ds_tables(ss_store *s) {
     ds->first[0] = 0;
     for (uint32_t k = 0; k < n; k++) ds->first[k + 1] = ds->first[k] + m->shards[k].count;
     for (uint32_t k = 0; k <= n; k++) ds->slot[k].first = ds->first[k];
-    ds->per_shard = m->examples / n ? m->examples / n : 1;
+    ds->per_shard_inv = m->examples ? (double)n / (double)m->examples : 0;
     s->h.nfields = m->nfields;
     s->h.count = m->examples;
     for (uint32_t f = 0; f < m->nfields; f++) {
@@ -207,9 +207,9 @@ int ss_dataset_get(ss_view *out, const ss_store *s, uint32_t field, uint64_t ind
     const ss_dataset *ds = s->ds;
     const ds_slot *slot = ds->slot;
     /* Shards of one conversion hold about count / nshards examples each: guess
-     * the shard from that (one division, usually right), else search. A
+     * the shard from that (one multiplication, usually right), else search. A
      * binary search's unpredictable branches cost more than the read itself. */
-    uint64_t k = index / ds->per_shard;
+    uint64_t k = (uint64_t)((double)index * ds->per_shard_inv); /* no 64-bit division */
     if (k >= ds->nshards) k = ds->nshards - 1;
     if (slot[k].first > index || slot[k + 1].first <= index)
         k = ds_shard_of(ds->first, ds->nshards, index);
@@ -219,7 +219,7 @@ int ss_dataset_get(ss_view *out, const ss_store *s, uint32_t field, uint64_t ind
         int rc = ds_shard(&sh, s, (uint32_t)k);
         if (rc) return rc;
     }
-    return ss_get(out, sh, field, index - at->first);
+    return ss__get_unchecked(out, sh, field, index - at->first);
 }
 
 uint64_t ss_dataset_length(const ss_store *s, uint32_t field, uint64_t index) {

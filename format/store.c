@@ -339,6 +339,10 @@ int ss_get(ss_view *out, const ss_store *s, uint32_t field, uint64_t index) {
     if (!s || !out) return ss__fail(SS_EINVAL, "ss_get: NULL argument");
     if (field >= s->h.nfields || index >= s->h.count) return ss_bad_index(s, field, index);
     if (s->ds) return ss_dataset_get(out, s, field, index);
+    return ss__get_unchecked(out, s, field, index);
+}
+
+int ss__get_unchecked(ss_view *out, const ss_store *s, uint32_t field, uint64_t index) {
     const ss_rfield *rf = &s->f[field];
     uint64_t chunk, offset, rows;
     if (rf->sequence) {

@@ -73,6 +73,9 @@ static inline const ss_entry *ss_entry_at(const ss_rfield *rf, uint64_t i) {
  * manifest file. The others are ss_open(), ss_close(), ss_get()... of a store
  * with `ds` set, called after the public function's argument checks. */
 int ss_dataset_probe(const char *path);
+/* ss_get() of a plain store after its checks (field and index in range, no
+ * NULL): what a dataset calls on its shard, which it knows is in range. */
+int ss__get_unchecked(ss_view *out, const ss_store *s, uint32_t field, uint64_t index);
 int ss_dataset_open(ss_store **out, const char *path, unsigned flags);
 void ss_dataset_close(ss_store *s);
 int ss_dataset_get(ss_view *out, const ss_store *s, uint32_t field, uint64_t index);
