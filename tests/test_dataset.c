@@ -322,6 +322,35 @@ int main(void) {
     CHECK_RC(rc, SS_ENOTFOUND);
     CHECK_CONTAINS(ss_error_message(), "part-3.ss");
     ss_close(d);
+    /* explicit shard order (no source.shard needed): the single store twice */
+    const char *two = ss_test_keep_path("two");
+    snprintf(cmd, sizeof cmd, "mkdir -p %s && cp %s %s/x.ss && cp %s %s/y.ss", two, single, two,
+             single, two);
+    CHECK(system(cmd) == 0);
+    CHECK_EXIT(ss_test_cli(err, sizeof err, NULL, "dataset build %s", two), 1, err);
+    CHECK_CONTAINS(err, "has no source.shard K/N");
+    CHECK_EXIT(ss_test_cli(err, sizeof err, NULL, "dataset build %s y.ss x.ss --verify", two), 0,
+               err);
+    CHECK_OK(ss_open(&d, two, 0));
+    CHECK_EQ_U64(ss_count(d), 2 * ss_count(s));
+    ss_view a;
+    CHECK_OK(ss_get(&v, d, 0, ss_count(s) + 5));
+    CHECK_OK(ss_get(&a, s, 0, 5));
+    CHECK(v.length == a.length && !memcmp(v.data, a.data, a.length * a.row_bytes));
+    ss_close(d);
+    /* shards that disagree: another vocabulary, another tokenization */
+    snprintf(cmd, sizeof cmd, "%s/y.ss", two);
+    CHECK_EXIT(ss_test_cli(err, sizeof err, NULL,
+                           "convert text %s --tokens words --max-vocab 5 -o %s --force", text,
+                           cmd),
+               0, err);
+    CHECK_EXIT(ss_test_cli(err, sizeof err, NULL, "dataset build %s x.ss y.ss", two), 1, err);
+    CHECK_CONTAINS(err, "shard 'y.ss': attribute 'vocab' differs from shard 'x.ss'");
+    CHECK_EXIT(ss_test_cli(err, sizeof err, NULL, "convert text %s --tokens bytes -o %s --force",
+                           text, cmd),
+               0, err);
+    CHECK_EXIT(ss_test_cli(err, sizeof err, NULL, "dataset build %s x.ss y.ss", two), 1, err);
+    CHECK_CONTAINS(err, "shard 'y.ss'");
     /* a damaged manifest */
     snprintf(cmd, sizeof cmd, "sed -i 's/^examples /examples 1/' %s", manifest);
     CHECK(system(cmd) == 0);
