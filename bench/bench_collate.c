@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* bench_collate.c - padded collation throughput against memcpy.
  *
  *   bench_collate [DIR] [--json FILE]

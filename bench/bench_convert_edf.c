@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* bench_convert_edf.c - `seqstore convert edf` against merely reading the same
  * files with EDFlib, with 1 and 2 threads.
  *

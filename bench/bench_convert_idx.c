@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* bench_convert_idx.c - `seqstore convert idx` on Fashion-MNIST train (60,000
  * images of 28x28), against merely decompressing the same files with zlib.
  *

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # bench_convert_jsonl.sh - `convert jsonl --tokenizer spm:MODEL` against
 # `spm_encode --output_format=id` alone on the same text.
 #

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* bench_convert_text.c - throughput of `seqstore convert text` against plain
  * reading of the same file.
  *

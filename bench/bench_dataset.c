@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* bench_dataset.c - datasets of shards (spec/FORMAT.md §13) against one store
  * of the same examples:
  *   open time of a dataset of S shards (ss_open + ss_close; reads the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* bench_lmdb_check.c - the cost of the LMDB structural check (format/
  * lmdb_check.c) at open: ss_open + ss_close of a store of N examples warm and
  * cold, and the check alone in its open mode (branch and leaf pages) and its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* bench_loader.c - the loader's steady state: heap allocations per batch
  * (malloc/calloc/realloc counted by interposing them in this program) and
  * the latency of ss_loader_next() when prefetching keeps up with a simulated

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* bench_padding_waste.c - padding waste (pad elements / all elements) of
  * random batching versus bucket batching at resolutions 1, 4 and 16 and
  * with estimated boundaries of at most 4, 8 and 16 buckets.

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-2-Clause
 """bench_python_get.py - per-example access from Python: `field[i]` of the
 seqstore module against the two ways Python users read token corpora today.
 

@@ -1,8 +1,12 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-2-Clause
 """bench_python_loader.py - end-to-end padded int64 batches from Python.
 
   (a) seqstore.Loader: shuffled batches of 64, u16 ids widened to int64 and
-      padded by the C collator on a background thread (torch tensors out).
+      padded by the C collator on a background thread (torch tensors out);
+      the batch is copied once out of the loader's slot (copy=True, tensors
+      the caller owns) or not at all (copy=False: tensors over the slot,
+      valid until the next batch; 0 copies after the collator's write).
   (b) torch DataLoader over a map-style Dataset reading the same corpus from a
       Megatron-style memmap (np.frombuffer per example, torch.from_numpy of an
       int64 copy) with a pad_sequence collate_fn, at 0 and 2 workers.
@@ -19,6 +23,7 @@ import os
 import statistics
 import sys
 import time
+import warnings
 
 import numpy as np
 import torch
@@ -49,9 +54,10 @@ def pad_collate(rows):
     return torch.nn.utils.rnn.pad_sequence(rows, batch_first=True, padding_value=0)
 
 
-def run_seqstore(store, batches, epoch):
+def run_seqstore(store, batches, epoch, copy=True):
     loader = seqstore.Loader(store, batch_size=64, shuffle=True, seed=epoch, drop_last=True,
-                             fields={"tokens": {"dtype": "i64", "pad": 0}}, torch=True)
+                             fields={"tokens": {"dtype": "i64", "pad": 0}}, torch=True,
+                             copy=copy)
     t0 = time.perf_counter()
     for k, b in enumerate(loader):
         x = b["tokens"]
@@ -89,7 +95,10 @@ def main():
     ss, prefix, _ = build(args.dir, args.n, args.maxlen)
     store = seqstore.open(ss)
     ds = MemmapDataset(prefix, args.n)
+    warnings.filterwarnings("ignore", "The given NumPy array is not writable")
     methods = [("seqstore.Loader", lambda r: run_seqstore(store, args.batches, r)),
+               ("seqstore.Loader copy=False",
+                lambda r: run_seqstore(store, args.batches, r, copy=False)),
                ("DataLoader 0 workers", lambda r: run_torch(ds, 0, args.batches, r)),
                ("DataLoader 2 workers", lambda r: run_torch(ds, 2, args.batches, r))]
     for _, fn in methods:
@@ -107,7 +116,7 @@ def main():
     print("%d batches of 64 (int64, padded) per run from %d shuffled examples, median of %d"
           % (args.batches, args.n, args.rounds))
     for name, v in runs.items():
-        print("  %-22s %8.0f batches/s  (x%.2f of the best DataLoader)  runs: %s"
+        print("  %-27s %8.0f batches/s  (x%.2f of the best DataLoader)  runs: %s"
               % (name, med[name], med[name] / best_torch, " ".join("%.0f" % x for x in v)))
     store.close()
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* bench_read.c - read speed of a store against baselines run in the same
  * process on the same data:
  *   random access: ss_get (touching each example's first and last token)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* bench_shuffle_locality.c - epoch read time of sequential, block-shuffled and
  * fully shuffled orders on a store larger than the memory the reader may use,
  * plus order-quality figures (issue 6, locality-aware shuffling).

@@ -1,11 +1,15 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* bench_window.c - the window reader's throughput and bookkeeping cost.
  *
  *   bench_window [DIR]
  *
  * 1. Batches of B=64 x W=1000 x C=21, i16 -> f32 with per-channel gain and
  *    offset (EDF digital -> physical), from a warm store: output bytes per
- *    second at 1, 2, ... threads, against memcpy of the same number of bytes
- *    in the same run.
+ *    second at the default, 1, 2, ... threads, against memcpy of the same
+ *    number of bytes. 7 rounds; in each, every configuration's 40 batches
+ *    follow 40 memcpys timed right before them, and the ratio is taken
+ *    against that adjacent baseline; medians and ranges of the 7 rounds
+ *    (40 batches once made the baseline swing 1.5-11.3 GB/s between runs).
  * 2. Bookkeeping per window (lanes, states, cursors; no hidden state, 1
  *    sample per window so that collation is negligible): ns per window. */
 #include <seqstore.h>
@@ -68,6 +72,42 @@ static int run(ss_window_reader *r, int nb, double *secs, uint64_t *windows) {
     return 0;
 }
 
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Median, min and max of n values (sorted in place). */
+static void stats(double *v, int n, double *med, double *lo, double *hi) {
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    *med = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+    *lo = v[0];
+    *hi = v[n - 1];
+}
+
+static double loadavg(void) {
+    double l = -1;
+    FILE *f = fopen("/proc/loadavg", "r");
+    if (f) {
+        if (fscanf(f, "%lf", &l) != 1) l = -1;
+        fclose(f);
+    }
+    return l;
+}
+
+/* Bytes per second of `reps` memcpys of `bytes` (the baseline, timed right
+ * before each reader measurement so that both see the same machine). */
+static double memcpy_rate(float *dst, float *src, size_t bytes, int reps) {
+    double t0 = now();
+    for (int k = 0; k < reps; k++) {
+        src[k] = (float)k;
+        memcpy(dst, src, bytes);
+    }
+    return (double)bytes * reps / (now() - t0);
+}
+
+enum { ROUNDS = 7, REPS = 40, MAXCFG = 8 };
+
 int main(int argc, char **argv) {
     const char *dir = argc > 1 ? argv[1] : "/tmp";
     char path[4096], path2[4096];
@@ -84,18 +124,15 @@ int main(int argc, char **argv) {
     float *src = malloc(bytes), *dst = malloc(bytes);
     memset(src, 1, bytes);
     memset(dst, 0, bytes);
-    int reps = 40;
-    double t0 = now();
-    for (int k = 0; k < reps; k++) {
-        src[k] = (float)k;
-        memcpy(dst, src, bytes);
-    }
-    double memcpy_bps = (double)bytes * reps / (now() - t0);
-    printf("batch B=%d W=%d C=%d i16 -> f32 with gain/offset: %.1f MB per batch\n", B, W, C,
-           (double)bytes / 1e6);
-    printf("memcpy of the same bytes (1 thread): %.2f GB/s\n", memcpy_bps / 1e9);
-    int maxt = omp_get_max_threads();
-    for (int th = 0; th <= maxt; th = th ? 2 * th : 1) { /* 0: the default */
+    double load0 = loadavg();
+    printf("batch B=%d W=%d C=%d i16 -> f32 with gain/offset: %.1f MB per batch; %d rounds of "
+           "%d batches, each after %d memcpys of the same bytes\n",
+           B, W, C, (double)bytes / 1e6, ROUNDS, REPS, REPS);
+    /* configurations: threads 0 (the default), 1, 2, 4 ... up to the cores */
+    int maxt = omp_get_max_threads(), th[MAXCFG], ncfg = 0;
+    for (int t = 0; t <= maxt && ncfg < MAXCFG; t = t ? 2 * t : 1) th[ncfg++] = t;
+    ss_window_reader *rd[MAXCFG];
+    for (int k = 0; k < ncfg; k++) {
         ss_window_options o = SS_WINDOW_OPTIONS_INIT;
         o.window = W;
         o.lanes = B;
@@ -104,24 +141,41 @@ int main(int argc, char **argv) {
         o.out_dtype = SS_F32;
         o.gain = gain;
         o.offset = offset;
-        o.threads = th;
+        o.threads = th[k];
         o.state_size = 256;
         o.state_dtype = SS_F32;
         o.flags = SS_WINDOW_FORGET_STATE;
-        ss_window_reader *r;
-        if ((rc = ss_window_reader_open(&r, s, &o))) return die(rc);
         double secs;
         uint64_t nw;
-        if ((rc = run(r, 20, &secs, &nw))) return die(rc); /* warm the page cache */
-        if ((rc = run(r, reps, &secs, &nw))) return die(rc);
-        double bps = (double)bytes * reps / secs;
-        char what[32];
-        snprintf(what, sizeof what, th ? "%d thread%s" : "default (threads = 0)", th,
-                 th > 1 ? "s" : "");
-        printf("window reader, %s: %.2f GB/s = %.2fx memcpy (%.2f ms per batch)\n", what, bps / 1e9,
-               bps / memcpy_bps, 1e3 * secs / reps);
-        ss_window_reader_free(r);
+        if ((rc = ss_window_reader_open(&rd[k], s, &o))) return die(rc);
+        if ((rc = run(rd[k], 20, &secs, &nw))) return die(rc); /* warm the page cache */
     }
+    double mc[ROUNDS * MAXCFG], gbs[MAXCFG][ROUNDS], ratio[MAXCFG][ROUNDS];
+    for (int round = 0; round < ROUNDS; round++)
+        for (int k = 0; k < ncfg; k++) { /* alternate: baseline, reader, baseline, ... */
+            double base = memcpy_rate(dst, src, bytes, REPS), secs;
+            uint64_t nw;
+            if ((rc = run(rd[k], REPS, &secs, &nw))) return die(rc);
+            mc[round * ncfg + k] = base / 1e9;
+            gbs[k][round] = (double)bytes * REPS / secs / 1e9;
+            ratio[k][round] = gbs[k][round] * 1e9 / base;
+        }
+    double med, lo, hi, rmed, rlo, rhi;
+    stats(mc, ROUNDS * ncfg, &med, &lo, &hi);
+    printf("memcpy of the same bytes (1 thread): median %.2f GB/s (range %.2f-%.2f)\n", med, lo,
+           hi);
+    for (int k = 0; k < ncfg; k++) {
+        char what[32];
+        snprintf(what, sizeof what, th[k] ? "%d thread%s" : "default (threads = 0)", th[k],
+                 th[k] > 1 ? "s" : "");
+        stats(gbs[k], ROUNDS, &med, &lo, &hi);
+        stats(ratio[k], ROUNDS, &rmed, &rlo, &rhi);
+        printf("window reader, %s: median %.2f GB/s (%.2f-%.2f) = %.2fx memcpy (%.2f-%.2f), "
+               "%.2f ms per batch\n",
+               what, med, lo, hi, rmed, rlo, rhi, 1e3 * (double)bytes / (med * 1e9));
+        ss_window_reader_free(rd[k]);
+    }
+    printf("load average: %.2f at the start, %.2f at the end\n", load0, loadavg());
     ss_close(s);
     free(src);
     free(dst);

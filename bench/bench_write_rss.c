@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* bench_write_rss.c - the writer's memory is bounded: peak RSS while writing
  * stores of different sizes (default 1 M and 10 M examples) should be about
  * the same. Each size is written by its own child process, so that each peak

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-2-Clause
 """npy_indexed_baseline.py - the baseline (c) of bench_read: how Python users
 read token corpora today with Megatron-LM's and fairseq's MMapIndexedDataset.
 

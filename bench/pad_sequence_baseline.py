@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-2-Clause
 """PyTorch's pad_sequence on the same batches as bench_collate, and the ratio.
 
     bench_collate DIR --json out.json

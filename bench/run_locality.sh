@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # run_locality.sh - run bench_shuffle_locality on a store several times larger
 # than the memory the reading process may use.
 #

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* cli.c - `seqstore`: dispatch to the subcommands. */
 #include "commands.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* cli_json.c - values as JSON for the CLI's --json outputs (see commands.h). */
 #include "commands.h"
 #include "utf8.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * cli_locks.c - the lock files a command leaves: none it created.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* cmd_attr.c - `seqstore attr`: list, read, set and remove a store's attributes. */
 #include "commands.h"
 #include "utf8.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* cmd_bench.c - `seqstore bench`: how fast this store reads on this machine. */
 #include "commands.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* cmd_cat.c - `seqstore cat`: print examples as text. */
 #include "commands.h"
 #include "utf8.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* cmd_dataset.c - `seqstore dataset build`: write the manifest of a dataset
  * of shards (spec/FORMAT.md §13) after checking the shards. */
 #include "commands.h"

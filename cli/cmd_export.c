@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* cmd_export.c - `seqstore export`: a store's examples as JSON Lines or .npy files. */
 #include "commands.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* cmd_export_megatron.c - `seqstore export megatron STORE PREFIX`: write one field of
  * a store as a Megatron-LM / fairseq indexed dataset (PREFIX.bin +
  * PREFIX.idx, see megatron.h) that Megatron's MMapIndexedDataset reads. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* cmd_index.c - `seqstore index`: build a bucket index sorted by example lengths. */
 #include "commands.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* cmd_info.c - `seqstore info`: what a store holds. */
 #include "commands.h"
 #include "store.h" /* ss_dataset_shard_count */

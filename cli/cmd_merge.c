@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* cmd_merge.c - `seqstore merge DATASET -o STORE`: one store from a dataset
  * of shards (or any store), streaming: examples are appended one by one from
  * the shards' maps, and the writer commits every --commit-bytes, so memory

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* cmd_split.c - `seqstore split`: add, list and show named index-range splits. */
 #include "commands.h"
 

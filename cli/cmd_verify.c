@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* cmd_verify.c - `seqstore verify`: recompute every checksum. */
 #include "commands.h"
 

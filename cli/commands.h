@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* commands.h - the subcommands of the seqstore command line.
  *
  * Each command is `int ss_cmd_NAME(int argc, char **argv)` with argv[0] the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 # gen_man.cmake - write man pages for seqstore(1) and each of its commands from
 # their --help output with help2man. The command list is read from
 # `seqstore --help` itself, so a new command gets its page without an edit here.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 # bash completion for seqstore(1). Commands and options are read from the
 # program's own --help, so they never drift from what it accepts.
 _seqstore() {

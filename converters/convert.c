@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* convert.c - the converter framework: `seqstore convert KIND ...` (see convert.h). */
 #include "convert.h"
 #include "commands.h"

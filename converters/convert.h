@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * convert.h - the converter framework of the seqstore command line.
  *

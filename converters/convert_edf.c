@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* convert_edf.c - `seqstore convert edf`: EEG recordings (EDF, EDF+, BDF, BDF+)
  * through EDFlib, one example per recording.
  *

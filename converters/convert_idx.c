@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* convert_idx.c - `seqstore convert idx`: IDX files (MNIST, Fashion-MNIST),
  * plain or gzip, into one example per image.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* convert_jsonl.c - `seqstore convert jsonl FILE... -o STORE`: JSON lines
  * (plain or .gz), one example per line, one field per --key (see jsonl.h).
  *

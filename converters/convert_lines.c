@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* convert_lines.c - `seqstore convert lines FILE... -o STORE`: one example per
  * line, the line's bytes as u8 tokens (`convert text --tokens bytes`). */
 #include "text.h"

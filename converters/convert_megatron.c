@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* convert_megatron.c - `seqstore convert megatron PREFIX... -o STORE`:
  * Megatron-LM / fairseq indexed datasets (PREFIX.bin + PREFIX.idx, see
  * megatron.h). Each sequence becomes one example; documents are kept twice:

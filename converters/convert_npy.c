@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* convert_npy.c - `seqstore convert npy`: NumPy .npy files, one example each.
  *
  * Each file's first axis is time; the remaining axes are the row shape. All

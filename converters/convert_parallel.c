@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* convert_parallel.c - `seqstore convert parallel SRC TGT -o STORE`: two
  * line-aligned files (machine translation) become fields `src` and `tgt` of
  * one example per line pair. */

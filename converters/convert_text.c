@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* convert_text.c - `seqstore convert text` and the text engine (see text.h). */
 #include "commands.h"
 #include "spm_text.h"

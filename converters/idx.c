@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* idx.c - parse IDX headers (see idx.h). Reads only the bytes it is given. */
 #include "idx.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* idx.h - parse the header of an IDX file (MNIST, Fashion-MNIST).
  *
  * An IDX file is: 2 zero bytes, a type byte, a dimension count byte, then one

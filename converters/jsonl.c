@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* jsonl.c - one JSON line into token arrays (see jsonl.h). */
 #include "jsonl.h"
 #include "utf8.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* jsonl.h - one line of a JSON-lines corpus into token arrays (internal to
  * the command line; `convert jsonl` drives it, fuzz/fuzz_jsonl.c fuzzes it).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* megatron.c - the Megatron index parser (see megatron.h). */
 #include "megatron.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* megatron.h - Megatron-LM / fairseq indexed datasets (`PREFIX.bin` +
  * `PREFIX.idx`, "MMIDIDX"), internal to the command line.
  *

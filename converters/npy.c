@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* npy.c - parse .npy headers (see npy.h). Reads only the bytes it is given. */
 #include "npy.h"
 

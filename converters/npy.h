@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* npy.h - parse the header of a NumPy .npy file (format versions 1, 2, 3).
  *
  * A .npy file is: "\x93NUMPY", major and minor version bytes, the header

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* resume.c - the resume record of `seqstore convert` (see resume.h). */
 #include "resume.h"
 

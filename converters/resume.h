@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* resume.h - what `seqstore convert --resume` checks before it continues.
  *
  * A conversion stores a resume record in the store with every intermediate

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // spm.cc - the C interface of spm.h over SentencePiece's C++ API. Nothing
 // C++ escapes: every exception is caught and turned into an error message.
 #include "spm.h"

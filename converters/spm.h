@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* spm.h - SentencePiece subword models behind a C interface (internal to the
  * command line). The implementation (spm.cc) is the project's only C++; it is
  * compiled when CMake finds libsentencepiece-dev (SS_HAVE_SPM). Without it

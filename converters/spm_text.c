@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* spm_text.c - SentencePiece tokenization for the text converters (see spm_text.h). */
 #include "spm_text.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* spm_text.h - `--tokenizer spm:MODEL` for the text engine (`convert text`,
  * `convert parallel`) and `convert jsonl`: a SentencePiece model's ids, its
  * special ids and its vocabulary as store attributes. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* text.h - the text engine behind `convert lines`, `convert text` and
  * `convert parallel` (internal to the command line).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* utf8.c - strict UTF-8 decoding (see utf8.h). */
 #include "utf8.h"
 

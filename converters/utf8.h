@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* utf8.h - strict UTF-8 decoding (RFC 3629) for the text converters and the CLI. */
 #ifndef SS_UTF8_H
 #define SS_UTF8_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* vocab.c - word counting and vocabularies (see vocab.h). */
 #include "vocab.h"
 

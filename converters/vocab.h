@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* vocab.h - word counting and vocabularies for `convert text --tokens words`.
  *
  * A vocabulary maps tokens (byte strings without whitespace) to ids 0..size-1.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* make_recordings.c - `make_recordings DIR N LABELS.csv`: N small synthetic
  * EDF+ recordings (DIR/rec001.edf ..., 60 s, six "EEG Xx" channels at 256 Hz,
  * one annotation each, written with EDFlib) and a labels file naming each

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-2-Clause
 """Read a seqstore store from Python, zero-copy, with the seqstore module.
 
     PYTHONPATH=build/python /usr/bin/python3 examples/read_numpy.py fortunes.ss [FIELD]

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* rnn_bptt.c - truncated BPTT with the window reader and hidden-state carry.
  *
  * A small Elman RNN in plain C learns, from EEG-like signals, which of two

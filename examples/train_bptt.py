@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-2-Clause
 """Truncated BPTT from Python: a PyTorch GRU fed by seqstore.WindowReader,
 carrying each recording's hidden state from window to window (the C example
 rnn_bptt.c's task, on EEG-like recordings written here).
@@ -33,6 +34,7 @@ def write_store(path):
             burst = (np.arange(LEN) - phase) % PERIOD < 6
             x[burst, 0] += 0.8 if label else -0.8
             w.append({"eeg": np.rint(x / GAIN).astype(np.int16), "label": label})
+        w.attrs["signal.gain"] = np.array(GAIN)  # where `seqstore convert edf` puts it
 
 
 def train(store, forget):
@@ -41,7 +43,7 @@ def train(store, forget):
     opt = torch.optim.Adam(list(gru.parameters()) + list(head.parameters()), lr=1e-2)
     reader = seqstore.WindowReader(store, "eeg", window=W, lanes=B, state_size=H,
                                    state_dtype="f32", label="label", label_per_step=True,
-                                   out_dtype="f32", gain=GAIN, shuffle=True, seed=3,
+                                   out_dtype="f32", gain="signal.gain", shuffle=True, seed=3,
                                    forget_state=forget, torch=True)
     first = last = None
     for epoch in range(EPOCHS):

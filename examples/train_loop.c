@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* train_loop.c - the reading side of a training loop: fold 0 of a 5-fold
  * cross-validation, shuffled token-budget batches padded into [B][T] int64
  * with a mask, prefetched on a worker thread, resumable.

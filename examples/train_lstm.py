@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-2-Clause
 """A PyTorch LSTM language model on Debian's fortunes (words), fed by the C
 loader: bucket batches under a token budget, ids widened to int64 and padded
 by the C collator, and a mid-epoch resume from state_dict() that must give

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* attr.c - the store's attributes: a sorted table of names built at open,
  * values read zero-copy from the map and checked at every lookup. */
 #include "store.h"

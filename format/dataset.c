@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* dataset.c - a dataset of shards (spec/FORMAT.md §13) opened as one store.
  *
  * ss_open() of a dataset directory or manifest returns an ss_store whose

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* dtype.c - element types: sizes and names. */
 #include "internal.h"
 

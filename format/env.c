@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* env.c - one LMDB environment per store file per process.
  *
  * LMDB's locks are POSIX record locks, which belong to the process and are all

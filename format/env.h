@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* env.h - the per-process registry of LMDB environments (internal). */
 #ifndef SS_ENV_H
 #define SS_ENV_H

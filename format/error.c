@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* error.c - error codes, their texts, and the per-thread error message. */
 #include "internal.h"
 

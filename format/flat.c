@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* flat.c - a field's examples seen as one continuous stream of rows. */
 #include "store.h"
 

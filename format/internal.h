@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* internal.h - declarations shared inside the library; not installed. */
 #ifndef SS_INTERNAL_H
 #define SS_INTERNAL_H

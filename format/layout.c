@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* layout.c - encoding and checking of blocks, keys and the header. */
 #include "layout.h"
 

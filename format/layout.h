@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* layout.h - the on-disk layout of spec/FORMAT.md: constants, keys, blocks and
  * the header. Everything that knows a byte position of the format is here or
  * in layout.c. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* lmdb_check.c - walk an LMDB snapshot's B-trees with pread before LMDB does.
  *
  * On-disk facts (LMDB 0.9, mdb.c, 64-bit little-endian host, MDB_DEVEL off):

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* lmdb_check.h - a structural check of an LMDB snapshot before LMDB reads it
  * (internal).
  *

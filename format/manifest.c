@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* manifest.c - the dataset manifest of spec/FORMAT.md §13: a strict
  * line-based text parser (one canonical spelling of every manifest, so
  * format(parse(x)) == x), its writer, and the checks of a shard against it. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* manifest.h - the manifest of a dataset of shards (spec/FORMAT.md §13):
  * parse, format, read, write, and check against the shard stores (internal;
  * the CLI and the fuzz target use it).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* store.c - opening a store read-only and zero-copy access to examples. */
 #include "store.h"
 
@@ -8,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 /* Where a length-0 view points: a valid address that holds nothing. */
 static const uint64_t ss_empty[1];
@@ -91,6 +93,39 @@ static int ss_build_tables(ss_store *s) {
                             (unsigned long long)fs->total_rows);
     }
     return 0;
+}
+
+/* The start of LMDB's map, which LMDB does not expose (mdb_env_info's
+ * me_mapaddr is the meta page's fixed-map address, normally 0). Every LMDB
+ * page starts with its own number (u64), and lmdb_check.c has checked that
+ * number on every branch and leaf page of this snapshot (not on overflow
+ * pages, so a value's address would not do): the leaf page holding the first
+ * key, minus that many pages, is the start. Rounding the key's address down
+ * to its page needs the map aligned to LMDB's page size, which mmap gives
+ * when that is at most the system's. The start must then hold meta pages 0
+ * and 1 (their numbers and LMDB's magic). NULL when any of this fails. */
+static const unsigned char *ss_map_base(const ss_store *s) {
+    MDB_stat st;
+    MDB_cursor *cur;
+    MDB_val k, v;
+    long os_page = sysconf(_SC_PAGESIZE);
+    if (mdb_env_stat(s->env, &st) != 0 || st.ms_psize == 0 || (st.ms_psize & (st.ms_psize - 1)) ||
+        os_page <= 0 || st.ms_psize > (unsigned long)os_page)
+        return NULL;
+    if (mdb_cursor_open(s->txn, s->dbi, &cur) != 0) return NULL;
+    int rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST);
+    mdb_cursor_close(cur);
+    if (rc != 0) return NULL;
+    uintptr_t psize = st.ms_psize, page = (uintptr_t)k.mv_data & ~(psize - 1);
+    uint64_t pgno, p0, p1;
+    uint32_t magic;
+    memcpy(&pgno, (const void *)page, sizeof pgno);
+    if (pgno < 2 || pgno > page / psize) return NULL;
+    const unsigned char *base = (const unsigned char *)(page - pgno * psize);
+    memcpy(&p0, base, sizeof p0);
+    memcpy(&p1, base + psize, sizeof p1);
+    memcpy(&magic, base + 16, sizeof magic);
+    return p0 == 0 && p1 == 1 && magic == 0xBEEFC0DEu ? base : NULL;
 }
 
 /* Read and check the header (or, for SS_OPEN_INCOMPLETE, the progress record). */
@@ -262,6 +297,7 @@ int ss_open(ss_store **out, const char *path, unsigned flags) {
     if (rc == 0) rc = ss_build_tables(s);
     if (rc == 0 && (flags & SS_OPEN_VERIFY)) rc = ss_verify_setup(s);
     if (rc == 0) rc = ss_attr_load(s);
+    if (rc == 0) s->map_base = ss_map_base(s);
     if (rc) {
         ss_close(s);
         return rc;
@@ -286,6 +322,30 @@ void ss_close(ss_store *s) {
     pthread_mutex_destroy(&s->lock);
     free(s->path);
     free(s);
+}
+
+int ss_store_map(const void **base, uint64_t *size, int *fd, const ss_store *s) {
+    if (!base || !size || !fd || !s) return ss__fail(SS_EINVAL, "ss_store_map: NULL argument");
+    MDB_envinfo info;
+    struct stat st;
+    int f;
+    if (!s->map_base)
+        return ss__fail(SS_EIO,
+                        "%s: the start of the map is unknown (LMDB page size above the "
+                        "system's)",
+                        s->path);
+    /* The meta page first, the file size second: the file only grows. */
+    uint64_t need = ss_env_used_bytes(s->env);
+    mdb_env_info(s->env, &info);
+    if (mdb_env_get_fd(s->env, &f) != 0 || fstat(f, &st) != 0)
+        return ss__fail(SS_EIO, "%s: cannot stat the data file: %s", s->path, strerror(errno));
+    if ((uint64_t)st.st_size < need)
+        return ss__fail(SS_ECORRUPT, "%s: file is truncated (%llu bytes, needs %llu)", s->path,
+                        (unsigned long long)st.st_size, (unsigned long long)need);
+    *base = s->map_base;
+    *size = (uint64_t)st.st_size < info.me_mapsize ? (uint64_t)st.st_size : info.me_mapsize;
+    *fd = f;
+    return 0;
 }
 
 uint64_t ss_count(const ss_store *s) {

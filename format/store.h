@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* store.h - the reader's in-memory tables (internal). */
 #ifndef SS_STORE_H
 #define SS_STORE_H
@@ -60,6 +61,7 @@ struct ss_store {
     ss_attr_slot *attrs;
     uint64_t nattrs;
     uint64_t file_bytes;
+    const unsigned char *map_base; /* LMDB's map (file offset 0), or NULL if unknown */
     int complete;
     pthread_mutex_t lock;
 };

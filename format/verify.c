@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* verify.c - recompute every checksum and check the index's consistency. */
 #include "lmdb_check.h"
 #include "store.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* version.c - the library's version. */
 #include "seqstore.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* writer.c - streaming writer: examples into chunks, chunks into LMDB
  * transactions of bounded size, the header last. */
 #include "layout.h"

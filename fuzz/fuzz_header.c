@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* fuzz_header.c - libFuzzer target over the header (H) block and the first
  * index segment, with valid checksums: the input replaces the payload of one
  * block of a valid tiny store, resealed (length and checksum recomputed)

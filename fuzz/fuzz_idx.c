@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* fuzz_idx.c - libFuzzer target for the IDX header parser (converters/idx.c).
  *
  * Self-contained: it compiles the parser in (only the library's ss__fail is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* fuzz_jsonl.c - libFuzzer target for JSON-lines handling (converters/jsonl.c).
  *
  * Byte 0 picks the tokenizer (bytes / chars / ids / words, with or without BOS/EOS,

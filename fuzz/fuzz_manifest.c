@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* fuzz_manifest.c - libFuzzer target for the dataset manifest parser
  * (format/manifest.c, spec/FORMAT.md §13). The syntax is strict (one
  * spelling per manifest), so every accepted input must format back to

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* fuzz_megatron_idx.c - libFuzzer target for the Megatron index parser
  * (converters/megatron.c).
  *

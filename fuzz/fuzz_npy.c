@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* fuzz_npy.c - libFuzzer target for the .npy header parser (converters/npy.c).
  *
  * Self-contained: it compiles the parser in (only the library's ss__fail is

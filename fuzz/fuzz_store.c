@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* fuzz_store.c - libFuzzer target over whole store files: the input is
  * written to a file that is opened, read (every example of every field,
  * every attribute) and verified. Damaged LMDB pages, headers, indexes and

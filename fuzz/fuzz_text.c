@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* fuzz_text.c - libFuzzer target for the text converters' parsers: line and
  * document splitting, UTF-8 decoding, word and id tokenization
  * (converters/convert_text.c, utf8.c, vocab.c).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* store_harness.h - shared by the store fuzz targets: a tiny store to start
  * from, and the reader's whole surface over a store file (open, every example
  * of every field, every attribute, verify). Any outcome but a crash, a hang or

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* text_harness.h - drives the text engine (converters/convert_text.c) without
  * a store, for tests/test_convert_text.c and fuzz/fuzz_text.c: stubs for the
  * framework calls and a canonical dump of what a job produces.

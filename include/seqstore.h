@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * seqstore.h - the public API of seqstore.
  *
@@ -152,6 +153,19 @@ SS_API const char *ss_dtype_name(ss_dtype dtype);
 /** Parse a dtype name as printed by ss_dtype_name().
  *  @param[out] out the dtype.  @return 0, or SS_EINVAL for an unknown name. */
 SS_API int ss_dtype_parse(ss_dtype *out, const char *name);
+
+/** Which member holds a scalar option given three ways (pads and <eos>
+ *  values): a double holds every integer only up to 2^53, so integer
+ *  values of int64 and uint64 elements are given as integers. Whatever the
+ *  kind, the value must have an exact element of the output dtype (an
+ *  integer in range for integer dtypes; for float dtypes an integer that
+ *  converts exactly, or any double, rounded to nearest) or the call that
+ *  receives it fails with SS_EINVAL. */
+typedef enum ss_value_kind {
+    SS_VALUE_F64 = 0, /**< the double member (the INIT default) */
+    SS_VALUE_I64 = 1, /**< the int64_t member */
+    SS_VALUE_U64 = 2  /**< the uint64_t member */
+} ss_value_kind;
 
 /* ----------------------------------------------------------------- schema */
 
@@ -440,6 +454,26 @@ SS_API int ss_field_info(ss_field *out, const ss_store *s, uint32_t field);
 SS_API uint64_t ss_field_row_bytes(const ss_store *s, uint32_t field);
 /** The store's schema; borrowed, valid until ss_close(); NULL for NULL. */
 SS_API const ss_schema *ss_store_schema(const ss_store *s);
+
+/** Where the store's file is mapped, for a caller that maps the same file a
+ *  second time (e.g. privately, copy-on-write, so that a stray write through
+ *  a view cannot fault or reach the file): the data of every non-empty view
+ *  and attribute this store hands out lies in [*base, *base + *size), and the
+ *  byte at *base + k is the file's byte at offset k. So p - *base is the file
+ *  offset of a view's data p.
+ *  @param[out] base the start of LMDB's read-only shared map of the file;
+ *                   borrowed, valid until ss_close(); never write through it.
+ *  @param[out] size bytes from *base that the file holds now and the map
+ *                   covers: at least every page of this store's snapshot.
+ *  @param[out] fd   the read-only descriptor LMDB opened the file with
+ *                   (mmap() it to map the very file the views come from);
+ *                   borrowed: do not close it or change its offset; valid
+ *                   until ss_close().
+ *  @param[in]  s    the open store.
+ *  @return 0; SS_EINVAL (NULL argument; outputs untouched); SS_EIO (the file
+ *          cannot be examined); SS_ECORRUPT (the file is now shorter than the
+ *          snapshot: it was truncated under the store). */
+SS_API int ss_store_map(const void **base, uint64_t *size, int *fd, const ss_store *s);
 
 /** A borrowed, read-only view of one example's field (or a sub-range of it). */
 typedef struct ss_view {

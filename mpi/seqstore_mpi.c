@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* seqstore_mpi.c - `mpirun -n N seqstore-mpi convert KIND ARGS... -o DIR`:
  * conversion spread over MPI ranks, each writing one shard of a dataset
  * (spec/FORMAT.md §13), rank 0 writing the manifest once every shard has

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* batch.c - fixed-size and token-budget batching (fairseq's batch_by_size). */
 #include "internal.h"
 #include "batch_internal.h"

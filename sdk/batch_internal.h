@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* batch_internal.h - the batch builder shared by batch.c and bucket.c; not installed. */
 #ifndef SS_BATCH_INTERNAL_H
 #define SS_BATCH_INTERNAL_H

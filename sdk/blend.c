@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* blend.c - several sources read in chosen proportions (Megatron's greedy
  * blending); see the blending section of sampler.h. */
 #include "internal.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* bucket.c - precomputed bucket indices: a length-sorted permutation with
  * bucket boundaries, stored as the attribute ss.bucket.<name> and used
  * zero-copy from the map (layout in spec/FORMAT.md, "Bucket indices"). */

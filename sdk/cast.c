@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* cast.c - element type casts: saturating integers, round-to-nearest-
  * even floats, IEEE binary16 and bfloat16, per-channel affine maps. */
 #include "cast.h"
@@ -10,6 +11,7 @@
 #endif
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -388,8 +390,8 @@ void ss__affine_free(ss__affine *a) {
     memset(a, 0, sizeof *a);
 }
 
-void ss__cast(void *dst, ss_dtype dst_dtype, const void *src, ss_dtype src_dtype,
-                 uint64_t n_rows, uint64_t row_elements, const ss__affine *a) {
+void ss__cast(void *dst, ss_dtype dst_dtype, const void *src, ss_dtype src_dtype, uint64_t n_rows,
+              uint64_t row_elements, const ss__affine *a) {
     size_t n = (size_t)(n_rows * row_elements);
     if (n == 0) return;
     if (a) {
@@ -411,8 +413,8 @@ void ss__cast(void *dst, ss_dtype dst_dtype, const void *src, ss_dtype src_dtype
 }
 
 int ss_cast_rows(void *dst, ss_dtype dst_dtype, const void *src, ss_dtype src_dtype,
-                    uint64_t n_rows, uint64_t row_elements, const double *scale,
-                    const double *offset) {
+                 uint64_t n_rows, uint64_t row_elements, const double *scale,
+                 const double *offset) {
     if (!ss__dtype_valid(dst_dtype))
         return ss__fail(SS_EINVAL, "ss_cast_rows: unknown destination dtype %d", (int)dst_dtype);
     if (!ss__dtype_valid(src_dtype))
@@ -469,4 +471,92 @@ void ss__fill(void *dst, const void *elem, size_t size, uint64_t n) {
 
 void ss__scalar_to(void *dst, ss_dtype dtype, double value) {
     ss__cast(dst, dtype, &value, SS_F64, 1, 1, NULL);
+}
+
+/* ------------------------------------------------------- exact scalars */
+
+/* An integer as sign and magnitude, so int64 and uint64 values compare
+ * without overflow. */
+typedef struct {
+    int neg;
+    uint64_t mag;
+} int_value;
+
+static int int_fits(ss_dtype dtype, int_value v) {
+    unsigned bits = 8 * (unsigned)ss_dtype_size(dtype);
+    int is_signed = dtype == SS_I8 || dtype == SS_I16 || dtype == SS_I32 || dtype == SS_I64;
+    uint64_t max = is_signed    ? (UINT64_C(1) << (bits - 1)) - 1
+                   : bits == 64 ? UINT64_MAX
+                                : (UINT64_C(1) << bits) - 1;
+    if (!v.neg) return v.mag <= max;
+    if (v.mag == 0) return 1;
+    return is_signed && v.mag <= max + 1;
+}
+
+/* Store an in-range integer: two's complement, native byte order. */
+static void int_store(void *dst, ss_dtype dtype, int_value v) {
+    uint64_t bits = v.neg ? 0 - v.mag : v.mag;
+    switch (ss_dtype_size(dtype)) {
+    case 1:
+        *(uint8_t *)dst = (uint8_t)bits;
+        break;
+    case 2: {
+        uint16_t x = (uint16_t)bits;
+        memcpy(dst, &x, 2);
+    } break;
+    case 4: {
+        uint32_t x = (uint32_t)bits;
+        memcpy(dst, &x, 4);
+    } break;
+    default:
+        memcpy(dst, &bits, 8);
+    }
+}
+
+static int is_int_dtype(ss_dtype d) {
+    return d >= SS_U8 && d <= SS_I64;
+}
+
+int ss__scalar_exact(void *dst, ss_dtype dtype, ss_value_kind kind, double f, int64_t i,
+                     uint64_t u) {
+    if (kind == SS_VALUE_F64 && !is_int_dtype(dtype)) {
+        ss__scalar_to(dst, dtype, f); /* float to float: rounded, as any cast */
+        return 0;
+    }
+    int_value v = {0, 0};
+    if (kind == SS_VALUE_I64) {
+        v.neg = i < 0;
+        v.mag = v.neg ? 0 - (uint64_t)i : (uint64_t)i;
+    } else if (kind == SS_VALUE_U64) {
+        v.mag = u;
+    } else if (kind == SS_VALUE_F64) {
+        /* 2^64 is exactly representable; everything below it converts. */
+        if (!isfinite(f) || f != trunc(f) || fabs(f) >= 18446744073709551616.0) return SS_ERANGE;
+        v.neg = f < 0;
+        v.mag = (uint64_t)fabs(f);
+    } else {
+        return SS_ERANGE;
+    }
+    if (is_int_dtype(dtype)) {
+        if (!int_fits(dtype, v)) return SS_ERANGE;
+        int_store(dst, dtype, v);
+        return 0;
+    }
+    /* An integer into a float dtype: exact when it comes back unchanged. */
+    double d = v.neg ? -(double)v.mag : (double)v.mag, back;
+    if (fabs(d) >= 18446744073709551616.0 || (uint64_t)fabs(d) != v.mag) return SS_ERANGE;
+    ss__scalar_to(dst, dtype, d);
+    ss__cast(&back, SS_F64, dst, dtype, 1, 1, NULL);
+    return back == d ? 0 : SS_ERANGE;
+}
+
+void ss__scalar_print(char *buf, size_t cap, ss_value_kind kind, double f, int64_t i, uint64_t u) {
+    if (kind == SS_VALUE_I64)
+        snprintf(buf, cap, "%lld", (long long)i);
+    else if (kind == SS_VALUE_U64)
+        snprintf(buf, cap, "%llu", (unsigned long long)u);
+    else if (kind == SS_VALUE_F64)
+        snprintf(buf, cap, "%.17g", f);
+    else
+        snprintf(buf, cap, "(unknown value kind %d)", (int)kind);
 }

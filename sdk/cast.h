@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* cast.h - element type casts shared by the collator and the
  * streams; not installed. */
 #ifndef SS_CAST_H
@@ -38,5 +39,15 @@ void ss__fill(void *dst, const void *elem, size_t size, uint64_t n);
 
 /* Convert one double to one element of `dtype` (as ss_cast_rows from f64). */
 void ss__scalar_to(void *dst, ss_dtype dtype, double value);
+
+/* One element of `dtype` at dst from the value `kind` selects among f, i
+ * and u (see ss_value_kind): 0, or SS_ERANGE when it has no exact element
+ * (an integer dtype needs an integer in range; a float dtype, an integer
+ * that converts exactly, or any double, which is rounded). */
+int ss__scalar_exact(void *dst, ss_dtype dtype, ss_value_kind kind, double f, int64_t i,
+                     uint64_t u);
+
+/* The value `kind` selects, printed for an error message ("-1", "2.5"). */
+void ss__scalar_print(char *buf, size_t cap, ss_value_kind kind, double f, int64_t i, uint64_t u);
 
 #endif

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* collate.c - padded and packed collation with dtype conversion, OpenMP-
  * parallel over pieces of rows.
  *
@@ -35,8 +36,8 @@ typedef struct cfield {
     uint64_t out_rb; /* output bytes per row */
     int affine;
     ss__affine aff;
-    _Alignas(8) unsigned char pad_elem[8]; /* one element of the output dtype */
-    ss_dtype mask_dtype; /* of the mask elements; 0: no mask */
+    _Alignas(8) unsigned char pad_elem[8];             /* one element of the output dtype */
+    ss_dtype mask_dtype;                               /* of the mask elements; 0: no mask */
     _Alignas(8) unsigned char mask_on[8], mask_off[8]; /* written as int64_t, double... */
     /* library-owned outputs */
     void *data, *mask;
@@ -192,12 +193,18 @@ static uint64_t mask_elem(const cfield *f) {
 
 int ss__collate_field_read(ss_collate_field *dst, const ss_collate_field *fields, uint32_t k) {
     unsigned v = fields[0].version;
-    if (v != SS_COLLATE_FIELD_VERSION && v != 1)
+    if (v < 1 || v > SS_COLLATE_FIELD_VERSION)
         return ss__fail(SS_EINVAL,
                         "collate field: version %u is not 1..%u (use SS_COLLATE_FIELD_INIT)", v,
                         SS_COLLATE_FIELD_VERSION);
-    /* A version-1 struct ends at in_dims: that is its size in the array. */
-    size_t size = v == 1 ? offsetof(ss_collate_field, mask_dtype) : sizeof *fields;
+    /* An older struct ends where its version ended, rounded up to the
+     * struct's alignment as its compiler did: that is its size in the array
+     * (version 1 at in_dims, version 2 at mask_dtype). */
+    size_t align = _Alignof(ss_collate_field);
+    size_t end = v == 1   ? offsetof(ss_collate_field, mask_dtype)
+                 : v == 2 ? offsetof(ss_collate_field, pad_kind)
+                          : sizeof *fields;
+    size_t size = (end + align - 1) / align * align;
     const ss_collate_field *src = (const void *)((const char *)fields + (size_t)k * size);
     if (src->version != v)
         return ss__fail(SS_EINVAL, "collate field %u: version %u, but field 0 has version %u", k,
@@ -287,7 +294,15 @@ static int field_setup(ss_collator *c, cfield *f, const ss_collate_field *o) {
     }
     f->o.scale = f->o.offset = NULL; /* not kept: the affine map holds copies */
     f->o.scale_attr = f->o.offset_attr = NULL;
-    ss__scalar_to(f->pad_elem, f->dst_dtype, o->pad_value);
+    if (ss__scalar_exact(f->pad_elem, f->dst_dtype, o->pad_kind, o->pad_value, o->pad_i64,
+                         o->pad_u64)) {
+        char v[64];
+        ss__scalar_print(v, sizeof v, o->pad_kind, o->pad_value, o->pad_i64, o->pad_u64);
+        return ss__fail(SS_EINVAL, "collate field '%s': pad %s has no exact %s value (%s)", f->name,
+                        v, ss_dtype_name(f->dst_dtype),
+                        (unsigned)o->pad_kind > SS_VALUE_U64 ? "unknown pad_kind"
+                                                             : "give a pad the output dtype holds");
+    }
     return 0;
 }
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* loader.c - the prefetching loader (see seqstore/loader.h).
  *
  * The consumer side (the caller's thread) computes the epoch's batch list

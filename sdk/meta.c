@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* meta.c - typed metadata (see seqstore/meta.h): attribute values read with
  * their type and size checked, line lists (vocabularies, class names), the
  * sample rate and durations in seconds. */

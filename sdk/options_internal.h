@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* options_internal.h - reading versioned options structs (not installed).
  *
  * The rule (seqstore.h, "Options"): a function reads only the fields of the

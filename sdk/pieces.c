@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* pieces.c - the piece splitter and the lane assembler (truncated BPTT). */
 #include "internal.h"
 #include "rng.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* rank_env.c - rank and world size from the launcher's environment
  * (torchrun, Open MPI, Slurm); see ss_rank_from_env() in sampler.h. */
 #include "internal.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* rng.c - counter-based random numbers (see rng.h). */
 #include "rng.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* rng.h - the library's deterministic, counter-based random numbers; not installed.
  *
  * Every random decision in seqstore (shuffles, sampling, augmentation) is a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* sampler.c - epoch orders over a selection, sharded over ranks and workers,
  * deterministic per (seed, epoch) and resumable (see seqstore/sampler.h). */
 #include "internal.h"

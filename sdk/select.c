@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* select.c - selections (sorted disjoint index ranges), k-fold splits, length
  * filters and named splits stored as attributes. */
 #include "internal.h"

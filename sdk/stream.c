@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* stream.c - B parallel streams over the flat stream of one field, for
  * language modelling (torchnet's SequenceBatchDataset + TargetNextDataset).
  *
@@ -9,6 +10,7 @@
 #include "internal.h"
 
 #include <omp.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -75,15 +77,40 @@ static int setup_layout(ss_stream *st) {
     return 0;
 }
 
+/* <eos> and pad must have exact elements of the output dtype (ss_value_kind). */
+static int check_values(const ss_stream_options *o, ss_dtype dtype, const char *name) {
+    _Alignas(8) unsigned char e[8];
+    char v[64];
+    if (ss__scalar_exact(e, dtype, o->eos_kind, o->eos_value, o->eos_i64, o->eos_u64)) {
+        ss__scalar_print(v, sizeof v, o->eos_kind, o->eos_value, o->eos_i64, o->eos_u64);
+        return ss__fail(SS_EINVAL, "stream field '%s': <eos> %s has no exact %s value", name, v,
+                        ss_dtype_name(dtype));
+    }
+    if (ss__scalar_exact(e, dtype, o->pad_kind, o->pad_value, o->pad_i64, o->pad_u64)) {
+        ss__scalar_print(v, sizeof v, o->pad_kind, o->pad_value, o->pad_i64, o->pad_u64);
+        return ss__fail(SS_EINVAL, "stream field '%s': pad %s has no exact %s value", name, v,
+                        ss_dtype_name(dtype));
+    }
+    return 0;
+}
+
 int ss_stream_create(ss_stream **out, const ss_store *s, uint32_t field,
                      const ss_stream_options *options) {
     if (!out) return ss__fail(SS_EINVAL, "ss_stream_create: out is NULL");
     *out = NULL;
     if (!s || !options) return ss__fail(SS_EINVAL, "ss_stream_create: NULL store or options");
-    const ss_stream_options *o = options;
-    if (o->version != SS_STREAM_OPTIONS_VERSION)
-        return ss__fail(SS_EINVAL, "stream: options version %u is not %u", o->version,
+    /* Read by version (seqstore.h, "Options"): version 1 ended at
+     * parallel_bytes; later fields keep their INIT values. */
+    ss_stream_options opt = SS_STREAM_OPTIONS_INIT;
+    if (options->version == 1)
+        memcpy(&opt, options, offsetof(ss_stream_options, eos_kind));
+    else if (options->version == SS_STREAM_OPTIONS_VERSION)
+        opt = *options;
+    else
+        return ss__fail(SS_EINVAL, "stream: options version %u is not 1..%u", options->version,
                         SS_STREAM_OPTIONS_VERSION);
+    opt.version = SS_STREAM_OPTIONS_VERSION;
+    const ss_stream_options *o = &opt;
     ss_field info;
     int rc = ss_field_info(&info, s, field);
     if (rc) return ss__context(rc, "stream");
@@ -114,6 +141,8 @@ int ss_stream_create(ss_stream **out, const ss_store *s, uint32_t field,
                             "has %llu examples)",
                             info.name, (unsigned long long)j, (unsigned long long)o->examples[j],
                             (unsigned long long)count);
+    rc = check_values(o, o->dtype ? o->dtype : info.dtype, info.name);
+    if (rc) return rc;
     uint64_t B = o->batch, T = o->steps;
     if (B > ((uint64_t)1 << 32) || T > ((uint64_t)1 << 32) || B * T > ((uint64_t)1 << 36))
         return ss__fail(SS_EINVAL, "stream field '%s': batch x steps = %llu x %llu is too large",
@@ -171,10 +200,10 @@ int ss_stream_create(ss_stream **out, const ss_store *s, uint32_t field,
     }
     st->vstart[st->n_ex] = acc;
     st->N = acc;
-    unsigned char e1[8], p1[8];
+    _Alignas(8) unsigned char e1[8], p1[8];
     size_t es = ss_dtype_size(st->dst_dtype);
-    ss__scalar_to(e1, st->dst_dtype, o->eos_value);
-    ss__scalar_to(p1, st->dst_dtype, o->pad_value);
+    ss__scalar_exact(e1, st->dst_dtype, o->eos_kind, o->eos_value, o->eos_i64, o->eos_u64);
+    ss__scalar_exact(p1, st->dst_dtype, o->pad_kind, o->pad_value, o->pad_i64, o->pad_u64);
     ss__fill(st->eos_row, e1, es, st->row_el);
     ss__fill(st->pad_row, p1, es, st->row_el);
     setup_layout(st);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* transform.c - transform pipelines, the random numbers handed to transforms,
  * and example helpers (see seqstore/transform.h). */
 #include "internal.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* transform_builtin.c - the built-in transforms (see seqstore/transform.h):
  * standardisation, random crop, Gaussian noise, token masking, token
  * dropout, label remapping. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* window.c - the stateful window reader: sequences, lanes, epochs and the
  * hidden-state carry (truncated BPTT over long signals such as EEG).
  * Collation is in window_batch.c, save/restore in window_save.c. */

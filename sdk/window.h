@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* window.h - the window reader's internals, shared by window.c (bookkeeping),
  * window_batch.c (collation) and window_save.c (save/restore); not installed. */
 #ifndef SS_WINDOW_H

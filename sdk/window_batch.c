@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* window_batch.c - collation of the window reader's batches: the windows are
  * zero-copy slices of the store, converted (dtype, per-channel gain/offset)
  * into [B][W][C] or [W][B][C] with OpenMP; plus the hidden-state gather,

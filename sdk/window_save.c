@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* window_save.c - save and restore a window reader's position (and hidden
  * states) as a little-endian blob of 64-bit words:
  *   magic, version, flags, fingerprint[12], position[9], lane_seq[B],

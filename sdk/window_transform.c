@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* window_transform.c - transforms in the window reader (see "Transforms" in
  * seqstore/bptt.h): per-window transforms on a per-lane copy of each window,
  * in parallel over the lanes, before the collation; per-batch transforms on

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 # completion_test.sh COMPLETION CLI - the bash completion offers commands, kinds and options.
 set -e
 source "$1"

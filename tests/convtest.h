@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* convtest.h - helpers shared by the jsonl, SentencePiece and Megatron
  * converter tests: paths in the test directory, whole-file I/O, running the
  * CLI or another program with its stderr captured. Include once per test. */

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-2-Clause
 """readme_commands.py BUILD_DIR SOURCE_DIR MARKDOWN... - run every shell command
 of README.md and examples/README.md as written, and fail on any that does not
 run.

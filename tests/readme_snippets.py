@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-2-Clause
 """readme_snippets.py CC INCLUDE_DIR MARKDOWN... - compile every ```c block of the
 given Markdown files, so README's code never drifts from the API.
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_batch.c - fixed-size batching with remainder policies, token-budget
  * batching against a plain transcription of fairseq's batch_by_size_fast
  * (without a batch multiple, where it keeps its budget) and against a naive

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_blend.c - ss_blend: after every n of 100,000 samples each source has
  * given within one sample of w_j * n (against a naive recount); each source
  * epoch is a permutation; deterministic for a seed; a state saved mid-blend

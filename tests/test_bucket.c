@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_bucket.c - bucket indices: hand-written cases (one key, resolution 2;
  * two keys), random builds against a naive sort, stored and reopened
  * zero-copy, bucket-sorted orders and within-bucket batches, a stale index

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_cast.c - ss_cast_rows: f16/bf16 bit patterns, saturation,
  * rounding, affine maps, every dtype pair against a plain reference. */
 #include "seqstore.h"

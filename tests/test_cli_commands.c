@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_cli_commands.c - the read and edit commands of the built CLI (SS_CLI):
  * strict numeric options, ranges at the int64 limits, valid JSON and UTF-8
  * whatever the bytes of a store, and the messages users read. */

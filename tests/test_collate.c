@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_collate.c - the collator against a naive reference (one loop over rows
  * and steps) over random schemas, spans, dtypes and options at 1, 2 and 4
  * threads; small cases written out by hand; bad parameters; rows given in
@@ -39,7 +40,12 @@ static void reference_rows(const ss_collate_field *o, const ss_field *field,
     uint64_t E = row_elements(&info), esz = ss_dtype_size(out), orb = E * esz;
     uint64_t irb = E * ss_dtype_size(info.dtype);
     unsigned char pad[8];
-    CHECK_OK(ss_cast_rows(pad, out, &o->pad_value, SS_F64, 1, 1, NULL, NULL));
+    if (o->pad_kind == SS_VALUE_I64)
+        CHECK_OK(ss_cast_rows(pad, out, &o->pad_i64, SS_I64, 1, 1, NULL, NULL));
+    else if (o->pad_kind == SS_VALUE_U64)
+        CHECK_OK(ss_cast_rows(pad, out, &o->pad_u64, SS_U64, 1, 1, NULL, NULL));
+    else
+        CHECK_OK(ss_cast_rows(pad, out, &o->pad_value, SS_F64, 1, 1, NULL, NULL));
     const unsigned char *src[512];
     uint64_t len[512], longest = 0, total = 0;
     for (size_t i = 0; i < n; i++) {
@@ -252,6 +258,20 @@ static void make_random_store(rstore *rs, const char *name, uint64_t *rng) {
     CHECK_OK(ss_open(&rs->s, ss_test_path(name), 0));
 }
 
+/* A pad the output dtype holds exactly, given as any of the value kinds
+ * that can express it. */
+static void random_pad(ss_collate_field *o, ss_dtype out, uint64_t *rng) {
+    int integer = out >= SS_U8 && out <= SS_I64;
+    int is_unsigned = out == SS_U8 || out == SS_U16 || out == SS_U32 || out == SS_U64;
+    int v = (int)(ss_test_rand(rng) % 9) - 4;
+    if (is_unsigned && v < 0) v = -v;
+    o->pad_kind = integer ? (ss_value_kind)(ss_test_rand(rng) % 3) : SS_VALUE_F64;
+    if (o->pad_kind == SS_VALUE_U64 && v < 0) o->pad_kind = SS_VALUE_I64;
+    o->pad_value = integer ? v : v * 1.5;
+    o->pad_i64 = v;
+    o->pad_u64 = (uint64_t)(v < 0 ? 0 : v);
+}
+
 static void random_field(ss_collate_field *o, const rstore *rs, int f, uint64_t *rng, double *sc,
                          double *of) {
     ss_collate_field d = SS_COLLATE_FIELD_INIT;
@@ -259,7 +279,7 @@ static void random_field(ss_collate_field *o, const rstore *rs, int f, uint64_t 
     o->field = (uint32_t)f;
     o->dtype = ss_test_rand(rng) % 4 == 0 ? (ss_dtype)0 : all_dtypes[ss_test_rand(rng) % 12];
     o->layout = (ss_layout)(ss_test_rand(rng) % 3);
-    o->pad_value = (double)((int)(ss_test_rand(rng) % 9) - 4) * 1.5;
+    random_pad(o, o->dtype ? o->dtype : rs->fields[f].dtype, rng);
     o->pad_left = ss_test_rand(rng) % 2;
     int packed = o->layout == SS_LAYOUT_PACKED;
     o->pad_to_multiple = packed ? 0 : (uint64_t[]){0, 1, 3, 8}[ss_test_rand(rng) % 4];
@@ -950,6 +970,103 @@ static void test_channels_first(void) {
     printf("channels-first: %d cases\n", cases);
 }
 
+/* Issue 10 item 16: integer pads. INT64_MIN + 1 and UINT64_MAX have no
+ * double (a double pad would have been rounded to -2^63 and 2^64, then
+ * saturated); as integers they pad exactly. A pad the output dtype cannot
+ * hold is refused, never wrapped, saturated or rounded. */
+static void test_integer_pads(void) {
+    ss_store *s = token_store();
+    ss_span two[2] = {{0, 0, SS_SPAN_END}, {1, 0, SS_SPAN_END}}; /* lengths 3 and 1 */
+    ss_collator *c;
+    ss_collate_field o = SS_COLLATE_FIELD_INIT;
+    o.field = 0; /* tok */
+    o.dtype = SS_I64;
+    o.pad_kind = SS_VALUE_I64;
+    o.pad_i64 = INT64_MIN + 1;
+    const ss_collated *r = collate1(s, &o, two, 2, &c);
+    check_i64(r->data, (const int64_t[]){1, 2, 3, 4, INT64_MIN + 1, INT64_MIN + 1}, 6);
+    ss_collator_free(c);
+
+    o.dtype = SS_U64;
+    o.pad_kind = SS_VALUE_U64;
+    o.pad_u64 = UINT64_MAX - 1;
+    r = collate1(s, &o, two, 2, &c);
+    uint64_t got[6];
+    memcpy(got, r->data, sizeof got);
+    CHECK(got[0] == 1 && got[3] == 4 && got[4] == UINT64_MAX - 1 && got[5] == UINT64_MAX - 1);
+    ss_collator_free(c);
+
+    o.dtype = SS_F32; /* an integer a float holds exactly */
+    o.pad_kind = SS_VALUE_I64;
+    o.pad_i64 = -(INT64_C(1) << 24);
+    r = collate1(s, &o, two, 2, &c);
+    float pf;
+    memcpy(&pf, (const unsigned char *)r->data + 4 * 4, 4);
+    CHECK(pf == -16777216.0f);
+    ss_collator_free(c);
+
+    /* refused: each names the pad and the dtype */
+    static const struct {
+        ss_dtype dtype;
+        ss_value_kind kind;
+        double f;
+        int64_t i;
+        uint64_t u;
+        const char *text;
+    } bad[] = {
+        {SS_U16, SS_VALUE_F64, -1, 0, 0, "pad -1 has no exact u16"},
+        {SS_I32, SS_VALUE_F64, 1.5, 0, 0, "pad 1.5 has no exact i32"},
+        {SS_I64, SS_VALUE_F64, NAN, 0, 0, "no exact i64"},
+        {SS_U8, SS_VALUE_U64, 0, 0, 256, "pad 256 has no exact u8"},
+        {SS_I8, SS_VALUE_I64, 0, -129, 0, "pad -129 has no exact i8"},
+        {SS_I64, SS_VALUE_U64, 0, 0, UINT64_C(1) << 63, "pad 9223372036854775808 has no exact i64"},
+        {SS_U64, SS_VALUE_I64, 0, -1, 0, "pad -1 has no exact u64"},
+        {SS_F32, SS_VALUE_I64, 0, (INT64_C(1) << 24) + 1, 0, "pad 16777217 has no exact f32"},
+        {SS_F64, SS_VALUE_U64, 0, 0, UINT64_MAX, "pad 18446744073709551615 has no exact f64"},
+        {SS_BF16, SS_VALUE_I64, 0, 257, 0, "pad 257 has no exact bf16"},
+        {SS_I64, (ss_value_kind)7, 0, 0, 0, "unknown pad_kind"},
+    };
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        o.dtype = bad[k].dtype;
+        o.pad_kind = bad[k].kind;
+        o.pad_value = bad[k].f;
+        o.pad_i64 = bad[k].i;
+        o.pad_u64 = bad[k].u;
+        CHECK_RC(ss_collator_create(&c, s, &o, 1, NULL), SS_EINVAL);
+        if (!strstr(ss_error_message(), bad[k].text))
+            fprintf(stderr, "case %zu: %s\n", k, ss_error_message());
+        CHECK(strstr(ss_error_message(), bad[k].text) != NULL);
+        CHECK(strstr(ss_error_message(), "'tok'") != NULL);
+    }
+    /* the edges that fit are accepted */
+    static const struct {
+        ss_dtype dtype;
+        ss_value_kind kind;
+        double f;
+        int64_t i;
+        uint64_t u;
+    } good[] = {
+        {SS_U8, SS_VALUE_U64, 0, 0, 255},
+        {SS_I8, SS_VALUE_I64, 0, -128, 0},
+        {SS_U64, SS_VALUE_U64, 0, 0, UINT64_MAX},
+        {SS_I64, SS_VALUE_I64, 0, INT64_MIN, 0},
+        {SS_I64, SS_VALUE_F64, -9223372036854775808.0, 0, 0},
+        {SS_F32, SS_VALUE_F64, NAN, 0, 0},
+        {SS_F16, SS_VALUE_I64, 0, 2048, 0},
+        {SS_U16, SS_VALUE_F64, 65535, 0, 0},
+    };
+    for (size_t k = 0; k < sizeof good / sizeof good[0]; k++) {
+        o.dtype = good[k].dtype;
+        o.pad_kind = good[k].kind;
+        o.pad_value = good[k].f;
+        o.pad_i64 = good[k].i;
+        o.pad_u64 = good[k].u;
+        CHECK_OK(ss_collator_create(&c, s, &o, 1, NULL));
+        ss_collator_free(c);
+    }
+    ss_close(s);
+}
+
 int main(void) {
     test_by_hand();
     test_gain_attr();
@@ -959,6 +1076,7 @@ int main(void) {
     test_rows();
     test_mask_dtype();
     test_channels_first();
+    test_integer_pads();
     printf("test_collate: ok\n");
     return 0;
 }

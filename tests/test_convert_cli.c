@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_convert_cli.c - `seqstore convert lines|text|parallel` end to end: runs
  * the built CLI (SS_CLI) and checks every store against an independent, plain
  * reading of the source files. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_convert_edf.c - `seqstore convert edf` against EDFlib.
  *
  * The recordings are written here with EDFlib's writer (21 channels at

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_convert_idx.c - the IDX header parser and `seqstore convert idx`.
  *
  * Real data: Debian's dataset-fashion-mnist, checked image by image against an

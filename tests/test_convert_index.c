@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_convert_index.c - `seqstore convert ... --index-by FIELDS --index-resolution R
  * [--index-name NAME]`: the bucket index written by a conversion is the same
  * (byte for byte) as `seqstore index` run afterwards, and the same as a plain

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_convert_jsonl.c - `seqstore convert jsonl` end to end: JSON lines
  * written here with an escaper of our own (raw UTF-8 and \u escapes,
  * surrogate pairs) are converted by the CLI, and every field of every example

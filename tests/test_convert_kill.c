@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_convert_kill.c - integrity at the converter's edges (issue 9).
  *
  * 1. A killed `--append` resumed with `--resume` ends identical (every

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_convert_megatron.c - `convert megatron` and `export megatron` against
  * tests/megatron/megatron_ref.py, an independent numpy writer and reader of
  * the published MMIDIDX layout: every dtype read back exactly, the round trip

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_convert_npy.c - the .npy header parser and `seqstore convert npy`.
  *
  * The test writes its own .npy files (versions 1-3, both byte orders) with a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_convert_resume.c - interrupted `seqstore convert idx|npy|edf`: a
  * conversion SIGKILLed part way (SS_TEST_KILL_AFTER=N makes the converter kill
  * itself after N appended examples) leaves a store that readers refuse, whose

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_convert_shard.c - `seqstore convert KIND ... --shard K/N`: for
  * N = 1, 2, 3, 7 the shards, assembled in order, hold exactly the examples
  * (and attributes, vocabulary included) of a single-process conversion:

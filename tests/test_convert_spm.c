@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_convert_spm.c - `--tokenizer spm:MODEL` for `convert text`, `jsonl` and
  * `parallel`: models trained here on fortunes with spm_train (Debian's
  * sentencepiece), and every stored id compared with what `spm_encode

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_convert_text.c - the pieces of the text converters: strict UTF-8
  * decoding, vocabularies, and the block-parallel text engine (whose output
  * must not depend on how the input is cut into blocks). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_dataset.c - a dataset of shards (spec/FORMAT.md §13) opened with
  * ss_open() as one store: `seqstore convert --shard K/N` + `seqstore dataset
  * build`, then every reading function against the single-process store

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_dataset_manifest.c - the dataset manifest (spec/FORMAT.md §13):
  * format/parse round trips, golden inputs that must fail with a given code
  * and message, the file's atomic write and read, and the shard checks

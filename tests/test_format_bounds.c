@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_format_bounds.c - a header (or progress record) whose checksum is
  * valid but whose counts are absurd: every reader and the writer refuse it
  * with SS_ECORRUPT naming the field, before it sizes an allocation or indexes

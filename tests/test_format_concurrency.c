@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_format_concurrency.c - several threads (sharing one open store and
  * opening their own) and several processes read one store while another
  * process appends to it. Readers opened before the append keep their

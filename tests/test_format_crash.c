@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_format_crash.c - a writer killed with SIGKILL at random moments never
  * leaves a store that lies: it opens complete with an earlier finished state,
  * or is refused as incomplete; its committed prefix reads back exactly, and

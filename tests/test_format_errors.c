@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_format_errors.c - bad input gives its specific error, never a crash:
  * non-store files, empty and truncated files, flipped bytes found by verify,
  * a newer format version, an incomplete store, bad names and indices, bad

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_format_flip.c - the flip campaign: single-byte and single-bit flips in
  * every region of a small store (LMDB meta, branch and leaf pages, the free
  * DB's pages, overflow pages holding the header, attributes, index segments

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_format_full.c - a disk that fills up while writing: SS_EFULL with a
  * message that says so ("disk full (No space left on device)") and what is
  * left behind, never LMDB's bare "Input/output error"; the store left behind

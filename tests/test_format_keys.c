@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_format_keys.c - checksums bound to keys (format version 2) and what
  * version 1 still guarantees; the attribute walk refusing a damaged B-tree;
  * verify naming each damaged block. The store files are edited below LMDB:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_format_remap.c - the file outgrows a reader's map while it reads.
  *
  * One process holds a store open (several handles, several threads reading)

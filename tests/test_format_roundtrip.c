@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_format_roundtrip.c - random schemas written, read back byte for byte,
  * reopened, appended to and read again; the flat view against a naive
  * concatenation. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_format_verify_read.c - SS_OPEN_VERIFY: verification on first touch.
  *
  * One byte of one data chunk is flipped in a stored file. A plain open hands

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_loader.c - the prefetching loader against a naive loop (sampler ->
  * batches -> ss_get -> pad by hand); determinism over worker threads and
  * prefetch depths; resume mid-epoch; sharding; token-budget and bucket modes;
@@ -677,7 +678,7 @@ static void test_options_versions(const ss_store *s) {
     ss_collate_field cf[2] = {SS_COLLATE_FIELD_INIT, SS_COLLATE_FIELD_INIT};
     cf[0].field = 2; /* label */
     cf[1].field = 0; /* tok */
-    cf[1].pad_value = -1;
+    cf[1].pad_value = 7;
     ss_loader_options o = SS_LOADER_OPTIONS_INIT;
     o.sampler = &so;
     o.batch = &bo;
@@ -729,6 +730,21 @@ static void test_options_versions(const ss_store *s) {
     ss_collator_free(c);
     ((ss_collate_field *)(void *)(arr + f1))->version = 2; /* mixed versions */
     CHECK_RC(ss_collator_create(&c, s, o.fields, 2, NULL), SS_EINVAL);
+    munmap(map, map_len);
+    /* version 2 (before integer pads): stride = the version-2 size, which its
+     * compiler rounded up to the struct's alignment (8) after mask_dtype */
+    size_t f2 = (offsetof(ss_collate_field, pad_kind) + 7) / 8 * 8;
+    CHECK(f2 > offsetof(ss_collate_field, pad_kind)); /* the padding is real */
+    arr = at_page_end(&map, &map_len, 2 * f2);
+    for (int k = 0; k < 2; k++) {
+        memcpy(arr + k * f2, &cf[k], f2);
+        ((ss_collate_field *)(void *)(arr + k * f2))->version = 2;
+    }
+    o.fields = (const ss_collate_field *)(void *)arr;
+    CHECK_EQ_U64(epoch_indices(s, &o, got), N);
+    CHECK(memcmp(want, got, sizeof want) == 0);
+    CHECK_OK(ss_collator_create(&c, s, o.fields, 2, NULL));
+    ss_collator_free(c);
     munmap(map, map_len);
     o.fields = cf;
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_meta.c - typed metadata (seqstore/meta.h) with known values: typed
  * attribute getters and their type, size and range checks; vocabularies and
  * class names as line lists; the sample rate and seconds to samples; the

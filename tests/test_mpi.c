@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_mpi.c - `mpirun --oversubscribe -n 4 seqstore-mpi convert ...`: the
  * dataset's shards hold exactly the single-process conversion's examples and
  * vocabulary; a rank killed mid-way (SIGKILL) fails the job and leaves no

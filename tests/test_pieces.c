@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_pieces.c - the piece splitter (hand-written flag tables and a naive
  * reference) and the lane assembler (pieces of one example in consecutive
  * batches, same row; every piece once per epoch). */

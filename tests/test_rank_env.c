@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_rank_env.c - ss_rank_from_env(): torchrun, Open MPI and Slurm
  * variables in that order, explicit values winning, errors naming the
  * variables; and `seqstore convert --shard auto` taking K/N from them. */

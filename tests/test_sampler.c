@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_sampler.c - samplers: orders against naive models, sharding covers and
  * is disjoint, elastic determinism of global steps, resume equals
  * uninterrupted, replacement/weighted distributions, block shuffle, errors. */

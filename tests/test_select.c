@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_select.c - selections: parsing (hand-written cases and errors), index
  * lookup against a naive bitmap, k-fold cover/disjointness, the length filter
  * against a naive filter, named splits in a store and the `split` CLI. */

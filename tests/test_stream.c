@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_stream.c - parallel streams: 1..10 in 3 streams written out by hand,
  * random stores, options and thread counts against a naive reference built
  * from a plain concatenation, and bad parameters. */
@@ -5,6 +6,7 @@
 #include "testutil.h"
 
 #include <stdlib.h>
+#include <stddef.h>
 #include <string.h>
 
 static const ss_dtype all_dtypes[] = {SS_U8,  SS_I8,  SS_U16, SS_I16, SS_U32, SS_I32,
@@ -17,8 +19,11 @@ static const ss_dtype all_dtypes[] = {SS_U8,  SS_I8,  SS_U16, SS_I16, SS_U32, SS
 static ss_store *ten_store(void) {
     ss_field fields[2] = {{"tok", SS_I32, 1, 0, {0}}, {"label", SS_U8, 0, 0, {0}}};
     ss_schema schema = {2, fields};
+    static int made; /* a new file per call */
+    char name[32];
+    snprintf(name, sizeof name, "ten%d.ss", made++);
     ss_writer *w;
-    CHECK_OK(ss_writer_create(&w, ss_test_path("ten.ss"), &schema, NULL));
+    CHECK_OK(ss_writer_create(&w, ss_test_path(name), &schema, NULL));
     int32_t v[10] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
     uint64_t first[4] = {0, 3, 7, 7}, len[4] = {3, 4, 0, 3};
     for (int i = 0; i < 4; i++) {
@@ -29,7 +34,7 @@ static ss_store *ten_store(void) {
     CHECK_OK(ss_writer_finish(w));
     ss_writer_free(w);
     ss_store *s;
-    CHECK_OK(ss_open(&s, ss_test_path("ten.ss"), 0));
+    CHECK_OK(ss_open(&s, ss_test_path(name), 0));
     return s;
 }
 
@@ -263,7 +268,11 @@ static void test_random(void) {
             o.eos = ss_test_rand(&rng) % 2;
             o.eos_value = (double)(ss_test_rand(&rng) % 7);
             o.tail = (ss_stream_tail)(ss_test_rand(&rng) % 3);
-            o.pad_value = -3;
+            ss_dtype pad_out = o.dtype ? o.dtype : r.f.dtype;
+            o.pad_value =
+                pad_out == SS_U8 || pad_out == SS_U16 || pad_out == SS_U32 || pad_out == SS_U64
+                    ? 3
+                    : -3;
             o.parallel_bytes = trial == 1 ? 1 : 0; /* small batches in parallel too */
             uint64_t sel[100];
             if (ss_test_rand(&rng) % 2) {
@@ -365,7 +374,7 @@ static void test_random(void) {
 
 static void test_errors(void) {
     ss_store *s;
-    CHECK_OK(ss_open(&s, ss_test_path("ten.ss"), 0));
+    CHECK_OK(ss_open(&s, ss_test_path("ten0.ss"), 0));
     ss_stream *st = (ss_stream *)1;
     ss_stream_options o = SS_STREAM_OPTIONS_INIT;
     o.batch = 2;
@@ -410,11 +419,72 @@ static void test_errors(void) {
     ss_close(s);
 }
 
+/* Issue 10 item 16: <eos> and pad as integers (every uint64 value; a
+ * double would round UINT64_MAX to 2^64), refused when the output dtype
+ * cannot hold them, and version-1 options (which end at parallel_bytes)
+ * still read, from a buffer of exactly their size. */
+static void test_integer_values(void) {
+    ss_store *s = ten_store(); /* [1 2 3] [4 5 6 7] [] [8 9 10] */
+    ss_stream_options o = SS_STREAM_OPTIONS_INIT;
+    o.batch = 1;
+    o.steps = 16;
+    o.shift = 0;
+    o.eos = 1;
+    o.tail = SS_STREAM_TAIL_PAD;
+    o.dtype = SS_U64;
+    o.eos_kind = SS_VALUE_U64;
+    o.eos_u64 = UINT64_MAX;
+    o.pad_kind = SS_VALUE_U64;
+    o.pad_u64 = UINT64_MAX - 1;
+    ss_stream *st;
+    ss_stream_batch b;
+    CHECK_OK(ss_stream_create(&st, s, 0, &o));
+    CHECK_OK(ss_stream_read(&b, st, 0));
+    const uint64_t E = UINT64_MAX, P = UINT64_MAX - 1;
+    const uint64_t want[16] = {1, 2, 3, E, 4, 5, 6, 7, E, E, 8, 9, 10, E, P, P};
+    CHECK(b.steps == 16 && memcmp(b.input, want, sizeof want) == 0);
+    ss_stream_free(st);
+
+    o.dtype = SS_U16; /* -1 has no u16: refused, not wrapped to 65535 */
+    o.eos_kind = SS_VALUE_F64;
+    o.eos_value = -1;
+    CHECK_RC(ss_stream_create(&st, s, 0, &o), SS_EINVAL);
+    CHECK(strstr(ss_error_message(), "<eos> -1 has no exact u16") != NULL);
+    o.eos_value = 65535;
+    o.pad_kind = SS_VALUE_I64;
+    o.pad_i64 = 65536;
+    CHECK_RC(ss_stream_create(&st, s, 0, &o), SS_EINVAL);
+    CHECK(strstr(ss_error_message(), "pad 65536 has no exact u16") != NULL);
+
+    /* version 1: the struct up to parallel_bytes, read by its own size */
+    size_t v1 = offsetof(ss_stream_options, eos_kind);
+    unsigned char *buf = malloc(v1);
+    CHECK(buf != NULL);
+    const ss_stream_options *old = (const void *)buf;
+    unsigned version = 1;
+    o.dtype = SS_I32;
+    o.eos_value = -5;
+    o.pad_value = -9;
+    memcpy(buf, &o, v1);
+    memcpy(buf + offsetof(ss_stream_options, version), &version, sizeof version);
+    CHECK_OK(ss_stream_create(&st, s, 0, old));
+    CHECK_OK(ss_stream_read(&b, st, 0));
+    check_i32(b.input, (const int32_t[]){1, 2, 3, -5, 4, 5, 6, 7, -5, -5, 8, 9, 10, -5, -9, -9},
+              16);
+    ss_stream_free(st);
+    version = 3;
+    memcpy(buf + offsetof(ss_stream_options, version), &version, sizeof version);
+    CHECK_RC(ss_stream_create(&st, s, 0, old), SS_EINVAL);
+    free(buf);
+    ss_close(s);
+}
+
 int main(void) {
     test_torchnet_sequence_batch();
     test_ten();
     test_errors();
     test_random();
+    test_integer_values();
     printf("test_stream: ok\n");
     return 0;
 }

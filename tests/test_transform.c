@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_transform.c - transforms through the loader compared with the same
  * transform written as a plain loop here (with the documented random
  * streams); same augmented batches for 1, 2 and 4 threads and after resume;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_window.c - the stateful window reader (truncated BPTT over long
  * signals): exact windows, tiling and carry properties against a naive
  * model, the state machine, modes, layouts, save/restore and determinism. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_window_transform.c - transforms in the window reader: every batch
  * against the same transforms applied in a plain loop here (the documented
  * seeding: hash(hash(seed, epoch, sequence), start, 0) per window, hash(seed,

@@ -1,25 +1,56 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* testutil.c - temporary directories and a small RNG for tests. */
 #include "testutil.h"
 
+#include <ftw.h>
 #include <inttypes.h>
-
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+static char g_dir[512];
+static pid_t g_owner;
+static int g_failed;
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
+    (void)st, (void)flag, (void)ftw;
+    remove(path);
+    return 0;
+}
+
+/* At exit, the test's directory goes unless a check failed (then it is kept
+ * for inspection and named) or SS_TEST_KEEP is set; forked children never
+ * remove their parent's directory. */
+static void remove_tmpdir(void) {
+    if (getpid() != g_owner || !g_dir[0]) return;
+    const char *keep = getenv("SS_TEST_KEEP");
+    if (g_failed || (keep && *keep)) {
+        fprintf(stderr, "test files kept in %s\n", g_dir);
+        return;
+    }
+    nftw(g_dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+_Noreturn void ss_test_fail_exit(void) {
+    g_failed = 1;
+    exit(1);
+}
+
 const char *ss_test_tmpdir(void) {
-    static char dir[512];
+    char *dir = g_dir;
     if (dir[0]) return dir;
     const char *base = getenv("SS_TEST_TMP");
     if (!base || !*base) base = "/tmp";
     mkdir(base, 0755);
-    snprintf(dir, sizeof dir, "%s/ss-test-XXXXXX", base);
+    snprintf(dir, sizeof g_dir, "%s/ss-test-XXXXXX", base);
     if (!mkdtemp(dir)) {
         perror("mkdtemp");
         exit(1);
     }
+    g_owner = getpid();
+    atexit(remove_tmpdir);
     return dir;
 }
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* testutil.h - tiny assertion helpers for seqstore's tests. */
 #ifndef SS_TESTUTIL_H
 #define SS_TESTUTIL_H
@@ -15,7 +16,7 @@
         if (!(cond)) {                                                                             \
             fprintf(stderr, "%s:%d: CHECK(%s) failed (last error: %s)\n", __FILE__, __LINE__,      \
                     #cond, ss_error_message());                                                    \
-            exit(1);                                                                               \
+            ss_test_fail_exit();                                                                   \
         }                                                                                          \
     } while (0)
 
@@ -25,7 +26,7 @@
         if (a_ != b_) {                                                                            \
             fprintf(stderr, "%s:%d: %s == %s failed: %" PRIu64 " != %" PRIu64 "\n", __FILE__,      \
                     __LINE__, #a, #b, a_, b_);                                                     \
-            exit(1);                                                                               \
+            ss_test_fail_exit();                                                                   \
         }                                                                                          \
     } while (0)
 
@@ -35,7 +36,7 @@
         if (rc_ != 0) {                                                                            \
             fprintf(stderr, "%s:%d: %s returned %d (%s): %s\n", __FILE__, __LINE__, #expr, rc_,    \
                     ss_strerror(rc_), ss_error_message());                                         \
-            exit(1);                                                                               \
+            ss_test_fail_exit();                                                                   \
         }                                                                                          \
     } while (0)
 
@@ -46,7 +47,7 @@
         if (rc_ != (code)) {                                                                       \
             fprintf(stderr, "%s:%d: %s returned %d (%s), expected %s: %s\n", __FILE__, __LINE__,   \
                     #expr, rc_, ss_strerror(rc_), #code, ss_error_message());                      \
-            exit(1);                                                                               \
+            ss_test_fail_exit();                                                                   \
         }                                                                                          \
     } while (0)
 
@@ -57,7 +58,7 @@
         if (got_ != (code)) {                                                                      \
             fprintf(stderr, "%s:%d: exit %d, expected %d; stderr:\n%s\n", __FILE__, __LINE__,      \
                     got_, (code), (err));                                                          \
-            exit(1);                                                                               \
+            ss_test_fail_exit();                                                                   \
         }                                                                                          \
     } while (0)
 
@@ -67,12 +68,14 @@
         if (!strstr((text), (part))) {                                                             \
             fprintf(stderr, "%s:%d: output lacks \"%s\":\n%s\n", __FILE__, __LINE__, (part),       \
                     (text));                                                                       \
-            exit(1);                                                                               \
+            ss_test_fail_exit();                                                                   \
         }                                                                                          \
     } while (0)
 
 /* A fresh, empty temporary directory for this test process (static storage). */
 const char *ss_test_tmpdir(void);
+/* exit(1) after a failed check: the test's directory is kept (and named). */
+_Noreturn void ss_test_fail_exit(void);
 /* ss_test_tmpdir() + "/" + name, in a static rotating buffer (8 slots). */
 const char *ss_test_path(const char *name);
 /* ss_test_tmpdir() + "/" + name in storage of its own that lasts until the

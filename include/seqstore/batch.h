@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* seqstore/batch.h - part of the public API; include <seqstore.h>, not this file.
  *
  * Batching: cutting an order of examples (from a sampler, a selection or a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* seqstore/bptt.h - part of the public API; include <seqstore.h>, not this file.
  *
  * Truncated back-propagation through time: readers that cut long sequences

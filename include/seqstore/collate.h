@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* seqstore/collate.h - part of the public API; include <seqstore.h>, not this file.
  *
  * Collation: turn the rows of a batch (whole examples, windows, pieces) into
@@ -112,7 +113,9 @@ typedef struct ss_collate_field {
     uint32_t field;           /**< the field's index in the store (see ss_field_index()) */
     ss_dtype dtype;           /**< output dtype; 0 = the stored dtype */
     ss_layout layout;         /**< sequence fields only */
-    double pad_value;         /**< value of padded elements (converted to dtype) */
+    double pad_value;         /**< value of padded elements with pad_kind SS_VALUE_F64 (the
+                                   default); it must have an exact element of the
+                                   output dtype (see ss_value_kind) */
     int pad_left;             /**< 1: padding before the data (data ends at T) */
     uint64_t pad_to_multiple; /**< round T up to a multiple of this; 0 or 1 = off */
     int fixed;                /**< 1: T = fixed_length for every batch (pad or truncate) */
@@ -141,14 +144,20 @@ typedef struct ss_collate_field {
     /* Version 2. */
     ss_dtype mask_dtype; /**< with mask SS_MASK_DTYPE: the mask's dtype; 0 = the output
                               dtype. Must be 0 with other mask types */
+    /* Version 3: integer pads (every int64 and uint64 value; a double holds
+     * integers exactly only up to 2^53). */
+    ss_value_kind pad_kind; /**< which of pad_value, pad_i64, pad_u64 is the pad */
+    int64_t pad_i64;        /**< the pad with SS_VALUE_I64 */
+    uint64_t pad_u64;       /**< the pad with SS_VALUE_U64 */
 } ss_collate_field;
 
-/** Version 1 ended at in_dims; both versions are accepted. */
-#define SS_COLLATE_FIELD_VERSION 2
+/** Version 1 ended at in_dims, version 2 at mask_dtype; all are accepted. */
+#define SS_COLLATE_FIELD_VERSION 3
 #define SS_COLLATE_FIELD_INIT                                                                      \
     {                                                                                              \
         SS_COLLATE_FIELD_VERSION, 0, (ss_dtype)0, SS_LAYOUT_BATCH_MAJOR, 0.0, 0, 0, 0, 0, 0,       \
-            SS_MASK_NONE, NULL, NULL, NULL, NULL, 0, (ss_dtype)0, 0, 0, {0}, (ss_dtype)0           \
+            SS_MASK_NONE, NULL, NULL, NULL, NULL, 0, (ss_dtype)0, 0, 0, {0}, (ss_dtype)0,          \
+            SS_VALUE_F64, 0, 0                                                                     \
     }
 
 /** Collator options. */

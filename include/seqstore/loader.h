@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* seqstore/loader.h - part of the public API; include <seqstore.h>, not this file.
  *
  * The loader: selection + sampler + batcher + collator (+ transforms) in one

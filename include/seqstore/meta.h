@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* seqstore/meta.h - part of the public API; include <seqstore.h>, not this file.
  *
  * Typed metadata: the helpers every user otherwise writes around

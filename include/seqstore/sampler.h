@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* seqstore/sampler.h - part of the public API; include <seqstore.h>, not this file.
  *
  * Samplers: the order in which a job visits the examples of a selection,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* seqstore/select.h - part of the public API; include <seqstore.h>, not this file.
  *
  * Selections: which examples of a store a job reads. A selection is a sorted

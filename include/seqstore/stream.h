@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* seqstore/stream.h - part of the public API; include <seqstore.h>, not this file.
  *
  * Parallel streams for language modelling (the "unaligned" layout, torchnet's
@@ -42,10 +43,13 @@ typedef struct ss_stream_options {
                                    a stream of S steps gives S input steps) */
     int time_major;           /**< 1: arrays are [T][B][C...], else [B][T][C...] */
     ss_dtype dtype;           /**< output dtype of input and target; 0 = stored dtype */
-    int eos;                  /**< 1: a row of `eos_value` after every example */
-    double eos_value;         /**< every element of the <eos> row (converted to dtype) */
+    int eos;                  /**< 1: a row of <eos> values after every example */
+    double eos_value;         /**< every element of the <eos> row, with eos_kind
+                                   SS_VALUE_F64 (the default); it must have an exact
+                                   element of the output dtype (see ss_value_kind) */
     ss_stream_tail tail;      /**< SS_STREAM_TAIL_... */
-    double pad_value;         /**< tail PAD: value of padded elements */
+    double pad_value;         /**< tail PAD: value of padded elements, with pad_kind
+                                   SS_VALUE_F64; exact as eos_value */
     const uint64_t *examples; /**< the examples to stream, in this order; NULL = all in
                                    store order. Copied. */
     uint64_t n_examples;      /**< entries in `examples` (0 if examples is NULL) */
@@ -53,13 +57,21 @@ typedef struct ss_stream_options {
                                    seqstore.h) */
     uint64_t parallel_bytes;  /**< a batch with fewer bytes (input + target) is read by
                                    the calling thread alone; 0 = 1 MiB */
+    /* Version 2: integer <eos> and pad values (every int64 and uint64 value). */
+    ss_value_kind eos_kind;   /**< which of eos_value, eos_i64, eos_u64 is <eos> */
+    int64_t eos_i64;          /**< <eos> with SS_VALUE_I64 */
+    uint64_t eos_u64;         /**< <eos> with SS_VALUE_U64 */
+    ss_value_kind pad_kind;   /**< which of pad_value, pad_i64, pad_u64 is the pad */
+    int64_t pad_i64;          /**< the pad with SS_VALUE_I64 */
+    uint64_t pad_u64;         /**< the pad with SS_VALUE_U64 */
 } ss_stream_options;
 
-#define SS_STREAM_OPTIONS_VERSION 1
+/** Version 1 ended at parallel_bytes; both versions are accepted. */
+#define SS_STREAM_OPTIONS_VERSION 2
 #define SS_STREAM_OPTIONS_INIT                                                                     \
     {                                                                                              \
         SS_STREAM_OPTIONS_VERSION, 0, 0, 1, 0, (ss_dtype)0, 0, 0.0, SS_STREAM_TAIL_DROP, 0.0,      \
-            NULL, 0, 0, 0                                                                          \
+            NULL, 0, 0, 0, SS_VALUE_F64, 0, 0, SS_VALUE_F64, 0, 0                                  \
     }
 
 /** One batch of parallel streams. Pointers are borrowed from the stream

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* seqstore/transform.h - part of the public API; include <seqstore.h>, not this file.
  *
  * Transforms: user callbacks that change examples or batches on their way from

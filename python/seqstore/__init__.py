@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """seqstore: sequential ML data in one file, read zero-copy from NumPy.
 
     import seqstore
@@ -8,12 +9,20 @@
 
 Arrays returned by a Store are read-only views of the file's memory map; each
 keeps the map alive, so they stay valid after store.close() (the store itself
-then raises seqstore.ClosedError). bf16 fields come back as their raw uint16
+then raises seqstore.ClosedError, and so do the Loader, Collator, WindowReader
+and flat() views reading it; their state_dict() still answers). bf16 fields come back as their raw uint16
 bits (NumPy has no bfloat16): torch users can `.view(torch.bfloat16)`.
 torch 1.13 cannot hold uint16/uint32/uint64 tensors: widen with
-seqstore.widen(a) (a copy, to int64) before torch.from_numpy. Do not call
-torch.from_numpy on a view directly to write to it: torch only warns that the
-array is read-only, and a write through such a tensor faults (see README).
+seqstore.widen(a) (a copy, to int64) before torch.from_numpy.
+
+Views are over a private copy-on-write map of the file (store.copy_on_write):
+reading shares the page cache, and a write that bypasses the read-only flag
+(torch.from_numpy(view).add_(1) only warns in torch 1.13; ctypes) cannot
+crash and never reaches the file. Such a write changes the written bytes as
+every view of this Store shows them, before and after; it never changes the
+file, other processes, other Store objects, or what Loader, Collator,
+WindowReader and flat() read (they read the file's shared map). Copy first
+(np.array(view), seqstore.widen) to get an array of your own to write to.
 """
 import os as _os
 
@@ -47,6 +56,7 @@ from ._seqstore import (  # noqa: F401  (re-exported)
 from ._loader import Collator, Loader  # noqa: F401
 from ._window import WindowBatch, WindowReader  # noqa: F401
 from ._writer import Writer, create  # noqa: F401
+from . import transforms  # noqa: F401  (seqstore.transforms.RandomCrop, ...)
 
 __all__ = ["open", "create", "Store", "Field", "Writer", "Loader", "Collator", "WindowReader", "Error", "widen"]
 
@@ -82,8 +92,14 @@ class Flat:
         return self._store._flat_read(self.name, i, i + 1)[0]
 
     def locate(self, pos):
-        """Position `pos` of the stream -> (example, offset within that example)."""
-        return self._store._flat_locate(self.name, pos)
+        """Position `pos` of the stream -> (example, offset within that example);
+        a negative position counts from the end, as in flat[-1]."""
+        if isinstance(pos, bool) or not isinstance(pos, (int, _np.integer)):
+            raise TypeError("locate takes an int position, not %s" % type(pos).__name__)
+        p = int(pos) + (self._n if pos < 0 else 0)
+        if p < 0:
+            raise IndexError("flat position %d out of range (%d rows)" % (pos, self._n))
+        return self._store._flat_locate(self.name, p)  # RangeError past the end
 
 
 def _reopen(path, flags):

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """seqstore.Loader: the C loader (sampler + batcher + collator on background
 threads) as a Python iterable of batches."""
 import numbers
@@ -5,6 +6,7 @@ import numbers
 import numpy as np
 
 from . import _seqstore
+from . import transforms as _transforms
 from ._writer import _dtype_name
 
 _LAYOUTS = {"batch": 0, "time": 1, "packed": 2}
@@ -36,9 +38,11 @@ def _collate_field(name, spec):
         raise TypeError("fields[%r]: pad is a number, not %r" % (name, pad))
     ints = {k: spec.get(k, 0) for k in ("pad_to_multiple", "fixed_length")}
     for k, v in ints.items():
-        if not isinstance(v, numbers.Integral) or v < 0:
-            raise ValueError("fields[%r]: %s is an integer >= 0, not %r" % (name, k, v))
-    return (name, code, _LAYOUTS[layout], float(pad), bool(spec.get("pad_left", False)),
+        if isinstance(v, bool) or not isinstance(v, numbers.Integral) or not 0 <= v < 2**64:
+            raise ValueError("fields[%r]: %s is an integer in [0, 2**64), not %r" % (name, k, v))
+    # An integer pad stays an int (exact up to 2**64 - 1; a float is exact to 2**53).
+    pad = int(pad) if isinstance(pad, numbers.Integral) else float(pad)
+    return (name, code, _LAYOUTS[layout], pad, bool(spec.get("pad_left", False)),
             int(ints["pad_to_multiple"]), int(ints["fixed_length"]),
             bool(spec.get("truncate_left", False)), _MASKS[mask],
             bool(spec.get("sort_by_length", False)))
@@ -61,23 +65,82 @@ def _field_specs(store, fields):
     return spec
 
 
-def _count(name, v, minimum=0):
+def _check_transform_fields(store, spec, tspecs):
+    """A transform works on one of the loader's output fields: say so at open,
+    by name (the C library would find out at the first batch, by index)."""
+    out = [s[0] for s in spec] if spec else list(store.fields)
+    for t in tspecs or []:
+        store.field(t[1])  # KeyError naming the store's fields
+        if t[1] not in out:
+            raise ValueError("transform %s: field '%s' is not an output field of the loader "
+                             "(fields: %s)" % (t[0], t[1], out))
+
+
+def _is_tensor(v):
+    t = type(v)
+    return t.__module__.startswith("torch") and t.__name__ in ("Tensor", "Parameter")
+
+
+def _tensor_buffer(name, t):
+    """A caller's torch tensor (e.g. pinned) as the writable array the C
+    collator writes into: the same memory, no copy."""
+    if t.requires_grad:
+        raise TypeError("out['%s'] requires_grad: the collator writes outside autograd" % name)
+    if t.device.type != "cpu":
+        raise TypeError("out['%s'] is on %s: the collator writes CPU (e.g. pinned) memory"
+                        % (name, t.device))
+    if not t.is_contiguous():
+        raise TypeError("out['%s'] must be a contiguous tensor" % name)
+    return t.numpy()
+
+
+def _count(name, v, minimum=0, maximum=2**64 - 1):
+    """An int option in [minimum, maximum] (maximum: the C option's type, so
+    that nothing is taken modulo 2**32 or 2**64)."""
     if isinstance(v, bool) or not isinstance(v, numbers.Integral):
         raise TypeError("%s is an int, not %r" % (name, v))
     if v < minimum:
         raise ValueError("%s must be >= %d, not %d" % (name, minimum, v))
+    if v > maximum:
+        raise ValueError("%s must be <= %d, not %d" % (name, maximum, v))
     return int(v)
 
 
-def _check_torch_dtypes(store, spec):
+_U32 = 2**32 - 1
+
+
+def _check_torch_dtypes(store, spec, declared=None):
     """torch 1.13 has no uint16/32/64 tensors: refuse such outputs up front."""
     stored = {f["name"]: f["dtype"] for f in store.schema}
+    stored.update(declared or {})
     outputs = [(s[0], _seqstore._dtype_name(s[1]) if s[1] else stored[s[0]]) for s in spec] \
         or list(stored.items())
     for name, dt in outputs:
         if dt in ("u16", "u32", "u64", "bf16"):
             raise ValueError("torch has no %s tensors: collate field '%s' to a wider type, "
                              "e.g. fields={'%s': {'dtype': 'i64'}}" % (dt, name, name))
+
+
+def _example_ranges(store, examples):
+    """Loader(examples=): an index array (e.g. from store.kfold / store.split)
+    -> int64 (start, end) pairs as bytes, for a C selection (None: all)."""
+    if examples is None:
+        return None
+    a = np.asarray(examples)
+    if a.ndim != 1 or (a.size and not np.issubdtype(a.dtype, np.integer)):
+        raise TypeError("examples is a 1-D array of store indices, not %r" % (examples,))
+    a = np.sort(a.astype(np.int64, copy=False))
+    if a.size and (a[0] < 0 or a[-1] >= len(store)):
+        bad = a[0] if a[0] < 0 else a[-1]
+        raise IndexError("examples: index %d outside the store's %d examples" % (bad, len(store)))
+    if a.size > 1 and not np.all(a[1:] != a[:-1]):
+        dup = a[1:][a[1:] == a[:-1]][0]
+        raise ValueError("examples: index %d is given twice (a selection is a set: each "
+                         "example at most once per epoch)" % dup)
+    cut = np.flatnonzero(np.diff(a) != 1) + 1  # runs of consecutive indices
+    starts = a[np.concatenate([[0], cut])] if a.size else a
+    ends = a[np.concatenate([cut - 1, [a.size - 1]])] + 1 if a.size else a
+    return np.stack([starts, ends], axis=1).astype(np.uint64).tobytes()
 
 
 class Loader:
@@ -90,6 +153,7 @@ class Loader:
         batch["tokens_lengths"]          # [B] int64; also _mask, _offsets (packed)
         batch["index"]                   # [B] store indices
 
+    threads: C threads collating ahead (0 = one, as in the C API).
     Exactly one of batch_size (examples per batch) and max_tokens (a budget
     of padded tokens per batch) is given; bucket names a stored bucket index.
     fields maps output field name -> options (dtype, pad, pad_left,
@@ -100,19 +164,27 @@ class Loader:
     the loader's buffers, valid until the next batch. torch=True yields
     torch tensors (imported lazily).
     state_dict()/load_state_dict() resume exactly after the last batch handed
-    out (same store and options)."""
+    out (same store and options).
+    transforms: a list of seqstore.transforms objects (RandomCrop,
+    GaussianNoise, TokenMask, TokenDrop, Standardize, LabelMap), applied in C
+    to each example before collation; deterministic per (seed, epoch,
+    example, position in the list).
+    examples: the store indices to read (an index array, e.g. a fold from
+    store.kfold() or store.split()); None = all. It is a set: each index at
+    most once, order irrelevant (the sampler orders: shuffle, seed). Sharding
+    by rank/world_size then applies within it."""
 
     def __init__(self, store, batch_size=None, max_tokens=None, bucket=None, shuffle=False,
                  seed=0, rank=0, world_size=1, drop_last=False, fields=None, threads=1,
-                 prefetch=2, copy=True, torch=False):
+                 prefetch=2, copy=True, torch=False, transforms=None, examples=None):
         if not isinstance(store, _seqstore.Store):
             raise TypeError("Loader needs a seqstore.Store, not %s" % type(store).__name__)
         if (batch_size is None) == (max_tokens is None):
             raise ValueError("give exactly one of batch_size and max_tokens")
         bs = 0 if batch_size is None else _count("batch_size", batch_size, 1)
         mt = 0 if max_tokens is None else _count("max_tokens", max_tokens, 1)
-        world = _count("world_size", world_size, 1)
-        r = _count("rank", rank)
+        r = _count("rank", rank, 0, _U32)
+        world = _count("world_size", world_size, 1, _U32)
         if r >= world:
             raise ValueError("rank %d must be < world_size %d" % (r, world))
         if bucket is not None and not isinstance(bucket, str):
@@ -122,11 +194,14 @@ class Loader:
         if torch:
             import torch as _torch  # lazily: the module works without torch
             self._torch = _torch
-            _check_torch_dtypes(store, spec)
+            _check_torch_dtypes(store, spec, _transforms._declared_dtypes(transforms))
+        tspecs = _transforms._specs(transforms)
+        _check_transform_fields(store, spec, tspecs)
         self._l = _seqstore._Loader(
             store, spec, bs, mt, bucket, bool(shuffle), _count("seed", seed), r, world,
-            bool(drop_last), _count("threads", threads, 1), _count("prefetch", prefetch, 1),
-            bool(copy))
+            bool(drop_last), _count("threads", threads, 0, _U32),
+            _count("prefetch", prefetch, 1, _U32),
+            bool(copy), tspecs, _example_ranges(store, examples))
         self._seen_end = False
 
     def __iter__(self):
@@ -190,7 +265,19 @@ class Collator:
     fields as for Loader. With out, out[name] (a writable C-contiguous array
     of the output dtype, large enough: SS_EINVAL names the bytes needed
     otherwise) receives the field's data and the result holds a view of it
-    shaped as the batch; lengths, masks and offsets are returned as new arrays."""
+    shaped as the batch; lengths, masks and offsets are returned as new arrays.
+    out[name] may also be a CPU torch tensor (contiguous, of the output dtype,
+    not requiring grad), e.g. a pinned one: C writes the batch into it once
+    and the result's field is a tensor view of it, ready for
+    .to("cuda", non_blocking=True). With seqstore.torch.BatchSampler for
+    the batches (the Loader's own plan), every batch is written once, by C,
+    into the caller's pinned buffer:
+        for idx in sampler:
+            x = c.collate(idx, out={"tokens": pinned})["tokens"].to("cuda", non_blocking=True)
+    (alternate two pinned buffers, or synchronise, so that a collation does not
+    overwrite a buffer whose copy to the GPU is still in flight). The Loader
+    itself collates into its own slots: copy=False hands them out
+    without a copy, but not in the caller's memory."""
 
     def __init__(self, store, fields=None):
         if not isinstance(store, _seqstore.Store):
@@ -203,7 +290,15 @@ class Collator:
         return self._c.fields
 
     def collate(self, indices, out=None):
-        return self._c.collate(indices, out)
+        if not isinstance(out, dict) or not any(_is_tensor(v) for v in out.values()):
+            return self._c.collate(indices, out)
+        arrays = {k: _tensor_buffer(k, v) if _is_tensor(v) else v for k, v in out.items()}
+        batch = self._c.collate(indices, arrays)
+        import torch  # already imported: the caller gave tensors
+        for k, v in out.items():
+            if _is_tensor(v) and k in batch:  # a view of the caller's tensor, shaped as the batch
+                batch[k] = torch.from_numpy(batch[k])
+        return batch
 
     __call__ = collate
 

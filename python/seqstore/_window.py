@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """seqstore.WindowReader: windows over long signals for truncated BPTT, with
 the hidden state of every sequence carried by the C reader."""
 import numbers
@@ -44,7 +45,10 @@ class WindowReader:
         r.register(batch, h)                     # [B, H] final states, before next
     The reader hands each sequence's registered state back with its next
     window (reset=True and the initial state on a sequence's first window).
-    forget_state=True hands out a fresh state every window (the baseline)."""
+    forget_state=True hands out a fresh state every window (the baseline).
+    out_dtype="f32" with gain and offset (numbers per channel, or the name of
+    a store attribute holding them, e.g. gain="signal.gain") converts digital
+    values to physical ones in C: x * gain + offset."""
 
     def __init__(self, store, field, window, overlap=0, lanes=1, state_size=0,
                  state_dtype="f32", mode="sequential", seed=0, shuffle=False, label=None,
@@ -55,10 +59,14 @@ class WindowReader:
         names = store.fields
         fi = self._index(names, field, "field")
         li = -1 if label is None else self._index(names, label, "label")
-        for name, v in (("window", window), ("overlap", overlap), ("lanes", lanes),
-                        ("state_size", state_size), ("seed", seed), ("threads", threads)):
+        u32, u64 = 2**32 - 1, 2**64 - 1
+        for name, v, top in (("window", window, u64), ("overlap", overlap, u64),
+                             ("lanes", lanes, u32), ("state_size", state_size, u64),
+                             ("seed", seed, u64), ("threads", threads, 2**31 - 1)):
             if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 0:
                 raise TypeError("%s is an int >= 0, not %r" % (name, v))
+            if v > top:  # the C option's type: never taken modulo 2**32 / 2**64
+                raise ValueError("%s must be <= %d, not %d" % (name, top, v))
         if mode not in _MODES:
             raise ValueError("mode is one of %s, not %r" % (sorted(_MODES), mode))
         sd = _seqstore._dtype_code(_dtype_name(state_dtype, "state_dtype"))
@@ -72,10 +80,24 @@ class WindowReader:
         if torch:
             import torch as _torch  # lazily
             self._torch = _torch
+        gain, gain_attr = self._scale("gain", gain)
+        offset, offset_attr = self._scale("offset", offset)
         self._r = _seqstore._WindowReader(store, fi, li, int(window), int(overlap), int(lanes),
                                           int(state_size), sd, _MODES[mode], int(seed),
                                           bool(shuffle), flags, od, vec(gain), vec(offset), ex,
-                                          int(threads))
+                                          int(threads), gain_attr, offset_attr)
+
+    @staticmethod
+    def _scale(what, v):
+        """gain/offset: numbers per channel, or the name of a store attribute
+        holding them (e.g. "signal.gain", as `seqstore convert edf` writes)
+        -> (numbers or None, attribute name or None)."""
+        if isinstance(v, str):
+            return None, v
+        if isinstance(v, (bytes, bytearray)):
+            raise TypeError("%s is numbers per channel or an attribute name (str), not %r"
+                            % (what, v))
+        return v, None
 
     @staticmethod
     def _index(names, name, what):
@@ -104,6 +126,10 @@ class WindowReader:
         self._r._register(batch.id, states)
 
     def set_epoch(self, epoch):
+        if isinstance(epoch, bool) or not isinstance(epoch, numbers.Integral):
+            raise TypeError("epoch is an int, not %r" % (epoch,))
+        if not 0 <= epoch < 2**64:
+            raise ValueError("epoch must be in [0, 2**64), not %d" % epoch)
         self._r.set_epoch(int(epoch))
 
     def info(self):

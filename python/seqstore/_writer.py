@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """seqstore.create() and the Writer: from NumPy arrays (or anything
 np.asarray accepts: lists, torch CPU tensors) to a store."""
 import numbers

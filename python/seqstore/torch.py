@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """PyTorch datasets over a store (import torch happens here, not in seqstore).
 
 Both datasets hold only a path: they pickle by path (spawn workers) and open
@@ -29,6 +30,16 @@ def to_tensor(a, bf16=False):
     if a.dtype in _WIDEN:
         return torch.from_numpy(seqstore.widen(a))
     return torch.from_numpy(a.copy())
+
+
+def _uint64(name, v):
+    """A seed or epoch: an int in [0, 2**64) (NumPy's generator takes those),
+    checked where it is given rather than at the first pass in a worker."""
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+        raise TypeError("%s is an int, not %r" % (name, v))
+    if not 0 <= v < 2**64:
+        raise ValueError("%s must be in [0, 2**64), not %d" % (name, v))
+    return int(v)
 
 
 class _Lazy:
@@ -100,7 +111,7 @@ class IterableDataset(torch.utils.data.IterableDataset):
     def __init__(self, path, fields=None, shuffle=False, seed=0, rank=None, world_size=None,
                  transform=None):
         self._src = _Lazy(path, fields)
-        self.shuffle, self.seed, self.epoch = bool(shuffle), int(seed), 0
+        self.shuffle, self.seed, self.epoch = bool(shuffle), _uint64("seed", seed), 0
         if (rank is None) != (world_size is None):
             raise ValueError("give both rank and world_size, or neither")
         if world_size is not None and not 0 <= rank < world_size:
@@ -113,7 +124,7 @@ class IterableDataset(torch.utils.data.IterableDataset):
         return self._src.path
 
     def set_epoch(self, epoch):
-        self.epoch = int(epoch)
+        self.epoch = _uint64("epoch", epoch)
 
     def _shard(self):
         rank, world = self.rank, self.world_size
@@ -201,6 +212,106 @@ class Collate:
 
     def __getstate__(self):
         return {"path": self.path, "fields": self.fields, "_c": None, "_pid": None}
+
+
+def _dist_shard(rank, world_size):
+    """(rank, world_size): as given, else torch.distributed's, else (0, 1)."""
+    if (rank is None) != (world_size is None):
+        raise ValueError("give both rank and world_size, or neither")
+    if world_size is None:
+        dist = torch.distributed
+        if dist.is_available() and dist.is_initialized():
+            return dist.get_rank(), dist.get_world_size()
+        return 0, 1
+    return rank, world_size
+
+
+class BatchSampler(torch.utils.data.Sampler):
+    """Batches of store indices from the C batchers, for
+    DataLoader(batch_sampler=...): fixed batch_size, a max_tokens budget of
+    padded tokens, and bucket batching over a stored bucket index (bucket=),
+    sharded by rank/world_size (torch.distributed's by default).
+
+        path = "corpus.ss"
+        sampler = seqstore.torch.BatchSampler(path, max_tokens=4096, bucket="len",
+                                              shuffle=True, seed=1, fields=["tokens"])
+        dl = torch.utils.data.DataLoader(
+            seqstore.torch.IndexDataset(path), batch_sampler=sampler, num_workers=2,
+            collate_fn=seqstore.torch.Collate(path, fields={"tokens": {"dtype": "i64"}}))
+        for epoch in range(10):
+            sampler.set_epoch(epoch)      # or let each pass go on to the next epoch
+            for batch in dl: ...
+
+    The batches are exactly seqstore.Loader's for the same options (the same
+    C code plans them): `fields` names the output fields whose lengths the
+    budget and the buckets count (None: every field), `examples` restricts
+    the epoch to a fold or split. Each pass over the sampler yields epoch
+    `self.epoch` and then advances it; set_epoch() chooses it (torch's
+    DistributedSampler convention). It pickles by path and opens the store
+    lazily in the process that iterates it (DataLoader iterates it in the
+    main process and sends index lists to the workers). Cost: the sampler
+    runs the C loader with the fields packed (no padding) and hands out only
+    the indices, so each batch's data is copied once in C and dropped."""
+
+    def __init__(self, path, batch_size=None, max_tokens=None, bucket=None, shuffle=False,
+                 seed=0, rank=None, world_size=None, drop_last=False, fields=None,
+                 examples=None):
+        self.path = os.fspath(path)
+        rank, world_size = _dist_shard(rank, world_size)
+        self.epoch = 0
+        with seqstore.open(self.path) as s:  # validate now, in the caller's process
+            kinds = {f["name"]: f["sequence"] for f in s.schema}
+            names = list(kinds) if fields is None else fields
+            if isinstance(names, str) or not all(isinstance(n, str) for n in names):
+                raise TypeError("fields is a list of field names")
+            for n in names:
+                s.field(n)  # KeyError naming the store's fields
+            # packed: the cheapest collation (data concatenated, no padding)
+            spec = {n: {"layout": "packed"} if kinds[n] else {} for n in names}
+            self._opts = dict(batch_size=batch_size, max_tokens=max_tokens, bucket=bucket,
+                              shuffle=shuffle, seed=seed, rank=rank, world_size=world_size,
+                              drop_last=drop_last, fields=spec, examples=examples,
+                              threads=1, prefetch=1, copy=False)
+            self._loader(s).close()
+        self._store = self._ld = self._pid = self._counter = None
+
+    def _loader(self, store):
+        return seqstore.Loader(store, **self._opts)
+
+    def _open(self):
+        if self._ld is None or self._pid != os.getpid():
+            # one inherited over fork is left alone (LMDB: reopen in the child)
+            self._store = seqstore.open(self.path)
+            self._ld, self._pid = self._loader(self._store), os.getpid()
+            self._counter = None
+        return self._ld
+
+    def set_epoch(self, epoch):
+        if isinstance(epoch, bool) or not isinstance(epoch, (int, np.integer)) or epoch < 0:
+            raise ValueError("epoch is an int >= 0, not %r" % (epoch,))
+        self.epoch = int(epoch)
+
+    def __len__(self):
+        """Batches of the epoch the next pass yields (with a token budget or
+        buckets, the count may differ between epochs). Counted by a second
+        loader, so that len() during a pass does not disturb it."""
+        self._open()
+        if self._counter is None:
+            self._counter = self._loader(self._store)
+        self._counter.set_epoch(self.epoch)
+        return len(self._counter)
+
+    def __iter__(self):
+        ld = self._open()
+        ld.set_epoch(self.epoch)
+        self.epoch += 1
+        for b in ld:
+            yield b["index"].tolist()
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state["_store"] = state["_ld"] = state["_pid"] = state["_counter"] = None
+        return state
 
 
 def _output_dtypes(store, fields):

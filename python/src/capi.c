@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* capi.c - one wrapper per C library call (see capi.h). */
 #include "capi.h"
 
@@ -15,6 +16,9 @@ const ss_schema *capi_schema(const ss_store *s) {
 }
 int capi_field_index(uint32_t *out, const ss_store *s, const char *name) {
     return ss_field_index(out, s, name);
+}
+int capi_store_map(const void **base, uint64_t *size, int *fd, const ss_store *s) {
+    return ss_store_map(base, size, fd, s);
 }
 int capi_get(ss_view *out, const ss_store *s, uint32_t field, uint64_t index) {
     return ss_get(out, s, field, index);
@@ -142,6 +146,46 @@ int capi_collate(ss_collated_batch *out, ss_collator *c, const ss_span *rows, si
     return ss_collator_collate_into(out, c, rows, n, buffers);
 }
 
+int capi_pipeline_create(ss_pipeline **out) {
+    return ss_pipeline_create(out);
+}
+int capi_pipeline_add(ss_pipeline *p, const ss_transform *t) {
+    return ss_pipeline_add(p, t);
+}
+void capi_pipeline_free(ss_pipeline *p) {
+    ss_pipeline_free(p);
+}
+int capi_transform_random_crop(ss_transform *out, uint32_t field, uint64_t max_length) {
+    return ss_transform_random_crop(out, field, max_length);
+}
+int capi_transform_gaussian_noise(ss_transform *out, uint32_t field, double sigma) {
+    return ss_transform_gaussian_noise(out, field, sigma);
+}
+int capi_transform_token_mask(ss_transform *out, uint32_t field, double prob, int64_t mask_value,
+                              double random_prob, double keep_prob, uint64_t vocab) {
+    ss_token_mask_options o = SS_TOKEN_MASK_OPTIONS_INIT;
+    o.prob = prob;
+    o.mask_value = mask_value;
+    o.random_prob = random_prob;
+    o.keep_prob = keep_prob;
+    o.vocab = vocab;
+    return ss_transform_token_mask(out, field, &o);
+}
+int capi_transform_token_drop(ss_transform *out, uint32_t field, double prob) {
+    return ss_transform_token_drop(out, field, prob);
+}
+int capi_transform_standardize(ss_transform *out, uint32_t field, const double *mean,
+                               const double *std, uint64_t channels) {
+    return ss_transform_standardize(out, field, mean, std, channels);
+}
+int capi_transform_standardize_attr(ss_transform *out, const ss_store *s, uint32_t field,
+                                    const char *prefix) {
+    return ss_transform_standardize_attr(out, s, field, prefix);
+}
+int capi_transform_label_map(ss_transform *out, uint32_t field, const int64_t *table, uint64_t n) {
+    return ss_transform_label_map(out, field, table, n);
+}
+
 uint64_t capi_flat_size(const ss_store *s, uint32_t field) {
     return ss_flat_size(s, field);
 }
@@ -164,6 +208,9 @@ int capi_kfold(ss_selection **train, ss_selection **valid, const ss_selection *s
     o.shuffle = shuffle;
     o.seed = seed;
     return ss_selection_kfold(train, valid, sel, k, fold, &o);
+}
+int capi_selection_create(ss_selection **out, const ss_range *ranges, size_t n, uint64_t total) {
+    return ss_selection_create(out, ranges, n, total);
 }
 uint64_t capi_selection_count(const ss_selection *sel) {
     return ss_selection_count(sel);

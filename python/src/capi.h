@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* capi.h - the only place the Python module calls the C library.
  *
  * Every seqstore function the extension uses is called from exactly one
@@ -16,6 +17,7 @@ void capi_close(ss_store *s);
 uint64_t capi_count(const ss_store *s);
 const ss_schema *capi_schema(const ss_store *s);
 int capi_field_index(uint32_t *out, const ss_store *s, const char *name);
+int capi_store_map(const void **base, uint64_t *size, int *fd, const ss_store *s);
 int capi_get(ss_view *out, const ss_store *s, uint32_t field, uint64_t index);
 int capi_lengths(uint64_t *out, const ss_store *s, uint32_t field, uint64_t first, uint64_t n);
 uint64_t capi_attr_count(const ss_store *s);
@@ -47,6 +49,21 @@ uint64_t capi_loader_position(const ss_loader *l);
 int capi_loader_state_save(const ss_loader *l, void *buf, size_t cap, size_t *len);
 int capi_loader_state_load(ss_loader *l, const void *buf, size_t len);
 
+/* transforms (a pipeline of built-ins) */
+int capi_pipeline_create(ss_pipeline **out);
+int capi_pipeline_add(ss_pipeline *p, const ss_transform *t);
+void capi_pipeline_free(ss_pipeline *p);
+int capi_transform_random_crop(ss_transform *out, uint32_t field, uint64_t max_length);
+int capi_transform_gaussian_noise(ss_transform *out, uint32_t field, double sigma);
+int capi_transform_token_mask(ss_transform *out, uint32_t field, double prob, int64_t mask_value,
+                              double random_prob, double keep_prob, uint64_t vocab);
+int capi_transform_token_drop(ss_transform *out, uint32_t field, double prob);
+int capi_transform_standardize(ss_transform *out, uint32_t field, const double *mean,
+                               const double *std, uint64_t channels);
+int capi_transform_standardize_attr(ss_transform *out, const ss_store *s, uint32_t field,
+                                    const char *prefix);
+int capi_transform_label_map(ss_transform *out, uint32_t field, const int64_t *table, uint64_t n);
+
 /* flat view, splits, folds, bucket indices */
 uint64_t capi_flat_size(const ss_store *s, uint32_t field);
 int capi_flat_locate(uint64_t *example, uint64_t *offset, const ss_store *s, uint32_t field,
@@ -54,6 +71,7 @@ int capi_flat_locate(uint64_t *example, uint64_t *offset, const ss_store *s, uin
 int capi_flat_read(void *buf, const ss_store *s, uint32_t field, uint64_t p, uint64_t q);
 int capi_split_load(ss_selection **out, const ss_store *s, const char *name);
 int capi_selection_all(ss_selection **out, uint64_t total);
+int capi_selection_create(ss_selection **out, const ss_range *ranges, size_t n, uint64_t total);
 int capi_kfold(ss_selection **train, ss_selection **valid, const ss_selection *sel, uint32_t k,
                uint32_t fold, int shuffle, uint64_t seed);
 uint64_t capi_selection_count(const ss_selection *sel);

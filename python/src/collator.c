@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* collator.c - the C collator behind seqstore.Collator: store indices in,
  * padded (or packed) batch out; into caller-provided arrays when given, so a
  * batch is written once, by C, into memory the caller chose (pinned torch
@@ -171,7 +172,7 @@ static int put_field(PyObject *d, const ss_collated *c, PyObject *given) {
 static PyObject *collator_collate(CollatorObject *co, PyObject *args, PyObject *kw) {
     static char *kwlist[] = {"indices", "out", NULL};
     PyObject *indices, *out = Py_None;
-    if (collator_check(co) < 0 ||
+    if (collator_check(co) < 0 || pyss_check_store_of(co->store, "collator") < 0 ||
         !PyArg_ParseTupleAndKeywords(args, kw, "O|O:collate", kwlist, &indices, &out))
         return NULL;
     if (out != Py_None && !PyDict_Check(out))

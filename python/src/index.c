@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* index.c - Store methods over the store's index structures: the flat
  * stream view, stored splits, k-fold selections and stored bucket indices.
  * Results are new arrays (copies): they are small (indices) or cross chunk
@@ -74,16 +75,20 @@ PyObject *pyss_store_split(StoreObject *st, PyObject *name) {
 /* kfold(k, fold, shuffle=False, seed=0, split=None) -> (train, valid) */
 PyObject *pyss_store_kfold(StoreObject *st, PyObject *args, PyObject *kw) {
     static char *kwlist[] = {"k", "fold", "shuffle", "seed", "split", NULL};
-    unsigned k, fold;
+    PyObject *ko, *fo, *so = NULL;
+    unsigned long long k, fold, seed = 0;
     int shuffle = 0;
-    unsigned long long seed = 0;
     const char *split = NULL;
-    if (pyss_check_open(st) < 0 || !PyArg_ParseTupleAndKeywords(args, kw, "II|$pKz:kfold", kwlist,
-                                                                &k, &fold, &shuffle, &seed, &split))
+    if (pyss_check_open(st) < 0 || !PyArg_ParseTupleAndKeywords(args, kw, "OO|$pOz:kfold", kwlist,
+                                                                &ko, &fo, &shuffle, &so, &split))
+        return NULL;
+    if (pyss_uint_arg(&k, ko, "kfold: k", UINT32_MAX) < 0 ||
+        pyss_uint_arg(&fold, fo, "kfold: fold", UINT32_MAX) < 0 ||
+        (so && pyss_uint_arg(&seed, so, "kfold: seed", UINT64_MAX) < 0))
         return NULL;
     ss_selection *sel = NULL, *train = NULL, *valid = NULL;
     int rc = split ? capi_split_load(&sel, st->map->s, split) : capi_selection_all(&sel, st->count);
-    if (rc == 0) rc = capi_kfold(&train, &valid, sel, k, fold, shuffle, seed);
+    if (rc == 0) rc = capi_kfold(&train, &valid, sel, (unsigned)k, (unsigned)fold, shuffle, seed);
     PyObject *res = rc < 0 ? pyss_raise(rc)
                            : Py_BuildValue("NN", selection_array(train), selection_array(valid));
     capi_selection_free(sel);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* loader.c - the C loader behind seqstore.Loader: options in, batches out as
  * NumPy arrays (copies by default; or read-only views of the loader's slot,
  * valid until the next batch, whose base keeps the loader alive). */
@@ -5,11 +6,38 @@
 
 typedef struct {
     PyObject_HEAD ss_loader *l;
-    StoreObject *store; /* keeps the Store (and so its map) alive */
+    ss_pipeline *transforms; /* borrowed by l: freed after it */
+    StoreObject *store;      /* keeps the Store (and so its map) alive */
     MapObject *map;
     int copy;
     unsigned generation;
 } LoaderObject;
+
+/* A Python int pad is exact (SS_VALUE_I64 or, above INT64_MAX, U64); a float
+ * is a double. The collator refuses one the output dtype cannot hold. */
+static int pyss_parse_pad(ss_collate_field *f, PyObject *pad) {
+    if (PyLong_Check(pad)) {
+        int overflow;
+        long long v = PyLong_AsLongLongAndOverflow(pad, &overflow);
+        if (v == -1 && PyErr_Occurred()) return -1;
+        if (!overflow) {
+            f->pad_kind = SS_VALUE_I64;
+            f->pad_i64 = v;
+            return 0;
+        }
+        unsigned long long u = overflow > 0 ? PyLong_AsUnsignedLongLong(pad) : 0;
+        if (overflow < 0 || PyErr_Occurred()) {
+            PyErr_Clear();
+            PyErr_Format(PyExc_ValueError, "pad %R is outside [-2**63, 2**64)", pad);
+            return -1;
+        }
+        f->pad_kind = SS_VALUE_U64;
+        f->pad_u64 = u;
+        return 0;
+    }
+    f->pad_value = PyFloat_AsDouble(pad);
+    return f->pad_value == -1.0 && PyErr_Occurred() ? -1 : 0;
+}
 
 /* (name, dtype code, layout, pad, pad_left, pad_to_multiple, fixed_length,
  *  truncate_left, mask, sort_by_length) -> `f`, the name resolved in `s`. */
@@ -19,9 +47,11 @@ int pyss_parse_collate_field(PyObject *item, const ss_store *s, ss_collate_field
     int dtype, layout, mask;
     unsigned long long multiple, fixed_length;
     const char *name;
-    if (!PyArg_ParseTuple(item, "siidpKKpip", &name, &dtype, &layout, &f->pad_value, &f->pad_left,
+    PyObject *pad;
+    if (!PyArg_ParseTuple(item, "siiOpKKpip", &name, &dtype, &layout, &pad, &f->pad_left,
                           &multiple, &fixed_length, &f->truncate_left, &mask, &f->sort_by_length))
         return -1;
+    if (pyss_parse_pad(f, pad) < 0) return -1;
     int rc = capi_field_index(&f->field, s, name);
     if (rc < 0) return pyss_raise_int(rc);
     f->dtype = (ss_dtype)dtype;
@@ -34,22 +64,25 @@ int pyss_parse_collate_field(PyObject *item, const ss_store *s, ss_collate_field
 }
 
 /* _Loader(store, fields, batch_size, max_tokens, bucket, shuffle, seed, rank,
- *         world_size, drop_last, threads, prefetch, copy) */
+ *         world_size, drop_last, threads, prefetch, copy, transforms, examples) */
 static PyObject *loader_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
-    static char *kwlist[] = {"store",   "fields",   "batch_size", "max_tokens", "bucket",
-                             "shuffle", "seed",     "rank",       "world_size", "drop_last",
-                             "threads", "prefetch", "copy",       NULL};
+    static char *kwlist[] = {"store",      "fields",     "batch_size", "max_tokens",
+                             "bucket",     "shuffle",    "seed",       "rank",
+                             "world_size", "drop_last",  "threads",    "prefetch",
+                             "copy",       "transforms", "examples",   NULL};
     StoreObject *st;
-    PyObject *fields;
+    PyObject *fields, *transforms = Py_None, *examples = Py_None;
     const char *bucket = NULL;
     unsigned long long batch_size, max_tokens, seed;
     unsigned rank, world, threads, prefetch;
     int shuffle, drop_last, copy;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O!O!KKzpKIIpIIp:_Loader", kwlist, &Store_Type, &st,
-                                     &PyList_Type, &fields, &batch_size, &max_tokens, &bucket,
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O!O!KKzpKIIpIIp|OO:_Loader", kwlist, &Store_Type,
+                                     &st, &PyList_Type, &fields, &batch_size, &max_tokens, &bucket,
                                      &shuffle, &seed, &rank, &world, &drop_last, &threads,
-                                     &prefetch, &copy))
+                                     &prefetch, &copy, &transforms, &examples))
         return NULL;
+    if (transforms != Py_None && !PyList_Check(transforms))
+        return PyErr_Format(PyExc_TypeError, "transforms is a list of specs");
     if (pyss_check_open(st) < 0) return NULL;
     Py_ssize_t n = PyList_GET_SIZE(fields);
     if (n > SS_MAX_FIELDS)
@@ -82,9 +115,18 @@ static PyObject *loader_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
     lo->map = (MapObject *)Py_NewRef(st->map);
     lo->copy = copy;
     lo->generation = pyss_generation;
+    ss_selection *sel = NULL;
+    if (pyss_pipeline_build(&lo->transforms, st, transforms) < 0 ||
+        pyss_selection_build(&sel, st, examples) < 0) {
+        Py_DECREF(lo);
+        return NULL;
+    }
+    o.transforms = lo->transforms;
+    o.selection = sel; /* copied by the loader */
     int rc;
     Py_BEGIN_ALLOW_THREADS rc = capi_loader_open(&lo->l, st->map->s, &o);
-    Py_END_ALLOW_THREADS if (rc < 0) {
+    Py_END_ALLOW_THREADS capi_selection_free(sel);
+    if (rc < 0) {
         Py_DECREF(lo);
         return pyss_raise(rc);
     }
@@ -96,6 +138,7 @@ static void loader_dealloc(LoaderObject *lo) {
         Py_BEGIN_ALLOW_THREADS capi_loader_free(lo->l); /* joins its threads */
         Py_END_ALLOW_THREADS
     }
+    if (lo->generation == pyss_generation) capi_pipeline_free(lo->transforms); /* else leaked */
     Py_XDECREF(lo->store);
     Py_XDECREF(lo->map);
     Py_TYPE(lo)->tp_free((PyObject *)lo);
@@ -162,7 +205,7 @@ static int put_field(LoaderObject *lo, PyObject *d, const ss_collated *c) {
 }
 
 static PyObject *loader_next(LoaderObject *lo) {
-    if (loader_check(lo) < 0) return NULL;
+    if (loader_check(lo) < 0 || pyss_check_store_of(lo->store, "loader") < 0) return NULL;
     const ss_loader_batch *batch;
     int rc;
     Py_BEGIN_ALLOW_THREADS rc = capi_loader_next(&batch, lo->l);
@@ -212,9 +255,12 @@ static PyObject *loader_load_state(LoaderObject *lo, PyObject *arg) {
 static PyObject *loader_close(LoaderObject *lo, PyObject *unused) {
     (void)unused;
     ss_loader *l = lo->generation == pyss_generation ? lo->l : NULL; /* see pyss.h */
+    ss_pipeline *p = lo->generation == pyss_generation ? lo->transforms : NULL;
     lo->l = NULL;
+    lo->transforms = NULL;
     Py_BEGIN_ALLOW_THREADS capi_loader_free(l);
-    Py_END_ALLOW_THREADS Py_RETURN_NONE;
+    Py_END_ALLOW_THREADS capi_pipeline_free(p); /* after the loader that borrowed it */
+    Py_RETURN_NONE;
 }
 
 static PyObject *loader_get(LoaderObject *lo, void *which) {

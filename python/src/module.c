@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* module.c - the seqstore._seqstore extension: module, errors and dtypes. */
 #define PYSS_MODULE_C
 #include "pyss.h"
@@ -128,6 +129,30 @@ int pyss_typenum(ss_dtype d) {
         return NPY_UINT16; /* NumPy has no bfloat16: the raw bits */
     }
     return -1;
+}
+
+int pyss_uint_arg(unsigned long long *out, PyObject *v, const char *what, unsigned long long max) {
+    if (PyBool_Check(v) || !PyIndex_Check(v)) {
+        PyErr_Format(PyExc_TypeError, "%s is an int, not %s", what, Py_TYPE(v)->tp_name);
+        return -1;
+    }
+    PyObject *i = PyNumber_Index(v);
+    if (!i) return -1;
+    unsigned long long u = PyLong_AsUnsignedLongLong(i); /* negative or > 64 bits: overflow */
+    int overflow = u == (unsigned long long)-1 && PyErr_Occurred();
+    if (overflow && !PyErr_ExceptionMatches(PyExc_OverflowError)) {
+        Py_DECREF(i);
+        return -1;
+    }
+    if (overflow) PyErr_Clear();
+    if (overflow || u > max) {
+        PyErr_Format(PyExc_ValueError, "%s must be in [0, %llu], not %R", what, max, i);
+        Py_DECREF(i);
+        return -1;
+    }
+    Py_DECREF(i);
+    *out = u;
+    return 0;
 }
 
 /* dtype_code("u16") -> 3; dtype_name(3) -> "u16"; for the Python layer. */

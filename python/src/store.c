@@ -1,11 +1,15 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* store.c - Store (an open store), Field (one field's accessor) and Map (the
  * C store, kept alive by every NumPy view over it). */
 #include "pyss.h"
+
+#include <sys/mman.h>
 
 /* ------------------------------------------------------------------ Map */
 
 static void map_dealloc(MapObject *m) {
     if (m->generation == pyss_generation) capi_close(m->s); /* else leaked: see pyss.h */
+    if (m->priv) munmap(m->priv, m->size); /* this process's own mapping, even in a child */
     Py_TYPE(m)->tp_free((PyObject *)m);
 }
 
@@ -17,11 +21,35 @@ PyTypeObject Map_Type = {
     .tp_doc = "The memory map of an open store; the base of its NumPy views.",
 };
 
+/* Map the store's file a second time, privately (see MapObject). A failure
+ * (e.g. no address space, strict overcommit) leaves priv NULL: views then
+ * point into LMDB's map, as before. MAP_NORESERVE: written pages are charged
+ * as they are copied, not the whole file up front. */
+static void map_private(MapObject *m) {
+    const void *base;
+    uint64_t size;
+    int fd;
+    m->priv = NULL;
+    if (capi_store_map(&base, &size, &fd, m->s) < 0 || size > SIZE_MAX) return;
+    void *p = mmap(NULL, (size_t)size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_NORESERVE, fd, 0);
+    if (p == MAP_FAILED) return;
+    m->lmdb = base;
+    m->priv = p;
+    m->size = (size_t)size;
+}
+
 /* ---------------------------------------------------------------- views */
 
 int pyss_check_open(StoreObject *st) {
     if (st->map) return pyss_check_generation(st->map->generation, "store", st->path);
     PyErr_Format(pyss_ClosedError, "store '%U' is closed", st->path);
+    return -1;
+}
+
+int pyss_check_store_of(StoreObject *st, const char *what) {
+    if (st->map) return 0;
+    PyErr_Format(pyss_ClosedError, "store '%U' is closed: this %s reads it no more", st->path,
+                 what);
     return -1;
 }
 
@@ -33,7 +61,8 @@ PyObject *pyss_view_array(StoreObject *st, uint32_t field, const ss_view *v) {
     if (fs->sequence) shape[nd++] = (npy_intp)v->length;
     for (int k = 0; k < fs->ndim; k++) shape[nd++] = fs->dims[k];
     PyArray_Descr *descr = PyArray_DescrFromType(fs->typenum); /* new reference, stolen */
-    PyObject *a = PyArray_NewFromDescr(&PyArray_Type, descr, nd, shape, NULL, (void *)v->data,
+    void *data = (void *)pyss_map_ptr(st->map, v->data);
+    PyObject *a = PyArray_NewFromDescr(&PyArray_Type, descr, nd, shape, NULL, data,
                                        NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED, NULL);
     if (!a) return NULL;
     Py_INCREF(st->map);
@@ -147,10 +176,16 @@ static Py_ssize_t field_len(FieldObject *f) {
     return pyss_check_open(f->store) < 0 ? -1 : (Py_ssize_t)f->store->count;
 }
 
-/* Lengths of every example (time steps), as a new u64 array (the C library
- * copies them out of its index: one pass over index pages, no data page). */
+/* Lengths of every example (time steps), as a read-only u64 array, made on
+ * the first call and cached: the store reads one snapshot, so they never
+ * change. Not zero-copy, because lengths are not stored (spec/FORMAT.md
+ * 6.2): the index holds each example's first row ("start", every 16 bytes,
+ * in separate blocks of 65534 entries) and a length is start[i+1] -
+ * start[i]. So the first call is one pass over the index pages (no data
+ * page), 8 bytes per example; later calls return the same array. */
 static PyObject *lengths_of(StoreObject *st, uint32_t field) {
     if (pyss_check_open(st) < 0) return NULL;
+    if (st->lengths[field]) return Py_NewRef(st->lengths[field]);
     npy_intp n = (npy_intp)st->count;
     PyObject *a = PyArray_SimpleNew(1, &n, NPY_UINT64);
     if (!a) return NULL;
@@ -160,6 +195,7 @@ static PyObject *lengths_of(StoreObject *st, uint32_t field) {
         return pyss_raise(rc);
     }
     PyArray_CLEARFLAGS((PyArrayObject *)a, NPY_ARRAY_WRITEABLE);
+    st->lengths[field] = Py_NewRef(a);
     return a;
 }
 
@@ -183,7 +219,10 @@ static PySequenceMethods field_as_sequence = {.sq_length = (lenfunc)field_len};
 
 static PyMethodDef field_methods[] = {
     {"lengths", (PyCFunction)field_lengths, METH_NOARGS,
-     "lengths() -> read-only uint64 array: time steps of every example."},
+     "lengths() -> read-only uint64 array: time steps of every example. Computed\n"
+     "from the index on the first call (one pass, 8 bytes per example: lengths\n"
+     "are not stored, only each example's start row) and cached: later calls\n"
+     "return the same array."},
     {NULL, NULL, 0, NULL}};
 
 static PyGetSetDef field_getset[] = {{"name", (getter)field_name, NULL, "the field's name", NULL},
@@ -268,6 +307,7 @@ PyObject *pyss_open(PyObject *self, PyObject *args, PyObject *kw) {
     }
     st->map = NULL;
     st->names = st->attrs = NULL;
+    memset(st->lengths, 0, sizeof st->lengths);
     st->nfields = 0;
     st->count = 0;
     st->path = PyOS_FSPath(path);
@@ -277,6 +317,7 @@ PyObject *pyss_open(PyObject *self, PyObject *args, PyObject *kw) {
     st->map = PyObject_New(MapObject, &Map_Type);
     if (!st->map) goto fail;
     st->map->s = NULL;
+    st->map->priv = NULL;
     st->map->generation = pyss_generation;
     int rc;
     Py_BEGIN_ALLOW_THREADS rc = capi_open(&st->map->s, PyBytes_AS_STRING(bytes), st->flags);
@@ -284,6 +325,7 @@ PyObject *pyss_open(PyObject *self, PyObject *args, PyObject *kw) {
         pyss_raise(rc);
         goto fail;
     }
+    map_private(st->map);
     if (store_describe(st) < 0) goto fail;
     Py_DECREF(bytes);
     return (PyObject *)st;
@@ -293,7 +335,12 @@ fail:
     return NULL;
 }
 
+static void clear_lengths(StoreObject *st) {
+    for (uint32_t k = 0; k < SS_MAX_FIELDS; k++) Py_CLEAR(st->lengths[k]);
+}
+
 static void store_dealloc(StoreObject *st) {
+    clear_lengths(st);
     Py_CLEAR(st->attrs);
     Py_CLEAR(st->map);
     Py_CLEAR(st->names);
@@ -308,6 +355,7 @@ static PyObject *store_close(StoreObject *st, PyObject *unused) {
     (void)unused;
     Py_CLEAR(st->map);
     Py_CLEAR(st->attrs);
+    clear_lengths(st);
     Py_RETURN_NONE;
 }
 
@@ -396,7 +444,8 @@ static PyObject *attr_value(StoreObject *st, const ss_attr *a) {
         return PyErr_Format(pyss_Error, "store '%U': attribute '%s' has type %u and %llu bytes",
                             st->path, a->name, a->type, (unsigned long long)a->size);
     npy_intp n = (npy_intp)(a->size / esize);
-    PyObject *arr = PyArray_New(&PyArray_Type, 1, &n, typenum, NULL, (void *)a->data, 0,
+    void *data = (void *)pyss_map_ptr(st->map, a->data);
+    PyObject *arr = PyArray_New(&PyArray_Type, 1, &n, typenum, NULL, data, 0,
                                 NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED, NULL);
     if (arr && PyArray_SetBaseObject((PyArrayObject *)arr, Py_NewRef(st->map)) < 0) Py_CLEAR(arr);
     return arr;
@@ -429,6 +478,11 @@ static PyObject *store_names(StoreObject *st, void *unused) {
 static PyObject *store_path(StoreObject *st, void *unused) {
     (void)unused;
     return Py_NewRef(st->path);
+}
+
+static PyObject *store_copy_on_write(StoreObject *st, void *unused) {
+    (void)unused;
+    return pyss_check_open(st) < 0 ? NULL : PyBool_FromLong(st->map->priv != NULL);
 }
 
 static PyObject *store_closed(StoreObject *st, void *unused) {
@@ -489,7 +543,8 @@ static PyMethodDef store_methods[] = {
     {"__reduce__", (PyCFunction)store_reduce, METH_NOARGS, NULL},
     {"field", (PyCFunction)store_field, METH_O, "field(name) -> Field accessor"},
     {"lengths", (PyCFunction)store_lengths, METH_O,
-     "lengths(name) -> read-only uint64 array of every example's length in that field"},
+     "lengths(name) -> read-only uint64 array of every example's length in that field\n"
+     "(computed once from the index, then cached; see Field.lengths)"},
     {NULL, NULL, 0, NULL}};
 
 static PyGetSetDef store_getset[] = {
@@ -498,6 +553,11 @@ static PyGetSetDef store_getset[] = {
     {"fields", (getter)store_names, NULL, "tuple of field names", NULL},
     {"path", (getter)store_path, NULL, "the path the store was opened with", NULL},
     {"closed", (getter)store_closed, NULL, "True after close()", NULL},
+    {"copy_on_write", (getter)store_copy_on_write, NULL,
+     "True when views are over a private copy-on-write map of the file (always,\n"
+     "unless it could not be mapped): a write that bypasses a view's read-only\n"
+     "flag then changes only this Store's copy, never the file, and cannot fault.",
+     NULL},
     {NULL, NULL, NULL, NULL, NULL}};
 
 PyTypeObject Store_Type = {

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* window.c - the C window reader behind seqstore.WindowReader: windows for
  * truncated BPTT with per-sequence hidden states registered back. Batches are
  * copied out (dicts of arrays); the reader remembers the one batch that may be
@@ -34,20 +35,35 @@ static int opt_buffer(PyObject *obj, Py_buffer *b, size_t esize, size_t *n) {
     return 0;
 }
 
+/* gain/offset hold one number per channel (the field's row elements): the C
+ * reader reads that many, so fewer would be read past the buffer's end. */
+static int check_channels(StoreObject *st, uint32_t field, const char *what, PyObject *given,
+                          size_t n) {
+    if (!given || field >= st->nfields) return 0; /* a bad field: the C reader says so */
+    const FieldShape *fs = &st->shape[field];
+    size_t channels = 1;
+    for (int k = 0; k < fs->ndim; k++) channels *= (size_t)fs->dims[k];
+    if (n == channels) return 0;
+    PyErr_Format(PyExc_ValueError, "%s has %zu numbers for the %zu channels of field '%U'", what, n,
+                 channels, PyTuple_GET_ITEM(st->names, field));
+    return -1;
+}
+
 static PyObject *window_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
-    static char *kwlist[] = {"store",    "field",      "label_field", "window", "overlap",
-                             "lanes",    "state_size", "state_dtype", "mode",   "seed",
-                             "shuffle",  "flags",      "out_dtype",   "gain",   "offset",
-                             "examples", "threads",    NULL};
+    static char *kwlist[] = {"store",    "field",      "label_field", "window",      "overlap",
+                             "lanes",    "state_size", "state_dtype", "mode",        "seed",
+                             "shuffle",  "flags",      "out_dtype",   "gain",        "offset",
+                             "examples", "threads",    "gain_attr",   "offset_attr", NULL};
     StoreObject *st;
     ss_window_options o = SS_WINDOW_OPTIONS_INIT;
     unsigned long long window, overlap, state_size, seed;
     int state_dtype, mode, out_dtype, label; /* label: -1 = none */
     PyObject *gain, *offset, *examples;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O!IiKKIKiiKpIiOOOi:_WindowReader", kwlist,
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O!IiKKIKiiKpIiOOOi|zz:_WindowReader", kwlist,
                                      &Store_Type, &st, &o.field, &label, &window, &overlap,
                                      &o.lanes, &state_size, &state_dtype, &mode, &seed, &o.shuffle,
-                                     &o.flags, &out_dtype, &gain, &offset, &examples, &o.threads))
+                                     &o.flags, &out_dtype, &gain, &offset, &examples, &o.threads,
+                                     &o.gain_attr, &o.offset_attr))
         return NULL;
     if (pyss_check_open(st) < 0) return NULL;
     o.label_field = label < 0 ? SS_FIELD_NONE : (uint32_t)label;
@@ -63,6 +79,9 @@ static PyObject *window_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
     if (opt_buffer(gain, &bg, sizeof(double), &ng) < 0) return NULL;
     if (opt_buffer(offset, &bo, sizeof(double), &no) < 0) goto fail_g;
     if (opt_buffer(examples, &be, sizeof(uint64_t), &ne) < 0) goto fail_o;
+    if (check_channels(st, o.field, "gain", bg.obj, ng) < 0 ||
+        check_channels(st, o.field, "offset", bo.obj, no) < 0)
+        goto fail_e;
     o.gain = bg.obj ? bg.buf : NULL;
     o.offset = bo.obj ? bo.buf : NULL;
     o.examples = be.obj ? be.buf : NULL;
@@ -160,7 +179,7 @@ static PyObject *batch_dict(WindowObject *wo, const ss_window_batch *b) {
 }
 
 static PyObject *window_next(WindowObject *wo) {
-    if (window_check(wo) < 0) return NULL;
+    if (window_check(wo) < 0 || pyss_check_store_of(wo->store, "window reader") < 0) return NULL;
     const ss_window_batch *b;
     int rc;
     Py_BEGIN_ALLOW_THREADS rc = capi_window_next(&b, wo->r);

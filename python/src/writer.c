@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* writer.c - the C writer behind seqstore.Writer. The Python layer
  * (seqstore/_writer.py) turns user values into arrays of the exact dtype and
  * shape; this file checks them again (never trusting the caller with a

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """Shared fixtures: small stores written by the module itself and, for values
 known independently of it, the fortunes store made by the seqstore CLI."""
 import os

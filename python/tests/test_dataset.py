@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """A dataset of shards (spec/FORMAT.md §13) opened from Python like a store:
 global indices over the shards, the same examples as the stores written."""
 import os

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """seqstore.Loader: batches against a naive collation of the same examples,
 epochs, sharding, token budgets, exact resume, views, torch, misuse."""
 import pickle
@@ -28,7 +29,7 @@ def check_batch(store, b, pad=-1):
 FIELDS = {"tokens": {"dtype": "i64", "pad": -1, "mask": "u8"}, "label": {}}
 
 
-@pytest.mark.parametrize("shuffle,threads", [(False, 1), (True, 1), (True, 2)])
+@pytest.mark.parametrize("shuffle,threads", [(False, 1), (True, 1), (True, 2), (True, 0)])
 def test_batches_match_naive_collation(store, shuffle, threads):
     n = len(store)
     loader = seqstore.Loader(store, batch_size=8, shuffle=shuffle, seed=3, drop_last=True,
@@ -42,6 +43,18 @@ def test_batches_match_naive_collation(store, shuffle, threads):
         seen.extend(int(i) for i in b["index"])
     assert len(seen) == len(set(seen)) == (n // 8) * 8
     assert (seen == sorted(seen)) != shuffle
+
+
+def test_threads_zero_is_one_thread(store):
+    # the C API's one meaning of threads = 0 (seqstore.h): one thread, the same batches
+    def batches(threads):
+        l = seqstore.Loader(store, batch_size=8, shuffle=True, seed=3, fields=FIELDS,
+                            threads=threads)
+        return [b["tokens"] for b in l]
+    for a, b in zip(batches(0), batches(1)):
+        np.testing.assert_array_equal(a, b)
+    with pytest.raises(ValueError, match="threads"):
+        seqstore.Loader(store, batch_size=8, threads=-1)
 
 
 def test_epochs_and_determinism(store):
@@ -137,6 +150,12 @@ def test_misuse(store, store_path):
         seqstore.Loader(store, batch_size=0)
     with pytest.raises(TypeError):
         seqstore.Loader(store, batch_size=2.5)
+    # ints beyond the C types are refused, not wrapped (threads 2**32 was 0 = one thread)
+    for kw in (dict(threads=2**32), dict(prefetch=2**32), dict(seed=2**64),
+               dict(rank=2**32, world_size=2**32 + 1), dict(batch_size=2**64),
+               dict(fields={"tokens": {"fixed_length": 2**64 + 3}})):
+        with pytest.raises(ValueError, match=list(kw)[0] if "fields" not in kw else "fixed_length"):
+            seqstore.Loader(store, **{"batch_size": 2, **kw})
     with pytest.raises(ValueError, match="rank"):
         seqstore.Loader(store, batch_size=2, rank=2, world_size=2)
     with pytest.raises(KeyError, match="nope"):
@@ -223,6 +242,30 @@ def test_collator_into_caller_buffers(store):
         c.collate(idx, out=[buf])
 
 
+def test_collator_into_caller_torch_tensors(store):
+    # a caller's (e.g. pinned) tensor is written once, in place, by the C collator
+    torch = pytest.importorskip("torch")
+    c = seqstore.Collator(store, fields={"tokens": {"dtype": "i64", "pad": -1}, "label": {}})
+    idx = [3, 9, 12]
+    want = c.collate(idx)
+    buf = torch.full((4096,), 7, dtype=torch.int64)
+    got = c.collate(idx, out={"tokens": buf})
+    t = got["tokens"]
+    assert isinstance(t, torch.Tensor) and t.data_ptr() == buf.data_ptr()  # written in place
+    np.testing.assert_array_equal(t.numpy(), want["tokens"])
+    assert (buf[want["tokens"].size:] == 7).all()
+    assert isinstance(got["label"], np.ndarray)  # fields not given in out: arrays as before
+    np.testing.assert_array_equal(got["tokens_lengths"], want["tokens_lengths"])
+    with pytest.raises(TypeError, match="dtype"):
+        c.collate(idx, out={"tokens": torch.zeros(4096, dtype=torch.int32)})
+    with pytest.raises(TypeError, match="contiguous"):
+        c.collate(idx, out={"tokens": torch.zeros(64, 64, dtype=torch.int64)[:, ::2]})
+    with pytest.raises(TypeError, match="requires_grad"):
+        c.collate(idx, out={"tokens": torch.zeros(4096, requires_grad=True)})
+    with pytest.raises(seqstore.InvalidArgumentError, match="tokens"):
+        c.collate(idx, out={"tokens": torch.zeros(2, dtype=torch.int64)})  # too small
+
+
 def test_collator_misuse(store):
     c = seqstore.Collator(store, fields=["label"])
     for bad in ([], [1.5], "12", [[1, 2]]):
@@ -237,3 +280,26 @@ def test_collator_misuse(store):
     c.close()
     with pytest.raises(seqstore.ClosedError):
         c.collate([0])
+
+
+def test_integer_pads_are_exact(store):
+    """Python ints pad exactly up to 2**64 - 1 (a float pad would round 2**63 - 1
+    to 2**63); a pad the output dtype cannot hold is refused, not wrapped."""
+    big = 2**63 - 1
+    b = seqstore.Collator(store, fields={"tokens": {"dtype": "i64", "pad": big}}).collate([0, 1, 2])
+    lengths = [len(store["tokens"][i]) for i in range(3)]
+    assert min(lengths) < max(lengths)  # something is padded
+    for row, n in zip(b["tokens"], lengths):
+        assert (row[n:] == big).all()
+    top = 2**64 - 1
+    b = seqstore.Collator(store, fields={"tokens": {"dtype": "u64", "pad": top}}).collate([0, 1, 2])
+    for row, n in zip(b["tokens"], lengths):
+        assert (row[n:] == np.uint64(top)).all()
+    b = seqstore.Collator(store, fields={"tokens": {"dtype": "i64", "pad": np.int16(-3)}}).collate([0, 1])
+    assert b["tokens"].min() == -3 or min(lengths[:2]) == max(lengths[:2])
+    with pytest.raises(seqstore.InvalidArgumentError, match="pad -1 has no exact u16"):
+        seqstore.Collator(store, fields={"tokens": {"dtype": "u16", "pad": -1}})
+    with pytest.raises(seqstore.InvalidArgumentError, match="pad 1.5 has no exact i32"):
+        seqstore.Collator(store, fields={"tokens": {"dtype": "i32", "pad": 1.5}})
+    with pytest.raises(ValueError, match="outside"):
+        seqstore.Collator(store, fields={"tokens": {"dtype": "u64", "pad": 2**64}})

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """seqstore.open() and Store: values, access forms, read-only views,
 lifetime after close, pickling, errors."""
 import gc
@@ -86,6 +87,18 @@ def test_lengths(store, examples):
         np.testing.assert_array_equal(got, want)
         assert not got.flags.writeable
     np.testing.assert_array_equal(store.lengths("label"), np.ones(len(examples), np.uint64))
+    # computed once per field, then the same array (the snapshot never changes)
+    assert store.lengths("tokens") is store["tokens"].lengths()
+    assert store.lengths("tokens") is not store.lengths("feat")
+
+
+def test_lengths_cache_dropped_at_close(store_path, examples):
+    s = seqstore.open(store_path)
+    a = s.lengths("tokens")
+    s.close()
+    np.testing.assert_array_equal(a, [len(e["tokens"]) for e in examples])  # still valid
+    with pytest.raises(seqstore.ClosedError):
+        s.lengths("tokens")
 
 
 def test_bad_arguments(store):
@@ -161,6 +174,28 @@ def test_use_after_close_raises(store_path):
     assert "closed" in repr(s)
 
 
+def test_readers_of_a_closed_store_raise(store_path):
+    # a loader, collator, window reader or flat view of a closed store reads no more
+    s = seqstore.open(store_path)
+    loader = seqstore.Loader(s, batch_size=4, fields=["label"], threads=2)
+    it = iter(loader)
+    next(it)
+    coll = seqstore.Collator(s, ["tokens"])
+    win = seqstore.WindowReader(s, "feat", window=3, lanes=2)
+    flat = s.flat("tokens")
+    s.close()
+    for op in (lambda: next(it), lambda: coll.collate([1]), lambda: next(win),
+               lambda: flat[0:3]):
+        with pytest.raises(seqstore.ClosedError, match="closed"):
+            op()
+    state = loader.state_dict()  # bookkeeping still answers: resume on a reopened store
+    with seqstore.open(store_path) as s2:
+        again = seqstore.Loader(s2, batch_size=4, fields=["label"])
+        again.load_state_dict(state)
+        assert again.position == 1
+    loader.close()
+
+
 def test_context_manager_closes(store_path):
     with seqstore.open(store_path) as s:
         assert len(s) > 0
@@ -222,8 +257,8 @@ def test_widen_refuses_overflow():
 
 def test_torch_from_numpy_on_a_view_warns(store):
     # Known torch 1.13 behaviour, documented: from_numpy accepts a read-only
-    # array of a dtype it supports with only a warning. We check the warning
-    # is there (a write through that tensor would fault, so we do not write).
+    # array of a dtype it supports with only a warning. (A write through that
+    # tensor lands in the Store's private copy-on-write map: test_cow.py.)
     torch = pytest.importorskip("torch")
     lab = store[0]["label"]
     with warnings.catch_warnings(record=True):
@@ -348,6 +383,12 @@ def test_flat_view(store, examples):
         flat[len(want)]
     with pytest.raises(seqstore.RangeError):
         flat.locate(len(want))
+    # negative positions count from the end, as in flat[-1]
+    assert flat.locate(-1) == flat.locate(len(want) - 1)
+    with pytest.raises(IndexError, match=str(-len(want) - 1)):
+        flat.locate(-len(want) - 1)
+    with pytest.raises(TypeError):
+        flat.locate(1.0)
     with pytest.raises(TypeError):
         flat["a"]
     with pytest.raises(ValueError):
@@ -396,3 +437,23 @@ def test_splits_folds_buckets(store_path, examples, tmp_path):
         assert perm.tolist() == expect
         with pytest.raises(seqstore.NotFoundError):
             s.bucket("nope")
+
+
+def test_integer_arguments_never_wrap(store):
+    # a negative or too large int is refused by name, never taken modulo 2**32 / 2**64
+    with pytest.raises(ValueError, match="k.*-1"):
+        store.kfold(-1, 0)
+    with pytest.raises(ValueError, match="fold.*-1"):
+        store.kfold(3, -1)
+    with pytest.raises(ValueError, match=str(2**32 + 2)):
+        store.kfold(2**32 + 2, 0)  # would wrap to k = 2
+    with pytest.raises(ValueError, match="seed"):
+        store.kfold(3, 0, shuffle=True, seed=-1)
+    with pytest.raises(ValueError, match="seed"):
+        store.kfold(3, 0, shuffle=True, seed=2**64)
+    with pytest.raises(TypeError):
+        store.kfold(3.0, 0)
+    with pytest.raises(TypeError):
+        store.kfold(True, 0)
+    a, b = store.kfold(3, 0, shuffle=True, seed=2**64 - 1)  # the largest seed is fine
+    assert len(a) + len(b) == len(store)

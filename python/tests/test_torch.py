@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """seqstore.torch: datasets with torch's DataLoader (0 and 2 workers, fork and
 spawn), sharding, pickling by path."""
 import pickle
@@ -97,6 +98,12 @@ def test_iterable_ranks_partition(store_path, examples):
         sst.IterableDataset(store_path, rank=3, world_size=3)
     with pytest.raises(ValueError):
         sst.IterableDataset(store_path, rank=0)
+    # bad seed or epoch: refused when given, not at the first iteration in a worker
+    for bad in (-1, 2**64, 1.5, True):
+        with pytest.raises((TypeError, ValueError), match="seed"):
+            sst.IterableDataset(store_path, shuffle=True, seed=bad)
+        with pytest.raises((TypeError, ValueError), match="epoch"):
+            sst.IterableDataset(store_path).set_epoch(bad)
 
 
 @pytest.mark.parametrize("workers,ctx", [(0, None), (2, "fork"), (2, "spawn")])

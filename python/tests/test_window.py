@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """seqstore.WindowReader: windows against the stored signal, hidden-state
 carry checked against a naive per-sequence record, resume, misuse."""
 import numpy as np
@@ -147,3 +148,77 @@ def test_misuse(signal_path):
         r.close()
         with pytest.raises(seqstore.ClosedError):
             next(r)
+
+
+@pytest.fixture
+def digital_path(tmp_path):
+    """i16 recordings with per-channel gain and offset stored as attributes, as
+    `seqstore convert edf` writes them (signal.gain, signal.offset)."""
+    p = str(tmp_path / "edf.ss")
+    rng = np.random.default_rng(4)
+    with seqstore.create(p, [("eeg", "i16", (3,))]) as w:
+        for n in (9, 14, 5):
+            w.append({"eeg": rng.integers(-3000, 3000, (n, 3)).astype(np.int16)})
+        w.attrs["signal.gain"] = np.array([0.5, 0.25, 2.0])
+        w.attrs["signal.offset"] = np.array([1.0, -2.0, 0.0], np.float32)
+        w.attrs["signal.labels"] = "a\nb\nc\n"
+    return p
+
+
+def physical_windows(store, gain, offset):
+    """Every window's f32 physical values, naively: {(example, start): [W, C]}."""
+    out = {}
+    for ex in range(len(store)):
+        x = store["eeg"][ex].astype(np.float64) * gain + offset
+        for s in range(0, len(x) - 3, 4):
+            out[(ex, s)] = x[s:s + 4].astype(np.float32)
+    return out
+
+
+@pytest.mark.parametrize("source", ["arrays", "attributes"])
+def test_gain_and_offset(digital_path, source):
+    gain, offset = np.array([0.5, 0.25, 2.0]), np.array([1.0, -2.0, 0.0])
+    with seqstore.open(digital_path) as s:
+        want = physical_windows(s, gain, offset)
+        kw = (dict(gain=gain, offset=offset) if source == "arrays"
+              else dict(gain="signal.gain", offset="signal.offset"))
+        r = seqstore.WindowReader(s, "eeg", window=4, lanes=2, out_dtype="f32", **kw)
+        got = {}
+        for b in r:
+            assert b.data.dtype == np.float32
+            for k in np.flatnonzero(b.mask):
+                got[(int(b.example[k]), int(b.start[k]))] = b.data[k]
+            r.register(b)
+        assert sorted(got) == sorted(want)
+        for key, x in want.items():
+            np.testing.assert_allclose(got[key], x, rtol=1e-6)
+
+
+def test_gain_attribute_misuse(digital_path):
+    with seqstore.open(digital_path) as s:
+        def reader(**kw):
+            return seqstore.WindowReader(s, "eeg", window=4, out_dtype="f32", **kw)
+        with pytest.raises(seqstore.NotFoundError, match="nope"):
+            reader(gain="nope")
+        with pytest.raises(seqstore.Error, match="signal.labels"):
+            reader(offset="signal.labels")  # text, not numbers
+        with pytest.raises(TypeError):
+            reader(gain=b"signal.gain")
+
+
+def test_gain_offset_count_and_integer_ranges(digital_path):
+    # gain/offset hold one number per channel: fewer would be read past their end
+    with seqstore.open(digital_path) as s:
+        def reader(**kw):
+            return seqstore.WindowReader(s, "eeg", **{"window": 4, "out_dtype": "f32", **kw})
+        with pytest.raises(ValueError, match="gain.*1.*3 channels"):
+            reader(gain=[1.0])
+        with pytest.raises(ValueError, match="offset.*4.*3 channels"):
+            reader(offset=[1.0, 2.0, 3.0, 4.0])
+        for kw in (dict(lanes=2**32), dict(window=2**64), dict(seed=2**64),
+                   dict(threads=2**31), dict(state_size=2**64)):
+            with pytest.raises(ValueError, match=list(kw)[0]):
+                reader(**kw)
+        r = reader()
+        with pytest.raises(ValueError, match="epoch"):
+            r.set_epoch(-1)

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """seqstore.create() / Writer: round trips, conversions, misuse."""
 import pickle
 

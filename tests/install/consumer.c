@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* consumer.c - a program built against an installed seqstore: writes a
  * store, reads it back and checks every token. */
 #include <seqstore.h>

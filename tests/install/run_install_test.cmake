@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 # run_install_test.cmake - install the built tree into a temporary prefix and
 # build tests/install/consumer.c against it, with find_package(seqstore) and
 # with `pkg-config --cflags --libs seqstore`; run every program.

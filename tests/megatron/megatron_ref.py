@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-2-Clause
 """An independent writer and reader of Megatron-LM indexed datasets
 (PREFIX.bin + PREFIX.idx, "MMIDIDX" version 1), following the published
 layout of megatron/core/datasets/indexed_dataset.py: the builder appends each
