@@ -29,6 +29,8 @@ static const ss_command ss_commands[] = {
     {"bench", ss_cmd_bench, "measure how fast a store reads on this machine"},
     {"attr", ss_cmd_attr, "list, get, set and remove attributes"},
     {"export", ss_cmd_export, "write examples as JSON Lines, .npy files or a Megatron dataset"},
+    {"dataset", ss_cmd_dataset, "build the manifest of a dataset of shards (convert --shard)"},
+    {"merge", ss_cmd_merge, "write one store from a dataset of shards (streaming)"},
 };
 
 #define SS_NCOMMANDS (sizeof ss_commands / sizeof ss_commands[0])

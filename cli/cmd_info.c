@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* cmd_info.c - `seqstore info`: what a store holds. */
 #include "commands.h"
+#include "store.h" /* ss_dataset_shard_count */
 
 #include <getopt.h>
 #include <jansson.h>
@@ -84,6 +85,8 @@ static json_t *ss_info_json(const ss_store *s, const char *path) {
     ss_json_set_text(root, "path", path, strlen(path));
     json_object_set_new(root, "format_version", json_integer(info.format_version));
     json_object_set_new(root, "complete", json_boolean(info.complete));
+    if (ss_dataset_shard_count(s))
+        json_object_set_new(root, "shards", json_integer(ss_dataset_shard_count(s)));
     json_object_set_new(root, "examples", json_integer((json_int_t)info.count));
     json_object_set_new(root, "file_bytes", json_integer((json_int_t)info.file_bytes));
     json_object_set_new(root, "chunk_bytes", json_integer((json_int_t)info.chunk_bytes));
@@ -169,6 +172,9 @@ static void ss_info_text(const ss_store *s, const char *path) {
     printf("format      version %u, %s\n", info.format_version,
            info.complete ? "complete" : "INCOMPLETE (committed prefix)");
     printf("examples    %llu\n", (unsigned long long)info.count);
+    if (ss_dataset_shard_count(s))
+        printf("dataset     %u shards (files and chunks below: their sums)\n",
+               ss_dataset_shard_count(s));
     printf("file        %llu bytes (%.1f MiB), %llu data chunks of up to %llu bytes\n",
            (unsigned long long)info.file_bytes, (double)info.file_bytes / 1048576.0,
            (unsigned long long)info.data_chunks, (unsigned long long)info.chunk_bytes);

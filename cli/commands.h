@@ -26,6 +26,8 @@ int ss_cmd_bench(int argc, char **argv);
 int ss_cmd_attr(int argc, char **argv);
 int ss_cmd_export(int argc, char **argv);
 int ss_cmd_export_megatron(int argc, char **argv); /* argv[1] is "megatron" */
+int ss_cmd_dataset(int argc, char **argv);
+int ss_cmd_merge(int argc, char **argv);
 
 /* Print "seqstore CMD: message: ss_error_message()" and return SS_EXIT_ERROR. */
 int ss_cli_store_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -86,7 +86,21 @@ struct ss_conv {
     const char *index_by;
     uint64_t index_resolution;
     const char *index_name;
+
+    /* --shard K/N: keep the examples whose first byte lies in the K-th of N
+     * equal byte ranges of the sliced inputs taken in order (see convert.h) */
+    uint32_t shard_k, shard_n; /* shard_n = 0: no --shard */
+    uint64_t *shard_base;      /* per source: offset of its first byte among the sliced
+                                  inputs; NULL until computed */
+    uint64_t *shard_size;      /* per source: its size in the slicing */
+    uint64_t *shard_given;     /* per source: ss_conv_shard_size(), or UINT64_MAX */
+    uint32_t shard_given_cap;
+    int shard_self;              /* ss_conv_shard_self(): the converter filters bad input */
+    uint64_t shard_lo, shard_hi; /* this shard's byte range [lo, hi) */
+    uint64_t shard_skip;         /* --resume: in-shard examples already stored */
 };
+
+static int shard_keeps_path(ss_conv *c, const char *file);
 
 static double now_seconds(void) {
     struct timespec ts;
@@ -153,6 +167,11 @@ int ss_conv_bad(ss_conv *c, const char *file, uint64_t location, const char *fmt
                      : asprintf(&msg, "%s: %s", file, what ? what : "?");
     free(what);
     if (n < 0) msg = NULL;
+    if (c->shard_n && !c->shard_self &&
+        !shard_keeps_path(c, file)) { /* another shard's input: its job reports it */
+        free(msg);
+        return 0;
+    }
     if (!c->opts.skip_bad) {
         for (uint32_t k = 0; k < c->nsources && !c->bad_source; k++)
             if (!strcmp(c->sources[k], file)) c->bad_source = k + 1;
@@ -167,6 +186,120 @@ int ss_conv_bad(ss_conv *c, const char *file, uint64_t location, const char *fmt
     }
     free(msg);
     c->nbad++;
+    return 0;
+}
+
+/* ------------------------------------------------------------------ shards */
+
+/* floor(k * total / n) without overflow (k <= n <= 2^32). */
+static uint64_t shard_start(uint64_t k, uint64_t n, uint64_t total) {
+    return k * (total / n) + k * (total % n) / n;
+}
+
+/* The sliced inputs' layout and this shard's byte range [lo, hi): the bytes
+ * of every non-auxiliary input concatenated in input order, T in all, cut at
+ * b_k = floor(k*T/N). Returns 0 or 1 (error printed). */
+static int shard_compute(ss_conv *c) {
+    if (c->shard_base) return 0;
+    size_t n = c->nsources ? c->nsources : 1;
+    c->shard_base = calloc(n, sizeof *c->shard_base);
+    c->shard_size = calloc(n, sizeof *c->shard_size);
+    int rc = !c->shard_base || !c->shard_size ? ss_conv_error(c, "out of memory") : 0;
+    uint64_t total = 0;
+    for (uint32_t f = 0; !rc && f < c->nsources; f++) {
+        struct stat st;
+        c->shard_base[f] = total;
+        if (f < c->shard_given_cap && c->shard_given[f] != UINT64_MAX) {
+            total += c->shard_size[f] = c->shard_given[f];
+            continue;
+        }
+        if (!strcmp(c->sources[f], "-") || stat(c->sources[f], &st) != 0 || !S_ISREG(st.st_mode))
+            rc =
+                ss_conv_error(c, "--shard: '%s' is not a regular file (shards slice files by size)",
+                              c->sources[f]);
+        else
+            total += c->shard_size[f] = (uint64_t)st.st_size;
+    }
+    c->shard_lo = shard_start(c->shard_k, c->shard_n, total);
+    c->shard_hi = shard_start(c->shard_k + 1ull, c->shard_n, total);
+    if (c->shard_k + 1 == c->shard_n) c->shard_hi = UINT64_MAX; /* past-the-end bytes too */
+    if (rc) {
+        free(c->shard_base);
+        free(c->shard_size);
+        c->shard_base = c->shard_size = NULL;
+    }
+    return rc;
+}
+
+int ss_conv_shard_size(ss_conv *c, uint32_t source, uint64_t size) {
+    if (source >= c->shard_given_cap) {
+        uint32_t cap = source + 16;
+        uint64_t *p = realloc(c->shard_given, cap * sizeof *p);
+        if (!p) return ss_conv_error(c, "out of memory");
+        for (uint32_t k = c->shard_given_cap; k < cap; k++) p[k] = UINT64_MAX;
+        c->shard_given = p;
+        c->shard_given_cap = cap;
+    }
+    c->shard_given[source] = size;
+    return 0;
+}
+
+void ss_conv_shard_self(ss_conv *c) {
+    c->shard_self = 1;
+}
+
+int ss_conv_shard_range(ss_conv *c, uint32_t source, uint64_t *lo, uint64_t *hi) {
+    *lo = 0;
+    *hi = UINT64_MAX;
+    if (!c->shard_n) return 1;
+    if (shard_compute(c) || source >= c->nsources) return *hi = 0, 0;
+    uint64_t b = c->shard_base[source], size = c->shard_size[source];
+    if (c->shard_hi <= b || (c->shard_lo >= b + size && size)) return *hi = 0, 0;
+    if (!size && c->shard_lo > b) return *hi = 0, 0; /* an empty input: at its offset */
+    *lo = c->shard_lo > b ? c->shard_lo - b : 0;
+    *hi = c->shard_hi == UINT64_MAX ? UINT64_MAX : c->shard_hi - b;
+    return 1;
+}
+
+int ss_conv_in_shard_at(ss_conv *c, uint32_t source, uint64_t byte) {
+    uint64_t lo, hi;
+    if (!ss_conv_shard_range(c, source, &lo, &hi)) return 0;
+    return byte >= lo && byte < hi;
+}
+
+int ss_conv_in_shard(ss_conv *c, uint32_t source) {
+    return ss_conv_in_shard_at(c, source, 0);
+}
+
+static int shard_keeps_path(ss_conv *c, const char *file) {
+    for (uint32_t k = 0; k < c->nsources; k++)
+        if (!strcmp(c->sources[k], file)) return ss_conv_in_shard(c, k);
+    return 1; /* not an input (e.g. a vocabulary file): every shard's concern */
+}
+
+/* --shard K/N: 0 <= K < N, both decimal; or "auto": K and N are the rank
+ * and world size of ss_rank_from_env(). Returns 0 or 2 (usage error). */
+static int parse_shard(ss_conv *c, const char *text) {
+    if (text && !strcmp(text, "auto")) {
+        uint32_t r = SS_RANK_UNSET, w = SS_RANK_UNSET;
+        if (ss_rank_from_env(&r, &w, NULL))
+            return ss_conv_usage_error(c, "--shard auto: %s", ss_error_message());
+        c->shard_k = r;
+        c->shard_n = w;
+        return 0;
+    }
+    const char *slash = text ? strchr(text, '/') : NULL;
+    uint64_t k, n;
+    char kbuf[32];
+    if (!slash || (size_t)(slash - text) >= sizeof kbuf)
+        return ss_conv_usage_error(c, "--shard needs K/N (0 <= K < N), not '%s'", text ? text : "");
+    memcpy(kbuf, text, (size_t)(slash - text));
+    kbuf[slash - text] = 0;
+    if (ss_conv_parse_u64(c, "--shard N", slash + 1, 1, UINT32_MAX, &n) ||
+        ss_conv_parse_u64(c, "--shard K", kbuf, 0, n - 1, &k))
+        return 2;
+    c->shard_k = (uint32_t)k;
+    c->shard_n = (uint32_t)n;
     return 0;
 }
 
@@ -434,6 +567,11 @@ static int write_framework_attrs(ss_conv *c) {
     int rc = set_text(c, "source.files", all_files) || set_text(c, "convert.options", all_args) ||
              set_text(c, "convert.converter", kinds) ||
              set_text(c, "convert.version", ss_version());
+    if (!rc && c->shard_n) { /* spec/FORMAT.md §13: `dataset build` checks the set */
+        char shard[32];
+        snprintf(shard, sizeof shard, "%u/%u", c->shard_k, c->shard_n);
+        rc = set_text(c, "source.shard", shard);
+    }
     free(files);
     free(args);
     free(all_files);
@@ -665,6 +803,7 @@ int ss_conv_begin(ss_conv *c, const ss_schema *schema, uint64_t *skip) {
     uint32_t ifields[SS_BUCKET_MAX_KEYS];
     size_t inkeys = 0;
     if (c->index_by && resolve_index(c, ifields, &inkeys)) return 1;
+    if (c->shard_n && shard_compute(c)) return 1;
 
     ss_writer_options wo = SS_WRITER_OPTIONS_INIT;
     wo.flags = SS_WRITE_NOSYNC;
@@ -688,6 +827,9 @@ int ss_conv_begin(ss_conv *c, const ss_schema *schema, uint64_t *skip) {
                 return 1;
             }
             *skip = ss_writer_count(c->w) - c->base;
+            /* --shard: the converter's examples include other shards'; the
+             * framework skips this shard's stored ones itself */
+            if (c->shard_n) c->shard_skip = *skip, *skip = 0;
         } else {
             rc = ss_writer_create(&c->w, c->opts.output, &full, &wo);
             if (rc) return ss_conv_ss_error(c, "cannot create the store");
@@ -720,6 +862,18 @@ int ss_conv_begin(ss_conv *c, const ss_schema *schema, uint64_t *skip) {
 }
 
 int ss_conv_append(ss_conv *c, const ss_value *values, uint32_t source, uint64_t location) {
+    return ss_conv_append_at(c, values, source, location, 0);
+}
+
+int ss_conv_append_at(ss_conv *c, const ss_value *values, uint32_t source, uint64_t location,
+                      uint64_t byte) {
+    if (c->shard_n) {
+        if (!ss_conv_in_shard_at(c, source, byte)) return 0;
+        if (c->shard_skip) {
+            c->shard_skip--;
+            return 0;
+        }
+    }
     uint64_t src[2] = {(uint64_t)c->source_base + source + 1, location};
     memcpy(c->values, values, c->nfields * sizeof *values);
     c->values[c->nfields] = (ss_value){src, 1};
@@ -775,6 +929,14 @@ static void common_usage(FILE *out) {
           "  --index-resolution R  its bucket width, R >= 1 (required with --index-by)\n"
           "  --index-name NAME   its name (default: the --index-by text); --append\n"
           "                      also rebuilds the indices the store already has\n"
+          "  --shard K/N|auto    write only shard K (0-based) of N: the examples whose\n"
+          "                      first byte is in the K-th of N equal byte ranges of\n"
+          "                      all inputs (whole files; a large text/jsonl file is\n"
+          "                      cut at line boundaries); shards 0..N-1 in order hold\n"
+          "                      exactly the examples of one conversion; a word\n"
+          "                      vocabulary is counted over every input by every shard\n"
+          "                      (auto: K/N = rank/world size from RANK/WORLD_SIZE,\n"
+          "                      OMPI_COMM_WORLD_RANK/_SIZE or SLURM_PROCID/NTASKS)\n"
           "  -h, --help          this help\n"
           "exit status: 0 ok, 1 error (bad input, I/O), 2 usage error\n",
           out);
@@ -868,6 +1030,8 @@ static int parse_common(ss_conv *c, int argc, char **argv, char **rest, int *nre
             c->index_name = opt_value(argc, argv, &i, a, 12);
             if (!c->index_name || !*c->index_name)
                 return ss_conv_usage_error(c, "--index-name needs a NAME");
+        } else if (is_opt(a, "--shard")) {
+            if (parse_shard(c, opt_value(argc, argv, &i, a, 7))) return 2;
         } else if (is_opt(a, "--commit-bytes")) {
             const char *s = opt_value(argc, argv, &i, a, 14);
             if (ss_conv_parse_u64(c, "--commit-bytes", s, 1, UINT64_MAX, &c->commit_bytes))
@@ -1012,6 +1176,9 @@ static void conv_free(ss_conv *c) {
     free(c->checked);
     for (uint32_t k = 0; k < c->nindices; k++) free(c->indices[k].name);
     free(c->indices);
+    free(c->shard_base);
+    free(c->shard_size);
+    free(c->shard_given);
     free(c);
 }
 
@@ -1053,6 +1220,8 @@ int ss_cmd_convert(int argc, char **argv) {
             rc = ss_conv_usage_error(c, "no output store (-o STORE)");
         else if (c->opts.force && (c->opts.append || c->opts.resume))
             rc = ss_conv_usage_error(c, "--force excludes --append and --resume");
+        else if (c->shard_n && c->opts.append)
+            rc = ss_conv_usage_error(c, "--shard writes a new shard store; it excludes --append");
         else if (c->opts.resume)
             c->opts.append = probe_interrupted_append(c);
     }

@@ -103,6 +103,8 @@ extern const ss_converter *const ss_converters[];
  *    --skip-bad           skip bad records/files, list them at the end
  *    --quiet              no progress, no summary
  *    --threads N          decoding threads (default: online CPUs, at most 8)
+ *    --shard K/N          write only shard K (0-based) of N (ss_conv_in_shard_at());
+ *                         excludes --append; --resume continues the shard
  *    --index-by FIELD[,FIELD...] --index-resolution R [--index-name NAME]
  *                         also store a bucket index ss.bucket.NAME
  *                         (the same bytes as `seqstore index STORE --by
@@ -127,6 +129,50 @@ typedef struct ss_conv_options {
     int force, append, resume, skip_bad, quiet;
     int threads; /**< >= 1 */
 } ss_conv_options;
+
+/* --shard K/N slices the inputs by bytes. The sliced inputs' bytes, taken
+ * in input order, are T in all; shard k owns the global byte range
+ * [floor(k*T/N), floor((k+1)*T/N)) (the last shard also any byte past T). An
+ * example belongs to the shard owning its first byte: byte `byte` of input
+ * `source` is global byte base_source + byte. So shards 0..N-1, in order, hold
+ * every example once and in the single-process order, for any N, provided a
+ * converter's examples come in input order with non-decreasing `byte` within
+ * an input. ss_conv_append() passes byte 0 (whole files); a converter that
+ * cuts one large input at record boundaries passes the record's (or its
+ * block's) first byte to ss_conv_append_at(). Without --shard everything is
+ * in the shard. */
+
+/** 1 if an example starting at byte `byte` of input `source` (an
+ *  ss_conv_add_source() number) is in this shard, else 0. An input that is
+ *  not a regular file and has no ss_conv_shard_size() gives 0 (and
+ *  ss_conv_begin() fails naming it). Cheap after the first call; call it
+ *  after every ss_conv_add_source() and ss_conv_shard_size(). */
+int ss_conv_in_shard_at(ss_conv *c, uint32_t source, uint64_t byte);
+
+/** ss_conv_in_shard_at(c, source, 0): whole-file slicing. ss_conv_append()
+ *  drops the examples of other shards' inputs and ss_conv_bad() ignores
+ *  their bad records, so a whole-file converter needs no change to be
+ *  sharded; calling this to skip other shards' inputs only saves time. A
+ *  converter whose ids depend on all inputs (a vocabulary built by counting)
+ *  must still count every input: then every shard builds the same
+ *  vocabulary, identical to a single-process conversion's. */
+int ss_conv_in_shard(ss_conv *c, uint32_t source);
+
+/** The bytes [*lo, *hi) of input `source` whose examples this shard keeps
+ *  (*hi may be UINT64_MAX); returns 0 when it keeps none of it (then the
+ *  range is empty), 1 otherwise (always 1 without --shard). */
+int ss_conv_shard_range(ss_conv *c, uint32_t source, uint64_t *lo, uint64_t *hi);
+
+/** Give input `source`'s size in the slicing instead of its file size: the
+ *  size of its decompressed bytes (a .gz input), or 0 for an input whose
+ *  examples are located by another's bytes (the target side of a parallel
+ *  corpus, a label file). Before ss_conv_begin(). @return 0, or 1 (error
+ *  printed). */
+int ss_conv_shard_size(ss_conv *c, uint32_t source, uint64_t size);
+
+/** The converter reports bad records only for the bytes it keeps (by
+ *  ss_conv_in_shard_at()), so ss_conv_bad() must not drop them by file. */
+void ss_conv_shard_self(ss_conv *c);
 
 /** The parsed common options of this run. */
 const ss_conv_options *ss_conv_opts(const ss_conv *c);
@@ -192,6 +238,12 @@ int ss_conv_begin(ss_conv *c, const ss_schema *schema, uint64_t *skip);
  *  1-based line or record number it came from.
  *  @return 0, or 1 (error printed). */
 int ss_conv_append(ss_conv *c, const ss_value *values, uint32_t source, uint64_t location);
+
+/** ss_conv_append() of an example whose first byte in input `source` is
+ *  `byte` (see --shard above): with --shard it is dropped unless this shard
+ *  owns that byte. @return 0, or 1 (error printed). */
+int ss_conv_append_at(ss_conv *c, const ss_value *values, uint32_t source, uint64_t location,
+                      uint64_t byte);
 
 /** Set an attribute on the store (after ss_conv_begin()); the same types as
  *  ss_writer_set_attr(). Names starting with "source." and "convert." are the

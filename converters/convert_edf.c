@@ -694,6 +694,14 @@ typedef struct edf_run {
     int has_label;
 } edf_run;
 
+/* 1 if file i must be decoded: it is in this shard, or ids numbered over
+ * every input in order (event classes by first appearance, --meta names)
+ * must come out as a single-process run numbers them. Examples of other
+ * shards' files are then dropped by ss_conv_append(). */
+static int every_file(edf_run *r, uint32_t i) {
+    return ss_conv_in_shard(r->c, i) || r->job->ev.mode || r->job->meta.on;
+}
+
 /* --events-as windows: one example per event whose window lies inside. */
 static int emit_windows(edf_run *r, uint32_t i, edf_slot *s) {
     ss_events *e = &r->job->ev;
@@ -722,8 +730,10 @@ static int emit_windows(edf_run *r, uint32_t i, edf_slot *s) {
  * Events are classified here, in input order, so class ids never depend on
  * the thread count (and a resumed run numbers them as the first did). */
 static int emit(edf_run *r, uint32_t i, edf_slot *s) {
+    if (!every_file(r, i)) return 0; /* --shard: another shard's file, not decoded */
     const uint32_t *lab = NULL;
     char err[256];
+    int mine = ss_conv_in_shard(r->c, i);
     if (s->bad) return ss_conv_bad(r->c, r->files[i], 0, "%s", s->err);
     if (r->job->meta.on &&
         ss_recmeta_place(&r->job->meta, r->files[i], s->subject, s->session, err, sizeof err))
@@ -731,6 +741,7 @@ static int emit(edf_run *r, uint32_t i, edf_slot *s) {
     if (r->job->ev.mode && ss_events_read(&r->job->ev, s->annot, s->annot_len, r->job->ref.rate,
                                           s->T, err, sizeof err))
         return ss_conv_bad(r->c, r->files[i], 0, "%s", err);
+    if (!mine) return 0; /* another shard's file: its ids numbered, nothing stored */
     if (r->job->ev.mode == SS_EV_WINDOWS) {
         if (emit_windows(r, i, s)) return 1;
     } else if (r->skip) {
@@ -763,7 +774,7 @@ static int run_parallel(edf_run *r, edf_slot *slots, int nthreads) {
             int stop;
 #pragma omp atomic read
             stop = fatal;
-            if (!stop) edf_decode(r->job, r->files[i], s, 0);
+            if (!stop && every_file(r, (uint32_t)i)) edf_decode(r->job, r->files[i], s, 0);
 #pragma omp ordered
             {
                 if (!fatal && emit(r, (uint32_t)i, s)) {

@@ -198,7 +198,7 @@ static int convert_items(ss_conv *c, idx_file *img, idx_file *lab, uint64_t step
             continue;
         }
         ss_value v[2] = {{ibuf, steps}, {lbuf, 1}};
-        if (ss_conv_append(c, v, 0, k + 1) != 0) {
+        if (ss_conv_append_at(c, v, 0, k + 1, k) != 0) {
             rc = 1;
             break;
         }
@@ -250,10 +250,13 @@ static int run_idx(ss_conv *c, int argc, char **argv) {
         return 1;
     }
     rc = idx_check_declared(c, &img);
+    /* --shard: items are sliced by number; the labels follow the images */
+    if (rc == 0) rc = ss_conv_shard_size(c, 0, img.h.dims[0]);
     if (rc == 0) rc = image_field(c, &img, rows_layout, &fields[0], &steps);
     if (rc == 0 && labels) {
         ss_conv_add_source(c, labels);
-        rc = idx_open(c, &lab, labels);
+        rc = ss_conv_shard_size(c, 1, 0);
+        if (rc == 0) rc = idx_open(c, &lab, labels);
         if (rc == 0) rc = idx_check_declared(c, &lab);
         if (rc == 0 && lab.h.item_elems != 1)
             rc = ss_conv_error(c, "%s: labels must be one scalar per item, not %llu", labels,

@@ -176,6 +176,10 @@ static void process_block(const jl_spec *sp, const tx_input *in, const tx_block 
     s->nlines = 0;
     s->oom = 0;
     for (uint32_t k = 0; k < sp->nkeys; k++) s->bufs[k].n = 0;
+    if (b->other_shard) { /* --shard: count its lines only (tx_shard_blocks()) */
+        s->nlines = tx_count_lines(in->data + b->start[0], b->end[0] - b->start[0]);
+        return;
+    }
     size_t pos = b->start[0], end = b->end[0];
     char err[512];
     while (pos < end) {
@@ -246,7 +250,7 @@ static int consume(jl_run *r, const tx_block *b, const jl_slot *s) {
             r->skip--;
             continue;
         }
-        if (ss_conv_append(r->c, values, in->source, line)) return 1;
+        if (ss_conv_append_at(r->c, values, in->source, line, b->start[0])) return 1;
     }
     r->base_line += s->nlines;
     ss_conv_progress(r->c, b->end[0] - b->start[0]);
@@ -455,7 +459,8 @@ static int convert(ss_conv *c, const jl_options *o, tx_job *j, tx_tok *t, ss_voc
         fields[k] = (ss_field){.name = o->keys[k], .dtype = t->dtype, .sequence = 1};
     ss_schema schema = {o->nkeys, fields};
     jl_run r = {c, &sp, j, 0, 0, UINT32_MAX};
-    if (ss_conv_begin(c, &schema, &r.skip) || write_attrs(c, o, t)) return 1;
+    if (tx_shard_blocks(c, j) || ss_conv_begin(c, &schema, &r.skip) || write_attrs(c, o, t))
+        return 1;
     uint64_t total = 0;
     for (uint32_t i = 0; i < j->ninputs; i++) total += j->inputs[i].ok ? j->inputs[i].size : 0;
     ss_conv_set_total(c, total);

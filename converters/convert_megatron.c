@@ -85,7 +85,7 @@ static int append_input(ss_conv *c, const mg_input *in, uint64_t *skip, uint64_t
             (*skip)--;
             continue;
         }
-        if (ss_conv_append(c, v, in->source, i + 1)) return 1;
+        if (ss_conv_append_at(c, v, in->source, i + 1, i)) return 1;
         ss_conv_progress(c, mg_seq_size(x, i) * x->itemsize + 12);
     }
     /* the next input's first document follows this input's last one */
@@ -151,6 +151,10 @@ static int run_megatron(ss_conv *c, int argc, char **argv) {
         }
         in[i].ok = 1;
     }
+    /* --shard: an input is sliced by sequence number (monotone, unlike .bin
+     * offsets a writer may have reordered) */
+    for (int i = 0; i < n && !rc; i++)
+        rc = ss_conv_shard_size(c, in[i].source, in[i].ok ? in[i].x.nseq : 0);
     if (!rc) rc = run_inputs(c, in, n);
     for (int i = 0; i < n; i++) {
         tx_input_release(&in[i].idx);

@@ -223,6 +223,7 @@ static int run_npy(ss_conv *c, int argc, char **argv) {
     }
     ss_conv_set_total(c, total);
     for (int i = 0; i < nfiles && rc == 0; i++) {
+        if (!ss_conv_in_shard(c, (uint32_t)i)) continue; /* --shard: another shard's file */
         ss_npy_header h;
         ss_field got;
         FILE *f;

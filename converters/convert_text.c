@@ -199,6 +199,10 @@ static int add_block(tx_job *j, size_t *cap, const tx_block *b) {
 
 int tx_split(tx_job *j) {
     size_t cap = 0, bs = j->block_bytes ? j->block_bytes : TX_BLOCK_BYTES;
+    /* tests: small blocks, so that --shard cuts a small file (the output
+     * never depends on the block size) */
+    const char *test_bs = getenv("SS_TEST_BLOCK_BYTES");
+    if (!j->block_bytes && test_bs && atol(test_bs) > 0) bs = (size_t)atol(test_bs);
     j->nblocks = 0;
     if (j->nsides == 2) {
         const tx_input *s = &j->inputs[0], *t = &j->inputs[1];
@@ -206,7 +210,7 @@ int tx_split(tx_job *j) {
         while (p0 < s->size) {
             size_t e0 = cut_line(s->data, s->size, p0 + bs);
             size_t e1 = advance_lines(t->data, t->size, p1, tx_count_lines(s->data + p0, e0 - p0));
-            tx_block b = {0, {p0, p1}, {e0, e1}};
+            tx_block b = {0, {p0, p1}, {e0, e1}, 0};
             if (add_block(j, &cap, &b)) return -1;
             p0 = e0;
             p1 = e1;
@@ -219,10 +223,28 @@ int tx_split(tx_job *j) {
         for (size_t p = 0; p < in->size;) {
             size_t e = j->mode == TX_LINES ? cut_line(in->data, in->size, p + bs)
                                            : cut_doc(j, in->data, in->size, p + bs);
-            tx_block b = {i, {p, 0}, {e, 0}};
+            tx_block b = {i, {p, 0}, {e, 0}, 0};
             if (add_block(j, &cap, &b)) return -1;
             p = e;
         }
+    }
+    return 0;
+}
+
+static const tx_input *side_input(const tx_job *j, const tx_block *b, int sd) {
+    return j->nsides == 2 ? &j->inputs[sd] : &j->inputs[b->input];
+}
+
+int tx_shard_blocks(ss_conv *c, tx_job *j) {
+    for (uint32_t i = 0; i < j->ninputs; i++) {
+        const tx_input *in = &j->inputs[i];
+        uint64_t size = in->ok && !(j->nsides == 2 && i == 1) ? in->size : 0;
+        if (ss_conv_shard_size(c, in->ok ? in->source : i, size)) return 1; /* sources = inputs */
+    }
+    ss_conv_shard_self(c);
+    for (size_t k = 0; k < j->nblocks; k++) {
+        tx_block *b = &j->blocks[k];
+        b->other_shard = !ss_conv_in_shard_at(c, side_input(j, b, 0)->source, b->start[0]);
     }
     return 0;
 }
@@ -382,16 +404,17 @@ static void tokenize(const tx_job *j, int sd, tx_slot *s, tx_item *it, const uin
     s->tokn[sd] = m;
 }
 
-static const tx_input *side_input(const tx_job *j, const tx_block *b, int sd) {
-    return j->nsides == 2 ? &j->inputs[sd] : &j->inputs[b->input];
-}
-
 void tx_process_block(const tx_job *j, const tx_block *b, tx_slot *s) {
     s->nitems = 0;
     s->tokn[0] = s->tokn[1] = 0;
     s->msgn = 0;
     s->nlines = 0;
     s->oom = 0;
+    if (b->other_shard) {
+        s->nlines =
+            tx_count_lines(side_input(j, b, 0)->data + b->start[0], b->end[0] - b->start[0]);
+        return;
+    }
     size_t pos[2] = {b->start[0], b->start[1]};
     uint64_t lines[2] = {0, 0};
     for (;;) {
@@ -732,7 +755,7 @@ static int consume(ss_conv *c, const tx_job *j, const tx_block *b, const tx_slot
                                   ? (const void *)(side_input(j, b, sd)->data + it->off[sd])
                                   : (const void *)(s->tok[sd] + it->off[sd] * j->tok[sd].esize);
         }
-        if (ss_conv_append(c, values, side_input(j, b, 0)->source, line)) return 1;
+        if (ss_conv_append_at(c, values, side_input(j, b, 0)->source, line, b->start[0])) return 1;
     }
     cur->base_line += s->nlines;
     uint64_t bytes = 0;
@@ -849,7 +872,7 @@ int tx_run(ss_conv *c, tx_job *j) {
         fields[sd] = (ss_field){.name = j->field[sd], .dtype = j->tok[sd].dtype, .sequence = 1};
     ss_schema schema = {(uint32_t)j->nsides, fields};
     tx_cursor cur = {0, 0, UINT32_MAX};
-    if (ss_conv_begin(c, &schema, &cur.skip)) return 1;
+    if (tx_shard_blocks(c, j) || ss_conv_begin(c, &schema, &cur.skip)) return 1;
     if (write_text_attrs(c, j)) return 1;
     uint64_t total = 0;
     for (uint32_t i = 0; i < j->ninputs; i++) total += j->inputs[i].ok ? j->inputs[i].size : 0;

@@ -23,7 +23,8 @@ int ss_resume_stat(ss_resume_input **out, char *const *paths, uint32_t n) {
         v[k].size = -1;
         /* -2: no file of that name: a name such as Megatron's PREFIX, whose
          * files the converter registers with ss_conv_add_checked() */
-        if (strcmp(paths[k], "-") != 0 && stat(paths[k], &st) != 0 && errno == ENOENT) v[k].size = -2;
+        if (strcmp(paths[k], "-") != 0 && stat(paths[k], &st) != 0 && errno == ENOENT)
+            v[k].size = -2;
         if (strcmp(paths[k], "-") != 0 && stat(paths[k], &st) == 0 && S_ISREG(st.st_mode)) {
             v[k].size = (int64_t)st.st_size;
             v[k].mtime_s = (int64_t)st.st_mtim.tv_sec;

@@ -49,6 +49,7 @@ typedef struct tx_input {
 typedef struct tx_block {
     uint32_t input;
     size_t start[2], end[2];
+    int other_shard; /* --shard: another shard's block; only its lines are counted */
 } tx_block;
 
 /* One example (or bad record) of a processed block. */
@@ -119,6 +120,16 @@ int tx_prepare_tokens(ss_conv *c, tx_tok *t, const char *field);
 /* Split every ok input into blocks (text) or both inputs in lockstep
  * (parallel; their line counts must be equal). @return 0, -1 out of memory. */
 int tx_split(tx_job *j);
+
+/* --shard K/N: give the slicing each input's loaded size (a parallel
+ * corpus: side 0's; side 1 counts 0), mark every block whose first byte
+ * another shard owns (tx_process_block() then only counts its lines, so line
+ * numbers stay those of a single-process run) and have ss_conv_bad() trust
+ * the caller, which reports bad records of its own blocks only. Blocks are
+ * cut at line (document) boundaries, so a large file is sliced there. Call it
+ * after tx_split() and before ss_conv_begin(). @return 0, or 1 (error
+ * printed). */
+int tx_shard_blocks(ss_conv *c, tx_job *j);
 
 /* Turn block `b` into items in `slot` (pure: no I/O, thread-safe). */
 void tx_process_block(const tx_job *j, const tx_block *b, tx_slot *slot);

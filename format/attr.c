@@ -69,6 +69,7 @@ static int ss_attr_decode(const ss_store *s, const ss_attr_slot *a, ss_attr *out
 
 int ss_attr_get(ss_attr *out, const ss_store *s, const char *name) {
     if (!s || !name || !out) return ss__fail(SS_EINVAL, "ss_attr_get: NULL argument");
+    if (s->ds) return ss_dataset_attr_get(out, s, name);
     uint64_t lo = 0, hi = s->nattrs;
     while (lo < hi) {
         uint64_t mid = lo + (hi - lo) / 2;
@@ -83,11 +84,13 @@ int ss_attr_get(ss_attr *out, const ss_store *s, const char *name) {
 }
 
 uint64_t ss_attr_count(const ss_store *s) {
+    if (s && s->ds) return ss_dataset_attr_count(s);
     return s ? s->nattrs : 0;
 }
 
 int ss_attr_at(ss_attr *out, const ss_store *s, uint64_t k) {
     if (!s || !out) return ss__fail(SS_EINVAL, "ss_attr_at: NULL argument");
+    if (s->ds) return ss_dataset_attr_at(out, s, k);
     if (k >= s->nattrs)
         return ss__fail(SS_ERANGE, "%s: attribute %llu of %llu", s->path, (unsigned long long)k,
                         (unsigned long long)s->nattrs);

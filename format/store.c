@@ -277,6 +277,7 @@ int ss_open(ss_store **out, const char *path, unsigned flags) {
     if (stat(path, &st) != 0)
         return ss__fail(errno == ENOENT ? SS_ENOTFOUND : SS_EIO, "open '%s': %s", path,
                         strerror(errno));
+    if (ss_dataset_probe(path)) return ss_dataset_open(out, path, flags);
     if (S_ISDIR(st.st_mode))
         return ss__fail(SS_ENOTSTORE, "open '%s': not a seqstore store (a directory)", path);
     if (st.st_size == 0)
@@ -308,6 +309,7 @@ int ss_open(ss_store **out, const char *path, unsigned flags) {
 
 void ss_close(ss_store *s) {
     if (!s) return;
+    if (s->ds) ss_dataset_close(s);
     for (uint32_t i = 0; i < SS_MAX_FIELDS; i++) {
         free(s->f[i].chunks);
         free(s->f[i].segments);
@@ -396,6 +398,11 @@ static int ss_bad_location(const ss_store *s, uint32_t field, uint64_t index) {
 int ss_get(ss_view *out, const ss_store *s, uint32_t field, uint64_t index) {
     if (!s || !out) return ss__fail(SS_EINVAL, "ss_get: NULL argument");
     if (field >= s->h.nfields || index >= s->h.count) return ss_bad_index(s, field, index);
+    if (s->ds) return ss_dataset_get(out, s, field, index);
+    return ss__get_unchecked(out, s, field, index);
+}
+
+int ss__get_unchecked(ss_view *out, const ss_store *s, uint32_t field, uint64_t index) {
     const ss_rfield *rf = &s->f[field];
     uint64_t chunk, offset, rows;
     if (rf->sequence) {
@@ -450,6 +457,7 @@ uint64_t ss_length(const ss_store *s, uint32_t field, uint64_t index) {
     if (!s || field >= s->h.nfields || index >= s->h.count) return 0;
     const ss_rfield *rf = &s->f[field];
     if (!rf->sequence) return 1;
+    if (s->ds) return ss_dataset_length(s, field, index);
     return ss_entry_at(rf, index + 1)->start - ss_entry_at(rf, index)->start;
 }
 
@@ -463,6 +471,7 @@ int ss_lengths(uint64_t *out, const ss_store *s, uint32_t field, uint64_t first,
         for (uint64_t i = 0; i < n; i++) out[i] = 1;
         return 0;
     }
+    if (s->ds) return ss_dataset_lengths(out, s, field, first, n);
     uint64_t prev = ss_entry_at(rf, first)->start;
     for (uint64_t i = 0; i < n; i++) {
         uint64_t next = ss_entry_at(rf, first + i + 1)->start;
@@ -474,6 +483,7 @@ int ss_lengths(uint64_t *out, const ss_store *s, uint32_t field, uint64_t first,
 
 int ss_store_get_info(ss_store_info *out, const ss_store *s) {
     if (!s || !out) return ss__fail(SS_EINVAL, "ss_store_get_info: NULL argument");
+    if (s->ds) return ss_dataset_info(out, s);
     memset(out, 0, sizeof *out);
     out->format_version = s->h.format_version;
     out->complete = s->complete;

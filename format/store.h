@@ -44,8 +44,13 @@ typedef struct ss_attr_slot {
     uint64_t value_size;
 } ss_attr_slot;
 
+typedef struct ss_dataset ss_dataset;
+
 struct ss_store {
     char *path;
+    ss_dataset *ds; /* a dataset of shards (dataset.c); then only path, h.count,
+                       h.nfields, h.fields[].name/def/row_bytes/total_rows,
+                       fields, schema, f[].row_bytes/sequence and lock are set */
     MDB_env *env;
     MDB_txn *txn; /* read snapshot held from open to close */
     MDB_dbi dbi;
@@ -64,6 +69,30 @@ struct ss_store {
 static inline const ss_entry *ss_entry_at(const ss_rfield *rf, uint64_t i) {
     return &rf->segments[i / SS_SEGMENT_ENTRIES][i % SS_SEGMENT_ENTRIES];
 }
+
+/* dataset.c: a dataset of shards opened as one store (spec/FORMAT.md §13).
+ * probe: 1 if `path` is a dataset directory (it holds dataset.manifest) or a
+ * manifest file. The others are ss_open(), ss_close(), ss_get()... of a store
+ * with `ds` set, called after the public function's argument checks. */
+int ss_dataset_probe(const char *path);
+/* ss_get() of a plain store after its checks (field and index in range, no
+ * NULL): what a dataset calls on its shard, which it knows is in range. */
+int ss__get_unchecked(ss_view *out, const ss_store *s, uint32_t field, uint64_t index);
+int ss_dataset_open(ss_store **out, const char *path, unsigned flags);
+void ss_dataset_close(ss_store *s);
+int ss_dataset_get(ss_view *out, const ss_store *s, uint32_t field, uint64_t index);
+uint64_t ss_dataset_length(const ss_store *s, uint32_t field, uint64_t index);
+int ss_dataset_lengths(uint64_t *out, const ss_store *s, uint32_t field, uint64_t first,
+                       uint64_t n);
+int ss_dataset_flat_locate(uint64_t *example, uint64_t *offset, const ss_store *s, uint32_t field,
+                           uint64_t pos);
+int ss_dataset_attr_get(ss_attr *out, const ss_store *s, const char *name);
+uint64_t ss_dataset_attr_count(const ss_store *s);
+int ss_dataset_attr_at(ss_attr *out, const ss_store *s, uint64_t k);
+int ss_dataset_info(ss_store_info *out, const ss_store *s);
+int ss_dataset_verify(uint64_t *problems, const ss_store *s, ss_verify_fn report, void *ctx);
+/* Shards of a dataset store; 0 for a plain store or NULL. */
+uint32_t ss_dataset_shard_count(const ss_store *s);
 
 int ss_attr_load(ss_store *s);
 void ss_attr_unload(ss_store *s);

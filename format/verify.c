@@ -112,6 +112,7 @@ static void ss_verify_field(ss_verifier *v, uint32_t f) {
 int ss_verify(uint64_t *problems, const ss_store *s, ss_verify_fn report, void *ctx) {
     if (problems) *problems = 0;
     if (!s) return ss__fail(SS_EINVAL, "ss_verify: store is NULL");
+    if (s->ds) return ss_dataset_verify(problems, s, report, ctx);
     /* The B-trees again, with every overflow page header (open skips those). */
     int rc = ss_lmdb_check_held(s->env, s->txn, s->path, SS_LMDB_CHECK_OVERFLOW);
     if (rc) {

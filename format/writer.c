@@ -209,8 +209,7 @@ static int ss_txn_body(ss_writer *w, MDB_txn *txn, int final) {
     ss_writer_sync_header(w);
     ss_key rkey;
     ss_key_named(&rkey, SS_KEY_RESUME, NULL);
-    if (!final && w->resume_rec &&
-        (rc = ss_put_block(w, txn, &rkey, w->resume_rec, w->resume_len)))
+    if (!final && w->resume_rec && (rc = ss_put_block(w, txn, &rkey, w->resume_rec, w->resume_len)))
         return rc;
     if (final) {
         MDB_val rk = ss_key_val(&rkey);

@@ -62,12 +62,32 @@ int ss_conv_append(ss_conv *c, const ss_value *values, uint32_t source, uint64_t
     (void)location;
     return 1;
 }
+int ss_conv_append_at(ss_conv *c, const ss_value *values, uint32_t source, uint64_t location,
+                      uint64_t byte) {
+    (void)byte;
+    return ss_conv_append(c, values, source, location);
+}
 int ss_conv_set_attr(ss_conv *c, const char *name, uint32_t type, const void *data, size_t size) {
     (void)c;
     (void)name;
     (void)type;
     (void)data;
     (void)size;
+    return 1;
+}
+int ss_conv_shard_size(ss_conv *c, uint32_t source, uint64_t size) {
+    (void)c;
+    (void)source;
+    (void)size;
+    return 0;
+}
+void ss_conv_shard_self(ss_conv *c) {
+    (void)c;
+}
+int ss_conv_in_shard_at(ss_conv *c, uint32_t source, uint64_t byte) {
+    (void)c;
+    (void)source;
+    (void)byte;
     return 1;
 }
 void ss_conv_set_total(ss_conv *c, uint64_t total_bytes) {

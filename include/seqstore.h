@@ -391,8 +391,24 @@ enum {
  *  their views. With a limited address space (ulimit -v) the map falls back
  *  to 4 x the file size. Do not carry an open store across fork(); open it
  *  in the child.
+ *
+ *  Datasets of shards (spec/FORMAT.md §13): when `path` is a dataset
+ *  directory (it holds `dataset.manifest`) or a manifest file, the store
+ *  returned is the dataset: its examples are the shards' concatenated in
+ *  manifest order, with global indices, and every function of this header
+ *  and the SDK works on it unchanged. Opening reads the manifest and the
+ *  first shard (for the attributes) only, O(shards); every other shard is
+ *  opened, and checked against the manifest (schema, count, rows, header
+ *  digest), the first time one of its examples is read, so a missing or
+ *  changed shard is reported then, by ss_get() and the like, naming the
+ *  shard (SS_ENOTFOUND, SS_ECORRUPT, SS_ESCHEMA). ss_verify() checks every
+ *  shard. Shards are opened read-only without a lock file (SS_OPEN_NOLOCK):
+ *  a built dataset has no writer, so it reads from read-only or shared
+ *  network storage; SS_OPEN_VERIFY applies to each shard, SS_OPEN_INCOMPLETE
+ *  is refused (SS_EINVAL). The attributes are the first shard's except
+ *  `source.shard` and the per-shard `ss.*` ones (splits, bucket indices).
  *  @param[out] out   the store; close it with ss_close().
- *  @param[in]  path  the store file (not a directory).
+ *  @param[in]  path  the store file, or a dataset directory or manifest.
  *  @param[in]  flags SS_OPEN_... (0 for defaults)
  *  @return 0; SS_ENOTFOUND (no such file); SS_ENOTSTORE ("not a seqstore
  *          store"); SS_EVERSION ("format version 3 is newer than this
@@ -403,8 +419,9 @@ enum {
  *          how many examples are committed); SS_EBUSY (this process has the
  *          file open for writing, or the file outgrew the map shared with
  *          this process's other handles of it); SS_EINVAL (NULL out, empty
- *          path); SS_ENOMEM; SS_EIO. A directory or an empty file is
- *          SS_ENOTSTORE. */
+ *          path); SS_ENOMEM; SS_EIO. A directory without a manifest or an
+ *          empty file is SS_ENOTSTORE; a damaged manifest SS_ECORRUPT naming
+ *          its line, a newer dataset version SS_EVERSION. */
 SS_API int ss_open(ss_store **out, const char *path, unsigned flags);
 
 /** Close the store; every view and pointer obtained from it becomes invalid.

@@ -270,6 +270,12 @@ int main(void) {
     CHECK_EQ_U64(run_cli(err, sizeof err, "convert edf %s %s %s -o %s --threads 1", E1, E2, E3, S1),
                  0);
     check_same(S1, S2);
+    { /* --shard K/N: the shards in order hold the same examples (whole files) */
+        char args[2048];
+        snprintf(args, sizeof args, "convert edf %s %s %s", E1, E2, E3);
+        CHECK_EQ_U64(run_cli(err, sizeof err, "%s -o %s --force", args, S), 0);
+        ss_test_convert_shards(NULL, args, S, "edf-shard");
+    }
     ss_store *s;
     ss_field fi;
     CHECK_OK(ss_open(&s, S2, 0));

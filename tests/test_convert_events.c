@@ -243,6 +243,15 @@ static void test_edf_windows(const char *a, const char *b) {
     check_windows(s, evs, nev);
     check_window_reader(s);
     ss_close(s);
+    { /* --shard K/N: every shard numbers the classes over all inputs, as one
+       * run does (b's shard alone would have numbered "right" first) */
+        char args[2048];
+        snprintf(args, sizeof args,
+                 "convert edf '%s' '%s' --events-as windows --window-start -0.5 --window-stop 1.0 "
+                 "--quiet",
+                 a, b);
+        ss_test_convert_shards(NULL, args, st, "windows-shard");
+    }
     /* --append continues the classes of the store (its label.names): the
      * same examples as one conversion of both files */
     const char *ap = ss_test_keep_path("windows_append.ss");

@@ -154,6 +154,9 @@ static void test_fashion_mnist(void) {
              "Sandal,Shirt,Sneaker,Bag,Ankle_boot -o %s",
              store);
     CHECK_EQ_U64(run_cli(err, sizeof err, args), 0);
+    /* --shard K/N: items sliced by number, the labels following */
+    *strstr(args, " -o ") = '\0';
+    ss_test_convert_shards(NULL, args, store, "idx-shard");
 
     ss_store *s;
     ss_view v;

@@ -105,6 +105,11 @@ static void test_two_prefixes(void) {
                *store = ss_test_keep_path("two.ss"), *out = ss_test_keep_path("two_o");
     EXPECT_SH(0, REF " write %s int32 1 && " REF " write %s int32 2", p1, p2);
     EXPECT_RUN(0, "convert megatron %s %s -o %s --force --quiet", p1, p2, store);
+    { /* --shard K/N: sliced by sequence number, the same examples in order */
+        char args[2048];
+        snprintf(args, sizeof args, "convert megatron %s %s", p1, p2);
+        ss_test_convert_shards(NULL, args, store, "two-shard");
+    }
     EXPECT_RUN(0, "export megatron %s %s", store, out);
     const char *d1 = ss_test_keep_path("d1.txt"), *d2 = ss_test_keep_path("d2.txt"),
                *d3 = ss_test_keep_path("d3.txt");

@@ -160,6 +160,9 @@ static void test_roundtrip(void) {
     }
     snprintf(args + n, sizeof args - (size_t)n, " --field x -o %s", store);
     CHECK_EQ_U64(run_cli(err, sizeof err, args), 0);
+    /* --shard K/N: the shards in order hold the same examples (whole files) */
+    snprintf(args + n, sizeof args - (size_t)n, " --field x");
+    ss_test_convert_shards(NULL, args, store, "npy-shard");
 
     ss_store *s;
     ss_field fi;

@@ -3,6 +3,7 @@
 #include "testutil.h"
 
 #include <ftw.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -147,4 +148,86 @@ uint32_t ss_test_field(const ss_store *s, const char *name) {
         exit(1);
     }
     return f;
+}
+
+/* Fail the test unless attribute `a` of `s` equals the one of the same name
+ * in `ref`. */
+static void same_attr(const ss_store *s, const ss_store *ref, const ss_attr *a, const char *what) {
+    ss_attr b;
+    if (ss_attr_get(&b, ref, a->name) || b.type != a->type || b.size != a->size ||
+        memcmp(a->data, b.data, a->size)) {
+        fprintf(stderr, "%s: attribute '%s' differs from the single-process store's\n", what,
+                a->name);
+        exit(1);
+    }
+    (void)s;
+}
+
+void ss_test_check_shards(const char *single, const char *const *shards, uint32_t n) {
+    ss_store *ref;
+    CHECK_OK(ss_open(&ref, single, 0));
+    uint64_t next = 0;
+    for (uint32_t k = 0; k < n; k++) {
+        ss_store *s;
+        CHECK_OK(ss_open(&s, shards[k], 0));
+        CHECK_EQ_U64(ss_field_count(s), ss_field_count(ref));
+        for (uint32_t f = 0; f < ss_field_count(ref); f++) {
+            ss_field a, b;
+            CHECK_OK(ss_field_info(&a, s, f));
+            CHECK_OK(ss_field_info(&b, ref, f));
+            CHECK(!strcmp(a.name, b.name) && a.dtype == b.dtype && a.sequence == b.sequence);
+        }
+        for (uint64_t i = 0; i < ss_count(s); i++, next++) {
+            CHECK(next < ss_count(ref));
+            for (uint32_t f = 0; f < ss_field_count(ref); f++) {
+                ss_view a, b;
+                CHECK_OK(ss_get(&a, s, f, i));
+                CHECK_OK(ss_get(&b, ref, f, next));
+                if (a.length != b.length || memcmp(a.data, b.data, a.length * a.row_bytes)) {
+                    fprintf(stderr,
+                            "shard %u/%u example %" PRIu64 " field %u differs from "
+                            "example %" PRIu64 " of the single-process store\n",
+                            k, n, i, f, next);
+                    exit(1);
+                }
+            }
+        }
+        /* every attribute but those naming the run's options and shard */
+        for (uint64_t j = 0; j < ss_attr_count(s); j++) {
+            ss_attr a;
+            CHECK_OK(ss_attr_at(&a, s, j));
+            if (strcmp(a.name, "convert.options") && strcmp(a.name, "source.shard"))
+                same_attr(s, ref, &a, shards[k]);
+        }
+        CHECK_EQ_U64(ss_attr_count(s), ss_attr_count(ref) + 1); /* + source.shard */
+        ss_close(s);
+    }
+    CHECK_EQ_U64(next, ss_count(ref));
+    ss_close(ref);
+}
+
+void ss_test_convert_shards(const char *env, const char *args, const char *single,
+                            const char *prefix) {
+    static const uint32_t ns[] = {1, 2, 3, 7};
+    char err[4096];
+    for (size_t t = 0; t < sizeof ns / sizeof ns[0]; t++) {
+        const char *paths[7];
+        char name[256];
+        for (uint32_t k = 0; k < ns[t]; k++) {
+            snprintf(name, sizeof name, "%s-%u-of-%u.ss", prefix, k, ns[t]);
+            paths[k] = ss_test_keep_path(name);
+            int rc = ss_test_cli(err, sizeof err, env, "%s -o %s --force --shard %u/%u", args,
+                                 paths[k], k, ns[t]);
+            CHECK_EXIT(rc, 0, err);
+        }
+        ss_test_check_shards(single, paths, ns[t]);
+        uint32_t nonempty = 0; /* the split is real: at least two shards hold examples */
+        for (uint32_t k = 0; k < ns[t]; k++) {
+            ss_store *s;
+            CHECK_OK(ss_open(&s, paths[k], 0));
+            nonempty += ss_count(s) > 0;
+            ss_close(s);
+        }
+        CHECK(nonempty >= (ns[t] < 2 ? ns[t] : 2));
+    }
 }

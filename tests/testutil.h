@@ -98,6 +98,17 @@ int ss_test_cli_v(char *err, size_t errlen, const char *env, const char *fmt, va
 /* The index of field `name` of `s`; fails the test (exit 1) when there is none. */
 uint32_t ss_test_field(const ss_store *s, const char *name);
 
+/* Fail the test unless stores shards[0..n), assembled in order, hold exactly
+ * the examples of `single` in order (every field, byte for byte) and every
+ * attribute of it (but convert.options, plus their own source.shard). */
+void ss_test_check_shards(const char *single, const char *const *shards, uint32_t n);
+/* Run `[ENV] seqstore ARGS -o PREFIX-K-of-N.ss --force --shard K/N` for
+ * every K < N, N = 1, 2, 3 and 7 (PREFIX a name in the test directory), and
+ * ss_test_check_shards() against
+ * `single` (converted by the caller with the same ARGS). */
+void ss_test_convert_shards(const char *env, const char *args, const char *single,
+                            const char *prefix);
+
 /* Deterministic test RNG (splitmix64). */
 uint64_t ss_test_rand(uint64_t *state);
 

@@ -251,6 +251,100 @@ SS_API int ss_sampler_state_load(ss_sampler *s, const void *buf, size_t len);
 SS_API int ss_weights_from_length(double *out, const ss_store *store, const ss_selection *sel,
                                   uint32_t field, double power);
 
+/* ------------------------------------------------------------- blending
+ * Several sources (stores or datasets) read in chosen proportions, as
+ * Megatron's blended dataset: global sample n (0, 1, 2, ...) comes from the
+ * source j that maximises w_j * (n + 1) - c_j (ties: the lowest j), c_j the
+ * samples source j gave before, so after n samples |c_j - w_j * n| < 1 for
+ * every j (weights normalised to sum 1). Within a source, its c-th sample is
+ * example perm_{j,e}(c mod size_j) of epoch e = c / size_j, perm a
+ * permutation of [0, size_j) drawn from (seed, j, e) (or the identity without
+ * shuffle): every example once per source epoch, and each source's epochs
+ * counted on its own. The state is (n, c_0 ... c_{K-1}): deterministic for a
+ * seed and resumable exactly. Sharding: global sample n goes to rank
+ * n mod R and, within it, to worker (n / R) mod W, so the R x W consumers
+ * together read the global stream once; each consumer's ss_blend_next()
+ * steps the selection through the others' samples too (O(K x R x W) per
+ * sample, no communication). The caller reads the example with ss_get() on
+ * its own store for that source. */
+
+typedef struct ss_blend ss_blend;
+
+typedef struct ss_blend_options {
+    unsigned version;      /**< SS_BLEND_OPTIONS_VERSION */
+    uint32_t nsources;     /**< K, 1..65536 */
+    const double *weights; /**< K weights > 0 (finite); normalised to sum 1; copied */
+    const uint64_t *sizes; /**< K source sizes >= 1 (ss_count() of each); copied */
+    uint64_t seed;         /**< seed of the per-source permutations */
+    int shuffle;           /**< 1: a new permutation per source epoch; 0: in order */
+    uint32_t world_size;   /**< ranks R; 0 means 1 */
+    uint32_t rank;         /**< < world_size */
+    uint32_t num_workers;  /**< workers per rank W; 0 means 1 */
+    uint32_t worker;       /**< < num_workers */
+} ss_blend_options;
+
+#define SS_BLEND_OPTIONS_VERSION 1
+#define SS_BLEND_OPTIONS_INIT                                                                      \
+    { SS_BLEND_OPTIONS_VERSION, 0, NULL, NULL, 0, 1, 0, 0, 0, 0 }
+
+/** Create a blend at global sample 0.
+ *  @param[out] out the blend; free it with ss_blend_free().
+ *  @return 0; SS_EINVAL (bad version, no source, a weight not > 0 or not
+ *          finite, a size 0, rank >= world_size, worker >= num_workers; the
+ *          message names it); SS_ENOMEM. */
+SS_API int ss_blend_create(ss_blend **out, const ss_blend_options *options);
+SS_API void ss_blend_free(ss_blend *b);
+
+/** This consumer's next sample: its source and the example's index there.
+ *  Never ends (sources start new epochs on their own).
+ *  @param[out] source the source j.  @param[out] index its example.
+ *  @return 0; SS_EINVAL (NULL argument). */
+SS_API int ss_blend_next(uint32_t *source, uint64_t *index, ss_blend *b);
+
+/** Samples source j has given so far over all consumers (c_j), and its
+ *  epoch (c_j / size_j, the epoch its next sample belongs to); 0 for a bad
+ *  argument. Global samples so far: ss_blend_position(). */
+SS_API uint64_t ss_blend_count(const ss_blend *b, uint32_t source);
+SS_API uint64_t ss_blend_epoch(const ss_blend *b, uint32_t source);
+SS_API uint64_t ss_blend_position(const ss_blend *b);
+
+/** Save the blend's state (position, counts and a fingerprint of its
+ *  options) into buf; *len gets the size needed (8 x (K + 3) bytes).
+ *  @return 0; SS_ERANGE (cap too small: nothing written, *len set);
+ *          SS_EINVAL (NULL argument). */
+SS_API int ss_blend_state_save(void *buf, size_t cap, size_t *len, const ss_blend *b);
+/** Restore a state saved from a blend of the same options (weights, sizes,
+ *  seed, shuffle, sharding): the next samples are exactly those the saved
+ *  blend would have given.
+ *  @return 0; SS_EINVAL (wrong size, other options, counts that do not add
+ *          up: the blend is unchanged). */
+SS_API int ss_blend_state_load(ss_blend *b, const void *buf, size_t len);
+
+/** "Not given" for ss_rank_from_env()'s rank and world size. */
+#define SS_RANK_UNSET UINT32_MAX
+
+/** This process's rank and world size as its launcher set them, for
+ *  ss_sampler_options.rank / world_size (reading on many nodes) and
+ *  `seqstore convert --shard auto`. Explicit values win: pass SS_RANK_UNSET
+ *  in *rank or *world_size to read that value from the environment; a value
+ *  already set is kept. The environment is read from the first pair of
+ *  variables of which either is set, in this order: RANK and WORLD_SIZE
+ *  (torchrun, torch.distributed), OMPI_COMM_WORLD_RANK and
+ *  OMPI_COMM_WORLD_SIZE (Open MPI's mpirun), SLURM_PROCID and SLURM_NTASKS
+ *  (srun). With none set, rank 0 of world size 1.
+ *  @param[in,out] rank       SS_RANK_UNSET or an explicit rank.
+ *  @param[in,out] world_size SS_RANK_UNSET or an explicit world size.
+ *  @param[out]    source     may be NULL; a static string naming where the
+ *                            values came from: "RANK/WORLD_SIZE",
+ *                            "OMPI_COMM_WORLD_RANK/OMPI_COMM_WORLD_SIZE",
+ *                            "SLURM_PROCID/SLURM_NTASKS", "explicit" (both
+ *                            given) or "default" (none set).
+ *  @return 0; SS_EINVAL (NULL rank or world_size; only one variable of the
+ *          pair used is set; a value that is not a decimal number below
+ *          2^32 - 1; world size 0; rank >= world size; the message names the
+ *          variables). On failure *rank and *world_size are unchanged. */
+SS_API int ss_rank_from_env(uint32_t *rank, uint32_t *world_size, const char **source);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,213 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* cmd_dataset.c - `seqstore dataset build`: write the manifest of a dataset
+ * of shards (spec/FORMAT.md §13) after checking the shards. */
+#include "commands.h"
+#include "manifest.h"
+
+#include <dirent.h>
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct ds_shard {
+    char *name; /* relative to DIR */
+    ss_store *s;
+    uint32_t k, n; /* its source.shard K/N, or n = 0 */
+} ds_shard;
+
+static void usage(void) {
+    printf("usage: seqstore dataset build DIR [SHARD...] [--verify]\n\n"
+           "Check the shard stores of the dataset directory DIR and write its manifest\n"
+           "DIR/" SS_MANIFEST_NAME " (atomically). Without SHARD names, the shards are the\n"
+           "*.ss files of DIR, ordered by their source.shard attribute K/N (written by\n"
+           "`seqstore convert ... --shard K/N`), which must be exactly 0/N .. N-1/N.\n"
+           "With SHARD names (paths relative to DIR), the shards are those, in that order.\n"
+           "Every shard must be complete, with the first one's schema and the same\n"
+           "attributes (but convert.options, source.shard and the per-shard ss.* ones).\n"
+           "A dataset is then opened like a store: `seqstore info DIR`, ss_open(DIR).\n"
+           "  --verify   also recompute every checksum of every shard (reads all data)\n"
+           "exit codes: 0 ok, 1 error, 2 usage error, 3 a shard is corrupt\n");
+}
+
+/* "K/N" of the shard's source.shard attribute, if any. */
+static void read_shard_attr(ds_shard *d) {
+    ss_attr a;
+    char buf[40];
+    d->n = 0;
+    if (ss_attr_get(&a, d->s, "source.shard") || a.type != SS_ATTR_TEXT || a.size >= sizeof buf)
+        return;
+    memcpy(buf, a.data, a.size);
+    buf[a.size] = 0;
+    char *slash = strchr(buf, '/');
+    uint64_t k, n;
+    if (!slash) return;
+    *slash = 0;
+    if (ss_parse_u64(buf, 0, UINT32_MAX, &k) || ss_parse_u64(slash + 1, 1, UINT32_MAX, &n) ||
+        k >= n)
+        return;
+    d->k = (uint32_t)k;
+    d->n = (uint32_t)n;
+}
+
+static int by_shard(const void *a, const void *b) {
+    const ds_shard *x = a, *y = b;
+    return x->k < y->k ? -1 : x->k > y->k;
+}
+
+/* The *.ss files of `dir`, sorted by name (ordered by source.shard later). */
+static int list_dir(const char *dir, ds_shard **out, size_t *n) {
+    DIR *d = opendir(dir);
+    if (!d) return -1;
+    struct dirent *e;
+    size_t cap = 0;
+    while ((e = readdir(d))) {
+        size_t len = strlen(e->d_name);
+        if (e->d_name[0] == '.' || len < 4 || strcmp(e->d_name + len - 3, ".ss")) continue;
+        if (*n == cap) {
+            cap = cap ? 2 * cap : 16;
+            ds_shard *p = realloc(*out, cap * sizeof *p);
+            if (!p) break;
+            *out = p;
+        }
+        (*out)[*n] = (ds_shard){strdup(e->d_name), NULL, 0, 0};
+        if ((*out)[*n].name) ++*n;
+    }
+    closedir(d);
+    return 0;
+}
+
+/* Attributes that every shard of a dataset must share. */
+static int shared_attr(const char *name) {
+    return strcmp(name, "convert.options") && strcmp(name, "source.shard") &&
+           strncmp(name, "ss.", 3);
+}
+
+static int same_attrs(const ds_shard *a, const ds_shard *b) {
+    for (int pass = 0; pass < 2; pass++) {
+        const ds_shard *x = pass ? b : a, *y = pass ? a : b;
+        for (uint64_t j = 0; j < ss_attr_count(x->s); j++) {
+            ss_attr p, q;
+            if (ss_attr_at(&p, x->s, j)) return ss_cli_store_error("dataset", "%s", x->name);
+            if (!shared_attr(p.name)) continue;
+            if (ss_attr_get(&q, y->s, p.name) || q.type != p.type || q.size != p.size ||
+                memcmp(p.data, q.data, p.size)) {
+                fprintf(stderr,
+                        "seqstore dataset: shard '%s': attribute '%s' differs from shard "
+                        "'%s' (the shards of a dataset share their attributes)\n",
+                        b->name, p.name, a->name);
+                return SS_EXIT_ERROR;
+            }
+        }
+    }
+    return 0;
+}
+
+/* Open every shard, order them, check them against the first. */
+static int check_shards(const char *dir, ds_shard *sh, size_t n, int ordered, int verify) {
+    for (size_t i = 0; i < n; i++) {
+        char *path = NULL;
+        if (asprintf(&path, "%s/%s", dir, sh[i].name) < 0) return SS_EXIT_ERROR;
+        int rc = ss_open(&sh[i].s, path, SS_OPEN_NOLOCK | (verify ? SS_OPEN_VERIFY : 0));
+        free(path);
+        if (rc) return ss_cli_store_error("dataset", "shard '%s'", sh[i].name);
+        read_shard_attr(&sh[i]);
+    }
+    if (!ordered) {
+        for (size_t i = 0; i < n; i++)
+            if (!sh[i].n || sh[i].n != sh[0].n) {
+                fprintf(stderr,
+                        "seqstore dataset: '%s' has no source.shard K/N (or another N than "
+                        "'%s'): name the shards in order\n",
+                        sh[i].name, sh[0].name);
+                return SS_EXIT_ERROR;
+            }
+        qsort(sh, n, sizeof *sh, by_shard);
+        for (size_t i = 0; i < n; i++)
+            if (sh[i].k != i || n != sh[0].n) {
+                fprintf(stderr,
+                        "seqstore dataset: the shards are not exactly 0/%u .. %u/%u: %s "
+                        "(missing or duplicate shard)\n",
+                        sh[0].n, sh[0].n - 1, sh[0].n, sh[i].name);
+                return SS_EXIT_ERROR;
+            }
+    }
+    for (size_t i = 1; i < n; i++) {
+        int rc = same_attrs(&sh[0], &sh[i]);
+        if (rc) return rc;
+    }
+    for (size_t i = 0; verify && i < n; i++) {
+        uint64_t problems = 0;
+        if (ss_verify(&problems, sh[i].s, NULL, NULL)) {
+            fprintf(stderr, "seqstore dataset: shard '%s': %s\n", sh[i].name, ss_error_message());
+            return SS_EXIT_CORRUPT;
+        }
+    }
+    return 0;
+}
+
+static int build_manifest(const char *dir, ds_shard *sh, size_t n) {
+    ss_manifest m;
+    ss_manifest_init(&m, sh[0].s);
+    int rc = 0;
+    for (size_t i = 0; i < n && !rc; i++) { /* the manifest's own check: schema too */
+        const ss_store *s = sh[i].s;
+        uint64_t digest, rows[SS_MAX_FIELDS] = {0};
+        for (uint32_t f = 0; f < m.nfields; f++) rows[f] = ss_flat_size(s, f);
+        if (ss_store_header_digest(&digest, s) ||
+            ss_manifest_add(&m, sh[i].name, ss_count(s), digest, rows) ||
+            ss_manifest_check_shard(&m, (uint32_t)i, s))
+            rc = ss_cli_store_error("dataset", "shard '%s'", sh[i].name);
+    }
+    if (!rc && ss_manifest_write(&m, dir)) rc = ss_cli_store_error("dataset", "%s", dir);
+    if (!rc)
+        printf("%s: %u shards, %llu examples\n", dir, m.nshards, (unsigned long long)m.examples);
+    ss_manifest_free(&m);
+    return rc;
+}
+
+static int dataset_build(int argc, char **argv) {
+    static const struct option longopts[] = {
+        {"verify", no_argument, 0, 'v'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+    int verify = 0, c;
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+        if (c == 'v')
+            verify = 1;
+        else if (c == 'h') {
+            usage();
+            return SS_EXIT_OK;
+        } else
+            return ss_cli_bad_option("dataset", c, argv);
+    }
+    if (optind >= argc) return ss_cli_usage_error("dataset", "expected: build DIR [SHARD...]");
+    const char *dir = argv[optind++];
+    ds_shard *sh = NULL;
+    size_t n = 0;
+    int ordered = optind < argc;
+    if (ordered) {
+        sh = calloc((size_t)(argc - optind), sizeof *sh);
+        for (int i = optind; sh && i < argc; i++) sh[n++].name = strdup(argv[i]);
+    } else if (list_dir(dir, &sh, &n)) {
+        fprintf(stderr, "seqstore dataset: cannot read the directory '%s'\n", dir);
+        return SS_EXIT_ERROR;
+    }
+    int rc = n ? check_shards(dir, sh, n, ordered, verify)
+               : ss_cli_usage_error("dataset", "no shard (*.ss) in '%s'", dir);
+    if (!rc) rc = build_manifest(dir, sh, n);
+    for (size_t i = 0; i < n; i++) {
+        ss_close(sh[i].s);
+        free(sh[i].name);
+    }
+    free(sh);
+    return rc;
+}
+
+int ss_cmd_dataset(int argc, char **argv) {
+    if (argc >= 2 && !strcmp(argv[1], "build")) return dataset_build(argc - 1, argv + 1);
+    if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+        usage();
+        return SS_EXIT_OK;
+    }
+    return ss_cli_usage_error("dataset", "expected 'dataset build DIR [SHARD...]'");
+}

@@ -1,0 +1,372 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* dataset.c - a dataset of shards (spec/FORMAT.md §13) opened as one store.
+ *
+ * ss_open() of a dataset directory or manifest returns an ss_store whose
+ * examples are the shards' in manifest order. Opening reads the manifest
+ * only: the global tables (each shard's first example, each sequence field's
+ * first flat row) come from the manifest's counts and rows, O(shards), and no
+ * shard but the first (for the attributes) is opened until an example of it
+ * is read. A shard is opened on first touch under the store's lock, checked
+ * against the manifest (schema, count, rows, header digest), and published
+ * with a release store; readers load it with acquire, so the hot path takes
+ * no lock. Shards are opened with SS_OPEN_NOLOCK: a finished dataset has no
+ * writer, and read-only or shared storage needs no lock file. */
+#include "manifest.h"
+#include "store.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+/* What ss_get() needs of a shard, on one cache line with its neighbours'. */
+typedef struct ds_slot {
+    uint64_t first;            /* global number of its first example */
+    _Atomic(ss_store *) store; /* NULL until first touched */
+} ds_slot;
+
+struct ss_dataset {
+    /* the hot path first: ss_get() reads these and the slots only */
+    uint32_t nshards;
+    double per_shard_inv;          /* nshards / count: the shard guess's factor */
+    ds_slot *slot;                 /* nshards + 1 (the last: first = count, no store) */
+    uint64_t *first;               /* nshards + 1: the slots' `first`, for the other lookups */
+    uint64_t *rows[SS_MAX_FIELDS]; /* sequence fields: nshards + 1 cumulative flat rows */
+    ss_manifest m;
+    char *dir;       /* shard paths are relative to it */
+    unsigned flags;  /* the shards' ss_open() flags */
+    uint64_t *attrs; /* shard 0's attributes the dataset shows, in name order */
+    uint64_t nattrs;
+};
+
+int ss_dataset_probe(const char *path) {
+    struct stat st;
+    if (stat(path, &st) != 0) return 0;
+    if (S_ISDIR(st.st_mode)) {
+        char *m = NULL;
+        if (asprintf(&m, "%s/%s", path, SS_MANIFEST_NAME) < 0) return 0;
+        int is = stat(m, &st) == 0 && S_ISREG(st.st_mode);
+        free(m);
+        return is;
+    }
+    char head[17] = {0};
+    FILE *f = fopen(path, "rb");
+    if (!f) return 0;
+    size_t n = fread(head, 1, sizeof head, f);
+    fclose(f);
+    return n == sizeof head && !memcmp(head, "seqstore-dataset ", sizeof head);
+}
+
+/* The shard holding global example `index` (< count): the smallest j with
+ * first[j] > index, minus one; empty shards are skipped by construction. */
+static uint32_t ds_shard_of(const uint64_t *first, uint32_t nshards, uint64_t index) {
+    uint32_t lo = 1, hi = nshards; /* answer j in [lo, hi] */
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (first[mid] > index)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    return lo - 1;
+}
+
+/* Shard `k`, opened and checked against the manifest on first use. */
+static int ds_shard(ss_store **out, const ss_store *s, uint32_t k) {
+    ss_dataset *ds = s->ds;
+    *out = atomic_load_explicit(&ds->slot[k].store, memory_order_acquire);
+    if (*out) return 0;
+    pthread_mutex_lock((pthread_mutex_t *)&s->lock);
+    *out = atomic_load_explicit(&ds->slot[k].store, memory_order_relaxed);
+    int rc = 0;
+    if (!*out) {
+        char *path = NULL;
+        ss_store *sh = NULL;
+        if (asprintf(&path, "%s/%s", ds->dir, ds->m.shards[k].path) < 0)
+            rc = ss__fail(SS_ENOMEM, "out of memory");
+        if (!rc) rc = ss_open(&sh, path, ds->flags);
+        if (!rc) rc = ss_manifest_check_shard(&ds->m, k, sh);
+        if (rc) {
+            ss_close(sh);
+            rc = ss__context(rc, "dataset '%s', shard %u", s->path, k);
+        } else {
+            atomic_store_explicit(&ds->slot[k].store, sh, memory_order_release);
+            *out = sh;
+        }
+        free(path);
+    }
+    pthread_mutex_unlock((pthread_mutex_t *)&s->lock);
+    return rc;
+}
+
+/* The dataset's attributes: shard 0's except its own `source.shard` and the
+ * derived `ss.` ones (splits, bucket indices, statistics), which describe one
+ * shard's examples by local number. */
+static int ds_attr_table(ss_store *s) {
+    ss_dataset *ds = s->ds;
+    ss_store *s0;
+    int rc = ds_shard(&s0, s, 0);
+    if (rc) return rc;
+    uint64_t n = ss_attr_count(s0);
+    ds->attrs = malloc((n ? n : 1) * sizeof *ds->attrs);
+    if (!ds->attrs) return ss__fail(SS_ENOMEM, "out of memory");
+    for (uint64_t k = 0; k < n; k++) {
+        const char *name = s0->attrs[k].name;
+        if (strcmp(name, "source.shard") && strncmp(name, "ss.", 3)) ds->attrs[ds->nattrs++] = k;
+    }
+    return 0;
+}
+
+/* The global tables and the store's schema from the manifest. */
+static int ds_tables(ss_store *s) {
+    ss_dataset *ds = s->ds;
+    const ss_manifest *m = &ds->m;
+    uint32_t n = m->nshards;
+    ds->nshards = n;
+    ds->first = malloc((n + 1) * sizeof *ds->first);
+    ds->slot = calloc(n + 1, sizeof *ds->slot);
+    if (!ds->first || !ds->slot) return ss__fail(SS_ENOMEM, "out of memory");
+    ds->first[0] = 0;
+    for (uint32_t k = 0; k < n; k++) ds->first[k + 1] = ds->first[k] + m->shards[k].count;
+    for (uint32_t k = 0; k <= n; k++) ds->slot[k].first = ds->first[k];
+    ds->per_shard_inv = m->examples ? (double)n / (double)m->examples : 0;
+    s->h.nfields = m->nfields;
+    s->h.count = m->examples;
+    for (uint32_t f = 0; f < m->nfields; f++) {
+        ss_field_state *fs = &s->h.fields[f];
+        snprintf(fs->name, sizeof fs->name, "%s", m->fields[f].name);
+        fs->def = m->fields[f];
+        fs->def.name = fs->name;
+        fs->row_bytes = ss_dtype_size(fs->def.dtype);
+        for (uint32_t d = 0; d < fs->def.ndim; d++) fs->row_bytes *= fs->def.dims[d];
+        s->fields[f] = fs->def;
+        s->f[f].row_bytes = fs->row_bytes;
+        s->f[f].sequence = fs->def.sequence;
+        if (!fs->def.sequence) {
+            fs->total_rows = m->examples;
+            continue;
+        }
+        uint64_t *r = ds->rows[f] = malloc((n + 1) * sizeof *r);
+        if (!r) return ss__fail(SS_ENOMEM, "out of memory");
+        r[0] = 0;
+        for (uint32_t k = 0; k < n; k++) r[k + 1] = r[k] + m->shards[k].rows[f];
+        fs->total_rows = r[n];
+    }
+    s->schema.nfields = m->nfields;
+    s->schema.fields = s->fields;
+    return 0;
+}
+
+int ss_dataset_open(ss_store **out, const char *path, unsigned flags) {
+    *out = NULL;
+    if (flags & SS_OPEN_INCOMPLETE)
+        return ss__fail(SS_EINVAL,
+                        "open '%s': a dataset has no unfinished state to open "
+                        "(SS_OPEN_INCOMPLETE)",
+                        path);
+    ss_store *s = calloc(1, sizeof *s);
+    ss_dataset *ds = calloc(1, sizeof *ds);
+    if (!s || !ds || !(s->path = strdup(path))) {
+        free(ds);
+        if (s) free(s->path);
+        free(s);
+        return ss__fail(SS_ENOMEM, "open '%s': out of memory", path);
+    }
+    pthread_mutex_init(&s->lock, NULL);
+    s->ds = ds;
+    s->complete = 1;
+    ds->flags = flags | SS_OPEN_NOLOCK;
+    char *file = NULL;
+    int rc = ss_manifest_locate(path, &file, &ds->dir);
+    free(file);
+    if (!rc) rc = ss_manifest_read(&ds->m, path);
+    if (!rc) rc = ds_tables(s);
+    if (!rc) rc = ds_attr_table(s);
+    if (rc) {
+        ss_close(s);
+        return ss__context(rc, "open dataset '%s'", path);
+    }
+    *out = s;
+    return 0;
+}
+
+void ss_dataset_close(ss_store *s) {
+    ss_dataset *ds = s->ds;
+    for (uint32_t k = 0; ds->slot && k < ds->nshards; k++) ss_close(ds->slot[k].store);
+    for (uint32_t f = 0; f < SS_MAX_FIELDS; f++) free(ds->rows[f]);
+    free(ds->slot);
+    free(ds->first);
+    free(ds->attrs);
+    free(ds->dir);
+    ss_manifest_free(&ds->m);
+    free(ds);
+}
+
+/* ------------------------------------------------------- examples */
+
+int ss_dataset_get(ss_view *out, const ss_store *s, uint32_t field, uint64_t index) {
+    const ss_dataset *ds = s->ds;
+    const ds_slot *slot = ds->slot;
+    /* Shards of one conversion hold about count / nshards examples each: guess
+     * the shard from that (one multiplication, usually right), else search. A
+     * binary search's unpredictable branches cost more than the read itself. */
+    uint64_t k = (uint64_t)((double)index * ds->per_shard_inv); /* no 64-bit division */
+    if (k >= ds->nshards) k = ds->nshards - 1;
+    if (slot[k].first > index || slot[k + 1].first <= index)
+        k = ds_shard_of(ds->first, ds->nshards, index);
+    const ds_slot *at = &slot[k];
+    ss_store *sh = atomic_load_explicit(&((ds_slot *)at)->store, memory_order_acquire);
+    if (!sh) {
+        int rc = ds_shard(&sh, s, (uint32_t)k);
+        if (rc) return rc;
+    }
+    return ss__get_unchecked(out, sh, field, index - at->first);
+}
+
+uint64_t ss_dataset_length(const ss_store *s, uint32_t field, uint64_t index) {
+    const ss_dataset *ds = s->ds;
+    uint32_t k = ds_shard_of(ds->first, ds->nshards, index);
+    ss_store *sh;
+    return ds_shard(&sh, s, k) ? 0 : ss_length(sh, field, index - ds->first[k]);
+}
+
+int ss_dataset_lengths(uint64_t *out, const ss_store *s, uint32_t field, uint64_t first,
+                       uint64_t n) {
+    const ss_dataset *ds = s->ds;
+    while (n) {
+        uint32_t k = ds_shard_of(ds->first, ds->nshards, first);
+        uint64_t local = first - ds->first[k], take = ds->first[k + 1] - first;
+        if (take > n) take = n;
+        ss_store *sh;
+        int rc = ds_shard(&sh, s, k);
+        if (!rc) rc = ss_lengths(out, sh, field, local, take);
+        if (rc) return rc;
+        out += take, first += take, n -= take;
+    }
+    return 0;
+}
+
+int ss_dataset_flat_locate(uint64_t *example, uint64_t *offset, const ss_store *s, uint32_t field,
+                           uint64_t pos) {
+    const ss_dataset *ds = s->ds;
+    uint32_t k = ds_shard_of(ds->rows[field], ds->nshards, pos);
+    ss_store *sh;
+    int rc = ds_shard(&sh, s, k);
+    if (!rc) rc = ss_flat_locate(example, offset, sh, field, pos - ds->rows[field][k]);
+    if (!rc) *example += ds->first[k];
+    return rc;
+}
+
+/* ----------------------------------------------------- attributes */
+
+static int ds_attr_name_cmp(const ss_store *s0, uint64_t slot, const char *name) {
+    return strcmp(s0->attrs[slot].name, name);
+}
+
+int ss_dataset_attr_get(ss_attr *out, const ss_store *s, const char *name) {
+    const ss_dataset *ds = s->ds;
+    ss_store *s0 = atomic_load_explicit(&ds->slot[0].store, memory_order_acquire); /* at open */
+    uint64_t lo = 0, hi = ds->nattrs;
+    while (lo < hi) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        int c = ds_attr_name_cmp(s0, ds->attrs[mid], name);
+        if (c == 0) return ss_attr_at(out, s0, ds->attrs[mid]);
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return ss__fail(SS_ENOTFOUND, "%s: no attribute '%s'", s->path, name);
+}
+
+uint64_t ss_dataset_attr_count(const ss_store *s) {
+    return s->ds->nattrs;
+}
+
+int ss_dataset_attr_at(ss_attr *out, const ss_store *s, uint64_t k) {
+    const ss_dataset *ds = s->ds;
+    if (k >= ds->nattrs)
+        return ss__fail(SS_ERANGE, "%s: attribute %llu of %llu", s->path, (unsigned long long)k,
+                        (unsigned long long)ds->nattrs);
+    return ss_attr_at(out, atomic_load_explicit(&ds->slot[0].store, memory_order_acquire),
+                      ds->attrs[k]);
+}
+
+/* ------------------------------------------------- info and verify */
+
+uint32_t ss_dataset_shard_count(const ss_store *s) {
+    return s && s->ds ? s->ds->nshards : 0;
+}
+
+int ss_dataset_info(ss_store_info *out, const ss_store *s) {
+    const ss_dataset *ds = s->ds;
+    memset(out, 0, sizeof *out);
+    out->complete = 1;
+    out->count = s->h.count;
+    for (uint32_t k = 0; k < ds->nshards; k++) {
+        ss_store *sh;
+        ss_store_info in;
+        int rc = ds_shard(&sh, s, k);
+        if (!rc) rc = ss_store_get_info(&in, sh);
+        if (rc) return rc;
+        if (in.format_version > out->format_version) out->format_version = in.format_version;
+        out->file_bytes += in.file_bytes;
+        out->data_chunks += in.data_chunks;
+        if (k == 0) out->chunk_bytes = in.chunk_bytes;
+    }
+    return 0;
+}
+
+typedef struct ds_verify_ctx {
+    ss_verify_fn report;
+    void *ctx;
+    uint64_t first;
+    const char *shard_path;
+    char where[600];
+} ds_verify_ctx;
+
+/* A shard's problem in global example numbers, named by shard. */
+static int ds_verify_relay(void *vctx, const ss_verify_problem *p) {
+    ds_verify_ctx *v = vctx;
+    ss_verify_problem g = *p;
+    g.first_example += v->first;
+    g.last_example += v->first;
+    snprintf(v->where, sizeof v->where, "shard '%s': %s", v->shard_path, p->where);
+    g.where = v->where;
+    return v->report ? v->report(v->ctx, &g) : 0;
+}
+
+int ss_dataset_verify(uint64_t *problems, const ss_store *s, ss_verify_fn report, void *ctx) {
+    const ss_dataset *ds = s->ds;
+    uint64_t total = 0;
+    int first_rc = 0;
+    char first_msg[1024] = "";
+    for (uint32_t k = 0; k < ds->nshards; k++) {
+        ds_verify_ctx v = {report, ctx, ds->first[k], ds->m.shards[k].path, {0}};
+        ss_store *sh;
+        uint64_t n = 0;
+        int rc = ds_shard(&sh, s, k);
+        if (rc) { /* missing, unreadable or not the shard the manifest describes */
+            n = 1;
+            snprintf(v.where, sizeof v.where, "shard '%s'", v.shard_path);
+            ss_verify_problem p = {"shard cannot be opened or differs from the manifest",
+                                   SS_FIELD_NONE,
+                                   k,
+                                   ds->first[k],
+                                   ds->first[k + 1],
+                                   v.where};
+            if (report) report(ctx, &p);
+        } else {
+            rc = ss_verify(&n, sh, report ? ds_verify_relay : NULL, &v);
+        }
+        if (rc && !first_rc) {
+            first_rc =
+                rc == SS_ECORRUPT || rc == SS_ENOTFOUND || rc == SS_ESCHEMA ? SS_ECORRUPT : rc;
+            snprintf(first_msg, sizeof first_msg, "%s", ss_error_message());
+        }
+        total += n;
+    }
+    if (problems) *problems = total;
+    if (first_rc) return ss__fail(first_rc, "%s", first_msg);
+    return 0;
+}

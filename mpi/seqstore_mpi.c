@@ -1,0 +1,218 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* seqstore_mpi.c - `mpirun -n N seqstore-mpi convert KIND ARGS... -o DIR`:
+ * conversion spread over MPI ranks, each writing one shard of a dataset
+ * (spec/FORMAT.md §13), rank 0 writing the manifest once every shard has
+ * finished and verified.
+ *
+ * Rank r runs `seqstore convert KIND ARGS... --shard r/N -o
+ * DIR/part-RRRRR-of-NNNNN.ss` (the seqstore program next to this one, or
+ * $SEQSTORE) and then opens its shard with SS_OPEN_VERIFY and verifies every
+ * checksum. The ranks agree on the outcome with MPI_Allgather: if any failed,
+ * every rank exits 1 and rank 0 names the failed ranks (their own messages
+ * are on stderr above); the manifest, removed at the start, is not written,
+ * so nothing claims a complete dataset. A rank killed outright makes mpirun
+ * end the job the same way. With --resume, a rank whose shard is already
+ * complete keeps it, and an interrupted shard continues from its last commit
+ * (`convert --resume`): rerunning finishes only what is missing. */
+#include "seqstore.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <mpi.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char **environ;
+
+/* Under AddressSanitizer, no leak report for this driver: Open MPI's
+ * MPI_Finalize leaves its plugins' allocations (in libraries it has already
+ * unloaded, so no suppression can name them). The seqstore processes it runs
+ * are checked as usual. */
+const char *__asan_default_options(void);
+const char *__asan_default_options(void) {
+    return "detect_leaks=0";
+}
+
+static void usage(FILE *out) {
+    fprintf(out,
+            "usage: mpirun -n N seqstore-mpi convert KIND INPUT... [OPTIONS] -o DIR [--resume]\n\n"
+            "Each of the N ranks converts its slice of the inputs (seqstore convert ...\n"
+            "--shard RANK/N) into DIR/part-RRRRR-of-NNNNN.ss and verifies it; rank 0 then\n"
+            "writes DIR/dataset.manifest (seqstore dataset build). A failed rank fails the\n"
+            "job and no manifest is written. --resume keeps complete shards and continues\n"
+            "interrupted ones. OPTIONS are those of `seqstore convert KIND` (--force to\n"
+            "replace existing shards). The seqstore program is $SEQSTORE, else the one next\n"
+            "to this program.\n");
+}
+
+/* The seqstore program: $SEQSTORE, else `seqstore` in this program's directory. */
+static void find_seqstore(char *buf, size_t cap) {
+    const char *env = getenv("SEQSTORE");
+    if (env && *env) {
+        snprintf(buf, cap, "%s", env);
+        return;
+    }
+    char self[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    self[n > 0 ? n : 0] = 0;
+    char *slash = strrchr(self, '/');
+    if (slash) *slash = 0;
+    snprintf(buf, cap, "%s/seqstore", n > 0 ? self : ".");
+}
+
+/* Run argv; returns its exit code, or 128 + signal. */
+static int run(char *const argv[]) {
+    pid_t pid;
+    if (posix_spawn(&pid, argv[0], NULL, NULL, argv, environ) != 0) {
+        fprintf(stderr, "seqstore-mpi: cannot run '%s': %s\n", argv[0], strerror(errno));
+        return 127;
+    }
+    int st;
+    while (waitpid(pid, &st, 0) < 0)
+        if (errno != EINTR) return 127;
+    return WIFSIGNALED(st) ? 128 + WTERMSIG(st) : WEXITSTATUS(st);
+}
+
+/* Is `path` a complete shard store? */
+static int shard_complete(const char *path) {
+    ss_store *s;
+    if (ss_open(&s, path, SS_OPEN_NOLOCK)) return 0;
+    ss_close(s);
+    return 1;
+}
+
+/* Open with SS_OPEN_VERIFY and recompute every checksum. 0 = sound. */
+static int verify_shard(const char *path) {
+    ss_store *s;
+    uint64_t problems = 0;
+    int rc = ss_open(&s, path, SS_OPEN_NOLOCK | SS_OPEN_VERIFY);
+    if (!rc) rc = ss_verify(&problems, s, NULL, NULL);
+    if (rc) fprintf(stderr, "seqstore-mpi: shard '%s': %s\n", path, ss_error_message());
+    ss_close(s);
+    return rc;
+}
+
+typedef struct job {
+    const char *dir;
+    int resume;
+    char **pass; /* convert KIND ARGS... without -o DIR and --resume */
+    int npass;
+} job;
+
+static int parse(job *j, int argc, char **argv) {
+    memset(j, 0, sizeof *j);
+    j->pass = calloc((size_t)argc + 8, sizeof *j->pass);
+    if (!j->pass) return -1;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "-o") || !strcmp(argv[i], "--output")) {
+            if (++i >= argc) return -1;
+            j->dir = argv[i];
+        } else if (!strcmp(argv[i], "--resume")) {
+            j->resume = 1;
+        } else if (!strcmp(argv[i], "--shard")) {
+            return -1; /* the driver chooses the shard */
+        } else {
+            j->pass[j->npass++] = argv[i];
+        }
+    }
+    return j->dir && j->npass >= 2 && !strcmp(j->pass[0], "convert") ? 0 : -1;
+}
+
+/* This rank's conversion and check; 0 = its shard is complete and sound. */
+static int convert_rank(const job *j, const char *prog, int rank, int size, const char *shard) {
+    if (j->resume && shard_complete(shard)) return verify_shard(shard);
+    char spec[64], kill_after[64];
+    snprintf(spec, sizeof spec, "%d/%d", rank, size);
+    char **argv = calloc((size_t)j->npass + 10, sizeof *argv);
+    if (!argv) return 1;
+    int n = 0;
+    argv[n++] = (char *)prog;
+    for (int i = 0; i < j->npass; i++) argv[n++] = j->pass[i];
+    argv[n++] = "--shard", argv[n++] = spec, argv[n++] = "-o", argv[n++] = (char *)shard;
+    argv[n++] = "--quiet";
+    struct stat st;
+    if (j->resume && stat(shard, &st) == 0) argv[n++] = "--resume";
+    /* tests: SS_MPI_TEST_KILL=RANK:N kills that rank mid-way (SIGKILL after
+     * N examples), the rank dying with its conversion */
+    const char *kill = getenv("SS_MPI_TEST_KILL");
+    int victim = kill && atoi(kill) == rank && strchr(kill, ':');
+    if (victim) {
+        snprintf(kill_after, sizeof kill_after, "%s", strchr(kill, ':') + 1);
+        setenv("SS_TEST_KILL_AFTER", kill_after, 1);
+    }
+    int rc = run(argv);
+    free(argv);
+    if (victim && rc == 128 + SIGKILL) raise(SIGKILL);
+    if (rc) {
+        fprintf(stderr, "seqstore-mpi: rank %d: seqstore convert exited with %d\n", rank, rc);
+        return rc;
+    }
+    return verify_shard(shard);
+}
+
+/* Rank 0: `seqstore dataset build DIR part-0 ... part-N-1`, in order. */
+static int build_manifest(const char *prog, const char *dir, int size) {
+    char **argv = calloc((size_t)size + 6, sizeof *argv);
+    if (!argv) return 1;
+    int n = 0, rc = 0;
+    argv[n++] = (char *)prog, argv[n++] = "dataset", argv[n++] = "build", argv[n++] = (char *)dir;
+    for (int r = 0; r < size && !rc; r++)
+        if (asprintf(&argv[n++], "part-%05d-of-%05d.ss", r, size) < 0) rc = 1;
+    if (!rc) rc = run(argv);
+    for (int i = 4; i < n; i++) free(argv[i]);
+    free(argv);
+    return rc;
+}
+
+int main(int argc, char **argv) {
+    MPI_Init(&argc, &argv);
+    int rank, size;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    job j;
+    if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+        if (rank == 0) usage(stdout);
+        MPI_Finalize();
+        return 0;
+    }
+    if (parse(&j, argc, argv)) {
+        if (rank == 0) usage(stderr);
+        MPI_Finalize();
+        return 2;
+    }
+    char prog[PATH_MAX + 16], shard[PATH_MAX + 64], manifest[PATH_MAX + 32];
+    find_seqstore(prog, sizeof prog);
+    snprintf(shard, sizeof shard, "%s/part-%05d-of-%05d.ss", j.dir, rank, size);
+    snprintf(manifest, sizeof manifest, "%s/dataset.manifest", j.dir);
+    int ok = 1;
+    if (rank == 0) { /* no manifest claims completeness until this run's is written */
+        if (mkdir(j.dir, 0777) != 0 && errno != EEXIST) ok = 0;
+        if (unlink(manifest) != 0 && errno != ENOENT) ok = 0;
+        if (!ok) fprintf(stderr, "seqstore-mpi: '%s': %s\n", j.dir, strerror(errno));
+    }
+    MPI_Bcast(&ok, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    int status = ok ? convert_rank(&j, prog, rank, size, shard) : 1;
+    int *all = malloc((size_t)size * sizeof *all);
+    MPI_Allgather(&status, 1, MPI_INT, all, 1, MPI_INT, MPI_COMM_WORLD);
+    int failed = 0;
+    for (int r = 0; r < size; r++) failed += all[r] != 0;
+    int rc = failed ? 1 : 0;
+    if (rank == 0 && failed) {
+        fprintf(stderr, "seqstore-mpi: %d of %d ranks failed (", failed, size);
+        for (int r = 0, k = 0; r < size; r++)
+            if (all[r]) fprintf(stderr, "%srank %d", k++ ? ", " : "", r);
+        fprintf(stderr, "); no manifest written: rerun with --resume\n");
+    }
+    if (rank == 0 && !failed) rc = build_manifest(prog, j.dir, size) ? 1 : 0;
+    MPI_Bcast(&rc, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    free(all);
+    free(j.pass);
+    MPI_Finalize();
+    return rc;
+}

@@ -1,0 +1,106 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* test_mpi.c - `mpirun --oversubscribe -n 4 seqstore-mpi convert ...`: the
+ * dataset's shards hold exactly the single-process conversion's examples and
+ * vocabulary; a rank killed mid-way (SIGKILL) fails the job and leaves no
+ * manifest; rerunning with --resume finishes only what is missing. */
+#include "testutil.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static const char *const WORDS[] = {"la", "le", "chat", "dort", "ici", "vite", "très", "z"};
+
+static int mpirun(const char *env, const char *args) {
+    char cmd[8192];
+    snprintf(cmd, sizeof cmd,
+             "%s %s --oversubscribe -n 4 -x SS_TEST_BLOCK_BYTES=600 %s %s > %s/mpi.out 2>&1", env,
+             SS_MPIRUN, SS_MPI, args, ss_test_tmpdir());
+    int st = system(cmd);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+static void show_output(void) {
+    size_t n;
+    char *o = ss_test_read_file(ss_test_path("mpi.out"), &n);
+    fprintf(stderr, "--- mpirun output:\n%s---\n", o);
+    free(o);
+}
+
+static void check_dataset(const char *dir, const char *single) {
+    char manifest[1024];
+    snprintf(manifest, sizeof manifest, "%s/dataset.manifest", dir);
+    CHECK(access(manifest, F_OK) == 0);
+    char paths[4][1100];
+    const char *p[4];
+    for (int k = 0; k < 4; k++) {
+        snprintf(paths[k], sizeof paths[k], "%s/part-%05d-of-00004.ss", dir, k);
+        p[k] = paths[k];
+    }
+    ss_test_check_shards(single, p, 4);
+    ss_store *d, *s;
+    CHECK_OK(ss_open(&d, dir, 0));
+    CHECK_OK(ss_open(&s, single, 0));
+    CHECK_EQ_U64(ss_count(d), ss_count(s));
+    uint64_t problems = 1;
+    CHECK_OK(ss_verify(&problems, d, NULL, NULL));
+    ss_close(d);
+    ss_close(s);
+}
+
+int main(void) {
+    const char *text = ss_test_keep_path("corpus.txt"), *single = ss_test_keep_path("single.ss");
+    FILE *f = fopen(text, "w");
+    CHECK(f != NULL);
+    uint64_t seed = 11;
+    for (int i = 0; i < 3000; i++) {
+        int n = 1 + (int)(ss_test_rand(&seed) % 12);
+        for (int w = 0; w < n; w++)
+            fprintf(f, "%s%s", w ? " " : "", WORDS[ss_test_rand(&seed) % 8]);
+        fputc('\n', f);
+    }
+    fclose(f);
+    char err[4096], args[4096];
+    CHECK_EXIT(
+        ss_test_cli(err, sizeof err, NULL, "convert text %s --tokens words -o %s", text, single), 0,
+        err);
+
+    /* four ranks */
+    const char *dir = ss_test_keep_path("ds");
+    snprintf(args, sizeof args, "convert text %s --tokens words -o %s", text, dir);
+    if (mpirun("", args) != 0) show_output(), exit(1);
+    check_dataset(dir, single);
+
+    /* rank 2 killed after 100 of its examples: the job fails, no manifest */
+    const char *dir2 = ss_test_keep_path("ds2");
+    snprintf(args, sizeof args, "convert text %s --tokens words -o %s", text, dir2);
+    int rc = mpirun("SS_MPI_TEST_KILL=2:100", args);
+    if (rc == 0) show_output(), exit(1);
+    char manifest[1024], part2[1024];
+    snprintf(manifest, sizeof manifest, "%s/dataset.manifest", dir2);
+    snprintf(part2, sizeof part2, "%s/part-00002-of-00004.ss", dir2);
+    CHECK(access(manifest, F_OK) != 0);
+    ss_store *s;
+    CHECK_RC(ss_open(&s, part2, 0), SS_EINCOMPLETE); /* interrupted: its committed prefix */
+    CHECK_RC(ss_open(&s, dir2, 0), SS_ENOTSTORE);    /* not a dataset without a manifest */
+    /* --resume: complete shards kept, the interrupted one continued */
+    struct stat before, after;
+    char part0[1024];
+    snprintf(part0, sizeof part0, "%s/part-00000-of-00004.ss", dir2);
+    int have0 = stat(part0, &before) == 0;
+    strcat(args, " --resume");
+    if (mpirun("", args) != 0) show_output(), exit(1);
+    check_dataset(dir2, single);
+    if (have0 && ss_open(&s, part0, SS_OPEN_NOLOCK) == 0) { /* rank 0 had finished: untouched */
+        ss_close(s);
+        CHECK(stat(part0, &after) == 0 && after.st_mtime == before.st_mtime &&
+              after.st_size == before.st_size);
+    }
+    /* a usage error on every rank */
+    CHECK(mpirun("", "convert text") != 0);
+    puts("ok");
+    return 0;
+}
