@@ -206,7 +206,9 @@ class Loader:
         batch["tokens_lengths"]          # [B] int64; also _mask, _offsets (packed)
         batch["index"]                   # [B] store indices
 
-    threads: C threads collating ahead (0 = one, as in the C API).
+    threads: C threads collating ahead (0 = one, as in the C API; default
+    1), prefetch: batches prepared ahead (default 2); with out= and no
+    transforms nothing is prepared ahead and both default to 0.
     Exactly one of batch_size (examples per batch) and max_tokens (a budget
     of padded tokens per batch) is given; bucket names a stored bucket index.
     fields maps output field name -> options (dtype, pad, pad_left,
