@@ -6,7 +6,13 @@
  * number g mod S of a ring of S = prefetch + 1 slots. Batch g may be filled
  * once g < consumed + prefetch, so the slot the caller holds (batch
  * consumed - 1) is never overwritten. The plan is replaced only while no
- * worker is filling (`paused`, `busy` == 0), under the mutex. */
+ * worker is filling (`paused`, `busy` == 0), under the mutex.
+ *
+ * With options.into the workers only prepare (transform) batches and
+ * ss_loader_next_into() collates batch `consumed` from its slot into the
+ * caller's buffers before counting it consumed, so no worker touches that
+ * slot meanwhile. Without per-example transforms there is nothing to prepare
+ * ahead: no worker, one slot, prepared by the caller. */
 #include "internal.h"
 #include "options_internal.h"
 #include "layout.h" /* ss_le64, ss_put_le64 */
@@ -39,6 +45,7 @@ typedef struct lopts {
     uint32_t threads;
     int infinite;
     const ss_pipeline *transforms;
+    int into;
 } lopts;
 
 /* An output field as the transform path sees it. */
@@ -433,12 +440,13 @@ static int transform_rows(ss_loader *l, slot *s, const uint64_t *ix, uint64_t n,
         in->ndim = e->ndim;
         memcpy(in->dims, e->dims, sizeof in->dims);
     }
-    int rc = ss_collator_collate_rows(&s->batch.data, s->col, s->in, (size_t)n, NULL);
-    if (rc) return ss__context(rc, "loader: epoch %" PRIu64 ", batch %" PRIu64, epoch, pos);
     return 0;
 }
 
-static int fill(ss_loader *l, slot *s, uint64_t g, uint64_t epoch) {
+/* Prepare batch g in slot s, everything but the collation: its rows as spans
+ * of the store or, with per-example transforms, as transformed examples in
+ * the slot's arena. */
+static int prepare(ss_loader *l, slot *s, uint64_t g, uint64_t epoch) {
     const uint64_t *ix = l->idx + l->start[g];
     uint64_t n = l->start[g + 1] - l->start[g];
     int rc = slot_rows(l, s, n);
@@ -447,13 +455,26 @@ static int fill(ss_loader *l, slot *s, uint64_t g, uint64_t epoch) {
     s->batch.position = g;
     s->batch.rows = n;
     s->batch.indices = ix;
-    if (l->nxf) {
-        rc = transform_rows(l, s, ix, n, epoch, g);
-    } else {
-        for (uint64_t r = 0; r < n; r++) s->spans[r] = (ss_span){ix[r], 0, SS_SPAN_END};
-        rc = ss_collator_collate(&s->batch.data, s->col, s->spans, (size_t)n);
-        if (rc) rc = ss__context(rc, "loader: epoch %" PRIu64 ", batch %" PRIu64, epoch, g);
-    }
+    if (l->nxf) return transform_rows(l, s, ix, n, epoch, g);
+    for (uint64_t r = 0; r < n; r++) s->spans[r] = (ss_span){ix[r], 0, SS_SPAN_END};
+    return 0;
+}
+
+/* Collate a prepared slot into `buffers` (NULL: the slot collator's own). */
+static int collate_slot(ss_loader *l, slot *s, const ss_collate_buffers *buffers) {
+    size_t n = (size_t)s->batch.rows;
+    int rc = l->nxf ? ss_collator_collate_rows(&s->batch.data, s->col, s->in, n, buffers)
+                    : ss_collator_collate_into(&s->batch.data, s->col, s->spans, n, buffers);
+    if (rc)
+        return ss__context(rc, "loader: epoch %" PRIu64 ", batch %" PRIu64, s->batch.epoch,
+                           s->batch.position);
+    return 0;
+}
+
+/* Run the batch transforms on the collated batch of slot s. */
+static int batch_transforms(ss_loader *l, slot *s) {
+    int rc = 0;
+    uint64_t epoch = s->batch.epoch, g = s->batch.position;
     for (uint32_t j = 0; !rc && j < l->nbxf; j++) {
         ss_rng rng;
         ss_rng_seed(&rng, ss_rng_hash(l->seed, epoch, g),
@@ -469,6 +490,15 @@ static int fill(ss_loader *l, slot *s, uint64_t g, uint64_t epoch) {
         }
     }
     return rc;
+}
+
+/* A worker's part of batch g: all of it, or with `into` the preparation
+ * (ss_loader_next_into() collates). */
+static int fill(ss_loader *l, slot *s, uint64_t g, uint64_t epoch) {
+    int rc = prepare(l, s, g, epoch);
+    if (rc || l->o.into) return rc;
+    rc = collate_slot(l, s, NULL);
+    return rc ? rc : batch_transforms(l, s);
 }
 
 static void *worker(void *arg) {
@@ -705,10 +735,10 @@ static int check_remainder(ss_loader *l) {
  * its own version (ss__options_read), so it can grow without the loader's
  * options changing. */
 static int read_options(lopts *o, const ss_loader_options *in) {
-    if (in->version != SS_LOADER_OPTIONS_VERSION)
+    if (in->version < 2 || in->version > SS_LOADER_OPTIONS_VERSION)
         return ss__fail(SS_EINVAL,
-                        "ss_loader_open: options version %u is not %u (version 1 embedded the "
-                        "sampler, batch and collator options; they are pointers now)",
+                        "ss_loader_open: options version %u is not 2 or %u (version 1 embedded "
+                        "the sampler, batch and collator options; they are pointers now)",
                         in->version, SS_LOADER_OPTIONS_VERSION);
     const ss_sampler_options si = SS_SAMPLER_OPTIONS_INIT;
     const ss_batch_options bi = SS_BATCH_OPTIONS_INIT;
@@ -735,6 +765,7 @@ static int read_options(lopts *o, const ss_loader_options *in) {
     o->threads = in->threads;
     o->infinite = in->infinite;
     o->transforms = in->transforms;
+    o->into = in->version >= 3 ? in->into : 0; /* version 2 ends before it */
     return 0;
 }
 
@@ -774,6 +805,23 @@ static int check_options(ss_loader *l) {
     return 0;
 }
 
+/* With `into` and no per-example transforms nothing is prepared ahead: no
+ * worker thread, one slot (its collator collates at ss_loader_next_into()). */
+static int setup_into(ss_loader *l) {
+    const lopts *o = &l->o;
+    if (!o->into || l->nxf) return 0;
+    if (o->threads > 1 || o->prefetch > 0)
+        return ss__fail(SS_EINVAL,
+                        "ss_loader_open: into without per-example transforms starts no worker "
+                        "thread; threads %u and prefetch %u are not honoured (leave them 0; "
+                        "collator.threads parallelises the collation)",
+                        o->threads, o->prefetch);
+    l->nthreads = 0;
+    l->prefetch = 0;
+    l->nslots = 1;
+    return 0;
+}
+
 int ss_loader_open(ss_loader **out, const ss_store *store, const ss_loader_options *options) {
     if (!out) return ss__fail(SS_EINVAL, "ss_loader_open: out is NULL");
     *out = NULL;
@@ -788,11 +836,12 @@ int ss_loader_open(ss_loader **out, const ss_store *store, const ss_loader_optio
     if (!rc && l->mode != MODE_FIXED && l->nseq == 0)
         rc = ss__fail(SS_EINVAL, "ss_loader_open: token-budget and bucket batching need a "
                                  "sequence field among the output fields");
+    if (!rc) rc = setup_into(l);
     if (!rc) rc = setup_order(l);
     if (!rc) rc = setup_slots(l);
     if (!rc) rc = plan_epoch(l, 0);
     if (!rc) {
-        l->th = calloc(l->nthreads, sizeof *l->th);
+        l->th = calloc(l->nthreads ? l->nthreads : 1, sizeof *l->th);
         if (!l->th) rc = ss__fail(SS_ENOMEM, "ss_loader_open: out of memory");
     }
     if (!rc) {
@@ -818,39 +867,85 @@ int ss_loader_open(ss_loader **out, const ss_store *store, const ss_loader_optio
 
 /* ---------------------------------------------------------------- next */
 
-int ss_loader_next(const ss_loader_batch **out, ss_loader *l) {
-    if (out) *out = NULL;
-    if (!l || !out) return ss__fail(SS_EINVAL, "ss_loader_next: NULL argument");
-    pthread_mutex_lock(&l->mu);
-    int rc = 0;
-    if (l->err_rc) {
-        rc = ss__fail(l->err_rc, "%s", l->err_msg);
-        pthread_mutex_unlock(&l->mu);
-        return rc;
-    }
+/* Under the mutex: the slot of batch `consumed`, ready (prepared by a worker,
+ * or by the caller when no worker runs). 0, SS_LOADER_END or an error, which
+ * stops the loader until set_epoch or state_load. */
+static int ready_slot(slot **out, ss_loader *l) {
+    if (l->err_rc) return ss__fail(l->err_rc, "%s", l->err_msg);
     if (l->consumed >= l->nbatches) {
-        if (!l->o.infinite) {
-            pthread_mutex_unlock(&l->mu);
-            return SS_LOADER_END;
-        }
+        if (!l->o.infinite) return SS_LOADER_END;
         quiesce(l);
-        rc = restart(l, l->epoch + 1, 0);
+        int rc = restart(l, l->epoch + 1, 0);
         if (!rc && l->nbatches == 0) rc = SS_LOADER_END;
-        if (rc) {
-            pthread_mutex_unlock(&l->mu);
-            return rc;
-        }
+        if (rc) return rc;
     }
     slot *s = &l->slots[l->consumed % l->nslots];
-    while (!(s->state == SLOT_READY && s->g == l->consumed)) pthread_cond_wait(&l->cv_done, &l->mu);
+    if (l->nthreads == 0) { /* into without transforms: only spans to set */
+        s->rc = prepare(l, s, l->consumed, l->epoch);
+        if (s->rc) snprintf(s->msg, sizeof s->msg, "%s", ss_error_message());
+    } else {
+        while (!(s->state == SLOT_READY && s->g == l->consumed))
+            pthread_cond_wait(&l->cv_done, &l->mu);
+    }
     if (s->rc) {
         l->err_rc = s->rc;
         snprintf(l->err_msg, sizeof l->err_msg, "%s", s->msg);
-        rc = ss__fail(l->err_rc, "%s", l->err_msg);
-    } else {
-        l->consumed++;
+        return ss__fail(l->err_rc, "%s", l->err_msg);
+    }
+    *out = s;
+    return 0;
+}
+
+/* Hand out batch `consumed`: from now on the workers may refill the slot of
+ * the batch before it. */
+static void consume(ss_loader *l) {
+    l->consumed++;
+    pthread_cond_broadcast(&l->cv_work);
+}
+
+int ss_loader_next(const ss_loader_batch **out, ss_loader *l) {
+    if (out) *out = NULL;
+    if (!l || !out) return ss__fail(SS_EINVAL, "ss_loader_next: NULL argument");
+    if (l->o.into)
+        return ss__fail(SS_EINVAL, "ss_loader_next: the loader was opened with options.into; "
+                                   "its batches are collated by ss_loader_next_into()");
+    pthread_mutex_lock(&l->mu);
+    slot *s = NULL;
+    int rc = ready_slot(&s, l);
+    if (rc == 0) {
+        consume(l);
         *out = &s->batch;
-        pthread_cond_broadcast(&l->cv_work);
+    }
+    pthread_mutex_unlock(&l->mu);
+    return rc;
+}
+
+int ss_loader_next_into(const ss_loader_batch **out, ss_loader *l,
+                        const ss_collate_buffers *buffers) {
+    if (out) *out = NULL;
+    if (!l || !out) return ss__fail(SS_EINVAL, "ss_loader_next_into: NULL argument");
+    if (!l->o.into)
+        return ss__fail(SS_EINVAL, "ss_loader_next_into: the loader was opened without "
+                                   "options.into (its workers collate into its own slots; "
+                                   "use ss_loader_next(), or open it with into = 1)");
+    pthread_mutex_lock(&l->mu);
+    slot *s = NULL;
+    int rc = ready_slot(&s, l);
+    pthread_mutex_unlock(&l->mu);
+    if (rc) return rc;
+    /* Batch `consumed` stays unconsumed while collating: no worker refills its
+     * slot (they fill only batches < consumed + prefetch, in other slots). */
+    rc = collate_slot(l, s, buffers);
+    if (rc) return rc; /* e.g. a buffer too small: the same batch again next time */
+    rc = batch_transforms(l, s);
+    pthread_mutex_lock(&l->mu);
+    if (rc) {
+        l->err_rc = rc;
+        l->failed = 1;
+        snprintf(l->err_msg, sizeof l->err_msg, "%s", ss_error_message());
+    } else {
+        consume(l);
+        *out = &s->batch;
     }
     pthread_mutex_unlock(&l->mu);
     return rc;

@@ -2,7 +2,8 @@
 /* test_loader.c - the prefetching loader against a naive loop (sampler ->
  * batches -> ss_get -> pad by hand); determinism over worker threads and
  * prefetch depths; resume mid-epoch; sharding; token-budget and bucket modes;
- * infinite epochs; clean free mid-epoch; errors. */
+ * infinite epochs; clean free mid-epoch; errors; ss_loader_next_into() against
+ * ss_loader_next(). */
 #include "seqstore.h"
 #include "testutil.h"
 
@@ -765,6 +766,202 @@ static void test_options_versions(const ss_store *s) {
     CHECK(l == NULL);
 }
 
+/* ------------------------------------------- next_into: the caller's memory */
+
+/* Caller buffers for g_fields, large enough for any batch of this store
+ * (tok [B][T] i64 with a u8 mask and lengths, feat packed f32 x 3 with
+ * offsets, label i32). */
+typedef struct into_bufs {
+    int64_t tok[N * 41], tok_len[N], feat_off[N + 1];
+    uint8_t tok_mask[N * 41];
+    float feat[N * 20 * 3];
+    int32_t label[N];
+    ss_collate_buffers b[3];
+} into_bufs;
+
+static void into_init(into_bufs *m) {
+    memset(m->b, 0, sizeof m->b);
+    m->b[0] = (ss_collate_buffers){m->tok,     sizeof m->tok, m->tok_mask, sizeof m->tok_mask,
+                                   m->tok_len, NULL,          NULL};
+    m->b[1] = (ss_collate_buffers){m->feat, sizeof m->feat, NULL, 0, NULL, m->feat_off, NULL};
+    m->b[2] = (ss_collate_buffers){m->label, sizeof m->label, NULL, 0, NULL, NULL, NULL};
+}
+
+/* The batch's arrays are the caller's. */
+static void check_in_caller_memory(const ss_loader_batch *b, const into_bufs *m) {
+    const ss_collated *f = b->data.fields;
+    CHECK(f[0].data == m->tok && f[0].lengths == m->tok_len);
+    CHECK(f[0].mask == m->tok_mask || (f[0].steps == 0 && !f[0].mask)); /* T = 0: no mask */
+    CHECK(f[1].data == m->feat && f[1].offsets == m->feat_off);
+    CHECK(f[2].data == m->label);
+}
+
+/* Hashes (and epoch, position) of the rest of the epoch through next_into. */
+static uint64_t run_into(ss_loader *l, into_bufs *m, uint64_t *hashes, uint64_t cap) {
+    uint64_t n = 0;
+    const ss_loader_batch *b;
+    int rc;
+    while ((rc = ss_loader_next_into(&b, l, m->b)) == 0) {
+        CHECK(n < cap);
+        check_in_caller_memory(b, m);
+        hashes[n++] = batch_hash(b);
+    }
+    CHECK_RC(rc, SS_LOADER_END);
+    CHECK(b == NULL);
+    return n;
+}
+
+/* next_into gives, byte for byte, the batches ss_loader_next gives a loader
+ * with the same options (into = 0), in the caller's memory; then resumes
+ * from mid-epoch states saved by either kind of loader. */
+static void check_into_equals_next(const ss_store *s, topts o, into_bufs *m) {
+    static uint64_t ref[2 * N], got[2 * N];
+    ss_loader *l;
+    o.l.into = 0;
+    CHECK_OK(topen(&l, s, &o));
+    uint64_t n = run(l, 0, 2, ref, 2 * N), per = ss_loader_batches(l);
+    CHECK(n > 4 && per > 4);
+    /* a state after 3 batches of epoch 1, from the plain loader */
+    CHECK_OK(ss_loader_set_epoch(l, 1));
+    const ss_loader_batch *b;
+    for (int k = 0; k < 3; k++) CHECK_OK(ss_loader_next(&b, l));
+    unsigned char st[SS_LOADER_STATE_SIZE];
+    CHECK_OK(ss_loader_state_save(st, sizeof st, NULL, l));
+    ss_loader_free(l);
+
+    o.l.into = 1;
+    CHECK_OK(topen(&l, s, &o));
+    uint64_t k = run_into(l, m, got, 2 * N);
+    CHECK_OK(ss_loader_set_epoch(l, 1));
+    CHECK_EQ_U64(ss_loader_batches(l), per);
+    k += run_into(l, m, got + k, 2 * N - k);
+    CHECK_EQ_U64(k, n);
+    CHECK(memcmp(ref, got, n * 8) == 0);
+    /* resume the plain loader's state through next_into */
+    CHECK_OK(ss_loader_state_load(l, st, sizeof st));
+    CHECK_EQ_U64(ss_loader_position(l), 3);
+    CHECK_EQ_U64(run_into(l, m, got, 2 * N), per - 3);
+    CHECK(memcmp(ref + n - per + 3, got, (per - 3) * 8) == 0);
+    /* and an into loader's state (after 4 batches) through ss_loader_next */
+    CHECK_OK(ss_loader_set_epoch(l, 1));
+    for (int j = 0; j < 4; j++) CHECK_OK(ss_loader_next_into(&b, l, m->b));
+    CHECK_OK(ss_loader_state_save(st, sizeof st, NULL, l));
+    ss_loader_free(l);
+    o.l.into = 0;
+    CHECK_OK(topen(&l, s, &o));
+    CHECK_OK(ss_loader_state_load(l, st, sizeof st));
+    k = n - per + 4;
+    while (ss_loader_next(&b, l) == 0) CHECK(batch_hash(b) == ref[k++]);
+    CHECK_EQ_U64(k, n);
+    ss_loader_free(l);
+}
+
+/* Fixed, token-budget and bucket modes; ranks; sampler workers; worker
+ * threads running a per-example transform ahead (1 and 2 threads). */
+static void test_into_modes(const ss_store *s, into_bufs *m) {
+    ss_pipeline *drop;
+    CHECK_OK(ss_pipeline_create(&drop));
+    ss_transform t;
+    CHECK_OK(ss_transform_token_drop(&t, 0, 0.25));
+    CHECK_OK(ss_pipeline_add(drop, &t));
+    for (int mode = 0; mode < 3; mode++) {
+        for (int shard = 0; shard < 3; shard++) {
+            topts o = base_options(mode == 1 ? 0 : 7);
+            o.sampler.kind = SS_SAMPLE_SHUFFLE;
+            o.sampler.seed = 31 + (uint64_t)mode;
+            if (mode == 1) o.batch.max_tokens = 160;
+            if (mode == 2) o.l.bucket = "tok";
+            if (shard == 1) { /* rank 1 of 2 */
+                o.sampler.world_size = 2;
+                o.sampler.rank = 1;
+            } else if (shard == 2) { /* sampler worker 1 of 2 */
+                o.sampler.num_workers = 2;
+                o.sampler.worker = 1;
+            }
+            check_into_equals_next(s, o, m);
+            for (uint32_t th = 1; th <= 2; th++) { /* transforms prepared ahead */
+                o.l.transforms = drop;
+                o.l.threads = th;
+                o.l.prefetch = 3;
+                check_into_equals_next(s, o, m);
+                o.l.transforms = NULL;
+                o.l.threads = 0;
+                o.l.prefetch = 0;
+            }
+        }
+    }
+    ss_pipeline_free(drop);
+}
+
+/* A buffer too small is refused (naming the field and the bytes), the
+ * position kept; NULL buffers are the loader's own; mixing next and
+ * next_into is refused; options not honoured with into are refused; version
+ * 2 options (before `into`) still open a plain loader. */
+static void test_into_errors(const ss_store *s, into_bufs *m) {
+    topts o = base_options(5);
+    o.l.into = 1;
+    ss_loader *l, *ref;
+    CHECK_OK(topen(&l, s, &o));
+    o.l.into = 0;
+    CHECK_OK(topen(&ref, s, &o));
+    const ss_loader_batch *b, *rb;
+    CHECK_OK(ss_loader_next(&rb, ref));
+    ss_collate_buffers small[3];
+    memcpy(small, m->b, sizeof small);
+    small[0].data_bytes = 8;
+    CHECK_RC(ss_loader_next_into(&b, l, small), SS_EINVAL);
+    CHECK(b == NULL);
+    CHECK(strstr(ss_error_message(), "'tok'") && strstr(ss_error_message(), "needs"));
+    CHECK(strstr(ss_error_message(), "batch 0"));
+    CHECK_EQ_U64(ss_loader_position(l), 0);
+    memcpy(small, m->b, sizeof small);
+    small[2].data_bytes = 4 * 5 - 1; /* one byte short of 5 labels */
+    CHECK_RC(ss_loader_next_into(&b, l, small), SS_EINVAL);
+    CHECK(strstr(ss_error_message(), "'label'") && strstr(ss_error_message(), "20"));
+    CHECK_OK(ss_loader_next_into(&b, l, m->b)); /* the same batch, retried */
+    check_in_caller_memory(b, m);
+    CHECK(batch_hash(b) == batch_hash(rb));
+    CHECK_OK(ss_loader_next(&rb, ref));
+    CHECK_OK(ss_loader_next_into(&b, l, NULL)); /* the loader's own buffers */
+    CHECK(b->data.fields[0].data != m->tok && b->position == 1);
+    CHECK(batch_hash(b) == batch_hash(rb));
+    /* mixing */
+    CHECK_RC(ss_loader_next(&b, l), SS_EINVAL);
+    CHECK(b == NULL && strstr(ss_error_message(), "ss_loader_next_into"));
+    CHECK_RC(ss_loader_next_into(&b, ref, m->b), SS_EINVAL);
+    CHECK(strstr(ss_error_message(), "without options.into"));
+    CHECK_EQ_U64(ss_loader_position(l), 2);
+    CHECK_EQ_U64(ss_loader_position(ref), 2);
+    CHECK_RC(ss_loader_next_into(NULL, l, m->b), SS_EINVAL);
+    ss_loader_free(l);
+    ss_loader_free(ref);
+    /* threads / prefetch without transforms are not honoured with into */
+    o.l.into = 1;
+    o.l.threads = 2;
+    CHECK_RC(topen(&l, s, &o), SS_EINVAL);
+    CHECK(l == NULL && strstr(ss_error_message(), "threads 2"));
+    o.l.threads = 0;
+    o.l.prefetch = 4;
+    CHECK_RC(topen(&l, s, &o), SS_EINVAL);
+    /* version 2 options end before `into` (nothing readable follows) */
+    size_t v2 = offsetof(ss_loader_options, into), map_len;
+    void *map;
+    o.l.into = 1;
+    o.l.prefetch = 0;
+    o.l.sampler = &o.sampler;
+    o.l.batch = &o.batch;
+    ss_loader_options *old = at_page_end(&map, &map_len, v2);
+    memcpy(old, &o.l, v2);
+    old->version = 2;
+    CHECK_OK(ss_loader_open(&l, s, old));
+    CHECK_OK(ss_loader_next(&b, l)); /* a plain loader */
+    CHECK_RC(ss_loader_next_into(&b, l, m->b), SS_EINVAL);
+    ss_loader_free(l);
+    old->version = 4;
+    CHECK_RC(ss_loader_open(&l, s, old), SS_EINVAL);
+    munmap(map, map_len);
+}
+
 int main(void) {
     init_fields();
     const char *path = make_store();
@@ -782,6 +979,12 @@ int main(void) {
     ss_close(s);
     test_bucket(path);
     test_shard_all_modes(path);
+    CHECK_OK(ss_open(&s, path, 0)); /* with the bucket index test_bucket saved */
+    static into_bufs m;
+    into_init(&m);
+    test_into_modes(s, &m);
+    test_into_errors(s, &m);
+    ss_close(s);
     printf("test_loader: ok\n");
     return 0;
 }

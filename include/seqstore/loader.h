@@ -38,6 +38,12 @@
  * prefetch + 1 preallocated slots, so the output never depends on the number
  * of threads, the prefetch depth or the timing.
  *
+ * Into the caller's memory. A loader opened with options.into = 1 hands out
+ * the same batches through ss_loader_next_into(), which collates each on the
+ * calling thread into buffers the caller gives (pinned memory the GPU copy
+ * reads), so a batch is written once; the workers then only run the
+ * per-example transforms ahead.
+ *
  * Zero-copy. Without per-example transforms the collator reads straight from
  * the memory map. With them each example is first copied into a per-slot
  * arena (preallocated, grown only when a bigger batch arrives) and the same
@@ -88,17 +94,29 @@ typedef struct ss_loader_options {
                                               one (ss_loader_next() never returns SS_LOADER_END) */
     const ss_pipeline *transforms;       /**< NULL, or transforms to apply; borrowed: it must
                                               outlive the loader */
+    /* Version 3. */
+    int into; /**< 1: batches are collated at ss_loader_next_into() by the calling
+                   thread, straight into the caller's buffers, and ss_loader_next()
+                   is refused; 0: the workers collate into the loader's slots and
+                   ss_loader_next_into() is refused. With `into` the worker threads
+                   only run the per-example transforms ahead (into a slot's arena);
+                   without per-example transforms there is nothing to prepare ahead,
+                   no thread is started and threads > 1 or prefetch > 0 is refused.
+                   Batch transforms run at ss_loader_next_into(), on the caller's
+                   buffers. */
 } ss_loader_options;
 
 /** Version 2: sampler, batch and collator became pointers (version 1
- *  embedded them by value, so they could not grow); version 1 is refused. */
-#define SS_LOADER_OPTIONS_VERSION 2
+ *  embedded them by value, so they could not grow); version 1 is refused.
+ *  Version 3 appended `into`; version 2 is accepted (into = 0). */
+#define SS_LOADER_OPTIONS_VERSION 3
 #define SS_LOADER_OPTIONS_INIT                                                                     \
-    { SS_LOADER_OPTIONS_VERSION, NULL, NULL, NULL, NULL, NULL, 0, NULL, 0, 0, 0, NULL }
+    { SS_LOADER_OPTIONS_VERSION, NULL, NULL, NULL, NULL, NULL, 0, NULL, 0, 0, 0, NULL, 0 }
 
-/** A batch handed out by ss_loader_next(). Everything is borrowed from the
- *  loader and valid until the next ss_loader_next(), ss_loader_set_epoch(),
- *  ss_loader_state_load() or ss_loader_free(). */
+/** A batch handed out by ss_loader_next() (or ss_loader_next_into(), whose
+ *  data are the caller's buffers). Everything else is borrowed from the
+ *  loader and valid until the next ss_loader_next(), ss_loader_next_into(),
+ *  ss_loader_set_epoch(), ss_loader_state_load() or ss_loader_free(). */
 struct ss_loader_batch {
     uint64_t epoch;          /**< epoch of the batch */
     uint64_t position;       /**< its number in this rank's epoch, from 0 */
@@ -135,7 +153,7 @@ SS_API int ss_loader_open(ss_loader **out, const ss_store *store, const ss_loade
  *  and free everything. Accepts NULL. */
 SS_API void ss_loader_free(ss_loader *l);
 
-/** The next batch of the epoch.
+/** The next batch of the epoch (a loader opened without options.into).
  *  @param[out] out the batch, valid until the next call (see ss_loader_batch);
  *                  NULL at the end of the epoch or on error.
  *  @return 0; SS_LOADER_END (1) at the end of a finite epoch, again on every
@@ -145,6 +163,43 @@ SS_API void ss_loader_free(ss_loader *l);
  *          error the loader stops preparing batches and returns the same error
  *          until ss_loader_set_epoch() or ss_loader_state_load(). */
 SS_API int ss_loader_next(const ss_loader_batch **out, ss_loader *l);
+
+/** The next batch of the epoch, collated by the calling thread into the
+ *  caller's buffers (pinned memory that a GPU copy reads, say): each batch is
+ *  written once, by the collator, where the caller wants it, never through
+ *  the loader's slots. Needs a loader opened with options.into = 1.
+ *
+ *  The batch (epoch, position, rows, indices and the data) is exactly the one
+ *  ss_loader_next() would hand out with the same options: the same plan, the
+ *  same determinism over ranks, workers, threads and prefetch depths, the same
+ *  position for ss_loader_state_save() (a state saved by either kind of
+ *  loader resumes the other). The collation runs collator.threads OpenMP
+ *  threads on the calling thread's behalf.
+ *  @param[out] out     the batch, NULL at the end of the epoch or on error.
+ *                      The struct, its indices and the lengths, offsets, perm
+ *                      and masks the caller did not provide are borrowed from
+ *                      the loader until the next ss_loader_next_into(),
+ *                      ss_loader_set_epoch(), ss_loader_state_load() or
+ *                      ss_loader_free(); data (and whatever else the caller
+ *                      provided) points into the caller's buffers, which stay
+ *                      the caller's.
+ *  @param[in]  l       a loader opened with options.into = 1.
+ *  @param[in]  buffers one entry per output field, in the order of
+ *                      ss_loader_options.fields (the store's field order when
+ *                      fields is NULL); NULL members (or NULL buffers) mean
+ *                      the loader's own buffers, as in
+ *                      ss_collator_collate_into(). Sizes: ss_collate_buffers.
+ *                      Read during the call only.
+ *  @return 0; SS_LOADER_END (1) as ss_loader_next(); SS_EINVAL (a NULL
+ *          argument; a loader opened without `into`; a buffer too small for
+ *          this batch, the message naming the field and the bytes needed):
+ *          a failed collation leaves the position unchanged, so the same
+ *          batch can be collated again into larger buffers; a negative code
+ *          as ss_loader_next() when preparing the batch failed (a transform,
+ *          SS_ECORRUPT, SS_ENOMEM), after which the loader returns that error
+ *          until ss_loader_set_epoch() or ss_loader_state_load(). */
+SS_API int ss_loader_next_into(const ss_loader_batch **out, ss_loader *l,
+                               const ss_collate_buffers *buffers);
 
 /** Start epoch `epoch` from its first batch (discarding prefetched batches).
  *  @return 0, or as ss_loader_open() when computing the batch list fails. */

@@ -121,6 +121,59 @@ def _check_torch_dtypes(store, spec, declared=None):
                              "e.g. fields={'%s': {'dtype': 'i64'}}" % (dt, name, name))
 
 
+def _output_dtypes(store, spec, declared=None):
+    """(name, dtype name) of each output field, in the loader's order."""
+    stored = {f["name"]: f["dtype"] for f in store.schema}
+    stored.update(declared or {})
+    return [(s[0], _seqstore._dtype_name(s[1]) if s[1] else stored[s[0]]) for s in spec] \
+        or list(stored.items())
+
+
+def _out_array(key, v, dtype):
+    """out[key]: a caller's NumPy array or CPU torch tensor the C collator
+    writes into, checked here so that a misuse raises before any batch."""
+    a = _tensor_buffer(key, v) if _is_tensor(v) else v
+    if not isinstance(a, np.ndarray):
+        raise TypeError("out['%s'] is a NumPy array or a CPU torch tensor, not %s"
+                        % (key, type(v).__name__))
+    if not a.flags.c_contiguous:
+        raise TypeError("out['%s'] must be C-contiguous" % key)
+    if not a.flags.writeable:
+        raise ValueError("out['%s'] is read-only: the collator writes into it" % key)
+    if dtype is not None and a.dtype != np.dtype(dtype):
+        raise TypeError("out['%s'] is %s; the batch's '%s' is %s"
+                        % (key, a.dtype, key, np.dtype(dtype)))
+    return a
+
+
+_NP = {"i8": "int8", "u8": "uint8", "i16": "int16", "u16": "uint16", "i32": "int32",
+       "u32": "uint32", "i64": "int64", "u64": "uint64", "f16": "float16", "f32": "float32",
+       "f64": "float64"}
+_MASK_NP = {1: "uint8", 2: "float32"}
+
+
+def _out_pairs(store, spec, declared, out):
+    """Loader(out=): {field or field_mask: array or tensor} -> one (data,
+    mask) pair of NumPy arrays (or None) per output field, for the C loader."""
+    if not isinstance(out, dict):
+        raise TypeError("out is a dict of field name (or name + '_mask') -> array or tensor")
+    fields = _output_dtypes(store, spec, declared)
+    masks = {s[0]: s[8] for s in spec}
+    known = {n for n, _ in fields} | {n + "_mask" for n, m in masks.items() if m}
+    unknown = set(out) - known
+    if unknown:
+        raise ValueError("out: %s not among the batch's arrays that can be written in place "
+                         "(%s)" % (sorted(unknown), sorted(known)))
+    pairs = []
+    for name, dt in fields:
+        d = out.get(name)
+        m = out.get(name + "_mask")
+        pairs.append((None if d is None else _out_array(name, d, _NP.get(dt)),
+                      None if m is None else _out_array(name + "_mask", m,
+                                                        _MASK_NP[masks[name]])))
+    return tuple(pairs)
+
+
 def _example_ranges(store, examples):
     """Loader(examples=): an index array (e.g. from store.kfold / store.split)
     -> int64 (start, end) pairs as bytes, for a C selection (None: all)."""
@@ -153,7 +206,9 @@ class Loader:
         batch["tokens_lengths"]          # [B] int64; also _mask, _offsets (packed)
         batch["index"]                   # [B] store indices
 
-    threads: C threads collating ahead (0 = one, as in the C API).
+    threads: C threads collating ahead (0 = one, as in the C API; default
+    1), prefetch: batches prepared ahead (default 2); with out= and no
+    transforms nothing is prepared ahead and both default to 0.
     Exactly one of batch_size (examples per batch) and max_tokens (a budget
     of padded tokens per batch) is given; bucket names a stored bucket index.
     fields maps output field name -> options (dtype, pad, pad_left,
@@ -163,6 +218,21 @@ class Loader:
     Batches are new arrays (copy=True), or with copy=False read-only views of
     the loader's buffers, valid until the next batch. torch=True yields
     torch tensors (imported lazily).
+    out={"tokens": buf, "tokens_mask": mbuf, ...}: each batch is collated by
+    the C collator, once, straight into the caller's memory
+    (ss_loader_next_into()): buf is a writable C-contiguous NumPy array or a CPU torch tensor
+    (contiguous, not requiring grad; e.g. a pinned one) of the field's output
+    dtype, with at least the batch's bytes (a flat buffer of B * T_max
+    elements serves every batch; a smaller one raises ValueError naming the
+    field and the bytes needed, and the same batch comes again next time).
+    batch["tokens"] is then a view of buf shaped as the batch ([B, T] for
+    this batch; a tensor view, same data_ptr(), when buf is a tensor), ready
+    for .to("cuda", non_blocking=True); it is overwritten by the next batch,
+    so alternate two loaders' buffers or synchronise before the next one when
+    the copy is asynchronous. Fields not in out follow copy=. The batches are
+    those of the same Loader without out (same seed: same batches, same
+    state_dict()). Without transforms no C thread prepares ahead (threads and
+    prefetch are left unset); with them, threads run the transforms ahead.
     state_dict()/load_state_dict() resume exactly after the last batch handed
     out (same store and options).
     transforms: a list of seqstore.transforms objects (RandomCrop,
@@ -175,8 +245,9 @@ class Loader:
     by rank/world_size then applies within it."""
 
     def __init__(self, store, batch_size=None, max_tokens=None, bucket=None, shuffle=False,
-                 seed=0, rank=0, world_size=1, drop_last=False, fields=None, threads=1,
-                 prefetch=2, copy=True, torch=False, transforms=None, examples=None):
+                 seed=0, rank=0, world_size=1, drop_last=False, fields=None, threads=None,
+                 prefetch=None, copy=True, torch=False, transforms=None, examples=None,
+                 out=None):
         if not isinstance(store, _seqstore.Store):
             raise TypeError("Loader needs a seqstore.Store, not %s" % type(store).__name__)
         if (batch_size is None) == (max_tokens is None):
@@ -197,11 +268,20 @@ class Loader:
             _check_torch_dtypes(store, spec, _transforms._declared_dtypes(transforms))
         tspecs = _transforms._specs(transforms)
         _check_transform_fields(store, spec, tspecs)
+        declared = _transforms._declared_dtypes(transforms)
+        pairs = None if out is None else _out_pairs(store, spec, declared, out)
+        # With out and no transforms the C loader prepares nothing ahead: it
+        # refuses threads > 1 and prefetch > 0, so they default to 0 there.
+        ahead = out is None or bool(tspecs)
+        threads = (1 if ahead else 0) if threads is None else threads
+        prefetch = (2 if ahead else 0) if prefetch is None else prefetch
+        self._tensors = {k for k, v in (out or {}).items() if _is_tensor(v)}
+        self._out = out  # the caller's buffers, alive as long as the loader
         self._l = _seqstore._Loader(
             store, spec, bs, mt, bucket, bool(shuffle), _count("seed", seed), r, world,
             bool(drop_last), _count("threads", threads, 0, _U32),
-            _count("prefetch", prefetch, 1, _U32),
-            bool(copy), tspecs, _example_ranges(store, examples))
+            _count("prefetch", prefetch, 0 if out is not None else 1, _U32),
+            bool(copy), tspecs, _example_ranges(store, examples), pairs)
         self._seen_end = False
 
     def __iter__(self):
@@ -214,6 +294,10 @@ class Loader:
         batch = next(self._l)
         if self._torch is not None:
             batch = {k: self._torch.from_numpy(v) for k, v in batch.items()}
+        elif self._tensors:  # views of the caller's tensors come back as tensors
+            import torch  # already imported: the caller gave tensors
+            for k in self._tensors:
+                batch[k] = torch.from_numpy(batch[k])
         return batch
 
     def __len__(self):
@@ -276,8 +360,7 @@ class Collator:
             x = c.collate(idx, out={"tokens": pinned})["tokens"].to("cuda", non_blocking=True)
     (alternate two pinned buffers, or synchronise, so that a collation does not
     overwrite a buffer whose copy to the GPU is still in flight). The Loader
-    itself collates into its own slots: copy=False hands them out
-    without a copy, but not in the caller's memory."""
+    does the same with out= (see Loader)."""
 
     def __init__(self, store, fields=None):
         if not isinstance(store, _seqstore.Store):

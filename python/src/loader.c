@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* loader.c - the C loader behind seqstore.Loader: options in, batches out as
  * NumPy arrays (copies by default; or read-only views of the loader's slot,
- * valid until the next batch, whose base keeps the loader alive). */
+ * valid until the next batch, whose base keeps the loader alive). With `out`
+ * the C loader collates each batch straight into the caller's arrays
+ * (ss_loader_next_into()) and the batch's fields are views of them. */
 #include "pyss.h"
 
 typedef struct {
@@ -11,6 +13,8 @@ typedef struct {
     MapObject *map;
     int copy;
     unsigned generation;
+    PyObject *out; /* NULL, or a tuple per output field: (data array or None,
+                      mask array or None), held while the loader writes into them */
 } LoaderObject;
 
 /* A Python int pad is exact (SS_VALUE_I64 or, above INT64_MAX, U64); a float
@@ -48,8 +52,8 @@ int pyss_parse_collate_field(PyObject *item, const ss_store *s, ss_collate_field
     unsigned long long multiple, fixed_length;
     const char *name;
     PyObject *pad;
-    if (!PyArg_ParseTuple(item, "siiOpKKpip", &name, &dtype, &layout, &pad, &f->pad_left,
-                          &multiple, &fixed_length, &f->truncate_left, &mask, &f->sort_by_length))
+    if (!PyArg_ParseTuple(item, "siiOpKKpip", &name, &dtype, &layout, &pad, &f->pad_left, &multiple,
+                          &fixed_length, &f->truncate_left, &mask, &f->sort_by_length))
         return -1;
     if (pyss_parse_pad(f, pad) < 0) return -1;
     int rc = capi_field_index(&f->field, s, name);
@@ -63,23 +67,51 @@ int pyss_parse_collate_field(PyObject *item, const ss_store *s, ss_collate_field
     return 0;
 }
 
+/* out (None, or one (data, mask) pair per output field, each a writable
+ * C-contiguous array or None) -> held by the loader. */
+static int parse_out(LoaderObject *lo, PyObject *out, uint32_t nf) {
+    if (out == Py_None) return 0;
+    if (!PyTuple_Check(out) || PyTuple_GET_SIZE(out) != (Py_ssize_t)nf) {
+        PyErr_Format(PyExc_TypeError, "out is a tuple of %u (data, mask) pairs", nf);
+        return -1;
+    }
+    for (uint32_t k = 0; k < nf; k++) {
+        PyObject *pair = PyTuple_GET_ITEM(out, k);
+        if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 2) {
+            PyErr_SetString(PyExc_TypeError, "out entries are (data, mask) pairs");
+            return -1;
+        }
+        for (int j = 0; j < 2; j++) {
+            PyObject *a = PyTuple_GET_ITEM(pair, j);
+            if (a != Py_None && (!PyArray_Check(a) || !PyArray_ISCARRAY((PyArrayObject *)a))) {
+                PyErr_SetString(PyExc_TypeError,
+                                "out arrays must be writable C-contiguous NumPy arrays");
+                return -1;
+            }
+        }
+    }
+    lo->out = Py_NewRef(out);
+    return 0;
+}
+
 /* _Loader(store, fields, batch_size, max_tokens, bucket, shuffle, seed, rank,
- *         world_size, drop_last, threads, prefetch, copy, transforms, examples) */
+ *         world_size, drop_last, threads, prefetch, copy, transforms, examples,
+ *         out) */
 static PyObject *loader_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
-    static char *kwlist[] = {"store",      "fields",     "batch_size", "max_tokens",
-                             "bucket",     "shuffle",    "seed",       "rank",
-                             "world_size", "drop_last",  "threads",    "prefetch",
-                             "copy",       "transforms", "examples",   NULL};
+    static char *kwlist[] = {"store",   "fields",   "batch_size", "max_tokens", "bucket",
+                             "shuffle", "seed",     "rank",       "world_size", "drop_last",
+                             "threads", "prefetch", "copy",       "transforms", "examples",
+                             "out",     NULL};
     StoreObject *st;
-    PyObject *fields, *transforms = Py_None, *examples = Py_None;
+    PyObject *fields, *transforms = Py_None, *examples = Py_None, *out = Py_None;
     const char *bucket = NULL;
     unsigned long long batch_size, max_tokens, seed;
     unsigned rank, world, threads, prefetch;
     int shuffle, drop_last, copy;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O!O!KKzpKIIpIIp|OO:_Loader", kwlist, &Store_Type,
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O!O!KKzpKIIpIIp|OOO:_Loader", kwlist, &Store_Type,
                                      &st, &PyList_Type, &fields, &batch_size, &max_tokens, &bucket,
                                      &shuffle, &seed, &rank, &world, &drop_last, &threads,
-                                     &prefetch, &copy, &transforms, &examples))
+                                     &prefetch, &copy, &transforms, &examples, &out))
         return NULL;
     if (transforms != Py_None && !PyList_Check(transforms))
         return PyErr_Format(PyExc_TypeError, "transforms is a list of specs");
@@ -115,8 +147,10 @@ static PyObject *loader_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
     lo->map = (MapObject *)Py_NewRef(st->map);
     lo->copy = copy;
     lo->generation = pyss_generation;
+    o.into = out != Py_None;
     ss_selection *sel = NULL;
-    if (pyss_pipeline_build(&lo->transforms, st, transforms) < 0 ||
+    if (parse_out(lo, out, n ? (uint32_t)n : st->nfields) < 0 ||
+        pyss_pipeline_build(&lo->transforms, st, transforms) < 0 ||
         pyss_selection_build(&sel, st, examples) < 0) {
         Py_DECREF(lo);
         return NULL;
@@ -141,6 +175,7 @@ static void loader_dealloc(LoaderObject *lo) {
     if (lo->generation == pyss_generation) capi_pipeline_free(lo->transforms); /* else leaked */
     Py_XDECREF(lo->store);
     Py_XDECREF(lo->map);
+    Py_XDECREF(lo->out);
     Py_TYPE(lo)->tp_free((PyObject *)lo);
 }
 
@@ -174,13 +209,34 @@ static int put(PyObject *d, const char *name, const char *suffix, PyObject *v) {
     return rc;
 }
 
-/* One collated field -> d[name], and name_lengths / _mask / _offsets. */
-static int put_field(LoaderObject *lo, PyObject *d, const ss_collated *c) {
+/* A view of the caller's array `given` (which C wrote into), shaped as the
+ * batch; its base is `given`. */
+static PyObject *given_view(PyObject *given, int typenum, int nd, const npy_intp *shape,
+                            void *data) {
+    PyObject *v = PyArray_New(&PyArray_Type, nd, (npy_intp *)shape, typenum, NULL, data, 0,
+                              NPY_ARRAY_CARRAY, NULL);
+    if (v && PyArray_SetBaseObject((PyArrayObject *)v, Py_NewRef(given)) < 0) Py_CLEAR(v);
+    return v;
+}
+
+/* The field's data (or mask): a view of the caller's array, else as batch_array(). */
+static PyObject *field_array(LoaderObject *lo, PyObject *given, int typenum, int nd,
+                             const npy_intp *shape, void *data, size_t bytes) {
+    if (given && given != Py_None && data == PyArray_DATA((PyArrayObject *)given))
+        return given_view(given, typenum, nd, shape, data);
+    return batch_array(lo, typenum, nd, shape, data, bytes);
+}
+
+/* One collated field -> d[name], and name_lengths / _mask / _offsets. `given`
+ * is the caller's (data, mask) pair or NULL. */
+static int put_field(LoaderObject *lo, PyObject *d, const ss_collated *c, PyObject *given) {
     npy_intp shape[SS_MAX_DIMS + 2], b = (npy_intp)c->batch;
     for (uint32_t k = 0; k < c->ndim; k++) shape[k] = (npy_intp)c->shape[k];
     int typenum = pyss_typenum(c->dtype);
-    if (put(d, c->name, "", batch_array(lo, typenum, (int)c->ndim, shape, c->data, c->data_bytes)) <
-        0)
+    PyObject *gd = given ? PyTuple_GET_ITEM(given, 0) : NULL;
+    PyObject *gm = given ? PyTuple_GET_ITEM(given, 1) : NULL;
+    if (put(d, c->name, "",
+            field_array(lo, gd, typenum, (int)c->ndim, shape, c->data, c->data_bytes)) < 0)
         return -1;
     if (!c->sequence) return 0;
     if (put(d, c->name, "_lengths",
@@ -189,7 +245,7 @@ static int put_field(LoaderObject *lo, PyObject *d, const ss_collated *c) {
     if (c->mask) {
         npy_intp ms[2] = {shape[0], shape[1]};
         int mt = c->mask_bytes == (uint64_t)(ms[0] * ms[1]) ? NPY_UINT8 : NPY_FLOAT32;
-        if (put(d, c->name, "_mask", batch_array(lo, mt, 2, ms, c->mask, c->mask_bytes)) < 0)
+        if (put(d, c->name, "_mask", field_array(lo, gm, mt, 2, ms, c->mask, c->mask_bytes)) < 0)
             return -1;
     }
     if (c->offsets) {
@@ -204,11 +260,32 @@ static int put_field(LoaderObject *lo, PyObject *d, const ss_collated *c) {
     return 0;
 }
 
+/* The caller's arrays as collate buffers (the loader holds them: C may write
+ * into them without the GIL). */
+static void out_buffers(ss_collate_buffers *b, PyObject *out) {
+    for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(out); k++) {
+        PyObject *gd = PyTuple_GET_ITEM(PyTuple_GET_ITEM(out, k), 0);
+        PyObject *gm = PyTuple_GET_ITEM(PyTuple_GET_ITEM(out, k), 1);
+        memset(&b[k], 0, sizeof b[k]);
+        if (gd != Py_None) {
+            b[k].data = PyArray_DATA((PyArrayObject *)gd);
+            b[k].data_bytes = (uint64_t)PyArray_NBYTES((PyArrayObject *)gd);
+        }
+        if (gm != Py_None) {
+            b[k].mask = PyArray_DATA((PyArrayObject *)gm);
+            b[k].mask_bytes = (uint64_t)PyArray_NBYTES((PyArrayObject *)gm);
+        }
+    }
+}
+
 static PyObject *loader_next(LoaderObject *lo) {
     if (loader_check(lo) < 0 || pyss_check_store_of(lo->store, "loader") < 0) return NULL;
     const ss_loader_batch *batch;
+    ss_collate_buffers bufs[SS_MAX_FIELDS];
+    if (lo->out) out_buffers(bufs, lo->out);
     int rc;
-    Py_BEGIN_ALLOW_THREADS rc = capi_loader_next(&batch, lo->l);
+    Py_BEGIN_ALLOW_THREADS rc =
+        lo->out ? capi_loader_next_into(&batch, lo->l, bufs) : capi_loader_next(&batch, lo->l);
     Py_END_ALLOW_THREADS if (rc < 0) return pyss_raise(rc);
     if (rc == SS_LOADER_END) return NULL; /* StopIteration */
     PyObject *d = PyDict_New();
@@ -219,7 +296,9 @@ static PyObject *loader_next(LoaderObject *lo) {
             batch_array(lo, NPY_INT64, 1, &b, batch->indices, (size_t)b * sizeof(uint64_t))) < 0)
         goto fail;
     for (uint32_t k = 0; k < batch->data.nfields; k++)
-        if (put_field(lo, d, &batch->data.fields[k]) < 0) goto fail;
+        if (put_field(lo, d, &batch->data.fields[k],
+                      lo->out ? PyTuple_GET_ITEM(lo->out, k) : NULL) < 0)
+            goto fail;
     return d;
 fail:
     Py_XDECREF(d);

@@ -303,3 +303,133 @@ def test_integer_pads_are_exact(store):
         seqstore.Collator(store, fields={"tokens": {"dtype": "i32", "pad": 1.5}})
     with pytest.raises(ValueError, match="outside"):
         seqstore.Collator(store, fields={"tokens": {"dtype": "u64", "pad": 2**64}})
+
+
+# Loader(out=): each batch collated by C straight into the caller's memory
+# (ss_loader_next_into). torch here is CPU-only (no CUDA, so no pin_memory):
+# plain CPU tensors stand in for pinned ones, which are CPU tensors too.
+
+def _plain_and_into(store, out, **kw):
+    plain = [{k: v.copy() for k, v in b.items()} for b in seqstore.Loader(store, **kw)]
+    into = seqstore.Loader(store, out=out, **kw)
+    return plain, into
+
+
+@pytest.mark.parametrize("kw", [
+    dict(batch_size=8, shuffle=True, seed=3),
+    dict(batch_size=8, shuffle=True, seed=3, rank=1, world_size=2),
+    dict(max_tokens=64, shuffle=True, seed=2),
+])
+def test_out_numpy_batches_equal_plain_loader(store, kw):
+    buf = np.full(50 * 40, 99, np.int64)
+    mask = np.zeros(50 * 40, np.uint8)
+    plain, into = _plain_and_into(store, {"tokens": buf, "tokens_mask": mask}, fields=FIELDS,
+                                  **kw)
+    got = 0
+    for want, b in zip(plain, into):
+        assert b["tokens"].ctypes.data == buf.ctypes.data  # written in place
+        assert b["tokens_mask"].ctypes.data == mask.ctypes.data
+        assert np.shares_memory(b["tokens"], buf)
+        for k in want:
+            np.testing.assert_array_equal(b[k], want[k])
+        check_batch(store, b)
+        got += 1
+    assert got == len(plain) == len(into) > 1
+
+
+def test_out_torch_tensor_reused_in_place(store):
+    torch = pytest.importorskip("torch")
+    kw = dict(batch_size=6, shuffle=True, seed=5, fields=FIELDS)
+    t = torch.zeros(6 * 40, dtype=torch.int64)
+    ptr = t.data_ptr()
+    plain, into = _plain_and_into(store, {"tokens": t}, **kw)
+    n = 0
+    for want, b in zip(plain, into):
+        assert isinstance(b["tokens"], torch.Tensor)
+        assert b["tokens"].data_ptr() == ptr == t.data_ptr()  # the caller's memory, reused
+        assert tuple(b["tokens"].shape) == want["tokens"].shape
+        np.testing.assert_array_equal(b["tokens"].numpy(), want["tokens"])
+        # what C wrote is in the caller's tensor itself
+        flat = want["tokens"].ravel()
+        np.testing.assert_array_equal(t[:flat.size].numpy(), flat)
+        np.testing.assert_array_equal(b["label"], want["label"])  # not in out: a copy
+        n += 1
+    assert n == len(plain)
+    # torch=True: every array a tensor, the out one still a view of t
+    l = seqstore.Loader(store, out={"tokens": t}, torch=True, **kw)
+    b = next(iter(l))
+    assert b["tokens"].data_ptr() == ptr and isinstance(b["label"], torch.Tensor)
+
+
+def test_out_state_dict_resumes_across_kinds(store):
+    kw = dict(batch_size=4, shuffle=True, seed=11, fields=FIELDS)
+    want = [b["index"].tolist() for b in seqstore.Loader(store, **kw)]
+    buf = np.empty(4 * 40, np.int64)
+    l = seqstore.Loader(store, out={"tokens": buf}, **kw)
+    it = iter(l)
+    got = [next(it)["index"].tolist() for _ in range(5)]
+    state = l.state_dict()
+    plain = seqstore.Loader(store, **kw)  # a plain loader resumes an out= loader's state
+    plain.load_state_dict(state)
+    assert got + [b["index"].tolist() for b in plain] == want
+    plain2 = seqstore.Loader(store, **kw)
+    for _ in range(3):
+        next(plain2)
+    again = seqstore.Loader(store, out={"tokens": buf}, **kw)  # and the other way round
+    again.load_state_dict(plain2.state_dict())
+    assert [b["index"].tolist() for b in again] == want[3:]
+
+
+def test_out_with_transforms_threads_ahead(store):
+    from seqstore import transforms as T
+    kw = dict(batch_size=5, shuffle=True, seed=9, fields=FIELDS,
+              transforms=[T.TokenDrop("tokens", 0.3)])
+    buf = np.empty(5 * 40, np.int64)
+    for threads in (1, 2):
+        plain, into = _plain_and_into(store, {"tokens": buf}, threads=threads, **kw)
+        for want, b in zip(plain, into):
+            assert b["tokens"].ctypes.data == buf.ctypes.data
+            np.testing.assert_array_equal(b["tokens"], want["tokens"])
+            np.testing.assert_array_equal(b["tokens_lengths"], want["tokens_lengths"])
+
+
+def test_out_misuse(store):
+    kw = dict(batch_size=8, fields=FIELDS)
+    with pytest.raises(TypeError, match="is int32; the batch's 'tokens' is int64"):
+        seqstore.Loader(store, out={"tokens": np.empty(400, np.int32)}, **kw)
+    with pytest.raises(TypeError, match="C-contiguous"):
+        seqstore.Loader(store, out={"tokens": np.empty((400, 2), np.int64)[:, 0]}, **kw)
+    ro = np.empty(400, np.int64)
+    ro.flags.writeable = False
+    with pytest.raises(ValueError, match="read-only"):
+        seqstore.Loader(store, out={"tokens": ro}, **kw)
+    with pytest.raises(ValueError, match="not among"):
+        seqstore.Loader(store, out={"tokens_lengths": np.empty(8, np.int64)}, **kw)
+    with pytest.raises(ValueError, match="not among"):
+        seqstore.Loader(store, out={"label_mask": np.empty(8, np.uint8)}, **kw)
+    with pytest.raises(TypeError, match="NumPy array or a CPU torch tensor"):
+        seqstore.Loader(store, out={"tokens": [0] * 400}, **kw)
+    with pytest.raises(TypeError, match="out is a dict"):
+        seqstore.Loader(store, out=[np.empty(400, np.int64)], **kw)
+    with pytest.raises(ValueError, match="threads"):  # nothing to prepare ahead
+        seqstore.Loader(store, out={"tokens": np.empty(400, np.int64)}, threads=2, **kw)
+    # too small for a batch: refused naming the field and bytes; the batch comes again
+    small = np.empty(8, np.int64)
+    l = seqstore.Loader(store, out={"tokens": small}, **kw)
+    with pytest.raises(ValueError, match="'tokens'.*needs"):
+        next(iter(l))
+    assert l.position == 0
+    plain = next(iter(seqstore.Loader(store, **kw)))
+    l2 = seqstore.Loader(store, out={"tokens": np.empty(8 * 40, np.int64)}, **kw)
+    np.testing.assert_array_equal(next(iter(l2))["tokens"], plain["tokens"])
+
+
+def test_out_torch_misuse(store):
+    torch = pytest.importorskip("torch")
+    kw = dict(batch_size=8, fields=FIELDS)
+    with pytest.raises(TypeError, match="int32"):
+        seqstore.Loader(store, out={"tokens": torch.zeros(400, dtype=torch.int32)}, **kw)
+    with pytest.raises(TypeError, match="contiguous"):
+        seqstore.Loader(store, out={"tokens": torch.zeros(400, 2, dtype=torch.int64).t()}, **kw)
+    with pytest.raises(TypeError, match="requires_grad"):
+        seqstore.Loader(store, out={"tokens": torch.zeros(400, requires_grad=True)}, **kw)

@@ -1,0 +1,87 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-2-Clause
+"""bench_python_loader_into.py - seqstore.Loader(out=) against the plain Loader.
+
+bench_python_loader.py's corpus and batches (shuffled batches of 64, u16 ids
+widened to int64 and padded by the C collator, torch tensors out), three ways:
+  - copy=True: collated ahead by a C thread into the loader's slot, then
+    copied into a new tensor the caller owns;
+  - copy=False: collated ahead into the slot, handed out as a view of it;
+  - out={"tokens": t}: collated at each batch by the calling thread, straight
+    into one reused tensor t of 64 * MAXLEN int64 (the memory a pinned GPU
+    copy would read; torch here is CPU-only, so t is a plain CPU tensor).
+Rounds alternate the methods; medians of batches per second; load average.
+
+Usage: PYTHONPATH=build/python /usr/bin/python3 bench/bench_python_loader_into.py
+           [--dir /tmp/ss-bench-py] [--batches 2000] [--rounds 5]
+"""
+import argparse
+import os
+import statistics
+import sys
+import time
+import warnings
+
+import torch
+
+import seqstore
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_python_get import build, loadavg  # noqa: E402
+
+
+def run(store, batches, epoch, copy=True, out=None):
+    loader = seqstore.Loader(store, batch_size=64, shuffle=True, seed=epoch, drop_last=True,
+                             fields={"tokens": {"dtype": "i64", "pad": 0}}, torch=True,
+                             copy=copy, out=out)
+    t0 = time.perf_counter()
+    for k, b in enumerate(loader):
+        x = b["tokens"]
+        if k + 1 == batches:
+            break
+    dt = time.perf_counter() - t0
+    loader.close()
+    return batches / dt, x
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--dir", default="/tmp/ss-bench-py")
+    ap.add_argument("-n", type=int, default=1000000)
+    ap.add_argument("--maxlen", type=int, default=128)
+    ap.add_argument("--batches", type=int, default=2000)
+    ap.add_argument("--rounds", type=int, default=5)
+    args = ap.parse_args()
+    torch.set_num_threads(1)
+    ss, _, _ = build(args.dir, args.n, args.maxlen)
+    store = seqstore.open(ss)
+    warnings.filterwarnings("ignore", "The given NumPy array is not writable")
+    t = torch.empty(64 * args.maxlen, dtype=torch.int64)
+    methods = [("Loader copy=True", lambda r: run(store, args.batches, r)),
+               ("Loader copy=False", lambda r: run(store, args.batches, r, copy=False)),
+               ("Loader out=reused tensor", lambda r: run(store, args.batches, r,
+                                                          out={"tokens": t}))]
+    for _, fn in methods:
+        fn(99)  # warm the page cache
+    print("load average before: %s" % loadavg())
+    runs = {name: [] for name, _ in methods}
+    for r in range(args.rounds):
+        for name, fn in methods:
+            bps, x = fn(r)
+            assert x.dtype == torch.int64 and x.shape[0] == 64
+            if name.endswith("tensor"):
+                assert x.data_ptr() == t.data_ptr()
+            runs[name].append(bps)
+    print("load average after:  %s" % loadavg())
+    base = statistics.median(runs["Loader copy=True"])
+    print("%d batches of 64 (int64, padded) per run from %d shuffled examples, median of %d"
+          % (args.batches, args.n, args.rounds))
+    for name, v in runs.items():
+        m = statistics.median(v)
+        print("  %-26s %8.0f batches/s  (x%.2f of copy=True)  runs: %s"
+              % (name, m, m / base, " ".join("%.0f" % x for x in v)))
+    store.close()
+
+
+if __name__ == "__main__":
+    main()
