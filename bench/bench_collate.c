@@ -372,7 +372,7 @@ int main(int argc, char **argv) {
     remove(jtmp);
     double load1 = bench_loadavg();
     if (markdown) {
-        bench_md_header(load0, load1, R);
+        bench_md_header(load0, load1, R, "alternating memcpy, seqstore and PyTorch");
         printf("| case | memcpy | collate 1 thread | 2 threads | PyTorch `pad_sequence`, 1 thread "
                "|\n| --- | --- | --- | --- | --- |\n");
         markdown_row("tokens: B=64, lengths 1–512, u16 → i64, padded", &tk, R, torch);

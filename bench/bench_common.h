@@ -78,11 +78,11 @@ static inline const char *bench_date(char *buf, size_t size) {
 }
 
 /* The line README puts above each table. */
-static inline void bench_md_header(double load0, double load1, int rounds) {
+static inline void bench_md_header(double load0, double load1, int rounds, const char *how) {
     char d[16];
     printf("%s, load average %.2f at the start, %.2f at the end; medians (and ranges) of %d "
-           "rounds alternating seqstore and its baseline:\n\n",
-           bench_date(d, sizeof d), load0, load1, rounds);
+           "rounds %s:\n\n",
+           bench_date(d, sizeof d), load0, load1, rounds, how);
 }
 
 /* SS_BENCH_QUICK set and not "0": minimal sizes and rounds. */

@@ -647,7 +647,7 @@ static void print_markdown(const args *a, const figures *fg) {
     int R = a->rounds;
     char b1[96], b2[96], b3[96];
     double x[MAX_ROUNDS];
-    bench_md_header(fg->load0, fg->load1, R);
+    bench_md_header(fg->load0, fg->load1, R, "alternating seqstore and its baselines");
     printf("| measure | figure | target |\n| --- | --- | --- |\n");
     printf("| in-memory pointer array (the floor) | %s ns/op | |\n",
            bench_fmt(b1, sizeof b1, "%.1f", bench_stats(fg->ns[R_FLOOR], R)));
