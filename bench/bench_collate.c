@@ -389,7 +389,11 @@ int main(int argc, char **argv) {
     free(dst);
     ss_close(ts);
     ss_close(es);
-    remove(tpath);
-    remove(epath);
+    char lock[1100];
+    for (int k = 0; k < 2; k++) { /* the stores and their LMDB lock files */
+        snprintf(lock, sizeof lock, "%s-lock", k ? epath : tpath);
+        remove(k ? epath : tpath);
+        remove(lock);
+    }
     return 0;
 }

@@ -589,6 +589,12 @@ static void random_rounds(const args *a, const corpus *c, const ss_store *s, con
         fg->ns[R_PY][r] =
             use_python ? run_python(a->python, prefix, c->n, a->pq, sum_py, r > 0) : -1;
     }
+    for (int r = 0; use_python && r < a->rounds; r++)
+        if (fg->ns[R_PY][r] <= 0) { /* a round without numpy: no figure at all */
+            fprintf(stderr, "bench_read: the numpy baseline failed (%s)\n", a->python);
+            fg->ns[R_PY][0] = -1;
+            break;
+        }
     munmap(m4k, bytes4k);
     free(small.p);
     mdb_txn_abort(txn);
