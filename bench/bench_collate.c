@@ -1,24 +1,31 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* bench_collate.c - padded collation throughput against memcpy.
  *
- *   bench_collate [DIR] [--json FILE]
+ *   bench_collate [DIR] [--json FILE] [--rounds R] [--torch PYTHON|none] [--markdown]
  *
  * Bytes of batch written per second by ss_collator_collate() at 1 and 2
- * threads, against memcpy() of the same number of bytes in the same run:
+ * threads, against memcpy() of the same number of bytes in the same run, and
+ * PyTorch's pad_sequence on the same batches (bench/pad_sequence_baseline.py
+ * --round, run by PYTHON, default /usr/bin/python3, once per round):
  *  1. tokens: B = 64 examples of 1..512 u16 tokens -> i64, batch-major, right
- *     padding (a fresh random batch each time, from a 4096-example store);
+ *     padding (random batches from a 4096-example store);
  *  2. EEG: B = 32 windows of 2000 x 21 i16 -> f32 with per-channel gain and
  *     offset (EDF digital -> physical), at random offsets of 16 recordings.
- * Each batch is timed many times and its best time kept (shared, noisy
- * machines); the figures are the sum over the batches of those best times.
- * With --json, writes the batches' shapes and the times for
- * bench/pad_sequence_baseline.py (PyTorch's pad_sequence on the same batches). */
+ * R rounds (default 5) alternate memcpy, seqstore and PyTorch; within a
+ * round each batch is timed in a few passes over all batches, its best kept,
+ * the figure is the sum over the 64 batches; reported are the median and
+ * range over the rounds and the load average at the start and end.
+ * --markdown prints README's table; --json writes the last round's batch
+ * shapes and times for a standalone run of pad_sequence_baseline.py. */
 #include <seqstore.h>
+
+#include "bench_common.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 enum {
     NTOK = 4096,
@@ -33,9 +40,7 @@ enum {
 };
 
 static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+    return bench_now();
 }
 
 static uint64_t rnd(uint64_t *s) {
@@ -92,95 +97,216 @@ static int make_eeg(const char *path) {
     return rc;
 }
 
-typedef struct result {
-    double memcpy_gbs, gbs[2], us_per_batch[2];
-    uint64_t bytes; /* per round */
-} result;
+enum { MAX_ROUNDS = 64 };
 
-/* Time every batch `reps` times and keep each batch's best time: the machines
- * here are shared, and a batch that lost its core to another process says
- * nothing about collation. Sum of the best times = one pass over the batches.
- * The same for memcpy of the same bytes, batch by batch. */
-static int measure(const ss_store *s, const ss_collate_field *fo, ss_span *const *batches,
-                   size_t bsize, int reps, result *res) {
-    memset(res, 0, sizeof *res);
+/* One case (tokens or EEG): its collators at 1 and 2 threads, its batches,
+ * and per round: memcpy, collate at 1 and 2 threads, and PyTorch. */
+typedef struct bench_case {
+    const char *name;
+    ss_collator *c[2];
+    ss_span *const *batches;
+    size_t bsize;
+    int reps;
+    uint64_t bytes, sizes[NBATCH], maxb; /* bytes: one pass over the batches */
+    double memcpy_gbs[MAX_ROUNDS], gbs[2][MAX_ROUNDS], us[2][MAX_ROUNDS], torch_us[MAX_ROUNDS];
+} bench_case;
+
+static int case_open(bench_case *k, const ss_store *s, const ss_collate_field *fo) {
     ss_collate_sizes sz;
-    uint64_t maxb = 0, sizes[NBATCH];
-    ss_collator *c;
-    int rc = ss_collator_create(&c, s, fo, 1, NULL);
-    for (int i = 0; i < NBATCH && !rc; i++) {
-        rc = ss_collator_sizes(&sz, c, batches[i], bsize);
-        sizes[i] = sz.data_bytes;
-        res->bytes += sz.data_bytes;
-        if (sz.data_bytes > maxb) maxb = sz.data_bytes;
-    }
-    ss_collator_free(c);
-    if (rc) return rc;
-    double best[NBATCH];
-    for (int t = 0; t < 2; t++) {
+    k->bytes = k->maxb = 0;
+    int rc = 0;
+    for (int t = 0; t < 2 && !rc; t++) {
         ss_collator_options opt = SS_COLLATOR_OPTIONS_INIT;
         opt.threads = t + 1;
-        if ((rc = ss_collator_create(&c, s, fo, 1, &opt))) return rc;
-        ss_collated_batch b;
-        for (int i = 0; i < NBATCH && !rc; i++) {
-            rc = ss_collator_collate(&b, c, batches[i], bsize); /* warm up, size buffers */
-            best[i] = 1e30;
-        }
-        for (int rep = 0; rep < reps && !rc; rep++)
-            for (int i = 0; i < NBATCH && !rc; i++) {
-                double t0 = now();
-                rc = ss_collator_collate(&b, c, batches[i], bsize);
-                double dt = now() - t0;
-                if (dt < best[i]) best[i] = dt;
-            }
-        ss_collator_free(c);
-        if (rc) return rc;
-        double total = 0;
-        for (int i = 0; i < NBATCH; i++) total += best[i];
-        res->gbs[t] = (double)res->bytes / total / 1e9;
-        res->us_per_batch[t] = total / NBATCH * 1e6;
+        rc = ss_collator_create(&k->c[t], s, fo, 1, &opt);
     }
-    unsigned char *src = malloc(maxb), *dst = malloc(maxb);
-    if (!src || !dst) return SS_ENOMEM;
-    memset(src, 1, maxb);
-    memset(dst, 2, maxb);
+    for (int i = 0; i < NBATCH && !rc; i++) {
+        rc = ss_collator_sizes(&sz, k->c[0], k->batches[i], k->bsize);
+        k->sizes[i] = sz.data_bytes;
+        k->bytes += sz.data_bytes;
+        if (sz.data_bytes > k->maxb) k->maxb = sz.data_bytes;
+    }
+    ss_collated_batch b; /* warm up, size the buffers */
+    for (int t = 0; t < 2 && !rc; t++)
+        for (int i = 0; i < NBATCH && !rc; i++)
+            rc = ss_collator_collate(&b, k->c[t], k->batches[i], k->bsize);
+    return rc;
+}
+
+/* Seconds of one pass over the batches with collator c (c NULL: memcpy of the
+ * same bytes): `reps` passes over the 64 batches (as before this program
+ * took rounds, so that a batch is not timed again right after itself), each
+ * batch's best time kept (a batch that lost its core to another process says
+ * nothing about collation), summed over the batches. */
+static int pass(double *secs, bench_case *k, ss_collator *c, unsigned char *dst,
+                const unsigned char *src) {
+    double best[NBATCH];
     for (int i = 0; i < NBATCH; i++) best[i] = 1e30;
-    for (int rep = 0; rep < reps; rep++)
+    for (int rep = 0; rep < k->reps; rep++)
         for (int i = 0; i < NBATCH; i++) {
             double t0 = now();
-            memcpy(dst, src, sizes[i]);
-            __asm__ __volatile__("" : : "r"(dst) : "memory");
+            if (c) {
+                ss_collated_batch b;
+                int rc = ss_collator_collate(&b, c, k->batches[i], k->bsize);
+                if (rc) return rc;
+            } else {
+                memcpy(dst, src, k->sizes[i]);
+                __asm__ __volatile__("" : : "r"(dst) : "memory");
+            }
             double dt = now() - t0;
             if (dt < best[i]) best[i] = dt;
         }
-    free(src);
-    free(dst);
     double total = 0;
     for (int i = 0; i < NBATCH; i++) total += best[i];
-    res->memcpy_gbs = (double)res->bytes / total / 1e9;
+    *secs = total;
     return 0;
 }
 
-static void report(const char *name, const result *r) {
-    printf("%s\n", name);
-    printf("  memcpy of the same bytes: %7.2f GB/s\n", r->memcpy_gbs);
-    printf("  collate, 1 thread:        %7.2f GB/s  (%.2fx memcpy)  %8.1f us/batch\n", r->gbs[0],
-           r->gbs[0] / r->memcpy_gbs, r->us_per_batch[0]);
-    printf("  collate, 2 threads:       %7.2f GB/s  (%.2fx the 1-thread figure)  %8.1f us/batch\n",
-           r->gbs[1], r->gbs[1] / r->gbs[0], r->us_per_batch[1]);
+/* Round r: memcpy, then collation at 1 and 2 threads, back to back. */
+static int case_round(bench_case *k, int r, unsigned char *dst, const unsigned char *src) {
+    double t;
+    int rc = pass(&t, k, NULL, dst, src);
+    if (rc) return rc;
+    k->memcpy_gbs[r] = (double)k->bytes / t / 1e9;
+    for (int th = 0; th < 2; th++) {
+        if ((rc = pass(&t, k, k->c[th], dst, src))) return rc;
+        k->gbs[th][r] = (double)k->bytes / t / 1e9;
+        k->us[th][r] = t / NBATCH * 1e6;
+    }
+    return 0;
+}
+
+static void case_close(bench_case *k) {
+    ss_collator_free(k->c[0]);
+    ss_collator_free(k->c[1]);
+}
+
+static void div_rounds(double *out, const double *a, const double *b, int n) {
+    for (int r = 0; r < n; r++) out[r] = a[r] / b[r];
+}
+
+static void report(const bench_case *k, int R, int torch) {
+    char b1[96], b2[96];
+    double x[MAX_ROUNDS];
+    printf("%s: median (range) of %d rounds\n", k->name, R);
+    printf("  memcpy of the same bytes: %s GB/s\n",
+           bench_fmt(b1, sizeof b1, "%.2f", bench_stats(k->memcpy_gbs, R)));
+    div_rounds(x, k->gbs[0], k->memcpy_gbs, R);
+    printf("  collate, 1 thread:        %s GB/s = %sx memcpy, %.1f us/batch\n",
+           bench_fmt(b1, sizeof b1, "%.2f", bench_stats(k->gbs[0], R)),
+           bench_fmt(b2, sizeof b2, "%.2f", bench_stats(x, R)), bench_stats(k->us[0], R).med);
+    div_rounds(x, k->gbs[1], k->gbs[0], R);
+    printf("  collate, 2 threads:       %s GB/s = %sx the 1-thread figure, %.1f us/batch\n",
+           bench_fmt(b1, sizeof b1, "%.2f", bench_stats(k->gbs[1], R)),
+           bench_fmt(b2, sizeof b2, "%.2f", bench_stats(x, R)), bench_stats(k->us[1], R).med);
+    if (torch) {
+        div_rounds(x, k->torch_us, k->us[0], R);
+        printf("  PyTorch pad_sequence, 1 thread: %s us/batch: seqstore (1 thread) %sx faster\n",
+               bench_fmt(b1, sizeof b1, "%.1f", bench_stats(k->torch_us, R)),
+               bench_fmt(b2, sizeof b2, "%.1f", bench_stats(x, R)));
+    }
+}
+
+/* The rows of README's "Collation" table. */
+static void markdown_row(const char *label, const bench_case *k, int R, int torch) {
+    char b1[96], b2[96], b3[96], b4[96];
+    double x[MAX_ROUNDS], y[MAX_ROUNDS];
+    div_rounds(x, k->gbs[0], k->memcpy_gbs, R);
+    div_rounds(y, k->gbs[1], k->gbs[0], R);
+    printf("| %s | %s GB/s | %s GB/s = **%s×** memcpy | **%s×** the 1-thread figure |", label,
+           bench_fmt(b1, sizeof b1, "%.1f", bench_stats(k->memcpy_gbs, R)),
+           bench_fmt(b2, sizeof b2, "%.1f", bench_stats(k->gbs[0], R)),
+           bench_fmt(b3, sizeof b3, "%.2f", bench_stats(x, R)),
+           bench_fmt(b4, sizeof b4, "%.2f", bench_stats(y, R)));
+    if (torch) {
+        div_rounds(x, k->torch_us, k->us[0], R);
+        printf(" %s µs per batch: seqstore **%s×** faster |",
+               bench_fmt(b1, sizeof b1, "%.0f", bench_stats(k->torch_us, R)),
+               bench_fmt(b2, sizeof b2, "%.1f", bench_stats(x, R)));
+    } else {
+        printf(" not run |");
+    }
+    printf("\n");
+}
+
+static void write_json(const char *json, const bench_case *tk, const bench_case *ek,
+                       const ss_store *ts, ss_span tok[][TOKB], int r) {
+    FILE *f = fopen(json, "w");
+    if (!f) {
+        perror(json);
+        exit(1);
+    }
+    fprintf(f,
+            "{\"tokens\": {\"us_per_batch\": [%.3f, %.3f], \"memcpy_gbs\": %.3f, "
+            "\"batches\": [",
+            tk->us[0][r], tk->us[1][r], tk->memcpy_gbs[r]);
+    for (int i = 0; i < NBATCH; i++) {
+        fprintf(f, "%s[", i ? ", " : "");
+        for (int k = 0; k < TOKB; k++)
+            fprintf(f, "%s%llu", k ? ", " : "",
+                    (unsigned long long)ss_length(ts, 0, tok[i][k].example));
+        fprintf(f, "]");
+    }
+    fprintf(f,
+            "]},\n \"eeg\": {\"us_per_batch\": [%.3f, %.3f], \"memcpy_gbs\": %.3f, "
+            "\"batch\": %d, \"steps\": %d, \"channels\": %d, \"nbatch\": %d}}\n",
+            ek->us[0][r], ek->us[1][r], ek->memcpy_gbs[r], EEGB, WIN, C, NBATCH);
+    if (fclose(f)) {
+        perror(json);
+        exit(1);
+    }
+}
+
+/* PyTorch's pad_sequence on the same batches, one round in its own process
+ * (bench/pad_sequence_baseline.py --round): µs per batch at 1 thread, or -1. */
+static int run_torch(const char *python, const char *json, int reps, double *tok_us,
+                     double *eeg_us) {
+    char script[4096], cmd[9000];
+    snprintf(script, sizeof script, "%s", __FILE__);
+    char *slash = strrchr(script, '/');
+    if (slash)
+        snprintf(slash + 1, sizeof script - (size_t)(slash + 1 - script), "%s",
+                 "pad_sequence_baseline.py");
+    if (snprintf(cmd, sizeof cmd, "'%s' '%s' --round %d '%s'", python, script, reps, json) < 0)
+        return -1;
+    FILE *p = popen(cmd, "r");
+    if (!p) return -1;
+    char line[512];
+    int got = 0;
+    while (fgets(line, sizeof line, p)) {
+        got += sscanf(line, "tokens_us %lf", tok_us) == 1;
+        got += sscanf(line, "eeg_us %lf", eeg_us) == 1;
+    }
+    return pclose(p) == 0 && got == 2 ? 0 : -1;
 }
 
 int main(int argc, char **argv) {
     const char *dir = "/tmp", *json = NULL;
+    const char *python = access("/usr/bin/python3", X_OK) == 0 ? "/usr/bin/python3" : "none";
+    int rounds = 0, markdown = 0;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--json") == 0 && i + 1 < argc)
             json = argv[++i];
-        else
+        else if (strcmp(argv[i], "--rounds") == 0 && i + 1 < argc)
+            rounds = atoi(argv[++i]);
+        else if (strcmp(argv[i], "--torch") == 0 && i + 1 < argc)
+            python = argv[++i];
+        else if (strcmp(argv[i], "--markdown") == 0)
+            markdown = 1;
+        else if (argv[i][0] == '-') {
+            fprintf(stderr, "usage: bench_collate [DIR] [--json FILE] [--rounds R] "
+                            "[--torch PYTHON|none] [--markdown]\n");
+            return 2;
+        } else
             dir = argv[i];
     }
-    char tpath[1024], epath[1024];
-    snprintf(tpath, sizeof tpath, "%s/bench_collate_tokens.ss", dir);
-    snprintf(epath, sizeof epath, "%s/bench_collate_eeg.ss", dir);
+    int R = bench_rounds(rounds, 5), quick = bench_quick();
+    if (R > MAX_ROUNDS) return 2;
+    double load0 = bench_loadavg();
+    char tpath[1024], epath[1024], jtmp[1100];
+    snprintf(tpath, sizeof tpath, "%s/bench_collate_tokens_%d.ss", dir, (int)getpid());
+    snprintf(epath, sizeof epath, "%s/bench_collate_eeg_%d.ss", dir, (int)getpid());
+    snprintf(jtmp, sizeof jtmp, "%s/bench_collate_%d.json", dir, (int)getpid());
     int rc = make_tokens(tpath);
     if (!rc) rc = make_eeg(epath);
     if (rc) return die(rc);
@@ -214,38 +340,61 @@ int main(int argc, char **argv) {
     ef.scale = gain;
     ef.offset = off;
 
-    result rt, re;
-    if ((rc = measure(ts, &tf, tb, TOKB, 40, &rt))) return die(rc);
-    if ((rc = measure(es, &ef, eb, EEGB, 8, &re))) return die(rc);
-    report("tokens: B=64, lengths 1..512, u16 -> i64, padded batch-major", &rt);
-    report("EEG: B=32 windows x 2000 x 21, i16 -> f32 with gain and offset", &re);
-
-    if (json) {
-        FILE *f = fopen(json, "w");
-        if (!f) {
-            perror(json);
-            return 1;
+    static bench_case tk, ek;
+    tk.name = "tokens: B=64, lengths 1..512, u16 -> i64, padded batch-major";
+    tk.batches = tb;
+    tk.bsize = TOKB;
+    tk.reps = quick ? 2 : 8;
+    ek.name = "EEG: B=32 windows x 2000 x 21, i16 -> f32 with gain and offset";
+    ek.batches = eb;
+    ek.bsize = EEGB;
+    ek.reps = quick ? 1 : 2;
+    if ((rc = case_open(&tk, ts, &tf)) || (rc = case_open(&ek, es, &ef))) return die(rc);
+    uint64_t maxb = tk.maxb > ek.maxb ? tk.maxb : ek.maxb;
+    unsigned char *src = malloc(maxb), *dst = malloc(maxb);
+    if (!src || !dst) return die(SS_ENOMEM);
+    memset(src, 1, maxb);
+    memset(dst, 2, maxb);
+    int torch = strcmp(python, "none") != 0;
+    for (int r = 0; r < R; r++) { /* alternate: memcpy, seqstore, PyTorch, memcpy, ... */
+        if ((rc = case_round(&tk, r, dst, src)) || (rc = case_round(&ek, r, dst, src)))
+            return die(rc);
+        if (torch) {
+            write_json(jtmp, &tk, &ek, ts, tok, r);
+            if (run_torch(python, jtmp, quick ? 1 : 2, &tk.torch_us[r], &ek.torch_us[r])) {
+                fprintf(stderr,
+                        "bench_collate: PyTorch's pad_sequence did not run (%s, "
+                        "python3-torch missing?): its column is left out\n",
+                        python);
+                torch = 0;
+            }
         }
-        fprintf(f,
-                "{\"tokens\": {\"us_per_batch\": [%.3f, %.3f], \"memcpy_gbs\": %.3f, "
-                "\"batches\": [",
-                rt.us_per_batch[0], rt.us_per_batch[1], rt.memcpy_gbs);
-        for (int i = 0; i < NBATCH; i++) {
-            fprintf(f, "%s[", i ? ", " : "");
-            for (int k = 0; k < TOKB; k++)
-                fprintf(f, "%s%llu", k ? ", " : "",
-                        (unsigned long long)ss_length(ts, 0, tok[i][k].example));
-            fprintf(f, "]");
-        }
-        fprintf(f,
-                "]},\n \"eeg\": {\"us_per_batch\": [%.3f, %.3f], \"memcpy_gbs\": %.3f, "
-                "\"batch\": %d, \"steps\": %d, \"channels\": %d, \"nbatch\": %d}}\n",
-                re.us_per_batch[0], re.us_per_batch[1], re.memcpy_gbs, EEGB, WIN, C, NBATCH);
-        fclose(f);
     }
+    remove(jtmp);
+    double load1 = bench_loadavg();
+    if (markdown) {
+        bench_md_header(load0, load1, R, "alternating memcpy, seqstore and PyTorch");
+        printf("| case | memcpy | collate 1 thread | 2 threads | PyTorch `pad_sequence`, 1 thread "
+               "|\n| --- | --- | --- | --- | --- |\n");
+        markdown_row("tokens: B=64, lengths 1–512, u16 → i64, padded", &tk, R, torch);
+        markdown_row("EEG: B=32 windows × 2000 × 21, i16 → f32 × gain + offset", &ek, R, torch);
+    } else {
+        report(&tk, R, torch);
+        report(&ek, R, torch);
+        printf("load average: %.2f at the start, %.2f at the end\n", load0, load1);
+    }
+    if (json) write_json(json, &tk, &ek, ts, tok, R - 1);
+    case_close(&tk);
+    case_close(&ek);
+    free(src);
+    free(dst);
     ss_close(ts);
     ss_close(es);
-    remove(tpath);
-    remove(epath);
+    char lock[1100];
+    for (int k = 0; k < 2; k++) { /* the stores and their LMDB lock files */
+        snprintf(lock, sizeof lock, "%s-lock", k ? epath : tpath);
+        remove(k ? epath : tpath);
+        remove(lock);
+    }
     return 0;
 }

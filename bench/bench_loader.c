@@ -5,15 +5,25 @@
  * training step (a sleep: the CPU thread waits for the accelerator), with and without per-example
  * transforms.
  *
- * usage: bench_loader [examples] [batch] [threads] [prefetch] [step_us]
- *        defaults      20000      64      2         4          2000 */
+ * usage: bench_loader [--rounds R] [--markdown] [examples] [batch] [threads] [prefetch] [step_us]
+ *        defaults      5            20000      64      2         4          2000
+ *
+ * R rounds (default 5) each run the four configurations in turn (so load
+ * from other processes hits them alike); the figures are the median and
+ * range over the rounds, with the load average at the start and end.
+ * --markdown prints README's Loader table. SS_BENCH_QUICK=1: 2000 examples,
+ * 2 rounds. The store goes to $TMPDIR (default /tmp) and is deleted. */
 #include "seqstore.h"
 
+#include "bench_common.h"
+
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 /* ----------------------------------------------------- counting allocator */
 
@@ -98,8 +108,13 @@ static void make_store(const char *path, uint64_t n) {
     ss_writer_free(w);
 }
 
-static void run(const ss_store *s, const char *what, uint64_t batch, uint32_t threads,
-                uint32_t prefetch, double step_us, const ss_pipeline *p) {
+/* One configuration's figures in one round. */
+typedef struct figures {
+    double allocs, median_us, p99_us, max_us, eps;
+} figures;
+
+static figures run(const ss_store *s, uint64_t batch, uint32_t threads, uint32_t prefetch,
+                   double step_us, const ss_pipeline *p) {
     ss_collate_field f[2] = {SS_COLLATE_FIELD_INIT, SS_COLLATE_FIELD_INIT};
     f[0].field = 0; /* "tok" (schema above) */
     f[0].dtype = SS_I64;
@@ -138,29 +153,97 @@ static void run(const ss_store *s, const char *what, uint64_t batch, uint32_t th
     double t1 = now_us();
     unsigned long allocs = atomic_load(&g_allocs) - a0;
     qsort(lat, measure, sizeof *lat, cmp_d);
-    printf("%-22s batches %6llu (2 epochs, crossing epoch boundaries)  allocs/batch %.3f  "
-           "next() median %7.1f us  p99 %7.1f us  max %8.1f us  %9.0f examples/s\n",
-           what, (unsigned long long)measure, (double)allocs / (double)measure, lat[measure / 2],
-           lat[measure * 99 / 100], lat[measure - 1], rows / ((t1 - t0) / 1e6));
+    figures fig = {(double)allocs / (double)measure, lat[measure / 2], lat[measure * 99 / 100],
+                   lat[measure - 1], rows / ((t1 - t0) / 1e6)};
     __libc_free(lat);
     ss_loader_free(l);
+    return fig;
+}
+
+enum { NCONF = 4, MAX_ROUNDS = 64 };
+
+static const char *const conf_plain[NCONF] = {"no step (raw)", "step (keeps up)",
+                                              "crop+mask, no step", "crop+mask, step"};
+
+static void column(double *out, figures f[][MAX_ROUNDS], int c, int R, size_t off) {
+    for (int r = 0; r < R; r++) out[r] = *(const double *)((const char *)&f[c][r] + off);
+}
+
+static void print_plain(figures f[][MAX_ROUNDS], int R, uint64_t measure) {
+    char b[5][96];
+    double x[MAX_ROUNDS];
+    for (int c = 0; c < NCONF; c++) {
+        column(x, f, c, R, offsetof(figures, allocs));
+        bench_fmt(b[0], sizeof b[0], "%.3f", bench_stats(x, R));
+        column(x, f, c, R, offsetof(figures, median_us));
+        bench_fmt(b[1], sizeof b[1], "%.1f", bench_stats(x, R));
+        column(x, f, c, R, offsetof(figures, p99_us));
+        bench_fmt(b[2], sizeof b[2], "%.1f", bench_stats(x, R));
+        column(x, f, c, R, offsetof(figures, max_us));
+        bench_fmt(b[3], sizeof b[3], "%.1f", bench_stats(x, R));
+        column(x, f, c, R, offsetof(figures, eps));
+        bench_fmt(b[4], sizeof b[4], "%.0f", bench_stats(x, R));
+        printf("%-20s %llu batches (2 epochs)  allocs/batch %s  next() median %s us  p99 %s us  "
+               "max %s us  %s examples/s\n",
+               conf_plain[c], (unsigned long long)measure, b[0], b[1], b[2], b[3], b[4]);
+    }
+}
+
+/* The rows of README's "Loader" table. */
+static void print_markdown(figures f[][MAX_ROUNDS], int R, double step_us) {
+    static const char *const name[NCONF] = {
+        "no training step", "%.0f ms training step (prefetch keeps up)",
+        "random crop + token masking, no step", "random crop + token masking, %.0f ms step"};
+    char b[3][96], what[96];
+    double x[MAX_ROUNDS];
+    printf("| run | allocations per batch | `next()` median | p99 |\n| --- | --- | --- | --- |\n");
+    for (int c = 0; c < NCONF; c++) {
+        snprintf(what, sizeof what, name[c], step_us / 1000);
+        column(x, f, c, R, offsetof(figures, allocs));
+        bench_fmt(b[0], sizeof b[0], "%.3f", bench_stats(x, R));
+        column(x, f, c, R, offsetof(figures, median_us));
+        bench_fmt(b[1], sizeof b[1], "%.1f", bench_stats(x, R));
+        column(x, f, c, R, offsetof(figures, p99_us));
+        bench_fmt(b[2], sizeof b[2], "%.0f", bench_stats(x, R));
+        printf("| %s | %s | %s µs | %s µs |\n", what, b[0], b[1], b[2]);
+    }
 }
 
 int main(int argc, char **argv) {
-    uint64_t n = argc > 1 ? strtoull(argv[1], NULL, 10) : 20000;
-    uint64_t batch = argc > 2 ? strtoull(argv[2], NULL, 10) : 64;
-    uint32_t threads = argc > 3 ? (uint32_t)atoi(argv[3]) : 2;
-    uint32_t prefetch = argc > 4 ? (uint32_t)atoi(argv[4]) : 4;
-    double step = argc > 5 ? atof(argv[5]) : 2000;
-    const char *path = "/tmp/bench_loader.ss";
+    int rounds = 0, markdown = 0, npos = 0;
+    const char *pos[5] = {NULL, NULL, NULL, NULL, NULL};
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--rounds") && i + 1 < argc)
+            rounds = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--markdown"))
+            markdown = 1;
+        else if (npos < 5 && argv[i][0] != '-')
+            pos[npos++] = argv[i];
+        else {
+            fprintf(stderr, "usage: bench_loader [--rounds R] [--markdown] [examples] [batch] "
+                            "[threads] [prefetch] [step_us]\n");
+            return 2;
+        }
+    }
+    int R = bench_rounds(rounds, 5);
+    uint64_t n = pos[0] ? strtoull(pos[0], NULL, 10) : bench_quick() ? 2000 : 20000;
+    uint64_t batch = pos[1] ? strtoull(pos[1], NULL, 10) : 64;
+    uint32_t threads = pos[2] ? (uint32_t)atoi(pos[2]) : 2;
+    uint32_t prefetch = pos[3] ? (uint32_t)atoi(pos[3]) : 4;
+    double step = pos[4] ? atof(pos[4]) : 2000;
+    if (R > MAX_ROUNDS || n == 0 || batch == 0) return 2;
+    const char *dir = getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+    char path[4096], lock[4200];
+    snprintf(path, sizeof path, "%s/bench_loader_%d.ss", dir, (int)getpid());
+    snprintf(lock, sizeof lock, "%s-lock", path);
+    double load0 = bench_loadavg();
     make_store(path, n);
     ss_store *s;
     DIE(ss_open(&s, path, 0));
-    printf("store: %llu examples of 64..512 u16 tokens; batch %llu, %u worker thread(s), "
-           "prefetch %u\n",
-           (unsigned long long)n, (unsigned long long)batch, threads, prefetch);
-    run(s, "no step (raw)", batch, threads, prefetch, 0, NULL);
-    run(s, "step (keeps up)", batch, threads, prefetch, step, NULL);
+    if (!markdown)
+        printf("store: %llu examples of 64..512 u16 tokens; batch %llu, %u worker thread(s), "
+               "prefetch %u, step %.0f us; median (range) of %d rounds\n",
+               (unsigned long long)n, (unsigned long long)batch, threads, prefetch, step, R);
     ss_pipeline *p;
     DIE(ss_pipeline_create(&p));
     ss_transform t;
@@ -171,9 +254,22 @@ int main(int argc, char **argv) {
     mo.vocab = 30000;
     DIE(ss_transform_token_mask(&t, 0, &mo));
     DIE(ss_pipeline_add(p, &t));
-    run(s, "crop+mask, no step", batch, threads, prefetch, 0, p);
-    run(s, "crop+mask, step", batch, threads, prefetch, step, p);
+    static figures f[NCONF][MAX_ROUNDS];
+    for (int r = 0; r < R; r++)
+        for (int c = 0; c < NCONF; c++)
+            f[c][r] = run(s, batch, threads, prefetch, c % 2 ? step : 0, c >= 2 ? p : NULL);
+    double load1 = bench_loadavg();
+    uint64_t per_epoch = (n + batch - 1) / batch;
+    if (markdown) {
+        bench_md_header(load0, load1, R, "in which the four runs take turns");
+        print_markdown(f, R, step);
+    } else {
+        print_plain(f, R, 2 * per_epoch);
+        printf("load average: %.2f at the start, %.2f at the end\n", load0, load1);
+    }
     ss_pipeline_free(p);
     ss_close(s);
+    unlink(path);
+    unlink(lock);
     return 0;
 }

@@ -3,7 +3,11 @@
  * random batching versus bucket batching at resolutions 1, 4 and 16 and
  * with estimated boundaries of at most 4, 8 and 16 buckets.
  *
- * usage: bench_padding_waste STORE FIELD[,FIELD] [BATCH_SIZE [MAX_TOKENS [SEED]]]
+ * usage: bench_padding_waste [--markdown] STORE FIELD[,FIELD] [BATCH_SIZE [MAX_TOKENS [SEED]]]
+ *
+ * No timing figure is quoted (the ms column is only the cost of batching),
+ * so one run suffices: the waste depends on the seed alone. --markdown
+ * prints README's table (with the date) instead of the detailed one.
  *
  * Converts nothing: it reads the length index of an existing store (e.g.
  * `seqstore convert lines` of /usr/share/games/fortunes). Two batchings:
@@ -16,6 +20,8 @@
  * boundaries (ss_bucket_options.max_buckets = M). Waste is 1 - real /
  * padded. */
 #include "seqstore.h"
+
+#include "bench_common.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -34,11 +40,20 @@ static int die(const char *what) {
     return 1;
 }
 
+/* For --markdown: waste per row (random, then the six bucket indexes) and
+ * mode (fixed, tokens), and each row's bucket count. */
+static int g_markdown, g_row;
+static double g_waste[7][2];
+static uint64_t g_buckets[7];
+
 static int report(const char *method, uint64_t nbuckets, const char *mode, ss_batcher *b,
                   const ss_store *s, const uint32_t *fields, size_t nf, double secs) {
     uint64_t real, padded;
     if (ss_batcher_padding(&real, &padded, b, s, fields, nf)) return die("padding");
     double waste = padded ? 1.0 - (double)real / (double)padded : 0.0;
+    g_waste[g_row][mode[0] == 't'] = waste;
+    g_buckets[g_row] = nbuckets;
+    if (g_markdown) return 0;
     char nb[24] = "-";
     if (nbuckets) snprintf(nb, sizeof nb, "%" PRIu64, nbuckets);
     printf("| %-10s | %7s | %-6s | %8" PRIu64 " | %12" PRIu64 " | %12" PRIu64
@@ -47,7 +62,34 @@ static int report(const char *method, uint64_t nbuckets, const char *mode, ss_ba
     return 0;
 }
 
+static void print_markdown(uint64_t bs, uint64_t max_tokens) {
+    static const char *const name[7] = {"random",
+                                        "bucket, resolution 1",
+                                        "bucket, resolution 4",
+                                        "bucket, resolution 16",
+                                        "estimated boundaries, 4 buckets",
+                                        "estimated boundaries, 8 buckets",
+                                        "estimated boundaries, 16 buckets"};
+    char d[16];
+    printf("%s; no timing, so no load:\n\n", bench_date(d, sizeof d));
+    printf("| batching | buckets | fixed batch of %" PRIu64 " | token budget %" PRIu64
+           " |\n| --- | ---: | ---: | ---: |\n",
+           bs, max_tokens);
+    for (int r = 0; r < 7; r++) {
+        char nb[24] = "–";
+        if (r) snprintf(nb, sizeof nb, "%" PRIu64, g_buckets[r]);
+        printf("| %s | %s | %.1f%% | %.1f%% |\n", name[r], nb, 100 * g_waste[r][0],
+               100 * g_waste[r][1]);
+    }
+}
+
 int main(int argc, char **argv) {
+    if (argc > 1 && strcmp(argv[1], "--markdown") == 0) {
+        g_markdown = 1;
+        argv[1] = argv[0];
+        argv++;
+        argc--;
+    }
     if (argc < 3) {
         fprintf(stderr, "usage: %s STORE FIELD[,FIELD] [BATCH_SIZE [MAX_TOKENS [SEED]]]\n",
                 argv[0]);
@@ -79,13 +121,16 @@ int main(int argc, char **argv) {
         if (len[i] > longest) longest = len[i];
     }
     if (max_tokens < longest) max_tokens = longest;
-    printf("store %s, field %s: %" PRIu64 " examples, longest %" PRIu64 "; fixed batch %" PRIu64
-           ", token budget %" PRIu64 ", seed %" PRIu64 "\n\n",
-           argv[1], argv[2], n, longest, bs, max_tokens, seed);
-    printf("| %-10s | %7s | %-6s | %8s | %12s | %12s | %7s | %8s |\n", "batching", "buckets",
-           "mode", "batches", "real", "padded", "waste", "ms");
-    printf("|------------|---------|--------|----------|--------------|--------------|---------|"
-           "----------|\n");
+    if (!g_markdown) {
+        printf("store %s, field %s: %" PRIu64 " examples, longest %" PRIu64 "; fixed batch %" PRIu64
+               ", token budget %" PRIu64 ", seed %" PRIu64 "\n\n",
+               argv[1], argv[2], n, longest, bs, max_tokens, seed);
+        printf("| %-10s | %7s | %-6s | %8s | %12s | %12s | %7s | %8s |\n", "batching", "buckets",
+               "mode", "batches", "real", "padded", "waste", "ms");
+        printf(
+            "|------------|---------|--------|----------|--------------|--------------|---------|"
+            "----------|\n");
+    }
 
     ss_batch_options fixed = SS_BATCH_OPTIONS_INIT, tokens = SS_BATCH_OPTIONS_INIT;
     fixed.batch_size = bs;
@@ -108,6 +153,7 @@ int main(int argc, char **argv) {
         ss_batcher *b;
         if (ss_batcher_create(&b, order, len, n, modes[m])) return die("batcher");
         double t1 = now();
+        g_row = 0;
         if (report("random", 0, mode_names[m], b, s, fields, nf, t1 - t0)) return 1;
         ss_batcher_free(b);
     }
@@ -122,6 +168,7 @@ int main(int argc, char **argv) {
             bo.max_buckets = res[r];
         if (ss_bucket_create(&bk, s, fields, nf, &bo)) return die("bucket index");
         double t1 = now();
+        g_row = r + 1;
         char name[32];
         snprintf(name, sizeof name, "%s %" PRIu64, r < 3 ? "bucket" : "estim", res[r]);
         for (int m = 0; m < 2; m++) {
@@ -136,6 +183,7 @@ int main(int argc, char **argv) {
         }
         ss_bucket_free(bk);
     }
+    if (g_markdown) print_markdown(bs, tokens.max_tokens);
     ss_selection_free(all);
     free(order);
     free(len);

@@ -12,11 +12,20 @@
  *     of the same bytes from memory.
  *   verified (SS_OPEN_VERIFY) vs unverified reads: sequential and random
  *     epochs, first and second (-V 0 skips it).
- * Usage: bench_read [-n N] [-N BIG] [-l MAXLEN] [-q QUERIES] [-d DIR] [-P python|none] [-V 0|1]
+ * Every figure is the median (and range) of ROUNDS rounds (default 5) in
+ * which seqstore and its baselines take turns in the same run; the numpy
+ * baseline runs in its own process once per round. The load average is
+ * recorded at the start and the end.
+ * Usage: bench_read [-n N] [-N BIG] [-l MAXLEN] [-q QUERIES] [-p PYQUERIES]
+ *                   [-d DIR] [-P python|none] [-V 0|1] [-r ROUNDS] [--markdown]
  * Defaults: N = 1000000, BIG = 10000000 (0 skips), lengths uniform in
- * 1..512 u16 tokens, 2000000 queries, DIR = $TMPDIR or /tmp. Every file it
- * writes is deleted at the end. */
+ * 1..512 u16 tokens, 2000000 queries (100000 of them for numpy), DIR =
+ * $TMPDIR or /tmp. --markdown prints README's table on stdout (the rest goes
+ * to stderr); SS_BENCH_QUICK=1 makes every size tiny. Every file it writes
+ * is deleted at the end. */
 #include "seqstore.h"
+
+#include "bench_common.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -30,11 +39,16 @@
 #include <time.h>
 #include <unistd.h>
 
+enum { MAX_ROUNDS = 64 };
+
 static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+    return bench_now();
 }
+
+/* Progress and the plain report: stdout, or stderr with --markdown (whose
+ * table alone goes to stdout). */
+static FILE *g_out;
+#define say(...) fprintf(g_out, __VA_ARGS__)
 
 static uint64_t splitmix(uint64_t *s) {
     uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
@@ -271,7 +285,7 @@ static const char *default_python(void) {
 
 /* Run the numpy baseline; returns ns/op or -1. Its checksum must equal ours. */
 static double run_python(const char *python, const char *prefix, uint64_t n, uint64_t nq,
-                         uint64_t want_sum) {
+                         uint64_t want_sum, int quiet_python) {
     char script[4200], cmd[9000];
     snprintf(script, sizeof script, "%s", __FILE__);
     char *slash = strrchr(script, '/');
@@ -289,8 +303,10 @@ static double run_python(const char *python, const char *prefix, uint64_t n, uin
     unsigned long long sum = 0;
     int got = 0;
     while (fgets(line, sizeof line, p)) {
-        fputs("    python: ", stdout);
-        fputs(line, stdout);
+        if (!quiet_python) {
+            fputs("    python: ", g_out);
+            fputs(line, g_out);
+        }
         if (sscanf(line, "ns_per_op %lf checksum %llu", &ns, &sum) == 2) got = 1;
     }
     int status = pclose(p);
@@ -360,7 +376,7 @@ static void print_loadavg(const char *when) {
         if (!fgets(buf, sizeof buf, f)) strcpy(buf, "?\n");
         fclose(f);
     }
-    printf("  load average %s: %s", when, buf);
+    say("  load average %s: %s", when, buf);
 }
 
 /* Verified (SS_OPEN_VERIFY) against unverified reads: a sequential and a
@@ -377,9 +393,9 @@ static void bench_verify(const char *path, uint64_t n, unsigned char *dst, size_
     }
     double t[2][V_N][V_ROUNDS];
     uint64_t sum[2] = {0, 0};
-    printf("\nverification on first touch (SS_OPEN_VERIFY) vs unverified, ss_get + memcpy per "
-           "example,\nmedian of %d rounds taking turns:\n",
-           V_ROUNDS);
+    say("\nverification on first touch (SS_OPEN_VERIFY) vs unverified, ss_get + memcpy per "
+        "example,\nmedian of %d rounds taking turns:\n",
+        V_ROUNDS);
     print_loadavg("before");
     for (int r = 0; r < V_ROUNDS; r++)
         for (int k = 0; k < 2; k++) {
@@ -397,203 +413,347 @@ static void bench_verify(const char *path, uint64_t n, unsigned char *dst, size_
     double ratio2 = 0;
     for (int m = 0; m < V_N; m++) {
         double u = median(t[0][m], V_ROUNDS), v = median(t[1][m], V_ROUNDS);
-        printf("  %-36s %9.2f ms unverified %9.2f ms verified  %+6.1f%%\n", name[m], u * 1e3,
-               v * 1e3, (v / u - 1) * 100);
+        say("  %-36s %9.2f ms unverified %9.2f ms verified  %+6.1f%%\n", name[m], u * 1e3, v * 1e3,
+            (v / u - 1) * 100);
         if ((m == V_SEQ2 || m == V_RND2) && v / u > ratio2) ratio2 = v / u;
     }
-    printf("  target: second epochs within 5%% of unverified: %s\n", verdict(ratio2 <= 1.05));
+    say("  target: second epochs within 5%% of unverified: %s\n", verdict(ratio2 <= 1.05));
     print_loadavg("after");
     free(perm);
 }
 
 /* ------------------------------------------------------------------ main */
 
-int main(int argc, char **argv) {
-    uint64_t n = 1000000, big = 10000000, maxlen = 512, nq = 2000000;
-    const char *dir = getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
-    const char *python = default_python();
-    int verify_rounds = 1;
-    for (int a = 1; a + 1 < argc; a += 2) {
-        if (!strcmp(argv[a], "-n"))
-            n = strtoull(argv[a + 1], NULL, 10);
-        else if (!strcmp(argv[a], "-N"))
-            big = strtoull(argv[a + 1], NULL, 10);
-        else if (!strcmp(argv[a], "-l"))
-            maxlen = strtoull(argv[a + 1], NULL, 10);
-        else if (!strcmp(argv[a], "-q"))
-            nq = strtoull(argv[a + 1], NULL, 10);
-        else if (!strcmp(argv[a], "-d"))
-            dir = argv[a + 1];
-        else if (!strcmp(argv[a], "-P"))
-            python = argv[a + 1];
-        else if (!strcmp(argv[a], "-V"))
-            verify_rounds = strcmp(argv[a + 1], "0") != 0;
-        else {
-            fprintf(stderr, "usage: bench_read [-n N] [-N BIG] [-l MAXLEN] [-q QUERIES] [-d DIR] "
-                            "[-P python|none] [-V 0|1]\n");
-            return 2;
+typedef struct args {
+    uint64_t n, big, maxlen, nq, pq;
+    const char *dir, *python;
+    int verify, rounds, markdown;
+} args;
+
+static void usage(void) {
+    fprintf(stderr, "usage: bench_read [-n N] [-N BIG] [-l MAXLEN] [-q QUERIES] [-p PYQUERIES] "
+                    "[-d DIR] [-P python|none] [-V 0|1] [-r ROUNDS] [--markdown]\n");
+    exit(2);
+}
+
+static void parse(args *a, int argc, char **argv) {
+    int quick = bench_quick();
+    *a = (args){quick ? 20000 : 1000000,
+                quick ? 0 : 10000000,
+                512,
+                quick ? 20000 : 2000000,
+                quick ? 5000 : 100000,
+                NULL,
+                default_python(),
+                !quick,
+                0,
+                0};
+    a->dir = getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+    for (int i = 1; i < argc; i++) {
+        const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(o, "--markdown")) {
+            a->markdown = 1;
+            continue;
         }
+        if (!v) usage();
+        i++;
+        if (!strcmp(o, "-n"))
+            a->n = strtoull(v, NULL, 10);
+        else if (!strcmp(o, "-N"))
+            a->big = strtoull(v, NULL, 10);
+        else if (!strcmp(o, "-l"))
+            a->maxlen = strtoull(v, NULL, 10);
+        else if (!strcmp(o, "-q"))
+            a->nq = strtoull(v, NULL, 10);
+        else if (!strcmp(o, "-p"))
+            a->pq = strtoull(v, NULL, 10);
+        else if (!strcmp(o, "-d"))
+            a->dir = v;
+        else if (!strcmp(o, "-P"))
+            a->python = v;
+        else if (!strcmp(o, "-V"))
+            a->verify = strcmp(v, "0") != 0;
+        else if (!strcmp(o, "-r"))
+            a->rounds = atoi(v);
+        else
+            usage();
     }
-    if (n == 0 || maxlen == 0 || nq == 0) return 2;
-    char store[4096], lmdb[4096], prefix[4096], bigstore[4096];
-    snprintf(store, sizeof store, "%s/bench_read_%d.ss", dir, (int)getpid());
-    snprintf(lmdb, sizeof lmdb, "%s/bench_read_%d.lmdb", dir, (int)getpid());
-    snprintf(prefix, sizeof prefix, "%s/bench_read_%d_indexed", dir, (int)getpid());
-    snprintf(bigstore, sizeof bigstore, "%s/bench_read_%d_big.ss", dir, (int)getpid());
+    a->rounds = bench_rounds(a->rounds, 5);
+    if (a->n == 0 || a->maxlen == 0 || a->nq == 0 || a->pq == 0 || a->rounds > MAX_ROUNDS) usage();
+    if (a->pq > a->nq) a->pq = a->nq;
+}
 
-    printf("bench_read: %llu examples, lengths 1..%llu u16 tokens, %llu random queries, in %s\n",
-           (unsigned long long)n, (unsigned long long)maxlen, (unsigned long long)nq, dir);
-    corpus c;
-    corpus_make(&c, n, maxlen, 12345);
-    double gb = (double)c.tokens * 2 / 1e9;
-    printf("data: %.3f GB of tokens\n", gb);
-    double tw = write_store(&c, store);
-    printf("write seqstore:        %6.2f s  %7.1f MB/s  (file %.3f GB)\n", tw, gb * 1e3 / tw,
-           (double)file_bytes(store) / 1e9);
-    double tl = write_lmdb(&c, lmdb);
-    printf("write LMDB key/example: %5.2f s  %7.1f MB/s  (file %.3f GB)\n", tl, gb * 1e3 / tl,
-           (double)file_bytes(lmdb) / 1e9);
-
-    uint64_t *q = malloc(nq * sizeof *q), rs = 777;
-    if (!q) die("queries", SS_ENOMEM);
-    for (uint64_t j = 0; j < nq; j++) q[j] = splitmix(&rs) % n;
-    int use_python = strcmp(python, "none") != 0;
-    if (use_python) write_indexed(&c, prefix, q, nq);
-
-    /* open time of this store */
-    double open_warm = open_ms(store, 0, 21), open_cold = open_ms(store, 1, 7);
-
-    ss_store *s;
-    int rc = ss_open(&s, store, 0);
-    if (rc) die("open", rc);
-
-    /* sequential scan: every example copied out, against one memcpy */
-    size_t ring = 8u << 20;
-    unsigned char *dst = malloc(ring + (size_t)maxlen * 2);
-    if (!dst) die("scan buffer", SS_ENOMEM);
-    uint64_t total = c.tokens * 2;
-    double best_scan = 1e30, best_copy = 1e30, best_each = 1e30;
-    for (int r = 0; r < 4; r++) { /* run 0 warms the map and the buffer */
-        double t0 = now();
-        size_t at = 0;
-        for (uint64_t i = 0; i < n; i++) {
-            ss_view v;
-            if ((rc = ss_get(&v, s, 0, i))) die("ss_get", rc);
-            size_t b = (size_t)(v.length * v.row_bytes);
-            if (at + b > ring) at = 0;
-            memcpy(dst + at, v.data, b);
-            at += b;
-        }
-        double dt = now() - t0;
-        if (r && dt < best_scan) best_scan = dt;
-        t0 = now();
-        const unsigned char *src = (const unsigned char *)c.data;
-        for (uint64_t off = 0; off < total; off += ring) {
-            size_t b = total - off < ring ? (size_t)(total - off) : ring;
-            memcpy(dst, src + off, b);
-        }
-        dt = now() - t0;
-        if (r && dt < best_copy) best_copy = dt;
-        t0 = now(); /* the same per-example copies from the in-memory array */
-        at = 0;
-        for (uint64_t i = 0; i < n; i++) {
-            size_t b = (size_t)c.len[i] * 2;
-            if (at + b > ring) at = 0;
-            memcpy(dst + at, c.p[i], b);
-            at += b;
-        }
-        dt = now() - t0;
-        if (r && dt < best_each) best_each = dt;
+/* Sequential scan, one round: ss_get + memcpy of every example into a ring
+ * buffer, then the two ways of copying the same bytes from memory (8 MB
+ * blocks, and per example from the pointer array). Seconds in t[0..2]. */
+static void scan_round(const ss_store *s, const corpus *c, unsigned char *dst, size_t ring,
+                       double t[3]) {
+    double t0 = now();
+    size_t at = 0;
+    for (uint64_t i = 0; i < c->n; i++) {
+        ss_view v;
+        int rc = ss_get(&v, s, 0, i);
+        if (rc) die("ss_get", rc);
+        size_t b = (size_t)(v.length * v.row_bytes);
+        if (at + b > ring) at = 0;
+        memcpy(dst + at, v.data, b);
+        at += b;
     }
-    /* the baseline is the faster of the two ways to copy from memory */
-    double best_mem = best_copy < best_each ? best_copy : best_each;
-    volatile unsigned char sink = dst[ring / 2];
-    (void)sink;
+    t[0] = now() - t0;
+    t0 = now();
+    const unsigned char *src = (const unsigned char *)c->data;
+    uint64_t total = c->tokens * 2;
+    for (uint64_t off = 0; off < total; off += ring) {
+        size_t b = total - off < ring ? (size_t)(total - off) : ring;
+        memcpy(dst, src + off, b);
+    }
+    t[1] = now() - t0;
+    t0 = now();
+    at = 0;
+    for (uint64_t i = 0; i < c->n; i++) {
+        size_t b = (size_t)c->len[i] * 2;
+        if (at + b > ring) at = 0;
+        memcpy(dst + at, c->p[i], b);
+        at += b;
+    }
+    t[2] = now() - t0;
+    __asm__ __volatile__("" : : "r"(dst) : "memory");
+}
 
-    /* random access */
+enum { R_FLOOR, R_FLOOR4K, R_GET, R_MDB, R_PY, R_N };
+
+/* Per round: ns/op of each random-access loop (R_PY -1 without Python). */
+typedef struct figures {
+    double ns[R_N][MAX_ROUNDS];
+    double scan_gbs[MAX_ROUNDS], copy_gbs[MAX_ROUNDS], each_gbs[MAX_ROUNDS], scan_ratio[MAX_ROUNDS];
+    double open_warm, open_cold, big_warm, big_cold, gb, file_gb, big_gb;
+    double load0, load1;
+} figures;
+
+/* The pointer-array floor over a copy of the data in 4 KiB pages (no
+ * transparent huge pages), as a file mapping has. */
+static void *floor4k_make(corpus *small, const corpus *c, size_t *bytes) {
+    *small = *c;
+    *bytes = (size_t)c->tokens * 2;
+    void *m4k = mmap(NULL, *bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m4k == MAP_FAILED) die("mmap", SS_ENOMEM);
+    madvise(m4k, *bytes, MADV_NOHUGEPAGE);
+    memcpy(m4k, c->data, *bytes);
+    small->p = malloc(c->n * sizeof *small->p);
+    if (!small->p) die("pointers", SS_ENOMEM);
+    for (uint64_t i = 0; i < c->n; i++) small->p[i] = (const uint16_t *)m4k + c->offset[i];
+    return m4k;
+}
+
+/* Random access: a warm-up round, then a.rounds rounds in which the loops
+ * take turns (floor, ss_get, mdb_get, 4 KiB floor, then numpy in its own
+ * process), so that load from other processes hits them alike. */
+static void random_rounds(const args *a, const corpus *c, const ss_store *s, const char *lmdb,
+                          const char *prefix, const uint64_t *q, figures *fg) {
     MDB_env *env;
     MDB_txn *txn;
     MDB_dbi dbi;
+    int rc;
     if ((rc = mdb_env_create(&env)) ||
         (rc = mdb_env_set_mapsize(env, file_bytes(lmdb) + (1 << 20))) ||
         (rc = mdb_env_open(env, lmdb, MDB_NOSUBDIR | MDB_RDONLY, 0644)) ||
         (rc = mdb_txn_begin(env, NULL, MDB_RDONLY, &txn)) ||
         (rc = mdb_dbi_open(txn, NULL, 0, &dbi)))
         die_lmdb("lmdb open for reading", rc);
-    /* A second floor: the same pointer loop over a copy of the data in 4 KiB
-     * pages (no transparent huge pages), as a file mapping has. */
-    corpus small = c;
-    size_t data_bytes = (size_t)c.tokens * 2;
-    void *m4k = mmap(NULL, data_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (m4k == MAP_FAILED) die("mmap", SS_ENOMEM);
-    madvise(m4k, data_bytes, MADV_NOHUGEPAGE);
-    memcpy(m4k, c.data, data_bytes);
-    small.p = malloc(n * sizeof *small.p);
-    if (!small.p) die("pointers", SS_ENOMEM);
-    for (uint64_t i = 0; i < n; i++) small.p[i] = (const uint16_t *)m4k + c.offset[i];
-    double ns_floor4k = 1e30;
-    uint64_t sum_floor4k = 0;
-    /* The loops take turns, 5 rounds after a warm-up round, and each
-     * keeps its best: load from other processes hits them alike. */
-    double ns_floor = 1e30, ns_get = 1e30, ns_mdb = 1e30;
-    uint64_t sum_floor = 0, sum_get = 0, sum_mdb = 0;
-    for (int r = 0; r < 6; r++) {
+    corpus small;
+    size_t bytes4k;
+    void *m4k = floor4k_make(&small, c, &bytes4k);
+    int use_python = strcmp(a->python, "none") != 0;
+    uint64_t sum_py = 0;
+    for (uint64_t j = 0; j < a->pq; j++) sum_py += c->p[q[j]][0] + c->p[q[j]][c->len[q[j]] - 1];
+    double k = 1e9 / (double)a->nq;
+    for (int r = -1; r < a->rounds; r++) {
         double t0 = now();
-        sum_floor = loop_floor(&c, q, nq);
+        uint64_t sum_floor = loop_floor(c, q, a->nq);
         double t1 = now();
-        sum_get = loop_ss_get(s, q, nq);
+        uint64_t sum_get = loop_ss_get(s, q, a->nq);
         double t2 = now();
-        sum_mdb = loop_mdb_get(txn, dbi, q, nq);
+        uint64_t sum_mdb = loop_mdb_get(txn, dbi, q, a->nq);
         double t3 = now();
-        sum_floor4k = loop_floor(&small, q, nq);
+        uint64_t sum_floor4k = loop_floor(&small, q, a->nq);
         double t4 = now();
-        if (r == 0) continue;
-        double k = 1e9 / (double)nq;
-        if ((t1 - t0) * k < ns_floor) ns_floor = (t1 - t0) * k;
-        if ((t2 - t1) * k < ns_get) ns_get = (t2 - t1) * k;
-        if ((t3 - t2) * k < ns_mdb) ns_mdb = (t3 - t2) * k;
-        if ((t4 - t3) * k < ns_floor4k) ns_floor4k = (t4 - t3) * k;
+        if (sum_get != sum_floor || sum_mdb != sum_floor || sum_floor4k != sum_floor) {
+            fprintf(stderr, "bench_read: the loops read different data\n");
+            exit(1);
+        }
+        if (r < 0) continue;
+        fg->ns[R_FLOOR][r] = (t1 - t0) * k;
+        fg->ns[R_GET][r] = (t2 - t1) * k;
+        fg->ns[R_MDB][r] = (t3 - t2) * k;
+        fg->ns[R_FLOOR4K][r] = (t4 - t3) * k;
+        fg->ns[R_PY][r] =
+            use_python ? run_python(a->python, prefix, c->n, a->pq, sum_py, r > 0) : -1;
     }
-    munmap(m4k, data_bytes);
+    for (int r = 0; use_python && r < a->rounds; r++)
+        if (fg->ns[R_PY][r] <= 0) { /* a round without numpy: no figure at all */
+            fprintf(stderr, "bench_read: the numpy baseline failed (%s)\n", a->python);
+            fg->ns[R_PY][0] = -1;
+            break;
+        }
+    munmap(m4k, bytes4k);
     free(small.p);
-    if (sum_get != sum_floor || sum_mdb != sum_floor || sum_floor4k != sum_floor) {
-        fprintf(stderr, "bench_read: the three loops read different data\n");
-        return 1;
-    }
     mdb_txn_abort(txn);
     mdb_env_close(env);
-    ss_close(s);
-    double ns_py = -1;
-    if (use_python) {
-        uint64_t pq = nq < 500000 ? nq : 500000; /* Python is slow: fewer queries */
-        uint64_t sum_py = 0;
-        for (uint64_t j = 0; j < pq; j++) sum_py += c.p[q[j]][0] + c.p[q[j]][c.len[q[j]] - 1];
-        ns_py = run_python(python, prefix, n, pq, sum_py);
+}
+
+static void ratios(double *out, const double *num, const double *den, int n) {
+    for (int r = 0; r < n; r++) out[r] = num[r] / den[r];
+}
+
+static void print_plain(const args *a, const figures *fg) {
+    int R = a->rounds;
+    char b1[96], b2[96];
+    double x[MAX_ROUNDS];
+    say("\nrandom access, touching the first and last token: ns/op, median (range) of %d "
+        "alternating rounds\n",
+        R);
+    say("  in-memory pointer array (floor) %s\n",
+        bench_fmt(b1, sizeof b1, "%.1f", bench_stats(fg->ns[R_FLOOR], R)));
+    say("  floor with 4 KiB pages (no THP) %s\n",
+        bench_fmt(b1, sizeof b1, "%.1f", bench_stats(fg->ns[R_FLOOR4K], R)));
+    ratios(x, fg->ns[R_GET], fg->ns[R_FLOOR], R);
+    bench_mr g = bench_stats(x, R);
+    say("  ss_get                          %s = %sx the floor (target <= 2x: %s)\n",
+        bench_fmt(b1, sizeof b1, "%.1f", bench_stats(fg->ns[R_GET], R)),
+        bench_fmt(b2, sizeof b2, "%.2f", g), verdict(g.med <= 2));
+    ratios(x, fg->ns[R_GET], fg->ns[R_FLOOR4K], R);
+    say("                                  = %sx the 4 KiB-page floor\n",
+        bench_fmt(b2, sizeof b2, "%.2f", bench_stats(x, R)));
+    ratios(x, fg->ns[R_MDB], fg->ns[R_GET], R);
+    g = bench_stats(x, R);
+    say("  mdb_get, one key per example    %s: ss_get %sx faster (target >= 10x: %s)\n",
+        bench_fmt(b1, sizeof b1, "%.1f", bench_stats(fg->ns[R_MDB], R)),
+        bench_fmt(b2, sizeof b2, "%.1f", g), verdict(g.med >= 10));
+    if (fg->ns[R_PY][0] > 0) {
+        ratios(x, fg->ns[R_PY], fg->ns[R_GET], R);
+        g = bench_stats(x, R);
+        say("  numpy memmap + np.frombuffer    %s: ss_get %sx faster (target >= 50x: %s)\n",
+            bench_fmt(b1, sizeof b1, "%.1f", bench_stats(fg->ns[R_PY], R)),
+            bench_fmt(b2, sizeof b2, "%.1f", g), verdict(g.med >= 50));
     }
+    say("\nsequential scan of %.3f GB (warm), GB/s, median (range) of %d rounds:\n", fg->gb, R);
+    say("  memcpy from memory, 8 MB blocks %s\n",
+        bench_fmt(b1, sizeof b1, "%.2f", bench_stats(fg->copy_gbs, R)));
+    say("  memcpy from memory, per example %s\n",
+        bench_fmt(b1, sizeof b1, "%.2f", bench_stats(fg->each_gbs, R)));
+    g = bench_stats(fg->scan_ratio, R);
+    say("  ss_get + memcpy per example     %s = %sx the faster memcpy (target >= 0.8x: %s)\n",
+        bench_fmt(b1, sizeof b1, "%.2f", bench_stats(fg->scan_gbs, R)),
+        bench_fmt(b2, sizeof b2, "%.2f", g), verdict(g.med >= 0.8));
+    say("load average: %.2f at the start, %.2f at the end\n", fg->load0, fg->load1);
+}
 
-    printf("\nrandom access, touching the first and last token (ns/op, best of 5 interleaved "
-           "rounds):\n");
-    printf("  in-memory pointer array (floor) %8.1f\n", ns_floor);
-    printf("  ss_get                          %8.1f   %.2fx the floor     (target <= 2x: %s)\n",
-           ns_get, ns_get / ns_floor, verdict(ns_get <= 2 * ns_floor));
-    printf("  floor with 4 KiB pages (no THP) %8.1f   ss_get %.2fx this floor\n", ns_floor4k,
-           ns_get / ns_floor4k);
-    printf("  mdb_get, one key per example    %8.1f   ss_get %.1fx faster (target >= 10x: %s)\n",
-           ns_mdb, ns_mdb / ns_get, verdict(ns_mdb >= 10 * ns_get));
-    if (ns_py > 0)
-        printf("  numpy memmap + np.frombuffer    %8.1f   ss_get %.1fx faster (target >= 50x: "
-               "%s)\n",
-               ns_py, ns_py / ns_get, verdict(ns_py >= 50 * ns_get));
-    else if (use_python)
-        printf("  numpy memmap + np.frombuffer    (failed to run %s)\n", python);
-    printf("\nsequential scan of %.3f GB (best of 3, warm):\n", gb);
-    printf("  memcpy from memory, 8 MB blocks %8.2f GB/s\n", gb / best_copy);
-    printf("  memcpy from memory, per example %8.2f GB/s\n", gb / best_each);
-    printf("  ss_get + memcpy per example     %8.2f GB/s   %.2fx the faster memcpy (target >= "
-           "0.8x: %s)\n",
-           gb / best_scan, best_mem / best_scan, verdict(best_mem / best_scan >= 0.8));
+/* The rows of README's "Reading" table. */
+static void print_markdown(const args *a, const figures *fg) {
+    int R = a->rounds;
+    char b1[96], b2[96], b3[96];
+    double x[MAX_ROUNDS];
+    bench_md_header(fg->load0, fg->load1, R, "alternating seqstore and its baselines");
+    printf("| measure | figure | target |\n| --- | --- | --- |\n");
+    printf("| in-memory pointer array (the floor) | %s ns/op | |\n",
+           bench_fmt(b1, sizeof b1, "%.1f", bench_stats(fg->ns[R_FLOOR], R)));
+    printf("| the same floor in 4 KiB pages (no transparent huge pages) | %s ns/op | |\n",
+           bench_fmt(b1, sizeof b1, "%.1f", bench_stats(fg->ns[R_FLOOR4K], R)));
+    ratios(x, fg->ns[R_GET], fg->ns[R_FLOOR], R);
+    bench_mr g = bench_stats(x, R);
+    bench_fmt(b2, sizeof b2, "%.2f", g);
+    ratios(x, fg->ns[R_GET], fg->ns[R_FLOOR4K], R);
+    printf("| **`ss_get`** | **%s ns/op = %s× the floor**, %s× the 4 KiB floor | ≤ 2× — %s |\n",
+           bench_fmt(b1, sizeof b1, "%.1f", bench_stats(fg->ns[R_GET], R)), b2,
+           bench_fmt(b3, sizeof b3, "%.2f", bench_stats(x, R)), g.med <= 2 ? "met" : "not met");
+    ratios(x, fg->ns[R_MDB], fg->ns[R_GET], R);
+    g = bench_stats(x, R);
+    printf("| `mdb_get`, one LMDB key per example, same data | %s ns/op: `ss_get` **%s× faster** "
+           "| ≥ 10×%s |\n",
+           bench_fmt(b1, sizeof b1, "%.0f", bench_stats(fg->ns[R_MDB], R)),
+           bench_fmt(b2, sizeof b2, "%.1f", g), g.med >= 10 ? "" : " — not met");
+    if (fg->ns[R_PY][0] > 0) {
+        ratios(x, fg->ns[R_PY], fg->ns[R_GET], R);
+        g = bench_stats(x, R);
+        printf("| numpy `memmap` + `np.frombuffer` over `.bin` + offsets (Megatron/fairseq "
+               "style) | %s ns/op: `ss_get` **%s× faster** | ≥ 50×%s |\n",
+               bench_fmt(b1, sizeof b1, "%.0f", bench_stats(fg->ns[R_PY], R)),
+               bench_fmt(b2, sizeof b2, "%.1f", g), g.med >= 50 ? "" : " — not met");
+    }
+    g = bench_stats(fg->scan_ratio, R);
+    printf("| sequential scan, `ss_get` + `memcpy` per example | %s GB/s = **%s×** `memcpy` "
+           "from memory | ≥ 0.8×%s |\n",
+           bench_fmt(b1, sizeof b1, "%.2f", bench_stats(fg->scan_gbs, R)),
+           bench_fmt(b2, sizeof b2, "%.2f", g), g.med >= 0.8 ? "" : " — not met");
+    printf("| open, %llu examples (%.2f GB) | **%.2f ms** warm, %.1f ms after evicting the file "
+           "| < 50 ms |\n",
+           (unsigned long long)a->n, fg->file_gb, fg->open_warm, fg->open_cold);
+    if (a->big)
+        printf("| open, %llu examples (%.2f GB) | **%.2f ms** warm, %.1f ms after evicting the "
+               "file | < 50 ms |\n",
+               (unsigned long long)a->big, fg->big_gb, fg->big_warm, fg->big_cold);
+}
 
-    if (verify_rounds) bench_verify(store, n, dst, ring);
+int main(int argc, char **argv) {
+    args a;
+    g_out = stdout;
+    parse(&a, argc, argv);
+    if (a.markdown) g_out = stderr;
+    static figures fg;
+    fg.load0 = bench_loadavg();
+    char store[4096], lmdb[4096], prefix[4096], bigstore[4096];
+    snprintf(store, sizeof store, "%s/bench_read_%d.ss", a.dir, (int)getpid());
+    snprintf(lmdb, sizeof lmdb, "%s/bench_read_%d.lmdb", a.dir, (int)getpid());
+    snprintf(prefix, sizeof prefix, "%s/bench_read_%d_indexed", a.dir, (int)getpid());
+    snprintf(bigstore, sizeof bigstore, "%s/bench_read_%d_big.ss", a.dir, (int)getpid());
+
+    say("bench_read: %llu examples, lengths 1..%llu u16 tokens, %llu random queries (%llu for "
+        "numpy), %d rounds, in %s\n",
+        (unsigned long long)a.n, (unsigned long long)a.maxlen, (unsigned long long)a.nq,
+        (unsigned long long)a.pq, a.rounds, a.dir);
+    corpus c;
+    corpus_make(&c, a.n, a.maxlen, 12345);
+    fg.gb = (double)c.tokens * 2 / 1e9;
+    say("data: %.3f GB of tokens\n", fg.gb);
+    double tw = write_store(&c, store);
+    fg.file_gb = (double)file_bytes(store) / 1e9;
+    say("write seqstore:        %6.2f s  %7.1f MB/s  (file %.3f GB)\n", tw, fg.gb * 1e3 / tw,
+        fg.file_gb);
+    double tl = write_lmdb(&c, lmdb);
+    say("write LMDB key/example: %5.2f s  %7.1f MB/s  (file %.3f GB)\n", tl, fg.gb * 1e3 / tl,
+        (double)file_bytes(lmdb) / 1e9);
+
+    uint64_t *q = malloc(a.nq * sizeof *q), rs = 777;
+    if (!q) die("queries", SS_ENOMEM);
+    for (uint64_t j = 0; j < a.nq; j++) q[j] = splitmix(&rs) % a.n;
+    int use_python = strcmp(a.python, "none") != 0;
+    if (use_python) write_indexed(&c, prefix, q, a.pq);
+
+    fg.open_warm = open_ms(store, 0, 21);
+    fg.open_cold = open_ms(store, 1, 7);
+    ss_store *s;
+    int rc = ss_open(&s, store, 0);
+    if (rc) die("open", rc);
+
+    size_t ring = 8u << 20;
+    unsigned char *dst = malloc(ring + (size_t)a.maxlen * 2);
+    if (!dst) die("scan buffer", SS_ENOMEM);
+    for (int r = -1; r < a.rounds; r++) { /* round -1 warms the map and the buffer */
+        double t[3];
+        scan_round(s, &c, dst, ring, t);
+        if (r < 0) continue;
+        fg.scan_gbs[r] = fg.gb / t[0];
+        fg.copy_gbs[r] = fg.gb / t[1];
+        fg.each_gbs[r] = fg.gb / t[2];
+        /* the baseline is the faster of the two ways to copy from memory */
+        fg.scan_ratio[r] = (t[1] < t[2] ? t[1] : t[2]) / t[0];
+    }
+    random_rounds(&a, &c, s, lmdb, prefix, q, &fg);
+    ss_close(s);
+    fg.load1 = bench_loadavg();
+    print_plain(&a, &fg);
+
+    if (a.verify) bench_verify(store, a.n, dst, ring);
 
     remove_store(lmdb);
     if (use_python) {
@@ -611,20 +771,24 @@ int main(int argc, char **argv) {
     free(q);
     free(dst);
 
-    printf("\nopen time (ss_open + ss_close, median):\n");
-    printf("  %9llu examples: %7.3f ms warm, %7.3f ms after evicting the file (%.2f GB)\n",
-           (unsigned long long)n, open_warm, open_cold, (double)file_bytes(store) / 1e9);
+    say("\nopen time (ss_open + ss_close, median):\n");
+    say("  %9llu examples: %7.3f ms warm, %7.3f ms after evicting the file (%.2f GB)\n",
+        (unsigned long long)a.n, fg.open_warm, fg.open_cold, fg.file_gb);
     remove_store(store);
-    if (big) {
-        double tb = write_big_store(bigstore, big, maxlen);
-        double big_warm = open_ms(bigstore, 0, 21), big_cold = open_ms(bigstore, 1, 7);
-        printf("  %9llu examples: %7.3f ms warm, %7.3f ms after evicting the file (%.2f GB, "
-               "written in %.1f s)\n",
-               (unsigned long long)big, big_warm, big_cold, (double)file_bytes(bigstore) / 1e9, tb);
-        printf("  target: both under 50 ms: %s; %.1fx the examples -> %.2fx the warm open time\n",
-               verdict(open_warm < 50 && big_warm < 50 && open_cold < 50 && big_cold < 50),
-               (double)big / (double)n, big_warm / open_warm);
+    if (a.big) {
+        double tb = write_big_store(bigstore, a.big, a.maxlen);
+        fg.big_warm = open_ms(bigstore, 0, 21);
+        fg.big_cold = open_ms(bigstore, 1, 7);
+        fg.big_gb = (double)file_bytes(bigstore) / 1e9;
+        say("  %9llu examples: %7.3f ms warm, %7.3f ms after evicting the file (%.2f GB, "
+            "written in %.1f s)\n",
+            (unsigned long long)a.big, fg.big_warm, fg.big_cold, fg.big_gb, tb);
+        say("  target: both under 50 ms: %s; %.1fx the examples -> %.2fx the warm open time\n",
+            verdict(fg.open_warm < 50 && fg.big_warm < 50 && fg.open_cold < 50 && fg.big_cold < 50),
+            (double)a.big / (double)a.n, fg.big_warm / fg.open_warm);
         remove_store(bigstore);
     }
+    fg.load1 = bench_loadavg();
+    if (a.markdown) print_markdown(&a, &fg);
     return 0;
 }

@@ -5,8 +5,14 @@
  *
  *   bench_shuffle_locality create PATH MB      write a ~MB MiB store (u16 tokens,
  *                                              1024..7167 per example, ~8 KiB)
- *   bench_shuffle_locality run PATH [SECONDS]  read one epoch per order (at most
- *                                              SECONDS each, default 120)
+ *   bench_shuffle_locality run PATH [SECONDS] [--rounds R] [--markdown]
+ *                                              read one epoch per order (at most
+ *                                              SECONDS each, default 10) in each
+ *                                              of R rounds (default 5)
+ *
+ * In each round the orders take turns; epoch times and examples/s are the
+ * median (and range) over the rounds, with the load average at the start and
+ * end. --markdown prints README's table.
  *
  * Before each order the store's pages are dropped from the page cache (sync,
  * then posix_fadvise(POSIX_FADV_DONTNEED) on the file), so every run starts
@@ -28,6 +34,8 @@
  *    store indices are within 1% of N of each other (a full shuffle gives
  *    about 0.02). */
 #include "seqstore.h"
+
+#include "bench_common.h"
 
 #include <fcntl.h>
 #include <inttypes.h>
@@ -190,16 +198,55 @@ static void quality(const uint64_t *o0, const uint64_t *o1, uint64_t n, double *
     free(b);
 }
 
-static int run(const char *path, double max_seconds) {
-    static const config configs[] = {
+enum { NCONF = 6, MAX_ROUNDS = 64 };
+
+typedef struct quality_row {
+    double r_ep, r_ix, span, neigh;
+} quality_row;
+
+/* One cold epoch in `order`, at most max_seconds: examples read and seconds;
+ * *used is the cgroup's memory at the end. */
+static int epoch(const char *path, const ss_selection *all, const config *c, uint64_t *order,
+                 double max_seconds, uint64_t *done, double *secs, double *used) {
+    if (drop_cache(path)) fprintf(stderr, "warning: could not drop the page cache\n");
+    double t0 = now();
+    ss_store *s;
+    if (ss_open(&s, path, 0)) return die("open");
+    if (make_order(order, s, all, c, 0)) return 1;
+    uint64_t n = ss_count(s), k = 0, sum = 0;
+    for (; k < n; k++) {
+        ss_view v;
+        if (ss_get(&v, s, 0, order[k])) return die("get");
+        const unsigned char *p = v.data;
+        uint64_t nbytes = v.length * v.row_bytes;
+        for (uint64_t i = 0; i + 8 <= nbytes; i += 64) { /* touch every cache line */
+            uint64_t x;
+            memcpy(&x, p + i, 8);
+            sum += x;
+        }
+        if ((k & 255) == 255 && now() - t0 > max_seconds) {
+            k++;
+            break;
+        }
+    }
+    *secs = now() - t0;
+    *done = k;
+    *used = (double)cgroup_value("memory.current", "memory.usage_in_bytes") / (1 << 20);
+    ss_close(s);
+    __asm__ __volatile__("" : : "r"(sum));
+    return 0;
+}
+
+static int run(const char *path, double max_seconds, int rounds, int markdown) {
+    static const config configs[NCONF] = {
         {"sequential", SS_SAMPLE_SEQUENTIAL, 0, 0},
-        {"block 256 KiB x4", SS_SAMPLE_BLOCK_SHUFFLE, 256u << 10, 4},
-        {"block 2 MiB x4", SS_SAMPLE_BLOCK_SHUFFLE, 2u << 20, 4},
-        {"block 16 MiB x4", SS_SAMPLE_BLOCK_SHUFFLE, 16u << 20, 4},
-        {"block 2 MiB x16", SS_SAMPLE_BLOCK_SHUFFLE, 2u << 20, 16},
+        {"block 256 KiB, window 4", SS_SAMPLE_BLOCK_SHUFFLE, 256u << 10, 4},
+        {"block 2 MiB, window 4", SS_SAMPLE_BLOCK_SHUFFLE, 2u << 20, 4},
+        {"block 16 MiB, window 4", SS_SAMPLE_BLOCK_SHUFFLE, 16u << 20, 4},
+        {"block 2 MiB, window 16", SS_SAMPLE_BLOCK_SHUFFLE, 2u << 20, 16},
         {"full shuffle", SS_SAMPLE_SHUFFLE, 0, 0},
     };
-    const size_t nconf = sizeof configs / sizeof configs[0];
+    double load0 = bench_loadavg();
     ss_store *s;
     if (ss_open(&s, path, 0)) return die("open");
     uint64_t n = ss_count(s), total_bytes = 0;
@@ -208,66 +255,65 @@ static int run(const char *path, double max_seconds) {
     uint64_t *o0 = malloc(n * sizeof *o0), *o1 = malloc(n * sizeof *o1);
     if (!o0 || !o1) return die("memory");
     for (uint64_t i = 0; i < n; i++) total_bytes += 2 * ss_length(s, 0, i);
+    /* Quality figures come from the orders alone (the length index only). */
+    quality_row q[NCONF];
+    for (int c = 0; c < NCONF; c++) {
+        if (make_order(o0, s, all, &configs[c], 0) || make_order(o1, s, all, &configs[c], 1))
+            return 1;
+        quality(o0, o1, n, &q[c].r_ep, &q[c].r_ix, &q[c].span, &q[c].neigh);
+    }
     ss_close(s);
     FILE *f = fopen(path, "rb");
     long fsize = 0;
     if (f && fseek(f, 0, SEEK_END) == 0) fsize = ftell(f);
     if (f) fclose(f);
     uint64_t limit = cgroup_value("memory.max", "memory.limit_in_bytes");
-    printf("store %s: %" PRIu64 " examples, %.0f MiB of data, file %.0f MiB; memory cgroup limit: "
-           "%s%.0f MiB; each order read cold (fadvise DONTNEED), at most %.0f s\n\n",
-           path, n, (double)total_bytes / (1 << 20), (double)fsize / (1 << 20),
-           limit ? "" : "none found, ", (double)limit / (1 << 20), max_seconds);
-    printf("| order | epoch time (s) | examples/s | MiB/s | cgroup mem (MiB) | r(epochs) | "
-           "r(index) | batch span | neighbours |\n");
-    printf("|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
-    for (size_t c = 0; c < nconf; c++) {
-        /* Quality figures first (reads only the length index), then a cold
-         * timed epoch. */
-        double r_ep, r_ix, span, neigh;
-        if (ss_open(&s, path, 0)) return die("open");
-        if (make_order(o0, s, all, &configs[c], 0) || make_order(o1, s, all, &configs[c], 1))
-            return 1;
-        ss_close(s);
-        quality(o0, o1, n, &r_ep, &r_ix, &span, &neigh);
-        if (drop_cache(path)) fprintf(stderr, "warning: could not drop the page cache\n");
-        double t0 = now();
-        if (ss_open(&s, path, 0)) return die("open");
-        if (make_order(o0, s, all, &configs[c], 0)) return 1;
-        uint64_t k = 0, bytes = 0, sum = 0;
-        double t = 0;
-        for (; k < n; k++) {
-            ss_view v;
-            if (ss_get(&v, s, 0, o0[k])) return die("get");
-            const unsigned char *p = v.data;
-            uint64_t nbytes = v.length * v.row_bytes;
-            for (uint64_t i = 0; i + 8 <= nbytes; i += 64) {
-                uint64_t x;
-                memcpy(&x, p + i, 8);
-                sum += x;
-            }
-            bytes += nbytes;
-            if ((k & 255) == 255 && (t = now() - t0) > max_seconds) {
-                k++;
-                break;
-            }
+    static double secs[NCONF][MAX_ROUNDS], eps[NCONF][MAX_ROUNDS], frac[NCONF][MAX_ROUNDS],
+        used[NCONF][MAX_ROUNDS];
+    for (int r = 0; r < rounds; r++) /* the orders take turns, each read cold */
+        for (int c = 0; c < NCONF; c++) {
+            uint64_t k;
+            if (epoch(path, all, &configs[c], o0, max_seconds, &k, &secs[c][r], &used[c][r]))
+                return 1;
+            eps[c][r] = (double)k / secs[c][r];
+            frac[c][r] = (double)k / (double)n;
         }
-        t = now() - t0;
-        uint64_t used = cgroup_value("memory.current", "memory.usage_in_bytes");
-        ss_close(s);
-        double eps = (double)k / t;
-        char epoch[32];
-        if (k == n)
-            snprintf(epoch, sizeof epoch, "%.1f", t);
+    double load1 = bench_loadavg();
+    char d[16];
+    if (markdown)
+        printf("%s, load average %.2f at the start, %.2f at the end; a %.0f MiB store (%" PRIu64
+               " examples), memory cgroup limit %s%.0f MiB, each order read cold, at most %.0f s "
+               "per epoch; medians (and ranges) of %d rounds in which the orders take turns:\n\n"
+               "| order | epoch time | examples/s | r(epochs) | r(index) | batch span | "
+               "neighbours |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: |\n",
+               bench_date(d, sizeof d), load0, load1, (double)fsize / (1 << 20), n,
+               limit ? "" : "none found, ", (double)limit / (1 << 20), max_seconds, rounds);
+    else
+        printf("store %s: %" PRIu64 " examples, %.0f MiB of data, file %.0f MiB; memory cgroup "
+               "limit: %s%.0f MiB; each order read cold (fadvise DONTNEED), at most %.0f s; "
+               "median (range) of %d rounds\n\n| order | epoch time (s) | examples/s | cgroup mem "
+               "(MiB) | r(epochs) | r(index) | batch span | neighbours |\n"
+               "|---|---:|---:|---:|---:|---:|---:|---:|\n",
+               path, n, (double)total_bytes / (1 << 20), (double)fsize / (1 << 20),
+               limit ? "" : "none found, ", (double)limit / (1 << 20), max_seconds, rounds);
+    for (int c = 0; c < NCONF; c++) {
+        char ep[128], e1[96], e2[96];
+        bench_mr fr = bench_stats(frac[c], rounds), rate = bench_stats(eps[c], rounds);
+        bench_fmt(e2, sizeof e2, "%.0f", rate);
+        if (fr.lo >= 1)
+            bench_fmt(ep, sizeof ep, "%.1f s", bench_stats(secs[c], rounds));
+        else /* extrapolated from the median rate */
+            snprintf(ep, sizeof ep, "~%.0f s (extrapolated: %.0f%% in %.0f s)",
+                     (double)n / rate.med, 100 * fr.med, bench_stats(secs[c], rounds).med);
+        snprintf(e1, sizeof e1, "%.0f", bench_stats(used[c], rounds).med);
+        if (markdown)
+            printf("| %s | %s | %s | %.3f | %.3f | %.4f | %.3f |\n", configs[c].name, ep, e2,
+                   q[c].r_ep, q[c].r_ix, q[c].span, q[c].neigh);
         else
-            snprintf(epoch, sizeof epoch, "~%.0f (%.0f%% in %.0f s)", (double)n / eps,
-                     100.0 * (double)k / (double)n, t);
-        printf("| %s | %s | %.0f | %.1f | %.0f | %.3f | %.3f | %.4f | %.3f |\n", configs[c].name,
-               epoch, eps, (double)bytes / (1 << 20) / t, (double)used / (1 << 20), r_ep, r_ix,
-               span, neigh);
-        fflush(stdout);
-        if (sum == 42) printf(" ");
+            printf("| %s | %s | %s | %s | %.3f | %.3f | %.4f | %.3f |\n", configs[c].name, ep, e2,
+                   e1, q[c].r_ep, q[c].r_ix, q[c].span, q[c].neigh);
     }
+    if (!markdown) printf("load average: %.2f at the start, %.2f at the end\n", load0, load1);
     free(o0);
     free(o1);
     ss_selection_free(all);
@@ -277,9 +323,23 @@ static int run(const char *path, double max_seconds) {
 int main(int argc, char **argv) {
     if (argc >= 4 && strcmp(argv[1], "create") == 0)
         return create(argv[2], strtoull(argv[3], NULL, 10));
-    if (argc >= 3 && strcmp(argv[1], "run") == 0)
-        return run(argv[2], argc >= 4 ? atof(argv[3]) : 120.0);
+    if (argc >= 3 && strcmp(argv[1], "run") == 0) {
+        double secs = 10;
+        int rounds = 0, markdown = 0, bad = 0;
+        for (int i = 3; i < argc; i++) {
+            if (!strcmp(argv[i], "--rounds") && i + 1 < argc)
+                rounds = atoi(argv[++i]);
+            else if (!strcmp(argv[i], "--markdown"))
+                markdown = 1;
+            else if (argv[i][0] != '-' && atof(argv[i]) > 0)
+                secs = atof(argv[i]);
+            else
+                bad = 1;
+        }
+        rounds = bench_rounds(rounds, 5);
+        if (!bad && rounds <= MAX_ROUNDS) return run(argv[2], secs, rounds, markdown);
+    }
     fprintf(stderr, "usage: bench_shuffle_locality create PATH MB\n"
-                    "       bench_shuffle_locality run PATH [SECONDS]\n");
+                    "       bench_shuffle_locality run PATH [SECONDS] [--rounds R] [--markdown]\n");
     return 2;
 }

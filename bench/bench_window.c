@@ -1,18 +1,23 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* bench_window.c - the window reader's throughput and bookkeeping cost.
  *
- *   bench_window [DIR]
+ *   bench_window [DIR] [--rounds R] [--markdown]
+ *
+ * --markdown prints README's table; SS_BENCH_QUICK=1 a small store, 2 rounds.
  *
  * 1. Batches of B=64 x W=1000 x C=21, i16 -> f32 with per-channel gain and
  *    offset (EDF digital -> physical), from a warm store: output bytes per
  *    second at the default, 1, 2, ... threads, against memcpy of the same
- *    number of bytes. 7 rounds; in each, every configuration's 40 batches
+ *    number of bytes. R rounds (default 7); in each, every configuration's 40 batches
  *    follow 40 memcpys timed right before them, and the ratio is taken
- *    against that adjacent baseline; medians and ranges of the 7 rounds
+ *    against that adjacent baseline; medians and ranges of the R rounds
  *    (40 batches once made the baseline swing 1.5-11.3 GB/s between runs).
  * 2. Bookkeeping per window (lanes, states, cursors; no hidden state, 1
- *    sample per window so that collation is negligible): ns per window. */
+ *    sample per window so that collation is negligible): ns per window,
+ *    median and range of R rounds alternating its two modes. */
 #include <seqstore.h>
+
+#include "bench_common.h"
 
 #include <omp.h>
 #include <stdio.h>
@@ -106,14 +111,31 @@ static double memcpy_rate(float *dst, float *src, size_t bytes, int reps) {
     return (double)bytes * reps / (now() - t0);
 }
 
-enum { ROUNDS = 7, REPS = 40, MAXCFG = 8 };
+enum { MAX_ROUNDS = 64, REPS = 40, MAXCFG = 8 };
 
 int main(int argc, char **argv) {
-    const char *dir = argc > 1 ? argv[1] : "/tmp";
+    const char *dir = "/tmp";
+    int ROUNDS = 0, markdown = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--rounds") && i + 1 < argc)
+            ROUNDS = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--markdown"))
+            markdown = 1;
+        else if (argv[i][0] != '-')
+            dir = argv[i];
+        else {
+            fprintf(stderr, "usage: bench_window [DIR] [--rounds R] [--markdown]\n");
+            return 2;
+        }
+    }
+    ROUNDS = bench_rounds(ROUNDS, 7);
+    if (ROUNDS > MAX_ROUNDS) return 2;
+    int quick = bench_quick();
+    FILE *out = markdown ? stderr : stdout; /* the plain report; --markdown's table on stdout */
     char path[4096], path2[4096];
     snprintf(path, sizeof path, "%s/bench_window.ss", dir);
     snprintf(path2, sizeof path2, "%s/bench_window_small.ss", dir);
-    int rc = make_store(path, NSEQ, LEN, C);
+    int rc = make_store(path, quick ? 8 : NSEQ, LEN, C);
     if (rc) return die(rc);
     ss_store *s;
     if ((rc = ss_open(&s, path, 0))) return die(rc);
@@ -125,9 +147,10 @@ int main(int argc, char **argv) {
     memset(src, 1, bytes);
     memset(dst, 0, bytes);
     double load0 = loadavg();
-    printf("batch B=%d W=%d C=%d i16 -> f32 with gain/offset: %.1f MB per batch; %d rounds of "
-           "%d batches, each after %d memcpys of the same bytes\n",
-           B, W, C, (double)bytes / 1e6, ROUNDS, REPS, REPS);
+    fprintf(out,
+            "batch B=%d W=%d C=%d i16 -> f32 with gain/offset: %.1f MB per batch; %d rounds of "
+            "%d batches, each after %d memcpys of the same bytes\n",
+            B, W, C, (double)bytes / 1e6, ROUNDS, REPS, REPS);
     /* configurations: threads 0 (the default), 1, 2, 4 ... up to the cores */
     int maxt = omp_get_max_threads(), th[MAXCFG], ncfg = 0;
     for (int t = 0; t <= maxt && ncfg < MAXCFG; t = t ? 2 * t : 1) th[ncfg++] = t;
@@ -150,7 +173,8 @@ int main(int argc, char **argv) {
         if ((rc = ss_window_reader_open(&rd[k], s, &o))) return die(rc);
         if ((rc = run(rd[k], 20, &secs, &nw))) return die(rc); /* warm the page cache */
     }
-    double mc[ROUNDS * MAXCFG], gbs[MAXCFG][ROUNDS], ratio[MAXCFG][ROUNDS];
+    static double mc[MAX_ROUNDS * MAXCFG], gbs[MAXCFG][MAX_ROUNDS], ratio[MAXCFG][MAX_ROUNDS];
+    static double mbs[MAXCFG], mlo[MAXCFG], mhi[MAXCFG], rm[MAXCFG], rl[MAXCFG], rh[MAXCFG];
     for (int round = 0; round < ROUNDS; round++)
         for (int k = 0; k < ncfg; k++) { /* alternate: baseline, reader, baseline, ... */
             double base = memcpy_rate(dst, src, bytes, REPS), secs;
@@ -162,20 +186,23 @@ int main(int argc, char **argv) {
         }
     double med, lo, hi, rmed, rlo, rhi;
     stats(mc, ROUNDS * ncfg, &med, &lo, &hi);
-    printf("memcpy of the same bytes (1 thread): median %.2f GB/s (range %.2f-%.2f)\n", med, lo,
-           hi);
+    double mcmed = med, mclo = lo, mchi = hi;
+    fprintf(out, "memcpy of the same bytes (1 thread): median %.2f GB/s (range %.2f-%.2f)\n", med,
+            lo, hi);
     for (int k = 0; k < ncfg; k++) {
         char what[32];
         snprintf(what, sizeof what, th[k] ? "%d thread%s" : "default (threads = 0)", th[k],
                  th[k] > 1 ? "s" : "");
         stats(gbs[k], ROUNDS, &med, &lo, &hi);
         stats(ratio[k], ROUNDS, &rmed, &rlo, &rhi);
-        printf("window reader, %s: median %.2f GB/s (%.2f-%.2f) = %.2fx memcpy (%.2f-%.2f), "
-               "%.2f ms per batch\n",
-               what, med, lo, hi, rmed, rlo, rhi, 1e3 * (double)bytes / (med * 1e9));
+        mbs[k] = med, mlo[k] = lo, mhi[k] = hi, rm[k] = rmed, rl[k] = rlo, rh[k] = rhi;
+        fprintf(out,
+                "window reader, %s: median %.2f GB/s (%.2f-%.2f) = %.2fx memcpy (%.2f-%.2f), "
+                "%.2f ms per batch\n",
+                what, med, lo, hi, rmed, rlo, rhi, 1e3 * (double)bytes / (med * 1e9));
         ss_window_reader_free(rd[k]);
     }
-    printf("load average: %.2f at the start, %.2f at the end\n", load0, loadavg());
+    fprintf(out, "load average: %.2f at the start, %.2f at the end\n", load0, loadavg());
     ss_close(s);
     free(src);
     free(dst);
@@ -183,26 +210,57 @@ int main(int argc, char **argv) {
     /* bookkeeping: 1-sample windows, one channel, no hidden state */
     if ((rc = make_store(path2, 4096, 64, 1))) return die(rc);
     if ((rc = ss_open(&s, path2, 0))) return die(rc);
-    for (int carry = 0; carry < 2; carry++) {
-        ss_window_options o = SS_WINDOW_OPTIONS_INIT;
-        o.window = 1;
-        o.lanes = B;
-        o.mode = SS_WINDOW_SEQUENTIAL_RANDOM_START;
-        o.shuffle = 1;
-        o.threads = 1;
-        o.flags = carry ? 0 : SS_WINDOW_FORGET_STATE;
-        ss_window_reader *r;
-        if ((rc = ss_window_reader_open(&r, s, &o))) return die(rc);
-        double secs;
-        uint64_t nw;
-        if ((rc = run(r, 2000, &secs, &nw))) return die(rc);
-        if ((rc = run(r, 20000, &secs, &nw))) return die(rc);
-        printf("bookkeeping per window (B=%d, W=1, %s): %.0f ns\n", B,
-               carry ? "next + register" : "next, auto-release", 1e9 * secs / (double)nw);
-        ss_window_reader_free(r);
+    static double ns[2][MAX_ROUNDS];
+    for (int round = 0; round < ROUNDS; round++)
+        for (int carry = 0; carry < 2; carry++) { /* the two modes take turns */
+            ss_window_options o = SS_WINDOW_OPTIONS_INIT;
+            o.window = 1;
+            o.lanes = B;
+            o.mode = SS_WINDOW_SEQUENTIAL_RANDOM_START;
+            o.shuffle = 1;
+            o.threads = 1;
+            o.flags = carry ? 0 : SS_WINDOW_FORGET_STATE;
+            ss_window_reader *r;
+            if ((rc = ss_window_reader_open(&r, s, &o))) return die(rc);
+            double secs;
+            uint64_t nw;
+            if ((rc = run(r, quick ? 200 : 2000, &secs, &nw))) return die(rc);
+            if ((rc = run(r, quick ? 2000 : 20000, &secs, &nw))) return die(rc);
+            ns[carry][round] = 1e9 * secs / (double)nw;
+            ss_window_reader_free(r);
+        }
+    char b1[96];
+    for (int carry = 0; carry < 2; carry++)
+        fprintf(out, "bookkeeping per window (B=%d, W=1, %s): %s ns\n", B,
+                carry ? "next + register" : "next, auto-release",
+                bench_fmt(b1, sizeof b1, "%.0f", bench_stats(ns[carry], ROUNDS)));
+    if (markdown) {
+        char b2[96];
+        bench_md_header(load0, loadavg(), ROUNDS, "alternating 40 memcpys and 40 batches");
+        printf("| measure | figure | target |\n| --- | --- | --- |\n");
+        printf("| `memcpy` of the same bytes, 1 thread | %s GB/s | |\n",
+               bench_fmt(b1, sizeof b1, "%.1f", (bench_mr){mcmed, mclo, mchi}));
+        for (int k = 0; k < ncfg; k++) {
+            char what[32];
+            snprintf(what, sizeof what, th[k] ? "%d thread%s" : "default (threads = 0)", th[k],
+                     th[k] > 1 ? "s" : "");
+            printf("| window reader, %s | %s GB/s = **%s× memcpy** (%.2f ms per batch) | %s |\n",
+                   what, bench_fmt(b1, sizeof b1, "%.1f", (bench_mr){mbs[k], mlo[k], mhi[k]}),
+                   bench_fmt(b2, sizeof b2, "%.2f", (bench_mr){rm[k], rl[k], rh[k]}),
+                   1e3 * (double)bytes / (mbs[k] * 1e9), th[k] == 1 ? "≥ 0.7×" : "");
+        }
+        for (int carry = 0; carry < 2; carry++)
+            printf("| bookkeeping per window (lanes, cursors, states; no hidden-state copy; %s) | "
+                   "**%s ns** | < 1 µs |\n",
+                   carry ? "`next` + `register`" : "`next`, auto-release",
+                   bench_fmt(b1, sizeof b1, "%.0f", bench_stats(ns[carry], ROUNDS)));
     }
     ss_close(s);
-    remove(path);
-    remove(path2);
+    char lock[4200];
+    for (int k = 0; k < 2; k++) { /* the stores and their LMDB lock files */
+        snprintf(lock, sizeof lock, "%s-lock", k ? path2 : path);
+        remove(k ? path2 : path);
+        remove(lock);
+    }
     return 0;
 }

@@ -4,11 +4,16 @@
  * the same. Each size is written by its own child process, so that each peak
  * (wait4's ru_maxrss, and the child's VmHWM) is separate; the child also
  * reports its peak before writing (the program's own floor).
- * Usage: bench_write_rss [-l MAXLEN] [-d DIR] [N ...]
+ * Usage: bench_write_rss [-l MAXLEN] [-d DIR] [-r ROUNDS] [--markdown] [N ...]
  * Defaults: lengths uniform in 1..64 u16 tokens, DIR = $TMPDIR or /tmp,
- * N = 1000000 10000000. Default writer options (commit every 64 MiB). The
+ * N = 1000000 10000000 (SS_BENCH_QUICK=1: 20000 200000), 5 rounds, each
+ * writing every size in turn; figures are medians (and ranges) over the
+ * rounds, with the load average at the start and end. Default writer
+ * options (commit every 64 MiB). --markdown prints README's table. The
  * stores are deleted at the end. */
 #include "seqstore.h"
+
+#include "bench_common.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -21,9 +26,7 @@
 #include <unistd.h>
 
 static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+    return bench_now();
 }
 
 static uint64_t splitmix(uint64_t *s) {
@@ -84,71 +87,119 @@ static void child(const char *path, uint64_t n, uint64_t maxlen, int fd) {
     _exit(rc ? 1 : 0);
 }
 
+/* Writes `n` examples in a child process; its report and peak RSS (MiB). */
+static int write_in_child(const char *path, uint64_t n, uint64_t maxlen, report *r, double *peak) {
+    int p[2];
+    if (pipe(p) != 0) return -1;
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid < 0) return -1;
+    if (pid == 0) {
+        close(p[0]);
+        child(path, n, maxlen, p[1]);
+    }
+    close(p[1]);
+    int status;
+    struct rusage ru;
+    memset(r, 0, sizeof *r);
+    ssize_t got = read(p[0], r, sizeof *r);
+    close(p[0]);
+    char lock[4200];
+    snprintf(lock, sizeof lock, "%s-lock", path);
+    unlink(path);
+    unlink(lock);
+    if (wait4(pid, &status, 0, &ru) != pid || got != (ssize_t)sizeof *r || !r->ok) {
+        fprintf(stderr, "bench_write_rss: child for %llu examples failed\n", (unsigned long long)n);
+        return -1;
+    }
+    *peak = (double)ru.ru_maxrss / 1024.0; /* ru_maxrss is in KiB on Linux */
+    return 0;
+}
+
+enum { MAX_SIZES = 16, MAX_ROUNDS = 64 };
+
+static void usage(void) {
+    fprintf(stderr,
+            "usage: bench_write_rss [-l MAXLEN] [-d DIR] [-r ROUNDS] [--markdown] [N ...]\n");
+    exit(2);
+}
+
 int main(int argc, char **argv) {
-    uint64_t maxlen = 64, sizes[16];
-    int nsizes = 0;
+    uint64_t maxlen = 64, sizes[MAX_SIZES];
+    int nsizes = 0, rounds = 0, markdown = 0;
     const char *dir = getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
     for (int a = 1; a < argc; a++) {
         if (!strcmp(argv[a], "-l") && a + 1 < argc)
             maxlen = strtoull(argv[++a], NULL, 10);
         else if (!strcmp(argv[a], "-d") && a + 1 < argc)
             dir = argv[++a];
-        else if (nsizes < 16 && strtoull(argv[a], NULL, 10) > 0)
+        else if (!strcmp(argv[a], "-r") && a + 1 < argc)
+            rounds = atoi(argv[++a]);
+        else if (!strcmp(argv[a], "--markdown"))
+            markdown = 1;
+        else if (nsizes < MAX_SIZES && strtoull(argv[a], NULL, 10) > 0)
             sizes[nsizes++] = strtoull(argv[a], NULL, 10);
-        else {
-            fprintf(stderr, "usage: bench_write_rss [-l MAXLEN] [-d DIR] [N ...]\n");
-            return 2;
-        }
+        else
+            usage();
     }
     if (nsizes == 0) {
-        sizes[0] = 1000000;
-        sizes[1] = 10000000;
+        int quick = bench_quick();
+        sizes[0] = quick ? 20000 : 1000000;
+        sizes[1] = quick ? 200000 : 10000000;
         nsizes = 2;
     }
-    if (maxlen == 0) return 2;
-    char path[4096], lock[4200];
+    int R = bench_rounds(rounds, 5);
+    if (maxlen == 0 || R > MAX_ROUNDS) usage();
+    char path[4096];
     snprintf(path, sizeof path, "%s/bench_write_rss_%d.ss", dir, (int)getpid());
-    snprintf(lock, sizeof lock, "%s-lock", path);
-    printf("bench_write_rss: lengths 1..%llu u16 tokens, default writer options, in %s\n",
-           (unsigned long long)maxlen, dir);
-    printf("%11s %9s %9s %8s %9s %14s %14s %12s\n", "examples", "data GB", "file GB", "seconds",
-           "MB/s", "peak RSS MiB", "VmHWM MiB", "before MiB");
-    double first_peak = 0, last_peak = 0;
-    for (int i = 0; i < nsizes; i++) {
-        int p[2];
-        if (pipe(p) != 0) return 1;
-        fflush(stdout);
-        pid_t pid = fork();
-        if (pid < 0) return 1;
-        if (pid == 0) {
-            close(p[0]);
-            child(path, sizes[i], maxlen, p[1]);
+    double load0 = bench_loadavg();
+    static double mbs[MAX_SIZES][MAX_ROUNDS], peak[MAX_SIZES][MAX_ROUNDS],
+        hwm[MAX_SIZES][MAX_ROUNDS], before[MAX_SIZES][MAX_ROUNDS];
+    report last[MAX_SIZES];
+    for (int r = 0; r < R; r++) /* the sizes take turns */
+        for (int i = 0; i < nsizes; i++) {
+            report *rp = &last[i];
+            if (write_in_child(path, sizes[i], maxlen, rp, &peak[i][r])) return 1;
+            mbs[i][r] = (double)rp->data_bytes / 1e6 / rp->seconds;
+            hwm[i][r] = (double)rp->hwm_after_kib / 1024.0;
+            before[i][r] = (double)rp->hwm_before_kib / 1024.0;
         }
-        close(p[1]);
-        int status;
-        struct rusage ru;
-        report r;
-        memset(&r, 0, sizeof r);
-        ssize_t got = read(p[0], &r, sizeof r);
-        close(p[0]);
-        if (wait4(pid, &status, 0, &ru) != pid || got != (ssize_t)sizeof r || !r.ok) {
-            fprintf(stderr, "bench_write_rss: child for %llu examples failed\n",
-                    (unsigned long long)sizes[i]);
-            return 1;
-        }
-        unlink(path);
-        unlink(lock);
-        double peak = (double)ru.ru_maxrss / 1024.0; /* ru_maxrss is in KiB on Linux */
-        if (i == 0) first_peak = peak;
-        last_peak = peak;
-        printf("%11llu %9.3f %9.3f %8.2f %9.1f %14.1f %14.1f %12.1f\n",
-               (unsigned long long)sizes[i], (double)r.data_bytes / 1e9, (double)r.file_bytes / 1e9,
-               r.seconds, (double)r.data_bytes / 1e6 / r.seconds, peak,
-               (double)r.hwm_after_kib / 1024.0, (double)r.hwm_before_kib / 1024.0);
+    double load1 = bench_loadavg();
+    char b[4][96];
+    double first = bench_stats(peak[0], R).med, lastp = bench_stats(peak[nsizes - 1], R).med;
+    if (markdown) {
+        bench_md_header(load0, load1, R, "in which the sizes take turns");
+        printf("| examples | data | write speed | peak RSS |\n| --- | --- | --- | --- |\n");
+    } else {
+        printf("bench_write_rss: lengths 1..%llu u16 tokens, default writer options, in %s; "
+               "median (range) of %d rounds\n",
+               (unsigned long long)maxlen, dir, R);
     }
-    if (nsizes > 1)
-        printf("peak RSS, %llu over %llu examples: %.2fx (bounded memory: about 1x)\n",
-               (unsigned long long)sizes[nsizes - 1], (unsigned long long)sizes[0],
-               last_peak / first_peak);
+    for (int i = 0; i < nsizes; i++) {
+        bench_fmt(b[0], sizeof b[0], "%.0f", bench_stats(mbs[i], R));
+        bench_fmt(b[1], sizeof b[1], "%.1f", bench_stats(peak[i], R));
+        bench_fmt(b[2], sizeof b[2], "%.1f", bench_stats(hwm[i], R));
+        bench_fmt(b[3], sizeof b[3], "%.1f", bench_stats(before[i], R));
+        if (markdown) {
+            char note[128] = "";
+            if (i > 0)
+                snprintf(note, sizeof note, " (%.2f× the first size: bounded memory is about 1×)",
+                         bench_stats(peak[i], R).med / first);
+            printf("| %llu | %.3f GB | %s MB/s | %s MiB%s |\n", (unsigned long long)sizes[i],
+                   (double)last[i].data_bytes / 1e9, b[0], b[1], note);
+        } else {
+            printf("%11llu examples, %.3f GB of data, file %.3f GB: %s MB/s, peak RSS %s MiB, "
+                   "VmHWM %s MiB, before writing %s MiB\n",
+                   (unsigned long long)sizes[i], (double)last[i].data_bytes / 1e9,
+                   (double)last[i].file_bytes / 1e9, b[0], b[1], b[2], b[3]);
+        }
+    }
+    if (!markdown) {
+        if (nsizes > 1)
+            printf("peak RSS, %llu over %llu examples: %.2fx (bounded memory: about 1x)\n",
+                   (unsigned long long)sizes[nsizes - 1], (unsigned long long)sizes[0],
+                   lastp / first);
+        printf("load average: %.2f at the start, %.2f at the end\n", load0, load1);
+    }
     return 0;
 }

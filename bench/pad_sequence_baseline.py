@@ -4,6 +4,7 @@
 
     bench_collate DIR --json out.json
     python3 bench/pad_sequence_baseline.py out.json
+    python3 bench/pad_sequence_baseline.py --round REPS out.json   (run by bench_collate)
 
 Uses Debian's python3-torch when it is installed; prints a note and exits 0
 when it is not. For each case it times, at 1 and 2 torch threads, the best of
@@ -14,6 +15,11 @@ Tokens are held as int16 (torch 1.13 has no uint16; same bytes), converted to
 int64. EEG windows are int16 [2000][21], converted to float32 times gain plus
 offset. The ratio is PyTorch's time per batch over seqstore's (> 1: seqstore
 is faster).
+
+With --round REPS (how bench_collate runs it once per round, alternating
+with its own rounds) it times 1 torch thread only, best of REPS, and prints
+two lines for bench_collate to read: "tokens_us T" and "eeg_us T" (µs per
+batch); it exits 1 when torch is missing.
 """
 import json
 import os
@@ -33,7 +39,12 @@ def best_time(fn, reps=5):
 
 
 def main():
-    if len(sys.argv) != 2:
+    args = sys.argv[1:]
+    round_reps = None
+    if len(args) == 3 and args[0] == "--round":
+        round_reps = int(args[1])
+        args = args[2:]
+    if len(args) != 1:
         print(__doc__)
         return 2
     try:
@@ -47,8 +58,8 @@ def main():
             os.environ["SS_BASELINE_REEXEC"] = "1"
             os.execv(DEBIAN_PYTHON, [DEBIAN_PYTHON] + sys.argv)
         print("pad_sequence_baseline: skipped (python3-torch is not installed)")
-        return 0
-    with open(sys.argv[1]) as f:
+        return 1 if round_reps else 0
+    with open(args[0]) as f:
         res = json.load(f)
     g = torch.Generator().manual_seed(1)
 
@@ -79,6 +90,15 @@ def main():
         for seqs in eeg_batches:
             pad_sequence([s.to(torch.float32) * gain + off for s in seqs], batch_first=True)
 
+    if round_reps:
+        torch.set_num_threads(1)
+        for name, fa, fb, nb in (("tokens_us", tok_a, tok_b, len(tok_batches)),
+                                 ("eeg_us", eeg_a, eeg_b, NB)):
+            fa()  # warm up
+            fb()
+            t = min(best_time(fa, round_reps), best_time(fb, round_reps)) / nb * 1e6
+            print(f"{name} {t:.3f}")
+        return 0
     print(f"PyTorch {torch.__version__} pad_sequence on the same batches as bench_collate")
     for name, case, fa, fb, nb in (("tokens B=64 u16->i64", tok, tok_a, tok_b, len(tok_batches)),
                                    ("EEG B=32x2000x21 i16->f32*gain", eeg, eeg_a, eeg_b, NB)):

@@ -3,8 +3,11 @@
 # run_locality.sh - run bench_shuffle_locality on a store several times larger
 # than the memory the reading process may use.
 #
-#   bench/run_locality.sh BENCH_BINARY [STORE_MB] [LIMIT] [SECONDS]
+#   bench/run_locality.sh BENCH_BINARY [STORE_MB] [LIMIT] [SECONDS] [RUN_OPTION ...]
 #
+# RUN_OPTIONs (e.g. --rounds 5 --markdown) are passed to `run`; SECONDS
+# defaults to 10 (the most each order's epoch may take; longer ones are
+# extrapolated).
 # Creates a STORE_MB MiB store (default 1536) in $TMPDIR (default /var/tmp),
 # then runs `bench_shuffle_locality run` inside a child memory cgroup limited to
 # LIMIT (default 256M) and deletes the store. The child cgroup is created under
@@ -16,10 +19,12 @@ set -eu
 BENCH=${1:?usage: run_locality.sh BENCH_BINARY [STORE_MB] [LIMIT] [SECONDS]}
 MB=${2:-1536}
 LIMIT=${3:-256M}
-SECS=${4:-120}
+SECS=${4:-10}
+if [ $# -gt 4 ]; then shift 4; else shift $#; fi
 DIR=${TMPDIR:-/var/tmp}
 STORE="$DIR/ss_locality_$$.ss"
 trap 'rm -f "$STORE" "$STORE-lock"; [ -n "${CG:-}" ] && rmdir "$CG" 2>/dev/null; true' EXIT
+trap 'exit 130' INT TERM HUP
 
 "$BENCH" create "$STORE" "$MB" >&2
 
@@ -43,11 +48,12 @@ fi
 if [ -n "$CG" ]; then
     echo "memory cgroup $CG limited to $LIMIT" >&2
     # The subshell moves itself into the cgroup, then execs the reader.
-    sh -c 'echo $$ > "$1/cgroup.procs" && exec "$2" run "$3" "$4"' sh "$CG" "$BENCH" "$STORE" "$SECS"
+    # This script waits for it, then removes the cgroup (EXIT trap).
+    sh -c 'cg=$1 bench=$2 store=$3 secs=$4; shift 4; echo $$ > "$cg/cgroup.procs" && exec "$bench" run "$store" "$secs" "$@"' sh "$CG" "$BENCH" "$STORE" "$SECS" "$@"
 elif command -v systemd-run >/dev/null && systemd-run --scope -q -p MemoryMax="$LIMIT" true 2>/dev/null; then
     echo "systemd-run scope with MemoryMax=$LIMIT" >&2
-    systemd-run --scope -q -p MemoryMax="$LIMIT" "$BENCH" run "$STORE" "$SECS"
+    systemd-run --scope -q -p MemoryMax="$LIMIT" "$BENCH" run "$STORE" "$SECS" "$@"
 else
     echo "warning: no memory cgroup available; running unlimited (page cache dropped before each order only)" >&2
-    "$BENCH" run "$STORE" "$SECS"
+    "$BENCH" run "$STORE" "$SECS" "$@"
 fi
