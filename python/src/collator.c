@@ -13,6 +13,7 @@ typedef struct {
     PyObject *names; /* tuple: output field k's name */
     ss_span *spans;  /* grown, never shrunk: no allocation per batch in steady state */
     size_t cap;
+    int typenum[SS_MAX_FIELDS]; /* output field k's NumPy type, checked before C writes */
 } CollatorObject;
 
 static int collator_check(CollatorObject *co) {
@@ -44,7 +45,9 @@ static PyObject *collator_new(PyTypeObject *type, PyObject *args, PyObject *kw) 
     co->nfields = n ? (uint32_t)n : st->nfields;
     co->names = PyTuple_New(co->nfields);
     for (uint32_t k = 0; co->names && k < co->nfields; k++) {
-        PyObject *name = Py_NewRef(PyTuple_GET_ITEM(st->names, n ? cf[k].field : k));
+        uint32_t f = n ? cf[k].field : k;
+        co->typenum[k] = n && cf[k].dtype ? pyss_typenum(cf[k].dtype) : st->shape[f].typenum;
+        PyObject *name = Py_NewRef(PyTuple_GET_ITEM(st->names, f));
         if (!name)
             Py_CLEAR(co->names);
         else
@@ -187,6 +190,9 @@ static PyObject *collator_collate(CollatorObject *co, PyObject *args, PyObject *
         int rc = name ? out_buffer(out, name, &bufs[k]) : -1;
         if (rc < 0) return NULL;
         given[k] = rc ? PyDict_GetItemString(out, name) : NULL;
+        if (given[k] && PyArray_TYPE((PyArrayObject *)given[k]) != co->typenum[k])
+            /* before C writes: a refused buffer keeps its bytes */
+            return PyErr_Format(PyExc_TypeError, "out['%s'] has the wrong dtype", name);
     }
     /* Hold the given arrays while C writes into them without the GIL. */
     for (uint32_t k = 0; k < co->nfields; k++) Py_XINCREF(given[k]);

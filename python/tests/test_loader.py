@@ -230,8 +230,10 @@ def test_collator_into_caller_buffers(store):
     assert (buf[want.size:] == 7).all()
     with pytest.raises(seqstore.InvalidArgumentError, match="tokens"):
         c.collate(idx, out={"tokens": np.zeros(2, np.int64)})  # too small
-    with pytest.raises(TypeError):
-        c.collate(idx, out={"tokens": np.zeros(4096, np.int32)})  # wrong dtype
+    wrong = np.full(4096, 7, np.int32)
+    with pytest.raises(TypeError, match="wrong dtype"):
+        c.collate(idx, out={"tokens": wrong})  # wrong dtype
+    assert (wrong == 7).all()  # refused before the C collator wrote into it
     with pytest.raises(TypeError):
         c.collate(idx, out={"tokens": np.zeros((64, 64), np.int64)[:, ::2]})  # not contiguous
     ro = np.zeros(4096, np.int64)
