@@ -23,6 +23,7 @@
 #include "resample.h"
 
 #include <errno.h>
+#include <omp.h>
 #include <samplerate.h>
 #include <sndfile.h>
 #include <stdlib.h>
@@ -37,8 +38,12 @@ typedef struct audio_job {
     int channels;
     double rate;
     char layout[1024];
-    double rates_seen[16];
+    double rates_seen[16]; /* in input order (the main job's) */
     int nrates;
+    double file_rate; /* the last decoded file's rate (a slot's) */
+    int bad;          /* the slot's file is bad: message in err */
+    uint64_t T;       /* its frames */
+    char err[1024];
     /* reused buffers */
     void *data;
     size_t data_cap;
@@ -187,9 +192,15 @@ static int header_truncated(SNDFILE *sf, char *err, size_t errlen) {
 /* Decode one file into job->data; *T frames. 1 = bad (message in err). */
 static int audio_decode(audio_job *job, const char *path, uint64_t *T, char *err, size_t errlen) {
     SF_INFO info;
+    SNDFILE *sf;
     memset(&info, 0, sizeof info);
-    SNDFILE *sf = sf_open(path, SFM_READ, &info);
-    if (!sf) return snprintf(err, errlen, "libsndfile: %s", sf_strerror(NULL)), 1;
+    /* sf_strerror(NULL) is libsndfile's one global error: keep it with its open */
+#pragma omp critical(ss_sndfile_open)
+    {
+        sf = sf_open(path, SFM_READ, &info);
+        if (!sf) snprintf(err, errlen, "libsndfile: %s", sf_strerror(NULL));
+    }
+    if (!sf) return 1;
     int rc = 0;
     if (header_truncated(sf, err, errlen)) {
         rc = 1;
@@ -215,7 +226,7 @@ static int audio_decode(audio_job *job, const char *path, uint64_t *T, char *err
             rc = snprintf(err, errlen, "libsndfile: %s", sf_strerror(sf));
         else if (*T == 0)
             rc = snprintf(err, errlen, "no audio frames");
-        note_rate(job, info.samplerate);
+        job->file_rate = info.samplerate;
         sf_close(sf);
         return rc != 0;
     }
@@ -228,7 +239,7 @@ static int audio_decode(audio_job *job, const char *path, uint64_t *T, char *err
         rc = snprintf(err, errlen, "no audio frames");
     sf_close(sf);
     if (rc) return 1;
-    note_rate(job, info.samplerate);
+    job->file_rate = info.samplerate;
     size_t fl = job->rcap / sizeof(float);
     if (ss_sig_resample((const float *)job->fbuf, inT, (uint32_t)info.channels, info.samplerate,
                         job->rs.rate, job->rs.converter, &job->rbuf, &fl, &outT, err, errlen))
@@ -362,9 +373,15 @@ static int ref_from_store(ss_conv *c, audio_job *job, int *have) {
 /* The first readable file sets channels, rate, layout and the default dtype. */
 static int ref_from_file(audio_job *job, const char *path, char *err, size_t errlen) {
     SF_INFO info;
+    SNDFILE *sf;
     memset(&info, 0, sizeof info);
-    SNDFILE *sf = sf_open(path, SFM_READ, &info);
-    if (!sf) return snprintf(err, errlen, "libsndfile: %s", sf_strerror(NULL)), 1;
+    /* sf_strerror(NULL) is libsndfile's one global error: keep it with its open */
+#pragma omp critical(ss_sndfile_open)
+    {
+        sf = sf_open(path, SFM_READ, &info);
+        if (!sf) snprintf(err, errlen, "libsndfile: %s", sf_strerror(NULL));
+    }
+    if (!sf) return 1;
     job->channels = info.channels;
     job->rate = job->rs.rate ? job->rs.rate : info.samplerate;
     if (!job->dtype_given) job->dtype = native_dtype(info.format);
@@ -392,24 +409,63 @@ static int set_attrs(ss_conv *c, const audio_job *job) {
 
 /* ------------------------------------------------------------- running */
 
-static int convert_all(ss_conv *c, audio_job *job, const strlist *files, uint64_t skip) {
-    char err[1024];
-    for (uint32_t i = 0; i < files->n; i++) {
-        uint64_t T = 0;
-        err[0] = '\0';
-        if (audio_decode(job, files->v[i], &T, err, sizeof err)) {
-            if (ss_conv_bad(c, files->v[i], 0, "%s", err)) return 1;
-            continue;
-        }
-        if (skip) {
-            skip--;
-            continue;
-        }
-        ss_value v[1] = {{job->data, T}};
-        if (ss_conv_append(c, v, i, 1)) return 1;
-        ss_conv_progress(c, ss_conv_file_size(files->v[i]));
+/* Append slot s's decoded file i (in input order); 1 = stop. */
+static int emit(ss_conv *c, audio_job *job, audio_job *s, uint32_t i, const char *path,
+                uint64_t *skip) {
+    if (s->bad) return ss_conv_bad(c, path, 0, "%s", s->err);
+    note_rate(job, s->file_rate);
+    if (*skip) {
+        (*skip)--;
+        return 0;
     }
+    ss_value v[1] = {{s->data, s->T}};
+    if (ss_conv_append(c, v, i, 1)) return 1;
+    ss_conv_progress(c, ss_conv_file_size(path));
     return 0;
+}
+
+static void slot_free(audio_job *s) {
+    free(s->data);
+    free(s->fbuf);
+    free(s->rbuf);
+}
+
+/* Decode files in parallel (--threads; each thread its own buffers) and
+ * append them in input order, so any thread count writes the same store. */
+static int convert_all(ss_conv *c, audio_job *job, const strlist *files, uint64_t skip) {
+    int nthreads = ss_conv_opts(c)->threads, fatal = 0;
+    if (nthreads < 1) nthreads = 1;
+    if ((uint32_t)nthreads > files->n) nthreads = (int)(files->n ? files->n : 1);
+    audio_job *slots = calloc((size_t)nthreads, sizeof *slots);
+    if (!slots) return ss_conv_error(c, "out of memory");
+    for (int t = 0; t < nthreads; t++) { /* the run's settings, buffers of its own */
+        slots[t].dtype = job->dtype, slots[t].dtype_given = job->dtype_given;
+        slots[t].rs = job->rs, slots[t].channels = job->channels, slots[t].rate = job->rate;
+    }
+#pragma omp parallel num_threads(nthreads)
+    {
+        audio_job *s = &slots[omp_get_thread_num()];
+#pragma omp for ordered schedule(dynamic, 1)
+        for (long i = 0; i < (long)files->n; i++) {
+            int stop;
+#pragma omp atomic read
+            stop = fatal;
+            if (!stop) {
+                s->err[0] = '\0';
+                s->bad = audio_decode(s, files->v[i], &s->T, s->err, sizeof s->err);
+            }
+#pragma omp ordered
+            {
+                if (!fatal && emit(c, job, s, (uint32_t)i, files->v[i], &skip)) {
+#pragma omp atomic write
+                    fatal = 1;
+                }
+            }
+        }
+    }
+    for (int t = 0; t < nthreads; t++) slot_free(&slots[t]);
+    free(slots);
+    return fatal;
 }
 
 static int run_audio(ss_conv *c, int argc, char **argv) {

@@ -273,9 +273,58 @@ static void test_resample(void) {
     check_resampled(st2, 1, 8000, 440, Tb, 22050, 2e-4, 0);
 }
 
+/* Two stores hold the same examples, byte for byte. */
+static void expect_same_examples(const char *x, const char *y) {
+    ss_store *a = open_store(x), *b = open_store(y);
+    CHECK_EQ_U64(ss_count(a), ss_count(b));
+    for (uint64_t i = 0; i < ss_count(a); i++)
+        for (uint32_t f = 0; f < 2; f++) {
+            ss_view va, vb;
+            CHECK_OK(ss_get(&va, a, f, i));
+            CHECK_OK(ss_get(&vb, b, f, i));
+            CHECK_EQ_U64(va.length * va.row_bytes, vb.length * vb.row_bytes);
+            CHECK(memcmp(va.data, vb.data, va.length * va.row_bytes) == 0);
+        }
+    ss_close(a);
+    ss_close(b);
+}
+
+/* Files are decoded in parallel and appended in input order: any --threads
+ * gives the same store, the same resampled_from order and the same first bad
+ * file. */
+static void test_threads(void) {
+    const char *in[6] = {ss_test_keep_path("t0.wav"),   ss_test_keep_path("t1.wav"),
+                         ss_test_keep_path("t2.wav"),   ss_test_keep_path("t3.wav"),
+                         ss_test_keep_path("tbad.wav"), ss_test_keep_path("t5.wav")};
+    const double rates[6] = {22050, 16000, 8000, 16000, 0, 44100};
+    for (int i = 0; i < 6; i++)
+        if (rates[i] > 0) write_sine(in[i], rates[i], 300 + 50 * i, 1000 + 777 * i);
+    ss_test_write_file(in[4], "not a sound file\n", 17);
+    char list[4096];
+    snprintf(list, sizeof list, "'%s' '%s' '%s' '%s' '%s' '%s'", in[0], in[1], in[2], in[3], in[4],
+             in[5]);
+    const char *one = ss_test_keep_path("th1.ss"), *many = ss_test_keep_path("th4.ss");
+    EXPECT_RUN(0, "convert audio %s --resample 12000 --skip-bad --threads 1 -o '%s' --quiet", list,
+               one);
+    EXPECT_RUN(0, "convert audio %s --resample 12000 --skip-bad --threads 4 -o '%s' --quiet", list,
+               many);
+    expect_same_examples(one, many);
+    ss_store *s = open_store(many);
+    CHECK_EQ_U64(ss_count(s), 5);
+    expect_text_attr(s, "signal.resampled_from", "22050\n16000\n8000\n44100");
+    ss_close(s);
+    /* without --skip-bad the bad file stops the run, whatever the threads */
+    for (int t = 1; t <= 4; t += 3) {
+        EXPECT_RUN(1, "convert audio %s --resample 12000 --threads %d -o '%s' --quiet --force",
+                   list, t, many);
+        EXPECT_ERR("tbad.wav: libsndfile: ");
+    }
+}
+
 int main(void) {
     test_sox_files();
     test_resample();
+    test_threads();
     printf("test_convert_audio: ok\n");
     return 0;
 }
