@@ -9,9 +9,11 @@
 # Builds nothing: BUILD_DIR must hold bench/bench_* and seqstore (cmake
 # --build BUILD_DIR). Each C benchmark runs with --markdown and prints its
 # own table, the date and the load average at its start and end; its
-# progress goes to stderr. The Python benchmarks (bench_python_get.py,
-# bench_python_loader.py, with /usr/bin/python3 and PYTHONPATH=BUILD_DIR/python)
-# have no --markdown: their output is included verbatim.
+# progress goes to stderr. The Python benchmarks (bench_python_*.py, with
+# /usr/bin/python3 and PYTHONPATH=BUILD_DIR/python), the converter benchmarks
+# (bench_convert_*) and bench_dataset print lines, not Markdown: their output
+# is included verbatim in text blocks. Exit status 1 if any benchmark failed
+# (the document is still printed, with the failure in it).
 #
 # Environment:
 #   SS_BENCH_QUICK=1   tiny sizes and 2 rounds everywhere (the ctest smoke
@@ -184,6 +186,89 @@ section "Collation (\`bench/bench_collate.c\`, \`bench/pad_sequence_baseline.py\
 run "$R" "$BENCH/bench_collate" "$WORK" --markdown "${ROUNDS[@]}"
 table "$R"
 
+# verbatim OUT CMD...: CMD's output in a text block (the benchmarks below
+# print lines, not Markdown); a failure is shown, and fails the run at the end.
+FAILED=
+verbatim() {
+    local rc=0
+    run "$R" "$@" || rc=$?
+    { echo '```text'; cat "$R"; [ $rc = 0 ] || echo "(exit status $rc)"; echo '```'; } >>"$DOC"
+    echo >>"$DOC"
+    [ $rc = 0 ] || FAILED="$FAILED [$*]"
+}
+
+echo "run_all.sh: converters" >&2
+CLI=$BUILD/seqstore
+if [ -n "$QUICK" ]; then
+    EDF_ARGS=(2 1) SIG_RUNS=1 TEXT_MB=5 JSONL_ARGS=(1 1) NPYPAR_ARGS=(100 1)
+else
+    EDF_ARGS=(12 10) SIG_RUNS=${SS_BENCH_ROUNDS:-7} TEXT_MB=100 JSONL_ARGS=(16 "${SS_BENCH_ROUNDS:-5}")
+    NPYPAR_ARGS=(1 "${SS_BENCH_ROUNDS:-5}")
+fi
+section "Converters (\`bench/bench_convert_*\`)" \
+    "build/bench/bench_convert_idx build/seqstore DIR
+build/bench/bench_convert_edf build/seqstore DIR ${EDF_ARGS[*]}
+build/bench/bench_convert_signal build/seqstore DIR $SIG_RUNS
+build/bench/bench_convert_text build/seqstore $TEXT_MB DIR
+bench/bench_convert_jsonl.sh build/seqstore ${JSONL_ARGS[*]} DIR
+bench/bench_convert_npy_parallel.sh build/seqstore ${NPYPAR_ARGS[*]} DIR"
+note "Each prints lines, not a table; their output, verbatim, in that order (a converter missing from this build is said so):"
+if [ -d /usr/share/datasets/fashion-mnist ]; then
+    verbatim "$BENCH/bench_convert_idx" "$CLI" "$WORK"
+else
+    note "(bench_convert_idx not run: /usr/share/datasets/fashion-mnist is missing)"
+fi
+verbatim "$BENCH/bench_convert_edf" "$CLI" "$WORK/edf" "${EDF_ARGS[@]}"
+rm -rf "$WORK/edf"
+if [ -x "$BENCH/bench_convert_signal" ]; then
+    verbatim "$BENCH/bench_convert_signal" "$CLI" "$WORK/signal" "$SIG_RUNS"
+    rm -rf "$WORK/signal"
+else
+    note "(bench_convert_signal not built: libsndfile or BioSig missing)"
+fi
+verbatim "$BENCH/bench_convert_text" "$CLI" "$TEXT_MB" "$WORK"
+if command -v spm_train >/dev/null && [ -d /usr/share/games/fortunes ]; then
+    verbatim bash "$SRC/bench/bench_convert_jsonl.sh" "$CLI" "${JSONL_ARGS[@]}" "$WORK"
+else
+    note "(bench_convert_jsonl.sh not run: spm_train or the fortunes are missing)"
+fi
+if "$PY" -c 'import numpy' 2>/dev/null; then
+    verbatim bash "$SRC/bench/bench_convert_npy_parallel.sh" "$CLI" "${NPYPAR_ARGS[@]}" "$WORK"
+else
+    note "(bench_convert_npy_parallel.sh not run: NumPy is missing)"
+fi
+
+echo "run_all.sh: datasets" >&2
+DS_ARGS=()
+[ -n "$QUICK" ] && DS_ARGS=(-n 20000 -q 100000)
+section "Datasets of shards (\`bench/bench_dataset.c\`)" "build/bench/bench_dataset ${DS_ARGS[*]}"
+verbatim "$BENCH/bench_dataset" -d "$WORK" "${DS_ARGS[@]}"
+
+echo "run_all.sh: python windows and out=" >&2
+if [ -n "$QUICK" ]; then
+    WIN_ARGS=(--batches 20 --rounds 2)
+    INTO_ARGS=(-n 20000 --batches 50 --rounds 2)
+else
+    WIN_ARGS=(--rounds "${SS_BENCH_ROUNDS:-7}")
+    INTO_ARGS=(--rounds "${SS_BENCH_ROUNDS:-9}" --batches 5000)
+fi
+section "Python: EEG windows and writing into caller buffers (\`bench/bench_python_window.py\`, \`bench/bench_python_loader_into.py\`)" \
+    "PYTHONPATH=build/python /usr/bin/python3 bench/bench_python_window.py ${WIN_ARGS[*]}
+PYTHONPATH=build/python /usr/bin/python3 bench/bench_python_loader_into.py ${INTO_ARGS[*]}"
+if "$PY" -c 'import numpy, torch' 2>/dev/null && [ -d "$BUILD/python" ]; then
+    mkdir -p "$WORK/py"
+    PYTHONPATH=$BUILD/python verbatim "$PY" "$SRC/bench/bench_python_window.py" --dir "$WORK/py" \
+        "${WIN_ARGS[@]}"
+    PYTHONPATH=$BUILD/python verbatim "$PY" "$SRC/bench/bench_python_loader_into.py" \
+        --dir "$WORK/py" "${INTO_ARGS[@]}"
+else
+    note "(not run: NumPy, torch or the Python module is missing)"
+fi
+
 echo "Load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)." >>"$DOC"
 if [ -n "$OUT" ]; then cp "$DOC" "$OUT"; fi
 cat "$DOC"
+if [ -n "$FAILED" ]; then
+    echo "run_all.sh: failed:$FAILED" >&2
+    exit 1
+fi

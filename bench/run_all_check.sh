@@ -45,6 +45,17 @@ need 1 "| order | epoch time | examples/s | r(epochs) | r(index) | batch span | 
 need 1 "| full shuffle |"
 need 1 "| case | memcpy | collate 1 thread | 2 threads |"
 need 1 "| EEG: B=32 windows"
+need 1 "### Converters"
+need 1 "EDFlib read only"
+need 1 "convert text bytes, 1 thread"
+if [ -x "$BUILD/bench/bench_convert_signal" ]; then need 1 "GDF (BioSig)"; fi
+if /usr/bin/python3 -c 'import numpy' 2>/dev/null; then need 1 "convert parallel --tokens words"; fi
+need 1 "### Datasets of shards"
+need 1 " 256 shards: open"
+if /usr/bin/python3 -c 'import numpy, torch' 2>/dev/null; then
+    need 1 "seqstore WindowReader"
+    need 1 "Loader out=reused tensor"
+fi
 need 7 "load average"
 need 1 "Load average at the end"
 cmp -s "$OUT" "$T/copy.md" || { echo "OUT.md differs from standard output"; fail=1; }
