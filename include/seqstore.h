@@ -514,6 +514,34 @@ SS_API uint64_t ss_length(const ss_store *s, uint32_t field, uint64_t index);
  *          SS_EINVAL (NULL argument). */
 SS_API int ss_lengths(uint64_t *out, const ss_store *s, uint32_t field, uint64_t first, uint64_t n);
 
+/** Attribute name prefix of a sequence field's stored lengths: the section
+ *  `ss.lengths.FIELD` (spec/FORMAT.md §7.3), written by the writer. */
+#define SS_LENGTHS_ATTR_PREFIX "ss.lengths."
+
+/** The stored lengths of sequence field `field`, zero-copy: one typed array
+ *  of every example's length (time steps) in example order, the narrowest of
+ *  u8/u16/u32/u64 that holds the longest (spec/FORMAT.md §7.3). The writer
+ *  writes it when it finishes (ss_writer_finish(), again after every append
+ *  or resume); `seqstore dataset build` writes the whole dataset's. No pass
+ *  over the index, no allocation; the section's checksum is checked at every
+ *  call (like ss_attr_get(), one hash of count × width bytes): call it once
+ *  and keep the pointer.
+ *  @param[out] data   first length; 8-byte aligned, read-only, inside the map;
+ *                     valid until ss_close(s). Element i is example i's length.
+ *  @param[out] dtype  SS_U8, SS_U16, SS_U32 or SS_U64.
+ *  @param[out] count  elements: ss_count(s).
+ *  @param[in]  s      a store or a dataset.
+ *  @param[in]  field  a sequence field.
+ *  @return 0; SS_ENOTFOUND when the store has no such section (written by a
+ *          library before it, or with more examples than one block holds,
+ *          or a dataset built before it): then ss_lengths() gives the same
+ *          values from the index; SS_EINVAL (NULL argument, fixed field);
+ *          SS_ERANGE (no such field); SS_ECORRUPT (checksum mismatch, or a
+ *          type or size that is not count lengths). On error *data is NULL
+ *          and *count 0. */
+SS_API int ss_lengths_view(const void **data, ss_dtype *dtype, uint64_t *count, const ss_store *s,
+                           uint32_t field);
+
 /* ------------------------------------------------------------- flat view */
 
 /** Total rows of `field` over all examples: the length of its flat stream
