@@ -186,7 +186,8 @@ int ss__lengths_check(const ss_store *s, uint32_t field, uint64_t *bad) {
         if (got != want) {
             *bad = i;
             return ss__fail(SS_ECORRUPT,
-                            "%s: stored lengths of field '%s': example %llu has %llu, the "
+                            "%s: stored lengths (attribute '" SS_LENGTHS_ATTR_PREFIX
+                            "%s'): example %llu has %llu, the "
                             "index says %llu",
                             s->path, s->h.fields[field].name, (unsigned long long)i,
                             (unsigned long long)got, (unsigned long long)want);
@@ -196,7 +197,8 @@ int ss__lengths_check(const ss_store *s, uint32_t field, uint64_t *bad) {
     if (ss__lengths_dtype(longest, &width) != dtype) {
         *bad = n;
         return ss__fail(SS_ECORRUPT,
-                        "%s: stored lengths of field '%s': type %u is not the narrowest for "
+                        "%s: stored lengths (attribute '" SS_LENGTHS_ATTR_PREFIX
+                        "%s'): type %u is not the narrowest for "
                         "a longest example of %llu",
                         s->path, s->h.fields[field].name, (unsigned)dtype,
                         (unsigned long long)longest);

@@ -30,4 +30,21 @@ int ss__lengths_check(const ss_store *s, uint32_t field, uint64_t *bad);
 /** Its attribute binding it to one manifest: the manifest's checksum. */
 #define SS_SECTIONS_BINDING "dataset.manifest"
 
+typedef struct ss_manifest ss_manifest;
+
+/* `*out` = DIR/dataset.sections.ss (malloc'd). 0 or SS_ENOMEM. */
+int ss__sections_path(char **out, const char *dir);
+/* Open the sections store of dataset directory `dir` read-only without a
+ * lock file (*out NULL when there is none) and check that it is bound to
+ * manifest `m` (its checksum). 0; SS_ECORRUPT (another manifest's); as
+ * ss_open(). */
+int ss__sections_open(ss_store **out, const char *dir, const ss_manifest *m, unsigned flags);
+/* Write the sections store of `dir` for manifest `m` (its checksum set) over
+ * `shards` (its m->nshards shards, open): the binding, every sequence
+ * field's global lengths, and the splits and bucket indices of the previous
+ * sections store if it was bound to the same manifest (`*kept`; `*dropped`
+ * those of another manifest's). Written to a temporary file and renamed. */
+int ss__sections_build(const char *dir, const ss_manifest *m, ss_store *const *shards,
+                       uint64_t *kept, uint64_t *dropped);
+
 #endif

@@ -288,6 +288,23 @@ typedef struct ss_value {
  *          committed stays. */
 SS_API int ss_writer_append(ss_writer *w, const ss_value *values);
 
+/** Open a writer for the SDK sections (ss.* attributes: splits, bucket
+ *  indices) of `path`, which is a store or a dataset (spec/FORMAT.md §13.1).
+ *  For a store: ss_writer_open(path, NULL, NULL), an append of no examples.
+ *  For a dataset (a directory holding dataset.manifest, or the manifest):
+ *  its sections store DIR/dataset.sections.ss, whose ss.* attributes number
+ *  the whole dataset's examples and which ss_open() of the dataset shows as
+ *  its own. Set attributes with ss_writer_set_attr() (or ss_split_set()),
+ *  then ss_writer_finish() and ss_writer_free(). Writing creates LMDB's lock
+ *  file next to the written store (DIR/dataset.sections.ss-lock for a
+ *  dataset); readers of a dataset never need it.
+ *  @param[out] out the writer.
+ *  @param[in]  path a store or a dataset.
+ *  @return 0; SS_ENOTFOUND (a dataset built without a sections store: run
+ *          `seqstore dataset build` again); SS_EINVAL (NULL argument); as
+ *          ss_writer_open(). */
+SS_API int ss_sections_writer_open(ss_writer **out, const char *path);
+
 /** Set (or replace) an attribute. Written at the next commit or finish.
  *  An attribute set after ss_writer_finish() is never written (and no error
  *  is returned).
