@@ -11,7 +11,6 @@
  * place, so lengths cost no pass and no memory at open or afterwards. */
 #include "sections.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -76,10 +75,8 @@ static void ss_fill_one(void *ctx, uint64_t i, uint64_t length) {
 }
 
 uint32_t ss__lengths_dtype(uint64_t longest, unsigned *width) {
-    if (longest <= UINT8_MAX) return *width = 1, SS_U8;
-    if (longest <= UINT16_MAX) return *width = 2, SS_U16;
-    if (longest <= UINT32_MAX) return *width = 4, SS_U32;
-    return *width = 8, SS_U64;
+    *width = longest <= UINT8_MAX ? 1 : longest <= UINT16_MAX ? 2 : longest <= UINT32_MAX ? 4 : 8;
+    return *width == 1 ? SS_U8 : *width == 2 ? SS_U16 : *width == 4 ? SS_U32 : SS_U64;
 }
 
 int ss__lengths_put(MDB_txn *txn, MDB_dbi dbi, const ss_header *h) {
