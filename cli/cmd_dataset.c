@@ -3,6 +3,7 @@
  * of shards (spec/FORMAT.md §13) after checking the shards. */
 #include "commands.h"
 #include "manifest.h"
+#include "sections.h"
 
 #include <dirent.h>
 #include <getopt.h>
@@ -19,12 +20,15 @@ static void usage(void) {
     printf("usage: seqstore dataset build DIR [SHARD...] [--verify]\n\n"
            "Check the shard stores of the dataset directory DIR and write its manifest\n"
            "DIR/" SS_MANIFEST_NAME " (atomically). Without SHARD names, the shards are the\n"
-           "*.ss files of DIR, ordered by their source.shard attribute K/N (written by\n"
+           "*.ss files of DIR (but " SS_SECTIONS_NAME "), ordered by their source.shard attribute K/N (written by\n"
            "`seqstore convert ... --shard K/N`), which must be exactly 0/N .. N-1/N.\n"
            "With SHARD names (paths relative to DIR), the shards are those, in that order.\n"
            "Every shard must be complete, with the first one's schema and the same\n"
            "attributes (but convert.options, source.shard and the per-shard ss.* ones).\n"
            "A dataset is then opened like a store: `seqstore info DIR`, ss_open(DIR).\n"
+           "It also writes DIR/" SS_SECTIONS_NAME ": every sequence field's lengths over\n"
+           "the whole dataset, and later the splits and bucket indices that `seqstore\n"
+           "split DIR` and `seqstore index DIR` make (kept when the manifest is unchanged).\n"
            "  --verify   also recompute every checksum of every shard (reads all data)\n"
            "exit codes: 0 ok, 1 error, 2 usage error, 3 a shard is corrupt\n");
 }
@@ -62,7 +66,9 @@ static int list_dir(const char *dir, ds_shard **out, size_t *n) {
     size_t cap = 0;
     while ((e = readdir(d))) {
         size_t len = strlen(e->d_name);
-        if (e->d_name[0] == '.' || len < 4 || strcmp(e->d_name + len - 3, ".ss")) continue;
+        if (e->d_name[0] == '.' || len < 4 || strcmp(e->d_name + len - 3, ".ss") ||
+            !strcmp(e->d_name, SS_SECTIONS_NAME)) /* the dataset's own, not a shard */
+            continue;
         if (*n == cap) {
             cap = cap ? 2 * cap : 16;
             ds_shard *p = realloc(*out, cap * sizeof *p);
@@ -145,6 +151,8 @@ static int check_shards(const char *dir, ds_shard *sh, size_t n, int ordered, in
     return 0;
 }
 
+static int build_sections(const char *dir, ss_manifest *m, const ds_shard *sh, size_t n);
+
 static int build_manifest(const char *dir, ds_shard *sh, size_t n) {
     ss_manifest m;
     ss_manifest_init(&m, sh[0].s);
@@ -158,11 +166,49 @@ static int build_manifest(const char *dir, ds_shard *sh, size_t n) {
             ss_manifest_check_shard(&m, (uint32_t)i, s))
             rc = ss_cli_store_error("dataset", "shard '%s'", sh[i].name);
     }
+    if (!rc) rc = build_sections(dir, &m, sh, n);
     if (!rc && ss_manifest_write(&m, dir)) rc = ss_cli_store_error("dataset", "%s", dir);
     if (!rc)
         printf("%s: %u shards, %llu examples\n", dir, m.nshards, (unsigned long long)m.examples);
     ss_manifest_free(&m);
     return rc;
+}
+
+/* The sections store (spec/FORMAT.md §13.1), bound to the manifest about to
+ * be written: written before it, so a reader of the new manifest finds its
+ * sections. */
+static int build_sections(const char *dir, ss_manifest *m, const ds_shard *sh, size_t n) {
+    char *text = NULL;
+    size_t len = 0;
+    ss_manifest parsed = {0};
+    ss_store **stores = calloc(n, sizeof *stores);
+    int rc = stores ? ss_manifest_format(m, &text, &len) : SS_ENOMEM;
+    if (!rc) rc = ss_manifest_parse(&parsed, text, len); /* its checksum line */
+    m->checksum = parsed.checksum;
+    ss_manifest_free(&parsed);
+    free(text);
+    for (size_t i = 0; stores && i < n; i++) stores[i] = sh[i].s;
+    uint64_t kept = 0, dropped = 0;
+    if (!rc) rc = ss__sections_build(dir, m, stores, &kept, &dropped);
+    free(stores);
+    if (rc) return ss_cli_store_error("dataset", "%s", dir);
+    if (kept) printf("%s: kept %llu splits and bucket indices\n", dir, (unsigned long long)kept);
+    if (dropped)
+        fprintf(stderr,
+                "seqstore dataset: %s: dropped %llu splits and bucket indices of the previous "
+                "build (they numbered other examples); make them again\n",
+                dir, (unsigned long long)dropped);
+    return 0;
+}
+
+void ss_cli_note_sections(const char *path) {
+    char *file = NULL, *dir = NULL, *sec = NULL;
+    if (ss_dataset_probe(path) && !ss_manifest_locate(path, &file, &dir) &&
+        !ss__sections_path(&sec, dir))
+        ss_cli_note_store(sec, 0);
+    free(file);
+    free(dir);
+    free(sec);
 }
 
 static int dataset_build(int argc, char **argv) {

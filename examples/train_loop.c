@@ -1,13 +1,22 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* train_loop.c - the reading side of a training loop: fold 0 of a 5-fold
  * cross-validation, shuffled token-budget batches padded into [B][T] int64
- * with a mask, prefetched on a worker thread, resumable.
+ * with a mask, prefetched on a worker thread, resumable; this process's
+ * share of the batches when several read (rank and world size from the
+ * environment: torchrun's RANK/WORLD_SIZE, mpirun's or srun's).
  *
- *   train_loop STORE [FIELD]      (e.g. the quick start's fortunes.ss) */
+ *   train_loop STORE|DATASET [FIELD]     (e.g. the quick start's fortunes.ss)
+ *
+ * A dataset of shards (`convert --shard K/N` + `seqstore dataset build DIR`)
+ * reads like a store. Stored sections are used when present: the split
+ * `fold0.train` (`seqstore split kfold DIR 5`) instead of computing the
+ * folds, and the bucket index named after FIELD (`seqstore index DIR --by
+ * tokens`) to batch examples of similar length. */
 #include <seqstore.h>
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 static int fail(const char *what, int rc) {
     fprintf(stderr, "train_loop: %s: %s (%s)\n", what, ss_error_message(), ss_strerror(rc));
@@ -24,9 +33,23 @@ int main(int argc, char **argv) {
     int rc = ss_open(&store, argv[1], 0);
     if (rc) return fail("open", rc);
 
-    ss_selection *all, *train, *valid;
+    /* Explicit values would win; SS_RANK_UNSET reads both from the launcher. */
+    uint32_t rank = SS_RANK_UNSET, world = SS_RANK_UNSET;
+    const char *source;
+    if ((rc = ss_rank_from_env(&rank, &world, &source))) return fail("rank", rc);
+
+    ss_selection *all, *train = NULL, *valid = NULL;
     if ((rc = ss_selection_all(&all, ss_count(store)))) return fail("selection", rc);
-    if ((rc = ss_selection_kfold(&train, &valid, all, 5, 0, NULL))) return fail("kfold", rc);
+    int stored_split = ss_split_load(&train, store, "fold0.train") == 0;
+    if (!stored_split && (rc = ss_selection_kfold(&train, &valid, all, 5, 0, NULL)))
+        return fail("kfold", rc);
+    char bucket[SS_MAX_ATTR_NAME + 1];
+    ss_attr a;
+    snprintf(bucket, sizeof bucket, "%s%s", SS_BUCKET_ATTR_PREFIX, field);
+    int stored_bucket = ss_attr_get(&a, store, bucket) == 0;
+    printf("rank %u of %u (%s): %llu examples, %s fold 0, %s\n", rank, world, source,
+           (unsigned long long)ss_count(store), stored_split ? "stored" : "computed",
+           stored_bucket ? "stored bucket index" : "no bucket index");
 
     ss_collate_field out = SS_COLLATE_FIELD_INIT;
     if ((rc = ss_field_index(&out.field, store, field))) return fail("field", rc);
@@ -41,8 +64,11 @@ int main(int argc, char **argv) {
     o.batch = &bo;
     o.selection = train;
     so.kind = SS_SAMPLE_SHUFFLE;
-    so.seed = 42;
-    bo.max_tokens = 4096; /* fairseq-style token budget */
+    so.seed = 42; /* the same on every rank: each takes its share of one order */
+    so.rank = rank;
+    so.world_size = world;
+    if (stored_bucket) o.bucket = field; /* SS_BUCKET_ATTR_PREFIX + field */
+    bo.max_tokens = 4096;                /* fairseq-style token budget */
     o.fields = &out;
     o.nfields = 1;
     o.prefetch = 4;

@@ -12,7 +12,7 @@
  * no lock. Shards are opened with SS_OPEN_NOLOCK: a finished dataset has no
  * writer, and read-only or shared storage needs no lock file. */
 #include "manifest.h"
-#include "store.h"
+#include "sections.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +20,13 @@
 #include <sys/stat.h>
 
 /* What ss_get() needs of a shard, on one cache line with its neighbours'. */
+/* An attribute the dataset shows: attribute k of shard 0 or of the sections
+ * store. */
+typedef struct ds_attr {
+    const ss_store *from;
+    uint64_t k;
+} ds_attr;
+
 typedef struct ds_slot {
     uint64_t first;            /* global number of its first example */
     _Atomic(ss_store *) store; /* NULL until first touched */
@@ -33,10 +40,16 @@ struct ss_dataset {
     uint64_t *first;               /* nshards + 1: the slots' `first`, for the other lookups */
     uint64_t *rows[SS_MAX_FIELDS]; /* sequence fields: nshards + 1 cumulative flat rows */
     ss_manifest m;
-    char *dir;       /* shard paths are relative to it */
-    unsigned flags;  /* the shards' ss_open() flags */
-    uint64_t *attrs; /* shard 0's attributes the dataset shows, in name order */
+    char *dir;      /* shard paths are relative to it */
+    unsigned flags; /* the shards' ss_open() flags */
+    ds_attr *attrs; /* the attributes the dataset shows, in name order */
     uint64_t nattrs;
+    ss_store *sections; /* DIR/dataset.sections.ss (§13.1), or NULL */
+    /* Stored global lengths per field, looked up (and hashed) on first use,
+     * not at open: 0 not yet, 1 found, 2 none. Under the store's lock. */
+    _Atomic int len_state[SS_MAX_FIELDS];
+    const void *len_data[SS_MAX_FIELDS];
+    ss_dtype len_dtype[SS_MAX_FIELDS];
 };
 
 int ss_dataset_probe(const char *path) {
@@ -99,20 +112,37 @@ static int ds_shard(ss_store **out, const ss_store *s, uint32_t k) {
     return rc;
 }
 
+static const char *ds_attr_name(const ds_attr *a) {
+    return a->from->attrs[a->k].name;
+}
+
 /* The dataset's attributes: shard 0's except its own `source.shard` and the
  * derived `ss.` ones (splits, bucket indices, statistics), which describe one
- * shard's examples by local number. */
+ * shard's examples by local number; and the sections store's `ss.` ones,
+ * which number the dataset's (§13.1). Both lists are sorted: merged. */
 static int ds_attr_table(ss_store *s) {
     ss_dataset *ds = s->ds;
     ss_store *s0;
     int rc = ds_shard(&s0, s, 0);
     if (rc) return rc;
-    uint64_t n = ss_attr_count(s0);
-    ds->attrs = malloc((n ? n : 1) * sizeof *ds->attrs);
+    const ss_store *sec = ds->sections;
+    uint64_t n0 = s0->nattrs, n1 = sec ? sec->nattrs : 0, i = 0, j = 0;
+    ds->attrs = malloc((n0 + n1 + 1) * sizeof *ds->attrs);
     if (!ds->attrs) return ss__fail(SS_ENOMEM, "out of memory");
-    for (uint64_t k = 0; k < n; k++) {
-        const char *name = s0->attrs[k].name;
-        if (strcmp(name, "source.shard") && strncmp(name, "ss.", 3)) ds->attrs[ds->nattrs++] = k;
+    while (i < n0 || j < n1) {
+        ds_attr a = {s0, i}, b = {sec, j};
+        if (i < n0 && (strcmp(ds_attr_name(&a), "source.shard") == 0 ||
+                       strncmp(ds_attr_name(&a), "ss.", 3) == 0)) {
+            i++;
+            continue;
+        }
+        if (j < n1 && strncmp(ds_attr_name(&b), "ss.", 3) != 0) {
+            j++;
+            continue;
+        }
+        int first = j >= n1 || (i < n0 && strcmp(ds_attr_name(&a), ds_attr_name(&b)) < 0);
+        ds->attrs[ds->nattrs++] = first ? a : b;
+        first ? i++ : j++;
     }
     return 0;
 }
@@ -181,6 +211,7 @@ int ss_dataset_open(ss_store **out, const char *path, unsigned flags) {
     free(file);
     if (!rc) rc = ss_manifest_read(&ds->m, path);
     if (!rc) rc = ds_tables(s);
+    if (!rc) rc = ss__sections_open(&ds->sections, ds->dir, &ds->m, flags);
     if (!rc) rc = ds_attr_table(s);
     if (rc) {
         ss_close(s);
@@ -197,6 +228,7 @@ void ss_dataset_close(ss_store *s) {
     free(ds->slot);
     free(ds->first);
     free(ds->attrs);
+    ss_close(ds->sections);
     free(ds->dir);
     ss_manifest_free(&ds->m);
     free(ds);
@@ -230,9 +262,36 @@ uint64_t ss_dataset_length(const ss_store *s, uint32_t field, uint64_t index) {
     return ds_shard(&sh, s, k) ? 0 : ss_length(sh, field, index - ds->first[k]);
 }
 
+/* The stored global lengths of sequence field `field` (§13.1), found and
+ * checked once: NULL when the dataset has none (then the shards answer). */
+static const void *ds_stored_lengths(const ss_store *s, uint32_t field, ss_dtype *dtype) {
+    ss_dataset *ds = s->ds;
+    int state = atomic_load_explicit(&ds->len_state[field], memory_order_acquire);
+    if (!state) {
+        pthread_mutex_lock((pthread_mutex_t *)&s->lock);
+        state = atomic_load_explicit(&ds->len_state[field], memory_order_relaxed);
+        if (!state) {
+            uint64_t n;
+            int rc = ss_lengths_view(&ds->len_data[field], &ds->len_dtype[field], &n, s, field);
+            state = rc ? 2 : 1; /* a damaged section: the shards answer, verify reports it */
+            atomic_store_explicit(&ds->len_state[field], state, memory_order_release);
+        }
+        pthread_mutex_unlock((pthread_mutex_t *)&s->lock);
+    }
+    *dtype = ds->len_dtype[field];
+    return state == 1 ? ds->len_data[field] : NULL;
+}
+
 int ss_dataset_lengths(uint64_t *out, const ss_store *s, uint32_t field, uint64_t first,
                        uint64_t n) {
     const ss_dataset *ds = s->ds;
+    ss_dtype dt;
+    const void *stored =
+        ds->sections && s->f[field].sequence ? ds_stored_lengths(s, field, &dt) : NULL;
+    if (stored) { /* no shard is opened */
+        for (uint64_t i = 0; i < n; i++) out[i] = ss__lengths_value(stored, dt, first + i);
+        return 0;
+    }
     while (n) {
         uint32_t k = ds_shard_of(ds->first, ds->nshards, first);
         uint64_t local = first - ds->first[k], take = ds->first[k + 1] - first;
@@ -259,18 +318,14 @@ int ss_dataset_flat_locate(uint64_t *example, uint64_t *offset, const ss_store *
 
 /* ----------------------------------------------------- attributes */
 
-static int ds_attr_name_cmp(const ss_store *s0, uint64_t slot, const char *name) {
-    return strcmp(s0->attrs[slot].name, name);
-}
-
 int ss_dataset_attr_get(ss_attr *out, const ss_store *s, const char *name) {
     const ss_dataset *ds = s->ds;
-    ss_store *s0 = atomic_load_explicit(&ds->slot[0].store, memory_order_acquire); /* at open */
     uint64_t lo = 0, hi = ds->nattrs;
     while (lo < hi) {
         uint64_t mid = lo + (hi - lo) / 2;
-        int c = ds_attr_name_cmp(s0, ds->attrs[mid], name);
-        if (c == 0) return ss_attr_at(out, s0, ds->attrs[mid]);
+        const ds_attr *a = &ds->attrs[mid];
+        int c = strcmp(ds_attr_name(a), name);
+        if (c == 0) return ss_attr_at(out, a->from, a->k);
         if (c < 0)
             lo = mid + 1;
         else
@@ -288,8 +343,7 @@ int ss_dataset_attr_at(ss_attr *out, const ss_store *s, uint64_t k) {
     if (k >= ds->nattrs)
         return ss__fail(SS_ERANGE, "%s: attribute %llu of %llu", s->path, (unsigned long long)k,
                         (unsigned long long)ds->nattrs);
-    return ss_attr_at(out, atomic_load_explicit(&ds->slot[0].store, memory_order_acquire),
-                      ds->attrs[k]);
+    return ss_attr_at(out, ds->attrs[k].from, ds->attrs[k].k);
 }
 
 /* ------------------------------------------------- info and verify */
@@ -321,6 +375,7 @@ typedef struct ds_verify_ctx {
     ss_verify_fn report;
     void *ctx;
     uint64_t first;
+    const char *kind; /* "shard" or "sections store" */
     const char *shard_path;
     char where[600];
 } ds_verify_ctx;
@@ -331,23 +386,56 @@ static int ds_verify_relay(void *vctx, const ss_verify_problem *p) {
     ss_verify_problem g = *p;
     g.first_example += v->first;
     g.last_example += v->first;
-    snprintf(v->where, sizeof v->where, "shard '%s': %s", v->shard_path, p->where);
+    snprintf(v->where, sizeof v->where, "%s '%s': %s", v->kind, v->shard_path, p->where);
     g.where = v->where;
     return v->report ? v->report(v->ctx, &g) : 0;
+}
+
+/* The sections store (§13.1): its own checksums, then every stored global
+ * length against the shards' indexes (ss_length() reads the shards). */
+static int ds_verify_sections(uint64_t *problems, const ss_store *s, int shards_open,
+                              ss_verify_fn report, void *ctx) {
+    const ss_dataset *ds = s->ds;
+    ds_verify_ctx v = {report, ctx, 0, "sections store", SS_SECTIONS_NAME, {0}};
+    int first_rc = ss_verify(problems, ds->sections, report ? ds_verify_relay : NULL, &v);
+    char msg[1024];
+    snprintf(msg, sizeof msg, "%s", first_rc ? ss_error_message() : "");
+    /* A shard that cannot be opened is already a problem; its lengths are
+     * unknown, so comparing them would report a second, false one. */
+    for (uint32_t f = 0; f < s->h.nfields && shards_open; f++) {
+        uint64_t bad = 0;
+        if (!s->f[f].sequence) continue;
+        int rc = ss__lengths_check(s, f, &bad);
+        if (rc == 0 || rc == SS_ENOTFOUND) continue;
+        ++*problems;
+        if (!first_rc) first_rc = rc, snprintf(msg, sizeof msg, "%s", ss_error_message());
+        snprintf(v.where, sizeof v.where,
+                 "sections store '%s': attribute '" SS_LENGTHS_ATTR_PREFIX "%s'", SS_SECTIONS_NAME,
+                 s->h.fields[f].name);
+        ss_verify_problem p = {"stored lengths differ from the shards' indexes",
+                               f,
+                               bad,
+                               bad,
+                               bad < s->h.count ? bad + 1 : bad,
+                               v.where};
+        if (report) report(ctx, &p);
+    }
+    return first_rc ? ss__fail(first_rc, "%s", msg) : 0;
 }
 
 int ss_dataset_verify(uint64_t *problems, const ss_store *s, ss_verify_fn report, void *ctx) {
     const ss_dataset *ds = s->ds;
     uint64_t total = 0;
-    int first_rc = 0;
+    int first_rc = 0, unopened = 0;
     char first_msg[1024] = "";
     for (uint32_t k = 0; k < ds->nshards; k++) {
-        ds_verify_ctx v = {report, ctx, ds->first[k], ds->m.shards[k].path, {0}};
+        ds_verify_ctx v = {report, ctx, ds->first[k], "shard", ds->m.shards[k].path, {0}};
         ss_store *sh;
         uint64_t n = 0;
         int rc = ds_shard(&sh, s, k);
         if (rc) { /* missing, unreadable or not the shard the manifest describes */
             n = 1;
+            unopened = 1;
             snprintf(v.where, sizeof v.where, "shard '%s'", v.shard_path);
             ss_verify_problem p = {"shard cannot be opened or differs from the manifest",
                                    SS_FIELD_NONE,
@@ -362,6 +450,15 @@ int ss_dataset_verify(uint64_t *problems, const ss_store *s, ss_verify_fn report
         if (rc && !first_rc) {
             first_rc =
                 rc == SS_ECORRUPT || rc == SS_ENOTFOUND || rc == SS_ESCHEMA ? SS_ECORRUPT : rc;
+            snprintf(first_msg, sizeof first_msg, "%s", ss_error_message());
+        }
+        total += n;
+    }
+    if (ds->sections) {
+        uint64_t n = 0;
+        int rc = ds_verify_sections(&n, s, !unopened, report, ctx);
+        if (rc && !first_rc) {
+            first_rc = rc == SS_ENOTFOUND ? SS_ECORRUPT : rc;
             snprintf(first_msg, sizeof first_msg, "%s", ss_error_message());
         }
         total += n;

@@ -24,4 +24,9 @@ int ss__lmdb_fail(int rc, const char *what);
 int ss_writer_set_resume_record(ss_writer *w, const void *data, size_t size);
 const void *ss_writer_resume_record(const ss_writer *w, size_t *size);
 
+/* The examples the sections written through `w` number: for a writer from
+ * ss_sections_writer_open(w, path) of a dataset, the dataset's count (from
+ * its manifest); of a store, ss_writer_count(w). 0 or as the manifest read. */
+int ss__sections_count(uint64_t *count, const char *path, const ss_writer *w);
+
 #endif

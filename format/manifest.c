@@ -241,7 +241,7 @@ static int parse_body(cursor *c, ss_manifest *m) {
     return 0;
 }
 
-static int parse_checksum(cursor *c) {
+static int parse_checksum(cursor *c, uint64_t *checksum) {
     if (next_line(c)) return SS_ECORRUPT;
     const char *q = c->ls, *t;
     size_t n;
@@ -252,6 +252,7 @@ static int parse_checksum(cursor *c) {
     if (c->p != c->end) return bad(c, "text after the checksum line");
     if (XXH3_64bits(c->text, (size_t)(c->ls - c->text)) != want)
         return ss__fail(SS_ECORRUPT, "manifest checksum mismatch");
+    *checksum = want;
     return 0;
 }
 
@@ -260,7 +261,7 @@ int ss_manifest_parse(ss_manifest *out, const char *text, size_t len) {
     memset(out, 0, sizeof *out);
     cursor c = {text, text, text + len, 0, NULL, NULL};
     int rc = parse_body(&c, out);
-    if (!rc) rc = parse_checksum(&c);
+    if (!rc) rc = parse_checksum(&c, &out->checksum);
     if (rc) ss_manifest_free(out);
     return rc;
 }

@@ -40,6 +40,7 @@ typedef struct ss_manifest {
     char names[SS_MAX_FIELDS][SS_MAX_NAME + 1];
     uint32_t nshards;
     ss_manifest_shard *shards; /* owned */
+    uint64_t checksum;         /* the checksum line's digest (set by parse) */
 } ss_manifest;
 
 /* `*out` = XXH3-64 of the payload of store `s`'s H block as stored (§5, §13):

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* verify.c - recompute every checksum and check the index's consistency. */
 #include "lmdb_check.h"
+#include "sections.h"
 #include "store.h"
 
 #include <stdio.h>
@@ -76,6 +77,17 @@ static int ss_attr_sound(const ss_store *s, const ss_attr_slot *a) {
                ss_le64(a->value);
 }
 
+/* The stored lengths (§7.3), if any, against the index just checked. */
+static void ss_verify_lengths(ss_verifier *v, uint32_t f) {
+    uint64_t bad = 0;
+    int rc = ss__lengths_check(v->s, f, &bad);
+    if (rc == 0 || rc == SS_ENOTFOUND) return;
+    snprintf(v->where, sizeof v->where, "attribute '" SS_LENGTHS_ATTR_PREFIX "%s'",
+             v->s->h.fields[f].name);
+    ss_problem(v, "stored lengths differ from the index", f, bad, bad,
+               bad < v->s->h.count ? bad + 1 : bad);
+}
+
 static void ss_verify_field(ss_verifier *v, uint32_t f) {
     const ss_store *s = v->s;
     const ss_rfield *rf = &s->f[f];
@@ -107,6 +119,7 @@ static void ss_verify_field(ss_verifier *v, uint32_t f) {
             return;
         }
     }
+    ss_verify_lengths(v, f);
 }
 
 int ss_verify(uint64_t *problems, const ss_store *s, ss_verify_fn report, void *ctx) {

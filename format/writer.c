@@ -2,6 +2,7 @@
 /* writer.c - streaming writer: examples into chunks, chunks into LMDB
  * transactions of bounded size, the header last. */
 #include "layout.h"
+#include "sections.h"
 
 #include "env.h"
 #include "lmdb_check.h"
@@ -243,6 +244,8 @@ static int ss_txn_body(ss_writer *w, MDB_txn *txn, int final) {
         free(buf);
         if (rc) return rc;
     }
+    /* After the caller's attributes: the writer owns the lengths (§7.3). */
+    if ((rc = ss__lengths_put(txn, w->dbi, &w->h))) return rc;
     if ((rc = ss_put_header(w, txn, SS_KEY_HEADER, 0))) return rc;
     ss_key key;
     ss_key_named(&key, SS_KEY_PROGRESS, NULL);

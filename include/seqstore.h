@@ -288,6 +288,23 @@ typedef struct ss_value {
  *          committed stays. */
 SS_API int ss_writer_append(ss_writer *w, const ss_value *values);
 
+/** Open a writer for the SDK sections (ss.* attributes: splits, bucket
+ *  indices) of `path`, which is a store or a dataset (spec/FORMAT.md §13.1).
+ *  For a store: ss_writer_open(path, NULL, NULL), an append of no examples.
+ *  For a dataset (a directory holding dataset.manifest, or the manifest):
+ *  its sections store DIR/dataset.sections.ss, whose ss.* attributes number
+ *  the whole dataset's examples and which ss_open() of the dataset shows as
+ *  its own. Set attributes with ss_writer_set_attr() (or ss_split_set()),
+ *  then ss_writer_finish() and ss_writer_free(). Writing creates LMDB's lock
+ *  file next to the written store (DIR/dataset.sections.ss-lock for a
+ *  dataset); readers of a dataset never need it.
+ *  @param[out] out the writer.
+ *  @param[in]  path a store or a dataset.
+ *  @return 0; SS_ENOTFOUND (a dataset built without a sections store: run
+ *          `seqstore dataset build` again); SS_EINVAL (NULL argument); as
+ *          ss_writer_open(). */
+SS_API int ss_sections_writer_open(ss_writer **out, const char *path);
+
 /** Set (or replace) an attribute. Written at the next commit or finish.
  *  An attribute set after ss_writer_finish() is never written (and no error
  *  is returned).
@@ -513,6 +530,34 @@ SS_API uint64_t ss_length(const ss_store *s, uint32_t field, uint64_t index);
  *  @return 0; SS_ERANGE (bad field, or the range passes the count);
  *          SS_EINVAL (NULL argument). */
 SS_API int ss_lengths(uint64_t *out, const ss_store *s, uint32_t field, uint64_t first, uint64_t n);
+
+/** Attribute name prefix of a sequence field's stored lengths: the section
+ *  `ss.lengths.FIELD` (spec/FORMAT.md §7.3), written by the writer. */
+#define SS_LENGTHS_ATTR_PREFIX "ss.lengths."
+
+/** The stored lengths of sequence field `field`, zero-copy: one typed array
+ *  of every example's length (time steps) in example order, the narrowest of
+ *  u8/u16/u32/u64 that holds the longest (spec/FORMAT.md §7.3). The writer
+ *  writes it when it finishes (ss_writer_finish(), again after every append
+ *  or resume); `seqstore dataset build` writes the whole dataset's. No pass
+ *  over the index, no allocation; the section's checksum is checked at every
+ *  call (like ss_attr_get(), one hash of count × width bytes): call it once
+ *  and keep the pointer.
+ *  @param[out] data   first length; 8-byte aligned, read-only, inside the map;
+ *                     valid until ss_close(s). Element i is example i's length.
+ *  @param[out] dtype  SS_U8, SS_U16, SS_U32 or SS_U64.
+ *  @param[out] count  elements: ss_count(s).
+ *  @param[in]  s      a store or a dataset.
+ *  @param[in]  field  a sequence field.
+ *  @return 0; SS_ENOTFOUND when the store has no such section (written by a
+ *          library before it, or with more examples than one block holds,
+ *          or a dataset built before it): then ss_lengths() gives the same
+ *          values from the index; SS_EINVAL (NULL argument, fixed field);
+ *          SS_ERANGE (no such field); SS_ECORRUPT (checksum mismatch, or a
+ *          type or size that is not count lengths). On error *data is NULL
+ *          and *count 0. */
+SS_API int ss_lengths_view(const void **data, ss_dtype *dtype, uint64_t *count, const ss_store *s,
+                           uint32_t field);
 
 /* ------------------------------------------------------------- flat view */
 

@@ -377,8 +377,10 @@ int ss_bucket_save(const char *path, const char *name, const uint32_t *fields, s
     ss_close(s); /* the built index owns its arrays */
     if (rc) return rc;
     ss_writer *w = NULL;
-    rc = ss_writer_open(&w, path, NULL, NULL);
-    if (!rc && ss_writer_count(w) != b->count)
+    uint64_t count = 0;
+    rc = ss_sections_writer_open(&w, path); /* a dataset's: its sections store */
+    if (!rc) rc = ss__sections_count(&count, path, w);
+    if (!rc && count != b->count)
         rc = ss__fail(SS_EBUSY, "bucket index '%s': the store changed while it was built", name);
     if (!rc) rc = ss_bucket_set(w, name, b);
     if (!rc) rc = ss_writer_finish(w);

@@ -696,9 +696,13 @@ int ss_split_save(const char *path, const char *name, const ss_selection *sel) {
     int rc = split_attr_name(key, sizeof key, name);
     if (rc) return rc;
     ss_writer *w = NULL;
-    rc = ss_writer_open(&w, path, NULL, NULL);
+    rc = ss_sections_writer_open(&w, path); /* a dataset's: its sections store */
     if (rc) return rc;
-    uint64_t count = ss_writer_count(w);
+    uint64_t count;
+    if ((rc = ss__sections_count(&count, path, w))) {
+        ss_writer_free(w);
+        return rc;
+    }
     if (sel->nranges && sel->ranges[sel->nranges - 1].end > count)
         rc = ss__fail(SS_ERANGE,
                       "split '%s': range ends at %" PRIu64 ", beyond the store's %" PRIu64

@@ -91,7 +91,7 @@ static int read_all(const ss_store *s) {
         for (unsigned k = 0; k < 3; k++)
             if (v.length != 1 || ((const float *)v.data)[k] != vec_at(i, k)) return 2;
     }
-    if (ss_attr_count(s) != NATTRS) return 2;
+    if (ss_attr_count(s) != NATTRS + 1) return 2; /* + ss.lengths.tokens, sorted last */
     for (unsigned a = 0; a < NATTRS; a++) {
         char name[32], value[64];
         attr_name(a, name, sizeof name);

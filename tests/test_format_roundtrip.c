@@ -23,6 +23,9 @@ typedef struct model {
     uint64_t count, cap;
 } model;
 
+static void check_stored_lengths(const model *m, const ss_store *s, uint32_t f);
+static uint32_t n_sequence_fields(const ss_schema *schema);
+
 static uint64_t random_length(uint64_t *rng, uint64_t chunk_bytes, uint64_t row_bytes) {
     uint64_t r = ss_test_rand(rng) % 100;
     if (r < 10) return 0;
@@ -122,9 +125,40 @@ static void check_store(const model *m, const char *path) {
         CHECK_OK(ss_lengths(lens, s, f, 0, m->count));
         for (uint64_t i = 0; i < m->count; i++) CHECK_EQ_U64(lens[i], m->lengths[f][i]);
         free(lens);
+        check_stored_lengths(m, s, f);
     }
     CHECK_OK(ss_verify(NULL, s, NULL, NULL));
     ss_close(s);
+}
+
+/* The stored lengths section (spec/FORMAT.md §7.3) of field `f` against the
+ * model: same values, narrowest type, read in place. */
+static void check_stored_lengths(const model *m, const ss_store *s, uint32_t f) {
+    const void *data;
+    ss_dtype dt;
+    uint64_t n, longest = 0;
+    if (!m->fields[f].sequence) {
+        CHECK_RC(ss_lengths_view(&data, &dt, &n, s, f), SS_EINVAL);
+        return;
+    }
+    CHECK_OK(ss_lengths_view(&data, &dt, &n, s, f));
+    CHECK_EQ_U64(n, m->count);
+    CHECK((uintptr_t)data % 8 == 0);
+    for (uint64_t i = 0; i < n; i++) {
+        uint64_t got = dt == SS_U8    ? ((const uint8_t *)data)[i]
+                       : dt == SS_U16 ? ((const uint16_t *)data)[i]
+                       : dt == SS_U32 ? ((const uint32_t *)data)[i]
+                                      : ((const uint64_t *)data)[i];
+        CHECK_EQ_U64(got, m->lengths[f][i]);
+        if (got > longest) longest = got;
+    }
+    CHECK(dt == (longest <= 255 ? SS_U8 : longest <= 65535 ? SS_U16 : SS_U32));
+}
+
+static uint32_t n_sequence_fields(const ss_schema *schema) {
+    uint32_t n = 0;
+    for (uint32_t f = 0; f < schema->nfields; f++) n += schema->fields[f].sequence != 0;
+    return n;
 }
 
 /* The flat view against a naive concatenation of every example. */
@@ -212,7 +246,7 @@ static void run_trial(uint64_t seed) {
     CHECK(a.type == SS_F64 && a.size == sizeof gains && (uintptr_t)a.data % 8 == 0);
     CHECK(((const double *)a.data)[2] == -2.0);
     CHECK_RC(ss_attr_get(&a, s, "missing"), SS_ENOTFOUND);
-    CHECK_EQ_U64(ss_attr_count(s), 2);
+    CHECK_EQ_U64(ss_attr_count(s), 2 + n_sequence_fields(&m.schema)); /* + ss.lengths.* */
     ss_view v;
     CHECK_RC(ss_get(&v, s, 0, m.count), SS_ERANGE);
     CHECK_RC(ss_get(&v, s, m.schema.nfields, 0), SS_ERANGE);

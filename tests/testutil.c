@@ -163,6 +163,33 @@ static void same_attr(const ss_store *s, const ss_store *ref, const ss_attr *a, 
     (void)s;
 }
 
+/* The stored lengths of every sequence field of shard `s` equal the index
+ * lengths of its examples in `ref`, which start at `first`. */
+static void check_shard_lengths(const ss_store *s, const ss_store *ref, uint64_t first,
+                                const char *what) {
+    for (uint32_t f = 0; f < ss_field_count(s); f++) {
+        ss_field def;
+        CHECK_OK(ss_field_info(&def, s, f));
+        if (!def.sequence) continue;
+        const void *data;
+        ss_dtype dt;
+        uint64_t n;
+        CHECK_OK(ss_lengths_view(&data, &dt, &n, s, f));
+        CHECK_EQ_U64(n, ss_count(s));
+        for (uint64_t i = 0; i < n; i++) {
+            uint64_t got = dt == SS_U8    ? ((const uint8_t *)data)[i]
+                           : dt == SS_U16 ? ((const uint16_t *)data)[i]
+                           : dt == SS_U32 ? ((const uint32_t *)data)[i]
+                                          : ((const uint64_t *)data)[i];
+            if (got != ss_length(ref, f, first + i)) {
+                fprintf(stderr, "%s: stored length of example %" PRIu64 " field %u differs\n", what,
+                        i, f);
+                exit(1);
+            }
+        }
+    }
+}
+
 void ss_test_check_shards(const char *single, const char *const *shards, uint32_t n) {
     ss_store *ref;
     CHECK_OK(ss_open(&ref, single, 0));
@@ -192,13 +219,17 @@ void ss_test_check_shards(const char *single, const char *const *shards, uint32_
                 }
             }
         }
-        /* every attribute but those naming the run's options and shard */
+        /* every attribute but those naming the run's options and shard, and
+         * the stored lengths (§7.3), which are the shard's slice of the
+         * single store's */
         for (uint64_t j = 0; j < ss_attr_count(s); j++) {
             ss_attr a;
             CHECK_OK(ss_attr_at(&a, s, j));
-            if (strcmp(a.name, "convert.options") && strcmp(a.name, "source.shard"))
+            if (strcmp(a.name, "convert.options") && strcmp(a.name, "source.shard") &&
+                strncmp(a.name, SS_LENGTHS_ATTR_PREFIX, strlen(SS_LENGTHS_ATTR_PREFIX)))
                 same_attr(s, ref, &a, shards[k]);
         }
+        check_shard_lengths(s, ref, next - ss_count(s), shards[k]);
         CHECK_EQ_U64(ss_attr_count(s), ss_attr_count(ref) + 1); /* + source.shard */
         ss_close(s);
     }

@@ -26,6 +26,10 @@ int capi_get(ss_view *out, const ss_store *s, uint32_t field, uint64_t index) {
 int capi_lengths(uint64_t *out, const ss_store *s, uint32_t field, uint64_t first, uint64_t n) {
     return ss_lengths(out, s, field, first, n);
 }
+int capi_lengths_view(const void **data, ss_dtype *dtype, uint64_t *count, const ss_store *s,
+                      uint32_t field) {
+    return ss_lengths_view(data, dtype, count, s, field);
+}
 uint64_t capi_attr_count(const ss_store *s) {
     return ss_attr_count(s);
 }

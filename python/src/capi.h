@@ -20,6 +20,8 @@ int capi_field_index(uint32_t *out, const ss_store *s, const char *name);
 int capi_store_map(const void **base, uint64_t *size, int *fd, const ss_store *s);
 int capi_get(ss_view *out, const ss_store *s, uint32_t field, uint64_t index);
 int capi_lengths(uint64_t *out, const ss_store *s, uint32_t field, uint64_t first, uint64_t n);
+int capi_lengths_view(const void **data, ss_dtype *dtype, uint64_t *count, const ss_store *s,
+                      uint32_t field);
 uint64_t capi_attr_count(const ss_store *s);
 int capi_attr_at(ss_attr *out, const ss_store *s, uint64_t k);
 size_t capi_dtype_size(ss_dtype d);

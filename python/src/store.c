@@ -176,25 +176,46 @@ static Py_ssize_t field_len(FieldObject *f) {
     return pyss_check_open(f->store) < 0 ? -1 : (Py_ssize_t)f->store->count;
 }
 
-/* Lengths of every example (time steps), as a read-only u64 array, made on
- * the first call and cached: the store reads one snapshot, so they never
- * change. Not zero-copy, because lengths are not stored (spec/FORMAT.md
- * 6.2): the index holds each example's first row ("start", every 16 bytes,
- * in separate blocks of 65534 entries) and a length is start[i+1] -
- * start[i]. So the first call is one pass over the index pages (no data
- * page), 8 bytes per example; later calls return the same array. */
+/* The stored lengths section of a sequence field (spec/FORMAT.md §7.3) as a
+ * read-only view over the map, in its own dtype (the narrowest unsigned type
+ * that holds the longest example); the base owns the map, so the view stays
+ * valid after close(). NULL without an exception when there is no section. */
+static PyObject *stored_lengths(StoreObject *st, uint32_t field) {
+    const void *data;
+    ss_dtype dt;
+    uint64_t n;
+    int rc = capi_lengths_view(&data, &dt, &n, st->map->s, field);
+    if (rc == SS_ENOTFOUND || rc == SS_EINVAL) return NULL; /* old store, fixed field */
+    if (rc < 0) return pyss_raise(rc);
+    npy_intp len = (npy_intp)n;
+    PyObject *a = PyArray_New(&PyArray_Type, 1, &len, pyss_typenum(dt), NULL,
+                              (void *)pyss_map_ptr(st->map, data), 0,
+                              NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED, NULL);
+    if (a && PyArray_SetBaseObject((PyArrayObject *)a, Py_NewRef(st->map)) < 0) Py_CLEAR(a);
+    return a;
+}
+
+/* Lengths of every example (time steps), read-only, cached per field (the
+ * store reads one snapshot, so they never change). Zero-copy when the store
+ * has the stored section (every store this library writes, §7.3). Else (a
+ * fixed field, or a store written before the section) computed once from the
+ * index into a u64 array: one pass over the index pages, 8 bytes an example. */
 static PyObject *lengths_of(StoreObject *st, uint32_t field) {
     if (pyss_check_open(st) < 0) return NULL;
     if (st->lengths[field]) return Py_NewRef(st->lengths[field]);
-    npy_intp n = (npy_intp)st->count;
-    PyObject *a = PyArray_SimpleNew(1, &n, NPY_UINT64);
-    if (!a) return NULL;
-    int rc = capi_lengths(PyArray_DATA((PyArrayObject *)a), st->map->s, field, 0, st->count);
-    if (rc < 0) {
-        Py_DECREF(a);
-        return pyss_raise(rc);
+    PyObject *a = stored_lengths(st, field);
+    if (!a && PyErr_Occurred()) return NULL;
+    if (!a) {
+        npy_intp n = (npy_intp)st->count;
+        a = PyArray_SimpleNew(1, &n, NPY_UINT64);
+        if (!a) return NULL;
+        int rc = capi_lengths(PyArray_DATA((PyArrayObject *)a), st->map->s, field, 0, st->count);
+        if (rc < 0) {
+            Py_DECREF(a);
+            return pyss_raise(rc);
+        }
+        PyArray_CLEARFLAGS((PyArrayObject *)a, NPY_ARRAY_WRITEABLE);
     }
-    PyArray_CLEARFLAGS((PyArrayObject *)a, NPY_ARRAY_WRITEABLE);
     st->lengths[field] = Py_NewRef(a);
     return a;
 }
@@ -219,10 +240,11 @@ static PySequenceMethods field_as_sequence = {.sq_length = (lenfunc)field_len};
 
 static PyMethodDef field_methods[] = {
     {"lengths", (PyCFunction)field_lengths, METH_NOARGS,
-     "lengths() -> read-only uint64 array: time steps of every example. Computed\n"
-     "from the index on the first call (one pass, 8 bytes per example: lengths\n"
-     "are not stored, only each example's start row) and cached: later calls\n"
-     "return the same array."},
+     "lengths() -> read-only array: time steps of every example. Zero-copy (the\n"
+     "stored section, dtype the narrowest of uint8..uint64) when the store has it;\n"
+     "else (fixed fields, stores written before it) a uint64 array computed\n"
+     "from the index on the first call (one pass, 8 bytes per example). Cached:\n"
+     "later calls return the same array."},
     {NULL, NULL, 0, NULL}};
 
 static PyGetSetDef field_getset[] = {{"name", (getter)field_name, NULL, "the field's name", NULL},
@@ -543,8 +565,8 @@ static PyMethodDef store_methods[] = {
     {"__reduce__", (PyCFunction)store_reduce, METH_NOARGS, NULL},
     {"field", (PyCFunction)store_field, METH_O, "field(name) -> Field accessor"},
     {"lengths", (PyCFunction)store_lengths, METH_O,
-     "lengths(name) -> read-only uint64 array of every example's length in that field\n"
-     "(computed once from the index, then cached; see Field.lengths)"},
+     "lengths(name) -> read-only array of every example's length in that field:\n"
+     "a zero-copy view of the stored section when there is one (see Field.lengths)"},
     {NULL, NULL, 0, NULL}};
 
 static PyGetSetDef store_getset[] = {

@@ -29,3 +29,29 @@ def test_dataset_reads_as_one_store(tmp_path):
             got = s[i]
             for name, want in ex.items():
                 np.testing.assert_array_equal(np.asarray(got[name]), want)
+
+
+def test_dataset_lengths_and_sections(tmp_path):
+    """The dataset's stored global lengths (spec/FORMAT.md §13.1): a zero-copy
+    read-only view like a store's; splits made on the dataset read back."""
+    cli = os.environ.get("SEQSTORE_CLI")
+    if not cli:
+        pytest.skip("SEQSTORE_CLI not set")
+    examples = make_examples(n=50, seed=9)
+    names = []
+    for k, (a, b) in enumerate([(0, 20), (20, 50)]):
+        names.append("p%d.ss" % k)
+        _write(str(tmp_path / names[-1]), SCHEMA, examples[a:b])
+    subprocess.run([cli, "dataset", "build", str(tmp_path)] + names, check=True,
+                   capture_output=True)
+    subprocess.run([cli, "split", "add", str(tmp_path), "head", "0:30"], check=True,
+                   capture_output=True)
+    assert "dataset.sections.ss-lock" not in os.listdir(tmp_path)  # the CLI removed it
+    want = np.array([len(e["tokens"]) for e in examples])
+    with seqstore.open(str(tmp_path)) as s:
+        got = s.lengths("tokens")
+        np.testing.assert_array_equal(got, want)
+        assert got.dtype == np.min_scalar_type(int(want.max()))
+        assert not got.flags.writeable and not got.flags.owndata
+        assert "ss.lengths.tokens" in s.attrs and "ss.split.head" in s.attrs
+    np.testing.assert_array_equal(got, want)  # the view outlives close()

@@ -2,6 +2,7 @@
 """seqstore.open() and Store: values, access forms, read-only views,
 lifetime after close, pickling, errors."""
 import gc
+import os
 import pickle
 import warnings
 
@@ -82,14 +83,30 @@ def test_field_access_forms(store, examples):
 
 def test_lengths(store, examples):
     want = np.array([len(e["tokens"]) for e in examples], np.uint64)
+    narrowest = np.min_scalar_type(int(want.max()))  # the stored section's type
     for got in (store.lengths("tokens"), store["feat"].lengths()):
-        assert got.dtype == np.uint64
+        assert got.dtype == narrowest
         np.testing.assert_array_equal(got, want)
         assert not got.flags.writeable
+        with pytest.raises(ValueError):
+            got[0] = 1
+        # zero-copy: a view over the store's map, not an array of its own
+        assert not got.flags.owndata and got.base is not None
+    np.testing.assert_array_equal(store.lengths("tokens"), store.attrs["ss.lengths.tokens"])
     np.testing.assert_array_equal(store.lengths("label"), np.ones(len(examples), np.uint64))
     # computed once per field, then the same array (the snapshot never changes)
     assert store.lengths("tokens") is store["tokens"].lengths()
     assert store.lengths("tokens") is not store.lengths("feat")
+
+
+def test_lengths_old_store():
+    """A store written before the stored section: computed once, uint64."""
+    old = os.path.join(os.path.dirname(__file__), "..", "..", "tests", "data", "v1_store.ss")
+    with seqstore.open(old, nolock=True) as s:
+        name = next(f["name"] for f in s.schema if f["sequence"])
+        got = s.lengths(name)
+        assert got.dtype == np.uint64 and got.flags.owndata and not got.flags.writeable
+        np.testing.assert_array_equal(got, [len(s[name][i]) for i in range(len(s))])
 
 
 def test_lengths_cache_dropped_at_close(store_path, examples):
@@ -204,7 +221,7 @@ def test_context_manager_closes(store_path):
 
 def test_attrs(store):
     attrs = store.attrs
-    assert set(attrs) == {"source", "scale", "blob", "ids"}
+    assert set(attrs) == {"source", "scale", "blob", "ids", "ss.lengths.tokens", "ss.lengths.feat"}
     assert attrs["source"] == "tests ✓"
     assert attrs["blob"] == b"\x00\x01\xff"
     np.testing.assert_array_equal(attrs["scale"], [0.5, 2.0])

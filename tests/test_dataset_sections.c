@@ -1,0 +1,280 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* test_dataset_sections.c - a dataset's sections store (spec/FORMAT.md
+ * §13.1): global stored lengths written by `seqstore dataset build`, splits
+ * and bucket indices made by `seqstore split`/`index` on the dataset, read
+ * through ss_attr_get() and the loader exactly as over the merged store
+ * (same batches for the same seed, stored buckets and k-fold splits, ranks x
+ * workers); kept or dropped on rebuild, refused when stale, checked by
+ * verify; the directory stays movable and free of lock files. */
+#include "testutil.h"
+
+#include "seqstore/loader.h"
+#include "seqstore/select.h"
+
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+static const char *const WORDS[] = {"the", "a", "cat", "sat", "on", "mat", "dog", "ran", "far"};
+
+static void write_text(const char *path, int lines, uint64_t seed) {
+    FILE *f = fopen(path, "w");
+    CHECK(f != NULL);
+    for (int i = 0; i < lines; i++) {
+        int n = (int)(ss_test_rand(&seed) % 40);
+        for (int w = 0; w < n; w++)
+            fprintf(f, "%s%s", w ? " " : "", WORDS[ss_test_rand(&seed) % 9]);
+        fputc('\n', f);
+    }
+    fclose(f);
+}
+
+static void cli(const char *fmt, const char *a, const char *b) {
+    char err[4096];
+    CHECK_EXIT(ss_test_cli(err, sizeof err, NULL, fmt, a, b), 0, err);
+}
+
+/* The same bytes under the same name in both (a section of the dataset
+ * against the merged store's). */
+static void same_attr(const ss_store *d, const ss_store *m, const char *name) {
+    ss_attr a, b;
+    CHECK_OK(ss_attr_get(&a, d, name));
+    CHECK_OK(ss_attr_get(&b, m, name));
+    CHECK(a.type == b.type && a.size == b.size && !memcmp(a.data, b.data, a.size));
+}
+
+typedef struct run {
+    uint64_t n, cap, *v;
+} run;
+
+static void put(run *r, uint64_t x) {
+    if (r->n == r->cap) {
+        r->cap = r->cap ? 2 * r->cap : 4096;
+        r->v = realloc(r->v, r->cap * 8);
+        CHECK(r->v != NULL);
+    }
+    r->v[r->n++] = x;
+}
+
+/* Two epochs of the loader: mode 0 stored bucket + token budget over a
+ * stored split, mode 1 stored bucket + fixed batches, mode 2 shuffle over
+ * another stored split. Batches: rows, indices, lengths, token bytes. */
+static void collect(run *r, const ss_store *s, int mode, uint32_t R, uint32_t rank, uint32_t W,
+                    uint32_t worker) {
+    ss_loader_options lo = SS_LOADER_OPTIONS_INIT;
+    ss_sampler_options so = SS_SAMPLER_OPTIONS_INIT;
+    ss_batch_options bo = SS_BATCH_OPTIONS_INIT;
+    so.kind = SS_SAMPLE_SHUFFLE;
+    so.seed = 11;
+    so.world_size = R, so.rank = rank, so.num_workers = W, so.worker = worker;
+    if (mode == 0) bo.max_tokens = 120;
+    if (mode != 0) bo.batch_size = 7;
+    ss_selection *sel = NULL;
+    if (mode != 1) CHECK_OK(ss_split_load(&sel, s, mode == 0 ? "fold1.train" : "fold2.valid"));
+    ss_collate_field cf = SS_COLLATE_FIELD_INIT;
+    cf.field = ss_test_field(s, "tokens");
+    lo.sampler = &so, lo.batch = &bo, lo.fields = &cf, lo.nfields = 1, lo.threads = 2;
+    lo.selection = sel;
+    lo.bucket = mode == 2 ? NULL : "len";
+    ss_loader *l;
+    CHECK_OK(ss_loader_open(&l, s, &lo));
+    for (int epoch = 0; epoch < 2; epoch++) {
+        if (epoch) CHECK_OK(ss_loader_set_epoch(l, (uint64_t)epoch));
+        const ss_loader_batch *b;
+        int rc;
+        while ((rc = ss_loader_next(&b, l)) == 0) {
+            put(r, b->rows);
+            for (uint64_t i = 0; i < b->rows; i++) put(r, b->indices[i]);
+            const ss_collated *c = &b->data.fields[0];
+            for (uint64_t i = 0; i < b->rows; i++) put(r, (uint64_t)c->lengths[i]);
+            const unsigned char *p = c->data;
+            for (uint64_t i = 0; i < c->data_bytes; i++) put(r, p[i]);
+        }
+        CHECK_EQ_U64(rc, SS_LOADER_END);
+    }
+    ss_loader_free(l);
+    ss_selection_free(sel);
+}
+
+static void check_loader(const ss_store *d, const ss_store *m) {
+    const uint32_t conf[4][2] = {{1, 1}, {2, 1}, {1, 3}, {2, 2}};
+    for (int mode = 0; mode < 3; mode++)
+        for (int c = 0; c < 4; c++)
+            for (uint32_t rank = 0; rank < conf[c][0]; rank++)
+                for (uint32_t w = 0; w < conf[c][1]; w++) {
+                    run a = {0, 0, NULL}, b = {0, 0, NULL};
+                    collect(&a, d, mode, conf[c][0], rank, conf[c][1], w);
+                    collect(&b, m, mode, conf[c][0], rank, conf[c][1], w);
+                    CHECK(a.n > 0);
+                    CHECK_EQ_U64(a.n, b.n);
+                    CHECK(memcmp(a.v, b.v, a.n * 8) == 0);
+                    free(a.v);
+                    free(b.v);
+                }
+}
+
+/* Stored global lengths: the merged store's, byte for byte. */
+static void check_lengths(const ss_store *d, const ss_store *m) {
+    uint32_t f = ss_test_field(d, "tokens");
+    const void *a, *b;
+    ss_dtype da, db;
+    uint64_t na, nb;
+    CHECK_OK(ss_lengths_view(&a, &da, &na, d, f));
+    CHECK_OK(ss_lengths_view(&b, &db, &nb, m, f));
+    CHECK(na == ss_count(d) && na == nb && da == db && da == SS_U8);
+    CHECK(!memcmp(a, b, na));
+    uint64_t *x = malloc(na * 8), *y = malloc(na * 8);
+    CHECK_OK(ss_lengths(x, d, f, 0, na));
+    CHECK_OK(ss_lengths(y, m, f, 0, na));
+    CHECK(!memcmp(x, y, na * 8));
+    for (uint64_t i = 0; i < na; i++) CHECK_EQ_U64(x[i], ((const uint8_t *)a)[i]);
+    free(x);
+    free(y);
+}
+
+static void check_no_lock_files(const char *dir) {
+    DIR *dd = opendir(dir);
+    CHECK(dd != NULL);
+    struct dirent *e;
+    while ((e = readdir(dd))) CHECK(strstr(e->d_name, "-lock") == NULL);
+    closedir(dd);
+}
+
+static void copy_file(const char *from, const char *to) {
+    size_t n;
+    char *data = ss_test_read_file(from, &n);
+    ss_test_write_file(to, data, n);
+    free(data);
+}
+
+/* A wrong global length with a valid checksum: verify names it. */
+static void check_verify_lengths(const char *dir) {
+    ss_store *d;
+    CHECK_OK(ss_open(&d, dir, 0));
+    uint64_t n = ss_count(d), problems = 0;
+    uint8_t *wrong = malloc(n);
+    const void *p;
+    ss_dtype dt;
+    CHECK_OK(ss_lengths_view(&p, &dt, &n, d, ss_test_field(d, "tokens")));
+    memcpy(wrong, p, n);
+    CHECK_OK(ss_verify(&problems, d, NULL, NULL));
+    ss_close(d);
+    wrong[n / 2] ^= 1;
+    ss_writer *w;
+    CHECK_OK(ss_sections_writer_open(&w, dir));
+    CHECK_OK(ss_writer_set_attr(w, "ss.lengths.tokens", SS_U8, wrong, n));
+    CHECK_OK(ss_writer_finish(w));
+    ss_writer_free(w);
+    CHECK_OK(ss_open(&d, dir, 0));
+    CHECK_RC(ss_verify(&problems, d, NULL, NULL), SS_ECORRUPT);
+    CHECK_EQ_U64(problems, 1);
+    CHECK(strstr(ss_error_message(), "ss.lengths.tokens"));
+    ss_close(d);
+    free(wrong);
+}
+
+int main(void) {
+    const char *text = ss_test_keep_path("corpus.txt"), *dir = ss_test_keep_path("ds");
+    const char *merged = ss_test_keep_path("merged.ss"), *moved = ss_test_keep_path("moved");
+    const char *saved = ss_test_keep_path("saved-sections.ss");
+    char err[4096], path[4096];
+    write_text(text, 3000, 5);
+    mkdir(dir, 0755);
+    for (uint32_t k = 0; k < 5; k++) {
+        char err2[4096];
+        CHECK_EXIT(ss_test_cli(err2, sizeof err2, "SS_TEST_BLOCK_BYTES=500",
+                               "convert text %s --tokens words -o %s/part-%u.ss --force "
+                               "--shard %u/5",
+                               text, dir, k, k),
+                   0, err2);
+    }
+    cli("dataset build %s%s", dir, "");
+    cli("merge %s -o %s --force", dir, merged);
+    /* the same splits and bucket index, made on each */
+    const char *targets[2] = {dir, merged};
+    for (int t = 0; t < 2; t++) {
+        cli("split kfold %s 3 --shuffle --seed 4%s", targets[t], "");
+        cli("index %s --by tokens --resolution 4 --name len%s", targets[t], "");
+    }
+    check_no_lock_files(dir);
+
+    ss_store *d, *m;
+    CHECK_OK(ss_open(&d, dir, 0));
+    CHECK_OK(ss_open(&m, merged, 0));
+    CHECK_EQ_U64(ss_count(d), ss_count(m));
+    check_lengths(d, m);
+    same_attr(d, m, "ss.bucket.len");
+    same_attr(d, m, "ss.split.fold0.train");
+    same_attr(d, m, "ss.split.fold2.valid");
+    CHECK_EQ_U64(ss_attr_count(d), ss_attr_count(m)); /* nothing hidden, nothing extra */
+    ss_attr a;
+    CHECK_RC(ss_attr_get(&a, d, "dataset.manifest"), SS_ENOTFOUND); /* the store's own */
+    check_loader(d, m);
+    uint64_t problems = 9;
+    CHECK_OK(ss_verify(&problems, d, NULL, NULL));
+    CHECK_EQ_U64(problems, 0);
+    ss_close(d);
+    ss_close(m);
+    check_no_lock_files(dir);
+
+    /* movable: the sections travel with the directory */
+    CHECK(rename(dir, moved) == 0);
+    CHECK_OK(ss_open(&d, moved, 0));
+    ss_selection *sel;
+    CHECK_OK(ss_split_load(&sel, d, "fold1.valid"));
+    ss_selection_free(sel);
+    ss_close(d);
+    CHECK(rename(moved, dir) == 0);
+
+    /* lengths come from the section without opening the shards: move the
+     * last shard away; the lengths of its examples are still there */
+    snprintf(path, sizeof path, "%s/part-4.ss", dir);
+    CHECK(rename(path, moved) == 0);
+    CHECK_OK(ss_open(&d, dir, 0));
+    uint64_t n = ss_count(d), *lens = malloc(n * 8);
+    CHECK_OK(ss_lengths(lens, d, ss_test_field(d, "tokens"), 0, n));
+    ss_view v;
+    CHECK(ss_get(&v, d, 0, n - 1) != 0);
+    ss_close(d);
+    free(lens);
+    CHECK(rename(moved, path) == 0);
+
+    /* a rebuild with the same shards keeps the splits and the index */
+    snprintf(path, sizeof path, "%s/dataset.sections.ss", dir);
+    copy_file(path, saved);
+    CHECK_EXIT(ss_test_cli(err, sizeof err, NULL, "dataset build %s", dir), 0, err);
+    CHECK_OK(ss_open(&d, dir, 0));
+    CHECK_OK(ss_attr_get(&a, d, "ss.split.fold2.train"));
+    CHECK_OK(ss_attr_get(&a, d, "ss.bucket.len"));
+    ss_close(d);
+    /* other shards: they number other examples, dropped with a note */
+    CHECK_EXIT(
+        ss_test_cli(err, sizeof err, NULL, "dataset build %s part-0.ss part-1.ss part-2.ss", dir),
+        0, err);
+    CHECK(strstr(err, "dropped 7"));
+    CHECK_OK(ss_open(&d, dir, 0));
+    CHECK_RC(ss_attr_get(&a, d, "ss.split.fold2.train"), SS_ENOTFOUND);
+    CHECK_OK(ss_attr_get(&a, d, "ss.lengths.tokens"));
+    CHECK_EQ_U64(a.size, ss_count(d)); /* the three shards' lengths, u8 */
+    ss_close(d);
+    /* a stale sections store (the old manifest's) is refused, not trusted */
+    copy_file(saved, path);
+    CHECK_RC(ss_open(&d, dir, 0), SS_ECORRUPT);
+    CHECK(strstr(ss_error_message(), "another manifest"));
+    /* a dataset built before sections: readable; splits need a rebuild */
+    CHECK(remove(path) == 0);
+    CHECK_OK(ss_open(&d, dir, 0));
+    const void *p;
+    ss_dtype dt;
+    CHECK_RC(ss_lengths_view(&p, &dt, &n, d, ss_test_field(d, "tokens")), SS_ENOTFOUND);
+    ss_close(d);
+    CHECK_EXIT(ss_test_cli(err, sizeof err, NULL, "split add %s x 0:3", dir), 1, err);
+    CHECK(strstr(err, "dataset build"));
+    CHECK_EXIT(ss_test_cli(err, sizeof err, NULL, "dataset build %s", dir), 0, err);
+    check_no_lock_files(dir);
+    check_verify_lengths(dir); /* (its writer, not the CLI, leaves LMDB's lock file) */
+    puts("test_dataset_sections: ok");
+    return 0;
+}
