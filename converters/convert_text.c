@@ -358,9 +358,8 @@ static void tokenize(const tx_job *j, int sd, tx_slot *s, tx_item *it, const uin
             while (i < e && is_ws(d[i])) i++;
             if (i >= e) break;
             size_t w = i;
-            uint64_t h = SS_VOCAB_HASH_INIT;
-            for (; i < e && !is_ws(d[i]); i++) h = ss_vocab_hash_step(h, d[i]);
-            int64_t id = ss_vocab_lookup_h(t->vocab, d + w, i - w, ss_vocab_hash_final(h));
+            while (i < e && !is_ws(d[i])) i++;
+            int64_t id = ss_vocab_lookup_h(t->vocab, d + w, i - w, ss_vocab_hash(d + w, i - w));
             put(out, es, m++, id < 0 ? t->unk : (uint32_t)id);
         }
         break;
@@ -626,9 +625,8 @@ static void count_range(const tx_job *j, const uint8_t *d, size_t pos, size_t en
             while (i < e && is_ws(d[i])) i++;
             if (i >= e) break;
             size_t w = i;
-            uint64_t h = SS_VOCAB_HASH_INIT;
-            for (; i < e && !is_ws(d[i]); i++) h = ss_vocab_hash_step(h, d[i]);
-            if (ss_vocab_count_h(v, d + w, i - w, ss_vocab_hash_final(h), 1)) {
+            while (i < e && !is_ws(d[i])) i++;
+            if (ss_vocab_count_h(v, d + w, i - w, ss_vocab_hash(d + w, i - w), 1)) {
                 *oom = 1;
                 return;
             }
