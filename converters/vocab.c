@@ -366,3 +366,25 @@ char *ss_vocab_text(const ss_vocab *v, size_t *size) {
     *size = (size_t)(p - t);
     return t;
 }
+
+char *ss_vocab_counts_text(const ss_vocab *counts, size_t *size) {
+    const entry **words = malloc((counts->nents ? counts->nents : 1) * sizeof *words);
+    if (!words) return NULL;
+    size_t total = 1;
+    for (uint64_t i = 0; i < counts->nents; i++) {
+        words[i] = &counts->ents[i];
+        total += counts->ents[i].len + 22;
+    }
+    qsort(words, counts->nents, sizeof *words, by_count); /* the same file for any threads */
+    char *t = malloc(total), *p = t;
+    for (uint64_t i = 0; t && i < counts->nents; i++) {
+        memcpy(p, words[i]->key, words[i]->len);
+        p += words[i]->len;
+        p += sprintf(p, "\t%llu\n", (unsigned long long)words[i]->val);
+    }
+    free(words);
+    if (!t) return NULL;
+    *p = 0;
+    *size = (size_t)(p - t);
+    return t;
+}

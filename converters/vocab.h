@@ -105,4 +105,9 @@ const uint8_t *ss_vocab_token(const ss_vocab *v, uint64_t id, size_t *len);
  *  NUL-terminated). NULL when out of memory. */
 char *ss_vocab_text(const ss_vocab *v, size_t *size);
 
+/** Counts as text, one "WORD\tCOUNT\n" line per word (words hold no
+ *  whitespace), most frequent first, ties by bytes (malloc'ed; *size bytes,
+ *  also NUL-terminated). NULL when out of memory. */
+char *ss_vocab_counts_text(const ss_vocab *counts, size_t *size);
+
 #endif
