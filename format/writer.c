@@ -41,11 +41,6 @@ typedef struct ss_wfield {
     uint64_t max_rows;      /* most rows one value of this field may have */
     unsigned char *segment; /* SS_SEGMENT_ENTRIES entries; sequence fields only */
     uint64_t segment_no;
-    /* Entry `count` of the index (the end of the last example) holds
-     * end_loc: written by this writer's last append, so the next example,
-     * which starts there unless a chunk closed, need not write it again. */
-    uint64_t end_loc;
-    int end_known;
 } ss_wfield;
 
 struct ss_writer {
@@ -396,14 +391,9 @@ static int ss_append_field(ss_writer *w, uint32_t field, const ss_value *v) {
     }
     if (fs->def.sequence) {
         uint64_t i = w->h.count;
-        if ((!wf->end_known || loc != wf->end_loc) &&
-            (rc = ss_index_set(w, field, i, loc, fs->total_rows)))
-            return rc;
+        if ((rc = ss_index_set(w, field, i, loc, fs->total_rows))) return rc;
         uint64_t end = SS_LOC(wf->chunk_no, wf->chunk_used);
-        wf->end_known = 0;
         if ((rc = ss_index_set(w, field, i + 1, end, fs->total_rows + v->length))) return rc;
-        wf->end_loc = end;
-        wf->end_known = 1;
     }
     fs->total_rows += v->length;
     return 0;
