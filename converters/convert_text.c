@@ -1108,6 +1108,9 @@ int tx_check_count_options(ss_conv *c, int words, int count_only, int ncounts, i
     if (count_only && ncounts) return ss_conv_usage_error(c, "--count-only excludes --counts");
     if ((count_only || ncounts) && vocab_from)
         return ss_conv_usage_error(c, "--count-only and --counts exclude --vocab");
+    if (ncounts && ss_conv_opts(c)->append) /* the store's vocabulary is kept */
+        return ss_conv_usage_error(c, "--counts excludes --append (it keeps the store's "
+                                      "vocabulary)");
     if (count_only && (ss_conv_opts(c)->append || ss_conv_opts(c)->resume))
         return ss_conv_usage_error(c, "--count-only writes a counts file; it excludes --append "
                                       "and --resume");

@@ -197,6 +197,11 @@ static void check_count_errors(const char *big, const char *docs) {
                            "convert text %s --count-only -o %s", big, c0),
                2, err);
     CHECK_CONTAINS(err, "need --tokens words");
+    CHECK_EXIT(ss_test_cli(err, sizeof err, "SS_TEST_BLOCK_BYTES=997",
+                           "convert text %s --tokens words --counts %s -o %s --append", big, both,
+                           out),
+               2, err);
+    CHECK_CONTAINS(err, "--counts excludes --append");
     fprintf(stderr, "ok: counts errors\n");
 }
 
