@@ -58,9 +58,10 @@ int64_t ss_vocab_lookup(const ss_vocab *v, const uint8_t *w, size_t len);
 /** The hash the map uses, inline for callers that find a word's end
  *  themselves and then look it up with ss_vocab_count_h()/ss_vocab_lookup_h().
  *  It reads the word 8 bytes at a time (overlapping loads inside [w, w + len),
- *  never past it) with one multiply per 8 bytes: hashing byte by byte, a chain
- *  of one multiply per byte, was most of the time of --tokens words. Only
- *  equal words must hash equal; ids never depend on the hash. */
+ *  never past it) with one multiply per 8 bytes rather than a chain of one
+ *  multiply per byte (counting 100 MB of words: about 25 rather than 28 ns
+ *  per word; scanning for the word's end and the table lookup are the rest).
+ *  Only equal words must hash equal; ids never depend on the hash. */
 static inline uint64_t ss_vocab_load64(const uint8_t *p) {
     uint64_t x;
     memcpy(&x, p, 8);
