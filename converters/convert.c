@@ -96,6 +96,7 @@ struct ss_conv {
     uint64_t *shard_given;     /* per source: ss_conv_shard_size(), or UINT64_MAX */
     uint32_t shard_given_cap;
     int shard_self;              /* ss_conv_shard_self(): the converter filters bad input */
+    int no_store;                /* ss_conv_no_store(): the output is not a store */
     uint64_t shard_lo, shard_hi; /* this shard's byte range [lo, hi) */
     uint64_t shard_skip;         /* --resume: in-shard examples already stored */
 };
@@ -246,6 +247,15 @@ int ss_conv_shard_size(ss_conv *c, uint32_t source, uint64_t size) {
 
 void ss_conv_shard_self(ss_conv *c) {
     c->shard_self = 1;
+}
+
+void ss_conv_shard_spec(const ss_conv *c, uint32_t *k, uint32_t *n) {
+    *k = c->shard_k;
+    *n = c->shard_n;
+}
+
+void ss_conv_no_store(ss_conv *c) {
+    c->no_store = 1;
 }
 
 int ss_conv_shard_range(ss_conv *c, uint32_t source, uint64_t *lo, uint64_t *hi) {
@@ -1135,6 +1145,7 @@ static void abandon(ss_conv *c) {
 }
 
 static int finish(ss_conv *c) {
+    if (c->no_store && !c->began) return 0;
     if (!c->began) return ss_conv_error(c, "%s: no store was written", c->conv->kind);
     if (ss_writer_finish(c->w)) {
         ss_conv_ss_error(c, "cannot finish '%s'", c->opts.output);

@@ -158,6 +158,13 @@ int ss_conv_in_shard_at(ss_conv *c, uint32_t source, uint64_t byte);
  *  vocabulary, identical to a single-process conversion's. */
 int ss_conv_in_shard(ss_conv *c, uint32_t source);
 
+/** --shard K/N as given: *n = 0 without --shard. */
+void ss_conv_shard_spec(const ss_conv *c, uint32_t *k, uint32_t *n);
+
+/** The converter's output is a plain file, not a store (`--count-only`):
+ *  the run succeeds without ss_conv_begin(). */
+void ss_conv_no_store(ss_conv *c);
+
 /** The bytes [*lo, *hi) of input `source` whose examples this shard keeps
  *  (*hi may be UINT64_MAX); returns 0 when it keeps none of it (then the
  *  range is empty), 1 otherwise (always 1 without --shard). */

@@ -25,6 +25,8 @@ static void parallel_usage(FILE *out) {
           "  --min-count N, --max-vocab N   as for 'convert text'\n"
           "  --src-vocab FROM, --tgt-vocab FROM, --vocab FROM (both)\n"
           "                      reuse a vocabulary (store or one-token-per-line file)\n"
+          "  --count-only, --counts PATH   shared vocabularies over --shard jobs, as for\n"
+          "                      'convert text'\n"
           "ids:\n"
           "  --vocab-size N      every id must be < N (both sides)\n",
           out);
@@ -37,6 +39,9 @@ typedef struct par_options {
     const char *files[2];
     const char *spm_model; /* --tokenizer spm:MODEL */
     int tokens_given;
+    int count_only;      /* --count-only */
+    const char **counts; /* --counts PATH... */
+    int ncounts;
 } par_options;
 
 static int parse_par(ss_conv *c, int argc, char **argv, par_options *o) {
@@ -79,6 +84,14 @@ static int parse_par(ss_conv *c, int argc, char **argv, par_options *o) {
             if (strcmp(a, "--tgt-vocab")) o->vocab_from[0] = v;
             if (strcmp(a, "--src-vocab")) o->vocab_from[1] = v;
             i++;
+        } else if (!strcmp(a, "--count-only")) {
+            o->count_only = 1;
+        } else if (!strcmp(a, "--counts")) {
+            if (!v) return ss_conv_usage_error(c, "--counts needs a counts file or directory");
+            if (!o->counts && !(o->counts = calloc((size_t)argc, sizeof *o->counts)))
+                return ss_conv_error(c, "out of memory");
+            o->counts[o->ncounts++] = v;
+            i++;
         } else {
             return ss_conv_usage_error(c, "unknown option '%s'", a);
         }
@@ -96,13 +109,13 @@ static int parse_par(ss_conv *c, int argc, char **argv, par_options *o) {
         return ss_conv_usage_error(c, "--shared-vocab needs --tokens words on both sides");
     if (o->shared && o->vocab_from[0] != o->vocab_from[1])
         return ss_conv_usage_error(c, "--shared-vocab takes --vocab FROM, not --src/--tgt-vocab");
-    return 0;
+    return tx_check_count_options(c, o->kind[0] == TX_WORDS || o->kind[1] == TX_WORDS,
+                                  o->count_only, o->ncounts, o->vocab_from[0] || o->vocab_from[1]);
 }
 
-static int run_parallel(ss_conv *c, int argc, char **argv) {
-    par_options o;
-    int rc = parse_par(c, argc, argv, &o);
-    if (rc) return rc;
+static int convert_parallel(ss_conv *c, const par_options *op) {
+    par_options o = *op;
+    int rc;
     static const char *const names[2] = {"src", "tgt"};
     tx_input in[2];
     tx_job j;
@@ -162,12 +175,25 @@ static int run_parallel(ss_conv *c, int argc, char **argv) {
             need_count[s] = 1;
         }
     }
-    if (need_count[0] || need_count[1]) {
-        ss_vocab *built[2];
+    if (o.count_only) {
         int skip[2] = {!need_count[0], !need_count[1]};
-        if (tx_build_vocabs(c, &j, ss_conv_opts(c)->threads, o.min_count, o.max_vocab, o.shared,
-                            skip, built))
+        rc = tx_write_counts(c, &j, ss_conv_opts(c)->threads, o.shared, skip);
+        goto done;
+    }
+    if (need_count[0] || need_count[1]) {
+        ss_vocab *built[2], *counts[2];
+        int skip[2] = {!need_count[0], !need_count[1]};
+        if (o.ncounts) {
+            if (tx_read_counts(c, &j, o.shared, skip, o.counts, o.ncounts, counts)) goto done;
+            int r =
+                tx_vocabs_from_counts(c, counts, o.min_count, o.max_vocab, o.shared, skip, built);
+            ss_vocab_free(counts[0]);
+            ss_vocab_free(counts[1]);
+            if (r) goto done;
+        } else if (tx_build_vocabs(c, &j, ss_conv_opts(c)->threads, o.min_count, o.max_vocab,
+                                   o.shared, skip, built)) {
             goto done;
+        }
         for (int s = 0; s < 2; s++)
             if (need_count[s] && !(o.shared && s)) vocab[s] = built[s];
     }
@@ -183,6 +209,14 @@ done:
     ss_vocab_free(vocab[0]);
     ss_vocab_free(vocab[1]);
     ss_spm_free(spm);
+    return rc;
+}
+
+static int run_parallel(ss_conv *c, int argc, char **argv) {
+    par_options o;
+    int rc = parse_par(c, argc, argv, &o);
+    if (!rc) rc = convert_parallel(c, &o);
+    free(o.counts);
     return rc;
 }
 

@@ -358,9 +358,8 @@ static void tokenize(const tx_job *j, int sd, tx_slot *s, tx_item *it, const uin
             while (i < e && is_ws(d[i])) i++;
             if (i >= e) break;
             size_t w = i;
-            uint64_t h = SS_VOCAB_HASH_INIT;
-            for (; i < e && !is_ws(d[i]); i++) h = ss_vocab_hash_step(h, d[i]);
-            int64_t id = ss_vocab_lookup_h(t->vocab, d + w, i - w, ss_vocab_hash_final(h));
+            while (i < e && !is_ws(d[i])) i++;
+            int64_t id = ss_vocab_lookup_h(t->vocab, d + w, i - w, ss_vocab_hash(d + w, i - w));
             put(out, es, m++, id < 0 ? t->unk : (uint32_t)id);
         }
         break;
@@ -626,9 +625,8 @@ static void count_range(const tx_job *j, const uint8_t *d, size_t pos, size_t en
             while (i < e && is_ws(d[i])) i++;
             if (i >= e) break;
             size_t w = i;
-            uint64_t h = SS_VOCAB_HASH_INIT;
-            for (; i < e && !is_ws(d[i]); i++) h = ss_vocab_hash_step(h, d[i]);
-            if (ss_vocab_count_h(v, d + w, i - w, ss_vocab_hash_final(h), 1)) {
+            while (i < e && !is_ws(d[i])) i++;
+            if (ss_vocab_count_h(v, d + w, i - w, ss_vocab_hash(d + w, i - w), 1)) {
                 *oom = 1;
                 return;
             }
@@ -636,11 +634,11 @@ static void count_range(const tx_job *j, const uint8_t *d, size_t pos, size_t en
     }
 }
 
-int tx_build_vocabs(ss_conv *c, tx_job *j, int threads, uint64_t min_count, uint64_t max_vocab,
-                    int shared, const int skip[2], ss_vocab *vocab[2]) {
-    int nmaps = shared ? 1 : j->nsides, oom = 0, rc = 1;
+int tx_count_words(ss_conv *c, const tx_job *j, int threads, int shared, const int skip[2],
+                   ss_vocab *counts[2]) {
+    int nmaps = shared ? 1 : j->nsides, oom = 0;
     ss_vocab **maps = calloc((size_t)threads * 2, sizeof *maps);
-    vocab[0] = vocab[1] = NULL;
+    counts[0] = counts[1] = NULL;
     if (!maps) return ss_conv_error(c, "out of memory");
     for (int t = 0; t < threads; t++)
         for (int m = 0; m < nmaps; m++)
@@ -650,6 +648,7 @@ int tx_build_vocabs(ss_conv *c, tx_job *j, int threads, uint64_t min_count, uint
         for (size_t b = 0; b < j->nblocks; b++) {
             int t = omp_get_thread_num();
             const tx_block *bl = &j->blocks[b];
+            if (bl->other_shard) continue; /* --count-only: this shard's words */
             for (int sd = 0; sd < j->nsides; sd++) {
                 if (skip[sd]) continue;
                 int o = 0;
@@ -665,20 +664,39 @@ int tx_build_vocabs(ss_conv *c, tx_job *j, int threads, uint64_t min_count, uint
     for (int m = 0; m < nmaps && !oom; m++)
         for (int t = 1; t < threads; t++)
             if (ss_vocab_merge(maps[m], maps[2 * t + m])) oom = 1;
-    for (int m = 0; m < nmaps && !oom; m++) {
-        if (skip[m] && !shared) continue;
-        if (ss_vocab_build(&vocab[m], maps[m], min_count, max_vocab)) oom = 1;
+    for (int k = 0; k < threads * 2; k++)
+        if (oom || k >= nmaps) ss_vocab_free(maps[k]);
+    if (!oom) {
+        counts[0] = maps[0];
+        counts[1] = nmaps > 1 ? maps[1] : NULL;
     }
-    if (oom) {
-        ss_conv_error(c, "out of memory while counting words");
-        ss_vocab_free(vocab[0]);
-        ss_vocab_free(vocab[1]);
-        vocab[0] = vocab[1] = NULL;
-    } else {
-        rc = 0;
-    }
-    for (int k = 0; k < threads * 2; k++) ss_vocab_free(maps[k]);
     free(maps);
+    return oom ? ss_conv_error(c, "out of memory while counting words") : 0;
+}
+
+int tx_vocabs_from_counts(ss_conv *c, ss_vocab *counts[2], uint64_t min_count, uint64_t max_vocab,
+                          int shared, const int skip[2], ss_vocab *vocab[2]) {
+    int nmaps = shared ? 1 : 2, oom = 0;
+    vocab[0] = vocab[1] = NULL;
+    for (int m = 0; m < nmaps && !oom; m++) {
+        if ((skip[m] && !shared) || !counts[m]) continue;
+        if (ss_vocab_build(&vocab[m], counts[m], min_count, max_vocab)) oom = 1;
+    }
+    if (!oom) return 0;
+    ss_vocab_free(vocab[0]);
+    ss_vocab_free(vocab[1]);
+    vocab[0] = vocab[1] = NULL;
+    return ss_conv_error(c, "out of memory while building the vocabulary");
+}
+
+int tx_build_vocabs(ss_conv *c, tx_job *j, int threads, uint64_t min_count, uint64_t max_vocab,
+                    int shared, const int skip[2], ss_vocab *vocab[2]) {
+    ss_vocab *counts[2];
+    vocab[0] = vocab[1] = NULL;
+    if (tx_count_words(c, j, threads, shared, skip, counts)) return 1;
+    int rc = tx_vocabs_from_counts(c, counts, min_count, max_vocab, shared, skip, vocab);
+    ss_vocab_free(counts[0]);
+    ss_vocab_free(counts[1]);
     return rc;
 }
 
@@ -925,8 +943,22 @@ int tx_text_convert(ss_conv *c, const tx_text_options *o) {
         rc = ss_conv_error(c, "out of memory");
         goto done;
     }
+    if (o->count_only) {
+        int skip[2] = {0, 1};
+        rc = tx_write_counts(c, &j, ss_conv_opts(c)->threads, 0, skip);
+        goto done;
+    }
     if (o->kind == TX_WORDS) {
-        if (o->vocab_from) {
+        if (o->ncounts) {
+            ss_vocab *counts[2], *v[2];
+            int skip[2] = {0, 1};
+            if (tx_read_counts(c, &j, 0, skip, o->counts, o->ncounts, counts)) goto done;
+            int r = tx_vocabs_from_counts(c, counts, o->min_count, o->max_vocab, 0, skip, v);
+            ss_vocab_free(counts[0]);
+            ss_vocab_free(counts[1]);
+            if (r) goto done;
+            vocab = v[0];
+        } else if (o->vocab_from) {
             if (tx_vocab_load(c, &vocab, o->vocab_from, "tokens")) goto done;
         } else if (ss_conv_opts(c)->append) {
             if (tx_vocab_load(c, &vocab, ss_conv_opts(c)->output, "tokens")) goto done;
@@ -974,6 +1006,14 @@ static void text_usage(FILE *out) {
           "  --max-vocab N     at most N tokens including <pad>=0 <unk>=1 <bos>=2 <eos>=3\n"
           "  --vocab FROM      reuse the vocabulary of store FROM (attribute 'vocab') or\n"
           "                    of a text file with one token per line (id = line - 1)\n"
+          "  --count-only      write the word counts of this --shard K/N (all without\n"
+          "                    --shard) to -o FILE instead of a store (job arrays:\n"
+          "                    -o counts/K.counts)\n"
+          "  --counts PATH     build the vocabulary from the counts files PATH (a file,\n"
+          "                    or a directory: its *.counts files; repeatable) instead\n"
+          "                    of counting: they must cover shards 0..N-1 of these\n"
+          "                    inputs and options, and the vocabulary (with --min-count,\n"
+          "                    --max-vocab) is then that of a single-process run\n"
           "ids:\n"
           "  --vocab-size N    every id must be < N; the dtype is the smallest that\n"
           "                    holds N (plus --bos/--eos); without it, u32\n"
@@ -987,7 +1027,8 @@ static int parse_text_options(ss_conv *c, int argc, char **argv, tx_text_options
     memset(o, 0, sizeof *o);
     o->min_count = 1;
     o->inputs = calloc((size_t)argc + 1, sizeof *o->inputs);
-    if (!o->inputs) return ss_conv_error(c, "out of memory");
+    o->counts = calloc((size_t)argc + 1, sizeof *o->counts);
+    if (!o->inputs || !o->counts) return ss_conv_error(c, "out of memory");
     int only_files = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -1027,6 +1068,12 @@ static int parse_text_options(ss_conv *c, int argc, char **argv, tx_text_options
             if (!v) return ss_conv_usage_error(c, "--vocab needs a store or a file");
             o->vocab_from = v;
             i++;
+        } else if (!strcmp(a, "--count-only")) {
+            o->count_only = 1;
+        } else if (!strcmp(a, "--counts")) {
+            if (!v) return ss_conv_usage_error(c, "--counts needs a counts file or directory");
+            o->counts[o->ncounts++] = v;
+            i++;
         } else {
             return ss_conv_usage_error(c, "unknown option '%s'", a);
         }
@@ -1042,7 +1089,8 @@ static int parse_text_options(ss_conv *c, int argc, char **argv, tx_text_options
         return ss_conv_usage_error(c, "--vocab excludes --min-count and --max-vocab");
     if (o->kind == TX_IDS && (o->bos || o->eos) && !o->vocab_size)
         return ss_conv_usage_error(c, "--bos/--eos with --tokens ids need --vocab-size");
-    return 0;
+    return tx_check_count_options(c, o->kind == TX_WORDS, o->count_only, o->ncounts,
+                                  o->vocab_from != NULL);
 }
 
 static int run_text(ss_conv *c, int argc, char **argv) {
@@ -1050,7 +1098,23 @@ static int run_text(ss_conv *c, int argc, char **argv) {
     int rc = parse_text_options(c, argc, argv, &o);
     if (!rc) rc = tx_text_convert(c, &o);
     free(o.inputs);
+    free(o.counts);
     return rc;
+}
+
+int tx_check_count_options(ss_conv *c, int words, int count_only, int ncounts, int vocab_from) {
+    if ((count_only || ncounts) && !words)
+        return ss_conv_usage_error(c, "--count-only and --counts need --tokens words");
+    if (count_only && ncounts) return ss_conv_usage_error(c, "--count-only excludes --counts");
+    if ((count_only || ncounts) && vocab_from)
+        return ss_conv_usage_error(c, "--count-only and --counts exclude --vocab");
+    if (ncounts && ss_conv_opts(c)->append) /* the store's vocabulary is kept */
+        return ss_conv_usage_error(c, "--counts excludes --append (it keeps the store's "
+                                      "vocabulary)");
+    if (count_only && (ss_conv_opts(c)->append || ss_conv_opts(c)->resume))
+        return ss_conv_usage_error(c, "--count-only writes a counts file; it excludes --append "
+                                      "and --resume");
+    return 0;
 }
 
 const ss_converter ss_converter_text = {

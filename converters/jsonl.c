@@ -79,9 +79,8 @@ static int jl_put_string(const jl_spec *s, const char *key, const json_t *v, jl_
             while (i < n && jl_is_ws(str[i])) i++;
             if (i >= n) break;
             size_t w = i;
-            uint64_t h = SS_VOCAB_HASH_INIT;
-            for (; i < n && !jl_is_ws(str[i]); i++) h = ss_vocab_hash_step(h, str[i]);
-            int64_t id = ss_vocab_lookup_h(t->vocab, str + w, i - w, ss_vocab_hash_final(h));
+            while (i < n && !jl_is_ws(str[i])) i++;
+            int64_t id = ss_vocab_lookup_h(t->vocab, str + w, i - w, ss_vocab_hash(str + w, i - w));
             jl_put(b->data, t->esize, m++, id < 0 ? t->unk : (uint32_t)id);
         }
     } else {
@@ -219,9 +218,8 @@ static int jl_count_words(const uint8_t *s, size_t n, ss_vocab *v, jl_arena *a) 
         while (i < n && jl_is_ws(s[i])) i++;
         if (i >= n) break;
         size_t w = i;
-        uint64_t h = SS_VOCAB_HASH_INIT;
-        for (; i < n && !jl_is_ws(s[i]); i++) h = ss_vocab_hash_step(h, s[i]);
-        h = ss_vocab_hash_final(h);
+        while (i < n && !jl_is_ws(s[i])) i++;
+        uint64_t h = ss_vocab_hash(s + w, i - w);
         const uint8_t *key = s + w; /* a new word's bytes must outlive the line */
         if (ss_vocab_lookup_h(v, key, i - w, h) < 0 && !(key = jl_arena_copy(a, key, i - w)))
             return -2;

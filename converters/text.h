@@ -98,6 +98,9 @@ typedef struct tx_text_options {
     const char *spm_model; /* --tokenizer spm:MODEL (kind TX_SPM) */
     char **inputs;
     int ninputs;
+    int count_only;      /* --count-only: write this shard's word counts */
+    const char **counts; /* --counts FILE...: the vocabulary from these counts */
+    int ncounts;
 } tx_text_options;
 
 /* `convert text` after option parsing (also used by `convert lines`). */
@@ -112,6 +115,10 @@ int tx_parse_kind(const char *name);
 int tx_parse_count_option(ss_conv *c, const char *a, const char *v, uint64_t *min_count,
                           uint64_t *max_vocab, uint64_t *vocab_size);
 const char *tx_kind_name(int kind);
+/* The checks of --count-only and --counts shared by `convert text` and
+ * `convert parallel` (`words`: some side has --tokens words). @return 0 or
+ * 2 (usage error printed). */
+int tx_check_count_options(ss_conv *c, int words, int count_only, int ncounts, int vocab_from);
 
 /* Derive bos/eos/unk ids and the dtype of `t` (vocab already set for words).
  * @return 0, or 1 (error printed through `c`; c may be NULL: no message). */
@@ -154,6 +161,31 @@ int tx_vocab_load(ss_conv *c, ss_vocab **out, const char *from, const char *fiel
  * Sides whose `skip[s]` is set are not counted. @return 0 or 1. */
 int tx_build_vocabs(ss_conv *c, tx_job *j, int threads, uint64_t min_count, uint64_t max_vocab,
                     int shared, const int skip[2], ss_vocab *vocab[2]);
+
+/* Count the words of every block of this shard (blocks marked other_shard
+ * are skipped) with `threads` threads: counts[s] for side s, or with
+ * `shared` one map in counts[0] (counts[1] = NULL). Sides with skip[s] set
+ * are not counted. @return 0 or 1 (printed). */
+int tx_count_words(ss_conv *c, const tx_job *j, int threads, int shared, const int skip[2],
+                   ss_vocab *counts[2]);
+
+/* The vocabularies of counts (as tx_build_vocabs(), which is
+ * tx_count_words() and this). @return 0 or 1 (printed). */
+int tx_vocabs_from_counts(ss_conv *c, ss_vocab *counts[2], uint64_t min_count, uint64_t max_vocab,
+                          int shared, const int skip[2], ss_vocab *vocab[2]);
+
+/* --count-only (wordcounts.c): count this shard's words (after tx_split())
+ * and write them to the output path as a counts file; no store is written.
+ * @return 0 or 1 (printed). */
+int tx_write_counts(ss_conv *c, tx_job *j, int threads, int shared, const int skip[2]);
+
+/* --counts: sum the counts files `paths` (each holding one or more shards'
+ * documents) into counts[] as tx_count_words() would have counted the whole
+ * input, after checking that they counted these inputs (basename and size)
+ * with these options and cover shards 0..N-1 once each. @return 0 or 1
+ * (printed, naming the file and line, or the missing shard). */
+int tx_read_counts(ss_conv *c, const tx_job *j, int shared, const int skip[2],
+                   const char *const *paths, int npaths, ss_vocab *counts[2]);
 
 /* Begin the store, write the text attributes, run the pipeline.
  * @return 0, or 1 (printed). */

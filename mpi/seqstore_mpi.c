@@ -13,7 +13,14 @@
  * so nothing claims a complete dataset. A rank killed outright makes mpirun
  * end the job the same way. With --resume, a rank whose shard is already
  * complete keeps it, and an interrupted shard continues from its last commit
- * (`convert --resume`): rerunning finishes only what is missing. */
+ * (`convert --resume`): rerunning finishes only what is missing.
+ *
+ * Word vocabularies (`--tokens words` of text and parallel, without --vocab)
+ * are shared: every rank first counts the words of its own slice
+ * (`convert ... --count-only`), the counts are reduced to rank 0 (gathered
+ * in rank order and written as DIR/word.counts), and every rank then
+ * converts with `--counts DIR/word.counts`: the vocabulary a single process
+ * builds, each rank having counted only 1/N of the input. */
 #include "seqstore.h"
 
 #include <errno.h>
@@ -71,7 +78,10 @@ static void usage(FILE *out) {
             "job and no manifest is written. --resume keeps complete shards and continues\n"
             "interrupted ones. OPTIONS are those of `seqstore convert KIND` (--force to\n"
             "replace existing shards). The seqstore program is $SEQSTORE, else the one next\n"
-            "to this program.\n");
+            "to this program. With --tokens words (text, parallel; no --vocab) each rank\n"
+            "first counts the words of its slice (--count-only); the counts are reduced to\n"
+            "DIR/word.counts and every shard is converted with --counts DIR/word.counts:\n"
+            "one vocabulary, the single process's.\n");
 }
 
 /* The seqstore program: $SEQSTORE, else `seqstore` in this program's directory. */
@@ -126,7 +136,25 @@ typedef struct job {
     int resume;
     char **pass; /* convert KIND ARGS... without -o DIR and --resume */
     int npass;
+    int count_words;            /* words counted per rank, then reduced (see above) */
+    char counts[PATH_MAX + 32]; /* DIR/word.counts */
 } job;
+
+/* Does the conversion build a word vocabulary that the ranks must share? */
+static int needs_word_counts(const job *j) {
+    int words = 0;
+    if (strcmp(j->pass[1], "text") && strcmp(j->pass[1], "parallel")) return 0;
+    for (int i = 2; i < j->npass; i++) {
+        const char *a = j->pass[i];
+        if (!strcmp(a, "--vocab") || !strcmp(a, "--src-vocab") || !strcmp(a, "--tgt-vocab") ||
+            !strcmp(a, "--counts") || !strcmp(a, "--count-only") || !strcmp(a, "--append"))
+            return 0;
+        if ((!strcmp(a, "--tokens") || !strcmp(a, "--src-tokens") || !strcmp(a, "--tgt-tokens")) &&
+            i + 1 < j->npass && !strcmp(j->pass[i + 1], "words"))
+            words = 1;
+    }
+    return words;
+}
 
 static int parse(job *j, int argc, char **argv) {
     memset(j, 0, sizeof *j);
@@ -159,6 +187,7 @@ static int convert_rank(const job *j, const char *prog, int rank, int size, cons
     for (int i = 0; i < j->npass; i++) argv[n++] = j->pass[i];
     argv[n++] = "--shard", argv[n++] = spec, argv[n++] = "-o", argv[n++] = (char *)shard;
     argv[n++] = "--quiet";
+    if (j->count_words) argv[n++] = "--counts", argv[n++] = (char *)j->counts;
     struct stat st;
     if (j->resume && stat(shard, &st) == 0) argv[n++] = "--resume";
     /* tests: SS_MPI_TEST_KILL=RANK:N kills that rank mid-way (SIGKILL after
@@ -177,6 +206,78 @@ static int convert_rank(const job *j, const char *prog, int rank, int size, cons
         return rc;
     }
     return verify_shard(shard);
+}
+
+/* The whole of `path` in *out (malloc'ed), its size in *n. 0 or -1. */
+static int slurp(const char *path, char **out, long *n) {
+    FILE *f = fopen(path, "rb");
+    *out = NULL;
+    if (!f) return -1;
+    int rc = fseek(f, 0, SEEK_END) || (*n = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) ? -1 : 0;
+    if (!rc && (*n > INT_MAX || !(*out = malloc((size_t)*n + 1)))) rc = -1;
+    if (!rc && fread(*out, 1, (size_t)*n, f) != (size_t)*n) rc = -1;
+    fclose(f);
+    if (rc) free(*out), *out = NULL;
+    return rc;
+}
+
+/* Every rank counts the words of its slice; the counts are gathered to rank
+ * 0 in rank order and written as j->counts (a counts file of N documents,
+ * read by `convert --counts`). Collective; 0 on every rank if all went well. */
+static int reduce_word_counts(const job *j, const char *prog, int rank, int size) {
+    char spec[64], mine[PATH_MAX + 64];
+    snprintf(spec, sizeof spec, "%d/%d", rank, size);
+    snprintf(mine, sizeof mine, "%s/word-%05d-of-%05d.counts.tmp", j->dir, rank, size);
+    char **argv = calloc((size_t)j->npass + 10, sizeof *argv);
+    int n = 0, status = argv ? 0 : 1;
+    if (argv) {
+        argv[n++] = (char *)prog;
+        for (int i = 0; i < j->npass; i++) argv[n++] = j->pass[i];
+        argv[n++] = "--shard", argv[n++] = spec, argv[n++] = "--count-only";
+        argv[n++] = "-o", argv[n++] = mine, argv[n++] = "--quiet";
+        status = run(argv);
+        free(argv);
+    }
+    char *text = NULL;
+    long len = 0;
+    if (!status && slurp(mine, &text, &len)) {
+        fprintf(stderr, "seqstore-mpi: rank %d: cannot read '%s'\n", rank, mine);
+        status = 1;
+    }
+    unlink(mine);
+    /* the reduce: sizes, then the counts themselves, to rank 0 */
+    int mylen = status ? -1 : (int)len, *lens = calloc((size_t)size, sizeof *lens);
+    int *offs = calloc((size_t)size, sizeof *offs);
+    MPI_Gather(&mylen, 1, MPI_INT, lens, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    long total = 0;
+    int ok = lens && offs;
+    for (int r = 0; rank == 0 && r < size; r++) {
+        if (lens[r] < 0) ok = 0;
+        offs[r] = (int)total;
+        total += lens[r] > 0 ? lens[r] : 0;
+        if (total > INT_MAX) ok = 0; /* MPI counts are int */
+    }
+    MPI_Bcast(&ok, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    char *all = rank == 0 && ok ? malloc((size_t)total + 1) : NULL;
+    if (ok) {
+        MPI_Gatherv(text, mylen, MPI_CHAR, all, lens, offs, MPI_CHAR, 0, MPI_COMM_WORLD);
+        if (rank == 0) {
+            FILE *f = fopen(j->counts, "wb");
+            ok = f && fwrite(all, 1, (size_t)total, f) == (size_t)total && !fflush(f) &&
+                 !fsync(fileno(f));
+            if (f && fclose(f)) ok = 0;
+            if (!ok) fprintf(stderr, "seqstore-mpi: cannot write '%s'\n", j->counts);
+        }
+        MPI_Bcast(&ok, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    } else if (rank == 0) {
+        fprintf(stderr, "seqstore-mpi: counting words failed (or the counts exceed 2 GiB); no "
+                        "shard converted\n");
+    }
+    free(all);
+    free(text);
+    free(lens);
+    free(offs);
+    return ok ? 0 : 1;
 }
 
 /* Rank 0: `seqstore dataset build DIR part-0 ... part-N-1`, in order. */
@@ -223,6 +324,9 @@ int main(int argc, char **argv) {
         if (!ok) fprintf(stderr, "seqstore-mpi: '%s': %s\n", j.dir, strerror(errno));
     }
     MPI_Bcast(&ok, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    j.count_words = needs_word_counts(&j);
+    snprintf(j.counts, sizeof j.counts, "%s/word.counts", j.dir);
+    if (ok && j.count_words && reduce_word_counts(&j, prog, rank, size)) ok = 0;
     int status = ok ? convert_rank(&j, prog, rank, size, shard) : 1;
     int *all = malloc((size_t)size * sizeof *all);
     MPI_Allgather(&status, 1, MPI_INT, all, 1, MPI_INT, MPI_COMM_WORLD);

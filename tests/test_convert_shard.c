@@ -4,12 +4,15 @@
  * (and attributes, vocabulary included) of a single-process conversion:
  * text (bytes, words, documents; one large file cut at line boundaries and
  * several whole files), parallel and jsonl. npy and EDF are checked in their
- * own tests. */
+ * own tests. Shared vocabularies (issue 12): every shard counts only its
+ * slice (`--count-only`), the conversions take the merged counts
+ * (`--counts DIR`), and the result is again the single process's. */
 #include "testutil.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 static const char *const WORDS[] = {"the", "a",   "cat", "sat", "on", "mat",
                                     "dog", "ran", "far", "éte", "x",  "yz"};
@@ -56,6 +59,152 @@ static void check(const char *name, const char *args) {
     fprintf(stderr, "ok: %s\n", name);
 }
 
+/* The total of the counts in a counts file (its word lines' last field). */
+static uint64_t counts_total(const char *path) {
+    FILE *f = fopen(path, "r");
+    CHECK(f != NULL);
+    char line[512];
+    uint64_t total = 0;
+    while (fgets(line, sizeof line, f)) {
+        char *tab = strrchr(line, '\t');
+        if (line[0] != '\t' && tab && strncmp(line, "input\t", 6) && strncmp(line, "shard\t", 6) &&
+            strncmp(line, "options\t", 8))
+            total += strtoull(tab + 1, NULL, 10);
+    }
+    fclose(f);
+    return total;
+}
+
+/* Words of ARGS's inputs counted once per shard, the shards converted with
+ * the merged counts: for N = 1, 2, 3, 7 the same examples and vocabulary as
+ * one process (`single`), each shard counting only its slice (the counts
+ * files' totals add up to the whole's, and with N >= 2 none holds it all). */
+static void check_counted(const char *name, const char *args, const char *single) {
+    static const uint32_t ns[] = {1, 2, 3, 7};
+    const char *env = "SS_TEST_BLOCK_BYTES=997";
+    char err[4096], dir[300], file[400];
+    for (size_t t = 0; t < sizeof ns / sizeof ns[0]; t++) {
+        uint32_t n = ns[t];
+        snprintf(dir, sizeof dir, "%s", ss_test_keep_path(name));
+        snprintf(dir + strlen(dir), sizeof dir - strlen(dir), "-counts-%u", n);
+        mkdir(dir, 0777); /* kept from an earlier run: its files are replaced */
+        uint64_t totals[7], sum = 0;
+        for (uint32_t k = 0; k < n; k++) {
+            snprintf(file, sizeof file, "%s/%u.counts", dir, k);
+            CHECK_EXIT(ss_test_cli(err, sizeof err, env, "%s --shard %u/%u --count-only -o %s",
+                                   args, k, n, file),
+                       0, err);
+            sum += totals[k] = counts_total(file);
+        }
+        const char *paths[7];
+        char pname[256];
+        for (uint32_t k = 0; k < n; k++) {
+            snprintf(pname, sizeof pname, "%s-counted-%u-of-%u.ss", name, k, n);
+            paths[k] = ss_test_keep_path(pname);
+            CHECK_EXIT(ss_test_cli(err, sizeof err, env,
+                                   "%s --shard %u/%u --counts %s -o %s --force", args, k, n, dir,
+                                   paths[k]),
+                       0, err);
+            if (n > 1) CHECK(totals[k] < sum);
+        }
+        ss_test_check_shards(single, paths, n);
+        /* without --shard, --count-only counts everything: the same total */
+        snprintf(file, sizeof file, "%s/all.txt", dir);
+        CHECK_EXIT(ss_test_cli(err, sizeof err, env, "%s --count-only -o %s", args, file), 0, err);
+        CHECK_EQ_U64(counts_total(file), sum);
+    }
+    fprintf(stderr, "ok: %s, counted per shard\n", name);
+}
+
+static char *slurp(const char *path, size_t *n) {
+    FILE *f = fopen(path, "rb");
+    CHECK(f != NULL);
+    fseek(f, 0, SEEK_END);
+    long size = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *t = malloc((size_t)size + 1);
+    CHECK(t != NULL);
+    *n = fread(t, 1, (size_t)size, f);
+    t[*n] = 0;
+    fclose(f);
+    return t;
+}
+
+/* Counts that do not make up the whole are refused, naming the problem. */
+static void check_count_errors(const char *big, const char *docs) {
+    char err[4096], c0[300], c1[300], both[300];
+    const char *out = ss_test_path("bad.ss");
+    snprintf(c0, sizeof c0, "%s", ss_test_path("e0.counts"));
+    snprintf(c1, sizeof c1, "%s", ss_test_path("e1.counts"));
+    snprintf(both, sizeof both, "%s", ss_test_path("both.counts"));
+    for (int k = 0; k < 2; k++)
+        CHECK_EXIT(ss_test_cli(err, sizeof err, "SS_TEST_BLOCK_BYTES=997",
+                               "convert text %s --tokens words --shard %d/2 --count-only -o %s",
+                               big, k, k ? c1 : c0),
+                   0, err);
+    /* a shard missing */
+    CHECK_EXIT(ss_test_cli(err, sizeof err, "SS_TEST_BLOCK_BYTES=997",
+                           "convert text %s --tokens words --counts %s -o %s", big, c0, out),
+               1, err);
+    CHECK_CONTAINS(err, "no counts of shard 1/2");
+    /* a shard twice */
+    CHECK_EXIT(
+        ss_test_cli(err, sizeof err, "SS_TEST_BLOCK_BYTES=997",
+                    "convert text %s --tokens words --counts %s --counts %s --counts %s -o %s", big,
+                    c0, c1, c0, out),
+        1, err);
+    CHECK_CONTAINS(err, "shard 0/2 is counted twice");
+    /* counted with other options or inputs */
+    CHECK_EXIT(ss_test_cli(err, sizeof err, "SS_TEST_BLOCK_BYTES=997",
+                           "convert text %s --tokens words --docs --counts %s --counts %s -o %s",
+                           big, c0, c1, out),
+               1, err);
+    CHECK_CONTAINS(err, "counted other inputs or options");
+    CHECK_EXIT(ss_test_cli(err, sizeof err, "SS_TEST_BLOCK_BYTES=997",
+                           "convert text %s --tokens words --counts %s --counts %s -o %s", docs, c0,
+                           c1, out),
+               1, err);
+    CHECK_CONTAINS(err, "counted other inputs or options");
+    /* one file holding both documents (as seqstore-mpi writes it) is whole */
+    size_t n0, n1;
+    char *t0 = slurp(c0, &n0), *t1 = slurp(c1, &n1);
+    FILE *f = fopen(both, "w");
+    CHECK(f != NULL);
+    fwrite(t0, 1, n0, f);
+    fwrite(t1, 1, n1, f);
+    fclose(f);
+    CHECK_EXIT(ss_test_cli(err, sizeof err, "SS_TEST_BLOCK_BYTES=997",
+                           "convert text %s --tokens words --counts %s -o %s --force", big, both,
+                           out),
+               0, err);
+    /* a damaged count: line 8 (the second word) gets count "x" */
+    char *p = t1;
+    for (int l = 1; l < 8; l++) p = strchr(p, '\n') + 1;
+    *strchr(p, '\t') = 0;
+    f = fopen(c1, "w");
+    CHECK(f != NULL);
+    fprintf(f, "%s\tx\n%s", t1, strchr(p + strlen(p) + 1, '\n') + 1);
+    fclose(f);
+    free(t0);
+    free(t1);
+    CHECK_EXIT(ss_test_cli(err, sizeof err, "SS_TEST_BLOCK_BYTES=997",
+                           "convert text %s --tokens words --counts %s --counts %s -o %s", big, c0,
+                           c1, out),
+               1, err);
+    CHECK_CONTAINS(err, "line 8: bad count");
+    /* usage */
+    CHECK_EXIT(ss_test_cli(err, sizeof err, "SS_TEST_BLOCK_BYTES=997",
+                           "convert text %s --count-only -o %s", big, c0),
+               2, err);
+    CHECK_CONTAINS(err, "need --tokens words");
+    CHECK_EXIT(ss_test_cli(err, sizeof err, "SS_TEST_BLOCK_BYTES=997",
+                           "convert text %s --tokens words --counts %s -o %s --append", big, both,
+                           out),
+               2, err);
+    CHECK_CONTAINS(err, "--counts excludes --append");
+    fprintf(stderr, "ok: counts errors\n");
+}
+
 int main(void) {
     const char *big = ss_test_keep_path("big.txt"), *src = ss_test_keep_path("src.txt");
     const char *tgt = ss_test_keep_path("tgt.txt"), *j1 = ss_test_keep_path("a.jsonl");
@@ -88,6 +237,24 @@ int main(void) {
     check("parallel", args);
     snprintf(args, sizeof args, "convert jsonl %s --key text --tokens bytes", j1);
     check("jsonl", args);
+
+    /* shared vocabularies: counts per shard, merged */
+    snprintf(args, sizeof args, "convert text %s --tokens words", big);
+    check_counted("words", args, ss_test_keep_path("words.ss"));
+    snprintf(args, sizeof args, "convert text %s %s %s %s --tokens words --min-count 2", small[0],
+             big, small[1], small[2]);
+    check_counted("files", args, ss_test_keep_path("files.ss"));
+    snprintf(args, sizeof args, "convert text %s --tokens words --docs --doc-sep --- --skip-empty",
+             docs);
+    check("docs-words", args);
+    check_counted("docs-words", args, ss_test_keep_path("docs-words.ss"));
+    snprintf(args, sizeof args, "convert parallel %s %s --tokens words", src, tgt);
+    check_counted("parallel", args, ss_test_keep_path("parallel.ss"));
+    snprintf(args, sizeof args,
+             "convert parallel %s %s --tokens words --shared-vocab --max-vocab 9", src, tgt);
+    check("parallel-shared", args);
+    check_counted("parallel-shared", args, ss_test_keep_path("parallel-shared.ss"));
+    check_count_errors(big, docs);
 
     /* usage errors */
     char err[4096];

@@ -2,7 +2,10 @@
 /* test_mpi.c - `mpirun --oversubscribe -n 4 seqstore-mpi convert ...`: the
  * dataset's shards hold exactly the single-process conversion's examples and
  * vocabulary; a rank killed mid-way (SIGKILL) fails the job and leaves no
- * manifest; rerunning with --resume finishes only what is missing. */
+ * manifest; rerunning with --resume finishes only what is missing. Word
+ * vocabularies: each rank counts only its slice and the counts are reduced
+ * (DIR/word.counts holds the four ranks' counts, shards 0..3 in order, whose
+ * totals add up to the corpus's words), for text and parallel corpora. */
 #include "testutil.h"
 
 #include <stdio.h>
@@ -51,13 +54,42 @@ static void check_dataset(const char *dir, const char *single) {
     ss_close(s);
 }
 
+/* The reduced counts of a 4-rank run: 4 documents, shard k the k-th, their
+ * counts summing to `words`. */
+static void check_counts(const char *dir, uint64_t words) {
+    char path[1100], want[32];
+    snprintf(path, sizeof path, "%s/word.counts", dir);
+    size_t n;
+    char *t = ss_test_read_file(path, &n);
+    CHECK(t != NULL);
+    int docs = 0;
+    uint64_t total = 0;
+    for (char *line = t, *nl; *line; line = nl + 1) {
+        CHECK((nl = strchr(line, '\n')) != NULL);
+        *nl = 0;
+        if (!strcmp(line, "seqstore-counts 1")) {
+            CHECK((nl = strchr(nl + 1, '\n')) != NULL);
+            *nl = 0;
+            snprintf(want, sizeof want, "shard\t%d\t4", docs++);
+            CHECK(!strcmp(strchr(line, 0) + 1, want));
+        } else if (line[0] != '\t' && strncmp(line, "options\t", 8) &&
+                   strncmp(line, "input\t", 6)) {
+            total += strtoull(strrchr(line, '\t') + 1, NULL, 10);
+        }
+    }
+    CHECK(docs == 4);
+    CHECK_EQ_U64(total, words);
+    free(t);
+}
+
 int main(void) {
     const char *text = ss_test_keep_path("corpus.txt"), *single = ss_test_keep_path("single.ss");
     FILE *f = fopen(text, "w");
     CHECK(f != NULL);
-    uint64_t seed = 11;
+    uint64_t seed = 11, words = 0;
     for (int i = 0; i < 3000; i++) {
         int n = 1 + (int)(ss_test_rand(&seed) % 12);
+        words += (uint64_t)n;
         for (int w = 0; w < n; w++)
             fprintf(f, "%s%s", w ? " " : "", WORDS[ss_test_rand(&seed) % 8]);
         fputc('\n', f);
@@ -73,6 +105,29 @@ int main(void) {
     snprintf(args, sizeof args, "convert text %s --tokens words -o %s", text, dir);
     if (mpirun("", args) != 0) show_output(), exit(1);
     check_dataset(dir, single);
+    check_counts(dir, words);
+
+    /* a parallel corpus (the same lines reversed as target), one vocabulary per side */
+    const char *tgt = ss_test_keep_path("tgt.txt"), *psingle = ss_test_keep_path("psingle.ss");
+    size_t len;
+    char *src = ss_test_read_file(text, &len);
+    f = fopen(tgt, "w");
+    CHECK(f != NULL);
+    for (size_t e = len; e > 0;) { /* lines in reverse order */
+        size_t b = e - 1;
+        while (b > 0 && src[b - 1] != '\n') b--;
+        fwrite(src + b, 1, e - b, f);
+        e = b;
+    }
+    fclose(f);
+    free(src);
+    CHECK_EXIT(ss_test_cli(err, sizeof err, NULL, "convert parallel %s %s --tokens words -o %s",
+                           text, tgt, psingle),
+               0, err);
+    const char *pdir = ss_test_keep_path("pds");
+    snprintf(args, sizeof args, "convert parallel %s %s --tokens words -o %s", text, tgt, pdir);
+    if (mpirun("", args) != 0) show_output(), exit(1);
+    check_dataset(pdir, psingle);
 
     /* rank 2 killed after 100 of its examples: the job fails, no manifest */
     const char *dir2 = ss_test_keep_path("ds2");
