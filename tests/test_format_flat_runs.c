@@ -29,6 +29,7 @@ static void make(const char *path) {
     for (uint64_t i = 0; i < COUNT; i++) {
         uint64_t len = ss_test_rand(&rng) % 10 == 0 ? 0 : 1 + ss_test_rand(&rng) % 32;
         if (i % 65534 == 65533) len = 5; /* the last entry of a segment: damaged below */
+        if (i == 0) len = 20;            /* its start is damaged below */
         for (uint64_t k = 0; k < len; k++) buf[k] = (uint16_t)(i * 7 + k);
         uint32_t label = (uint32_t)(i * 3);
         ss_value v[2] = {{buf, len}, {&label, 1}};
@@ -194,6 +195,35 @@ static void check_damaged(const char *good, uint64_t from) {
     ss_close(s);
 }
 
+/* Entry 0's `start` raised from 0 to 3 (open checks only the sentinel's):
+ * a flat read from position 0 then starts 3 rows before example 0, which
+ * must be refused, not copied from before the example's rows. */
+static void check_bad_first_start(const char *good) {
+    const char *bad = ss_test_path("flat_runs_start.ss");
+    size_t n;
+    char *bytes = ss_test_read_file(good, &n);
+    ss_test_write_file(bad, bytes, n);
+    free(bytes);
+    ss_store *s;
+    CHECK_OK(ss_open(&s, bad, 0));
+    const void *base;
+    uint64_t size, start = 3;
+    int fd;
+    CHECK_OK(ss_store_map(&base, &size, &fd, s));
+    const ss_entry *e = ss_entry_at(&s->f[0], 0);
+    uint64_t off = (uint64_t)((const unsigned char *)&e->start - (const unsigned char *)base);
+    ss_close(s);
+    FILE *f = fopen(bad, "r+b");
+    CHECK(f && fseek(f, (long)off, SEEK_SET) == 0);
+    CHECK(fwrite(&start, sizeof start, 1, f) == 1);
+    CHECK(fclose(f) == 0);
+    CHECK_OK(ss_open(&s, bad, 0));
+    CHECK_EQ_U64(ss_length(s, 0, 0), 17);
+    unsigned char buf[64];
+    CHECK_RC(ss_flat_read(buf, s, 0, 0, 2), SS_ECORRUPT);
+    ss_close(s);
+}
+
 int main(void) {
     const char *path = ss_test_path("flat_runs.ss");
     make(path);
@@ -201,6 +231,7 @@ int main(void) {
     check_reads(path, SS_OPEN_VERIFY);
     check_read_examples(path, 0);
     check_read_examples(path, SS_OPEN_VERIFY);
+    check_bad_first_start(path);
     check_damaged(path, 1000);
     check_damaged(path, 2 * 65534 - 1); /* a run read across a segment boundary */
     printf("test_format_flat_runs: ok\n");
