@@ -8,7 +8,10 @@
  * usage: bench_loader [--rounds R] [--markdown] [examples] [batch] [threads] [prefetch] [step_us]
  *        defaults      5            20000      64      2         4          2000
  *
- * R rounds (default 5) each run the four configurations in turn (so load
+ * Then the raw loader's examples/s with 1 and with 2 worker threads while
+ * the caller only calls next() (an idle caller): the 2-workers-vs-1 figure.
+ *
+ * R rounds (default 5) each run the six configurations in turn (so load
  * from other processes hits them alike); the figures are the median and
  * range over the rounds, with the load average at the start and end.
  * --markdown prints README's Loader table. SS_BENCH_QUICK=1: 2000 examples,
@@ -160,10 +163,14 @@ static figures run(const ss_store *s, uint64_t batch, uint32_t threads, uint32_t
     return fig;
 }
 
-enum { NCONF = 4, MAX_ROUNDS = 64 };
+/* Configurations 0-3 use `threads` workers; 4 and 5 are the raw loader with
+ * 1 and 2 workers and an idle caller (it only calls next()), whose examples/s
+ * give the 2-workers-vs-1 figure. */
+enum { NCONF = 6, NLAT = 4, MAX_ROUNDS = 64 };
 
-static const char *const conf_plain[NCONF] = {"no step (raw)", "step (keeps up)",
-                                              "crop+mask, no step", "crop+mask, step"};
+static const char *const conf_plain[NCONF] = {"no step (raw)",      "step (keeps up)",
+                                              "crop+mask, no step", "crop+mask, step",
+                                              "raw, 1 worker",      "raw, 2 workers"};
 
 static void column(double *out, figures f[][MAX_ROUNDS], int c, int R, size_t off) {
     for (int r = 0; r < R; r++) out[r] = *(const double *)((const char *)&f[c][r] + off);
@@ -189,6 +196,13 @@ static void print_plain(figures f[][MAX_ROUNDS], int R, uint64_t measure) {
     }
 }
 
+/* Examples per second with 2 workers over 1, round by round. */
+static bench_mr scaling(figures f[][MAX_ROUNDS], int R) {
+    double x[MAX_ROUNDS];
+    for (int r = 0; r < R; r++) x[r] = f[5][r].eps / f[4][r].eps;
+    return bench_stats(x, R);
+}
+
 /* The rows of README's "Loader" table. */
 static void print_markdown(figures f[][MAX_ROUNDS], int R, double step_us) {
     static const char *const name[NCONF] = {
@@ -197,7 +211,7 @@ static void print_markdown(figures f[][MAX_ROUNDS], int R, double step_us) {
     char b[3][96], what[96];
     double x[MAX_ROUNDS];
     printf("| run | allocations per batch | `next()` median | p99 |\n| --- | --- | --- | --- |\n");
-    for (int c = 0; c < NCONF; c++) {
+    for (int c = 0; c < NLAT; c++) {
         snprintf(what, sizeof what, name[c], step_us / 1000);
         column(x, f, c, R, offsetof(figures, allocs));
         bench_fmt(b[0], sizeof b[0], "%.3f", bench_stats(x, R));
@@ -207,6 +221,13 @@ static void print_markdown(figures f[][MAX_ROUNDS], int R, double step_us) {
         bench_fmt(b[2], sizeof b[2], "%.0f", bench_stats(x, R));
         printf("| %s | %s | %s µs | %s µs |\n", what, b[0], b[1], b[2]);
     }
+    double x1[MAX_ROUNDS], x2[MAX_ROUNDS];
+    for (int r = 0; r < R; r++) x1[r] = f[4][r].eps, x2[r] = f[5][r].eps;
+    printf(
+        "\n| workers, idle caller, no step | examples/s | 2 workers vs 1 |\n| --- | --- | --- |\n");
+    printf("| 1 | %s | |\n", bench_fmt(b[0], sizeof b[0], "%.0f", bench_stats(x1, R)));
+    printf("| 2 | %s | **%s×** |\n", bench_fmt(b[0], sizeof b[0], "%.0f", bench_stats(x2, R)),
+           bench_fmt(b[1], sizeof b[1], "%.2f", scaling(f, R)));
 }
 
 int main(int argc, char **argv) {
@@ -257,14 +278,19 @@ int main(int argc, char **argv) {
     static figures f[NCONF][MAX_ROUNDS];
     for (int r = 0; r < R; r++)
         for (int c = 0; c < NCONF; c++)
-            f[c][r] = run(s, batch, threads, prefetch, c % 2 ? step : 0, c >= 2 ? p : NULL);
+            f[c][r] = c >= NLAT
+                          ? run(s, batch, (uint32_t)(c - NLAT + 1), prefetch, 0, NULL)
+                          : run(s, batch, threads, prefetch, c % 2 ? step : 0, c >= 2 ? p : NULL);
     double load1 = bench_loadavg();
     uint64_t per_epoch = (n + batch - 1) / batch;
     if (markdown) {
-        bench_md_header(load0, load1, R, "in which the four runs take turns");
+        bench_md_header(load0, load1, R, "in which the six runs take turns");
         print_markdown(f, R, step);
     } else {
         print_plain(f, R, 2 * per_epoch);
+        char b[96];
+        printf("2 workers vs 1, idle caller: %sx the examples/s\n",
+               bench_fmt(b, sizeof b, "%.2f", scaling(f, R)));
         printf("load average: %.2f at the start, %.2f at the end\n", load0, load1);
     }
     ss_pipeline_free(p);

@@ -109,6 +109,13 @@ section "Reading (\`bench/bench_read.c\`, \`bench/npy_indexed_baseline.py\`)" \
 run "$R" "$BENCH/bench_read" "${READ_ARGS[@]}" --markdown
 table "$R"
 
+echo "run_all.sh: reading short examples" >&2
+SHORT_ARGS=("${READ_ARGS[@]}" -l 32 -N 0 -P none)
+section "Reading short examples, 1–32 tokens (\`bench/bench_read.c\`)" \
+    "build/bench/bench_read --markdown ${SHORT_ARGS[*]:2}"
+run "$R" "$BENCH/bench_read" "${SHORT_ARGS[@]}" --markdown
+table "$R"
+
 echo "run_all.sh: writing" >&2
 RSS_ARGS=(-d "$WORK")
 [ -n "${SS_BENCH_ROUNDS:-}" ] && RSS_ARGS+=(-r "$SS_BENCH_ROUNDS")

@@ -23,7 +23,9 @@ need() { # need COUNT TEXT: TEXT occurs on COUNT lines or more
         fail=1
     fi
 }
-need 2 "| measure | figure | target |"
+need 3 "| measure | figure | target |"
+need 2 "| sequential scan, \`ss_read_examples\`"
+need 1 "| workers, idle caller, no step | examples/s | 2 workers vs 1 |"
 need 1 "| **\`ss_get\`** |"
 need 1 "| numpy \`memmap\`"
 need 1 "| open, 20000 examples"

@@ -172,6 +172,7 @@ static int ds_tables(ss_store *s) {
         s->fields[f] = fs->def;
         s->f[f].row_bytes = fs->row_bytes;
         s->f[f].sequence = fs->def.sequence;
+        s->f[f].dtype = fs->def.dtype;
         if (!fs->def.sequence) {
             fs->total_rows = m->examples;
             continue;

@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 /* Where a length-0 view points: a valid address that holds nothing. */
-static const uint64_t ss_empty[1];
+const uint64_t ss__empty[1];
 
 /* Collect the blocks `tag`/`field`/0..n-1 into `out` with one cursor walk.
  * A missing or misnumbered block is corruption; blocks beyond n (an append in
@@ -57,6 +57,7 @@ static int ss_build_tables(ss_store *s) {
         const ss_field_state *fs = &s->h.fields[i];
         rf->row_bytes = fs->row_bytes;
         rf->sequence = fs->def.sequence;
+        rf->dtype = fs->def.dtype;
         rf->per_chunk = ss_fixed_per_chunk(&s->h, fs);
         rf->nchunks = fs->nchunks;
         if (!rf->sequence && rf->nchunks != (s->h.count + rf->per_chunk - 1) / rf->per_chunk)
@@ -208,8 +209,7 @@ static int ss_verify_setup(ss_store *s) {
 
 /* SS_OPEN_VERIFY: 0 if data chunk `chunk` of `field` is sound, hashing it on
  * its first touch; else SS_ECORRUPT, now and on every later touch. */
-__attribute__((noinline)) static int ss_chunk_verified(const ss_store *s, uint32_t field,
-                                                       uint64_t chunk, uint64_t index) {
+int ss__chunk_verified(const ss_store *s, uint32_t field, uint64_t chunk, uint64_t index) {
     _Atomic unsigned char *slot = &s->f[field].verdict[chunk];
     unsigned char state = atomic_load_explicit(slot, memory_order_acquire);
     if (state == SS_CHUNK_UNCHECKED) {
@@ -390,7 +390,7 @@ static int ss_bad_index(const ss_store *s, uint32_t field, uint64_t index) {
                     (unsigned long long)index, (unsigned long long)s->h.count);
 }
 
-static int ss_bad_location(const ss_store *s, uint32_t field, uint64_t index) {
+int ss__bad_location(const ss_store *s, uint32_t field, uint64_t index) {
     return ss__fail(SS_ECORRUPT, "%s: field '%s' example %llu: index points outside its chunk",
                     s->path, s->h.fields[field].name, (unsigned long long)index);
 }
@@ -400,41 +400,6 @@ int ss_get(ss_view *out, const ss_store *s, uint32_t field, uint64_t index) {
     if (field >= s->h.nfields || index >= s->h.count) return ss_bad_index(s, field, index);
     if (s->ds) return ss_dataset_get(out, s, field, index);
     return ss__get_unchecked(out, s, field, index);
-}
-
-int ss__get_unchecked(ss_view *out, const ss_store *s, uint32_t field, uint64_t index) {
-    const ss_rfield *rf = &s->f[field];
-    uint64_t chunk, offset, rows;
-    if (rf->sequence) {
-        const ss_entry *e = ss_entry_at(rf, index);
-        const ss_entry *next = ss_entry_at(rf, index + 1);
-        chunk = SS_LOC_CHUNK(e->loc);
-        offset = SS_LOC_OFFSET(e->loc);
-        rows = next->start - e->start;
-    } else {
-        chunk = index / rf->per_chunk;
-        offset = (index % rf->per_chunk) * rf->row_bytes;
-        rows = 1;
-    }
-    out->length = rows;
-    out->row_bytes = rf->row_bytes;
-    out->dtype = s->h.fields[field].def.dtype;
-    if (rows == 0) {
-        out->data = ss_empty;
-        return 0;
-    }
-    if (chunk >= rf->nchunks) return ss_bad_location(s, field, index);
-    const ss_block *b = &rf->chunks[chunk];
-    if (offset > b->size || rows > (b->size - offset) / rf->row_bytes)
-        return ss_bad_location(s, field, index);
-    /* SS_OPEN_VERIFY: one byte load per view once the chunk is known sound. */
-    if (rf->verdict &&
-        atomic_load_explicit(&rf->verdict[chunk], memory_order_relaxed) != SS_CHUNK_SOUND) {
-        int rc = ss_chunk_verified(s, field, chunk, index);
-        if (rc) return rc;
-    }
-    out->data = b->data + offset;
-    return 0;
 }
 
 int ss_get_range(ss_view *out, const ss_store *s, uint32_t field, uint64_t index, uint64_t t0,

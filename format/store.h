@@ -21,17 +21,20 @@ typedef struct ss_entry {
     uint64_t start; /* rows of this field in all earlier examples */
 } ss_entry;
 
+/* A field's tables. ss_get() reads only the first cache line (the fields up
+ * to dtype), so the hot ones come first. */
 typedef struct ss_rfield {
-    uint64_t row_bytes;
-    int sequence;
-    uint64_t per_chunk; /* fixed fields: rows per chunk */
-    uint64_t nchunks;
+    const ss_entry **segments; /* entries of each index segment */
     ss_block *chunks;
-    uint64_t nsegments;
-    const ss_entry **segments;      /* entries of each index segment */
-    ss_block *segment_blocks;       /* the same segments as blocks, for verify */
+    uint64_t nchunks;
+    uint64_t row_bytes;
     _Atomic unsigned char *verdict; /* SS_OPEN_VERIFY: per chunk, an ss_chunk_state;
                                        NULL without the flag */
+    int sequence;
+    ss_dtype dtype;
+    uint64_t per_chunk; /* fixed fields: rows per chunk */
+    uint64_t nsegments;
+    ss_block *segment_blocks; /* the same segments as blocks, for verify */
 } ss_rfield;
 
 /* What SS_OPEN_VERIFY knows of a data chunk. Two threads may both hash an
@@ -75,9 +78,59 @@ static inline const ss_entry *ss_entry_at(const ss_rfield *rf, uint64_t i) {
  * manifest file. The others are ss_open(), ss_close(), ss_get()... of a store
  * with `ds` set, called after the public function's argument checks. */
 int ss_dataset_probe(const char *path);
+/* ss_get()'s cold paths (store.c), out of line so that its fast path below
+ * stays a few dozen instructions with no call. */
+extern const uint64_t ss__empty[1]; /* where a length-0 view points */
+int ss__bad_location(const ss_store *s, uint32_t field, uint64_t index);
+int ss__chunk_verified(const ss_store *s, uint32_t field, uint64_t chunk, uint64_t index);
+
 /* ss_get() of a plain store after its checks (field and index in range, no
- * NULL): what a dataset calls on its shard, which it knows is in range. */
-int ss__get_unchecked(ss_view *out, const ss_store *s, uint32_t field, uint64_t index);
+ * NULL): what a dataset calls on its shard, which it knows is in range.
+ * Inline, because the loads it chains (segment table, index entry, chunk
+ * table) are the cost of a random read: fewer instructions around them let
+ * the CPU overlap more reads. Every check of spec §6.2 is here: the chunk
+ * exists and the rows lie inside its payload (rows × row_bytes computed
+ * without overflow, no division). */
+static inline int ss__get_unchecked(ss_view *out, const ss_store *s, uint32_t field,
+                                    uint64_t index) {
+    const ss_rfield *rf = &s->f[field];
+    uint64_t chunk, offset, rows, bytes;
+    if (__builtin_expect(rf->sequence, 1)) {
+        uint64_t g = index / SS_SEGMENT_ENTRIES, r = index - g * SS_SEGMENT_ENTRIES;
+        const ss_entry *e = rf->segments[g] + r;
+        /* entry index + 1 exists: ss_build_tables() checked every segment */
+        uint64_t end = r + 1 < SS_SEGMENT_ENTRIES ? e[1].start : rf->segments[g + 1]->start;
+        chunk = SS_LOC_CHUNK(e->loc);
+        offset = SS_LOC_OFFSET(e->loc);
+        rows = end - e->start;
+    } else {
+        chunk = index / rf->per_chunk;
+        offset = (index - chunk * rf->per_chunk) * rf->row_bytes;
+        rows = 1;
+    }
+    out->length = rows;
+    out->row_bytes = rf->row_bytes;
+    out->dtype = rf->dtype;
+    if (rows == 0) {
+        out->data = ss__empty;
+        return 0;
+    }
+    if (__builtin_expect(chunk >= rf->nchunks, 0)) return ss__bad_location(s, field, index);
+    const ss_block *b = &rf->chunks[chunk];
+    if (__builtin_expect(__builtin_mul_overflow(rows, rf->row_bytes, &bytes) || offset > b->size ||
+                             bytes > b->size - offset,
+                         0))
+        return ss__bad_location(s, field, index);
+    /* SS_OPEN_VERIFY: one byte load per view once the chunk is known sound. */
+    if (rf->verdict &&
+        atomic_load_explicit(&rf->verdict[chunk], memory_order_relaxed) != SS_CHUNK_SOUND) {
+        int rc = ss__chunk_verified(s, field, chunk, index);
+        if (rc) return rc;
+    }
+    out->data = b->data + offset;
+    return 0;
+}
+
 int ss_dataset_open(ss_store **out, const char *path, unsigned flags);
 void ss_dataset_close(ss_store *s);
 int ss_dataset_get(ss_view *out, const ss_store *s, uint32_t field, uint64_t index);

@@ -54,6 +54,17 @@ static void ss_fuzz_read_all(const char *path) {
             for (uint64_t k = 0; k < v.length * v.row_bytes; k++) sum += b[k];
             if (ss_length(s, f, i) != v.length) abort();
         }
+    for (uint32_t f = 0; f < ss_field_count(s); f++) { /* the scan API over the same rows */
+        unsigned char buf[64];
+        uint64_t len[16], got = 0;
+        for (uint64_t i = 0; i < ss_count(s); i += got ? got : 1) {
+            uint64_t n = ss_count(s) - i < 16 ? ss_count(s) - i : 16, used = 0;
+            if (ss_read_examples(&got, buf, len, s, f, i, n, sizeof buf)) break;
+            for (uint64_t k = 0; k < got; k++) used += len[k] * ss_field_row_bytes(s, f);
+            if (used > sizeof buf) abort();
+            for (uint64_t k = 0; k < used; k++) sum += buf[k];
+        }
+    }
     for (uint64_t a = 0; a < ss_attr_count(s); a++) {
         ss_attr at;
         if (ss_attr_at(&at, s, a)) continue;

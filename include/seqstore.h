@@ -559,6 +559,28 @@ SS_API int ss_lengths(uint64_t *out, const ss_store *s, uint32_t field, uint64_t
 SS_API int ss_lengths_view(const void **data, ss_dtype *dtype, uint64_t *count, const ss_store *s,
                            uint32_t field);
 
+/** Sequential scan: copy the rows of examples first, first + 1, ... of
+ *  `field` back to back into `buf`, as many whole examples as fit in `cap`
+ *  bytes (at most `n`), and their lengths into `lengths`. One pass over the
+ *  index and one memcpy per run of examples that lie together in a data
+ *  chunk, where a loop of ss_get() and memcpy() pays a call and a copy per
+ *  example (for short examples, most of the time). Checks what ss_get()
+ *  checks, for every example copied.
+ *  @param[out] got     examples copied, 0..n: fewer than n when the next one
+ *                      does not fit in what is left of `cap`; 0 on an error.
+ *  @param[out] buf     `cap` bytes; example first + k starts at the sum of
+ *                      the lengths before it times the row size. May be NULL
+ *                      if cap is 0.
+ *  @param[out] lengths `n` entries; lengths[0..*got) are the lengths of the
+ *                      examples copied, and when *got < n, lengths[*got] is
+ *                      the length of the first one that did not fit (so the
+ *                      caller can grow `buf`). May be NULL if n is 0.
+ *  @return 0; SS_ERANGE (bad field, or first + n passes the count);
+ *          SS_EINVAL (NULL argument); SS_ECORRUPT as ss_get() (then the
+ *          contents of buf and lengths are unspecified). */
+SS_API int ss_read_examples(uint64_t *got, void *buf, uint64_t *lengths, const ss_store *s,
+                            uint32_t field, uint64_t first, uint64_t n, uint64_t cap);
+
 /* ------------------------------------------------------------- flat view */
 
 /** Total rows of `field` over all examples: the length of its flat stream
