@@ -103,15 +103,33 @@ typedef struct ss_loader_options {
                    without per-example transforms there is nothing to prepare ahead,
                    no thread is started and threads > 1 or prefetch > 0 is refused.
                    Batch transforms run at ss_loader_next_into(), on the caller's
-                   buffers. */
+                   buffers. With a `ring` (version 4) all of this is different: see
+                   there. */
+    /* Version 4. */
+    const ss_collate_buffers *ring; /**< NULL, or ring_size sets of the caller's buffers,
+                                         set k being ring[k * nf .. k * nf + nf - 1] (nf
+                                         output fields, members as ss_collate_buffers,
+                                         NULL members = the loader's own). Needs into = 1.
+                                         The worker threads collate (and run the batch
+                                         transforms) ahead into the sets, batch g into
+                                         set g mod ring_size, so collation overlaps the
+                                         training step with or without transforms. The
+                                         array is copied at open; the memory it points
+                                         to is written by the workers from open until
+                                         ss_loader_free() (except while a set is out,
+                                         see ss_loader_release()). prefetch must be 0:
+                                         the depth is ring_size. */
+    uint32_t ring_size;             /**< sets in `ring` (2 to 4 is typical; 1 = no
+                                         overlap) */
 } ss_loader_options;
 
 /** Version 2: sampler, batch and collator became pointers (version 1
  *  embedded them by value, so they could not grow); version 1 is refused.
- *  Version 3 appended `into`; version 2 is accepted (into = 0). */
-#define SS_LOADER_OPTIONS_VERSION 3
+ *  Version 3 appended `into`; version 4 `ring` and `ring_size`; versions 2
+ *  and 3 are accepted (into = 0, no ring). */
+#define SS_LOADER_OPTIONS_VERSION 4
 #define SS_LOADER_OPTIONS_INIT                                                                     \
-    { SS_LOADER_OPTIONS_VERSION, NULL, NULL, NULL, NULL, NULL, 0, NULL, 0, 0, 0, NULL, 0 }
+    { SS_LOADER_OPTIONS_VERSION, NULL, NULL, NULL, NULL, NULL, 0, NULL, 0, 0, 0, NULL, 0, NULL, 0 }
 
 /** A batch handed out by ss_loader_next() (or ss_loader_next_into(), whose
  *  data are the caller's buffers). Everything else is borrowed from the
@@ -200,6 +218,38 @@ SS_API int ss_loader_next(const ss_loader_batch **out, ss_loader *l);
  *          until ss_loader_set_epoch() or ss_loader_state_load(). */
 SS_API int ss_loader_next_into(const ss_loader_batch **out, ss_loader *l,
                                const ss_collate_buffers *buffers);
+
+/* With a ring of buffer sets (options.ring), ss_loader_next_into(out, l, NULL)
+ * hands out the next batch already collated by a worker into its set, and the
+ * set is the caller's (no worker writes into it) until ss_loader_release():
+ *  - buffers must be NULL (SS_EINVAL otherwise);
+ *  - *out and everything it points to (the indices, the data in the caller's
+ *    set, and the lengths, masks, offsets the loader provided) stay valid
+ *    until ss_loader_release(l, *out) or ss_loader_free(), across later
+ *    ss_loader_next_into(), ss_loader_set_epoch() and ss_loader_state_load()
+ *    calls;
+ *  - when the set of the next batch is still out (all ring_size sets held),
+ *    ss_loader_next_into() returns SS_EINVAL naming the batch to release and
+ *    hands out nothing (call it again after releasing; never blocks forever);
+ *  - a buffer too small for a batch is found by the worker: the call returns
+ *    SS_EINVAL naming the field and the bytes needed, and the loader returns
+ *    it until ss_loader_set_epoch() or ss_loader_state_load() (the sets are
+ *    fixed at open, so the same batch cannot be retried into larger ones);
+ *  - batches, positions and saved states are those of ss_loader_next(): a
+ *    batch counts as handed out when ss_loader_next_into() returns it,
+ *    whether or not it was released; ss_loader_set_epoch() and
+ *    ss_loader_state_load() keep the sets that are out (the workers skip
+ *    them until they are released);
+ *  - ss_loader_free() with sets out is fine: the loader stops writing to
+ *    every set, which stay the caller's memory. */
+
+/** Give a ring loader's buffer set back to its workers (see above).
+ *  @param[in] l     a loader opened with options.ring.
+ *  @param[in] batch a batch ss_loader_next_into() returned and not yet
+ *                   released; invalid after this call.
+ *  @return 0; SS_EINVAL (NULL argument; a loader without a ring; a batch not
+ *          of this loader; a batch already released). */
+SS_API int ss_loader_release(ss_loader *l, const ss_loader_batch *batch);
 
 /** Start epoch `epoch` from its first batch (discarding prefetched batches).
  *  @return 0, or as ss_loader_open() when computing the batch list fails. */

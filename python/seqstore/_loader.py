@@ -233,6 +233,16 @@ class Loader:
     those of the same Loader without out (same seed: same batches, same
     state_dict()). Without transforms no C thread prepares ahead (threads and
     prefetch are left unset); with them, threads run the transforms ahead.
+    out=[set0, set1, ...] (a list of 1 to 64 such dicts, each with its own
+    arrays or tensors: a ring, 2 to 4 sets is typical): C threads collate
+    ahead into the sets, batch g into set g mod R, with or without transforms
+    (threads default 1; prefetch stays 0: the depth is R). A batch's arrays
+    are views of its set and stay untouched until the next batch is taken;
+    then its set goes back to the threads (so R - 1 batches are prepared
+    while the caller holds one). The batches and state_dict() are those of
+    the plain Loader. Every set must be large enough for any batch (a too
+    small one raises ValueError naming the field; the loader then raises it
+    until set_epoch() or load_state_dict()).
     state_dict()/load_state_dict() resume exactly after the last batch handed
     out (same store and options).
     transforms: a list of seqstore.transforms objects (RandomCrop,
@@ -269,13 +279,22 @@ class Loader:
         tspecs = _transforms._specs(transforms)
         _check_transform_fields(store, spec, tspecs)
         declared = _transforms._declared_dtypes(transforms)
-        pairs = None if out is None else _out_pairs(store, spec, declared, out)
-        # With out and no transforms the C loader prepares nothing ahead: it
-        # refuses threads > 1 and prefetch > 0, so they default to 0 there.
-        ahead = out is None or bool(tspecs)
+        ring = isinstance(out, (list, tuple))
+        if ring:  # a ring of buffer sets: C threads collate ahead into them
+            if not 1 <= len(out) <= 64:
+                raise ValueError("out: a ring has 1 to 64 buffer sets, not %d" % len(out))
+            pairs = [_out_pairs(store, spec, declared, o) for o in out]  # a list: the ring
+        else:
+            pairs = None if out is None else _out_pairs(store, spec, declared, out)
+        # With one out set and no transforms the C loader prepares nothing
+        # ahead: it refuses threads > 1 and prefetch > 0, so they default to 0
+        # there. With a ring the depth is the ring's (prefetch 0).
+        ahead = out is None or bool(tspecs) or ring
         threads = (1 if ahead else 0) if threads is None else threads
-        prefetch = (2 if ahead else 0) if prefetch is None else prefetch
-        self._tensors = {k for k, v in (out or {}).items() if _is_tensor(v)}
+        prefetch = (2 if out is None or (tspecs and not ring) else 0) if prefetch is None \
+            else prefetch
+        self._tensors = {k for o in (out if ring else [out or {}]) for k, v in o.items()
+                         if _is_tensor(v)}
         self._out = out  # the caller's buffers, alive as long as the loader
         self._l = _seqstore._Loader(
             store, spec, bs, mt, bucket, bool(shuffle), _count("seed", seed), r, world,

@@ -85,6 +85,9 @@ int capi_loader_next(const ss_loader_batch **out, ss_loader *l) {
 int capi_loader_next_into(const ss_loader_batch **out, ss_loader *l, const ss_collate_buffers *b) {
     return ss_loader_next_into(out, l, b);
 }
+int capi_loader_release(ss_loader *l, const ss_loader_batch *b) {
+    return ss_loader_release(l, b);
+}
 int capi_loader_set_epoch(ss_loader *l, uint64_t epoch) {
     return ss_loader_set_epoch(l, epoch);
 }

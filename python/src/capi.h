@@ -43,6 +43,7 @@ int capi_loader_open(ss_loader **out, const ss_store *s, const ss_loader_options
 void capi_loader_free(ss_loader *l);
 int capi_loader_next(const ss_loader_batch **out, ss_loader *l);
 int capi_loader_next_into(const ss_loader_batch **out, ss_loader *l, const ss_collate_buffers *b);
+int capi_loader_release(ss_loader *l, const ss_loader_batch *b);
 int capi_loader_set_epoch(ss_loader *l, uint64_t epoch);
 uint64_t capi_loader_epoch(const ss_loader *l);
 uint64_t capi_loader_batches(const ss_loader *l);
