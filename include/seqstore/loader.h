@@ -278,6 +278,113 @@ SS_API int ss_loader_state_save(void *buf, size_t cap, size_t *len, const ss_loa
  *          of other options; the loader is unchanged). */
 SS_API int ss_loader_state_load(ss_loader *l, const void *buf, size_t len);
 
+/* ------------------------------------------------------ blended batches
+ * ss_blend_loader: batches whose rows come from several stores (sources) in
+ * chosen proportions, collated together. Row i of this consumer's stream is
+ * its i-th sample of the blend of sampler.h (ss_blend: Megatron's greedy
+ * rule over global samples, per-source permutations per source epoch, global
+ * sample n to consumer n mod (R x W) = rank + R x worker); batch k is rows
+ * [k*b, (k+1)*b) of that stream. The output fields are named by their index
+ * in source 0; each other source must have a field of that name with the
+ * same dtype, sequence flag and trailing shape (refused otherwise, naming the
+ * source and field). One collator (on source 0: its scale_attr/offset_attr
+ * apply) collates the rows straight from each source's map.
+ *
+ * Stopping (ss_blend_stop), as Hugging Face datasets' interleave_datasets:
+ *  - SS_BLEND_INFINITE: never ends (Megatron);
+ *  - SS_BLEND_FIRST_EXHAUSTED: the global stream ends right after the sample
+ *    with which some source completes its first epoch (c_j = size_j);
+ *  - SS_BLEND_ALL_EXHAUSTED: it ends right after the sample with which the
+ *    last source completes its first epoch (the others are oversampled:
+ *    they go on into their next epochs meanwhile).
+ * The stream's length N is computed at open (O(N x K)); a consumer's rows
+ * are the global samples n < N with n mod (R x W) = its number; its last
+ * batch may be smaller (dropped with drop_last).
+ *
+ * The batches are prepared on the calling thread (collator.threads OpenMP
+ * threads inside a collation); no per-batch allocation in steady state. */
+
+typedef enum ss_blend_stop {
+    SS_BLEND_INFINITE = 0,
+    SS_BLEND_FIRST_EXHAUSTED = 1,
+    SS_BLEND_ALL_EXHAUSTED = 2
+} ss_blend_stop;
+
+typedef struct ss_blend_loader_options {
+    unsigned version;               /**< SS_BLEND_LOADER_OPTIONS_VERSION */
+    uint32_t nsources;              /**< K >= 1 */
+    const ss_store *const *stores;  /**< K stores; borrowed until ss_blend_loader_free() */
+    const double *weights;          /**< K weights > 0; copied */
+    uint64_t seed;                  /**< seed of the per-source permutations */
+    int shuffle;                    /**< 1: a new permutation per source epoch; 0: in order */
+    uint32_t world_size, rank;      /**< ranks R (0 means 1) and this rank */
+    uint32_t num_workers, worker;   /**< workers per rank W (0 means 1) and this worker */
+    ss_blend_stop stop;             /**< SS_BLEND_... */
+    uint64_t batch_size;            /**< rows per batch, >= 1 */
+    int drop_last;                  /**< 1: a finite stream's smaller last batch is dropped */
+    const ss_collate_field *fields; /**< output fields (field = index in source 0);
+                                         NULL = every field of source 0. Copied */
+    uint32_t nfields;
+    const ss_collator_options *collator; /**< NULL = defaults */
+} ss_blend_loader_options;
+
+#define SS_BLEND_LOADER_OPTIONS_VERSION 1
+#define SS_BLEND_LOADER_OPTIONS_INIT                                                               \
+    {                                                                                              \
+        SS_BLEND_LOADER_OPTIONS_VERSION, 0, NULL, NULL, 0, 1, 0, 0, 0, 0, SS_BLEND_INFINITE, 0, 0, \
+            NULL, 0, NULL                                                                          \
+    }
+
+/** A blended batch; everything is borrowed from the loader until the next
+ *  ss_blend_loader_next(), ss_blend_loader_state_load() or
+ *  ss_blend_loader_free(). */
+typedef struct ss_blend_batch {
+    uint64_t position;       /**< its number in this consumer's stream, from 0 */
+    uint64_t rows;           /**< B */
+    const uint32_t *sources; /**< [B] source of each row */
+    const uint64_t *indices; /**< [B] example index in its source */
+    ss_collated_batch data;  /**< the collated fields (see collate.h) */
+} ss_blend_batch;
+
+typedef struct ss_blend_loader ss_blend_loader;
+
+/** Open a blended loader at the start of the stream.
+ *  @param[out] out the loader; free it with ss_blend_loader_free().
+ *  @return 0; SS_EINVAL (bad version, NULL stores/weights, batch_size 0, an
+ *          unknown stop, a source without a field of source 0's name or with
+ *          another dtype, sequence flag or shape: "source 2 (of 3): field
+ *          'tok' is i32, source 0's is u16"); as ss_blend_create(),
+ *          ss_collator_create(); SS_ENOMEM. */
+SS_API int ss_blend_loader_open(ss_blend_loader **out, const ss_blend_loader_options *options);
+/** Free the loader. Accepts NULL. */
+SS_API void ss_blend_loader_free(ss_blend_loader *l);
+
+/** The next batch of this consumer.
+ *  @param[out] out the batch (see ss_blend_batch), NULL at the end or on error.
+ *  @return 0; SS_LOADER_END (1) at the end of a finite stream (again on every
+ *          call); SS_ECORRUPT, SS_ERANGE (reading an example; the message
+ *          names the source and example); SS_ENOMEM. After an error the
+ *          position is unchanged. */
+SS_API int ss_blend_loader_next(const ss_blend_batch **out, ss_blend_loader *l);
+
+/** Global samples of the finite stream (N), or UINT64_MAX when infinite. */
+SS_API uint64_t ss_blend_loader_length(const ss_blend_loader *l);
+/** Samples source j gave over all consumers up to this consumer's last row
+ *  handed out (c_j), and the epochs it completed (c_j / size_j); 0 for a
+ *  bad argument. */
+SS_API uint64_t ss_blend_loader_source_count(const ss_blend_loader *l, uint32_t source);
+SS_API uint64_t ss_blend_loader_source_epochs(const ss_blend_loader *l, uint32_t source);
+
+/** Bytes of a saved state: 8 x (K + 6). */
+SS_API size_t ss_blend_loader_state_size(const ss_blend_loader *l);
+/** Save the position after the batches handed out so far ("SSBLDLD1", the
+ *  batch position, a fingerprint of the options, then ss_blend's state).
+ *  @return 0; SS_ETOOBIG (cap < ss_blend_loader_state_size()); SS_EINVAL. */
+SS_API int ss_blend_loader_state_save(void *buf, size_t cap, size_t *len, const ss_blend_loader *l);
+/** Continue exactly after a saved state of a loader with the same options.
+ *  @return 0; SS_EINVAL (not such a state: the loader is unchanged). */
+SS_API int ss_blend_loader_state_load(ss_blend_loader *l, const void *buf, size_t len);
+
 #ifdef __cplusplus
 }
 #endif
