@@ -12,7 +12,11 @@
  * ss_loader_next_into() collates batch `consumed` from its slot into the
  * caller's buffers before counting it consumed, so no worker touches that
  * slot meanwhile. Without per-example transforms there is nothing to prepare
- * ahead: no worker, one slot, prepared by the caller. */
+ * ahead: no worker, one slot, prepared by the caller.
+ *
+ * With a ring (options.ring) slot k collates into the caller's buffer set k;
+ * a slot handed out stays `held` until ss_loader_release(), and a worker
+ * fills batch g only when slot g mod R is not held, so the depth is R. */
 #include "internal.h"
 #include "options_internal.h"
 #include "layout.h" /* ss_le64, ss_put_le64 */

@@ -42,7 +42,9 @@
  * the same batches through ss_loader_next_into(), which collates each on the
  * calling thread into buffers the caller gives (pinned memory the GPU copy
  * reads), so a batch is written once; the workers then only run the
- * per-example transforms ahead.
+ * per-example transforms ahead. With a ring of the caller's buffer sets
+ * (options.ring, version 4) the workers collate ahead into those sets
+ * instead, and the caller gives each set back with ss_loader_release().
  *
  * Zero-copy. Without per-example transforms the collator reads straight from
  * the memory map. With them each example is first copied into a per-slot
