@@ -9,6 +9,7 @@
 #include "rng.h"
 
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,11 +88,30 @@ static int setup_fields(ss_blend_loader *l, ss_collate_field *cf) {
     return 0;
 }
 
+/* Largest stream whose end open() computes: the simulation costs N x K steps. */
+#define MAX_STEPS (1ull << 34)
+
 /* The finite stream's length: simulate the blend on one consumer until the
- * stopping rule holds (HF interleave_datasets: checked before each sample). */
+ * stopping rule holds (HF interleave_datasets: checked before each sample).
+ * Source j completes its first epoch near sample size_j / w_j (c_j stays
+ * within one of w_j n), so a stream too long to simulate is refused first. */
 static int stream_length(ss_blend_loader *l, const ss_blend_options *bo) {
     l->length = UINT64_MAX;
     if (l->o.stop == SS_BLEND_INFINITE) return 0;
+    double sum = 0, est = l->o.stop == SS_BLEND_FIRST_EXHAUSTED ? INFINITY : 0;
+    for (uint32_t j = 0; j < l->k; j++) sum += bo->weights[j];
+    for (uint32_t j = 0; j < l->k; j++) {
+        double e = (double)bo->sizes[j] * sum / bo->weights[j];
+        est = l->o.stop == SS_BLEND_FIRST_EXHAUSTED ? fmin(est, e) : fmax(est, e);
+    }
+    if (!(est * l->k < (double)MAX_STEPS))
+        return ss__fail(SS_EINVAL,
+                        "the stream would end after about %.3g samples (%s); finding its end "
+                        "costs that many steps times %u sources (limit %.3g): use the infinite "
+                        "mode and stop by count",
+                        est,
+                        l->o.stop == SS_BLEND_FIRST_EXHAUSTED ? "first_exhausted" : "all_exhausted",
+                        l->k, (double)MAX_STEPS);
     ss_blend_options one = *bo;
     one.world_size = one.num_workers = 1;
     one.rank = one.worker = 0;

@@ -269,6 +269,16 @@ static void test_errors(void) {
     o = options(SS_BLEND_INFINITE, 4, 0);
     o.weights = w0;
     CHECK_RC(ss_blend_loader_open(&l, &o), SS_EINVAL);
+    /* a stream whose end would take ~1e12 steps to find is refused, not computed */
+    double tiny[K] = {1, 1e-9, 1};
+    o = options(SS_BLEND_ALL_EXHAUSTED, 4, 0);
+    o.weights = tiny;
+    CHECK_RC(ss_blend_loader_open(&l, &o), SS_EINVAL);
+    CHECK(l == NULL && strstr(ss_error_message(), "all_exhausted"));
+    o.stop = SS_BLEND_FIRST_EXHAUSTED; /* ends after ~100 samples: fine */
+    CHECK_OK(ss_blend_loader_open(&l, &o));
+    CHECK(ss_blend_loader_length(l) < 110);
+    ss_blend_loader_free(l);
     /* drop_last drops a finite stream's smaller last batch */
     o = options(SS_BLEND_FIRST_EXHAUSTED, 7, 0);
     o.drop_last = 1;

@@ -355,7 +355,9 @@ typedef struct ss_blend_loader ss_blend_loader;
  *  @return 0; SS_EINVAL (bad version, NULL stores/weights, batch_size 0, an
  *          unknown stop, a source without a field of source 0's name or with
  *          another dtype, sequence flag or shape: "source 2 (of 3): field
- *          'tok' is i32, source 0's is u16"); as ss_blend_create(),
+ *          'tok' is i32, source 0's is u16"; a finite stream so long that
+ *          finding its end, about N x K steps, would exceed 2^34 steps);
+ *          as ss_blend_create(),
  *          ss_collator_create(); SS_ENOMEM. */
 SS_API int ss_blend_loader_open(ss_blend_loader **out, const ss_blend_loader_options *options);
 /** Free the loader. Accepts NULL. */
