@@ -164,6 +164,7 @@ int main(int argc, char **argv) {
         o.out_dtype = SS_F32;
         o.gain = gain;
         o.offset = offset;
+        o.n_gain = o.n_offset = C;
         o.threads = th[k];
         o.state_size = 256;
         o.state_dtype = SS_F32;

@@ -3,7 +3,13 @@
  * EDF+ recordings (DIR/rec001.edf ..., 60 s, six "EEG Xx" channels at 256 Hz,
  * one annotation each, written with EDFlib) and a labels file naming each
  * recording's class: the data README's EDF commands run on, for trying them
- * without a clinical data set. */
+ * without a clinical data set.
+ *
+ * `make_recordings --bptt DIR N LABELS.csv`: N recordings for truncated BPTT
+ * (train_bptt.py, rnn_bptt.c's task): 12 s, channels "EEG Fp1" and "EEG Fp2"
+ * at 100 Hz, noise in both and, in Fp1, a burst of +-0.8 uV every 90 samples
+ * whose sign is the recording's class ("pos" / "neg" in LABELS.csv): further
+ * apart than a short window, so a model must carry its state to see it. */
 #include <edflib.h>
 #include <math.h>
 #include <stdio.h>
@@ -37,9 +43,50 @@ static int write_rec(const char *path, int n) {
     return edfclose_file(h) != 0;
 }
 
+/* A deterministic standard normal (xorshift64* and Box-Muller). */
+static double normal(unsigned long long *z) {
+    double u[2];
+    for (int k = 0; k < 2; k++) {
+        *z ^= *z >> 12, *z ^= *z << 25, *z ^= *z >> 27;
+        u[k] = ((double)((*z * 2685821657736338717ull) >> 11) + 0.5) / 9007199254740992.0;
+    }
+    return sqrt(-2 * log(u[0])) * cos(6.283185307179586 * u[1]);
+}
+
+#define B_RATE 100
+#define B_SECONDS 12
+#define B_PERIOD 90
+
+/* Recording n of the BPTT task (class n % 2) through EDFlib. */
+static int write_bptt(const char *path, int n) {
+    int h = edfopen_file_writeonly(path, EDFLIB_FILETYPE_EDFPLUS, 2);
+    if (h < 0) return 1;
+    for (int k = 0; k < 2; k++)
+        if (edf_set_samplefrequency(h, k, B_RATE) || edf_set_physical_maximum(h, k, 4) ||
+            edf_set_physical_minimum(h, k, -4) || edf_set_digital_maximum(h, k, 32767) ||
+            edf_set_digital_minimum(h, k, -32768) || edf_set_label(h, k, LABELS[k]) ||
+            edf_set_physical_dimension(h, k, "uV"))
+            return 1;
+    unsigned long long z = 0x9E3779B97F4A7C15ull * (unsigned long long)(n + 1);
+    int phase = (int)(z % B_PERIOD);
+    double sign = n % 2 ? 0.8 : -0.8, buf[B_RATE];
+    for (int s = 0; s < B_SECONDS; s++)
+        for (int k = 0; k < 2; k++) {
+            for (int i = 0; i < B_RATE; i++) {
+                int t = s * B_RATE + i;
+                buf[i] = (k ? 0.5 : 0.3) * normal(&z);
+                if (k == 0 && ((t - phase) % B_PERIOD + B_PERIOD) % B_PERIOD < 6) buf[i] += sign;
+            }
+            if (edfwrite_physical_samples(h, buf)) return 1;
+        }
+    return edfclose_file(h) != 0;
+}
+
 int main(int argc, char **argv) {
+    int bptt = argc == 5 && strcmp(argv[1], "--bptt") == 0;
+    if (bptt) argv++, argc--;
     if (argc != 4) {
-        fprintf(stderr, "usage: make_recordings DIR N LABELS.csv\n");
+        fprintf(stderr, "usage: make_recordings [--bptt] DIR N LABELS.csv\n");
         return 2;
     }
     char *end;
@@ -61,11 +108,14 @@ int main(int argc, char **argv) {
     for (int i = 1; i <= (int)n; i++) {
         char path[4096];
         snprintf(path, sizeof path, "%s/rec%03d.edf", argv[1], i);
-        if (write_rec(path, i)) {
+        if (bptt ? write_bptt(path, i) : write_rec(path, i)) {
             fprintf(stderr, "make_recordings: cannot write %s\n", path);
             return 1;
         }
-        fprintf(labels, "rec%03d.edf,%s\n", i, i % 3 ? "normal" : "abnormal");
+        if (bptt)
+            fprintf(labels, "rec%03d.edf,%s\n", i, i % 2 ? "pos" : "neg");
+        else
+            fprintf(labels, "rec%03d.edf,%s\n", i, i % 3 ? "normal" : "abnormal");
     }
     return fclose(labels) != 0;
 }

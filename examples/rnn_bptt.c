@@ -172,6 +172,7 @@ static int run_epoch(ss_store *s, model *m, adam *opt, int forget, uint64_t epoc
     o.flags = forget ? SS_WINDOW_FORGET_STATE : 0;
     o.out_dtype = SS_F32;
     o.gain = GAIN;
+    o.n_gain = sizeof GAIN / sizeof GAIN[0];
     o.examples = examples;
     o.n_examples = n;
     ss_window_reader *r;

@@ -2,16 +2,20 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """Truncated BPTT from Python: a PyTorch GRU fed by seqstore.WindowReader,
 carrying each recording's hidden state from window to window (the C example
-rnn_bptt.c's task, on EEG-like recordings written here).
+rnn_bptt.c's task), on EEG recordings in EDF files: written with EDFlib by
+`make_recordings --bptt` and converted by `seqstore convert edf`.
 
 The class of a recording shows only in short bursts every PERIOD samples,
 further apart than one window, so the model must carry what it saw: with
 the reader's hidden-state carry the loss falls well below what the same
 model reaches with forget_state=True (a fresh state every window).
 
-    PYTHONPATH=build/python /usr/bin/python3 examples/train_bptt.py DIR
+    PYTHONPATH=build/python /usr/bin/python3 examples/train_bptt.py DIR \
+        build/examples/make_recordings build/seqstore
 """
+import glob
 import os
+import subprocess
 import sys
 
 import numpy as np
@@ -19,32 +23,32 @@ import torch
 
 import seqstore
 
-C, H, W, B, NSEQ, LEN, PERIOD, EPOCHS = 2, 12, 40, 16, 48, 1200, 90, 6
-GAIN = [1 / 1000, 1 / 500]  # physical = digital * gain, as converted from EDF
+C, H, W, B, NSEQ, EPOCHS = 2, 12, 40, 16, 48, 6  # 12 s at 100 Hz, bursts every 90 samples
 
 
-def write_store(path):
-    """Channel 0: noise plus a burst of +-0.8 (the class) every PERIOD samples."""
-    rng = np.random.default_rng(12345)
-    with seqstore.create(path, [("eeg", "i16", (C,)), ("label", "i32", (), False)],
-                         force=True) as w:
-        for i in range(NSEQ):
-            label, phase = i % 2, int(rng.integers(PERIOD))
-            x = np.stack([0.3 * rng.standard_normal(LEN), 0.5 * rng.standard_normal(LEN)], 1)
-            burst = (np.arange(LEN) - phase) % PERIOD < 6
-            x[burst, 0] += 0.8 if label else -0.8
-            w.append({"eeg": np.rint(x / GAIN).astype(np.int16), "label": label})
-        w.attrs["signal.gain"] = np.array(GAIN)  # where `seqstore convert edf` puts it
+def write_store(path, make_recordings, cli):
+    """NSEQ EDF+ recordings (EDFlib, make_recordings.c: Fp1 noise plus a burst
+    of +-0.8 uV, the class, every 90 samples; Fp2 noise) -> `seqstore convert
+    edf` with their labels: field `signal` [T][2] i16 (digital) with
+    signal.gain / signal.offset, field `label` (pos / neg)."""
+    edf = os.path.join(os.path.dirname(path), "bptt-edf")
+    labels = os.path.join(edf, "labels.csv")
+    os.makedirs(edf, exist_ok=True)
+    subprocess.run([make_recordings, "--bptt", edf, str(NSEQ), labels], check=True)
+    files = sorted(glob.glob(os.path.join(edf, "rec*.edf")))
+    subprocess.run([cli, "convert", "edf", *files, "-o", path, "--labels", labels, "--force",
+                    "--quiet"], check=True)
 
 
 def train(store, forget):
     torch.manual_seed(0)
     gru, head = torch.nn.GRU(C, H, batch_first=True), torch.nn.Linear(H, 1)
-    opt = torch.optim.Adam(list(gru.parameters()) + list(head.parameters()), lr=1e-2)
-    reader = seqstore.WindowReader(store, "eeg", window=W, lanes=B, state_size=H,
+    params = list(gru.parameters()) + list(head.parameters())
+    opt = torch.optim.Adam(params, lr=1e-2)
+    reader = seqstore.WindowReader(store, "signal", window=W, lanes=B, state_size=H,
                                    state_dtype="f32", label="label", label_per_step=True,
-                                   out_dtype="f32", gain="signal.gain", shuffle=True, seed=3,
-                                   forget_state=forget, torch=True)
+                                   out_dtype="f32", gain="signal.gain", offset="signal.offset",
+                                   shuffle=True, seed=3, forget_state=forget, torch=True)
     first = last = None
     for epoch in range(EPOCHS):
         total, n = 0.0, 0
@@ -56,6 +60,7 @@ def train(store, forget):
                 logits[keep], b.label[keep].float())
             opt.zero_grad()
             loss.backward()
+            torch.nn.utils.clip_grad_norm_(params, 1.0)  # as usual for RNNs
             opt.step()
             reader.register(b, h.squeeze(0))  # truncated: the state goes on, the graph not
             total, n = total + loss.item(), n + 1
@@ -66,9 +71,13 @@ def train(store, forget):
 
 
 def main():
-    path = os.path.join(sys.argv[1] if len(sys.argv) > 1 else ".", "bptt-py.ss")
-    write_store(path)
+    if len(sys.argv) != 4:
+        sys.exit("usage: train_bptt.py DIR MAKE_RECORDINGS SEQSTORE_CLI")
+    os.makedirs(sys.argv[1], exist_ok=True)
+    path = os.path.join(sys.argv[1], "bptt-edf.ss")
+    write_store(path, sys.argv[2], sys.argv[3])
     with seqstore.open(path) as store:
+        assert len(store) == NSEQ
         (c0, carry), (_, forget) = train(store, False), train(store, True)
     falls, better = carry < 0.7 * c0, carry < 0.8 * forget
     print("loss with carry %.3f -> %.3f: %s" % (c0, carry, "falls" if falls else "does NOT fall"))

@@ -12,7 +12,11 @@
  * ss_loader_next_into() collates batch `consumed` from its slot into the
  * caller's buffers before counting it consumed, so no worker touches that
  * slot meanwhile. Without per-example transforms there is nothing to prepare
- * ahead: no worker, one slot, prepared by the caller. */
+ * ahead: no worker, one slot, prepared by the caller.
+ *
+ * With a ring (options.ring) slot k collates into the caller's buffer set k;
+ * a slot handed out stays `held` until ss_loader_release(), and a worker
+ * fills batch g only when slot g mod R is not held, so the depth is R. */
 #include "internal.h"
 #include "options_internal.h"
 #include "layout.h" /* ss_le64, ss_put_le64 */
@@ -46,6 +50,8 @@ typedef struct lopts {
     int infinite;
     const ss_pipeline *transforms;
     int into;
+    const ss_collate_buffers *ring; /* version 4: ring_size sets of nfields */
+    uint32_t ring_size;
 } lopts;
 
 /* An output field as the transform path sees it. */
@@ -74,6 +80,7 @@ typedef struct xform {
 
 typedef struct slot {
     int state;
+    int held; /* ring: handed out and not yet released by the caller */
     uint64_t g;
     int rc;
     char msg[MSG_CAP];
@@ -81,6 +88,7 @@ typedef struct slot {
     ss_span *spans;
     uint64_t rows_cap;
     ss_loader_batch batch;
+    uint64_t *ix; /* ring: the batch's indices, kept while the caller holds it */
     /* transform path */
     ss_example_field *ef; /* rows_cap * nf */
     ss_collate_input *in; /* rows_cap * nf: the transformed rows, for the collator */
@@ -131,6 +139,7 @@ struct ss_loader {
     char err_msg[MSG_CAP];
     pthread_t *th;
     uint32_t nthreads;
+    ss_collate_buffers *ring; /* the caller's buffer sets (copied), nslots * nf, or NULL */
 };
 
 /* ---------------------------------------------------------------- helpers */
@@ -314,6 +323,8 @@ static void slot_rows_free(slot *s) {
     free(s->ef);
     free(s->in);
     free(s->at);
+    free(s->ix);
+    s->ix = NULL;
     s->spans = NULL;
     s->ef = NULL;
     s->in = NULL;
@@ -328,7 +339,8 @@ static int slot_rows(ss_loader *l, slot *s, uint64_t n) {
     s->ef = l->nxf ? calloc(n * nf, sizeof *s->ef) : NULL;
     s->in = l->nxf ? malloc(n * nf * sizeof *s->in) : NULL;
     s->at = l->nxf ? malloc(n * nf * sizeof *s->at) : NULL;
-    if (!s->spans || (l->nxf && (!s->ef || !s->in || !s->at))) {
+    s->ix = l->ring ? malloc(n * sizeof *s->ix) : NULL;
+    if (!s->spans || (l->nxf && (!s->ef || !s->in || !s->at)) || (l->ring && !s->ix)) {
         s->rows_cap = 0;
         return ss__fail(SS_ENOMEM, "loader: out of memory for a batch of %" PRIu64 " rows", n);
     }
@@ -455,6 +467,10 @@ static int prepare(ss_loader *l, slot *s, uint64_t g, uint64_t epoch) {
     s->batch.position = g;
     s->batch.rows = n;
     s->batch.indices = ix;
+    if (l->ring) { /* the plan is replaced at set_epoch, maybe while the caller holds it */
+        memcpy(s->ix, ix, n * sizeof *ix);
+        s->batch.indices = s->ix;
+    }
     if (l->nxf) return transform_rows(l, s, ix, n, epoch, g);
     for (uint64_t r = 0; r < n; r++) s->spans[r] = (ss_span){ix[r], 0, SS_SPAN_END};
     return 0;
@@ -496,8 +512,8 @@ static int batch_transforms(ss_loader *l, slot *s) {
  * (ss_loader_next_into() collates). */
 static int fill(ss_loader *l, slot *s, uint64_t g, uint64_t epoch) {
     int rc = prepare(l, s, g, epoch);
-    if (rc || l->o.into) return rc;
-    rc = collate_slot(l, s, NULL);
+    if (rc || (l->o.into && !l->ring)) return rc;
+    rc = collate_slot(l, s, l->ring ? l->ring + (size_t)(s - l->slots) * l->nf : NULL);
     return rc ? rc : batch_transforms(l, s);
 }
 
@@ -506,7 +522,8 @@ static void *worker(void *arg) {
     pthread_mutex_lock(&l->mu);
     for (;;) {
         while (!l->stop && (l->paused || l->failed || l->next_assign >= l->nbatches ||
-                            l->next_assign >= l->consumed + l->prefetch))
+                            l->next_assign >= l->consumed + l->prefetch ||
+                            (l->ring && l->slots[l->next_assign % l->nslots].held)))
             pthread_cond_wait(&l->cv_work, &l->mu);
         if (l->stop) break;
         uint64_t g = l->next_assign++, epoch = l->epoch;
@@ -556,6 +573,7 @@ void ss_loader_free(ss_loader *l) {
     }
     for (uint32_t k = 0; l->slots && k < l->nslots; k++) slot_free(l, &l->slots[k]);
     free(l->slots);
+    free(l->ring);
     free(l->th);
     free(l->f);
     free(l->cfields);
@@ -737,7 +755,7 @@ static int check_remainder(ss_loader *l) {
 static int read_options(lopts *o, const ss_loader_options *in) {
     if (in->version < 2 || in->version > SS_LOADER_OPTIONS_VERSION)
         return ss__fail(SS_EINVAL,
-                        "ss_loader_open: options version %u is not 2 or %u (version 1 embedded "
+                        "ss_loader_open: options version %u is not 2 to %u (version 1 embedded "
                         "the sampler, batch and collator options; they are pointers now)",
                         in->version, SS_LOADER_OPTIONS_VERSION);
     const ss_sampler_options si = SS_SAMPLER_OPTIONS_INIT;
@@ -766,6 +784,8 @@ static int read_options(lopts *o, const ss_loader_options *in) {
     o->infinite = in->infinite;
     o->transforms = in->transforms;
     o->into = in->version >= 3 ? in->into : 0; /* version 2 ends before it */
+    o->ring = in->version >= 4 ? in->ring : NULL;
+    o->ring_size = in->version >= 4 ? in->ring_size : 0;
     return 0;
 }
 
@@ -805,10 +825,33 @@ static int check_options(ss_loader *l) {
     return 0;
 }
 
+/* A ring of the caller's buffer sets: one slot per set, the workers collate
+ * batch g into set g mod R once the caller released the batch before it in
+ * that set (slot.held), so up to R batches are ready at once. */
+static int setup_ring(ss_loader *l) {
+    const lopts *o = &l->o;
+    if (!o->into || !o->ring || o->ring_size == 0)
+        return ss__fail(SS_EINVAL,
+                        "ss_loader_open: a ring of buffer sets needs into = 1, ring "
+                        "and ring_size >= 1 (ring %s, ring_size %u, into %d)",
+                        o->ring ? "set" : "NULL", o->ring_size, o->into);
+    if (o->prefetch)
+        return ss__fail(SS_EINVAL,
+                        "ss_loader_open: with a ring the depth is ring_size; "
+                        "prefetch %u is not honoured (leave it 0)",
+                        o->prefetch);
+    l->ring = malloc((size_t)o->ring_size * l->nf * sizeof *l->ring);
+    if (!l->ring) return ss__fail(SS_ENOMEM, "ss_loader_open: out of memory");
+    memcpy(l->ring, o->ring, (size_t)o->ring_size * l->nf * sizeof *l->ring);
+    l->nslots = l->prefetch = o->ring_size;
+    return 0;
+}
+
 /* With `into` and no per-example transforms nothing is prepared ahead: no
  * worker thread, one slot (its collator collates at ss_loader_next_into()). */
 static int setup_into(ss_loader *l) {
     const lopts *o = &l->o;
+    if (o->ring || o->ring_size) return setup_ring(l);
     if (!o->into || l->nxf) return 0;
     if (o->threads > 1 || o->prefetch > 0)
         return ss__fail(SS_EINVAL,
@@ -880,6 +923,12 @@ static int ready_slot(slot **out, ss_loader *l) {
         if (rc) return rc;
     }
     slot *s = &l->slots[l->consumed % l->nslots];
+    if (s->held) /* not an error of the loader: release one and call again */
+        return ss__fail(SS_EINVAL,
+                        "ss_loader_next_into: all %u buffer sets are out; the next batch "
+                        "goes into the set of batch %" PRIu64 " (epoch %" PRIu64
+                        "): ss_loader_release() it first",
+                        l->nslots, s->batch.position, s->batch.epoch);
     if (l->nthreads == 0) { /* into without transforms: only spans to set */
         s->rc = prepare(l, s, l->consumed, l->epoch);
         if (s->rc) snprintf(s->msg, sizeof s->msg, "%s", ss_error_message());
@@ -920,6 +969,48 @@ int ss_loader_next(const ss_loader_batch **out, ss_loader *l) {
     return rc;
 }
 
+/* ss_loader_next_into() with a ring: the workers collated the batch into
+ * its buffer set; it stays the caller's until ss_loader_release(). */
+static int next_ring(const ss_loader_batch **out, ss_loader *l, const ss_collate_buffers *buffers) {
+    if (buffers)
+        return ss__fail(SS_EINVAL, "ss_loader_next_into: the loader collates into the ring of "
+                                   "buffer sets given at open; pass buffers = NULL");
+    pthread_mutex_lock(&l->mu);
+    slot *s = NULL;
+    int rc = ready_slot(&s, l);
+    if (rc == 0) {
+        s->held = 1;
+        consume(l);
+        *out = &s->batch;
+    }
+    pthread_mutex_unlock(&l->mu);
+    return rc;
+}
+
+int ss_loader_release(ss_loader *l, const ss_loader_batch *batch) {
+    if (!l || !batch) return ss__fail(SS_EINVAL, "ss_loader_release: NULL argument");
+    if (!l->ring)
+        return ss__fail(SS_EINVAL, "ss_loader_release: the loader has no ring of buffer sets "
+                                   "(options.ring); its batches need no release");
+    pthread_mutex_lock(&l->mu);
+    int rc = 0;
+    uint32_t k = 0;
+    while (k < l->nslots && &l->slots[k].batch != batch) k++;
+    if (k == l->nslots)
+        rc = ss__fail(SS_EINVAL, "ss_loader_release: the batch was not handed out by this loader");
+    else if (!l->slots[k].held)
+        rc = ss__fail(SS_EINVAL,
+                      "ss_loader_release: the batch in buffer set %u (batch %" PRIu64
+                      ") is not out: released twice?",
+                      k, batch->position);
+    else {
+        l->slots[k].held = 0;
+        pthread_cond_broadcast(&l->cv_work);
+    }
+    pthread_mutex_unlock(&l->mu);
+    return rc;
+}
+
 int ss_loader_next_into(const ss_loader_batch **out, ss_loader *l,
                         const ss_collate_buffers *buffers) {
     if (out) *out = NULL;
@@ -928,6 +1019,7 @@ int ss_loader_next_into(const ss_loader_batch **out, ss_loader *l,
         return ss__fail(SS_EINVAL, "ss_loader_next_into: the loader was opened without "
                                    "options.into (its workers collate into its own slots; "
                                    "use ss_loader_next(), or open it with into = 1)");
+    if (l->ring) return next_ring(out, l, buffers);
     pthread_mutex_lock(&l->mu);
     slot *s = NULL;
     int rc = ready_slot(&s, l);

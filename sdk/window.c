@@ -257,13 +257,19 @@ static int load_labels(ss_window_reader *r, const ss_window_options *o) {
 }
 
 /* The caller's options by their version (seqstore.h, "Options"): version 1
- * ended at `transforms`; later fields take their INIT values. */
+ * ended at `transforms`, version 2 at `offset_attr`; later fields take their
+ * INIT values, except the counts of gain and offset, which those versions
+ * did not give: UNCOUNTED (C values are read, as those versions did). */
+#define UNCOUNTED SIZE_MAX
 static int read_options(ss_window_options *dst, const ss_window_options *o) {
     const ss_window_options init = SS_WINDOW_OPTIONS_INIT;
     *dst = init;
-    if (o->version == 1) {
-        memcpy(dst, o, offsetof(ss_window_options, gain_attr));
+    if (o->version == 1 || o->version == 2) {
+        memcpy(dst, o,
+               o->version == 1 ? offsetof(ss_window_options, gain_attr)
+                               : offsetof(ss_window_options, n_gain));
         dst->version = SS_WINDOW_OPTIONS_VERSION;
+        dst->n_gain = dst->n_offset = UNCOUNTED;
         return 0;
     }
     if (o->version != SS_WINDOW_OPTIONS_VERSION)
@@ -282,6 +288,15 @@ static int setup_affine(ss_window_reader *r, const ss_window_options *o) {
     const double *gain = o->gain, *offset = o->offset;
     double *ga = NULL, *oa = NULL;
     int rc = 0;
+    for (int k = 0; k < 2; k++) { /* a wrong count would make the collation over-read */
+        size_t n = k ? o->n_offset : o->n_gain;
+        if (!(k ? offset : gain) || n == UNCOUNTED || n == r->C) continue;
+        ss_field f;
+        rc = ss_field_info(&f, r->store, o->field);
+        return ss__fail(SS_EINVAL,
+                        "window reader: %s has %zu values (n_%s), field '%s' has %u channels",
+                        k ? "offset" : "gain", n, k ? "offset" : "gain", rc ? "?" : f.name, r->C);
+    }
     if (o->gain_attr || o->offset_attr) {
         ga = malloc(2 * (size_t)r->C * sizeof *ga);
         if (!ga) return ss__fail(SS_ENOMEM, "window reader: out of memory");

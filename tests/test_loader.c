@@ -856,6 +856,173 @@ static void check_into_equals_next(const ss_store *s, topts o, into_bufs *m) {
     ss_loader_free(l);
 }
 
+/* ----------------------------------- a ring of the caller's buffer sets */
+
+#define RING 3
+static into_bufs g_ring[RING];
+static ss_collate_buffers g_ring_b[RING * 3];
+
+static void ring_init(void) {
+    for (int k = 0; k < RING; k++) {
+        into_init(&g_ring[k]);
+        memcpy(&g_ring_b[k * 3], g_ring[k].b, sizeof g_ring[k].b);
+    }
+}
+
+/* Which set of g_ring a batch was collated into (-1: none). */
+static int ring_set(const ss_loader_batch *b) {
+    for (int k = 0; k < RING; k++)
+        if (b->data.fields[0].data == g_ring[k].tok) {
+            check_in_caller_memory(b, &g_ring[k]);
+            return k;
+        }
+    return -1;
+}
+
+/* The rest of the epoch through a ring loader, holding up to `hold` batches
+ * before releasing the oldest: each batch's hash is taken when handed out
+ * and again at its release (the workers never write into a set that is out). */
+static uint64_t run_ring(ss_loader *l, uint32_t hold, uint64_t *hashes, uint64_t cap) {
+    const ss_loader_batch *out[RING];
+    uint64_t n = 0, first = 0;
+    int rc;
+    for (;;) {
+        if (n - first == hold) { /* all held: the next call must refuse, then release */
+            if (hold == RING && ss_loader_position(l) < ss_loader_batches(l)) {
+                const ss_loader_batch *b;
+                CHECK_RC(ss_loader_next_into(&b, l, NULL), SS_EINVAL);
+                CHECK(b == NULL && strstr(ss_error_message(), "ss_loader_release"));
+            }
+            CHECK(batch_hash(out[first % RING]) == hashes[first]);
+            CHECK_OK(ss_loader_release(l, out[first % RING]));
+            first++;
+        }
+        if ((rc = ss_loader_next_into(&out[n % RING], l, NULL)) != 0) break;
+        CHECK(n < cap);
+        CHECK(ring_set(out[n % RING]) >= 0);
+        hashes[n] = batch_hash(out[n % RING]);
+        n++;
+    }
+    CHECK_RC(rc, SS_LOADER_END);
+    for (; first < n; first++) {
+        CHECK(batch_hash(out[first % RING]) == hashes[first]);
+        CHECK_OK(ss_loader_release(l, out[first % RING]));
+    }
+    return n;
+}
+
+/* A ring loader hands out, byte for byte, the plain loader's batches in the
+ * caller's sets, whatever the caller holds; its states resume the plain
+ * loader and the other way round. */
+static void check_ring_equals_next(const ss_store *s, topts o) {
+    static uint64_t ref[2 * N], got[2 * N];
+    ss_loader *l;
+    o.l.into = 0;
+    o.l.prefetch = 0;
+    CHECK_OK(topen(&l, s, &o));
+    uint64_t n = run(l, 0, 2, ref, 2 * N), per = ss_loader_batches(l);
+    ss_loader_free(l);
+    o.l.into = 1;
+    o.l.ring = g_ring_b;
+    o.l.ring_size = RING;
+    CHECK_OK(topen(&l, s, &o));
+    uint64_t k = run_ring(l, 1, got, 2 * N);
+    CHECK_OK(ss_loader_set_epoch(l, 1));
+    CHECK_EQ_U64(ss_loader_batches(l), per);
+    k += run_ring(l, RING, got + k, 2 * N - k);
+    CHECK_EQ_U64(k, n);
+    CHECK(memcmp(ref, got, n * 8) == 0);
+    /* a ring state after 3 batches of epoch 1 (two still out) -> plain loader */
+    const ss_loader_batch *b[3];
+    CHECK_OK(ss_loader_set_epoch(l, 1));
+    for (int j = 0; j < 3; j++) CHECK_OK(ss_loader_next_into(&b[j], l, NULL));
+    CHECK_OK(ss_loader_release(l, b[0]));
+    unsigned char st[SS_LOADER_STATE_SIZE];
+    CHECK_OK(ss_loader_state_save(st, sizeof st, NULL, l));
+    /* set_epoch keeps the sets that are out: their batches stay intact */
+    uint64_t h1 = batch_hash(b[1]), h2 = batch_hash(b[2]);
+    CHECK_OK(ss_loader_set_epoch(l, 0));
+    const ss_loader_batch *c;
+    CHECK_OK(ss_loader_next_into(&c, l, NULL)); /* into the free set */
+    CHECK(c->position == 0 && batch_hash(c) == ref[0]);
+    CHECK(batch_hash(b[1]) == h1 && batch_hash(b[2]) == h2);
+    CHECK_OK(ss_loader_release(l, b[1]));
+    CHECK_OK(ss_loader_release(l, b[2]));
+    CHECK_OK(ss_loader_release(l, c));
+    CHECK_OK(ss_loader_state_load(l, st, sizeof st));
+    CHECK_EQ_U64(run_ring(l, 2, got, 2 * N), per - 3);
+    CHECK(memcmp(ref + n - per + 3, got, (per - 3) * 8) == 0);
+    ss_loader_free(l);
+    o.l.into = 0;
+    o.l.ring = NULL;
+    o.l.ring_size = 0;
+    CHECK_OK(topen(&l, s, &o));
+    CHECK_OK(ss_loader_state_load(l, st, sizeof st));
+    k = n - per + 3;
+    while (ss_loader_next(&c, l) == 0) CHECK(batch_hash(c) == ref[k++]);
+    CHECK_EQ_U64(k, n);
+    ss_loader_free(l);
+}
+
+/* Misuse of a ring: a set too small (the error names the field and stays
+ * until set_epoch), buffers passed to next_into, a double release, a batch
+ * of another loader, a release without a ring, a ring without into or with
+ * prefetch, and free while sets are out. */
+static void test_ring_errors(const ss_store *s) {
+    static int64_t tiny[4];
+    static ss_collate_buffers small[RING * 3];
+    memcpy(small, g_ring_b, sizeof small);
+    small[3].data = tiny; /* set 1's tok */
+    small[3].data_bytes = sizeof tiny;
+    topts o = base_options(7);
+    o.l.into = 1;
+    o.l.ring = small;
+    o.l.ring_size = RING;
+    ss_loader *l, *l2;
+    const ss_loader_batch *b, *b2;
+    CHECK_OK(topen(&l, s, &o));
+    CHECK_OK(ss_loader_next_into(&b, l, NULL));
+    CHECK_OK(ss_loader_release(l, b));
+    CHECK_RC(ss_loader_next_into(&b, l, NULL), SS_EINVAL); /* batch 1 into set 1 */
+    CHECK(b == NULL && strstr(ss_error_message(), "tok") && strstr(ss_error_message(), "batch 1"));
+    CHECK_RC(ss_loader_next_into(&b, l, NULL), SS_EINVAL);
+    CHECK_OK(ss_loader_set_epoch(l, 0));
+    CHECK_OK(ss_loader_next_into(&b, l, NULL));
+    CHECK_RC(ss_loader_next_into(&b2, l, g_ring_b), SS_EINVAL);
+    CHECK(strstr(ss_error_message(), "buffers = NULL"));
+    ss_loader_free(l);
+    o.l.ring = g_ring_b;
+    CHECK_OK(topen(&l, s, &o));
+    CHECK_OK(topen(&l2, s, &o));
+    CHECK_OK(ss_loader_next_into(&b, l, NULL));
+    CHECK_OK(ss_loader_next_into(&b2, l2, NULL));
+    CHECK_RC(ss_loader_release(l, b2), SS_EINVAL);
+    CHECK(strstr(ss_error_message(), "not handed out by this loader"));
+    CHECK_OK(ss_loader_release(l, b));
+    CHECK_RC(ss_loader_release(l, b), SS_EINVAL);
+    CHECK(strstr(ss_error_message(), "released twice"));
+    CHECK_OK(ss_loader_next_into(&b, l, NULL));
+    CHECK_OK(ss_loader_next_into(&b, l, NULL));
+    ss_loader_free(l); /* two sets out: fine, they stay the caller's */
+    ss_loader_free(l2);
+    o.l.into = 0;
+    CHECK_RC(topen(&l, s, &o), SS_EINVAL);
+    CHECK(l == NULL && strstr(ss_error_message(), "into = 1"));
+    o.l.into = 1;
+    o.l.prefetch = 2;
+    CHECK_RC(topen(&l, s, &o), SS_EINVAL);
+    CHECK(strstr(ss_error_message(), "prefetch 2"));
+    o.l.prefetch = 0;
+    o.l.ring_size = 0;
+    CHECK_RC(topen(&l, s, &o), SS_EINVAL);
+    o = base_options(7);
+    CHECK_OK(topen(&l, s, &o));
+    CHECK_OK(ss_loader_next(&b, l));
+    CHECK_RC(ss_loader_release(l, b), SS_EINVAL);
+    CHECK(strstr(ss_error_message(), "no ring"));
+    ss_loader_free(l);
+}
+
 /* Fixed, token-budget and bucket modes; ranks; sampler workers; worker
  * threads running a per-example transform ahead (1 and 2 threads). */
 static void test_into_modes(const ss_store *s, into_bufs *m) {
@@ -879,6 +1046,15 @@ static void test_into_modes(const ss_store *s, into_bufs *m) {
                 o.sampler.worker = 1;
             }
             check_into_equals_next(s, o, m);
+            for (uint32_t th = 1; th <= 2; th++) { /* a ring, with and without transforms */
+                o.l.threads = th;
+                o.l.transforms = NULL;
+                check_ring_equals_next(s, o);
+                o.l.transforms = drop;
+                check_ring_equals_next(s, o);
+            }
+            o.l.transforms = NULL;
+            o.l.threads = 0;
             for (uint32_t th = 1; th <= 2; th++) { /* transforms prepared ahead */
                 o.l.transforms = drop;
                 o.l.threads = th;
@@ -957,8 +1133,19 @@ static void test_into_errors(const ss_store *s, into_bufs *m) {
     CHECK_OK(ss_loader_next(&b, l)); /* a plain loader */
     CHECK_RC(ss_loader_next_into(&b, l, m->b), SS_EINVAL);
     ss_loader_free(l);
-    old->version = 4;
+    old->version = 5;
     CHECK_RC(ss_loader_open(&l, s, old), SS_EINVAL);
+    munmap(map, map_len);
+    /* version 3 options end before `ring`: an into loader without one */
+    size_t v3 = offsetof(ss_loader_options, ring);
+    old = at_page_end(&map, &map_len, v3);
+    memcpy(old, &o.l, v3);
+    old->version = 3;
+    CHECK_OK(ss_loader_open(&l, s, old));
+    CHECK_OK(ss_loader_next_into(&b, l, m->b));
+    check_in_caller_memory(b, m);
+    CHECK_RC(ss_loader_release(l, b), SS_EINVAL);
+    ss_loader_free(l);
     munmap(map, map_len);
 }
 
@@ -982,8 +1169,10 @@ int main(void) {
     CHECK_OK(ss_open(&s, path, 0)); /* with the bucket index test_bucket saved */
     static into_bufs m;
     into_init(&m);
+    ring_init();
     test_into_modes(s, &m);
     test_into_errors(s, &m);
+    test_ring_errors(s);
     ss_close(s);
     printf("test_loader: ok\n");
     return 0;

@@ -195,6 +195,7 @@ static void test_window_attrs(const ss_store *s) {
     e.gain_attr = e.offset_attr = NULL;
     e.gain = g_gain;
     e.offset = off;
+    e.n_gain = e.n_offset = C;
     e.label_field = SS_FIELD_NONE;
     first_batch(s, &e, b, &ld);
     CHECK(ld == 0);
@@ -209,7 +210,7 @@ static void test_window_attrs(const ss_store *s) {
     memcpy(old, &version, sizeof version);
     first_batch(s, (const ss_window_options *)(void *)old, b, &ld);
     CHECK(memcmp(a, b, sizeof a) == 0);
-    version = 3;
+    version = 4;
     memcpy(old, &version, sizeof version);
     ss_window_reader *r;
     CHECK_RC(ss_window_reader_open(&r, s, (const ss_window_options *)(void *)old), SS_EINVAL);

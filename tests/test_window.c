@@ -4,6 +4,9 @@
  * model, the state machine, modes, layouts, save/restore and determinism. */
 #include "testutil.h"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <math.h>
 #include <string.h>
 
@@ -436,6 +439,7 @@ static void test_save_restore_and_threads(ss_store *s) {
         o.out_dtype = SS_F32;
         o.gain = gain;
         o.offset = off;
+        o.n_gain = o.n_offset = C;
         CHECK_OK(ss_window_reader_open(&a, s, &o));
         const ss_window_batch *b1;
         CHECK_OK(ss_window_reader_next(&b1, a)); /* physical = digital * gain + offset */
@@ -718,6 +722,7 @@ static void test_parallel_layouts(void) {
                     o.out_dtype = SS_F32;
                     o.gain = gain;
                     o.offset = off;
+                    o.n_gain = o.n_offset = C;
                 }
                 ss_window_reader *r;
                 CHECK_OK(ss_window_reader_open(&r, s, &o));
@@ -881,6 +886,42 @@ static void test_redraw(ss_store *s, const uint64_t *lens, uint64_t n) {
     ss_close(s2);
 }
 
+/* gain and offset come with their counts (version 3): a count other than the
+ * field's C channels is refused naming the field, before the collation reads
+ * C values from an array of fewer (which version 2 could not tell, and did:
+ * a 2-value gain at the end of a page read past it). */
+static void test_gain_count(ss_store *s) {
+    long pg = sysconf(_SC_PAGESIZE);
+    unsigned char *map =
+        mmap(NULL, 2 * (size_t)pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    CHECK(map != MAP_FAILED);
+    CHECK(mprotect(map + pg, (size_t)pg, PROT_NONE) == 0);
+    double *two = (double *)(void *)(map + pg - 2 * sizeof(double)); /* 2 values, then a hole */
+    two[0] = 2;
+    two[1] = 3;
+    ss_window_options o = std_options();
+    o.out_dtype = SS_F32;
+    ss_window_reader *r = NULL;
+    for (int k = 0; k < 2; k++) {
+        o.gain = k ? NULL : two;
+        o.offset = k ? two : NULL;
+        o.n_gain = o.n_offset = 2;
+        CHECK_RC(ss_window_reader_open(&r, s, &o), SS_EINVAL);
+        CHECK(r == NULL && strstr(ss_error_message(), k ? "offset has 2 values" : "gain has 2") &&
+              strstr(ss_error_message(), "'x' has 3 channels"));
+        o.n_gain = o.n_offset = 0; /* a count is required with version 3 */
+        CHECK_RC(ss_window_reader_open(&r, s, &o), SS_EINVAL);
+    }
+    double three[C] = {1, 2, 3};
+    o.gain = three;
+    o.offset = NULL;
+    o.n_gain = C;
+    o.n_offset = 7; /* ignored without offset */
+    CHECK_OK(ss_window_reader_open(&r, s, &o));
+    ss_window_reader_free(r);
+    munmap(map, 2 * (size_t)pg);
+}
+
 int main(void) {
     test_exact_windows();
     for (uint64_t seed = 1; seed <= 32; seed++) property_run(seed);
@@ -890,6 +931,7 @@ int main(void) {
     lens[3] = 2; /* too short */
     lens[8] = 0;
     ss_store *s = make_store("main.ss", lens, n, NULL);
+    test_gain_count(s);
     test_state_machine(s);
     test_save_restore_and_threads(s);
     test_random_start_reproducible(s, lens);

@@ -256,15 +256,21 @@ typedef struct ss_window_options {
                                   (f64, f32, any exact numeric type), e.g. "signal.gain";
                                   NULL = none (read at open) */
     const char *offset_attr; /**< instead of offset: likewise, e.g. "signal.offset" */
+    /* Version 3. */
+    size_t n_gain;   /**< entries of `gain`: must be the field's channel count C when gain
+                          is set (else SS_EINVAL naming the field); ignored without gain */
+    size_t n_offset; /**< entries of `offset`, likewise */
 } ss_window_options;
 
-/** Version 1 ended at transforms; both versions are accepted. */
-#define SS_WINDOW_OPTIONS_VERSION 2
+/** Version 1 ended at transforms, version 2 at offset_attr; all three are
+ *  accepted. Versions 1 and 2 carry no count of gain and offset: the reader
+ *  then reads C values from each, trusting the caller (use version 3). */
+#define SS_WINDOW_OPTIONS_VERSION 3
 #define SS_WINDOW_OPTIONS_INIT                                                                     \
     {                                                                                              \
         SS_WINDOW_OPTIONS_VERSION, 0, SS_FIELD_NONE, 0, 0, 1, 0, (ss_dtype)0,                      \
             SS_WINDOW_SEQUENTIAL, 0, 0, 0, (ss_dtype)0, NULL, NULL, NULL, NULL, 0, 1, 0, 0, NULL,  \
-            NULL, NULL                                                                             \
+            NULL, NULL, 0, 0                                                                       \
     }
 
 /* Transforms (ss_window_options.transforms, see transform.h).

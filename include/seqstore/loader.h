@@ -42,7 +42,9 @@
  * the same batches through ss_loader_next_into(), which collates each on the
  * calling thread into buffers the caller gives (pinned memory the GPU copy
  * reads), so a batch is written once; the workers then only run the
- * per-example transforms ahead.
+ * per-example transforms ahead. With a ring of the caller's buffer sets
+ * (options.ring, version 4) the workers collate ahead into those sets
+ * instead, and the caller gives each set back with ss_loader_release().
  *
  * Zero-copy. Without per-example transforms the collator reads straight from
  * the memory map. With them each example is first copied into a per-slot
@@ -103,15 +105,33 @@ typedef struct ss_loader_options {
                    without per-example transforms there is nothing to prepare ahead,
                    no thread is started and threads > 1 or prefetch > 0 is refused.
                    Batch transforms run at ss_loader_next_into(), on the caller's
-                   buffers. */
+                   buffers. With a `ring` (version 4) all of this is different: see
+                   there. */
+    /* Version 4. */
+    const ss_collate_buffers *ring; /**< NULL, or ring_size sets of the caller's buffers,
+                                         set k being ring[k * nf .. k * nf + nf - 1] (nf
+                                         output fields, members as ss_collate_buffers,
+                                         NULL members = the loader's own). Needs into = 1.
+                                         The worker threads collate (and run the batch
+                                         transforms) ahead into the sets, batch g into
+                                         set g mod ring_size, so collation overlaps the
+                                         training step with or without transforms. The
+                                         array is copied at open; the memory it points
+                                         to is written by the workers from open until
+                                         ss_loader_free() (except while a set is out,
+                                         see ss_loader_release()). prefetch must be 0:
+                                         the depth is ring_size. */
+    uint32_t ring_size;             /**< sets in `ring` (2 to 4 is typical; 1 = no
+                                         overlap) */
 } ss_loader_options;
 
 /** Version 2: sampler, batch and collator became pointers (version 1
  *  embedded them by value, so they could not grow); version 1 is refused.
- *  Version 3 appended `into`; version 2 is accepted (into = 0). */
-#define SS_LOADER_OPTIONS_VERSION 3
+ *  Version 3 appended `into`; version 4 `ring` and `ring_size`; versions 2
+ *  and 3 are accepted (into = 0, no ring). */
+#define SS_LOADER_OPTIONS_VERSION 4
 #define SS_LOADER_OPTIONS_INIT                                                                     \
-    { SS_LOADER_OPTIONS_VERSION, NULL, NULL, NULL, NULL, NULL, 0, NULL, 0, 0, 0, NULL, 0 }
+    { SS_LOADER_OPTIONS_VERSION, NULL, NULL, NULL, NULL, NULL, 0, NULL, 0, 0, 0, NULL, 0, NULL, 0 }
 
 /** A batch handed out by ss_loader_next() (or ss_loader_next_into(), whose
  *  data are the caller's buffers). Everything else is borrowed from the
@@ -201,6 +221,38 @@ SS_API int ss_loader_next(const ss_loader_batch **out, ss_loader *l);
 SS_API int ss_loader_next_into(const ss_loader_batch **out, ss_loader *l,
                                const ss_collate_buffers *buffers);
 
+/* With a ring of buffer sets (options.ring), ss_loader_next_into(out, l, NULL)
+ * hands out the next batch already collated by a worker into its set, and the
+ * set is the caller's (no worker writes into it) until ss_loader_release():
+ *  - buffers must be NULL (SS_EINVAL otherwise);
+ *  - *out and everything it points to (the indices, the data in the caller's
+ *    set, and the lengths, masks, offsets the loader provided) stay valid
+ *    until ss_loader_release(l, *out) or ss_loader_free(), across later
+ *    ss_loader_next_into(), ss_loader_set_epoch() and ss_loader_state_load()
+ *    calls;
+ *  - when the set of the next batch is still out (all ring_size sets held),
+ *    ss_loader_next_into() returns SS_EINVAL naming the batch to release and
+ *    hands out nothing (call it again after releasing; never blocks forever);
+ *  - a buffer too small for a batch is found by the worker: the call returns
+ *    SS_EINVAL naming the field and the bytes needed, and the loader returns
+ *    it until ss_loader_set_epoch() or ss_loader_state_load() (the sets are
+ *    fixed at open, so the same batch cannot be retried into larger ones);
+ *  - batches, positions and saved states are those of ss_loader_next(): a
+ *    batch counts as handed out when ss_loader_next_into() returns it,
+ *    whether or not it was released; ss_loader_set_epoch() and
+ *    ss_loader_state_load() keep the sets that are out (the workers skip
+ *    them until they are released);
+ *  - ss_loader_free() with sets out is fine: the loader stops writing to
+ *    every set, which stay the caller's memory. */
+
+/** Give a ring loader's buffer set back to its workers (see above).
+ *  @param[in] l     a loader opened with options.ring.
+ *  @param[in] batch a batch ss_loader_next_into() returned and not yet
+ *                   released; invalid after this call.
+ *  @return 0; SS_EINVAL (NULL argument; a loader without a ring; a batch not
+ *          of this loader; a batch already released). */
+SS_API int ss_loader_release(ss_loader *l, const ss_loader_batch *batch);
+
 /** Start epoch `epoch` from its first batch (discarding prefetched batches).
  *  @return 0, or as ss_loader_open() when computing the batch list fails. */
 SS_API int ss_loader_set_epoch(ss_loader *l, uint64_t epoch);
@@ -227,6 +279,115 @@ SS_API int ss_loader_state_save(void *buf, size_t cap, size_t *len, const ss_loa
  *  @return 0; SS_EINVAL (wrong size, magic or fingerprint, or a sampler state
  *          of other options; the loader is unchanged). */
 SS_API int ss_loader_state_load(ss_loader *l, const void *buf, size_t len);
+
+/* ------------------------------------------------------ blended batches
+ * ss_blend_loader: batches whose rows come from several stores (sources) in
+ * chosen proportions, collated together. Row i of this consumer's stream is
+ * its i-th sample of the blend of sampler.h (ss_blend: Megatron's greedy
+ * rule over global samples, per-source permutations per source epoch, global
+ * sample n to consumer n mod (R x W) = rank + R x worker); batch k is rows
+ * [k*b, (k+1)*b) of that stream. The output fields are named by their index
+ * in source 0; each other source must have a field of that name with the
+ * same dtype, sequence flag and trailing shape (refused otherwise, naming the
+ * source and field). One collator (on source 0: its scale_attr/offset_attr
+ * apply) collates the rows straight from each source's map.
+ *
+ * Stopping (ss_blend_stop), as Hugging Face datasets' interleave_datasets:
+ *  - SS_BLEND_INFINITE: never ends (Megatron);
+ *  - SS_BLEND_FIRST_EXHAUSTED: the global stream ends right after the sample
+ *    with which some source completes its first epoch (c_j = size_j);
+ *  - SS_BLEND_ALL_EXHAUSTED: it ends right after the sample with which the
+ *    last source completes its first epoch (the others are oversampled:
+ *    they go on into their next epochs meanwhile).
+ * The stream's length N is computed at open (O(N x K)); a consumer's rows
+ * are the global samples n < N with n mod (R x W) = its number; its last
+ * batch may be smaller (dropped with drop_last).
+ *
+ * The batches are prepared on the calling thread (collator.threads OpenMP
+ * threads inside a collation); no per-batch allocation in steady state. */
+
+typedef enum ss_blend_stop {
+    SS_BLEND_INFINITE = 0,
+    SS_BLEND_FIRST_EXHAUSTED = 1,
+    SS_BLEND_ALL_EXHAUSTED = 2
+} ss_blend_stop;
+
+typedef struct ss_blend_loader_options {
+    unsigned version;               /**< SS_BLEND_LOADER_OPTIONS_VERSION */
+    uint32_t nsources;              /**< K >= 1 */
+    const ss_store *const *stores;  /**< K stores; borrowed until ss_blend_loader_free() */
+    const double *weights;          /**< K weights > 0; copied */
+    uint64_t seed;                  /**< seed of the per-source permutations */
+    int shuffle;                    /**< 1: a new permutation per source epoch; 0: in order */
+    uint32_t world_size, rank;      /**< ranks R (0 means 1) and this rank */
+    uint32_t num_workers, worker;   /**< workers per rank W (0 means 1) and this worker */
+    ss_blend_stop stop;             /**< SS_BLEND_... */
+    uint64_t batch_size;            /**< rows per batch, >= 1 */
+    int drop_last;                  /**< 1: a finite stream's smaller last batch is dropped */
+    const ss_collate_field *fields; /**< output fields (field = index in source 0);
+                                         NULL = every field of source 0. Copied */
+    uint32_t nfields;
+    const ss_collator_options *collator; /**< NULL = defaults */
+} ss_blend_loader_options;
+
+#define SS_BLEND_LOADER_OPTIONS_VERSION 1
+#define SS_BLEND_LOADER_OPTIONS_INIT                                                               \
+    {                                                                                              \
+        SS_BLEND_LOADER_OPTIONS_VERSION, 0, NULL, NULL, 0, 1, 0, 0, 0, 0, SS_BLEND_INFINITE, 0, 0, \
+            NULL, 0, NULL                                                                          \
+    }
+
+/** A blended batch; everything is borrowed from the loader until the next
+ *  ss_blend_loader_next(), ss_blend_loader_state_load() or
+ *  ss_blend_loader_free(). */
+typedef struct ss_blend_batch {
+    uint64_t position;       /**< its number in this consumer's stream, from 0 */
+    uint64_t rows;           /**< B */
+    const uint32_t *sources; /**< [B] source of each row */
+    const uint64_t *indices; /**< [B] example index in its source */
+    ss_collated_batch data;  /**< the collated fields (see collate.h) */
+} ss_blend_batch;
+
+typedef struct ss_blend_loader ss_blend_loader;
+
+/** Open a blended loader at the start of the stream.
+ *  @param[out] out the loader; free it with ss_blend_loader_free().
+ *  @return 0; SS_EINVAL (bad version, NULL stores/weights, batch_size 0, an
+ *          unknown stop, a source without a field of source 0's name or with
+ *          another dtype, sequence flag or shape: "source 2 (of 3): field
+ *          'tok' is i32, source 0's is u16"; a finite stream so long that
+ *          finding its end, about N x K steps, would exceed 2^34 steps);
+ *          as ss_blend_create(),
+ *          ss_collator_create(); SS_ENOMEM. */
+SS_API int ss_blend_loader_open(ss_blend_loader **out, const ss_blend_loader_options *options);
+/** Free the loader. Accepts NULL. */
+SS_API void ss_blend_loader_free(ss_blend_loader *l);
+
+/** The next batch of this consumer.
+ *  @param[out] out the batch (see ss_blend_batch), NULL at the end or on error.
+ *  @return 0; SS_LOADER_END (1) at the end of a finite stream (again on every
+ *          call); SS_ECORRUPT, SS_ERANGE (reading an example; the message
+ *          names the source and example); SS_ENOMEM. After an error the
+ *          position is unchanged. */
+SS_API int ss_blend_loader_next(const ss_blend_batch **out, ss_blend_loader *l);
+
+/** Global samples of the finite stream (N), or UINT64_MAX when infinite. */
+SS_API uint64_t ss_blend_loader_length(const ss_blend_loader *l);
+/** Samples source j gave over all consumers up to this consumer's last row
+ *  handed out (c_j), and the epochs it completed (c_j / size_j); 0 for a
+ *  bad argument. */
+SS_API uint64_t ss_blend_loader_source_count(const ss_blend_loader *l, uint32_t source);
+SS_API uint64_t ss_blend_loader_source_epochs(const ss_blend_loader *l, uint32_t source);
+
+/** Bytes of a saved state: 8 x (K + 6). */
+SS_API size_t ss_blend_loader_state_size(const ss_blend_loader *l);
+/** Save the position after the batches handed out so far ("SSBLDLD1", the
+ *  batch position, a fingerprint of the options, then ss_blend's state).
+ *  @return 0; SS_ETOOBIG (cap < ss_blend_loader_state_size()); SS_EINVAL. */
+SS_API int ss_blend_loader_state_save(void *buf, size_t cap, size_t *len, const ss_blend_loader *l);
+/** Continue exactly after a saved state of a loader with the same options.
+ *  @return 0; SS_EINVAL (not such a state: the loader is unchanged). */
+SS_API int ss_blend_loader_state_load(ss_blend_loader *l, const void *buf, size_t len);
 
 #ifdef __cplusplus
 }

@@ -53,12 +53,12 @@ from ._seqstore import (  # noqa: F401  (re-exported)
     __version__,
     open,
 )
-from ._loader import Collator, Loader  # noqa: F401
+from ._loader import Blend, Collator, Loader  # noqa: F401
 from ._window import WindowBatch, WindowReader  # noqa: F401
 from ._writer import Writer, create  # noqa: F401
 from . import transforms  # noqa: F401  (seqstore.transforms.RandomCrop, ...)
 
-__all__ = ["open", "create", "Store", "Field", "Writer", "Loader", "Collator", "WindowReader", "Error", "widen"]
+__all__ = ["open", "create", "Store", "Field", "Writer", "Loader", "Blend", "Collator", "WindowReader", "Error", "widen"]
 
 _OPEN_INCOMPLETE, _OPEN_RANDOM, _OPEN_NOLOCK = 2, 4, 1
 

@@ -233,6 +233,16 @@ class Loader:
     those of the same Loader without out (same seed: same batches, same
     state_dict()). Without transforms no C thread prepares ahead (threads and
     prefetch are left unset); with them, threads run the transforms ahead.
+    out=[set0, set1, ...] (a list of 1 to 64 such dicts, each with its own
+    arrays or tensors: a ring, 2 to 4 sets is typical): C threads collate
+    ahead into the sets, batch g into set g mod R, with or without transforms
+    (threads default 1; prefetch stays 0: the depth is R). A batch's arrays
+    are views of its set and stay untouched until the next batch is taken;
+    then its set goes back to the threads (so R - 1 batches are prepared
+    while the caller holds one). The batches and state_dict() are those of
+    the plain Loader. Every set must be large enough for any batch (a too
+    small one raises ValueError naming the field; the loader then raises it
+    until set_epoch() or load_state_dict()).
     state_dict()/load_state_dict() resume exactly after the last batch handed
     out (same store and options).
     transforms: a list of seqstore.transforms objects (RandomCrop,
@@ -269,13 +279,22 @@ class Loader:
         tspecs = _transforms._specs(transforms)
         _check_transform_fields(store, spec, tspecs)
         declared = _transforms._declared_dtypes(transforms)
-        pairs = None if out is None else _out_pairs(store, spec, declared, out)
-        # With out and no transforms the C loader prepares nothing ahead: it
-        # refuses threads > 1 and prefetch > 0, so they default to 0 there.
-        ahead = out is None or bool(tspecs)
+        ring = isinstance(out, (list, tuple))
+        if ring:  # a ring of buffer sets: C threads collate ahead into them
+            if not 1 <= len(out) <= 64:
+                raise ValueError("out: a ring has 1 to 64 buffer sets, not %d" % len(out))
+            pairs = [_out_pairs(store, spec, declared, o) for o in out]  # a list: the ring
+        else:
+            pairs = None if out is None else _out_pairs(store, spec, declared, out)
+        # With one out set and no transforms the C loader prepares nothing
+        # ahead: it refuses threads > 1 and prefetch > 0, so they default to 0
+        # there. With a ring the depth is the ring's (prefetch 0).
+        ahead = out is None or bool(tspecs) or ring
         threads = (1 if ahead else 0) if threads is None else threads
-        prefetch = (2 if ahead else 0) if prefetch is None else prefetch
-        self._tensors = {k for k, v in (out or {}).items() if _is_tensor(v)}
+        prefetch = (2 if out is None or (tspecs and not ring) else 0) if prefetch is None \
+            else prefetch
+        self._tensors = {k for o in (out if ring else [out or {}]) for k, v in o.items()
+                         if _is_tensor(v)}
         self._out = out  # the caller's buffers, alive as long as the loader
         self._l = _seqstore._Loader(
             store, spec, bs, mt, bucket, bool(shuffle), _count("seed", seed), r, world,
@@ -387,3 +406,87 @@ class Collator:
 
     def close(self):
         self._c.close()
+
+
+_STOPS = {None: 0, "infinite": 0, "first_exhausted": 1, "all_exhausted": 2}
+
+
+class Blend:
+    """Batches blended from several stores in chosen proportions, collated
+    together in C (ss_blend_loader).
+
+    blend = seqstore.Blend([web, books, code], weights=[0.6, 0.3, 0.1], batch_size=32,
+                           fields={"tokens": {"dtype": "i64", "pad": 0}}, seed=1,
+                           stop="all_exhausted")
+    for batch in blend:                  # batch["tokens"], ["tokens_lengths"], ...
+        batch["source"], batch["index"]  # [B] each row's store and example in it
+
+    Global sample n comes from the store j maximising w_j * (n + 1) - c_j
+    (Megatron's greedy rule: after n samples every c_j is within one of
+    w_j * n); each store is read in a new permutation per its own epoch
+    (shuffle=True, from seed) or in order. stop: None / "infinite" (never
+    ends), "first_exhausted" (ends right after the sample with which some
+    store completes its first epoch), "all_exhausted" (right after every
+    store has completed one; the others are oversampled meanwhile), as
+    Hugging Face's interleave_datasets. Global sample n goes to the consumer
+    rank + world_size * worker = n mod (world_size * num_workers). fields are
+    named and optioned as for Loader, resolved in the first store; every
+    store must have those fields with the same dtype and shape (ValueError
+    naming the store and field otherwise). Batches are new arrays.
+    state_dict()/load_state_dict() resume exactly; sources() gives each
+    store's (samples given, epochs completed) over all consumers so far."""
+
+    def __init__(self, stores, weights, batch_size, fields=None, seed=0, shuffle=True,
+                 stop=None, rank=0, world_size=1, worker=0, num_workers=1, drop_last=False):
+        stores = tuple(stores)
+        if not stores or not all(isinstance(s, _seqstore.Store) for s in stores):
+            raise TypeError("Blend needs a list of seqstore.Store")
+        weights = tuple(float(w) for w in weights)
+        if len(weights) != len(stores):
+            raise ValueError("%d weights for %d stores" % (len(weights), len(stores)))
+        if stop not in _STOPS:
+            raise ValueError("stop is None, 'infinite', 'first_exhausted' or 'all_exhausted', "
+                             "not %r" % (stop,))
+        r = _count("rank", rank, 0, _U32)
+        world = _count("world_size", world_size, 1, _U32)
+        wk = _count("worker", worker, 0, _U32)
+        nw = _count("num_workers", num_workers, 1, _U32)
+        if r >= world or wk >= nw:
+            raise ValueError("rank %d of %d, worker %d of %d" % (r, world, wk, nw))
+        spec = _field_specs(stores[0], fields)
+        self._stores = stores
+        self._b = _seqstore._Blend(stores, weights, spec, _count("batch_size", batch_size, 1),
+                                   _count("seed", seed), bool(shuffle), _STOPS[stop], r, world,
+                                   wk, nw, bool(drop_last))
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        return next(self._b)
+
+    @property
+    def length(self):
+        """Global samples of a finite stream (every consumer's together); None if infinite."""
+        return self._b.length
+
+    def sources(self):
+        """[(samples given, epochs completed)] per store, over all consumers so far."""
+        return self._b._sources()
+
+    def state_dict(self):
+        return {"seqstore_blend": self._b._state()}
+
+    def load_state_dict(self, state):
+        if not isinstance(state, dict) or "seqstore_blend" not in state:
+            raise ValueError("not a seqstore Blend state_dict")
+        self._b._load_state(state["seqstore_blend"])
+
+    def close(self):
+        self._b.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()

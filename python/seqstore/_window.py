@@ -25,6 +25,9 @@ class WindowBatch:
         self.epoch = d.pop("epoch")
         self._fields = list(d)
         for k, v in d.items():
+            if torch is not None and v.dtype in (np.uint32, np.uint64):
+                v = v.astype(np.int64)  # torch has no uint32/64: class ids (e.g. a converted
+                # EDF's u32 label) come as int64; a copy anyway (the batch's arrays are copies)
             setattr(self, k, torch.from_numpy(v) if torch is not None else v)
 
     @property

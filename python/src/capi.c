@@ -89,6 +89,36 @@ int capi_loader_next(const ss_loader_batch **out, ss_loader *l) {
 int capi_loader_next_into(const ss_loader_batch **out, ss_loader *l, const ss_collate_buffers *b) {
     return ss_loader_next_into(out, l, b);
 }
+int capi_loader_release(ss_loader *l, const ss_loader_batch *b) {
+    return ss_loader_release(l, b);
+}
+int capi_blend_loader_open(ss_blend_loader **out, const ss_blend_loader_options *o) {
+    return ss_blend_loader_open(out, o);
+}
+void capi_blend_loader_free(ss_blend_loader *l) {
+    ss_blend_loader_free(l);
+}
+int capi_blend_loader_next(const ss_blend_batch **out, ss_blend_loader *l) {
+    return ss_blend_loader_next(out, l);
+}
+uint64_t capi_blend_loader_length(const ss_blend_loader *l) {
+    return ss_blend_loader_length(l);
+}
+uint64_t capi_blend_loader_source_count(const ss_blend_loader *l, uint32_t source) {
+    return ss_blend_loader_source_count(l, source);
+}
+uint64_t capi_blend_loader_source_epochs(const ss_blend_loader *l, uint32_t source) {
+    return ss_blend_loader_source_epochs(l, source);
+}
+size_t capi_blend_loader_state_size(const ss_blend_loader *l) {
+    return ss_blend_loader_state_size(l);
+}
+int capi_blend_loader_state_save(void *buf, size_t cap, size_t *len, const ss_blend_loader *l) {
+    return ss_blend_loader_state_save(buf, cap, len, l);
+}
+int capi_blend_loader_state_load(ss_blend_loader *l, const void *buf, size_t len) {
+    return ss_blend_loader_state_load(l, buf, len);
+}
 int capi_loader_set_epoch(ss_loader *l, uint64_t epoch) {
     return ss_loader_set_epoch(l, epoch);
 }

@@ -45,6 +45,17 @@ int capi_loader_open(ss_loader **out, const ss_store *s, const ss_loader_options
 void capi_loader_free(ss_loader *l);
 int capi_loader_next(const ss_loader_batch **out, ss_loader *l);
 int capi_loader_next_into(const ss_loader_batch **out, ss_loader *l, const ss_collate_buffers *b);
+int capi_loader_release(ss_loader *l, const ss_loader_batch *b);
+/* blended loader */
+int capi_blend_loader_open(ss_blend_loader **out, const ss_blend_loader_options *o);
+void capi_blend_loader_free(ss_blend_loader *l);
+int capi_blend_loader_next(const ss_blend_batch **out, ss_blend_loader *l);
+uint64_t capi_blend_loader_length(const ss_blend_loader *l);
+uint64_t capi_blend_loader_source_count(const ss_blend_loader *l, uint32_t source);
+uint64_t capi_blend_loader_source_epochs(const ss_blend_loader *l, uint32_t source);
+size_t capi_blend_loader_state_size(const ss_blend_loader *l);
+int capi_blend_loader_state_save(void *buf, size_t cap, size_t *len, const ss_blend_loader *l);
+int capi_blend_loader_state_load(ss_blend_loader *l, const void *buf, size_t len);
 int capi_loader_set_epoch(ss_loader *l, uint64_t epoch);
 uint64_t capi_loader_epoch(const ss_loader *l);
 uint64_t capi_loader_batches(const ss_loader *l);

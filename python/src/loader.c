@@ -13,8 +13,10 @@ typedef struct {
     MapObject *map;
     int copy;
     unsigned generation;
-    PyObject *out; /* NULL, or a tuple per output field: (data array or None,
-                      mask array or None), held while the loader writes into them */
+    PyObject *out;               /* NULL, or a tuple per output field: (data array or None,
+                                    mask array or None), held while the loader writes into them;
+                                    with a ring, a list of such tuples, one per buffer set */
+    const ss_loader_batch *held; /* ring: the batch handed out last, released at the next */
 } LoaderObject;
 
 /* A Python int pad is exact (SS_VALUE_I64 or, above INT64_MAX, U64); a float
@@ -67,10 +69,9 @@ int pyss_parse_collate_field(PyObject *item, const ss_store *s, ss_collate_field
     return 0;
 }
 
-/* out (None, or one (data, mask) pair per output field, each a writable
- * C-contiguous array or None) -> held by the loader. */
-static int parse_out(LoaderObject *lo, PyObject *out, uint32_t nf) {
-    if (out == Py_None) return 0;
+/* One (data, mask) pair per output field, each a writable C-contiguous
+ * array or None. */
+static int check_pairs(PyObject *out, uint32_t nf) {
     if (!PyTuple_Check(out) || PyTuple_GET_SIZE(out) != (Py_ssize_t)nf) {
         PyErr_Format(PyExc_TypeError, "out is a tuple of %u (data, mask) pairs", nf);
         return -1;
@@ -90,8 +91,37 @@ static int parse_out(LoaderObject *lo, PyObject *out, uint32_t nf) {
             }
         }
     }
+    return 0;
+}
+
+/* out: None, one set of pairs (check_pairs), or a list of them (a ring) ->
+ * held by the loader. */
+static int parse_out(LoaderObject *lo, PyObject *out, uint32_t nf) {
+    if (out == Py_None) return 0;
+    if (PyList_Check(out)) {
+        if (PyList_GET_SIZE(out) < 1 || PyList_GET_SIZE(out) > 64) {
+            PyErr_SetString(PyExc_ValueError, "a ring of out buffer sets has 1 to 64 sets");
+            return -1;
+        }
+        for (Py_ssize_t k = 0; k < PyList_GET_SIZE(out); k++)
+            if (check_pairs(PyList_GET_ITEM(out, k), nf) < 0) return -1;
+    } else if (check_pairs(out, nf) < 0) {
+        return -1;
+    }
     lo->out = Py_NewRef(out);
     return 0;
+}
+
+static void out_buffers(ss_collate_buffers *b, PyObject *out);
+
+/* A ring's buffer sets, flat (set k at k * nf), for ss_loader_options.ring
+ * (copied at open); NULL with an exception on failure. */
+static ss_collate_buffers *ring_buffers(PyObject *out, uint32_t nf) {
+    Py_ssize_t r = PyList_GET_SIZE(out);
+    ss_collate_buffers *b = PyMem_Calloc((size_t)r * nf, sizeof *b);
+    if (!b) return (ss_collate_buffers *)PyErr_NoMemory();
+    for (Py_ssize_t k = 0; k < r; k++) out_buffers(b + (size_t)k * nf, PyList_GET_ITEM(out, k));
+    return b;
 }
 
 /* _Loader(store, fields, batch_size, max_tokens, bucket, shuffle, seed, rank,
@@ -157,9 +187,21 @@ static PyObject *loader_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
     }
     o.transforms = lo->transforms;
     o.selection = sel; /* copied by the loader */
+    ss_collate_buffers *ring = NULL;
+    if (lo->out && PyList_Check(lo->out)) {
+        ring = ring_buffers(lo->out, n ? (uint32_t)n : st->nfields);
+        if (!ring) {
+            capi_selection_free(sel);
+            Py_DECREF(lo);
+            return NULL;
+        }
+        o.ring = ring;
+        o.ring_size = (uint32_t)PyList_GET_SIZE(lo->out);
+    }
     int rc;
     Py_BEGIN_ALLOW_THREADS rc = capi_loader_open(&lo->l, st->map->s, &o);
     Py_END_ALLOW_THREADS capi_selection_free(sel);
+    PyMem_Free(ring);
     if (rc < 0) {
         Py_DECREF(lo);
         return pyss_raise(rc);
@@ -278,15 +320,41 @@ static void out_buffers(ss_collate_buffers *b, PyObject *out) {
     }
 }
 
+/* A ring: the previous batch's set goes back to the workers (its arrays are
+ * overwritten from now on), and the next batch comes from its set. */
+static int next_ring(const ss_loader_batch **batch, LoaderObject *lo) {
+    int rc = 0;
+    const ss_loader_batch *prev = lo->held;
+    lo->held = NULL;
+    Py_BEGIN_ALLOW_THREADS if (prev) rc = capi_loader_release(lo->l, prev);
+    if (!rc) rc = capi_loader_next_into(batch, lo->l, NULL);
+    Py_END_ALLOW_THREADS if (rc == 0) lo->held = *batch;
+    return rc;
+}
+
+/* The caller's (data, mask) pair of output field k for `batch`, or NULL. */
+static PyObject *given_pair(LoaderObject *lo, const ss_loader_batch *batch, uint32_t k) {
+    if (!lo->out) return NULL;
+    PyObject *set = lo->out;
+    if (PyList_Check(set)) /* batch g is collated into set g mod R */
+        set = PyList_GET_ITEM(set, (Py_ssize_t)(batch->position % (uint64_t)PyList_GET_SIZE(set)));
+    return PyTuple_GET_ITEM(set, k);
+}
+
 static PyObject *loader_next(LoaderObject *lo) {
     if (loader_check(lo) < 0 || pyss_check_store_of(lo->store, "loader") < 0) return NULL;
     const ss_loader_batch *batch;
     ss_collate_buffers bufs[SS_MAX_FIELDS];
-    if (lo->out) out_buffers(bufs, lo->out);
     int rc;
-    Py_BEGIN_ALLOW_THREADS rc =
-        lo->out ? capi_loader_next_into(&batch, lo->l, bufs) : capi_loader_next(&batch, lo->l);
-    Py_END_ALLOW_THREADS if (rc < 0) return pyss_raise(rc);
+    if (lo->out && PyList_Check(lo->out)) {
+        rc = next_ring(&batch, lo);
+    } else {
+        if (lo->out) out_buffers(bufs, lo->out);
+        Py_BEGIN_ALLOW_THREADS rc =
+            lo->out ? capi_loader_next_into(&batch, lo->l, bufs) : capi_loader_next(&batch, lo->l);
+        Py_END_ALLOW_THREADS
+    }
+    if (rc < 0) return pyss_raise(rc);
     if (rc == SS_LOADER_END) return NULL; /* StopIteration */
     PyObject *d = PyDict_New();
     npy_intp b = (npy_intp)batch->rows;
@@ -296,9 +364,7 @@ static PyObject *loader_next(LoaderObject *lo) {
             batch_array(lo, NPY_INT64, 1, &b, batch->indices, (size_t)b * sizeof(uint64_t))) < 0)
         goto fail;
     for (uint32_t k = 0; k < batch->data.nfields; k++)
-        if (put_field(lo, d, &batch->data.fields[k],
-                      lo->out ? PyTuple_GET_ITEM(lo->out, k) : NULL) < 0)
-            goto fail;
+        if (put_field(lo, d, &batch->data.fields[k], given_pair(lo, batch, k)) < 0) goto fail;
     return d;
 fail:
     Py_XDECREF(d);
@@ -336,6 +402,7 @@ static PyObject *loader_close(LoaderObject *lo, PyObject *unused) {
     ss_loader *l = lo->generation == pyss_generation ? lo->l : NULL; /* see pyss.h */
     ss_pipeline *p = lo->generation == pyss_generation ? lo->transforms : NULL;
     lo->l = NULL;
+    lo->held = NULL;
     lo->transforms = NULL;
     Py_BEGIN_ALLOW_THREADS capi_loader_free(l);
     Py_END_ALLOW_THREADS capi_pipeline_free(p); /* after the loader that borrowed it */

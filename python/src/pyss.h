@@ -62,7 +62,7 @@ typedef struct {
 } StoreObject;
 
 extern PyTypeObject Map_Type, Store_Type, Field_Type, Writer_Type, Loader_Type, Window_Type,
-    Collator_Type;
+    Collator_Type, Blend_Type;
 
 /* Errors (module.c). pyss_raise() sets the exception class of `code` with the
  * C library's last message and returns NULL. */

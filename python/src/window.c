@@ -84,6 +84,8 @@ static PyObject *window_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
         goto fail_e;
     o.gain = bg.obj ? bg.buf : NULL;
     o.offset = bo.obj ? bo.buf : NULL;
+    o.n_gain = ng;
+    o.n_offset = no;
     o.examples = be.obj ? be.buf : NULL;
     o.n_examples = ne;
     WindowObject *wo = (WindowObject *)type->tp_alloc(type, 0);

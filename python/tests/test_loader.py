@@ -2,6 +2,7 @@
 """seqstore.Loader: batches against a naive collation of the same examples,
 epochs, sharding, token budgets, exact resume, views, torch, misuse."""
 import pickle
+import time
 
 import numpy as np
 import pytest
@@ -435,3 +436,93 @@ def test_out_torch_misuse(store):
         seqstore.Loader(store, out={"tokens": torch.zeros(400, 2, dtype=torch.int64).t()}, **kw)
     with pytest.raises(TypeError, match="requires_grad"):
         seqstore.Loader(store, out={"tokens": torch.zeros(400, requires_grad=True)}, **kw)
+
+
+# Loader(out=[set0, set1, ...]): a ring of the caller's buffer sets that C
+# threads collate ahead into (ss_loader_options.ring, ss_loader_release).
+
+def _ring(n, size, dtype=np.int64):
+    return [{"tokens": np.full(size, 77, dtype)} for _ in range(n)]
+
+
+@pytest.mark.parametrize("kw", [
+    dict(batch_size=8, shuffle=True, seed=3),
+    dict(batch_size=8, shuffle=True, seed=3, rank=1, world_size=2),
+    dict(max_tokens=64, shuffle=True, seed=2),
+    dict(batch_size=5, shuffle=True, seed=9, threads=2),
+])
+@pytest.mark.parametrize("transforms", [False, True])
+def test_out_ring_batches_equal_plain_loader(store, kw, transforms):
+    from seqstore import transforms as T
+    if transforms:
+        kw = dict(kw, transforms=[T.TokenDrop("tokens", 0.3)])
+    ring = _ring(3, 50 * 40)
+    plain, into = _plain_and_into(store, ring, fields=FIELDS, **kw)
+    sets = []
+    for want, b in zip(plain, into):
+        k = [i for i, o in enumerate(ring) if b["tokens"].ctypes.data == o["tokens"].ctypes.data]
+        assert len(k) == 1 and np.shares_memory(b["tokens"], ring[k[0]]["tokens"])
+        sets.append(k[0])
+        time.sleep(0.001)  # the threads run ahead meanwhile, into the other sets only
+        for f in want:
+            np.testing.assert_array_equal(b[f], want[f])
+        if not transforms:
+            check_batch(store, b)
+    assert sets == [g % 3 for g in range(len(plain))]
+    assert len(sets) == len(plain) == len(into) > 1
+    # the next epoch through the same ring; its state_dict() resumes a plain loader
+    plain2 = seqstore.Loader(store, fields=FIELDS, **kw)
+    plain2.set_epoch(1)
+    want = [b["index"].tolist() for b in plain2]
+    it = iter(into)
+    assert into.epoch == 1
+    assert [next(it)["index"].tolist() for _ in range(2)] == want[:2]
+    plain2.load_state_dict(into.state_dict())
+    assert [b["index"].tolist() for b in plain2] == want[2:]
+
+
+def test_out_ring_torch_state_resume(store):
+    torch = pytest.importorskip("torch")
+    kw = dict(batch_size=4, shuffle=True, seed=11, fields=FIELDS)
+    want = [b["index"].tolist() for b in seqstore.Loader(store, **kw)]
+    ring = [{"tokens": torch.zeros(4 * 40, dtype=torch.int64)} for _ in range(2)]
+    l = seqstore.Loader(store, out=ring, **kw)
+    it = iter(l)
+    got = []
+    for g in range(5):
+        b = next(it)
+        assert isinstance(b["tokens"], torch.Tensor)
+        assert b["tokens"].data_ptr() == ring[g % 2]["tokens"].data_ptr()
+        got.append(b["index"].tolist())
+    state = l.state_dict()
+    again = seqstore.Loader(store, out=ring, **kw)  # a ring loader resumes exactly
+    again.load_state_dict(state)
+    assert got + [b["index"].tolist() for b in again] == want
+
+
+def test_out_ring_misuse(store):
+    kw = dict(batch_size=8, fields=FIELDS)
+    with pytest.raises(TypeError, match="is int32; the batch's 'tokens' is int64"):
+        seqstore.Loader(store, out=[{"tokens": np.empty(400, np.int64)},
+                                    {"tokens": np.empty(400, np.int32)}], **kw)
+    with pytest.raises(ValueError, match="1 to 64"):
+        seqstore.Loader(store, out=[], **kw)
+    with pytest.raises(ValueError, match="prefetch"):  # the ring is the depth
+        seqstore.Loader(store, out=_ring(2, 400), prefetch=3, **kw)
+    # a set too small: the error names the field, stays until set_epoch
+    ring = [{"tokens": np.empty(400, np.int64)}, {"tokens": np.empty(8, np.int64)}]
+    l = seqstore.Loader(store, out=ring, **kw)
+    it = iter(l)
+    next(it)
+    for _ in range(2):
+        with pytest.raises(ValueError, match="tokens"):
+            next(it)
+    l.set_epoch(0)
+    b = next(it)
+    assert b["tokens"].ctypes.data == ring[0]["tokens"].ctypes.data
+    # close while a set is out: the arrays are the caller's and stay readable
+    keep = b["tokens"].copy()
+    l.close()
+    np.testing.assert_array_equal(b["tokens"], keep)
+    with pytest.raises(seqstore.ClosedError):
+        next(it)

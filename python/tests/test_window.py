@@ -112,6 +112,22 @@ def test_torch_states(signal_path):
         assert cont.any() and torch.equal(b2.state[cont], torch.full((int(cont.sum()), 3), 2.0))
 
 
+def test_torch_u32_label(tmp_path):
+    """A u32 label (what `seqstore convert edf --labels` writes) comes to
+    torch as int64 (torch has no uint32); it raised TypeError before."""
+    torch = pytest.importorskip("torch")
+    p = str(tmp_path / "u32.ss")
+    with seqstore.create(p, [("sig", "f32", (2,)), ("y", "u32", (), False)]) as w:
+        for i in range(4):
+            w.append({"sig": np.full((9, 2), i, np.float32), "y": 3_000_000_000 + i})
+    with seqstore.open(p) as s:
+        r = seqstore.WindowReader(s, "sig", window=3, lanes=4, label="y", torch=True)
+        b = next(r)
+        assert b.label.dtype == torch.int64
+        assert sorted(b.label.tolist()) == [3_000_000_000 + i for i in range(4)]
+        assert b.label.tolist() == [3_000_000_000 + int(x) for x in b.data[:, 0, 0].tolist()]
+
+
 def test_misuse(signal_path):
     with seqstore.open(signal_path) as s:
         r = seqstore.WindowReader(s, "sig", window=4, lanes=2, state_size=3)
