@@ -428,7 +428,7 @@ static int parse_args(ss_conv *c, int argc, char **argv, bs_job *job, strlist *f
         int has_value = !strcmp(a, "--physical") || !strcmp(a, "--resample") ||
                         !strcmp(a, "--resample-quality") || !strcmp(a, "--list") ||
                         !strncmp(a, "--events", 8) || !strncmp(a, "--window-", 9) ||
-                        !strcmp(a, "--meta");
+                        !strcmp(a, "--meta") || !strcmp(a, "--trigger-mask");
         char err[256];
         if (has_value && i + 1 >= argc) return ss_conv_usage_error(c, "%s needs a value", a);
         int ev = has_value ? ss_events_option(&job->ev, a, argv[i + 1], err, sizeof err) : 0;
@@ -461,6 +461,13 @@ static int parse_args(ss_conv *c, int argc, char **argv, bs_job *job, strlist *f
         }
     }
     if (files->n == 0) return ss_conv_usage_error(c, "no input files");
+    /* BioSig 2.5 gives a BDF's Status channel as an ordinary channel, not
+     * as events (tests/test_convert_trigger.c); EDFlib's path decodes it */
+    if (job->ev.from != SS_EV_FROM_ANNOTATIONS || job->ev.have_mask)
+        return ss_conv_usage_error(
+            c, "convert biosig takes events from BioSig's event table only (--events-from and "
+               "--trigger-mask are not supported); for a BDF Status or EDF trigger channel use "
+               "convert edf --events-from status|channel:NAME");
     char err[256];
     if (ss_events_check(&job->ev, err, sizeof err)) return ss_conv_usage_error(c, "%s", err);
     if (ss_recmeta_load_csv(&job->meta, err, sizeof err)) return ss_conv_error(c, "%s", err);
