@@ -15,7 +15,7 @@
 #include <math.h>
 
 #define RATE 100
-#define SECS 10
+#define SECS 50 /* T > EDF_CHUNK (4096): the channel is read in several chunks */
 #define T (RATE * SECS)
 #define NCH 2 /* signal channels; the Status channel comes third */
 #define NFILES 2
@@ -24,12 +24,13 @@ typedef struct seg {
     int start, code; /* code from `start` to the next segment's start */
 } seg;
 
-static const seg SEG_A[] = {{0, 0},    {20, 5},   {30, 0},  {150, 65}, {180, 0}, {300, 65},
-                            {320, 66}, {340, 12}, {360, 0}, {500, 65}, {510, 0}, {999, 7}};
+static const seg SEG_A[] = {{0, 0},    {20, 5},   {30, 0},   {150, 65}, {180, 0},
+                            {300, 65}, {320, 66}, {340, 12}, {360, 0},  {500, 65},
+                            {510, 0},  {4095, 8}, {4097, 0}, {T - 1, 7}};
 static const seg SEG_B[] = {{0, 3},   {10, 0},  {400, 66}, {430, 0},
                             {600, 9}, {650, 0}, {900, 3},  {950, 0}};
 static const seg *SEGS[NFILES] = {SEG_A, SEG_B};
-static const int NSEG[NFILES] = {12, 8};
+static const int NSEG[NFILES] = {14, 8};
 
 static int digital(int file, int t, int k) {
     return (t * 37 + k * 1000 + file * 5000) % 20000 - 10000;
@@ -277,7 +278,7 @@ static void test_status(const char *a, const char *b) {
     st = ss_test_keep_path("windows.ss"), st2 = ss_test_keep_path("windows2.ss");
     EXPECT_RUN(0, "convert edf '%s' '%s' " WIN " --events-from status --threads 1 -o '%s'", a, b,
                st);
-    EXPECT_ERR("3 event windows not inside the recording, left out"); /* a: 20, 999; b: 0 */
+    EXPECT_ERR("3 event windows not inside the recording, left out"); /* a: 20, T-1; b: 0 */
     check_windows(st, &r, ab);
     EXPECT_RUN(0, "convert edf '%s' '%s' " WIN " --events-from status --threads 2 -o '%s' --quiet",
                a, b, st2);
