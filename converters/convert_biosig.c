@@ -369,6 +369,12 @@ static int bs_decode(bs_job *job, const char *path) {
     HDRTYPE *h = bs_open(job, path);
     if (!h) return 1;
     int rc = channels_of(job, h, &f) || check_ref(job, &f);
+    /* BioSig 2.5 turns a BDF Status channel into events itself, wrongly when
+     * bits above the 16 trigger bits are set (shifted or none at all:
+     * tests/test_convert_trigger.c); EDFlib's path reads it as it is */
+    if (!rc && job->ev.mode && biosig_get_filetype(h) == BDF)
+        rc = fail(job, "--events-as on a BDF file: BioSig 2.5 mis-reads the Status channel's "
+                       "events; use convert edf --events-from status (or annotations)");
     if (!rc) {
 #pragma omp critical(ss_biosig)
         rc = read_events(job, h);
@@ -626,6 +632,7 @@ static int convert_all(ss_conv *c, bs_job *job, const strlist *files, uint64_t s
         slots[t].physical = job->physical;
         slots[t].rs = job->rs;
         slots[t].ref = job->ref; /* shared, read-only while decoding */
+        slots[t].ev.mode = job->ev.mode; /* only the mode: bs_decode() refuses BDF */
     }
 #pragma omp parallel num_threads(nthreads)
     {

@@ -388,6 +388,10 @@ static void test_biosig_status(const char *a) {
         m += (size_t)snprintf(want + m, sizeof want - m, "%d %d\n", r.onset[0][i], r.code[0][i]);
     CHECK(n > 0 && (n != m || memcmp(got + 2048, want, m)));
     ss_close(s);
+    /* so `convert biosig --events-as` refuses a BDF rather than give wrong labels */
+    EXPECT_RUN(1, "convert biosig '%s' --events-as samples -o '%s' --quiet --force", a, st);
+    EXPECT_ERR("a.bdf: --events-as on a BDF file: BioSig 2.5 mis-reads the Status channel's "
+               "events; use convert edf --events-from status (or annotations)");
 }
 
 static void test_errors(const char *a, const char *e, const char *odd) {
