@@ -369,6 +369,12 @@ static int bs_decode(bs_job *job, const char *path) {
     HDRTYPE *h = bs_open(job, path);
     if (!h) return 1;
     int rc = channels_of(job, h, &f) || check_ref(job, &f);
+    /* BioSig 2.5 turns a BDF Status channel into events itself, wrongly when
+     * bits above the 16 trigger bits are set (shifted or none at all:
+     * tests/test_convert_trigger.c); EDFlib's path reads it as it is */
+    if (!rc && job->ev.mode && biosig_get_filetype(h) == BDF)
+        rc = fail(job, "--events-as on a BDF file: BioSig 2.5 mis-reads the Status channel's "
+                       "events; use convert edf --events-from status (or annotations)");
     if (!rc) {
 #pragma omp critical(ss_biosig)
         rc = read_events(job, h);
@@ -428,7 +434,7 @@ static int parse_args(ss_conv *c, int argc, char **argv, bs_job *job, strlist *f
         int has_value = !strcmp(a, "--physical") || !strcmp(a, "--resample") ||
                         !strcmp(a, "--resample-quality") || !strcmp(a, "--list") ||
                         !strncmp(a, "--events", 8) || !strncmp(a, "--window-", 9) ||
-                        !strcmp(a, "--meta");
+                        !strcmp(a, "--meta") || !strcmp(a, "--trigger-mask");
         char err[256];
         if (has_value && i + 1 >= argc) return ss_conv_usage_error(c, "%s needs a value", a);
         int ev = has_value ? ss_events_option(&job->ev, a, argv[i + 1], err, sizeof err) : 0;
@@ -461,6 +467,13 @@ static int parse_args(ss_conv *c, int argc, char **argv, bs_job *job, strlist *f
         }
     }
     if (files->n == 0) return ss_conv_usage_error(c, "no input files");
+    /* BioSig 2.5 gives a BDF's Status channel as an ordinary channel, not
+     * as events (tests/test_convert_trigger.c); EDFlib's path decodes it */
+    if (job->ev.from != SS_EV_FROM_ANNOTATIONS || job->ev.have_mask)
+        return ss_conv_usage_error(
+            c, "convert biosig takes events from BioSig's event table only (--events-from and "
+               "--trigger-mask are not supported); for a BDF Status or EDF trigger channel use "
+               "convert edf --events-from status|channel:NAME");
     char err[256];
     if (ss_events_check(&job->ev, err, sizeof err)) return ss_conv_usage_error(c, "%s", err);
     if (ss_recmeta_load_csv(&job->meta, err, sizeof err)) return ss_conv_error(c, "%s", err);
@@ -619,6 +632,7 @@ static int convert_all(ss_conv *c, bs_job *job, const strlist *files, uint64_t s
         slots[t].physical = job->physical;
         slots[t].rs = job->rs;
         slots[t].ref = job->ref; /* shared, read-only while decoding */
+        slots[t].ev.mode = job->ev.mode; /* only the mode: bs_decode() refuses BDF */
     }
 #pragma omp parallel num_threads(nthreads)
     {

@@ -30,6 +30,10 @@
  * (each sample's annotation class, 0 = none); with --events-as windows every
  * annotation becomes one example (fields signal [W][C], label u32, onset i64)
  * (events.h); label.names holds the classes either way.
+ * With --events-from status|channel:NAME the events are the trigger codes of
+ * an event channel (events.h); that channel is left out of `signal` unless
+ * --channels names it (its values are codes, not a signal: with the default
+ * channel set every ordinary signal but the event channel is stored).
  * With --meta header|FILE.csv fixed u32 fields subject, session, recording
  * follow (recmeta.h; from the header: the EDF+ patient code or EDF patient
  * field, the start date, the file name), for grouped folds.
@@ -85,6 +89,9 @@ typedef struct edf_slot {
     int bad;
     char err[EDF_ERR];
     uint64_t T;
+    int evsig;      /* --events-from status|channel: its EDFlib signal, else -1 */
+    int32_t *codes; /* its T digital values */
+    size_t codes_cap;
     void *data;
     size_t data_cap;
     void *tmp; /* EDF_CHUNK samples per channel, int or double */
@@ -113,6 +120,14 @@ static void usage_edf(FILE *out) {
             "                      one example per annotation: signal from S before/after\n"
             "                      its onset (seconds, negative = before), `label`, `onset`\n"
             "  --events A,B,...    only these annotation texts, classes in this order\n"
+            "  --events-from annotations|status|channel:NAME\n"
+            "                      where events come from: EDF+/BDF+ annotations (default),\n"
+            "                      the BDF 'Status' channel, or the channel NAME; an event is\n"
+            "                      a change of its (masked) value to a nonzero code, the\n"
+            "                      label the code as text ('65'). The channel is left out of\n"
+            "                      `signal` unless --channels names it.\n"
+            "  --trigger-mask M    bits of the event channel that hold the code (default\n"
+            "                      0xFFFF for status: BioSemi's 16 trigger bits; else all)\n"
             "  --meta header|FILE.csv  fixed fields subject, session, recording (ids into\n"
             "                      *.names) from the header (patient code, start date, file\n"
             "                      name) or from `path,subject,session,recording` rows\n"
@@ -233,13 +248,50 @@ static void sig_calibration(const struct edf_hdr_struct *h, int sig, double *gai
     *edf_offset = p->phys_max / *gain - (double)p->dig_max;
 }
 
+/* List the file's channels after a message in s->err. */
+static void list_channels(edf_slot *s) {
+    for (int j = 0; j < s->hdr->edfsignals; j++) {
+        char l[17];
+        copy_trimmed(l, sizeof l, s->hdr->signalparam[j].label);
+        append_err(s->err, "%s %s", j ? "," : "", l);
+    }
+}
+
+/* --events-from status|channel:NAME: the event channel into s->evsig (-1
+ * for annotations); 1 when the file has none. */
+static int find_event_channel(const edf_job *job, edf_slot *s) {
+    const struct edf_hdr_struct *h = s->hdr;
+    int bdf = h->filetype == EDFLIB_FILETYPE_BDF || h->filetype == EDFLIB_FILETYPE_BDFPLUS;
+    s->evsig = -1;
+    if (job->ev.from == SS_EV_FROM_ANNOTATIONS) return 0;
+    if (job->ev.from == SS_EV_FROM_STATUS && !bdf)
+        return slot_fail(s, "--events-from status reads a BDF 'Status' channel and this is an "
+                            "EDF file; name its trigger channel with --events-from channel:NAME");
+    /* status: the exact label only ("Status", any case), as BioSemi writes it */
+    int k = find_channel(h, job->ev.from_channel);
+    if (job->ev.from == SS_EV_FROM_STATUS && k >= 0 && !label_eq(h->signalparam[k].label, "Status"))
+        k = -1;
+    if (k < 0) {
+        slot_fail(s, "no channel '%s' for --events-from%s; the file has:", job->ev.from_channel,
+                  k == -2 ? " (several 'TYPE NAME' labels match: give the whole label)" : "");
+        list_channels(s);
+        return 1;
+    }
+    s->evsig = k;
+    return 0;
+}
+
 /* Pick the channels of an open file into s->sig / s->nch; 1 when bad. */
 static int select_channels(const edf_job *job, edf_slot *s) {
     const struct edf_hdr_struct *h = s->hdr;
+    if (find_event_channel(job, s)) return 1;
     if (!job->channels) {
         if (h->edfsignals <= 0) return slot_fail(s, "no ordinary (non-annotation) signals");
-        s->nch = (uint32_t)h->edfsignals;
-        for (int k = 0; k < h->edfsignals; k++) s->sig[k] = k;
+        s->nch = 0;
+        for (int k = 0; k < h->edfsignals; k++)
+            if (k != s->evsig) s->sig[s->nch++] = k;
+        if (s->nch == 0)
+            return slot_fail(s, "no signal besides the event channel '%s'", job->ev.from_channel);
     } else {
         s->nch = job->nchannels;
         for (uint32_t k = 0; k < job->nchannels; k++) {
@@ -252,11 +304,7 @@ static int select_channels(const edf_job *job, edf_slot *s) {
                               "channel '%s' is ambiguous (several 'TYPE %s' labels: give the "
                               "whole label); the file has:",
                               job->channels[k], job->channels[k]);
-                for (int j = 0; j < h->edfsignals; j++) {
-                    char l[17];
-                    copy_trimmed(l, sizeof l, h->signalparam[j].label);
-                    append_err(s->err, "%s %s", j ? "," : "", l);
-                }
+                list_channels(s);
                 return 1;
             }
             s->sig[k] = found;
@@ -274,6 +322,10 @@ static int select_channels(const edf_job *job, edf_slot *s) {
         }
         return 1;
     }
+    if (s->evsig >= 0 &&
+        h->signalparam[s->evsig].smp_in_datarecord != h->signalparam[s->sig[0]].smp_in_datarecord)
+        return slot_fail(s, "event channel '%s' has %g Hz, the signal %g Hz (no resampling)",
+                         job->ev.from_channel, sig_rate(h, s->evsig), sig_rate(h, s->sig[0]));
     return 0;
 }
 
@@ -394,6 +446,25 @@ static int read_samples(const edf_job *job, edf_slot *s) {
     return 0;
 }
 
+/* The event channel's digital values into s->codes (T of them). */
+static int read_codes(edf_slot *s) {
+    char l[17];
+    if (s->evsig < 0) return 0;
+    copy_trimmed(l, sizeof l, s->hdr->signalparam[s->evsig].label);
+    if (grow((void **)&s->codes, &s->codes_cap, (size_t)(s->T ? s->T : 1) * sizeof *s->codes))
+        return slot_fail(s, "out of memory for the event channel");
+    /* --channels may have named it too: read_samples() has read it already */
+    if (edfseek(s->hdr->handle, s->evsig, 0, EDFSEEK_SET) != 0)
+        return slot_fail(s, "event channel '%s': cannot seek to its start", l);
+    for (uint64_t t0 = 0; t0 < s->T; t0 += EDF_CHUNK) {
+        int n = (int)(s->T - t0 < EDF_CHUNK ? s->T - t0 : EDF_CHUNK);
+        if (edfread_digital_samples(s->hdr->handle, s->evsig, n, (int *)s->codes + t0) != n)
+            return slot_fail(s, "event channel '%s': read failed at sample %llu", l,
+                             (unsigned long long)t0);
+    }
+    return 0;
+}
+
 static int64_t start_time_of(const struct edf_hdr_struct *h) {
     struct tm tm;
     memset(&tm, 0, sizeof tm);
@@ -456,7 +527,7 @@ static void edf_decode(const edf_job *job, const char *path, edf_slot *s, int he
                  h->startdate_month % 100, h->startdate_day % 100);
         s->start_time = start_time_of(s->hdr);
         s->duration = s->hdr->file_duration;
-        if (read_annotations(s) == 0) read_samples(job, s);
+        if (read_annotations(s) == 0 && read_samples(job, s) == 0) read_codes(s);
     }
     edf_close(s);
 }
@@ -738,8 +809,10 @@ static int emit(edf_run *r, uint32_t i, edf_slot *s) {
     if (r->job->meta.on &&
         ss_recmeta_place(&r->job->meta, r->files[i], s->subject, s->session, err, sizeof err))
         return ss_conv_bad(r->c, r->files[i], 0, "%s", err);
-    if (r->job->ev.mode && ss_events_read(&r->job->ev, s->annot, s->annot_len, r->job->ref.rate,
-                                          s->T, err, sizeof err))
+    if (r->job->ev.mode && (r->job->ev.from == SS_EV_FROM_ANNOTATIONS
+                                ? ss_events_read(&r->job->ev, s->annot, s->annot_len,
+                                                 r->job->ref.rate, s->T, err, sizeof err)
+                                : ss_events_codes(&r->job->ev, s->codes, s->T, err, sizeof err)))
         return ss_conv_bad(r->c, r->files[i], 0, "%s", err);
     if (!mine) return 0; /* another shard's file: its ids numbered, nothing stored */
     if (r->job->ev.mode == SS_EV_WINDOWS) {
@@ -794,7 +867,7 @@ static int parse_args(ss_conv *c, int argc, char **argv, edf_job *job, strlist *
         int has_value = !strcmp(a, "--channels") || !strcmp(a, "--physical") ||
                         !strcmp(a, "--labels") || !strcmp(a, "--list") ||
                         !strncmp(a, "--events", 8) || !strncmp(a, "--window-", 9) ||
-                        !strcmp(a, "--meta");
+                        !strcmp(a, "--meta") || !strcmp(a, "--trigger-mask");
         char err[256];
         if (has_value && i + 1 >= argc) return ss_conv_usage_error(c, "%s needs a value", a);
         int ev = has_value ? ss_events_option(&job->ev, a, argv[i + 1], err, sizeof err) : 0;
@@ -942,6 +1015,7 @@ static int run_edf(ss_conv *c, int argc, char **argv) {
         free(slots[t].data);
         free(slots[t].tmp);
         free(slots[t].annot);
+        free(slots[t].codes);
     }
     free(slots);
     free(names_text);

@@ -31,7 +31,44 @@ static int parse_seconds(const char *v, double *out) {
     return errno || end == v || *end || !isfinite(*out) || fabs(*out) > 1e12;
 }
 
+/* --events-from annotations|status|channel:NAME */
+static int from_option(ss_events *e, const char *val, char *err, size_t errlen) {
+    const char *name = NULL;
+    if (!strcmp(val, "annotations"))
+        e->from = SS_EV_FROM_ANNOTATIONS;
+    else if (!strcmp(val, "status"))
+        e->from = SS_EV_FROM_STATUS, name = "Status";
+    else if (!strncmp(val, "channel:", 8) && val[8])
+        e->from = SS_EV_FROM_CHANNEL, name = val + 8;
+    else
+        return snprintf(err, errlen,
+                        "--events-from takes annotations, status or channel:NAME, not '%s'", val),
+               -1;
+    free(e->from_channel);
+    e->from_channel = NULL;
+    if (name && !(e->from_channel = strdup(name)))
+        return snprintf(err, errlen, "out of memory"), -1;
+    return 1;
+}
+
+/* --trigger-mask M: a nonzero number of at most 32 bits (0x.. or decimal) */
+static int mask_option(ss_events *e, const char *val, char *err, size_t errlen) {
+    char *end = NULL;
+    errno = 0;
+    unsigned long long m = strtoull(val, &end, 0);
+    if (errno || end == val || *end || *val == '-' || m == 0 || m > UINT32_MAX)
+        return snprintf(err, errlen,
+                        "--trigger-mask: '%s' is not a bit mask (a nonzero number of at most 32 "
+                        "bits, such as 0xFFFF or 255)",
+                        val),
+               -1;
+    e->mask = (uint32_t)m, e->have_mask = 1;
+    return 1;
+}
+
 int ss_events_option(ss_events *e, const char *opt, const char *val, char *err, size_t errlen) {
+    if (!strcmp(opt, "--events-from")) return from_option(e, val, err, errlen);
+    if (!strcmp(opt, "--trigger-mask")) return mask_option(e, val, err, errlen);
     if (!strcmp(opt, "--events-as")) {
         if (!strcmp(val, "samples"))
             e->mode = SS_EV_SAMPLES;
@@ -68,6 +105,13 @@ int ss_events_check(ss_events *e, char *err, size_t errlen) {
         return snprintf(err, errlen, "--window-start/--window-stop need --events-as windows"), -1;
     if (e->mode == SS_EV_NONE && e->fixed)
         return snprintf(err, errlen, "--events needs --events-as samples or windows"), -1;
+    if (e->mode == SS_EV_NONE && e->from != SS_EV_FROM_ANNOTATIONS)
+        return snprintf(err, errlen, "--events-from needs --events-as samples or windows"), -1;
+    if (e->have_mask && e->from == SS_EV_FROM_ANNOTATIONS)
+        return snprintf(err, errlen, "--trigger-mask needs --events-from status or channel:NAME"),
+               -1;
+    /* BioSemi: the trigger code is the low 16 bits of the status word */
+    if (!e->have_mask) e->mask = e->from == SS_EV_FROM_STATUS ? 0xFFFFu : UINT32_MAX;
     if (e->mode == SS_EV_WINDOWS && !(e->have_start && e->have_stop))
         return snprintf(err, errlen, "--events-as windows needs --window-start S --window-stop S"),
                -1;
@@ -99,6 +143,17 @@ int ss_events_load(ss_events *e, const ss_store *st) {
         if (add_name(e, s, n)) return ss_lines_free(l), -1;
     }
     ss_lines_free(l);
+    return 0;
+}
+
+static int push_event(ss_events *e, ss_event ev) {
+    if (e->nev == e->capev) {
+        size_t cap = e->capev ? 2 * e->capev : 64;
+        ss_event *v = realloc(e->ev, cap * sizeof *v);
+        if (!v) return -1;
+        e->ev = v, e->capev = cap;
+    }
+    e->ev[e->nev++] = ev;
     return 0;
 }
 
@@ -149,14 +204,33 @@ int ss_events_read(ss_events *e, const char *text, size_t len, double rate, uint
             return snprintf(err, errlen, "out of memory"), -1;
         p = nl ? nl + 1 : end;
         if (cls == UINT32_MAX) continue;
-        if (e->nev == e->capev) {
-            size_t cap = e->capev ? 2 * e->capev : 64;
-            ss_event *v = realloc(e->ev, cap * sizeof *v);
-            if (!v) return snprintf(err, errlen, "out of memory"), -1;
-            e->ev = v, e->capev = cap;
-        }
         long long n = llround(dur * rate);
-        e->ev[e->nev++] = (ss_event){llround(on * rate), n < 1 ? 1 : (uint64_t)n, cls, line};
+        if (push_event(e, (ss_event){llround(on * rate), n < 1 ? 1 : (uint64_t)n, cls, line}))
+            return snprintf(err, errlen, "out of memory"), -1;
+    }
+    return 0;
+}
+
+int ss_events_codes(ss_events *e, const int32_t *codes, uint64_t T, char *err, size_t errlen) {
+    uint64_t number = 0;
+    e->nev = 0;
+    for (uint64_t t = 0; t < T;) {
+        uint32_t v = (uint32_t)codes[t] & e->mask;
+        uint64_t end = t + 1;
+        while (end < T && ((uint32_t)codes[end] & e->mask) == v) end++;
+        if (v) {
+            char text[16];
+            uint32_t cls;
+            /* unmasked: the channel's value as it is, sign included */
+            int n = e->mask == UINT32_MAX ? snprintf(text, sizeof text, "%d", (int32_t)v)
+                                          : snprintf(text, sizeof text, "%u", v);
+            if (class_of(e, text, (size_t)n, &cls))
+                return snprintf(err, errlen, "out of memory"), -1;
+            number++;
+            if (cls != UINT32_MAX && push_event(e, (ss_event){(int64_t)t, end - t, cls, number}))
+                return snprintf(err, errlen, "out of memory"), -1;
+        }
+        t = end;
     }
     return 0;
 }
@@ -201,6 +275,7 @@ char *ss_events_names(const ss_events *e, size_t *len) {
 void ss_events_free(ss_events *e) {
     for (uint32_t k = 0; k < e->nnames; k++) free(e->names[k]);
     free(e->names);
+    free(e->from_channel);
     free(e->ev);
     free(e->lab);
     memset(e, 0, sizeof *e);

@@ -23,7 +23,20 @@
  * Classes are the event texts, numbered in order of first appearance over
  * the inputs in input order (after those of the store appended to), or
  * exactly the texts of `--events A,B,...` in that order (other events are
- * ignored). They are stored one per line in the attribute `label.names`. */
+ * ignored). They are stored one per line in the attribute `label.names`.
+ *
+ * Events come from the annotations / event table (--events-from annotations,
+ * the default) or, in `convert edf`, from an event channel read through
+ * EDFlib: --events-from status (a BDF file's "Status" channel; BioSemi keeps
+ * the trigger code in the low 16 bits of the 24-bit status word, so the
+ * default --trigger-mask is 0xFFFF) or --events-from channel:NAME (any
+ * channel's digital values; default mask: every bit). An event is a change
+ * of the masked value to a nonzero code; its onset is that sample, its length
+ * the samples until the masked value changes again, its text the code in
+ * decimal ("65"; a negative value of an unmasked channel as "-3"), its number
+ * its place among the recording's trigger events (1-based). These are
+ * mne.find_events(raw, consecutive=True, initial_event=True, mask=M,
+ * mask_type='and', shortest_event=1) with the channel's values. */
 #ifndef SS_EVENTS_H
 #define SS_EVENTS_H
 
@@ -34,12 +47,19 @@
 
 typedef enum ss_ev_mode { SS_EV_NONE = 0, SS_EV_SAMPLES = 1, SS_EV_WINDOWS = 2 } ss_ev_mode;
 
+/** Where the events come from (--events-from). */
+typedef enum ss_ev_from {
+    SS_EV_FROM_ANNOTATIONS = 0, /* annotations / the event table */
+    SS_EV_FROM_STATUS = 1,      /* a BDF "Status" channel */
+    SS_EV_FROM_CHANNEL = 2      /* the channel named in from_channel */
+} ss_ev_from;
+
 /** One event of the recording being converted. */
 typedef struct ss_event {
     int64_t onset;   /**< sample index (may lie outside the recording) */
     uint64_t length; /**< samples covered, >= 1 */
     uint32_t cls;    /**< class id */
-    uint64_t number; /**< 1-based line in the event table */
+    uint64_t number; /**< 1-based line in the event table (trigger: event number) */
 } ss_event;
 
 typedef struct ss_events {
@@ -47,6 +67,10 @@ typedef struct ss_events {
     double start, stop; /* windows: seconds from the onset */
     int have_start, have_stop;
     int fixed; /* --events given: only those classes */
+    ss_ev_from from;
+    char *from_channel; /* channel:NAME; "Status" for status */
+    uint32_t mask;      /* --trigger-mask, or the default of `from` */
+    int have_mask;
     char **names;
     uint32_t nnames, capnames;
     uint64_t outside; /* windows left out: not inside their recording */
@@ -58,12 +82,13 @@ typedef struct ss_events {
 } ss_events;
 
 /** Handle option `opt` with value `val` if it is one of --events-as,
- *  --events, --window-start, --window-stop.
+ *  --events, --window-start, --window-stop, --events-from, --trigger-mask.
  *  @return 1 consumed; 0 not an events option; -1 bad value (err says why). */
 int ss_events_option(ss_events *e, const char *opt, const char *val, char *err, size_t errlen);
 
 /** After the options: windows need --window-start < --window-stop; the
- *  window options need --events-as windows. @return 0, or -1 (err). */
+ *  window options need --events-as windows; --events-from needs --events-as
+ *  and --trigger-mask an event channel. @return 0, or -1 (err). */
 int ss_events_check(ss_events *e, char *err, size_t errlen);
 
 /** Start from the classes of the store appended to (its label.names), when
@@ -76,6 +101,11 @@ int ss_events_load(ss_events *e, const ss_store *st);
  *  an onset outside [0, T]; err names the event). */
 int ss_events_read(ss_events *e, const char *text, size_t len, double rate, uint64_t T, char *err,
                    size_t errlen);
+
+/** Classify the trigger events of an event channel's T digital values
+ *  `codes` (see above) into e->ev, as ss_events_read() does for lines.
+ *  @return 0, or -1 (out of memory; err says so). */
+int ss_events_codes(ss_events *e, const int32_t *codes, uint64_t T, char *err, size_t errlen);
 
 /** Per-sample labels of the events read last, for a recording of T samples
  *  (borrowed until the next call). NULL when out of memory. */

@@ -10,7 +10,12 @@
  * has every class id below the class count, onsets inside the recording,
  * per-sample labels equal to a naive painting (last covering event wins,
  * else 0), and class names that are the texts met; a CSV either loads rows
- * that ss_recmeta_place() finds by path or is refused with a message. */
+ * that ss_recmeta_place() finds by path or is refused with a message.
+ * Byte 0 = 0xfe: an event channel (--events-from status|channel:NAME,
+ * --trigger-mask): a mask, then int32 digital values; events and per-sample
+ * labels are checked against a naive scan (an event where the masked value
+ * becomes a nonzero code other than the one before; each sample labelled
+ * with its own masked code's class). */
 #include "../converters/events.c"
 #include "../converters/recmeta.c"
 
@@ -111,8 +116,63 @@ static void fuzz_csv(const uint8_t *data, size_t size) {
     close(fd);
 }
 
+/* The class named `text` (abort when missing). */
+static uint32_t class_named(const ss_events *e, const char *text) {
+    for (uint32_t k = 0; k < e->nnames; k++)
+        if (!strcmp(e->names[k], text)) return k;
+    abort();
+}
+
+static void fuzz_codes(const uint8_t *data, size_t size) {
+    ss_events e;
+    char err[256] = "", opt[32];
+    uint32_t mask = 0;
+    memset(&e, 0, sizeof e);
+    if (size < 4) return;
+    memcpy(&mask, data, 4);
+    size_t T = (size - 4) / 4;
+    int32_t *codes = malloc((T ? T : 1) * sizeof *codes);
+    if (!codes) return;
+    memcpy(codes, data + 4, T * 4);
+    if (ss_events_option(&e, "--events-as", "samples", err, sizeof err) != 1 ||
+        ss_events_option(&e, "--events-from", mask & 1 ? "status" : "channel:X", err, sizeof err) !=
+            1)
+        abort();
+    snprintf(opt, sizeof opt, "0x%x", mask);
+    if (mask & 2 && ss_events_option(&e, "--trigger-mask", opt, err, sizeof err) != 1) abort();
+    if (ss_events_check(&e, err, sizeof err) || ss_events_codes(&e, codes, T, err, sizeof err))
+        abort();
+    uint32_t m = e.mask, prev = 0;
+    size_t k = 0;
+    const uint32_t *lab = ss_events_samples(&e, T);
+    if (!lab) abort();
+    for (size_t t = 0; t < T; t++) {
+        uint32_t v = (uint32_t)codes[t] & m;
+        char text[16];
+        if (m == UINT32_MAX)
+            snprintf(text, sizeof text, "%d", (int32_t)v);
+        else
+            snprintf(text, sizeof text, "%u", v);
+        if (v && v != prev) { /* an event here: the next of e.ev */
+            if (k >= e.nev || e.ev[k].onset != (int64_t)t || e.ev[k].number != k + 1 ||
+                e.ev[k].cls != class_named(&e, text))
+                abort();
+            k++;
+        }
+        if (lab[t] != (v ? class_named(&e, text) : 0)) abort();
+        prev = v;
+    }
+    if (k != e.nev) abort();
+    ss_events_free(&e);
+    free(codes);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (size < 1) return 0;
+    if (data[0] == 0xfe) {
+        fuzz_codes(data + 1, size - 1);
+        return 0;
+    }
     if (data[0] == 0xff) {
         fuzz_csv(data + 1, size - 1);
         return 0;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* test_convert_golden.c - golden failing inputs of the audio and biosig
- * converters (tests/data/bad, made once by make_bad.sh): each file must fail
+ * converters and of `convert edf --events-from` (tests/data/bad, made once by make_bad.sh): each file must fail
  * its conversion with exit code 1 and the exact message of tests/data/bad/
  * MANIFEST ("seqstore convert: DIR/FILE: MESSAGE"), never a crash; and every
  * input file of that folder must have its MANIFEST line. */
@@ -36,7 +36,7 @@ int main(void) {
     for (struct dirent *e; (e = readdir(d));) {
         const char *dot = strrchr(e->d_name, '.');
         if (!dot || (strcmp(dot, ".wav") && strcmp(dot, ".flac") && strcmp(dot, ".gdf") &&
-                     strcmp(dot, ".vhdr")))
+                     strcmp(dot, ".vhdr") && strcmp(dot, ".bdf") && strcmp(dot, ".edf")))
             continue;
         char *again = ss_test_read_file(BAD "/MANIFEST", &n), key[300];
         snprintf(key, sizeof key, "\t%s\t", e->d_name);

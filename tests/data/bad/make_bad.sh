@@ -4,7 +4,7 @@
 # tools). Each file's expected error is in MANIFEST.
 set -e
 cd "$(dirname "$0")"
-rm -f ./*.wav ./*.flac ./*.gdf ./*.vhdr ./*.vmrk ./*.eeg
+rm -f ./*.wav ./*.flac ./*.gdf ./*.vhdr ./*.vmrk ./*.eeg ./*.bdf ./*.edf
 tmp=$(mktemp -d)
 # audio (sox, then cut or patched)
 sox -n -r 16000 -c 1 -b 16 "$tmp/good.wav" synth 0.05 sine 440
@@ -37,4 +37,32 @@ rm missing_datafile.eeg
 # the 'New Segment' marker, after which BioSig 2.5 mis-reads the markers
 /usr/bin/python3 ../../biosig/bv_ref.py make "$tmp" 20 250 1
 bv new_segment ''
+# edf --events-from: EDFlib-written files whose event channel does not fit
+cat > "$tmp/ev.c" <<'EOF'
+#include <edflib.h>
+#include <stdlib.h>
+#include <string.h>
+/* ev FILE edf|bdf LABEL:RATE...: one second of zeros per channel */
+int main(int argc, char **argv) {
+    int n = argc - 3, bdf = !strcmp(argv[2], "bdf"), buf[1000] = {0};
+    int h = edfopen_file_writeonly(argv[1], bdf ? EDFLIB_FILETYPE_BDFPLUS : EDFLIB_FILETYPE_EDFPLUS, n);
+    if (h < 0) return 1;
+    for (int k = 0; k < n; k++) {
+        char *c = strchr(argv[3 + k], ':');
+        *c = '\0';
+        edf_set_label(h, k, argv[3 + k]);
+        edf_set_samplefrequency(h, k, atoi(c + 1));
+        edf_set_physical_maximum(h, k, 1000), edf_set_physical_minimum(h, k, -1000);
+        edf_set_digital_maximum(h, k, bdf ? 8388607 : 32767);
+        edf_set_digital_minimum(h, k, bdf ? -8388608 : -32768);
+    }
+    for (int k = 0; k < n; k++) edfwrite_digital_samples(h, buf);
+    return edfclose_file(h) != 0;
+}
+EOF
+cc -o "$tmp/ev" "$tmp/ev.c" -ledf
+"$tmp/ev" status_rate.bdf bdf C3:100 Status:200   # Status at another rate than the signal
+"$tmp/ev" no_status.bdf bdf C3:100 C4:100         # no Status channel
+"$tmp/ev" status_only.bdf bdf Status:100          # nothing but the Status channel
+"$tmp/ev" status.edf edf C3:100 Status:100        # a 'Status' channel in a 16-bit EDF
 rm -rf "$tmp"
