@@ -75,7 +75,13 @@ PyObject *pyss_view_array(StoreObject *st, uint32_t field, const ss_view *v) {
 
 /* Python index -> example number, with negative indices and an IndexError. */
 static int example_index(StoreObject *st, PyObject *key, uint64_t *out) {
-    Py_ssize_t i = PyNumber_AsSsize_t(key, PyExc_IndexError);
+    Py_ssize_t i = PyLong_CheckExact(key) ? PyLong_AsSsize_t(key)
+                                          : PyNumber_AsSsize_t(key, PyExc_IndexError);
+    if (i == -1 && PyErr_Occurred() && PyErr_ExceptionMatches(PyExc_OverflowError)) {
+        PyErr_Clear(); /* as PyNumber_AsSsize_t(key, IndexError) reports it */
+        PyErr_Format(PyExc_IndexError, "cannot fit '%s' into an index-sized integer",
+                     Py_TYPE(key)->tp_name);
+    }
     if (i == -1 && PyErr_Occurred()) return -1;
     Py_ssize_t n = (Py_ssize_t)st->count;
     if (i < 0) i += n;
@@ -141,6 +147,10 @@ static PyObject *get_slice(StoreObject *st, uint32_t field, PyObject *key) {
 /* field[key] for key = int, slice, or an integer array / sequence. */
 static PyObject *field_subscript(StoreObject *st, uint32_t field, PyObject *key) {
     if (pyss_check_open(st) < 0) return NULL;
+    if (PyLong_CheckExact(key)) { /* the common case, without the generic protocol */
+        uint64_t i;
+        return example_index(st, key, &i) < 0 ? NULL : get_one(st, field, i);
+    }
     /* An ndarray has nb_index too: only 0-d ones are single indices. */
     if (PyIndex_Check(key) && !(PyArray_Check(key) && PyArray_NDIM((PyArrayObject *)key) > 0)) {
         uint64_t i;
