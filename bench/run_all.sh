@@ -174,7 +174,7 @@ done
 
 echo "run_all.sh: window" >&2
 section "Truncated-BPTT windows (\`bench/bench_window.c\`)" \
-    "build/bench/bench_window DIR --markdown ${ROUNDS[*]}"
+    "build/bench/bench_window \"\${TMPDIR:-/tmp}\" --markdown ${ROUNDS[*]}"
 run "$R" "$BENCH/bench_window" "$WORK" --markdown "${ROUNDS[@]}"
 table "$R"
 
@@ -189,7 +189,7 @@ table "$R"
 
 echo "run_all.sh: collation" >&2
 section "Collation (\`bench/bench_collate.c\`, \`bench/pad_sequence_baseline.py\`)" \
-    "build/bench/bench_collate DIR --markdown ${ROUNDS[*]}   # PyTorch via /usr/bin/python3 when python3-torch is installed"
+    "build/bench/bench_collate \"\${TMPDIR:-/tmp}\" --markdown ${ROUNDS[*]}   # PyTorch via /usr/bin/python3 when python3-torch is installed"
 run "$R" "$BENCH/bench_collate" "$WORK" --markdown "${ROUNDS[@]}"
 table "$R"
 
@@ -213,12 +213,12 @@ else
     NPYPAR_ARGS=(1 "${SS_BENCH_ROUNDS:-5}")
 fi
 section "Converters (\`bench/bench_convert_*\`)" \
-    "build/bench/bench_convert_idx build/seqstore DIR
-build/bench/bench_convert_edf build/seqstore DIR ${EDF_ARGS[*]}
-build/bench/bench_convert_signal build/seqstore DIR $SIG_RUNS
-build/bench/bench_convert_text build/seqstore $TEXT_MB DIR
-bench/bench_convert_jsonl.sh build/seqstore ${JSONL_ARGS[*]} DIR
-bench/bench_convert_npy_parallel.sh build/seqstore ${NPYPAR_ARGS[*]} DIR"
+    "build/bench/bench_convert_idx build/seqstore \"\${TMPDIR:-/tmp}\"
+build/bench/bench_convert_edf build/seqstore \"\${TMPDIR:-/tmp}/ss_bench_edf\" ${EDF_ARGS[*]}
+build/bench/bench_convert_signal build/seqstore \"\${TMPDIR:-/tmp}/ss_bench_signal\" $SIG_RUNS
+build/bench/bench_convert_text build/seqstore $TEXT_MB \"\${TMPDIR:-/tmp}\"
+bench/bench_convert_jsonl.sh build/seqstore ${JSONL_ARGS[*]} \"\${TMPDIR:-/tmp}\"
+bench/bench_convert_npy_parallel.sh build/seqstore ${NPYPAR_ARGS[*]} \"\${TMPDIR:-/tmp}\""
 note "Each prints lines, not a table; their output, verbatim, in that order (a converter missing from this build is said so):"
 if [ -d /usr/share/datasets/fashion-mnist ]; then
     verbatim "$BENCH/bench_convert_idx" "$CLI" "$WORK"
