@@ -121,23 +121,8 @@ static void check_attrs(const ss_store *d, const ss_store *s) {
     CHECK_OK(ss_attr_get(&a, d, "vocab"));
 }
 
-/* The loader's batches: indices and the collated token data, concatenated. */
-typedef struct run {
-    uint64_t n, cap;
-    uint64_t *v; /* per batch: rows, indices..., then data bytes as u64 words */
-} run;
-
-static void put(run *r, uint64_t x) {
-    if (r->n == r->cap) {
-        r->cap = r->cap ? 2 * r->cap : 4096;
-        r->v = realloc(r->v, r->cap * 8);
-        CHECK(r->v != NULL);
-    }
-    r->v[r->n++] = x;
-}
-
-static void collect(run *r, const ss_store *s, int mode, uint32_t R, uint32_t rank, uint32_t W,
-                    uint32_t worker) {
+static void collect(ss_test_run *r, const ss_store *s, int mode, uint32_t R, uint32_t rank,
+                    uint32_t W, uint32_t worker) {
     ss_loader_options lo = SS_LOADER_OPTIONS_INIT;
     ss_sampler_options so = SS_SAMPLER_OPTIONS_INIT;
     ss_batch_options bo = SS_BATCH_OPTIONS_INIT;
@@ -155,44 +140,14 @@ static void collect(run *r, const ss_store *s, int mode, uint32_t R, uint32_t ra
     lo.sampler = &so, lo.batch = &bo, lo.fields = &cf, lo.nfields = 1, lo.threads = 2;
     ss_loader *l;
     CHECK_OK(ss_loader_open(&l, s, &lo));
-    for (int epoch = 0; epoch < 2; epoch++) {
-        if (epoch) CHECK_OK(ss_loader_set_epoch(l, (uint64_t)epoch));
-        const ss_loader_batch *b;
-        int rc;
-        while ((rc = ss_loader_next(&b, l)) == 0) {
-            put(r, b->rows);
-            for (uint64_t i = 0; i < b->rows; i++) put(r, b->indices[i]);
-            const ss_collated *c = &b->data.fields[0];
-            for (uint64_t i = 0; i < b->rows; i++) put(r, (uint64_t)c->lengths[i]);
-            const unsigned char *p = c->data;
-            for (uint64_t i = 0; i < c->data_bytes; i++) put(r, p[i]);
-        }
-        CHECK_EQ_U64(rc, SS_LOADER_END);
-    }
+    ss_test_run_loader(r, l);
     ss_loader_free(l);
-}
-
-static void check_loader(const ss_store *d, const ss_store *s) {
-    const uint32_t conf[4][2] = {{1, 1}, {2, 1}, {1, 3}, {2, 2}};
-    for (int mode = 0; mode < 3; mode++)
-        for (int c = 0; c < 4; c++)
-            for (uint32_t rank = 0; rank < conf[c][0]; rank++)
-                for (uint32_t w = 0; w < conf[c][1]; w++) {
-                    run a = {0, 0, NULL}, b = {0, 0, NULL};
-                    collect(&a, d, mode, conf[c][0], rank, conf[c][1], w);
-                    collect(&b, s, mode, conf[c][0], rank, conf[c][1], w);
-                    CHECK(a.n > 0);
-                    CHECK_EQ_U64(a.n, b.n);
-                    CHECK(memcmp(a.v, b.v, a.n * 8) == 0);
-                    free(a.v);
-                    free(b.v);
-                }
 }
 
 /* The window reader (truncated BPTT, sequential with carried state, and
  * random windows) hands out the same batches over the dataset as over the
  * single store. */
-static void window_run(run *r, const ss_store *s, ss_window_mode mode) {
+static void window_run(ss_test_run *r, const ss_store *s, ss_window_mode mode) {
     ss_window_options o = SS_WINDOW_OPTIONS_INIT;
     o.field = ss_test_field(s, "tokens");
     o.window = 6, o.overlap = 1, o.lanes = 5, o.mode = mode, o.seed = 3, o.shuffle = 1;
@@ -204,10 +159,11 @@ static void window_run(run *r, const ss_store *s, ss_window_mode mode) {
     for (int k = 0; k < 400; k++) {
         const ss_window_batch *b;
         CHECK_OK(ss_window_reader_next(&b, w));
-        put(r, b->size);
-        put(r, b->epoch);
+        ss_test_run_put(r, b->size);
+        ss_test_run_put(r, b->epoch);
         const unsigned char *p = b->data;
-        for (uint64_t i = 0; i < (uint64_t)b->size * b->window * b->channels; i++) put(r, p[i]);
+        for (uint64_t i = 0; i < (uint64_t)b->size * b->window * b->channels; i++)
+            ss_test_run_put(r, p[i]);
         if (b->size) CHECK_OK(ss_window_reader_register(w, b, o.state_size ? states : NULL));
     }
     ss_window_reader_free(w);
@@ -216,7 +172,7 @@ static void window_run(run *r, const ss_store *s, ss_window_mode mode) {
 static void check_windows(const ss_store *d, const ss_store *s) {
     for (int m = 0; m < 2; m++) {
         ss_window_mode mode = m ? SS_WINDOW_RANDOM : SS_WINDOW_SEQUENTIAL;
-        run a = {0, 0, NULL}, b = {0, 0, NULL};
+        ss_test_run a = {0, 0, NULL}, b = {0, 0, NULL};
         window_run(&a, d, mode);
         window_run(&b, s, mode);
         CHECK(a.n > 400 && a.n == b.n && !memcmp(a.v, b.v, a.n * 8));
@@ -245,7 +201,7 @@ int main(void) {
     CHECK(ss_count(d) > 0);
     check_same_reads(d, s);
     check_attrs(d, s);
-    check_loader(d, s);
+    ss_test_same_loader_batches(d, s, 3, collect);
     check_windows(d, s);
     ss_store_info in;
     CHECK_OK(ss_store_get_info(&in, d));
@@ -342,8 +298,7 @@ int main(void) {
     /* shards that disagree: another vocabulary, another tokenization */
     snprintf(cmd, sizeof cmd, "%s/y.ss", two);
     CHECK_EXIT(ss_test_cli(err, sizeof err, NULL,
-                           "convert text %s --tokens words --max-vocab 5 -o %s --force", text,
-                           cmd),
+                           "convert text %s --tokens words --max-vocab 5 -o %s --force", text, cmd),
                0, err);
     CHECK_EXIT(ss_test_cli(err, sizeof err, NULL, "dataset build %s x.ss y.ss", two), 1, err);
     CHECK_CONTAINS(err, "shard 'y.ss': attribute 'vocab' differs from shard 'x.ss'");

@@ -45,24 +45,11 @@ static void same_attr(const ss_store *d, const ss_store *m, const char *name) {
     CHECK(a.type == b.type && a.size == b.size && !memcmp(a.data, b.data, a.size));
 }
 
-typedef struct run {
-    uint64_t n, cap, *v;
-} run;
-
-static void put(run *r, uint64_t x) {
-    if (r->n == r->cap) {
-        r->cap = r->cap ? 2 * r->cap : 4096;
-        r->v = realloc(r->v, r->cap * 8);
-        CHECK(r->v != NULL);
-    }
-    r->v[r->n++] = x;
-}
-
 /* Two epochs of the loader: mode 0 stored bucket + token budget over a
  * stored split, mode 1 stored bucket + fixed batches, mode 2 shuffle over
  * another stored split. Batches: rows, indices, lengths, token bytes. */
-static void collect(run *r, const ss_store *s, int mode, uint32_t R, uint32_t rank, uint32_t W,
-                    uint32_t worker) {
+static void collect(ss_test_run *r, const ss_store *s, int mode, uint32_t R, uint32_t rank,
+                    uint32_t W, uint32_t worker) {
     ss_loader_options lo = SS_LOADER_OPTIONS_INIT;
     ss_sampler_options so = SS_SAMPLER_OPTIONS_INIT;
     ss_batch_options bo = SS_BATCH_OPTIONS_INIT;
@@ -80,39 +67,9 @@ static void collect(run *r, const ss_store *s, int mode, uint32_t R, uint32_t ra
     lo.bucket = mode == 2 ? NULL : "len";
     ss_loader *l;
     CHECK_OK(ss_loader_open(&l, s, &lo));
-    for (int epoch = 0; epoch < 2; epoch++) {
-        if (epoch) CHECK_OK(ss_loader_set_epoch(l, (uint64_t)epoch));
-        const ss_loader_batch *b;
-        int rc;
-        while ((rc = ss_loader_next(&b, l)) == 0) {
-            put(r, b->rows);
-            for (uint64_t i = 0; i < b->rows; i++) put(r, b->indices[i]);
-            const ss_collated *c = &b->data.fields[0];
-            for (uint64_t i = 0; i < b->rows; i++) put(r, (uint64_t)c->lengths[i]);
-            const unsigned char *p = c->data;
-            for (uint64_t i = 0; i < c->data_bytes; i++) put(r, p[i]);
-        }
-        CHECK_EQ_U64(rc, SS_LOADER_END);
-    }
+    ss_test_run_loader(r, l);
     ss_loader_free(l);
     ss_selection_free(sel);
-}
-
-static void check_loader(const ss_store *d, const ss_store *m) {
-    const uint32_t conf[4][2] = {{1, 1}, {2, 1}, {1, 3}, {2, 2}};
-    for (int mode = 0; mode < 3; mode++)
-        for (int c = 0; c < 4; c++)
-            for (uint32_t rank = 0; rank < conf[c][0]; rank++)
-                for (uint32_t w = 0; w < conf[c][1]; w++) {
-                    run a = {0, 0, NULL}, b = {0, 0, NULL};
-                    collect(&a, d, mode, conf[c][0], rank, conf[c][1], w);
-                    collect(&b, m, mode, conf[c][0], rank, conf[c][1], w);
-                    CHECK(a.n > 0);
-                    CHECK_EQ_U64(a.n, b.n);
-                    CHECK(memcmp(a.v, b.v, a.n * 8) == 0);
-                    free(a.v);
-                    free(b.v);
-                }
 }
 
 /* Stored global lengths: the merged store's, byte for byte. */
@@ -211,7 +168,7 @@ int main(void) {
     CHECK_EQ_U64(ss_attr_count(d), ss_attr_count(m)); /* nothing hidden, nothing extra */
     ss_attr a;
     CHECK_RC(ss_attr_get(&a, d, "dataset.manifest"), SS_ENOTFOUND); /* the store's own */
-    check_loader(d, m);
+    ss_test_same_loader_batches(d, m, 3, collect);
     uint64_t problems = 9;
     CHECK_OK(ss_verify(&problems, d, NULL, NULL));
     CHECK_EQ_U64(problems, 0);

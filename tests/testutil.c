@@ -262,3 +262,47 @@ void ss_test_convert_shards(const char *env, const char *args, const char *singl
         CHECK(nonempty >= (ns[t] < 2 ? ns[t] : 2));
     }
 }
+
+void ss_test_run_put(ss_test_run *r, uint64_t x) {
+    if (r->n == r->cap) {
+        r->cap = r->cap ? 2 * r->cap : 4096;
+        r->v = realloc(r->v, r->cap * 8);
+        CHECK(r->v != NULL);
+    }
+    r->v[r->n++] = x;
+}
+
+void ss_test_run_loader(ss_test_run *r, ss_loader *l) {
+    for (int epoch = 0; epoch < 2; epoch++) {
+        if (epoch) CHECK_OK(ss_loader_set_epoch(l, (uint64_t)epoch));
+        const ss_loader_batch *b;
+        int rc;
+        while ((rc = ss_loader_next(&b, l)) == 0) {
+            ss_test_run_put(r, b->rows);
+            for (uint64_t i = 0; i < b->rows; i++) ss_test_run_put(r, b->indices[i]);
+            const ss_collated *c = &b->data.fields[0];
+            for (uint64_t i = 0; i < b->rows; i++) ss_test_run_put(r, (uint64_t)c->lengths[i]);
+            const unsigned char *p = c->data;
+            for (uint64_t i = 0; i < c->data_bytes; i++) ss_test_run_put(r, p[i]);
+        }
+        CHECK_EQ_U64(rc, SS_LOADER_END);
+    }
+}
+
+void ss_test_same_loader_batches(const ss_store *a, const ss_store *b, int modes,
+                                 ss_test_collect_fn collect) {
+    const uint32_t conf[4][2] = {{1, 1}, {2, 1}, {1, 3}, {2, 2}};
+    for (int mode = 0; mode < modes; mode++)
+        for (int c = 0; c < 4; c++)
+            for (uint32_t rank = 0; rank < conf[c][0]; rank++)
+                for (uint32_t w = 0; w < conf[c][1]; w++) {
+                    ss_test_run ra = {0, 0, NULL}, rb = {0, 0, NULL};
+                    collect(&ra, a, mode, conf[c][0], rank, conf[c][1], w);
+                    collect(&rb, b, mode, conf[c][0], rank, conf[c][1], w);
+                    CHECK(ra.n > 0);
+                    CHECK_EQ_U64(ra.n, rb.n);
+                    CHECK(memcmp(ra.v, rb.v, ra.n * 8) == 0);
+                    free(ra.v);
+                    free(rb.v);
+                }
+}

@@ -109,6 +109,25 @@ void ss_test_check_shards(const char *single, const char *const *shards, uint32_
 void ss_test_convert_shards(const char *env, const char *args, const char *single,
                             const char *prefix);
 
+/* A growing array of u64 words: what a loader handed out, to compare. */
+typedef struct ss_test_run {
+    uint64_t n, cap, *v;
+} ss_test_run;
+/* Append x to r (an allocation failure fails the test). */
+void ss_test_run_put(ss_test_run *r, uint64_t x);
+/* Two epochs of loader l (epoch 0, then ss_loader_set_epoch(l, 1)) into r:
+ * per batch its rows, indices, its first field's lengths and collated bytes. */
+void ss_test_run_loader(ss_test_run *r, ss_loader *l);
+/* Opens a loader over s for batching mode `mode`, at rank `rank` of R and
+ * worker `worker` of W, and records it into r with ss_test_run_loader(). */
+typedef void (*ss_test_collect_fn)(ss_test_run *r, const ss_store *s, int mode, uint32_t R,
+                                   uint32_t rank, uint32_t W, uint32_t worker);
+/* Fail the test unless collect() gives the same, non-empty record over a as
+ * over b for every mode < modes and every rank and worker of 1x1, 2x1, 1x3
+ * and 2x2 ranks x workers (a dataset against its merged store). */
+void ss_test_same_loader_batches(const ss_store *a, const ss_store *b, int modes,
+                                 ss_test_collect_fn collect);
+
 /* Deterministic test RNG (splitmix64). */
 uint64_t ss_test_rand(uint64_t *state);
 
