@@ -19,7 +19,11 @@
  * --resample signal.resample_converter TEXT.
  * With --events-as samples|windows the events become labels as in
  * `convert edf` (events.h): a sequence field `label` [T], or one example per
- * event (fields signal, label, onset); classes in label.names.
+ * event (fields signal, label, onset); classes in label.names. The events
+ * come from BioSig's event table, or with --events-from channel:NAME from the
+ * codes of a trigger channel (its digital values; left out of `signal`), as
+ * `convert edf` reads them (events.h). A BDF Status channel is refused:
+ * BioSig 2.5 turns it into wrong events itself (convert edf reads it).
  * With --meta header|FILE.csv fixed u32 fields subject, session, recording
  * follow (recmeta.h; from the header: the patient id and the file name, no
  * session since BioSig dates a BrainVision file by the time of reading).
@@ -39,6 +43,7 @@
 #include <biosig.h>
 #include <biosig-dev.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <math.h>
 #include <omp.h>
 #include <samplerate.h>
@@ -74,6 +79,12 @@ typedef struct bs_job {
     char *annot;
     size_t annot_len, annot_cap;
     uint64_t T;
+    int evk;             /* --events-from channel:NAME: its CHANNEL index, else -1 */
+    double evcal, evoff; /* its calibration (codes are digital values) */
+    double *dbuf;        /* the other channels' samples, without it */
+    size_t dcap;
+    int32_t *codes; /* its T values */
+    size_t codes_cap;
     char subject[96], session[16]; /* header values for --meta header */
     char err[BS_ERR];
 } bs_job;
@@ -93,6 +104,11 @@ static void usage_biosig(FILE *out) {
                  "                       one example per event: signal from S before/after its\n"
                  "                       onset (seconds, negative = before), `label`, `onset`\n"
                  "  --events A,B,...     only these event texts, classes in this order\n"
+                 "  --events-from annotations|channel:NAME\n"
+                 "                       events from the event table (default) or from the\n"
+                 "                       codes of a trigger channel (left out of the signal)\n"
+                 "  --trigger-mask M     bits of the trigger channel that hold the code\n"
+                 "                       (default all)\n"
                  "  --meta header|FILE.csv  fixed fields subject, session, recording (ids into\n"
                  "                       *.names) from the header (patient id, file name; no\n"
                  "                       session) or from `path,subject,session,recording` rows\n");
@@ -217,12 +233,43 @@ static void bs_close(HDRTYPE *h) {
     }
 }
 
+/* A channel label without the blanks around it, compared ignoring case. */
+static int label_eq(const char *label, const char *name) {
+    while (*label == ' ') label++;
+    size_t n = strlen(label);
+    while (n && label[n - 1] == ' ') n--;
+    return n == strlen(name) && strncasecmp(label, name, n) == 0;
+}
+
+/* --events-from channel:NAME: its index into job->evk (-1 without); 1 when
+ * the recording has no such channel (job->err lists those it has). */
+static int find_event_channel(bs_job *job, HDRTYPE *h) {
+    job->evk = -1;
+    if (job->ev.from != SS_EV_FROM_CHANNEL) return 0;
+    for (int k = 0; k < h->NS; k++)
+        if (h->CHANNEL[k].OnOff == 1 && label_eq(h->CHANNEL[k].Label, job->ev.from_channel)) {
+            job->evk = k;
+            job->evcal = h->CHANNEL[k].Cal, job->evoff = h->CHANNEL[k].Off;
+            return 0;
+        }
+    int n = snprintf(job->err, sizeof job->err,
+                     "no channel '%s' for --events-from; the file has:", job->ev.from_channel);
+    for (int k = 0, first = 1; k < h->NS && n > 0 && (size_t)n < sizeof job->err; k++) {
+        if (h->CHANNEL[k].OnOff != 1) continue;
+        n += snprintf(job->err + n, sizeof job->err - (size_t)n, "%s %s", first ? "" : ",",
+                      h->CHANNEL[k].Label);
+        first = 0;
+    }
+    return 1;
+}
+
 /* The channels BioSig outputs (OnOff == 1): count, labels, units, type,
  * calibration; 1 when they cannot form one [T][C] signal. */
 static int channels_of(bs_job *job, HDRTYPE *h, bs_ref *r) {
     uint32_t n = 0;
     size_t ll = 1, ul = 1;
     r->dtype = SS_I16;
+    if (find_event_channel(job, h)) return 1;
     for (int k = 0; k < h->NS; k++) {
         CHANNEL_TYPE *c = &h->CHANNEL[k];
         if (c->OnOff != 1) continue;
@@ -231,13 +278,16 @@ static int channels_of(bs_job *job, HDRTYPE *h, bs_ref *r) {
                         "channel '%s' has %g Hz, the recording %g Hz: channels of one "
                         "recording must share one rate",
                         c->Label, h->SampleRate * c->SPR / h->SPR, h->SampleRate);
+        if (k == job->evk) continue;
         n++;
         ll += strlen(c->Label) + 1;
         ul += strlen(biosig_channel_get_physdim(c)) + 1;
         ss_dtype d = digital_dtype(c->GDFTYP);
         if (dtype_rank(d) > dtype_rank(r->dtype)) r->dtype = d;
     }
-    if (n == 0) return fail(job, "no signal channels");
+    if (n == 0)
+        return fail(job, job->evk >= 0 ? "no signal channel besides the event channel"
+                                       : "no signal channels");
     if (n > BS_MAXCH) return fail(job, "%u channels (at most %d)", n, BS_MAXCH);
     r->nch = n;
     r->rate = h->SampleRate;
@@ -248,7 +298,7 @@ static int channels_of(bs_job *job, HDRTYPE *h, bs_ref *r) {
     uint32_t i = 0;
     for (int k = 0; k < h->NS; k++) {
         CHANNEL_TYPE *c = &h->CHANNEL[k];
-        if (c->OnOff != 1) continue;
+        if (c->OnOff != 1 || k == job->evk) continue;
         lp += (size_t)snprintf(r->labels + lp, ll - lp, "%s%s", i ? "\n" : "", c->Label);
         up += (size_t)snprintf(r->units + up, ul - up, "%s%s", i ? "\n" : "",
                                biosig_channel_get_physdim(c));
@@ -322,6 +372,32 @@ static int read_events(bs_job *job, HDRTYPE *h) {
     return 0;
 }
 
+/* --events-from channel:NAME: the event channel's column of BioSig's [T][W]
+ * block (W = C + 1) as digital codes into job->codes, the other columns into
+ * job->dbuf, which is returned ([T][C]); NULL (job->err) when out of memory
+ * or a value is not an int32 code. */
+static const double *split_codes(bs_job *job, HDRTYPE *h, const double *d, uint64_t T, uint32_t C) {
+    uint32_t col = 0; /* its place among the channels BioSig outputs */
+    for (int k = 0; k < job->evk; k++) col += h->CHANNEL[k].OnOff == 1;
+    if (grow((void **)&job->dbuf, &job->dcap, (size_t)T * C * sizeof(double) + 1) ||
+        grow((void **)&job->codes, &job->codes_cap, (size_t)T * sizeof(int32_t) + 1))
+        return fail(job, "out of memory"), NULL;
+    /* without BIOSIG_FLAG_UCAL (--physical) BioSig calibrated the codes too */
+    double cal = job->physical ? job->evcal : 1, off = job->physical ? job->evoff : 0;
+    for (uint64_t t = 0; t < T; t++) {
+        const double *row = d + t * (C + 1);
+        double v = (row[col] - off) / cal;
+        if (!(v > -2147483649.0 && v < 2147483648.0))
+            return fail(job, "event channel '%s': sample %" PRIu64 " (%g) is not a code",
+                        job->ev.from_channel, t, row[col]),
+                   NULL;
+        job->codes[t] = (int32_t)lrint(v);
+        memcpy(job->dbuf + t * C, row, col * sizeof(double));
+        memcpy(job->dbuf + t * C + col, row + col + 1, (C - col) * sizeof(double));
+    }
+    return job->dbuf;
+}
+
 /* Every sample into job->data as the store's dtype, resampled if asked. */
 static int read_samples(bs_job *job, HDRTYPE *h, uint32_t C) {
     size_t rows = 0, cols = 0;
@@ -329,12 +405,14 @@ static int read_samples(bs_job *job, HDRTYPE *h, uint32_t C) {
     if (h->NRec < 0) return fail(job, "unknown length (NRec = -1)");
     sread(NULL, 0, (size_t)h->NRec, h);
     if (h->AS.B4C_ERRNUM) return fail(job, "BioSig read: %s", h->AS.B4C_ERRMSG);
-    if (biosig_get_datablock(h, &d, &rows, &cols) || !d || rows != C)
-        return fail(job, "BioSig returned %zu x %zu samples for %u channels", rows, cols, C);
+    uint32_t W = C + (job->evk >= 0); /* the event channel comes in the block too */
+    if (biosig_get_datablock(h, &d, &rows, &cols) || !d || rows != W)
+        return fail(job, "BioSig returned %zu x %zu samples for %u channels", rows, cols, W);
     uint64_t T = cols;
     size_t n = (size_t)T * C;
     ss_dtype dt = job->physical || job->rs.rate ? SS_F32 : job->ref.dtype;
     const double *src = d;
+    if (job->evk >= 0 && !(src = split_codes(job, h, d, T, C))) return 1;
     if (job->rs.rate && h->SampleRate != job->rs.rate) {
         size_t fl = job->rcap;
         if (grow((void **)&job->fbuf, &job->fcap, n * sizeof(float) + 1))
@@ -467,13 +545,15 @@ static int parse_args(ss_conv *c, int argc, char **argv, bs_job *job, strlist *f
         }
     }
     if (files->n == 0) return ss_conv_usage_error(c, "no input files");
-    /* BioSig 2.5 gives a BDF's Status channel as an ordinary channel, not
-     * as events (tests/test_convert_trigger.c); EDFlib's path decodes it */
-    if (job->ev.from != SS_EV_FROM_ANNOTATIONS || job->ev.have_mask)
-        return ss_conv_usage_error(
-            c, "convert biosig takes events from BioSig's event table only (--events-from and "
-               "--trigger-mask are not supported); for a BDF Status or EDF trigger channel use "
-               "convert edf --events-from status|channel:NAME");
+    /* BioSig 2.5 makes wrong events of a BDF's Status channel itself
+     * (tests/test_convert_trigger.c); EDFlib's path reads it as it is */
+    if (job->ev.from == SS_EV_FROM_STATUS)
+        return ss_conv_usage_error(c, "convert biosig reads no BDF Status channel (BioSig 2.5 "
+                                      "mis-reads it); use convert edf --events-from status");
+    /* the codes are at the recording's rate; resampled they would be no codes */
+    if (job->ev.from == SS_EV_FROM_CHANNEL && job->rs.rate)
+        return ss_conv_usage_error(c,
+                                   "--events-from channel:NAME cannot be combined with --resample");
     char err[256];
     if (ss_events_check(&job->ev, err, sizeof err)) return ss_conv_usage_error(c, "%s", err);
     if (ss_recmeta_load_csv(&job->meta, err, sizeof err)) return ss_conv_error(c, "%s", err);
@@ -592,8 +672,10 @@ static int emit(ss_conv *c, bs_job *job, const bs_job *s, int bad, uint32_t i, c
     if (job->meta.on && ss_recmeta_place(&job->meta, path, s->subject, s->session, err, sizeof err))
         return ss_conv_bad(c, path, 0, "%s", err);
     /* classes are numbered in input order, skipped (resumed) files too */
-    if (job->ev.mode &&
-        ss_events_read(&job->ev, s->annot, s->annot_len, job->ref.rate, s->T, err, sizeof err))
+    if (job->ev.mode && (job->ev.from == SS_EV_FROM_CHANNEL
+                             ? ss_events_codes(&job->ev, s->codes, s->T, err, sizeof err)
+                             : ss_events_read(&job->ev, s->annot, s->annot_len, job->ref.rate, s->T,
+                                              err, sizeof err)))
         return ss_conv_bad(c, path, 0, "%s", err);
     if (job->ev.mode == SS_EV_WINDOWS) {
         if (append_windows(c, job, s, i, skip)) return 1;
@@ -614,6 +696,8 @@ static int emit(ss_conv *c, bs_job *job, const bs_job *s, int bad, uint32_t i, c
 }
 
 static void slot_free(bs_job *s) {
+    free(s->dbuf);
+    free(s->codes);
     free(s->data);
     free(s->fbuf);
     free(s->rbuf);
@@ -631,8 +715,10 @@ static int convert_all(ss_conv *c, bs_job *job, const strlist *files, uint64_t s
     for (int t = 0; t < nthreads; t++) { /* the run's settings, buffers of its own */
         slots[t].physical = job->physical;
         slots[t].rs = job->rs;
-        slots[t].ref = job->ref; /* shared, read-only while decoding */
-        slots[t].ev.mode = job->ev.mode; /* only the mode: bs_decode() refuses BDF */
+        slots[t].ref = job->ref;         /* shared, read-only while decoding */
+        slots[t].ev.mode = job->ev.mode; /* the mode and the channel: bs_decode() refuses BDF */
+        slots[t].ev.from = job->ev.from;
+        slots[t].ev.from_channel = job->ev.from_channel; /* borrowed */
     }
 #pragma omp parallel num_threads(nthreads)
     {
@@ -713,6 +799,8 @@ static int run_biosig(ss_conv *c, int argc, char **argv) {
     }
     if (rc == 0 && job.ev.mode) rc = ss_events_finish(c, &job.ev);
     if (rc == 0) rc = ss_recmeta_finish(c, &job.meta);
+    free(job.dbuf);
+    free(job.codes);
     free(job.data);
     free(job.fbuf);
     free(job.rbuf);

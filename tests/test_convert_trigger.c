@@ -394,6 +394,52 @@ static void test_biosig_status(const char *a) {
                "events; use convert edf --events-from status (or annotations)");
 }
 
+/* The same fields (cat's text of each) and attributes in stores a and b. */
+static void same_fields(const char *a, const char *b, const char *fields) {
+    EXPECT_SH(0, "%s cat '%s' %s > '%s.txt' && %s cat '%s' %s | cmp - '%s.txt'", SS_CLI, a, fields,
+              a, SS_CLI, b, fields, a);
+    const char *attrs[] = {"label.names", "signal.labels", "signal.sample_rate"};
+    for (int k = 0; k < 3; k++)
+        EXPECT_SH(0, "%s attr get '%s' %s > '%s.txt' && %s attr get '%s' %s | cmp - '%s.txt'",
+                  SS_CLI, a, attrs[k], a, SS_CLI, b, attrs[k], a);
+}
+
+/* `convert biosig --events-from channel:NAME` on the GDF that BioSig's own
+ * save2gdf makes of trig.edf gives the events, labels, windows and digital
+ * signal that `convert edf` reads from the EDF through EDFlib (checked above
+ * against the naive reference): two independent readers of one recording. */
+static void test_biosig_channel(const char *e) {
+    const char *gdf = ss_test_keep_path("trig.gdf"), *x = ss_test_keep_path("bs_edf.ss"),
+               *y = ss_test_keep_path("bs_gdf.ss");
+    EXPECT_SH(0, "save2gdf '%s' '%s' > /dev/null", e, gdf);
+    const char *modes[] = {"--events-as samples", WIN, "--events-as samples --trigger-mask 0x4",
+                           WIN " --physical f32"};
+    const char *fields[] = {"--field signal --field label",
+                            "--field signal --field label "
+                            "--field onset",
+                            "--field signal --field label", "--field label --field onset"};
+    for (int m = 0; m < 4; m++) {
+        EXPECT_RUN(0, "convert edf '%s' %s --events-from channel:trig -o '%s' --quiet --force", e,
+                   modes[m], x);
+        EXPECT_RUN(0, "convert biosig '%s' %s --events-from channel:trig -o '%s' --quiet --force",
+                   gdf, modes[m], y);
+        same_fields(x, y, fields[m]);
+    }
+    ss_store *s;
+    CHECK_OK(ss_open(&s, y, 0));
+    CHECK_EQ_U64(ss_count(s), 2); /* codes 4 and -3: two windows */
+    ss_close(s);
+    /* the channel must exist; BioSig's codes cannot follow --resample */
+    EXPECT_RUN(1, "convert biosig '%s' --events-as samples --events-from channel:STIM -o '%s'", gdf,
+               y);
+    EXPECT_ERR("trig.gdf: no channel 'STIM' for --events-from; the file has: C3, C4, TRIG");
+    EXPECT_RUN(2,
+               "convert biosig '%s' --events-as samples --events-from channel:TRIG --resample 50 "
+               "-o '%s'",
+               gdf, y);
+    EXPECT_ERR("--events-from channel:NAME cannot be combined with --resample");
+}
+
 static void test_errors(const char *a, const char *e, const char *odd) {
     const char *st = ss_test_keep_path("err.ss");
     EXPECT_RUN(1, "convert edf '%s' --events-as samples --events-from channel:STIM -o '%s'", a, st);
@@ -421,7 +467,8 @@ static void test_errors(const char *a, const char *e, const char *odd) {
     EXPECT_RUN(1, "convert edf '%s' --events-as samples --events-from status -o '%s'", odd, st);
     EXPECT_ERR("odd.bdf: event channel 'Status' has 200 Hz, the signal 100 Hz (no resampling)");
     EXPECT_RUN(2, "convert biosig '%s' --events-as samples --events-from status -o '%s'", a, st);
-    EXPECT_ERR("convert biosig takes events from BioSig's event table only");
+    EXPECT_ERR("convert biosig reads no BDF Status channel (BioSig 2.5 mis-reads it); use convert "
+               "edf --events-from status");
 }
 
 int main(void) {
@@ -434,6 +481,7 @@ int main(void) {
     test_status(a, b);
     test_channel(e);
     test_biosig_status(a);
+    test_biosig_channel(e);
     test_errors(a, e, odd);
     return 0;
 }
