@@ -26,8 +26,10 @@
  * ignored). They are stored one per line in the attribute `label.names`.
  *
  * Events come from the annotations / event table (--events-from annotations,
- * the default) or, in `convert edf`, from an event channel read through
- * EDFlib: --events-from status (a BDF file's "Status" channel; BioSemi keeps
+ * the default) or from an event channel: --events-from channel:NAME in both
+ * converters (`convert biosig` reads the channel through BioSig, e.g. a GDF's
+ * trigger channel), and in `convert edf` through EDFlib also --events-from
+ * status (a BDF file's "Status" channel; BioSemi keeps
  * the trigger code in the low 16 bits of the 24-bit status word, so the
  * default --trigger-mask is 0xFFFF) or --events-from channel:NAME (any
  * channel's digital values; default mask: every bit). An event is a change
