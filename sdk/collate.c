@@ -36,8 +36,10 @@ typedef struct cfield {
     uint64_t out_rb; /* output bytes per row */
     int affine;
     ss__affine aff;
-    _Alignas(8) unsigned char pad_elem[8];             /* one element of the output dtype */
-    ss_dtype mask_dtype;                               /* of the mask elements; 0: no mask */
+    ss__conv_fn cv;                        /* without an affine map: the conversion kernel */
+    ss__pad_fn cvp;                        /* and the fused pad-convert-pad kernel, or NULL */
+    _Alignas(8) unsigned char pad_elem[8]; /* one element of the output dtype */
+    ss_dtype mask_dtype;                   /* of the mask elements; 0: no mask */
     _Alignas(8) unsigned char mask_on[8], mask_off[8]; /* written as int64_t, double... */
     /* library-owned outputs */
     void *data, *mask;
@@ -291,6 +293,10 @@ static int field_setup(ss_collator *c, cfield *f, const ss_collate_field *o) {
         free(sc);
         free(of);
         if (rc) return rc;
+    }
+    if (!f->affine) { /* resolved once: rows are short, calls many */
+        f->cv = ss__cast_kernel(f->dst_dtype, f->src_dtype);
+        f->cvp = ss__cast_pad_kernel(f->dst_dtype, f->src_dtype);
     }
     f->o.scale = f->o.offset = NULL; /* not kept: the affine map holds copies */
     f->o.scale_attr = f->o.offset_attr = NULL;
@@ -591,6 +597,17 @@ static void put_mask(const cfield *f, void *mask, uint64_t at, int on) {
         memcpy((unsigned char *)mask + es * at, on ? f->mask_on : f->mask_off, es);
 }
 
+/* The mask of row b's steps [s0, s1) where the row's mask is contiguous
+ * ([B][T]): off over [s0, a), on over [a, z), off over [z, s1). */
+static void mask_row(const cfield *f, void *mask, uint64_t b, uint64_t s0, uint64_t a, uint64_t z,
+                     uint64_t s1) {
+    size_t es = ss_dtype_size(f->mask_dtype);
+    unsigned char *m = (unsigned char *)mask + (b * f->steps + s0) * es;
+    ss__fill(m, f->mask_off, es, a - s0);
+    ss__fill(m + (a - s0) * es, f->mask_on, es, z - a);
+    ss__fill(m + (z - s0) * es, f->mask_off, es, s1 - z);
+}
+
 /* Scatter n rows of rb bytes from a dense staging buffer to a stride. */
 static void scatter(unsigned char *dst, uint64_t stride, const unsigned char *src, uint64_t rb,
                     uint64_t n) {
@@ -613,6 +630,10 @@ static void scatter(unsigned char *dst, uint64_t stride, const unsigned char *sr
 }
 
 static void convert(const cfield *f, void *dst, const void *src, uint64_t n_rows) {
+    if (f->cv) {
+        if (n_rows) f->cv(dst, src, (size_t)(n_rows * f->row_el));
+        return;
+    }
     ss__cast(dst, f->dst_dtype, src, f->src_dtype, n_rows, f->row_el, f->affine ? &f->aff : NULL);
 }
 
@@ -653,15 +674,20 @@ static void run_task(const ss_collator *c, const task *t, uint64_t B, unsigned c
     if (a > z) a = z = (s1 <= p0 ? s1 : s0);
     if (f->o.layout == SS_LAYOUT_CHANNELS_FIRST) {
         channels_first(f, data, b, s0, s1, a, z, scratch);
-        if (o->mask)
-            for (uint64_t s = s0; s < s1; s++) put_mask(f, o->mask, b * T + s, s >= a && s < z);
+        if (o->mask) mask_row(f, o->mask, b, s0, a, z, s1);
     } else if (f->o.layout == SS_LAYOUT_BATCH_MAJOR) {
         unsigned char *row = data + b * T * rb;
-        if (a > s0) ss__fill(row + s0 * rb, f->pad_elem, rb / f->row_el, (a - s0) * f->row_el);
-        if (z > a) convert(f, row + a * rb, f->src[b] + (a - p0) * f->in_rb, z - a);
-        if (s1 > z) ss__fill(row + z * rb, f->pad_elem, rb / f->row_el, (s1 - z) * f->row_el);
-        if (o->mask)
-            for (uint64_t s = s0; s < s1; s++) put_mask(f, o->mask, b * T + s, s >= a && s < z);
+        const unsigned char *src = z > a ? f->src[b] + (a - p0) * f->in_rb : NULL;
+        uint64_t E = f->row_el;
+        if (f->cvp) { /* the whole piece in one call, each byte written once */
+            f->cvp(row + s0 * rb, src, (size_t)((a - s0) * E), (size_t)((z - a) * E),
+                   (size_t)((s1 - z) * E), f->pad_elem);
+        } else {
+            if (a > s0) ss__fill(row + s0 * rb, f->pad_elem, rb / E, (a - s0) * E);
+            if (z > a) convert(f, row + a * rb, src, z - a);
+            if (s1 > z) ss__fill(row + z * rb, f->pad_elem, rb / E, (s1 - z) * E);
+        }
+        if (o->mask) mask_row(f, o->mask, b, s0, a, z, s1);
     } else {
         uint64_t stride = B * rb;
         for (uint64_t s = s0; s < a; s++)
@@ -761,6 +787,31 @@ static uint64_t out_steps(const cfield *f, size_t r) {
     return !f->sequence ? 1 : f->o.layout == SS_LAYOUT_PACKED ? f->len[r] : f->steps;
 }
 
+/* Run the pieces of every row in order on the caller's thread: the same
+ * pieces as the parallel tasks (so the same bytes), without a task list
+ * or an OpenMP team. */
+static void run_serial(const ss_collator *c, uint64_t n_rows) {
+    for (uint32_t k = 0; k < c->nf; k++) {
+        const cfield *f = &c->f[k];
+        uint64_t per = task_steps(f);
+        for (uint64_t r = 0; r < n_rows; r++) {
+            uint64_t steps = out_steps(f, r);
+            for (uint64_t s = 0; s < steps; s += per) {
+                task t = {k, r, s, s + per < steps ? s + per : steps};
+                run_task(c, &t, n_rows, c->scratch);
+            }
+        }
+    }
+}
+
+/* Describe a collated batch in `out`. Returns 0. */
+static int done(ss_collator *c, size_t n_rows, ss_collated_batch *out) {
+    out->rows = n_rows;
+    out->nfields = c->nf;
+    out->fields = c->outs;
+    return 0;
+}
+
 /* Collate spans of the store (inputs NULL) or rows in memory (spans NULL). */
 static int collate(ss_collator *c, const ss_span *spans, const ss_collate_input *inputs,
                    size_t n_rows, const ss_collate_buffers *buffers, ss_collated_batch *out) {
@@ -770,15 +821,22 @@ static int collate(ss_collator *c, const ss_span *spans, const ss_collate_input 
         cfield *f = &c->f[k];
         rc = plan_field(c, k, spans, inputs, n_rows);
         if (rc == 0) rc = bind_outputs(c, f, buffers ? &buffers[k] : NULL, n_rows);
-        if (rc) break;
+        if (rc) return rc;
+        total_bytes += f->out->data_bytes;
+    }
+    if (c->threads == 1 || total_bytes < c->parallel_bytes) { /* no task list, no team */
+        run_serial(c, n_rows);
+        return done(c, n_rows, out);
+    }
+    for (uint32_t k = 0; k < c->nf; k++) {
+        cfield *f = &c->f[k];
         uint64_t per = task_steps(f);
         for (size_t r = 0; r < n_rows; r++) {
             uint64_t steps = out_steps(f, r);
             ntasks += steps ? (steps + per - 1) / per : 0;
         }
-        total_bytes += f->out->data_bytes;
     }
-    if (rc == 0) rc = grow_tasks(c, ntasks);
+    rc = grow_tasks(c, ntasks);
     if (rc) return rc;
     /* Cut every row into pieces of at most `per` steps. */
     uint64_t nt = 0;
@@ -791,22 +849,16 @@ static int collate(ss_collator *c, const ss_span *spans, const ss_collate_input 
                 c->tasks[nt++] = (task){k, r, s, s + per < steps ? s + per : steps};
         }
     }
-    int threads = c->threads;
-    if (total_bytes < c->parallel_bytes || nt < 2) threads = 1;
     const task *tasks = c->tasks;
-    unsigned char *scratch = c->scratch;
-    if (threads == 1) { /* no OpenMP team for small batches */
-        for (uint64_t i = 0; i < nt; i++) run_task(c, &tasks[i], n_rows, scratch);
-    } else {
-#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
-        for (uint64_t i = 0; i < nt; i++)
-            run_task(c, &tasks[i], n_rows,
-                     scratch + (uint64_t)omp_get_thread_num() * c->scratch_bytes);
+    if (nt < 2) {
+        run_serial(c, n_rows);
+        return done(c, n_rows, out);
     }
-    out->rows = n_rows;
-    out->nfields = c->nf;
-    out->fields = c->outs;
-    return 0;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(c->threads)
+    for (uint64_t i = 0; i < nt; i++)
+        run_task(c, &tasks[i], n_rows,
+                 c->scratch + (uint64_t)omp_get_thread_num() * c->scratch_bytes);
+    return done(c, n_rows, out);
 }
 
 int ss_collator_collate_into(ss_collated_batch *out, ss_collator *c, const ss_span *rows,
