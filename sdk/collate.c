@@ -73,6 +73,8 @@ struct ss_collator {
     uint64_t tasks_cap;
     unsigned char *scratch; /* per thread scratch_bytes, time-major staging */
     uint64_t scratch_bytes;
+    uint64_t *longest; /* (threads + 1) x nf: the longest row per field, per thread */
+    int team_next;     /* the last batch ran in parallel: plan the next in the team */
 };
 
 /* ---------------------------------------------------------------- helpers */
@@ -115,6 +117,7 @@ void ss_collator_free(ss_collator *c) {
     free(c->outs);
     free(c->tasks);
     free(c->scratch);
+    free(c->longest);
     free(c);
 }
 
@@ -356,6 +359,8 @@ int ss_collator_create(ss_collator **out, const ss_store *s, const ss_collate_fi
         if (c->f[k].out_rb > c->scratch_bytes) c->scratch_bytes = c->f[k].out_rb;
     if (rc == 0 && !(c->scratch = malloc((size_t)(c->scratch_bytes * (uint64_t)c->threads))))
         rc = ss__fail(SS_ENOMEM, "ss_collator_create: out of memory");
+    if (rc == 0 && !(c->longest = calloc(((size_t)c->threads + 1) * c->nf, sizeof *c->longest)))
+        rc = ss__fail(SS_ENOMEM, "ss_collator_create: out of memory");
     /* Preallocate for max_rows x max_steps. */
     if (rc == 0 && opt.max_rows) rc = row_arrays(c, opt.max_rows);
     for (uint32_t k = 0; rc == 0 && k < c->nf && opt.max_rows; k++) {
@@ -516,16 +521,15 @@ static void prefetch_row(const unsigned char *p, uint64_t bytes) {
 #endif
 }
 
-/* Resolve the rows of field k (spans of the store, or entries in memory) and
- * fill lengths, offsets, perm, steps. */
-static int plan_field(ss_collator *c, uint32_t k, const ss_span *spans,
-                      const ss_collate_input *inputs, size_t n) {
+/* Resolve rows [r0, r1) of field k (spans of the store, or entries in
+ * memory): src and len; the longest kept length in *longest. Any thread. */
+static int resolve_rows(const ss_collator *c, uint32_t k, const ss_span *spans,
+                        const ss_collate_input *inputs, size_t r0, size_t r1, uint64_t *longest) {
     cfield *f = &c->f[k];
-    int packed = f->sequence && f->o.layout == SS_LAYOUT_PACKED;
-    uint64_t longest = 0;
+    uint64_t most = 0;
     int rc = spans ? spans_allowed(f) : 0;
     if (rc) return rc;
-    for (size_t r = 0; r < n; r++) {
+    for (size_t r = r0; r < r1; r++) {
         uint64_t len = 0, skip;
         rc = spans ? resolve(c, f, &spans[r], r, &f->src[r], &len)
                    : resolve_input(f, &inputs[r * c->nf + k], r, &f->src[r], &len);
@@ -534,12 +538,20 @@ static int plan_field(ss_collator *c, uint32_t k, const ss_span *spans,
         if (skip) f->src[r] += skip * f->in_rb;
         f->len[r] = len;
         prefetch_row(f->src[r], len * f->in_rb);
-        if (len > longest) longest = len;
+        if (len > most) most = len;
     }
+    *longest = most;
+    return 0;
+}
+
+/* With every row of field k resolved: lengths, offsets, perm, steps. */
+static void finish_field(ss_collator *c, uint32_t k, size_t n, uint64_t longest) {
+    cfield *f = &c->f[k];
+    int packed = f->sequence && f->o.layout == SS_LAYOUT_PACKED;
     if (!f->sequence) {
         f->steps = 1;
         for (size_t r = 0; r < n; r++) f->lengths[r] = 1;
-        return 0;
+        return;
     }
     if (!packed) {
         f->steps = padded_steps(f, longest);
@@ -547,7 +559,7 @@ static int plan_field(ss_collator *c, uint32_t k, const ss_span *spans,
             f->lengths[r] = (int64_t)f->len[r];
             f->pos0[r] = f->o.pad_left ? f->steps - f->len[r] : 0;
         }
-        return 0;
+        return;
     }
     /* Packed: order (identity or by descending length), then offsets. */
     uint64_t *order = f->pos0; /* pos0 is unused in the packed layout */
@@ -584,7 +596,6 @@ static int plan_field(ss_collator *c, uint32_t k, const ss_span *spans,
     }
     f->offsets[n] = acc;
     f->steps = (uint64_t)acc;
-    return 0;
 }
 
 /* ---------------------------------------------------------------- execution */
@@ -812,53 +823,131 @@ static int done(ss_collator *c, size_t n_rows, ss_collated_batch *out) {
     return 0;
 }
 
-/* Collate spans of the store (inputs NULL) or rows in memory (spans NULL). */
-static int collate(ss_collator *c, const ss_span *spans, const ss_collate_input *inputs,
-                   size_t n_rows, const ss_collate_buffers *buffers, ss_collated_batch *out) {
-    int rc = row_arrays(c, n_rows);
-    uint64_t ntasks = 0, total_bytes = 0;
-    for (uint32_t k = 0; rc == 0 && k < c->nf; k++) {
-        cfield *f = &c->f[k];
-        rc = plan_field(c, k, spans, inputs, n_rows);
-        if (rc == 0) rc = bind_outputs(c, f, buffers ? &buffers[k] : NULL, n_rows);
-        if (rc) return rc;
-        total_bytes += f->out->data_bytes;
-    }
-    if (c->threads == 1 || total_bytes < c->parallel_bytes) { /* no task list, no team */
-        run_serial(c, n_rows);
-        return done(c, n_rows, out);
-    }
+/* With every row resolved: finish each field (longest[k]: its longest row)
+ * and bind its outputs; the batch's output bytes in *total. */
+static int finish(ss_collator *c, const uint64_t *longest, size_t n_rows,
+                  const ss_collate_buffers *buffers, uint64_t *total) {
+    *total = 0;
     for (uint32_t k = 0; k < c->nf; k++) {
-        cfield *f = &c->f[k];
-        uint64_t per = task_steps(f);
+        finish_field(c, k, n_rows, longest[k]);
+        int rc = bind_outputs(c, &c->f[k], buffers ? &buffers[k] : NULL, n_rows);
+        if (rc) return rc;
+        *total += c->f[k].out->data_bytes;
+    }
+    return 0;
+}
+
+/* Cut every row into pieces of at most task_steps() steps: c->tasks[0, *nt). */
+static int cut_tasks(ss_collator *c, size_t n_rows, uint64_t *nt) {
+    uint64_t ntasks = 0;
+    for (uint32_t k = 0; k < c->nf; k++) {
+        uint64_t per = task_steps(&c->f[k]);
         for (size_t r = 0; r < n_rows; r++) {
-            uint64_t steps = out_steps(f, r);
+            uint64_t steps = out_steps(&c->f[k], r);
             ntasks += steps ? (steps + per - 1) / per : 0;
         }
     }
-    rc = grow_tasks(c, ntasks);
+    int rc = grow_tasks(c, ntasks);
     if (rc) return rc;
-    /* Cut every row into pieces of at most `per` steps. */
-    uint64_t nt = 0;
+    uint64_t t = 0;
     for (uint32_t k = 0; k < c->nf; k++) {
-        cfield *f = &c->f[k];
+        const cfield *f = &c->f[k];
         uint64_t per = task_steps(f);
         for (size_t r = 0; r < n_rows; r++) {
             uint64_t steps = out_steps(f, r);
             for (uint64_t s = 0; s < steps; s += per)
-                c->tasks[nt++] = (task){k, r, s, s + per < steps ? s + per : steps};
+                c->tasks[t++] = (task){k, r, s, s + per < steps ? s + per : steps};
         }
     }
-    const task *tasks = c->tasks;
+    *nt = t;
+    return 0;
+}
+
+/* Plan on the caller's thread, then run serially or (a batch of at least
+ * parallel_bytes) as tasks of a team. */
+static int collate_plain(ss_collator *c, const ss_span *spans, const ss_collate_input *inputs,
+                         size_t n_rows, const ss_collate_buffers *buffers, ss_collated_batch *out) {
+    uint64_t *longest = c->longest, total, nt = 0;
+    for (uint32_t k = 0; k < c->nf; k++) {
+        int rc = resolve_rows(c, k, spans, inputs, 0, n_rows, &longest[k]);
+        if (rc) return rc;
+    }
+    int rc = finish(c, longest, n_rows, buffers, &total);
+    if (rc) return rc;
+    c->team_next = c->threads > 1 && total >= c->parallel_bytes;
+    if (c->threads > 1 && total >= c->parallel_bytes && (rc = cut_tasks(c, n_rows, &nt))) return rc;
     if (nt < 2) {
         run_serial(c, n_rows);
         return done(c, n_rows, out);
     }
+    const task *tasks = c->tasks;
 #pragma omp parallel for schedule(dynamic, 1) num_threads(c->threads)
     for (uint64_t i = 0; i < nt; i++)
         run_task(c, &tasks[i], n_rows,
                  c->scratch + (uint64_t)omp_get_thread_num() * c->scratch_bytes);
     return done(c, n_rows, out);
+}
+
+/* One team for the whole batch: each thread resolves a share of the rows
+ * (ss_get and the prefetch of their first bytes, a third of a small batch's
+ * time), the caller's thread (the master: error messages are per thread)
+ * finishes the plan, then the team runs the tasks. A row that fails to
+ * resolve sends the batch to collate_plain(), which reports the first
+ * failing row as a serial run does. */
+static int collate_team(ss_collator *c, const ss_span *spans, const ss_collate_input *inputs,
+                        size_t n_rows, const ss_collate_buffers *buffers, ss_collated_batch *out) {
+    int failed = 0, rc = 0, parallel = 0;
+    uint64_t nt = 0;
+#pragma omp parallel num_threads(c->threads)
+    {
+        int id = omp_get_thread_num(), nth = omp_get_num_threads();
+        size_t r0 = n_rows * (size_t)id / (size_t)nth, r1 = n_rows * (size_t)(id + 1) / (size_t)nth;
+        uint64_t *mine = c->longest + (size_t)(id + 1) * c->nf;
+        int trc = 0;
+        for (uint32_t k = 0; k < c->nf && !trc; k++)
+            trc = resolve_rows(c, k, spans, inputs, r0, r1, &mine[k]);
+        if (trc) {
+#pragma omp atomic write
+            failed = 1;
+        }
+#pragma omp barrier
+#pragma omp master
+        if (!failed) {
+            uint64_t total;
+            for (uint32_t k = 0; k < c->nf; k++) {
+                c->longest[k] = 0;
+                for (int t = 0; t < nth; t++) {
+                    uint64_t v = c->longest[(size_t)(t + 1) * c->nf + k];
+                    if (v > c->longest[k]) c->longest[k] = v;
+                }
+            }
+            rc = finish(c, c->longest, n_rows, buffers, &total);
+            c->team_next = total >= c->parallel_bytes;
+            if (rc == 0 && c->team_next) rc = cut_tasks(c, n_rows, &nt);
+            parallel = rc == 0 && nt >= 2;
+            if (rc == 0 && !parallel) run_serial(c, n_rows);
+        }
+#pragma omp barrier
+        if (parallel) {
+            unsigned char *scratch = c->scratch + (uint64_t)id * c->scratch_bytes;
+#pragma omp for schedule(dynamic, 1)
+            for (uint64_t i = 0; i < nt; i++) run_task(c, &c->tasks[i], n_rows, scratch);
+        }
+    }
+    if (failed) return collate_plain(c, spans, inputs, n_rows, buffers, out);
+    return rc ? rc : done(c, n_rows, out);
+}
+
+/* Collate spans of the store (inputs NULL) or rows in memory (spans NULL).
+ * The team also plans when the collator's last batch was large enough to
+ * run in parallel (the size is known only after planning; consecutive
+ * batches are alike). Either way each output byte is computed the same. */
+static int collate(ss_collator *c, const ss_span *spans, const ss_collate_input *inputs,
+                   size_t n_rows, const ss_collate_buffers *buffers, ss_collated_batch *out) {
+    int rc = row_arrays(c, n_rows);
+    if (rc) return rc;
+    if (c->team_next && n_rows >= 2) return collate_team(c, spans, inputs, n_rows, buffers, out);
+    return collate_plain(c, spans, inputs, n_rows, buffers, out);
 }
 
 int ss_collator_collate_into(ss_collated_batch *out, ss_collator *c, const ss_span *rows,

@@ -631,6 +631,22 @@ static void test_errors(void) {
     CHECK_EQ_U64(b.fields[0].steps, 3);
     ss_collator_free(c);
     ss_collator_free(NULL);
+
+    /* The same errors when the team plans (after a parallel batch): the
+     * first bad row named on the caller's thread, then usable again. */
+    opt.threads = 2;
+    opt.parallel_bytes = 1;
+    CHECK_OK(ss_collator_create(&c, s, &o, 1, &opt));
+    CHECK_OK(ss_collator_collate(&b, c, ok, 2));
+    ss_span bad4[4] = {{0, 0, SS_SPAN_END}, {1, 0, SS_SPAN_END}, {0, 2, 5}, {7, 0, SS_SPAN_END}};
+    CHECK_RC(ss_collator_collate(&b, c, bad4, 4), SS_ERANGE);
+    CHECK(strstr(ss_error_message(), "row 2") != NULL);
+    CHECK_OK(ss_collator_collate(&b, c, ok, 2));
+    CHECK_RC(ss_collator_collate_into(&b, c, ok, 2, &buf), SS_EINVAL);
+    CHECK(strstr(ss_error_message(), "needs 12") != NULL);
+    CHECK_OK(ss_collator_collate(&b, c, ok, 2));
+    CHECK_EQ_U64(b.fields[0].steps, 3);
+    ss_collator_free(c);
     ss_close(s);
 }
 
