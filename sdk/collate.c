@@ -2,12 +2,16 @@
 /* collate.c - padded and packed collation with dtype conversion, OpenMP-
  * parallel over pieces of rows.
  *
- * A collation runs in two phases. The serial phase resolves every row (one
- * ss_get per row and field: a pointer into the map and a length), computes T,
- * lengths, offsets and the sort permutation, and cuts the output into tasks of
- * at most SS_TASK_BYTES. The parallel phase runs the tasks; each output byte
- * belongs to exactly one task and is computed the same way whatever thread
- * runs it, so the result is bit-identical for any thread count. */
+ * A collation runs in two phases. Planning resolves every row (one ss_get
+ * per row and field: a pointer into the map and a length), then computes T,
+ * lengths, offsets and the sort permutation. Execution writes the output in
+ * pieces of rows of at most SS_TASK_BYTES: in order on the calling thread,
+ * or, for a batch of at least parallel_bytes, as tasks split between the
+ * threads of a team by output bytes. A collator whose last batch ran in a
+ * team plans the next one in the team too (each thread resolves a share of
+ * the rows). Each output byte belongs to exactly one piece and is computed
+ * the same way whatever thread runs it, so the result is bit-identical for
+ * any thread count. */
 #include "cast.h"
 #include "internal.h"
 #include "options_internal.h"
@@ -18,9 +22,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define SS_TASK_BYTES ((uint64_t)64 * 1024)   /* output bytes per task, at most */
-#define SS_PARALLEL_BYTES ((uint64_t)1 << 20) /* default: below this a batch runs serially */
-#define SS_PREFETCH_BYTES ((uint64_t)2048)    /* of each row, while planning */
+#define SS_TASK_BYTES ((uint64_t)64 * 1024)      /* output bytes per task, at most */
+#define SS_PARALLEL_BYTES ((uint64_t)192 * 1024) /* default: below this a batch runs serially */
+#define SS_PREFETCH_BYTES ((uint64_t)2048)       /* of each row, while planning */
 
 typedef struct cfield {
     ss_collate_field o;
@@ -74,6 +78,7 @@ struct ss_collator {
     unsigned char *scratch; /* per thread scratch_bytes, time-major staging */
     uint64_t scratch_bytes;
     uint64_t *longest; /* (threads + 1) x nf: the longest row per field, per thread */
+    uint64_t *bounds;  /* threads + 1: each thread's run of tasks */
     int team_next;     /* the last batch ran in parallel: plan the next in the team */
 };
 
@@ -118,6 +123,7 @@ void ss_collator_free(ss_collator *c) {
     free(c->tasks);
     free(c->scratch);
     free(c->longest);
+    free(c->bounds);
     free(c);
 }
 
@@ -360,6 +366,8 @@ int ss_collator_create(ss_collator **out, const ss_store *s, const ss_collate_fi
     if (rc == 0 && !(c->scratch = malloc((size_t)(c->scratch_bytes * (uint64_t)c->threads))))
         rc = ss__fail(SS_ENOMEM, "ss_collator_create: out of memory");
     if (rc == 0 && !(c->longest = calloc(((size_t)c->threads + 1) * c->nf, sizeof *c->longest)))
+        rc = ss__fail(SS_ENOMEM, "ss_collator_create: out of memory");
+    if (rc == 0 && !(c->bounds = calloc((size_t)c->threads + 1, sizeof *c->bounds)))
         rc = ss__fail(SS_ENOMEM, "ss_collator_create: out of memory");
     /* Preallocate for max_rows x max_steps. */
     if (rc == 0 && opt.max_rows) rc = row_arrays(c, opt.max_rows);
@@ -837,6 +845,12 @@ static int finish(ss_collator *c, const uint64_t *longest, size_t n_rows,
     return 0;
 }
 
+/* Output bytes a task writes (data and mask), its cost. */
+static uint64_t task_bytes(const ss_collator *c, const task *t) {
+    const cfield *f = &c->f[t->field];
+    return (t->s1 - t->s0) * (f->out_rb + (f->out->mask ? mask_elem(f) : 0));
+}
+
 /* Cut every row into pieces of at most task_steps() steps: c->tasks[0, *nt). */
 static int cut_tasks(ss_collator *c, size_t n_rows, uint64_t *nt) {
     uint64_t ntasks = 0;
@@ -863,6 +877,30 @@ static int cut_tasks(ss_collator *c, size_t n_rows, uint64_t *nt) {
     return 0;
 }
 
+/* Give each of nth threads a run of consecutive tasks with an equal share of
+ * the output bytes: c->bounds[t] to c->bounds[t + 1]. No shared counter to
+ * contend for per task (tasks of a short row are a few microseconds), and
+ * a thread writes the same part of the output batch after batch (it stays
+ * in that core's cache) and the rows it resolved (and prefetched). */
+static void split_tasks(ss_collator *c, uint64_t nt, int nth) {
+    uint64_t total = 0, acc = 0;
+    for (uint64_t i = 0; i < nt; i++) total += task_bytes(c, &c->tasks[i]);
+    int t = 1;
+    c->bounds[0] = 0;
+    for (uint64_t i = 0; i < nt && t < nth; i++) {
+        acc += task_bytes(c, &c->tasks[i]);
+        while (t < nth && acc * (uint64_t)nth >= total * (uint64_t)t) c->bounds[t++] = i + 1;
+    }
+    while (t <= nth) c->bounds[t++] = nt;
+}
+
+/* Thread id's share of the tasks split_tasks() made. */
+static void run_share(const ss_collator *c, int id, uint64_t n_rows) {
+    unsigned char *scratch = c->scratch + (uint64_t)id * c->scratch_bytes;
+    for (uint64_t i = c->bounds[id]; i < c->bounds[id + 1]; i++)
+        run_task(c, &c->tasks[i], n_rows, scratch);
+}
+
 /* Plan on the caller's thread, then run serially or (a batch of at least
  * parallel_bytes) as tasks of a team. */
 static int collate_plain(ss_collator *c, const ss_span *spans, const ss_collate_input *inputs,
@@ -880,11 +918,13 @@ static int collate_plain(ss_collator *c, const ss_span *spans, const ss_collate_
         run_serial(c, n_rows);
         return done(c, n_rows, out);
     }
-    const task *tasks = c->tasks;
-#pragma omp parallel for schedule(dynamic, 1) num_threads(c->threads)
-    for (uint64_t i = 0; i < nt; i++)
-        run_task(c, &tasks[i], n_rows,
-                 c->scratch + (uint64_t)omp_get_thread_num() * c->scratch_bytes);
+#pragma omp parallel num_threads(c->threads)
+    {
+#pragma omp master
+        split_tasks(c, nt, omp_get_num_threads());
+#pragma omp barrier
+        run_share(c, omp_get_thread_num(), n_rows);
+    }
     return done(c, n_rows, out);
 }
 
@@ -925,14 +965,11 @@ static int collate_team(ss_collator *c, const ss_span *spans, const ss_collate_i
             c->team_next = total >= c->parallel_bytes;
             if (rc == 0 && c->team_next) rc = cut_tasks(c, n_rows, &nt);
             parallel = rc == 0 && nt >= 2;
+            if (parallel) split_tasks(c, nt, nth);
             if (rc == 0 && !parallel) run_serial(c, n_rows);
         }
 #pragma omp barrier
-        if (parallel) {
-            unsigned char *scratch = c->scratch + (uint64_t)id * c->scratch_bytes;
-#pragma omp for schedule(dynamic, 1)
-            for (uint64_t i = 0; i < nt; i++) run_task(c, &c->tasks[i], n_rows, scratch);
-        }
+        if (parallel) run_share(c, id, n_rows);
     }
     if (failed) return collate_plain(c, spans, inputs, n_rows, buffers, out);
     return rc ? rc : done(c, n_rows, out);
