@@ -24,7 +24,7 @@
 
 #define SS_TASK_BYTES ((uint64_t)64 * 1024)      /* output bytes per task, at most */
 #define SS_PARALLEL_BYTES ((uint64_t)192 * 1024) /* default: below this a batch runs serially */
-#define SS_PREFETCH_BYTES ((uint64_t)2048)       /* of each row, while planning */
+#define SS_PREFETCH_BYTES ((uint64_t)256)        /* of each row, while planning */
 
 typedef struct cfield {
     ss_collate_field o;
@@ -519,7 +519,10 @@ static int grow_tasks(ss_collator *c, uint64_t need) {
 
 /* Start loading the first SS_PREFETCH_BYTES of a row from the map while the
  * other rows are planned: rows are short, scattered runs of memory that the
- * hardware prefetcher does not catch in time. */
+ * hardware prefetcher does not catch in time. A few lines are enough to
+ * start it; 2 KiB (32 prefetches a row) stalled planning on the miss buffers
+ * (token batches 8.5 -> 7.9 us with 256 B, 1 thread, tokens of
+ * bench_collate's store). */
 static void prefetch_row(const unsigned char *p, uint64_t bytes) {
     if (bytes > SS_PREFETCH_BYTES) bytes = SS_PREFETCH_BYTES;
 #if defined(__GNUC__)
@@ -856,10 +859,8 @@ static int cut_tasks(ss_collator *c, size_t n_rows, uint64_t *nt) {
     uint64_t ntasks = 0;
     for (uint32_t k = 0; k < c->nf; k++) {
         uint64_t per = task_steps(&c->f[k]);
-        for (size_t r = 0; r < n_rows; r++) {
-            uint64_t steps = out_steps(&c->f[k], r);
-            ntasks += steps ? (steps + per - 1) / per : 0;
-        }
+        for (size_t r = 0; r < n_rows; r++) /* counted, not divided: rows are mostly one task */
+            for (uint64_t s = 0, steps = out_steps(&c->f[k], r); s < steps; s += per) ntasks++;
     }
     int rc = grow_tasks(c, ntasks);
     if (rc) return rc;
