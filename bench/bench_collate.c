@@ -12,6 +12,17 @@
  *     padding (random batches from a 4096-example store);
  *  2. EEG: B = 32 windows of 2000 x 21 i16 -> f32 with per-channel gain and
  *     offset (EDF digital -> physical), at random offsets of 16 recordings.
+ * Then where a second thread starts to pay: token batches of 8 to 128 rows
+ * (about 32 KiB to 1 MiB of output) at 1 thread and at 2 with the team
+ * forced (parallel_bytes 1), against memcpy by 1 and 2 threads, which sets
+ * the collator's default parallel_bytes.
+ *
+ * The memcpy baseline copies each batch's output size from one buffer to
+ * another, both reused and so cache-resident (as the collator's own output
+ * buffer is); it reads all those bytes, while collation reads a quarter of
+ * the token batch's data bytes (u16 -> i64) and writes padding without
+ * reading anything: "the same output bytes", not the same work.
+ *
  * R rounds (default 5) alternate memcpy, seqstore and PyTorch; within a
  * round each batch is timed in a few passes over all batches, its best kept,
  * the figure is the sum over the 64 batches; reported are the median and
@@ -100,7 +111,9 @@ static int make_eeg(const char *path) {
     return rc;
 }
 
-enum { MAX_ROUNDS = 64 };
+enum { MAX_ROUNDS = 64, NSWEEP = 5, SWEEPMAX = 128 };
+
+static const int sweep_rows[NSWEEP] = {8, 16, 32, 64, 128};
 
 /* One case (tokens or EEG): its collators at 1 and 2 threads, its batches,
  * and per round: memcpy, collate at 1 and 2 threads, and PyTorch. */
@@ -110,6 +123,7 @@ typedef struct bench_case {
     ss_span *const *batches;
     size_t bsize;
     int reps;
+    uint64_t parallel_bytes;             /* of the 2-thread collator; 0: the default */
     uint64_t bytes, sizes[NBATCH], maxb; /* bytes: one pass over the batches */
     double memcpy_gbs[MAX_ROUNDS], memcpy2_gbs[MAX_ROUNDS], gbs[2][MAX_ROUNDS], us[2][MAX_ROUNDS];
     double torch_us[MAX_ROUNDS];
@@ -122,6 +136,7 @@ static int case_open(bench_case *k, const ss_store *s, const ss_collate_field *f
     for (int t = 0; t < 2 && !rc; t++) {
         ss_collator_options opt = SS_COLLATOR_OPTIONS_INIT;
         opt.threads = t + 1;
+        opt.parallel_bytes = t ? k->parallel_bytes : 0;
         rc = ss_collator_create(&k->c[t], s, fo, 1, &opt);
     }
     for (int i = 0; i < NBATCH && !rc; i++) {
@@ -230,6 +245,33 @@ static void report(const bench_case *k, int R, int torch) {
         printf("  PyTorch pad_sequence, 1 thread: %s us/batch: seqstore (1 thread) %sx faster\n",
                bench_fmt(b1, sizeof b1, "%.1f", bench_stats(k->torch_us, R)),
                bench_fmt(b2, sizeof b2, "%.1f", bench_stats(x, R)));
+    }
+}
+
+/* Where 2 threads start to pay: one line (plain) or row (Markdown) per
+ * batch size. */
+static void sweep_report(const bench_case *sw, int R, int markdown) {
+    char b1[96], b2[96], b3[96], b4[96];
+    double x[MAX_ROUNDS], y[MAX_ROUNDS];
+    if (markdown)
+        printf("\n| tokens per batch (output) | 1 thread | 2 threads, team forced | 2 vs 1 | "
+               "memcpy 2 vs 1 |\n| --- | --- | --- | --- | --- |\n");
+    else
+        printf("2 threads by batch size (tokens, team forced): median (range) of %d rounds\n", R);
+    for (int i = 0; i < NSWEEP; i++) {
+        const bench_case *k = &sw[i];
+        div_rounds(x, k->gbs[1], k->gbs[0], R);
+        div_rounds(y, k->memcpy2_gbs, k->memcpy_gbs, R);
+        bench_fmt(b1, sizeof b1, "%.1f", bench_stats(k->us[0], R));
+        bench_fmt(b2, sizeof b2, "%.1f", bench_stats(k->us[1], R));
+        bench_fmt(b3, sizeof b3, "%.2f", bench_stats(x, R));
+        bench_fmt(b4, sizeof b4, "%.2f", bench_stats(y, R));
+        if (markdown)
+            printf("| %d rows (%.0f KiB) | %s µs | %s µs | **%s×** | %s× |\n", sweep_rows[i],
+                   (double)k->bytes / NBATCH / 1024, b1, b2, b3, b4);
+        else
+            printf("  %3d rows (%4.0f KiB): 1 thread %s us, 2 threads %s us = %sx; memcpy %sx\n",
+                   sweep_rows[i], (double)k->bytes / NBATCH / 1024, b1, b2, b3, b4);
     }
 }
 
@@ -343,8 +385,8 @@ int main(int argc, char **argv) {
     if ((rc = ss_open(&ts, tpath, 0)) || (rc = ss_open(&es, epath, 0))) return die(rc);
 
     /* token batches: 64 random examples each */
-    static ss_span tok[NBATCH][TOKB], eeg[NBATCH][EEGB];
-    ss_span *tb[NBATCH], *eb[NBATCH];
+    static ss_span tok[NBATCH][TOKB], eeg[NBATCH][EEGB], swp[NSWEEP][NBATCH][SWEEPMAX];
+    ss_span *tb[NBATCH], *eb[NBATCH], *sb[NSWEEP][NBATCH];
     uint64_t s = 7;
     for (int i = 0; i < NBATCH; i++) {
         for (int k = 0; k < TOKB; k++) tok[i][k] = (ss_span){rnd(&s) % NTOK, 0, SS_SPAN_END};
@@ -355,6 +397,12 @@ int main(int argc, char **argv) {
         tb[i] = tok[i];
         eb[i] = eeg[i];
     }
+    for (int j = 0; j < NSWEEP; j++) /* drawn after the above: those batches stay as they were */
+        for (int i = 0; i < NBATCH; i++) {
+            for (int k = 0; k < sweep_rows[j]; k++)
+                swp[j][i][k] = (ss_span){rnd(&s) % NTOK, 0, SS_SPAN_END};
+            sb[j][i] = swp[j][i];
+        }
     ss_collate_field tf = SS_COLLATE_FIELD_INIT;
     tf.field = 0; /* "tok", the only field of its store */
     tf.dtype = SS_I64;
@@ -380,6 +428,16 @@ int main(int argc, char **argv) {
     ek.reps = quick ? 1 : 2;
     if ((rc = case_open(&tk, ts, &tf)) || (rc = case_open(&ek, es, &ef))) return die(rc);
     uint64_t maxb = tk.maxb > ek.maxb ? tk.maxb : ek.maxb;
+    static bench_case sw[NSWEEP];
+    for (int j = 0; j < NSWEEP; j++) {
+        sw[j].name = "tokens by batch size";
+        sw[j].batches = sb[j];
+        sw[j].bsize = (size_t)sweep_rows[j];
+        sw[j].reps = quick ? 2 : 8;
+        sw[j].parallel_bytes = 1;
+        if ((rc = case_open(&sw[j], ts, &tf))) return die(rc);
+        if (sw[j].maxb > maxb) maxb = sw[j].maxb;
+    }
     unsigned char *src = malloc(maxb), *dst = malloc(maxb);
     if (!src || !dst) return die(SS_ENOMEM);
     memset(src, 1, maxb);
@@ -388,6 +446,8 @@ int main(int argc, char **argv) {
     for (int r = 0; r < R; r++) { /* alternate: memcpy, seqstore, PyTorch, memcpy, ... */
         if ((rc = case_round(&tk, r, dst, src)) || (rc = case_round(&ek, r, dst, src)))
             return die(rc);
+        for (int j = 0; j < NSWEEP; j++)
+            if ((rc = case_round(&sw[j], r, dst, src))) return die(rc);
         if (torch) {
             write_json(jtmp, &tk, &ek, ts, tok, r);
             if (run_torch(python, jtmp, quick ? 1 : 2, &tk.torch_us[r], &ek.torch_us[r])) {
@@ -407,14 +467,17 @@ int main(int argc, char **argv) {
                "|\n| --- | --- | --- | --- | --- |\n");
         markdown_row("tokens: B=64, lengths 1–512, u16 → i64, padded", &tk, R, torch);
         markdown_row("EEG: B=32 windows × 2000 × 21, i16 → f32 × gain + offset", &ek, R, torch);
+        sweep_report(sw, R, 1);
     } else {
         report(&tk, R, torch);
         report(&ek, R, torch);
+        sweep_report(sw, R, 0);
         printf("load average: %.2f at the start, %.2f at the end\n", load0, load1);
     }
     if (json) write_json(json, &tk, &ek, ts, tok, R - 1);
     case_close(&tk);
     case_close(&ek);
+    for (int j = 0; j < NSWEEP; j++) case_close(&sw[j]);
     free(src);
     free(dst);
     ss_close(ts);

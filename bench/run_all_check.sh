@@ -47,6 +47,8 @@ need 1 "| order | epoch time | examples/s | r(epochs) | r(index) | batch span | 
 need 1 "| full shuffle |"
 need 1 "| case | memcpy | collate 1 thread | 2 threads |"
 need 1 "| EEG: B=32 windows"
+need 1 "| tokens per batch (output) | 1 thread | 2 threads, team forced |"
+need 1 "| 128 rows ("
 need 1 "### Converters"
 need 1 "EDFlib read only"
 need 1 "convert text bytes, 1 thread"

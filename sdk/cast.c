@@ -225,7 +225,7 @@ static inline float st_F32_i_direct(int64_t v) {
     X(F64, double, double, d, __VA_ARGS__)                                                         \
     X(BF16, uint16_t, float, f, __VA_ARGS__)
 
-typedef void (*conv_fn)(void *restrict dst, const void *restrict src, size_t n);
+typedef ss__conv_fn conv_fn;
 typedef void (*aff_fn)(void *restrict dst, const void *restrict src, size_t n_rows,
                        const ss__affine *a);
 
@@ -247,6 +247,58 @@ typedef void (*aff_fn)(void *restrict dst, const void *restrict src, size_t n_ro
     }
 #define KERNELS_FOR_SRC(S, ST, SC, unused) SS_DST_TYPES(KERNEL, S, ST, SC)
 SS_SRC_TYPES(KERNELS_FOR_SRC, 0)
+
+/* Fused padded kernels: `lead` pad elements, n converted ones, `trail` pad
+ * elements, in one call and one pass over the output row (what a padded
+ * batch-major row is; no separate fill call per segment). The pad is
+ * stored through an unsigned integer of the element's size so that its bits
+ * (a NaN's payload too) are copied exactly. */
+#define FILLT_U8 uint8_t
+#define FILLT_I8 uint8_t
+#define FILLT_U16 uint16_t
+#define FILLT_I16 uint16_t
+#define FILLT_U32 uint32_t
+#define FILLT_I32 uint32_t
+#define FILLT_U64 uint64_t
+#define FILLT_I64 uint64_t
+#define FILLT_F16 uint16_t
+#define FILLT_BF16 uint16_t
+#define FILLT_F32 uint32_t
+#define FILLT_F64 uint64_t
+
+#define PKERNEL(D, DT, AT, AK, S, ST, SC)                                                          \
+    SS_KERNEL_ATTR static void cvp_##S##_##D(void *restrict dst, const void *restrict src,         \
+                                             size_t lead, size_t n, size_t trail,                  \
+                                             const void *restrict pad) {                           \
+        _Static_assert(sizeof(FILLT_##D) == sizeof(DT), "pad type");                               \
+        FILLT_##D p, *restrict f = dst;                                                            \
+        memcpy(&p, pad, sizeof p);                                                                 \
+        for (size_t i = 0; i < lead; i++) f[i] = p;                                                \
+        DT *restrict d = (DT *)dst + lead;                                                         \
+        const ST *restrict s = src;                                                                \
+        for (size_t i = 0; i < n; i++) d[i] = st_##D##_##SC(LD_##S(s[i]));                         \
+        f += lead + n;                                                                             \
+        for (size_t i = 0; i < trail; i++) f[i] = p;                                               \
+    }
+#define PKERNELS_FOR_SRC(S, ST, SC, unused) SS_DST_TYPES(PKERNEL, S, ST, SC)
+SS_SRC_TYPES(PKERNELS_FOR_SRC, 0)
+
+/* The same for equal dtypes: a copy between the fills. */
+#define PCOPY(N, T)                                                                                \
+    SS_KERNEL_ATTR static void cvp_copy##N(void *restrict dst, const void *restrict src,           \
+                                           size_t lead, size_t n, size_t trail,                    \
+                                           const void *restrict pad) {                             \
+        T p, *restrict f = dst;                                                                    \
+        memcpy(&p, pad, sizeof p);                                                                 \
+        for (size_t i = 0; i < lead; i++) f[i] = p;                                                \
+        if (n) memcpy(f + lead, src, n * sizeof p);                                                \
+        f += lead + n;                                                                             \
+        for (size_t i = 0; i < trail; i++) f[i] = p;                                               \
+    }
+PCOPY(1, uint8_t)
+PCOPY(2, uint16_t)
+PCOPY(4, uint32_t)
+PCOPY(8, uint64_t)
 
 /* The affine maps' load of a source as AT, equal to (AT)(double)x: direct
  * where the double step cannot round (what lets the compiler vectorise). */
@@ -286,6 +338,10 @@ SS_SRC_TYPES(AKERNELS_FOR_SRC, 0)
 #define TABLE_ENTRY(D, DT, AT, AK, S, ST, SC) [SS_##S][SS_##D] = cv_##S##_##D,
 #define TABLE_FOR_SRC(S, ST, SC, unused) SS_DST_TYPES(TABLE_ENTRY, S, ST, SC)
 static const conv_fn conv_table[13][13] = {SS_SRC_TYPES(TABLE_FOR_SRC, 0)};
+
+#define PTABLE_ENTRY(D, DT, AT, AK, S, ST, SC) [SS_##S][SS_##D] = cvp_##S##_##D,
+#define PTABLE_FOR_SRC(S, ST, SC, unused) SS_DST_TYPES(PTABLE_ENTRY, S, ST, SC)
+static const ss__pad_fn pad_table[13][13] = {SS_SRC_TYPES(PTABLE_FOR_SRC, 0)};
 
 #define ATABLE_FOR_SRC(S, ST, SC, unused) [SS_##S] = {cva_##S##_F32, cva_##S##_F64},
 static const aff_fn aff_table[13][2] = {SS_SRC_TYPES(ATABLE_FOR_SRC, 0)};
@@ -390,6 +446,43 @@ void ss__affine_free(ss__affine *a) {
     memset(a, 0, sizeof *a);
 }
 
+/* memcpy as a conversion kernel, for equal dtypes (sizes in elements). */
+static void copy1(void *restrict dst, const void *restrict src, size_t n) {
+    memcpy(dst, src, n);
+}
+static void copy2(void *restrict dst, const void *restrict src, size_t n) {
+    memcpy(dst, src, 2 * n);
+}
+static void copy4(void *restrict dst, const void *restrict src, size_t n) {
+    memcpy(dst, src, 4 * n);
+}
+static void copy8(void *restrict dst, const void *restrict src, size_t n) {
+    memcpy(dst, src, 8 * n);
+}
+
+ss__conv_fn ss__cast_kernel(ss_dtype dst_dtype, ss_dtype src_dtype) {
+    if (src_dtype == dst_dtype) {
+        size_t es = ss_dtype_size(src_dtype);
+        return es == 1 ? copy1 : es == 2 ? copy2 : es == 4 ? copy4 : copy8;
+    }
+    if (dst_dtype == SS_F32 && src_dtype == SS_I64) return cv_I64_F32_direct;
+    if (dst_dtype == SS_F32 && src_dtype == SS_U64) return cv_U64_F32_direct;
+    if (dst_dtype == SS_BF16 && src_dtype == SS_F32) return cv_F32_BF16_fast;
+    return conv_table[src_dtype][dst_dtype];
+}
+
+ss__pad_fn ss__cast_pad_kernel(ss_dtype dst_dtype, ss_dtype src_dtype) {
+    if (src_dtype == dst_dtype) {
+        size_t es = ss_dtype_size(src_dtype);
+        return es == 1 ? cvp_copy1 : es == 2 ? cvp_copy2 : es == 4 ? cvp_copy4 : cvp_copy8;
+    }
+    /* the pairs ss__cast_kernel() converts another way than the table */
+    if ((dst_dtype == SS_F32 && (src_dtype == SS_I64 || src_dtype == SS_U64)) ||
+        (dst_dtype == SS_BF16 && src_dtype == SS_F32))
+        return NULL;
+    return pad_table[src_dtype][dst_dtype];
+}
+
 void ss__cast(void *dst, ss_dtype dst_dtype, const void *src, ss_dtype src_dtype, uint64_t n_rows,
               uint64_t row_elements, const ss__affine *a) {
     size_t n = (size_t)(n_rows * row_elements);
@@ -405,11 +498,7 @@ void ss__cast(void *dst, ss_dtype dst_dtype, const void *src, ss_dtype src_dtype
         if (dst != src) memcpy(dst, src, n * ss_dtype_size(src_dtype));
         return;
     }
-    conv_fn f = conv_table[src_dtype][dst_dtype];
-    if (dst_dtype == SS_F32 && src_dtype == SS_I64) f = cv_I64_F32_direct;
-    if (dst_dtype == SS_F32 && src_dtype == SS_U64) f = cv_U64_F32_direct;
-    if (dst_dtype == SS_BF16 && src_dtype == SS_F32) f = cv_F32_BF16_fast;
-    f(dst, src, n);
+    ss__cast_kernel(dst_dtype, src_dtype)(dst, src, n);
 }
 
 int ss_cast_rows(void *dst, ss_dtype dst_dtype, const void *src, ss_dtype src_dtype,

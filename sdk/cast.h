@@ -31,8 +31,26 @@ int ss__dtype_valid(ss_dtype d);
 
 /* ss_cast_rows() without argument checks; `a` may be NULL (no affine map).
  * With `a`, a->row_elements must equal row_elements. */
-void ss__cast(void *dst, ss_dtype dst_dtype, const void *src, ss_dtype src_dtype,
-                 uint64_t n_rows, uint64_t row_elements, const ss__affine *a);
+void ss__cast(void *dst, ss_dtype dst_dtype, const void *src, ss_dtype src_dtype, uint64_t n_rows,
+              uint64_t row_elements, const ss__affine *a);
+
+/* A plain conversion kernel: n elements of src to dst (no affine map). */
+typedef void (*ss__conv_fn)(void *restrict dst, const void *restrict src, size_t n);
+
+/* The kernel ss__cast() uses from src_dtype to dst_dtype without an affine
+ * map (a copy for equal dtypes; the buffers must not overlap). Resolved once
+ * by callers that convert many short runs. Both dtypes must be valid. */
+ss__conv_fn ss__cast_kernel(ss_dtype dst_dtype, ss_dtype src_dtype);
+
+/* A fused padded kernel: at dst, `lead` copies of the element at `pad`, then
+ * n elements of src converted as ss__cast_kernel() converts them, then
+ * `trail` copies of the pad; one pass over the output (a padded row). */
+typedef void (*ss__pad_fn)(void *restrict dst, const void *restrict src, size_t lead, size_t n,
+                           size_t trail, const void *restrict pad);
+
+/* The fused kernel from src_dtype to dst_dtype, or NULL for the pairs that
+ * have none (convert and fill separately). Both dtypes must be valid. */
+ss__pad_fn ss__cast_pad_kernel(ss_dtype dst_dtype, ss_dtype src_dtype);
 
 /* Fill n elements of size `size` at dst with the element at `elem`. */
 void ss__fill(void *dst, const void *elem, size_t size, uint64_t n);

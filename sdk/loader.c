@@ -135,6 +135,10 @@ struct ss_loader {
     int sync_init;
     uint64_t next_assign, consumed;
     int busy, paused, stop, failed;
+    /* Who sleeps, so that a wake (a system call, and a context switch for a
+     * thread that finds nothing to do) goes only where it is awaited: */
+    uint32_t idle; /* workers waiting on cv_work */
+    uint64_t want; /* the batch the caller waits for on cv_done, or UINT64_MAX */
     int err_rc;
     char err_msg[MSG_CAP];
     pthread_t *th;
@@ -523,8 +527,11 @@ static void *worker(void *arg) {
     for (;;) {
         while (!l->stop && (l->paused || l->failed || l->next_assign >= l->nbatches ||
                             l->next_assign >= l->consumed + l->prefetch ||
-                            (l->ring && l->slots[l->next_assign % l->nslots].held)))
+                            (l->ring && l->slots[l->next_assign % l->nslots].held))) {
+            l->idle++;
             pthread_cond_wait(&l->cv_work, &l->mu);
+            l->idle--;
+        }
         if (l->stop) break;
         uint64_t g = l->next_assign++, epoch = l->epoch;
         slot *s = &l->slots[g % l->nslots];
@@ -539,7 +546,14 @@ static void *worker(void *arg) {
         s->state = SLOT_READY;
         l->busy--;
         if (rc) l->failed = 1;
-        pthread_cond_broadcast(&l->cv_done);
+        /* Wake the caller only for the batch it waits for (or a quiesce for
+         * the last busy worker, or any error), after unlocking: a thread
+         * woken under the mutex would sleep again on it at once. */
+        if (g == l->want || (l->paused && l->busy == 0) || rc) {
+            pthread_mutex_unlock(&l->mu);
+            pthread_cond_broadcast(&l->cv_done);
+            pthread_mutex_lock(&l->mu);
+        }
     }
     pthread_mutex_unlock(&l->mu);
     return NULL;
@@ -892,6 +906,7 @@ int ss_loader_open(ss_loader **out, const ss_store *store, const ss_loader_optio
         pthread_cond_init(&l->cv_work, NULL);
         pthread_cond_init(&l->cv_done, NULL);
         l->sync_init = 1;
+        l->want = UINT64_MAX;
         uint32_t started = 0;
         for (; started < l->nthreads; started++)
             if (pthread_create(&l->th[started], NULL, worker, l) != 0) break;
@@ -933,8 +948,11 @@ static int ready_slot(slot **out, ss_loader *l) {
         s->rc = prepare(l, s, l->consumed, l->epoch);
         if (s->rc) snprintf(s->msg, sizeof s->msg, "%s", ss_error_message());
     } else {
-        while (!(s->state == SLOT_READY && s->g == l->consumed))
+        while (!(s->state == SLOT_READY && s->g == l->consumed)) {
+            l->want = l->consumed;
             pthread_cond_wait(&l->cv_done, &l->mu);
+        }
+        l->want = UINT64_MAX;
     }
     if (s->rc) {
         l->err_rc = s->rc;
@@ -946,10 +964,11 @@ static int ready_slot(slot **out, ss_loader *l) {
 }
 
 /* Hand out batch `consumed`: from now on the workers may refill the slot of
- * the batch before it. */
-static void consume(ss_loader *l) {
+ * the batch before it. 1 if a worker sleeps and needs a broadcast of cv_work
+ * (a busy worker checks the ring again under the mutex when it is done). */
+static int consume(ss_loader *l) {
     l->consumed++;
-    pthread_cond_broadcast(&l->cv_work);
+    return l->idle > 0;
 }
 
 int ss_loader_next(const ss_loader_batch **out, ss_loader *l) {
@@ -960,12 +979,13 @@ int ss_loader_next(const ss_loader_batch **out, ss_loader *l) {
                                    "its batches are collated by ss_loader_next_into()");
     pthread_mutex_lock(&l->mu);
     slot *s = NULL;
-    int rc = ready_slot(&s, l);
+    int rc = ready_slot(&s, l), wake = 0;
     if (rc == 0) {
-        consume(l);
+        wake = consume(l);
         *out = &s->batch;
     }
     pthread_mutex_unlock(&l->mu);
+    if (wake) pthread_cond_broadcast(&l->cv_work);
     return rc;
 }
 
@@ -977,13 +997,14 @@ static int next_ring(const ss_loader_batch **out, ss_loader *l, const ss_collate
                                    "buffer sets given at open; pass buffers = NULL");
     pthread_mutex_lock(&l->mu);
     slot *s = NULL;
-    int rc = ready_slot(&s, l);
+    int rc = ready_slot(&s, l), wake = 0;
     if (rc == 0) {
         s->held = 1;
-        consume(l);
+        wake = consume(l);
         *out = &s->batch;
     }
     pthread_mutex_unlock(&l->mu);
+    if (wake) pthread_cond_broadcast(&l->cv_work);
     return rc;
 }
 
@@ -1030,16 +1051,18 @@ int ss_loader_next_into(const ss_loader_batch **out, ss_loader *l,
     rc = collate_slot(l, s, buffers);
     if (rc) return rc; /* e.g. a buffer too small: the same batch again next time */
     rc = batch_transforms(l, s);
+    int wake = 0;
     pthread_mutex_lock(&l->mu);
     if (rc) {
         l->err_rc = rc;
         l->failed = 1;
         snprintf(l->err_msg, sizeof l->err_msg, "%s", ss_error_message());
     } else {
-        consume(l);
+        wake = consume(l);
         *out = &s->batch;
     }
     pthread_mutex_unlock(&l->mu);
+    if (wake) pthread_cond_broadcast(&l->cv_work);
     return rc;
 }
 

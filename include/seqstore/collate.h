@@ -168,9 +168,11 @@ typedef struct ss_collator_options {
     uint64_t max_rows;       /**< rows to preallocate library-owned buffers for; 0 = none */
     uint64_t max_steps;      /**< time steps per row to preallocate for; 0 = none */
     uint64_t parallel_bytes; /**< a batch with fewer output bytes is collated by the
-                                  calling thread alone; 0 = 1 MiB. Starting an OpenMP
+                                  calling thread alone; 0 = 192 KiB. Starting an OpenMP
                                   team costs more than it saves on small batches (and
-                                  libgomp's default waiting can cost a millisecond) */
+                                  libgomp's default waiting can cost a millisecond);
+                                  bench_collate's batch-size table shows where two
+                                  threads start to pay */
 } ss_collator_options;
 
 #define SS_COLLATOR_OPTIONS_VERSION 1
