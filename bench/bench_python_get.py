@@ -11,13 +11,13 @@ seqstore module against the two ways Python users read token corpora today.
                  dataset, dset[i]
 
 The same N examples (u16 tokens, lengths uniform in [1, MAXLEN]) are written
-to the three formats once (cached in DIR); then each method reads the same
+to the three formats once (cached in DIR with --dir, see bench_scratch.py); then each method reads the same
 shuffled query indices. Rounds alternate the methods (a, b, c, a, b, c, ...)
 so drift in machine load hits all of them; the figure is the median over
 rounds of ns per example. The load average is printed before and after.
 
 Usage: PYTHONPATH=build/python /usr/bin/python3 bench/bench_python_get.py
-           [--dir /tmp/ss-bench-py] [-n 1000000] [--queries 200000] [--rounds 5]
+           [--dir DIR] [-n 1000000] [--queries 200000] [--rounds 5]
 """
 import argparse
 import os
@@ -25,6 +25,8 @@ import statistics
 import time
 
 import numpy as np
+
+from bench_scratch import scratch_dir
 
 import seqstore
 
@@ -108,13 +110,18 @@ def timed(get, queries):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--dir", default="/tmp/ss-bench-py")
+    ap.add_argument("--dir", default=None, help="cache the inputs here (default: a private temporary directory, removed at exit)")
     ap.add_argument("-n", type=int, default=1000000)
     ap.add_argument("--maxlen", type=int, default=128)
     ap.add_argument("--queries", type=int, default=200000)
     ap.add_argument("--h5-queries", type=int, default=20000)
     ap.add_argument("--rounds", type=int, default=5)
     args = ap.parse_args()
+    with scratch_dir(args.dir, "ss-bench-py.") as args.dir:
+        return bench(args)
+
+
+def bench(args):
     ss, prefix, h5 = build(args.dir, args.n, args.maxlen)
 
     import h5py

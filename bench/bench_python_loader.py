@@ -11,12 +11,12 @@
       Megatron-style memmap (np.frombuffer per example, torch.from_numpy of an
       int64 copy) with a pad_sequence collate_fn, at 0 and 2 workers.
 
-Same corpus as bench_python_get.py (cached in DIR: N examples of u16 tokens,
+Same corpus as bench_python_get.py (cached in DIR with --dir: N examples of u16 tokens,
 lengths 1..MAXLEN). Each run reads BATCHES batches; rounds alternate the
 methods; medians of batches per second. The load average is printed.
 
 Usage: PYTHONPATH=build/python /usr/bin/python3 bench/bench_python_loader.py
-           [--dir /tmp/ss-bench-py] [--batches 2000] [--rounds 5]
+           [--dir DIR] [--batches 2000] [--rounds 5]
 """
 import argparse
 import os
@@ -26,6 +26,8 @@ import time
 import warnings
 
 import numpy as np
+
+from bench_scratch import scratch_dir
 import torch
 
 import seqstore
@@ -85,12 +87,17 @@ def run_torch(ds, workers, batches, epoch):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--dir", default="/tmp/ss-bench-py")
+    ap.add_argument("--dir", default=None, help="cache the inputs here (default: a private temporary directory, removed at exit)")
     ap.add_argument("-n", type=int, default=1000000)
     ap.add_argument("--maxlen", type=int, default=128)
     ap.add_argument("--batches", type=int, default=2000)
     ap.add_argument("--rounds", type=int, default=5)
     args = ap.parse_args()
+    with scratch_dir(args.dir, "ss-bench-py.") as args.dir:
+        return bench(args)
+
+
+def bench(args):
     torch.set_num_threads(1)
     ss, prefix, _ = build(args.dir, args.n, args.maxlen)
     store = seqstore.open(ss)

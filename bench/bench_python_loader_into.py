@@ -20,7 +20,7 @@ alone. Rounds alternate the methods; medians of batches per second; load
 average.
 
 Usage: PYTHONPATH=build/python /usr/bin/python3 bench/bench_python_loader_into.py
-           [--dir /tmp/ss-bench-py] [--batches 2000] [--rounds 5]
+           [--dir DIR] [--batches 2000] [--rounds 5]
 """
 import argparse
 import os
@@ -35,6 +35,7 @@ import seqstore
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_python_get import build, loadavg  # noqa: E402
+from bench_scratch import scratch_dir  # noqa: E402
 
 
 def run(store, batches, epoch, copy=True, out=None, step=0.0, bs=64):
@@ -55,7 +56,7 @@ def run(store, batches, epoch, copy=True, out=None, step=0.0, bs=64):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--dir", default="/tmp/ss-bench-py")
+    ap.add_argument("--dir", default=None, help="cache the inputs here (default: a private temporary directory, removed at exit)")
     ap.add_argument("-n", type=int, default=1000000)
     ap.add_argument("--maxlen", type=int, default=128)
     ap.add_argument("--batches", type=int, default=2000)
@@ -63,6 +64,11 @@ def main():
     ap.add_argument("--step-us", type=float, default=0.0)
     ap.add_argument("--batch-size", type=int, default=64)
     args = ap.parse_args()
+    with scratch_dir(args.dir, "ss-bench-py.") as args.dir:
+        return bench(args)
+
+
+def bench(args):
     torch.set_num_threads(1)
     ss, _, _ = build(args.dir, args.n, args.maxlen)
     store = seqstore.open(ss)

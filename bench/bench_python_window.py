@@ -24,7 +24,7 @@ load hits both; the figure is the median over rounds of the batches per
 second (and output MB/s). The load average is printed before and after.
 
 Usage: PYTHONPATH=build/python /usr/bin/python3 bench/bench_python_window.py
-           [--dir /tmp/ss-bench-pywin] [--batches 200] [--rounds 7] [--threads 1]
+           [--dir DIR] [--batches 200] [--rounds 7] [--threads 1]
 """
 import argparse
 import os
@@ -32,6 +32,8 @@ import statistics
 import time
 
 import numpy as np
+
+from bench_scratch import scratch_dir
 
 import seqstore
 
@@ -120,11 +122,16 @@ def run_numpy(mm, sched, gain32, offset32):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--dir", default="/tmp/ss-bench-pywin")
+    ap.add_argument("--dir", default=None, help="cache the inputs here (default: a private temporary directory, removed at exit)")
     ap.add_argument("--batches", type=int, default=200)
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--threads", type=int, default=1)
     args = ap.parse_args()
+    with scratch_dir(args.dir, "ss-bench-py.") as args.dir:
+        return bench(args)
+
+
+def bench(args):
     ss, raw = build(args.dir)
     gain = np.linspace(0.05, 0.15, C)
     offset = np.linspace(-3.0, 3.0, C)
