@@ -15,7 +15,7 @@
  * complete keeps it, and an interrupted shard continues from its last commit
  * (`convert --resume`): rerunning finishes only what is missing.
  *
- * Word vocabularies (`--tokens words` of text and parallel, without --vocab)
+ * Word vocabularies (`--tokens words` of text, parallel and jsonl, without --vocab)
  * are shared: every rank first counts the words of its own slice
  * (`convert ... --count-only`), the counts are reduced to rank 0 (gathered
  * in rank order and written as DIR/word.counts), and every rank then
@@ -78,9 +78,9 @@ static void usage(FILE *out) {
             "job and no manifest is written. --resume keeps complete shards and continues\n"
             "interrupted ones. OPTIONS are those of `seqstore convert KIND` (--force to\n"
             "replace existing shards). The seqstore program is $SEQSTORE, else the one next\n"
-            "to this program. With --tokens words (text, parallel; no --vocab) each rank\n"
-            "first counts the words of its slice (--count-only); the counts are reduced to\n"
-            "DIR/word.counts and every shard is converted with --counts DIR/word.counts:\n"
+            "to this program. With --tokens words (text, parallel, jsonl; no --vocab) each\n"
+            "rank first counts the words of its slice (--count-only); the counts are reduced\n"
+            "to DIR/word.counts and every shard is converted with --counts DIR/word.counts:\n"
             "one vocabulary, the single process's.\n");
 }
 
@@ -143,7 +143,8 @@ typedef struct job {
 /* Does the conversion build a word vocabulary that the ranks must share? */
 static int needs_word_counts(const job *j) {
     int words = 0;
-    if (strcmp(j->pass[1], "text") && strcmp(j->pass[1], "parallel")) return 0;
+    if (strcmp(j->pass[1], "text") && strcmp(j->pass[1], "parallel") && strcmp(j->pass[1], "jsonl"))
+        return 0;
     for (int i = 2; i < j->npass; i++) {
         const char *a = j->pass[i];
         if (!strcmp(a, "--vocab") || !strcmp(a, "--src-vocab") || !strcmp(a, "--tgt-vocab") ||
