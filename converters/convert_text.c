@@ -19,6 +19,7 @@
 #include <zlib.h>
 
 #define TX_BLOCK_BYTES ((size_t)1 << 20)
+#define TX_BATCH 32 /* words counted or looked up together (vocab.h) */
 
 /* ------------------------------------------------------------- tokens */
 
@@ -310,6 +311,41 @@ static int excerpt_len(size_t n) {
     return n > 40 ? 40 : (int)n;
 }
 
+/* Look the n words up, store their ids from element m of out; new m. */
+static size_t put_ids(const tx_tok *t, size_t n, const uint8_t *const *w, const uint32_t *len,
+                      const uint64_t *hash, int64_t *id, uint8_t *out, size_t m) {
+    ss_vocab_lookup_batch(t->vocab, n, w, len, hash, id);
+    for (size_t k = 0; k < n; k++)
+        put(out, t->esize, m++, id[k] < 0 || !len[k] ? t->unk : (uint32_t)id[k]);
+    return m;
+}
+
+/* The ids of the words of [a, e) of d, stored from element m of out (room
+ * for e - a elements); returns the new m. Words are looked up TX_BATCH at a
+ * time (ss_vocab_lookup_batch()). A word longer than 4 GiB is <unk>. */
+static size_t lookup_words(const tx_tok *t, const uint8_t *d, size_t a, size_t e, uint8_t *out,
+                           size_t m) {
+    const uint8_t *w[TX_BATCH];
+    uint32_t len[TX_BATCH];
+    uint64_t hash[TX_BATCH];
+    int64_t id[TX_BATCH];
+    size_t n = 0;
+    for (size_t i = a; i < e;) {
+        while (i < e && is_ws(d[i])) i++;
+        if (i >= e) break;
+        size_t s = i;
+        while (i < e && !is_ws(d[i])) i++;
+        w[n] = d + s;
+        len[n] = i - s > UINT32_MAX ? 0 : (uint32_t)(i - s);
+        hash[n] = ss_vocab_hash(d + s, len[n]);
+        if (++n == TX_BATCH) {
+            m = put_ids(t, n, w, len, hash, id, out, m);
+            n = 0;
+        }
+    }
+    return n ? put_ids(t, n, w, len, hash, id, out, m) : m;
+}
+
 /* Tokenize [a, e) of d for side `sd` into item `it`. */
 static void tokenize(const tx_job *j, int sd, tx_slot *s, tx_item *it, const uint8_t *d, size_t a,
                      size_t e, const tx_blockids *bi) {
@@ -362,14 +398,7 @@ static void tokenize(const tx_job *j, int sd, tx_slot *s, tx_item *it, const uin
             for (size_t x = 0; x < nw; x++) put(out, es, m++, rm[w[x]]);
             break;
         }
-        for (size_t i = a; i < e;) {
-            while (i < e && is_ws(d[i])) i++;
-            if (i >= e) break;
-            size_t w = i;
-            while (i < e && !is_ws(d[i])) i++;
-            int64_t id = ss_vocab_lookup_h(t->vocab, d + w, i - w, ss_vocab_hash(d + w, i - w));
-            put(out, es, m++, id < 0 ? t->unk : (uint32_t)id);
-        }
+        m = lookup_words(t, d, a, e, out, m);
         break;
     case TX_IDS:
         for (size_t i = a; i < e;) {
@@ -644,7 +673,6 @@ static int push_u32(uint32_t **a, size_t *n, size_t *cap, uint32_t x) {
 }
 
 /* Words waiting to be counted together (ss_vocab_count_batch()). */
-#define TX_BATCH 32
 typedef struct word_batch {
     const uint8_t *w[TX_BATCH];
     uint32_t len[TX_BATCH], entry[TX_BATCH];

@@ -184,12 +184,9 @@ int ss_vocab_count_at(ss_vocab *v, const uint8_t *w, size_t len, uint64_t hash, 
     return 0;
 }
 
-int ss_vocab_count_batch(ss_vocab *v, size_t n, const uint8_t *const *w, const uint32_t *len,
-                         const uint64_t *hash, uint32_t *entry_no) {
-    /* Three dependent cache misses per word (slot, entry, key bytes) were
-     * most of the counting time; touching the batch's slots, then entries,
-     * then keys, each stage for all words, has their misses overlap. The
-     * loads are hints only: the inserts below redo them (and grow). */
+/* Fetch the table memory of the n words (slot, entry, key bytes), each
+ * stage for all words before the next, so that their misses overlap. */
+static void prefetch_words(const ss_vocab *v, size_t n, const uint64_t *hash) {
     uint64_t mask = v->cap - 1;
     for (size_t i = 0; i < n; i++) __builtin_prefetch(&v->slots[hash[i] & mask]);
     for (size_t i = 0; i < n; i++) {
@@ -200,6 +197,20 @@ int ss_vocab_count_batch(ss_vocab *v, size_t n, const uint8_t *const *w, const u
         uint64_t s = v->slots[hash[i] & mask];
         if (s && s >> 32 == hash[i] >> 32) __builtin_prefetch(v->ents[(uint32_t)s - 1].key);
     }
+}
+
+void ss_vocab_lookup_batch(const ss_vocab *v, size_t n, const uint8_t *const *w,
+                           const uint32_t *len, const uint64_t *hash, int64_t *id) {
+    prefetch_words(v, n, hash);
+    for (size_t i = 0; i < n; i++) id[i] = ss_vocab_lookup_h(v, w[i], len[i], hash[i]);
+}
+
+int ss_vocab_count_batch(ss_vocab *v, size_t n, const uint8_t *const *w, const uint32_t *len,
+                         const uint64_t *hash, uint32_t *entry_no) {
+    /* Three dependent cache misses per word (slot, entry, key bytes) were
+     * most of the counting time; fetched for the batch first, they overlap.
+     * The loads are hints only: the inserts below redo them (and grow). */
+    prefetch_words(v, n, hash);
     for (size_t i = 0; i < n; i++)
         if (ss_vocab_count_at(v, w[i], len[i], hash[i], 1, &entry_no[i])) return -1;
     return 0;
