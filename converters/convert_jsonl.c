@@ -206,7 +206,8 @@ static void process_block(const jl_spec *sp, const tx_input *in, const tx_block 
     s->oom = 0;
     for (uint32_t k = 0; k < sp->nkeys; k++) s->bufs[k].n = 0;
     if (b->other_shard) { /* --shard: count its lines only (tx_shard_blocks()) */
-        s->nlines = tx_count_lines(in->data + b->start[0], b->end[0] - b->start[0]);
+        if (b->other_shard != TX_UNREAD)
+            s->nlines = tx_count_lines(in->data + b->start[0], b->end[0] - b->start[0]);
         return;
     }
     size_t pos = b->start[0], end = b->end[0];

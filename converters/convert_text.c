@@ -19,7 +19,7 @@
 #include <zlib.h>
 
 #define TX_BLOCK_BYTES ((size_t)1 << 20)
-#define TX_BATCH 32 /* words counted or looked up together (vocab.h) */
+#define TX_BATCH 32 /* words counted together (ss_vocab_count_batch()) */
 
 /* ------------------------------------------------------------- tokens */
 
@@ -248,6 +248,19 @@ int tx_shard_blocks(ss_conv *c, tx_job *j) {
         tx_block *b = &j->blocks[k];
         b->other_shard = !ss_conv_in_shard_at(c, side_input(j, b, 0)->source, b->start[0]);
     }
+    /* Line numbers start again with each input: another shard's block needs
+     * its lines counted only when a block of this shard follows it in the
+     * same input. The others are not read at all (a rank of N would
+     * otherwise scan the whole corpus). */
+    int mine_after = 0;
+    for (size_t k = j->nblocks; k-- > 0;) {
+        tx_block *b = &j->blocks[k];
+        if (k + 1 < j->nblocks && b->input != j->blocks[k + 1].input) mine_after = 0;
+        if (!b->other_shard)
+            mine_after = 1;
+        else if (!mine_after)
+            b->other_shard = TX_UNREAD;
+    }
     return 0;
 }
 
@@ -311,41 +324,6 @@ static int excerpt_len(size_t n) {
     return n > 40 ? 40 : (int)n;
 }
 
-/* Look the n words up, store their ids from element m of out; new m. */
-static size_t put_ids(const tx_tok *t, size_t n, const uint8_t *const *w, const uint32_t *len,
-                      const uint64_t *hash, int64_t *id, uint8_t *out, size_t m) {
-    ss_vocab_lookup_batch(t->vocab, n, w, len, hash, id);
-    for (size_t k = 0; k < n; k++)
-        put(out, t->esize, m++, id[k] < 0 || !len[k] ? t->unk : (uint32_t)id[k]);
-    return m;
-}
-
-/* The ids of the words of [a, e) of d, stored from element m of out (room
- * for e - a elements); returns the new m. Words are looked up TX_BATCH at a
- * time (ss_vocab_lookup_batch()). A word longer than 4 GiB is <unk>. */
-static size_t lookup_words(const tx_tok *t, const uint8_t *d, size_t a, size_t e, uint8_t *out,
-                           size_t m) {
-    const uint8_t *w[TX_BATCH];
-    uint32_t len[TX_BATCH];
-    uint64_t hash[TX_BATCH];
-    int64_t id[TX_BATCH];
-    size_t n = 0;
-    for (size_t i = a; i < e;) {
-        while (i < e && is_ws(d[i])) i++;
-        if (i >= e) break;
-        size_t s = i;
-        while (i < e && !is_ws(d[i])) i++;
-        w[n] = d + s;
-        len[n] = i - s > UINT32_MAX ? 0 : (uint32_t)(i - s);
-        hash[n] = ss_vocab_hash(d + s, len[n]);
-        if (++n == TX_BATCH) {
-            m = put_ids(t, n, w, len, hash, id, out, m);
-            n = 0;
-        }
-    }
-    return n ? put_ids(t, n, w, len, hash, id, out, m) : m;
-}
-
 /* Tokenize [a, e) of d for side `sd` into item `it`. */
 static void tokenize(const tx_job *j, int sd, tx_slot *s, tx_item *it, const uint8_t *d, size_t a,
                      size_t e, const tx_blockids *bi) {
@@ -398,7 +376,17 @@ static void tokenize(const tx_job *j, int sd, tx_slot *s, tx_item *it, const uin
             for (size_t x = 0; x < nw; x++) put(out, es, m++, rm[w[x]]);
             break;
         }
-        m = lookup_words(t, d, a, e, out, m);
+        /* (looking words up in batches, as counting does, measured no
+         * faster: the scan's branch misses, which overlapped the lookups'
+         * cache misses, then stand alone) */
+        for (size_t i = a; i < e;) {
+            while (i < e && is_ws(d[i])) i++;
+            if (i >= e) break;
+            size_t w = i;
+            while (i < e && !is_ws(d[i])) i++;
+            int64_t id = ss_vocab_lookup_h(t->vocab, d + w, i - w, ss_vocab_hash(d + w, i - w));
+            put(out, es, m++, id < 0 ? t->unk : (uint32_t)id);
+        }
         break;
     case TX_IDS:
         for (size_t i = a; i < e;) {
@@ -454,7 +442,9 @@ void tx_process_block(const tx_job *j, const tx_block *b, tx_slot *s) {
     }
     if (b->other_shard) {
         s->nlines =
-            tx_count_lines(side_input(j, b, 0)->data + b->start[0], b->end[0] - b->start[0]);
+            b->other_shard == TX_UNREAD
+                ? 0
+                : tx_count_lines(side_input(j, b, 0)->data + b->start[0], b->end[0] - b->start[0]);
         return;
     }
     size_t pos[2] = {b->start[0], b->start[1]};

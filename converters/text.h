@@ -17,6 +17,7 @@
 
 enum { TX_BYTES, TX_CHARS, TX_WORDS, TX_IDS, TX_SPM }; /* --tokens; --tokenizer spm: */
 enum { TX_LINES, TX_DOCS_BLANK, TX_DOCS_SEP };         /* example boundaries */
+enum { TX_UNREAD = 2 };                                /* tx_block.other_shard: lines not needed */
 
 /* The tokenizer of one side (one field). */
 typedef struct tx_tok {
@@ -49,7 +50,8 @@ typedef struct tx_input {
 typedef struct tx_block {
     uint32_t input;
     size_t start[2], end[2];
-    int other_shard; /* --shard: another shard's block; only its lines are counted */
+    int other_shard; /* --shard: another shard's block; only its lines are counted
+                      * (TX_UNREAD: not even those, no later block is ours) */
 } tx_block;
 
 /* One example (or bad record) of a processed block. */
@@ -156,7 +158,8 @@ int tx_split(tx_job *j);
 /* --shard K/N: give the slicing each input's loaded size (a parallel
  * corpus: side 0's; side 1 counts 0), mark every block whose first byte
  * another shard owns (tx_process_block() then only counts its lines, so line
- * numbers stay those of a single-process run) and have ss_conv_bad() trust
+ * numbers stay those of a single-process run; not even that, TX_UNREAD,
+ * when no block of this shard follows in the same input) and have ss_conv_bad() trust
  * the caller, which reports bad records of its own blocks only. Blocks are
  * cut at line (document) boundaries, so a large file is sliced there. Call it
  * after tx_split() and before ss_conv_begin(). @return 0, or 1 (error

@@ -199,12 +199,6 @@ static void prefetch_words(const ss_vocab *v, size_t n, const uint64_t *hash) {
     }
 }
 
-void ss_vocab_lookup_batch(const ss_vocab *v, size_t n, const uint8_t *const *w,
-                           const uint32_t *len, const uint64_t *hash, int64_t *id) {
-    prefetch_words(v, n, hash);
-    for (size_t i = 0; i < n; i++) id[i] = ss_vocab_lookup_h(v, w[i], len[i], hash[i]);
-}
-
 int ss_vocab_count_batch(ss_vocab *v, size_t n, const uint8_t *const *w, const uint32_t *len,
                          const uint64_t *hash, uint32_t *entry_no) {
     /* Three dependent cache misses per word (slot, entry, key bytes) were

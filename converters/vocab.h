@@ -113,13 +113,6 @@ int ss_vocab_count_at(ss_vocab *v, const uint8_t *w, size_t len, uint64_t hash, 
 int ss_vocab_count_batch(ss_vocab *v, size_t n, const uint8_t *const *w, const uint32_t *len,
                          const uint64_t *hash, uint32_t *entry_no);
 
-/** ss_vocab_lookup_h() of the n words w[i] (len[i] bytes, hash[i] =
- *  ss_vocab_hash()): id[i] = word i's id, or -1 if absent. Faster than one
- *  call per word for large maps (see ss_vocab_count_batch()). Thread-safe
- *  on a finished vocabulary. */
-void ss_vocab_lookup_batch(const ss_vocab *v, size_t n, const uint8_t *const *w,
-                           const uint32_t *len, const uint64_t *hash, int64_t *id);
-
 /** The bytes of entry `k` of a map (see ss_vocab_count_at(); not
  *  NUL-terminated, owned by the map), its length in *len; NULL if k >=
  *  ss_vocab_entries(). */
