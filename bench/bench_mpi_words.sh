@@ -6,7 +6,8 @@
 # (default 5). Prints every run's wall time, the medians and ranges, the
 # speed-up, the load average before, during and after, and splits the wall
 # time (seqstore-mpi --times, slowest rank) into
-#   work   - count + convert + verify: what N ranks divide N ways
+#   work   - count + convert + verify: what N ranks divide N ways (also in
+#            CPU seconds, work-cpu, which other load does not stretch)
 #   fixed  - mpirun's start-up, MPI_Init and MPI_Finalize (measured alone as
 #            `mpirun -n N seqstore-mpi --help`), the counts reduce, waiting
 #            for the slowest rank, the manifest and the rest
@@ -68,12 +69,12 @@ col() {
 }
 med() { col "$1" "$2" | cut -d' ' -f1; }
 echo "phases, seconds, medians (slowest rank; seqstore-mpi --times):"
-echo "  ranks  wall   mpirun* count  reduce convert verify wait   manifest  in seqstore-mpi"
+echo "  ranks  wall   mpirun* count  reduce convert verify wait   manifest  in seqstore-mpi  work-cpu"
 for n in 1 2; do
-    printf '  %-5s %6.2f %6.2f  %6.2f %6.3f %6.2f  %6.3f %6.3f %6.3f    %6.2f\n' "$n" \
-        "$(med "$work/t$n" 1)" "$(med "$work/s$n" 1)" "$(med "$work/t$n" 2)" \
+    printf '  %-5s %6.2f %6.2f  %6.2f %6.3f %6.2f  %6.3f %6.3f %6.3f    %6.2f          %6.2f\n' \
+        "$n" "$(med "$work/t$n" 1)" "$(med "$work/s$n" 1)" "$(med "$work/t$n" 2)" \
         "$(med "$work/t$n" 3)" "$(med "$work/t$n" 4)" "$(med "$work/t$n" 5)" \
-        "$(med "$work/t$n" 6)" "$(med "$work/t$n" 7)" "$(med "$work/t$n" 8)"
+        "$(med "$work/t$n" 6)" "$(med "$work/t$n" 7)" "$(med "$work/t$n" 8)" "$(med "$work/t$n" 9)"
 done
 echo "  (* mpirun -n N seqstore-mpi --help: start-up, MPI_Init, MPI_Finalize; a separate run)"
 set -- $(col "$work/t1" 1) && m1=$1 lo1=$2 hi1=$3
@@ -89,11 +90,17 @@ w2=$(awk '{print $2 + $4 + $5}' "$work/t2" | sort -g | awk '{v[NR]=$1} END {prin
 f1=$(echo "$m1 - $w1" | bc -l) f2=$(echo "$m2 - $w2" | bc -l)
 printf 'per-rank work (count+convert+verify): 1 rank %.2f s = %.0f MB/s per rank; 2 ranks %.2f s each (1 rank / 2 ranks: %.2fx)\n' \
     "$w1" "$(echo "$bytes / 1000000 / $w1" | bc -l)" "$w2" "$(echo "$w1 / $w2" | bc -l)"
+c1=$(med "$work/t1" 9) c2=$(med "$work/t2" 9)
+printf 'per-rank work in CPU seconds (work-cpu; what the load does not stretch): 1 rank %.2f s = %.0f MB/s per CPU second; 2 ranks %.2f s each (1 rank / 2 ranks: %.2fx)\n' \
+    "$c1" "$(echo "$bytes / 1000000 / $c1" | bc -l)" "$c2" "$(echo "$c1 / $c2" | bc -l)"
 printf 'fixed (wall - work: mpirun*, reduce, wait, manifest): 1 rank %.2f s, 2 ranks %.2f s = %.0f%% of the 2-rank wall\n' \
     "$f1" "$f2" "$(echo "100 * $f2 / $m2" | bc -l)"
 printf 'projection: B bytes on N ranks ~ %.1f s + B / (N x %.0f MB/s); 1 TB on 64 ranks ~ %.0f s\n' \
     "$f2" "$(echo "$bytes / 1000000 / $w1" | bc -l)" \
     "$(echo "$f2 + 1000000 / (64 * $bytes / 1000000 / $w1)" | bc -l)"
+printf '  (with a rank per idle CPU, by CPU seconds: %.1f s + B / (N x %.0f MB/s); 1 TB on 64 ranks ~ %.0f s)\n' \
+    "$f2" "$(echo "$bytes / 1000000 / $c1" | bc -l)" \
+    "$(echo "$f2 + 1000000 / (64 * $bytes / 1000000 / $c1)" | bc -l)"
 printf "(fixed costs as measured with 2 ranks; the counts reduce and their merge grow with\n ranks x distinct words per shard, the manifest with the number of shards)\n"
 echo "load average during the rounds:$loads; after: $(load)"
 echo "(a 2-rank speed-up measured while other processes use the CPUs is not reliable)"

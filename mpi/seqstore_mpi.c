@@ -32,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -40,10 +41,20 @@ extern char **environ;
 /* --times: wall seconds of this rank's phases (MPI_Wtime), printed by rank 0
  * as the maximum over the ranks, so that a benchmark can tell the work that
  * scales with 1/N from the fixed costs. */
-enum { T_COUNT, T_REDUCE, T_CONVERT, T_VERIFY, T_WAIT, T_MANIFEST, T_ALL, T_N };
+enum { T_COUNT, T_REDUCE, T_CONVERT, T_VERIFY, T_WAIT, T_MANIFEST, T_ALL, T_CPU, T_N };
 static const char *const phase_names[T_N] = {"count", "reduce",   "convert", "verify",
-                                             "wait",  "manifest", "total"};
+                                             "wait",  "manifest", "total",   "work-cpu"};
 static double phase_secs[T_N];
+
+/* CPU seconds (user + sys) of this process, or of its waited-for children:
+ * work-cpu is the count and convert processes' plus the verify's, the work
+ * a rank does whatever else shares its CPUs. */
+static double cpu_secs(int who) {
+    struct rusage ru;
+    getrusage(who, &ru);
+    return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec * 1e-6 +
+           (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec * 1e-6;
+}
 
 /* Under AddressSanitizer, no leak report for this driver: Open MPI's
  * MPI_Finalize leaves its plugins' allocations (in libraries it has already
@@ -92,7 +103,8 @@ static void usage(FILE *out) {
             "to DIR/word.counts and every shard is converted with --counts DIR/word.counts:\n"
             "one vocabulary, the single process's. --times: rank 0 prints the seconds of\n"
             "each phase (count, reduce, convert, verify, wait for the slowest rank,\n"
-            "manifest, total after MPI_Init), the maximum over the ranks.\n");
+            "manifest, total after MPI_Init) and the CPU seconds of count, convert and\n"
+            "verify (work-cpu), each the maximum over the ranks.\n");
 }
 
 /* The seqstore program: $SEQSTORE, else `seqstore` in this program's directory. */
@@ -213,18 +225,20 @@ static int convert_rank(const job *j, const char *prog, int rank, int size, cons
         snprintf(kill_after, sizeof kill_after, "%s", strchr(kill, ':') + 1);
         setenv("SS_TEST_KILL_AFTER", kill_after, 1);
     }
-    double t0 = MPI_Wtime();
+    double t0 = MPI_Wtime(), c0 = cpu_secs(RUSAGE_CHILDREN);
     int rc = run(argv);
     free(argv);
     phase_secs[T_CONVERT] = MPI_Wtime() - t0;
+    phase_secs[T_CPU] += cpu_secs(RUSAGE_CHILDREN) - c0;
     if (victim && rc == 128 + SIGKILL) raise(SIGKILL);
     if (rc) {
         fprintf(stderr, "seqstore-mpi: rank %d: seqstore convert exited with %d\n", rank, rc);
         return rc;
     }
-    t0 = MPI_Wtime();
+    t0 = MPI_Wtime(), c0 = cpu_secs(RUSAGE_SELF);
     rc = verify_shard(shard);
     phase_secs[T_VERIFY] = MPI_Wtime() - t0;
+    phase_secs[T_CPU] += cpu_secs(RUSAGE_SELF) - c0;
     return rc;
 }
 
@@ -255,9 +269,10 @@ static int reduce_word_counts(const job *j, const char *prog, int rank, int size
         for (int i = 0; i < j->npass; i++) argv[n++] = j->pass[i];
         argv[n++] = "--shard", argv[n++] = spec, argv[n++] = "--count-only";
         argv[n++] = "-o", argv[n++] = mine, argv[n++] = "--quiet";
-        double t0 = MPI_Wtime();
+        double t0 = MPI_Wtime(), c0 = cpu_secs(RUSAGE_CHILDREN);
         status = run(argv);
         phase_secs[T_COUNT] = MPI_Wtime() - t0;
+        phase_secs[T_CPU] += cpu_secs(RUSAGE_CHILDREN) - c0;
         free(argv);
     }
     double t0 = MPI_Wtime();
