@@ -36,6 +36,8 @@ static void jsonl_usage(FILE *out) {
           "built in a first pass as by 'convert text'):\n"
           "  --min-count N, --max-vocab N   as for 'convert text'\n"
           "  --vocab FROM        reuse the vocabulary of a store or a one-token-per-line file\n"
+          "  --count-only, --counts PATH   shared vocabularies over --shard jobs, as for\n"
+          "                      'convert text'\n"
           "A bad line is reported as FILE:LINE with the JSON error or the missing key.\n"
           "Attributes: '<key>.tokens' (the KIND); spm: 'vocab' (the pieces, one per\n"
           "line), '<key>.tokenizer', '<key>.vocab_size', '<key>.bos_id', '.eos_id',\n"
@@ -51,6 +53,10 @@ typedef struct jl_options {
     const char *spm_model, *vocab_from;
     char **inputs;
     int ninputs;
+    int count_only;      /* --count-only: write this shard's word counts */
+    const char **counts; /* --counts PATH...: the vocabulary from these counts */
+    int ncounts;
+    char *counts_options; /* the counts files' options line (wordcounts.c), malloc'ed */
 } jl_options;
 
 static int add_key(ss_conv *c, jl_options *o, const char *k) {
@@ -68,7 +74,8 @@ static int parse_jsonl(ss_conv *c, int argc, char **argv, jl_options *o) {
     memset(o, 0, sizeof *o);
     o->min_count = 1;
     o->inputs = calloc((size_t)argc + 1, sizeof *o->inputs);
-    if (!o->inputs) return ss_conv_error(c, "out of memory");
+    o->counts = calloc((size_t)argc + 1, sizeof *o->counts);
+    if (!o->inputs || !o->counts) return ss_conv_error(c, "out of memory");
     int only_files = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -101,6 +108,12 @@ static int parse_jsonl(ss_conv *c, int argc, char **argv, jl_options *o) {
             if (!v) return ss_conv_usage_error(c, "--vocab needs a store or a file");
             o->vocab_from = v;
             i++;
+        } else if (!strcmp(a, "--count-only")) {
+            o->count_only = 1;
+        } else if (!strcmp(a, "--counts")) {
+            if (!v) return ss_conv_usage_error(c, "--counts needs a counts file or directory");
+            o->counts[o->ncounts++] = v;
+            i++;
         } else {
             return ss_conv_usage_error(c, "unknown option '%s'", a);
         }
@@ -116,7 +129,23 @@ static int parse_jsonl(ss_conv *c, int argc, char **argv, jl_options *o) {
         return ss_conv_usage_error(c, "--vocab, --min-count and --max-vocab need --tokens words");
     if (o->vocab_from && (o->max_vocab || o->min_count != 1))
         return ss_conv_usage_error(c, "--vocab excludes --min-count and --max-vocab");
-    return 0;
+    return tx_check_count_options(c, o->kind == TX_WORDS, o->count_only, o->ncounts,
+                                  o->vocab_from != NULL);
+}
+
+/* The counts files' options line: the keys in order (a counts file of
+ * other keys is refused). NULL when out of memory. */
+static char *counts_options(const jl_options *o) {
+    size_t n = 32;
+    for (uint32_t k = 0; k < o->nkeys; k++) n += strlen(o->keys[k]) + 1;
+    char *s = malloc(n);
+    if (!s) return NULL;
+    strcpy(s, "jsonl\tkeys\t");
+    for (uint32_t k = 0; k < o->nkeys; k++) {
+        if (k) strcat(s, ",");
+        strcat(s, o->keys[k]);
+    }
+    return s;
 }
 
 /* ------------------------------------------------------------- blocks */
@@ -177,7 +206,8 @@ static void process_block(const jl_spec *sp, const tx_input *in, const tx_block 
     s->oom = 0;
     for (uint32_t k = 0; k < sp->nkeys; k++) s->bufs[k].n = 0;
     if (b->other_shard) { /* --shard: count its lines only (tx_shard_blocks()) */
-        s->nlines = tx_count_lines(in->data + b->start[0], b->end[0] - b->start[0]);
+        if (b->other_shard != TX_UNREAD)
+            s->nlines = tx_count_lines(in->data + b->start[0], b->end[0] - b->start[0]);
         return;
     }
     size_t pos = b->start[0], end = b->end[0];
@@ -387,10 +417,9 @@ static int write_attrs(ss_conv *c, const jl_options *o, const tx_tok *t) {
     return 0;
 }
 
-/* Count the words of every block (in parallel; per-thread maps merged) and
- * build the vocabulary. @return 0, or 1 (printed). */
-static int count_vocab(ss_conv *c, const jl_spec *sp, const tx_job *j, const jl_options *o,
-                       ss_vocab **out) {
+/* Count the words of every block (in parallel; per-thread maps merged) into
+ * *out; with `mine`, only this --shard's blocks. @return 0, or 1 (printed). */
+static int count_words(ss_conv *c, const jl_spec *sp, const tx_job *j, int mine, ss_vocab **out) {
     int threads = ss_conv_opts(c)->threads, oom = 0;
     ss_vocab **maps = calloc((size_t)threads, sizeof *maps);
     jl_arena *arenas = calloc((size_t)threads, sizeof *arenas);
@@ -404,6 +433,7 @@ static int count_vocab(ss_conv *c, const jl_spec *sp, const tx_job *j, const jl_
             int t = omp_get_thread_num();
             const tx_block *bl = &j->blocks[b];
             const uint8_t *d = j->inputs[bl->input].data;
+            if (mine && bl->other_shard) continue;
             for (size_t pos = bl->start[0]; pos < bl->end[0];) {
                 const uint8_t *nl = memchr(d + pos, '\n', bl->end[0] - pos);
                 size_t n = nl ? (size_t)(nl - d) - pos : bl->end[0] - pos;
@@ -418,21 +448,41 @@ static int count_vocab(ss_conv *c, const jl_spec *sp, const tx_job *j, const jl_
     }
     for (int t = 1; t < threads && !oom; t++)
         if (ss_vocab_merge(maps[0], maps[t])) oom = 1;
-    if (!oom && ss_vocab_build(out, maps[0], o->min_count, o->max_vocab)) oom = 1;
     for (int t = 0; maps && arenas && t < threads; t++) {
-        ss_vocab_free(maps[t]);
+        if (t || oom) ss_vocab_free(maps[t]); /* merge copied the words: arenas may go */
         jl_arena_free(&arenas[t]);
     }
+    if (!oom) *out = maps[0];
     free(maps);
     free(arenas);
     return oom ? ss_conv_error(c, "out of memory while counting words") : 0;
 }
 
+/* --count-only: this shard's counts as a counts file (no store). */
+static int write_counts(ss_conv *c, const jl_spec *sp, tx_job *j) {
+    ss_vocab *counts[2] = {NULL, NULL};
+    int skip[2] = {0, 1};
+    ss_conv_no_store(c);
+    if (tx_shard_blocks(c, j) || count_words(c, sp, j, 1, &counts[0])) return 1;
+    int rc = tx_write_counts_of(c, j, 1, skip, counts);
+    ss_vocab_free(counts[0]);
+    return rc;
+}
+
 static int load_vocab(ss_conv *c, const jl_spec *sp, const tx_job *j, const jl_options *o,
                       ss_vocab **out) {
+    ss_vocab *counts[2] = {NULL, NULL};
+    int skip[2] = {0, 1};
+    *out = NULL;
     if (o->vocab_from) return tx_vocab_load(c, out, o->vocab_from, o->keys[0]);
     if (ss_conv_opts(c)->append) return tx_vocab_load(c, out, ss_conv_opts(c)->output, o->keys[0]);
-    return count_vocab(c, sp, j, o, out);
+    if (o->ncounts ? tx_read_counts(c, j, 1, skip, o->counts, o->ncounts, counts)
+                   : count_words(c, sp, j, 0, &counts[0]))
+        return 1;
+    int rc = ss_vocab_build(out, counts[0], o->min_count, o->max_vocab);
+    ss_vocab_free(counts[0]);
+    ss_vocab_free(counts[1]);
+    return rc ? ss_conv_error(c, "out of memory while building the vocabulary") : 0;
 }
 
 static int convert(ss_conv *c, const jl_options *o, tx_job *j, tx_tok *t, ss_vocab **vocab) {
@@ -449,6 +499,8 @@ static int convert(ss_conv *c, const jl_options *o, tx_job *j, tx_tok *t, ss_voc
     }
     if (tx_split(j)) return ss_conv_error(c, "out of memory");
     jl_spec sp = {o->nkeys, o->keys, t, tx_spm_tokenize};
+    j->counts_options = o->counts_options;
+    if (o->count_only) return write_counts(c, &sp, j);
     if (t->kind == TX_WORDS) {
         if (load_vocab(c, &sp, j, o, vocab)) return 1;
         t->vocab = *vocab;
@@ -471,8 +523,11 @@ static int convert(ss_conv *c, const jl_options *o, tx_job *j, tx_tok *t, ss_voc
 static int run_jsonl(ss_conv *c, int argc, char **argv) {
     jl_options o;
     int rc = parse_jsonl(c, argc, argv, &o);
+    if (!rc && !(o.counts_options = counts_options(&o))) rc = ss_conv_error(c, "out of memory");
     if (rc) {
         free(o.inputs);
+        free(o.counts);
+        free(o.counts_options);
         return rc;
     }
     tx_job j;
@@ -497,6 +552,8 @@ static int run_jsonl(ss_conv *c, int argc, char **argv) {
     free(j.inputs);
     free(j.blocks);
     free(o.inputs);
+    free(o.counts);
+    free(o.counts_options);
     ss_spm_free(spm);
     ss_vocab_free(vocab);
     return rc;

@@ -205,6 +205,7 @@ static int convert_parallel(ss_conv *c, const par_options *op) {
 done:
     tx_input_release(&in[0]);
     tx_input_release(&in[1]);
+    tx_wordids_free(&j);
     free(j.blocks);
     ss_vocab_free(vocab[0]);
     ss_vocab_free(vocab[1]);

@@ -19,6 +19,7 @@
 #include <zlib.h>
 
 #define TX_BLOCK_BYTES ((size_t)1 << 20)
+#define TX_BATCH 32 /* words counted together (ss_vocab_count_batch()) */
 
 /* ------------------------------------------------------------- tokens */
 
@@ -199,6 +200,7 @@ static int add_block(tx_job *j, size_t *cap, const tx_block *b) {
 
 int tx_split(tx_job *j) {
     size_t cap = 0, bs = j->block_bytes ? j->block_bytes : TX_BLOCK_BYTES;
+    tx_wordids_free(j); /* kept per block: other blocks, other words */
     /* tests: small blocks, so that --shard cuts a small file (the output
      * never depends on the block size) */
     const char *test_bs = getenv("SS_TEST_BLOCK_BYTES");
@@ -245,6 +247,19 @@ int tx_shard_blocks(ss_conv *c, tx_job *j) {
     for (size_t k = 0; k < j->nblocks; k++) {
         tx_block *b = &j->blocks[k];
         b->other_shard = !ss_conv_in_shard_at(c, side_input(j, b, 0)->source, b->start[0]);
+    }
+    /* Line numbers start again with each input: another shard's block needs
+     * its lines counted only when a block of this shard follows it in the
+     * same input. The others are not read at all (a rank of N would
+     * otherwise scan the whole corpus). */
+    int mine_after = 0;
+    for (size_t k = j->nblocks; k-- > 0;) {
+        tx_block *b = &j->blocks[k];
+        if (k + 1 < j->nblocks && b->input != j->blocks[k + 1].input) mine_after = 0;
+        if (!b->other_shard)
+            mine_after = 1;
+        else if (!mine_after)
+            b->other_shard = TX_UNREAD;
     }
     return 0;
 }
@@ -311,7 +326,7 @@ static int excerpt_len(size_t n) {
 
 /* Tokenize [a, e) of d for side `sd` into item `it`. */
 static void tokenize(const tx_job *j, int sd, tx_slot *s, tx_item *it, const uint8_t *d, size_t a,
-                     size_t e) {
+                     size_t e, const tx_blockids *bi) {
     const tx_tok *t = &j->tok[sd];
     size_t n = e - a, k = s->tokn[sd];
     uint32_t es = t->esize;
@@ -354,6 +369,16 @@ static void tokenize(const tx_job *j, int sd, tx_slot *s, tx_item *it, const uin
         break;
     }
     case TX_WORDS:
+        if (bi) { /* pass 1 kept this block's words: map them, no lookup */
+            const uint32_t *rm = j->ids->remap[bi->map], *w = bi->tok + s->idpos[sd];
+            size_t nw = bi->nper[s->expos[sd]++];
+            s->idpos[sd] += nw;
+            for (size_t x = 0; x < nw; x++) put(out, es, m++, rm[w[x]]);
+            break;
+        }
+        /* (looking words up in batches, as counting does, measured no
+         * faster: the scan's branch misses, which overlapped the lookups'
+         * cache misses, then stand alone) */
         for (size_t i = a; i < e;) {
             while (i < e && is_ws(d[i])) i++;
             if (i >= e) break;
@@ -409,9 +434,17 @@ void tx_process_block(const tx_job *j, const tx_block *b, tx_slot *s) {
     s->msgn = 0;
     s->nlines = 0;
     s->oom = 0;
+    const tx_blockids *bi[2] = {NULL, NULL};
+    for (int sd = 0; sd < j->nsides; sd++) {
+        s->idpos[sd] = s->expos[sd] = 0;
+        const tx_blockids *k = j->ids ? &j->ids->blocks[2 * (size_t)(b - j->blocks) + sd] : NULL;
+        if (k && k->tok && j->tok[sd].kind == TX_WORDS) bi[sd] = k;
+    }
     if (b->other_shard) {
         s->nlines =
-            tx_count_lines(side_input(j, b, 0)->data + b->start[0], b->end[0] - b->start[0]);
+            b->other_shard == TX_UNREAD
+                ? 0
+                : tx_count_lines(side_input(j, b, 0)->data + b->start[0], b->end[0] - b->start[0]);
         return;
     }
     size_t pos[2] = {b->start[0], b->start[1]};
@@ -431,7 +464,7 @@ void tx_process_block(const tx_job *j, const tx_block *b, tx_slot *s) {
         }
         it->line = first[0];
         for (int sd = 0; sd < j->nsides && !s->oom; sd++)
-            tokenize(j, sd, s, it, side_input(j, b, sd)->data, a[sd], e[sd]);
+            tokenize(j, sd, s, it, side_input(j, b, sd)->data, a[sd], e[sd], bi[sd]);
         if (s->oom) return;
     }
     s->nlines = lines[0];
@@ -616,28 +649,105 @@ int tx_vocab_load(ss_conv *c, ss_vocab **out, const char *from, const char *fiel
     return 0;
 }
 
+/* Append x to the array *a of *n elements (capacity *cap). 0, or -1 OOM. */
+static int push_u32(uint32_t **a, size_t *n, size_t *cap, uint32_t x) {
+    if (*n == *cap) {
+        size_t c = *cap ? 2 * *cap : 4096;
+        uint32_t *p = realloc(*a, c * sizeof *p);
+        if (!p) return -1;
+        *a = p;
+        *cap = c;
+    }
+    (*a)[(*n)++] = x;
+    return 0;
+}
+
+/* Words waiting to be counted together (ss_vocab_count_batch()). */
+typedef struct word_batch {
+    const uint8_t *w[TX_BATCH];
+    uint32_t len[TX_BATCH], entry[TX_BATCH];
+    uint64_t hash[TX_BATCH];
+    size_t n;
+} word_batch;
+
+static int flush_batch(word_batch *b, ss_vocab *v, tx_blockids *bi) {
+    if (ss_vocab_count_batch(v, b->n, b->w, b->len, b->hash, b->entry)) return -1;
+    for (size_t k = 0; bi && k < b->n; k++)
+        if (push_u32(&bi->tok, &bi->ntok, &bi->tok_cap, b->entry[k])) return -1;
+    b->n = 0;
+    return 0;
+}
+
+/* Count the words of [pos, end) into v; with bi, also keep them (see
+ * tx_blockids). Sets *oom on failure. */
 static void count_range(const tx_job *j, const uint8_t *d, size_t pos, size_t end, ss_vocab *v,
-                        int *oom) {
+                        tx_blockids *bi, int *oom) {
     size_t a, e;
     uint64_t lines = 0, first;
+    word_batch b;
+    b.n = 0;
     while (next_example(j, d, &pos, end, &lines, &a, &e, &first)) {
+        uint64_t words = 0;
         for (size_t i = a; i < e;) {
             while (i < e && is_ws(d[i])) i++;
             if (i >= e) break;
             size_t w = i;
             while (i < e && !is_ws(d[i])) i++;
-            if (ss_vocab_count_h(v, d + w, i - w, ss_vocab_hash(d + w, i - w), 1)) {
+            if (i - w > UINT32_MAX) { /* the map refuses such words */
+                *oom = 1;
+                return;
+            }
+            b.w[b.n] = d + w;
+            b.len[b.n] = (uint32_t)(i - w);
+            b.hash[b.n++] = ss_vocab_hash(d + w, i - w);
+            words++;
+            if (b.n == TX_BATCH && flush_batch(&b, v, bi)) {
                 *oom = 1;
                 return;
             }
         }
+        if (bi &&
+            (words > UINT32_MAX || push_u32(&bi->nper, &bi->nex, &bi->nex_cap, (uint32_t)words))) {
+            *oom = 1;
+            return;
+        }
     }
+    if (b.n && flush_batch(&b, v, bi)) *oom = 1;
 }
 
-int tx_count_words(ss_conv *c, const tx_job *j, int threads, int shared, const int skip[2],
-                   ss_vocab *counts[2]) {
+/* Bytes of kept words (tx_blockids) a job may hold: a quarter of the
+ * physical memory (tests: $SS_TEST_WORD_IDS_BYTES). */
+static size_t ids_budget(void) {
+    const char *t = getenv("SS_TEST_WORD_IDS_BYTES");
+    if (t && *t) return (size_t)strtoull(t, NULL, 10);
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    return pages > 0 && page > 0 ? (size_t)pages / 4 * (size_t)page : (size_t)1 << 30;
+}
+
+void tx_wordids_free(tx_job *j) {
+    tx_wordids *w = j->ids;
+    if (!w) return;
+    for (size_t k = 0; w->blocks && k < 2 * j->nblocks; k++) {
+        free(w->blocks[k].tok);
+        free(w->blocks[k].nper);
+    }
+    for (int k = 0; w->remap && k < w->nmaps; k++) free(w->remap[k]);
+    free(w->blocks);
+    free(w->remap);
+    free(w);
+    j->ids = NULL;
+}
+
+/* tx_count_words(); with `ids`, also keep the words of blocks while their
+ * size stays within ids_budget(), and hand over the per-thread maps (their
+ * entry numbers are what ids holds) in *maps_out ([2 * threads]; maps 0 and
+ * 1 are counts[0], counts[1], which then hold the merged counts, entries of
+ * map 0 keeping their numbers). */
+static int count_words(ss_conv *c, const tx_job *j, int threads, int shared, const int skip[2],
+                       ss_vocab *counts[2], tx_wordids *ids, ss_vocab ***maps_out) {
     int nmaps = shared ? 1 : j->nsides, oom = 0;
     ss_vocab **maps = calloc((size_t)threads * 2, sizeof *maps);
+    size_t budget = ids ? ids_budget() : 0, kept = 0;
     counts[0] = counts[1] = NULL;
     if (!maps) return ss_conv_error(c, "out of memory");
     for (int t = 0; t < threads; t++)
@@ -651,9 +761,19 @@ int tx_count_words(ss_conv *c, const tx_job *j, int threads, int shared, const i
             if (bl->other_shard) continue; /* --count-only: this shard's words */
             for (int sd = 0; sd < j->nsides; sd++) {
                 if (skip[sd]) continue;
-                int o = 0;
-                count_range(j, side_input(j, bl, sd)->data, bl->start[sd], bl->end[sd],
-                            maps[2 * t + (shared ? 0 : sd)], &o);
+                int o = 0, m = 2 * t + (shared ? 0 : sd);
+                size_t sofar;
+#pragma omp atomic read
+                sofar = kept;
+                tx_blockids *bi = ids && sofar < budget ? &ids->blocks[2 * b + (size_t)sd] : NULL;
+                if (bi) bi->map = m;
+                count_range(j, side_input(j, bl, sd)->data, bl->start[sd], bl->end[sd], maps[m], bi,
+                            &o);
+                if (bi) {
+                    size_t add = (bi->tok_cap + bi->nex_cap) * sizeof(uint32_t);
+#pragma omp atomic update
+                    kept += add;
+                }
                 if (o) {
 #pragma omp atomic write
                     oom = 1;
@@ -665,13 +785,24 @@ int tx_count_words(ss_conv *c, const tx_job *j, int threads, int shared, const i
         for (int t = 1; t < threads; t++)
             if (ss_vocab_merge(maps[m], maps[2 * t + m])) oom = 1;
     for (int k = 0; k < threads * 2; k++)
-        if (oom || k >= nmaps) ss_vocab_free(maps[k]);
+        if (oom || (k >= nmaps && !maps_out)) {
+            ss_vocab_free(maps[k]);
+            maps[k] = NULL;
+        }
     if (!oom) {
         counts[0] = maps[0];
         counts[1] = nmaps > 1 ? maps[1] : NULL;
     }
-    free(maps);
+    if (maps_out && !oom)
+        *maps_out = maps;
+    else
+        free(maps);
     return oom ? ss_conv_error(c, "out of memory while counting words") : 0;
+}
+
+int tx_count_words(ss_conv *c, const tx_job *j, int threads, int shared, const int skip[2],
+                   ss_vocab *counts[2]) {
+    return count_words(c, j, threads, shared, skip, counts, NULL, NULL);
 }
 
 int tx_vocabs_from_counts(ss_conv *c, ss_vocab *counts[2], uint64_t min_count, uint64_t max_vocab,
@@ -689,14 +820,47 @@ int tx_vocabs_from_counts(ss_conv *c, ss_vocab *counts[2], uint64_t min_count, u
     return ss_conv_error(c, "out of memory while building the vocabulary");
 }
 
+/* ids->remap[k] for every map k of `maps` ([2 * threads]): entry number ->
+ * id in the vocabulary of its side (k % 2, or 0 when shared), <unk> for
+ * words the vocabulary dropped. 0, or -1 out of memory. */
+static int remap_maps(tx_wordids *ids, ss_vocab **maps, int threads, int shared,
+                      ss_vocab *vocab[2]) {
+    ids->nmaps = 2 * threads;
+    ids->remap = calloc((size_t)ids->nmaps, sizeof *ids->remap);
+    if (!ids->remap) return -1;
+    for (int k = 0; k < ids->nmaps; k++) {
+        const ss_vocab *v = vocab[shared ? 0 : k % 2];
+        if (!maps[k] || !v) continue;
+        uint64_t n = ss_vocab_entries(maps[k]);
+        int64_t unk = ss_vocab_lookup(v, (const uint8_t *)"<unk>", 5);
+        if (!(ids->remap[k] = malloc((n ? n : 1) * sizeof *ids->remap[k]))) return -1;
+        for (uint64_t e = 0; e < n; e++) {
+            size_t len;
+            const uint8_t *w = ss_vocab_entry(maps[k], e, &len);
+            int64_t id = ss_vocab_lookup(v, w, len);
+            ids->remap[k][e] = (uint32_t)(id < 0 ? unk : id);
+        }
+    }
+    return 0;
+}
+
 int tx_build_vocabs(ss_conv *c, tx_job *j, int threads, uint64_t min_count, uint64_t max_vocab,
                     int shared, const int skip[2], ss_vocab *vocab[2]) {
-    ss_vocab *counts[2];
+    ss_vocab *counts[2], **maps = NULL;
     vocab[0] = vocab[1] = NULL;
-    if (tx_count_words(c, j, threads, shared, skip, counts)) return 1;
-    int rc = tx_vocabs_from_counts(c, counts, min_count, max_vocab, shared, skip, vocab);
-    ss_vocab_free(counts[0]);
-    ss_vocab_free(counts[1]);
+    tx_wordids_free(j);
+    j->ids = calloc(1, sizeof *j->ids);
+    if (!j->ids || !(j->ids->blocks = calloc(2 * j->nblocks + 1, sizeof *j->ids->blocks))) {
+        tx_wordids_free(j);
+        return ss_conv_error(c, "out of memory");
+    }
+    int rc = count_words(c, j, threads, shared, skip, counts, j->ids, &maps);
+    if (!rc) rc = tx_vocabs_from_counts(c, counts, min_count, max_vocab, shared, skip, vocab);
+    if (!rc && remap_maps(j->ids, maps, threads, shared, vocab))
+        rc = ss_conv_error(c, "out of memory");
+    for (int k = 0; maps && k < 2 * threads; k++) ss_vocab_free(maps[k]); /* counts[] too */
+    free(maps);
+    if (rc) tx_wordids_free(j);
     return rc;
 }
 
@@ -977,6 +1141,7 @@ int tx_text_convert(ss_conv *c, const tx_text_options *o) {
 done:
     for (uint32_t i = 0; i < j.ninputs; i++) tx_input_release(&j.inputs[i]);
     free(j.inputs);
+    tx_wordids_free(&j);
     free(j.blocks);
     ss_vocab_free(vocab);
     ss_spm_free(spm);

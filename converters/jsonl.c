@@ -178,32 +178,11 @@ int jl_parse_line(const jl_spec *s, const uint8_t *line, size_t n, jl_buf *bufs,
 
 /* ------------------------------------------------------- word counting */
 
-#define JL_CHUNK ((size_t)1 << 20)
-
 struct jl_chunk {
     struct jl_chunk *next;
     size_t used, cap;
     uint8_t data[];
 };
-
-static const uint8_t *jl_arena_copy(jl_arena *a, const uint8_t *w, size_t len) {
-    struct jl_chunk *c = a->head;
-    if (!c || c->cap - c->used < len) {
-        /* chunks double from 4 KiB to JL_CHUNK: small inputs stay small */
-        size_t cap = c ? (c->cap < JL_CHUNK ? 2 * c->cap : JL_CHUNK) : 4096;
-        if (cap < len) cap = len;
-        c = malloc(sizeof *c + cap);
-        if (!c) return NULL;
-        c->next = a->head;
-        c->used = 0;
-        c->cap = cap;
-        a->head = c;
-    }
-    uint8_t *p = c->data + c->used;
-    memcpy(p, w, len);
-    c->used += len;
-    return p;
-}
 
 void jl_arena_free(jl_arena *a) {
     for (struct jl_chunk *c = a->head, *n; c; c = n) {
@@ -213,22 +192,20 @@ void jl_arena_free(jl_arena *a) {
     a->head = NULL;
 }
 
-static int jl_count_words(const uint8_t *s, size_t n, ss_vocab *v, jl_arena *a) {
+static int jl_count_words(const uint8_t *s, size_t n, ss_vocab *v) {
     for (size_t i = 0; i < n;) {
         while (i < n && jl_is_ws(s[i])) i++;
         if (i >= n) break;
         size_t w = i;
         while (i < n && !jl_is_ws(s[i])) i++;
-        uint64_t h = ss_vocab_hash(s + w, i - w);
-        const uint8_t *key = s + w; /* a new word's bytes must outlive the line */
-        if (ss_vocab_lookup_h(v, key, i - w, h) < 0 && !(key = jl_arena_copy(a, key, i - w)))
-            return -2;
-        if (ss_vocab_count_h(v, key, i - w, h, 1)) return -2;
+        /* the map copies a new word's bytes (they must outlive the line) */
+        if (ss_vocab_count_h(v, s + w, i - w, ss_vocab_hash(s + w, i - w), 1)) return -2;
     }
     return 0;
 }
 
 int jl_count_line(const jl_spec *s, const uint8_t *line, size_t n, ss_vocab *v, jl_arena *a) {
+    (void)a; /* nothing to keep: the map copies the words it counts */
     if (jl_is_blank(line, n)) return 0;
     json_t *root = json_loadb((const char *)line, n, 0, NULL);
     if (!root) return 0;
@@ -238,7 +215,7 @@ int jl_count_line(const jl_spec *s, const uint8_t *line, size_t n, ss_vocab *v, 
         ok = json_is_string(json_object_get(root, s->keys[k]));
     for (uint32_t k = 0; k < s->nkeys && ok && !rc; k++) {
         const json_t *val = json_object_get(root, s->keys[k]);
-        rc = jl_count_words((const uint8_t *)json_string_value(val), json_string_length(val), v, a);
+        rc = jl_count_words((const uint8_t *)json_string_value(val), json_string_length(val), v);
     }
     json_decref(root);
     return rc;

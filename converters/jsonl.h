@@ -41,8 +41,9 @@ typedef struct jl_buf {
 int jl_parse_line(const jl_spec *s, const uint8_t *line, size_t n, jl_buf *bufs, uint64_t *lens,
                   char *err, size_t errlen);
 
-/* Word counting (the first pass of --tokens words). The counted words'
- * bytes live in an arena of stable chunks, since a vocabulary borrows them. */
+/* Word counting (the first pass of --tokens words). The arena is no longer
+ * used (the map copies the words it counts, see ss_vocab_count()); it stays
+ * in the interface so that its callers need not change. */
 typedef struct jl_arena {
     struct jl_chunk *head;
 } jl_arena;

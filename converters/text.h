@@ -17,6 +17,7 @@
 
 enum { TX_BYTES, TX_CHARS, TX_WORDS, TX_IDS, TX_SPM }; /* --tokens; --tokenizer spm: */
 enum { TX_LINES, TX_DOCS_BLANK, TX_DOCS_SEP };         /* example boundaries */
+enum { TX_UNREAD = 2 };                                /* tx_block.other_shard: lines not needed */
 
 /* The tokenizer of one side (one field). */
 typedef struct tx_tok {
@@ -49,7 +50,8 @@ typedef struct tx_input {
 typedef struct tx_block {
     uint32_t input;
     size_t start[2], end[2];
-    int other_shard; /* --shard: another shard's block; only its lines are counted */
+    int other_shard; /* --shard: another shard's block; only its lines are counted
+                      * (TX_UNREAD: not even those, no later block is ours) */
 } tx_block;
 
 /* One example (or bad record) of a processed block. */
@@ -59,6 +61,25 @@ typedef struct tx_item {
     uint32_t bad[2];         /* 1 + offset of a message in msgs, or 0 */
     uint8_t zero_copy[2];    /* off[s] is a byte offset into the input data */
 } tx_item;
+
+/* Pass 1's words of one side of one block (--tokens words, counted in this
+ * process): the entry number (ss_vocab_count_at()) of every word in order,
+ * in the map of the thread that counted it, and the number of words of each
+ * example. Pass 2 then maps them to ids through that map's remap table
+ * instead of finding the words in the text and the vocabulary again. */
+typedef struct tx_blockids {
+    uint32_t *tok;  /* [ntok]; NULL: not kept (pass 2 looks the words up) */
+    uint32_t *nper; /* [nex]: words per example */
+    size_t ntok, nex, tok_cap, nex_cap;
+    int map; /* index into tx_wordids.remap */
+} tx_blockids;
+
+/* The words pass 1 kept (tx_build_vocabs()); owned by the job. */
+typedef struct tx_wordids {
+    tx_blockids *blocks; /* [nblocks * 2]: block b, side s at [2 * b + s] */
+    uint32_t **remap;    /* [nmaps]: entry number of map k -> id (<unk> if dropped) */
+    int nmaps;
+} tx_wordids;
 
 /* A processed block; buffers are reused from block to block. */
 typedef struct tx_slot {
@@ -70,6 +91,7 @@ typedef struct tx_slot {
     size_t msgn, msgs_cap;
     uint64_t nlines; /* lines of side 0 in the block */
     int oom;
+    size_t idpos[2], expos[2]; /* side s: next word and example of the tx_blockids */
 } tx_slot;
 
 typedef struct tx_job {
@@ -86,6 +108,11 @@ typedef struct tx_job {
     size_t nblocks;
     size_t block_bytes;        /* 0 = default (1 MiB) */
     const char *vocab_attr[2]; /* attribute holding side s's vocabulary, or NULL */
+    tx_wordids *ids;           /* pass 1's words, or NULL; tx_wordids_free() */
+    /* counts files (wordcounts.c): the "options" line's value when the
+     * converter is not the text engine's (jsonl: "jsonl<TAB>keys<TAB>K,...");
+     * NULL: mode, skip_empty, shared and sep */
+    const char *counts_options;
 } tx_job;
 
 /* The options of `convert text` (and `convert lines`). */
@@ -131,7 +158,8 @@ int tx_split(tx_job *j);
 /* --shard K/N: give the slicing each input's loaded size (a parallel
  * corpus: side 0's; side 1 counts 0), mark every block whose first byte
  * another shard owns (tx_process_block() then only counts its lines, so line
- * numbers stay those of a single-process run) and have ss_conv_bad() trust
+ * numbers stay those of a single-process run; not even that, TX_UNREAD,
+ * when no block of this shard follows in the same input) and have ss_conv_bad() trust
  * the caller, which reports bad records of its own blocks only. Blocks are
  * cut at line (document) boundaries, so a large file is sliced there. Call it
  * after tx_split() and before ss_conv_begin(). @return 0, or 1 (error
@@ -158,9 +186,16 @@ int tx_vocab_load(ss_conv *c, ss_vocab **out, const char *from, const char *fiel
 /* Build word vocabularies by counting (pass 1), using `threads` threads.
  * vocab[s] gets side s's vocabulary; with `shared`, both sides count into
  * one vocabulary, returned in vocab[0] (vocab[1] = NULL).
- * Sides whose `skip[s]` is set are not counted. @return 0 or 1. */
+ * Sides whose `skip[s]` is set are not counted. Pass 1 also keeps the words
+ * it counted as numbers in j->ids (up to a memory budget: a quarter of the
+ * physical memory; blocks beyond it are looked up again in pass 2), which
+ * tx_process_block() then uses; the store is the same either way. Free them
+ * with tx_wordids_free(). @return 0 or 1. */
 int tx_build_vocabs(ss_conv *c, tx_job *j, int threads, uint64_t min_count, uint64_t max_vocab,
                     int shared, const int skip[2], ss_vocab *vocab[2]);
+
+/* Free j->ids (if any) and set it to NULL. */
+void tx_wordids_free(tx_job *j);
 
 /* Count the words of every block of this shard (blocks marked other_shard
  * are skipped) with `threads` threads: counts[s] for side s, or with
@@ -178,6 +213,12 @@ int tx_vocabs_from_counts(ss_conv *c, ss_vocab *counts[2], uint64_t min_count, u
  * and write them to the output path as a counts file; no store is written.
  * @return 0 or 1 (printed). */
 int tx_write_counts(ss_conv *c, tx_job *j, int threads, int shared, const int skip[2]);
+
+/* tx_write_counts() of counts a caller counted itself (after ss_conv_no_store()
+ * and tx_shard_blocks(); convert jsonl): counts[s] for each side not
+ * skipped, or counts[0] when `shared`. @return 0 or 1 (printed). */
+int tx_write_counts_of(ss_conv *c, const tx_job *j, int shared, const int skip[2],
+                       ss_vocab *const counts[2]);
 
 /* --counts: sum the counts files `paths` (each holding one or more shards'
  * documents) into counts[] as tx_count_words() would have counted the whole

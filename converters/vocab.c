@@ -174,6 +174,48 @@ int ss_vocab_count_h(ss_vocab *v, const uint8_t *w, size_t len, uint64_t hash, u
     return 0;
 }
 
+int ss_vocab_count_at(ss_vocab *v, const uint8_t *w, size_t len, uint64_t hash, uint64_t n,
+                      uint32_t *entry_no) {
+    int fresh;
+    entry *e = insert(v, w, len, hash, &fresh, 1);
+    if (!e) return -1;
+    e->val += n;
+    *entry_no = (uint32_t)(e - v->ents); /* < UINT32_MAX - 1 (insert) */
+    return 0;
+}
+
+/* Fetch the table memory of the n words (slot, entry, key bytes), each
+ * stage for all words before the next, so that their misses overlap. */
+static void prefetch_words(const ss_vocab *v, size_t n, const uint64_t *hash) {
+    uint64_t mask = v->cap - 1;
+    for (size_t i = 0; i < n; i++) __builtin_prefetch(&v->slots[hash[i] & mask]);
+    for (size_t i = 0; i < n; i++) {
+        uint64_t s = v->slots[hash[i] & mask];
+        if (s && s >> 32 == hash[i] >> 32) __builtin_prefetch(&v->ents[(uint32_t)s - 1]);
+    }
+    for (size_t i = 0; i < n; i++) {
+        uint64_t s = v->slots[hash[i] & mask];
+        if (s && s >> 32 == hash[i] >> 32) __builtin_prefetch(v->ents[(uint32_t)s - 1].key);
+    }
+}
+
+int ss_vocab_count_batch(ss_vocab *v, size_t n, const uint8_t *const *w, const uint32_t *len,
+                         const uint64_t *hash, uint32_t *entry_no) {
+    /* Three dependent cache misses per word (slot, entry, key bytes) were
+     * most of the counting time; fetched for the batch first, they overlap.
+     * The loads are hints only: the inserts below redo them (and grow). */
+    prefetch_words(v, n, hash);
+    for (size_t i = 0; i < n; i++)
+        if (ss_vocab_count_at(v, w[i], len[i], hash[i], 1, &entry_no[i])) return -1;
+    return 0;
+}
+
+const uint8_t *ss_vocab_entry(const ss_vocab *v, uint64_t k, size_t *len) {
+    if (k >= v->nents) return NULL;
+    *len = v->ents[k].len;
+    return v->ents[k].key;
+}
+
 int64_t ss_vocab_lookup_h(const ss_vocab *v, const uint8_t *w, size_t len, uint64_t hash) {
     const entry *e = found(v, find(v, w, len, hash));
     return e ? (int64_t)e->val : -1;

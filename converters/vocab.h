@@ -96,6 +96,28 @@ static inline uint64_t ss_vocab_hash(const uint8_t *w, size_t len) {
 int ss_vocab_count_h(ss_vocab *v, const uint8_t *w, size_t len, uint64_t hash, uint64_t n);
 int64_t ss_vocab_lookup_h(const ss_vocab *v, const uint8_t *w, size_t len, uint64_t hash);
 
+/** ss_vocab_count_h() that also says which entry the word is: *entry_no is
+ *  its entry number, 0..ss_vocab_entries()-1 in the order words were first
+ *  counted (an entry keeps its number as the map grows and when other maps
+ *  are merged into it). Lets a caller remember the words of a text as
+ *  numbers and map them to ids later without looking them up again.
+ *  @return 0, or -1 out of memory (*entry_no unchanged). */
+int ss_vocab_count_at(ss_vocab *v, const uint8_t *w, size_t len, uint64_t hash, uint64_t n,
+                      uint32_t *entry_no);
+
+/** ss_vocab_count_at() with n = 1 for the n words w[i] (len[i] bytes,
+ *  hash[i] = ss_vocab_hash()), in order; entry_no[i] gets word i's entry
+ *  number. Faster than one call per word for large maps: it fetches the
+ *  table memory of all n words before counting them. @return 0, or -1 out
+ *  of memory (the words before the failing one are counted). */
+int ss_vocab_count_batch(ss_vocab *v, size_t n, const uint8_t *const *w, const uint32_t *len,
+                         const uint64_t *hash, uint32_t *entry_no);
+
+/** The bytes of entry `k` of a map (see ss_vocab_count_at(); not
+ *  NUL-terminated, owned by the map), its length in *len; NULL if k >=
+ *  ss_vocab_entries(). */
+const uint8_t *ss_vocab_entry(const ss_vocab *v, uint64_t k, size_t *len);
+
 /** Number of tokens (ids are 0..size-1). */
 uint64_t ss_vocab_size(const ss_vocab *v);
 

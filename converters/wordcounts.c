@@ -7,7 +7,8 @@
  *
  *   seqstore-counts 1
  *   shard<TAB>K<TAB>N
- *   options<TAB>MODE<TAB>SKIP_EMPTY<TAB>SHARED<TAB>SEP
+ *   options<TAB>MODE<TAB>SKIP_EMPTY<TAB>SHARED<TAB>SEP   (text, parallel)
+ *   options<TAB>jsonl<TAB>keys<TAB>KEY,KEY...           (jsonl: one shared map)
  *   input<TAB>SIZE<TAB>NAME          (one per input, in order; NAME its basename)
  *   <TAB>SECTION                     (a field name, or "shared")
  *   WORD<TAB>COUNT                   (words hold no whitespace; COUNT >= 1)
@@ -51,10 +52,14 @@ static const char *section(const tx_job *j, int shared, int m) {
 static char *header(const tx_job *j, int shared, uint32_t k, uint32_t n) {
     size_t cap = 256 + j->seplen;
     for (uint32_t i = 0; i < j->ninputs; i++) cap += 32 + strlen(base_name(j->inputs[i].path));
+    if (j->counts_options) cap += strlen(j->counts_options);
     char *h = malloc(cap);
     if (!h) return NULL;
-    size_t at = (size_t)snprintf(h, cap, "shard\t%u\t%u\noptions\t%s\t%d\t%d\t%s\n", k, n,
-                                 mode_name(j->mode), j->skip_empty, shared, j->sep ? j->sep : "");
+    size_t at =
+        j->counts_options
+            ? (size_t)snprintf(h, cap, "shard\t%u\t%u\noptions\t%s\n", k, n, j->counts_options)
+            : (size_t)snprintf(h, cap, "shard\t%u\t%u\noptions\t%s\t%d\t%d\t%s\n", k, n,
+                               mode_name(j->mode), j->skip_empty, shared, j->sep ? j->sep : "");
     for (uint32_t i = 0; i < j->ninputs; i++)
         at +=
             (size_t)snprintf(h + at, cap - at, "input\t%zu\t%s\n",
@@ -63,11 +68,19 @@ static char *header(const tx_job *j, int shared, uint32_t k, uint32_t n) {
 }
 
 int tx_write_counts(ss_conv *c, tx_job *j, int threads, int shared, const int skip[2]) {
-    const char *out = ss_conv_opts(c)->output;
-    uint32_t k, n;
     ss_vocab *counts[2] = {NULL, NULL};
     ss_conv_no_store(c);
     if (tx_shard_blocks(c, j) || tx_count_words(c, j, threads, shared, skip, counts)) return 1;
+    int rc = tx_write_counts_of(c, j, shared, skip, counts);
+    ss_vocab_free(counts[0]);
+    ss_vocab_free(counts[1]);
+    return rc;
+}
+
+int tx_write_counts_of(ss_conv *c, const tx_job *j, int shared, const int skip[2],
+                       ss_vocab *const counts[2]) {
+    const char *out = ss_conv_opts(c)->output;
+    uint32_t k, n;
     ss_conv_shard_spec(c, &k, &n);
     char tmp[4096];
     snprintf(tmp, sizeof tmp, "%s.tmp%ld", out, (long)getpid());
@@ -99,8 +112,6 @@ int tx_write_counts(ss_conv *c, tx_job *j, int threads, int shared, const int sk
         rc = ss_conv_error(c, "cannot rename '%s' to '%s': %s", tmp, out, strerror(errno));
     if (rc && f) unlink(tmp);
     free(h);
-    ss_vocab_free(counts[0]);
-    ss_vocab_free(counts[1]);
     return rc;
 }
 

@@ -15,7 +15,7 @@
  * complete keeps it, and an interrupted shard continues from its last commit
  * (`convert --resume`): rerunning finishes only what is missing.
  *
- * Word vocabularies (`--tokens words` of text and parallel, without --vocab)
+ * Word vocabularies (`--tokens words` of text, parallel and jsonl, without --vocab)
  * are shared: every rank first counts the words of its own slice
  * (`convert ... --count-only`), the counts are reduced to rank 0 (gathered
  * in rank order and written as DIR/word.counts), and every rank then
@@ -32,10 +32,29 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 extern char **environ;
+
+/* --times: wall seconds of this rank's phases (MPI_Wtime), printed by rank 0
+ * as the maximum over the ranks, so that a benchmark can tell the work that
+ * scales with 1/N from the fixed costs. */
+enum { T_COUNT, T_REDUCE, T_CONVERT, T_VERIFY, T_WAIT, T_MANIFEST, T_ALL, T_CPU, T_N };
+static const char *const phase_names[T_N] = {"count", "reduce",   "convert", "verify",
+                                             "wait",  "manifest", "total",   "work-cpu"};
+static double phase_secs[T_N];
+
+/* CPU seconds (user + sys) of this process, or of its waited-for children:
+ * work-cpu is the count and convert processes' plus the verify's, the work
+ * a rank does whatever else shares its CPUs. */
+static double cpu_secs(int who) {
+    struct rusage ru;
+    getrusage(who, &ru);
+    return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec * 1e-6 +
+           (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec * 1e-6;
+}
 
 /* Under AddressSanitizer, no leak report for this driver: Open MPI's
  * MPI_Finalize leaves its plugins' allocations (in libraries it has already
@@ -71,17 +90,21 @@ static void asan_no_leak_check_here(char **argv) {
 
 static void usage(FILE *out) {
     fprintf(out,
-            "usage: mpirun -n N seqstore-mpi convert KIND INPUT... [OPTIONS] -o DIR [--resume]\n\n"
+            "usage: mpirun -n N seqstore-mpi convert KIND INPUT... [OPTIONS] -o DIR [--resume]\n"
+            "       [--times]\n\n"
             "Each of the N ranks converts its slice of the inputs (seqstore convert ...\n"
             "--shard RANK/N) into DIR/part-RRRRR-of-NNNNN.ss and verifies it; rank 0 then\n"
             "writes DIR/dataset.manifest (seqstore dataset build). A failed rank fails the\n"
             "job and no manifest is written. --resume keeps complete shards and continues\n"
             "interrupted ones. OPTIONS are those of `seqstore convert KIND` (--force to\n"
             "replace existing shards). The seqstore program is $SEQSTORE, else the one next\n"
-            "to this program. With --tokens words (text, parallel; no --vocab) each rank\n"
-            "first counts the words of its slice (--count-only); the counts are reduced to\n"
-            "DIR/word.counts and every shard is converted with --counts DIR/word.counts:\n"
-            "one vocabulary, the single process's.\n");
+            "to this program. With --tokens words (text, parallel, jsonl; no --vocab) each\n"
+            "rank first counts the words of its slice (--count-only); the counts are reduced\n"
+            "to DIR/word.counts and every shard is converted with --counts DIR/word.counts:\n"
+            "one vocabulary, the single process's. --times: rank 0 prints the seconds of\n"
+            "each phase (count, reduce, convert, verify, wait for the slowest rank,\n"
+            "manifest, total after MPI_Init) and the CPU seconds of count, convert and\n"
+            "verify (work-cpu), each the maximum over the ranks.\n");
 }
 
 /* The seqstore program: $SEQSTORE, else `seqstore` in this program's directory. */
@@ -137,13 +160,15 @@ typedef struct job {
     char **pass; /* convert KIND ARGS... without -o DIR and --resume */
     int npass;
     int count_words;            /* words counted per rank, then reduced (see above) */
+    int times;                  /* --times: print the phases' times */
     char counts[PATH_MAX + 32]; /* DIR/word.counts */
 } job;
 
 /* Does the conversion build a word vocabulary that the ranks must share? */
 static int needs_word_counts(const job *j) {
     int words = 0;
-    if (strcmp(j->pass[1], "text") && strcmp(j->pass[1], "parallel")) return 0;
+    if (strcmp(j->pass[1], "text") && strcmp(j->pass[1], "parallel") && strcmp(j->pass[1], "jsonl"))
+        return 0;
     for (int i = 2; i < j->npass; i++) {
         const char *a = j->pass[i];
         if (!strcmp(a, "--vocab") || !strcmp(a, "--src-vocab") || !strcmp(a, "--tgt-vocab") ||
@@ -166,6 +191,8 @@ static int parse(job *j, int argc, char **argv) {
             j->dir = argv[i];
         } else if (!strcmp(argv[i], "--resume")) {
             j->resume = 1;
+        } else if (!strcmp(argv[i], "--times")) {
+            j->times = 1;
         } else if (!strcmp(argv[i], "--shard")) {
             return -1; /* the driver chooses the shard */
         } else {
@@ -198,14 +225,21 @@ static int convert_rank(const job *j, const char *prog, int rank, int size, cons
         snprintf(kill_after, sizeof kill_after, "%s", strchr(kill, ':') + 1);
         setenv("SS_TEST_KILL_AFTER", kill_after, 1);
     }
+    double t0 = MPI_Wtime(), c0 = cpu_secs(RUSAGE_CHILDREN);
     int rc = run(argv);
     free(argv);
+    phase_secs[T_CONVERT] = MPI_Wtime() - t0;
+    phase_secs[T_CPU] += cpu_secs(RUSAGE_CHILDREN) - c0;
     if (victim && rc == 128 + SIGKILL) raise(SIGKILL);
     if (rc) {
         fprintf(stderr, "seqstore-mpi: rank %d: seqstore convert exited with %d\n", rank, rc);
         return rc;
     }
-    return verify_shard(shard);
+    t0 = MPI_Wtime(), c0 = cpu_secs(RUSAGE_SELF);
+    rc = verify_shard(shard);
+    phase_secs[T_VERIFY] = MPI_Wtime() - t0;
+    phase_secs[T_CPU] += cpu_secs(RUSAGE_SELF) - c0;
+    return rc;
 }
 
 /* The whole of `path` in *out (malloc'ed), its size in *n. 0 or -1. */
@@ -235,9 +269,13 @@ static int reduce_word_counts(const job *j, const char *prog, int rank, int size
         for (int i = 0; i < j->npass; i++) argv[n++] = j->pass[i];
         argv[n++] = "--shard", argv[n++] = spec, argv[n++] = "--count-only";
         argv[n++] = "-o", argv[n++] = mine, argv[n++] = "--quiet";
+        double t0 = MPI_Wtime(), c0 = cpu_secs(RUSAGE_CHILDREN);
         status = run(argv);
+        phase_secs[T_COUNT] = MPI_Wtime() - t0;
+        phase_secs[T_CPU] += cpu_secs(RUSAGE_CHILDREN) - c0;
         free(argv);
     }
+    double t0 = MPI_Wtime();
     char *text = NULL;
     long len = 0;
     if (!status && slurp(mine, &text, &len)) {
@@ -277,7 +315,18 @@ static int reduce_word_counts(const job *j, const char *prog, int rank, int size
     free(text);
     free(lens);
     free(offs);
+    phase_secs[T_REDUCE] = MPI_Wtime() - t0;
     return ok ? 0 : 1;
+}
+
+/* --times: rank 0 prints each phase's maximum over the ranks. Collective. */
+static void print_times(int rank, int size) {
+    double max[T_N];
+    MPI_Reduce(phase_secs, max, T_N, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+    if (rank) return;
+    fprintf(stderr, "seqstore-mpi: %d ranks, seconds (max over ranks):", size);
+    for (int p = 0; p < T_N; p++) fprintf(stderr, " %s %.3f", phase_names[p], max[p]);
+    fputc('\n', stderr);
 }
 
 /* Rank 0: `seqstore dataset build DIR part-0 ... part-N-1`, in order. */
@@ -299,6 +348,7 @@ int main(int argc, char **argv) {
     asan_no_leak_check_here(argv);
 #endif
     MPI_Init(&argc, &argv);
+    double start = MPI_Wtime();
     int rank, size;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
@@ -329,7 +379,9 @@ int main(int argc, char **argv) {
     if (ok && j.count_words && reduce_word_counts(&j, prog, rank, size)) ok = 0;
     int status = ok ? convert_rank(&j, prog, rank, size, shard) : 1;
     int *all = malloc((size_t)size * sizeof *all);
+    double t0 = MPI_Wtime();
     MPI_Allgather(&status, 1, MPI_INT, all, 1, MPI_INT, MPI_COMM_WORLD);
+    phase_secs[T_WAIT] = MPI_Wtime() - t0; /* for the slowest rank */
     int failed = 0;
     for (int r = 0; r < size; r++) failed += all[r] != 0;
     int rc = failed ? 1 : 0;
@@ -339,8 +391,12 @@ int main(int argc, char **argv) {
             if (all[r]) fprintf(stderr, "%srank %d", k++ ? ", " : "", r);
         fprintf(stderr, "); no manifest written: rerun with --resume\n");
     }
+    t0 = MPI_Wtime();
     if (rank == 0 && !failed) rc = build_manifest(prog, j.dir, size) ? 1 : 0;
+    phase_secs[T_MANIFEST] = MPI_Wtime() - t0;
     MPI_Bcast(&rc, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    phase_secs[T_ALL] = MPI_Wtime() - start;
+    if (j.times) print_times(rank, size);
     free(all);
     free(j.pass);
     MPI_Finalize();

@@ -48,6 +48,29 @@ static void write_jsonl(const char *path, int lines, uint64_t seed) {
     fclose(f);
 }
 
+/* Lines {"title": "...", "text": "..."} of random words, some with the
+ * escape \u00e9 (the counted word is the decoded one) and some blank. */
+static void write_jsonl2(const char *path, int lines, uint64_t seed) {
+    FILE *f = fopen(path, "w");
+    CHECK(f != NULL);
+    for (int i = 0; i < lines; i++) {
+        if (ss_test_rand(&seed) % 17 == 0) {
+            fputc('\n', f);
+            continue;
+        }
+        for (int k = 0; k < 2; k++) {
+            fputs(k ? ", \"text\": \"" : "{\"title\": \"", f);
+            int n = (int)(ss_test_rand(&seed) % (k ? 12 : 4));
+            for (int w = 0; w < n; w++)
+                fprintf(f, "%s%s%s", w ? " " : "", WORDS[ss_test_rand(&seed) % 12],
+                        ss_test_rand(&seed) % 9 ? "" : "\\u00e9");
+            fputc('"', f);
+        }
+        fputs("}\n", f);
+    }
+    fclose(f);
+}
+
 /* Convert ARGS once in one process, then with every --shard split. Small
  * blocks (SS_TEST_BLOCK_BYTES) let the shards cut single files. */
 static void check(const char *name, const char *args) {
@@ -205,9 +228,48 @@ static void check_count_errors(const char *big, const char *docs) {
     fprintf(stderr, "ok: counts errors\n");
 }
 
+/* jsonl counts files name their keys: counts of other keys, or of `convert
+ * text`, are refused; --count-only needs --tokens words. */
+static void check_jsonl_count_errors(const char *jl, const char *big) {
+    char err[4096], c0[300], t0[300];
+    const char *out = ss_test_path("bad.ss"), *env = "SS_TEST_BLOCK_BYTES=997";
+    snprintf(c0, sizeof c0, "%s", ss_test_path("j0.counts"));
+    snprintf(t0, sizeof t0, "%s", ss_test_path("t0.counts"));
+    CHECK_EXIT(ss_test_cli(err, sizeof err, env,
+                           "convert jsonl %s --key title --key text --tokens words --count-only "
+                           "-o %s",
+                           jl, c0),
+               0, err);
+    CHECK_EXIT(ss_test_cli(err, sizeof err, env,
+                           "convert jsonl %s --key text --key title --tokens words --counts %s "
+                           "-o %s",
+                           jl, c0, out),
+               1, err);
+    CHECK_CONTAINS(err, "counted other inputs or options");
+    CHECK_EXIT(ss_test_cli(err, sizeof err, env,
+                           "convert text %s --tokens words --count-only -o %s", big, t0),
+               0, err);
+    CHECK_EXIT(ss_test_cli(err, sizeof err, env,
+                           "convert jsonl %s --key text --tokens words --counts %s -o %s", big, t0,
+                           out),
+               1, err);
+    CHECK_CONTAINS(err, "counted other inputs or options");
+    CHECK_EXIT(ss_test_cli(err, sizeof err, env,
+                           "convert jsonl %s --key text --tokens words --counts %s -o %s "
+                           "--force",
+                           jl, c0, out),
+               1, err);
+    CHECK_CONTAINS(err, "counted other inputs or options");
+    CHECK_EXIT(ss_test_cli(err, sizeof err, env, "convert jsonl %s --count-only -o %s", jl, c0), 2,
+               err);
+    CHECK_CONTAINS(err, "need --tokens words");
+    fprintf(stderr, "ok: jsonl counts errors\n");
+}
+
 int main(void) {
     const char *big = ss_test_keep_path("big.txt"), *src = ss_test_keep_path("src.txt");
     const char *tgt = ss_test_keep_path("tgt.txt"), *j1 = ss_test_keep_path("a.jsonl");
+    const char *j2 = ss_test_keep_path("b.jsonl");
     const char *docs = ss_test_keep_path("docs.txt");
     char args[4096], small[3][256];
     write_text(big, 3000, 1, 0);
@@ -215,6 +277,7 @@ int main(void) {
     write_text(src, 1500, 3, 0);
     write_text(tgt, 1500, 4, 0);
     write_jsonl(j1, 1200, 5);
+    write_jsonl2(j2, 1500, 6);
     for (int i = 0; i < 3; i++) {
         snprintf(small[i], sizeof small[i], "%s",
                  ss_test_keep_path(i ? i == 1 ? "s1" : "s2" : "s0"));
@@ -254,7 +317,16 @@ int main(void) {
              "convert parallel %s %s --tokens words --shared-vocab --max-vocab 9", src, tgt);
     check("parallel-shared", args);
     check_counted("parallel-shared", args, ss_test_keep_path("parallel-shared.ss"));
+    /* jsonl: one vocabulary over all keys */
+    snprintf(args, sizeof args, "convert jsonl %s --key text --tokens words", j1);
+    check("jsonl-words", args);
+    check_counted("jsonl-words", args, ss_test_keep_path("jsonl-words.ss"));
+    snprintf(args, sizeof args,
+             "convert jsonl %s --key title --key text --tokens words --min-count 2 --bos", j2);
+    check("jsonl-keys", args);
+    check_counted("jsonl-keys", args, ss_test_keep_path("jsonl-keys.ss"));
     check_count_errors(big, docs);
+    check_jsonl_count_errors(j2, big);
 
     /* usage errors */
     char err[4096];

@@ -308,7 +308,66 @@ static void test_tokens_by_hand(void) {
     ss_vocab_free(counts);
 }
 
+/* --tokens words: pass 2 maps the words pass 1 kept (tx_blockids) unless
+ * the memory budget ($SS_TEST_WORD_IDS_BYTES) is spent, then looks them up
+ * again. Kept for every block, for none (budget 0) or for some (1 byte: the
+ * blocks begun before the first one ends), with 1 to 3 threads and small
+ * blocks, text and parallel corpora give the same examples and vocabularies
+ * as the lookup-only run. The words: many rare ones (entry numbers past a
+ * map's first growth), '<unk>' and '<eos>' in the text (reserved ids),
+ * blank and whitespace-only lines, --min-count dropping words to <unk>. */
+static void test_kept_words(void) {
+    const char *text = ss_test_keep_path("kept.txt"), *tgt = ss_test_keep_path("kept-tgt.txt");
+    uint64_t rng = 5;
+    for (int f = 0; f < 2; f++) {
+        FILE *o = fopen(f ? tgt : text, "w");
+        CHECK(o != NULL);
+        for (int i = 0; i < 4000; i++) {
+            int n = (int)(ss_test_rand(&rng) % 14);
+            for (int w = 0; w < n; w++) {
+                uint64_t r = ss_test_rand(&rng);
+                const char *sep = w ? (r & 1 ? " " : " \t ") : (r & 2 ? "" : "  ");
+                if (r % 97 == 0)
+                    fprintf(o, "%s%s", sep, r & 4 ? "<unk>" : "<eos>");
+                else if (r % 3 == 0)
+                    fprintf(o, "%sr%llu", sep, (unsigned long long)(r >> 8) % 20000);
+                else
+                    fprintf(o, "%sw%llu", sep, (unsigned long long)(r >> 8) % 40);
+            }
+            fputs(i % 50 == 7 ? " \r\n" : "\n", o);
+        }
+        fclose(o);
+    }
+    static const char *const jobs[] = {
+        "convert text %s --tokens words --min-count 2 --bos --eos",
+        "convert text %s --tokens words --docs --skip-empty",
+        "convert parallel %s %s --tokens words --max-vocab 30",
+        "convert parallel %s %s --tokens words --shared-vocab --eos",
+    };
+    static const char *const budgets[] = {"0", "1", "100000000"};
+    char err[4096], args[1024], ref[300], out[300], env[200];
+    for (size_t k = 0; k < sizeof jobs / sizeof *jobs; k++) {
+        snprintf(args, sizeof args, jobs[k], text, tgt);
+        snprintf(ref, sizeof ref, "%s", ss_test_keep_path("kept-ref.ss"));
+        CHECK_EXIT(ss_test_cli(err, sizeof err, "SS_TEST_WORD_IDS_BYTES=0",
+                               "%s --threads 1 -o %s --force", args, ref),
+                   0, err);
+        for (size_t b = 0; b < sizeof budgets / sizeof *budgets; b++)
+            for (int th = 1; th <= 3; th++) {
+                snprintf(out, sizeof out, "%s", ss_test_keep_path("kept.ss"));
+                snprintf(env, sizeof env, "SS_TEST_BLOCK_BYTES=%d SS_TEST_WORD_IDS_BYTES=%s",
+                         th == 2 ? 100000 : 3000, budgets[b]);
+                CHECK_EXIT(ss_test_cli(err, sizeof err, env,
+                                       "%s --threads %d -o %s --force --shard 0/1", args, th, out),
+                           0, err);
+                const char *p = out;
+                ss_test_check_shards(ref, &p, 1);
+            }
+    }
+}
+
 int main(void) {
+    test_kept_words();
     test_utf8_vectors();
     test_utf8_random();
     test_vocab();

@@ -5,7 +5,8 @@
  * manifest; rerunning with --resume finishes only what is missing. Word
  * vocabularies: each rank counts only its slice and the counts are reduced
  * (DIR/word.counts holds the four ranks' counts, shards 0..3 in order, whose
- * totals add up to the corpus's words), for text and parallel corpora. */
+ * totals add up to the corpus's words), for text, parallel and JSON-lines
+ * corpora. */
 #include "testutil.h"
 
 #include <stdio.h>
@@ -128,6 +129,24 @@ int main(void) {
     snprintf(args, sizeof args, "convert parallel %s %s --tokens words -o %s", text, tgt, pdir);
     if (mpirun("", args) != 0) show_output(), exit(1);
     check_dataset(pdir, psingle);
+
+    /* the same lines as JSON lines: one vocabulary, counted per rank */
+    const char *jl = ss_test_keep_path("corpus.jsonl"), *jsingle = ss_test_keep_path("jsingle.ss");
+    src = ss_test_read_file(text, &len);
+    f = fopen(jl, "w");
+    CHECK(f != NULL);
+    for (char *line = src, *nl; (nl = strchr(line, '\n')); line = nl + 1)
+        fprintf(f, "{\"text\": \"%.*s\"}\n", (int)(nl - line), line);
+    fclose(f);
+    free(src);
+    CHECK_EXIT(
+        ss_test_cli(err, sizeof err, NULL, "convert jsonl %s --tokens words -o %s", jl, jsingle), 0,
+        err);
+    const char *jdir = ss_test_keep_path("jds");
+    snprintf(args, sizeof args, "convert jsonl %s --tokens words -o %s", jl, jdir);
+    if (mpirun("", args) != 0) show_output(), exit(1);
+    check_dataset(jdir, jsingle);
+    check_counts(jdir, words);
 
     /* rank 2 killed after 100 of its examples: the job fails, no manifest */
     const char *dir2 = ss_test_keep_path("ds2");
