@@ -8,6 +8,7 @@
 #include "lmdb_check.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -278,6 +279,16 @@ static uint64_t ss_commit_estimate(const ss_writer *w) {
     return extra;
 }
 
+/* After a NOSYNC commit: start writing its pages to disk now, without
+ * waiting, so that the flush of ss_writer_finish finds little left to do
+ * and the disk works while the caller produces the next commit. A hint
+ * only: durability still comes from that flush alone, so a failure here
+ * changes nothing and is ignored. */
+static void ss_writer_start_writeback(const ss_writer *w) {
+    int fd;
+    if (mdb_env_get_fd(w->env, &fd) == 0) (void)sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WRITE);
+}
+
 static int ss_writer_txn(ss_writer *w, int final) {
     for (int attempt = 0;; attempt++) {
         int rc = ss_map_reserve(w, ss_commit_estimate(w) << attempt);
@@ -296,6 +307,7 @@ static int ss_writer_txn(ss_writer *w, int final) {
             return ss_writer_broken(
                 w, ss__fail(SS_ETOOBIG, "%s: a value exceeds LMDB's limit", w->path));
         if (rc) return ss_writer_broken(w, ss_writer_lmdb_fail(w, rc));
+        if (!final && (w->flags & SS_WRITE_NOSYNC)) ss_writer_start_writeback(w);
         ss_pending_recycle(w);
         return 0;
     }
