@@ -40,7 +40,6 @@
 #include <biosig-dev.h>
 #include <errno.h>
 #include <math.h>
-#include <omp.h>
 #include <samplerate.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,6 +75,7 @@ typedef struct bs_job {
     uint64_t T;
     char subject[96], session[16]; /* header values for --meta header */
     char err[BS_ERR];
+    int bad; /* the last bs_decode() failed */
 } bs_job;
 
 static void usage_biosig(FILE *out) {
@@ -620,10 +620,30 @@ static void slot_free(bs_job *s) {
     free(s->annot);
 }
 
+/* ss_conv_parallel_ordered()'s callbacks: the run and its inputs. */
+typedef struct bs_run {
+    ss_conv *c;
+    bs_job *job;
+    const strlist *files;
+    uint64_t skip;
+} bs_run;
+
+static void decode_cb(void *ctx, void *slot, uint64_t i) {
+    bs_run *r = ctx;
+    bs_job *s = slot;
+    s->bad = bs_decode(s, r->files->v[i]);
+}
+
+static int emit_cb(void *ctx, void *slot, uint64_t i) {
+    bs_run *r = ctx;
+    const bs_job *s = slot;
+    return emit(r->c, r->job, s, s->bad, (uint32_t)i, r->files->v[i], &r->skip);
+}
+
 /* Decode recordings in parallel (--threads; each thread its own buffers),
  * append them in input order. */
 static int convert_all(ss_conv *c, bs_job *job, const strlist *files, uint64_t skip) {
-    int nthreads = ss_conv_opts(c)->threads, fatal = 0;
+    int nthreads = ss_conv_opts(c)->threads;
     if (nthreads < 1) nthreads = 1;
     if ((uint32_t)nthreads > files->n) nthreads = (int)(files->n ? files->n : 1);
     bs_job *slots = calloc((size_t)nthreads, sizeof *slots);
@@ -631,27 +651,12 @@ static int convert_all(ss_conv *c, bs_job *job, const strlist *files, uint64_t s
     for (int t = 0; t < nthreads; t++) { /* the run's settings, buffers of its own */
         slots[t].physical = job->physical;
         slots[t].rs = job->rs;
-        slots[t].ref = job->ref; /* shared, read-only while decoding */
+        slots[t].ref = job->ref;         /* shared, read-only while decoding */
         slots[t].ev.mode = job->ev.mode; /* only the mode: bs_decode() refuses BDF */
     }
-#pragma omp parallel num_threads(nthreads)
-    {
-        bs_job *s = &slots[omp_get_thread_num()];
-#pragma omp for ordered schedule(dynamic, 1)
-        for (long i = 0; i < (long)files->n; i++) {
-            int stop, bad = 0;
-#pragma omp atomic read
-            stop = fatal;
-            if (!stop) bad = bs_decode(s, files->v[i]);
-#pragma omp ordered
-            {
-                if (!fatal && emit(c, job, s, bad, (uint32_t)i, files->v[i], &skip)) {
-#pragma omp atomic write
-                    fatal = 1;
-                }
-            }
-        }
-    }
+    bs_run run = {c, job, files, skip};
+    int fatal = ss_conv_parallel_ordered(&run, slots, sizeof *slots, nthreads, files->n, decode_cb,
+                                         emit_cb);
     for (int t = 0; t < nthreads; t++) slot_free(&slots[t]);
     free(slots);
     return fatal;
