@@ -391,22 +391,26 @@ static int ss_append_field(ss_writer *w, uint32_t field, const ss_value *v) {
     ss_wfield *wf = &w->f[field];
     ss_field_state *fs = &w->h.fields[field];
     uint64_t bytes = v->length * fs->row_bytes;
-    int rc;
+    int rc, moved = 0; /* the example does not start where the last one ended */
     if (bytes > wf->chunk_cap - wf->chunk_used && wf->chunk_used > 0) {
         if ((rc = ss_chunk_close(w, field))) return rc;
+        moved = 1;
     }
     uint64_t loc;
     if (bytes > wf->chunk_cap) {
         loc = SS_LOC(wf->chunk_no, 0);
         if ((rc = ss_chunk_alone(w, field, v->data, bytes))) return rc;
+        moved = 1;
     } else {
         loc = SS_LOC(wf->chunk_no, wf->chunk_used);
         if (bytes) memcpy(wf->chunk + wf->chunk_used, v->data, bytes);
         wf->chunk_used += bytes;
     }
     if (fs->def.sequence) {
+        /* Entry i already holds this start (the end of example i - 1, or of
+         * nothing), unless a chunk was closed or begun for this example. */
         uint64_t i = w->h.count;
-        if ((rc = ss_index_set(w, field, i, loc, fs->total_rows))) return rc;
+        if (moved && (rc = ss_index_set(w, field, i, loc, fs->total_rows))) return rc;
         uint64_t end = SS_LOC(wf->chunk_no, wf->chunk_used);
         if ((rc = ss_index_set(w, field, i + 1, end, fs->total_rows + v->length))) return rc;
     }
