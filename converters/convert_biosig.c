@@ -40,6 +40,9 @@
 #include <biosig-dev.h>
 #include <errno.h>
 #include <math.h>
+#if defined(__x86_64__) && defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 #include <samplerate.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,6 +61,17 @@ typedef struct bs_ref {
     char *labels, *units; /* '\n'-joined */
     double *gain, *offset;
 } bs_ref;
+
+/* lrint() inline: glibc's x86-64 lrint is this one instruction (cvtsd2si,
+ * the current rounding mode), but a call per sample, which cost as much as
+ * the loop around it; elsewhere lrint() itself. */
+#if defined(__x86_64__) && defined(__SSE2__)
+static inline long bs_lrint(double x) {
+    return (long)_mm_cvtsd_si64(_mm_set_sd(x));
+}
+#else
+#define bs_lrint lrint
+#endif
 
 typedef struct bs_job {
     int physical;
@@ -354,9 +368,9 @@ static int read_samples(bs_job *job, HDRTYPE *h, uint32_t C) {
     if (dt == SS_F32)
         for (size_t i = 0; i < n; i++) ((float *)job->data)[i] = (float)src[i];
     else if (dt == SS_I32)
-        for (size_t i = 0; i < n; i++) ((int32_t *)job->data)[i] = (int32_t)lrint(src[i]);
+        for (size_t i = 0; i < n; i++) ((int32_t *)job->data)[i] = (int32_t)bs_lrint(src[i]);
     else
-        for (size_t i = 0; i < n; i++) ((int16_t *)job->data)[i] = (int16_t)lrint(src[i]);
+        for (size_t i = 0; i < n; i++) ((int16_t *)job->data)[i] = (int16_t)bs_lrint(src[i]);
     job->T = T;
     return 0;
 }
