@@ -9,7 +9,11 @@
  * converters' (a u8 sequence of 39 bytes, and a fixed [2] u64 'source'), with
  * the writer's default commits; CPU ns per example of the appends (commits
  * included, as a converter pays them), then ss_writer_finish (the last
- * commit and fdatasync) reported apart. Baseline in the same rounds: memcpy
+ * commit and fdatasync) reported apart; the same with SS_WRITE_NOSYNC, the
+ * converters' mode (commits not flushed, their write-back started). Floors
+ * for the store's size: write() into a new file, its fdatasync, the two
+ * with a sync_file_range hint per 64 MiB, and (given the CLI) the start of
+ * a seqstore process. Baseline in the same rounds: memcpy
  * of the same bytes into a 64 MiB ring (the floor of any writer that copies).
  * Part 2 (given the CLI): a file of N 40-byte lines; read() into a 1 MiB
  * buffer against `seqstore convert text --tokens bytes --threads 1` and with
