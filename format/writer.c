@@ -285,8 +285,12 @@ static uint64_t ss_commit_estimate(const ss_writer *w) {
  * only: durability still comes from that flush alone, so a failure here
  * changes nothing and is ignored. */
 static void ss_writer_start_writeback(const ss_writer *w) {
+#ifdef SYNC_FILE_RANGE_WRITE /* Linux; elsewhere the kernel's own write-back */
     int fd;
     if (mdb_env_get_fd(w->env, &fd) == 0) (void)sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WRITE);
+#else
+    (void)w;
+#endif
 }
 
 static int ss_writer_txn(ss_writer *w, int final) {
