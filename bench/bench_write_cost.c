@@ -9,7 +9,11 @@
  * converters' (a u8 sequence of 39 bytes, and a fixed [2] u64 'source'), with
  * the writer's default commits; CPU ns per example of the appends (commits
  * included, as a converter pays them), then ss_writer_finish (the last
- * commit and fdatasync) reported apart. Baseline in the same rounds: memcpy
+ * commit and fdatasync) reported apart; the same with SS_WRITE_NOSYNC, the
+ * converters' mode (commits not flushed, their write-back started). Floors
+ * for the store's size: write() into a new file, its fdatasync, the two
+ * with a sync_file_range hint per 64 MiB, and (given the CLI) the start of
+ * a seqstore process. Baseline in the same rounds: memcpy
  * of the same bytes into a 64 MiB ring (the floor of any writer that copies).
  * Part 2 (given the CLI): a file of N 40-byte lines; read() into a 1 MiB
  * buffer against `seqstore convert text --tokens bytes --threads 1` and with
@@ -20,8 +24,9 @@
 #include "bench_common.h"
 
 #include <fcntl.h>
-#include <sys/resource.h>
 #include <stdint.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -41,16 +46,19 @@ static void cpu_split(double *user, double *sys) {
 
 enum { LEN = 39 };
 
-/* One writer round: CPU ns per example of the appends (*append_ns, of it
- * *user_ns in user space; the rest is the kernel copying commits into the
- * page cache), *finish_s for the finish. */
-static void write_round(const char *path, uint64_t n, double *append_ns, double *user_ns,
-                        double *finish_s) {
+/* One writer round with writer `flags`: CPU ns per example of the appends
+ * (*append_ns, of it *user_ns in user space; the rest is the kernel copying
+ * commits into the page cache), *finish_s for the finish (wall), and the
+ * store's size in *bytes. */
+static void write_round(const char *path, uint64_t n, unsigned flags, double *append_ns,
+                        double *user_ns, double *finish_s, double *bytes) {
     const ss_field f[2] = {{"tokens", SS_U8, 1, 0, {0}}, {"source", SS_U64, 0, 1, {2}}};
     const ss_schema schema = {2, f};
+    ss_writer_options o = SS_WRITER_OPTIONS_INIT;
+    o.flags = flags;
     ss_writer *w;
     unlink(path);
-    if (ss_writer_create(&w, path, &schema, NULL)) {
+    if (ss_writer_create(&w, path, &schema, &o)) {
         fprintf(stderr, "create: %s\n", ss_error_message());
         exit(1);
     }
@@ -78,10 +86,68 @@ static void write_round(const char *path, uint64_t n, double *append_ns, double 
     }
     *finish_s = bench_now() - t;
     ss_writer_free(w);
+    struct stat st;
+    *bytes = stat(path, &st) == 0 ? (double)st.st_size : 0;
     unlink(path);
     char lock[1100];
     snprintf(lock, sizeof lock, "%s-lock", path);
     unlink(lock);
+}
+
+/* The floors of writing a store of `bytes`: write() of them into a new file
+ * in 1 MiB calls (*write_s, the copy into the page cache), its fdatasync
+ * (*sync_s), and the same with a sync_file_range(WRITE) hint after every
+ * 64 MiB (*overlap_s, write and fdatasync together). Wall seconds. */
+static void floor_round(const char *path, double bytes, double *write_s, double *sync_s,
+                        double *overlap_s) {
+    static char buf[1 << 20];
+    memset(buf, 'x', sizeof buf);
+    for (int mode = 0; mode < 2; mode++) {
+        unlink(path);
+        double t0 = bench_now();
+        int fd = open(path, O_CREAT | O_WRONLY | O_TRUNC, 0644);
+        if (fd < 0) {
+            perror(path);
+            exit(1);
+        }
+        off_t done = 0, hinted = 0;
+        while ((double)done < bytes) {
+            if (write(fd, buf, sizeof buf) != (ssize_t)sizeof buf) {
+                perror(path);
+                exit(1);
+            }
+            done += (off_t)sizeof buf;
+            if (mode == 1 && done - hinted >= (64 << 20)) {
+                sync_file_range(fd, hinted, done - hinted, SYNC_FILE_RANGE_WRITE);
+                hinted = done;
+            }
+        }
+        double t1 = bench_now();
+        fdatasync(fd);
+        double t2 = bench_now();
+        close(fd);
+        if (mode == 0) {
+            *write_s = t1 - t0;
+            *sync_s = t2 - t1;
+        } else {
+            *overlap_s = t2 - t0;
+        }
+    }
+    unlink(path);
+}
+
+/* Wall seconds of starting the CLI and letting it exit (`--version`). */
+static double start_s(const char *cli) {
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "%s --version > /dev/null", cli);
+    double t = bench_now();
+    int st = system(cmd);
+    t = bench_now() - t;
+    if (!WIFEXITED(st) || WEXITSTATUS(st)) {
+        fprintf(stderr, "failed: %s\n", cmd);
+        exit(1);
+    }
+    return t;
 }
 
 /* memcpy of the same bytes per example into a ring: ns per example. */
@@ -165,25 +231,22 @@ int main(int argc, char **argv) {
     snprintf(store, sizeof store, "%s/bench_write_cost.ss", dir);
     snprintf(in, sizeof in, "%s/bench_write_cost.txt", dir);
     double load0 = bench_loadavg();
-    double *app = calloc((size_t)rounds * 7, sizeof *app);
-    double *fin = app + rounds, *cpy = fin + rounds, *rd = cpy + rounds, *c1 = rd + rounds,
-           *cd = c1 + rounds, *usr = cd + rounds;
+    enum { NCOL = 14 };
+    double *col[NCOL];
+    for (int k = 0; k < NCOL; k++) col[k] = calloc((size_t)rounds, sizeof(double));
+    double *app = col[0], *fin = col[1], *cpy = col[2], *rd = col[3], *c1 = col[4], *cd = col[5],
+           *usr = col[6], *napp = col[7], *nfin = col[8], *nusr = col[9], *fw = col[10],
+           *fs = col[11], *fo = col[12], *st = col[13];
+    double bytes = 0;
     for (int r = 0; r < rounds; r++) {
         cpy[r] = memcpy_round(n);
-        write_round(store, n, &app[r], &usr[r], &fin[r]);
-    }
-    if (cli) {
-        make_lines(in, n);
-        read_s(in);
-        for (int r = 0; r < rounds; r++) {
-            rd[r] = read_s(in);
-            c1[r] = convert_s(cli, "--threads 1", in, store);
-            cd[r] = convert_s(cli, "", in, store);
-        }
+        write_round(store, n, 0, &app[r], &usr[r], &fin[r], &bytes);
+        write_round(store, n, SS_WRITE_NOSYNC, &napp[r], &nusr[r], &nfin[r], &bytes);
+        floor_round(store, bytes, &fw[r], &fs[r], &fo[r]);
     }
     char b[96];
     bench_md_header(load0, bench_loadavg(), rounds,
-                    "(writer, memcpy, read() and convert alternate)");
+                    "(writer, memcpy, floors, read() and convert alternate)");
     printf("| %llu examples of %d u8 + [2] u64 | per example |\n|---|---|\n", (unsigned long long)n,
            LEN);
     printf("| ss_writer_append, CPU | %s ns |\n",
@@ -194,6 +257,30 @@ int main(int argc, char **argv) {
            bench_fmt(b, sizeof b, "%.1f", bench_stats(cpy, rounds)));
     printf("| ss_writer_finish (last commit + fdatasync), wall | %s s in all |\n",
            bench_fmt(b, sizeof b, "%.3f", bench_stats(fin, rounds)));
+    printf("| SS_WRITE_NOSYNC (the converters' mode): append, CPU | %s ns |\n",
+           bench_fmt(b, sizeof b, "%.1f", bench_stats(napp, rounds)));
+    printf("| of it in user space | %s ns |\n",
+           bench_fmt(b, sizeof b, "%.1f", bench_stats(nusr, rounds)));
+    printf("| SS_WRITE_NOSYNC: ss_writer_finish, wall | %s s in all |\n",
+           bench_fmt(b, sizeof b, "%.3f", bench_stats(nfin, rounds)));
+    printf("\n| floors for the store's %.0f MB | wall |\n|---|---|\n", bytes / 1e6);
+    printf("| write() into a new file (page cache) | %s s |\n",
+           bench_fmt(b, sizeof b, "%.3f", bench_stats(fw, rounds)));
+    printf("| then fdatasync | %s s |\n", bench_fmt(b, sizeof b, "%.3f", bench_stats(fs, rounds)));
+    printf("| write() with a sync_file_range hint per 64 MiB, then fdatasync | %s s |\n",
+           bench_fmt(b, sizeof b, "%.3f", bench_stats(fo, rounds)));
+    if (cli) {
+        make_lines(in, n);
+        read_s(in);
+        for (int r = 0; r < rounds; r++) {
+            st[r] = start_s(cli);
+            rd[r] = read_s(in);
+            c1[r] = convert_s(cli, "--threads 1", in, store);
+            cd[r] = convert_s(cli, "", in, store);
+        }
+        printf("| process start (`seqstore --version` through the shell) | %s s |\n",
+               bench_fmt(b, sizeof b, "%.4f", bench_stats(st, rounds)));
+    }
     if (cli) {
         double mb = (double)n * (LEN + 1) / 1e6, x1[64], xd[64], rr[64];
         for (int r = 0; r < rounds && r < 64; r++) {
@@ -218,6 +305,6 @@ int main(int argc, char **argv) {
         snprintf(lock, sizeof lock, "%s-lock", store);
         unlink(lock);
     }
-    free(app);
+    for (int k = 0; k < NCOL; k++) free(col[k]);
     return 0;
 }

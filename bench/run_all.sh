@@ -124,6 +124,18 @@ section "Writing: bounded memory (\`bench/bench_write_rss.c\`)" \
 run "$R" "$BENCH/bench_write_rss" "${RSS_ARGS[@]}" --markdown
 table "$R"
 
+echo "run_all.sh: writing cost" >&2
+COST_ARGS=()
+[ -n "${SS_BENCH_ROUNDS:-}" ] && COST_ARGS+=(-r "$SS_BENCH_ROUNDS")
+section "Writing: cost per short example, floors, and \`convert text --tokens bytes\` (\`bench/bench_write_cost.c\`)" \
+    "build/bench/bench_write_cost build/seqstore -d \"\${TMPDIR:-/tmp}\" ${COST_ARGS[*]}"
+if [ -x "$BENCH/bench_write_cost" ] && [ -x "$BUILD/seqstore" ]; then
+    run "$R" "$BENCH/bench_write_cost" "$BUILD/seqstore" -d "$WORK" "${COST_ARGS[@]}"
+    table "$R"
+else
+    note "(not run: bench_write_cost or seqstore is missing)"
+fi
+
 echo "run_all.sh: padding waste" >&2
 FORTUNES=/usr/share/games/fortunes
 section "Padding waste (\`bench/bench_padding_waste.c\`)" \

@@ -52,6 +52,8 @@ need 1 "| 128 rows ("
 need 1 "### Converters"
 need 1 "EDFlib read only"
 need 1 "convert text bytes, 1 thread"
+need 1 "| SS_WRITE_NOSYNC: ss_writer_finish, wall |"
+need 1 "| convert text --tokens bytes (default threads) |"
 if [ -x "$BUILD/bench/bench_convert_signal" ]; then need 1 "GDF (BioSig)"; fi
 if /usr/bin/python3 -c 'import numpy' 2>/dev/null; then need 1 "convert parallel --tokens words"; fi
 need 1 "### Datasets of shards"

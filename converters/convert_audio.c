@@ -23,7 +23,6 @@
 #include "resample.h"
 
 #include <errno.h>
-#include <omp.h>
 #include <samplerate.h>
 #include <sndfile.h>
 #include <stdlib.h>
@@ -430,10 +429,30 @@ static void slot_free(audio_job *s) {
     free(s->rbuf);
 }
 
+/* ss_conv_parallel_ordered()'s callbacks: the run and its inputs. */
+typedef struct audio_run {
+    ss_conv *c;
+    audio_job *job;
+    const strlist *files;
+    uint64_t skip;
+} audio_run;
+
+static void decode_cb(void *ctx, void *slot, uint64_t i) {
+    audio_run *r = ctx;
+    audio_job *s = slot;
+    s->err[0] = '\0';
+    s->bad = audio_decode(s, r->files->v[i], &s->T, s->err, sizeof s->err);
+}
+
+static int emit_cb(void *ctx, void *slot, uint64_t i) {
+    audio_run *r = ctx;
+    return emit(r->c, r->job, slot, (uint32_t)i, r->files->v[i], &r->skip);
+}
+
 /* Decode files in parallel (--threads; each thread its own buffers) and
  * append them in input order, so any thread count writes the same store. */
 static int convert_all(ss_conv *c, audio_job *job, const strlist *files, uint64_t skip) {
-    int nthreads = ss_conv_opts(c)->threads, fatal = 0;
+    int nthreads = ss_conv_opts(c)->threads;
     if (nthreads < 1) nthreads = 1;
     if ((uint32_t)nthreads > files->n) nthreads = (int)(files->n ? files->n : 1);
     audio_job *slots = calloc((size_t)nthreads, sizeof *slots);
@@ -442,27 +461,9 @@ static int convert_all(ss_conv *c, audio_job *job, const strlist *files, uint64_
         slots[t].dtype = job->dtype, slots[t].dtype_given = job->dtype_given;
         slots[t].rs = job->rs, slots[t].channels = job->channels, slots[t].rate = job->rate;
     }
-#pragma omp parallel num_threads(nthreads)
-    {
-        audio_job *s = &slots[omp_get_thread_num()];
-#pragma omp for ordered schedule(dynamic, 1)
-        for (long i = 0; i < (long)files->n; i++) {
-            int stop;
-#pragma omp atomic read
-            stop = fatal;
-            if (!stop) {
-                s->err[0] = '\0';
-                s->bad = audio_decode(s, files->v[i], &s->T, s->err, sizeof s->err);
-            }
-#pragma omp ordered
-            {
-                if (!fatal && emit(c, job, s, (uint32_t)i, files->v[i], &skip)) {
-#pragma omp atomic write
-                    fatal = 1;
-                }
-            }
-        }
-    }
+    audio_run run = {c, job, files, skip};
+    int fatal = ss_conv_parallel_ordered(&run, slots, sizeof *slots, nthreads, files->n, decode_cb,
+                                         emit_cb);
     for (int t = 0; t < nthreads; t++) slot_free(&slots[t]);
     free(slots);
     return fatal;

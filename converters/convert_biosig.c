@@ -45,7 +45,9 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
-#include <omp.h>
+#if defined(__x86_64__) && defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 #include <samplerate.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,6 +66,17 @@ typedef struct bs_ref {
     char *labels, *units; /* '\n'-joined */
     double *gain, *offset;
 } bs_ref;
+
+/* lrint() inline: glibc's x86-64 lrint is this one instruction (cvtsd2si,
+ * the current rounding mode), but a call per sample, which cost as much as
+ * the loop around it; elsewhere lrint() itself. */
+#if defined(__x86_64__) && defined(__SSE2__)
+static inline long bs_lrint(double x) {
+    return (long)_mm_cvtsd_si64(_mm_set_sd(x));
+}
+#else
+#define bs_lrint lrint
+#endif
 
 typedef struct bs_job {
     int physical;
@@ -87,6 +100,7 @@ typedef struct bs_job {
     size_t codes_cap;
     char subject[96], session[16]; /* header values for --meta header */
     char err[BS_ERR];
+    int bad; /* the last bs_decode() failed */
 } bs_job;
 
 static void usage_biosig(FILE *out) {
@@ -432,9 +446,9 @@ static int read_samples(bs_job *job, HDRTYPE *h, uint32_t C) {
     if (dt == SS_F32)
         for (size_t i = 0; i < n; i++) ((float *)job->data)[i] = (float)src[i];
     else if (dt == SS_I32)
-        for (size_t i = 0; i < n; i++) ((int32_t *)job->data)[i] = (int32_t)lrint(src[i]);
+        for (size_t i = 0; i < n; i++) ((int32_t *)job->data)[i] = (int32_t)bs_lrint(src[i]);
     else
-        for (size_t i = 0; i < n; i++) ((int16_t *)job->data)[i] = (int16_t)lrint(src[i]);
+        for (size_t i = 0; i < n; i++) ((int16_t *)job->data)[i] = (int16_t)bs_lrint(src[i]);
     job->T = T;
     return 0;
 }
@@ -704,10 +718,30 @@ static void slot_free(bs_job *s) {
     free(s->annot);
 }
 
+/* ss_conv_parallel_ordered()'s callbacks: the run and its inputs. */
+typedef struct bs_run {
+    ss_conv *c;
+    bs_job *job;
+    const strlist *files;
+    uint64_t skip;
+} bs_run;
+
+static void decode_cb(void *ctx, void *slot, uint64_t i) {
+    bs_run *r = ctx;
+    bs_job *s = slot;
+    s->bad = bs_decode(s, r->files->v[i]);
+}
+
+static int emit_cb(void *ctx, void *slot, uint64_t i) {
+    bs_run *r = ctx;
+    const bs_job *s = slot;
+    return emit(r->c, r->job, s, s->bad, (uint32_t)i, r->files->v[i], &r->skip);
+}
+
 /* Decode recordings in parallel (--threads; each thread its own buffers),
  * append them in input order. */
 static int convert_all(ss_conv *c, bs_job *job, const strlist *files, uint64_t skip) {
-    int nthreads = ss_conv_opts(c)->threads, fatal = 0;
+    int nthreads = ss_conv_opts(c)->threads;
     if (nthreads < 1) nthreads = 1;
     if ((uint32_t)nthreads > files->n) nthreads = (int)(files->n ? files->n : 1);
     bs_job *slots = calloc((size_t)nthreads, sizeof *slots);
@@ -720,24 +754,9 @@ static int convert_all(ss_conv *c, bs_job *job, const strlist *files, uint64_t s
         slots[t].ev.from = job->ev.from;
         slots[t].ev.from_channel = job->ev.from_channel; /* borrowed */
     }
-#pragma omp parallel num_threads(nthreads)
-    {
-        bs_job *s = &slots[omp_get_thread_num()];
-#pragma omp for ordered schedule(dynamic, 1)
-        for (long i = 0; i < (long)files->n; i++) {
-            int stop, bad = 0;
-#pragma omp atomic read
-            stop = fatal;
-            if (!stop) bad = bs_decode(s, files->v[i]);
-#pragma omp ordered
-            {
-                if (!fatal && emit(c, job, s, bad, (uint32_t)i, files->v[i], &skip)) {
-#pragma omp atomic write
-                    fatal = 1;
-                }
-            }
-        }
-    }
+    bs_run run = {c, job, files, skip};
+    int fatal = ss_conv_parallel_ordered(&run, slots, sizeof *slots, nthreads, files->n, decode_cb,
+                                         emit_cb);
     for (int t = 0; t < nthreads; t++) slot_free(&slots[t]);
     free(slots);
     return fatal;

@@ -48,7 +48,6 @@
 
 #include <edflib.h>
 #include <errno.h>
-#include <omp.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -837,27 +836,18 @@ static int emit(edf_run *r, uint32_t i, edf_slot *s) {
     return 0;
 }
 
+static void decode_cb(void *ctx, void *slot, uint64_t i) {
+    edf_run *r = ctx;
+    if (every_file(r, (uint32_t)i)) edf_decode(r->job, r->files[i], slot, 0);
+}
+
+static int emit_cb(void *ctx, void *slot, uint64_t i) {
+    return emit(ctx, (uint32_t)i, slot);
+}
+
 static int run_parallel(edf_run *r, edf_slot *slots, int nthreads) {
-    int fatal = 0;
-#pragma omp parallel num_threads(nthreads)
-    {
-        edf_slot *s = &slots[omp_get_thread_num()];
-#pragma omp for ordered schedule(dynamic, 1)
-        for (long i = 0; i < (long)r->nfiles; i++) {
-            int stop;
-#pragma omp atomic read
-            stop = fatal;
-            if (!stop && every_file(r, (uint32_t)i)) edf_decode(r->job, r->files[i], s, 0);
-#pragma omp ordered
-            {
-                if (!fatal && emit(r, (uint32_t)i, s)) {
-#pragma omp atomic write
-                    fatal = 1;
-                }
-            }
-        }
-    }
-    return fatal;
+    return ss_conv_parallel_ordered(r, slots, sizeof *slots, nthreads, r->nfiles, decode_cb,
+                                    emit_cb);
 }
 
 static int parse_args(ss_conv *c, int argc, char **argv, edf_job *job, strlist *files,

@@ -204,8 +204,10 @@ enum {
     SS_WRITE_FORCE = 1u << 0,  /**< create: replace an existing file */
     SS_WRITE_RESUME = 1u << 1, /**< open: continue an interrupted write after its
                                     last committed example */
-    SS_WRITE_NOSYNC = 1u << 2  /**< do not fsync at intermediate commits (the final
-                                    commit of ss_writer_finish always syncs) */
+    SS_WRITE_NOSYNC = 1u << 2  /**< do not fsync at intermediate commits, only start
+                                    their write-back (the final commit of
+                                    ss_writer_finish always syncs, all pages before
+                                    the one that marks the store complete) */
 };
 
 typedef struct ss_writer_options {
