@@ -561,9 +561,20 @@ typedef struct ss__fast_field {
     ss_dtype dtype;                   /**< the field's dtype */
 } ss__fast_field;
 
+/** Not API: a shard of a dataset for the inline fast path. */
+typedef struct ss__fast_shard {
+    uint64_t first;  /**< the global number of the shard's first example */
+    ss_store *store; /**< the shard once opened and checked, else NULL; read with
+                          acquire and written with release (__atomic builtins) */
+} ss__fast_shard;
+
 /** Not API: the start of every ss_store (the inline fast path reads it). */
 typedef struct ss__fast {
-    ss__fast_field f[SS_MAX_FIELDS]; /**< limit 0 beyond the schema */
+    ss__fast_field f[SS_MAX_FIELDS]; /**< limit 0 beyond the schema, and for a dataset */
+    const ss__fast_shard *shards;    /**< a dataset's nshards + 1 (the last: first = count) */
+    uint64_t shard_limit;            /**< a dataset's count (below 2^53), else 0 */
+    uint64_t nshards;                /**< entries of shards, less 1 */
+    double per_shard_inv;            /**< nshards / count: the shard guess's factor */
 } ss__fast;
 
 #if !defined(SS_NO_INLINE_GET) && defined(__GNUC__)
@@ -577,13 +588,11 @@ static inline int ss__get_call(ss_view *out, const ss_store *s, uint32_t field, 
     return rc;
 }
 
-/** ss_get(), inline (see above): the same results and return codes. */
-__attribute__((always_inline)) static inline int ss__get_inline(ss_view *out, const ss_store *s,
-                                                                uint32_t field, uint64_t index) {
-    if (__builtin_expect(!out || !s || field >= SS_MAX_FIELDS, 0))
-        return ss__get_call(out, s, field, index);
-    const ss__fast_field *f = &((const ss__fast *)(const void *)s)->f[field];
-    if (__builtin_expect(index >= f->limit, 0)) return ss__get_call(out, s, field, index);
+/** Not API: example `index` of the field table `f` into *out: 0, or 1 when
+ *  the fast path does not serve it (out untouched). */
+__attribute__((always_inline)) static inline int
+ss__get_table(ss_view *out, const ss__fast_field *f, uint64_t index) {
+    if (__builtin_expect(index >= f->limit, 0)) return 1;
     const ss__fast_segment *g = &f->segments[index / SS__SEGMENT_ENTRIES];
     const uint64_t *e = (const uint64_t *)(g->bias + 16 * index);
     /* entry index + 1 exists (the library checked every segment's size),
@@ -594,16 +603,37 @@ __attribute__((always_inline)) static inline int ss__get_inline(ss_view *out, co
     uint64_t loc = e[0], rows = end - e[1], chunk = loc >> 32, offset = loc & 0xFFFFFFFFu;
     /* 1 <= rows <= 2^32 (an empty example takes the out-of-line path), and
      * row_bytes < 2^32 (else limit is 0): rows * row_bytes + offset < 2^64. */
-    if (__builtin_expect(chunk >= f->nchunks || ((rows - 1) >> 32) != 0, 0))
-        return ss__get_call(out, s, field, index);
+    if (__builtin_expect(chunk >= f->nchunks || ((rows - 1) >> 32) != 0, 0)) return 1;
     const ss__fast_chunk *c = &f->chunks[chunk];
-    if (__builtin_expect(offset + rows * f->row_bytes > c->size, 0))
-        return ss__get_call(out, s, field, index);
+    if (__builtin_expect(offset + rows * f->row_bytes > c->size, 0)) return 1;
     out->data = c->data + offset;
     out->length = rows;
     out->row_bytes = f->row_bytes;
     out->dtype = f->dtype;
     return 0;
+}
+
+/** ss_get(), inline (see above): the same results and return codes. A
+ *  dataset's example is served from its shard's table once the shard is
+ *  open (the shard guessed as the exported function does). */
+__attribute__((always_inline)) static inline int ss__get_inline(ss_view *out, const ss_store *s,
+                                                                uint32_t field, uint64_t index) {
+    if (__builtin_expect(!out || !s || field >= SS_MAX_FIELDS, 0))
+        return ss__get_call(out, s, field, index);
+    const ss__fast *t = (const ss__fast *)(const void *)s;
+    if (__builtin_expect(ss__get_table(out, &t->f[field], index) == 0, 1)) return 0;
+    if (index < t->shard_limit) {
+        uint64_t k = (uint64_t)(int64_t)((double)(int64_t)index * t->per_shard_inv);
+        if (k >= t->nshards) k = t->nshards - 1;
+        const ss__fast_shard *sh = &t->shards[k];
+        const ss_store *st;
+        if (index >= sh->first && index < sh[1].first &&
+            (st = __atomic_load_n(&sh->store, __ATOMIC_ACQUIRE)) != NULL &&
+            ss__get_table(out, &((const ss__fast *)(const void *)st)->f[field],
+                          index - sh->first) == 0)
+            return 0;
+    }
+    return ss__get_call(out, s, field, index);
 }
 #define ss_get(out, s, field, index) ss__get_inline(out, s, field, index)
 #endif
