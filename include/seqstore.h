@@ -698,7 +698,8 @@ SS_API int ss_lengths_view(const void **data, ss_dtype *dtype, uint64_t *count, 
  *  @param[out] lengths `n` entries; lengths[0..*got) are the lengths of the
  *                      examples copied, and when *got < n, lengths[*got] is
  *                      the length of the first one that did not fit (so the
- *                      caller can grow `buf`). May be NULL if n is 0.
+ *                      caller can grow `buf`); the entries after those are
+ *                      unspecified. May be NULL if n is 0.
  *  @return 0; SS_ERANGE (bad field, or first + n passes the count);
  *          SS_EINVAL (NULL argument); SS_ECORRUPT as ss_get() (then the
  *          contents of buf and lengths are unspecified). */
