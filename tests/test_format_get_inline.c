@@ -114,6 +114,47 @@ static void check_bad_arguments(const ss_store *s) {
     CHECK_RC((ss_get)(NULL, s, 0, 0), SS_EINVAL);
 }
 
+/* ss_read_examples() of examples [first, first + n) with `cap` bytes
+ * against the naive reader built of ss_length() and ss_get(): examples are
+ * taken while their length fits in the rows left, each must read (else
+ * SS_ECORRUPT), and the bytes are its view's. */
+static void check_scan(const ss_store *s, uint64_t first, uint64_t n, uint64_t cap) {
+    unsigned char *buf = malloc(cap + 1);
+    uint64_t *lengths = malloc(n * sizeof *lengths), got, k, at = 0, left = cap / 2;
+    CHECK(buf && lengths);
+    int rc = ss_read_examples(&got, buf, lengths, s, 0, first, n, cap), want = 0;
+    for (k = 0; k < n; k++) {
+        uint64_t len = ss_length(s, 0, first + k);
+        if (len > left) break;
+        ss_view v;
+        if ((want = ss_get(&v, s, 0, first + k)) != 0) break;
+        if (rc == 0) {
+            CHECK_EQ_U64(lengths[k], len);
+            CHECK(len == 0 || memcmp(buf + at, v.data, len * 2) == 0);
+        }
+        at += len * 2;
+        left -= len;
+    }
+    CHECK_EQ_U64(rc, want);
+    if (rc == 0) {
+        CHECK_EQ_U64(got, k);
+        if (k < n) CHECK_EQ_U64(lengths[k], ss_length(s, 0, first + k));
+    }
+    free(buf);
+    free(lengths);
+}
+
+/* Scans of every shape: from the start, across a segment boundary, a `cap`
+ * that ends inside a block of the block walk, single examples. */
+static void check_scans(const ss_store *s, uint64_t around) {
+    check_scan(s, 0, 4096, 1 << 20);
+    check_scan(s, around - 300, 600, 1 << 20);
+    check_scan(s, around - 300, 600, 777);
+    check_scan(s, around - 1, 3, 1 << 20);
+    check_scan(s, SS_SEGMENT_ENTRIES - 700, 1400, 1 << 20);
+    for (uint64_t cap = 0; cap < 3000; cap += 97) check_scan(s, around - 200, 400, cap);
+}
+
 /* Rewrite index entry `e` (location, start) of field 0 in place through
  * LMDB; the store must be closed. The segment's checksum goes stale, which
  * only ss_verify() and SS_OPEN_VERIFY look at. */
@@ -188,6 +229,7 @@ static void lying_entry(const char *good, const char *path, uint64_t e, const ui
     CHECK(naive_matches(&v, 0, e - 2));
     CHECK_OK(both(&v, s, 0, e + 2));
     CHECK(naive_matches(&v, 0, e + 2));
+    check_scans(s, e);
     ss_close(s);
 }
 
@@ -216,6 +258,11 @@ static void check_lies(const char *good) {
     lying_entry(good, path, e, &x, NULL, e, e);
     x = SS_LOC(SS_LOC_CHUNK(loc), 0xFFFFFFFFu);
     lying_entry(good, path, e, &x, NULL, e, e);
+    /* a location inside the chunk but not where the rows before end: ss_get()
+     * reads it, so must ss_read_examples() (not the bytes that follow) */
+    CHECK(SS_LOC_OFFSET(loc) != 0);
+    x = SS_LOC(SS_LOC_CHUNK(loc), 0);
+    lying_entry(good, path, e, &x, NULL, 1, 0);
     /* start - 2^40: 2^40 more rows for e, a wrapped count for e - 1 */
     x = next_start - (1ull << 40);
     lying_entry(good, path, e, NULL, &x, e - 1, e);
@@ -243,6 +290,7 @@ static void check_lies(const char *good) {
     CHECK(naive_matches(&v, 0, b - 2));
     CHECK_OK(both(&v, s, 0, b + 1));
     CHECK(naive_matches(&v, 0, b + 1));
+    check_scans(s, b);
     ss_close(s);
 }
 
@@ -253,6 +301,7 @@ int main(void) {
     CHECK_OK(ss_open(&s, good, 0));
     check_all(s);
     check_bad_arguments(s);
+    check_scans(s, 5000);
     ss_close(s);
     /* SS_OPEN_VERIFY takes the out-of-line path every time: same answers */
     CHECK_OK(ss_open(&s, good, SS_OPEN_VERIFY));
