@@ -631,6 +631,13 @@ static void ratios(double *out, const double *num, const double *den, int n) {
     for (int r = 0; r < n; r++) out[r] = num[r] / den[r];
 }
 
+/* Issue 15's targets for ss_read_examples: 0.85x memcpy for examples of up
+ * to 512 tokens; short ones (up to 32) pay the index walk per ~33 bytes
+ * copied, so 0.5x. */
+static double scan_target(const args *a) {
+    return a->maxlen <= 32 ? 0.5 : 0.85;
+}
+
 static void print_plain(const args *a, const figures *fg) {
     int R = a->rounds;
     char b1[96], b2[96];
@@ -644,9 +651,9 @@ static void print_plain(const args *a, const figures *fg) {
         bench_fmt(b1, sizeof b1, "%.1f", bench_stats(fg->ns[R_FLOOR4K], R)));
     ratios(x, fg->ns[R_GET], fg->ns[R_FLOOR], R);
     bench_mr g = bench_stats(x, R);
-    say("  ss_get                          %s = %sx the floor (target <= 2x: %s)\n",
+    say("  ss_get                          %s = %sx the floor (target <= 1.5x: %s)\n",
         bench_fmt(b1, sizeof b1, "%.1f", bench_stats(fg->ns[R_GET], R)),
-        bench_fmt(b2, sizeof b2, "%.2f", g), verdict(g.med <= 2));
+        bench_fmt(b2, sizeof b2, "%.2f", g), verdict(g.med <= 1.5));
     ratios(x, fg->ns[R_GET], fg->ns[R_FLOOR4K], R);
     say("                                  = %sx the 4 KiB-page floor\n",
         bench_fmt(b2, sizeof b2, "%.2f", bench_stats(x, R)));
@@ -672,9 +679,9 @@ static void print_plain(const args *a, const figures *fg) {
         bench_fmt(b1, sizeof b1, "%.2f", bench_stats(fg->scan_gbs, R)),
         bench_fmt(b2, sizeof b2, "%.2f", g), verdict(g.med >= 0.8));
     g = bench_stats(fg->flat_ratio, R);
-    say("  ss_read_examples, %d per call     %s = %sx the faster memcpy\n", SCAN_BLOCK,
-        bench_fmt(b1, sizeof b1, "%.2f", bench_stats(fg->flat_gbs, R)),
-        bench_fmt(b2, sizeof b2, "%.2f", g));
+    say("  ss_read_examples, %d per call     %s = %sx the faster memcpy (target >= %.2gx: %s)\n",
+        SCAN_BLOCK, bench_fmt(b1, sizeof b1, "%.2f", bench_stats(fg->flat_gbs, R)),
+        bench_fmt(b2, sizeof b2, "%.2f", g), scan_target(a), verdict(g.med >= scan_target(a)));
     say("load average: %.2f at the start, %.2f at the end\n", fg->load0, fg->load1);
 }
 
@@ -693,9 +700,9 @@ static void print_markdown(const args *a, const figures *fg) {
     bench_mr g = bench_stats(x, R);
     bench_fmt(b2, sizeof b2, "%.2f", g);
     ratios(x, fg->ns[R_GET], fg->ns[R_FLOOR4K], R);
-    printf("| **`ss_get`** | **%s ns/op = %s× the floor**, %s× the 4 KiB floor | ≤ 2× — %s |\n",
+    printf("| **`ss_get`** | **%s ns/op = %s× the floor**, %s× the 4 KiB floor | ≤ 1.5× — %s |\n",
            bench_fmt(b1, sizeof b1, "%.1f", bench_stats(fg->ns[R_GET], R)), b2,
-           bench_fmt(b3, sizeof b3, "%.2f", bench_stats(x, R)), g.med <= 2 ? "met" : "not met");
+           bench_fmt(b3, sizeof b3, "%.2f", bench_stats(x, R)), g.med <= 1.5 ? "met" : "not met");
     ratios(x, fg->ns[R_MDB], fg->ns[R_GET], R);
     g = bench_stats(x, R);
     printf("| `mdb_get`, one LMDB key per example, same data | %s ns/op: `ss_get` **%s× faster** "
@@ -717,9 +724,10 @@ static void print_markdown(const args *a, const figures *fg) {
            bench_fmt(b2, sizeof b2, "%.2f", g), g.med >= 0.8 ? "" : " — not met");
     g = bench_stats(fg->flat_ratio, R);
     printf("| sequential scan, `ss_read_examples`, %d examples per call | %s GB/s = **%s×** "
-           "`memcpy` from memory | ≥ 0.8×%s |\n",
+           "`memcpy` from memory | ≥ %.2g×%s |\n",
            SCAN_BLOCK, bench_fmt(b1, sizeof b1, "%.2f", bench_stats(fg->flat_gbs, R)),
-           bench_fmt(b2, sizeof b2, "%.2f", g), g.med >= 0.8 ? "" : " — not met");
+           bench_fmt(b2, sizeof b2, "%.2f", g), scan_target(a),
+           g.med >= scan_target(a) ? "" : " — not met");
     printf("| open, %llu examples (%.2f GB) | **%.2f ms** warm, %.1f ms after evicting the file "
            "| < 50 ms |\n",
            (unsigned long long)a->n, fg->file_gb, fg->open_warm, fg->open_cold);
