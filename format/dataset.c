@@ -97,7 +97,7 @@ static int ds_shard(ss_store **out, const ss_store *s, uint32_t k) {
         ss_store *sh = NULL;
         if (asprintf(&path, "%s/%s", ds->dir, ds->m.shards[k].path) < 0)
             rc = ss__fail(SS_ENOMEM, "out of memory");
-        if (!rc) rc = ss_open(&sh, path, ds->flags);
+        if (!rc) rc = ss__open_shard(&sh, path, ds->flags);
         if (!rc) rc = ss_manifest_check_shard(&ds->m, k, sh);
         if (rc) {
             ss_close(sh);

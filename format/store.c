@@ -244,6 +244,7 @@ int ss__chunk_verified(const ss_store *s, uint32_t field, uint64_t chunk, uint64
 typedef struct ss_open_ctx {
     const char *path;
     unsigned flags;
+    int shard; /* a dataset's shard: a map of the file's size (env.h) */
 } ss_open_ctx;
 
 static int ss_open_readonly_env(MDB_env **env, void *vctx) {
@@ -254,7 +255,8 @@ static int ss_open_readonly_env(MDB_env **env, void *vctx) {
     /* A map far beyond the file, so that growth by another process's writer
      * never forces a remap under this process's readers (env.c). */
     struct stat st;
-    uint64_t map = ss_env_reader_map_bytes(stat(ctx->path, &st) == 0 ? (uint64_t)st.st_size : 0);
+    uint64_t file = stat(ctx->path, &st) == 0 ? (uint64_t)st.st_size : 0;
+    uint64_t map = ctx->shard ? ss_env_shard_map_bytes(file) : ss_env_reader_map_bytes(file);
     if (map) mdb_env_set_mapsize(*env, (size_t)map);
     unsigned mflags = MDB_RDONLY | MDB_NOSUBDIR | MDB_NOTLS;
     if (ctx->flags & SS_OPEN_NOLOCK) mflags |= MDB_NOLOCK;
@@ -269,8 +271,8 @@ static int ss_open_readonly_env(MDB_env **env, void *vctx) {
 }
 
 /* Share the process's environment of this file and take our own snapshot. */
-static int ss_open_env(ss_store *s, unsigned flags) {
-    ss_open_ctx ctx = {s->path, flags};
+static int ss_open_env(ss_store *s, unsigned flags, int shard) {
+    ss_open_ctx ctx = {s->path, flags, shard};
     int rc = ss_env_acquire(&s->env, s->path, 0, ss_open_readonly_env, &ctx);
     if (rc) return rc;
     if ((rc = ss_env_begin_read(s->env, s->path, &s->txn))) return rc;
@@ -301,7 +303,17 @@ static void ss_fast_setup(ss_store *s) {
     }
 }
 
+static int ss_open_store(ss_store **out, const char *path, unsigned flags, int shard);
+
 int ss_open(ss_store **out, const char *path, unsigned flags) {
+    return ss_open_store(out, path, flags, 0);
+}
+
+int ss__open_shard(ss_store **out, const char *path, unsigned flags) {
+    return ss_open_store(out, path, flags, 1);
+}
+
+static int ss_open_store(ss_store **out, const char *path, unsigned flags, int shard) {
     if (!out) return ss__fail(SS_EINVAL, "ss_open: out is NULL");
     *out = NULL;
     if (!path || !*path) return ss__fail(SS_EINVAL, "ss_open: empty path");
@@ -324,7 +336,7 @@ int ss_open(ss_store **out, const char *path, unsigned flags) {
     s->file_bytes = (uint64_t)st.st_size;
     s->complete = 1;
     pthread_mutex_init(&s->lock, NULL);
-    rc = ss_open_env(s, flags);
+    rc = ss_open_env(s, flags, shard);
     if (rc == 0) rc = ss_read_header(s, flags);
     if (rc == 0) rc = ss_build_tables(s);
     if (rc == 0 && (flags & SS_OPEN_VERIFY)) rc = ss_verify_setup(s);

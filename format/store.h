@@ -139,6 +139,9 @@ static inline int ss__get_unchecked(ss_view *out, const ss_store *s, uint32_t fi
 }
 
 int ss_dataset_open(ss_store **out, const char *path, unsigned flags);
+/* ss_open() of a dataset's shard: the same, with a map of the file's size
+ * instead of 1 TiB (env.h: ss_env_shard_map_bytes()). */
+int ss__open_shard(ss_store **out, const char *path, unsigned flags);
 void ss_dataset_close(ss_store *s);
 int ss_dataset_get(ss_view *out, const ss_store *s, uint32_t field, uint64_t index);
 uint64_t ss_dataset_length(const ss_store *s, uint32_t field, uint64_t index);
