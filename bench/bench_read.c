@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* bench_read.c - read speed of a store against baselines run in the same
  * process on the same data:
- *   random access: ss_get (touching each example's first and last token)
+ *   random access: ss_get (touching each example's first and last token;
+ *     inline, and called out of line as with SS_NO_INLINE_GET)
  *     vs (a) one LMDB key per example read with mdb_get,
  *        (b) the same loop over an in-memory array of pointers (the floor),
  *        (c) Megatron/fairseq-style .bin + index read per example with numpy
@@ -204,6 +205,20 @@ static uint64_t loop_ss_get(const ss_store *s, const uint64_t *q, uint64_t nq) {
     for (uint64_t j = 0; j < nq; j++) {
         ss_view v;
         int rc = ss_get(&v, s, 0, q[j]);
+        if (rc) die("ss_get", rc);
+        const uint16_t *p = v.data;
+        sum += p[0] + p[v.length - 1];
+    }
+    return sum;
+}
+
+/* The same through the exported function, as a program built with
+ * SS_NO_INLINE_GET calls it: what seqstore.h's inline fast path saves. */
+static uint64_t loop_ss_get_call(const ss_store *s, const uint64_t *q, uint64_t nq) {
+    uint64_t sum = 0;
+    for (uint64_t j = 0; j < nq; j++) {
+        ss_view v;
+        int rc = (ss_get)(&v, s, 0, q[j]);
         if (rc) die("ss_get", rc);
         const uint16_t *p = v.data;
         sum += p[0] + p[v.length - 1];
@@ -545,7 +560,7 @@ static void scan_round(const ss_store *s, const corpus *c, unsigned char *dst, s
     __asm__ __volatile__("" : : "r"(dst) : "memory");
 }
 
-enum { R_FLOOR, R_FLOOR4K, R_GET, R_MDB, R_PY, R_N };
+enum { R_FLOOR, R_FLOOR4K, R_GET, R_GET_CALL, R_MDB, R_PY, R_N };
 
 /* Per round: ns/op of each random-access loop (R_PY -1 without Python). */
 typedef struct figures {
@@ -572,7 +587,7 @@ static void *floor4k_make(corpus *small, const corpus *c, size_t *bytes) {
 }
 
 /* Random access: a warm-up round, then a.rounds rounds in which the loops
- * take turns (floor, ss_get, mdb_get, 4 KiB floor, then numpy in its own
+ * take turns (floor, ss_get, mdb_get, 4 KiB floor, out-of-line ss_get, then numpy in its own
  * process), so that load from other processes hits them alike. */
 static void random_rounds(const args *a, const corpus *c, const ss_store *s, const char *lmdb,
                           const char *prefix, const uint64_t *q, figures *fg) {
@@ -603,7 +618,10 @@ static void random_rounds(const args *a, const corpus *c, const ss_store *s, con
         double t3 = now();
         uint64_t sum_floor4k = loop_floor(&small, q, a->nq);
         double t4 = now();
-        if (sum_get != sum_floor || sum_mdb != sum_floor || sum_floor4k != sum_floor) {
+        uint64_t sum_call = loop_ss_get_call(s, q, a->nq);
+        double t5 = now();
+        if (sum_get != sum_floor || sum_mdb != sum_floor || sum_floor4k != sum_floor ||
+            sum_call != sum_floor) {
             fprintf(stderr, "bench_read: the loops read different data\n");
             exit(1);
         }
@@ -612,6 +630,7 @@ static void random_rounds(const args *a, const corpus *c, const ss_store *s, con
         fg->ns[R_GET][r] = (t2 - t1) * k;
         fg->ns[R_MDB][r] = (t3 - t2) * k;
         fg->ns[R_FLOOR4K][r] = (t4 - t3) * k;
+        fg->ns[R_GET_CALL][r] = (t5 - t4) * k;
         fg->ns[R_PY][r] =
             use_python ? run_python(a->python, prefix, c->n, a->pq, sum_py, r > 0) : -1;
     }
@@ -656,6 +675,10 @@ static void print_plain(const args *a, const figures *fg) {
         bench_fmt(b2, sizeof b2, "%.2f", g), verdict(g.med <= 1.5));
     ratios(x, fg->ns[R_GET], fg->ns[R_FLOOR4K], R);
     say("                                  = %sx the 4 KiB-page floor\n",
+        bench_fmt(b2, sizeof b2, "%.2f", bench_stats(x, R)));
+    ratios(x, fg->ns[R_GET_CALL], fg->ns[R_FLOOR], R);
+    say("  ss_get called out of line       %s = %sx the floor (SS_NO_INLINE_GET)\n",
+        bench_fmt(b1, sizeof b1, "%.1f", bench_stats(fg->ns[R_GET_CALL], R)),
         bench_fmt(b2, sizeof b2, "%.2f", bench_stats(x, R)));
     ratios(x, fg->ns[R_MDB], fg->ns[R_GET], R);
     g = bench_stats(x, R);
@@ -703,6 +726,11 @@ static void print_markdown(const args *a, const figures *fg) {
     printf("| **`ss_get`** | **%s ns/op = %s× the floor**, %s× the 4 KiB floor | ≤ 1.5× — %s |\n",
            bench_fmt(b1, sizeof b1, "%.1f", bench_stats(fg->ns[R_GET], R)), b2,
            bench_fmt(b3, sizeof b3, "%.2f", bench_stats(x, R)), g.med <= 1.5 ? "met" : "not met");
+    ratios(x, fg->ns[R_GET_CALL], fg->ns[R_FLOOR], R);
+    printf("| `ss_get` called out of line (built with `SS_NO_INLINE_GET`) | %s ns/op = %s× the "
+           "floor | |\n",
+           bench_fmt(b1, sizeof b1, "%.1f", bench_stats(fg->ns[R_GET_CALL], R)),
+           bench_fmt(b2, sizeof b2, "%.2f", bench_stats(x, R)));
     ratios(x, fg->ns[R_MDB], fg->ns[R_GET], R);
     g = bench_stats(x, R);
     printf("| `mdb_get`, one LMDB key per example, same data | %s ns/op: `ss_get` **%s× faster** "
