@@ -2,7 +2,9 @@
 /* test_dataset_shard_map.c - a dataset maps each shard at its file's size
  * rounded up to 2 MiB (env.h: ss_env_shard_map_bytes()), a store opened
  * directly keeps its 1 TiB map (read from /proc/self/maps, the kernel's
- * account); and a shard that another process grows past that small map is
+ * account); the inline ss_get() of a dataset (through its shards' tables)
+ * agrees with the exported one and with a single store of the same
+ * examples; and a shard that another process grows past that small map is
  * never remapped under the dataset: opening it directly meanwhile fails with
  * SS_EBUSY, and works once the dataset is closed. */
 #include "testutil.h"
@@ -95,6 +97,18 @@ int main(void) {
         CHECK(got >= size && got == (size + unit - 1) / unit * unit);
     }
     CHECK(mapped_bytes(single) >= (1ull << 40));
+    /* the inline ss_get() through the shards' tables, the exported one and
+     * the single store of the same examples agree on every example */
+    for (uint64_t i = 0; i < 2000; i++) {
+        ss_view a, b, c;
+        CHECK_OK(ss_get(&a, ds, 0, i));
+        CHECK_OK((ss_get)(&b, ds, 0, i));
+        CHECK_OK(ss_get(&c, one, 0, i));
+        CHECK(a.data == b.data && a.length == b.length && a.row_bytes == b.row_bytes);
+        CHECK(a.length == c.length && memcmp(a.data, c.data, a.length * 2) == 0);
+    }
+    CHECK_RC(ss_get(&v, ds, 0, 2000), SS_ERANGE);
+    CHECK_RC(ss_get(&v, ds, 1, 0), SS_ERANGE);
 
     /* another process grows shard 0 past its map */
     uint64_t map0 = mapped_bytes(shard[0]);
