@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* bench_read.c - read speed of a store against baselines run in the same
  * process on the same data:
- *   random access: ss_get (touching each example's first and last token)
+ *   random access: ss_get (touching each example's first and last token;
+ *     inline, and called out of line as with SS_NO_INLINE_GET)
  *     vs (a) one LMDB key per example read with mdb_get,
  *        (b) the same loop over an in-memory array of pointers (the floor),
  *        (c) Megatron/fairseq-style .bin + index read per example with numpy
@@ -204,6 +205,20 @@ static uint64_t loop_ss_get(const ss_store *s, const uint64_t *q, uint64_t nq) {
     for (uint64_t j = 0; j < nq; j++) {
         ss_view v;
         int rc = ss_get(&v, s, 0, q[j]);
+        if (rc) die("ss_get", rc);
+        const uint16_t *p = v.data;
+        sum += p[0] + p[v.length - 1];
+    }
+    return sum;
+}
+
+/* The same through the exported function, as a program built with
+ * SS_NO_INLINE_GET calls it: what seqstore.h's inline fast path saves. */
+static uint64_t loop_ss_get_call(const ss_store *s, const uint64_t *q, uint64_t nq) {
+    uint64_t sum = 0;
+    for (uint64_t j = 0; j < nq; j++) {
+        ss_view v;
+        int rc = (ss_get)(&v, s, 0, q[j]);
         if (rc) die("ss_get", rc);
         const uint16_t *p = v.data;
         sum += p[0] + p[v.length - 1];
@@ -545,7 +560,7 @@ static void scan_round(const ss_store *s, const corpus *c, unsigned char *dst, s
     __asm__ __volatile__("" : : "r"(dst) : "memory");
 }
 
-enum { R_FLOOR, R_FLOOR4K, R_GET, R_MDB, R_PY, R_N };
+enum { R_FLOOR, R_FLOOR4K, R_GET, R_GET_CALL, R_MDB, R_PY, R_N };
 
 /* Per round: ns/op of each random-access loop (R_PY -1 without Python). */
 typedef struct figures {
@@ -572,7 +587,7 @@ static void *floor4k_make(corpus *small, const corpus *c, size_t *bytes) {
 }
 
 /* Random access: a warm-up round, then a.rounds rounds in which the loops
- * take turns (floor, ss_get, mdb_get, 4 KiB floor, then numpy in its own
+ * take turns (floor, ss_get, mdb_get, 4 KiB floor, out-of-line ss_get, then numpy in its own
  * process), so that load from other processes hits them alike. */
 static void random_rounds(const args *a, const corpus *c, const ss_store *s, const char *lmdb,
                           const char *prefix, const uint64_t *q, figures *fg) {
@@ -603,7 +618,10 @@ static void random_rounds(const args *a, const corpus *c, const ss_store *s, con
         double t3 = now();
         uint64_t sum_floor4k = loop_floor(&small, q, a->nq);
         double t4 = now();
-        if (sum_get != sum_floor || sum_mdb != sum_floor || sum_floor4k != sum_floor) {
+        uint64_t sum_call = loop_ss_get_call(s, q, a->nq);
+        double t5 = now();
+        if (sum_get != sum_floor || sum_mdb != sum_floor || sum_floor4k != sum_floor ||
+            sum_call != sum_floor) {
             fprintf(stderr, "bench_read: the loops read different data\n");
             exit(1);
         }
@@ -612,6 +630,7 @@ static void random_rounds(const args *a, const corpus *c, const ss_store *s, con
         fg->ns[R_GET][r] = (t2 - t1) * k;
         fg->ns[R_MDB][r] = (t3 - t2) * k;
         fg->ns[R_FLOOR4K][r] = (t4 - t3) * k;
+        fg->ns[R_GET_CALL][r] = (t5 - t4) * k;
         fg->ns[R_PY][r] =
             use_python ? run_python(a->python, prefix, c->n, a->pq, sum_py, r > 0) : -1;
     }
@@ -631,6 +650,13 @@ static void ratios(double *out, const double *num, const double *den, int n) {
     for (int r = 0; r < n; r++) out[r] = num[r] / den[r];
 }
 
+/* Issue 15's targets for ss_read_examples: 0.85x memcpy for examples of up
+ * to 512 tokens; short ones (up to 32) pay the index walk per ~33 bytes
+ * copied, so 0.5x. */
+static double scan_target(const args *a) {
+    return a->maxlen <= 32 ? 0.5 : 0.85;
+}
+
 static void print_plain(const args *a, const figures *fg) {
     int R = a->rounds;
     char b1[96], b2[96];
@@ -644,11 +670,15 @@ static void print_plain(const args *a, const figures *fg) {
         bench_fmt(b1, sizeof b1, "%.1f", bench_stats(fg->ns[R_FLOOR4K], R)));
     ratios(x, fg->ns[R_GET], fg->ns[R_FLOOR], R);
     bench_mr g = bench_stats(x, R);
-    say("  ss_get                          %s = %sx the floor (target <= 2x: %s)\n",
+    say("  ss_get                          %s = %sx the floor (target <= 1.5x: %s)\n",
         bench_fmt(b1, sizeof b1, "%.1f", bench_stats(fg->ns[R_GET], R)),
-        bench_fmt(b2, sizeof b2, "%.2f", g), verdict(g.med <= 2));
+        bench_fmt(b2, sizeof b2, "%.2f", g), verdict(g.med <= 1.5));
     ratios(x, fg->ns[R_GET], fg->ns[R_FLOOR4K], R);
     say("                                  = %sx the 4 KiB-page floor\n",
+        bench_fmt(b2, sizeof b2, "%.2f", bench_stats(x, R)));
+    ratios(x, fg->ns[R_GET_CALL], fg->ns[R_FLOOR], R);
+    say("  ss_get called out of line       %s = %sx the floor (SS_NO_INLINE_GET)\n",
+        bench_fmt(b1, sizeof b1, "%.1f", bench_stats(fg->ns[R_GET_CALL], R)),
         bench_fmt(b2, sizeof b2, "%.2f", bench_stats(x, R)));
     ratios(x, fg->ns[R_MDB], fg->ns[R_GET], R);
     g = bench_stats(x, R);
@@ -672,9 +702,9 @@ static void print_plain(const args *a, const figures *fg) {
         bench_fmt(b1, sizeof b1, "%.2f", bench_stats(fg->scan_gbs, R)),
         bench_fmt(b2, sizeof b2, "%.2f", g), verdict(g.med >= 0.8));
     g = bench_stats(fg->flat_ratio, R);
-    say("  ss_read_examples, %d per call     %s = %sx the faster memcpy\n", SCAN_BLOCK,
-        bench_fmt(b1, sizeof b1, "%.2f", bench_stats(fg->flat_gbs, R)),
-        bench_fmt(b2, sizeof b2, "%.2f", g));
+    say("  ss_read_examples, %d per call     %s = %sx the faster memcpy (target >= %.2gx: %s)\n",
+        SCAN_BLOCK, bench_fmt(b1, sizeof b1, "%.2f", bench_stats(fg->flat_gbs, R)),
+        bench_fmt(b2, sizeof b2, "%.2f", g), scan_target(a), verdict(g.med >= scan_target(a)));
     say("load average: %.2f at the start, %.2f at the end\n", fg->load0, fg->load1);
 }
 
@@ -693,9 +723,14 @@ static void print_markdown(const args *a, const figures *fg) {
     bench_mr g = bench_stats(x, R);
     bench_fmt(b2, sizeof b2, "%.2f", g);
     ratios(x, fg->ns[R_GET], fg->ns[R_FLOOR4K], R);
-    printf("| **`ss_get`** | **%s ns/op = %s× the floor**, %s× the 4 KiB floor | ≤ 2× — %s |\n",
+    printf("| **`ss_get`** | **%s ns/op = %s× the floor**, %s× the 4 KiB floor | ≤ 1.5× — %s |\n",
            bench_fmt(b1, sizeof b1, "%.1f", bench_stats(fg->ns[R_GET], R)), b2,
-           bench_fmt(b3, sizeof b3, "%.2f", bench_stats(x, R)), g.med <= 2 ? "met" : "not met");
+           bench_fmt(b3, sizeof b3, "%.2f", bench_stats(x, R)), g.med <= 1.5 ? "met" : "not met");
+    ratios(x, fg->ns[R_GET_CALL], fg->ns[R_FLOOR], R);
+    printf("| `ss_get` called out of line (built with `SS_NO_INLINE_GET`) | %s ns/op = %s× the "
+           "floor | |\n",
+           bench_fmt(b1, sizeof b1, "%.1f", bench_stats(fg->ns[R_GET_CALL], R)),
+           bench_fmt(b2, sizeof b2, "%.2f", bench_stats(x, R)));
     ratios(x, fg->ns[R_MDB], fg->ns[R_GET], R);
     g = bench_stats(x, R);
     printf("| `mdb_get`, one LMDB key per example, same data | %s ns/op: `ss_get` **%s× faster** "
@@ -717,9 +752,10 @@ static void print_markdown(const args *a, const figures *fg) {
            bench_fmt(b2, sizeof b2, "%.2f", g), g.med >= 0.8 ? "" : " — not met");
     g = bench_stats(fg->flat_ratio, R);
     printf("| sequential scan, `ss_read_examples`, %d examples per call | %s GB/s = **%s×** "
-           "`memcpy` from memory | ≥ 0.8×%s |\n",
+           "`memcpy` from memory | ≥ %.2g×%s |\n",
            SCAN_BLOCK, bench_fmt(b1, sizeof b1, "%.2f", bench_stats(fg->flat_gbs, R)),
-           bench_fmt(b2, sizeof b2, "%.2f", g), g.med >= 0.8 ? "" : " — not met");
+           bench_fmt(b2, sizeof b2, "%.2f", g), scan_target(a),
+           g.med >= scan_target(a) ? "" : " — not met");
     printf("| open, %llu examples (%.2f GB) | **%.2f ms** warm, %.1f ms after evicting the file "
            "| < 50 ms |\n",
            (unsigned long long)a->n, fg->file_gb, fg->open_warm, fg->open_cold);

@@ -27,10 +27,10 @@ typedef struct ds_attr {
     uint64_t k;
 } ds_attr;
 
-typedef struct ds_slot {
-    uint64_t first;            /* global number of its first example */
-    _Atomic(ss_store *) store; /* NULL until first touched */
-} ds_slot;
+/* A shard: global number of its first example, and the store, NULL until
+ * first touched (read with acquire, written with release). The inline
+ * ss_get() reads this table (seqstore.h). */
+typedef ss__fast_shard ds_slot;
 
 struct ss_dataset {
     /* the hot path first: ss_get() reads these and the slots only */
@@ -87,23 +87,23 @@ static uint32_t ds_shard_of(const uint64_t *first, uint32_t nshards, uint64_t in
 /* Shard `k`, opened and checked against the manifest on first use. */
 static int ds_shard(ss_store **out, const ss_store *s, uint32_t k) {
     ss_dataset *ds = s->ds;
-    *out = atomic_load_explicit(&ds->slot[k].store, memory_order_acquire);
+    *out = __atomic_load_n(&ds->slot[k].store, __ATOMIC_ACQUIRE);
     if (*out) return 0;
     pthread_mutex_lock((pthread_mutex_t *)&s->lock);
-    *out = atomic_load_explicit(&ds->slot[k].store, memory_order_relaxed);
+    *out = __atomic_load_n(&ds->slot[k].store, __ATOMIC_RELAXED);
     int rc = 0;
     if (!*out) {
         char *path = NULL;
         ss_store *sh = NULL;
         if (asprintf(&path, "%s/%s", ds->dir, ds->m.shards[k].path) < 0)
             rc = ss__fail(SS_ENOMEM, "out of memory");
-        if (!rc) rc = ss_open(&sh, path, ds->flags);
+        if (!rc) rc = ss__open_shard(&sh, path, ds->flags);
         if (!rc) rc = ss_manifest_check_shard(&ds->m, k, sh);
         if (rc) {
             ss_close(sh);
             rc = ss__context(rc, "dataset '%s', shard %u", s->path, k);
         } else {
-            atomic_store_explicit(&ds->slot[k].store, sh, memory_order_release);
+            __atomic_store_n(&ds->slot[k].store, sh, __ATOMIC_RELEASE);
             *out = sh;
         }
         free(path);
@@ -160,6 +160,11 @@ static int ds_tables(ss_store *s) {
     for (uint32_t k = 0; k < n; k++) ds->first[k + 1] = ds->first[k] + m->shards[k].count;
     for (uint32_t k = 0; k <= n; k++) ds->slot[k].first = ds->first[k];
     ds->per_shard_inv = m->examples ? (double)n / (double)m->examples : 0;
+    /* the inline ss_get()'s dispatch (seqstore.h); its `limit`s stay 0 */
+    s->fast.shards = ds->slot;
+    s->fast.nshards = n;
+    s->fast.per_shard_inv = ds->per_shard_inv;
+    s->fast.shard_limit = n && m->examples < (1ull << 53) ? m->examples : 0;
     s->h.nfields = m->nfields;
     s->h.count = m->examples;
     for (uint32_t f = 0; f < m->nfields; f++) {
@@ -248,7 +253,7 @@ int ss_dataset_get(ss_view *out, const ss_store *s, uint32_t field, uint64_t ind
     if (slot[k].first > index || slot[k + 1].first <= index)
         k = ds_shard_of(ds->first, ds->nshards, index);
     const ds_slot *at = &slot[k];
-    ss_store *sh = atomic_load_explicit(&((ds_slot *)at)->store, memory_order_acquire);
+    ss_store *sh = __atomic_load_n(&at->store, __ATOMIC_ACQUIRE);
     if (!sh) {
         int rc = ds_shard(&sh, s, (uint32_t)k);
         if (rc) return rc;

@@ -32,6 +32,10 @@
  *    holds about 100 such maps; when the address space is limited (ulimit -v,
  *    many open files) a probe fails and the map falls back to 4 x the file,
  *    then to LMDB's own size.
+ *  - a dataset's shards are the exception: complete stores checked against
+ *    the manifest, mapped at their size rounded up to 2 MiB, because many
+ *    1 TiB maps each cost their own page-table pages on every random read
+ *    (ss_env_shard_map_bytes()). A shard that grows anyway is the next case.
  *  - if a snapshot still outgrows the map, ss_env_begin_read() remaps only
  *    when the caller is the environment's sole user in this process (it holds
  *    the registry lock, so nobody can join meanwhile); otherwise the open
@@ -95,6 +99,12 @@ uint64_t ss_env_reader_map_bytes(uint64_t file_bytes) {
     if (ss_env_map_fits(big)) return big;
     if (ss_env_map_fits(room)) return room;
     return 0; /* LMDB's own choice: the writer's last map size, at least the file */
+}
+
+uint64_t ss_env_shard_map_bytes(uint64_t file_bytes) {
+    const uint64_t unit = 2u << 20;
+    if (ss_env_map_override) return ss_env_map_override;
+    return file_bytes > UINT64_MAX - unit ? 0 : (file_bytes + unit - 1) / unit * unit;
 }
 
 static ss_env_entry *ss_env_find(dev_t dev, ino_t ino) {

@@ -68,6 +68,26 @@ typedef struct flat_want {
     uint64_t *lengths;
 } flat_want;
 
+/* The block step of copy_runs(): examples 0..n-1 of entries e[0..n] (one
+ * segment) with their lengths into `lengths`, branch-free. Returns their
+ * rows if they form one run (starts never decrease, and every example
+ * starts where the rows before it end: location - e[0]'s location = rows
+ * since e[0] times rb) holding at most `cap` rows; else UINT64_MAX, and the
+ * caller walks them one by one. Below `cap`, no product here overflows. */
+static uint64_t block_run(uint64_t *lengths, const ss_entry *e, uint64_t n, uint64_t rb,
+                          uint64_t cap) {
+    uint64_t s0 = e[0].start, l0 = e[0].loc, prev = s0, bad = 0;
+    for (uint64_t k = 0; k < n; k++) {
+        uint64_t next = e[k + 1].start;
+        lengths[k] = next - prev;
+        bad |= (uint64_t)(next < prev) | ((e[k].loc - l0) ^ ((prev - s0) * rb));
+        prev = next;
+    }
+    return bad || prev - s0 > cap ? UINT64_MAX : prev - s0;
+}
+
+enum { BLOCK = 256 }; /* examples per block step */
+
 /* ss_flat_read() and ss_read_examples() of a sequence field of a plain
  * store, from row `off` of example `ex` on; *got = examples passed. A scan of
  * short examples is bound by the calls and copies per example, so the index
@@ -84,7 +104,32 @@ static int copy_runs(unsigned char *dst, const ss_store *s, uint32_t field, uint
     if (w.count > s->h.count - ex) w.count = s->h.count - ex;
     const ss_entry *e = rf->segments[g] + r;
     flat_run run = {0, 0, 0, ex};
+    uint64_t one_by_one = 0; /* examples to walk singly after a block failed */
     for (k = 0; k < w.count && (w.whole || w.rows); k++, off = 0) {
+        /* Whole examples in blocks (ss_read_examples()): the index walk of
+         * short examples costs more than their copy. */
+        uint64_t n = w.count - k < BLOCK ? w.count - k : BLOCK;
+        if (n > SS_SEGMENT_ENTRIES - 1 - r) n = SS_SEGMENT_ENTRIES - 1 - r;
+        if (w.whole && one_by_one == 0 && n >= 16) {
+            uint64_t rows = block_run(w.lengths + k, e, n, rb, w.rows), end;
+            at = SS_LOC_OFFSET(e->loc);
+            if (rows == UINT64_MAX || __builtin_add_overflow(at, rows * rb, &end)) {
+                one_by_one = n;
+            } else {
+                if (!(at == run.b1 && SS_LOC_CHUNK(e->loc) == run.chunk && run.b1 > run.b0)) {
+                    int rc = flat_flush(&dst, s, field, &run);
+                    if (rc) return rc;
+                    run = (flat_run){SS_LOC_CHUNK(e->loc), at, at, ex + k};
+                }
+                run.b1 = end;
+                w.rows -= rows;
+                k += n - 1;
+                r += n;
+                e += n;
+                continue;
+            }
+        }
+        if (one_by_one) one_by_one--;
         const ss_entry *next = ++r < SS_SEGMENT_ENTRIES ? e + 1 : rf->segments[++g];
         if (r == SS_SEGMENT_ENTRIES) r = 0;
         uint64_t rows = next->start - e->start, loc = e->loc, end;

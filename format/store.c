@@ -51,6 +51,18 @@ static int ss_collect(ss_store *s, char tag, uint32_t field, uint64_t n, ss_bloc
     return 0;
 }
 
+/* The inline ss_get()'s table of `n` index segments (seqstore.h): entry i
+ * of segment g is at bias + 16 i, the bias computed in integers (it may lie
+ * outside any object). NULL when out of memory. */
+static ss__fast_segment *ss_fast_segments(const ss_entry *const *segments, uint64_t n) {
+    ss__fast_segment *t = calloc(n, sizeof *t);
+    for (uint64_t g = 0; t && g < n; g++) {
+        t[g].bias = (uintptr_t)segments[g] - (uintptr_t)(g * SS_SEGMENT_ENTRIES * SS_INDEX_ENTRY);
+        t[g].last = (g + 1) * SS_SEGMENT_ENTRIES - 1;
+    }
+    return t;
+}
+
 static int ss_build_tables(ss_store *s) {
     for (uint32_t i = 0; i < s->h.nfields; i++) {
         ss_rfield *rf = &s->f[i];
@@ -87,6 +99,8 @@ static int ss_build_tables(ss_store *s) {
         }
         rf->segment_blocks = segs;
         if (rc) return rc;
+        if (!(rf->fast_segments = ss_fast_segments(rf->segments, rf->nsegments)))
+            return ss__fail(SS_ENOMEM, "%s: out of memory", s->path);
         if (ss_entry_at(rf, s->h.count)->start != fs->total_rows)
             return ss__fail(SS_ECORRUPT, "%s: field '%s': index ends at row %llu, header says %llu",
                             s->path, fs->name,
@@ -230,6 +244,7 @@ int ss__chunk_verified(const ss_store *s, uint32_t field, uint64_t chunk, uint64
 typedef struct ss_open_ctx {
     const char *path;
     unsigned flags;
+    int shard; /* a dataset's shard: a map of the file's size (env.h) */
 } ss_open_ctx;
 
 static int ss_open_readonly_env(MDB_env **env, void *vctx) {
@@ -240,7 +255,8 @@ static int ss_open_readonly_env(MDB_env **env, void *vctx) {
     /* A map far beyond the file, so that growth by another process's writer
      * never forces a remap under this process's readers (env.c). */
     struct stat st;
-    uint64_t map = ss_env_reader_map_bytes(stat(ctx->path, &st) == 0 ? (uint64_t)st.st_size : 0);
+    uint64_t file = stat(ctx->path, &st) == 0 ? (uint64_t)st.st_size : 0;
+    uint64_t map = ctx->shard ? ss_env_shard_map_bytes(file) : ss_env_reader_map_bytes(file);
     if (map) mdb_env_set_mapsize(*env, (size_t)map);
     unsigned mflags = MDB_RDONLY | MDB_NOSUBDIR | MDB_NOTLS;
     if (ctx->flags & SS_OPEN_NOLOCK) mflags |= MDB_NOLOCK;
@@ -255,8 +271,8 @@ static int ss_open_readonly_env(MDB_env **env, void *vctx) {
 }
 
 /* Share the process's environment of this file and take our own snapshot. */
-static int ss_open_env(ss_store *s, unsigned flags) {
-    ss_open_ctx ctx = {s->path, flags};
+static int ss_open_env(ss_store *s, unsigned flags, int shard) {
+    ss_open_ctx ctx = {s->path, flags, shard};
     int rc = ss_env_acquire(&s->env, s->path, 0, ss_open_readonly_env, &ctx);
     if (rc) return rc;
     if ((rc = ss_env_begin_read(s->env, s->path, &s->txn))) return rc;
@@ -269,7 +285,35 @@ static int ss_open_env(ss_store *s, unsigned flags) {
     return rc ? ss__lmdb_fail(rc, s->path) : 0;
 }
 
+/* The table of ss_get()'s inline fast path (seqstore.h): plain sequence
+ * fields of a plain store opened without SS_OPEN_VERIFY. limit 0 sends every
+ * other call to the out-of-line ss_get(). Set last, once the tables are
+ * complete; never changed afterwards. */
+static void ss_fast_setup(ss_store *s) {
+    for (uint32_t i = 0; i < s->h.nfields; i++) {
+        const ss_rfield *rf = &s->f[i];
+        ss__fast_field *f = &s->fast.f[i];
+        f->segments = rf->fast_segments;
+        f->chunks = rf->chunks;
+        f->nchunks = rf->nchunks;
+        f->row_bytes = rf->row_bytes;
+        f->dtype = rf->dtype;
+        f->limit =
+            rf->sequence && !rf->verdict && !s->ds && rf->row_bytes >> 32 == 0 ? s->h.count : 0;
+    }
+}
+
+static int ss_open_store(ss_store **out, const char *path, unsigned flags, int shard);
+
 int ss_open(ss_store **out, const char *path, unsigned flags) {
+    return ss_open_store(out, path, flags, 0);
+}
+
+int ss__open_shard(ss_store **out, const char *path, unsigned flags) {
+    return ss_open_store(out, path, flags, 1);
+}
+
+static int ss_open_store(ss_store **out, const char *path, unsigned flags, int shard) {
     if (!out) return ss__fail(SS_EINVAL, "ss_open: out is NULL");
     *out = NULL;
     if (!path || !*path) return ss__fail(SS_EINVAL, "ss_open: empty path");
@@ -292,12 +336,13 @@ int ss_open(ss_store **out, const char *path, unsigned flags) {
     s->file_bytes = (uint64_t)st.st_size;
     s->complete = 1;
     pthread_mutex_init(&s->lock, NULL);
-    rc = ss_open_env(s, flags);
+    rc = ss_open_env(s, flags, shard);
     if (rc == 0) rc = ss_read_header(s, flags);
     if (rc == 0) rc = ss_build_tables(s);
     if (rc == 0 && (flags & SS_OPEN_VERIFY)) rc = ss_verify_setup(s);
     if (rc == 0) rc = ss_attr_load(s);
     if (rc == 0) s->map_base = ss_map_base(s);
+    if (rc == 0) ss_fast_setup(s);
     if (rc) {
         ss_close(s);
         return rc;
@@ -314,6 +359,7 @@ void ss_close(ss_store *s) {
         free(s->f[i].chunks);
         free(s->f[i].segments);
         free(s->f[i].segment_blocks);
+        free(s->f[i].fast_segments);
         free((void *)s->f[i].verdict);
     }
     ss_attr_unload(s);
@@ -395,11 +441,16 @@ int ss__bad_location(const ss_store *s, uint32_t field, uint64_t index) {
                     s->path, s->h.fields[field].name, (unsigned long long)index);
 }
 
-int ss_get(ss_view *out, const ss_store *s, uint32_t field, uint64_t index) {
+/* The exported function (its name in parentheses: seqstore.h makes ss_get a
+ * macro for the inline fast path, which calls this for everything else). */
+int(ss_get)(ss_view *out, const ss_store *s, uint32_t field, uint64_t index) {
     if (!s || !out) return ss__fail(SS_EINVAL, "ss_get: NULL argument");
-    if (field >= s->h.nfields || index >= s->h.count) return ss_bad_index(s, field, index);
-    if (s->ds) return ss_dataset_get(out, s, field, index);
-    return ss__get_unchecked(out, s, field, index);
+    int rc = field >= s->h.nfields || index >= s->h.count ? ss_bad_index(s, field, index)
+             : s->ds                                      ? ss_dataset_get(out, s, field, index)
+                                                          : ss__get_unchecked(out, s, field, index);
+    /* seqstore.h's inline ss_get() copies every member of the view */
+    if (rc) memset(out, 0, sizeof *out);
+    return rc;
 }
 
 int ss_get_range(ss_view *out, const ss_store *s, uint32_t field, uint64_t index, uint64_t t0,

@@ -6,13 +6,12 @@
 #include "layout.h"
 
 #include <pthread.h>
+#include <stddef.h>
 #include <stdatomic.h>
 
-/* A block's payload inside the map. */
-typedef struct ss_block {
-    const unsigned char *data;
-    uint64_t size;
-} ss_block;
+/* A block's payload inside the map: the layout the inline ss_get() reads
+ * (seqstore.h), so that its chunk table is the reader's own. */
+typedef ss__fast_chunk ss_block;
 
 /* One index entry as stored: little-endian u64 pair. The reader reads it in
  * place; this library supports little-endian hosts only (checked at build). */
@@ -34,7 +33,8 @@ typedef struct ss_rfield {
     ss_dtype dtype;
     uint64_t per_chunk; /* fixed fields: rows per chunk */
     uint64_t nsegments;
-    ss_block *segment_blocks; /* the same segments as blocks, for verify */
+    ss_block *segment_blocks;        /* the same segments as blocks, for verify */
+    ss__fast_segment *fast_segments; /* the same for the inline ss_get() */
 } ss_rfield;
 
 /* What SS_OPEN_VERIFY knows of a data chunk. Two threads may both hash an
@@ -50,6 +50,9 @@ typedef struct ss_attr_slot {
 typedef struct ss_dataset ss_dataset;
 
 struct ss_store {
+    /* First: ss_get()'s inline fast path reads it (seqstore.h; its layout
+     * is ABI). ss_fast_setup() fills it once the store is open. */
+    ss__fast fast;
     char *path;
     ss_dataset *ds; /* a dataset of shards (dataset.c); then only path, h.count,
                        h.nfields, h.fields[].name/def/row_bytes/total_rows,
@@ -68,6 +71,10 @@ struct ss_store {
     int complete;
     pthread_mutex_t lock;
 };
+
+_Static_assert(offsetof(struct ss_store, fast) == 0, "the inline ss_get() reads offset 0");
+_Static_assert(sizeof(ss_entry) == 2 * sizeof(uint64_t), "the inline ss_get() reads u64 pairs");
+_Static_assert(SS__SEGMENT_ENTRIES == SS_SEGMENT_ENTRIES, "the inline ss_get()'s segment size");
 
 static inline const ss_entry *ss_entry_at(const ss_rfield *rf, uint64_t i) {
     return &rf->segments[i / SS_SEGMENT_ENTRIES][i % SS_SEGMENT_ENTRIES];
@@ -132,6 +139,9 @@ static inline int ss__get_unchecked(ss_view *out, const ss_store *s, uint32_t fi
 }
 
 int ss_dataset_open(ss_store **out, const char *path, unsigned flags);
+/* ss_open() of a dataset's shard: the same, with a map of the file's size
+ * instead of 1 TiB (env.h: ss_env_shard_map_bytes()). */
+int ss__open_shard(ss_store **out, const char *path, unsigned flags);
 void ss_dataset_close(ss_store *s);
 int ss_dataset_get(ss_view *out, const ss_store *s, uint32_t field, uint64_t index);
 uint64_t ss_dataset_length(const ss_store *s, uint32_t field, uint64_t index);
