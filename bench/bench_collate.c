@@ -333,11 +333,7 @@ static void write_json(const char *json, const bench_case *tk, const bench_case 
 static int run_torch(const char *python, const char *json, int reps, double *tok_us,
                      double *eeg_us) {
     char script[4096], cmd[9000];
-    snprintf(script, sizeof script, "%s", __FILE__);
-    char *slash = strrchr(script, '/');
-    if (slash)
-        snprintf(slash + 1, sizeof script - (size_t)(slash + 1 - script), "%s",
-                 "pad_sequence_baseline.py");
+    snprintf(script, sizeof script, "%s/pad_sequence_baseline.py", SS_BENCH_DIR);
     if (snprintf(cmd, sizeof cmd, "'%s' '%s' --round %d '%s'", python, script, reps, json) < 0)
         return -1;
     FILE *p = popen(cmd, "r");

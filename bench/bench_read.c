@@ -303,13 +303,7 @@ static const char *default_python(void) {
 static double run_python(const char *python, const char *prefix, uint64_t n, uint64_t nq,
                          uint64_t want_sum, int quiet_python) {
     char script[4200], cmd[9000];
-    snprintf(script, sizeof script, "%s", __FILE__);
-    char *slash = strrchr(script, '/');
-    if (slash)
-        snprintf(slash + 1, sizeof script - (size_t)(slash + 1 - script), "%s",
-                 "npy_indexed_baseline.py");
-    else
-        snprintf(script, sizeof script, "npy_indexed_baseline.py");
+    snprintf(script, sizeof script, "%s/npy_indexed_baseline.py", SS_BENCH_DIR);
     snprintf(cmd, sizeof cmd, "'%s' '%s' '%s' %llu %llu", python, script, prefix,
              (unsigned long long)n, (unsigned long long)nq);
     FILE *p = popen(cmd, "r");
