@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* convert_text.c - `seqstore convert text` and the text engine (see text.h). */
 #include "commands.h"
+#include "memlimit.h"
 #include "spm_text.h"
 #include "text.h"
 #include "utf8.h"
@@ -716,12 +717,13 @@ static void count_range(const tx_job *j, const uint8_t *d, size_t pos, size_t en
 }
 
 /* Bytes of kept words (tx_blockids) a job may hold: a quarter of the
- * physical memory (tests: $SS_TEST_WORD_IDS_BYTES). */
+ * memory the process may use, its cgroup's limit included (memlimit.h;
+ * tests: $SS_TEST_WORD_IDS_BYTES). */
 static size_t ids_budget(void) {
     const char *t = getenv("SS_TEST_WORD_IDS_BYTES");
     if (t && *t) return (size_t)strtoull(t, NULL, 10);
-    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-    return pages > 0 && page > 0 ? (size_t)pages / 4 * (size_t)page : (size_t)1 << 30;
+    uint64_t q = ss_memory_limit() / 4;
+    return q < SIZE_MAX ? (size_t)q : SIZE_MAX;
 }
 
 void tx_wordids_free(tx_job *j) {

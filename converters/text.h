@@ -188,7 +188,8 @@ int tx_vocab_load(ss_conv *c, ss_vocab **out, const char *from, const char *fiel
  * one vocabulary, returned in vocab[0] (vocab[1] = NULL).
  * Sides whose `skip[s]` is set are not counted. Pass 1 also keeps the words
  * it counted as numbers in j->ids (up to a memory budget: a quarter of the
- * physical memory; blocks beyond it are looked up again in pass 2), which
+ * memory the process may use, memlimit.h; blocks beyond it are looked up
+ * again in pass 2), which
  * tx_process_block() then uses; the store is the same either way. Free them
  * with tx_wordids_free(). @return 0 or 1. */
 int tx_build_vocabs(ss_conv *c, tx_job *j, int threads, uint64_t min_count, uint64_t max_vocab,

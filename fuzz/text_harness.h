@@ -8,6 +8,7 @@
 
 #include "../cli/cli_locks.c"
 #include "../converters/convert_text.c"
+#include "../converters/memlimit.c"
 #include "../converters/spm_text.c"
 #include "../converters/utf8.c"
 #include "../converters/vocab.c"
