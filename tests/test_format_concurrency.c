@@ -172,6 +172,7 @@ static void *reader_thread(void *p) {
     uint64_t rng = 1000 + (uint64_t)a->id;
     char want[64];
     snprintf(want, sizeof want, "example %llu is out of range", (unsigned long long)(N0 + a->id));
+    int opened_after = 0; /* a store of its own opened after the append finished */
     for (int round = 0;; round++) {
         int done = atomic_load(a->writer_done);
         if (ss_count(a->shared) != N0 || sample_bad(a->shared, N0, &rng))
@@ -183,7 +184,9 @@ static void *reader_thread(void *p) {
             thread_fail(a, "no SS_ERANGE");
         sched_yield();
         if (!strstr(ss_error_message(), want)) thread_fail(a, "error message not thread-local");
-        if (a->own_opens && round % 8 == 0) { /* a store of its own, opened now */
+        /* a store of its own, opened now; once more after the append finished,
+         * whatever the round (the check that new opens see it needs one) */
+        if (a->own_opens && (round % 8 == 0 || (done && !opened_after))) {
             ss_store *s;
             if (ss_open(&s, a->path, 0)) {
                 thread_fail(a, "ss_open failed");
@@ -195,8 +198,9 @@ static void *reader_thread(void *p) {
                 ss_close(s);
                 a->opens++;
             }
+            opened_after |= done;
         }
-        if (a->failed || (done && round > 16)) break;
+        if (a->failed || (done && round > 16 && (opened_after || !a->own_opens))) break;
     }
     return NULL;
 }
