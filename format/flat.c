@@ -96,7 +96,9 @@ enum { BLOCK = 256 }; /* examples per block step */
 static int copy_runs(unsigned char *dst, const ss_store *s, uint32_t field, uint64_t ex,
                      uint64_t off, flat_want w, uint64_t *got) {
     const ss_rfield *rf = &s->f[field];
-    uint64_t rb = rf->row_bytes, g = ex / SS_SEGMENT_ENTRIES, r = ex % SS_SEGMENT_ENTRIES, k, at;
+    uint64_t rb = rf->row_bytes, per = rf->seg_entries, g = ss_segment_of(ex, per),
+             r = ex - g * per;
+    uint64_t k, at;
     /* Every take below is at most w.rows, so take * rb cannot overflow. */
     if (__builtin_mul_overflow(w.rows, rb, &at))
         return ss__fail(SS_ERANGE, "%s: %llu rows of field %u do not fit in memory", s->path,
@@ -109,7 +111,7 @@ static int copy_runs(unsigned char *dst, const ss_store *s, uint32_t field, uint
         /* Whole examples in blocks (ss_read_examples()): the index walk of
          * short examples costs more than their copy. */
         uint64_t n = w.count - k < BLOCK ? w.count - k : BLOCK;
-        if (n > SS_SEGMENT_ENTRIES - 1 - r) n = SS_SEGMENT_ENTRIES - 1 - r;
+        if (n > per - 1 - r) n = per - 1 - r;
         if (w.whole && one_by_one == 0 && n >= 16) {
             uint64_t rows = block_run(w.lengths + k, e, n, rb, w.rows), end;
             at = SS_LOC_OFFSET(e->loc);
@@ -130,8 +132,8 @@ static int copy_runs(unsigned char *dst, const ss_store *s, uint32_t field, uint
             }
         }
         if (one_by_one) one_by_one--;
-        const ss_entry *next = ++r < SS_SEGMENT_ENTRIES ? e + 1 : rf->segments[++g];
-        if (r == SS_SEGMENT_ENTRIES) r = 0;
+        const ss_entry *next = ++r < per ? e + 1 : rf->segments[++g];
+        if (r == per) r = 0;
         uint64_t rows = next->start - e->start, loc = e->loc, end;
         e = next;
         if (__builtin_expect(off > rows, 0)) return ss__bad_location(s, field, ex + k);

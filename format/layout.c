@@ -172,7 +172,7 @@ int ss_header_decode(ss_header *h, const unsigned char *p, uint64_t len, const c
         return ss__fail(SS_ECORRUPT, "%s: header holds %u fields in %llu bytes", what, h->nfields,
                         (unsigned long long)len);
     if (h->chunk_pages == 0 || h->chunk_pages > 1048575u ||
-        h->segment_entries != SS_SEGMENT_ENTRIES)
+        h->segment_entries != ss_segment_entries(h->format_version))
         return ss__fail(SS_ECORRUPT, "%s: bad chunk or segment size in header", what);
     for (uint32_t i = 0; i < h->nfields; i++) {
         const unsigned char *r = p + SS_HEADER_FIXED + (uint64_t)i * SS_FIELD_RECORD;
@@ -238,7 +238,7 @@ int ss_header_check_bounds(const ss_header *h, uint64_t file_bytes, char tag, co
         if (f->tail_bytes > file_bytes || f->tail_bytes > SS_MAX_VALUE)
             return ss_too_big(what, tag, "tail_bytes", f->name, f->tail_bytes, file_bytes);
         used += f->nchunks;
-        if (f->def.sequence) used += (h->count + SS_SEGMENT_ENTRIES) / SS_SEGMENT_ENTRIES;
+        if (f->def.sequence) used += ss_segment_of(h->count, h->segment_entries) + 1;
     }
     if (used > blocks)
         return ss__fail(SS_ECORRUPT,

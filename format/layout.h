@@ -17,9 +17,16 @@
 #define SS_BLOCK_HDR 16u         /* xxh3-64 of the payload, payload length */
 #define SS_DEFAULT_CHUNK_PAGES 256u
 #define SS_INDEX_ENTRY 16u /* u64 location, u64 start row */
-/* An index segment value is exactly 256 pages: (256*4096 - 16 - 16) / 16 entries. */
-#define SS_SEGMENT_PAGES 256u
-#define SS_SEGMENT_ENTRIES 65534u
+/* Index segments (spec §6.2). Format version 3: 65536 entries after a lead
+ * of 4064 reserved bytes, so that the entries start on a page of their own
+ * (a block's payload starts 32 bytes into its first page) and a reader can
+ * map every segment's entries into one flat array; a full segment is 257
+ * pages. Versions 1 and 2: 65534 entries from the payload's start, exactly
+ * 256 pages. */
+#define SS_SEGMENT_PAGES 257u /* the most pages a segment takes */
+#define SS_SEGMENT_ENTRIES_V2 65534u
+#define SS_SEGMENT_ENTRIES_V3 65536u
+#define SS_SEGMENT_LEAD_V3 4064u
 #define SS_HEADER_FIXED 48u
 #define SS_FIELD_RECORD 112u
 #define SS_ATTR_PREFIX 8u          /* u32 type, u32 reserved, before the attribute bytes */
@@ -37,6 +44,20 @@
 #define SS_KEY_ATTR 'A'
 #define SS_KEY_DATA 'D'
 #define SS_KEY_INDEX 'I'
+
+/* Entries per index segment, and the payload bytes before the first entry,
+ * in format `version`. */
+static inline uint64_t ss_segment_entries(uint32_t version) {
+    return version >= 3 ? SS_SEGMENT_ENTRIES_V3 : SS_SEGMENT_ENTRIES_V2;
+}
+static inline uint64_t ss_segment_lead(uint32_t version) {
+    return version >= 3 ? SS_SEGMENT_LEAD_V3 : 0;
+}
+/* The segment holding entry `e` when segments hold `per` entries (one of the
+ * two above: a shift or a multiplication, never a division instruction). */
+static inline uint64_t ss_segment_of(uint64_t e, uint64_t per) {
+    return per == SS_SEGMENT_ENTRIES_V3 ? e >> 16 : e / SS_SEGMENT_ENTRIES_V2;
+}
 
 /* Encoded location of an example's first row: chunk << 32 | byte offset. */
 #define SS_LOC(chunk, offset) (((uint64_t)(chunk) << 32) | (uint64_t)(offset))

@@ -5,7 +5,7 @@
  *
  * Why a section when lengths are differences of the index's `start`: the
  * index interleaves `loc` and `start` in 16-byte entries split over blocks of
- * 65534, so a reader wanting every length (a bucket sampler, NumPy) must walk
+ * 65534 or 65536, so a reader wanting every length (a bucket sampler, NumPy) must walk
  * it and allocate 8 bytes per example. The section is one contiguous typed
  * array of the narrowest width that holds the longest example, readable in
  * place, so lengths cost no pass and no memory at open or afterwards. */
@@ -16,7 +16,7 @@
 
 /* The index payload of segment `g` of field `f` inside write transaction
  * `txn` (the blocks this transaction wrote included). */
-static int ss_segment_get(MDB_txn *txn, MDB_dbi dbi, uint32_t f, uint64_t g,
+static int ss_segment_get(MDB_txn *txn, MDB_dbi dbi, const ss_header *h, uint32_t f, uint64_t g,
                           const unsigned char **entries, uint64_t *n) {
     ss_key key;
     ss_key_numbered(&key, SS_KEY_INDEX, f, g);
@@ -25,9 +25,11 @@ static int ss_segment_get(MDB_txn *txn, MDB_dbi dbi, uint32_t f, uint64_t g,
     if (rc) return rc;
     if (v.mv_size < SS_BLOCK_HDR) return MDB_CORRUPTED;
     uint64_t len = ss_le64((const unsigned char *)v.mv_data + 8);
-    if (len > v.mv_size - SS_BLOCK_HDR || len % SS_INDEX_ENTRY) return MDB_CORRUPTED;
-    *entries = (const unsigned char *)v.mv_data + SS_BLOCK_HDR;
-    *n = len / SS_INDEX_ENTRY;
+    uint64_t lead = ss_segment_lead(h->format_version);
+    if (len > v.mv_size - SS_BLOCK_HDR || len < lead || (len - lead) % SS_INDEX_ENTRY)
+        return MDB_CORRUPTED;
+    *entries = (const unsigned char *)v.mv_data + SS_BLOCK_HDR + lead;
+    *n = (len - lead) / SS_INDEX_ENTRY;
     return 0;
 }
 
@@ -42,7 +44,7 @@ static int ss_index_walk(MDB_txn *txn, MDB_dbi dbi, const ss_header *h, uint32_t
     for (uint64_t g = 0; e <= h->count; g++) {
         const unsigned char *p;
         uint64_t n;
-        int rc = ss_segment_get(txn, dbi, f, g, &p, &n);
+        int rc = ss_segment_get(txn, dbi, h, f, g, &p, &n);
         if (rc) return rc;
         for (uint64_t j = 0; j < n && e <= h->count; j++, e++) {
             uint64_t start = ss_le64(p + j * SS_INDEX_ENTRY + 8);
@@ -52,7 +54,7 @@ static int ss_index_walk(MDB_txn *txn, MDB_dbi dbi, const ss_header *h, uint32_t
             }
             prev = start;
         }
-        if (n < SS_SEGMENT_ENTRIES && e <= h->count) return MDB_CORRUPTED;
+        if (n < h->segment_entries && e <= h->count) return MDB_CORRUPTED;
     }
     return 0;
 }

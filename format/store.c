@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -57,8 +58,9 @@ static int ss_collect(ss_store *s, char tag, uint32_t field, uint64_t n, ss_bloc
 static ss__fast_segment *ss_fast_segments(const ss_entry *const *segments, uint64_t n) {
     ss__fast_segment *t = calloc(n, sizeof *t);
     for (uint64_t g = 0; t && g < n; g++) {
-        t[g].bias = (uintptr_t)segments[g] - (uintptr_t)(g * SS_SEGMENT_ENTRIES * SS_INDEX_ENTRY);
-        t[g].last = (g + 1) * SS_SEGMENT_ENTRIES - 1;
+        t[g].bias =
+            (uintptr_t)segments[g] - (uintptr_t)(g * SS_SEGMENT_ENTRIES_V2 * SS_INDEX_ENTRY);
+        t[g].last = (g + 1) * SS_SEGMENT_ENTRIES_V2 - 1;
     }
     return t;
 }
@@ -81,7 +83,9 @@ static int ss_build_tables(ss_store *s) {
         int rc = ss_collect(s, SS_KEY_DATA, i, rf->nchunks, rf->chunks);
         if (rc) return rc;
         if (!rf->sequence) continue;
-        rf->nsegments = (s->h.count + 1 + SS_SEGMENT_ENTRIES - 1) / SS_SEGMENT_ENTRIES;
+        uint64_t per = rf->seg_entries = s->h.segment_entries;
+        uint64_t lead = ss_segment_lead(s->h.format_version);
+        rf->nsegments = ss_segment_of(s->h.count, per) + 1;
         ss_block *segs = calloc(rf->nsegments, sizeof *segs);
         rf->segments = calloc(rf->nsegments, sizeof *rf->segments);
         if (!segs || !rf->segments) {
@@ -90,16 +94,16 @@ static int ss_build_tables(ss_store *s) {
         }
         rc = ss_collect(s, SS_KEY_INDEX, i, rf->nsegments, segs);
         for (uint64_t g = 0; rc == 0 && g < rf->nsegments; g++) {
-            uint64_t want = g + 1 < rf->nsegments ? SS_SEGMENT_ENTRIES
-                                                  : s->h.count + 1 - g * SS_SEGMENT_ENTRIES;
-            if (segs[g].size < want * SS_INDEX_ENTRY)
+            uint64_t want = g + 1 < rf->nsegments ? per : s->h.count + 1 - g * per;
+            if (segs[g].size < lead + want * SS_INDEX_ENTRY)
                 rc = ss__fail(SS_ECORRUPT, "%s: field '%s': index segment %llu is short", s->path,
                               fs->name, (unsigned long long)g);
-            rf->segments[g] = (const ss_entry *)segs[g].data;
+            rf->segments[g] = (const ss_entry *)(segs[g].data + lead);
         }
         rf->segment_blocks = segs;
         if (rc) return rc;
-        if (!(rf->fast_segments = ss_fast_segments(rf->segments, rf->nsegments)))
+        if (per == SS_SEGMENT_ENTRIES_V2 &&
+            !(rf->fast_segments = ss_fast_segments(rf->segments, rf->nsegments)))
             return ss__fail(SS_ENOMEM, "%s: out of memory", s->path);
         if (ss_entry_at(rf, s->h.count)->start != fs->total_rows)
             return ss__fail(SS_ECORRUPT, "%s: field '%s': index ends at row %llu, header says %llu",
@@ -203,19 +207,19 @@ static int ss_verify_setup(ss_store *s) {
         ss_rfield *rf = &s->f[i];
         rf->verdict = calloc(rf->nchunks ? rf->nchunks : 1, sizeof *rf->verdict);
         if (!rf->verdict) return ss__fail(SS_ENOMEM, "%s: out of memory", s->path);
+        uint64_t per = rf->seg_entries, lead = ss_segment_lead(s->h.format_version);
         for (uint64_t g = 0; rf->sequence && g < rf->nsegments; g++) {
             /* Entries are read up to the room; the checksum covers `len`. */
-            uint64_t len, want = g + 1 < rf->nsegments ? SS_SEGMENT_ENTRIES
-                                                       : s->h.count + 1 - g * SS_SEGMENT_ENTRIES;
+            uint64_t len, want = lead + (g + 1 < rf->nsegments ? per : s->h.count + 1 - g * per) *
+                                            SS_INDEX_ENTRY;
             int rc = ss_block_check(s, SS_KEY_INDEX, i, g, &rf->segment_blocks[g], &len);
             if (rc) return rc;
-            if (len < want * SS_INDEX_ENTRY)
+            if (len < want)
                 return ss__fail(SS_ECORRUPT,
                                 "%s: field '%s': index segment %llu holds %llu checked bytes, "
                                 "needs %llu",
                                 s->path, s->h.fields[i].name, (unsigned long long)g,
-                                (unsigned long long)len,
-                                (unsigned long long)(want * SS_INDEX_ENTRY));
+                                (unsigned long long)len, (unsigned long long)want);
         }
     }
     return 0;
@@ -285,21 +289,93 @@ static int ss_open_env(ss_store *s, unsigned flags, int shard) {
     return rc ? ss__lmdb_fail(rc, s->path) : 0;
 }
 
+enum { SS_FLAT_SPAN = SS_SEGMENT_ENTRIES_V3 * SS_INDEX_ENTRY }; /* a segment's entries: 1 MiB */
+
+/* Format 3: map the entries of every index segment of `rf` side by side
+ * into one reserved range, so that entry i is at flat + i (spec §6.2: each
+ * segment's entries fill whole pages from a page boundary of the file). The
+ * pages are the file's own, shared with LMDB's map and the page cache, and
+ * stay valid while the snapshot is held, as LMDB's map does. Leaves
+ * rf->flat NULL (the segments serve) when the system's pages are not 4096
+ * bytes, the map's start is unknown, or the kernel refuses (a process has a
+ * limited number of mappings: vm.max_map_count). */
+static void ss_flat_map(ss_store *s, ss_rfield *rf) {
+    int fd;
+    if (s->h.format_version < 3 || !rf->sequence || !s->map_base ||
+        sysconf(_SC_PAGESIZE) != SS_PAGE || mdb_env_get_fd(s->env, &fd) != 0)
+        return;
+    size_t bytes = (size_t)rf->nsegments * SS_FLAT_SPAN;
+    unsigned char *base =
+        mmap(NULL, bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (base == MAP_FAILED) return;
+    for (uint64_t g = 0; g < rf->nsegments; g++) {
+        uint64_t off = (uint64_t)((const unsigned char *)rf->segments[g] - s->map_base);
+        uint64_t n = g + 1 < rf->nsegments ? SS_SEGMENT_ENTRIES_V3
+                                           : s->h.count + 1 - g * SS_SEGMENT_ENTRIES_V3;
+        size_t len = (size_t)((n * SS_INDEX_ENTRY + SS_PAGE - 1) & ~(uint64_t)(SS_PAGE - 1));
+        /* the entries start a page; ss_build_tables() checked that the
+         * block's value holds them, and the value's pages are whole */
+        if (off % SS_PAGE != 0 || mmap(base + g * SS_FLAT_SPAN, len, PROT_READ,
+                                       MAP_SHARED | MAP_FIXED, fd, (off_t)off) == MAP_FAILED) {
+            munmap(base, bytes);
+            return;
+        }
+    }
+    rf->flat = (const ss_entry *)(const void *)base;
+    rf->flat_map = base;
+    rf->flat_bytes = bytes;
+}
+
+/* Check entries of field `field`'s flat index from its checked prefix up to
+ * at least example `index`, as ss__get_unchecked() checks one (spec §6.2:
+ * the chunk exists, the rows lie inside its payload), and extend the prefix
+ * that the inline ss_get() serves without checks. Stops at the first entry
+ * that fails: the exported function keeps reporting it, and the examples
+ * after it keep their checks. Whole segments at a time (about 1 ns an
+ * entry), so a store's index is checked once, by whichever threads get
+ * there; two threads may check the same entries, and the prefix only
+ * grows. Not with SS_OPEN_VERIFY (chunks are verified on first touch). */
+void ss__index_extend(const ss_store *s, uint32_t field, uint64_t index) {
+    const ss_rfield *rf = &s->f[field];
+    uint64_t *checked = (uint64_t *)&s->fast.f[field].checked; /* the store is ours */
+    uint64_t i = __atomic_load_n(checked, __ATOMIC_RELAXED), at = i;
+    if (!rf->flat || rf->verdict || s->ds || rf->row_bytes >> 32 != 0 || index < i) return;
+    uint64_t stop = (index | (SS_SEGMENT_ENTRIES_V3 - 1)) + 1;
+    if (stop > s->h.count) stop = s->h.count;
+    for (const ss_entry *e = rf->flat + i; i < stop; i++, e++) {
+        uint64_t chunk = SS_LOC_CHUNK(e->loc), rows = e[1].start - e->start;
+        /* rows <= 2^32 and row_bytes < 2^32: the sum cannot overflow */
+        if (chunk >= rf->nchunks || e[1].start < e->start || rows > (1ull << 32) ||
+            SS_LOC_OFFSET(e->loc) + rows * rf->row_bytes > rf->chunks[chunk].size)
+            break;
+    }
+    while (i > at &&
+           !__atomic_compare_exchange_n(checked, &at, i, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+    }
+}
+
 /* The table of ss_get()'s inline fast path (seqstore.h): plain sequence
- * fields of a plain store opened without SS_OPEN_VERIFY. limit 0 sends every
- * other call to the out-of-line ss_get(). Set last, once the tables are
- * complete; never changed afterwards. */
+ * fields of a plain store opened without SS_OPEN_VERIFY; format 3 through
+ * the flat index and its checked prefix (0 until ss__index_extend() grows
+ * it), versions 1 and 2 through the segments (limit 0 sends every call to
+ * the out-of-line ss_get()). Set last, once the tables are complete;
+ * afterwards only `checked` changes. */
 static void ss_fast_setup(ss_store *s) {
     for (uint32_t i = 0; i < s->h.nfields; i++) {
-        const ss_rfield *rf = &s->f[i];
+        ss_rfield *rf = &s->f[i];
         ss__fast_field *f = &s->fast.f[i];
+        ss_flat_map(s, rf);
+        f->index = (const uint64_t *)(const void *)rf->flat;
+        f->checked = 0;
         f->segments = rf->fast_segments;
         f->chunks = rf->chunks;
         f->nchunks = rf->nchunks;
         f->row_bytes = rf->row_bytes;
         f->dtype = rf->dtype;
         f->limit =
-            rf->sequence && !rf->verdict && !s->ds && rf->row_bytes >> 32 == 0 ? s->h.count : 0;
+            rf->sequence && rf->fast_segments && !rf->verdict && !s->ds && rf->row_bytes >> 32 == 0
+                ? s->h.count
+                : 0;
     }
 }
 
@@ -360,6 +436,7 @@ void ss_close(ss_store *s) {
         free(s->f[i].segments);
         free(s->f[i].segment_blocks);
         free(s->f[i].fast_segments);
+        if (s->f[i].flat_map) munmap(s->f[i].flat_map, s->f[i].flat_bytes);
         free((void *)s->f[i].verdict);
     }
     ss_attr_unload(s);

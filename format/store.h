@@ -31,7 +31,12 @@ typedef struct ss_rfield {
                                        NULL without the flag */
     int sequence;
     ss_dtype dtype;
-    uint64_t per_chunk; /* fixed fields: rows per chunk */
+    uint64_t per_chunk;   /* fixed fields: rows per chunk */
+    uint64_t seg_entries; /* entries per index segment (the format version's) */
+    const ss_entry *flat; /* format 3: all count + 1 entries in one array, the
+                             segments' pages mapped side by side (flat_map); or NULL */
+    void *flat_map;       /* that mapping, and its bytes, for munmap */
+    size_t flat_bytes;
     uint64_t nsegments;
     ss_block *segment_blocks;        /* the same segments as blocks, for verify */
     ss__fast_segment *fast_segments; /* the same for the inline ss_get() */
@@ -74,10 +79,12 @@ struct ss_store {
 
 _Static_assert(offsetof(struct ss_store, fast) == 0, "the inline ss_get() reads offset 0");
 _Static_assert(sizeof(ss_entry) == 2 * sizeof(uint64_t), "the inline ss_get() reads u64 pairs");
-_Static_assert(SS__SEGMENT_ENTRIES == SS_SEGMENT_ENTRIES, "the inline ss_get()'s segment size");
+_Static_assert(SS__SEGMENT_ENTRIES == SS_SEGMENT_ENTRIES_V2, "the inline ss_get()'s segment size");
 
 static inline const ss_entry *ss_entry_at(const ss_rfield *rf, uint64_t i) {
-    return &rf->segments[i / SS_SEGMENT_ENTRIES][i % SS_SEGMENT_ENTRIES];
+    if (rf->flat) return rf->flat + i;
+    uint64_t g = ss_segment_of(i, rf->seg_entries);
+    return &rf->segments[g][i - g * rf->seg_entries];
 }
 
 /* dataset.c: a dataset of shards opened as one store (spec/FORMAT.md §13).
@@ -89,6 +96,7 @@ int ss_dataset_probe(const char *path);
  * stays a few dozen instructions with no call. */
 extern const uint64_t ss__empty[1]; /* where a length-0 view points */
 int ss__bad_location(const ss_store *s, uint32_t field, uint64_t index);
+void ss__index_extend(const ss_store *s, uint32_t field, uint64_t index);
 int ss__chunk_verified(const ss_store *s, uint32_t field, uint64_t chunk, uint64_t index);
 
 /* ss_get() of a plain store after its checks (field and index in range, no
@@ -103,10 +111,20 @@ static inline int ss__get_unchecked(ss_view *out, const ss_store *s, uint32_t fi
     const ss_rfield *rf = &s->f[field];
     uint64_t chunk, offset, rows, bytes;
     if (__builtin_expect(rf->sequence, 1)) {
-        uint64_t g = index / SS_SEGMENT_ENTRIES, r = index - g * SS_SEGMENT_ENTRIES;
-        const ss_entry *e = rf->segments[g] + r;
-        /* entry index + 1 exists: ss_build_tables() checked every segment */
-        uint64_t end = r + 1 < SS_SEGMENT_ENTRIES ? e[1].start : rf->segments[g + 1]->start;
+        const ss_entry *e, *next;
+        if (rf->flat) {
+            /* serve the inline ss_get() from here on (a cold call, once per range) */
+            if (index >= __atomic_load_n(&s->fast.f[field].checked, __ATOMIC_RELAXED))
+                ss__index_extend(s, field, index);
+            e = rf->flat + index;
+            next = e + 1;
+        } else {
+            uint64_t per = rf->seg_entries, g = ss_segment_of(index, per), r = index - g * per;
+            e = rf->segments[g] + r;
+            /* entry index + 1 exists: ss_build_tables() checked every segment */
+            next = r + 1 < per ? e + 1 : rf->segments[g + 1];
+        }
+        uint64_t end = next->start;
         chunk = SS_LOC_CHUNK(e->loc);
         offset = SS_LOC_OFFSET(e->loc);
         rows = end - e->start;
@@ -119,7 +137,10 @@ static inline int ss__get_unchecked(ss_view *out, const ss_store *s, uint32_t fi
     out->row_bytes = rf->row_bytes;
     out->dtype = rf->dtype;
     if (rows == 0) {
-        out->data = ss__empty;
+        /* where the inline ss_get() points it once the entry is checked */
+        out->data = chunk < rf->nchunks && offset <= rf->chunks[chunk].size
+                        ? rf->chunks[chunk].data + offset
+                        : (const void *)ss__empty;
         return 0;
     }
     if (__builtin_expect(chunk >= rf->nchunks, 0)) return ss__bad_location(s, field, index);

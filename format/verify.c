@@ -103,7 +103,7 @@ static void ss_verify_field(ss_verifier *v, uint32_t f) {
     if (!rf->sequence) return;
     for (uint64_t g = 0; g < rf->nsegments && !v->stop; g++) {
         if (ss_block_sound(s, &rf->segment_blocks[g], SS_KEY_INDEX, f, g)) continue;
-        uint64_t first = g * SS_SEGMENT_ENTRIES, last = first + SS_SEGMENT_ENTRIES;
+        uint64_t first = g * rf->seg_entries, last = first + rf->seg_entries;
         snprintf(v->where, sizeof v->where, "index segment %llu of field '%s'",
                  (unsigned long long)g, name);
         ss_problem(v, "index segment checksum mismatch", f, g, first,
@@ -114,7 +114,8 @@ static void ss_verify_field(ss_verifier *v, uint32_t f) {
         const ss_entry *a = ss_entry_at(rf, i), *b = ss_entry_at(rf, i + 1);
         if (b->start < a->start || b->loc < a->loc || ss_get(&view, s, f, i) != 0) {
             snprintf(v->where, sizeof v->where, "index segment %llu of field '%s', entry %llu",
-                     (unsigned long long)(i / SS_SEGMENT_ENTRIES), name, (unsigned long long)i);
+                     (unsigned long long)ss_segment_of(i, rf->seg_entries), name,
+                     (unsigned long long)i);
             ss_problem(v, "index entry is inconsistent", f, SS_LOC_CHUNK(a->loc), i, i + 1);
             return;
         }

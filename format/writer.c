@@ -41,7 +41,8 @@ typedef struct ss_wfield {
     uint64_t chunk_used;
     uint64_t last_closed;   /* payload bytes of the last closed chunk */
     uint64_t max_rows;      /* most rows one value of this field may have */
-    unsigned char *segment; /* SS_SEGMENT_ENTRIES entries; sequence fields only */
+    unsigned char *segment; /* a whole segment's payload (lead, then entries);
+                               sequence fields only */
     uint64_t segment_no;
 } ss_wfield;
 
@@ -54,7 +55,8 @@ struct ss_writer {
     int broken;
     int finished;
     unsigned flags;
-    uint64_t capacity; /* chunk payload capacity */
+    uint32_t create_version; /* the format version a created store gets */
+    uint64_t capacity;       /* chunk payload capacity */
     uint64_t commit_bytes;
     ss_wfield f[SS_MAX_FIELDS];
     ss_pending *pending;
@@ -149,6 +151,21 @@ static unsigned char *ss_buffer_take(unsigned char **spare, size_t *nspare, size
     return *nspare ? spare[--*nspare] : malloc(bytes);
 }
 
+/* Payload bytes of an index segment holding `entries` entries: the lead of
+ * the store's format version (zero bytes, spec §6.2), then the entries. */
+static uint64_t ss_segment_bytes(const ss_writer *w, uint64_t entries) {
+    return ss_segment_lead(w->h.format_version) + entries * SS_INDEX_ENTRY;
+}
+
+/* A buffer for a full segment, its lead zeroed. */
+static unsigned char *ss_segment_take(ss_writer *w) {
+    uint64_t lead = ss_segment_lead(w->h.format_version);
+    unsigned char *b = ss_buffer_take(w->spare_segments, &w->nspare_segments,
+                                      ss_segment_bytes(w, w->h.segment_entries));
+    if (b) memset(b, 0, lead);
+    return b;
+}
+
 /* Put one block: reserve the padded value in LMDB, copy, seal with the
  * checksum of the store's format version (a version-1 store stays version 1). */
 static int ss_put_block(const ss_writer *w, MDB_txn *txn, ss_key *key, const void *payload,
@@ -203,9 +220,10 @@ static int ss_txn_body(ss_writer *w, MDB_txn *txn, int final) {
             if ((rc = ss_put_block(w, txn, &key, wf->chunk, wf->chunk_used))) return rc;
         }
         if (w->h.fields[i].def.sequence) {
-            uint64_t used = w->h.count + 1 - wf->segment_no * SS_SEGMENT_ENTRIES;
+            uint64_t used = w->h.count + 1 - wf->segment_no * w->h.segment_entries;
             ss_key_numbered(&key, SS_KEY_INDEX, i, wf->segment_no);
-            if ((rc = ss_put_block(w, txn, &key, wf->segment, used * SS_INDEX_ENTRY))) return rc;
+            if ((rc = ss_put_block(w, txn, &key, wf->segment, ss_segment_bytes(w, used))))
+                return rc;
         }
     }
     ss_writer_sync_header(w);
@@ -370,14 +388,13 @@ static int ss_chunk_alone(ss_writer *w, uint32_t field, const void *data, uint64
 static int ss_index_set(ss_writer *w, uint32_t field, uint64_t entry, uint64_t loc,
                         uint64_t start) {
     ss_wfield *wf = &w->f[field];
-    uint64_t seg = entry / SS_SEGMENT_ENTRIES;
+    uint64_t per = w->h.segment_entries, seg = ss_segment_of(entry, per);
     if (seg != wf->segment_no) { /* the current segment is full */
         ss_key key;
         ss_key_numbered(&key, SS_KEY_INDEX, field, wf->segment_no);
-        size_t bytes = (size_t)SS_SEGMENT_ENTRIES * SS_INDEX_ENTRY;
-        unsigned char *fresh = ss_buffer_take(w->spare_segments, &w->nspare_segments, bytes);
+        unsigned char *fresh = ss_segment_take(w);
         if (!fresh) return ss__fail(SS_ENOMEM, "%s: out of memory", w->path);
-        int rc = ss_pending_push(w, &key, wf->segment, bytes);
+        int rc = ss_pending_push(w, &key, wf->segment, ss_segment_bytes(w, per));
         if (rc) {
             free(fresh);
             return rc;
@@ -385,7 +402,7 @@ static int ss_index_set(ss_writer *w, uint32_t field, uint64_t entry, uint64_t l
         wf->segment = fresh;
         wf->segment_no = seg;
     }
-    unsigned char *e = wf->segment + (entry % SS_SEGMENT_ENTRIES) * SS_INDEX_ENTRY;
+    unsigned char *e = wf->segment + ss_segment_bytes(w, entry - seg * per);
     ss_put_le64(e, loc);
     ss_put_le64(e + 8, start);
     return 0;
@@ -566,10 +583,18 @@ static int ss_writer_alloc(ss_writer **out, const char *path, const ss_writer_op
     w->flags = o->flags;
     w->commit_bytes = o->commit_bytes ? o->commit_bytes : SS_DEFAULT_COMMIT_BYTES;
     w->h.chunk_pages = o->chunk_pages ? o->chunk_pages : SS_DEFAULT_CHUNK_PAGES;
+    w->create_version = SS_FORMAT_VERSION;
     *out = w;
-    if (o->version != SS_WRITER_OPTIONS_VERSION)
-        return ss__fail(SS_EINVAL, "%s: writer options version %u (expected %d)", path, o->version,
-                        SS_WRITER_OPTIONS_VERSION);
+    if (o->version < 1 || o->version > SS_WRITER_OPTIONS_VERSION)
+        return ss__fail(SS_EINVAL, "%s: writer options version %u (expected 1..%d)", path,
+                        o->version, SS_WRITER_OPTIONS_VERSION);
+    /* version 1 of the options ends before format_version */
+    if (o->version >= 2 && o->format_version) {
+        if (o->format_version < 2 || o->format_version > SS_FORMAT_VERSION)
+            return ss__fail(SS_EINVAL, "%s: format_version %u (this library writes 2..%d)", path,
+                            o->format_version, SS_FORMAT_VERSION);
+        w->create_version = o->format_version;
+    }
     if (w->h.chunk_pages > 1048575u)
         return ss__fail(SS_EINVAL, "%s: chunk_pages %u is too large", path, w->h.chunk_pages);
     return 0;
@@ -625,7 +650,7 @@ static int ss_writer_buffers(ss_writer *w) {
         wf->chunk = malloc(wf->chunk_cap);
         if (!wf->chunk) return ss__fail(SS_ENOMEM, "%s: out of memory", w->path);
         if (w->h.fields[i].def.sequence) {
-            wf->segment = calloc(SS_SEGMENT_ENTRIES, SS_INDEX_ENTRY);
+            wf->segment = calloc(1, ss_segment_bytes(w, w->h.segment_entries));
             if (!wf->segment) return ss__fail(SS_ENOMEM, "%s: out of memory", w->path);
         }
     }
@@ -661,8 +686,8 @@ int ss_writer_create(ss_writer **out, const char *path, const ss_schema *schema,
         }
         ss_unlink_store(path);
     }
-    w->h.format_version = SS_FORMAT_VERSION;
-    w->h.segment_entries = SS_SEGMENT_ENTRIES;
+    w->h.format_version = w->create_version;
+    w->h.segment_entries = ss_segment_entries(w->create_version);
     w->creating = 1;
     rc = ss_writer_env(w, options ? options->map_bytes : 0);
     if (rc == 0) rc = ss_writer_buffers(w);
@@ -772,10 +797,10 @@ static int ss_writer_reload(ss_writer *w, MDB_txn *txn) {
         }
         wf->last_closed = tail;
         if (fs->def.sequence) {
-            wf->segment_no = w->h.count / SS_SEGMENT_ENTRIES;
-            uint64_t used = w->h.count + 1 - wf->segment_no * SS_SEGMENT_ENTRIES;
+            wf->segment_no = ss_segment_of(w->h.count, w->h.segment_entries);
+            uint64_t used = w->h.count + 1 - wf->segment_no * w->h.segment_entries;
             if ((rc = ss_load_block(w, txn, SS_KEY_INDEX, i, wf->segment_no, wf->segment,
-                                    used * SS_INDEX_ENTRY)))
+                                    ss_segment_bytes(w, used))))
                 return rc;
         }
     }

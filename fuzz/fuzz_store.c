@@ -4,7 +4,7 @@
  * every attribute) and verified. Damaged LMDB pages, headers, indexes and
  * attributes must give errors, never a crash, a hang or a sanitizer report.
  *
- * Seeds: fuzz/corpus/store/ holds the three tiny stores of store_harness.h,
+ * Seeds: fuzz/corpus/store/ holds the five tiny stores of store_harness.h,
  * written by running this target with SS_FUZZ_MAKE_SEEDS=<dir>. */
 #include "store_harness.h"
 
@@ -17,7 +17,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     (void)argc, (void)argv;
     ss_fuzz_temp_path(store_path, sizeof store_path, "fuzz_store");
     const char *seeds = getenv("SS_FUZZ_MAKE_SEEDS");
-    for (int v = 0; seeds && v < 3; v++) {
+    for (int v = 0; seeds && v < 5; v++) {
         char p[4096];
         snprintf(p, sizeof p, "%s/tiny%d.ss", seeds, v);
         if (ss_fuzz_make_store(p, v)) abort();

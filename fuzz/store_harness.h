@@ -17,17 +17,23 @@
  * field (variant 0); two fields and attributes (1); and an append in several
  * commits, so that the free DB holds pages (2). Returns 0 or an ss_ code. */
 static int ss_fuzz_make_store(const char *path, int variant) {
+    /* variants 0-2: fixed fields; 3 and 4: a sequence field (its index) in
+     * format versions 3 (the flat index) and 2 (segments read in place) */
     static const ss_field fields[2] = {{"x", SS_U8, 0, 1, {5}}, {"y", SS_F32, 0, 0, {0}}};
-    ss_schema schema = {variant == 0 ? 1 : 2, fields};
+    static const ss_field seq[2] = {{"t", SS_U16, 1, 0, {0}}, {"y", SS_F32, 0, 0, {0}}};
+    ss_schema schema = {variant == 0 ? 1 : 2, variant >= 3 ? seq : fields};
     ss_writer_options o = SS_WRITER_OPTIONS_INIT;
     o.chunk_pages = 1;
     o.flags = SS_WRITE_NOSYNC | SS_WRITE_FORCE;
+    o.format_version = variant == 4 ? 2 : 0;
     ss_writer *w;
     int rc = ss_writer_create(&w, path, &schema, &o);
-    for (uint32_t i = 0; rc == 0 && i < (variant == 2 ? 900u : 40u); i++) {
+    for (uint32_t i = 0; rc == 0 && i < (variant == 2 ? 900u : variant >= 3 ? 300u : 40u); i++) {
         unsigned char x[5] = {(unsigned char)i, 1, 2, 3, (unsigned char)(i >> 8)};
+        uint16_t t[12] = {(uint16_t)i, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, (uint16_t)(i >> 3)};
         float y = (float)i * 0.5f;
         ss_value v[2] = {{x, 1}, {&y, 1}};
+        if (variant >= 3) v[0] = (ss_value){t, (i * 7) % 13 == 12 ? 0 : (i * 7) % 13};
         rc = ss_writer_append(w, v);
         if (rc == 0 && variant == 2 && i % 300 == 299) rc = ss_writer_commit(w);
     }

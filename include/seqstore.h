@@ -76,14 +76,16 @@ extern "C" {
 /* ---------------------------------------------------------------- version */
 
 #define SS_VERSION_MAJOR 0
-#define SS_VERSION_MINOR 1
+#define SS_VERSION_MINOR 2
 #define SS_VERSION_PATCH 0
-#define SS_VERSION_STRING "0.1.0"
+#define SS_VERSION_STRING "0.2.0"
 /** The version of the on-disk format this library writes for new stores and the
- *  newest it reads (it reads versions 1 and 2). Version 2 binds each block's
- *  checksum to its key; appending to a version-1 store keeps it version 1
- *  (spec/FORMAT.md §4, §11). */
-#define SS_FORMAT_VERSION 2
+ *  newest it reads (it reads versions 1, 2 and 3). Version 2 binds each block's
+ *  checksum to its key; version 3 lays index segments out so that a reader
+ *  maps them as one flat array. Appending to a store keeps its version
+ *  (spec/FORMAT.md §4, §6.2, §11); ss_writer_options.format_version creates
+ *  an older one. */
+#define SS_FORMAT_VERSION 3
 
 /** The library's version as "MAJOR.MINOR.PATCH" (static storage). It may differ from
  *  SS_VERSION_STRING when a program runs against a newer shared library. */
@@ -219,11 +221,15 @@ typedef struct ss_writer_options {
                                 0 = 64 MiB. Bounds the writer's memory. */
     uint64_t map_bytes;    /**< initial LMDB map size; 0 = 1 GiB. The map grows by
                                 itself when full, so this only tunes. */
+    /* version 2: */
+    uint32_t format_version; /**< format version of a created store: 0 = SS_FORMAT_VERSION;
+                                  2 for readers of seqstore 0.1 (spec/FORMAT.md §11).
+                                  Appending keeps a store's own version. */
 } ss_writer_options;
 
-#define SS_WRITER_OPTIONS_VERSION 1
+#define SS_WRITER_OPTIONS_VERSION 2
 #define SS_WRITER_OPTIONS_INIT                                                                     \
-    { SS_WRITER_OPTIONS_VERSION, 0, 0, 0, 0 }
+    { SS_WRITER_OPTIONS_VERSION, 0, 0, 0, 0, 0 }
 
 /** Create a new store at `path` (one file, plus `path`-lock while open), in
  *  format version SS_FORMAT_VERSION.
@@ -523,14 +529,20 @@ SS_API int ss_get(ss_view *out, const ss_store *s, uint32_t field, uint64_t inde
  * the data) and the instructions around them; the fewer the instructions,
  * the more calls of a caller's loop the CPU overlaps (measured:
  * bench/bench_read). So ss_get(), called by name, compiles to the inline
- * function below: the plain sequence-field case of a plain store read from
- * a small table at the start of the opaque ss_store, with every check of the
- * out-of-line function (field and index in range; the index entry's chunk
- * exists and its rows lie inside the chunk's payload: spec/FORMAT.md §6.2).
- * Anything else (a fixed field, a dataset, SS_OPEN_VERIFY, an empty
- * example, a bad argument, a corrupt entry) calls the exported function
- * ss_get, which checks and reports as documented above. Taking &ss_get or
- * writing (ss_get)(...) calls the exported function.
+ * function below, which reads a small table at the start of the opaque
+ * ss_store:
+ *  - format version 3 (spec/FORMAT.md §6.2): the library maps the index
+ *    segments' pages side by side into one flat array of entries, and checks
+ *    each entry once (its chunk exists, its rows lie inside the chunk's
+ *    payload), the first time the exported function reaches it; entries
+ *    below `checked` are then served with two loads and no test;
+ *  - versions 1 and 2: every check of §6.2 on every call.
+ * Anything else (a fixed field, a dataset's shard not opened yet,
+ * SS_OPEN_VERIFY, an index not checked yet, a bad argument, a corrupt entry)
+ * calls the exported function ss_get, which checks and reports as
+ * documented above. Taking &ss_get or writing (ss_get)(...) calls the
+ * exported function. A view of an empty example may point into its chunk
+ * rather than where the exported function points it (both valid, not NULL).
  *
  * ABI: the ss__fast table's layout and its place at offset 0 of ss_store
  * are part of the library's binary interface for its SONAME (0.MINOR before
@@ -555,11 +567,15 @@ typedef struct ss__fast_segment {
 
 /** Not API: one field's tables for the inline fast path. */
 typedef struct ss__fast_field {
-    const ss__fast_segment *segments; /**< every index segment, in order */
+    const uint64_t *index;            /**< format 3: entry i is the u64 pair (location,
+                                           start) at index + 2 i; NULL otherwise */
+    uint64_t checked;                 /**< entries of index checked: the fast path serves
+                                           examples below it; only grows (relaxed atomic) */
     const ss__fast_chunk *chunks;     /**< the field's data chunks */
-    uint64_t limit;                   /**< examples the fast path serves: the count, or 0 */
-    uint64_t nchunks;                 /**< entries of chunks */
     uint64_t row_bytes;               /**< bytes per row */
+    const ss__fast_segment *segments; /**< versions 1 and 2: every index segment, in order */
+    uint64_t limit;                   /**< versions 1 and 2: examples served: the count, or 0 */
+    uint64_t nchunks;                 /**< entries of chunks */
     ss_dtype dtype;                   /**< the field's dtype */
 } ss__fast_field;
 
@@ -594,6 +610,16 @@ static inline int ss__get_call(ss_view *out, const ss_store *s, uint32_t field, 
  *  the fast path does not serve it (out untouched). */
 __attribute__((always_inline)) static inline int
 ss__get_table(ss_view *out, const ss__fast_field *f, uint64_t index) {
+    if (__builtin_expect(index < __atomic_load_n(&f->checked, __ATOMIC_RELAXED), 1)) {
+        /* entries index and index + 1 were checked (see above) */
+        const uint64_t *e = f->index + 2 * index;
+        const ss__fast_chunk *c = &f->chunks[e[0] >> 32];
+        out->data = c->data + (e[0] & 0xFFFFFFFFu);
+        out->length = e[3] - e[1];
+        out->row_bytes = f->row_bytes;
+        out->dtype = f->dtype;
+        return 0;
+    }
     if (__builtin_expect(index >= f->limit, 0)) return 1;
     const ss__fast_segment *g = &f->segments[index / SS__SEGMENT_ENTRIES];
     const uint64_t *e = (const uint64_t *)(g->bias + 16 * index);
@@ -760,7 +786,8 @@ SS_API int ss_attr_at(ss_attr *out, const ss_store *s, uint64_t k);
 
 /** Facts about an open store. */
 typedef struct ss_store_info {
-    uint32_t format_version; /**< the file's format version: 1, or 2 (checksums bound to keys) */
+    uint32_t format_version; /**< the file's format version: 1, 2 (checksums bound to keys) or
+                                  3 (index segments mapped as one array) */
     int complete;            /**< 0 when opened with SS_OPEN_INCOMPLETE on an unfinished store */
     uint64_t count;          /**< examples */
     uint64_t file_bytes;     /**< size of the store file */

@@ -37,17 +37,25 @@ static void append(const char *path, uint64_t a, uint64_t b, int create) {
 }
 
 /* Bytes of the mapping of `path` in this process, 0 if none. */
+/* Bytes of LMDB's map of `path`: the mappings of the file whose address
+ * less file offset is that of the mapping of offset 0 (the reader's flat
+ * index maps pages of the same file elsewhere, spec §6.2). */
 static uint64_t mapped_bytes(const char *path) {
     FILE *f = fopen("/proc/self/maps", "r");
     CHECK(f);
     char line[4600];
-    uint64_t bytes = 0;
-    while (fgets(line, sizeof line, f)) {
-        unsigned long lo, hi;
-        char *name = strchr(line, '/');
-        if (!name || sscanf(line, "%lx-%lx", &lo, &hi) != 2) continue;
-        name[strcspn(name, "\n")] = 0;
-        if (strcmp(name, path) == 0) bytes += hi - lo;
+    uint64_t bytes = 0, base = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        rewind(f);
+        while (fgets(line, sizeof line, f)) {
+            unsigned long lo, hi, off;
+            char *name = strchr(line, '/');
+            if (!name || sscanf(line, "%lx-%lx %*s %lx", &lo, &hi, &off) != 3) continue;
+            name[strcspn(name, "\n")] = 0;
+            if (strcmp(name, path) != 0) continue;
+            if (pass == 0 && off == 0) base = lo;
+            if (pass == 1 && base && lo - off == base) bytes += hi - lo;
+        }
     }
     fclose(f);
     return bytes;

@@ -2,10 +2,10 @@
 /* test_format_flat_runs.c - ss_flat_read() copies consecutive examples that
  * follow each other in a chunk as one run: checked against a naive
  * concatenation of ss_get() views on a store of many short and empty
- * examples over several chunks and more than one index segment (65534
- * entries), plainly and with SS_OPEN_VERIFY; and against a damaged index,
- * whose run must be refused (SS_ECORRUPT) instead of copied. The same for
- * ss_read_examples(), against a loop of ss_get(). */
+ * examples over several chunks and more than one index segment (65536
+ * entries in format version 3, 65534 in version 2: both are tested), plainly and with
+ * SS_OPEN_VERIFY; and against a damaged index, whose run must be refused (SS_ECORRUPT) instead of
+ * copied. The same for ss_read_examples(), against a loop of ss_get(). */
 #include "testutil.h"
 
 #include "store.h"
@@ -17,19 +17,29 @@ enum { COUNT = 140000 }; /* past two segment boundaries */
 
 static const ss_field fields[2] = {{"tokens", SS_U16, 1, 0, {0}}, {"label", SS_U32, 0, 0, {0}}};
 static const ss_schema schema = {2, fields};
+static uint64_t g_per; /* index entries per segment in the version under test */
+static uint32_t g_version;
+
+/* Entry i of field `rf` where the file holds it (the reader may also map
+ * it elsewhere: the flat index of format 3). */
+static const ss_entry *entry_in_file(const ss_rfield *rf, uint64_t i) {
+    uint64_t g = i / rf->seg_entries;
+    return &rf->segments[g][i - g * rf->seg_entries];
+}
 
 static void make(const char *path) {
     ss_writer_options o = SS_WRITER_OPTIONS_INIT;
-    o.flags = SS_WRITE_NOSYNC;
+    o.flags = SS_WRITE_NOSYNC | SS_WRITE_FORCE;
     o.chunk_pages = 4; /* many chunks, so runs end at chunk boundaries */
+    o.format_version = g_version;
     ss_writer *w;
     CHECK_OK(ss_writer_create(&w, path, &schema, &o));
     uint64_t rng = 77;
     uint16_t buf[64];
     for (uint64_t i = 0; i < COUNT; i++) {
         uint64_t len = ss_test_rand(&rng) % 10 == 0 ? 0 : 1 + ss_test_rand(&rng) % 32;
-        if (i % 65534 == 65533) len = 5; /* the last entry of a segment: damaged below */
-        if (i == 0) len = 20;            /* its start is damaged below */
+        if (i % g_per == g_per - 1) len = 5; /* the last entry of a segment: damaged below */
+        if (i == 0) len = 20;                /* its start is damaged below */
         for (uint64_t k = 0; k < len; k++) buf[k] = (uint16_t)(i * 7 + k);
         uint32_t label = (uint32_t)(i * 3);
         ss_value v[2] = {{buf, len}, {&label, 1}};
@@ -64,8 +74,8 @@ static void check_reads(const char *path, unsigned flags) {
     CHECK(memcmp(buf, all, total * 2) == 0);
     /* windows around the segment boundaries, and random ones */
     uint64_t b1 = 0, b2 = 0;
-    for (uint64_t i = 0; i < 65534; i++) b1 += ss_length(s, 0, i);
-    for (uint64_t i = 0; i < 2 * 65534; i++) b2 += ss_length(s, 0, i);
+    for (uint64_t i = 0; i < g_per; i++) b1 += ss_length(s, 0, i);
+    for (uint64_t i = 0; i < 2 * g_per; i++) b2 += ss_length(s, 0, i);
     uint64_t around[] = {b1, b2};
     for (int k = 0; k < 2; k++)
         for (uint64_t d = 0; d < 70; d += 3) {
@@ -118,7 +128,7 @@ static void check_read_examples(const char *path, unsigned flags) {
     CHECK_OK(ss_open(&s, path, flags));
     uint64_t rng = 9, got = 5, len[1];
     check_examples(s, 0, 0, COUNT, ss_flat_size(s, 0) * 2); /* everything fits */
-    check_examples(s, 0, 65534 - 40, 100, 1 << 20);         /* across a segment */
+    check_examples(s, 0, g_per - 40, 100, 1 << 20);         /* across a segment */
     check_examples(s, 1, 0, 1000, 4 * 1000);
     check_examples(s, 1, 17, 1000, 4 * 500 + 3); /* stops at 500 */
     for (int t = 0; t < 200; t++) {
@@ -145,7 +155,7 @@ static void damage_entry(const char *path, uint64_t victim) {
     uint64_t size;
     int fd;
     CHECK_OK(ss_store_map(&base, &size, &fd, s));
-    const ss_entry *e = ss_entry_at(&s->f[0], victim);
+    const ss_entry *e = entry_in_file(&s->f[0], victim);
     uint64_t off = (uint64_t)((const unsigned char *)e - (const unsigned char *)base);
     uint64_t chunk = SS_LOC_CHUNK(e->loc), loc = chunk << 32 | (s->f[0].chunks[chunk].size - 1);
     ss_close(s);
@@ -210,7 +220,7 @@ static void check_bad_first_start(const char *good) {
     uint64_t size, start = 3;
     int fd;
     CHECK_OK(ss_store_map(&base, &size, &fd, s));
-    const ss_entry *e = ss_entry_at(&s->f[0], 0);
+    const ss_entry *e = entry_in_file(&s->f[0], 0);
     uint64_t off = (uint64_t)((const unsigned char *)&e->start - (const unsigned char *)base);
     ss_close(s);
     FILE *f = fopen(bad, "r+b");
@@ -224,8 +234,10 @@ static void check_bad_first_start(const char *good) {
     ss_close(s);
 }
 
-int main(void) {
+static void check_version(uint32_t version) {
     const char *path = ss_test_path("flat_runs.ss");
+    g_version = version;
+    g_per = version >= 3 ? 65536 : 65534;
     make(path);
     check_reads(path, 0);
     check_reads(path, SS_OPEN_VERIFY);
@@ -233,7 +245,12 @@ int main(void) {
     check_read_examples(path, SS_OPEN_VERIFY);
     check_bad_first_start(path);
     check_damaged(path, 1000);
-    check_damaged(path, 2 * 65534 - 1); /* a run read across a segment boundary */
+    check_damaged(path, 2 * g_per - 1); /* a run read across a segment boundary */
+}
+
+int main(void) {
+    check_version(3);
+    check_version(2);
     printf("test_format_flat_runs: ok\n");
     return 0;
 }

@@ -8,7 +8,9 @@
  * entries were rewritten to lie (a chunk past the table, rows past the
  * chunk, a row count whose byte size overflows, a wrapped count): both must
  * report SS_ECORRUPT for the lying example, the same message, and read its
- * neighbours as before. Also bad arguments and SS_OPEN_VERIFY. */
+ * neighbours as before. Also bad arguments and SS_OPEN_VERIFY. All of it for
+ * format version 3 (the flat index, served once checked) and version 2 (the
+ * segments, checked on every call). */
 #include "testutil.h"
 
 #include "layout.h"
@@ -18,7 +20,9 @@
 static const ss_field fields[3] = {
     {"tokens", SS_U16, 1, 0, {0}}, {"frames", SS_F32, 1, 1, {3}}, {"label", SS_U32, 0, 0, {0}}};
 static const ss_schema schema = {3, fields};
-#define COUNT 140000u /* three index segments of 65534 entries */
+#define COUNT 140000u /* three index segments of 65534 or 65536 entries */
+
+static uint64_t g_per, g_lead; /* the index segments of the version under test */
 
 /* The naive reference: example i's lengths and values, from its number. */
 static uint64_t len_of(uint64_t i, uint32_t field) {
@@ -29,8 +33,9 @@ static uint32_t value_of(uint64_t i, uint64_t k) {
     return (uint32_t)(i * 31 + k * 7 + 1);
 }
 
-static void make_store(const char *path) {
+static void make_store(const char *path, uint32_t version) {
     ss_writer_options o = SS_WRITER_OPTIONS_INIT;
+    o.format_version = version;
     o.chunk_pages = 2; /* many chunks */
     o.flags = SS_WRITE_NOSYNC | SS_WRITE_FORCE;
     ss_writer *w;
@@ -80,9 +85,14 @@ static int both(ss_view *out, const ss_store *s, uint32_t field, uint64_t i) {
     return ra;
 }
 
-static void check_all(const ss_store *s) {
-    static const uint64_t edges[] = {0,     1,      65532,  65533,  65534,
-                                     65535, 131066, 131067, 131068, COUNT - 1};
+/* The inline path's table of field `f` (not API: seqstore.h). */
+static const ss__fast_field *fast_of(const ss_store *s, uint32_t f) {
+    return &((const ss__fast *)(const void *)s)->f[f];
+}
+
+static void check_all(const ss_store *s, int verified) {
+    const uint64_t edges[] = {0,         1,         g_per - 2,     g_per - 1, g_per,
+                              g_per + 1, 2 * g_per, 2 * g_per - 1, COUNT - 1};
     for (uint32_t f = 0; f < 3; f++) {
         for (uint64_t i = 0; i < COUNT; i++) {
             ss_view v;
@@ -93,6 +103,11 @@ static void check_all(const ss_store *s) {
             }
             CHECK_EQ_U64(v.row_bytes, f == 0 ? 2 : f == 1 ? 12 : 4);
         }
+        /* format 3: the whole flat index was checked and the inline path
+         * serves every example (else all of the above tested only the
+         * exported function) */
+        if (f < 2 && g_per == SS_SEGMENT_ENTRIES_V3)
+            CHECK(fast_of(s, f)->index != NULL && fast_of(s, f)->checked == (verified ? 0 : COUNT));
         for (size_t k = 0; k < sizeof edges / sizeof *edges; k++) {
             ss_view v;
             CHECK_OK(both(&v, s, f, edges[k]));
@@ -151,7 +166,7 @@ static void check_scans(const ss_store *s, uint64_t around) {
     check_scan(s, around - 300, 600, 1 << 20);
     check_scan(s, around - 300, 600, 777);
     check_scan(s, around - 1, 3, 1 << 20);
-    check_scan(s, SS_SEGMENT_ENTRIES - 700, 1400, 1 << 20);
+    check_scan(s, g_per - 700, 1400, 1 << 20);
     for (uint64_t cap = 0; cap < 3000; cap += 97) check_scan(s, around - 200, 400, cap);
 }
 
@@ -168,13 +183,13 @@ static void patch_entry(const char *path, uint64_t e, const uint64_t *loc, const
     CHECK(mdb_txn_begin(env, NULL, 0, &txn) == 0);
     CHECK(mdb_dbi_open(txn, NULL, 0, &dbi) == 0);
     ss_key key;
-    ss_key_numbered(&key, SS_KEY_INDEX, 0, e / SS_SEGMENT_ENTRIES);
+    ss_key_numbered(&key, SS_KEY_INDEX, 0, e / g_per);
     MDB_val k = ss_key_val(&key), v;
     CHECK(mdb_get(txn, dbi, &k, &v) == 0);
     unsigned char *copy = malloc(v.mv_size);
     CHECK(copy);
     memcpy(copy, v.mv_data, v.mv_size);
-    unsigned char *at = copy + SS_BLOCK_HDR + SS_INDEX_ENTRY * (e % SS_SEGMENT_ENTRIES);
+    unsigned char *at = copy + SS_BLOCK_HDR + g_lead + SS_INDEX_ENTRY * (e % g_per);
     if (loc) ss_put_le64(at, *loc);
     if (start) ss_put_le64(at + 8, *start);
     MDB_val nv = {v.mv_size, copy};
@@ -194,11 +209,11 @@ static void read_entry(const char *path, uint64_t e, uint64_t *loc, uint64_t *st
     CHECK(mdb_txn_begin(env, NULL, MDB_RDONLY, &txn) == 0);
     CHECK(mdb_dbi_open(txn, NULL, 0, &dbi) == 0);
     ss_key key;
-    ss_key_numbered(&key, SS_KEY_INDEX, 0, e / SS_SEGMENT_ENTRIES);
+    ss_key_numbered(&key, SS_KEY_INDEX, 0, e / g_per);
     MDB_val k = ss_key_val(&key), val;
     CHECK(mdb_get(txn, dbi, &k, &val) == 0);
-    const unsigned char *p = (const unsigned char *)val.mv_data + SS_BLOCK_HDR +
-                             SS_INDEX_ENTRY * (e % SS_SEGMENT_ENTRIES);
+    const unsigned char *p =
+        (const unsigned char *)val.mv_data + SS_BLOCK_HDR + g_lead + SS_INDEX_ENTRY * (e % g_per);
     *loc = ss_le64(p);
     *start = ss_le64(p + 8);
     mdb_txn_abort(txn);
@@ -230,6 +245,10 @@ static void lying_entry(const char *good, const char *path, uint64_t e, const ui
     CHECK_OK(both(&v, s, 0, e + 2));
     CHECK(naive_matches(&v, 0, e + 2));
     check_scans(s, e);
+    /* every example read, the lying one included: the checked prefix of
+     * the flat index stops before it */
+    for (uint64_t i = 0; i < COUNT; i++) (void)both(&v, s, 0, i);
+    if (bad0 <= bad1) CHECK(fast_of(s, 0)->checked <= bad0);
     ss_close(s);
 }
 
@@ -243,7 +262,7 @@ static void check_lies(const char *good) {
     const char *path = ss_test_path("lie.ss");
     /* e: an interior example; b: the first of segment 1, whose start ends
      * the last example of segment 0 (the fast path's other branch) */
-    uint64_t e = solid_after(1000), b = SS_SEGMENT_ENTRIES, loc, start, next_loc, next_start;
+    uint64_t e = solid_after(1000), b = g_per, loc, start, next_loc, next_start;
     read_entry(good, e, &loc, &start);
     read_entry(good, e + 1, &next_loc, &next_start);
     ss_store *s;
@@ -294,20 +313,30 @@ static void check_lies(const char *good) {
     ss_close(s);
 }
 
-int main(void) {
+static void check_version(uint32_t version) {
     const char *good = ss_test_path("good.ss");
-    make_store(good);
+    g_per = version >= 3 ? SS_SEGMENT_ENTRIES_V3 : SS_SEGMENT_ENTRIES_V2;
+    g_lead = version >= 3 ? SS_SEGMENT_LEAD_V3 : 0;
+    make_store(good, version);
     ss_store *s;
     CHECK_OK(ss_open(&s, good, 0));
-    check_all(s);
+    ss_store_info info;
+    CHECK_OK(ss_store_get_info(&info, s));
+    CHECK_EQ_U64(info.format_version, version);
+    check_all(s, 0);
     check_bad_arguments(s);
     check_scans(s, 5000);
     ss_close(s);
     /* SS_OPEN_VERIFY takes the out-of-line path every time: same answers */
     CHECK_OK(ss_open(&s, good, SS_OPEN_VERIFY));
-    check_all(s);
+    check_all(s, 1);
     ss_close(s);
     check_lies(good);
+}
+
+int main(void) {
+    check_version(3);
+    check_version(2);
     printf("test_format_get_inline: ok\n");
     return 0;
 }

@@ -57,10 +57,12 @@ static void check_contents(const ss_store *s, uint64_t count) {
     }
 }
 
-/* The same store as the golden one, written by this library (version 2),
- * with `nattrs` extra attributes of long names (to spread them over pages). */
-static void make_store(const char *path, int nattrs) {
+/* The same store as the golden one, written by this library in format
+ * `version` (0: the newest), with `nattrs` extra attributes of long names
+ * (to spread them over pages). */
+static void make_store(const char *path, int nattrs, uint32_t version) {
     ss_writer_options o = SS_WRITER_OPTIONS_INIT;
+    o.format_version = version;
     o.chunk_pages = 1;
     o.flags = SS_WRITE_NOSYNC | SS_WRITE_FORCE;
     ss_writer *w;
@@ -391,14 +393,41 @@ static void test_v1_golden(void) {
     CHECK_EQ_U64(verify(v1, &sn), 0);
 }
 
-static void test_v2_binding(const char *good) {
+/* Appending to a version-2 store (and a version-3 one) keeps its version:
+ * its header, checksums and index segments of 65534 entries (spec §8), past
+ * a segment boundary of either layout; the result reads and verifies. */
+static void test_append_keeps_version(const char *good, uint32_t version) {
+    const char *path = ss_test_path("appended.ss");
+    copy_file(good, path);
+    ss_writer *w;
+    ss_writer_options o = SS_WRITER_OPTIONS_INIT;
+    o.flags = SS_WRITE_NOSYNC;
+    o.format_version = version == 2 ? 3 : 2; /* only for created stores: ignored */
+    CHECK_OK(ss_writer_open(&w, path, &schema3, &o));
+    append_range(w, 300, 140000);
+    CHECK_OK(ss_writer_finish(w));
+    ss_writer_free(w);
+    check_block_sums(path, version);
+    ss_store *s;
+    CHECK_OK(ss_open(&s, path, 0));
+    ss_store_info info;
+    CHECK_OK(ss_store_get_info(&info, s));
+    CHECK_EQ_U64(info.format_version, version);
+    check_contents(s, 140000);
+    ss_close(s);
+    seen sn;
+    CHECK_EQ_U64(verify(path, &sn), 0);
+}
+
+/* Versions 2 and 3 bind checksums to keys alike. */
+static void test_v2_binding(const char *good, uint32_t version) {
     const char *bad = ss_test_path("bound.ss");
-    check_block_sums(good, 2);
+    check_block_sums(good, version);
     ss_store *s;
     CHECK_OK(ss_open(&s, good, 0));
     ss_store_info info;
     CHECK_OK(ss_store_get_info(&info, s));
-    CHECK_EQ_U64(info.format_version, 2);
+    CHECK_EQ_U64(info.format_version, version);
     check_contents(s, 300);
     ss_close(s);
     seen sn;
@@ -448,7 +477,7 @@ static void test_v2_binding(const char *good) {
  * under W. Version 2 refuses it as corrupt rather than as incomplete. */
 static void test_header_binding(void) {
     const char *path = ss_test_path("hw.ss");
-    make_store(path, 0);
+    make_store(path, 0, 0);
     ss_writer_options o = SS_WRITER_OPTIONS_INIT;
     o.flags = SS_WRITE_NOSYNC;
     ss_writer *w;
@@ -470,7 +499,7 @@ static void test_header_binding(void) {
  * leaf page only, and `cat` and `verify` went on without the rest). */
 static void test_attr_walk(void) {
     const char *path = ss_test_path("attrs.ss");
-    make_store(path, 200);
+    make_store(path, 200, 0);
     ss_store *s;
     CHECK_OK(ss_open(&s, path, 0));
     CHECK_EQ_U64(ss_attr_count(s), 203); /* + ss.lengths of the 2 sequence fields */
@@ -520,16 +549,21 @@ static void test_cli_names(const char *good) {
 /* Runs every test, or those named on the command line (v1, binding, header,
  * attrs, cli). */
 int main(int argc, char **argv) {
-    static char good[1024];
+    static char good[1024], good2[1024];
     snprintf(good, sizeof good, "%s", ss_test_path("good.ss"));
-    make_store(good, 0);
+    snprintf(good2, sizeof good2, "%s", ss_test_path("good2.ss"));
+    make_store(good, 0, 0);
+    make_store(good2, 0, 2);
     static const char *names[] = {"v1", "binding", "header", "attrs", "cli"};
     for (int t = 0; t < 5; t++) {
         int run = argc < 2;
         for (int a = 1; a < argc; a++) run |= strcmp(argv[a], names[t]) == 0;
         if (!run) continue;
         if (t == 0) test_v1_golden();
-        if (t == 1) test_v2_binding(good);
+        if (t == 1) test_v2_binding(good, SS_FORMAT_VERSION);
+        if (t == 1) test_v2_binding(good2, 2);
+        if (t == 1) test_append_keeps_version(good2, 2);
+        if (t == 1) test_append_keeps_version(good, SS_FORMAT_VERSION);
         if (t == 2) test_header_binding();
         if (t == 3) test_attr_walk();
         if (t == 4) test_cli_names(good);

@@ -79,7 +79,7 @@ static void test_types(void) {
  * with a longer one: rewritten whole, wider. */
 static void test_append(void) {
     const char *path = ss_test_path("append.ss");
-    uint64_t n = 3 * SS_SEGMENT_ENTRIES + 17, total = n + 1000;
+    uint64_t n = 3 * SS_SEGMENT_ENTRIES_V3 + 17, total = n + 1000;
     uint64_t *want = malloc(total * sizeof *want);
     uint64_t rng = 7;
     for (uint64_t i = 0; i < total; i++) want[i] = ss_test_rand(&rng) % 200;
