@@ -132,7 +132,7 @@ static void *read_loop(void *arg) {
             }
             s = own;
         }
-        for (int k = 0; k < 50; k++, r->reads++)
+        for (int k = 0; k < 50; k++, __atomic_add_fetch(&r->reads, 1, __ATOMIC_RELAXED))
             r->bad += (uint64_t)example_bad(s, ss_test_rand(&seed) % ss_count(s));
         ss_close(own);
     }
@@ -154,6 +154,11 @@ static void readers_start(readers *rs, const char *path, const ss_store *a, cons
         rs->r[t] = (reader){path, which[t], &rs->stop, busy_ok, 0, 0};
         CHECK(pthread_create(&rs->th[t], NULL, read_loop, &rs->r[t]) == 0);
     }
+    /* every thread reads before anything grows the file: on a loaded machine
+     * the thread that opens its own handle could otherwise first run after
+     * the growth, when its every open is (rightly) refused, and read nothing */
+    for (int t = 0; t < NTHREADS; t++)
+        while (__atomic_load_n(&rs->r[t].reads, __ATOMIC_RELAXED) == 0) usleep(1000);
 }
 
 static void readers_stop(readers *rs) {
