@@ -34,6 +34,7 @@
  * and close serialized) and appended in input order, so the store never
  * depends on the thread count. */
 #include "convert.h"
+#include "ordered.h"
 
 #ifdef SS_HAVE_BIOSIG
 #include "events.h"
@@ -738,15 +739,16 @@ static int emit_cb(void *ctx, void *slot, uint64_t i) {
     return emit(r->c, r->job, s, s->bad, (uint32_t)i, r->files->v[i], &r->skip);
 }
 
-/* Decode recordings in parallel (--threads; each thread its own buffers),
- * append them in input order. */
+/* Decode recordings in parallel (--threads; each slot its own buffers),
+ * append them in input order on this thread while the next ones decode. */
 static int convert_all(ss_conv *c, bs_job *job, const strlist *files, uint64_t skip) {
     int nthreads = ss_conv_opts(c)->threads;
     if (nthreads < 1) nthreads = 1;
     if ((uint32_t)nthreads > files->n) nthreads = (int)(files->n ? files->n : 1);
-    bs_job *slots = calloc((size_t)nthreads, sizeof *slots);
+    int nslots = ss_conv_ordered_slots(nthreads);
+    bs_job *slots = calloc((size_t)nslots, sizeof *slots);
     if (!slots) return ss_conv_error(c, "out of memory");
-    for (int t = 0; t < nthreads; t++) { /* the run's settings, buffers of its own */
+    for (int t = 0; t < nslots; t++) { /* the run's settings, buffers of its own */
         slots[t].physical = job->physical;
         slots[t].rs = job->rs;
         slots[t].ref = job->ref;         /* shared, read-only while decoding */
@@ -757,7 +759,7 @@ static int convert_all(ss_conv *c, bs_job *job, const strlist *files, uint64_t s
     bs_run run = {c, job, files, skip};
     int fatal = ss_conv_parallel_ordered(&run, slots, sizeof *slots, nthreads, files->n, decode_cb,
                                          emit_cb);
-    for (int t = 0; t < nthreads; t++) slot_free(&slots[t]);
+    for (int t = 0; t < nslots; t++) slot_free(&slots[t]);
     free(slots);
     return fatal;
 }
