@@ -16,7 +16,7 @@
 
 typedef struct ordered_run {
     pthread_mutex_t mu;
-    pthread_cond_t slot_free; /* `emitted` grew, or `stop` */
+    pthread_cond_t slot_free; /* `emitted` grew, or `stop`, or `done` */
     pthread_cond_t decoded;   /* a slot became ready */
     void *ctx;
     char *slots;
@@ -26,6 +26,7 @@ typedef struct ordered_run {
     uint64_t next;        /* the next input to hand out */
     uint64_t emitted;     /* inputs [0, emitted) are emitted: their slots are free */
     int stop;             /* an emit failed: hand out nothing more */
+    int done;             /* the emitter is through */
     unsigned char *ready; /* per slot: its input is decoded, not yet emitted */
 } ordered_run;
 
@@ -37,7 +38,10 @@ static void *slot_of(const ordered_run *r, uint64_t i) {
     return r->slots + (size_t)(i % r->nslots) * r->slot_size;
 }
 
-/* A decoding thread: take the next input whose slot is free, decode it. */
+/* A decoding thread: take the next input whose slot is free, decode it.
+ * Then sleep until the emitter is through: decoding is often faster than
+ * appending, and a thread that went on to the end of the parallel region
+ * would spin there (OpenMP's wait policy), taking a core from the emitter. */
 static void decode_loop(ordered_run *r) {
     pthread_mutex_lock(&r->mu);
     for (;;) {
@@ -51,6 +55,7 @@ static void decode_loop(ordered_run *r) {
         r->ready[i % r->nslots] = 1;
         pthread_cond_signal(&r->decoded); /* only the emitter waits on it */
     }
+    while (!r->done) pthread_cond_wait(&r->slot_free, &r->mu);
     pthread_mutex_unlock(&r->mu);
 }
 
@@ -71,6 +76,10 @@ static int emit_loop(ordered_run *r, void *ctx, ss_conv_emit_fn emit) {
         pthread_cond_broadcast(&r->slot_free);
         pthread_mutex_unlock(&r->mu);
     }
+    pthread_mutex_lock(&r->mu);
+    r->done = 1;
+    pthread_cond_broadcast(&r->slot_free);
+    pthread_mutex_unlock(&r->mu);
     return fatal;
 }
 
