@@ -40,8 +40,11 @@
  * Every file must match the first one (or the store being appended to) in
  * selected channel labels, sample rate, file type (EDF vs BDF) and, for
  * digital values, per-channel calibration; otherwise it is bad input.
- * Files are decoded in parallel (OpenMP, --threads) and appended in input
- * order, so the store never depends on the thread count. */
+ * EDFlib opens and checks each file and reads its annotations; the samples
+ * come straight from the data records (edf_records.h), through EDFlib only
+ * for a file that reader declines. Files are decoded in parallel (OpenMP,
+ * --threads) and appended in input order on the main thread (ordered.h),
+ * so the store never depends on the thread count. */
 #include "convert.h"
 #include "edf_records.h"
 #include "ordered.h"
