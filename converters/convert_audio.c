@@ -24,6 +24,7 @@
 #include "resample.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <samplerate.h>
 #include <sndfile.h>
 #include <stdlib.h>
@@ -189,17 +190,19 @@ static int header_truncated(SNDFILE *sf, char *err, size_t errlen) {
     return 0;
 }
 
+/* sf_open and its error message, serialized across the decoding threads */
+static pthread_mutex_t sndfile_open_lock = PTHREAD_MUTEX_INITIALIZER;
+
 /* Decode one file into job->data; *T frames. 1 = bad (message in err). */
 static int audio_decode(audio_job *job, const char *path, uint64_t *T, char *err, size_t errlen) {
     SF_INFO info;
     SNDFILE *sf;
     memset(&info, 0, sizeof info);
     /* sf_strerror(NULL) is libsndfile's one global error: keep it with its open */
-#pragma omp critical(ss_sndfile_open)
-    {
-        sf = sf_open(path, SFM_READ, &info);
-        if (!sf) snprintf(err, errlen, "libsndfile: %s", sf_strerror(NULL));
-    }
+    pthread_mutex_lock(&sndfile_open_lock);
+    sf = sf_open(path, SFM_READ, &info);
+    if (!sf) snprintf(err, errlen, "libsndfile: %s", sf_strerror(NULL));
+    pthread_mutex_unlock(&sndfile_open_lock);
     if (!sf) return 1;
     int rc = 0;
     if (header_truncated(sf, err, errlen)) {
@@ -376,11 +379,10 @@ static int ref_from_file(audio_job *job, const char *path, char *err, size_t err
     SNDFILE *sf;
     memset(&info, 0, sizeof info);
     /* sf_strerror(NULL) is libsndfile's one global error: keep it with its open */
-#pragma omp critical(ss_sndfile_open)
-    {
-        sf = sf_open(path, SFM_READ, &info);
-        if (!sf) snprintf(err, errlen, "libsndfile: %s", sf_strerror(NULL));
-    }
+    pthread_mutex_lock(&sndfile_open_lock);
+    sf = sf_open(path, SFM_READ, &info);
+    if (!sf) snprintf(err, errlen, "libsndfile: %s", sf_strerror(NULL));
+    pthread_mutex_unlock(&sndfile_open_lock);
     if (!sf) return 1;
     job->channels = info.channels;
     job->rate = job->rs.rate ? job->rs.rate : info.samplerate;

@@ -46,6 +46,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
+#include <pthread.h>
 #if defined(__x86_64__) && defined(__SSE2__)
 #include <emmintrin.h>
 #endif
@@ -217,17 +218,21 @@ static int bv_guard(bs_job *job, const char *path) {
 static void bs_close(HDRTYPE *h);
 
 /* Open `path`; NULL with job->err set on failure. */
+/* BioSig's global state (below), serialized across the decoding threads */
+static pthread_mutex_t biosig_lock = PTHREAD_MUTEX_INITIALIZER;
+
 static HDRTYPE *bs_open(bs_job *job, const char *path) {
     if (bv_guard(job, path)) return NULL;
     HDRTYPE *h = constructHDR(0, 0);
     if (!h) return fail(job, "out of memory"), NULL;
     biosig_set_flag(h, BIOSIG_FLAG_ROW_BASED_CHANNELS); /* data [T][C] */
     if (!job->physical) biosig_set_flag(h, BIOSIG_FLAG_UCAL);
-        /* BioSig keeps global state (error globals, lazily loaded event tables):
-         * opening, the event table and closing are serialized; sread() of
-         * separate headers runs in parallel */
-#pragma omp critical(ss_biosig)
+    /* BioSig keeps global state (error globals, lazily loaded event tables):
+     * opening, the event table and closing are serialized; sread() of
+     * separate headers runs in parallel */
+    pthread_mutex_lock(&biosig_lock);
     h = sopen(path, "r", h);
+    pthread_mutex_unlock(&biosig_lock);
     /* read the error before serror2(), which prints it to stderr and clears it */
     if (!h || h->AS.B4C_ERRNUM) {
         const char *m = h ? h->AS.B4C_ERRMSG : NULL;
@@ -241,11 +246,10 @@ static HDRTYPE *bs_open(bs_job *job, const char *path) {
 }
 
 static void bs_close(HDRTYPE *h) {
-#pragma omp critical(ss_biosig)
-    {
-        sclose(h);
-        destructHDR(h);
-    }
+    pthread_mutex_lock(&biosig_lock);
+    sclose(h);
+    destructHDR(h);
+    pthread_mutex_unlock(&biosig_lock);
 }
 
 /* A channel label without the blanks around it, compared ignoring case. */
@@ -469,8 +473,9 @@ static int bs_decode(bs_job *job, const char *path) {
         rc = fail(job, "--events-as on a BDF file: BioSig 2.5 mis-reads the Status channel's "
                        "events; use convert edf --events-from status (or annotations)");
     if (!rc) {
-#pragma omp critical(ss_biosig)
+        pthread_mutex_lock(&biosig_lock);
         rc = read_events(job, h);
+        pthread_mutex_unlock(&biosig_lock);
     }
     rc = rc || read_samples(job, h, f.nch);
     /* --meta header: the patient id; no session, since BioSig fills a missing

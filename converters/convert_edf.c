@@ -42,8 +42,8 @@
  * digital values, per-channel calibration; otherwise it is bad input.
  * EDFlib opens and checks each file and reads its annotations; the samples
  * come straight from the data records (edf_records.h), through EDFlib only
- * for a file that reader declines. Files are decoded in parallel (OpenMP,
- * --threads) and appended in input order on the main thread (ordered.h),
+ * for a file that reader declines. Files are decoded in parallel
+ * (--threads) and appended in input order on the main thread (ordered.h),
  * so the store never depends on the thread count. */
 #include "convert.h"
 #include "edf_records.h"
@@ -54,6 +54,7 @@
 #include <edflib.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,6 +64,10 @@
 
 #define EDF_CHUNK 4096 /* samples per channel read at once */
 #define EDF_ERR 1024
+
+/* EDFlib keeps its open files in a global table: open and close are
+ * serialized across the decoding threads */
+static pthread_mutex_t edflib_lock = PTHREAD_MUTEX_INITIALIZER;
 
 typedef struct edf_ref {
     int have;
@@ -522,8 +527,9 @@ static int find_label(const edf_job *job, const char *path, uint32_t *out) {
 static int edf_open(edf_slot *s, const char *path) {
     int rc;
     for (;;) {
-#pragma omp critical(ss_edflib)
+        pthread_mutex_lock(&edflib_lock);
         rc = edfopen_file_readonly(path, s->hdr, EDFLIB_READ_ALL_ANNOTATIONS);
+        pthread_mutex_unlock(&edflib_lock);
         /* the same path listed twice may be open in another thread for a moment */
         if (rc == 0 || s->hdr->filetype != EDFLIB_FILE_ALREADY_OPENED) break;
         usleep(1000);
@@ -537,8 +543,9 @@ static int edf_open(edf_slot *s, const char *path) {
 }
 
 static void edf_close(edf_slot *s) {
-#pragma omp critical(ss_edflib)
+    pthread_mutex_lock(&edflib_lock);
     edfclose_file(s->hdr->handle);
+    pthread_mutex_unlock(&edflib_lock);
 }
 
 /* Decode one recording into `s` (header only when `header_only`). */

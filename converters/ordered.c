@@ -10,13 +10,12 @@
  * of the one before it, and commits (every few MB) stalled the decoders. */
 #include "ordered.h"
 
-#include <omp.h>
 #include <pthread.h>
 #include <stdlib.h>
 
 typedef struct ordered_run {
     pthread_mutex_t mu;
-    pthread_cond_t slot_free; /* `emitted` grew, or `stop`, or `done` */
+    pthread_cond_t slot_free; /* `emitted` grew, or `stop` */
     pthread_cond_t decoded;   /* a slot became ready */
     void *ctx;
     char *slots;
@@ -26,7 +25,6 @@ typedef struct ordered_run {
     uint64_t next;        /* the next input to hand out */
     uint64_t emitted;     /* inputs [0, emitted) are emitted: their slots are free */
     int stop;             /* an emit failed: hand out nothing more */
-    int done;             /* the emitter is through */
     unsigned char *ready; /* per slot: its input is decoded, not yet emitted */
 } ordered_run;
 
@@ -38,11 +36,9 @@ static void *slot_of(const ordered_run *r, uint64_t i) {
     return r->slots + (size_t)(i % r->nslots) * r->slot_size;
 }
 
-/* A decoding thread: take the next input whose slot is free, decode it.
- * Then sleep until the emitter is through: decoding is often faster than
- * appending, and a thread that went on to the end of the parallel region
- * would spin there (OpenMP's wait policy), taking a core from the emitter. */
-static void decode_loop(ordered_run *r) {
+/* A decoding thread: take the next input whose slot is free, decode it. */
+static void *decode_loop(void *arg) {
+    ordered_run *r = arg;
     pthread_mutex_lock(&r->mu);
     for (;;) {
         while (!r->stop && r->next < r->n && r->next >= r->emitted + r->nslots)
@@ -55,8 +51,8 @@ static void decode_loop(ordered_run *r) {
         r->ready[i % r->nslots] = 1;
         pthread_cond_signal(&r->decoded); /* only the emitter waits on it */
     }
-    while (!r->done) pthread_cond_wait(&r->slot_free, &r->mu);
     pthread_mutex_unlock(&r->mu);
+    return NULL;
 }
 
 /* The calling thread: emit the inputs in order as they become ready. */
@@ -76,10 +72,6 @@ static int emit_loop(ordered_run *r, void *ctx, ss_conv_emit_fn emit) {
         pthread_cond_broadcast(&r->slot_free);
         pthread_mutex_unlock(&r->mu);
     }
-    pthread_mutex_lock(&r->mu);
-    r->done = 1;
-    pthread_cond_broadcast(&r->slot_free);
-    pthread_mutex_unlock(&r->mu);
     return fatal;
 }
 
@@ -101,29 +93,31 @@ int ss_conv_parallel_ordered(void *ctx, void *slots, size_t slot_size, int nthre
                      .nslots = (uint64_t)ss_conv_ordered_slots(nthreads),
                      .n = n,
                      .decode = decode};
+    pthread_t *tid = NULL;
+    int started = 0, fatal;
     /* nothing to overlap, or no memory for the flags: one thread does all */
-    if (n <= 1 || !(r.ready = calloc(r.nslots, 1)))
+    if (n <= 1 || !(r.ready = calloc(r.nslots, 1)) ||
+        !(tid = calloc((size_t)nthreads, sizeof *tid))) {
+        free(r.ready);
         return ss_conv_serial_ordered(ctx, slots, n, decode, emit);
+    }
     pthread_mutex_init(&r.mu, NULL);
     pthread_cond_init(&r.slot_free, NULL);
     pthread_cond_init(&r.decoded, NULL);
-    int fatal = 0, team = 1;
-    /* OpenMP threads, not pthreads of our own: the decoders serialize their
-     * libraries' open calls with `omp critical`. Thread 0 emits. */
-#pragma omp parallel num_threads(nthreads + 1)
-    {
-        if (omp_get_thread_num() == 0) {
-            team = omp_get_num_threads();
-            if (team > 1) fatal = emit_loop(&r, ctx, emit);
-        } else {
-            decode_loop(&r);
-        }
+    /* threads of our own, not OpenMP's: a pool thread spins for a while
+     * after its region ends, on a core the appends and the flush need */
+    while (started < nthreads && pthread_create(&tid[started], NULL, decode_loop, &r) == 0)
+        started++;
+    if (started) {
+        fatal = emit_loop(&r, ctx, emit);
+    } else { /* no thread could start: decode and emit in turn */
+        fatal = ss_conv_serial_ordered(ctx, slots, n, decode, emit);
     }
-    /* a team of one (OMP_THREAD_LIMIT=1, nested): decode and emit in turn */
-    if (team == 1) fatal = ss_conv_serial_ordered(ctx, slots, n, decode, emit);
+    for (int t = 0; t < started; t++) pthread_join(tid[t], NULL);
     pthread_cond_destroy(&r.decoded);
     pthread_cond_destroy(&r.slot_free);
     pthread_mutex_destroy(&r.mu);
     free(r.ready);
+    free(tid);
     return fatal;
 }

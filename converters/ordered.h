@@ -30,15 +30,18 @@ typedef int (*ss_conv_emit_fn)(void *ctx, void *slot, uint64_t i);
  *  in memory at once. */
 int ss_conv_ordered_slots(int nthreads);
 
-/** Decode inputs [0, n) on `nthreads` threads (OpenMP; < 1 means 1) and emit
+/** Decode inputs [0, n) on `nthreads` threads (< 1 means 1) and emit
  *  each on the calling thread in input order, so that any thread count
  *  writes the same store. Input i is decoded into slot i mod
  *  ss_conv_ordered_slots(nthreads), at `slots` + that * `slot_size`; it is
  *  handed to a decoder only after input i - that number has been emitted,
  *  so the slot is free. After an emit returns nonzero no input is handed out
  *  any more (those being decoded finish) and none is emitted.
- *  With n <= 1 (nothing to overlap), or when its few bytes of bookkeeping
- *  cannot be allocated, everything runs on the calling thread in slot 0.
+ *  The decoders are POSIX threads of this call (not OpenMP's): callbacks
+ *  that serialize a library's calls use a mutex of their own. With n <= 1
+ *  (nothing to overlap), or when no thread can be started or its few bytes
+ *  of bookkeeping allocated, everything runs on the calling thread in slot
+ *  0.
  *  @param ctx passed to both callbacks; `slots` holds at least
  *  ss_conv_ordered_slots(nthreads) slots (the caller's, not freed here).
  *  @return 0, or 1 if an emit returned nonzero. */
