@@ -2,8 +2,12 @@
 /* bench_convert_signal.c - `seqstore convert audio` against libsndfile's own
  * read of the same files (WAV and FLAC), and `seqstore convert biosig`
  * against BioSig's own read (sopen + sread of every sample + sclose) of the
- * same BrainVision and GDF files. The baselines read on one thread; the
- * conversions run as users run them (default --threads).
+ * same BrainVision and GDF files. Each with 1 and with 2 threads on both
+ * sides: the baseline reads the files in parallel over OpenMP threads (one
+ * file per thread at a time, the libraries' open and close serialized as
+ * the converters serialize them), the conversion runs with --threads 1 and
+ * --threads 2 (the converters decode on that many threads and append on
+ * the main thread).
  *
  * usage: bench_convert_signal [SEQSTORE_CLI] [DIR] [RUNS]
  *   defaults: ./seqstore, /tmp/ss_bench_signal, 7 runs.
@@ -14,15 +18,20 @@
  * so this measures CPU cost. Each round runs the baseline and the conversion
  * back to back, alternating which goes first; the figures are medians over
  * RUNS rounds, and the load average is printed with them. Target:
- * conversion >= 0.8x the baseline.
+ * conversion >= 0.8x the baseline. BioSig's baseline reads the samples in
+ * rows ([T][C], as the store holds them); the line also gives BioSig's
+ * read channel by channel ([C][T]), about twice as fast, which the
+ * converter uses before turning the block into rows itself.
  * Also timed, as floors for any converter, since an in-process read of
  * cached files pays neither: writing the same bytes to a new file and
  * fdatasync()ing it (a store must be written and made durable), and the
  * start of a seqstore process that does nothing (--version). The best ratio
- * those floors allow is baseline / (baseline + floors). */
+ * those floors allow is baseline / (baseline + floors), if reading and
+ * writing took turns; converters overlap them, so the floors bound less. */
 #include <fcntl.h>
 #include <unistd.h>
 #include <biosig.h>
+#include <omp.h>
 #include <sndfile.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -112,32 +121,69 @@ static int write_bv(const char *dir, int k) {
     return 0;
 }
 
-/* libsndfile's own read: every frame as 16-bit, into a reused buffer. */
-static int read_wavs(char **files, int n) {
-    static short buf[65536];
-    for (int i = 0; i < n; i++) {
-        SF_INFO info = {0};
-        SNDFILE *sf = sf_open(files[i], SFM_READ, &info);
-        if (!sf) return 1;
-        while (sf_readf_short(sf, buf, (sf_count_t)(65536 / info.channels)) > 0) continue;
-        sf_close(sf);
-    }
+/* libsndfile's own read of one file: every frame as 16-bit, into a
+ * buffer of the thread's own (the converter serializes sf_open too). */
+static int read_wav(const char *path, short *buf) {
+    SF_INFO info = {0};
+    SNDFILE *sf;
+#pragma omp critical(bench_sndfile)
+    sf = sf_open(path, SFM_READ, &info);
+    if (!sf) return 1;
+    while (sf_readf_short(sf, buf, (sf_count_t)(65536 / info.channels)) > 0) continue;
+    sf_close(sf);
     return 0;
 }
 
-/* BioSig's own read: as the converter opens it (rows = samples, digital). */
-static int read_biosig(char **files, int n) {
-    for (int i = 0; i < n; i++) {
-        HDRTYPE *h = constructHDR(0, 0);
-        biosig_set_flag(h, BIOSIG_FLAG_ROW_BASED_CHANNELS);
-        biosig_set_flag(h, BIOSIG_FLAG_UCAL);
-        h = sopen(files[i], "r", h);
-        if (!h || serror2(h)) return 1;
-        sread(NULL, 0, (size_t)h->NRec, h);
+static int read_wavs(char **files, int n, int threads) {
+    int bad = 0;
+#pragma omp parallel num_threads(threads) reduction(| : bad)
+    {
+        short *buf = malloc(65536 * sizeof *buf);
+#pragma omp for schedule(dynamic, 1)
+        for (int i = 0; i < n; i++) bad |= !buf || read_wav(files[i], buf);
+        free(buf);
+    }
+    return bad;
+}
+
+/* BioSig's own read of one file, digital, with sopen and sclose serialized
+ * as the converter does: in rows of samples (`rows`: [T][C], the layout of
+ * the store) or channel by channel ([C][T], which BioSig fills about twice
+ * as fast, and which the converter reads and turns into rows itself). */
+static int read_one_biosig(const char *path, int rows) {
+    HDRTYPE *h = constructHDR(0, 0);
+    int bad;
+    if (rows) biosig_set_flag(h, BIOSIG_FLAG_ROW_BASED_CHANNELS);
+    biosig_set_flag(h, BIOSIG_FLAG_UCAL);
+#pragma omp critical(bench_biosig)
+    {
+        h = sopen(path, "r", h);
+        bad = !h || serror2(h);
+    }
+    if (bad) return 1;
+    sread(NULL, 0, (size_t)h->NRec, h);
+#pragma omp critical(bench_biosig)
+    {
         sclose(h);
         destructHDR(h);
     }
     return 0;
+}
+
+static int read_biosig_layout(char **files, int n, int threads, int rows) {
+    int bad = 0;
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 1) reduction(| : bad)
+    for (int i = 0; i < n; i++) bad |= read_one_biosig(files[i], rows);
+    return bad;
+}
+
+/* the baseline the ratio is of: the samples in the store's layout */
+static int read_biosig(char **files, int n, int threads) {
+    return read_biosig_layout(files, n, threads, 1);
+}
+
+static int read_biosig_channels(char **files, int n, int threads) {
+    return read_biosig_layout(files, n, threads, 0);
 }
 
 /* The write floor: the input bytes into a new file, fdatasync'ed. */
@@ -183,53 +229,67 @@ static double start_seconds(const char *cli, int runs) {
 
 static double g_start; /* start_seconds(), measured once */
 
-static void bench(const char *what, char **files, int n, int (*base)(char **, int), const char *cmd,
-                  int runs) {
-    double bytes = 0, *tb = calloc((size_t)runs, sizeof *tb), *tc = calloc((size_t)runs, 8);
-    double *tf = calloc((size_t)runs, 8);
-    for (int i = 0; i < n; i++) {
-        bytes += fsize(files[i]);
-        size_t l = strlen(files[i]); /* BrainVision: the samples are in NAME.eeg */
-        if (l > 5 && !strcmp(files[i] + l - 5, ".vhdr")) {
-            char eeg[700];
-            snprintf(eeg, sizeof eeg, "%.*s.eeg", (int)(l - 5), files[i]);
-            bytes += fsize(eeg);
-        }
-    }
-    base(files, n), run(cmd); /* warm the page cache */
-    for (int r = 0; r < runs; r++)
-        for (int side = 0; side < 2; side++) {
-            int conv = (side + r) % 2; /* alternate which goes first */
-            double t0 = now();
-            if (conv ? run(cmd) : base(files, n)) {
-                fprintf(stderr, "failed: %s\n", conv ? cmd : "baseline");
-                exit(1);
-            }
-            (conv ? tc : tb)[r] = now() - t0;
-        }
-    char **data = files, *eegs[64];
-    for (int i = 0; i < n && i < 64; i++) { /* the floor writes the sample bytes */
+/* The write floor of `files` (BrainVision: the sample bytes in NAME.eeg),
+ * median over `runs`; *bytes gets their input size. */
+static double floor_seconds(char **files, int n, int runs, double *bytes) {
+    char *data[64];
+    double *tf = calloc((size_t)runs, sizeof *tf), m;
+    *bytes = 0;
+    for (int i = 0; i < n && i < 64; i++) {
         size_t l = strlen(files[i]);
-        eegs[i] = strdup(files[i]);
-        if (l > 5 && !strcmp(files[i] + l - 5, ".vhdr")) strcpy(eegs[i] + l - 5, ".eeg");
-        data = eegs;
+        data[i] = strdup(files[i]);
+        *bytes += fsize(files[i]);
+        if (l > 5 && !strcmp(files[i] + l - 5, ".vhdr")) {
+            strcpy(data[i] + l - 5, ".eeg");
+            *bytes += fsize(data[i]);
+        }
     }
     for (int r = 0; r < runs; r++) {
         double t0 = now();
         if (write_floor(data, n)) exit(1);
         tf[r] = now() - t0;
     }
-    for (int i = 0; i < n && i < 64; i++) free(eegs[i]);
-    double b = median(tb, runs), c = median(tc, runs), fl = median(tf, runs), load[3];
-    getloadavg(load, 3);
-    printf("%-24s %5.1f MB: own read %7.1f MB/s (%.3f s), convert %6.1f MB/s (%.3f s), "
-           "ratio %.2f (target >= 0.8); floors: write+fdatasync %.3f s, process start %.3f s "
-           "(best ratio they allow %.2f); median of %d alternating runs, load %.2f %.2f %.2f\n",
-           what, bytes / 1e6, bytes / 1e6 / b, b, bytes / 1e6 / c, c, b / c, fl, g_start,
-           b / (b + fl + g_start), runs, load[0], load[1], load[2]);
-    free(tb);
-    free(tc);
+    for (int i = 0; i < n && i < 64; i++) free(data[i]);
+    m = median(tf, runs);
     free(tf);
+    return m;
+}
+
+typedef int (*read_fn)(char **files, int n, int threads);
+
+/* Baseline `base` (and `alt`, another way of reading, when not NULL) on
+ * `threads` threads and `cmd` with --threads `threads`, rotating which goes
+ * first, RUNS rounds; prints one line. */
+static void bench(const char *what, char **files, int n, read_fn base, read_fn alt,
+                  const char *cmd0, int threads, int runs, double bytes, double fl) {
+    double *t[3], load[3], m[3];
+    int sides = alt ? 3 : 2;
+    char cmd[8300];
+    for (int k = 0; k < 3; k++) t[k] = calloc((size_t)runs, sizeof *t[k]);
+    snprintf(cmd, sizeof cmd, "%s --threads %d", cmd0, threads);
+    base(files, n, threads), run(cmd); /* warm the page cache */
+    for (int r = 0; r < runs; r++)
+        for (int side = 0; side < sides; side++) {
+            int k = (side + r) % sides; /* 0 base, 1 convert, 2 alt */
+            double t0 = now();
+            if (k == 1 ? run(cmd) : (k ? alt : base)(files, n, threads)) {
+                fprintf(stderr, "failed: %s\n", k == 1 ? cmd : "baseline");
+                exit(1);
+            }
+            t[k][r] = now() - t0;
+        }
+    for (int k = 0; k < sides; k++) m[k] = median(t[k], runs);
+    double b = m[0], c = m[1];
+    getloadavg(load, 3);
+    printf("%-24s %5.1f MB, %d thread%s each: own read %7.1f MB/s (%.3f s), convert %6.1f MB/s "
+           "(%.3f s), ratio %.2f (target >= 0.8); ",
+           what, bytes / 1e6, threads, threads > 1 ? "s" : " ", bytes / 1e6 / b, b, bytes / 1e6 / c,
+           c, b / c);
+    if (alt) printf("read channel by channel %.3f s (ratio %.2f); ", m[2], m[2] / c);
+    printf("floors: write+fdatasync %.3f s, process start %.3f s (best ratio they allow %.2f); "
+           "median of %d alternating runs, load %.2f %.2f %.2f\n",
+           fl, g_start, b / (b + fl + g_start), runs, load[0], load[1], load[2]);
+    for (int k = 0; k < 3; k++) free(t[k]);
 }
 
 int main(int argc, char **argv) {
@@ -270,7 +330,10 @@ int main(int argc, char **argv) {
         fclose(f);
         snprintf(cmd, sizeof cmd, "%s convert %s --list %s -o %s/out.ss --force --quiet", cli,
                  kinds[s], list, dir);
-        bench(names[s], sets[s], ns[s], s > 1 ? read_biosig : read_wavs, cmd, runs);
+        double bytes, fl = floor_seconds(sets[s], ns[s], runs, &bytes);
+        for (int threads = 1; threads <= 2; threads++)
+            bench(names[s], sets[s], ns[s], s > 1 ? read_biosig : read_wavs,
+                  s > 1 ? read_biosig_channels : NULL, cmd, threads, runs, bytes, fl);
     }
     snprintf(cmd, sizeof cmd, "rm -f %s/out.ss %s/out.ss-lock", dir, dir);
     return run(cmd);

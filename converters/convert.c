@@ -8,7 +8,6 @@
 #include <errno.h>
 #include <signal.h>
 #include <inttypes.h>
-#include <omp.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1262,31 +1261,4 @@ int ss_cmd_convert(int argc, char **argv) {
     free(rest);
     conv_free(c);
     return rc;
-}
-
-int ss_conv_parallel_ordered(void *ctx, void *slots, size_t slot_size, int nthreads, uint64_t n,
-                             ss_conv_decode_fn decode, ss_conv_emit_fn emit) {
-    int fatal = 0;
-    if (nthreads < 1) nthreads = 1;
-        /* dynamic, 1: inputs differ in size, and a thread that is done with a
-         * short one takes the next rather than idling behind the ordered emit */
-#pragma omp parallel num_threads(nthreads)
-    {
-        void *slot = (char *)slots + (size_t)omp_get_thread_num() * slot_size;
-#pragma omp for ordered schedule(dynamic, 1)
-        for (uint64_t i = 0; i < n; i++) {
-            int stop;
-#pragma omp atomic read
-            stop = fatal;
-            if (!stop) decode(ctx, slot, i);
-#pragma omp ordered
-            {
-                if (!fatal && emit(ctx, slot, i)) {
-#pragma omp atomic write
-                    fatal = 1;
-                }
-            }
-        }
-    }
-    return fatal;
 }

@@ -279,23 +279,4 @@ int ss_conv_parse_u64(ss_conv *c, const char *option, const char *text, uint64_t
 /** Size of the file at `path` in bytes, or 0 if it cannot be stat()ed. */
 uint64_t ss_conv_file_size(const char *path);
 
-/** Decode input `i` into `slot`, a thread's own (buffers reused from its
- *  previous input). Runs on several threads at once: it may touch only
- *  `slot` and what is read-only during the run; a bad input is recorded in
- *  the slot for the emit to report. */
-typedef void (*ss_conv_decode_fn)(void *ctx, void *slot, uint64_t i);
-/** Append input `i` from the `slot` its decode filled; called on one thread
- *  at a time, in order of `i`. Nonzero stops the run. */
-typedef int (*ss_conv_emit_fn)(void *ctx, void *slot, uint64_t i);
-
-/** Decode inputs [0, n) on `nthreads` threads (OpenMP; < 1 means 1), thread
- *  t with the slot at `slots` + t * `slot_size`, and emit each in input
- *  order, so that any thread count writes the same store. After an emit
- *  returns nonzero, no input is decoded or emitted any more.
- *  @param ctx passed to both callbacks; `slots` holds at least `nthreads`
- *  slots (the caller's, not freed here).
- *  @return 0, or 1 if an emit returned nonzero. */
-int ss_conv_parallel_ordered(void *ctx, void *slots, size_t slot_size, int nthreads, uint64_t n,
-                             ss_conv_decode_fn decode, ss_conv_emit_fn emit);
-
 #endif /* SS_CONVERT_H */

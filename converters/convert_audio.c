@@ -18,11 +18,13 @@
  * All files must have the same channel count; the same sample rate unless
  * --resample converts them all to one. */
 #include "convert.h"
+#include "ordered.h"
 
 #ifdef SS_HAVE_SNDFILE
 #include "resample.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <samplerate.h>
 #include <sndfile.h>
 #include <stdlib.h>
@@ -188,17 +190,19 @@ static int header_truncated(SNDFILE *sf, char *err, size_t errlen) {
     return 0;
 }
 
+/* sf_open and its error message, serialized across the decoding threads */
+static pthread_mutex_t sndfile_open_lock = PTHREAD_MUTEX_INITIALIZER;
+
 /* Decode one file into job->data; *T frames. 1 = bad (message in err). */
 static int audio_decode(audio_job *job, const char *path, uint64_t *T, char *err, size_t errlen) {
     SF_INFO info;
     SNDFILE *sf;
     memset(&info, 0, sizeof info);
     /* sf_strerror(NULL) is libsndfile's one global error: keep it with its open */
-#pragma omp critical(ss_sndfile_open)
-    {
-        sf = sf_open(path, SFM_READ, &info);
-        if (!sf) snprintf(err, errlen, "libsndfile: %s", sf_strerror(NULL));
-    }
+    pthread_mutex_lock(&sndfile_open_lock);
+    sf = sf_open(path, SFM_READ, &info);
+    if (!sf) snprintf(err, errlen, "libsndfile: %s", sf_strerror(NULL));
+    pthread_mutex_unlock(&sndfile_open_lock);
     if (!sf) return 1;
     int rc = 0;
     if (header_truncated(sf, err, errlen)) {
@@ -375,11 +379,10 @@ static int ref_from_file(audio_job *job, const char *path, char *err, size_t err
     SNDFILE *sf;
     memset(&info, 0, sizeof info);
     /* sf_strerror(NULL) is libsndfile's one global error: keep it with its open */
-#pragma omp critical(ss_sndfile_open)
-    {
-        sf = sf_open(path, SFM_READ, &info);
-        if (!sf) snprintf(err, errlen, "libsndfile: %s", sf_strerror(NULL));
-    }
+    pthread_mutex_lock(&sndfile_open_lock);
+    sf = sf_open(path, SFM_READ, &info);
+    if (!sf) snprintf(err, errlen, "libsndfile: %s", sf_strerror(NULL));
+    pthread_mutex_unlock(&sndfile_open_lock);
     if (!sf) return 1;
     job->channels = info.channels;
     job->rate = job->rs.rate ? job->rs.rate : info.samplerate;
@@ -449,22 +452,24 @@ static int emit_cb(void *ctx, void *slot, uint64_t i) {
     return emit(r->c, r->job, slot, (uint32_t)i, r->files->v[i], &r->skip);
 }
 
-/* Decode files in parallel (--threads; each thread its own buffers) and
- * append them in input order, so any thread count writes the same store. */
+/* Decode files in parallel (--threads; each slot its own buffers) and
+ * append them in input order on this thread while the next ones decode, so
+ * any thread count writes the same store. */
 static int convert_all(ss_conv *c, audio_job *job, const strlist *files, uint64_t skip) {
     int nthreads = ss_conv_opts(c)->threads;
     if (nthreads < 1) nthreads = 1;
     if ((uint32_t)nthreads > files->n) nthreads = (int)(files->n ? files->n : 1);
-    audio_job *slots = calloc((size_t)nthreads, sizeof *slots);
+    int nslots = ss_conv_ordered_slots(nthreads);
+    audio_job *slots = calloc((size_t)nslots, sizeof *slots);
     if (!slots) return ss_conv_error(c, "out of memory");
-    for (int t = 0; t < nthreads; t++) { /* the run's settings, buffers of its own */
+    for (int t = 0; t < nslots; t++) { /* the run's settings, buffers of its own */
         slots[t].dtype = job->dtype, slots[t].dtype_given = job->dtype_given;
         slots[t].rs = job->rs, slots[t].channels = job->channels, slots[t].rate = job->rate;
     }
     audio_run run = {c, job, files, skip};
     int fatal = ss_conv_parallel_ordered(&run, slots, sizeof *slots, nthreads, files->n, decode_cb,
                                          emit_cb);
-    for (int t = 0; t < nthreads; t++) slot_free(&slots[t]);
+    for (int t = 0; t < nslots; t++) slot_free(&slots[t]);
     free(slots);
     return fatal;
 }

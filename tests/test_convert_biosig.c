@@ -113,8 +113,37 @@ static void test_biosig(void) {
     free(m);
 }
 
+/* More recordings than the decoding slots (3 threads: 4 slots, each used
+ * twice), BrainVision and GDF in turn: the same store as one thread makes. */
+static void test_threads(void) {
+    const char *vhdr = ss_test_keep_path("rec.vhdr"), *gdf = ss_test_keep_path("rec.gdf");
+    const char *one = ss_test_keep_path("t1.ss"), *three = ss_test_keep_path("t3.ss");
+    char files[8192];
+    size_t len = 0;
+    for (int i = 0; i < 8; i++)
+        len += (size_t)snprintf(files + len, sizeof files - len, " '%s'", i % 2 ? gdf : vhdr);
+    EXPECT_RUN(0, "convert biosig%s --threads 1 -o '%s' --quiet", files, one);
+    EXPECT_RUN(0, "convert biosig%s --threads 3 -o '%s' --quiet", files, three);
+    ss_store *a, *b;
+    CHECK_OK(ss_open(&a, one, 0));
+    CHECK_OK(ss_open(&b, three, 0));
+    CHECK_EQ_U64(ss_count(a), 8);
+    CHECK_EQ_U64(ss_count(b), 8);
+    for (uint32_t f = 0; f < ss_field_count(a); f++)
+        for (uint64_t e = 0; e < 8; e++) {
+            ss_view u, v;
+            CHECK_OK(ss_get(&u, a, f, e));
+            CHECK_OK(ss_get(&v, b, f, e));
+            CHECK(u.length == v.length && u.row_bytes == v.row_bytes);
+            CHECK(memcmp(u.data, v.data, u.length * u.row_bytes) == 0);
+        }
+    ss_close(a);
+    ss_close(b);
+}
+
 int main(void) {
     test_biosig();
+    test_threads();
     printf("test_convert_biosig: ok\n");
     return 0;
 }

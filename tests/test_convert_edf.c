@@ -270,6 +270,16 @@ int main(void) {
     CHECK_EQ_U64(run_cli(err, sizeof err, "convert edf %s %s %s -o %s --threads 1", E1, E2, E3, S1),
                  0);
     check_same(S1, S2);
+    { /* More inputs than slots, so that each slot is reused (3 threads: 4
+       * slots; the same file may be listed twice): identical stores */
+        char T3[600], T1[600], args[8192];
+        snprintf(T3, sizeof T3, "%s", path_of("t7x3.ss"));
+        snprintf(T1, sizeof T1, "%s", path_of("t7x1.ss"));
+        snprintf(args, sizeof args, "convert edf %s %s %s %s %s %s %s", E1, E2, E3, E2, E1, E3, E1);
+        CHECK_EQ_U64(run_cli(err, sizeof err, "%s -o %s --threads 3", args, T3), 0);
+        CHECK_EQ_U64(run_cli(err, sizeof err, "%s -o %s --threads 1", args, T1), 0);
+        check_same(T1, T3);
+    }
     { /* --shard K/N: the shards in order hold the same examples (whole files) */
         char args[2048];
         snprintf(args, sizeof args, "convert edf %s %s %s", E1, E2, E3);
