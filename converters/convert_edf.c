@@ -40,20 +40,17 @@
  * Every file must match the first one (or the store being appended to) in
  * selected channel labels, sample rate, file type (EDF vs BDF) and, for
  * digital values, per-channel calibration; otherwise it is bad input.
- * EDFlib opens and checks each file and reads its annotations; the samples
- * come straight from the data records (edf_records.h), through EDFlib only
- * for a file that reader declines. Files are decoded in parallel
+ * EDFlib reads each file: header, samples and annotations (never a parser
+ * of our own). Files are decoded in parallel
  * (--threads) and appended in input order on the main thread (ordered.h),
  * so the store never depends on the thread count. */
 #include "convert.h"
-#include "edf_records.h"
 #include "ordered.h"
 #include "events.h"
 #include "recmeta.h"
 
 #include <edflib.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -106,10 +103,6 @@ typedef struct edf_slot {
     size_t data_cap;
     void *tmp; /* EDF_CHUNK samples per channel, int or double */
     size_t tmp_cap;
-    unsigned char *rec; /* blocks of data records (edf_records.h) */
-    size_t rec_cap;
-    ss_edf_layout layout;
-    double gain[EDFLIB_MAXSIGNALS], edf_offset[EDFLIB_MAXSIGNALS]; /* per selected channel */
     char *annot;
     size_t annot_len, annot_cap;
     int64_t start_time, duration;
@@ -412,39 +405,15 @@ static int read_annotations(edf_slot *s) {
     return 0;
 }
 
-/* The samples straight from the data records (edf_records.h) when the file
- * is laid out as EDFlib sees it: 0 done, 1 read through EDFlib instead, -1
- * failed (in s->err). */
-static int read_records(const edf_job *job, edf_slot *s, const char *path, int bdf) {
-    int fd = open(path, O_RDONLY | O_CLOEXEC), rc = 1;
-    if (fd < 0) return 1; /* EDFlib has it open: let it read */
-    if (ss_edf_layout_read(&s->layout, fd, s->hdr) == 0) {
-        ss_edf_values kind = job->physical ? SS_EDF_F32 : bdf ? SS_EDF_I32 : SS_EDF_I16;
-        for (uint32_t k = 0; job->physical && k < s->nch; k++)
-            sig_calibration(s->hdr, s->sig[k], &s->gain[k], &s->edf_offset[k]);
-        rc = ss_edf_read(s->data, kind, &s->layout, fd, s->hdr, s->sig, s->nch, s->gain,
-                         s->edf_offset, &s->rec, &s->rec_cap);
-        if (rc) {
-            slot_fail(s, "cannot read the data records: %s", strerror(errno));
-            rc = -1;
-        }
-    }
-    close(fd);
-    return rc;
-}
-
 /* Read every sample of the selected channels, time-major, into s->data. */
-static int read_samples(const edf_job *job, edf_slot *s, const char *path) {
+static int read_samples(const edf_job *job, edf_slot *s) {
     const struct edf_hdr_struct *h = s->hdr;
     int bdf = h->filetype == EDFLIB_FILETYPE_BDF || h->filetype == EDFLIB_FILETYPE_BDFPLUS;
     size_t esz = job->physical ? 4 : bdf ? 4 : 2, C = s->nch;
     s->T = (uint64_t)h->signalparam[s->sig[0]].smp_in_file;
     if (s->T > SIZE_MAX / C / esz) return slot_fail(s, "recording too large");
-    if (grow(&s->data, &s->data_cap, (size_t)s->T * C * esz + 1))
-        return slot_fail(s, "out of memory for %llu samples", (unsigned long long)s->T * C);
-    int rc = read_records(job, s, path, bdf);
-    if (rc <= 0) return rc ? 1 : 0;
-    if (grow(&s->tmp, &s->tmp_cap, C * EDF_CHUNK * sizeof(double)))
+    if (grow(&s->data, &s->data_cap, (size_t)s->T * C * esz + 1) ||
+        grow(&s->tmp, &s->tmp_cap, C * EDF_CHUNK * sizeof(double)))
         return slot_fail(s, "out of memory for %llu samples", (unsigned long long)s->T * C);
     for (uint64_t t0 = 0; t0 < s->T; t0 += EDF_CHUNK) {
         int n = (int)(s->T - t0 < EDF_CHUNK ? s->T - t0 : EDF_CHUNK);
@@ -567,7 +536,7 @@ static void edf_decode(const edf_job *job, const char *path, edf_slot *s, int he
                  h->startdate_month % 100, h->startdate_day % 100);
         s->start_time = start_time_of(s->hdr);
         s->duration = s->hdr->file_duration;
-        if (read_annotations(s) == 0 && read_samples(job, s, path) == 0) read_codes(s);
+        if (read_annotations(s) == 0 && read_samples(job, s) == 0) read_codes(s);
     }
     edf_close(s);
 }
@@ -886,12 +855,10 @@ static int emit_cb(void *ctx, void *slot, uint64_t i) {
     return emit(ctx, (uint32_t)i, slot);
 }
 
-/* With one thread the process stays single-threaded: EDFlib reads the
- * annotations (and the samples of files edf_records.c declines) with
- * getc(), which glibc locks once a process has a second thread (12 files of
- * 10 min read through EDFlib: 0.34 s alone, 0.55-0.62 s with one idle
- * thread), and 12 such files converted serially took 0.30-0.34 s against
- * 0.36-0.42 s with a decoding thread beside the appends (load 4-5). */
+/* With one thread the process stays single-threaded: EDFlib reads every
+ * sample byte with getc(), which glibc locks in a process that has ever had
+ * a second thread (measured: 12 files of 10 min, 0.34 s alone, 0.55-0.62 s
+ * with one idle thread), more than the overlap of decode and append gains. */
 static int run_parallel(edf_run *r, edf_slot *slots, int nthreads) {
     if (nthreads == 1) return ss_conv_serial_ordered(r, slots, r->nfiles, decode_cb, emit_cb);
     return ss_conv_parallel_ordered(r, slots, sizeof *slots, nthreads, r->nfiles, decode_cb,
@@ -1053,7 +1020,6 @@ static int run_edf(ss_conv *c, int argc, char **argv) {
         free(slots[t].hdr);
         free(slots[t].data);
         free(slots[t].tmp);
-        free(slots[t].rec);
         free(slots[t].annot);
         free(slots[t].codes);
     }
