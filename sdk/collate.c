@@ -28,6 +28,7 @@
 #define SS_TASK_BYTES ((uint64_t)64 * 1024)      /* output bytes per task, at most */
 #define SS_PARALLEL_BYTES ((uint64_t)192 * 1024) /* default: below this a batch runs serially */
 #define SS_PREFETCH_BYTES ((uint64_t)256)        /* of each row, while planning */
+#define SS_PIECES 4 /* pieces of a thread's share of a team run: what a thread claims */
 
 typedef struct cfield {
     ss_collate_field o;
@@ -78,11 +79,11 @@ struct ss_collator {
     uint64_t rows_cap;
     unsigned char *scratch; /* per thread scratch_bytes, time-major staging */
     uint64_t scratch_bytes;
-    uint64_t *longest;   /* (threads + 1) x nf: the longest row per field, per thread */
-    int team_next;       /* the last batch ran in parallel: plan the next in the team */
-    ss__team *team;      /* threads - 1 workers, started at the first parallel batch */
-    int team_failed;     /* they could not be started: every batch runs serially */
-    uint64_t batch_rows; /* rows of the batch a team runs (share_fn) */
+    uint64_t *longest;    /* (threads + 1) x nf: the longest row per field, per thread */
+    int team_next;        /* the last batch ran in parallel: plan the next in the team */
+    ss__team *team;       /* threads - 1 workers, started at the first parallel batch */
+    int team_failed;      /* they could not be started: every batch runs serially */
+    struct share *shares; /* threads: the claim counters of a team run */
 };
 
 /* ---------------------------------------------------------------- helpers */
@@ -121,6 +122,7 @@ static void cfield_free(cfield *f) {
 void ss_collator_free(ss_collator *c) {
     if (!c) return;
     ss__team_stop(c->team);
+    free(c->shares);
     for (uint32_t k = 0; c->f && k < c->nf; k++) cfield_free(&c->f[k]);
     free(c->f);
     free(c->outs);
@@ -917,19 +919,10 @@ static void run_units(const ss_collator *c, uint32_t k, uint64_t u0, uint64_t u1
     }
 }
 
-/* Thread id's share of a batch run by nth threads: the same fraction of
- * every field's units, so an equal share of the output bytes, found without
- * a pass over the rows. A padded field's share is the rows thread id
- * resolved (and prefetched) when the team planned, and the same part of the
- * output batch after batch (it stays in that core's cache). */
-static void run_share(const ss_collator *c, int id, int nth, uint64_t n_rows) {
-    unsigned char *scratch = c->scratch + (uint64_t)id * c->scratch_bytes;
-    for (uint32_t k = 0; k < c->nf; k++) {
-        uint64_t U = field_units(&c->f[k], n_rows);
-        run_units(c, k, U * (uint64_t)id / (uint64_t)nth, U * (uint64_t)(id + 1) / (uint64_t)nth,
-                  n_rows, scratch);
-    }
-}
+/* Claim counters of one thread's share of a team run. */
+typedef struct share {
+    _Alignas(64) atomic_uint next[2]; /* its pieces claimed: [0] resolving, [1] writing */
+} share;
 
 /* The collator's team, started at its first parallel batch; NULL: run on
  * the calling thread (one thread asked for, a team that could not be
@@ -937,18 +930,144 @@ static void run_share(const ss_collator *c, int id, int nth, uint64_t n_rows) {
  * OpenMP team the collator used to start would have had one thread). */
 static ss__team *team(ss_collator *c) {
     if (c->threads < 2 || c->team_failed || omp_in_parallel()) return NULL;
-    if (!c->team && ss__team_start(&c->team, c->threads)) c->team_failed = 1;
+    if (c->team) return c->team;
+    c->shares = aligned_alloc(64, (size_t)c->threads * sizeof *c->shares);
+    if (!c->shares || ss__team_start(&c->team, c->threads)) c->team_failed = 1;
     return c->team;
 }
 
-/* Thread id's share of the tasks of a run of the team. */
-static void share_fn(void *arg, int id) {
-    const ss_collator *c = arg;
-    run_share(c, id, ss__team_size(c->team), c->batch_rows);
+/* A batch in a run of the team. Its work is cut into pieces, SS_PIECES per
+ * thread: each thread claims the pieces of its own share from the front,
+ * then those of the others (a worker that joins late, or not at all, on a
+ * busy machine, leaves its share to the others instead of holding them up).
+ * Rows are resolved in pieces of rows, the output written in pieces of
+ * every field's (row, step) units (run_units()): a thread that resolved its
+ * share writes the same rows of a padded field, which it prefetched, and the
+ * same part of the output batch after batch (it stays in that core's
+ * cache). */
+typedef struct team_batch {
+    ss_collator *c;
+    const ss_span *spans;
+    const ss_collate_input *inputs;
+    size_t n_rows;
+    const ss_collate_buffers *buffers;
+    int nth;
+    unsigned pieces;     /* nth * SS_PIECES */
+    atomic_uint done[2]; /* pieces finished: resolving, writing */
+    atomic_uint planned; /* 1: thread 0 planned the batch */
+    atomic_int failed;   /* a row did not resolve */
+    int rc, parallel;    /* set by thread 0 before `planned` */
+} team_batch;
+
+/* Set up a run; `planned`: the caller planned the batch, only the writing
+ * is left. */
+static void team_batch_init(team_batch *tb, ss_collator *c, const ss_span *spans,
+                            const ss_collate_input *inputs, size_t n_rows,
+                            const ss_collate_buffers *buffers, int planned) {
+    tb->c = c;
+    tb->spans = spans;
+    tb->inputs = inputs;
+    tb->n_rows = n_rows;
+    tb->buffers = buffers;
+    tb->nth = ss__team_size(c->team);
+    tb->pieces = (unsigned)tb->nth * SS_PIECES;
+    tb->rc = 0;
+    tb->parallel = planned;
+    atomic_init(&tb->done[0], planned ? tb->pieces : 0);
+    atomic_init(&tb->done[1], 0);
+    atomic_init(&tb->planned, (unsigned)planned);
+    atomic_init(&tb->failed, 0);
+    for (int t = 0; t < tb->nth; t++) { /* published by ss__team_run() */
+        atomic_store_explicit(&c->shares[t].next[0], planned ? SS_PIECES : 0, memory_order_relaxed);
+        atomic_store_explicit(&c->shares[t].next[1], 0, memory_order_relaxed);
+    }
+    if (!planned) memset(c->longest + c->nf, 0, (size_t)tb->nth * c->nf * sizeof *c->longest);
+}
+
+/* Piece p of phase ph on thread id: resolve its rows (the longest kept in
+ * the thread's slot of c->longest) or write its units. */
+static void team_piece(team_batch *tb, int id, int ph, unsigned p) {
+    ss_collator *c = tb->c;
+    uint64_t P = tb->pieces, n = tb->n_rows;
+    if (ph == 1) {
+        unsigned char *scratch = c->scratch + (uint64_t)id * c->scratch_bytes;
+        for (uint32_t k = 0; k < c->nf; k++) {
+            uint64_t U = field_units(&c->f[k], n);
+            run_units(c, k, U * p / P, U * (p + 1) / P, n, scratch);
+        }
+        return;
+    }
+    uint64_t *mine = c->longest + (size_t)(id + 1) * c->nf, most;
+    for (uint32_t k = 0; k < c->nf; k++) {
+        if (resolve_rows(c, k, tb->spans, tb->inputs, n * p / P, n * (p + 1) / P, &most)) {
+            atomic_store_explicit(&tb->failed, 1, memory_order_relaxed);
+            return;
+        }
+        if (most > mine[k]) mine[k] = most;
+    }
+}
+
+/* Claim and run the pieces of phase ph left: thread id's share, then the
+ * others'. */
+static void team_phase(team_batch *tb, int id, int ph) {
+    for (int v = 0; v < tb->nth; v++) {
+        int owner = (id + v) % tb->nth;
+        atomic_uint *next = &tb->c->shares[owner].next[ph];
+        unsigned j;
+        while (atomic_load_explicit(next, memory_order_relaxed) < SS_PIECES &&
+               (j = atomic_fetch_add(next, 1)) < SS_PIECES) {
+            team_piece(tb, id, ph, (unsigned)owner * SS_PIECES + j);
+            atomic_fetch_add(&tb->done[ph], 1);
+            ss__team_notify(tb->c->team);
+        }
+    }
+}
+
+/* Wait until every piece of phase ph is finished. */
+static void team_wait_done(team_batch *tb, int ph) {
+    unsigned d;
+    while ((d = atomic_load(&tb->done[ph])) != tb->pieces)
+        ss__team_wait(tb->c->team, 0, &tb->done[ph], d);
+}
+
+/* Thread 0, every row resolved: the longest rows of the threads' slots, the
+ * plan, and whether the team writes the batch (else thread 0 does). */
+static void team_plan(team_batch *tb) {
+    ss_collator *c = tb->c;
+    uint64_t total;
+    for (uint32_t k = 0; k < c->nf; k++) {
+        c->longest[k] = 0;
+        for (int t = 0; t < tb->nth; t++) {
+            uint64_t v = c->longest[(size_t)(t + 1) * c->nf + k];
+            if (v > c->longest[k]) c->longest[k] = v;
+        }
+    }
+    tb->rc = finish(c, c->longest, tb->n_rows, tb->buffers, &total);
+    c->team_next = total >= c->parallel_bytes;
+    tb->parallel = tb->rc == 0 && c->team_next;
+    if (tb->rc == 0 && !tb->parallel) run_serial(c, tb->n_rows);
+}
+
+/* One thread of a run: resolve pieces of rows; thread 0 plans (once they
+ * are all resolved), the others wait for the plan; then write pieces of the
+ * output, and thread 0 waits until all are written. */
+static void team_fn(void *arg, int id) {
+    team_batch *tb = arg;
+    team_phase(tb, id, 0);
+    if (id == 0 && !atomic_load_explicit(&tb->planned, memory_order_relaxed)) {
+        team_wait_done(tb, 0);
+        if (!atomic_load_explicit(&tb->failed, memory_order_relaxed)) team_plan(tb);
+        atomic_store(&tb->planned, 1);
+        ss__team_notify(tb->c->team);
+    }
+    while (atomic_load(&tb->planned) == 0) ss__team_wait(tb->c->team, id, &tb->planned, 0);
+    if (!tb->parallel) return;
+    team_phase(tb, id, 1);
+    if (id == 0) team_wait_done(tb, 1);
 }
 
 /* Plan on the caller's thread, then run serially or (a batch of at least
- * parallel_bytes) as tasks of a team. */
+ * parallel_bytes) write it with the team. */
 static int collate_plain(ss_collator *c, const ss_span *spans, const ss_collate_input *inputs,
                          size_t n_rows, const ss_collate_buffers *buffers, ss_collated_batch *out) {
     uint64_t *longest = c->longest, total;
@@ -964,70 +1083,22 @@ static int collate_plain(ss_collator *c, const ss_span *spans, const ss_collate_
         run_serial(c, n_rows);
         return done(c, n_rows, out);
     }
-    c->batch_rows = n_rows;
-    ss__team_run(tm, share_fn, c);
+    team_batch tb;
+    team_batch_init(&tb, c, spans, inputs, n_rows, buffers, 1);
+    ss__team_run(tm, team_fn, &tb);
     return done(c, n_rows, out);
 }
 
-/* A batch planned and run by the team (collate_team()). */
-typedef struct team_batch {
-    ss_collator *c;
-    const ss_span *spans;
-    const ss_collate_input *inputs;
-    size_t n_rows;
-    const ss_collate_buffers *buffers;
-    atomic_int failed; /* a row did not resolve */
-    int rc, parallel;  /* set by thread 0 between the barriers */
-} team_batch;
-
-/* Thread 0's part between the barriers: the longest rows of the threads'
- * shares, the plan, and the split of the tasks (or the whole batch). */
-static void team_plan(team_batch *tb, int nth) {
-    ss_collator *c = tb->c;
-    uint64_t total;
-    for (uint32_t k = 0; k < c->nf; k++) {
-        c->longest[k] = 0;
-        for (int t = 0; t < nth; t++) {
-            uint64_t v = c->longest[(size_t)(t + 1) * c->nf + k];
-            if (v > c->longest[k]) c->longest[k] = v;
-        }
-    }
-    tb->rc = finish(c, c->longest, tb->n_rows, tb->buffers, &total);
-    c->team_next = total >= c->parallel_bytes;
-    tb->parallel = tb->rc == 0 && c->team_next;
-    if (tb->rc == 0 && !tb->parallel) run_serial(c, tb->n_rows);
-}
-
-/* One thread of collate_team(): resolve a share of the rows, then (thread
- * 0) plan, then run a share of the tasks. */
-static void team_fn(void *arg, int id) {
-    team_batch *tb = arg;
-    ss_collator *c = tb->c;
-    int nth = ss__team_size(c->team);
-    size_t n = tb->n_rows;
-    size_t r0 = n * (size_t)id / (size_t)nth, r1 = n * (size_t)(id + 1) / (size_t)nth;
-    uint64_t *mine = c->longest + (size_t)(id + 1) * c->nf;
-    int trc = 0;
-    for (uint32_t k = 0; k < c->nf && !trc; k++)
-        trc = resolve_rows(c, k, tb->spans, tb->inputs, r0, r1, &mine[k]);
-    if (trc) atomic_store_explicit(&tb->failed, 1, memory_order_relaxed);
-    ss__team_barrier(c->team);
-    if (atomic_load_explicit(&tb->failed, memory_order_relaxed)) return;
-    if (id == 0) team_plan(tb, nth);
-    ss__team_barrier(c->team);
-    if (tb->parallel) run_share(c, id, nth, n);
-}
-
-/* One run of the team for the whole batch: each thread resolves a share of
- * the rows (ss_get and the prefetch of their first bytes, a third of a small
- * batch's time), the caller's thread (thread 0: error messages are per
- * thread) finishes the plan, then the team runs the tasks. A row that fails
- * to resolve sends the batch to collate_plain(), which reports the first
- * failing row as a serial run does. */
+/* One run of the team for the whole batch: the rows resolved in pieces by
+ * the threads (ss_get and the prefetch of their first bytes, a third of a
+ * small batch's time), the plan finished by the caller's thread (thread 0:
+ * error messages are per thread), then the output written in pieces. A row
+ * that fails to resolve sends the batch to collate_plain(), which reports
+ * the first failing row as a serial run does. */
 static int collate_team(ss_collator *c, const ss_span *spans, const ss_collate_input *inputs,
                         size_t n_rows, const ss_collate_buffers *buffers, ss_collated_batch *out) {
-    team_batch tb = {c, spans, inputs, n_rows, buffers, 0, 0, 0};
-    atomic_init(&tb.failed, 0);
+    team_batch tb;
+    team_batch_init(&tb, c, spans, inputs, n_rows, buffers, 0);
     ss__team_run(c->team, team_fn, &tb);
     if (atomic_load(&tb.failed)) return collate_plain(c, spans, inputs, n_rows, buffers, out);
     return tb.rc ? tb.rc : done(c, n_rows, out);

@@ -19,13 +19,22 @@
 #include <string.h>
 #include <time.h>
 
+/* A worker's place in a run: OPEN (set by the caller before it starts the
+ * run), TAKEN by the worker, then DONE; or CLOSED by the caller when the
+ * worker had not taken it by the time the caller finished. */
+enum { SEAT_OPEN, SEAT_TAKEN, SEAT_DONE, SEAT_CLOSED };
+typedef struct seat {
+    _Alignas(64) atomic_uint state;
+} seat;
+
+typedef struct cpu_slot {
+    _Alignas(64) atomic_int cpu;
+} cpu_slot;
+
 struct ss__team {
     _Alignas(64) atomic_uint gen; /* bumped by the caller to start a run */
     ss__team_fn fn;               /* the run's work, set before gen is bumped */
     void *arg;
-    _Alignas(64) atomic_uint done; /* workers that finished the run */
-    _Alignas(64) atomic_uint bar_count;
-    atomic_uint bar_gen;
     _Alignas(64) atomic_uint sleepers;
     atomic_int stop;
     atomic_int ids; /* the workers' ids, handed out as they start */
@@ -34,6 +43,8 @@ struct ss__team {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     pthread_t *th;
+    seat *seats;    /* one per worker */
+    cpu_slot *cpus; /* per thread: the CPU it was last seen on, waiting */
 };
 
 static void relax(void) {
@@ -50,29 +61,51 @@ static uint64_t now_ns(void) {
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* Wait while *w == old: spin for SS_TEAM_SPIN_NS, then yield the core for
- * SS_TEAM_YIELD_NS (the clock read once every 64 spins or each yield), then
- * sleep. The yielding matters when the thread we wait for shares our core
- * (the scheduler put a woken worker next to its waker, on a busy machine):
- * spinning there only delays it, each wait by the whole spin. */
-static void wait_while(ss__team *t, atomic_uint *w, unsigned old) {
+/* The CPU the calling thread runs on, or -1 where that is not known. */
+static int this_cpu(void) {
+#if defined(__linux__)
+    return sched_getcpu();
+#else
+    return -1;
+#endif
+}
+
+/* Another thread of the team last seen on CPU `cpu`. */
+static int shares_cpu(ss__team *t, int id, int cpu) {
+    for (int k = 0; cpu >= 0 && k < t->n; k++)
+        if (k != id && atomic_load_explicit(&t->cpus[k].cpu, memory_order_relaxed) == cpu) return 1;
+    return 0;
+}
+
+/* Thread id waits while *w == old: spins for SS_TEAM_SPIN_NS, then sleeps.
+ * While another thread of the team was last seen on its CPU it yields
+ * instead of spinning: the scheduler may put a woken worker on its waker's
+ * core (on a busy machine), and a thread spinning there only delays the
+ * one it waits for (a 50 us spin at each wait made a 5 us batch take
+ * 210 us). The clock and the CPU are read once every 64 spins. */
+static void wait_while(ss__team *t, int id, atomic_uint *w, unsigned old) {
     if (atomic_load_explicit(w, memory_order_acquire) != old) return;
-    uint64_t start = now_ns(), ns = 0;
+    int cpu = this_cpu();
+    atomic_store_explicit(&t->cpus[id].cpu, cpu, memory_order_relaxed);
+    uint64_t start = now_ns();
     for (unsigned i = 1; atomic_load_explicit(w, memory_order_acquire) == old; i++) {
-        if (ns < SS_TEAM_SPIN_NS) {
-            relax();
-            if (i % 64 == 0) ns = now_ns() - start;
-        } else if (ns < SS_TEAM_SPIN_NS + SS_TEAM_YIELD_NS) {
+        int yield = shares_cpu(t, id, cpu);
+        if (yield)
             sched_yield();
-            ns = now_ns() - start;
-        } else {
-            pthread_mutex_lock(&t->mu);
-            atomic_fetch_add(&t->sleepers, 1);
-            while (atomic_load(w) == old) pthread_cond_wait(&t->cv, &t->mu);
-            atomic_fetch_sub(&t->sleepers, 1);
-            pthread_mutex_unlock(&t->mu);
-            return;
+        else
+            relax();
+        if (!yield && i % 64 != 0) continue;
+        if (now_ns() - start < SS_TEAM_SPIN_NS) {
+            cpu = this_cpu();
+            atomic_store_explicit(&t->cpus[id].cpu, cpu, memory_order_relaxed);
+            continue;
         }
+        pthread_mutex_lock(&t->mu);
+        atomic_fetch_add(&t->sleepers, 1);
+        while (atomic_load(w) == old) pthread_cond_wait(&t->cv, &t->mu);
+        atomic_fetch_sub(&t->sleepers, 1);
+        pthread_mutex_unlock(&t->mu);
+        return;
     }
 }
 
@@ -87,13 +120,18 @@ static void wake(ss__team *t) {
 static void *worker(void *p) {
     ss__team *t = p;
     int id = atomic_fetch_add(&t->ids, 1) + 1;
+    atomic_uint *state = &t->seats[id - 1].state;
     unsigned seen = 0; /* gen at the start; a run begun before this thread ran is still seen */
     for (;;) {
-        wait_while(t, &t->gen, seen);
+        wait_while(t, id, &t->gen, seen);
         seen = atomic_load_explicit(&t->gen, memory_order_acquire);
         if (atomic_load_explicit(&t->stop, memory_order_relaxed)) return NULL;
+        /* the seat of the run now open, perhaps a later one than gen said:
+         * fn and arg were set before it was opened */
+        unsigned open = SEAT_OPEN;
+        if (!atomic_compare_exchange_strong(state, &open, SEAT_TAKEN)) continue;
         t->fn(t->arg, id);
-        atomic_fetch_add(&t->done, 1);
+        atomic_store(state, SEAT_DONE);
         wake(t);
     }
 }
@@ -102,28 +140,28 @@ int ss__team_size(const ss__team *t) {
     return t->n;
 }
 
+void ss__team_wait(ss__team *t, int id, atomic_uint *w, unsigned old) {
+    wait_while(t, id, w, old);
+}
+
+void ss__team_notify(ss__team *t) {
+    wake(t);
+}
+
 void ss__team_run(ss__team *t, ss__team_fn fn, void *arg) {
     t->fn = fn;
     t->arg = arg;
-    atomic_store_explicit(&t->done, 0, memory_order_relaxed); /* published by the gen bump */
+    atomic_store_explicit(&t->cpus[0].cpu, this_cpu(), memory_order_relaxed);
+    for (int k = 0; k < t->n - 1; k++) atomic_store(&t->seats[k].state, SEAT_OPEN);
     atomic_fetch_add(&t->gen, 1);
     wake(t);
     fn(arg, 0);
-    unsigned d;
-    while ((d = atomic_load_explicit(&t->done, memory_order_acquire)) != (unsigned)(t->n - 1))
-        wait_while(t, &t->done, d);
-}
-
-void ss__team_barrier(ss__team *t) {
-    /* read before arriving: the last to arrive bumps it after every arrival */
-    unsigned g = atomic_load_explicit(&t->bar_gen, memory_order_acquire);
-    if (atomic_fetch_add(&t->bar_count, 1) + 1 == (unsigned)t->n) {
-        atomic_store_explicit(&t->bar_count, 0, memory_order_relaxed);
-        atomic_fetch_add(&t->bar_gen, 1);
-        wake(t);
-        return;
+    for (int k = 0; k < t->n - 1; k++) {
+        atomic_uint *state = &t->seats[k].state;
+        unsigned open = SEAT_OPEN;
+        if (atomic_compare_exchange_strong(state, &open, SEAT_CLOSED)) continue;
+        while (atomic_load(state) == SEAT_TAKEN) wait_while(t, 0, state, SEAT_TAKEN);
     }
-    wait_while(t, &t->bar_gen, g);
 }
 
 void ss__team_stop(ss__team *t) {
@@ -137,6 +175,8 @@ void ss__team_stop(ss__team *t) {
     pthread_mutex_destroy(&t->mu);
     pthread_cond_destroy(&t->cv);
     free(t->th);
+    free(t->seats);
+    free(t->cpus);
     free(t);
 }
 
@@ -148,18 +188,21 @@ int ss__team_start(ss__team **out, int threads) {
     memset(t, 0, size);
     t->n = threads;
     atomic_init(&t->gen, 0);
-    atomic_init(&t->done, 0);
-    atomic_init(&t->bar_count, 0);
-    atomic_init(&t->bar_gen, 0);
     atomic_init(&t->sleepers, 0);
     atomic_init(&t->stop, 0);
     atomic_init(&t->ids, 0);
     t->th = malloc((size_t)(threads - 1) * sizeof *t->th);
-    int mu = t->th ? pthread_mutex_init(&t->mu, NULL) : -1;
+    t->seats = aligned_alloc(64, (size_t)(threads - 1) * sizeof *t->seats);
+    t->cpus = aligned_alloc(64, (size_t)threads * sizeof *t->cpus);
+    for (int k = 0; t->cpus && k < threads; k++) atomic_init(&t->cpus[k].cpu, -1);
+    for (int k = 0; t->seats && k < threads - 1; k++) atomic_init(&t->seats[k].state, SEAT_CLOSED);
+    int mu = t->th && t->seats && t->cpus ? pthread_mutex_init(&t->mu, NULL) : -1;
     int cv = mu == 0 ? pthread_cond_init(&t->cv, NULL) : -1;
     if (cv) {
         if (mu == 0) pthread_mutex_destroy(&t->mu);
         free(t->th);
+        free(t->seats);
+        free(t->cpus);
         free(t);
         return -1;
     }
