@@ -5,6 +5,7 @@
 #include "spm_text.h"
 #include "text.h"
 #include "utf8.h"
+#include "words.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -88,7 +89,7 @@ int tx_prepare_tokens(ss_conv *c, tx_tok *t, const char *field) {
 /* ------------------------------------------------------ lines, documents */
 
 static inline int is_ws(uint8_t ch) {
-    return ch == ' ' || (ch >= '\t' && ch <= '\r');
+    return ss_is_ws(ch);
 }
 
 static int is_blank(const uint8_t *d, size_t a, size_t e) {
@@ -325,10 +326,17 @@ static int excerpt_len(size_t n) {
     return n > 40 ? 40 : (int)n;
 }
 
-/* Tokenize [a, e) of d for side `sd` into item `it`. */
-static void tokenize(const tx_job *j, int sd, tx_slot *s, tx_item *it, const uint8_t *d, size_t a,
+/* The map's key of word d[w, w + len), d[0, dsize) readable. */
+static inline ss_vocab_key word_key(const uint8_t *d, size_t w, size_t len, size_t dsize) {
+    return dsize - w >= 8 ? ss_vocab_key_fast(d + w, len) : ss_vocab_key_of(d + w, len);
+}
+
+/* Tokenize [a, e) of input `in` for side `sd` into item `it`. */
+static void tokenize(const tx_job *j, int sd, tx_slot *s, tx_item *it, const tx_input *in, size_t a,
                      size_t e, const tx_blockids *bi) {
     const tx_tok *t = &j->tok[sd];
+    const uint8_t *d = in->data;
+    size_t dsize = in->size;
     size_t n = e - a, k = s->tokn[sd];
     uint32_t es = t->esize;
     if (t->kind == TX_SPM) {
@@ -377,16 +385,15 @@ static void tokenize(const tx_job *j, int sd, tx_slot *s, tx_item *it, const uin
             for (size_t x = 0; x < nw; x++) put(out, es, m++, rm[w[x]]);
             break;
         }
-        /* (looking words up in batches, as counting does, measured no
-         * faster: the scan's branch misses, which overlapped the lookups'
-         * cache misses, then stand alone) */
-        for (size_t i = a; i < e;) {
-            while (i < e && is_ws(d[i])) i++;
-            if (i >= e) break;
-            size_t w = i;
-            while (i < e && !is_ws(d[i])) i++;
-            int64_t id = ss_vocab_lookup_h(t->vocab, d + w, i - w, ss_vocab_hash(d + w, i - w));
-            put(out, es, m++, id < 0 ? t->unk : (uint32_t)id);
+        {
+            ss_wordscan ws;
+            size_t w, len;
+            ss_wordscan_init(&ws, d, a, e, dsize);
+            while (ss_wordscan_next(&ws, &w, &len)) {
+                ss_vocab_key key = word_key(d, w, len, dsize);
+                int64_t id = ss_vocab_lookup_key(t->vocab, &key);
+                put(out, es, m++, id < 0 ? t->unk : (uint32_t)id);
+            }
         }
         break;
     case TX_IDS:
@@ -465,7 +472,7 @@ void tx_process_block(const tx_job *j, const tx_block *b, tx_slot *s) {
         }
         it->line = first[0];
         for (int sd = 0; sd < j->nsides && !s->oom; sd++)
-            tokenize(j, sd, s, it, side_input(j, b, sd)->data, a[sd], e[sd], bi[sd]);
+            tokenize(j, sd, s, it, side_input(j, b, sd), a[sd], e[sd], bi[sd]);
         if (s->oom) return;
     }
     s->nlines = lines[0];
@@ -665,42 +672,50 @@ static int push_u32(uint32_t **a, size_t *n, size_t *cap, uint32_t x) {
 
 /* Words waiting to be counted together (ss_vocab_count_batch()). */
 typedef struct word_batch {
-    const uint8_t *w[TX_BATCH];
-    uint32_t len[TX_BATCH], entry[TX_BATCH];
-    uint64_t hash[TX_BATCH];
+    ss_vocab_key key[TX_BATCH];
+    uint32_t entry[TX_BATCH];
     size_t n;
 } word_batch;
 
 static int flush_batch(word_batch *b, ss_vocab *v, tx_blockids *bi) {
-    if (ss_vocab_count_batch(v, b->n, b->w, b->len, b->hash, b->entry)) return -1;
-    for (size_t k = 0; bi && k < b->n; k++)
-        if (push_u32(&bi->tok, &bi->ntok, &bi->tok_cap, b->entry[k])) return -1;
+    uint32_t *to = b->entry;
+    if (bi) { /* the entry numbers go straight into the kept words */
+        if (bi->ntok + b->n > bi->tok_cap) {
+            size_t cap = bi->tok_cap ? 2 * bi->tok_cap : 4096;
+            while (cap < bi->ntok + b->n) cap *= 2;
+            uint32_t *p = realloc(bi->tok, cap * sizeof *p);
+            if (!p) return -1;
+            bi->tok = p;
+            bi->tok_cap = cap;
+        }
+        to = bi->tok + bi->ntok;
+    }
+    if (ss_vocab_count_batch(v, b->n, b->key, to)) return -1;
+    if (bi) bi->ntok += b->n;
     b->n = 0;
     return 0;
 }
 
-/* Count the words of [pos, end) into v; with bi, also keep them (see
- * tx_blockids). Sets *oom on failure. */
-static void count_range(const tx_job *j, const uint8_t *d, size_t pos, size_t end, ss_vocab *v,
+/* Count the words of [pos, end) of `in` into v; with bi, also keep them
+ * (see tx_blockids). Sets *oom on failure. */
+static void count_range(const tx_job *j, const tx_input *in, size_t pos, size_t end, ss_vocab *v,
                         tx_blockids *bi, int *oom) {
+    const uint8_t *d = in->data;
     size_t a, e;
     uint64_t lines = 0, first;
     word_batch b;
     b.n = 0;
     while (next_example(j, d, &pos, end, &lines, &a, &e, &first)) {
         uint64_t words = 0;
-        for (size_t i = a; i < e;) {
-            while (i < e && is_ws(d[i])) i++;
-            if (i >= e) break;
-            size_t w = i;
-            while (i < e && !is_ws(d[i])) i++;
-            if (i - w > UINT32_MAX) { /* the map refuses such words */
+        ss_wordscan ws;
+        size_t w, len;
+        ss_wordscan_init(&ws, d, a, e, in->size);
+        while (ss_wordscan_next(&ws, &w, &len)) {
+            if (len > UINT32_MAX) { /* the map refuses such words */
                 *oom = 1;
                 return;
             }
-            b.w[b.n] = d + w;
-            b.len[b.n] = (uint32_t)(i - w);
-            b.hash[b.n++] = ss_vocab_hash(d + w, i - w);
+            b.key[b.n++] = word_key(d, w, len, in->size);
             words++;
             if (b.n == TX_BATCH && flush_batch(&b, v, bi)) {
                 *oom = 1;
@@ -769,8 +784,7 @@ static int count_words(ss_conv *c, const tx_job *j, int threads, int shared, con
                 sofar = kept;
                 tx_blockids *bi = ids && sofar < budget ? &ids->blocks[2 * b + (size_t)sd] : NULL;
                 if (bi) bi->map = m;
-                count_range(j, side_input(j, bl, sd)->data, bl->start[sd], bl->end[sd], maps[m], bi,
-                            &o);
+                count_range(j, side_input(j, bl, sd), bl->start[sd], bl->end[sd], maps[m], bi, &o);
                 if (bi) {
                     size_t add = (bi->tok_cap + bi->nex_cap) * sizeof(uint32_t);
 #pragma omp atomic update

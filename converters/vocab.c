@@ -6,18 +6,21 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A word: its bytes and count (counting) or id (vocabulary). 24 bytes: the
- * hash is not kept (the slot holds its high half; growing recomputes it). */
+/* A word: its bytes and count (counting) or id (vocabulary), and its last
+ * 8 bytes when it is longer than 8 (the slot holds the first 8), so that a
+ * word of up to 16 bytes is compared without reading its bytes: the entry
+ * is read anyway, for the count. 32 bytes, aligned: one cache line. */
 typedef struct entry {
     const uint8_t *key;
     uint64_t val;
+    uint64_t tail;
     uint32_t len;
 } entry;
 
 /* Counted words' bytes, copied together: the map owns them (counts read
- * from a file outlive it; see wordcounts.c), and a lookup that finds a
- * matching hash compares bytes in a few cache lines rather than at the
- * word's first occurrence somewhere in a large mapped input. */
+ * from a file outlive it; see wordcounts.c), and a lookup that must compare
+ * a long word's bytes reads a few cache lines rather than the word's first
+ * occurrence somewhere in a large mapped input. */
 typedef struct arena {
     struct arena *next;
     size_t used, cap;
@@ -26,13 +29,20 @@ typedef struct arena {
 
 #define SS_ARENA_BLOCK (256u << 10)
 
-/* The table is open addressing over 8-byte slots: the hash's high 32 bits
- * and 1 + the index of the word in the dense `ents` array (0 = empty). Small
- * slots and dense entries (in insertion order, which is roughly frequency
- * order; id order in a vocabulary) keep the table small; the slot loads
- * are still about half of the time of --tokens words (perf, 20,000 words). */
+/* A slot of the table: the word's ss_vocab_key pre and length and 1 + the
+ * index of its entry in the dense `ents` array (0 = empty). A word of up to
+ * 8 bytes is found by its slot alone; the 8-byte slots with a hash tag this
+ * replaces needed the entry and the key bytes as well, two dependent loads
+ * and a byte loop per word (with perf on 100 MB of words, 35% of
+ * --tokens words in the lookup). Entries are in insertion order, roughly
+ * frequency order (id order in a vocabulary). */
+typedef struct slot {
+    uint64_t pre;
+    uint32_t len, idx;
+} slot;
+
 struct ss_vocab {
-    uint64_t *slots;
+    slot *slots;
     uint64_t cap; /* slots; a power of two, at least 4/3 of nents */
     entry *ents;
     uint64_t nents, ents_cap;
@@ -70,38 +80,37 @@ void ss_vocab_free(ss_vocab *v) {
     free(v);
 }
 
-static inline int same_bytes(const uint8_t *a, const uint8_t *b, size_t n) {
-    if (n > 16) return !memcmp(a, b, n);
-    for (size_t i = 0; i < n; i++)
-        if (a[i] != b[i]) return 0;
-    return 1;
+/* Word k (longer than 8 bytes, the first 8 equal) is entry e's word. */
+static inline int same_long(const entry *e, const ss_vocab_key *k) {
+    if (e->tail != ss_vocab_load64(k->w + k->len - 8)) return 0;
+    return k->len <= 16 || !memcmp(e->key + 8, k->w + 8, k->len - 16);
 }
 
-/* The slot of [w, w + len): the word's, or the empty one where it goes. */
-static uint64_t find(const ss_vocab *v, const uint8_t *w, size_t len, uint64_t h) {
-    uint64_t mask = v->cap - 1, tag = h >> 32;
-    for (uint64_t i = h & mask;; i = (i + 1) & mask) {
-        uint64_t s = v->slots[i];
-        if (!s) return i;
-        if (s >> 32 != tag) continue;
-        const entry *e = &v->ents[(uint32_t)s - 1];
-        if (e->len == len && same_bytes(e->key, w, len)) return i;
+/* The slot of word k: the word's, or the empty one where it goes. */
+static inline uint64_t find(const ss_vocab *v, const ss_vocab_key *k) {
+    uint64_t mask = v->cap - 1;
+    for (uint64_t i = k->hash & mask;; i = (i + 1) & mask) {
+        const slot *s = &v->slots[i];
+        if (!s->idx) return i;
+        if (s->pre != k->pre || s->len != k->len) continue;
+        if (k->len <= 8 || same_long(&v->ents[s->idx - 1], k)) return i;
     }
 }
 
-static const entry *found(const ss_vocab *v, uint64_t slot) {
-    uint64_t s = v->slots[slot];
-    return s ? &v->ents[(uint32_t)s - 1] : NULL;
+static const entry *found(const ss_vocab *v, uint64_t i) {
+    uint32_t idx = v->slots[i].idx;
+    return idx ? &v->ents[idx - 1] : NULL;
 }
 
 static int grow(ss_vocab *v) {
     uint64_t cap = v->cap * 2;
-    uint64_t *s = calloc(cap, sizeof *s);
+    slot *s = calloc(cap, sizeof *s);
     if (!s) return -1;
     for (uint64_t k = 0; k < v->nents; k++) {
-        uint64_t h = ss_vocab_hash(v->ents[k].key, v->ents[k].len), j = h & (cap - 1);
-        while (s[j]) j = (j + 1) & (cap - 1);
-        s[j] = (h >> 32) << 32 | (k + 1);
+        ss_vocab_key key = ss_vocab_key_of(v->ents[k].key, v->ents[k].len);
+        uint64_t j = key.hash & (cap - 1);
+        while (s[j].idx) j = (j + 1) & (cap - 1);
+        s[j] = (slot){key.pre, v->ents[k].len, (uint32_t)(k + 1)};
     }
     free(v->slots);
     v->slots = s;
@@ -134,79 +143,103 @@ static const uint8_t *arena_copy(ss_vocab *v, const uint8_t *w, size_t len) {
     return p;
 }
 
+/* Room for n entries, aligned to the cache line (a moved copy). */
+static int grow_ents(ss_vocab *v, uint64_t n) {
+    entry *g = aligned_alloc(64, n * sizeof *g); /* n * 32: a multiple of 64 */
+    if (!g) return -1;
+    if (v->nents) memcpy(g, v->ents, v->nents * sizeof *g);
+    free(v->ents);
+    v->ents = g;
+    v->ents_cap = n;
+    return 0;
+}
+
 /* Insert or find; *fresh says whether it was inserted (val = 0). `copy`:
  * the map keeps its own copy of the bytes (counting), else borrows them. */
-static entry *insert(ss_vocab *v, const uint8_t *w, size_t len, uint64_t h, int *fresh, int copy) {
-    uint64_t i = find(v, w, len, h);
+static entry *insert(ss_vocab *v, const ss_vocab_key *k, int *fresh, int copy) {
+    uint64_t i = find(v, k);
     *fresh = 0;
-    if (v->slots[i]) return &v->ents[(uint32_t)v->slots[i] - 1];
-    if (v->nents >= UINT32_MAX - 1 || len > UINT32_MAX) return NULL;
-    if ((v->nents + 1) * 4 > v->cap * 3) { /* load <= 3/4: 8 slots per cache line */
+    if (v->slots[i].idx) return &v->ents[v->slots[i].idx - 1];
+    if (v->nents >= UINT32_MAX - 1 || k->len > UINT32_MAX) return NULL;
+    if ((v->nents + 1) * 4 > v->cap * 3) { /* load <= 3/4 */
         if (grow(v)) return NULL;
-        i = find(v, w, len, h);
+        i = find(v, k);
     }
-    if (v->nents == v->ents_cap) {
-        uint64_t n = v->ents_cap ? 2 * v->ents_cap : 256;
-        entry *g = realloc(v->ents, n * sizeof *g);
-        if (!g) return NULL;
-        v->ents = g;
-        v->ents_cap = n;
-    }
-    if (copy && !(w = arena_copy(v, w, len))) return NULL;
+    if (v->nents == v->ents_cap && grow_ents(v, v->ents_cap ? 2 * v->ents_cap : 256)) return NULL;
+    const uint8_t *w = k->w;
+    if (copy && !(w = arena_copy(v, w, k->len))) return NULL;
     entry *e = &v->ents[v->nents++];
     e->key = w ? w : (const uint8_t *)"";
-    e->len = (uint32_t)len;
+    e->len = (uint32_t)k->len;
     e->val = 0;
-    v->slots[i] = (h >> 32) << 32 | v->nents;
+    e->tail = k->len > 8 ? ss_vocab_load64(e->key + k->len - 8) : 0;
+    v->slots[i] = (slot){k->pre, (uint32_t)k->len, (uint32_t)v->nents};
     *fresh = 1;
     return e;
 }
 
 int ss_vocab_count(ss_vocab *v, const uint8_t *w, size_t len, uint64_t n) {
-    return ss_vocab_count_h(v, w, len, ss_vocab_hash(w, len), n);
+    ss_vocab_key k = ss_vocab_key_of(w, len);
+    return ss_vocab_count_key(v, &k, n);
 }
 
-int ss_vocab_count_h(ss_vocab *v, const uint8_t *w, size_t len, uint64_t hash, uint64_t n) {
+int ss_vocab_count_key(ss_vocab *v, const ss_vocab_key *k, uint64_t n) {
     int fresh;
-    entry *e = insert(v, w, len, hash, &fresh, 1);
+    entry *e = insert(v, k, &fresh, 1);
     if (!e) return -1;
     e->val += n;
     return 0;
 }
 
-int ss_vocab_count_at(ss_vocab *v, const uint8_t *w, size_t len, uint64_t hash, uint64_t n,
-                      uint32_t *entry_no) {
+int ss_vocab_count_at(ss_vocab *v, const ss_vocab_key *k, uint64_t n, uint32_t *entry_no) {
     int fresh;
-    entry *e = insert(v, w, len, hash, &fresh, 1);
+    entry *e = insert(v, k, &fresh, 1);
     if (!e) return -1;
     e->val += n;
     *entry_no = (uint32_t)(e - v->ents); /* < UINT32_MAX - 1 (insert) */
     return 0;
 }
 
-/* Fetch the table memory of the n words (slot, entry, key bytes), each
- * stage for all words before the next, so that their misses overlap. */
-static void prefetch_words(const ss_vocab *v, size_t n, const uint64_t *hash) {
+/* Fetch the table memory of the n words (slot; entry, whose count is
+ * updated; the bytes of a word longer than 16), each stage for all words before the next,
+ * so that their misses overlap. */
+static void prefetch_words(const ss_vocab *v, size_t n, const ss_vocab_key *k) {
     uint64_t mask = v->cap - 1;
-    for (size_t i = 0; i < n; i++) __builtin_prefetch(&v->slots[hash[i] & mask]);
+    for (size_t i = 0; i < n; i++) __builtin_prefetch(&v->slots[k[i].hash & mask]);
     for (size_t i = 0; i < n; i++) {
-        uint64_t s = v->slots[hash[i] & mask];
-        if (s && s >> 32 == hash[i] >> 32) __builtin_prefetch(&v->ents[(uint32_t)s - 1]);
+        const slot *s = &v->slots[k[i].hash & mask];
+        if (s->idx && s->pre == k[i].pre) __builtin_prefetch(&v->ents[s->idx - 1]);
     }
     for (size_t i = 0; i < n; i++) {
-        uint64_t s = v->slots[hash[i] & mask];
-        if (s && s >> 32 == hash[i] >> 32) __builtin_prefetch(v->ents[(uint32_t)s - 1].key);
+        const slot *s = &v->slots[k[i].hash & mask];
+        if (k[i].len > 16 && s->idx && s->pre == k[i].pre)
+            __builtin_prefetch(v->ents[s->idx - 1].key + 8);
     }
 }
 
-int ss_vocab_count_batch(ss_vocab *v, size_t n, const uint8_t *const *w, const uint32_t *len,
-                         const uint64_t *hash, uint32_t *entry_no) {
-    /* Three dependent cache misses per word (slot, entry, key bytes) were
-     * most of the counting time; fetched for the batch first, they overlap.
-     * The loads are hints only: the inserts below redo them (and grow). */
-    prefetch_words(v, n, hash);
-    for (size_t i = 0; i < n; i++)
-        if (ss_vocab_count_at(v, w[i], len[i], hash[i], 1, &entry_no[i])) return -1;
+int ss_vocab_count_batch(ss_vocab *v, size_t n, const ss_vocab_key *keys, uint32_t *entry_no) {
+    /* Dependent cache misses per word (slot, entry, key bytes) were most of
+     * the counting time of a large map; fetched for the batch first, they
+     * overlap. The loads are hints only: the inserts below redo them (and
+     * grow). */
+    prefetch_words(v, n, keys);
+    for (size_t i = 0; i < n; i++) {
+        const ss_vocab_key *k = &keys[i];
+        uint64_t mask = v->cap - 1, j = k->hash & mask;
+        const slot *s;
+        for (;; j = (j + 1) & mask) { /* find(), inline: a word seen before */
+            s = &v->slots[j];
+            if (!s->idx || (s->pre == k->pre && s->len == k->len &&
+                            (k->len <= 8 || same_long(&v->ents[s->idx - 1], k))))
+                break;
+        }
+        if (!s->idx) { /* a new word */
+            if (ss_vocab_count_at(v, k, 1, &entry_no[i])) return -1;
+            continue;
+        }
+        v->ents[s->idx - 1].val++;
+        entry_no[i] = s->idx - 1;
+    }
     return 0;
 }
 
@@ -216,8 +249,8 @@ const uint8_t *ss_vocab_entry(const ss_vocab *v, uint64_t k, size_t *len) {
     return v->ents[k].key;
 }
 
-int64_t ss_vocab_lookup_h(const ss_vocab *v, const uint8_t *w, size_t len, uint64_t hash) {
-    const entry *e = found(v, find(v, w, len, hash));
+int64_t ss_vocab_lookup_key(const ss_vocab *v, const ss_vocab_key *k) {
+    const entry *e = found(v, find(v, k));
     return e ? (int64_t)e->val : -1;
 }
 
@@ -225,7 +258,8 @@ int ss_vocab_merge(ss_vocab *into, const ss_vocab *from) {
     for (uint64_t k = 0; k < from->nents; k++) {
         const entry *f = &from->ents[k];
         int fresh;
-        entry *e = insert(into, f->key, f->len, ss_vocab_hash(f->key, f->len), &fresh, 1);
+        ss_vocab_key key = ss_vocab_key_of(f->key, f->len);
+        entry *e = insert(into, &key, &fresh, 1);
         if (!e) return -1;
         e->val += f->val;
     }
@@ -258,9 +292,7 @@ static int64_t fill(ss_vocab *v, const uint8_t *const *tok, const uint32_t *len,
     size_t total = 1;
     for (uint64_t i = 0; i < n; i++) total += len[i];
     v->owned = malloc(total);
-    v->ents = malloc((n ? n : 1) * sizeof *v->ents);
-    if (!v->owned || !v->ents) return -1;
-    v->ents_cap = n ? n : 1;
+    if (!v->owned || grow_ents(v, (n + 2) & ~(uint64_t)1)) return -1; /* even: 64-byte multiple */
     while (v->cap * 3 < 4 * (n + 1)) v->cap *= 2;
     free(v->slots);
     v->slots = calloc(v->cap, sizeof *v->slots);
@@ -271,7 +303,8 @@ static int64_t fill(ss_vocab *v, const uint8_t *const *tok, const uint32_t *len,
         const uint8_t *key = (const uint8_t *)v->owned + off;
         off += len[i];
         int fresh;
-        entry *e = insert(v, key, len[i], ss_vocab_hash(key, len[i]), &fresh, 0);
+        ss_vocab_key k = ss_vocab_key_of(key, len[i]);
+        entry *e = insert(v, &k, &fresh, 0);
         if (!e) return -1;
         if (!fresh) return (int64_t)i + 1;
         e->val = i; /* ents[i]: ids are in insertion order */
@@ -380,7 +413,8 @@ done:
 }
 
 int64_t ss_vocab_lookup(const ss_vocab *v, const uint8_t *w, size_t len) {
-    return ss_vocab_lookup_h(v, w, len, ss_vocab_hash(w, len));
+    ss_vocab_key k = ss_vocab_key_of(w, len);
+    return ss_vocab_lookup_key(v, &k);
 }
 
 uint64_t ss_vocab_size(const ss_vocab *v) {
