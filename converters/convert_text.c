@@ -321,6 +321,18 @@ static inline void put(uint8_t *base, uint32_t esize, size_t i, uint32_t v) {
         ((uint32_t *)(void *)base)[i] = v;
 }
 
+/* out[m..m+n) = ids rm[w[0..n)] as elements of es bytes (the switch out of
+ * the loop). */
+static void put_mapped(uint8_t *out, uint32_t es, size_t m, const uint32_t *rm, const uint32_t *w,
+                       size_t n) {
+    if (es == 1)
+        for (size_t x = 0; x < n; x++) out[m + x] = (uint8_t)rm[w[x]];
+    else if (es == 2)
+        for (size_t x = 0; x < n; x++) ((uint16_t *)(void *)out)[m + x] = (uint16_t)rm[w[x]];
+    else
+        for (size_t x = 0; x < n; x++) ((uint32_t *)(void *)out)[m + x] = rm[w[x]];
+}
+
 /* A printable excerpt of a bad token for messages. */
 static int excerpt_len(size_t n) {
     return n > 40 ? 40 : (int)n;
@@ -382,7 +394,8 @@ static void tokenize(const tx_job *j, int sd, tx_slot *s, tx_item *it, const tx_
             const uint32_t *rm = j->ids->remap[bi->map], *w = bi->tok + s->idpos[sd];
             size_t nw = bi->nper[s->expos[sd]++];
             s->idpos[sd] += nw;
-            for (size_t x = 0; x < nw; x++) put(out, es, m++, rm[w[x]]);
+            put_mapped(out, es, m, rm, w, nw);
+            m += nw;
             break;
         }
         {
@@ -436,6 +449,36 @@ static void tokenize(const tx_job *j, int sd, tx_slot *s, tx_item *it, const tx_
     s->tokn[sd] = m;
 }
 
+/* tx_process_block() of a text (one side) whose words pass 1 kept: the
+ * examples, their lines and words are all in bi; the text is not read. */
+static void process_kept(const tx_job *j, const tx_blockids *bi, tx_slot *s) {
+    const tx_tok *t = &j->tok[0];
+    const uint32_t *rm = j->ids->remap[bi->map], *w = bi->tok;
+    uint32_t es = t->esize;
+    if (reserve(&s->tok[0], &s->tok_cap[0], (bi->ntok + 2 * bi->nex) * es)) {
+        s->oom = 1;
+        return;
+    }
+    size_t m = 0;
+    for (size_t x = 0; x < bi->nex; x++) {
+        tx_item *it = new_item(s);
+        if (!it) {
+            s->oom = 1;
+            return;
+        }
+        it->line = bi->line[x];
+        it->off[0] = m;
+        if (t->bos_on) put(s->tok[0], es, m++, t->bos);
+        put_mapped(s->tok[0], es, m, rm, w, bi->nper[x]);
+        m += bi->nper[x];
+        w += bi->nper[x];
+        if (t->eos_on) put(s->tok[0], es, m++, t->eos);
+        it->len[0] = m - it->off[0];
+    }
+    s->tokn[0] = m;
+    s->nlines = bi->nlines;
+}
+
 void tx_process_block(const tx_job *j, const tx_block *b, tx_slot *s) {
     s->nitems = 0;
     s->tokn[0] = s->tokn[1] = 0;
@@ -447,6 +490,10 @@ void tx_process_block(const tx_job *j, const tx_block *b, tx_slot *s) {
         s->idpos[sd] = s->expos[sd] = 0;
         const tx_blockids *k = j->ids ? &j->ids->blocks[2 * (size_t)(b - j->blocks) + sd] : NULL;
         if (k && k->tok && j->tok[sd].kind == TX_WORDS) bi[sd] = k;
+    }
+    if (j->nsides == 1 && bi[0] && !b->other_shard) {
+        process_kept(j, bi[0], s);
+        return;
     }
     if (b->other_shard) {
         s->nlines =
@@ -657,17 +704,29 @@ int tx_vocab_load(ss_conv *c, ss_vocab **out, const char *from, const char *fiel
     return 0;
 }
 
-/* Append x to the array *a of *n elements (capacity *cap). 0, or -1 OOM. */
-static int push_u32(uint32_t **a, size_t *n, size_t *cap, uint32_t x) {
-    if (*n == *cap) {
-        size_t c = *cap ? 2 * *cap : 4096;
-        uint32_t *p = realloc(*a, c * sizeof *p);
-        if (!p) return -1;
-        *a = p;
-        *cap = c;
+/* Append an example of `words` words from line `first` to bi. 0, or -1 OOM. */
+static int push_example(tx_blockids *bi, uint32_t words, uint32_t first) {
+    if (bi->nex == bi->nex_cap) {
+        size_t n = bi->nex_cap ? 2 * bi->nex_cap : 1024;
+        uint32_t *p = realloc(bi->nper, n * sizeof *p);
+        if (p) bi->nper = p;
+        uint32_t *q = p ? realloc(bi->line, n * sizeof *q) : NULL;
+        if (!q) return -1;
+        bi->line = q;
+        bi->nex_cap = n;
     }
-    (*a)[(*n)++] = x;
+    bi->nper[bi->nex] = words;
+    bi->line[bi->nex++] = first;
     return 0;
+}
+
+/* Forget the words kept of a block (pass 2 looks them up). */
+static void blockids_drop(tx_blockids *bi) {
+    free(bi->tok);
+    free(bi->nper);
+    free(bi->line);
+    bi->tok = bi->nper = bi->line = NULL;
+    bi->ntok = bi->nex = bi->tok_cap = bi->nex_cap = 0;
 }
 
 /* Words waiting to be counted together (ss_vocab_count_batch()). */
@@ -722,13 +781,21 @@ static void count_range(const tx_job *j, const tx_input *in, size_t pos, size_t 
                 return;
             }
         }
-        if (bi &&
-            (words > UINT32_MAX || push_u32(&bi->nper, &bi->nex, &bi->nex_cap, (uint32_t)words))) {
+        if (bi && (words > UINT32_MAX || first > UINT32_MAX)) { /* look them up in pass 2 */
+            if (b.n && flush_batch(&b, v, bi)) {
+                *oom = 1;
+                return;
+            }
+            blockids_drop(bi);
+            bi = NULL;
+        }
+        if (bi && push_example(bi, (uint32_t)words, (uint32_t)first)) {
             *oom = 1;
             return;
         }
     }
     if (b.n && flush_batch(&b, v, bi)) *oom = 1;
+    if (bi) bi->nlines = lines;
 }
 
 /* Bytes of kept words (tx_blockids) a job may hold: a quarter of the
@@ -744,10 +811,7 @@ static size_t ids_budget(void) {
 void tx_wordids_free(tx_job *j) {
     tx_wordids *w = j->ids;
     if (!w) return;
-    for (size_t k = 0; w->blocks && k < 2 * j->nblocks; k++) {
-        free(w->blocks[k].tok);
-        free(w->blocks[k].nper);
-    }
+    for (size_t k = 0; w->blocks && k < 2 * j->nblocks; k++) blockids_drop(&w->blocks[k]);
     for (int k = 0; w->remap && k < w->nmaps; k++) free(w->remap[k]);
     free(w->blocks);
     free(w->remap);
@@ -786,7 +850,7 @@ static int count_words(ss_conv *c, const tx_job *j, int threads, int shared, con
                 if (bi) bi->map = m;
                 count_range(j, side_input(j, bl, sd), bl->start[sd], bl->end[sd], maps[m], bi, &o);
                 if (bi) {
-                    size_t add = (bi->tok_cap + bi->nex_cap) * sizeof(uint32_t);
+                    size_t add = (bi->tok_cap + 2 * bi->nex_cap) * sizeof(uint32_t);
 #pragma omp atomic update
                     kept += add;
                 }
