@@ -6,12 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A word: its bytes, and its last 8 bytes when it is longer than 8 (the
- * slot holds the first 8), so that a word of up to 16 bytes is compared
- * without reading its bytes. */
+/* A word: its bytes and the slot that holds it. */
 typedef struct entry {
     const uint8_t *key;
-    uint64_t tail;
+    uint64_t slot;
     uint32_t len;
 } entry;
 
@@ -27,15 +25,16 @@ typedef struct arena {
 
 #define SS_ARENA_BLOCK (256u << 10)
 
-/* A slot of the table: the word's ss_vocab_key pre and length and 1 + the
- * index of its entry in the dense `ents` array (0 = empty). A word of up to
- * 8 bytes is found by its slot alone; the 8-byte slots with a hash tag this
- * replaces needed the entry and the key bytes as well, two dependent loads
- * and a byte loop per word (with perf on 100 MB of words, 35% of
- * --tokens words in the lookup). Entries are in insertion order, roughly
- * frequency order (id order in a vocabulary). */
+/* A slot of the table: the word's ss_vocab_key pre, tail and length, its
+ * count (counting) or id (vocabulary) and 1 + the index of its entry in the
+ * dense `ents` array (0 = empty). Counting a word of up to 16 bytes reads
+ * and writes its slot, half a cache line, and nothing else: the 8-byte slots
+ * with a hash tag this replaces needed the entry and the key bytes as well,
+ * two dependent loads and a byte loop per word (with perf on 100 MB of
+ * words, 35% of --tokens words in the lookup). Entries are in insertion
+ * order, roughly frequency order (id order in a vocabulary). */
 typedef struct slot {
-    uint64_t pre;
+    uint64_t pre, tail, val;
     uint32_t len, idx;
 } slot;
 
@@ -43,10 +42,6 @@ struct ss_vocab {
     slot *slots;
     uint64_t cap; /* slots; a power of two, at least 4/3 of nents */
     entry *ents;
-    uint64_t *vals; /* [ents_cap]: entry k's count (counting) or id (vocabulary);
-                     * apart from ents, so that counting a word of up to 8 bytes
-                     * touches its slot and 8 bytes here (with perf on 20,000
-                     * distinct words: slots and counts stay in the L2 cache) */
     uint64_t nents, ents_cap;
     uint64_t nids; /* vocabularies: ids are 0..nids-1, ents[id] */
     char *owned;   /* vocabularies: the token bytes */
@@ -78,26 +73,21 @@ void ss_vocab_free(ss_vocab *v) {
     }
     free(v->slots);
     free(v->ents);
-    free(v->vals);
     free(v->owned);
     free(v);
 }
 
-/* Word k (longer than 8 bytes, the first 8 equal) is entry e's word. */
-static inline int same_long(const entry *e, const ss_vocab_key *k) {
-    if (e->tail != ss_vocab_load64(k->w + k->len - 8)) return 0;
-    return k->len <= 16 || !memcmp(e->key + 8, k->w + 8, k->len - 16);
+/* Slot s holds word k. */
+static inline int holds(const ss_vocab *v, const slot *s, const ss_vocab_key *k) {
+    if (s->pre != k->pre || s->tail != k->tail || s->len != k->len) return 0;
+    return k->len <= 16 || !memcmp(v->ents[s->idx - 1].key + 8, k->w + 8, k->len - 16);
 }
 
 /* The slot of word k: the word's, or the empty one where it goes. */
 static inline uint64_t find(const ss_vocab *v, const ss_vocab_key *k) {
     uint64_t mask = v->cap - 1;
-    for (uint64_t i = k->hash & mask;; i = (i + 1) & mask) {
-        const slot *s = &v->slots[i];
-        if (!s->idx) return i;
-        if (s->pre != k->pre || s->len != k->len) continue;
-        if (k->len <= 8 || same_long(&v->ents[s->idx - 1], k)) return i;
-    }
+    for (uint64_t i = k->hash & mask;; i = (i + 1) & mask)
+        if (!v->slots[i].idx || holds(v, &v->slots[i], k)) return i;
 }
 
 static int grow(ss_vocab *v) {
@@ -108,7 +98,8 @@ static int grow(ss_vocab *v) {
         ss_vocab_key key = ss_vocab_key_of(v->ents[k].key, v->ents[k].len);
         uint64_t j = key.hash & (cap - 1);
         while (s[j].idx) j = (j + 1) & (cap - 1);
-        s[j] = (slot){key.pre, v->ents[k].len, (uint32_t)(k + 1)};
+        s[j] = v->slots[v->ents[k].slot];
+        v->ents[k].slot = j;
     }
     free(v->slots);
     v->slots = s;
@@ -144,37 +135,39 @@ static const uint8_t *arena_copy(ss_vocab *v, const uint8_t *w, size_t len) {
 /* Room for n entries. */
 static int grow_ents(ss_vocab *v, uint64_t n) {
     entry *g = realloc(v->ents, n * sizeof *g);
-    if (g) v->ents = g;
-    uint64_t *c = g ? realloc(v->vals, n * sizeof *c) : NULL;
-    if (!c) return -1;
-    v->vals = c;
+    if (!g) return -1;
+    v->ents = g;
     v->ents_cap = n;
     return 0;
 }
 
-/* Insert or find: the entry number, or -1 out of memory; *fresh says
+/* The count (id) of entry k. */
+static inline uint64_t *val_of(const ss_vocab *v, uint64_t k) {
+    return &v->slots[v->ents[k].slot].val;
+}
+
+/* Insert or find: the word's slot, or NULL out of memory; *fresh says
  * whether it was inserted (value 0). `copy`: the map keeps its own copy of
  * the bytes (counting), else borrows them. */
-static int64_t insert(ss_vocab *v, const ss_vocab_key *k, int *fresh, int copy) {
+static slot *insert(ss_vocab *v, const ss_vocab_key *k, int *fresh, int copy) {
     uint64_t i = find(v, k);
     *fresh = 0;
-    if (v->slots[i].idx) return v->slots[i].idx - 1;
-    if (v->nents >= UINT32_MAX - 1 || k->len > UINT32_MAX) return -1;
+    if (v->slots[i].idx) return &v->slots[i];
+    if (v->nents >= UINT32_MAX - 1 || k->len > UINT32_MAX) return NULL;
     if ((v->nents + 1) * 4 > v->cap * 3) { /* load <= 3/4 */
-        if (grow(v)) return -1;
+        if (grow(v)) return NULL;
         i = find(v, k);
     }
-    if (v->nents == v->ents_cap && grow_ents(v, v->ents_cap ? 2 * v->ents_cap : 256)) return -1;
+    if (v->nents == v->ents_cap && grow_ents(v, v->ents_cap ? 2 * v->ents_cap : 256)) return NULL;
     const uint8_t *w = k->w;
-    if (copy && !(w = arena_copy(v, w, k->len))) return -1;
+    if (copy && !(w = arena_copy(v, w, k->len))) return NULL;
     entry *e = &v->ents[v->nents];
     e->key = w ? w : (const uint8_t *)"";
     e->len = (uint32_t)k->len;
-    e->tail = k->len > 8 ? ss_vocab_load64(e->key + k->len - 8) : 0;
-    v->vals[v->nents] = 0;
-    v->slots[i] = (slot){k->pre, (uint32_t)k->len, (uint32_t)++v->nents};
+    e->slot = i;
+    v->slots[i] = (slot){k->pre, k->tail, 0, (uint32_t)k->len, (uint32_t)++v->nents};
     *fresh = 1;
-    return (int64_t)v->nents - 1;
+    return &v->slots[i];
 }
 
 int ss_vocab_count(ss_vocab *v, const uint8_t *w, size_t len, uint64_t n) {
@@ -189,53 +182,31 @@ int ss_vocab_count_key(ss_vocab *v, const ss_vocab_key *k, uint64_t n) {
 
 int ss_vocab_count_at(ss_vocab *v, const ss_vocab_key *k, uint64_t n, uint32_t *entry_no) {
     int fresh;
-    int64_t e = insert(v, k, &fresh, 1);
-    if (e < 0) return -1;
-    v->vals[e] += n;
-    *entry_no = (uint32_t)e; /* < UINT32_MAX - 1 (insert) */
+    slot *s = insert(v, k, &fresh, 1);
+    if (!s) return -1;
+    s->val += n;
+    *entry_no = s->idx - 1; /* < UINT32_MAX - 1 (insert) */
     return 0;
 }
 
-/* Fetch the table memory of the n words (slot; count; the entry of a word
- * longer than 8, the bytes of one longer than 16), each stage for all words
- * before the next, so that their misses overlap. */
-static void prefetch_words(const ss_vocab *v, size_t n, const ss_vocab_key *k) {
-    uint64_t mask = v->cap - 1;
-    for (size_t i = 0; i < n; i++) __builtin_prefetch(&v->slots[k[i].hash & mask]);
-    for (size_t i = 0; i < n; i++) {
-        const slot *s = &v->slots[k[i].hash & mask];
-        if (!s->idx || s->pre != k[i].pre) continue;
-        __builtin_prefetch(&v->vals[s->idx - 1]);
-        if (k[i].len > 8) __builtin_prefetch(&v->ents[s->idx - 1]);
-    }
-    for (size_t i = 0; i < n; i++) {
-        const slot *s = &v->slots[k[i].hash & mask];
-        if (k[i].len > 16 && s->idx && s->pre == k[i].pre)
-            __builtin_prefetch(v->ents[s->idx - 1].key + 8);
-    }
-}
-
 int ss_vocab_count_batch(ss_vocab *v, size_t n, const ss_vocab_key *keys, uint32_t *entry_no) {
-    /* Dependent cache misses per word (slot, entry, key bytes) were most of
-     * the counting time of a large map; fetched for the batch first, they
-     * overlap. The loads are hints only: the inserts below redo them (and
-     * grow). */
-    prefetch_words(v, n, keys);
+    /* A cache miss per word (its slot) was most of the counting time of a
+     * large map; fetched for the batch first, the misses overlap. */
+    uint64_t mask = v->cap - 1;
+    for (size_t i = 0; i < n; i++) __builtin_prefetch(&v->slots[keys[i].hash & mask]);
     for (size_t i = 0; i < n; i++) {
         const ss_vocab_key *k = &keys[i];
-        uint64_t mask = v->cap - 1, j = k->hash & mask;
-        const slot *s;
-        for (;; j = (j + 1) & mask) { /* find(), inline: a word seen before */
+        slot *s;
+        for (uint64_t j = k->hash & mask;; j = (j + 1) & mask) { /* find(), inline */
             s = &v->slots[j];
-            if (!s->idx || (s->pre == k->pre && s->len == k->len &&
-                            (k->len <= 8 || same_long(&v->ents[s->idx - 1], k))))
-                break;
+            if (!s->idx || holds(v, s, k)) break;
         }
         if (!s->idx) { /* a new word */
             if (ss_vocab_count_at(v, k, 1, &entry_no[i])) return -1;
+            mask = v->cap - 1; /* the table may have grown */
             continue;
         }
-        v->vals[s->idx - 1]++;
+        s->val++;
         entry_no[i] = s->idx - 1;
     }
     return 0;
@@ -248,15 +219,15 @@ const uint8_t *ss_vocab_entry(const ss_vocab *v, uint64_t k, size_t *len) {
 }
 
 int64_t ss_vocab_lookup_key(const ss_vocab *v, const ss_vocab_key *k) {
-    uint32_t idx = v->slots[find(v, k)].idx;
-    return idx ? (int64_t)v->vals[idx - 1] : -1;
+    const slot *s = &v->slots[find(v, k)];
+    return s->idx ? (int64_t)s->val : -1;
 }
 
 int ss_vocab_merge(ss_vocab *into, const ss_vocab *from) {
     for (uint64_t k = 0; k < from->nents; k++) {
         const entry *f = &from->ents[k];
         ss_vocab_key key = ss_vocab_key_of(f->key, f->len);
-        if (ss_vocab_count_key(into, &key, from->vals[k])) return -1;
+        if (ss_vocab_count_key(into, &key, *val_of(from, k))) return -1;
     }
     return 0;
 }
@@ -306,10 +277,10 @@ static int64_t fill(ss_vocab *v, const uint8_t *const *tok, const uint32_t *len,
         off += len[i];
         int fresh;
         ss_vocab_key k = ss_vocab_key_of(key, len[i]);
-        int64_t e = insert(v, &k, &fresh, 0);
-        if (e < 0) return -1;
+        slot *s = insert(v, &k, &fresh, 0);
+        if (!s) return -1;
         if (!fresh) return (int64_t)i + 1;
-        v->vals[e] = i; /* e == i: ids are in insertion order */
+        s->val = i; /* entry i: ids are in insertion order */
     }
     v->nids = n;
     return 0;
@@ -322,8 +293,8 @@ int ss_vocab_build(ss_vocab **out, const ss_vocab *counts, uint64_t min_count, u
     if (!words) return -1;
     for (uint64_t i = 0; i < counts->nents; i++) {
         const entry *e = &counts->ents[i];
-        if (counts->vals[i] >= min_count && !is_special(e))
-            words[n++] = (ranked){counts->vals[i], e};
+        uint64_t count = *val_of(counts, i);
+        if (count >= min_count && !is_special(e)) words[n++] = (ranked){count, e};
     }
     qsort(words, n, sizeof *words, by_count);
     uint64_t total = SS_VOCAB_NSPECIAL + n;
@@ -450,7 +421,7 @@ char *ss_vocab_counts_text(const ss_vocab *counts, size_t *size) {
     if (!words) return NULL;
     size_t total = 1;
     for (uint64_t i = 0; i < counts->nents; i++) {
-        words[i] = (ranked){counts->vals[i], &counts->ents[i]};
+        words[i] = (ranked){*val_of(counts, i), &counts->ents[i]};
         total += counts->ents[i].len + 22;
     }
     qsort(words, counts->nents, sizeof *words, by_count); /* the same file for any threads */

@@ -58,14 +58,16 @@ int ss_vocab_parse(ss_vocab **out, const char *text, size_t size, char *err, siz
 /** Id of token [w, w + len), or -1 if absent. Thread-safe on a finished vocabulary. */
 int64_t ss_vocab_lookup(const ss_vocab *v, const uint8_t *w, size_t len);
 
-/** A word as the map takes it: its bytes, their first 8 as a number and
- *  its hash (ss_vocab_key_of(), or ss_vocab_key_fast() where 8 bytes can be
- *  read at w). Words of up to 8 bytes are told apart by `pre` and `len`
- *  alone, in the table's slot, without reading the words' bytes. */
+/** A word as the map takes it: its bytes, their first and last 8 as
+ *  numbers and its hash (ss_vocab_key_of(), or ss_vocab_key_fast() where 8
+ *  bytes can be read at w). Words of up to 16 bytes are told apart by
+ *  `pre`, `tail` and `len` alone, in the table's slot, without reading the
+ *  words' bytes. */
 typedef struct ss_vocab_key {
     const uint8_t *w;
     size_t len;
     uint64_t pre;  /* w[0..min(len, 8)) as ss_vocab_load64() reads them, the rest 0 */
+    uint64_t tail; /* w[len - 8..len) when len > 8, else 0 */
     uint64_t hash; /* XXH3-64 of pre (len <= 8) or of the bytes (len > 8) */
 } ss_vocab_key;
 
@@ -95,9 +97,10 @@ static inline uint64_t ss_vocab_hash_of(const uint8_t *w, size_t len, uint64_t p
 
 /** The key of [w, w + len), reading only those bytes. */
 static inline ss_vocab_key ss_vocab_key_of(const uint8_t *w, size_t len) {
-    ss_vocab_key k = {w, len, 0, 0};
+    ss_vocab_key k = {w, len, 0, 0, 0};
     if (len >= 8) {
         k.pre = ss_vocab_load64(w);
+        if (len > 8) k.tail = ss_vocab_load64(w + len - 8);
     } else if (len) {
         uint8_t b[8] = {0};
         memcpy(b, w, len);
@@ -110,7 +113,9 @@ static inline ss_vocab_key ss_vocab_key_of(const uint8_t *w, size_t len) {
 /** The key of [w, w + len) (len >= 1) where w[0..8) may be read (bytes
  *  past the word are masked off): no branch on the length for short words. */
 static inline ss_vocab_key ss_vocab_key_fast(const uint8_t *w, size_t len) {
-    ss_vocab_key k = {w, len, ss_vocab_load64(w) & ss_vocab_prefix_mask(len), 0};
+    ss_vocab_key k = {w, len, ss_vocab_load64(w) & ss_vocab_prefix_mask(len), 0, 0};
+    /* the tail's load and mask are selected, not branched on */
+    k.tail = ss_vocab_load64(len > 8 ? w + len - 8 : w) & (len > 8 ? ~0ull : 0);
     k.hash = ss_vocab_hash_of(w, len, k.pre);
     return k;
 }
