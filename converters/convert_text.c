@@ -449,9 +449,20 @@ static void tokenize(const tx_job *j, int sd, tx_slot *s, tx_item *it, const tx_
     s->tokn[sd] = m;
 }
 
+/* Forget the words kept of a block (pass 2 looks them up). */
+static void blockids_drop(tx_blockids *bi) {
+    free(bi->tok);
+    free(bi->nper);
+    free(bi->line);
+    bi->tok = bi->nper = bi->line = NULL;
+    bi->ntok = bi->nex = bi->tok_cap = bi->nex_cap = 0;
+}
+
 /* tx_process_block() of a text (one side) whose words pass 1 kept: the
- * examples, their lines and words are all in bi; the text is not read. */
-static void process_kept(const tx_job *j, const tx_blockids *bi, tx_slot *s) {
+ * examples, their lines and words are all in bi; the text is not read.
+ * Then frees bi's arrays (no block is processed twice): in the worker
+ * threads, not all at the end in the thread that writes. */
+static void process_kept(const tx_job *j, tx_blockids *bi, tx_slot *s) {
     const tx_tok *t = &j->tok[0];
     const uint32_t *rm = j->ids->remap[bi->map], *w = bi->tok;
     uint32_t es = t->esize;
@@ -477,6 +488,7 @@ static void process_kept(const tx_job *j, const tx_blockids *bi, tx_slot *s) {
     }
     s->tokn[0] = m;
     s->nlines = bi->nlines;
+    blockids_drop(bi);
 }
 
 void tx_process_block(const tx_job *j, const tx_block *b, tx_slot *s) {
@@ -485,10 +497,10 @@ void tx_process_block(const tx_job *j, const tx_block *b, tx_slot *s) {
     s->msgn = 0;
     s->nlines = 0;
     s->oom = 0;
-    const tx_blockids *bi[2] = {NULL, NULL};
+    tx_blockids *bi[2] = {NULL, NULL};
     for (int sd = 0; sd < j->nsides; sd++) {
         s->idpos[sd] = s->expos[sd] = 0;
-        const tx_blockids *k = j->ids ? &j->ids->blocks[2 * (size_t)(b - j->blocks) + sd] : NULL;
+        tx_blockids *k = j->ids ? &j->ids->blocks[2 * (size_t)(b - j->blocks) + sd] : NULL;
         if (k && k->tok && j->tok[sd].kind == TX_WORDS) bi[sd] = k;
     }
     if (j->nsides == 1 && bi[0] && !b->other_shard) {
@@ -720,15 +732,6 @@ static int push_example(tx_blockids *bi, uint32_t words, uint32_t first) {
     return 0;
 }
 
-/* Forget the words kept of a block (pass 2 looks them up). */
-static void blockids_drop(tx_blockids *bi) {
-    free(bi->tok);
-    free(bi->nper);
-    free(bi->line);
-    bi->tok = bi->nper = bi->line = NULL;
-    bi->ntok = bi->nex = bi->tok_cap = bi->nex_cap = 0;
-}
-
 /* Words waiting to be counted together (ss_vocab_count_batch()). */
 typedef struct word_batch {
     ss_vocab_key key[TX_BATCH];
@@ -764,6 +767,12 @@ static void count_range(const tx_job *j, const tx_input *in, size_t pos, size_t 
     uint64_t lines = 0, first;
     word_batch b;
     b.n = 0;
+    if (bi && !bi->tok) { /* room for the most words [pos, end) can hold: no
+                           * growing copies; the pages never written are never
+                           * touched, and the array is cut to size at the end */
+        size_t most = (end - pos) / 2 + 1;
+        if ((bi->tok = malloc(most * sizeof *bi->tok))) bi->tok_cap = most;
+    }
     while (next_example(j, d, &pos, end, &lines, &a, &e, &first)) {
         uint64_t words = 0;
         ss_wordscan ws;
@@ -795,7 +804,13 @@ static void count_range(const tx_job *j, const tx_input *in, size_t pos, size_t 
         }
     }
     if (b.n && flush_batch(&b, v, bi)) *oom = 1;
-    if (bi) bi->nlines = lines;
+    if (!bi) return;
+    bi->nlines = lines;
+    uint32_t *cut = bi->ntok < bi->tok_cap ? realloc(bi->tok, (bi->ntok + 1) * sizeof *cut) : NULL;
+    if (cut) {
+        bi->tok = cut;
+        bi->tok_cap = bi->ntok + 1;
+    }
 }
 
 /* Bytes of kept words (tx_blockids) a job may hold: a quarter of the

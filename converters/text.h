@@ -169,7 +169,9 @@ int tx_split(tx_job *j);
  * printed). */
 int tx_shard_blocks(ss_conv *c, tx_job *j);
 
-/* Turn block `b` into items in `slot` (pure: no I/O, thread-safe). */
+/* Turn block `b` into items in `slot` (no I/O; thread-safe for distinct
+ * blocks). Frees the words pass 1 kept of the block (j->ids) once they are
+ * in `slot`: a block is processed once. */
 void tx_process_block(const tx_job *j, const tx_block *b, tx_slot *slot);
 
 void tx_slot_free(tx_slot *slot);
