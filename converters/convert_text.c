@@ -279,14 +279,20 @@ static int reserve(uint8_t **buf, size_t *cap, size_t need) {
     return 0;
 }
 
+/* Room for `more` items after s->nitems. 0, or -1 out of memory. */
+static int reserve_items(tx_slot *s, size_t more) {
+    if (s->items_cap - s->nitems >= more) return 0;
+    size_t n = s->items_cap ? 2 * s->items_cap : 1024;
+    while (n - s->nitems < more) n *= 2;
+    tx_item *p = realloc(s->items, n * sizeof *p);
+    if (!p) return -1;
+    s->items = p;
+    s->items_cap = n;
+    return 0;
+}
+
 static tx_item *new_item(tx_slot *s) {
-    if (s->nitems == s->items_cap) {
-        size_t n = s->items_cap ? 2 * s->items_cap : 1024;
-        tx_item *p = realloc(s->items, n * sizeof *p);
-        if (!p) return NULL;
-        s->items = p;
-        s->items_cap = n;
-    }
+    if (reserve_items(s, 1)) return NULL;
     tx_item *it = &s->items[s->nitems++];
     memset(it, 0, sizeof *it);
     return it;
@@ -466,26 +472,26 @@ static void process_kept(const tx_job *j, tx_blockids *bi, tx_slot *s) {
     const tx_tok *t = &j->tok[0];
     const uint32_t *rm = j->ids->remap[bi->map], *w = bi->tok;
     uint32_t es = t->esize;
-    if (reserve(&s->tok[0], &s->tok_cap[0], (bi->ntok + 2 * bi->nex) * es)) {
+    if (reserve(&s->tok[0], &s->tok_cap[0], (bi->ntok + 2 * bi->nex) * es) ||
+        reserve_items(s, bi->nex)) {
         s->oom = 1;
         return;
     }
+    int framed = t->bos_on || t->eos_on; /* else the examples' words are one run */
+    if (!framed) put_mapped(s->tok[0], es, 0, rm, w, bi->ntok);
     size_t m = 0;
     for (size_t x = 0; x < bi->nex; x++) {
-        tx_item *it = new_item(s);
-        if (!it) {
-            s->oom = 1;
-            return;
-        }
-        it->line = bi->line[x];
-        it->off[0] = m;
+        size_t k = m;
         if (t->bos_on) put(s->tok[0], es, m++, t->bos);
-        put_mapped(s->tok[0], es, m, rm, w, bi->nper[x]);
+        if (framed) {
+            put_mapped(s->tok[0], es, m, rm, w, bi->nper[x]);
+            w += bi->nper[x];
+        }
         m += bi->nper[x];
-        w += bi->nper[x];
         if (t->eos_on) put(s->tok[0], es, m++, t->eos);
-        it->len[0] = m - it->off[0];
+        s->items[x] = (tx_item){{k, 0}, {m - k, 0}, bi->line[x], {0, 0}, {0, 0}};
     }
+    s->nitems = bi->nex;
     s->tokn[0] = m;
     s->nlines = bi->nlines;
     blockids_drop(bi);
