@@ -836,22 +836,48 @@ void tx_wordids_free(tx_job *j) {
     for (int k = 0; w->remap && k < w->nmaps; k++) free(w->remap[k]);
     free(w->blocks);
     free(w->remap);
+    free(w->nremap);
     free(w);
     j->ids = NULL;
 }
 
+/* Merge the per-thread maps ([2 * threads]) into maps 0 and 1. With `ids`,
+ * ids->remap[k] of each merged map k gets the entry number in the map it
+ * went into of each of its entries (maps 0 and 1 keep theirs), and
+ * ids->nremap[k] their number. 0, or -1 out of memory. */
+static int merge_maps(ss_vocab **maps, int threads, int nmaps, tx_wordids *ids) {
+    int oom = 0;
+    for (int m = 0; m < nmaps && !oom; m++)
+        for (int t = 1; t < threads && !oom; t++) {
+            int k = 2 * t + m;
+            uint64_t n = ss_vocab_entries(maps[k]);
+            uint32_t *to = ids ? malloc((n ? n : 1) * sizeof *to) : NULL;
+            if (ids && !(ids->remap[k] = to)) oom = 1;
+            if (ids) ids->nremap[k] = n;
+            if (!oom && ss_vocab_merge_at(maps[m], maps[k], to)) oom = 1;
+        }
+    return oom ? -1 : 0;
+}
+
 /* tx_count_words(); with `ids`, also keep the words of blocks while their
- * size stays within ids_budget(), and hand over the per-thread maps (their
- * entry numbers are what ids holds) in *maps_out ([2 * threads]; maps 0 and
- * 1 are counts[0], counts[1], which then hold the merged counts, entries of
- * map 0 keeping their numbers). */
+ * size stays within ids_budget(), as entry numbers of per-thread maps: map
+ * 2t + m of thread t; ids->remap (allocated here) then holds where those
+ * of maps 2t + m, t > 0, went in counts[m] (merge_maps()). */
 static int count_words(ss_conv *c, const tx_job *j, int threads, int shared, const int skip[2],
-                       ss_vocab *counts[2], tx_wordids *ids, ss_vocab ***maps_out) {
+                       ss_vocab *counts[2], tx_wordids *ids) {
     int nmaps = shared ? 1 : j->nsides, oom = 0;
     ss_vocab **maps = calloc((size_t)threads * 2, sizeof *maps);
     size_t budget = ids ? ids_budget() : 0, kept = 0;
     counts[0] = counts[1] = NULL;
-    if (!maps) return ss_conv_error(c, "out of memory");
+    if (ids && maps) {
+        ids->nmaps = 2 * threads;
+        ids->remap = calloc((size_t)ids->nmaps, sizeof *ids->remap);
+        ids->nremap = calloc((size_t)ids->nmaps, sizeof *ids->nremap);
+    }
+    if (!maps || (ids && (!ids->remap || !ids->nremap))) {
+        free(maps);
+        return ss_conv_error(c, "out of memory");
+    }
     for (int t = 0; t < threads; t++)
         for (int m = 0; m < nmaps; m++)
             if (ss_vocab_new(&maps[2 * t + m])) oom = 1;
@@ -882,37 +908,38 @@ static int count_words(ss_conv *c, const tx_job *j, int threads, int shared, con
             }
         }
     }
-    for (int m = 0; m < nmaps && !oom; m++)
-        for (int t = 1; t < threads; t++)
-            if (ss_vocab_merge(maps[m], maps[2 * t + m])) oom = 1;
-    for (int k = 0; k < threads * 2; k++)
-        if (oom || (k >= nmaps && !maps_out)) {
+    if (!oom && merge_maps(maps, threads, nmaps, ids)) oom = 1;
+    for (int k = 0; k < 2 * threads; k++)
+        if (oom || k >= nmaps) {
             ss_vocab_free(maps[k]);
             maps[k] = NULL;
         }
-    if (!oom) {
-        counts[0] = maps[0];
-        counts[1] = nmaps > 1 ? maps[1] : NULL;
-    }
-    if (maps_out && !oom)
-        *maps_out = maps;
-    else
-        free(maps);
+    counts[0] = maps[0];
+    counts[1] = maps[1];
+    free(maps);
     return oom ? ss_conv_error(c, "out of memory while counting words") : 0;
 }
 
 int tx_count_words(ss_conv *c, const tx_job *j, int threads, int shared, const int skip[2],
                    ss_vocab *counts[2]) {
-    return count_words(c, j, threads, shared, skip, counts, NULL, NULL);
+    return count_words(c, j, threads, shared, skip, counts, NULL);
 }
 
-int tx_vocabs_from_counts(ss_conv *c, ss_vocab *counts[2], uint64_t min_count, uint64_t max_vocab,
-                          int shared, const int skip[2], ss_vocab *vocab[2]) {
+/* tx_vocabs_from_counts(); with `ids`, ids[m] (allocated here) also gets the
+ * id of each entry of counts[m] (ss_vocab_build_ids()), NULL for the maps
+ * not built. */
+static int build_vocabs(ss_conv *c, ss_vocab *counts[2], uint64_t min_count, uint64_t max_vocab,
+                        int shared, const int skip[2], ss_vocab *vocab[2], uint32_t *ids[2]) {
     int nmaps = shared ? 1 : 2, oom = 0;
     vocab[0] = vocab[1] = NULL;
     for (int m = 0; m < nmaps && !oom; m++) {
         if ((skip[m] && !shared) || !counts[m]) continue;
-        if (ss_vocab_build(&vocab[m], counts[m], min_count, max_vocab)) oom = 1;
+        uint64_t n = ss_vocab_entries(counts[m]);
+        if (ids && !(ids[m] = malloc((n ? n : 1) * sizeof *ids[m])))
+            oom = 1;
+        else if (ss_vocab_build_ids(&vocab[m], counts[m], min_count, max_vocab,
+                                    ids ? ids[m] : NULL))
+            oom = 1;
     }
     if (!oom) return 0;
     ss_vocab_free(vocab[0]);
@@ -921,33 +948,39 @@ int tx_vocabs_from_counts(ss_conv *c, ss_vocab *counts[2], uint64_t min_count, u
     return ss_conv_error(c, "out of memory while building the vocabulary");
 }
 
-/* ids->remap[k] for every map k of `maps` ([2 * threads]): entry number ->
- * id in the vocabulary of its side (k % 2, or 0 when shared), <unk> for
- * words the vocabulary dropped. 0, or -1 out of memory. */
-static int remap_maps(tx_wordids *ids, ss_vocab **maps, int threads, int shared,
-                      ss_vocab *vocab[2]) {
-    ids->nmaps = 2 * threads;
-    ids->remap = calloc((size_t)ids->nmaps, sizeof *ids->remap);
-    if (!ids->remap) return -1;
-    for (int k = 0; k < ids->nmaps; k++) {
-        const ss_vocab *v = vocab[shared ? 0 : k % 2];
-        if (!maps[k] || !v) continue;
-        uint64_t n = ss_vocab_entries(maps[k]);
-        int64_t unk = ss_vocab_lookup(v, (const uint8_t *)"<unk>", 5);
-        if (!(ids->remap[k] = malloc((n ? n : 1) * sizeof *ids->remap[k]))) return -1;
-        for (uint64_t e = 0; e < n; e++) {
-            size_t len;
-            const uint8_t *w = ss_vocab_entry(maps[k], e, &len);
-            int64_t id = ss_vocab_lookup(v, w, len);
-            ids->remap[k][e] = (uint32_t)(id < 0 ? unk : id);
-        }
+int tx_vocabs_from_counts(ss_conv *c, ss_vocab *counts[2], uint64_t min_count, uint64_t max_vocab,
+                          int shared, const int skip[2], ss_vocab *vocab[2]) {
+    return build_vocabs(c, counts, min_count, max_vocab, shared, skip, vocab, NULL);
+}
+
+/* ids->remap[k] for every map k (2t + m of thread t): entry number -> id in
+ * the vocabulary of map m (a side, or 0 when shared), <unk> for words the
+ * vocabulary dropped: the ids of counts[m]'s entries (ss_vocab_build_ids(),
+ * taken over), and for t > 0 those of the entries the merge put each word
+ * into. No word is looked up. */
+static void remap_maps(tx_wordids *ids, uint32_t *built[2]) {
+    for (int m = 0; m < 2; m++) {
+        free(ids->remap[m]);
+        ids->remap[m] = built[m];
     }
-    return 0;
+    for (int k = 2; k < ids->nmaps; k++) {
+        uint32_t *to = ids->remap[k];
+        const uint32_t *id = ids->remap[k % 2];
+        if (!to) continue;
+        if (!id) { /* a side not counted */
+            free(to);
+            ids->remap[k] = NULL;
+            continue;
+        }
+        uint64_t n = ids->nremap[k];
+        for (uint64_t e = 0; e < n; e++) to[e] = id[to[e]];
+    }
 }
 
 int tx_build_vocabs(ss_conv *c, tx_job *j, int threads, uint64_t min_count, uint64_t max_vocab,
                     int shared, const int skip[2], ss_vocab *vocab[2]) {
-    ss_vocab *counts[2], **maps = NULL;
+    ss_vocab *counts[2];
+    uint32_t *built[2] = {NULL, NULL};
     vocab[0] = vocab[1] = NULL;
     tx_wordids_free(j);
     j->ids = calloc(1, sizeof *j->ids);
@@ -955,13 +988,17 @@ int tx_build_vocabs(ss_conv *c, tx_job *j, int threads, uint64_t min_count, uint
         tx_wordids_free(j);
         return ss_conv_error(c, "out of memory");
     }
-    int rc = count_words(c, j, threads, shared, skip, counts, j->ids, &maps);
-    if (!rc) rc = tx_vocabs_from_counts(c, counts, min_count, max_vocab, shared, skip, vocab);
-    if (!rc && remap_maps(j->ids, maps, threads, shared, vocab))
-        rc = ss_conv_error(c, "out of memory");
-    for (int k = 0; maps && k < 2 * threads; k++) ss_vocab_free(maps[k]); /* counts[] too */
-    free(maps);
-    if (rc) tx_wordids_free(j);
+    int rc = count_words(c, j, threads, shared, skip, counts, j->ids);
+    if (!rc) rc = build_vocabs(c, counts, min_count, max_vocab, shared, skip, vocab, built);
+    if (!rc) {
+        remap_maps(j->ids, built);
+    } else {
+        free(built[0]);
+        free(built[1]);
+        tx_wordids_free(j);
+    }
+    ss_vocab_free(counts[0]);
+    ss_vocab_free(counts[1]);
     return rc;
 }
 

@@ -81,6 +81,7 @@ typedef struct tx_blockids {
 typedef struct tx_wordids {
     tx_blockids *blocks; /* [nblocks * 2]: block b, side s at [2 * b + s] */
     uint32_t **remap;    /* [nmaps]: entry number of map k -> id (<unk> if dropped) */
+    uint64_t *nremap;    /* [nmaps]: while the vocabulary is built, entries of remap[k] */
     int nmaps;
 } tx_wordids;
 

@@ -224,10 +224,16 @@ int64_t ss_vocab_lookup_key(const ss_vocab *v, const ss_vocab_key *k) {
 }
 
 int ss_vocab_merge(ss_vocab *into, const ss_vocab *from) {
+    return ss_vocab_merge_at(into, from, NULL);
+}
+
+int ss_vocab_merge_at(ss_vocab *into, const ss_vocab *from, uint32_t *entry_no) {
     for (uint64_t k = 0; k < from->nents; k++) {
         const entry *f = &from->ents[k];
         ss_vocab_key key = ss_vocab_key_of(f->key, f->len);
-        if (ss_vocab_count_key(into, &key, *val_of(from, k))) return -1;
+        uint32_t e;
+        if (ss_vocab_count_at(into, &key, *val_of(from, k), &e)) return -1;
+        if (entry_no) entry_no[k] = e;
     }
     return 0;
 }
@@ -236,22 +242,38 @@ uint64_t ss_vocab_entries(const ss_vocab *v) {
     return v->nents;
 }
 
-static int is_special(const entry *e) {
+/* The reserved id of a word equal to a reserved token, else -1. */
+static int special_id(const entry *e) {
     for (int k = 0; k < SS_VOCAB_NSPECIAL; k++)
-        if (e->len == strlen(specials[k]) && !memcmp(e->key, specials[k], e->len)) return 1;
-    return 0;
+        if (e->len == strlen(specials[k]) && !memcmp(e->key, specials[k], e->len)) return k;
+    return -1;
 }
 
-/* A counted word to sort. */
+/* A counted word to sort: its count, its first 8 bytes in the order of
+ * their bytes (most ties are decided there, without reading the word) and
+ * its entry. */
 typedef struct ranked {
-    uint64_t count;
+    uint64_t count, order;
     const entry *e;
 } ranked;
 
-/* Most frequent first; ties by bytes, then by length (a prefix first). */
+static ranked rank_of(const ss_vocab *counts, uint64_t k) {
+    const slot *s = &counts->slots[counts->ents[k].slot];
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    uint64_t order = s->pre;
+#else
+    uint64_t order = __builtin_bswap64(s->pre);
+#endif
+    return (ranked){s->val, order, &counts->ents[k]};
+}
+
+/* Most frequent first; ties by bytes, then by length (a prefix first).
+ * `order` is the first 8 bytes with 0 after a shorter word's end: where it
+ * differs, so do the bytes, or the word that ends first is smaller. */
 static int by_count(const void *pa, const void *pb) {
     const ranked *ra = pa, *rb = pb;
     if (ra->count != rb->count) return ra->count > rb->count ? -1 : 1;
+    if (ra->order != rb->order) return ra->order < rb->order ? -1 : 1;
     const entry *a = ra->e, *b = rb->e;
     uint32_t n = a->len < b->len ? a->len : b->len;
     int c = memcmp(a->key, b->key, n);
@@ -287,19 +309,27 @@ static int64_t fill(ss_vocab *v, const uint8_t *const *tok, const uint32_t *len,
 }
 
 int ss_vocab_build(ss_vocab **out, const ss_vocab *counts, uint64_t min_count, uint64_t max_size) {
+    return ss_vocab_build_ids(out, counts, min_count, max_size, NULL);
+}
+
+int ss_vocab_build_ids(ss_vocab **out, const ss_vocab *counts, uint64_t min_count,
+                       uint64_t max_size, uint32_t *ids) {
     *out = NULL;
     ranked *words = malloc((counts->nents ? counts->nents : 1) * sizeof *words);
     uint64_t n = 0;
     if (!words) return -1;
     for (uint64_t i = 0; i < counts->nents; i++) {
-        const entry *e = &counts->ents[i];
-        uint64_t count = *val_of(counts, i);
-        if (count >= min_count && !is_special(e)) words[n++] = (ranked){count, e};
+        int sp = special_id(&counts->ents[i]);
+        ranked r = rank_of(counts, i);
+        if (ids) ids[i] = sp >= 0 ? (uint32_t)sp : SS_VOCAB_UNK;
+        if (r.count >= min_count && sp < 0) words[n++] = r;
     }
     qsort(words, n, sizeof *words, by_count);
     uint64_t total = SS_VOCAB_NSPECIAL + n;
     if (max_size && total > max_size)
         total = max_size < SS_VOCAB_NSPECIAL ? SS_VOCAB_NSPECIAL : max_size;
+    for (uint64_t i = SS_VOCAB_NSPECIAL; ids && i < total; i++)
+        ids[words[i - SS_VOCAB_NSPECIAL].e - counts->ents] = (uint32_t)i;
     const uint8_t **tok = malloc(total * sizeof *tok);
     uint32_t *len = malloc(total * sizeof *len);
     ss_vocab *v = NULL;
@@ -421,7 +451,7 @@ char *ss_vocab_counts_text(const ss_vocab *counts, size_t *size) {
     if (!words) return NULL;
     size_t total = 1;
     for (uint64_t i = 0; i < counts->nents; i++) {
-        words[i] = (ranked){*val_of(counts, i), &counts->ents[i]};
+        words[i] = rank_of(counts, i);
         total += counts->ents[i].len + 22;
     }
     qsort(words, counts->nents, sizeof *words, by_count); /* the same file for any threads */

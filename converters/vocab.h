@@ -40,6 +40,11 @@ int ss_vocab_count(ss_vocab *v, const uint8_t *w, size_t len, uint64_t n);
 /** Add every count of `from` into `into` (new words copied). @return 0 or -1. */
 int ss_vocab_merge(ss_vocab *into, const ss_vocab *from);
 
+/** ss_vocab_merge() that also says where each word of `from` went:
+ *  entry_no[k] ([ss_vocab_entries(from)], NULL: not wanted) gets the entry
+ *  number in `into` (ss_vocab_count_at()) of entry k of `from`. */
+int ss_vocab_merge_at(ss_vocab *into, const ss_vocab *from, uint32_t *entry_no);
+
 /** Distinct words counted. */
 uint64_t ss_vocab_entries(const ss_vocab *v);
 
@@ -48,6 +53,14 @@ uint64_t ss_vocab_entries(const ss_vocab *v);
  *  max_size tokens in all (0 = no limit). Words equal to a reserved token get
  *  the reserved id. The result owns copies of its tokens. @return 0 or -1. */
 int ss_vocab_build(ss_vocab **out, const ss_vocab *counts, uint64_t min_count, uint64_t max_size);
+
+/** ss_vocab_build() that also gives the id of every entry of `counts`:
+ *  ids[k] ([ss_vocab_entries(counts)], NULL: not wanted) is what
+ *  ss_vocab_lookup() of entry k's word returns in *out, SS_VOCAB_UNK for a
+ *  word the vocabulary dropped; a caller maps entry numbers to ids without
+ *  looking the words up. @return 0 or -1 (ids then undefined). */
+int ss_vocab_build_ids(ss_vocab **out, const ss_vocab *counts, uint64_t min_count,
+                       uint64_t max_size, uint32_t *ids);
 
 /** Parse a vocabulary text (one token per line in id order; a final newline
  *  is optional; a trailing '\r' is removed). Copies the text.

@@ -238,7 +238,9 @@ static void test_wordscan(void) {
  * as well, share all of these but one, often; each must get its own entry,
  * the same one every time, through ss_vocab_count_batch() with keys read
  * 8 bytes at a time (ss_vocab_key_fast) and ss_vocab_count(), and be found
- * again in a vocabulary built from the counts. */
+ * again in a vocabulary built from the counts; merged into another map
+ * (ss_vocab_merge_at()) and built with ids (ss_vocab_build_ids()), the
+ * entry numbers and ids given must be those of the same words. */
 static void test_vocab_long_words(void) {
     enum { N = 4000 };
     static uint8_t text[N * 48];
@@ -292,6 +294,36 @@ static void test_vocab_long_words(void) {
         CHECK(t && tl == len[i] && !memcmp(t, text + off[i], tl));
     }
     ss_vocab_free(built);
+    /* merged into another map, each entry's new number is that word's */
+    ss_vocab *into = NULL;
+    static uint32_t moved[N];
+    CHECK(ss_vocab_new(&into) == 0);
+    CHECK(ss_vocab_count(into, text + off[N - 1], len[N - 1], 5) == 0);
+    CHECK(ss_vocab_count(into, (const uint8_t *)"<eos>", 5, 1) == 0);
+    CHECK(ss_vocab_merge_at(into, v, moved) == 0);
+    for (uint64_t k = 0; k < distinct; k++) {
+        size_t l1, l2;
+        const uint8_t *a = ss_vocab_entry(v, k, &l1), *b = ss_vocab_entry(into, moved[k], &l2);
+        CHECK(a && b && l1 == l2 && !memcmp(a, b, l1));
+    }
+    /* the ids ss_vocab_build_ids() gives are those lookups find, <unk> for
+     * words dropped (--min-count 3: counted twice above; --max-vocab),
+     * reserved ids for '<eos>' */
+    static uint32_t ids[N + 2];
+    for (int round = 0; round < 2; round++) {
+        CHECK(ss_vocab_build_ids(&built, into, 3, round ? 40 : 0, ids) == 0);
+        uint64_t unk = 0;
+        for (uint64_t k = 0; k < ss_vocab_entries(into); k++) {
+            size_t l;
+            const uint8_t *w = ss_vocab_entry(into, k, &l);
+            int64_t id = ss_vocab_lookup(built, w, l);
+            CHECK_EQ_U64(ids[k], id < 0 ? SS_VOCAB_UNK : (uint64_t)id);
+            unk += id < 0;
+        }
+        CHECK(unk > 0 && ids[1] == SS_VOCAB_EOS);
+        ss_vocab_free(built);
+    }
+    ss_vocab_free(into);
     ss_vocab_free(v);
 }
 
