@@ -5,6 +5,7 @@
 #include "spm_text.h"
 #include "text.h"
 #include "utf8.h"
+#include "words.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -88,7 +89,7 @@ int tx_prepare_tokens(ss_conv *c, tx_tok *t, const char *field) {
 /* ------------------------------------------------------ lines, documents */
 
 static inline int is_ws(uint8_t ch) {
-    return ch == ' ' || (ch >= '\t' && ch <= '\r');
+    return ss_is_ws(ch);
 }
 
 static int is_blank(const uint8_t *d, size_t a, size_t e) {
@@ -278,14 +279,20 @@ static int reserve(uint8_t **buf, size_t *cap, size_t need) {
     return 0;
 }
 
+/* Room for `more` items after s->nitems. 0, or -1 out of memory. */
+static int reserve_items(tx_slot *s, size_t more) {
+    if (s->items_cap - s->nitems >= more) return 0;
+    size_t n = s->items_cap ? 2 * s->items_cap : 1024;
+    while (n - s->nitems < more) n *= 2;
+    tx_item *p = realloc(s->items, n * sizeof *p);
+    if (!p) return -1;
+    s->items = p;
+    s->items_cap = n;
+    return 0;
+}
+
 static tx_item *new_item(tx_slot *s) {
-    if (s->nitems == s->items_cap) {
-        size_t n = s->items_cap ? 2 * s->items_cap : 1024;
-        tx_item *p = realloc(s->items, n * sizeof *p);
-        if (!p) return NULL;
-        s->items = p;
-        s->items_cap = n;
-    }
+    if (reserve_items(s, 1)) return NULL;
     tx_item *it = &s->items[s->nitems++];
     memset(it, 0, sizeof *it);
     return it;
@@ -320,15 +327,34 @@ static inline void put(uint8_t *base, uint32_t esize, size_t i, uint32_t v) {
         ((uint32_t *)(void *)base)[i] = v;
 }
 
+/* out[m..m+n) = ids rm[w[0..n)] as elements of es bytes (the switch out of
+ * the loop). */
+static void put_mapped(uint8_t *out, uint32_t es, size_t m, const uint32_t *rm, const uint32_t *w,
+                       size_t n) {
+    if (es == 1)
+        for (size_t x = 0; x < n; x++) out[m + x] = (uint8_t)rm[w[x]];
+    else if (es == 2)
+        for (size_t x = 0; x < n; x++) ((uint16_t *)(void *)out)[m + x] = (uint16_t)rm[w[x]];
+    else
+        for (size_t x = 0; x < n; x++) ((uint32_t *)(void *)out)[m + x] = rm[w[x]];
+}
+
 /* A printable excerpt of a bad token for messages. */
 static int excerpt_len(size_t n) {
     return n > 40 ? 40 : (int)n;
 }
 
-/* Tokenize [a, e) of d for side `sd` into item `it`. */
-static void tokenize(const tx_job *j, int sd, tx_slot *s, tx_item *it, const uint8_t *d, size_t a,
+/* The map's key of word d[w, w + len), d[0, dsize) readable. */
+static inline ss_vocab_key word_key(const uint8_t *d, size_t w, size_t len, size_t dsize) {
+    return dsize - w >= 8 ? ss_vocab_key_fast(d + w, len) : ss_vocab_key_of(d + w, len);
+}
+
+/* Tokenize [a, e) of input `in` for side `sd` into item `it`. */
+static void tokenize(const tx_job *j, int sd, tx_slot *s, tx_item *it, const tx_input *in, size_t a,
                      size_t e, const tx_blockids *bi) {
     const tx_tok *t = &j->tok[sd];
+    const uint8_t *d = in->data;
+    size_t dsize = in->size;
     size_t n = e - a, k = s->tokn[sd];
     uint32_t es = t->esize;
     if (t->kind == TX_SPM) {
@@ -374,19 +400,19 @@ static void tokenize(const tx_job *j, int sd, tx_slot *s, tx_item *it, const uin
             const uint32_t *rm = j->ids->remap[bi->map], *w = bi->tok + s->idpos[sd];
             size_t nw = bi->nper[s->expos[sd]++];
             s->idpos[sd] += nw;
-            for (size_t x = 0; x < nw; x++) put(out, es, m++, rm[w[x]]);
+            put_mapped(out, es, m, rm, w, nw);
+            m += nw;
             break;
         }
-        /* (looking words up in batches, as counting does, measured no
-         * faster: the scan's branch misses, which overlapped the lookups'
-         * cache misses, then stand alone) */
-        for (size_t i = a; i < e;) {
-            while (i < e && is_ws(d[i])) i++;
-            if (i >= e) break;
-            size_t w = i;
-            while (i < e && !is_ws(d[i])) i++;
-            int64_t id = ss_vocab_lookup_h(t->vocab, d + w, i - w, ss_vocab_hash(d + w, i - w));
-            put(out, es, m++, id < 0 ? t->unk : (uint32_t)id);
+        {
+            ss_wordscan ws;
+            size_t w, len;
+            ss_wordscan_init(&ws, d, a, e, dsize);
+            while (ss_wordscan_next(&ws, &w, &len)) {
+                ss_vocab_key key = word_key(d, w, len, dsize);
+                int64_t id = ss_vocab_lookup_key(t->vocab, &key);
+                put(out, es, m++, id < 0 ? t->unk : (uint32_t)id);
+            }
         }
         break;
     case TX_IDS:
@@ -429,17 +455,63 @@ static void tokenize(const tx_job *j, int sd, tx_slot *s, tx_item *it, const uin
     s->tokn[sd] = m;
 }
 
+/* Forget the words kept of a block (pass 2 looks them up). */
+static void blockids_drop(tx_blockids *bi) {
+    free(bi->tok);
+    free(bi->nper);
+    free(bi->line);
+    bi->tok = bi->nper = bi->line = NULL;
+    bi->ntok = bi->nex = bi->tok_cap = bi->nex_cap = 0;
+}
+
+/* tx_process_block() of a text (one side) whose words pass 1 kept: the
+ * examples, their lines and words are all in bi; the text is not read.
+ * Then frees bi's arrays (no block is processed twice): in the worker
+ * threads, not all at the end in the thread that writes. */
+static void process_kept(const tx_job *j, tx_blockids *bi, tx_slot *s) {
+    const tx_tok *t = &j->tok[0];
+    const uint32_t *rm = j->ids->remap[bi->map], *w = bi->tok;
+    uint32_t es = t->esize;
+    if (reserve(&s->tok[0], &s->tok_cap[0], (bi->ntok + 2 * bi->nex) * es) ||
+        reserve_items(s, bi->nex)) {
+        s->oom = 1;
+        return;
+    }
+    int framed = t->bos_on || t->eos_on; /* else the examples' words are one run */
+    if (!framed) put_mapped(s->tok[0], es, 0, rm, w, bi->ntok);
+    size_t m = 0;
+    for (size_t x = 0; x < bi->nex; x++) {
+        size_t k = m;
+        if (t->bos_on) put(s->tok[0], es, m++, t->bos);
+        if (framed) {
+            put_mapped(s->tok[0], es, m, rm, w, bi->nper[x]);
+            w += bi->nper[x];
+        }
+        m += bi->nper[x];
+        if (t->eos_on) put(s->tok[0], es, m++, t->eos);
+        s->items[x] = (tx_item){{k, 0}, {m - k, 0}, bi->line[x], {0, 0}, {0, 0}};
+    }
+    s->nitems = bi->nex;
+    s->tokn[0] = m;
+    s->nlines = bi->nlines;
+    blockids_drop(bi);
+}
+
 void tx_process_block(const tx_job *j, const tx_block *b, tx_slot *s) {
     s->nitems = 0;
     s->tokn[0] = s->tokn[1] = 0;
     s->msgn = 0;
     s->nlines = 0;
     s->oom = 0;
-    const tx_blockids *bi[2] = {NULL, NULL};
+    tx_blockids *bi[2] = {NULL, NULL};
     for (int sd = 0; sd < j->nsides; sd++) {
         s->idpos[sd] = s->expos[sd] = 0;
-        const tx_blockids *k = j->ids ? &j->ids->blocks[2 * (size_t)(b - j->blocks) + sd] : NULL;
+        tx_blockids *k = j->ids ? &j->ids->blocks[2 * (size_t)(b - j->blocks) + sd] : NULL;
         if (k && k->tok && j->tok[sd].kind == TX_WORDS) bi[sd] = k;
+    }
+    if (j->nsides == 1 && bi[0] && !b->other_shard) {
+        process_kept(j, bi[0], s);
+        return;
     }
     if (b->other_shard) {
         s->nlines =
@@ -465,7 +537,7 @@ void tx_process_block(const tx_job *j, const tx_block *b, tx_slot *s) {
         }
         it->line = first[0];
         for (int sd = 0; sd < j->nsides && !s->oom; sd++)
-            tokenize(j, sd, s, it, side_input(j, b, sd)->data, a[sd], e[sd], bi[sd]);
+            tokenize(j, sd, s, it, side_input(j, b, sd), a[sd], e[sd], bi[sd]);
         if (s->oom) return;
     }
     s->nlines = lines[0];
@@ -650,70 +722,101 @@ int tx_vocab_load(ss_conv *c, ss_vocab **out, const char *from, const char *fiel
     return 0;
 }
 
-/* Append x to the array *a of *n elements (capacity *cap). 0, or -1 OOM. */
-static int push_u32(uint32_t **a, size_t *n, size_t *cap, uint32_t x) {
-    if (*n == *cap) {
-        size_t c = *cap ? 2 * *cap : 4096;
-        uint32_t *p = realloc(*a, c * sizeof *p);
-        if (!p) return -1;
-        *a = p;
-        *cap = c;
+/* Append an example of `words` words from line `first` to bi. 0, or -1 OOM. */
+static int push_example(tx_blockids *bi, uint32_t words, uint32_t first) {
+    if (bi->nex == bi->nex_cap) {
+        size_t n = bi->nex_cap ? 2 * bi->nex_cap : 1024;
+        uint32_t *p = realloc(bi->nper, n * sizeof *p);
+        if (p) bi->nper = p;
+        uint32_t *q = p ? realloc(bi->line, n * sizeof *q) : NULL;
+        if (!q) return -1;
+        bi->line = q;
+        bi->nex_cap = n;
     }
-    (*a)[(*n)++] = x;
+    bi->nper[bi->nex] = words;
+    bi->line[bi->nex++] = first;
     return 0;
 }
 
 /* Words waiting to be counted together (ss_vocab_count_batch()). */
 typedef struct word_batch {
-    const uint8_t *w[TX_BATCH];
-    uint32_t len[TX_BATCH], entry[TX_BATCH];
-    uint64_t hash[TX_BATCH];
+    ss_vocab_key key[TX_BATCH];
+    uint32_t entry[TX_BATCH];
     size_t n;
 } word_batch;
 
 static int flush_batch(word_batch *b, ss_vocab *v, tx_blockids *bi) {
-    if (ss_vocab_count_batch(v, b->n, b->w, b->len, b->hash, b->entry)) return -1;
-    for (size_t k = 0; bi && k < b->n; k++)
-        if (push_u32(&bi->tok, &bi->ntok, &bi->tok_cap, b->entry[k])) return -1;
+    uint32_t *to = b->entry;
+    if (bi) { /* the entry numbers go straight into the kept words */
+        if (bi->ntok + b->n > bi->tok_cap) {
+            size_t cap = bi->tok_cap ? 2 * bi->tok_cap : 4096;
+            while (cap < bi->ntok + b->n) cap *= 2;
+            uint32_t *p = realloc(bi->tok, cap * sizeof *p);
+            if (!p) return -1;
+            bi->tok = p;
+            bi->tok_cap = cap;
+        }
+        to = bi->tok + bi->ntok;
+    }
+    if (ss_vocab_count_batch(v, b->n, b->key, to)) return -1;
+    if (bi) bi->ntok += b->n;
     b->n = 0;
     return 0;
 }
 
-/* Count the words of [pos, end) into v; with bi, also keep them (see
- * tx_blockids). Sets *oom on failure. */
-static void count_range(const tx_job *j, const uint8_t *d, size_t pos, size_t end, ss_vocab *v,
+/* Count the words of [pos, end) of `in` into v; with bi, also keep them
+ * (see tx_blockids). Sets *oom on failure. */
+static void count_range(const tx_job *j, const tx_input *in, size_t pos, size_t end, ss_vocab *v,
                         tx_blockids *bi, int *oom) {
+    const uint8_t *d = in->data;
     size_t a, e;
     uint64_t lines = 0, first;
     word_batch b;
     b.n = 0;
+    if (bi && !bi->tok) { /* room for the most words [pos, end) can hold: no
+                           * growing copies; the pages never written are never
+                           * touched, and the array is cut to size at the end */
+        size_t most = (end - pos) / 2 + 1;
+        if ((bi->tok = malloc(most * sizeof *bi->tok))) bi->tok_cap = most;
+    }
     while (next_example(j, d, &pos, end, &lines, &a, &e, &first)) {
         uint64_t words = 0;
-        for (size_t i = a; i < e;) {
-            while (i < e && is_ws(d[i])) i++;
-            if (i >= e) break;
-            size_t w = i;
-            while (i < e && !is_ws(d[i])) i++;
-            if (i - w > UINT32_MAX) { /* the map refuses such words */
+        ss_wordscan ws;
+        size_t w, len;
+        ss_wordscan_init(&ws, d, a, e, in->size);
+        while (ss_wordscan_next(&ws, &w, &len)) {
+            if (len > UINT32_MAX) { /* the map refuses such words */
                 *oom = 1;
                 return;
             }
-            b.w[b.n] = d + w;
-            b.len[b.n] = (uint32_t)(i - w);
-            b.hash[b.n++] = ss_vocab_hash(d + w, i - w);
+            b.key[b.n++] = word_key(d, w, len, in->size);
             words++;
             if (b.n == TX_BATCH && flush_batch(&b, v, bi)) {
                 *oom = 1;
                 return;
             }
         }
-        if (bi &&
-            (words > UINT32_MAX || push_u32(&bi->nper, &bi->nex, &bi->nex_cap, (uint32_t)words))) {
+        if (bi && (words > UINT32_MAX || first > UINT32_MAX)) { /* look them up in pass 2 */
+            if (b.n && flush_batch(&b, v, bi)) {
+                *oom = 1;
+                return;
+            }
+            blockids_drop(bi);
+            bi = NULL;
+        }
+        if (bi && push_example(bi, (uint32_t)words, (uint32_t)first)) {
             *oom = 1;
             return;
         }
     }
     if (b.n && flush_batch(&b, v, bi)) *oom = 1;
+    if (!bi) return;
+    bi->nlines = lines;
+    uint32_t *cut = bi->ntok < bi->tok_cap ? realloc(bi->tok, (bi->ntok + 1) * sizeof *cut) : NULL;
+    if (cut) {
+        bi->tok = cut;
+        bi->tok_cap = bi->ntok + 1;
+    }
 }
 
 /* Bytes of kept words (tx_blockids) a job may hold: a quarter of the
@@ -729,29 +832,52 @@ static size_t ids_budget(void) {
 void tx_wordids_free(tx_job *j) {
     tx_wordids *w = j->ids;
     if (!w) return;
-    for (size_t k = 0; w->blocks && k < 2 * j->nblocks; k++) {
-        free(w->blocks[k].tok);
-        free(w->blocks[k].nper);
-    }
+    for (size_t k = 0; w->blocks && k < 2 * j->nblocks; k++) blockids_drop(&w->blocks[k]);
     for (int k = 0; w->remap && k < w->nmaps; k++) free(w->remap[k]);
     free(w->blocks);
     free(w->remap);
+    free(w->nremap);
     free(w);
     j->ids = NULL;
 }
 
+/* Merge the per-thread maps ([2 * threads]) into maps 0 and 1. With `ids`,
+ * ids->remap[k] of each merged map k gets the entry number in the map it
+ * went into of each of its entries (maps 0 and 1 keep theirs), and
+ * ids->nremap[k] their number. 0, or -1 out of memory. */
+static int merge_maps(ss_vocab **maps, int threads, int nmaps, tx_wordids *ids) {
+    int oom = 0;
+    for (int m = 0; m < nmaps && !oom; m++)
+        for (int t = 1; t < threads && !oom; t++) {
+            int k = 2 * t + m;
+            uint64_t n = ss_vocab_entries(maps[k]);
+            uint32_t *to = ids ? malloc((n ? n : 1) * sizeof *to) : NULL;
+            if (ids && !(ids->remap[k] = to)) oom = 1;
+            if (ids) ids->nremap[k] = n;
+            if (!oom && ss_vocab_merge_at(maps[m], maps[k], to)) oom = 1;
+        }
+    return oom ? -1 : 0;
+}
+
 /* tx_count_words(); with `ids`, also keep the words of blocks while their
- * size stays within ids_budget(), and hand over the per-thread maps (their
- * entry numbers are what ids holds) in *maps_out ([2 * threads]; maps 0 and
- * 1 are counts[0], counts[1], which then hold the merged counts, entries of
- * map 0 keeping their numbers). */
+ * size stays within ids_budget(), as entry numbers of per-thread maps: map
+ * 2t + m of thread t; ids->remap (allocated here) then holds where those
+ * of maps 2t + m, t > 0, went in counts[m] (merge_maps()). */
 static int count_words(ss_conv *c, const tx_job *j, int threads, int shared, const int skip[2],
-                       ss_vocab *counts[2], tx_wordids *ids, ss_vocab ***maps_out) {
+                       ss_vocab *counts[2], tx_wordids *ids) {
     int nmaps = shared ? 1 : j->nsides, oom = 0;
     ss_vocab **maps = calloc((size_t)threads * 2, sizeof *maps);
     size_t budget = ids ? ids_budget() : 0, kept = 0;
     counts[0] = counts[1] = NULL;
-    if (!maps) return ss_conv_error(c, "out of memory");
+    if (ids && maps) {
+        ids->nmaps = 2 * threads;
+        ids->remap = calloc((size_t)ids->nmaps, sizeof *ids->remap);
+        ids->nremap = calloc((size_t)ids->nmaps, sizeof *ids->nremap);
+    }
+    if (!maps || (ids && (!ids->remap || !ids->nremap))) {
+        free(maps);
+        return ss_conv_error(c, "out of memory");
+    }
     for (int t = 0; t < threads; t++)
         for (int m = 0; m < nmaps; m++)
             if (ss_vocab_new(&maps[2 * t + m])) oom = 1;
@@ -769,10 +895,9 @@ static int count_words(ss_conv *c, const tx_job *j, int threads, int shared, con
                 sofar = kept;
                 tx_blockids *bi = ids && sofar < budget ? &ids->blocks[2 * b + (size_t)sd] : NULL;
                 if (bi) bi->map = m;
-                count_range(j, side_input(j, bl, sd)->data, bl->start[sd], bl->end[sd], maps[m], bi,
-                            &o);
+                count_range(j, side_input(j, bl, sd), bl->start[sd], bl->end[sd], maps[m], bi, &o);
                 if (bi) {
-                    size_t add = (bi->tok_cap + bi->nex_cap) * sizeof(uint32_t);
+                    size_t add = (bi->tok_cap + 2 * bi->nex_cap) * sizeof(uint32_t);
 #pragma omp atomic update
                     kept += add;
                 }
@@ -783,37 +908,38 @@ static int count_words(ss_conv *c, const tx_job *j, int threads, int shared, con
             }
         }
     }
-    for (int m = 0; m < nmaps && !oom; m++)
-        for (int t = 1; t < threads; t++)
-            if (ss_vocab_merge(maps[m], maps[2 * t + m])) oom = 1;
-    for (int k = 0; k < threads * 2; k++)
-        if (oom || (k >= nmaps && !maps_out)) {
+    if (!oom && merge_maps(maps, threads, nmaps, ids)) oom = 1;
+    for (int k = 0; k < 2 * threads; k++)
+        if (oom || k >= nmaps) {
             ss_vocab_free(maps[k]);
             maps[k] = NULL;
         }
-    if (!oom) {
-        counts[0] = maps[0];
-        counts[1] = nmaps > 1 ? maps[1] : NULL;
-    }
-    if (maps_out && !oom)
-        *maps_out = maps;
-    else
-        free(maps);
+    counts[0] = maps[0];
+    counts[1] = maps[1];
+    free(maps);
     return oom ? ss_conv_error(c, "out of memory while counting words") : 0;
 }
 
 int tx_count_words(ss_conv *c, const tx_job *j, int threads, int shared, const int skip[2],
                    ss_vocab *counts[2]) {
-    return count_words(c, j, threads, shared, skip, counts, NULL, NULL);
+    return count_words(c, j, threads, shared, skip, counts, NULL);
 }
 
-int tx_vocabs_from_counts(ss_conv *c, ss_vocab *counts[2], uint64_t min_count, uint64_t max_vocab,
-                          int shared, const int skip[2], ss_vocab *vocab[2]) {
+/* tx_vocabs_from_counts(); with `ids`, ids[m] (allocated here) also gets the
+ * id of each entry of counts[m] (ss_vocab_build_ids()), NULL for the maps
+ * not built. */
+static int build_vocabs(ss_conv *c, ss_vocab *counts[2], uint64_t min_count, uint64_t max_vocab,
+                        int shared, const int skip[2], ss_vocab *vocab[2], uint32_t *ids[2]) {
     int nmaps = shared ? 1 : 2, oom = 0;
     vocab[0] = vocab[1] = NULL;
     for (int m = 0; m < nmaps && !oom; m++) {
         if ((skip[m] && !shared) || !counts[m]) continue;
-        if (ss_vocab_build(&vocab[m], counts[m], min_count, max_vocab)) oom = 1;
+        uint64_t n = ss_vocab_entries(counts[m]);
+        if (ids && !(ids[m] = malloc((n ? n : 1) * sizeof *ids[m])))
+            oom = 1;
+        else if (ss_vocab_build_ids(&vocab[m], counts[m], min_count, max_vocab,
+                                    ids ? ids[m] : NULL))
+            oom = 1;
     }
     if (!oom) return 0;
     ss_vocab_free(vocab[0]);
@@ -822,33 +948,39 @@ int tx_vocabs_from_counts(ss_conv *c, ss_vocab *counts[2], uint64_t min_count, u
     return ss_conv_error(c, "out of memory while building the vocabulary");
 }
 
-/* ids->remap[k] for every map k of `maps` ([2 * threads]): entry number ->
- * id in the vocabulary of its side (k % 2, or 0 when shared), <unk> for
- * words the vocabulary dropped. 0, or -1 out of memory. */
-static int remap_maps(tx_wordids *ids, ss_vocab **maps, int threads, int shared,
-                      ss_vocab *vocab[2]) {
-    ids->nmaps = 2 * threads;
-    ids->remap = calloc((size_t)ids->nmaps, sizeof *ids->remap);
-    if (!ids->remap) return -1;
-    for (int k = 0; k < ids->nmaps; k++) {
-        const ss_vocab *v = vocab[shared ? 0 : k % 2];
-        if (!maps[k] || !v) continue;
-        uint64_t n = ss_vocab_entries(maps[k]);
-        int64_t unk = ss_vocab_lookup(v, (const uint8_t *)"<unk>", 5);
-        if (!(ids->remap[k] = malloc((n ? n : 1) * sizeof *ids->remap[k]))) return -1;
-        for (uint64_t e = 0; e < n; e++) {
-            size_t len;
-            const uint8_t *w = ss_vocab_entry(maps[k], e, &len);
-            int64_t id = ss_vocab_lookup(v, w, len);
-            ids->remap[k][e] = (uint32_t)(id < 0 ? unk : id);
-        }
+int tx_vocabs_from_counts(ss_conv *c, ss_vocab *counts[2], uint64_t min_count, uint64_t max_vocab,
+                          int shared, const int skip[2], ss_vocab *vocab[2]) {
+    return build_vocabs(c, counts, min_count, max_vocab, shared, skip, vocab, NULL);
+}
+
+/* ids->remap[k] for every map k (2t + m of thread t): entry number -> id in
+ * the vocabulary of map m (a side, or 0 when shared), <unk> for words the
+ * vocabulary dropped: the ids of counts[m]'s entries (ss_vocab_build_ids(),
+ * taken over), and for t > 0 those of the entries the merge put each word
+ * into. No word is looked up. */
+static void remap_maps(tx_wordids *ids, uint32_t *built[2]) {
+    for (int m = 0; m < 2; m++) {
+        free(ids->remap[m]);
+        ids->remap[m] = built[m];
     }
-    return 0;
+    for (int k = 2; k < ids->nmaps; k++) {
+        uint32_t *to = ids->remap[k];
+        const uint32_t *id = ids->remap[k % 2];
+        if (!to) continue;
+        if (!id) { /* a side not counted */
+            free(to);
+            ids->remap[k] = NULL;
+            continue;
+        }
+        uint64_t n = ids->nremap[k];
+        for (uint64_t e = 0; e < n; e++) to[e] = id[to[e]];
+    }
 }
 
 int tx_build_vocabs(ss_conv *c, tx_job *j, int threads, uint64_t min_count, uint64_t max_vocab,
                     int shared, const int skip[2], ss_vocab *vocab[2]) {
-    ss_vocab *counts[2], **maps = NULL;
+    ss_vocab *counts[2];
+    uint32_t *built[2] = {NULL, NULL};
     vocab[0] = vocab[1] = NULL;
     tx_wordids_free(j);
     j->ids = calloc(1, sizeof *j->ids);
@@ -856,13 +988,17 @@ int tx_build_vocabs(ss_conv *c, tx_job *j, int threads, uint64_t min_count, uint
         tx_wordids_free(j);
         return ss_conv_error(c, "out of memory");
     }
-    int rc = count_words(c, j, threads, shared, skip, counts, j->ids, &maps);
-    if (!rc) rc = tx_vocabs_from_counts(c, counts, min_count, max_vocab, shared, skip, vocab);
-    if (!rc && remap_maps(j->ids, maps, threads, shared, vocab))
-        rc = ss_conv_error(c, "out of memory");
-    for (int k = 0; maps && k < 2 * threads; k++) ss_vocab_free(maps[k]); /* counts[] too */
-    free(maps);
-    if (rc) tx_wordids_free(j);
+    int rc = count_words(c, j, threads, shared, skip, counts, j->ids);
+    if (!rc) rc = build_vocabs(c, counts, min_count, max_vocab, shared, skip, vocab, built);
+    if (!rc) {
+        remap_maps(j->ids, built);
+    } else {
+        free(built[0]);
+        free(built[1]);
+        tx_wordids_free(j);
+    }
+    ss_vocab_free(counts[0]);
+    ss_vocab_free(counts[1]);
     return rc;
 }
 

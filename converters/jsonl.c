@@ -80,7 +80,7 @@ static int jl_put_string(const jl_spec *s, const char *key, const json_t *v, jl_
             if (i >= n) break;
             size_t w = i;
             while (i < n && !jl_is_ws(str[i])) i++;
-            int64_t id = ss_vocab_lookup_h(t->vocab, str + w, i - w, ss_vocab_hash(str + w, i - w));
+            int64_t id = ss_vocab_lookup(t->vocab, str + w, i - w);
             jl_put(b->data, t->esize, m++, id < 0 ? t->unk : (uint32_t)id);
         }
     } else {
@@ -199,7 +199,7 @@ static int jl_count_words(const uint8_t *s, size_t n, ss_vocab *v) {
         size_t w = i;
         while (i < n && !jl_is_ws(s[i])) i++;
         /* the map copies a new word's bytes (they must outlive the line) */
-        if (ss_vocab_count_h(v, s + w, i - w, ss_vocab_hash(s + w, i - w), 1)) return -2;
+        if (ss_vocab_count(v, s + w, i - w, 1)) return -2;
     }
     return 0;
 }

@@ -64,20 +64,24 @@ typedef struct tx_item {
 
 /* Pass 1's words of one side of one block (--tokens words, counted in this
  * process): the entry number (ss_vocab_count_at()) of every word in order,
- * in the map of the thread that counted it, and the number of words of each
- * example. Pass 2 then maps them to ids through that map's remap table
- * instead of finding the words in the text and the vocabulary again. */
+ * in the map of the thread that counted it, and the number of words and
+ * the first line of each example. Pass 2 then maps them to ids through that
+ * map's remap table instead of finding the words in the text and the
+ * vocabulary again; a text (one side) is not read again at all. */
 typedef struct tx_blockids {
     uint32_t *tok;  /* [ntok]; NULL: not kept (pass 2 looks the words up) */
     uint32_t *nper; /* [nex]: words per example */
+    uint32_t *line; /* [nex]: its first line, 1-based within the block */
     size_t ntok, nex, tok_cap, nex_cap;
-    int map; /* index into tx_wordids.remap */
+    uint64_t nlines; /* lines of the block */
+    int map;         /* index into tx_wordids.remap */
 } tx_blockids;
 
 /* The words pass 1 kept (tx_build_vocabs()); owned by the job. */
 typedef struct tx_wordids {
     tx_blockids *blocks; /* [nblocks * 2]: block b, side s at [2 * b + s] */
     uint32_t **remap;    /* [nmaps]: entry number of map k -> id (<unk> if dropped) */
+    uint64_t *nremap;    /* [nmaps]: while the vocabulary is built, entries of remap[k] */
     int nmaps;
 } tx_wordids;
 
@@ -166,7 +170,9 @@ int tx_split(tx_job *j);
  * printed). */
 int tx_shard_blocks(ss_conv *c, tx_job *j);
 
-/* Turn block `b` into items in `slot` (pure: no I/O, thread-safe). */
+/* Turn block `b` into items in `slot` (no I/O; thread-safe for distinct
+ * blocks). Frees the words pass 1 kept of the block (j->ids) once they are
+ * in `slot`: a block is processed once. */
 void tx_process_block(const tx_job *j, const tx_block *b, tx_slot *slot);
 
 void tx_slot_free(tx_slot *slot);

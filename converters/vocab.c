@@ -6,18 +6,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A word: its bytes and count (counting) or id (vocabulary). 24 bytes: the
- * hash is not kept (the slot holds its high half; growing recomputes it). */
+/* A word: its bytes and the slot that holds it. */
 typedef struct entry {
     const uint8_t *key;
-    uint64_t val;
+    uint64_t slot;
     uint32_t len;
 } entry;
 
 /* Counted words' bytes, copied together: the map owns them (counts read
- * from a file outlive it; see wordcounts.c), and a lookup that finds a
- * matching hash compares bytes in a few cache lines rather than at the
- * word's first occurrence somewhere in a large mapped input. */
+ * from a file outlive it; see wordcounts.c), and a lookup that must compare
+ * a long word's bytes reads a few cache lines rather than the word's first
+ * occurrence somewhere in a large mapped input. */
 typedef struct arena {
     struct arena *next;
     size_t used, cap;
@@ -26,13 +25,21 @@ typedef struct arena {
 
 #define SS_ARENA_BLOCK (256u << 10)
 
-/* The table is open addressing over 8-byte slots: the hash's high 32 bits
- * and 1 + the index of the word in the dense `ents` array (0 = empty). Small
- * slots and dense entries (in insertion order, which is roughly frequency
- * order; id order in a vocabulary) keep the table small; the slot loads
- * are still about half of the time of --tokens words (perf, 20,000 words). */
+/* A slot of the table: the word's ss_vocab_key pre, tail and length, its
+ * count (counting) or id (vocabulary) and 1 + the index of its entry in the
+ * dense `ents` array (0 = empty). Counting a word of up to 16 bytes reads
+ * and writes its slot, half a cache line, and nothing else: the 8-byte slots
+ * with a hash tag this replaces needed the entry and the key bytes as well,
+ * two dependent loads and a byte loop per word (with perf on 100 MB of
+ * words, 35% of --tokens words in the lookup). Entries are in insertion
+ * order, roughly frequency order (id order in a vocabulary). */
+typedef struct slot {
+    uint64_t pre, tail, val;
+    uint32_t len, idx;
+} slot;
+
 struct ss_vocab {
-    uint64_t *slots;
+    slot *slots;
     uint64_t cap; /* slots; a power of two, at least 4/3 of nents */
     entry *ents;
     uint64_t nents, ents_cap;
@@ -70,38 +77,29 @@ void ss_vocab_free(ss_vocab *v) {
     free(v);
 }
 
-static inline int same_bytes(const uint8_t *a, const uint8_t *b, size_t n) {
-    if (n > 16) return !memcmp(a, b, n);
-    for (size_t i = 0; i < n; i++)
-        if (a[i] != b[i]) return 0;
-    return 1;
+/* Slot s holds word k. */
+static inline int holds(const ss_vocab *v, const slot *s, const ss_vocab_key *k) {
+    if (s->pre != k->pre || s->tail != k->tail || s->len != k->len) return 0;
+    return k->len <= 16 || !memcmp(v->ents[s->idx - 1].key + 8, k->w + 8, k->len - 16);
 }
 
-/* The slot of [w, w + len): the word's, or the empty one where it goes. */
-static uint64_t find(const ss_vocab *v, const uint8_t *w, size_t len, uint64_t h) {
-    uint64_t mask = v->cap - 1, tag = h >> 32;
-    for (uint64_t i = h & mask;; i = (i + 1) & mask) {
-        uint64_t s = v->slots[i];
-        if (!s) return i;
-        if (s >> 32 != tag) continue;
-        const entry *e = &v->ents[(uint32_t)s - 1];
-        if (e->len == len && same_bytes(e->key, w, len)) return i;
-    }
-}
-
-static const entry *found(const ss_vocab *v, uint64_t slot) {
-    uint64_t s = v->slots[slot];
-    return s ? &v->ents[(uint32_t)s - 1] : NULL;
+/* The slot of word k: the word's, or the empty one where it goes. */
+static inline uint64_t find(const ss_vocab *v, const ss_vocab_key *k) {
+    uint64_t mask = v->cap - 1;
+    for (uint64_t i = k->hash & mask;; i = (i + 1) & mask)
+        if (!v->slots[i].idx || holds(v, &v->slots[i], k)) return i;
 }
 
 static int grow(ss_vocab *v) {
     uint64_t cap = v->cap * 2;
-    uint64_t *s = calloc(cap, sizeof *s);
+    slot *s = calloc(cap, sizeof *s);
     if (!s) return -1;
     for (uint64_t k = 0; k < v->nents; k++) {
-        uint64_t h = ss_vocab_hash(v->ents[k].key, v->ents[k].len), j = h & (cap - 1);
-        while (s[j]) j = (j + 1) & (cap - 1);
-        s[j] = (h >> 32) << 32 | (k + 1);
+        ss_vocab_key key = ss_vocab_key_of(v->ents[k].key, v->ents[k].len);
+        uint64_t j = key.hash & (cap - 1);
+        while (s[j].idx) j = (j + 1) & (cap - 1);
+        s[j] = v->slots[v->ents[k].slot];
+        v->ents[k].slot = j;
     }
     free(v->slots);
     v->slots = s;
@@ -134,79 +132,83 @@ static const uint8_t *arena_copy(ss_vocab *v, const uint8_t *w, size_t len) {
     return p;
 }
 
-/* Insert or find; *fresh says whether it was inserted (val = 0). `copy`:
- * the map keeps its own copy of the bytes (counting), else borrows them. */
-static entry *insert(ss_vocab *v, const uint8_t *w, size_t len, uint64_t h, int *fresh, int copy) {
-    uint64_t i = find(v, w, len, h);
+/* Room for n entries. */
+static int grow_ents(ss_vocab *v, uint64_t n) {
+    entry *g = realloc(v->ents, n * sizeof *g);
+    if (!g) return -1;
+    v->ents = g;
+    v->ents_cap = n;
+    return 0;
+}
+
+/* The count (id) of entry k. */
+static inline uint64_t *val_of(const ss_vocab *v, uint64_t k) {
+    return &v->slots[v->ents[k].slot].val;
+}
+
+/* Insert or find: the word's slot, or NULL out of memory; *fresh says
+ * whether it was inserted (value 0). `copy`: the map keeps its own copy of
+ * the bytes (counting), else borrows them. */
+static slot *insert(ss_vocab *v, const ss_vocab_key *k, int *fresh, int copy) {
+    uint64_t i = find(v, k);
     *fresh = 0;
-    if (v->slots[i]) return &v->ents[(uint32_t)v->slots[i] - 1];
-    if (v->nents >= UINT32_MAX - 1 || len > UINT32_MAX) return NULL;
-    if ((v->nents + 1) * 4 > v->cap * 3) { /* load <= 3/4: 8 slots per cache line */
+    if (v->slots[i].idx) return &v->slots[i];
+    if (v->nents >= UINT32_MAX - 1 || k->len > UINT32_MAX) return NULL;
+    if ((v->nents + 1) * 4 > v->cap * 3) { /* load <= 3/4 */
         if (grow(v)) return NULL;
-        i = find(v, w, len, h);
+        i = find(v, k);
     }
-    if (v->nents == v->ents_cap) {
-        uint64_t n = v->ents_cap ? 2 * v->ents_cap : 256;
-        entry *g = realloc(v->ents, n * sizeof *g);
-        if (!g) return NULL;
-        v->ents = g;
-        v->ents_cap = n;
-    }
-    if (copy && !(w = arena_copy(v, w, len))) return NULL;
-    entry *e = &v->ents[v->nents++];
+    if (v->nents == v->ents_cap && grow_ents(v, v->ents_cap ? 2 * v->ents_cap : 256)) return NULL;
+    const uint8_t *w = k->w;
+    if (copy && !(w = arena_copy(v, w, k->len))) return NULL;
+    entry *e = &v->ents[v->nents];
     e->key = w ? w : (const uint8_t *)"";
-    e->len = (uint32_t)len;
-    e->val = 0;
-    v->slots[i] = (h >> 32) << 32 | v->nents;
+    e->len = (uint32_t)k->len;
+    e->slot = i;
+    v->slots[i] = (slot){k->pre, k->tail, 0, (uint32_t)k->len, (uint32_t)++v->nents};
     *fresh = 1;
-    return e;
+    return &v->slots[i];
 }
 
 int ss_vocab_count(ss_vocab *v, const uint8_t *w, size_t len, uint64_t n) {
-    return ss_vocab_count_h(v, w, len, ss_vocab_hash(w, len), n);
+    ss_vocab_key k = ss_vocab_key_of(w, len);
+    return ss_vocab_count_key(v, &k, n);
 }
 
-int ss_vocab_count_h(ss_vocab *v, const uint8_t *w, size_t len, uint64_t hash, uint64_t n) {
+int ss_vocab_count_key(ss_vocab *v, const ss_vocab_key *k, uint64_t n) {
+    uint32_t e;
+    return ss_vocab_count_at(v, k, n, &e);
+}
+
+int ss_vocab_count_at(ss_vocab *v, const ss_vocab_key *k, uint64_t n, uint32_t *entry_no) {
     int fresh;
-    entry *e = insert(v, w, len, hash, &fresh, 1);
-    if (!e) return -1;
-    e->val += n;
+    slot *s = insert(v, k, &fresh, 1);
+    if (!s) return -1;
+    s->val += n;
+    *entry_no = s->idx - 1; /* < UINT32_MAX - 1 (insert) */
     return 0;
 }
 
-int ss_vocab_count_at(ss_vocab *v, const uint8_t *w, size_t len, uint64_t hash, uint64_t n,
-                      uint32_t *entry_no) {
-    int fresh;
-    entry *e = insert(v, w, len, hash, &fresh, 1);
-    if (!e) return -1;
-    e->val += n;
-    *entry_no = (uint32_t)(e - v->ents); /* < UINT32_MAX - 1 (insert) */
-    return 0;
-}
-
-/* Fetch the table memory of the n words (slot, entry, key bytes), each
- * stage for all words before the next, so that their misses overlap. */
-static void prefetch_words(const ss_vocab *v, size_t n, const uint64_t *hash) {
+int ss_vocab_count_batch(ss_vocab *v, size_t n, const ss_vocab_key *keys, uint32_t *entry_no) {
+    /* A cache miss per word (its slot) was most of the counting time of a
+     * large map; fetched for the batch first, the misses overlap. */
     uint64_t mask = v->cap - 1;
-    for (size_t i = 0; i < n; i++) __builtin_prefetch(&v->slots[hash[i] & mask]);
+    for (size_t i = 0; i < n; i++) __builtin_prefetch(&v->slots[keys[i].hash & mask]);
     for (size_t i = 0; i < n; i++) {
-        uint64_t s = v->slots[hash[i] & mask];
-        if (s && s >> 32 == hash[i] >> 32) __builtin_prefetch(&v->ents[(uint32_t)s - 1]);
+        const ss_vocab_key *k = &keys[i];
+        slot *s;
+        for (uint64_t j = k->hash & mask;; j = (j + 1) & mask) { /* find(), inline */
+            s = &v->slots[j];
+            if (!s->idx || holds(v, s, k)) break;
+        }
+        if (!s->idx) { /* a new word */
+            if (ss_vocab_count_at(v, k, 1, &entry_no[i])) return -1;
+            mask = v->cap - 1; /* the table may have grown */
+            continue;
+        }
+        s->val++;
+        entry_no[i] = s->idx - 1;
     }
-    for (size_t i = 0; i < n; i++) {
-        uint64_t s = v->slots[hash[i] & mask];
-        if (s && s >> 32 == hash[i] >> 32) __builtin_prefetch(v->ents[(uint32_t)s - 1].key);
-    }
-}
-
-int ss_vocab_count_batch(ss_vocab *v, size_t n, const uint8_t *const *w, const uint32_t *len,
-                         const uint64_t *hash, uint32_t *entry_no) {
-    /* Three dependent cache misses per word (slot, entry, key bytes) were
-     * most of the counting time; fetched for the batch first, they overlap.
-     * The loads are hints only: the inserts below redo them (and grow). */
-    prefetch_words(v, n, hash);
-    for (size_t i = 0; i < n; i++)
-        if (ss_vocab_count_at(v, w[i], len[i], hash[i], 1, &entry_no[i])) return -1;
     return 0;
 }
 
@@ -216,18 +218,22 @@ const uint8_t *ss_vocab_entry(const ss_vocab *v, uint64_t k, size_t *len) {
     return v->ents[k].key;
 }
 
-int64_t ss_vocab_lookup_h(const ss_vocab *v, const uint8_t *w, size_t len, uint64_t hash) {
-    const entry *e = found(v, find(v, w, len, hash));
-    return e ? (int64_t)e->val : -1;
+int64_t ss_vocab_lookup_key(const ss_vocab *v, const ss_vocab_key *k) {
+    const slot *s = &v->slots[find(v, k)];
+    return s->idx ? (int64_t)s->val : -1;
 }
 
 int ss_vocab_merge(ss_vocab *into, const ss_vocab *from) {
+    return ss_vocab_merge_at(into, from, NULL);
+}
+
+int ss_vocab_merge_at(ss_vocab *into, const ss_vocab *from, uint32_t *entry_no) {
     for (uint64_t k = 0; k < from->nents; k++) {
         const entry *f = &from->ents[k];
-        int fresh;
-        entry *e = insert(into, f->key, f->len, ss_vocab_hash(f->key, f->len), &fresh, 1);
-        if (!e) return -1;
-        e->val += f->val;
+        ss_vocab_key key = ss_vocab_key_of(f->key, f->len);
+        uint32_t e;
+        if (ss_vocab_count_at(into, &key, *val_of(from, k), &e)) return -1;
+        if (entry_no) entry_no[k] = e;
     }
     return 0;
 }
@@ -236,16 +242,39 @@ uint64_t ss_vocab_entries(const ss_vocab *v) {
     return v->nents;
 }
 
-static int is_special(const entry *e) {
+/* The reserved id of a word equal to a reserved token, else -1. */
+static int special_id(const entry *e) {
     for (int k = 0; k < SS_VOCAB_NSPECIAL; k++)
-        if (e->len == strlen(specials[k]) && !memcmp(e->key, specials[k], e->len)) return 1;
-    return 0;
+        if (e->len == strlen(specials[k]) && !memcmp(e->key, specials[k], e->len)) return k;
+    return -1;
 }
 
-/* Most frequent first; ties by bytes, then by length (a prefix first). */
+/* A counted word to sort: its count, its first 8 bytes in the order of
+ * their bytes (most ties are decided there, without reading the word) and
+ * its entry. */
+typedef struct ranked {
+    uint64_t count, order;
+    const entry *e;
+} ranked;
+
+static ranked rank_of(const ss_vocab *counts, uint64_t k) {
+    const slot *s = &counts->slots[counts->ents[k].slot];
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    uint64_t order = s->pre;
+#else
+    uint64_t order = __builtin_bswap64(s->pre);
+#endif
+    return (ranked){s->val, order, &counts->ents[k]};
+}
+
+/* Most frequent first; ties by bytes, then by length (a prefix first).
+ * `order` is the first 8 bytes with 0 after a shorter word's end: where it
+ * differs, so do the bytes, or the word that ends first is smaller. */
 static int by_count(const void *pa, const void *pb) {
-    const entry *a = *(const entry *const *)pa, *b = *(const entry *const *)pb;
-    if (a->val != b->val) return a->val > b->val ? -1 : 1;
+    const ranked *ra = pa, *rb = pb;
+    if (ra->count != rb->count) return ra->count > rb->count ? -1 : 1;
+    if (ra->order != rb->order) return ra->order < rb->order ? -1 : 1;
+    const entry *a = ra->e, *b = rb->e;
     uint32_t n = a->len < b->len ? a->len : b->len;
     int c = memcmp(a->key, b->key, n);
     if (c) return c;
@@ -258,9 +287,7 @@ static int64_t fill(ss_vocab *v, const uint8_t *const *tok, const uint32_t *len,
     size_t total = 1;
     for (uint64_t i = 0; i < n; i++) total += len[i];
     v->owned = malloc(total);
-    v->ents = malloc((n ? n : 1) * sizeof *v->ents);
-    if (!v->owned || !v->ents) return -1;
-    v->ents_cap = n ? n : 1;
+    if (!v->owned || grow_ents(v, n ? n : 1)) return -1;
     while (v->cap * 3 < 4 * (n + 1)) v->cap *= 2;
     free(v->slots);
     v->slots = calloc(v->cap, sizeof *v->slots);
@@ -271,28 +298,38 @@ static int64_t fill(ss_vocab *v, const uint8_t *const *tok, const uint32_t *len,
         const uint8_t *key = (const uint8_t *)v->owned + off;
         off += len[i];
         int fresh;
-        entry *e = insert(v, key, len[i], ss_vocab_hash(key, len[i]), &fresh, 0);
-        if (!e) return -1;
+        ss_vocab_key k = ss_vocab_key_of(key, len[i]);
+        slot *s = insert(v, &k, &fresh, 0);
+        if (!s) return -1;
         if (!fresh) return (int64_t)i + 1;
-        e->val = i; /* ents[i]: ids are in insertion order */
+        s->val = i; /* entry i: ids are in insertion order */
     }
     v->nids = n;
     return 0;
 }
 
 int ss_vocab_build(ss_vocab **out, const ss_vocab *counts, uint64_t min_count, uint64_t max_size) {
+    return ss_vocab_build_ids(out, counts, min_count, max_size, NULL);
+}
+
+int ss_vocab_build_ids(ss_vocab **out, const ss_vocab *counts, uint64_t min_count,
+                       uint64_t max_size, uint32_t *ids) {
     *out = NULL;
-    const entry **words = malloc((counts->nents ? counts->nents : 1) * sizeof *words);
+    ranked *words = malloc((counts->nents ? counts->nents : 1) * sizeof *words);
     uint64_t n = 0;
     if (!words) return -1;
     for (uint64_t i = 0; i < counts->nents; i++) {
-        const entry *e = &counts->ents[i];
-        if (e->val >= min_count && !is_special(e)) words[n++] = e;
+        int sp = special_id(&counts->ents[i]);
+        ranked r = rank_of(counts, i);
+        if (ids) ids[i] = sp >= 0 ? (uint32_t)sp : SS_VOCAB_UNK;
+        if (r.count >= min_count && sp < 0) words[n++] = r;
     }
     qsort(words, n, sizeof *words, by_count);
     uint64_t total = SS_VOCAB_NSPECIAL + n;
     if (max_size && total > max_size)
         total = max_size < SS_VOCAB_NSPECIAL ? SS_VOCAB_NSPECIAL : max_size;
+    for (uint64_t i = SS_VOCAB_NSPECIAL; ids && i < total; i++)
+        ids[words[i - SS_VOCAB_NSPECIAL].e - counts->ents] = (uint32_t)i;
     const uint8_t **tok = malloc(total * sizeof *tok);
     uint32_t *len = malloc(total * sizeof *len);
     ss_vocab *v = NULL;
@@ -303,8 +340,8 @@ int ss_vocab_build(ss_vocab **out, const ss_vocab *counts, uint64_t min_count, u
                 tok[i] = (const uint8_t *)specials[i];
                 len[i] = (uint32_t)strlen(specials[i]);
             } else {
-                tok[i] = words[i - SS_VOCAB_NSPECIAL]->key;
-                len[i] = words[i - SS_VOCAB_NSPECIAL]->len;
+                tok[i] = words[i - SS_VOCAB_NSPECIAL].e->key;
+                len[i] = words[i - SS_VOCAB_NSPECIAL].e->len;
             }
         }
         rc = fill(v, tok, len, total) == 0 ? 0 : -1;
@@ -380,7 +417,8 @@ done:
 }
 
 int64_t ss_vocab_lookup(const ss_vocab *v, const uint8_t *w, size_t len) {
-    return ss_vocab_lookup_h(v, w, len, ss_vocab_hash(w, len));
+    ss_vocab_key k = ss_vocab_key_of(w, len);
+    return ss_vocab_lookup_key(v, &k);
 }
 
 uint64_t ss_vocab_size(const ss_vocab *v) {
@@ -409,19 +447,19 @@ char *ss_vocab_text(const ss_vocab *v, size_t *size) {
 }
 
 char *ss_vocab_counts_text(const ss_vocab *counts, size_t *size) {
-    const entry **words = malloc((counts->nents ? counts->nents : 1) * sizeof *words);
+    ranked *words = malloc((counts->nents ? counts->nents : 1) * sizeof *words);
     if (!words) return NULL;
     size_t total = 1;
     for (uint64_t i = 0; i < counts->nents; i++) {
-        words[i] = &counts->ents[i];
+        words[i] = rank_of(counts, i);
         total += counts->ents[i].len + 22;
     }
     qsort(words, counts->nents, sizeof *words, by_count); /* the same file for any threads */
     char *t = malloc(total), *p = t;
     for (uint64_t i = 0; t && i < counts->nents; i++) {
-        memcpy(p, words[i]->key, words[i]->len);
-        p += words[i]->len;
-        p += sprintf(p, "\t%llu\n", (unsigned long long)words[i]->val);
+        memcpy(p, words[i].e->key, words[i].e->len);
+        p += words[i].e->len;
+        p += sprintf(p, "\t%llu\n", (unsigned long long)words[i].count);
     }
     free(words);
     if (!t) return NULL;

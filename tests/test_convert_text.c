@@ -180,6 +180,153 @@ static void test_vocab(void) {
     ss_vocab_free(v);
 }
 
+/* The words of d[a, e) the plain way: offsets and lengths into w[]. */
+static size_t naive_words(const uint8_t *d, size_t a, size_t e, size_t *w) {
+    size_t n = 0;
+    for (size_t i = a; i < e;) {
+        while (i < e && ss_is_ws(d[i])) i++;
+        if (i >= e) break;
+        w[2 * n] = i;
+        while (i < e && !ss_is_ws(d[i])) i++;
+        w[2 * n + 1] = i - w[2 * n];
+        n++;
+    }
+    return n;
+}
+
+/* ss_wordscan (64 bytes at a time) finds the words a byte loop finds: words
+ * across and ending on 64-byte boundaries, longer than 64, at the very end
+ * of the buffer (allocated to its exact size: reading past it fails under
+ * the sanitizers), every whitespace byte and the bytes next to them. */
+static void test_wordscan(void) {
+    static const uint8_t alphabet[] = {' ', '\t', '\n', '\v', '\f', '\r', 0x08, 0x0e, 0x1f,
+                                       '!', 'a',  0,    0x80, 0xff, 0xa0, 0x85, 0x89};
+    uint64_t rng = 11;
+    size_t *want = malloc(2 * 600 * sizeof *want);
+    CHECK(want != NULL);
+    for (int round = 0; round < 3000; round++) {
+        size_t size = ss_test_rand(&rng) % 600;
+        uint8_t *d = malloc(size ? size : 1);
+        CHECK(d != NULL);
+        int spaces = 1 + (int)(ss_test_rand(&rng) % 40); /* 1: long words */
+        for (size_t i = 0; i < size; i++) {
+            uint64_t r = ss_test_rand(&rng);
+            d[i] = r % 41 < (uint64_t)spaces ? alphabet[(r >> 8) % 6]
+                                             : alphabet[6 + (r >> 8) % (sizeof alphabet - 6)];
+        }
+        size_t a = size ? ss_test_rand(&rng) % (size + 1) : 0;
+        size_t e = a + (size > a ? ss_test_rand(&rng) % (size - a + 1) : 0);
+        if (round % 4 == 0) e = size; /* words ending at the buffer's end */
+        size_t n = naive_words(d, a, e, want), got = 0, w, len;
+        ss_wordscan ws;
+        ss_wordscan_init(&ws, d, a, e, size);
+        while (ss_wordscan_next(&ws, &w, &len)) {
+            CHECK(got < n && w == want[2 * got] && len == want[2 * got + 1]);
+            got++;
+        }
+        CHECK_EQ_U64(got, n);
+        CHECK(!ss_wordscan_next(&ws, &w, &len)); /* stays at the end */
+        free(d);
+    }
+    free(want);
+}
+
+/* Words longer than 8 bytes: the table tells words apart by their first 8
+ * bytes and length, then (longer than 8) by their last 8, then (longer than
+ * 16) by the bytes between. Words over two letters (and NUL) of 1 to 40
+ * bytes, a third with the first 8 bytes fixed and a third with the last 8
+ * as well, share all of these but one, often; each must get its own entry,
+ * the same one every time, through ss_vocab_count_batch() with keys read
+ * 8 bytes at a time (ss_vocab_key_fast) and ss_vocab_count(), and be found
+ * again in a vocabulary built from the counts; merged into another map
+ * (ss_vocab_merge_at()) and built with ids (ss_vocab_build_ids()), the
+ * entry numbers and ids given must be those of the same words. */
+static void test_vocab_long_words(void) {
+    enum { N = 4000 };
+    static uint8_t text[N * 48];
+    static size_t off[N], len[N];
+    uint64_t rng = 3;
+    size_t at = 0;
+    for (int i = 0; i < N; i++) {
+        len[i] = 1 + ss_test_rand(&rng) % 40;
+        off[i] = at;
+        int same = (int)(ss_test_rand(&rng) % 3); /* 'a': 1 the first 8, 2 and the last 8 */
+        for (size_t k = 0; k < len[i]; k++) {
+            uint64_t r = ss_test_rand(&rng);
+            int fixed = (same && k < 8) || (same == 2 && k + 8 >= len[i]);
+            text[at++] = fixed ? 'a' : r % 50 == 0 ? 0 : (uint8_t)('a' + r % 2);
+        }
+        text[at++] = ' ';
+    }
+    ss_vocab *v = NULL, *built = NULL;
+    CHECK(ss_vocab_new(&v) == 0);
+    static uint32_t ent[N];
+    for (int i = 0; i < N; i += 20) {
+        ss_vocab_key keys[20];
+        for (int k = 0; k < 20; k++) keys[k] = ss_vocab_key_fast(text + off[i + k], len[i + k]);
+        CHECK(ss_vocab_count_batch(v, 20, keys, ent + i) == 0);
+    }
+    uint64_t distinct = 0;
+    for (int i = 0; i < N; i++) {
+        int first = 1;
+        for (int k = 0; k < i && first; k++)
+            if (len[k] == len[i] && !memcmp(text + off[k], text + off[i], len[i])) {
+                CHECK_EQ_U64(ent[k], ent[i]);
+                first = 0;
+            } else if (ent[k] == ent[i]) {
+                CHECK(!"two words in one entry");
+            }
+        if (first) CHECK_EQ_U64(ent[i], distinct++);
+        size_t el;
+        const uint8_t *e = ss_vocab_entry(v, ent[i], &el);
+        CHECK(e && el == len[i] && !memcmp(e, text + off[i], el));
+    }
+    CHECK_EQ_U64(ss_vocab_entries(v), distinct);
+    for (int i = 0; i < N; i++) /* counted again one by one: no new entry */
+        CHECK(ss_vocab_count(v, text + off[i], len[i], 1) == 0);
+    CHECK_EQ_U64(ss_vocab_entries(v), distinct);
+    CHECK(ss_vocab_build(&built, v, 1, 0) == 0);
+    CHECK_EQ_U64(ss_vocab_size(built), distinct + SS_VOCAB_NSPECIAL);
+    for (int i = 0; i < N; i++) {
+        int64_t id = ss_vocab_lookup(built, text + off[i], len[i]);
+        size_t tl;
+        const uint8_t *t = id >= 0 ? ss_vocab_token(built, (uint64_t)id, &tl) : NULL;
+        CHECK(t && tl == len[i] && !memcmp(t, text + off[i], tl));
+    }
+    ss_vocab_free(built);
+    /* merged into another map, each entry's new number is that word's */
+    ss_vocab *into = NULL;
+    static uint32_t moved[N];
+    CHECK(ss_vocab_new(&into) == 0);
+    CHECK(ss_vocab_count(into, text + off[N - 1], len[N - 1], 5) == 0);
+    CHECK(ss_vocab_count(into, (const uint8_t *)"<eos>", 5, 1) == 0);
+    CHECK(ss_vocab_merge_at(into, v, moved) == 0);
+    for (uint64_t k = 0; k < distinct; k++) {
+        size_t l1, l2;
+        const uint8_t *a = ss_vocab_entry(v, k, &l1), *b = ss_vocab_entry(into, moved[k], &l2);
+        CHECK(a && b && l1 == l2 && !memcmp(a, b, l1));
+    }
+    /* the ids ss_vocab_build_ids() gives are those lookups find, <unk> for
+     * words dropped (--min-count 3: counted twice above; --max-vocab),
+     * reserved ids for '<eos>' */
+    static uint32_t ids[N + 2];
+    for (int round = 0; round < 2; round++) {
+        CHECK(ss_vocab_build_ids(&built, into, 3, round ? 40 : 0, ids) == 0);
+        uint64_t unk = 0;
+        for (uint64_t k = 0; k < ss_vocab_entries(into); k++) {
+            size_t l;
+            const uint8_t *w = ss_vocab_entry(into, k, &l);
+            int64_t id = ss_vocab_lookup(built, w, l);
+            CHECK_EQ_U64(ids[k], id < 0 ? SS_VOCAB_UNK : (uint64_t)id);
+            unk += id < 0;
+        }
+        CHECK(unk > 0 && ids[1] == SS_VOCAB_EOS);
+        ss_vocab_free(built);
+    }
+    ss_vocab_free(into);
+    ss_vocab_free(v);
+}
+
 /* ------------------------------------------------------------ the engine */
 
 static size_t random_text(uint64_t *rng, uint8_t *buf, size_t max) {
@@ -371,6 +518,8 @@ int main(void) {
     test_utf8_vectors();
     test_utf8_random();
     test_vocab();
+    test_wordscan();
+    test_vocab_long_words();
     test_tokens_by_hand();
     test_block_invariance();
     printf("test_convert_text: ok\n");
