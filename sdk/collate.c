@@ -1,25 +1,22 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* collate.c - padded and packed collation with dtype conversion, parallel
- * over pieces of rows on the collator's own worker threads (team.h).
+/* collate.c - padded and packed collation with dtype conversion, OpenMP-
+ * parallel over pieces of rows.
  *
  * A collation runs in two phases. Planning resolves every row (one ss_get
  * per row and field: a pointer into the map and a length), then computes T,
  * lengths, offsets and the sort permutation. Execution writes the output in
  * pieces of rows of at most SS_TASK_BYTES: in order on the calling thread,
- * or, for a batch of at least parallel_bytes, split between the threads of
- * the team by output bytes (each thread the same fraction of every field's
- * (row, step) units). A collator whose last batch ran in the team plans the
- * next one in the team too (each thread resolves a share of the rows). Each
- * output byte belongs to exactly one piece and is computed the same way
- * whatever thread runs it, so the result is bit-identical for any thread
- * count. */
+ * or, for a batch of at least parallel_bytes, as tasks split between the
+ * threads of a team by output bytes. A collator whose last batch ran in a
+ * team plans the next one in the team too (each thread resolves a share of
+ * the rows). Each output byte belongs to exactly one piece and is computed
+ * the same way whatever thread runs it, so the result is bit-identical for
+ * any thread count. */
 #include "cast.h"
 #include "internal.h"
 #include "options_internal.h"
-#include "team.h"
 
 #include <omp.h>
-#include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,7 +25,6 @@
 #define SS_TASK_BYTES ((uint64_t)64 * 1024)      /* output bytes per task, at most */
 #define SS_PARALLEL_BYTES ((uint64_t)192 * 1024) /* default: below this a batch runs serially */
 #define SS_PREFETCH_BYTES ((uint64_t)256)        /* of each row, while planning */
-#define SS_PIECES 4 /* pieces of a thread's share of a team run: what a thread claims */
 
 typedef struct cfield {
     ss_collate_field o;
@@ -77,13 +73,13 @@ struct ss_collator {
     int threads;
     uint64_t parallel_bytes;
     uint64_t rows_cap;
+    task *tasks;
+    uint64_t tasks_cap;
     unsigned char *scratch; /* per thread scratch_bytes, time-major staging */
     uint64_t scratch_bytes;
-    uint64_t *longest;    /* (threads + 1) x nf: the longest row per field, per thread */
-    int team_next;        /* the last batch ran in parallel: plan the next in the team */
-    ss__team *team;       /* threads - 1 workers, started at the first parallel batch */
-    int team_failed;      /* they could not be started: every batch runs serially */
-    struct share *shares; /* threads: the claim counters of a team run */
+    uint64_t *longest; /* (threads + 1) x nf: the longest row per field, per thread */
+    uint64_t *bounds;  /* threads + 1: each thread's run of tasks */
+    int team_next;     /* the last batch ran in parallel: plan the next in the team */
 };
 
 /* ---------------------------------------------------------------- helpers */
@@ -121,13 +117,13 @@ static void cfield_free(cfield *f) {
 
 void ss_collator_free(ss_collator *c) {
     if (!c) return;
-    ss__team_stop(c->team);
-    free(c->shares);
     for (uint32_t k = 0; c->f && k < c->nf; k++) cfield_free(&c->f[k]);
     free(c->f);
     free(c->outs);
+    free(c->tasks);
     free(c->scratch);
     free(c->longest);
+    free(c->bounds);
     free(c);
 }
 
@@ -371,6 +367,8 @@ int ss_collator_create(ss_collator **out, const ss_store *s, const ss_collate_fi
         rc = ss__fail(SS_ENOMEM, "ss_collator_create: out of memory");
     if (rc == 0 && !(c->longest = calloc(((size_t)c->threads + 1) * c->nf, sizeof *c->longest)))
         rc = ss__fail(SS_ENOMEM, "ss_collator_create: out of memory");
+    if (rc == 0 && !(c->bounds = calloc((size_t)c->threads + 1, sizeof *c->bounds)))
+        rc = ss__fail(SS_ENOMEM, "ss_collator_create: out of memory");
     /* Preallocate for max_rows x max_steps. */
     if (rc == 0 && opt.max_rows) rc = row_arrays(c, opt.max_rows);
     for (uint32_t k = 0; rc == 0 && k < c->nf && opt.max_rows; k++) {
@@ -505,6 +503,18 @@ static void sort_desc(uint64_t *idx, uint64_t *tmp, const uint64_t *len, uint64_
         }
         memcpy(idx, tmp, n * sizeof *idx);
     }
+}
+
+static int grow_tasks(ss_collator *c, uint64_t need) {
+    if (need <= c->tasks_cap) return 0;
+    uint64_t cap = c->tasks_cap ? c->tasks_cap : 64;
+    while (cap < need) cap *= 2;
+    task *t = realloc(c->tasks, cap * sizeof *t);
+    if (!t)
+        return ss__fail(SS_ENOMEM, "collate: cannot allocate %llu tasks", (unsigned long long)cap);
+    c->tasks = t;
+    c->tasks_cap = cap;
+    return 0;
 }
 
 /* Start loading the first SS_PREFETCH_BYTES of a row from the map while the
@@ -799,20 +809,15 @@ static uint64_t out_steps(const cfield *f, size_t r) {
     return !f->sequence ? 1 : f->o.layout == SS_LAYOUT_PACKED ? f->len[r] : f->steps;
 }
 
-/* Whole rows of field f are written by padded_rows(). */
-static int fused_rows(const cfield *f) {
-    return f->sequence && f->o.layout == SS_LAYOUT_BATCH_MAJOR && f->cvp;
-}
-
 /* Batch-major padded rows with a fused kernel, one call per whole row: a
  * piece of a row is converted element by element as the whole row is, so
  * this writes the bytes the pieces of a team write, without a task and
  * run_task()'s bookkeeping per row (token batches 7.9 -> 7.3 us). */
-static void padded_rows(const cfield *f, uint64_t r0, uint64_t r1) {
+static void padded_rows(const cfield *f, uint64_t n_rows) {
     const ss_collated *o = f->out;
     uint64_t T = f->steps, E = f->row_el;
     unsigned char *data = o->data;
-    for (uint64_t b = r0; b < r1; b++) {
+    for (uint64_t b = 0; b < n_rows; b++) {
         uint64_t p0 = f->pos0[b], L = f->len[b];
         f->cvp(data + b * T * f->out_rb, L ? f->src[b] : NULL, (size_t)(p0 * E), (size_t)(L * E),
                (size_t)((T - p0 - L) * E), f->pad_elem);
@@ -826,8 +831,8 @@ static void padded_rows(const cfield *f, uint64_t r0, uint64_t r1) {
 static void run_serial(const ss_collator *c, uint64_t n_rows) {
     for (uint32_t k = 0; k < c->nf; k++) {
         const cfield *f = &c->f[k];
-        if (fused_rows(f)) {
-            padded_rows(f, 0, n_rows);
+        if (f->sequence && f->o.layout == SS_LAYOUT_BATCH_MAJOR && f->cvp) {
+            padded_rows(f, n_rows);
             continue;
         }
         uint64_t per = task_steps(f);
@@ -863,245 +868,132 @@ static int finish(ss_collator *c, const uint64_t *longest, size_t n_rows,
     return 0;
 }
 
-/* Output units of field f of a planned batch of n rows: its (row, step)
- * pairs in row order (n x T padded, sum L packed, n fixed), each worth the
- * same output bytes. */
-static uint64_t field_units(const cfield *f, uint64_t n) {
-    return f->sequence && f->o.layout != SS_LAYOUT_PACKED ? n * f->steps
-                                                          : f->steps * (f->sequence ? 1 : n);
+/* Output bytes a task writes (data and mask), its cost. */
+static uint64_t task_bytes(const ss_collator *c, const task *t) {
+    const cfield *f = &c->f[t->field];
+    return (t->s1 - t->s0) * (f->out_rb + (f->out->mask ? mask_elem(f) : 0));
 }
 
-/* The row and step of unit u of field f (u < field_units()). */
-static void unit_at(const cfield *f, uint64_t n, uint64_t u, uint64_t *row, uint64_t *step) {
-    if (!f->sequence) {
-        *row = u;
-        *step = 0;
-    } else if (f->o.layout != SS_LAYOUT_PACKED) {
-        *row = u / f->steps;
-        *step = u % f->steps;
-    } else { /* the last row starting at or before u: rows of length 0 are passed */
-        uint64_t lo = 0, hi = n; /* offsets[lo] <= u < offsets[hi] */
-        while (hi - lo > 1) {
-            uint64_t mid = lo + (hi - lo) / 2;
-            if ((uint64_t)f->offsets[mid] <= u)
-                lo = mid;
-            else
-                hi = mid;
-        }
-        *row = lo;
-        *step = u - (uint64_t)f->offsets[lo];
-    }
-}
-
-/* Units [u0, u1) of field k: pieces of rows of at most task_steps() steps,
- * as run_serial() cuts them (a piece is converted as its whole row is). */
-static void run_units(const ss_collator *c, uint32_t k, uint64_t u0, uint64_t u1, uint64_t B,
-                      unsigned char *scratch) {
-    const cfield *f = &c->f[k];
-    uint64_t per = task_steps(f), row, s;
-    if (u0 >= u1) return;
-    unit_at(f, B, u0, &row, &s);
-    int fused = fused_rows(f);
-    for (; u0 < u1; row++, s = 0) {
-        uint64_t steps = out_steps(f, row), e = steps - s < u1 - u0 ? steps : s + (u1 - u0);
-        if (fused && s == 0 && e == steps) { /* whole rows: as run_serial() writes them */
-            uint64_t whole = (u1 - u0) / steps;
-            padded_rows(f, row, row + whole);
-            row += whole - 1;
-            u0 += whole * steps;
-            continue;
-        }
-        for (uint64_t a = s; a < e; a += per) {
-            task t = {k, row, a, a + per < e ? a + per : e};
-            run_task(c, &t, B, scratch);
-        }
-        u0 += e - s;
-    }
-}
-
-/* Claim counters of one thread's share of a team run. */
-typedef struct share {
-    _Alignas(64) atomic_uint next[2]; /* its pieces claimed: [0] resolving, [1] writing */
-} share;
-
-/* The collator's team, started at its first parallel batch; NULL: run on
- * the calling thread (one thread asked for, a team that could not be
- * started, or a call from inside an OpenMP parallel region, where the
- * OpenMP team the collator used to start would have had one thread). */
-static ss__team *team(ss_collator *c) {
-    if (c->threads < 2 || c->team_failed || omp_in_parallel()) return NULL;
-    if (c->team) return c->team;
-    c->shares = aligned_alloc(64, (size_t)c->threads * sizeof *c->shares);
-    if (!c->shares || ss__team_start(&c->team, c->threads)) c->team_failed = 1;
-    return c->team;
-}
-
-/* A batch in a run of the team. Its work is cut into pieces, SS_PIECES per
- * thread: each thread claims the pieces of its own share from the front,
- * then those of the others (a worker that joins late, or not at all, on a
- * busy machine, leaves its share to the others instead of holding them up).
- * Rows are resolved in pieces of rows, the output written in pieces of
- * every field's (row, step) units (run_units()): a thread that resolved its
- * share writes the same rows of a padded field, which it prefetched, and the
- * same part of the output batch after batch (it stays in that core's
- * cache). */
-typedef struct team_batch {
-    ss_collator *c;
-    const ss_span *spans;
-    const ss_collate_input *inputs;
-    size_t n_rows;
-    const ss_collate_buffers *buffers;
-    int nth;
-    unsigned pieces;     /* nth * SS_PIECES */
-    atomic_uint done[2]; /* pieces finished: resolving, writing */
-    atomic_uint planned; /* 1: thread 0 planned the batch */
-    atomic_int failed;   /* a row did not resolve */
-    int rc, parallel;    /* set by thread 0 before `planned` */
-} team_batch;
-
-/* Set up a run; `planned`: the caller planned the batch, only the writing
- * is left. */
-static void team_batch_init(team_batch *tb, ss_collator *c, const ss_span *spans,
-                            const ss_collate_input *inputs, size_t n_rows,
-                            const ss_collate_buffers *buffers, int planned) {
-    tb->c = c;
-    tb->spans = spans;
-    tb->inputs = inputs;
-    tb->n_rows = n_rows;
-    tb->buffers = buffers;
-    tb->nth = ss__team_size(c->team);
-    tb->pieces = (unsigned)tb->nth * SS_PIECES;
-    tb->rc = 0;
-    tb->parallel = planned;
-    atomic_init(&tb->done[0], planned ? tb->pieces : 0);
-    atomic_init(&tb->done[1], 0);
-    atomic_init(&tb->planned, (unsigned)planned);
-    atomic_init(&tb->failed, 0);
-    for (int t = 0; t < tb->nth; t++) { /* published by ss__team_run() */
-        atomic_store_explicit(&c->shares[t].next[0], planned ? SS_PIECES : 0, memory_order_relaxed);
-        atomic_store_explicit(&c->shares[t].next[1], 0, memory_order_relaxed);
-    }
-    if (!planned) memset(c->longest + c->nf, 0, (size_t)tb->nth * c->nf * sizeof *c->longest);
-}
-
-/* Piece p of phase ph on thread id: resolve its rows (the longest kept in
- * the thread's slot of c->longest) or write its units. */
-static void team_piece(team_batch *tb, int id, int ph, unsigned p) {
-    ss_collator *c = tb->c;
-    uint64_t P = tb->pieces, n = tb->n_rows;
-    if (ph == 1) {
-        unsigned char *scratch = c->scratch + (uint64_t)id * c->scratch_bytes;
-        for (uint32_t k = 0; k < c->nf; k++) {
-            uint64_t U = field_units(&c->f[k], n);
-            run_units(c, k, U * p / P, U * (p + 1) / P, n, scratch);
-        }
-        return;
-    }
-    uint64_t *mine = c->longest + (size_t)(id + 1) * c->nf, most;
+/* Cut every row into pieces of at most task_steps() steps: c->tasks[0, *nt). */
+static int cut_tasks(ss_collator *c, size_t n_rows, uint64_t *nt) {
+    uint64_t ntasks = 0;
     for (uint32_t k = 0; k < c->nf; k++) {
-        if (resolve_rows(c, k, tb->spans, tb->inputs, n * p / P, n * (p + 1) / P, &most)) {
-            atomic_store_explicit(&tb->failed, 1, memory_order_relaxed);
-            return;
-        }
-        if (most > mine[k]) mine[k] = most;
+        uint64_t per = task_steps(&c->f[k]);
+        for (size_t r = 0; r < n_rows; r++) /* counted, not divided: rows are mostly one task */
+            for (uint64_t s = 0, steps = out_steps(&c->f[k], r); s < steps; s += per) ntasks++;
     }
-}
-
-/* Claim and run the pieces of phase ph left: thread id's share, then the
- * others'. */
-static void team_phase(team_batch *tb, int id, int ph) {
-    for (int v = 0; v < tb->nth; v++) {
-        int owner = (id + v) % tb->nth;
-        atomic_uint *next = &tb->c->shares[owner].next[ph];
-        unsigned j;
-        while (atomic_load_explicit(next, memory_order_relaxed) < SS_PIECES &&
-               (j = atomic_fetch_add(next, 1)) < SS_PIECES) {
-            team_piece(tb, id, ph, (unsigned)owner * SS_PIECES + j);
-            atomic_fetch_add(&tb->done[ph], 1);
-            ss__team_notify(tb->c->team);
-        }
-    }
-}
-
-/* Wait until every piece of phase ph is finished. */
-static void team_wait_done(team_batch *tb, int ph) {
-    unsigned d;
-    while ((d = atomic_load(&tb->done[ph])) != tb->pieces)
-        ss__team_wait(tb->c->team, 0, &tb->done[ph], d);
-}
-
-/* Thread 0, every row resolved: the longest rows of the threads' slots, the
- * plan, and whether the team writes the batch (else thread 0 does). */
-static void team_plan(team_batch *tb) {
-    ss_collator *c = tb->c;
-    uint64_t total;
+    int rc = grow_tasks(c, ntasks);
+    if (rc) return rc;
+    uint64_t t = 0;
     for (uint32_t k = 0; k < c->nf; k++) {
-        c->longest[k] = 0;
-        for (int t = 0; t < tb->nth; t++) {
-            uint64_t v = c->longest[(size_t)(t + 1) * c->nf + k];
-            if (v > c->longest[k]) c->longest[k] = v;
+        const cfield *f = &c->f[k];
+        uint64_t per = task_steps(f);
+        for (size_t r = 0; r < n_rows; r++) {
+            uint64_t steps = out_steps(f, r);
+            for (uint64_t s = 0; s < steps; s += per)
+                c->tasks[t++] = (task){k, r, s, s + per < steps ? s + per : steps};
         }
     }
-    tb->rc = finish(c, c->longest, tb->n_rows, tb->buffers, &total);
-    c->team_next = total >= c->parallel_bytes;
-    tb->parallel = tb->rc == 0 && c->team_next;
-    if (tb->rc == 0 && !tb->parallel) run_serial(c, tb->n_rows);
+    *nt = t;
+    return 0;
 }
 
-/* One thread of a run: resolve pieces of rows; thread 0 plans (once they
- * are all resolved), the others wait for the plan; then write pieces of the
- * output, and thread 0 waits until all are written. */
-static void team_fn(void *arg, int id) {
-    team_batch *tb = arg;
-    team_phase(tb, id, 0);
-    if (id == 0 && !atomic_load_explicit(&tb->planned, memory_order_relaxed)) {
-        team_wait_done(tb, 0);
-        if (!atomic_load_explicit(&tb->failed, memory_order_relaxed)) team_plan(tb);
-        atomic_store(&tb->planned, 1);
-        ss__team_notify(tb->c->team);
+/* Give each of nth threads a run of consecutive tasks with an equal share of
+ * the output bytes: c->bounds[t] to c->bounds[t + 1]. No shared counter to
+ * contend for per task (tasks of a short row are a few microseconds), and
+ * a thread writes the same part of the output batch after batch (it stays
+ * in that core's cache) and the rows it resolved (and prefetched). */
+static void split_tasks(ss_collator *c, uint64_t nt, int nth) {
+    uint64_t total = 0, acc = 0;
+    for (uint64_t i = 0; i < nt; i++) total += task_bytes(c, &c->tasks[i]);
+    int t = 1;
+    c->bounds[0] = 0;
+    for (uint64_t i = 0; i < nt && t < nth; i++) {
+        acc += task_bytes(c, &c->tasks[i]);
+        while (t < nth && acc * (uint64_t)nth >= total * (uint64_t)t) c->bounds[t++] = i + 1;
     }
-    while (atomic_load(&tb->planned) == 0) ss__team_wait(tb->c->team, id, &tb->planned, 0);
-    if (!tb->parallel) return;
-    team_phase(tb, id, 1);
-    if (id == 0) team_wait_done(tb, 1);
+    while (t <= nth) c->bounds[t++] = nt;
+}
+
+/* Thread id's share of the tasks split_tasks() made. */
+static void run_share(const ss_collator *c, int id, uint64_t n_rows) {
+    unsigned char *scratch = c->scratch + (uint64_t)id * c->scratch_bytes;
+    for (uint64_t i = c->bounds[id]; i < c->bounds[id + 1]; i++)
+        run_task(c, &c->tasks[i], n_rows, scratch);
 }
 
 /* Plan on the caller's thread, then run serially or (a batch of at least
- * parallel_bytes) write it with the team. */
+ * parallel_bytes) as tasks of a team. */
 static int collate_plain(ss_collator *c, const ss_span *spans, const ss_collate_input *inputs,
                          size_t n_rows, const ss_collate_buffers *buffers, ss_collated_batch *out) {
-    uint64_t *longest = c->longest, total;
+    uint64_t *longest = c->longest, total, nt = 0;
     for (uint32_t k = 0; k < c->nf; k++) {
         int rc = resolve_rows(c, k, spans, inputs, 0, n_rows, &longest[k]);
         if (rc) return rc;
     }
     int rc = finish(c, longest, n_rows, buffers, &total);
     if (rc) return rc;
-    ss__team *tm = total >= c->parallel_bytes ? team(c) : NULL;
-    c->team_next = tm != NULL;
-    if (!tm) {
+    c->team_next = c->threads > 1 && total >= c->parallel_bytes;
+    if (c->threads > 1 && total >= c->parallel_bytes && (rc = cut_tasks(c, n_rows, &nt))) return rc;
+    if (nt < 2) {
         run_serial(c, n_rows);
         return done(c, n_rows, out);
     }
-    team_batch tb;
-    team_batch_init(&tb, c, spans, inputs, n_rows, buffers, 1);
-    ss__team_run(tm, team_fn, &tb);
+#pragma omp parallel num_threads(c->threads)
+    {
+#pragma omp master
+        split_tasks(c, nt, omp_get_num_threads());
+#pragma omp barrier
+        run_share(c, omp_get_thread_num(), n_rows);
+    }
     return done(c, n_rows, out);
 }
 
-/* One run of the team for the whole batch: the rows resolved in pieces by
- * the threads (ss_get and the prefetch of their first bytes, a third of a
- * small batch's time), the plan finished by the caller's thread (thread 0:
- * error messages are per thread), then the output written in pieces. A row
- * that fails to resolve sends the batch to collate_plain(), which reports
- * the first failing row as a serial run does. */
+/* One team for the whole batch: each thread resolves a share of the rows
+ * (ss_get and the prefetch of their first bytes, a third of a small batch's
+ * time), the caller's thread (the master: error messages are per thread)
+ * finishes the plan, then the team runs the tasks. A row that fails to
+ * resolve sends the batch to collate_plain(), which reports the first
+ * failing row as a serial run does. */
 static int collate_team(ss_collator *c, const ss_span *spans, const ss_collate_input *inputs,
                         size_t n_rows, const ss_collate_buffers *buffers, ss_collated_batch *out) {
-    team_batch tb;
-    team_batch_init(&tb, c, spans, inputs, n_rows, buffers, 0);
-    ss__team_run(c->team, team_fn, &tb);
-    if (atomic_load(&tb.failed)) return collate_plain(c, spans, inputs, n_rows, buffers, out);
-    return tb.rc ? tb.rc : done(c, n_rows, out);
+    int failed = 0, rc = 0, parallel = 0;
+    uint64_t nt = 0;
+#pragma omp parallel num_threads(c->threads)
+    {
+        int id = omp_get_thread_num(), nth = omp_get_num_threads();
+        size_t r0 = n_rows * (size_t)id / (size_t)nth, r1 = n_rows * (size_t)(id + 1) / (size_t)nth;
+        uint64_t *mine = c->longest + (size_t)(id + 1) * c->nf;
+        int trc = 0;
+        for (uint32_t k = 0; k < c->nf && !trc; k++)
+            trc = resolve_rows(c, k, spans, inputs, r0, r1, &mine[k]);
+        if (trc) {
+#pragma omp atomic write
+            failed = 1;
+        }
+#pragma omp barrier
+#pragma omp master
+        if (!failed) {
+            uint64_t total;
+            for (uint32_t k = 0; k < c->nf; k++) {
+                c->longest[k] = 0;
+                for (int t = 0; t < nth; t++) {
+                    uint64_t v = c->longest[(size_t)(t + 1) * c->nf + k];
+                    if (v > c->longest[k]) c->longest[k] = v;
+                }
+            }
+            rc = finish(c, c->longest, n_rows, buffers, &total);
+            c->team_next = total >= c->parallel_bytes;
+            if (rc == 0 && c->team_next) rc = cut_tasks(c, n_rows, &nt);
+            parallel = rc == 0 && nt >= 2;
+            if (parallel) split_tasks(c, nt, nth);
+            if (rc == 0 && !parallel) run_serial(c, n_rows);
+        }
+#pragma omp barrier
+        if (parallel) run_share(c, id, n_rows);
+    }
+    if (failed) return collate_plain(c, spans, inputs, n_rows, buffers, out);
+    return rc ? rc : done(c, n_rows, out);
 }
 
 /* Collate spans of the store (inputs NULL) or rows in memory (spans NULL).
@@ -1112,8 +1004,7 @@ static int collate(ss_collator *c, const ss_span *spans, const ss_collate_input 
                    size_t n_rows, const ss_collate_buffers *buffers, ss_collated_batch *out) {
     int rc = row_arrays(c, n_rows);
     if (rc) return rc;
-    if (c->team_next && n_rows >= 2 && team(c))
-        return collate_team(c, spans, inputs, n_rows, buffers, out);
+    if (c->team_next && n_rows >= 2) return collate_team(c, spans, inputs, n_rows, buffers, out);
     return collate_plain(c, spans, inputs, n_rows, buffers, out);
 }
 

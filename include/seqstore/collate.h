@@ -3,7 +3,7 @@
  *
  * Collation: turn the rows of a batch (whole examples, windows, pieces) into
  * dense arrays ready for a training framework, converting element types on
- * the way, in parallel on the collator's own worker threads.
+ * the way, in parallel with OpenMP.
  *
  *  - Padded layouts: [B][T][C...] (batch-major), [T][B][C...] (time-major)
  *    or [B][C...][T] (channels-first, PyTorch Conv1d), with a pad value,
@@ -163,18 +163,16 @@ typedef struct ss_collate_field {
 /** Collator options. */
 typedef struct ss_collator_options {
     unsigned version;        /**< SS_COLLATOR_OPTIONS_VERSION */
-    int threads;             /**< threads per collation; 0 = one (the calling thread),
-                                  see "Threads" in seqstore.h; < 0 refused. n > 1: the
-                                  calling thread and n - 1 worker threads of the
-                                  collator's own (see ss_collator_create()) */
+    int threads;             /**< OpenMP threads per collation; 0 = one (the calling
+                                  thread), see "Threads" in seqstore.h; < 0 refused */
     uint64_t max_rows;       /**< rows to preallocate library-owned buffers for; 0 = none */
     uint64_t max_steps;      /**< time steps per row to preallocate for; 0 = none */
     uint64_t parallel_bytes; /**< a batch with fewer output bytes is collated by the
-                                  calling thread alone; 0 = 192 KiB. Handing a batch
-                                  to the workers and waiting for them costs more than
-                                  it saves on small batches; bench_collate's
-                                  batch-size table shows where two threads start to
-                                  pay */
+                                  calling thread alone; 0 = 192 KiB. Starting an OpenMP
+                                  team costs more than it saves on small batches (and
+                                  libgomp's default waiting can cost a millisecond);
+                                  bench_collate's batch-size table shows where two
+                                  threads start to pay */
 } ss_collator_options;
 
 #define SS_COLLATOR_OPTIONS_VERSION 1
@@ -242,12 +240,7 @@ typedef struct ss_collator ss_collator;
  *  Library-owned buffers are allocated for max_rows x max_steps at create and
  *  grow (never shrink) when a bigger batch arrives, so that a steady state
  *  allocates nothing. A collator is used by one thread at a time; each
- *  collation runs on up to `threads` threads: the calling one and, for a
- *  batch of at least parallel_bytes, threads - 1 worker threads the collator
- *  starts at its first such batch and stops in ss_collator_free(). Between
- *  batches a worker spins for a few microseconds, yields its core for about
- *  50 more, then sleeps until the next batch. Called from inside an OpenMP
- *  parallel region, a collation runs on the calling thread alone.
+ *  collation runs `threads` OpenMP threads.
  *  @param[out] out     the collator; free it with ss_collator_free().
  *  @param[in]  s       the store; must stay open while the collator is used.
  *  @param[in]  fields  one description per output field (copied, with its

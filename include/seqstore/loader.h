@@ -193,8 +193,8 @@ SS_API int ss_loader_next(const ss_loader_batch **out, ss_loader *l);
  *  ss_loader_next() would hand out with the same options: the same plan, the
  *  same determinism over ranks, workers, threads and prefetch depths, the same
  *  position for ss_loader_state_save() (a state saved by either kind of
- *  loader resumes the other). The collation runs on up to collator.threads
- *  threads (see ss_collator_create()) on the calling thread's behalf.
+ *  loader resumes the other). The collation runs collator.threads OpenMP
+ *  threads on the calling thread's behalf.
  *  @param[out] out     the batch, NULL at the end of the epoch or on error.
  *                      The struct, its indices and the lengths, offsets, perm
  *                      and masks the caller did not provide are borrowed from
@@ -303,9 +303,8 @@ SS_API int ss_loader_state_load(ss_loader *l, const void *buf, size_t len);
  * are the global samples n < N with n mod (R x W) = its number; its last
  * batch may be smaller (dropped with drop_last).
  *
- * The batches are prepared on the calling thread (up to collator.threads
- * threads inside a collation, see ss_collator_create()); no per-batch
- * allocation in steady state. */
+ * The batches are prepared on the calling thread (collator.threads OpenMP
+ * threads inside a collation); no per-batch allocation in steady state. */
 
 typedef enum ss_blend_stop {
     SS_BLEND_INFINITE = 0,
