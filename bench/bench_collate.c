@@ -204,11 +204,6 @@ static int case_round(bench_case *k, int r, unsigned char *dst, const unsigned c
     k->memcpy_gbs[r] = (double)k->bytes / t / 1e9;
     if ((rc = pass(&t, k, NULL, dst, src, 2))) return rc;
     k->memcpy2_gbs[r] = (double)k->bytes / t / 1e9;
-    /* libgomp's team thread spins after the copy's parallel regions
-     * (GOMP_SPINCOUNT: 7.5-9 ms of CPU measured here) on the core that the
-     * collator's own worker threads need; a training loop runs no OpenMP
-     * copy right before each batch, so let it fall asleep first */
-    usleep(20000);
     for (int th = 0; th < 2; th++) {
         if ((rc = pass(&t, k, k->c[th], dst, src, 1))) return rc;
         k->gbs[th][r] = (double)k->bytes / t / 1e9;
