@@ -334,19 +334,24 @@ static void ss_flat_map(ss_store *s, ss_rfield *rf) {
  * after it keep their checks. Whole segments at a time (about 1 ns an
  * entry), so a store's index is checked once, by whichever threads get
  * there; two threads may check the same entries, and the prefix only
- * grows. Not with SS_OPEN_VERIFY (chunks are verified on first touch). */
+ * grows. With SS_OPEN_VERIFY an entry also needs its chunk verified sound
+ * (ss__chunk_verified() hashes a chunk on its first touch): the prefix
+ * stops at the first chunk not verified yet, so it grows as reads verify
+ * chunks and never hashes one itself. */
 void ss__index_extend(const ss_store *s, uint32_t field, uint64_t index) {
     const ss_rfield *rf = &s->f[field];
     uint64_t *checked = (uint64_t *)&s->fast.f[field].checked; /* the store is ours */
     uint64_t i = __atomic_load_n(checked, __ATOMIC_RELAXED), at = i;
-    if (!rf->flat || rf->verdict || s->ds || rf->row_bytes >> 32 != 0 || index < i) return;
+    if (!rf->flat || s->ds || rf->row_bytes >> 32 != 0 || index < i) return;
     uint64_t stop = (index | (SS_SEGMENT_ENTRIES_V3 - 1)) + 1;
     if (stop > s->h.count) stop = s->h.count;
     for (const ss_entry *e = rf->flat + i; i < stop; i++, e++) {
         uint64_t chunk = SS_LOC_CHUNK(e->loc), rows = e[1].start - e->start;
         /* rows <= 2^32 and row_bytes < 2^32: the sum cannot overflow */
         if (chunk >= rf->nchunks || e[1].start < e->start || rows > (1ull << 32) ||
-            SS_LOC_OFFSET(e->loc) + rows * rf->row_bytes > rf->chunks[chunk].size)
+            SS_LOC_OFFSET(e->loc) + rows * rf->row_bytes > rf->chunks[chunk].size ||
+            (rf->verdict &&
+             atomic_load_explicit(&rf->verdict[chunk], memory_order_acquire) != SS_CHUNK_SOUND))
             break;
     }
     while (i > at &&

@@ -537,9 +537,10 @@ SS_API int ss_get(ss_view *out, const ss_store *s, uint32_t field, uint64_t inde
  *    payload), the first time the exported function reaches it; entries
  *    below `checked` are then served with two loads and no test;
  *  - versions 1 and 2: every check of §6.2 on every call.
- * Anything else (a fixed field, a dataset's shard not opened yet,
- * SS_OPEN_VERIFY, an index not checked yet, a bad argument, a corrupt entry)
- * calls the exported function ss_get, which checks and reports as
+ * Anything else (a fixed field, a dataset's shard not opened yet, an
+ * entry not checked yet or, with SS_OPEN_VERIFY, in a chunk no read has
+ * verified yet, a bad argument, a corrupt entry) calls the exported
+ * function ss_get, which checks and reports as
  * documented above. Taking &ss_get or writing (ss_get)(...) calls the
  * exported function. A view of an empty example may point into its chunk
  * rather than where the exported function points it (both valid, not NULL).
