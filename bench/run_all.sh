@@ -102,7 +102,7 @@ note() {
 
 R=$WORK/out.md
 echo "run_all.sh: reading" >&2
-READ_ARGS=(-d "$WORK" -V 0)
+READ_ARGS=(-d "$WORK")
 [ -n "${SS_BENCH_ROUNDS:-}" ] && READ_ARGS+=(-r "$SS_BENCH_ROUNDS")
 section "Reading (\`bench/bench_read.c\`, \`bench/npy_indexed_baseline.py\`)" \
     "build/bench/bench_read --markdown ${READ_ARGS[*]:2}"
