@@ -621,10 +621,10 @@ static void put_mask(const cfield *f, void *mask, uint64_t at, int on) {
 
 /* The mask of row b's steps [s0, s1) where the row's mask is contiguous
  * ([B][T]): off over [s0, a), on over [a, z), off over [z, s1). */
-static void mask_row(const cfield *f, void *mask, uint64_t b, uint64_t s0, uint64_t a, uint64_t z,
-                     uint64_t s1) {
+static void mask_row(const cfield *f, void *mask, uint64_t T, uint64_t b, uint64_t s0, uint64_t a,
+                     uint64_t z, uint64_t s1) {
     size_t es = ss_dtype_size(f->mask_dtype);
-    unsigned char *m = (unsigned char *)mask + (b * f->steps + s0) * es;
+    unsigned char *m = (unsigned char *)mask + (b * T + s0) * es;
     ss__fill(m, f->mask_off, es, a - s0);
     ss__fill(m + (a - s0) * es, f->mask_on, es, z - a);
     ss__fill(m + (z - s0) * es, f->mask_off, es, s1 - z);
@@ -696,7 +696,7 @@ static void run_task(const ss_collator *c, const task *t, uint64_t B, unsigned c
     if (a > z) a = z = (s1 <= p0 ? s1 : s0);
     if (f->o.layout == SS_LAYOUT_CHANNELS_FIRST) {
         channels_first(f, data, b, s0, s1, a, z, scratch);
-        if (o->mask) mask_row(f, o->mask, b, s0, a, z, s1);
+        if (o->mask) mask_row(f, o->mask, T, b, s0, a, z, s1);
     } else if (f->o.layout == SS_LAYOUT_BATCH_MAJOR) {
         unsigned char *row = data + b * T * rb;
         const unsigned char *src = z > a ? f->src[b] + (a - p0) * f->in_rb : NULL;
@@ -709,7 +709,7 @@ static void run_task(const ss_collator *c, const task *t, uint64_t B, unsigned c
             if (z > a) convert(f, row + a * rb, src, z - a);
             if (s1 > z) ss__fill(row + z * rb, f->pad_elem, rb / E, (s1 - z) * E);
         }
-        if (o->mask) mask_row(f, o->mask, b, s0, a, z, s1);
+        if (o->mask) mask_row(f, o->mask, T, b, s0, a, z, s1);
     } else {
         uint64_t stride = B * rb;
         for (uint64_t s = s0; s < a; s++)
@@ -809,19 +809,19 @@ static uint64_t out_steps(const cfield *f, size_t r) {
     return !f->sequence ? 1 : f->o.layout == SS_LAYOUT_PACKED ? f->len[r] : f->steps;
 }
 
-/* Batch-major padded rows with a fused kernel, one call per whole row: a
- * piece of a row is converted element by element as the whole row is, so
- * this writes the bytes the pieces of a team write, without a task and
- * run_task()'s bookkeeping per row (token batches 7.9 -> 7.3 us). */
-static void padded_rows(const cfield *f, uint64_t n_rows) {
-    const ss_collated *o = f->out;
-    uint64_t T = f->steps, E = f->row_el;
-    unsigned char *data = o->data;
-    for (uint64_t b = 0; b < n_rows; b++) {
+/* Rows [r0, r1) of a batch-major padded field with a fused kernel, one
+ * call per whole row, into data (and mask) of T steps a row: a piece of a
+ * row is converted element by element as the whole row is, so this writes
+ * the bytes the pieces of a team write, without a task and run_task()'s
+ * bookkeeping per row (token batches 7.9 -> 7.3 us). */
+static void padded_rows(const cfield *f, unsigned char *data, void *mask, uint64_t T, uint64_t r0,
+                        uint64_t r1) {
+    uint64_t E = f->row_el;
+    for (uint64_t b = r0; b < r1; b++) {
         uint64_t p0 = f->pos0[b], L = f->len[b];
         f->cvp(data + b * T * f->out_rb, L ? f->src[b] : NULL, (size_t)(p0 * E), (size_t)(L * E),
                (size_t)((T - p0 - L) * E), f->pad_elem);
-        if (o->mask) mask_row(f, o->mask, b, 0, p0, p0 + L, T);
+        if (mask) mask_row(f, mask, T, b, 0, p0, p0 + L, T);
     }
 }
 
@@ -832,7 +832,7 @@ static void run_serial(const ss_collator *c, uint64_t n_rows) {
     for (uint32_t k = 0; k < c->nf; k++) {
         const cfield *f = &c->f[k];
         if (f->sequence && f->o.layout == SS_LAYOUT_BATCH_MAJOR && f->cvp) {
-            padded_rows(f, n_rows);
+            padded_rows(f, f->out->data, f->out->mask, f->steps, 0, n_rows);
             continue;
         }
         uint64_t per = task_steps(f);
@@ -949,16 +949,136 @@ static int collate_plain(ss_collator *c, const ss_span *spans, const ss_collate_
     return done(c, n_rows, out);
 }
 
+/* ------------------------------------------------- a team writing by rows */
+
+/* A field whose rows a team can write each on the thread that resolved it:
+ * padded batch-major rows with the fused kernel, and fixed fields. Their
+ * rows all take the same output bytes, so equal shares of rows are equal
+ * shares of the work. */
+static int by_rows(const cfield *f) {
+    return !f->sequence || (f->o.layout == SS_LAYOUT_BATCH_MAJOR && f->cvp);
+}
+
+/* bind_bytes() without its side effects: the buffer it will bind, and 1 if
+ * it will bind it without allocating or failing. */
+static int fits(void *theirs, uint64_t their_bytes, uint64_t need, void *own, uint64_t own_cap,
+                void **out) {
+    *out = theirs ? theirs : own;
+    return theirs ? their_bytes >= need : own_cap >= (need ? need : 1);
+}
+
+/* The data and mask bind_outputs() will give field f for n rows of T steps,
+ * when it will give them without allocating or failing (1): then every
+ * thread of the team can write its rows before the master binds. */
+static int bound_in_place(const cfield *f, const ss_collate_buffers *buf, uint64_t n, uint64_t T,
+                          unsigned char **data, void **mask) {
+    uint64_t mask_bytes = f->sequence ? n * T * mask_elem(f) : 0;
+    void *d;
+    *mask = NULL;
+    if (!fits(buf ? buf->data : NULL, buf ? buf->data_bytes : 0, n * T * f->out_rb, f->data,
+              f->data_cap, &d))
+        return 0;
+    *data = d;
+    return !mask_bytes ||
+           fits(buf ? buf->mask : NULL, buf ? buf->mask_bytes : 0, mask_bytes, f->mask, f->mask_cap,
+                mask);
+}
+
+/* Field k's steps from the longest row any of the nth threads resolved. */
+static uint64_t team_steps(const ss_collator *c, uint32_t k, int nth) {
+    uint64_t most = 0;
+    for (int t = 0; t < nth; t++) {
+        uint64_t v = c->longest[(size_t)(t + 1) * c->nf + k];
+        if (v > most) most = v;
+    }
+    return c->f[k].sequence ? padded_steps(&c->f[k], most) : 1;
+}
+
+/* Whether the team can write the batch by rows: every field by_rows() and
+ * its outputs in place. Every thread gets the same answer. */
+static int rows_ready(const ss_collator *c, const ss_collate_buffers *buffers, size_t n, int nth) {
+    for (uint32_t k = 0; k < c->nf; k++) {
+        const cfield *f = &c->f[k];
+        unsigned char *data;
+        void *mask;
+        if (!by_rows(f) ||
+            !bound_in_place(f, buffers ? &buffers[k] : NULL, n, team_steps(c, k, nth), &data, &mask))
+            return 0;
+    }
+    return 1;
+}
+
+/* A thread's rows [r0, r1) of every field: finish_field()'s per-row part
+ * (lengths, first steps) and their output bytes, as run_serial() writes
+ * them. */
+static void write_rows(ss_collator *c, const ss_collate_buffers *buffers, size_t n, int nth,
+                       size_t r0, size_t r1) {
+    for (uint32_t k = 0; k < c->nf; k++) {
+        cfield *f = &c->f[k];
+        uint64_t T = team_steps(c, k, nth);
+        unsigned char *data;
+        void *mask;
+        bound_in_place(f, buffers ? &buffers[k] : NULL, n, T, &data, &mask);
+        for (size_t r = r0; r < r1; r++) {
+            f->lengths[r] = (int64_t)(f->sequence ? f->len[r] : 1);
+            if (f->sequence) f->pos0[r] = f->o.pad_left ? T - f->len[r] : 0;
+        }
+        if (f->sequence) {
+            padded_rows(f, data, mask, T, r0, r1);
+            continue;
+        }
+        for (size_t r = r0; r < r1; r++) convert(f, data + r * f->out_rb, f->src[r], 1);
+    }
+}
+
+/* After write_rows() on every thread: bind the outputs (the buffers the
+ * rows were written to) and decide whether the next batch plans in a team. */
+static int bind_rows(ss_collator *c, const ss_collate_buffers *buffers, size_t n, int nth) {
+    uint64_t total = 0;
+    for (uint32_t k = 0; k < c->nf; k++) {
+        c->f[k].steps = team_steps(c, k, nth);
+        int rc = bind_outputs(c, &c->f[k], buffers ? &buffers[k] : NULL, n);
+        if (rc) return rc;
+        total += c->f[k].out->data_bytes;
+    }
+    c->team_next = total >= c->parallel_bytes;
+    return 0;
+}
+
+/* The master's part of a team that writes tasks: the team's longest rows,
+ * finish() and the tasks, or the whole batch when it is too small for the
+ * team. *parallel: the team runs the tasks. */
+static int plan_tasks(ss_collator *c, size_t n_rows, const ss_collate_buffers *buffers, int nth,
+                      int *parallel) {
+    uint64_t total, nt = 0;
+    for (uint32_t k = 0; k < c->nf; k++) {
+        c->longest[k] = 0;
+        for (int t = 0; t < nth; t++) {
+            uint64_t v = c->longest[(size_t)(t + 1) * c->nf + k];
+            if (v > c->longest[k]) c->longest[k] = v;
+        }
+    }
+    int rc = finish(c, c->longest, n_rows, buffers, &total);
+    c->team_next = total >= c->parallel_bytes;
+    if (rc == 0 && c->team_next) rc = cut_tasks(c, n_rows, &nt);
+    *parallel = rc == 0 && nt >= 2;
+    if (*parallel) split_tasks(c, nt, nth);
+    if (rc == 0 && !*parallel) run_serial(c, n_rows);
+    return rc;
+}
+
 /* One team for the whole batch: each thread resolves a share of the rows
  * (ss_get and the prefetch of their first bytes, a third of a small batch's
- * time), the caller's thread (the master: error messages are per thread)
- * finishes the plan, then the team runs the tasks. A row that fails to
+ * time). Then, when every field is written by rows (by_rows()) into
+ * buffers it already has, each thread writes the rows it resolved: one
+ * barrier, no serial part, and each row's bytes stay in one core's cache.
+ * Otherwise the caller's thread (the master: error messages are per
+ * thread) finishes the plan and the team runs tasks. A row that fails to
  * resolve sends the batch to collate_plain(), which reports the first
  * failing row as a serial run does. */
 static int collate_team(ss_collator *c, const ss_span *spans, const ss_collate_input *inputs,
                         size_t n_rows, const ss_collate_buffers *buffers, ss_collated_batch *out) {
-    int failed = 0, rc = 0, parallel = 0;
-    uint64_t nt = 0;
+    int failed = 0, rc = 0, parallel = 0, rows = 0, team = 1;
 #pragma omp parallel num_threads(c->threads)
     {
         int id = omp_get_thread_num(), nth = omp_get_num_threads();
@@ -972,27 +1092,22 @@ static int collate_team(ss_collator *c, const ss_span *spans, const ss_collate_i
             failed = 1;
         }
 #pragma omp barrier
-#pragma omp master
-        if (!failed) {
-            uint64_t total;
-            for (uint32_t k = 0; k < c->nf; k++) {
-                c->longest[k] = 0;
-                for (int t = 0; t < nth; t++) {
-                    uint64_t v = c->longest[(size_t)(t + 1) * c->nf + k];
-                    if (v > c->longest[k]) c->longest[k] = v;
-                }
-            }
-            rc = finish(c, c->longest, n_rows, buffers, &total);
-            c->team_next = total >= c->parallel_bytes;
-            if (rc == 0 && c->team_next) rc = cut_tasks(c, n_rows, &nt);
-            parallel = rc == 0 && nt >= 2;
-            if (parallel) split_tasks(c, nt, nth);
-            if (rc == 0 && !parallel) run_serial(c, n_rows);
+        int by_row = !failed && rows_ready(c, buffers, n_rows, nth); /* alike on every thread */
+        if (id == 0) {
+            rows = by_row;
+            team = nth;
         }
+        if (by_row) {
+            write_rows(c, buffers, n_rows, nth, r0, r1);
+        } else {
+#pragma omp master
+            if (!failed) rc = plan_tasks(c, n_rows, buffers, nth, &parallel);
 #pragma omp barrier
-        if (parallel) run_share(c, id, n_rows);
+            if (parallel) run_share(c, id, n_rows);
+        }
     }
     if (failed) return collate_plain(c, spans, inputs, n_rows, buffers, out);
+    if (rows) rc = bind_rows(c, buffers, n_rows, team);
     return rc ? rc : done(c, n_rows, out);
 }
 

@@ -138,7 +138,7 @@ struct ss_loader {
     /* Who sleeps, so that a wake (a system call, and a context switch for a
      * thread that finds nothing to do) goes only where it is awaited: */
     uint32_t idle; /* workers waiting on cv_work */
-    uint64_t want; /* the batch the caller waits for on cv_done, or UINT64_MAX */
+    uint64_t want; /* the caller waits on cv_done for batches consumed to want (wake_at()), or UINT64_MAX */
     int err_rc;
     char err_msg[MSG_CAP];
     pthread_t *th;
@@ -521,6 +521,17 @@ static int fill(ss_loader *l, slot *s, uint64_t g, uint64_t epoch) {
     return rc ? rc : batch_transforms(l, s);
 }
 
+/* Under the mutex, after batch g is filled: whether the caller waits and
+ * its wait is over (batches consumed to want all ready). */
+static int wait_over(const ss_loader *l, uint64_t g) {
+    if (l->want == UINT64_MAX || g > l->want) return 0;
+    for (uint64_t b = l->consumed; b <= l->want; b++) {
+        const slot *s = &l->slots[b % l->nslots];
+        if (!(s->state == SLOT_READY && s->g == b)) return 0;
+    }
+    return 1;
+}
+
 static void *worker(void *arg) {
     ss_loader *l = arg;
     pthread_mutex_lock(&l->mu);
@@ -549,7 +560,7 @@ static void *worker(void *arg) {
         /* Wake the caller only for the batch it waits for (or a quiesce for
          * the last busy worker, or any error), after unlocking: a thread
          * woken under the mutex would sleep again on it at once. */
-        if (g == l->want || (l->paused && l->busy == 0) || rc) {
+        if (wait_over(l, g) || (l->paused && l->busy == 0) || rc) {
             pthread_mutex_unlock(&l->mu);
             pthread_cond_broadcast(&l->cv_done);
             pthread_mutex_lock(&l->mu);
@@ -925,6 +936,22 @@ int ss_loader_open(ss_loader **out, const ss_store *store, const ss_loader_optio
 
 /* ---------------------------------------------------------------- next */
 
+/* The last batch a caller that must wait waits for (from `consumed` on).
+ * When the workers are slower than the caller, it sleeps until k batches
+ * are ready, k up to one per worker: one wake-up (a futex call, and a
+ * context switch on a core the workers need) then serves k batches, not
+ * one (raw loader, 2 workers on 2 cores: the caller woke for every batch).
+ * Batches wait unconsumed k - 1 longer, which narrows the workers' window
+ * (prefetch batches from `consumed`) as much: k leaves a batch for every
+ * worker in it. A ring waits for one: its held buffer sets may keep
+ * workers from filling more. */
+static uint64_t wake_at(const ss_loader *l) {
+    uint64_t n = l->nthreads, k = l->ring ? 1 : n;
+    if (l->prefetch + 1 < n + k) k = l->prefetch + 1 > n ? l->prefetch + 1 - n : 1;
+    uint64_t last = l->consumed + k - 1;
+    return last < l->nbatches ? last : l->nbatches - 1;
+}
+
 /* Under the mutex: the slot of batch `consumed`, ready (prepared by a worker,
  * or by the caller when no worker runs). 0, SS_LOADER_END or an error, which
  * stops the loader until set_epoch or state_load. */
@@ -949,7 +976,7 @@ static int ready_slot(slot **out, ss_loader *l) {
         if (s->rc) snprintf(s->msg, sizeof s->msg, "%s", ss_error_message());
     } else {
         while (!(s->state == SLOT_READY && s->g == l->consumed)) {
-            l->want = l->consumed;
+            l->want = wake_at(l);
             pthread_cond_wait(&l->cv_done, &l->mu);
         }
         l->want = UINT64_MAX;

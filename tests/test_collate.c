@@ -1153,6 +1153,65 @@ static void test_fused_pairs(void) {
     printf("fused pairs: %d cases\n", cases);
 }
 
+/* A team that writes batch-major rows on the threads that resolved them
+ * (no tasks): consecutive batches of other rows and sizes on one collator
+ * (its per-row arrays hold the batch before), own and caller buffers,
+ * growing and shrinking, 2 and 3 threads, against the reference. */
+static void test_team_rows(void) {
+    uint64_t rng = 77;
+    int cases = 0;
+    for (int st = 0; st < 4; st++) {
+        rstore rs;
+        char name[32];
+        snprintf(name, sizeof name, "team%d.ss", st);
+        make_random_store(&rs, name, &rng);
+        ss_collate_field fo[3];
+        for (int f = 0; f < 3; f++) {
+            double unused[16];
+            random_field(&fo[f], &rs, f, &rng, unused, unused);
+            fo[f].layout = SS_LAYOUT_BATCH_MAJOR; /* fused where the dtypes allow */
+            fo[f].scale = fo[f].offset = NULL;
+            fo[f].sort_by_length = 0;
+        }
+        for (int th = 2; th <= 3; th++) {
+            ss_collator_options opt = SS_COLLATOR_OPTIONS_INIT;
+            opt.threads = th;
+            opt.parallel_bytes = 1;
+            ss_collator *c;
+            CHECK_OK(ss_collator_create(&c, rs.s, fo, 3, &opt));
+            for (int batch = 0; batch < 8; batch++) {
+                size_t n = batch % 3 == 2 ? (size_t)(40 + batch) : (size_t)(2 + ss_test_rand(&rng) % 30);
+                ss_span rows[64];
+                random_spans(&rs, rows, n, &rng);
+                ref_out ref[3];
+                for (int f = 0; f < 3; f++) {
+                    memset(&ref[f], 0, sizeof ref[f]);
+                    reference(rs.s, &fo[f], rows, n, &ref[f]);
+                }
+                ss_collated_batch b;
+                if (batch % 2) {
+                    cbufs cb;
+                    cbufs_alloc(&cb, ref);
+                    CHECK_OK(ss_collator_collate_into(&b, c, rows, n, cb.b));
+                    cbufs_check_free(&cb, &b, ref, n, fo, rs.fields);
+                } else {
+                    CHECK_OK(ss_collator_collate(&b, c, rows, n));
+                    for (int f = 0; f < 3; f++)
+                        compare(&b.fields[f], &ref[f], n, &fo[f], rs.fields[f].sequence);
+                }
+                for (int f = 0; f < 3; f++) {
+                    free(ref[f].data);
+                    free(ref[f].mask);
+                }
+                cases++;
+            }
+            ss_collator_free(c);
+        }
+        ss_close(rs.s);
+    }
+    printf("team by rows: %d batches\n", cases);
+}
+
 int main(void) {
     test_by_hand();
     test_gain_attr();
@@ -1164,6 +1223,7 @@ int main(void) {
     test_channels_first();
     test_integer_pads();
     test_fused_pairs();
+    test_team_rows();
     printf("test_collate: ok\n");
     return 0;
 }

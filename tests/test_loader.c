@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #define N 300
@@ -1149,6 +1150,57 @@ static void test_into_errors(const ss_store *s, into_bufs *m) {
     munmap(map, map_len);
 }
 
+/* A per-batch transform that holds batch 1 of every epoch for 200 ms. */
+static int hold_batch_one(void *user, ss_loader_batch *b, ss_rng *rng) {
+    (void)user;
+    (void)rng;
+    if (b->position == 1) usleep(200000);
+    return 0;
+}
+
+static double seconds(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+/* A caller that must wait sleeps until a batch per worker is ready (one
+ * wake-up for them all) while that leaves a batch for every worker in the
+ * prefetch window: with 2 workers and prefetch 4 the first next() returns
+ * only with batch 1 ready too, 200 ms late. With prefetch 2 or a ring it
+ * would stall a worker, and the first batch comes at once. */
+static void test_wake_per_worker(ss_store *s) {
+    ss_pipeline *p;
+    CHECK_OK(ss_pipeline_create(&p));
+    ss_transform t = SS_TRANSFORM_INIT;
+    t.name = "hold";
+    t.batch = hold_batch_one;
+    CHECK_OK(ss_pipeline_add(p, &t));
+    for (uint32_t prefetch = 2; prefetch <= 4; prefetch += 2) {
+        topts o = base_options(4);
+        o.l.transforms = p;
+        o.l.threads = 2;
+        o.l.prefetch = prefetch;
+        ss_loader *l;
+        CHECK_OK(topen(&l, s, &o));
+        const ss_loader_batch *b;
+        double t0 = seconds();
+        CHECK_OK(ss_loader_next(&b, l));
+        double waited = seconds() - t0;
+        CHECK_EQ_U64(b->position, 0);
+        if (prefetch == 4) CHECK(waited >= 0.19);
+        t0 = seconds();
+        CHECK_OK(ss_loader_next(&b, l)); /* ready (prefetch 4) or soon */
+        CHECK_EQ_U64(b->position, 1);
+        if (prefetch == 4) CHECK(seconds() - t0 < 0.19);
+        for (int k = 0; k < 5; k++) CHECK_OK(ss_loader_next(&b, l));
+        CHECK_EQ_U64(b->position, 6);
+        ss_loader_free(l);
+        printf("wake per worker, prefetch %u: first batch after %.3f s\n", prefetch, waited);
+    }
+    ss_pipeline_free(p);
+}
+
 int main(void) {
     init_fields();
     const char *path = make_store();
@@ -1163,6 +1215,7 @@ int main(void) {
     test_free_mid_epoch(s);
     test_errors(s);
     test_options_versions(s);
+    test_wake_per_worker(s);
     ss_close(s);
     test_bucket(path);
     test_shard_all_modes(path);
