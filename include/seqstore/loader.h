@@ -174,9 +174,9 @@ SS_API int ss_loader_open(ss_loader **out, const ss_store *store, const ss_loade
 SS_API void ss_loader_free(ss_loader *l);
 
 /** The next batch of the epoch (a loader opened without options.into).
- *  When it is not ready yet the caller sleeps, with `threads` workers and
- *  prefetch >= 2 x threads - 1 until a batch per worker is ready (one
- *  wake-up for them, not one per batch), else until this one is.
+ *  When it is not ready yet the caller sleeps until k batches from it on
+ *  are ready, k = min(threads, prefetch + 1 - threads) and at least 1 (one
+ *  wake-up for k batches, while every worker keeps a batch to fill).
  *  @param[out] out the batch, valid until the next call (see ss_loader_batch);
  *                  NULL at the end of the epoch or on error.
  *  @return 0; SS_LOADER_END (1) at the end of a finite epoch, again on every
