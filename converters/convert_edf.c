@@ -41,9 +41,10 @@
  * selected channel labels, sample rate, file type (EDF vs BDF) and, for
  * digital values, per-channel calibration; otherwise it is bad input.
  * EDFlib reads each file: header, samples and annotations (never a parser
- * of our own). Files are decoded in parallel
- * (--threads) and appended in input order on the main thread (ordered.h),
- * so the store never depends on the thread count. */
+ * of our own). Files are decoded in parallel (--threads N >= 2: in N
+ * forked single-threaded processes, threads only if none can start) and
+ * appended in input order by the calling process (ordered.h), so the store
+ * never depends on the thread count. */
 #include "convert.h"
 #include "ordered.h"
 #include "events.h"
@@ -885,7 +886,9 @@ static int emit_proc_cb(void *ctx, void *slot, uint64_t i) {
  * the signal (distinct channels) and the event channel take <= 2x the
  * file each; annotation text gets a share, and a recording that still
  * does not fit (the same channel selected twice, a mass of annotations)
- * is decoded in the parent. Only pages touched take memory. */
+ * is decoded in the parent. Only pages touched take memory. The
+ * environment variable SS_TEST_EDF_ARENA=BYTES sets the arena's size
+ * instead: a test hook, for that fallback. */
 static size_t slot_bytes(const edf_run *r, size_t *arena_at) {
     uint64_t big = 0;
     for (uint32_t i = 0; i < r->nfiles; i++) {
@@ -896,6 +899,9 @@ static size_t slot_bytes(const edf_run *r, size_t *arena_at) {
     size_t arena = 2 * (size_t)big + (size_t)big / 16 + ((size_t)1 << 16) +
                    (size_t)r->job->ref.nch * EDF_CHUNK * sizeof(double) + 4 * 64;
     if (r->job->ev.from != SS_EV_FROM_ANNOTATIONS) arena += 2 * (size_t)big + 64;
+    /* test hook: smaller arenas, so that recordings fall back to the parent */
+    const char *test = getenv("SS_TEST_EDF_ARENA");
+    if (test && *test) arena = (size_t)strtoull(test, NULL, 10);
     *arena_at = (sizeof(edf_slot) + sizeof(struct edf_hdr_struct) + 63) & ~(size_t)63;
     return (*arena_at + arena + 4095) & ~(size_t)4095;
 }
