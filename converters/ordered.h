@@ -122,8 +122,9 @@ void ss_conv_proc_describe(char *buf, size_t cap, int status);
  *  the calling process (PR_SET_PDEATHSIG) and are killed and reaped on any
  *  stop, so no zombie stays. Test hook: when the environment variable
  *  SS_TEST_DECODER_DIE holds an input number, the child handed that input
- *  kills itself with SIGKILL before decoding it (for the tests of this
- *  path only).
+ *  kills itself with SIGKILL before decoding it; when SS_TEST_NO_FORK is
+ *  set (non-empty), nothing is forked and -1 is returned, as without
+ *  fork() (for the tests of these paths only).
  *  @param[out] died filled when 2 is returned.
  *  @return 0; 1 if an emit returned nonzero; 2 if a decoder process died
  *  (nothing emitted after the input before it); -1 if no process could be

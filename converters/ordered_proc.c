@@ -271,7 +271,8 @@ int ss_conv_proc_ordered(ss_conv_proc_death *died, void *ctx, void *slots, size_
     if (die && *die) r.die_at = strtoull(die, NULL, 10);
     died->input = 0;
     died->status = -1;
-    if (n <= 1 || !ss_conv_single_threaded()) return -1;
+    const char *no_fork = getenv("SS_TEST_NO_FORK");
+    if (n <= 1 || (no_fork && *no_fork) || !ss_conv_single_threaded()) return -1;
     r.ready = calloc(r.nslots, 1);
     r.ch = calloc((size_t)nprocs, sizeof *r.ch);
     r.pfd = calloc((size_t)nprocs, sizeof *r.pfd);

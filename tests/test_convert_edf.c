@@ -323,6 +323,10 @@ int main(void) {
         check_threads_agree(NULL, args, "f32");
         snprintf(args, sizeof args, "convert edf %s %s %s %s %s", E1, E2, FEW, E3, E1);
         check_threads_agree(NULL, args, "bad in the middle");
+        /* and threads, when no process can be forked (test hook) */
+        check_threads_agree("SS_TEST_NO_FORK=1", args, "threads, bad in the middle");
+        snprintf(args, sizeof args, "convert edf %s %s %s %s %s %s %s", E1, E2, E3, E2, E1, E3, E1);
+        check_threads_agree("SS_TEST_NO_FORK=1", args, "threads");
         snprintf(args, sizeof args, "convert edf %s %s %s %s %s %s %s --skip-bad", E1, TR, E2,
                  FEW, E3, LIE, E1);
         check_threads_agree(NULL, args, "--skip-bad");

@@ -132,6 +132,11 @@ int main(void) {
     CHECK(strncmp(how, "killed by signal 9 (", 20) == 0);
     ss_conv_proc_describe(how, sizeof how, 3 << 8);
     CHECK(strcmp(how, "exited with status 3") == 0);
+    /* the test hook: as if fork() failed */
+    setenv("SS_TEST_NO_FORK", "1", 1);
+    CHECK_EQ_U64(run_once(&r, &died, 2, 10, UINT64_MAX), (uint64_t)-1);
+    unsetenv("SS_TEST_NO_FORK");
+    CHECK_EQ_U64(r.nemitted, 0);
     /* n <= 1: nothing to overlap, the caller runs it */
     CHECK_EQ_U64(run_once(&r, &died, 2, 1, UINT64_MAX), (uint64_t)-1);
     CHECK_EQ_U64(r.nemitted, 0);
