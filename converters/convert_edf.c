@@ -411,6 +411,22 @@ static int read_annotations(edf_slot *s) {
     return 0;
 }
 
+/* Samples per channel per EDFlib read: whole data records, as many as fit
+ * in stdio's 4 KiB buffer, so that the reads of one record's channels in
+ * turn stay in the buffer (EDFlib seeks to each). Reading 4096 samples of
+ * each channel in turn cost a read() of 4 KiB per channel and record,
+ * 10x the file (measured: 194k read() for 12 files of 76 MB, 0.2 s of
+ * system time). */
+static int samples_per_read(const struct edf_hdr_struct *h, int sig, int bdf) {
+    long long spr = h->signalparam[sig].smp_in_datarecord, rec = 0, m;
+    if (spr <= 0 || spr >= EDF_CHUNK) return EDF_CHUNK;
+    for (int j = 0; j < h->edfsignals; j++) rec += h->signalparam[j].smp_in_datarecord;
+    rec *= bdf ? 3 : 2; /* bytes of the ordinary signals in a record */
+    m = rec > 0 && rec < 4096 ? 4096 / rec : 1;
+    if (m > EDF_CHUNK / spr) m = EDF_CHUNK / spr;
+    return (int)(m * spr);
+}
+
 /* Read every sample of the selected channels, time-major, into s->data. */
 static int read_samples(const edf_job *job, edf_slot *s) {
     const struct edf_hdr_struct *h = s->hdr;
@@ -421,9 +437,14 @@ static int read_samples(const edf_job *job, edf_slot *s) {
     if (slot_grow(s, &s->data, &s->data_cap, (size_t)s->T * C * esz + 1) ||
         slot_grow(s, &s->tmp, &s->tmp_cap, C * EDF_CHUNK * sizeof(double)))
         return slot_fail(s, "out of memory for %llu samples", (unsigned long long)s->T * C);
-    for (uint64_t t0 = 0; t0 < s->T; t0 += EDF_CHUNK) {
-        int n = (int)(s->T - t0 < EDF_CHUNK ? s->T - t0 : EDF_CHUNK);
+    int step = samples_per_read(h, s->sig[0], bdf);
+    for (uint64_t t0 = 0; t0 < s->T; t0 += (uint64_t)step) {
+        int n = (int)(s->T - t0 < (uint64_t)step ? s->T - t0 : (uint64_t)step);
         for (size_t k = 0; k < C; k++) {
+            /* --channels may name a signal twice: each read starts at t0 */
+            if (edfseek(h->handle, s->sig[k], (long long)t0, EDFSEEK_SET) != (long long)t0)
+                return slot_fail(s, "channel '%s': cannot seek to sample %llu",
+                                 h->signalparam[s->sig[k]].label, (unsigned long long)t0);
             int got = job->physical ? edfread_physical_samples(h->handle, s->sig[k], n,
                                                                (double *)s->tmp + k * EDF_CHUNK)
                                     : edfread_digital_samples(h->handle, s->sig[k], n,

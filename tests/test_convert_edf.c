@@ -138,6 +138,7 @@ static void check_example(const ss_store *s, uint64_t ex, const char *path, cons
     for (int k = 0; k < nsig; k++) {
         const struct edf_param_struct *p = &hdr->signalparam[sig[k]];
         double tol = (p->phys_max - p->phys_min) * 1e-6; /* float32 precision of the range */
+        CHECK(edfseek(hdr->handle, sig[k], 0, EDFSEEK_SET) == 0); /* sig may repeat */
         CHECK(edfread_physical_samples(hdr->handle, sig[k], (int)T, phys) == T);
         for (long long t = 0; t < T; t++) {
             double got;
@@ -391,6 +392,19 @@ int main(void) {
         const char *const names[3] = {"Fp2", "C3", "O1"};
         CHECK_OK(ss_open(&s, S, 0));
         check_common_attrs(s, 3, names);
+        check_example(s, 0, E1, sel, 3, 0);
+        check_example(s, 1, E3, sel, 3, 0);
+        ss_close(s);
+    }
+
+    /* a channel named twice is stored twice (each read starts at its sample) */
+    CHECK_EQ_U64(run_cli(err, sizeof err,
+                         "convert edf %s %s -o %s --force --channels Fp2,O1,fp2 --threads 2", E1,
+                         E3, S),
+                 0);
+    {
+        const int sel[3] = {1, 8, 1};
+        CHECK_OK(ss_open(&s, S, 0));
         check_example(s, 0, E1, sel, 3, 0);
         check_example(s, 1, E3, sel, 3, 0);
         ss_close(s);
