@@ -376,7 +376,8 @@ static int check_ref(const edf_job *job, edf_slot *s) {
 /* Grow one of the slot's buffers (from its arena when it has one). */
 static int slot_grow(edf_slot *s, void **buf, size_t *cap, size_t need) {
     if (need <= *cap) return 0;
-    void *nb = s->arena.base ? ss_conv_arena_grow(&s->arena, *buf, *cap, need) : realloc(*buf, need);
+    void *nb =
+        s->arena.base ? ss_conv_arena_grow(&s->arena, *buf, *cap, need) : realloc(*buf, need);
     if (!nb) return s->arena_full = s->arena.base != NULL, 1;
     *buf = nb, *cap = need;
     return 0;
@@ -485,7 +486,8 @@ static int read_codes(edf_slot *s) {
     char l[17];
     if (s->evsig < 0) return 0;
     copy_trimmed(l, sizeof l, s->hdr->signalparam[s->evsig].label);
-    if (slot_grow(s, (void **)&s->codes, &s->codes_cap, (size_t)(s->T ? s->T : 1) * sizeof *s->codes))
+    if (slot_grow(s, (void **)&s->codes, &s->codes_cap,
+                  (size_t)(s->T ? s->T : 1) * sizeof *s->codes))
         return slot_fail(s, "out of memory for the event channel");
     /* --channels may have named it too: read_samples() has read it already */
     if (edfseek(s->hdr->handle, s->evsig, 0, EDFSEEK_SET) != 0)
@@ -934,15 +936,16 @@ static int run_processes(edf_run *r, int nprocs) {
     size_t arena_at, stride = slot_bytes(r, &arena_at);
     int nslots = ss_conv_ordered_slots(nprocs);
     ss_conv_proc_death died;
-    char *mem = stride <= SIZE_MAX / (size_t)nslots ? ss_conv_shared_alloc(stride * (size_t)nslots)
-                                                    : NULL;
+    char *mem =
+        stride <= SIZE_MAX / (size_t)nslots ? ss_conv_shared_alloc(stride * (size_t)nslots) : NULL;
     if (!mem) return -1;
     for (int k = 0; k < nslots; k++) {
         edf_slot *s = (edf_slot *)(mem + (size_t)k * stride);
         s->hdr = (struct edf_hdr_struct *)(s + 1);
         s->arena = (ss_conv_arena){mem + (size_t)k * stride + arena_at, stride - arena_at, 0, NULL};
     }
-    int rc = ss_conv_proc_ordered(&died, r, mem, stride, nprocs, r->nfiles, decode_cb, emit_proc_cb);
+    int rc =
+        ss_conv_proc_ordered(&died, r, mem, stride, nprocs, r->nfiles, decode_cb, emit_proc_cb);
     if (rc == 2) {
         char how[128];
         ss_conv_proc_describe(how, sizeof how, died.status);

@@ -80,7 +80,7 @@ void ss_conv_shared_free(void *p, size_t bytes);
  *  process allocates its growing buffers here instead of with realloc(),
  *  whose blocks the emitting process could not see. */
 typedef struct ss_conv_arena {
-    char *base;  /**< `cap` bytes of shared memory */
+    char *base; /**< `cap` bytes of shared memory */
     size_t cap;
     size_t used; /**< bytes handed out since the last reset */
     void *last;  /**< the block handed out last (grows in place) */

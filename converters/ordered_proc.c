@@ -190,7 +190,9 @@ static void stop_children(proc_run *r, int kill_all) {
 /* Child k is gone (its socket failed): reap it into `died`. */
 static void child_died(proc_run *r, int k, uint64_t input, ss_conv_proc_death *died) {
     int status = -1;
-    /* its socket failing means it has exited or is about to: a short wait */
+    /* its socket failed, so it has exited (SIGKILL leaves a zombie's status
+     * alone) or broke the protocol: never wait on a live child */
+    kill(r->ch[k].pid, SIGKILL);
     while (waitpid(r->ch[k].pid, &status, 0) < 0 && errno == EINTR) continue;
     r->ch[k].pid = 0;
     died->input = input;
@@ -221,8 +223,11 @@ static int wait_decoded(proc_run *r, ss_conv_proc_death *died) {
     for (int k = 0; k < r->nch; k++)
         if (r->ch[k].busy >= 0) pfd[np++] = (struct pollfd){r->ch[k].fd, POLLIN, 0};
     if (np == 0) return 0; /* cannot happen: the input to emit is out */
-    while (poll(pfd, (nfds_t)np, -1) < 0)
-        if (errno != EINTR) return 0;
+    while (poll(pfd, (nfds_t)np, -1) < 0) {
+        if (errno == EINTR || errno == EAGAIN || errno == ENOMEM) continue;
+        for (int k = 0; k < r->nch; k++) /* cannot wait for them: give up */
+            if (r->ch[k].busy >= 0) return child_died(r, k, (uint64_t)r->ch[k].busy, died), 2;
+    }
     for (int k = 0, p = 0; k < r->nch; k++) {
         if (r->ch[k].busy < 0) continue;
         if (pfd[p++].revents == 0) continue;

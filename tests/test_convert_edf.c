@@ -255,12 +255,12 @@ static void check_threads_agree(const char *env, const char *args, const char *n
     mask_store(e1, one);
     for (int t = 2; t <= 3; t++) {
         snprintf(many, sizeof many, "%s/agree%d.ss", dir, t);
-        int rn = ss_test_cli(en, sizeof en, env, "%s -o %s --force --threads %d --quiet", args,
-                             many, t);
+        int rn =
+            ss_test_cli(en, sizeof en, env, "%s -o %s --force --threads %d --quiet", args, many, t);
         mask_store(en, many);
         if (r1 != rn || strcmp(e1, en))
-            fprintf(stderr, "%s, %d threads: status %d, 1 thread %d\n%s\n-- 1 thread:\n%s\n",
-                    name, t, rn, r1, en, e1);
+            fprintf(stderr, "%s, %d threads: status %d, 1 thread %d\n%s\n-- 1 thread:\n%s\n", name,
+                    t, rn, r1, en, e1);
         CHECK_EQ_U64(rn, r1);
         CHECK(strcmp(e1, en) == 0);
         if (r1 == 0) check_same(one, many);
@@ -328,15 +328,15 @@ int main(void) {
         check_threads_agree("SS_TEST_NO_FORK=1", args, "threads, bad in the middle");
         snprintf(args, sizeof args, "convert edf %s %s %s %s %s %s %s", E1, E2, E3, E2, E1, E3, E1);
         check_threads_agree("SS_TEST_NO_FORK=1", args, "threads");
-        snprintf(args, sizeof args, "convert edf %s %s %s %s %s %s %s --skip-bad", E1, TR, E2,
-                 FEW, E3, LIE, E1);
+        snprintf(args, sizeof args, "convert edf %s %s %s %s %s %s %s --skip-bad", E1, TR, E2, FEW,
+                 E3, LIE, E1);
         check_threads_agree(NULL, args, "--skip-bad");
         snprintf(args, sizeof args,
                  "convert edf %s %s %s %s --events-as windows --window-start -1 --window-stop 2",
                  E1, E2, E3, E2);
         check_threads_agree(NULL, args, "windows");
-        snprintf(args, sizeof args, "convert edf %s %s %s %s --events-as samples --meta header",
-                 E3, E2, E1, E3);
+        snprintf(args, sizeof args, "convert edf %s %s %s %s --events-as samples --meta header", E3,
+                 E2, E1, E3);
         check_threads_agree(NULL, args, "samples, meta");
         snprintf(args, sizeof args, "convert edf %s %s %s %s", E3, E1, E2, E1);
         check_threads_agree("SS_TEST_EDF_ARENA=2500000", args, "too large for a slot");

@@ -93,7 +93,7 @@ static void test_arena(void) {
     memcpy(p, "abcdefghij", 10);
     CHECK(ss_conv_arena_grow(&a, p, 10, 100) == p && a.used == 100); /* last: in place */
     char *q = ss_conv_arena_grow(&a, NULL, 0, 10);
-    CHECK(q == mem + 128 && a.used == 138); /* 64-byte aligned */
+    CHECK(q == mem + 128 && a.used == 138);        /* 64-byte aligned */
     char *p2 = ss_conv_arena_grow(&a, p, 10, 200); /* not last: copied */
     CHECK(p2 == mem + 192 && memcmp(p2, "abcdefghij", 10) == 0);
     CHECK(ss_conv_arena_grow(&a, p2, 200, 1024) == NULL && a.used == 392); /* full */
