@@ -57,4 +57,84 @@ int ss_conv_parallel_ordered(void *ctx, void *slots, size_t slot_size, int nthre
 int ss_conv_serial_ordered(void *ctx, void *slot, uint64_t n, ss_conv_decode_fn decode,
                            ss_conv_emit_fn emit);
 
+/* ------------------------------------------------ decoder processes */
+
+/* EDFlib reads every sample byte with getc(), which glibc locks only once a
+ * process has had a second thread: decoding threads pay that lock on every
+ * byte. Decoder processes forked while the process is still single-threaded
+ * never do. Their slots live in memory shared with them, mapped before the
+ * fork, so every pointer into it means the same in all the processes and a
+ * decoded input reaches the emitter without a copy. */
+
+/** Memory to share with the decoder processes of ss_conv_proc_ordered():
+ *  `bytes` (> 0) zero-filled, at the same address in every process forked
+ *  after this call; pages take memory only once touched (a reservation
+ *  sized for the largest input costs address space, not memory). NULL if
+ *  it cannot be mapped (the caller then decodes on threads). Free with
+ *  ss_conv_shared_free(). */
+void *ss_conv_shared_alloc(size_t bytes);
+/** Unmap memory from ss_conv_shared_alloc() (NULL: nothing). */
+void ss_conv_shared_free(void *p, size_t bytes);
+
+/** A bump allocator over a slot's share of that memory: a decoder in a
+ *  process allocates its growing buffers here instead of with realloc(),
+ *  whose blocks the emitting process could not see. */
+typedef struct ss_conv_arena {
+    char *base; /**< `cap` bytes of shared memory */
+    size_t cap;
+    size_t used; /**< bytes handed out since the last reset */
+    void *last;  /**< the block handed out last (grows in place) */
+} ss_conv_arena;
+
+/** Forget every block of `a` (at the start of each decode into its slot). */
+void ss_conv_arena_reset(ss_conv_arena *a);
+
+/** realloc() in `a`: a block of at least `need` bytes holding the first
+ *  `len` bytes of `p` (NULL or a block of `a` since its last reset). The
+ *  last block grows in place; another is copied to the end of the arena
+ *  (its old bytes stay used until the reset). Blocks are 64-byte aligned.
+ *  @return the block, or NULL when `a` has no room left (`p` unchanged). */
+void *ss_conv_arena_grow(ss_conv_arena *a, void *p, size_t len, size_t need);
+
+/** Why ss_conv_proc_ordered() returned 2: a decoder process died. */
+typedef struct ss_conv_proc_death {
+    uint64_t input; /**< the input it was decoding (or being handed) */
+    int status;     /**< its waitpid() status (-1: not known) */
+} ss_conv_proc_death;
+
+/** "killed by signal 9 (Killed)" or "exited with status 3" for a
+ *  ss_conv_proc_death status, into buf[cap]. */
+void ss_conv_proc_describe(char *buf, size_t cap, int status);
+
+/** ss_conv_parallel_ordered() with decoder processes instead of threads:
+ *  fork `nprocs` (< 1 means 1) single-threaded children, each of which runs
+ *  `decode` for the inputs it is handed (into slot i mod
+ *  ss_conv_ordered_slots(nprocs) of `slots`, stride `slot_size`), while the
+ *  calling process emits in input order; the same slot rules, so the same
+ *  store as any other thread count. `slots` (with everything the emit reads
+ *  through them) must come from ss_conv_shared_alloc(); whatever else a
+ *  decode writes (`ctx`, EDFlib's tables) stays in its own process. The
+ *  memory of the slots bounds what is held, as with threads.
+ *  Forks only while the process has a single thread (/proc/self/task): a
+ *  fork copies no other thread, and a child of a multi-threaded process
+ *  could find a lock held forever. Children end with _exit() (no atexit
+ *  handlers, no stdio flush, no LMDB environment touched); they die with
+ *  the calling process (PR_SET_PDEATHSIG) and are killed and reaped on any
+ *  stop, so no zombie stays. Test hook: when the environment variable
+ *  SS_TEST_DECODER_DIE holds an input number, the child handed that input
+ *  kills itself with SIGKILL before decoding it; when SS_TEST_NO_FORK is
+ *  set (non-empty), nothing is forked and -1 is returned, as without
+ *  fork() (for the tests of these paths only).
+ *  @param[out] died filled when 2 is returned.
+ *  @return 0; 1 if an emit returned nonzero; 2 if a decoder process died
+ *  (nothing emitted after the input before it); -1 if no process could be
+ *  started (more than one thread, no fork, no socket, or n <= 1): nothing
+ *  was decoded or emitted, the caller runs another way. */
+int ss_conv_proc_ordered(ss_conv_proc_death *died, void *ctx, void *slots, size_t slot_size,
+                         int nprocs, uint64_t n, ss_conv_decode_fn decode, ss_conv_emit_fn emit);
+
+/** 1 if the calling process has a single thread (per /proc/self/task; 0 if
+ *  that cannot be read). */
+int ss_conv_single_threaded(void);
+
 #endif /* SS_ORDERED_H */

@@ -138,6 +138,7 @@ static void check_example(const ss_store *s, uint64_t ex, const char *path, cons
     for (int k = 0; k < nsig; k++) {
         const struct edf_param_struct *p = &hdr->signalparam[sig[k]];
         double tol = (p->phys_max - p->phys_min) * 1e-6; /* float32 precision of the range */
+        CHECK(edfseek(hdr->handle, sig[k], 0, EDFSEEK_SET) == 0); /* sig may repeat */
         CHECK(edfread_physical_samples(hdr->handle, sig[k], (int)T, phys) == T);
         for (long long t = 0; t < T; t++) {
             double got;
@@ -234,6 +235,38 @@ static void check_same(const char *a, const char *b) {
     ss_close(y);
 }
 
+/* `msg` with every occurrence of `store` replaced by "STORE". */
+static void mask_store(char *msg, const char *store) {
+    size_t n = strlen(store);
+    char *p;
+    while (n && (p = strstr(msg, store)) != NULL) {
+        memmove(p + 5, p + n, strlen(p + n) + 1);
+        memcpy(p, "STORE", 5);
+    }
+}
+
+/* `ARGS --threads 2` and `--threads 3` (decoder processes, ordered.h) do
+ * what `--threads 1` does: the same exit status, the same messages (a bad
+ * file's error text comes from the decoder unchanged) and the same store. */
+static void check_threads_agree(const char *env, const char *args, const char *name) {
+    char one[600], many[600], e1[16384], en[16384];
+    snprintf(one, sizeof one, "%s", path_of("agree1.ss"));
+    int r1 = run_cli(e1, sizeof e1, "%s -o %s --force --threads 1", args, one);
+    mask_store(e1, one);
+    for (int t = 2; t <= 3; t++) {
+        snprintf(many, sizeof many, "%s/agree%d.ss", dir, t);
+        int rn =
+            ss_test_cli(en, sizeof en, env, "%s -o %s --force --threads %d --quiet", args, many, t);
+        mask_store(en, many);
+        if (r1 != rn || strcmp(e1, en))
+            fprintf(stderr, "%s, %d threads: status %d, 1 thread %d\n%s\n-- 1 thread:\n%s\n", name,
+                    t, rn, r1, en, e1);
+        CHECK_EQ_U64(rn, r1);
+        CHECK(strcmp(e1, en) == 0);
+        if (r1 == 0) check_same(one, many);
+    }
+}
+
 int main(void) {
     char err[16384];
     snprintf(dir, sizeof dir, "%s", ss_test_tmpdir());
@@ -280,6 +313,41 @@ int main(void) {
         CHECK_EQ_U64(run_cli(err, sizeof err, "%s -o %s --threads 1", args, T1), 0);
         check_same(T1, T3);
     }
+    { /* decoder processes against one thread: more files than slots, bad
+       * files in the middle (reported as with one thread, skipped with
+       * --skip-bad), f32, events, windows, --meta, and recordings larger
+       * than a shared slot (decoded again in the parent; the slots made
+       * small by a test hook) */
+        char args[8192];
+        snprintf(args, sizeof args, "convert edf %s %s %s %s %s %s %s --physical f32", E1, E2, E3,
+                 E2, E1, E3, E1);
+        check_threads_agree(NULL, args, "f32");
+        snprintf(args, sizeof args, "convert edf %s %s %s %s %s", E1, E2, FEW, E3, E1);
+        check_threads_agree(NULL, args, "bad in the middle");
+        /* and threads, when no process can be forked (test hook) */
+        check_threads_agree("SS_TEST_NO_FORK=1", args, "threads, bad in the middle");
+        snprintf(args, sizeof args, "convert edf %s %s %s %s %s %s %s", E1, E2, E3, E2, E1, E3, E1);
+        check_threads_agree("SS_TEST_NO_FORK=1", args, "threads");
+        snprintf(args, sizeof args, "convert edf %s %s %s %s %s %s %s --skip-bad", E1, TR, E2, FEW,
+                 E3, LIE, E1);
+        check_threads_agree(NULL, args, "--skip-bad");
+        snprintf(args, sizeof args,
+                 "convert edf %s %s %s %s --events-as windows --window-start -1 --window-stop 2",
+                 E1, E2, E3, E2);
+        check_threads_agree(NULL, args, "windows");
+        snprintf(args, sizeof args, "convert edf %s %s %s %s --events-as samples --meta header", E3,
+                 E2, E1, E3);
+        check_threads_agree(NULL, args, "samples, meta");
+        snprintf(args, sizeof args, "convert edf %s %s %s %s", E3, E1, E2, E1);
+        check_threads_agree("SS_TEST_EDF_ARENA=2500000", args, "too large for a slot");
+        /* a decoder process that dies (test hook, ordered.h): an error naming
+         * its file, no hang */
+        CHECK_EQ_U64(ss_test_cli(err, sizeof err, "SS_TEST_DECODER_DIE=2",
+                                 "convert edf %s %s %s %s -o %s --force --threads 2 --quiet", E1,
+                                 E2, E3, E1, S),
+                     1);
+        CHECK(strstr(err, E3) && strstr(err, "decoder process killed by signal 9"));
+    }
     { /* --shard K/N: the shards in order hold the same examples (whole files) */
         char args[2048];
         snprintf(args, sizeof args, "convert edf %s %s %s", E1, E2, E3);
@@ -324,6 +392,19 @@ int main(void) {
         const char *const names[3] = {"Fp2", "C3", "O1"};
         CHECK_OK(ss_open(&s, S, 0));
         check_common_attrs(s, 3, names);
+        check_example(s, 0, E1, sel, 3, 0);
+        check_example(s, 1, E3, sel, 3, 0);
+        ss_close(s);
+    }
+
+    /* a channel named twice is stored twice (each read starts at its sample) */
+    CHECK_EQ_U64(run_cli(err, sizeof err,
+                         "convert edf %s %s -o %s --force --channels Fp2,O1,fp2 --threads 2", E1,
+                         E3, S),
+                 0);
+    {
+        const int sel[3] = {1, 8, 1};
+        CHECK_OK(ss_open(&s, S, 0));
         check_example(s, 0, E1, sel, 3, 0);
         check_example(s, 1, E3, sel, 3, 0);
         ss_close(s);
