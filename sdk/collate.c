@@ -994,15 +994,22 @@ static uint64_t team_steps(const ss_collator *c, uint32_t k, int nth) {
     return c->f[k].sequence ? padded_steps(&c->f[k], most) : 1;
 }
 
-/* Whether the team can write the batch by rows: every field by_rows() and
- * its outputs in place. Every thread gets the same answer. */
+/* Whether every field of the collator is by_rows() (its options decide). */
+static int all_by_rows(const ss_collator *c) {
+    for (uint32_t k = 0; k < c->nf; k++)
+        if (!by_rows(&c->f[k])) return 0;
+    return 1;
+}
+
+/* With every field by_rows(): whether the team can write the batch by rows,
+ * every field's outputs in place. Every thread gets the same answer as long
+ * as no thread binds (grows) outputs before all have asked. */
 static int rows_ready(const ss_collator *c, const ss_collate_buffers *buffers, size_t n, int nth) {
     for (uint32_t k = 0; k < c->nf; k++) {
-        const cfield *f = &c->f[k];
         unsigned char *data;
         void *mask;
-        if (!by_rows(f) ||
-            !bound_in_place(f, buffers ? &buffers[k] : NULL, n, team_steps(c, k, nth), &data, &mask))
+        if (!bound_in_place(&c->f[k], buffers ? &buffers[k] : NULL, n, team_steps(c, k, nth), &data,
+                            &mask))
             return 0;
     }
     return 1;
@@ -1092,7 +1099,7 @@ static int collate_team(ss_collator *c, const ss_span *spans, const ss_collate_i
             failed = 1;
         }
 #pragma omp barrier
-        int by_row = !failed && rows_ready(c, buffers, n_rows, nth); /* alike on every thread */
+        int able = all_by_rows(c), by_row = able && !failed && rows_ready(c, buffers, n_rows, nth);
         if (id == 0) {
             rows = by_row;
             team = nth;
@@ -1100,6 +1107,13 @@ static int collate_team(ss_collator *c, const ss_span *spans, const ss_collate_i
         if (by_row) {
             write_rows(c, buffers, n_rows, nth, r0, r1);
         } else {
+            /* plan_tasks() may grow the outputs rows_ready() looks at: only
+             * once every thread has taken this branch (a thread that asked
+             * after the growth would write by rows alone, and the team
+             * would wait for it at the barrier below forever) */
+            if (able) {
+#pragma omp barrier
+            }
 #pragma omp master
             if (!failed) rc = plan_tasks(c, n_rows, buffers, nth, &parallel);
 #pragma omp barrier

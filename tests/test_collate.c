@@ -1212,6 +1212,40 @@ static void test_team_rows(void) {
     printf("team by rows: %d batches\n", cases);
 }
 
+/* The team's first batch that outgrows the collator's buffers, many times
+ * over (a fresh collator each): every thread must take the same path, by
+ * rows or by tasks. A thread that decided after the master had grown the
+ * buffers went its own way, and the team hung at its next barrier. */
+static void test_team_growth(void) {
+    uint64_t rng = 99;
+    rstore rs;
+    make_random_store(&rs, "growth.ss", &rng);
+    ss_collate_field fo = SS_COLLATE_FIELD_INIT;
+    fo.field = 0;
+    fo.dtype = SS_I64;
+    fo.layout = SS_LAYOUT_BATCH_MAJOR;
+    ss_span rows[48];
+    for (size_t i = 0; i < 48; i++) rows[i] = (ss_span){i % rs.count, 0, SS_SPAN_END};
+    ref_out ref;
+    memset(&ref, 0, sizeof ref);
+    reference(rs.s, &fo, rows, 48, &ref);
+    for (int rep = 0; rep < 400; rep++) {
+        ss_collator_options opt = SS_COLLATOR_OPTIONS_INIT;
+        opt.threads = 2 + rep % 2;
+        opt.parallel_bytes = 1;
+        ss_collator *c;
+        CHECK_OK(ss_collator_create(&c, rs.s, &fo, 1, &opt));
+        ss_collated_batch b;
+        CHECK_OK(ss_collator_collate(&b, c, rows, 2)); /* small: the next plans in the team */
+        CHECK_OK(ss_collator_collate(&b, c, rows, 48)); /* grows in the team */
+        compare(&b.fields[0], &ref, 48, &fo, 1);
+        ss_collator_free(c);
+    }
+    free(ref.data);
+    free(ref.mask);
+    ss_close(rs.s);
+}
+
 int main(void) {
     test_by_hand();
     test_gain_attr();
@@ -1224,6 +1258,7 @@ int main(void) {
     test_integer_pads();
     test_fused_pairs();
     test_team_rows();
+    test_team_growth();
     printf("test_collate: ok\n");
     return 0;
 }
