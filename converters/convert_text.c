@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* convert_text.c - `seqstore convert text` and the text engine (see text.h). */
 #include "commands.h"
+#include "internal.h"
 #include "memlimit.h"
 #include "spm_text.h"
 #include "text.h"
@@ -1199,6 +1200,11 @@ int tx_run(ss_conv *c, tx_job *j) {
     ss_conv_set_total(c, total);
     int threads = ss_conv_opts(c)->threads;
     if (threads <= 1 || j->nblocks <= 1) return run_serial(c, j, &cur);
+    /* the thread that appends also commits: on a second core, the commits
+     * (LMDB's copies into its pages and into the page cache) overlap the
+     * appends that follow */
+    if (ss__writer_background(ss_conv_writer(c)))
+        return ss_conv_ss_error(c, "cannot write to '%s'", ss_conv_opts(c)->output);
     return run_threads(c, j, threads, &cur);
 }
 

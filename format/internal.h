@@ -24,6 +24,20 @@ int ss__lmdb_fail(int rc, const char *what);
 int ss_writer_set_resume_record(ss_writer *w, const void *data, size_t size);
 const void *ss_writer_resume_record(const ss_writer *w, size_t *size);
 
+/* Commit in the background from now on, for a caller with a core to spare
+ * (the converters with --threads > 1): the commits ss_writer_append() makes
+ * due are written by a thread of the writer's own, one at a time and in
+ * order, each the transaction a commit at that moment would have written
+ * (the same store, byte for byte), while the caller appends on. The buffers
+ * of up to two commits are held instead of one, plus a copy of each
+ * field's partial chunk and index segment. A commit's failure is returned
+ * by the call after it (an append, ss_writer_commit(), ss_writer_finish()),
+ * and the writer is then broken: the store holds what the commits before
+ * it wrote. Every other call waits for the commit in the background where
+ * it must; ss_writer_free() waits for it and ends the thread.
+ * 0, SS_EINVAL, SS_ENOMEM, SS_EIO (no thread). */
+int ss__writer_background(ss_writer *w);
+
 /* The examples the sections written through `w` number: for a writer from
  * ss_sections_writer_open(w, path) of a dataset, the dataset's count (from
  * its manifest); of a store, ss_writer_count(w). 0 or as the manifest read. */

@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -72,7 +73,27 @@ struct ss_writer {
      * removed by the final one; read back by ss_writer_open. */
     unsigned char *resume_rec;
     size_t resume_len;
+    struct ss_committer *bg; /* ss__writer_background(): the commits' thread, or NULL */
 };
+
+/* The thread of ss__writer_background(). A due commit is written from
+ * `shadow`: a copy of the writer taken at that moment, which owns the pending
+ * blocks and points at copies of the partial chunks and segments, so the
+ * transaction is the one the writer would have committed then, while the
+ * writer appends on. One commit at a time, in order. */
+typedef struct ss_committer {
+    pthread_t thread;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int posted;   /* the shadow's commit waits for the thread or is being written */
+    int stop;     /* the thread is to end */
+    int rc;       /* the last commit's result; kept once it failed */
+    char msg[1024];
+    ss_writer shadow;
+    unsigned char *tail[SS_MAX_FIELDS], *seg[SS_MAX_FIELDS]; /* its partial chunks, segments */
+} ss_committer;
+
+static int ss_bg_wait(ss_writer *w);
 
 /* ---------------------------------------------------------------- helpers */
 
@@ -122,27 +143,31 @@ static void ss_pending_clear(ss_writer *w) {
     w->pending_bytes = 0;
 }
 
-/* After a commit: keep the buffers of full chunks and segments for reuse. */
-static void ss_pending_recycle(ss_writer *w) {
-    if (w->spare_cap < w->npending) {
-        size_t cap = w->npending;
+/* After a commit: keep the buffers of full chunks and segments of the
+ * committed blocks p[0, n) for reuse. */
+static void ss_blocks_recycle(ss_writer *w, ss_pending *p, size_t n) {
+    if (w->spare_cap < n) {
+        size_t cap = n;
         unsigned char **c = realloc(w->spare_chunks, cap * sizeof *c);
         if (c) w->spare_chunks = c;
         unsigned char **g = realloc(w->spare_segments, cap * sizeof *g);
         if (g) w->spare_segments = g;
         if (c && g) w->spare_cap = cap;
     }
-    for (size_t i = 0; i < w->npending; i++) {
-        ss_pending *p = &w->pending[i];
-        int is_chunk = p->key.bytes[0] == SS_KEY_DATA && p->len <= w->capacity;
-        int is_segment = p->key.bytes[0] == SS_KEY_INDEX;
+    for (size_t i = 0; i < n; i++) {
+        int is_chunk = p[i].key.bytes[0] == SS_KEY_DATA && p[i].len <= w->capacity;
+        int is_segment = p[i].key.bytes[0] == SS_KEY_INDEX;
         if (is_chunk && w->nspare_chunks < w->spare_cap)
-            w->spare_chunks[w->nspare_chunks++] = p->payload;
+            w->spare_chunks[w->nspare_chunks++] = p[i].payload;
         else if (is_segment && w->nspare_segments < w->spare_cap)
-            w->spare_segments[w->nspare_segments++] = p->payload;
+            w->spare_segments[w->nspare_segments++] = p[i].payload;
         else
-            free(p->payload);
+            free(p[i].payload);
     }
+}
+
+static void ss_pending_recycle(ss_writer *w) {
+    ss_blocks_recycle(w, w->pending, w->npending);
     w->npending = 0;
     w->pending_bytes = 0;
 }
@@ -311,7 +336,8 @@ static void ss_writer_start_writeback(const ss_writer *w) {
 #endif
 }
 
-static int ss_writer_txn(ss_writer *w, int final) {
+/* Write one commit's transaction (the pending blocks stay pending). */
+static int ss_writer_txn_write(ss_writer *w, int final) {
     for (int attempt = 0;; attempt++) {
         int rc = ss_map_reserve(w, ss_commit_estimate(w) << attempt);
         if (rc) return ss_writer_broken(w, rc);
@@ -330,9 +356,15 @@ static int ss_writer_txn(ss_writer *w, int final) {
                 w, ss__fail(SS_ETOOBIG, "%s: a value exceeds LMDB's limit", w->path));
         if (rc) return ss_writer_broken(w, ss_writer_lmdb_fail(w, rc));
         if (!final && (w->flags & SS_WRITE_NOSYNC)) ss_writer_start_writeback(w);
-        ss_pending_recycle(w);
         return 0;
     }
+}
+
+static int ss_writer_txn(ss_writer *w, int final) {
+    int rc = ss_bg_wait(w);
+    if (rc == 0) rc = ss_writer_txn_write(w, final);
+    if (rc == 0) ss_pending_recycle(w);
+    return rc;
 }
 
 int ss_writer_commit(ss_writer *w) {
@@ -341,6 +373,143 @@ int ss_writer_commit(ss_writer *w) {
         return ss__fail(SS_ESTATE, "%s: writer is %s", w->path,
                         w->finished ? "finished" : "broken");
     return ss_writer_txn(w, 0);
+}
+
+/* ------------------------------------------------------ background commits */
+
+static void *ss_committer_main(void *arg) {
+    ss_committer *b = arg;
+    pthread_mutex_lock(&b->mu);
+    for (;;) {
+        while (!b->posted && !b->stop) pthread_cond_wait(&b->cv, &b->mu);
+        if (!b->posted) break;
+        pthread_mutex_unlock(&b->mu);
+        int rc = ss_writer_txn_write(&b->shadow, 0);
+        pthread_mutex_lock(&b->mu);
+        if (rc) { /* the message is this thread's: the writer's thread reports it */
+            b->rc = rc;
+            snprintf(b->msg, sizeof b->msg, "%s", ss_error_message());
+        }
+        b->posted = 0;
+        pthread_cond_broadcast(&b->cv);
+    }
+    pthread_mutex_unlock(&b->mu);
+    return NULL;
+}
+
+/* Wait for the commit in the background, if any, and take its blocks back
+ * for reuse. 0, or its failure (again at every call: the writer is broken). */
+static int ss_bg_wait(ss_writer *w) {
+    ss_committer *b = w->bg;
+    if (!b) return 0;
+    pthread_mutex_lock(&b->mu);
+    while (b->posted) pthread_cond_wait(&b->cv, &b->mu);
+    pthread_mutex_unlock(&b->mu);
+    ss_writer *s = &b->shadow;
+    if (b->rc) {
+        ss_pending_clear(s);
+        w->broken = 1;
+        return ss__fail(b->rc, "%s", b->msg);
+    }
+    ss_blocks_recycle(w, s->pending, s->npending);
+    s->npending = 0;
+    s->pending_bytes = 0;
+    return 0;
+}
+
+/* The shadow of a commit due now: the writer's state, its pending blocks
+ * (the writer keeps the shadow's emptied array), copies of its partial
+ * chunks and segments. */
+static void ss_bg_snapshot(ss_writer *w, ss_committer *b) {
+    ss_writer *s = &b->shadow;
+    ss_pending *empty = s->pending;
+    size_t empty_cap = s->pending_cap;
+    *s = *w;
+    s->attrs = NULL; /* only a final commit writes them, and the writer's may change */
+    s->nattrs = 0;
+    s->bg = NULL;
+    w->pending = empty;
+    w->pending_cap = empty_cap;
+    w->npending = 0;
+    w->pending_bytes = 0;
+    for (uint32_t i = 0; i < w->h.nfields; i++) {
+        ss_wfield *wf = &w->f[i];
+        memcpy(b->tail[i], wf->chunk, wf->chunk_used);
+        s->f[i].chunk = b->tail[i];
+        if (!w->h.fields[i].def.sequence) continue;
+        uint64_t used = w->h.count + 1 - wf->segment_no * w->h.segment_entries;
+        memcpy(b->seg[i], wf->segment, ss_segment_bytes(w, used));
+        s->f[i].segment = b->seg[i];
+    }
+}
+
+/* ss_writer_commit() in the background. */
+static int ss_bg_commit(ss_writer *w) {
+    ss_committer *b = w->bg;
+    int rc = ss_bg_wait(w);
+    if (rc) return rc;
+    ss_bg_snapshot(w, b);
+    pthread_mutex_lock(&b->mu);
+    b->posted = 1;
+    pthread_cond_broadcast(&b->cv);
+    pthread_mutex_unlock(&b->mu);
+    return 0;
+}
+
+/* Wait for the last commit and end the thread. */
+static void ss_bg_end(ss_writer *w) {
+    ss_committer *b = w->bg;
+    if (!b) return;
+    (void)ss_bg_wait(w);
+    pthread_mutex_lock(&b->mu);
+    b->stop = 1;
+    pthread_cond_broadcast(&b->cv);
+    pthread_mutex_unlock(&b->mu);
+    pthread_join(b->thread, NULL);
+    ss_pending_clear(&b->shadow);
+    free(b->shadow.pending);
+    for (uint32_t i = 0; i < SS_MAX_FIELDS; i++) {
+        free(b->tail[i]);
+        free(b->seg[i]);
+    }
+    pthread_cond_destroy(&b->cv);
+    pthread_mutex_destroy(&b->mu);
+    free(b);
+    w->bg = NULL;
+}
+
+static int ss_bg_buffers(ss_writer *w, ss_committer *b) {
+    for (uint32_t i = 0; i < w->h.nfields; i++) {
+        b->tail[i] = malloc(w->f[i].chunk_cap);
+        if (!b->tail[i]) return -1;
+        if (!w->h.fields[i].def.sequence) continue;
+        b->seg[i] = malloc(ss_segment_bytes(w, w->h.segment_entries));
+        if (!b->seg[i]) return -1;
+    }
+    return 0;
+}
+
+int ss__writer_background(ss_writer *w) {
+    if (!w) return ss__fail(SS_EINVAL, "ss__writer_background: writer is NULL");
+    if (w->bg) return 0;
+    ss_committer *b = calloc(1, sizeof *b);
+    if (!b) return ss__fail(SS_ENOMEM, "%s: out of memory", w->path);
+    pthread_mutex_init(&b->mu, NULL);
+    pthread_cond_init(&b->cv, NULL);
+    int rc = ss_bg_buffers(w, b) ? SS_ENOMEM : 0;
+    if (!rc && pthread_create(&b->thread, NULL, ss_committer_main, b)) rc = SS_EIO;
+    if (rc) {
+        for (uint32_t i = 0; i < SS_MAX_FIELDS; i++) {
+            free(b->tail[i]);
+            free(b->seg[i]);
+        }
+        pthread_cond_destroy(&b->cv);
+        pthread_mutex_destroy(&b->mu);
+        free(b);
+        return ss__fail(rc, "%s: cannot start the commit thread", w->path);
+    }
+    w->bg = b;
+    return 0;
 }
 
 /* ------------------------------------------------------------- appending */
@@ -472,8 +641,8 @@ int ss_writer_append(ss_writer *w, const ss_value *values) {
     for (uint32_t i = 0; i < w->h.nfields; i++)
         if ((rc = ss_append_field(w, i, &values[i]))) return ss_writer_broken(w, rc);
     w->h.count++;
-    if (w->pending_bytes >= w->commit_bytes) return ss_writer_commit(w);
-    return 0;
+    if (w->pending_bytes < w->commit_bytes) return 0;
+    return w->bg ? ss_bg_commit(w) : ss_writer_commit(w);
 }
 
 uint64_t ss_writer_count(const ss_writer *w) {
@@ -540,7 +709,9 @@ int ss_writer_finish(ss_writer *w) {
      * header could reach the disk before the pages of the NOSYNC commits it
      * points to (test_format_sync_order). With NOMETASYNC the commit is then
      * one flush of everything, the meta write, and the flush below. */
-    int rc = mdb_env_set_flags(w->env, MDB_NOSYNC, 0);
+    int rc = ss_bg_wait(w); /* first: a commit in the background stays NOSYNC */
+    if (rc) return rc;
+    rc = mdb_env_set_flags(w->env, MDB_NOSYNC, 0);
     if (rc) return ss_writer_broken(w, ss_writer_lmdb_fail(w, rc));
     rc = ss_writer_txn(w, 1);
     if (rc) return rc;
@@ -552,6 +723,7 @@ int ss_writer_finish(ss_writer *w) {
 
 void ss_writer_free(ss_writer *w) {
     if (!w) return;
+    ss_bg_end(w);
     ss_pending_clear(w);
     free(w->pending);
     for (size_t i = 0; i < w->nspare_chunks; i++) free(w->spare_chunks[i]);
@@ -828,6 +1000,7 @@ int ss_writer_set_resume_record(ss_writer *w, const void *data, size_t size) {
     unsigned char *copy = malloc(size ? size : 1);
     if (!copy) return ss__fail(SS_ENOMEM, "out of memory");
     if (size) memcpy(copy, data, size);
+    (void)ss_bg_wait(w); /* a commit in the background may be writing the old one */
     free(w->resume_rec);
     w->resume_rec = copy;
     w->resume_len = size;
