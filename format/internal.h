@@ -30,7 +30,7 @@ const void *ss_writer_resume_record(const ss_writer *w, size_t *size);
  * order, each the transaction a commit at that moment would have written
  * (the same store, byte for byte), while the caller appends on. The buffers
  * of up to two commits are held instead of one, plus a copy of each
- * field's partial chunk and index segment. A commit's failure is returned
+ * sequence field's partial index segment. A commit's failure is returned
  * by the call after it (an append, ss_writer_commit(), ss_writer_finish()),
  * and the writer is then broken: the store holds what the commits before
  * it wrote. Every other call waits for the commit in the background where

@@ -78,7 +78,7 @@ struct ss_writer {
 
 /* The thread of ss__writer_background(). A due commit is written from
  * `shadow`: a copy of the writer taken at that moment, which owns the pending
- * blocks and points at copies of the partial chunks and segments, so the
+ * blocks and points at copies of the partial index segments, so the
  * transaction is the one the writer would have committed then, while the
  * writer appends on. One commit at a time, in order. */
 typedef struct ss_committer {
@@ -90,7 +90,7 @@ typedef struct ss_committer {
     int rc;       /* the last commit's result; kept once it failed */
     char msg[1024];
     ss_writer shadow;
-    unsigned char *tail[SS_MAX_FIELDS], *seg[SS_MAX_FIELDS]; /* its partial chunks, segments */
+    unsigned char *seg[SS_MAX_FIELDS]; /* its partial segments */
 } ss_committer;
 
 static int ss_bg_wait(ss_writer *w);
@@ -419,7 +419,11 @@ static int ss_bg_wait(ss_writer *w) {
 
 /* The shadow of a commit due now: the writer's state, its pending blocks
  * (the writer keeps the shadow's emptied array), copies of its partial
- * chunks and segments. */
+ * segments: the append after a commit may rewrite the entry the commit
+ * writes last (an example that begins a chunk moves its start). The partial
+ * chunks are shared, not copied: appends only add bytes after the part the
+ * commit writes, and a chunk closed meanwhile is pending, reused only once
+ * this commit is done. */
 static void ss_bg_snapshot(ss_writer *w, ss_committer *b) {
     ss_writer *s = &b->shadow;
     ss_pending *empty = s->pending;
@@ -434,8 +438,6 @@ static void ss_bg_snapshot(ss_writer *w, ss_committer *b) {
     w->pending_bytes = 0;
     for (uint32_t i = 0; i < w->h.nfields; i++) {
         ss_wfield *wf = &w->f[i];
-        memcpy(b->tail[i], wf->chunk, wf->chunk_used);
-        s->f[i].chunk = b->tail[i];
         if (!w->h.fields[i].def.sequence) continue;
         uint64_t used = w->h.count + 1 - wf->segment_no * w->h.segment_entries;
         memcpy(b->seg[i], wf->segment, ss_segment_bytes(w, used));
@@ -468,10 +470,7 @@ static void ss_bg_end(ss_writer *w) {
     pthread_join(b->thread, NULL);
     ss_pending_clear(&b->shadow);
     free(b->shadow.pending);
-    for (uint32_t i = 0; i < SS_MAX_FIELDS; i++) {
-        free(b->tail[i]);
-        free(b->seg[i]);
-    }
+    for (uint32_t i = 0; i < SS_MAX_FIELDS; i++) free(b->seg[i]);
     pthread_cond_destroy(&b->cv);
     pthread_mutex_destroy(&b->mu);
     free(b);
@@ -479,13 +478,10 @@ static void ss_bg_end(ss_writer *w) {
 }
 
 static int ss_bg_buffers(ss_writer *w, ss_committer *b) {
-    for (uint32_t i = 0; i < w->h.nfields; i++) {
-        b->tail[i] = malloc(w->f[i].chunk_cap);
-        if (!b->tail[i]) return -1;
-        if (!w->h.fields[i].def.sequence) continue;
-        b->seg[i] = malloc(ss_segment_bytes(w, w->h.segment_entries));
-        if (!b->seg[i]) return -1;
-    }
+    for (uint32_t i = 0; i < w->h.nfields; i++)
+        if (w->h.fields[i].def.sequence &&
+            !(b->seg[i] = malloc(ss_segment_bytes(w, w->h.segment_entries))))
+            return -1;
     return 0;
 }
 
@@ -499,10 +495,7 @@ int ss__writer_background(ss_writer *w) {
     int rc = ss_bg_buffers(w, b) ? SS_ENOMEM : 0;
     if (!rc && pthread_create(&b->thread, NULL, ss_committer_main, b)) rc = SS_EIO;
     if (rc) {
-        for (uint32_t i = 0; i < SS_MAX_FIELDS; i++) {
-            free(b->tail[i]);
-            free(b->seg[i]);
-        }
+        for (uint32_t i = 0; i < SS_MAX_FIELDS; i++) free(b->seg[i]);
         pthread_cond_destroy(&b->cv);
         pthread_mutex_destroy(&b->mu);
         free(b);
