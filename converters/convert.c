@@ -80,6 +80,8 @@ struct ss_conv {
     ss_resume_rec old;    /* --resume: the interrupted run's record (old.kind NULL: none) */
     uint32_t bad_source;  /* 1-based input at which bad input stopped the run, or 0 */
     uint64_t kill_after;  /* tests: SIGKILL ourselves after this many appends */
+    uint64_t *many_src;   /* ss_conv_append_many(): the source field's values */
+    uint64_t many_cap;    /* examples many_src holds */
     int old_store_fd;     /* --force, --threads > 1: the replaced store, until freed; or -1 */
     pthread_t freer;      /* closes old_store_fd (free_old_store()) */
     int freeing;          /* freer runs */
@@ -947,6 +949,67 @@ int ss_conv_append_at(ss_conv *c, const ss_value *values, uint32_t source, uint6
     return 0;
 }
 
+/* ss_conv_append_many() one by one: --shard (examples dropped or skipped),
+ * SS_TEST_KILL_AFTER (a kill after an exact example). */
+static int append_each(ss_conv *c, uint64_t n, const void *const *data,
+                       const uint64_t *const *lengths, uint32_t source, const uint64_t *locations,
+                       uint64_t byte) {
+    const unsigned char *at[SS_MAX_FIELDS];
+    for (uint32_t f = 0; f < c->nfields; f++) at[f] = data[f];
+    ss_value v[SS_MAX_FIELDS];
+    for (uint64_t k = 0; k < n; k++) {
+        for (uint32_t f = 0; f < c->nfields; f++) {
+            uint64_t len = c->fields[f].sequence ? lengths[f][k] : 1;
+            v[f] = (ss_value){at[f], len};
+            at[f] += len * c->row_elems[f] * ss_dtype_size(c->fields[f].dtype);
+        }
+        if (ss_conv_append_at(c, v, source, locations[k], byte)) return 1;
+    }
+    return 0;
+}
+
+int ss_conv_append_many(ss_conv *c, uint64_t n, const void *const *data,
+                        const uint64_t *const *lengths, uint32_t source, const uint64_t *locations,
+                        uint64_t byte) {
+    if (c->shard_n || c->kill_after)
+        return append_each(c, n, data, lengths, source, locations, byte);
+    if (n > c->many_cap) { /* the source field's values: (source, location) pairs */
+        uint64_t *p = realloc(c->many_src, n * 2 * sizeof *p);
+        if (!p) return ss_conv_error(c, "out of memory");
+        c->many_src = p;
+        c->many_cap = n;
+    }
+    uint64_t src = (uint64_t)c->source_base + source + 1;
+    for (uint64_t k = 0; k < n; k++) {
+        c->many_src[2 * k] = src;
+        c->many_src[2 * k + 1] = locations[k];
+    }
+    const void *d[SS_MAX_FIELDS];
+    const uint64_t *l[SS_MAX_FIELDS];
+    memcpy(d, data, c->nfields * sizeof *d);
+    memcpy(l, lengths, c->nfields * sizeof *l);
+    d[c->nfields] = c->many_src;
+    l[c->nfields] = NULL;
+    uint64_t before = ss_writer_count(c->w);
+    int rc = ss__writer_append_many(c->w, n, d, l);
+    uint64_t done = ss_writer_count(c->w) - before;
+    c->examples += done;
+    for (uint32_t f = 0; f < c->nfields; f++) {
+        uint64_t rows = done;
+        if (c->fields[f].sequence)
+            for (uint64_t k = rows = 0; k < done; k++) rows += lengths[f][k];
+        c->elements += rows * c->row_elems[f];
+    }
+    c->tick += (unsigned)(done < SS_CONV_TICK ? done : SS_CONV_TICK);
+    tick(c);
+    if (rc) {
+        if (rc != SS_EINVAL) c->writer_broken = 1;
+        return ss_conv_ss_error(c, "cannot append example %" PRIu64 " to '%s'",
+                                ss_writer_count(c->w), c->opts.output);
+    }
+    return 0;
+}
+
 int ss_conv_set_attr(ss_conv *c, const char *name, uint32_t type, const void *data, size_t size) {
     if (!c->w) return ss_conv_error(c, "internal error: attribute '%s' set before begin", name);
     if (ss_writer_set_attr(c->w, name, type, data, size))
@@ -1221,6 +1284,7 @@ static int probe_interrupted_append(ss_conv *c) {
 static void conv_free(ss_conv *c) {
     if (c->w) ss_writer_free(c->w);
     if (c->freeing) pthread_join(c->freer, NULL);
+    free(c->many_src);
     for (uint32_t k = 0; k < c->nsources; k++) free(c->sources[k]);
     free(c->sources);
     if (c->bad)

@@ -38,6 +38,18 @@ const void *ss_writer_resume_record(const ss_writer *w, size_t *size);
  * 0, SS_EINVAL, SS_ENOMEM, SS_EIO (no thread). */
 int ss__writer_background(ss_writer *w);
 
+/* Append n examples at once, for callers with many short ones (the text
+ * converters): the store is the one n ss_writer_append() calls write,
+ * commits included, but the examples that fit in the fields' current chunks
+ * and index segments are copied a field at a time, without the checks and
+ * bookkeeping of each call. data[f]: field f's values of the n examples one
+ * after the other (never NULL); lengths[f]: their lengths in rows, for a
+ * sequence field; a fixed field's are 1 (lengths[f] unused, may be NULL).
+ * 0, or the error of the first example that fails (those before it are
+ * appended; ss_writer_count() says how many), as ss_writer_append(). */
+int ss__writer_append_many(ss_writer *w, uint64_t n, const void *const *data,
+                           const uint64_t *const *lengths);
+
 /* The examples the sections written through `w` number: for a writer from
  * ss_sections_writer_open(w, path) of a dataset, the dataset's count (from
  * its manifest); of a store, ss_writer_count(w). 0 or as the manifest read. */

@@ -85,9 +85,9 @@ typedef struct ss_committer {
     pthread_t thread;
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    int posted;   /* the shadow's commit waits for the thread or is being written */
-    int stop;     /* the thread is to end */
-    int rc;       /* the last commit's result; kept once it failed */
+    int posted; /* the shadow's commit waits for the thread or is being written */
+    int stop;   /* the thread is to end */
+    int rc;     /* the last commit's result; kept once it failed */
     char msg[1024];
     ss_writer shadow;
     unsigned char *seg[SS_MAX_FIELDS]; /* its partial segments */
@@ -636,6 +636,100 @@ int ss_writer_append(ss_writer *w, const ss_value *values) {
     w->h.count++;
     if (w->pending_bytes < w->commit_bytes) return 0;
     return w->bg ? ss_bg_commit(w) : ss_writer_commit(w);
+}
+
+/* ------------------------------------------------------ many at once */
+
+/* How many of examples k0.. (at most n) append where the fill state is:
+ * in every field's current chunk, their index entries in the current
+ * segments, so that appending them closes nothing and makes nothing
+ * pending (no commit can come due among them). */
+static uint64_t ss_run_fits(const ss_writer *w, uint64_t n, const uint64_t *const *lengths,
+                            uint64_t k0) {
+    uint64_t m = n;
+    for (uint32_t i = 0; i < w->h.nfields && m; i++) {
+        const ss_wfield *wf = &w->f[i];
+        const ss_field_state *fs = &w->h.fields[i];
+        uint64_t rows_room = (wf->chunk_cap - wf->chunk_used) / fs->row_bytes;
+        if (rows_room > wf->max_rows) rows_room = wf->max_rows; /* else ss_check_values() */
+        if (!fs->def.sequence) {
+            if (m > rows_room) m = rows_room;
+            continue;
+        }
+        uint64_t last = (wf->segment_no + 1) * w->h.segment_entries - 1; /* its last entry */
+        uint64_t entries = last > w->h.count ? last - w->h.count : 0;
+        if (m > entries) m = entries;
+        const uint64_t *len = lengths[i] + k0;
+        uint64_t fits = 0, rows = 0;
+        while (fits < m && len[fits] <= rows_room - rows) rows += len[fits++];
+        m = fits;
+    }
+    return m;
+}
+
+/* Append examples k0..k0+m-1, which ss_run_fits(): each field's values in
+ * one copy, the index entries written in a row. */
+static void ss_append_run(ss_writer *w, uint64_t m, const unsigned char **at,
+                          const uint64_t *const *lengths, uint64_t k0) {
+    for (uint32_t i = 0; i < w->h.nfields; i++) {
+        ss_wfield *wf = &w->f[i];
+        ss_field_state *fs = &w->h.fields[i];
+        uint64_t rb = fs->row_bytes, used = wf->chunk_used, rows = fs->total_rows;
+        if (fs->def.sequence) {
+            uint64_t first = w->h.count + 1 - wf->segment_no * w->h.segment_entries;
+            unsigned char *e = wf->segment + ss_segment_bytes(w, first);
+            const uint64_t *len = lengths[i] + k0;
+            for (uint64_t j = 0; j < m; j++, e += SS_INDEX_ENTRY) {
+                used += len[j] * rb;
+                rows += len[j];
+                ss_put_le64(e, SS_LOC(wf->chunk_no, used));
+                ss_put_le64(e + 8, rows);
+            }
+        } else {
+            used += m * rb;
+            rows += m;
+        }
+        memcpy(wf->chunk + wf->chunk_used, at[i], used - wf->chunk_used);
+        at[i] += used - wf->chunk_used;
+        wf->chunk_used = used;
+        fs->total_rows = rows;
+    }
+    w->h.count += m;
+}
+
+int ss__writer_append_many(ss_writer *w, uint64_t n, const void *const *data,
+                           const uint64_t *const *lengths) {
+    if (!w || !data || !lengths)
+        return ss__fail(SS_EINVAL, "ss__writer_append_many: NULL argument");
+    if (w->broken || w->finished)
+        return ss__fail(SS_ESTATE, "%s: writer is %s", w->path,
+                        w->finished ? "finished" : "broken");
+    const unsigned char *at[SS_MAX_FIELDS];
+    for (uint32_t i = 0; i < w->h.nfields; i++) {
+        if (!data[i] || (w->h.fields[i].def.sequence && !lengths[i]))
+            return ss__fail(SS_EINVAL, "ss__writer_append_many: field '%s' has no %s",
+                            w->h.fields[i].name, data[i] ? "lengths" : "data");
+        at[i] = data[i];
+    }
+    for (uint64_t k = 0; k < n;) {
+        uint64_t m = ss_run_fits(w, n - k, lengths, k);
+        if (m) {
+            ss_append_run(w, m, at, lengths, k);
+            k += m;
+            continue;
+        }
+        /* one that closes a chunk or a segment: appended as ever (checks, commit) */
+        ss_value v[SS_MAX_FIELDS];
+        for (uint32_t i = 0; i < w->h.nfields; i++) {
+            uint64_t len = w->h.fields[i].def.sequence ? lengths[i][k] : 1;
+            v[i] = (ss_value){at[i], len};
+            at[i] += len * w->h.fields[i].row_bytes;
+        }
+        int rc = ss_writer_append(w, v);
+        if (rc) return rc;
+        k++;
+    }
+    return 0;
 }
 
 uint64_t ss_writer_count(const ss_writer *w) {

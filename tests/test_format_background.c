@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* test_format_background.c - commits written in the background
- * (ss__writer_background(), internal.h):
+/* test_format_background.c - the writer's paths for the converters of
+ * many short examples (internal.h): commits written in the background
+ * (ss__writer_background()) and appends of many examples at once
+ * (ss__writer_append_many()).
  * 1. The store is the one a writer committing itself writes, byte for byte:
  *    created and appended to, with chunks of a few KiB and commits of 16 KiB
  *    (many commits in the background), examples larger than a chunk or
@@ -10,7 +12,12 @@
  * 2. A commit that fails in the background (the file size limit reached:
  *    EFBIG) is returned by a later call, the writer is broken from then on,
  *    and the store holds what the commits before it wrote: the same examples
- *    as after the same failure of a writer committing itself. */
+ *    as after the same failure of a writer committing itself.
+ * 3. Appending many at once writes the store one append at a time writes,
+ *    byte for byte, in batches of 1 to 9000 examples (runs that fill a chunk
+ *    or a segment, an example larger than a chunk, commits due inside a
+ *    batch), with commits in the background or not; a batch without data is
+ *    refused and appends nothing. */
 #include "testutil.h"
 
 #include "internal.h"
@@ -19,8 +26,7 @@
 #include <string.h>
 #include <sys/resource.h>
 
-static const ss_field fields[2] = {{"tokens", SS_U16, 1, 0, {0}},
-                                   {"source", SS_U64, 0, 1, {2}}};
+static const ss_field fields[2] = {{"tokens", SS_U16, 1, 0, {0}}, {"source", SS_U64, 0, 1, {2}}};
 static const ss_schema schema = {2, fields};
 
 /* Example i: mostly short (many examples: index segments of 65534 or 65536
@@ -28,8 +34,12 @@ static const ss_schema schema = {2, fields};
  * examples of 3000 bytes: each begins a chunk, so the append after a commit
  * rewrites the index entry the commit wrote last (the end of the example
  * before, now the start of the new chunk; the commit must have the old). */
+static uint64_t example_length(uint64_t i) {
+    return i % 5000 == 17 ? 3000 : i / 1000 == 120 ? 1500 : i % 7;
+}
+
 static void example(uint64_t i, uint16_t *tok, ss_value v[2], uint64_t src[2]) {
-    uint64_t len = i % 5000 == 17 ? 3000 : i / 1000 == 120 ? 1500 : i % 7;
+    uint64_t len = example_length(i);
     for (uint64_t k = 0; k < len; k++) tok[k] = (uint16_t)(i * 31 + k);
     src[0] = i;
     src[1] = i * 3;
@@ -113,8 +123,7 @@ static void test_same_bytes(void) {
 /* Append until an append or the finish fails with the file size limited to
  * `limit` bytes. Returns that error; *failed_at: the examples appended then.
  * The writer is broken after it: the next append says so. */
-static int fill_until_failure(const char *path, int background, rlim_t limit,
-                              uint64_t *failed_at) {
+static int fill_until_failure(const char *path, int background, rlim_t limit, uint64_t *failed_at) {
     ss_writer_options o = small_options(SS_WRITE_NOSYNC | SS_WRITE_FORCE);
     ss_writer *w;
     CHECK_OK(ss_writer_create(&w, path, &schema, &o));
@@ -159,9 +168,54 @@ static void test_failure(void) {
     signal(SIGXFSZ, SIG_DFL);
 }
 
+/* Examples [0, n) through ss__writer_append_many() in batches of 1, 2, 3...
+ * up to 9000 examples, then finished. */
+static void write_many(const char *path, int background, uint64_t n) {
+    ss_writer_options o = small_options(SS_WRITE_NOSYNC | SS_WRITE_FORCE);
+    ss_writer *w;
+    CHECK_OK(ss_writer_create(&w, path, &schema, &o));
+    if (background) CHECK_OK(ss__writer_background(w));
+    enum { MAX = 9000 };
+    static uint16_t tok[MAX * 7];
+    static uint64_t len[MAX], src[2 * MAX];
+    const uint64_t *lengths[2] = {len, NULL};
+    const void *data[2] = {tok, src};
+    CHECK_RC(ss__writer_append_many(w, 1, (const void *const[]){tok, NULL}, lengths), SS_EINVAL);
+    CHECK_EQ_U64(ss_writer_count(w), 0);
+    for (uint64_t i = 0, batch = 1; i < n; batch = batch % MAX + 1 + batch / 3) {
+        uint64_t m = 0, rows = 0;
+        for (; m < batch && m < MAX && i + m < n && rows + example_length(i + m) <= MAX * 7; m++) {
+            ss_value v[2];
+            example(i + m, tok + rows, v, src + 2 * m);
+            len[m] = v[0].length;
+            rows += len[m];
+        }
+        CHECK_OK(ss__writer_append_many(w, m, data, lengths));
+        i += m;
+        CHECK_EQ_U64(ss_writer_count(w), i);
+    }
+    CHECK_OK(ss_writer_finish(w));
+    ss_writer_free(w);
+}
+
+static void test_many(void) {
+    const char *one = ss_test_keep_path("one.ss"), *many = ss_test_keep_path("many.ss");
+    ss_writer_options o = small_options(SS_WRITE_NOSYNC | SS_WRITE_FORCE);
+    ss_writer *w;
+    CHECK_OK(ss_writer_create(&w, one, &schema, &o));
+    CHECK_OK(append_range(w, 0, 140000));
+    CHECK_OK(ss_writer_finish(w));
+    ss_writer_free(w);
+    for (int background = 0; background < 2; background++) {
+        write_many(many, background, 140000);
+        check_same_file(one, many);
+    }
+}
+
 int main(void) {
     test_same_bytes();
     test_failure();
+    test_many();
     printf("ok\n");
     return 0;
 }
