@@ -38,6 +38,9 @@ const ss_converter *const ss_converters[] = {&ss_converter_lines,
  * LMDB copies them into the page cache. */
 #define SS_CONV_COMMIT_BYTES (8ull << 20)
 
+/* ss_conv_later() threads at once at most (beyond: the work is done at once). */
+#define SS_CONV_LATER 4
+
 /* Bad records listed at the end with --skip-bad; beyond this only counted. */
 #define SS_CONV_MAX_LISTED 1000
 /* Look at the clock every this many progress/append calls. */
@@ -83,8 +86,8 @@ struct ss_conv {
     uint64_t *many_src;   /* ss_conv_append_many(): the source field's values */
     uint64_t many_cap;    /* examples many_src holds */
     int old_store_fd;     /* --force, --threads > 1: the replaced store, until freed; or -1 */
-    pthread_t freer;      /* closes old_store_fd (free_old_store()) */
-    int freeing;          /* freer runs */
+    pthread_t later[SS_CONV_LATER]; /* ss_conv_later() threads, joined at the end */
+    int nlater;
 
     /* statistics and progress */
     uint64_t examples, elements, bytes_in, total_bytes;
@@ -830,10 +833,15 @@ static void free_old_store(ss_conv *c) {
     if (c->old_store_fd < 0) return;
     void *fd = (void *)(intptr_t)c->old_store_fd;
     c->old_store_fd = -1;
-    if (pthread_create(&c->freer, NULL, close_fd, fd) == 0)
-        c->freeing = 1;
+    ss_conv_later(c, close_fd, fd);
+}
+
+void ss_conv_later(ss_conv *c, void *(*fn)(void *), void *arg) {
+    if (c->opts.threads > 1 && c->nlater < SS_CONV_LATER &&
+        pthread_create(&c->later[c->nlater], NULL, fn, arg) == 0)
+        c->nlater++;
     else
-        close_fd(fd);
+        fn(arg);
 }
 
 int ss_conv_begin(ss_conv *c, const ss_schema *schema, uint64_t *skip) {
@@ -1283,7 +1291,7 @@ static int probe_interrupted_append(ss_conv *c) {
 
 static void conv_free(ss_conv *c) {
     if (c->w) ss_writer_free(c->w);
-    if (c->freeing) pthread_join(c->freer, NULL);
+    for (int k = 0; k < c->nlater; k++) pthread_join(c->later[k], NULL);
     free(c->many_src);
     for (uint32_t k = 0; k < c->nsources; k++) free(c->sources[k]);
     free(c->sources);

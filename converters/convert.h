@@ -252,6 +252,12 @@ int ss_conv_append(ss_conv *c, const ss_value *values, uint32_t source, uint64_t
 int ss_conv_append_at(ss_conv *c, const ss_value *values, uint32_t source, uint64_t location,
                       uint64_t byte);
 
+/** Run fn(arg) on a thread of its own when --threads > 1, joined before
+ *  the command ends, else (or when no thread can be had) now: work whose
+ *  result nothing waits for, such as freeing a large input, which then
+ *  overlaps the writing of the store. */
+void ss_conv_later(ss_conv *c, void *(*fn)(void *), void *arg);
+
 /** ss_conv_append_at() of n examples of input `source` at once, all with
  *  first byte `byte` (one block of a cut input): field f's values of the n
  *  examples one after the other from data[f], lengths[f][k] rows each for a

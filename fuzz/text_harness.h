@@ -81,6 +81,10 @@ int ss_conv_append_many(ss_conv *c, uint64_t n, const void *const *data,
     (void)byte;
     return 1;
 }
+void ss_conv_later(ss_conv *c, void *(*fn)(void *), void *arg) {
+    (void)c;
+    fn(arg);
+}
 ss_writer *ss_conv_writer(ss_conv *c) {
     (void)c;
     return NULL;
