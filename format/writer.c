@@ -397,14 +397,19 @@ static void *ss_committer_main(void *arg) {
     return NULL;
 }
 
+/* Wait until no commit is in the background (its result stays in b->rc). */
+static void ss_bg_idle(ss_committer *b) {
+    pthread_mutex_lock(&b->mu);
+    while (b->posted) pthread_cond_wait(&b->cv, &b->mu);
+    pthread_mutex_unlock(&b->mu);
+}
+
 /* Wait for the commit in the background, if any, and take its blocks back
  * for reuse. 0, or its failure (again at every call: the writer is broken). */
 static int ss_bg_wait(ss_writer *w) {
     ss_committer *b = w->bg;
     if (!b) return 0;
-    pthread_mutex_lock(&b->mu);
-    while (b->posted) pthread_cond_wait(&b->cv, &b->mu);
-    pthread_mutex_unlock(&b->mu);
+    ss_bg_idle(b);
     ss_writer *s = &b->shadow;
     if (b->rc) {
         ss_pending_clear(s);
@@ -462,7 +467,7 @@ static int ss_bg_commit(ss_writer *w) {
 static void ss_bg_end(ss_writer *w) {
     ss_committer *b = w->bg;
     if (!b) return;
-    (void)ss_bg_wait(w);
+    ss_bg_idle(b); /* a failure was reported, or is of no interest now */
     pthread_mutex_lock(&b->mu);
     b->stop = 1;
     pthread_cond_broadcast(&b->cv);
@@ -1087,7 +1092,7 @@ int ss_writer_set_resume_record(ss_writer *w, const void *data, size_t size) {
     unsigned char *copy = malloc(size ? size : 1);
     if (!copy) return ss__fail(SS_ENOMEM, "out of memory");
     if (size) memcpy(copy, data, size);
-    (void)ss_bg_wait(w); /* a commit in the background may be writing the old one */
+    if (w->bg) ss_bg_idle(w->bg); /* a commit in the background may be writing the old one */
     free(w->resume_rec);
     w->resume_rec = copy;
     w->resume_len = size;
