@@ -1087,7 +1087,7 @@ static int consume(ss_conv *c, const tx_job *j, const tx_block *b, const tx_slot
         cur->input = b->input;
         cur->base_line = 0;
     }
-    int many = consume_many(c, j, b, s, cur);
+    int many = consume_many(c, j, b, s, cur); /* -1: one by one below */
     if (many > 0) return 1;
     ss_value values[2];
     for (size_t n = 0; n < s->nitems && many < 0; n++) {
