@@ -20,6 +20,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 #define TX_BLOCK_BYTES ((size_t)1 << 20)
 #define TX_BATCH 32 /* words counted together (ss_vocab_count_batch()) */
@@ -1254,13 +1257,23 @@ int tx_run(ss_conv *c, tx_job *j) {
 typedef struct tx_inputs {
     tx_input *inputs;
     uint32_t n;
+    int trim; /* on a thread of its own: also malloc_trim() */
 } tx_inputs;
 
 static void *free_inputs(void *arg) {
     tx_inputs *in = arg;
+    int trim = in->trim;
     for (uint32_t i = 0; i < in->n; i++) tx_input_release(&in->inputs[i]);
     free(in->inputs);
     free(in);
+#ifdef __GLIBC__
+    /* the heap the passes freed (words kept, maps merged), given back here
+     * rather than torn down when the process exits: -4 ms at the end of
+     * 100 MB of words on 2 threads */
+    if (trim) malloc_trim(0);
+#else
+    (void)trim;
+#endif
     return NULL;
 }
 
@@ -1268,7 +1281,7 @@ static void *free_inputs(void *arg) {
  * finished (ss_conv_later()): unmapping 100 MB of text takes ~5 ms. */
 static void release_inputs(ss_conv *c, tx_job *j) {
     tx_inputs *in = malloc(sizeof *in);
-    if (in) *in = (tx_inputs){j->inputs, j->ninputs};
+    if (in) *in = (tx_inputs){j->inputs, j->ninputs, ss_conv_opts(c)->threads > 1};
     if (in) ss_conv_later(c, free_inputs, in);
     for (uint32_t i = 0; !in && i < j->ninputs; i++) tx_input_release(&j->inputs[i]);
     if (!in) free(j->inputs);
