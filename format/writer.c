@@ -24,6 +24,8 @@ typedef struct ss_pending {
     ss_key key;
     unsigned char *payload;
     uint64_t len;
+    uint64_t sum; /* its checksum, when `summed` (ss_pending_sum()) */
+    int summed;
 } ss_pending;
 
 typedef struct ss_pending_attr {
@@ -132,7 +134,7 @@ static int ss_pending_push(ss_writer *w, const ss_key *key, unsigned char *paylo
         w->pending = p;
         w->pending_cap = cap;
     }
-    w->pending[w->npending++] = (ss_pending){*key, payload, len};
+    w->pending[w->npending++] = (ss_pending){*key, payload, len, 0, 0};
     w->pending_bytes += len;
     return 0;
 }
@@ -192,17 +194,37 @@ static unsigned char *ss_segment_take(ss_writer *w) {
 }
 
 /* Put one block: reserve the padded value in LMDB, copy, seal with the
- * checksum of the store's format version (a version-1 store stays version 1). */
-static int ss_put_block(const ss_writer *w, MDB_txn *txn, ss_key *key, const void *payload,
-                        uint64_t len) {
+ * checksum of the store's format version (a version-1 store stays version 1),
+ * or with *sum when the caller has it already. */
+static int ss_put_block_sum(const ss_writer *w, MDB_txn *txn, ss_key *key, const void *payload,
+                            uint64_t len, const uint64_t *sum) {
     uint64_t vsize = ss_block_value_size(len);
     if (vsize > SS_MAX_VALUE) return MDB_BAD_VALSIZE;
     MDB_val k = ss_key_val(key), v = {vsize, NULL};
     int rc = mdb_put(txn, w->dbi, &k, &v, MDB_RESERVE);
     if (rc) return rc;
     if (len) memcpy((unsigned char *)v.mv_data + SS_BLOCK_HDR, payload, len);
-    ss_block_seal(v.mv_data, vsize, len, key, w->h.format_version);
+    if (sum)
+        ss_block_seal_sum(v.mv_data, vsize, len, *sum);
+    else
+        ss_block_seal(v.mv_data, vsize, len, key, w->h.format_version);
     return 0;
+}
+
+static int ss_put_block(const ss_writer *w, MDB_txn *txn, ss_key *key, const void *payload,
+                        uint64_t len) {
+    return ss_put_block_sum(w, txn, key, payload, len, NULL);
+}
+
+/* The checksums of the pending blocks not summed yet: the writer's thread
+ * computes them while a commit in the background is being written, which
+ * then only copies the blocks. */
+static void ss_pending_sum(ss_writer *w) {
+    for (size_t i = w->npending; i-- > 0 && !w->pending[i].summed;) {
+        ss_pending *p = &w->pending[i];
+        p->sum = ss_block_checksum(p->payload, p->len, &p->key, w->h.format_version);
+        p->summed = 1;
+    }
 }
 
 static uint64_t ss_field_nchunks(const ss_wfield *wf) {
@@ -235,7 +257,8 @@ static int ss_txn_body(ss_writer *w, MDB_txn *txn, int final) {
     int rc;
     for (size_t i = 0; i < w->npending; i++) {
         ss_pending *p = &w->pending[i];
-        if ((rc = ss_put_block(w, txn, &p->key, p->payload, p->len))) return rc;
+        const uint64_t *sum = p->summed ? &p->sum : NULL;
+        if ((rc = ss_put_block_sum(w, txn, &p->key, p->payload, p->len, sum))) return rc;
     }
     for (uint32_t i = 0; i < w->h.nfields; i++) {
         ss_wfield *wf = &w->f[i];
@@ -453,6 +476,7 @@ static void ss_bg_snapshot(ss_writer *w, ss_committer *b) {
 /* ss_writer_commit() in the background. */
 static int ss_bg_commit(ss_writer *w) {
     ss_committer *b = w->bg;
+    ss_pending_sum(w); /* while the commit before may still be written */
     int rc = ss_bg_wait(w);
     if (rc) return rc;
     ss_bg_snapshot(w, b);
