@@ -90,6 +90,7 @@ typedef struct ss_committer {
     int posted; /* the shadow's commit waits for the thread or is being written */
     int stop;   /* the thread is to end */
     int rc;     /* the last commit's result; kept once it failed */
+    int wrote;  /* a commit was written since the writer's thread last waited */
     char msg[1024];
     ss_writer shadow;
     unsigned char *seg[SS_MAX_FIELDS]; /* its partial segments */
@@ -378,7 +379,6 @@ static int ss_writer_txn_write(ss_writer *w, int final) {
             return ss_writer_broken(
                 w, ss__fail(SS_ETOOBIG, "%s: a value exceeds LMDB's limit", w->path));
         if (rc) return ss_writer_broken(w, ss_writer_lmdb_fail(w, rc));
-        if (!final && (w->flags & SS_WRITE_NOSYNC)) ss_writer_start_writeback(w);
         return 0;
     }
 }
@@ -386,8 +386,10 @@ static int ss_writer_txn_write(ss_writer *w, int final) {
 static int ss_writer_txn(ss_writer *w, int final) {
     int rc = ss_bg_wait(w);
     if (rc == 0) rc = ss_writer_txn_write(w, final);
-    if (rc == 0) ss_pending_recycle(w);
-    return rc;
+    if (rc) return rc;
+    if (!final && (w->flags & SS_WRITE_NOSYNC)) ss_writer_start_writeback(w);
+    ss_pending_recycle(w);
+    return 0;
 }
 
 int ss_writer_commit(ss_writer *w) {
@@ -412,6 +414,8 @@ static void *ss_committer_main(void *arg) {
         if (rc) { /* the message is this thread's: the writer's thread reports it */
             b->rc = rc;
             snprintf(b->msg, sizeof b->msg, "%s", ss_error_message());
+        } else {
+            b->wrote = 1;
         }
         b->posted = 0;
         pthread_cond_broadcast(&b->cv);
@@ -442,6 +446,9 @@ static int ss_bg_wait(ss_writer *w) {
     ss_blocks_recycle(w, s->pending, s->npending);
     s->npending = 0;
     s->pending_bytes = 0;
+    /* its write-back hint from this thread, which waits, not the committer */
+    if (b->wrote && (w->flags & SS_WRITE_NOSYNC)) ss_writer_start_writeback(w);
+    b->wrote = 0;
     return 0;
 }
 
