@@ -6,6 +6,8 @@
 #include "resume.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <inttypes.h>
 #include <stdarg.h>
@@ -35,6 +37,9 @@ const ss_converter *const ss_converters[] = {&ss_converter_lines,
  * ~20 ms to 2-10 ms); the pages also are still in the CPU's caches when
  * LMDB copies them into the page cache. */
 #define SS_CONV_COMMIT_BYTES (8ull << 20)
+
+/* ss_conv_later() threads at once at most (beyond: the work is done at once). */
+#define SS_CONV_LATER 4
 
 /* Bad records listed at the end with --skip-bad; beyond this only counted. */
 #define SS_CONV_MAX_LISTED 1000
@@ -78,6 +83,11 @@ struct ss_conv {
     ss_resume_rec old;    /* --resume: the interrupted run's record (old.kind NULL: none) */
     uint32_t bad_source;  /* 1-based input at which bad input stopped the run, or 0 */
     uint64_t kill_after;  /* tests: SIGKILL ourselves after this many appends */
+    uint64_t *many_src;   /* ss_conv_append_many(): the source field's values */
+    uint64_t many_cap;    /* examples many_src holds */
+    int old_store_fd;     /* --force, --threads > 1: the replaced store, until freed; or -1 */
+    pthread_t later[SS_CONV_LATER]; /* ss_conv_later() threads, joined at the end */
+    int nlater;
 
     /* statistics and progress */
     uint64_t examples, elements, bytes_in, total_bytes;
@@ -804,6 +814,36 @@ static int check_resume(ss_conv *c) {
     return 0;
 }
 
+/* --force with --threads > 1: hold the store about to be replaced open, so
+ * that unlinking it only removes its name; free_old_store() then closes it
+ * on a thread of its own, where the file system frees its blocks and pages
+ * (tens of ms for a store of 100 MB) while the conversion goes on. */
+static void hold_old_store(ss_conv *c) {
+    struct stat st;
+    if (c->opts.threads <= 1 || stat(c->opts.output, &st) != 0 || !S_ISREG(st.st_mode)) return;
+    c->old_store_fd = open(c->opts.output, O_RDONLY | O_CLOEXEC);
+}
+
+static void *close_fd(void *arg) {
+    close((int)(intptr_t)arg);
+    return NULL;
+}
+
+static void free_old_store(ss_conv *c) {
+    if (c->old_store_fd < 0) return;
+    void *fd = (void *)(intptr_t)c->old_store_fd;
+    c->old_store_fd = -1;
+    ss_conv_later(c, close_fd, fd);
+}
+
+void ss_conv_later(ss_conv *c, void *(*fn)(void *), void *arg) {
+    if (c->opts.threads > 1 && c->nlater < SS_CONV_LATER &&
+        pthread_create(&c->later[c->nlater], NULL, fn, arg) == 0)
+        c->nlater++;
+    else
+        fn(arg);
+}
+
 int ss_conv_begin(ss_conv *c, const ss_schema *schema, uint64_t *skip) {
     *skip = 0;
     if (c->began) return ss_conv_error(c, "internal error: ss_conv_begin called twice");
@@ -857,8 +897,12 @@ int ss_conv_begin(ss_conv *c, const ss_schema *schema, uint64_t *skip) {
             if (rc) return ss_conv_ss_error(c, "cannot create the store");
         }
     } else {
-        if (c->opts.force) wo.flags |= SS_WRITE_FORCE;
+        if (c->opts.force) {
+            wo.flags |= SS_WRITE_FORCE;
+            hold_old_store(c);
+        }
         rc = ss_writer_create(&c->w, c->opts.output, &full, &wo);
+        free_old_store(c);
         if (rc == SS_EEXIST)
             return ss_conv_error(c,
                                  "'%s' exists (--force replaces it, --append adds to it, "
@@ -910,6 +954,67 @@ int ss_conv_append_at(ss_conv *c, const ss_value *values, uint32_t source, uint6
     for (uint32_t k = 0; k < c->nfields; k++)
         c->elements += (c->fields[k].sequence ? values[k].length : 1) * c->row_elems[k];
     tick(c);
+    return 0;
+}
+
+/* ss_conv_append_many() one by one: --shard (examples dropped or skipped),
+ * SS_TEST_KILL_AFTER (a kill after an exact example). */
+static int append_each(ss_conv *c, uint64_t n, const void *const *data,
+                       const uint64_t *const *lengths, uint32_t source, const uint64_t *locations,
+                       uint64_t byte) {
+    const unsigned char *at[SS_MAX_FIELDS];
+    for (uint32_t f = 0; f < c->nfields; f++) at[f] = data[f];
+    ss_value v[SS_MAX_FIELDS];
+    for (uint64_t k = 0; k < n; k++) {
+        for (uint32_t f = 0; f < c->nfields; f++) {
+            uint64_t len = c->fields[f].sequence ? lengths[f][k] : 1;
+            v[f] = (ss_value){at[f], len};
+            at[f] += len * c->row_elems[f] * ss_dtype_size(c->fields[f].dtype);
+        }
+        if (ss_conv_append_at(c, v, source, locations[k], byte)) return 1;
+    }
+    return 0;
+}
+
+int ss_conv_append_many(ss_conv *c, uint64_t n, const void *const *data,
+                        const uint64_t *const *lengths, uint32_t source, const uint64_t *locations,
+                        uint64_t byte) {
+    if (c->shard_n || c->kill_after)
+        return append_each(c, n, data, lengths, source, locations, byte);
+    if (n > c->many_cap) { /* the source field's values: (source, location) pairs */
+        uint64_t *p = realloc(c->many_src, n * 2 * sizeof *p);
+        if (!p) return ss_conv_error(c, "out of memory");
+        c->many_src = p;
+        c->many_cap = n;
+    }
+    uint64_t src = (uint64_t)c->source_base + source + 1;
+    for (uint64_t k = 0; k < n; k++) {
+        c->many_src[2 * k] = src;
+        c->many_src[2 * k + 1] = locations[k];
+    }
+    const void *d[SS_MAX_FIELDS];
+    const uint64_t *l[SS_MAX_FIELDS];
+    memcpy(d, data, c->nfields * sizeof *d);
+    memcpy(l, lengths, c->nfields * sizeof *l);
+    d[c->nfields] = c->many_src;
+    l[c->nfields] = NULL;
+    uint64_t before = ss_writer_count(c->w);
+    int rc = ss__writer_append_many(c->w, n, d, l);
+    uint64_t done = ss_writer_count(c->w) - before;
+    c->examples += done;
+    for (uint32_t f = 0; f < c->nfields; f++) {
+        uint64_t rows = done;
+        if (c->fields[f].sequence)
+            for (uint64_t k = rows = 0; k < done; k++) rows += lengths[f][k];
+        c->elements += rows * c->row_elems[f];
+    }
+    c->tick += (unsigned)(done < SS_CONV_TICK ? done : SS_CONV_TICK);
+    tick(c);
+    if (rc) {
+        if (rc != SS_EINVAL) c->writer_broken = 1;
+        return ss_conv_ss_error(c, "cannot append example %" PRIu64 " to '%s'",
+                                ss_writer_count(c->w), c->opts.output);
+    }
     return 0;
 }
 
@@ -1187,6 +1292,8 @@ static int probe_interrupted_append(ss_conv *c) {
 
 static void conv_free(ss_conv *c) {
     if (c->w) ss_writer_free(c->w);
+    for (int k = 0; k < c->nlater; k++) pthread_join(c->later[k], NULL);
+    free(c->many_src);
     for (uint32_t k = 0; k < c->nsources; k++) free(c->sources[k]);
     free(c->sources);
     if (c->bad)
@@ -1226,6 +1333,7 @@ int ss_cmd_convert(int argc, char **argv) {
         return 1;
     }
     c->conv = conv;
+    c->old_store_fd = -1;
     c->argc = argc - 1;
     c->argv = argv + 1;
     /* Tests of interrupted conversions: die by SIGKILL after N examples. */

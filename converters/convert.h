@@ -252,6 +252,24 @@ int ss_conv_append(ss_conv *c, const ss_value *values, uint32_t source, uint64_t
 int ss_conv_append_at(ss_conv *c, const ss_value *values, uint32_t source, uint64_t location,
                       uint64_t byte);
 
+/** Run fn(arg) on a thread of its own when --threads > 1, joined before
+ *  the command ends, else (or when no thread can be had) now: work whose
+ *  result nothing waits for, such as freeing a large input, which then
+ *  overlaps the writing of the store. */
+void ss_conv_later(ss_conv *c, void *(*fn)(void *), void *arg);
+
+/** ss_conv_append_at() of n examples of input `source` at once, all with
+ *  first byte `byte` (one block of a cut input): field f's values of the n
+ *  examples one after the other from data[f], lengths[f][k] rows each for a
+ *  sequence field (unused for a fixed one: 1 each), locations[k] the 1-based
+ *  line or record number of example k. The store is the one n
+ *  ss_conv_append_at() calls write; the examples are copied a field at a
+ *  time where they can (ss__writer_append_many()), for converters of many
+ *  short examples. @return 0, or 1 (error printed). */
+int ss_conv_append_many(ss_conv *c, uint64_t n, const void *const *data,
+                        const uint64_t *const *lengths, uint32_t source, const uint64_t *locations,
+                        uint64_t byte);
+
 /** Set an attribute on the store (after ss_conv_begin()); the same types as
  *  ss_writer_set_attr(). Names starting with "source." and "convert." are the
  *  framework's. @return 0, or 1 (error printed). */

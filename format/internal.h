@@ -24,6 +24,32 @@ int ss__lmdb_fail(int rc, const char *what);
 int ss_writer_set_resume_record(ss_writer *w, const void *data, size_t size);
 const void *ss_writer_resume_record(const ss_writer *w, size_t *size);
 
+/* Commit in the background from now on, for a caller with a core to spare
+ * (the converters with --threads > 1): the commits ss_writer_append() makes
+ * due are written by a thread of the writer's own, one at a time and in
+ * order, each the transaction a commit at that moment would have written
+ * (the same store, byte for byte), while the caller appends on. The buffers
+ * of up to two commits are held instead of one, plus a copy of each
+ * sequence field's partial index segment. A commit's failure is returned
+ * by the call after it (an append, ss_writer_commit(), ss_writer_finish()),
+ * and the writer is then broken: the store holds what the commits before
+ * it wrote. Every other call waits for the commit in the background where
+ * it must; ss_writer_free() waits for it and ends the thread.
+ * 0, SS_EINVAL, SS_ENOMEM, SS_EIO (no thread). */
+int ss__writer_background(ss_writer *w);
+
+/* Append n examples at once, for callers with many short ones (the text
+ * converters): the store is the one n ss_writer_append() calls write,
+ * commits included, but the examples that fit in the fields' current chunks
+ * and index segments are copied a field at a time, without the checks and
+ * bookkeeping of each call. data[f]: field f's values of the n examples one
+ * after the other (never NULL); lengths[f]: their lengths in rows, for a
+ * sequence field; a fixed field's are 1 (lengths[f] unused, may be NULL).
+ * 0, or the error of the first example that fails (those before it are
+ * appended; ss_writer_count() says how many), as ss_writer_append(). */
+int ss__writer_append_many(ss_writer *w, uint64_t n, const void *const *data,
+                           const uint64_t *const *lengths);
+
 /* The examples the sections written through `w` number: for a writer from
  * ss_sections_writer_open(w, path) of a dataset, the dataset's count (from
  * its manifest); of a store, ss_writer_count(w). 0 or as the manifest read. */

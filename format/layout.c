@@ -19,8 +19,14 @@ uint64_t ss_block_checksum(const void *payload, uint64_t len, const ss_key *key,
 void ss_block_seal(void *value, uint64_t value_size, uint64_t payload_len, const ss_key *key,
                    uint32_t version) {
     unsigned char *v = value;
+    uint64_t sum = ss_block_checksum(v + SS_BLOCK_HDR, payload_len, key, version);
+    ss_block_seal_sum(value, value_size, payload_len, sum);
+}
+
+void ss_block_seal_sum(void *value, uint64_t value_size, uint64_t payload_len, uint64_t checksum) {
+    unsigned char *v = value;
     memset(v + SS_BLOCK_HDR + payload_len, 0, value_size - SS_BLOCK_HDR - payload_len);
-    ss_put_le64(v, ss_block_checksum(v + SS_BLOCK_HDR, payload_len, key, version));
+    ss_put_le64(v, checksum);
     ss_put_le64(v + 8, payload_len);
 }
 

@@ -115,6 +115,9 @@ uint64_t ss_block_checksum(const void *payload, uint64_t len, const ss_key *key,
  * `key` and `version`, and its length) and zero the padding. */
 void ss_block_seal(void *value, uint64_t value_size, uint64_t payload_len, const ss_key *key,
                    uint32_t version);
+/* ss_block_seal() with the checksum given: ss_block_checksum() of the payload,
+ * computed before it was copied to `value`. */
+void ss_block_seal_sum(void *value, uint64_t value_size, uint64_t payload_len, uint64_t checksum);
 /* Check the block `value`/`value_size` as read from LMDB: its sizes, then, if
  * `key` is not NULL, its checksum for `key` and `version`. Returns 0 and sets
  * *payload and *len, or SS_ECORRUPT with a message naming `what`. */

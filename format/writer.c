@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -23,6 +24,8 @@ typedef struct ss_pending {
     ss_key key;
     unsigned char *payload;
     uint64_t len;
+    uint64_t sum; /* its checksum, when `summed` (ss_pending_sum()) */
+    int summed;
 } ss_pending;
 
 typedef struct ss_pending_attr {
@@ -72,7 +75,28 @@ struct ss_writer {
      * removed by the final one; read back by ss_writer_open. */
     unsigned char *resume_rec;
     size_t resume_len;
+    struct ss_committer *bg; /* ss__writer_background(): the commits' thread, or NULL */
 };
+
+/* The thread of ss__writer_background(). A due commit is written from
+ * `shadow`: a copy of the writer taken at that moment, which owns the pending
+ * blocks and points at copies of the partial index segments, so the
+ * transaction is the one the writer would have committed then, while the
+ * writer appends on. One commit at a time, in order. */
+typedef struct ss_committer {
+    pthread_t thread;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int posted; /* the shadow's commit waits for the thread or is being written */
+    int stop;   /* the thread is to end */
+    int rc;     /* the last commit's result; kept once it failed */
+    int wrote;  /* a commit was written since the writer's thread last waited */
+    char msg[1024];
+    ss_writer shadow;
+    unsigned char *seg[SS_MAX_FIELDS]; /* its partial segments */
+} ss_committer;
+
+static int ss_bg_wait(ss_writer *w);
 
 /* ---------------------------------------------------------------- helpers */
 
@@ -111,7 +135,7 @@ static int ss_pending_push(ss_writer *w, const ss_key *key, unsigned char *paylo
         w->pending = p;
         w->pending_cap = cap;
     }
-    w->pending[w->npending++] = (ss_pending){*key, payload, len};
+    w->pending[w->npending++] = (ss_pending){*key, payload, len, 0, 0};
     w->pending_bytes += len;
     return 0;
 }
@@ -122,27 +146,31 @@ static void ss_pending_clear(ss_writer *w) {
     w->pending_bytes = 0;
 }
 
-/* After a commit: keep the buffers of full chunks and segments for reuse. */
-static void ss_pending_recycle(ss_writer *w) {
-    if (w->spare_cap < w->npending) {
-        size_t cap = w->npending;
+/* After a commit: keep the buffers of full chunks and segments of the
+ * committed blocks p[0, n) for reuse. */
+static void ss_blocks_recycle(ss_writer *w, ss_pending *p, size_t n) {
+    if (w->spare_cap < n) {
+        size_t cap = n;
         unsigned char **c = realloc(w->spare_chunks, cap * sizeof *c);
         if (c) w->spare_chunks = c;
         unsigned char **g = realloc(w->spare_segments, cap * sizeof *g);
         if (g) w->spare_segments = g;
         if (c && g) w->spare_cap = cap;
     }
-    for (size_t i = 0; i < w->npending; i++) {
-        ss_pending *p = &w->pending[i];
-        int is_chunk = p->key.bytes[0] == SS_KEY_DATA && p->len <= w->capacity;
-        int is_segment = p->key.bytes[0] == SS_KEY_INDEX;
+    for (size_t i = 0; i < n; i++) {
+        int is_chunk = p[i].key.bytes[0] == SS_KEY_DATA && p[i].len <= w->capacity;
+        int is_segment = p[i].key.bytes[0] == SS_KEY_INDEX;
         if (is_chunk && w->nspare_chunks < w->spare_cap)
-            w->spare_chunks[w->nspare_chunks++] = p->payload;
+            w->spare_chunks[w->nspare_chunks++] = p[i].payload;
         else if (is_segment && w->nspare_segments < w->spare_cap)
-            w->spare_segments[w->nspare_segments++] = p->payload;
+            w->spare_segments[w->nspare_segments++] = p[i].payload;
         else
-            free(p->payload);
+            free(p[i].payload);
     }
+}
+
+static void ss_pending_recycle(ss_writer *w) {
+    ss_blocks_recycle(w, w->pending, w->npending);
     w->npending = 0;
     w->pending_bytes = 0;
 }
@@ -167,17 +195,37 @@ static unsigned char *ss_segment_take(ss_writer *w) {
 }
 
 /* Put one block: reserve the padded value in LMDB, copy, seal with the
- * checksum of the store's format version (a version-1 store stays version 1). */
-static int ss_put_block(const ss_writer *w, MDB_txn *txn, ss_key *key, const void *payload,
-                        uint64_t len) {
+ * checksum of the store's format version (a version-1 store stays version 1),
+ * or with *sum when the caller has it already. */
+static int ss_put_block_sum(const ss_writer *w, MDB_txn *txn, ss_key *key, const void *payload,
+                            uint64_t len, const uint64_t *sum) {
     uint64_t vsize = ss_block_value_size(len);
     if (vsize > SS_MAX_VALUE) return MDB_BAD_VALSIZE;
     MDB_val k = ss_key_val(key), v = {vsize, NULL};
     int rc = mdb_put(txn, w->dbi, &k, &v, MDB_RESERVE);
     if (rc) return rc;
     if (len) memcpy((unsigned char *)v.mv_data + SS_BLOCK_HDR, payload, len);
-    ss_block_seal(v.mv_data, vsize, len, key, w->h.format_version);
+    if (sum)
+        ss_block_seal_sum(v.mv_data, vsize, len, *sum);
+    else
+        ss_block_seal(v.mv_data, vsize, len, key, w->h.format_version);
     return 0;
+}
+
+static int ss_put_block(const ss_writer *w, MDB_txn *txn, ss_key *key, const void *payload,
+                        uint64_t len) {
+    return ss_put_block_sum(w, txn, key, payload, len, NULL);
+}
+
+/* The checksums of the pending blocks not summed yet: the writer's thread
+ * computes them while a commit in the background is being written, which
+ * then only copies the blocks. */
+static void ss_pending_sum(ss_writer *w) {
+    for (size_t i = w->npending; i-- > 0 && !w->pending[i].summed;) {
+        ss_pending *p = &w->pending[i];
+        p->sum = ss_block_checksum(p->payload, p->len, &p->key, w->h.format_version);
+        p->summed = 1;
+    }
 }
 
 static uint64_t ss_field_nchunks(const ss_wfield *wf) {
@@ -210,7 +258,8 @@ static int ss_txn_body(ss_writer *w, MDB_txn *txn, int final) {
     int rc;
     for (size_t i = 0; i < w->npending; i++) {
         ss_pending *p = &w->pending[i];
-        if ((rc = ss_put_block(w, txn, &p->key, p->payload, p->len))) return rc;
+        const uint64_t *sum = p->summed ? &p->sum : NULL;
+        if ((rc = ss_put_block_sum(w, txn, &p->key, p->payload, p->len, sum))) return rc;
     }
     for (uint32_t i = 0; i < w->h.nfields; i++) {
         ss_wfield *wf = &w->f[i];
@@ -311,7 +360,8 @@ static void ss_writer_start_writeback(const ss_writer *w) {
 #endif
 }
 
-static int ss_writer_txn(ss_writer *w, int final) {
+/* Write one commit's transaction (the pending blocks stay pending). */
+static int ss_writer_txn_write(ss_writer *w, int final) {
     for (int attempt = 0;; attempt++) {
         int rc = ss_map_reserve(w, ss_commit_estimate(w) << attempt);
         if (rc) return ss_writer_broken(w, rc);
@@ -329,10 +379,17 @@ static int ss_writer_txn(ss_writer *w, int final) {
             return ss_writer_broken(
                 w, ss__fail(SS_ETOOBIG, "%s: a value exceeds LMDB's limit", w->path));
         if (rc) return ss_writer_broken(w, ss_writer_lmdb_fail(w, rc));
-        if (!final && (w->flags & SS_WRITE_NOSYNC)) ss_writer_start_writeback(w);
-        ss_pending_recycle(w);
         return 0;
     }
+}
+
+static int ss_writer_txn(ss_writer *w, int final) {
+    int rc = ss_bg_wait(w);
+    if (rc == 0) rc = ss_writer_txn_write(w, final);
+    if (rc) return rc;
+    if (!final && (w->flags & SS_WRITE_NOSYNC)) ss_writer_start_writeback(w);
+    ss_pending_recycle(w);
+    return 0;
 }
 
 int ss_writer_commit(ss_writer *w) {
@@ -341,6 +398,147 @@ int ss_writer_commit(ss_writer *w) {
         return ss__fail(SS_ESTATE, "%s: writer is %s", w->path,
                         w->finished ? "finished" : "broken");
     return ss_writer_txn(w, 0);
+}
+
+/* ------------------------------------------------------ background commits */
+
+static void *ss_committer_main(void *arg) {
+    ss_committer *b = arg;
+    pthread_mutex_lock(&b->mu);
+    for (;;) {
+        while (!b->posted && !b->stop) pthread_cond_wait(&b->cv, &b->mu);
+        if (!b->posted) break;
+        pthread_mutex_unlock(&b->mu);
+        int rc = ss_writer_txn_write(&b->shadow, 0);
+        pthread_mutex_lock(&b->mu);
+        if (rc) { /* the message is this thread's: the writer's thread reports it */
+            b->rc = rc;
+            snprintf(b->msg, sizeof b->msg, "%s", ss_error_message());
+        } else {
+            b->wrote = 1;
+        }
+        b->posted = 0;
+        pthread_cond_broadcast(&b->cv);
+    }
+    pthread_mutex_unlock(&b->mu);
+    return NULL;
+}
+
+/* Wait until no commit is in the background (its result stays in b->rc). */
+static void ss_bg_idle(ss_committer *b) {
+    pthread_mutex_lock(&b->mu);
+    while (b->posted) pthread_cond_wait(&b->cv, &b->mu);
+    pthread_mutex_unlock(&b->mu);
+}
+
+/* Wait for the commit in the background, if any, and take its blocks back
+ * for reuse. 0, or its failure (again at every call: the writer is broken). */
+static int ss_bg_wait(ss_writer *w) {
+    ss_committer *b = w->bg;
+    if (!b) return 0;
+    ss_bg_idle(b);
+    ss_writer *s = &b->shadow;
+    if (b->rc) {
+        ss_pending_clear(s);
+        w->broken = 1;
+        return ss__fail(b->rc, "%s", b->msg);
+    }
+    ss_blocks_recycle(w, s->pending, s->npending);
+    s->npending = 0;
+    s->pending_bytes = 0;
+    /* its write-back hint from this thread, which waits, not the committer */
+    if (b->wrote && (w->flags & SS_WRITE_NOSYNC)) ss_writer_start_writeback(w);
+    b->wrote = 0;
+    return 0;
+}
+
+/* The shadow of a commit due now: the writer's state, its pending blocks
+ * (the writer keeps the shadow's emptied array), copies of its partial
+ * segments: the append after a commit may rewrite the entry the commit
+ * writes last (an example that begins a chunk moves its start). The partial
+ * chunks are shared, not copied: appends only add bytes after the part the
+ * commit writes, and a chunk closed meanwhile is pending, reused only once
+ * this commit is done. */
+static void ss_bg_snapshot(ss_writer *w, ss_committer *b) {
+    ss_writer *s = &b->shadow;
+    ss_pending *empty = s->pending;
+    size_t empty_cap = s->pending_cap;
+    *s = *w;
+    s->attrs = NULL; /* only a final commit writes them, and the writer's may change */
+    s->nattrs = 0;
+    s->bg = NULL;
+    w->pending = empty;
+    w->pending_cap = empty_cap;
+    w->npending = 0;
+    w->pending_bytes = 0;
+    for (uint32_t i = 0; i < w->h.nfields; i++) {
+        ss_wfield *wf = &w->f[i];
+        if (!w->h.fields[i].def.sequence) continue;
+        uint64_t used = w->h.count + 1 - wf->segment_no * w->h.segment_entries;
+        memcpy(b->seg[i], wf->segment, ss_segment_bytes(w, used));
+        s->f[i].segment = b->seg[i];
+    }
+}
+
+/* ss_writer_commit() in the background. */
+static int ss_bg_commit(ss_writer *w) {
+    ss_committer *b = w->bg;
+    ss_pending_sum(w); /* while the commit before may still be written */
+    int rc = ss_bg_wait(w);
+    if (rc) return rc;
+    ss_bg_snapshot(w, b);
+    pthread_mutex_lock(&b->mu);
+    b->posted = 1;
+    pthread_cond_broadcast(&b->cv);
+    pthread_mutex_unlock(&b->mu);
+    return 0;
+}
+
+/* Wait for the last commit and end the thread. */
+static void ss_bg_end(ss_writer *w) {
+    ss_committer *b = w->bg;
+    if (!b) return;
+    ss_bg_idle(b); /* a failure was reported, or is of no interest now */
+    pthread_mutex_lock(&b->mu);
+    b->stop = 1;
+    pthread_cond_broadcast(&b->cv);
+    pthread_mutex_unlock(&b->mu);
+    pthread_join(b->thread, NULL);
+    ss_pending_clear(&b->shadow);
+    free(b->shadow.pending);
+    for (uint32_t i = 0; i < SS_MAX_FIELDS; i++) free(b->seg[i]);
+    pthread_cond_destroy(&b->cv);
+    pthread_mutex_destroy(&b->mu);
+    free(b);
+    w->bg = NULL;
+}
+
+static int ss_bg_buffers(ss_writer *w, ss_committer *b) {
+    for (uint32_t i = 0; i < w->h.nfields; i++)
+        if (w->h.fields[i].def.sequence &&
+            !(b->seg[i] = malloc(ss_segment_bytes(w, w->h.segment_entries))))
+            return -1;
+    return 0;
+}
+
+int ss__writer_background(ss_writer *w) {
+    if (!w) return ss__fail(SS_EINVAL, "ss__writer_background: writer is NULL");
+    if (w->bg) return 0;
+    ss_committer *b = calloc(1, sizeof *b);
+    if (!b) return ss__fail(SS_ENOMEM, "%s: out of memory", w->path);
+    pthread_mutex_init(&b->mu, NULL);
+    pthread_cond_init(&b->cv, NULL);
+    int rc = ss_bg_buffers(w, b) ? SS_ENOMEM : 0;
+    if (!rc && pthread_create(&b->thread, NULL, ss_committer_main, b)) rc = SS_EIO;
+    if (rc) {
+        for (uint32_t i = 0; i < SS_MAX_FIELDS; i++) free(b->seg[i]);
+        pthread_cond_destroy(&b->cv);
+        pthread_mutex_destroy(&b->mu);
+        free(b);
+        return ss__fail(rc, "%s: cannot start the commit thread", w->path);
+    }
+    w->bg = b;
+    return 0;
 }
 
 /* ------------------------------------------------------------- appending */
@@ -472,7 +670,101 @@ int ss_writer_append(ss_writer *w, const ss_value *values) {
     for (uint32_t i = 0; i < w->h.nfields; i++)
         if ((rc = ss_append_field(w, i, &values[i]))) return ss_writer_broken(w, rc);
     w->h.count++;
-    if (w->pending_bytes >= w->commit_bytes) return ss_writer_commit(w);
+    if (w->pending_bytes < w->commit_bytes) return 0;
+    return w->bg ? ss_bg_commit(w) : ss_writer_commit(w);
+}
+
+/* ------------------------------------------------------ many at once */
+
+/* How many of examples k0.. (at most n) append where the fill state is:
+ * in every field's current chunk, their index entries in the current
+ * segments, so that appending them closes nothing and makes nothing
+ * pending (no commit can come due among them). */
+static uint64_t ss_run_fits(const ss_writer *w, uint64_t n, const uint64_t *const *lengths,
+                            uint64_t k0) {
+    uint64_t m = n;
+    for (uint32_t i = 0; i < w->h.nfields && m; i++) {
+        const ss_wfield *wf = &w->f[i];
+        const ss_field_state *fs = &w->h.fields[i];
+        uint64_t rows_room = (wf->chunk_cap - wf->chunk_used) / fs->row_bytes;
+        if (rows_room > wf->max_rows) rows_room = wf->max_rows; /* else ss_check_values() */
+        if (!fs->def.sequence) {
+            if (m > rows_room) m = rows_room;
+            continue;
+        }
+        uint64_t last = (wf->segment_no + 1) * w->h.segment_entries - 1; /* its last entry */
+        uint64_t entries = last > w->h.count ? last - w->h.count : 0;
+        if (m > entries) m = entries;
+        const uint64_t *len = lengths[i] + k0;
+        uint64_t fits = 0, rows = 0;
+        while (fits < m && len[fits] <= rows_room - rows) rows += len[fits++];
+        m = fits;
+    }
+    return m;
+}
+
+/* Append examples k0..k0+m-1, which ss_run_fits(): each field's values in
+ * one copy, the index entries written in a row. */
+static void ss_append_run(ss_writer *w, uint64_t m, const unsigned char **at,
+                          const uint64_t *const *lengths, uint64_t k0) {
+    for (uint32_t i = 0; i < w->h.nfields; i++) {
+        ss_wfield *wf = &w->f[i];
+        ss_field_state *fs = &w->h.fields[i];
+        uint64_t rb = fs->row_bytes, used = wf->chunk_used, rows = fs->total_rows;
+        if (fs->def.sequence) {
+            uint64_t first = w->h.count + 1 - wf->segment_no * w->h.segment_entries;
+            unsigned char *e = wf->segment + ss_segment_bytes(w, first);
+            const uint64_t *len = lengths[i] + k0;
+            for (uint64_t j = 0; j < m; j++, e += SS_INDEX_ENTRY) {
+                used += len[j] * rb;
+                rows += len[j];
+                ss_put_le64(e, SS_LOC(wf->chunk_no, used));
+                ss_put_le64(e + 8, rows);
+            }
+        } else {
+            used += m * rb;
+            rows += m;
+        }
+        memcpy(wf->chunk + wf->chunk_used, at[i], used - wf->chunk_used);
+        at[i] += used - wf->chunk_used;
+        wf->chunk_used = used;
+        fs->total_rows = rows;
+    }
+    w->h.count += m;
+}
+
+int ss__writer_append_many(ss_writer *w, uint64_t n, const void *const *data,
+                           const uint64_t *const *lengths) {
+    if (!w || !data || !lengths)
+        return ss__fail(SS_EINVAL, "ss__writer_append_many: NULL argument");
+    if (w->broken || w->finished)
+        return ss__fail(SS_ESTATE, "%s: writer is %s", w->path,
+                        w->finished ? "finished" : "broken");
+    const unsigned char *at[SS_MAX_FIELDS];
+    for (uint32_t i = 0; i < w->h.nfields; i++) {
+        if (!data[i] || (w->h.fields[i].def.sequence && !lengths[i]))
+            return ss__fail(SS_EINVAL, "ss__writer_append_many: field '%s' has no %s",
+                            w->h.fields[i].name, data[i] ? "lengths" : "data");
+        at[i] = data[i];
+    }
+    for (uint64_t k = 0; k < n;) {
+        uint64_t m = ss_run_fits(w, n - k, lengths, k);
+        if (m) {
+            ss_append_run(w, m, at, lengths, k);
+            k += m;
+            continue;
+        }
+        /* one that closes a chunk or a segment: appended as ever (checks, commit) */
+        ss_value v[SS_MAX_FIELDS];
+        for (uint32_t i = 0; i < w->h.nfields; i++) {
+            uint64_t len = w->h.fields[i].def.sequence ? lengths[i][k] : 1;
+            v[i] = (ss_value){at[i], len};
+            at[i] += len * w->h.fields[i].row_bytes;
+        }
+        int rc = ss_writer_append(w, v);
+        if (rc) return rc;
+        k++;
+    }
     return 0;
 }
 
@@ -540,7 +832,9 @@ int ss_writer_finish(ss_writer *w) {
      * header could reach the disk before the pages of the NOSYNC commits it
      * points to (test_format_sync_order). With NOMETASYNC the commit is then
      * one flush of everything, the meta write, and the flush below. */
-    int rc = mdb_env_set_flags(w->env, MDB_NOSYNC, 0);
+    int rc = ss_bg_wait(w); /* first: a commit in the background stays NOSYNC */
+    if (rc) return rc;
+    rc = mdb_env_set_flags(w->env, MDB_NOSYNC, 0);
     if (rc) return ss_writer_broken(w, ss_writer_lmdb_fail(w, rc));
     rc = ss_writer_txn(w, 1);
     if (rc) return rc;
@@ -552,6 +846,7 @@ int ss_writer_finish(ss_writer *w) {
 
 void ss_writer_free(ss_writer *w) {
     if (!w) return;
+    ss_bg_end(w);
     ss_pending_clear(w);
     free(w->pending);
     for (size_t i = 0; i < w->nspare_chunks; i++) free(w->spare_chunks[i]);
@@ -828,6 +1123,7 @@ int ss_writer_set_resume_record(ss_writer *w, const void *data, size_t size) {
     unsigned char *copy = malloc(size ? size : 1);
     if (!copy) return ss__fail(SS_ENOMEM, "out of memory");
     if (size) memcpy(copy, data, size);
+    if (w->bg) ss_bg_idle(w->bg); /* a commit in the background may be writing the old one */
     free(w->resume_rec);
     w->resume_rec = copy;
     w->resume_len = size;
