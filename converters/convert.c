@@ -88,6 +88,7 @@ struct ss_conv {
     int old_store_fd;     /* --force, --threads > 1: the replaced store, until freed; or -1 */
     pthread_t later[SS_CONV_LATER]; /* ss_conv_later() threads, joined at the end */
     int nlater;
+    int one_thread; /* ss_conv_one_thread(): start no thread */
 
     /* statistics and progress */
     uint64_t examples, elements, bytes_in, total_bytes;
@@ -820,7 +821,7 @@ static int check_resume(ss_conv *c) {
  * (tens of ms for a store of 100 MB) while the conversion goes on. */
 static void hold_old_store(ss_conv *c) {
     struct stat st;
-    if (c->opts.threads <= 1 || stat(c->opts.output, &st) != 0 || !S_ISREG(st.st_mode)) return;
+    if (c->opts.threads <= 1 || c->one_thread || stat(c->opts.output, &st) != 0 || !S_ISREG(st.st_mode)) return;
     c->old_store_fd = open(c->opts.output, O_RDONLY | O_CLOEXEC);
 }
 
@@ -836,8 +837,12 @@ static void free_old_store(ss_conv *c) {
     ss_conv_later(c, close_fd, fd);
 }
 
+void ss_conv_one_thread(ss_conv *c) {
+    c->one_thread = 1;
+}
+
 void ss_conv_later(ss_conv *c, void *(*fn)(void *), void *arg) {
-    if (c->opts.threads > 1 && c->nlater < SS_CONV_LATER &&
+    if (c->opts.threads > 1 && !c->one_thread && c->nlater < SS_CONV_LATER &&
         pthread_create(&c->later[c->nlater], NULL, fn, arg) == 0)
         c->nlater++;
     else

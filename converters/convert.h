@@ -258,6 +258,12 @@ int ss_conv_append_at(ss_conv *c, const ss_value *values, uint32_t source, uint6
  *  overlaps the writing of the store. */
 void ss_conv_later(ss_conv *c, void *(*fn)(void *), void *arg);
 
+/** Start no thread of the conversion's own (ss_conv_later() then runs its
+ *  work at once), whatever --threads says: for a converter that forks
+ *  decoding processes, which must come from a process that never had a
+ *  second thread (ordered.h). Call it before ss_conv_begin(). */
+void ss_conv_one_thread(ss_conv *c);
+
 /** ss_conv_append_at() of n examples of input `source` at once, all with
  *  first byte `byte` (one block of a cut input): field f's values of the n
  *  examples one after the other from data[f], lengths[f][k] rows each for a

@@ -1111,6 +1111,7 @@ static int run_edf(ss_conv *c, int argc, char **argv) {
         schema.nfields = ss_recmeta_fields(&job.meta, f, schema.nfields);
         run.c = c, run.job = &job, run.files = files.v, run.nfiles = files.n, run.skip = 0;
         run.has_label = labels_csv != NULL;
+        ss_conv_one_thread(c); /* the decoders are processes (run_processes) */
         rc = ss_conv_begin(c, &schema, &run.skip);
     }
     if (rc == 0) rc = set_attrs(c, &job, names_text, names_len);

@@ -133,8 +133,10 @@ void ss_conv_proc_describe(char *buf, size_t cap, int status);
 int ss_conv_proc_ordered(ss_conv_proc_death *died, void *ctx, void *slots, size_t slot_size,
                          int nprocs, uint64_t n, ss_conv_decode_fn decode, ss_conv_emit_fn emit);
 
-/** 1 if the calling process has a single thread (per /proc/self/task; 0 if
- *  that cannot be read). */
+/** 1 if the calling process has a single thread and, with glibc, never had
+ *  another (glibc's __libc_single_threaded: once a thread has started,
+ *  stdio locks every stream for good, and so would the children), per
+ *  /proc/self/task; 0 if that cannot be read. */
 int ss_conv_single_threaded(void);
 
 #endif /* SS_ORDERED_H */

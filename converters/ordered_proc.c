@@ -22,6 +22,9 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 32))
+#include <sys/single_threaded.h>
+#endif
 #include <unistd.h>
 
 #define ARENA_ALIGN 64
@@ -81,6 +84,11 @@ void *ss_conv_arena_grow(ss_conv_arena *a, void *p, size_t len, size_t need) {
 /* ------------------------------------------------------------ plumbing */
 
 int ss_conv_single_threaded(void) {
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 32))
+    /* false for good once a thread was started, even one that has ended:
+     * glibc's stdio then locks every stream for good too, in a child as well */
+    if (!__libc_single_threaded) return 0;
+#endif
     DIR *d = opendir("/proc/self/task");
     struct dirent *e;
     int n = 0;

@@ -347,6 +347,16 @@ int main(void) {
                                  E2, E3, E1, S),
                      1);
         CHECK(strstr(err, E3) && strstr(err, "decoder process killed by signal 9"));
+        /* the same over a store that exists: --force must not start a
+         * thread (to close the old store) before the decoders fork, or
+         * they would run as threads and the hook would not fire */
+        CHECK_EQ_U64(run_cli(err, sizeof err, "convert edf %s %s -o %s --force --quiet", E1, E2, S),
+                     0);
+        CHECK_EQ_U64(ss_test_cli(err, sizeof err, "SS_TEST_DECODER_DIE=1",
+                                 "convert edf %s %s %s -o %s --force --threads 2 --quiet", E1, E2,
+                                 E3, S),
+                     1);
+        CHECK(strstr(err, E2) && strstr(err, "decoder process killed by signal 9"));
     }
     { /* --shard K/N: the shards in order hold the same examples (whole files) */
         char args[2048];
