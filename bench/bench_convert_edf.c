@@ -11,8 +11,8 @@
  * channel in turn cost both a read() of 4 KiB per channel and record), files
  * in parallel over OpenMP threads (EDFlib's open/close serialized). The
  * converter decodes in processes when it has several (EDFlib's getc() then
- * takes no stream lock); the peer is one process, as a user's would be. The files stay in the page cache, so this measures
- * CPU cost, not the disk. Target: conversion >= 0.8x the read-only MB/s. */
+ * takes no stream lock); the peer is one process, as a user's would be. The files stay in the page
+ * cache, so this measures CPU cost, not the disk. Target: conversion >= 0.8x the read-only MB/s. */
 #include <edflib.h>
 #include <math.h>
 #include <omp.h>

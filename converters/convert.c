@@ -821,7 +821,9 @@ static int check_resume(ss_conv *c) {
  * (tens of ms for a store of 100 MB) while the conversion goes on. */
 static void hold_old_store(ss_conv *c) {
     struct stat st;
-    if (c->opts.threads <= 1 || c->one_thread || stat(c->opts.output, &st) != 0 || !S_ISREG(st.st_mode)) return;
+    if (c->opts.threads <= 1 || c->one_thread || stat(c->opts.output, &st) != 0 ||
+        !S_ISREG(st.st_mode))
+        return;
     c->old_store_fd = open(c->opts.output, O_RDONLY | O_CLOEXEC);
 }
 

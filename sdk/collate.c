@@ -979,9 +979,8 @@ static int bound_in_place(const cfield *f, const ss_collate_buffers *buf, uint64
               f->data_cap, &d))
         return 0;
     *data = d;
-    return !mask_bytes ||
-           fits(buf ? buf->mask : NULL, buf ? buf->mask_bytes : 0, mask_bytes, f->mask, f->mask_cap,
-                mask);
+    return !mask_bytes || fits(buf ? buf->mask : NULL, buf ? buf->mask_bytes : 0, mask_bytes,
+                               f->mask, f->mask_cap, mask);
 }
 
 /* Field k's steps from the longest row any of the nth threads resolved. */

@@ -138,7 +138,8 @@ struct ss_loader {
     /* Who sleeps, so that a wake (a system call, and a context switch for a
      * thread that finds nothing to do) goes only where it is awaited: */
     uint32_t idle; /* workers waiting on cv_work */
-    uint64_t want; /* the caller waits on cv_done for batches consumed to want (wake_at()), or UINT64_MAX */
+    uint64_t want; /* the caller waits on cv_done for batches consumed to want (wake_at()), or
+                      UINT64_MAX */
     int err_rc;
     char err_msg[MSG_CAP];
     pthread_t *th;

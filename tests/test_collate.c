@@ -1180,7 +1180,8 @@ static void test_team_rows(void) {
             ss_collator *c;
             CHECK_OK(ss_collator_create(&c, rs.s, fo, 3, &opt));
             for (int batch = 0; batch < 8; batch++) {
-                size_t n = batch % 3 == 2 ? (size_t)(40 + batch) : (size_t)(2 + ss_test_rand(&rng) % 30);
+                size_t n =
+                    batch % 3 == 2 ? (size_t)(40 + batch) : (size_t)(2 + ss_test_rand(&rng) % 30);
                 ss_span rows[64];
                 random_spans(&rs, rows, n, &rng);
                 ref_out ref[3];
@@ -1236,7 +1237,7 @@ static void test_team_growth(void) {
         ss_collator *c;
         CHECK_OK(ss_collator_create(&c, rs.s, &fo, 1, &opt));
         ss_collated_batch b;
-        CHECK_OK(ss_collator_collate(&b, c, rows, 2)); /* small: the next plans in the team */
+        CHECK_OK(ss_collator_collate(&b, c, rows, 2));  /* small: the next plans in the team */
         CHECK_OK(ss_collator_collate(&b, c, rows, 48)); /* grows in the team */
         compare(&b.fields[0], &ref, 48, &fo, 1);
         ss_collator_free(c);
