@@ -983,14 +983,19 @@ static int bound_in_place(const cfield *f, const ss_collate_buffers *buf, uint64
                                f->mask, f->mask_cap, mask);
 }
 
-/* Field k's steps from the longest row any of the nth threads resolved. */
-static uint64_t team_steps(const ss_collator *c, uint32_t k, int nth) {
+/* The longest row of field k any of the nth threads resolved. */
+static uint64_t team_longest(const ss_collator *c, uint32_t k, int nth) {
     uint64_t most = 0;
     for (int t = 0; t < nth; t++) {
         uint64_t v = c->longest[(size_t)(t + 1) * c->nf + k];
         if (v > most) most = v;
     }
-    return c->f[k].sequence ? padded_steps(&c->f[k], most) : 1;
+    return most;
+}
+
+/* Field k's steps from the team's longest row. */
+static uint64_t team_steps(const ss_collator *c, uint32_t k, int nth) {
+    return c->f[k].sequence ? padded_steps(&c->f[k], team_longest(c, k, nth)) : 1;
 }
 
 /* Whether every field of the collator is by_rows() (its options decide). */
@@ -1057,13 +1062,7 @@ static int bind_rows(ss_collator *c, const ss_collate_buffers *buffers, size_t n
 static int plan_tasks(ss_collator *c, size_t n_rows, const ss_collate_buffers *buffers, int nth,
                       int *parallel) {
     uint64_t total, nt = 0;
-    for (uint32_t k = 0; k < c->nf; k++) {
-        c->longest[k] = 0;
-        for (int t = 0; t < nth; t++) {
-            uint64_t v = c->longest[(size_t)(t + 1) * c->nf + k];
-            if (v > c->longest[k]) c->longest[k] = v;
-        }
-    }
+    for (uint32_t k = 0; k < c->nf; k++) c->longest[k] = team_longest(c, k, nth);
     int rc = finish(c, c->longest, n_rows, buffers, &total);
     c->team_next = total >= c->parallel_bytes;
     if (rc == 0 && c->team_next) rc = cut_tasks(c, n_rows, &nt);
