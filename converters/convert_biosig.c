@@ -454,8 +454,14 @@ static int read_samples(bs_job *job, HDRTYPE *h, uint32_t C) {
     size_t rows = 0, cols = 0;
     biosig_data_type *d = NULL;
     if (h->NRec < 0) return fail(job, "unknown length (NRec = -1)");
-    sread(NULL, 0, (size_t)h->NRec, h);
+    /* the whole recording in one sread(): BioSig 2.5 returns wrong samples
+     * for a range that does not start at record 0 */
+    size_t got = sread(NULL, 0, (size_t)h->NRec, h);
     if (h->AS.B4C_ERRNUM) return fail(job, "BioSig read: %s", h->AS.B4C_ERRMSG);
+    /* BioSig itself only warns, and returns the records it found */
+    if (got != (size_t)h->NRec)
+        return fail(job, "truncated: BioSig read %zu of the %zu data records the header announces",
+                    got, (size_t)h->NRec);
     uint32_t W = C + (job->evk >= 0); /* the event channel comes in the block too */
     if (biosig_get_datablock(h, &d, &rows, &cols) || !d || cols != W)
         return fail(job, "BioSig returned %zu x %zu samples for %u channels", cols, rows, W);
