@@ -98,6 +98,8 @@ typedef struct bs_job {
     double evcal, evoff; /* its calibration (codes are digital values) */
     double *dbuf;        /* the other channels' samples, without it */
     size_t dcap;
+    double *block; /* BioSig's samples channel by channel [W][T], borrowed (bs_block) */
+    size_t block_cap;
     double *tbuf; /* rows of samples [T][W], for the event channel and resampling */
     size_t tcap;
     int32_t *codes; /* its T values */
@@ -451,19 +453,29 @@ static void to_rows(void *out, ss_dtype dt, const double *d, uint64_t T, uint32_
 
 /* Every sample into job->data as the store's dtype, resampled if asked. */
 static int read_samples(bs_job *job, HDRTYPE *h, uint32_t C) {
-    size_t rows = 0, cols = 0;
-    biosig_data_type *d = NULL;
     if (h->NRec < 0) return fail(job, "unknown length (NRec = -1)");
-    /* the whole recording in one sread(): BioSig 2.5 returns wrong samples
-     * for a range that does not start at record 0 */
-    size_t got = sread(NULL, 0, (size_t)h->NRec, h);
+    /* BioSig decodes into the job's block, which lives as long as the job:
+     * left to itself it allocates a block per recording, 4 times the size of
+     * its i16 samples, whose pages a fresh process faults in again for every
+     * recording. Sized for every channel that is not off (sread() fills
+     * those); the whole recording in one sread(), as BioSig 2.5 returns
+     * wrong samples for a range that does not start at record 0. */
+    size_t on = 0, nrec = (size_t)h->NRec;
+    for (int k = 0; k < h->NS; k++) on += h->CHANNEL[k].OnOff != 0;
+    size_t cells = nrec * h->SPR * on;
+    if ((h->SPR && on && cells / on / h->SPR != nrec) ||
+        grow((void **)&job->block, &job->block_cap, cells * sizeof(double) + 1))
+        return fail(job, "out of memory for %zu records of %u samples", nrec, h->SPR);
+    size_t got = sread(job->block, 0, nrec, h);
     if (h->AS.B4C_ERRNUM) return fail(job, "BioSig read: %s", h->AS.B4C_ERRMSG);
     /* BioSig itself only warns, and returns the records it found */
-    if (got != (size_t)h->NRec)
+    if (got != nrec)
         return fail(job, "truncated: BioSig read %zu of the %zu data records the header announces",
-                    got, (size_t)h->NRec);
+                    got, nrec);
     uint32_t W = C + (job->evk >= 0); /* the event channel comes in the block too */
-    if (biosig_get_datablock(h, &d, &rows, &cols) || !d || cols != W)
+    const double *d = job->block;
+    size_t rows = (size_t)h->data.size[0], cols = (size_t)h->data.size[1];
+    if (cols != W || rows > cells / (cols ? cols : 1))
         return fail(job, "BioSig returned %zu x %zu samples for %u channels", cols, rows, W);
     uint64_t T = rows;
     size_t n = (size_t)T * C;
@@ -771,18 +783,48 @@ static void slot_free(bs_job *s) {
     free(s->annot);
 }
 
+/* BioSig's blocks ([W][T] doubles, 4 times a recording's i16 samples), one
+ * per decoding thread rather than one per slot: a decoder borrows one for
+ * its sread() and gives it back, so the blocks are faulted in once and the
+ * peak memory is what BioSig's own blocks took. */
+typedef struct bs_block {
+    double *p;
+    size_t cap;
+    int busy;
+} bs_block;
+
 /* ss_conv_parallel_ordered()'s callbacks: the run and its inputs. */
 typedef struct bs_run {
     ss_conv *c;
     bs_job *job;
     const strlist *files;
     uint64_t skip;
+    pthread_mutex_t lock; /* over blocks */
+    bs_block *blocks;     /* as many as decoding threads */
+    int nblocks;
 } bs_run;
+
+static bs_block *block_take(bs_run *r) {
+    bs_block *b = NULL;
+    pthread_mutex_lock(&r->lock);
+    for (int k = 0; k < r->nblocks && !b; k++)
+        if (!r->blocks[k].busy) b = &r->blocks[k];
+    if (b) b->busy = 1;
+    pthread_mutex_unlock(&r->lock);
+    return b; /* never NULL: no more decoders than blocks */
+}
 
 static void decode_cb(void *ctx, void *slot, uint64_t i) {
     bs_run *r = ctx;
     bs_job *s = slot;
+    bs_block *b = block_take(r);
+    s->block = b->p, s->block_cap = b->cap;
     s->bad = bs_decode(s, r->files->v[i]);
+    b->p = s->block, b->cap = s->block_cap;
+    s->block = NULL, s->block_cap = 0;
+    pthread_mutex_lock(&r->lock);
+    b->busy = 0;
+    pthread_mutex_unlock(&r->lock);
 }
 
 static int emit_cb(void *ctx, void *slot, uint64_t i) {
@@ -808,10 +850,16 @@ static int convert_all(ss_conv *c, bs_job *job, const strlist *files, uint64_t s
         slots[t].ev.from = job->ev.from;
         slots[t].ev.from_channel = job->ev.from_channel; /* borrowed */
     }
-    bs_run run = {c, job, files, skip};
+    bs_run run = {c, job, files, skip, PTHREAD_MUTEX_INITIALIZER, NULL, nthreads};
+    if (!(run.blocks = calloc((size_t)nthreads, sizeof *run.blocks))) {
+        free(slots);
+        return ss_conv_error(c, "out of memory");
+    }
     int fatal = ss_conv_parallel_ordered(&run, slots, sizeof *slots, nthreads, files->n, decode_cb,
                                          emit_cb);
     for (int t = 0; t < nslots; t++) slot_free(&slots[t]);
+    for (int t = 0; t < nthreads; t++) free(run.blocks[t].p);
+    free(run.blocks);
     free(slots);
     return fatal;
 }

@@ -141,9 +141,49 @@ static void test_threads(void) {
     ss_close(b);
 }
 
+/* Recordings of 4000, 300 and 1000 samples in turn on 1, 2 and 3 threads:
+ * the decoders share BioSig's blocks (one per thread, grown for the longest
+ * so far), and every example still holds exactly its own recording's
+ * samples, nothing of a longer one decoded before into the same block. */
+static void test_block_reuse(void) {
+    const int lens[3] = {4000, 300, 1000};
+    char files[8192];
+    size_t len = 0;
+    int16_t *want[3];
+    size_t bytes[3];
+    for (int k = 0; k < 3; k++) {
+        char sub[32];
+        snprintf(sub, sizeof sub, "len%d", lens[k]);
+        const char *d = ss_test_keep_path(sub);
+        EXPECT_SH(0, "mkdir -p '%s' && " REF " make '%s' %d 250 0", d, d, lens[k]);
+        snprintf(sub, sizeof sub, "len%d/rec.int16", lens[k]);
+        want[k] = (int16_t *)ss_test_read_file(ss_test_keep_path(sub), &bytes[k]);
+        CHECK_EQ_U64(bytes[k], (uint64_t)lens[k] * 6);
+    }
+    for (int i = 0; i < 9; i++)
+        len += (size_t)snprintf(files + len, sizeof files - len, " '%s/len%d/rec.vhdr'",
+                                ss_test_tmpdir(), lens[i % 3]);
+    for (int threads = 1; threads <= 3; threads++) {
+        const char *st = ss_test_keep_path("reuse.ss");
+        EXPECT_RUN(0, "convert biosig%s --threads %d -o '%s' --quiet --force", files, threads, st);
+        ss_store *s;
+        CHECK_OK(ss_open(&s, st, 0));
+        CHECK_EQ_U64(ss_count(s), 9);
+        for (uint64_t e = 0; e < 9; e++) {
+            ss_view v;
+            CHECK_OK(ss_get(&v, s, 0, e));
+            CHECK_EQ_U64(v.length * v.row_bytes, bytes[e % 3]);
+            CHECK(memcmp(v.data, want[e % 3], bytes[e % 3]) == 0);
+        }
+        ss_close(s);
+    }
+    for (int k = 0; k < 3; k++) free(want[k]);
+}
+
 int main(void) {
     test_biosig();
     test_threads();
+    test_block_reuse();
     printf("test_convert_biosig: ok\n");
     return 0;
 }
