@@ -34,9 +34,12 @@ const ss_converter *const ss_converters[] = {&ss_converter_lines,
  * 64 MiB so that the write-back each NOSYNC commit starts overlaps the
  * decoding, even of stores of a few tens of MB, and ss_writer_finish's
  * flush finds little left (a 30 MB audio store: its fdatasync went from
- * ~20 ms to 2-10 ms); the pages also are still in the CPU's caches when
- * LMDB copies them into the page cache. */
-#define SS_CONV_COMMIT_BYTES (8ull << 20)
+ * ~20 ms to 2-10 ms); and small enough that the pages are still in the
+ * CPU's caches when LMDB copies them into the page cache. 4 MiB against
+ * 8 MiB: BioSig at 2 threads 0.76-0.80x its own read against 0.70-0.79x,
+ * FLAC 0.61-0.64x against 0.55-0.57x, `--tokens bytes` 314 against 381 ms
+ * (medians of 5-9 runs; 2 MiB was as good for signals, slower for text). */
+#define SS_CONV_COMMIT_BYTES (4ull << 20)
 
 /* ss_conv_later() threads at once at most (beyond: the work is done at once). */
 #define SS_CONV_LATER 4
@@ -1057,7 +1060,7 @@ static void common_usage(FILE *out) {
           "                      edf decodes in N processes); the store is the same\n"
           "                      whatever N\n"
           "  --commit-bytes N    commit (a --resume point) every N bytes of data\n"
-          "                      (default 8 MiB)\n"
+          "                      (default 4 MiB)\n"
           "  --index-by FIELD[,FIELD...]\n"
           "                      also store a bucket index by these sequence fields'\n"
           "                      lengths (the same as 'seqstore index --by' after)\n"
