@@ -27,7 +27,13 @@
  * fdatasync()ing it (a store must be written and made durable), and the
  * start of a seqstore process that does nothing (--version). The best ratio
  * those floors allow is baseline / (baseline + floors), if reading and
- * writing took turns; converters overlap them, so the floors bound less. */
+ * writing took turns; converters overlap them, so the floors bound less.
+ * And the CPU time of both sides (the baseline's threads; the shell and the
+ * CLI as children): a conversion cannot finish sooner than its CPU time
+ * spread over the CPUs it can keep busy (its decoding threads and the one
+ * that appends, at most the machine's), which bounds the ratio too. With 2
+ * threads on a 2-CPU machine that bound is what the store's writing costs
+ * the decoders: the appends share their CPUs. */
 #include <fcntl.h>
 #include <unistd.h>
 #include <biosig.h>
@@ -36,6 +42,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -206,6 +213,15 @@ static int write_floor(char **files, int n) {
     return rc != 0;
 }
 
+/* CPU seconds (user + system) of this process (`who` RUSAGE_SELF, every
+ * thread) or of its waited-for children (RUSAGE_CHILDREN) so far. */
+static double cpu_seconds(int who) {
+    struct rusage ru;
+    getrusage(who, &ru);
+    return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+           1e-6 * (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
+}
+
 static int run(const char *cmd) {
     int rc = system(cmd);
     return !WIFEXITED(rc) || WEXITSTATUS(rc) != 0;
@@ -262,23 +278,32 @@ typedef int (*read_fn)(char **files, int n, int threads);
  * first, RUNS rounds; prints one line. */
 static void bench(const char *what, char **files, int n, read_fn base, read_fn alt,
                   const char *cmd0, int threads, int runs, double bytes, double fl) {
-    double *t[3], load[3], m[3];
+    double *t[3], *cpu[2], load[3], m[3], mc[2];
     int sides = alt ? 3 : 2;
     char cmd[8300];
     for (int k = 0; k < 3; k++) t[k] = calloc((size_t)runs, sizeof *t[k]);
+    for (int k = 0; k < 2; k++) cpu[k] = calloc((size_t)runs, sizeof *cpu[k]);
     snprintf(cmd, sizeof cmd, "%s --threads %d", cmd0, threads);
     base(files, n, threads), run(cmd); /* warm the page cache */
     for (int r = 0; r < runs; r++)
         for (int side = 0; side < sides; side++) {
             int k = (side + r) % sides; /* 0 base, 1 convert, 2 alt */
-            double t0 = now();
+            int who = k == 1 ? RUSAGE_CHILDREN : RUSAGE_SELF; /* the shell and the CLI */
+            double t0 = now(), c0 = cpu_seconds(who);
             if (k == 1 ? run(cmd) : (k ? alt : base)(files, n, threads)) {
                 fprintf(stderr, "failed: %s\n", k == 1 ? cmd : "baseline");
                 exit(1);
             }
             t[k][r] = now() - t0;
+            if (k < 2) cpu[k][r] = cpu_seconds(who) - c0;
         }
     for (int k = 0; k < sides; k++) m[k] = median(t[k], runs);
+    for (int k = 0; k < 2; k++) mc[k] = median(cpu[k], runs);
+    /* the converter's decoders and its appending thread can keep at most
+     * min(CPUs, threads + 1) CPUs busy: no schedule finishes sooner than its
+     * CPU time spread over them */
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    int usable = ncpu > 0 && ncpu < threads + 1 ? (int)ncpu : threads + 1;
     double b = m[0], c = m[1];
     getloadavg(load, 3);
     printf("%-24s %5.1f MB, %d thread%s each: own read %7.1f MB/s (%.3f s), convert %6.1f MB/s "
@@ -287,9 +312,12 @@ static void bench(const char *what, char **files, int n, read_fn base, read_fn a
            c, b / c);
     if (alt) printf("read channel by channel %.3f s (ratio %.2f); ", m[2], m[2] / c);
     printf("floors: write+fdatasync %.3f s, process start %.3f s (best ratio they allow %.2f); "
+           "CPU: own read %.3f s, convert %.3f s (best ratio it allows on %d CPU%s %.2f); "
            "median of %d alternating runs, load %.2f %.2f %.2f\n",
-           fl, g_start, b / (b + fl + g_start), runs, load[0], load[1], load[2]);
+           fl, g_start, b / (b + fl + g_start), mc[0], mc[1], usable, usable > 1 ? "s:" : ":",
+           b / (mc[1] / usable), runs, load[0], load[1], load[2]);
     for (int k = 0; k < 3; k++) free(t[k]);
+    for (int k = 0; k < 2; k++) free(cpu[k]);
 }
 
 int main(int argc, char **argv) {
