@@ -467,6 +467,7 @@ static int read_samples(bs_job *job, HDRTYPE *h, uint32_t C) {
         grow((void **)&job->block, &job->block_cap, cells * sizeof(double) + 1))
         return fail(job, "out of memory for %zu records of %u samples", nrec, h->SPR);
     size_t got = sread(job->block, 0, nrec, h);
+    if (h->data.block == job->block) h->data.block = NULL; /* ours, not destructHDR()'s to free */
     if (h->AS.B4C_ERRNUM) return fail(job, "BioSig read: %s", h->AS.B4C_ERRMSG);
     /* BioSig itself only warns, and returns the records it found */
     if (got != nrec)
