@@ -17,7 +17,7 @@
 
 #define ROUNDS 9
 
-static void die(const char *what) {
+_Noreturn static void die(const char *what) {
     fprintf(stderr, "bench_lengths: %s: %s\n", what, ss_error_message());
     exit(1);
 }
