@@ -19,7 +19,10 @@ in its place (`tokens.tokens` as `FIELD.tokens`), `ss.lengths.F` as
 `ss.lengths.FIELD`, `ss.bucket.N` as `ss.bucket.NAME`, and a field whose
 name an option chose (jsonl --key, npy --field) as FIELD. The row's type
 column must name the type written (`u32`, `text`, `bytes`, ...) or say
-`any`. The test fails listing every name or type missing; --dump prints
+`any`. The other way round, every name in those tables must be written by
+one of the conversions (of a converter its table is for), so the tables
+cannot keep a name the converters dropped. The test fails listing every
+name or type missing; --dump prints
 what each conversion wrote. Converters not built in (audio, biosig) and
 tools not installed (sox, spm_train) skip their cases, said on stdout."""
 import json
@@ -180,13 +183,14 @@ CASES = [
 # ------------------------------------------------------------ the spec
 
 def spec_tables(path):
-    """{'': rows of 7.1, KIND: rows of the 7.4 subsections whose heading
-    names KIND in backticks}; a row is (names, type cell) for each row of a
-    table of section 7 whose header is `| name | kind | type | ...`."""
+    """The rows of section 7's tables whose header is `| name | kind | type
+    | ...`: (line number, names, type cell, kinds), kinds [''] for 7.1 (every
+    converter) or the converters named in backticks in the heading of the
+    7.4 subsection the table is in."""
     with open(path, encoding="utf-8") as f:
         lines = f.read().split("\n")
-    tables, where, in7, ours = {}, None, False, False
-    for line in lines:
+    rows, where, in7, ours = [], None, False, False
+    for no, line in enumerate(lines, 1):
         if line.startswith("## "):
             in7, where = line.startswith("## 7."), None
             continue
@@ -206,11 +210,9 @@ def spec_tables(path):
             ours = True
             continue
         names = re.findall(r"`([^`]+)`", cells[0])
-        if not ours or len(cells) < 3 or not names:
-            continue
-        for w in where:
-            tables.setdefault(w, []).append((names, cells[2]))
-    return tables
+        if ours and len(cells) >= 3 and names:
+            rows.append((no, names, cells[2], where))
+    return rows
 
 
 def candidates(name, fields, chosen):
@@ -236,11 +238,11 @@ def type_listed(typ, cell):
 def main():
     seqstore, src = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
     dump = "--dump" in sys.argv[3:]
-    tables = spec_tables(f"{src}/spec/FORMAT.md")
-    if "" not in tables:
+    table = spec_tables(f"{src}/spec/FORMAT.md")
+    if not any(kinds == [""] for _, _, _, kinds in table):
         print("spec/FORMAT.md: no table in section 7.1")
         return 1
-    missing, skipped = {}, []
+    missing, skipped, ran, used = {}, [], set(), set()
     with tempfile.TemporaryDirectory(prefix="spec_names.") as d:
         have = make_inputs(d, src)
         for n, (kind, args, chosen, tool) in enumerate(CASES):
@@ -269,10 +271,12 @@ def main():
                 for a in info["attributes"]:
                     v = a.get("value", a.get("value_base64"))
                     print(f"  attr  {a['name']} {a['type']} {a['bytes']}: {json.dumps(v)[:100]}")
-            rows = tables[""] + tables.get(kind, [])
+            ran.add(kind)
+            rows = [r for r in table if r[3] == [""] or kind in r[3]]
             for name, what_kind, typ in written:
                 cand = candidates(name, fields, chosen)
-                hits = [cell for names, cell in rows for c in cand if c in names]
+                hits = [cell for no, names, cell, _ in rows for c in cand if c in names]
+                used.update((no, c) for no, names, _, _ in rows for c in cand if c in names)
                 alias = f" (or `{'`, `'.join(cand[1:])}`)" if cand[1:] else ""
                 if not hits:
                     problem = (f"{what_kind} `{name}`{alias} is in no table of spec/FORMAT.md "
@@ -283,10 +287,19 @@ def main():
                 else:
                     continue
                 missing.setdefault(f"{kind}: {problem}", what)
+    # the other way round: a name in a table that no conversion wrote is a
+    # name the converters no longer write (or a case this test lacks)
+    for no, names, _, kinds in table:
+        if kinds == [""] or ran.intersection(kinds):
+            for name in names:
+                if (no, name) not in used:
+                    missing.setdefault(f"spec/FORMAT.md:{no}: `{name}` is written by no "
+                                       f"conversion of this test (of: "
+                                       f"{', '.join(kinds) or 'any converter'})", None)
     for s in skipped:
         print(f"skipped: {s}")
     for m in sorted(missing):
-        print(f"MISSING: {m} (written by: {missing[m]})")
+        print(f"MISSING: {m}" + (f" (written by: {missing[m]})" if missing[m] else ""))
     if missing:
         return 1
     print(f"ok: {len(CASES) - len(skipped)} conversions, every name in spec/FORMAT.md §7")
