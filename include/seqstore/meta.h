@@ -3,7 +3,8 @@
  *
  * Typed metadata: the helpers every user otherwise writes around
  * ss_attr_get(). Attribute values read with their type and element count
- * checked; line lists (a field's vocabulary FIELD.vocab, class names
+ * checked; line lists (a vocabulary: `vocab`, or per side `src.vocab` and
+ * `tgt.vocab` in a parallel store without --shared-vocab; class names
  * label.names, channel labels signal.labels; spec/FORMAT.md section 7.1);
  * a signal's sample rate (FIELD.sample_rate) and durations in seconds
  * turned into samples, for the window reader's window and overlap.
@@ -66,11 +67,12 @@ SS_API int ss_attr_get_text(char *buf, size_t cap, size_t *len, const ss_store *
  *  attribute; the last newline is optional. */
 typedef struct ss_lines ss_lines;
 
-/** Open the line list in attribute "<name of field>.<suffix>": a field's
- *  vocabulary (suffix "vocab"; its size is ss_lines_count()), the class
- *  names of a label field ("names", as label.names), a signal's channel
- *  labels ("labels"). With field = SS_FIELD_NONE, `suffix` is the whole
- *  attribute name.
+/** Open the line list in attribute "<name of field>.<suffix>": a parallel
+ *  side's vocabulary (suffix "vocab", as src.vocab; its size is
+ *  ss_lines_count()), the class names of a label field ("names", as
+ *  label.names), a signal's channel labels ("labels"). With field =
+ *  SS_FIELD_NONE, `suffix` is the whole attribute name: "vocab" is the one
+ *  vocabulary of a text, jsonl or --shared-vocab parallel store.
  *  @param[out] out the list; free it with ss_lines_free(). It borrows the
  *                  store: close the store after freeing it.
  *  @return 0; SS_ERANGE (a field beyond the schema); SS_ENOTFOUND (no such
