@@ -598,73 +598,9 @@ static int read_fd_all(tx_input *in, int fd, char *err, size_t errlen) {
     return 0;
 }
 
-/* zlib's message without the "PATH: " it starts with (the caller names the file). */
-static const char *gz_message(gzFile gz, const char *path, int *zerr) {
-    const char *m = gzerror(gz, zerr);
-    size_t pl = strlen(path);
-    if (m && !strncmp(m, path, pl) && m[pl] == ':' && m[pl + 1] == ' ') m += pl + 2;
-    return m && *m ? m : "read error";
-}
-
-static int read_gz(tx_input *in, const char *path, char *err, size_t errlen) {
-    gzFile gz = gzopen(path, "rb");
-    if (!gz) {
-        snprintf(err, errlen, "cannot open: %s", errno ? strerror(errno) : "gzopen failed");
-        return -1;
-    }
-    gzbuffer(gz, 1 << 17);
-    size_t cap = 0, n = 0;
-    uint8_t *buf = NULL;
-    for (;;) {
-        if (reserve(&buf, &cap, n + (1 << 20))) {
-            snprintf(err, errlen, "out of memory");
-            goto fail;
-        }
-        size_t want = cap - n > (1u << 30) ? (1u << 30) : cap - n;
-        int r = gzread(gz, buf + n, (unsigned)want);
-        if (r < 0) {
-            int zerr;
-            const char *m = gz_message(gz, path, &zerr);
-            snprintf(err, errlen, "gzip error after %zu decompressed bytes: %s", n, m);
-            goto fail;
-        }
-        if (r == 0) {
-            /* end of input, or a stream cut short / damaged: zlib reports
-             * that only through gzerror (and gzclose), not gzread's 0 */
-            int zerr = Z_OK;
-            const char *m = gz_message(gz, path, &zerr);
-            if (zerr != Z_OK) {
-                snprintf(err, errlen, "gzip error after %zu decompressed bytes: %s", n, m);
-                goto fail;
-            }
-            break;
-        }
-        n += (size_t)r;
-    }
-    int zc = gzclose(gz);
-    gz = NULL;
-    if (zc != Z_OK) {
-        snprintf(err, errlen, "gzip error after %zu decompressed bytes: %s", n,
-                 zc == Z_BUF_ERROR ? "unexpected end of file" : "read error");
-        free(buf);
-        return -1;
-    }
-    in->owned = buf;
-    in->data = buf;
-    in->size = n;
-    return 0;
-fail:
-    free(buf);
-    if (gz) gzclose(gz);
-    return -1;
-}
-
-int tx_input_load(tx_input *in, const char *path, char *err, size_t errlen) {
-    memset(in, 0, sizeof *in);
-    in->path = path;
-    if (!strcmp(path, "-")) return read_fd_all(in, 0, err, errlen);
-    size_t pl = strlen(path);
-    if (pl > 3 && !strcmp(path + pl - 3, ".gz")) return read_gz(in, path, err, errlen);
+/* Read the file `path` as it is: mapped when it is a regular file, else
+ * read to its end (a pipe, a device). */
+static int load_plain(tx_input *in, const char *path, char *err, size_t errlen) {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
         snprintf(err, errlen, "cannot open: %s", strerror(errno));
@@ -698,6 +634,98 @@ int tx_input_load(tx_input *in, const char *path, char *err, size_t errlen) {
     }
     close(fd);
     return rc;
+}
+
+/* Where member `*members` of gzip data d[0, n) ended at d[pos]: 0 when the
+ * data ends there (nothing, or only the zero bytes that pad a file, which
+ * gzip accepts too), 1 when another member starts there, else -1 with the
+ * message (what `gzip -t` calls trailing garbage). */
+static int gz_after_member(const uint8_t *d, size_t n, size_t pos, int members, char *err,
+                           size_t errlen) {
+    if (n - pos >= 2 && d[pos] == 0x1f && d[pos + 1] == 0x8b) return 1;
+    size_t k = pos;
+    while (k < n && d[k] == 0) k++;
+    if (k == n) return 0;
+    snprintf(err, errlen, "not gzip: %zu bytes after the end of gzip member %d (at byte %zu)",
+             n - pos, members, pos);
+    return -1;
+}
+
+/* Decompress the gzip data d[0, n) into *buf (cap *cap), *out bytes, as
+ * `gzip -d` reads a file: one member or more, then nothing but zero bytes.
+ * 0, or -1 with the message in err. */
+static int gunzip(const uint8_t *d, size_t n, uint8_t **buf, size_t *cap, size_t *out, char *err,
+                  size_t errlen) {
+    if (n == 0) return snprintf(err, errlen, "not gzip: the file is empty"), -1;
+    if (n < 2 || d[0] != 0x1f || d[1] != 0x8b)
+        return snprintf(err, errlen, "not gzip: it does not start with the gzip magic bytes 1f 8b"),
+               -1;
+    z_stream z;
+    memset(&z, 0, sizeof z);
+    if (inflateInit2(&z, 16 + MAX_WBITS) != Z_OK)
+        return snprintf(err, errlen, "out of memory"), -1;
+    size_t pos = 0, m = 0; /* input consumed, output produced */
+    int members = 0, rc = -1;
+    for (;;) {
+        if (*cap - m < (1u << 20) && reserve(buf, cap, m + (1u << 20))) {
+            snprintf(err, errlen, "out of memory");
+            break;
+        }
+        size_t room = *cap - m, left = n - pos;
+        z.next_in = (Bytef *)(uintptr_t)(d + pos); /* zlib does not write the input */
+        z.avail_in = (uInt)(left < (1u << 30) ? left : (1u << 30));
+        z.next_out = *buf + m;
+        z.avail_out = (uInt)(room < (1u << 30) ? room : (1u << 30));
+        int r = inflate(&z, Z_NO_FLUSH);
+        pos = (size_t)(z.next_in - d);
+        m = (size_t)(z.next_out - *buf);
+        if (r == Z_STREAM_END) {
+            int next = gz_after_member(d, n, pos, ++members, err, errlen);
+            if (next <= 0) {
+                rc = next;
+                break;
+            }
+            inflateReset(&z);
+        } else if (r == Z_BUF_ERROR && pos == n) {
+            snprintf(err, errlen, "gzip error after %zu decompressed bytes: unexpected end of file",
+                     m);
+            break;
+        } else if (r != Z_OK && r != Z_BUF_ERROR) {
+            snprintf(err, errlen, "gzip error after %zu decompressed bytes: %s", m,
+                     r == Z_MEM_ERROR ? "out of memory" : z.msg ? z.msg : "invalid data");
+            break;
+        }
+    }
+    inflateEnd(&z);
+    *out = m;
+    return rc;
+}
+
+static int read_gz(tx_input *in, const char *path, char *err, size_t errlen) {
+    tx_input raw;
+    memset(&raw, 0, sizeof raw);
+    if (load_plain(&raw, path, err, errlen)) return -1;
+    uint8_t *buf = NULL;
+    size_t cap = 0, n = 0;
+    int rc = gunzip(raw.data, raw.size, &buf, &cap, &n, err, errlen);
+    tx_input_release(&raw);
+    if (rc) {
+        free(buf);
+        return -1;
+    }
+    in->owned = buf;
+    in->data = buf;
+    in->size = n;
+    return 0;
+}
+
+int tx_input_load(tx_input *in, const char *path, char *err, size_t errlen) {
+    memset(in, 0, sizeof *in);
+    in->path = path;
+    if (!strcmp(path, "-")) return read_fd_all(in, 0, err, errlen);
+    size_t pl = strlen(path);
+    if (pl > 3 && !strcmp(path + pl - 3, ".gz")) return read_gz(in, path, err, errlen);
+    return load_plain(in, path, err, errlen);
 }
 
 void tx_input_release(tx_input *in) {
