@@ -572,6 +572,18 @@ static void test_empty_documents(void) {
                    0, err);
         expect_texts(st, kept, 3);
         CHECK_CONTAINS(err, "skipped 4 blank documents (--skip-empty)");
+        /* words: counted from the words pass 1 kept, or found again */
+        for (int kept_words = 0; kept_words < 2; kept_words++) {
+            CHECK_EXIT(ss_test_cli(err, sizeof err,
+                                   kept_words ? "SS_TEST_BLOCK_BYTES=3"
+                                              : "SS_TEST_BLOCK_BYTES=3 SS_TEST_WORD_IDS_BYTES=0",
+                                   "convert text --doc-sep %% %s -o %s --force --threads %d "
+                                   "--skip-empty --tokens words",
+                                   txt, st, th),
+                       0, err);
+            CHECK_CONTAINS(err, "3 examples");
+            CHECK_CONTAINS(err, "skipped 4 blank documents (--skip-empty)");
+        }
     }
     /* --tokens words: pass 1 keeps the words of each document, empty ones too */
     CHECK_EXIT(ss_test_cli(err, sizeof err, NULL,
