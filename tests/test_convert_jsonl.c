@@ -388,7 +388,8 @@ static void test_gzip_strict(void) {
     const char *st = ss_test_keep_path("gzs.ss");
     const char *one = ss_test_keep_path("one.jsonl.gz"), *two = ss_test_keep_path("two.jsonl.gz");
     const char *junk = ss_test_keep_path("junk.jsonl.gz"), *pad = ss_test_keep_path("pad.jsonl.gz");
-    const char *plain = ss_test_keep_path("plain.jsonl.gz"), *nil = ss_test_keep_path("nil.jsonl.gz");
+    const char *plain = ss_test_keep_path("plain.jsonl.gz");
+    const char *nil = ss_test_keep_path("nil.jsonl.gz");
     const char *line = "{\"text\": \"abc\"}\n";
     gz_write(one, line, strlen(line));
     EXPECT_SH(0, "cat %s %s %s > %s && gzip -t %s", one, one, one, two, two);

@@ -547,7 +547,8 @@ static void test_empty_documents(void) {
     ss_test_write_file(txt, text, strlen(text));
     static const char *const docs[] = {"", "A", "", "B b\n ", "  ", "", "C"};
     char err[4096], cmd[2000];
-    snprintf(cmd, sizeof cmd, "test \"$(awk 'BEGIN{RS=\"%%\\r?\\n\"} END{print NR}' %s)\" = 7", txt);
+    snprintf(cmd, sizeof cmd, "test \"$(awk 'BEGIN{RS=\"%%\\r?\\n\"} END{print NR}' %s)\" = 7",
+             txt);
     CHECK(system(cmd) == 0);
     CHECK_EXIT(ss_test_cli(err, sizeof err, NULL,
                            "convert text --doc-sep %% %s -o %s --force --threads 1", txt, ref),
