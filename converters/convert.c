@@ -99,6 +99,10 @@ struct ss_conv {
     int show_progress, drawn;
     double t0, last_draw;
 
+    /* ss_conv_skipped() */
+    uint64_t nskipped;
+    const char *skipped_what, *skipped_why; /* what NULL: nothing reported */
+
     /* --skip-bad */
     char **bad;
     uint64_t nbad;
@@ -439,6 +443,12 @@ static void tick(ss_conv *c) {
 void ss_conv_progress(ss_conv *c, uint64_t bytes) {
     c->bytes_in += bytes;
     tick(c);
+}
+
+void ss_conv_skipped(ss_conv *c, uint64_t n, const char *what, const char *why) {
+    c->nskipped = n;
+    c->skipped_what = what;
+    c->skipped_why = why;
 }
 
 /* -------------------------------------------------------------- the store */
@@ -1192,6 +1202,10 @@ static void print_summary(ss_conv *c) {
             c->examples, c->examples == 1 ? "" : "s", c->elements, c->elements == 1 ? "" : "s",
             (double)c->bytes_in / 1e6, out, el, el > 0 ? (double)c->bytes_in / 1e6 / el : 0.0,
             c->start_count ? " (after the examples already in the store)" : "");
+    if (c->skipped_what)
+        fprintf(stderr, "seqstore convert: skipped %" PRIu64 " %s%s%s%s%s\n", c->nskipped,
+                c->skipped_what, c->nskipped == 1 ? "" : "s", c->skipped_why ? " (" : "",
+                c->skipped_why ? c->skipped_why : "", c->skipped_why ? ")" : "");
 }
 
 static void print_skipped(ss_conv *c) {

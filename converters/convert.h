@@ -293,6 +293,14 @@ void ss_conv_set_total(ss_conv *c, uint64_t total_bytes);
  *  few thousand calls and the terminal line redrawn at most ~4 times a second. */
 void ss_conv_progress(ss_conv *c, uint64_t bytes);
 
+/** Report that the run left out `n` pieces of input that are no examples
+ *  by the converter's rules: `what` (singular, e.g. "blank line") and why
+ *  (NULL, or e.g. "--skip-empty"); the summary says "skipped N WHATs
+ *  (WHY)". Call it once, at the end of the run; a converter that drops input
+ *  only on an option calls it whenever the option is given, with 0 too, so
+ *  the summary shows that the option took effect. */
+void ss_conv_skipped(ss_conv *c, uint64_t n, const char *what, const char *why);
+
 /* -------------------------------------------------------------- helpers */
 
 /** Parse a decimal unsigned integer option value in [min, max]; on failure

@@ -137,12 +137,24 @@ static int grow(void **buf, size_t *cap, size_t need) {
     return 0;
 }
 
+/* Frames to read first: the header's count (`hint`) plus one, to see the
+ * end, but never more than a file of `bytes` bytes plausibly decodes to
+ * (16 times its size), so that a header that lies allocates nothing big;
+ * 65536 when the count is unknown (SF_COUNT_MAX, a FLAC stream's 0). */
+static sf_count_t first_chunk(sf_count_t hint, uint64_t bytes, int C, size_t esz) {
+    uint64_t most = bytes * 16 / ((uint64_t)C * esz);
+    if (most < 65536) most = 65536;
+    if (hint <= 0 || (uint64_t)hint >= most) return (sf_count_t)most;
+    return hint + 1;
+}
+
 /* Read every frame of `sf` as `dtype` (F32 also for resampling) into *buf;
- * libsndfile's frame count can be wrong for some streams, so read to EOF. */
+ * libsndfile's frame count can be wrong for some streams, so read to EOF,
+ * in chunks that at most double what was read (see first_chunk()). */
 static int read_frames(SNDFILE *sf, int C, ss_dtype dtype, void **buf, size_t *cap, sf_count_t hint,
-                       uint64_t *T) {
+                       uint64_t bytes, uint64_t *T) {
     size_t esz = dtype == SS_I16 ? 2 : 4;
-    sf_count_t got = 0, chunk = hint > 0 ? hint + 1 : 65536;
+    sf_count_t got = 0, chunk = first_chunk(hint, bytes, C, esz);
     for (;;) {
         if (grow(buf, cap, ((size_t)got + (size_t)chunk) * (size_t)C * esz + 1)) return 1;
         char *at = (char *)*buf + (size_t)got * (size_t)C * esz;
@@ -152,10 +164,26 @@ static int read_frames(SNDFILE *sf, int C, ss_dtype dtype, void **buf, size_t *c
         if (n <= 0) break;
         got += n;
         if (n < chunk) break;
-        chunk = 65536;
+        chunk = got < 65536 ? 65536 : got;
     }
     *T = (uint64_t)got;
     return 0;
+}
+
+/* A FLAC header's sample count is exact (STREAMINFO's total samples; 0 for
+ * unknown, which libsndfile reports as SF_COUNT_MAX): fewer frames in the
+ * file is a cut file or a header that lies. Other formats' counts are
+ * libsndfile's own (corrected from the file size, or estimated). 1 = bad
+ * (message in err). */
+static int frames_missing(const SF_INFO *info, uint64_t T, char *err, size_t errlen) {
+    if ((info->format & SF_FORMAT_TYPEMASK) != SF_FORMAT_FLAC || info->frames <= 0 ||
+        info->frames == SF_COUNT_MAX || (uint64_t)info->frames <= T)
+        return 0;
+    snprintf(err, errlen,
+             "the FLAC header promises %lld frames and the file holds %llu (cut short, or a "
+             "wrong header)",
+             (long long)info->frames, (unsigned long long)T);
+    return 1;
 }
 
 static void note_rate(audio_job *job, double r) {
@@ -222,24 +250,31 @@ static int audio_decode(audio_job *job, const char *path, uint64_t *T, char *err
         sf_close(sf);
         return 1;
     }
+    uint64_t bytes = ss_conv_file_size(path);
     if (!job->rs.rate || info.samplerate == job->rs.rate) {
-        if (read_frames(sf, info.channels, job->dtype, &job->data, &job->data_cap, info.frames, T))
-            rc = snprintf(err, errlen, "out of memory for %lld frames", (long long)info.frames);
+        if (read_frames(sf, info.channels, job->dtype, &job->data, &job->data_cap, info.frames,
+                        bytes, T))
+            rc = snprintf(err, errlen, "out of memory");
         else if (sf_error(sf))
             rc = snprintf(err, errlen, "libsndfile: %s", sf_strerror(sf));
         else if (*T == 0)
             rc = snprintf(err, errlen, "no audio frames");
+        else
+            rc = frames_missing(&info, *T, err, errlen);
         job->file_rate = info.samplerate;
         sf_close(sf);
         return rc != 0;
     }
     uint64_t inT = 0, outT = 0;
-    if (read_frames(sf, info.channels, SS_F32, (void **)&job->fbuf, &job->fcap, info.frames, &inT))
-        rc = snprintf(err, errlen, "out of memory for %lld frames", (long long)info.frames);
+    if (read_frames(sf, info.channels, SS_F32, (void **)&job->fbuf, &job->fcap, info.frames, bytes,
+                    &inT))
+        rc = snprintf(err, errlen, "out of memory");
     else if (sf_error(sf))
         rc = snprintf(err, errlen, "libsndfile: %s", sf_strerror(sf));
     else if (inT == 0)
         rc = snprintf(err, errlen, "no audio frames");
+    else
+        rc = frames_missing(&info, inT, err, errlen);
     sf_close(sf);
     if (rc) return 1;
     job->file_rate = info.samplerate;

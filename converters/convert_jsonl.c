@@ -19,10 +19,12 @@
 
 static void jsonl_usage(FILE *out) {
     fputs("usage: seqstore convert jsonl FILE... -o STORE [options]\n"
-          "One example per line of JSON (one object per line; blank lines skipped);\n"
-          "FILE may be '-' (stdin) or *.gz. Each --key becomes a field of that name:\n"
-          "a string is tokenized, an array of integers is taken as ids already\n"
-          "tokenized (stored as given).\n"
+          "One example per line of JSON (one object per line; blank lines are skipped\n"
+          "and counted in the summary; an empty string is an example of length 0);\n"
+          "FILE may be '-' (stdin) or *.gz (gzip; concatenated members are read, other\n"
+          "trailing bytes are an error). Each --key becomes a field of that name: a\n"
+          "string is tokenized, an array of integers is taken as ids already tokenized\n"
+          "(stored as given).\n"
           "  --key KEY           the key to read (repeat for several fields; default text)\n"
           "  --tokens KIND       bytes (default) | chars | words | ids (arrays only)\n"
           "  --tokenizer spm:MODEL  SentencePiece ids of strings (as spm_encode); arrays\n"
@@ -164,6 +166,7 @@ typedef struct jl_slot {
     char *msgs;
     size_t msgn, msgcap;
     uint64_t nlines;
+    uint64_t nblank; /* blank lines: no example */
     int oom;
 } jl_slot;
 
@@ -202,7 +205,7 @@ static uint32_t slot_msg(jl_slot *s, const char *m) {
 
 static void process_block(const jl_spec *sp, const tx_input *in, const tx_block *b, jl_slot *s) {
     s->nitems = s->msgn = 0;
-    s->nlines = 0;
+    s->nlines = s->nblank = 0;
     s->oom = 0;
     for (uint32_t k = 0; k < sp->nkeys; k++) s->bufs[k].n = 0;
     if (b->other_shard) { /* --shard: count its lines only (tx_shard_blocks()) */
@@ -223,7 +226,10 @@ static void process_block(const jl_spec *sp, const tx_input *in, const tx_block 
             return;
         }
         int r = jl_parse_line(sp, d, n, s->bufs, s->len + s->nitems * sp->nkeys, err, sizeof err);
-        if (r == 1) continue;
+        if (r == 1) {
+            s->nblank++;
+            continue;
+        }
         if (r == -2) {
             s->oom = 1;
             return;
@@ -250,6 +256,7 @@ typedef struct jl_run {
     tx_job *j;
     uint64_t skip, base_line;
     uint32_t input;
+    uint64_t blank; /* blank lines skipped */
 } jl_run;
 
 /* Append the items of one processed block, in order. */
@@ -283,6 +290,7 @@ static int consume(jl_run *r, const tx_block *b, const jl_slot *s) {
         if (ss_conv_append_at(r->c, values, in->source, line, b->start[0])) return 1;
     }
     r->base_line += s->nlines;
+    r->blank += s->nblank;
     ss_conv_progress(r->c, b->end[0] - b->start[0]);
     return 0;
 }
@@ -510,14 +518,16 @@ static int convert(ss_conv *c, const jl_options *o, tx_job *j, tx_tok *t, ss_voc
     for (uint32_t k = 0; k < o->nkeys; k++)
         fields[k] = (ss_field){.name = o->keys[k], .dtype = t->dtype, .sequence = 1};
     ss_schema schema = {o->nkeys, fields};
-    jl_run r = {c, &sp, j, 0, 0, UINT32_MAX};
+    jl_run r = {c, &sp, j, 0, 0, UINT32_MAX, 0};
     if (tx_shard_blocks(c, j) || ss_conv_begin(c, &schema, &r.skip) || write_attrs(c, o, t))
         return 1;
     uint64_t total = 0;
     for (uint32_t i = 0; i < j->ninputs; i++) total += j->inputs[i].ok ? j->inputs[i].size : 0;
     ss_conv_set_total(c, total);
     json_object_seed(0); /* once, before the threads create objects */
-    return run_blocks(&r, ss_conv_opts(c)->threads);
+    if (run_blocks(&r, ss_conv_opts(c)->threads)) return 1;
+    if (r.blank) ss_conv_skipped(c, r.blank, "blank line", NULL);
+    return 0;
 }
 
 static int run_jsonl(ss_conv *c, int argc, char **argv) {

@@ -11,7 +11,9 @@ static void lines_usage(FILE *out) {
           "One example per line of each FILE ('-' = stdin, *.gz decompressed); the\n"
           "line's bytes (without its '\\n') are the tokens, dtype u8, field 'tokens'.\n"
           "The same as 'seqstore convert text --tokens bytes'.\n"
-          "  --skip-empty   skip blank lines\n",
+          "Empty lines are examples too (of length 0).\n"
+          "  --skip-empty   skip blank (empty or whitespace-only) lines; the summary\n"
+          "                 says how many\n",
           out);
 }
 

@@ -88,8 +88,9 @@ static int append_input(ss_conv *c, const mg_input *in, uint64_t *skip, uint64_t
         if (ss_conv_append_at(c, v, in->source, i + 1, i)) return 1;
         ss_conv_progress(c, mg_seq_size(x, i) * x->itemsize + 12);
     }
-    /* the next input's first document follows this input's last one */
-    *doc += x->ndoc > 1 ? x->ndoc - 1 + (mg_doc(x, x->ndoc - 1) < x->nseq) : (x->nseq > 0);
+    /* the next input's first document follows this input's last one (its
+     * doc_idx ends at its sequence count, mg_index_parse()) */
+    *doc += x->ndoc - 1;
     return 0;
 }
 

@@ -118,15 +118,23 @@ static inline void next_line(const uint8_t *d, size_t *pos, size_t end, size_t *
 }
 
 /* The next example [*a, *e) starting at line *first (1-based, counted in
- * *lines, which counts every line consumed). @return 1, or 0 at the end. */
+ * *lines, which counts every line consumed); *skipped counts the blank
+ * examples --skip-empty drops. Blank-line documents are separated by one
+ * or more blank lines (there is no empty one); with --doc-sep every
+ * separator line ends a document, an empty one too (at the separator's
+ * line, [la, la)), and a last document needs no separator after it.
+ * @return 1, or 0 at the end. */
 static int next_example(const tx_job *j, const uint8_t *d, size_t *pos, size_t end, uint64_t *lines,
-                        size_t *a, size_t *e, uint64_t *first) {
+                        size_t *a, size_t *e, uint64_t *first, uint64_t *skipped) {
     size_t la, le;
     if (j->mode == TX_LINES) {
         while (*pos < end) {
             next_line(d, pos, end, &la, &le);
             ++*lines;
-            if (j->skip_empty && is_blank(d, la, le)) continue;
+            if (j->skip_empty && is_blank(d, la, le)) {
+                ++*skipped;
+                continue;
+            }
             *a = la;
             *e = le;
             *first = *lines;
@@ -141,7 +149,11 @@ static int next_example(const tx_job *j, const uint8_t *d, size_t *pos, size_t e
             ++*lines;
             if (is_sep(j, d, la, le)) {
                 if (in_doc) break;
-                continue;
+                if (j->mode == TX_DOCS_BLANK) continue;
+                in_doc = 1; /* an empty document */
+                *a = *e = la;
+                *first = *lines;
+                break;
             }
             if (!in_doc) {
                 in_doc = 1;
@@ -152,6 +164,7 @@ static int next_example(const tx_job *j, const uint8_t *d, size_t *pos, size_t e
         }
         if (!in_doc) return 0;
         if (!j->skip_empty || !is_blank(d, *a, *e)) return 1;
+        ++*skipped;
     }
 }
 
@@ -498,6 +511,7 @@ static void process_kept(const tx_job *j, tx_blockids *bi, tx_slot *s) {
     s->nitems = bi->nex;
     s->tokn[0] = m;
     s->nlines = bi->nlines;
+    s->nskipped = bi->nskipped;
     blockids_drop(bi);
 }
 
@@ -506,6 +520,7 @@ void tx_process_block(const tx_job *j, const tx_block *b, tx_slot *s) {
     s->tokn[0] = s->tokn[1] = 0;
     s->msgn = 0;
     s->nlines = 0;
+    s->nskipped = 0;
     s->oom = 0;
     tx_blockids *bi[2] = {NULL, NULL};
     for (int sd = 0; sd < j->nsides; sd++) {
@@ -525,14 +540,14 @@ void tx_process_block(const tx_job *j, const tx_block *b, tx_slot *s) {
         return;
     }
     size_t pos[2] = {b->start[0], b->start[1]};
-    uint64_t lines[2] = {0, 0};
+    uint64_t lines[2] = {0, 0}, skipped[2] = {0, 0};
     for (;;) {
         size_t a[2], e[2];
         uint64_t first[2];
         int got = 0;
         for (int sd = 0; sd < j->nsides; sd++)
             got += next_example(j, side_input(j, b, sd)->data, &pos[sd], b->end[sd], &lines[sd],
-                                &a[sd], &e[sd], &first[sd]);
+                                &a[sd], &e[sd], &first[sd], &skipped[sd]);
         if (got < j->nsides) break; /* parallel sides have equal line counts */
         tx_item *it = new_item(s);
         if (!it) {
@@ -545,6 +560,7 @@ void tx_process_block(const tx_job *j, const tx_block *b, tx_slot *s) {
         if (s->oom) return;
     }
     s->nlines = lines[0];
+    s->nskipped = skipped[0];
 }
 
 void tx_slot_free(tx_slot *s) {
@@ -582,73 +598,9 @@ static int read_fd_all(tx_input *in, int fd, char *err, size_t errlen) {
     return 0;
 }
 
-/* zlib's message without the "PATH: " it starts with (the caller names the file). */
-static const char *gz_message(gzFile gz, const char *path, int *zerr) {
-    const char *m = gzerror(gz, zerr);
-    size_t pl = strlen(path);
-    if (m && !strncmp(m, path, pl) && m[pl] == ':' && m[pl + 1] == ' ') m += pl + 2;
-    return m && *m ? m : "read error";
-}
-
-static int read_gz(tx_input *in, const char *path, char *err, size_t errlen) {
-    gzFile gz = gzopen(path, "rb");
-    if (!gz) {
-        snprintf(err, errlen, "cannot open: %s", errno ? strerror(errno) : "gzopen failed");
-        return -1;
-    }
-    gzbuffer(gz, 1 << 17);
-    size_t cap = 0, n = 0;
-    uint8_t *buf = NULL;
-    for (;;) {
-        if (reserve(&buf, &cap, n + (1 << 20))) {
-            snprintf(err, errlen, "out of memory");
-            goto fail;
-        }
-        size_t want = cap - n > (1u << 30) ? (1u << 30) : cap - n;
-        int r = gzread(gz, buf + n, (unsigned)want);
-        if (r < 0) {
-            int zerr;
-            const char *m = gz_message(gz, path, &zerr);
-            snprintf(err, errlen, "gzip error after %zu decompressed bytes: %s", n, m);
-            goto fail;
-        }
-        if (r == 0) {
-            /* end of input, or a stream cut short / damaged: zlib reports
-             * that only through gzerror (and gzclose), not gzread's 0 */
-            int zerr = Z_OK;
-            const char *m = gz_message(gz, path, &zerr);
-            if (zerr != Z_OK) {
-                snprintf(err, errlen, "gzip error after %zu decompressed bytes: %s", n, m);
-                goto fail;
-            }
-            break;
-        }
-        n += (size_t)r;
-    }
-    int zc = gzclose(gz);
-    gz = NULL;
-    if (zc != Z_OK) {
-        snprintf(err, errlen, "gzip error after %zu decompressed bytes: %s", n,
-                 zc == Z_BUF_ERROR ? "unexpected end of file" : "read error");
-        free(buf);
-        return -1;
-    }
-    in->owned = buf;
-    in->data = buf;
-    in->size = n;
-    return 0;
-fail:
-    free(buf);
-    if (gz) gzclose(gz);
-    return -1;
-}
-
-int tx_input_load(tx_input *in, const char *path, char *err, size_t errlen) {
-    memset(in, 0, sizeof *in);
-    in->path = path;
-    if (!strcmp(path, "-")) return read_fd_all(in, 0, err, errlen);
-    size_t pl = strlen(path);
-    if (pl > 3 && !strcmp(path + pl - 3, ".gz")) return read_gz(in, path, err, errlen);
+/* Read the file `path` as it is: mapped when it is a regular file, else
+ * read to its end (a pipe, a device). */
+static int load_plain(tx_input *in, const char *path, char *err, size_t errlen) {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
         snprintf(err, errlen, "cannot open: %s", strerror(errno));
@@ -682,6 +634,98 @@ int tx_input_load(tx_input *in, const char *path, char *err, size_t errlen) {
     }
     close(fd);
     return rc;
+}
+
+/* Where member `*members` of gzip data d[0, n) ended at d[pos]: 0 when the
+ * data ends there (nothing, or only the zero bytes that pad a file, which
+ * gzip accepts too), 1 when another member starts there, else -1 with the
+ * message (what `gzip -t` calls trailing garbage). */
+static int gz_after_member(const uint8_t *d, size_t n, size_t pos, int members, char *err,
+                           size_t errlen) {
+    if (n - pos >= 2 && d[pos] == 0x1f && d[pos + 1] == 0x8b) return 1;
+    size_t k = pos;
+    while (k < n && d[k] == 0) k++;
+    if (k == n) return 0;
+    snprintf(err, errlen, "not gzip: %zu bytes after the end of gzip member %d (at byte %zu)",
+             n - pos, members, pos);
+    return -1;
+}
+
+/* Decompress the gzip data d[0, n) into *buf (cap *cap), *out bytes, as
+ * `gzip -d` reads a file: one member or more, then nothing but zero bytes.
+ * 0, or -1 with the message in err. */
+static int gunzip(const uint8_t *d, size_t n, uint8_t **buf, size_t *cap, size_t *out, char *err,
+                  size_t errlen) {
+    if (n == 0) return snprintf(err, errlen, "not gzip: the file is empty"), -1;
+    if (n < 2 || d[0] != 0x1f || d[1] != 0x8b)
+        return snprintf(err, errlen, "not gzip: it does not start with the gzip magic bytes 1f 8b"),
+               -1;
+    z_stream z;
+    memset(&z, 0, sizeof z);
+    if (inflateInit2(&z, 16 + MAX_WBITS) != Z_OK)
+        return snprintf(err, errlen, "out of memory"), -1;
+    size_t pos = 0, m = 0; /* input consumed, output produced */
+    int members = 0, rc = -1;
+    for (;;) {
+        if (*cap - m < (1u << 20) && reserve(buf, cap, m + (1u << 20))) {
+            snprintf(err, errlen, "out of memory");
+            break;
+        }
+        size_t room = *cap - m, left = n - pos;
+        z.next_in = (Bytef *)(uintptr_t)(d + pos); /* zlib does not write the input */
+        z.avail_in = (uInt)(left < (1u << 30) ? left : (1u << 30));
+        z.next_out = *buf + m;
+        z.avail_out = (uInt)(room < (1u << 30) ? room : (1u << 30));
+        int r = inflate(&z, Z_NO_FLUSH);
+        pos = (size_t)(z.next_in - d);
+        m = (size_t)(z.next_out - *buf);
+        if (r == Z_STREAM_END) {
+            int next = gz_after_member(d, n, pos, ++members, err, errlen);
+            if (next <= 0) {
+                rc = next;
+                break;
+            }
+            inflateReset(&z);
+        } else if (r == Z_BUF_ERROR && pos == n) {
+            snprintf(err, errlen, "gzip error after %zu decompressed bytes: unexpected end of file",
+                     m);
+            break;
+        } else if (r != Z_OK && r != Z_BUF_ERROR) {
+            snprintf(err, errlen, "gzip error after %zu decompressed bytes: %s", m,
+                     r == Z_MEM_ERROR ? "out of memory" : z.msg ? z.msg : "invalid data");
+            break;
+        }
+    }
+    inflateEnd(&z);
+    *out = m;
+    return rc;
+}
+
+static int read_gz(tx_input *in, const char *path, char *err, size_t errlen) {
+    tx_input raw;
+    memset(&raw, 0, sizeof raw);
+    if (load_plain(&raw, path, err, errlen)) return -1;
+    uint8_t *buf = NULL;
+    size_t cap = 0, n = 0;
+    int rc = gunzip(raw.data, raw.size, &buf, &cap, &n, err, errlen);
+    tx_input_release(&raw);
+    if (rc) {
+        free(buf);
+        return -1;
+    }
+    in->owned = buf;
+    in->data = buf;
+    in->size = n;
+    return 0;
+}
+
+int tx_input_load(tx_input *in, const char *path, char *err, size_t errlen) {
+    memset(in, 0, sizeof *in);
+    in->path = path;
+    if (!strcmp(path, "-")) return read_fd_all(in, 0, err, errlen);
+    size_t pl = strlen(path);
+    if (pl > 3 && !strcmp(path + pl - 3, ".gz")) return read_gz(in, path, err, errlen);
+    return load_plain(in, path, err, errlen);
 }
 
 void tx_input_release(tx_input *in) {
@@ -774,7 +818,7 @@ static void count_range(const tx_job *j, const tx_input *in, size_t pos, size_t 
                         tx_blockids *bi, int *oom) {
     const uint8_t *d = in->data;
     size_t a, e;
-    uint64_t lines = 0, first;
+    uint64_t lines = 0, first, skipped = 0;
     word_batch b;
     b.n = 0;
     if (bi && !bi->tok) { /* room for the most words [pos, end) can hold: no
@@ -783,7 +827,7 @@ static void count_range(const tx_job *j, const tx_input *in, size_t pos, size_t 
         size_t most = (end - pos) / 2 + 1;
         if ((bi->tok = malloc(most * sizeof *bi->tok))) bi->tok_cap = most;
     }
-    while (next_example(j, d, &pos, end, &lines, &a, &e, &first)) {
+    while (next_example(j, d, &pos, end, &lines, &a, &e, &first, &skipped)) {
         uint64_t words = 0;
         ss_wordscan ws;
         size_t w, len;
@@ -816,6 +860,7 @@ static void count_range(const tx_job *j, const tx_input *in, size_t pos, size_t 
     if (b.n && flush_batch(&b, v, bi)) *oom = 1;
     if (!bi) return;
     bi->nlines = lines;
+    bi->nskipped = skipped;
     uint32_t *cut = bi->ntok < bi->tok_cap ? realloc(bi->tok, (bi->ntok + 1) * sizeof *cut) : NULL;
     if (cut) {
         bi->tok = cut;
@@ -1050,6 +1095,7 @@ typedef struct tx_cursor {
     uint32_t input;         /* input of the previous block */
     uint64_t *lens, *lines; /* consume_many(): a block's lengths and lines */
     size_t cap;             /* entries of each */
+    uint64_t skipped;       /* blank examples --skip-empty dropped */
 } tx_cursor;
 
 /* The items of a block appended at once (ss_conv_append_many()) when they
@@ -1090,6 +1136,7 @@ static int consume(ss_conv *c, const tx_job *j, const tx_block *b, const tx_slot
         cur->input = b->input;
         cur->base_line = 0;
     }
+    cur->skipped += s->nskipped;
     int many = consume_many(c, j, b, s, cur); /* -1: one by one below */
     if (many > 0) return 1;
     ss_value values[2];
@@ -1229,7 +1276,7 @@ int tx_run(ss_conv *c, tx_job *j) {
     for (int sd = 0; sd < j->nsides; sd++)
         fields[sd] = (ss_field){.name = j->field[sd], .dtype = j->tok[sd].dtype, .sequence = 1};
     ss_schema schema = {(uint32_t)j->nsides, fields};
-    tx_cursor cur = {0, 0, UINT32_MAX, NULL, NULL, 0};
+    tx_cursor cur = {0, 0, UINT32_MAX, NULL, NULL, 0, 0};
     if (tx_shard_blocks(c, j) || ss_conv_begin(c, &schema, &cur.skip)) return 1;
     if (write_text_attrs(c, j)) return 1;
     uint64_t total = 0;
@@ -1246,6 +1293,9 @@ int tx_run(ss_conv *c, tx_job *j) {
          * appends that follow */
         rc = run_threads(c, j, threads, &cur);
     }
+    if (!rc && j->skip_empty)
+        ss_conv_skipped(c, cur.skipped, j->mode == TX_LINES ? "blank line" : "blank document",
+                        "--skip-empty");
     free(cur.lens);
     free(cur.lines);
     return rc;
@@ -1381,10 +1431,12 @@ static void text_usage(FILE *out) {
           "                    --bos/--eos use the model's ids; attribute 'vocab' holds\n"
           "                    its pieces, 'tokens.eod_id' etc. its special ids\n"
           "  --docs            one example per document: documents are separated by\n"
-          "                    blank lines\n"
-          "  --doc-sep LINE    documents are separated by lines equal to LINE\n"
-          "                    (e.g. --doc-sep % for fortune files)\n"
-          "  --skip-empty      skip blank lines (documents)\n"
+          "                    one or more blank lines\n"
+          "  --doc-sep LINE    every line equal to LINE ends a document, so two in a\n"
+          "                    row make an empty one (kept); the last document needs\n"
+          "                    no LINE after it (e.g. --doc-sep % for fortune files)\n"
+          "  --skip-empty      skip blank (empty or whitespace-only) lines or\n"
+          "                    documents; the summary says how many\n"
           "  --bos, --eos      add a begin / end of sequence token to every example\n"
           "                    (bytes: 256/257 and u16; chars: 0x110000/0x110001;\n"
           "                    ids: vocab-size and after; words: <bos>/<eos>)\n"

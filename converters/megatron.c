@@ -125,6 +125,12 @@ int mg_index_parse(mg_index *out, const uint8_t *d, size_t n, uint64_t bin_size,
                         ", %" PRIu64 "]",
                         k, v, prev, x.nseq);
     }
+    /* Megatron's reader asserts it too: every sequence is in a document */
+    if (mg_doc(&x, x.ndoc - 1) != x.nseq)
+        return fail(err, errlen,
+                    "the last document index is %" PRIu64 ", not the sequence count %" PRIu64
+                    ": the sequences after it belong to no document",
+                    mg_doc(&x, x.ndoc - 1), x.nseq);
     *out = x;
     return 0;
 }

@@ -11,7 +11,8 @@
  *   i32[S]   sequence lengths (elements)
  *   i64[S]   sequence pointers (byte offsets into .bin)
  *   i64[D]   doc_idx: doc_idx[0] = 0, then the sequence count after each
- *            document, non-decreasing
+ *            document, non-decreasing, the last one S (Megatron's reader
+ *            asserts it)
  * The .bin holds the sequences' elements back to back. */
 #ifndef SS_MEGATRON_H
 #define SS_MEGATRON_H
@@ -40,7 +41,7 @@ uint8_t mg_code_of_dtype(ss_dtype dtype);
 /** Parse and check the index [d, d + n) against a .bin of `bin_size` bytes:
  *  magic, version, dtype code, counts against the file size (no trailing
  *  bytes), lengths >= 0, every sequence inside the .bin, doc_idx starting
- *  at 0, non-decreasing and at most S.
+ *  at 0, non-decreasing, at most S and ending at S.
  *  @return 0, or -1 with a specific message in err. */
 int mg_index_parse(mg_index *out, const uint8_t *d, size_t n, uint64_t bin_size, char *err,
                    size_t errlen);

@@ -73,8 +73,9 @@ typedef struct tx_blockids {
     uint32_t *nper; /* [nex]: words per example */
     uint32_t *line; /* [nex]: its first line, 1-based within the block */
     size_t ntok, nex, tok_cap, nex_cap;
-    uint64_t nlines; /* lines of the block */
-    int map;         /* index into tx_wordids.remap */
+    uint64_t nlines;   /* lines of the block */
+    uint64_t nskipped; /* blank examples --skip-empty dropped */
+    int map;           /* index into tx_wordids.remap */
 } tx_blockids;
 
 /* The words pass 1 kept (tx_build_vocabs()); owned by the job. */
@@ -93,7 +94,8 @@ typedef struct tx_slot {
     size_t tokn[2], tok_cap[2]; /* tokn in elements, tok_cap in bytes */
     char *msgs;
     size_t msgn, msgs_cap;
-    uint64_t nlines; /* lines of side 0 in the block */
+    uint64_t nlines;   /* lines of side 0 in the block */
+    uint64_t nskipped; /* side 0's blank examples --skip-empty dropped */
     int oom;
     size_t idpos[2], expos[2]; /* side s: next word and example of the tx_blockids */
 } tx_slot;

@@ -127,6 +127,12 @@ void ss_conv_progress(ss_conv *c, uint64_t bytes) {
     (void)c;
     (void)bytes;
 }
+void ss_conv_skipped(ss_conv *c, uint64_t n, const char *what, const char *why) {
+    (void)c;
+    (void)n;
+    (void)what;
+    (void)why;
+}
 int ss_conv_parse_u64(ss_conv *c, const char *option, const char *text, uint64_t min, uint64_t max,
                       uint64_t *out) {
     (void)c;

@@ -321,7 +321,48 @@ static void test_threads(void) {
     }
 }
 
+/* A copy of FLAC file `from` whose STREAMINFO total samples (36 bits: the
+ * low nibble of byte 21, bytes 22 to 25) is `total`. */
+static void flac_with_total(const char *from, const char *to, uint64_t total) {
+    size_t n;
+    uint8_t *d = (uint8_t *)ss_test_read_file(from, &n);
+    CHECK(n > 26 && !memcmp(d, "fLaC", 4) && (d[4] & 0x7f) == 0); /* STREAMINFO first */
+    d[21] = (uint8_t)((d[21] & 0xf0) | ((total >> 32) & 0x0f));
+    for (int k = 0; k < 4; k++) d[22 + k] = (uint8_t)(total >> (24 - 8 * k));
+    ss_test_write_file(to, d, n);
+    free(d);
+}
+
+/* FLAC's total samples against what the file holds: 0 means unknown (the
+ * spec's streaming case) and converts the same as the exact count (before:
+ * libsndfile's SF_COUNT_MAX + 1 was passed as a negative length); a count
+ * larger than the file holds is an error naming the file and both counts,
+ * with no allocation of that size (before: 'out of memory' for 2^36 - 1,
+ * the real samples silently for 10^8); 10^8 is one of those. */
+static void test_flac_total(void) {
+    const char *flac = ss_test_keep_path("t.flac"), *unknown = ss_test_keep_path("t0.flac"),
+               *lie = ss_test_keep_path("tbig.flac"), *a = ss_test_keep_path("t.ss"),
+               *b = ss_test_keep_path("t0.ss");
+    EXPECT_SH(0, "sox -n -r 16000 -c 2 -b 16 '%s' synth 0.6 sine 440 pinknoise gain -6", flac);
+    flac_with_total(flac, unknown, 0);
+    flac_with_total(flac, lie, 100000000);
+    EXPECT_RUN(0, "convert audio '%s' -o '%s' --quiet", flac, a);
+    EXPECT_RUN(0, "convert audio '%s' -o '%s' --quiet", unknown, b);
+    ss_store *x = open_store(a), *y = open_store(b);
+    ss_view u, v;
+    CHECK_OK(ss_get(&u, x, 0, 0));
+    CHECK_OK(ss_get(&v, y, 0, 0));
+    CHECK_EQ_U64(u.length, 9600);
+    CHECK(v.length == u.length && !memcmp(u.data, v.data, u.length * u.row_bytes));
+    ss_close(x);
+    ss_close(y);
+    EXPECT_RUN(1, "convert audio '%s' -o '%s' --quiet --force", lie, b);
+    EXPECT_ERR("tbig.flac: the FLAC header promises 100000000 frames and the file holds 9600 "
+               "(cut short, or a wrong header)");
+}
+
 int main(void) {
+    test_flac_total();
     test_sox_files();
     test_resample();
     test_threads();

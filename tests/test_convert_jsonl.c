@@ -370,7 +370,70 @@ static void test_usage(void) {
     EXPECT_ERR("no input file");
 }
 
+/* The number of examples of store `path`. */
+static uint64_t count_of(const char *path) {
+    ss_store *s;
+    CHECK_OK(ss_open(&s, path, 0));
+    uint64_t n = ss_count(s);
+    ss_close(s);
+    return n;
+}
+
+/* What `gzip -t` refuses is an error naming the file, for jsonl and text
+ * alike: a gzip stream followed by other bytes (before: the bytes were
+ * ignored), a plain file named .gz (before: read as plain text), an empty
+ * one. What gzip reads is read whole: concatenated members (each one's
+ * lines), and zero bytes padding the end, as gzip allows. */
+static void test_gzip_strict(void) {
+    const char *st = ss_test_keep_path("gzs.ss");
+    const char *one = ss_test_keep_path("one.jsonl.gz"), *two = ss_test_keep_path("two.jsonl.gz");
+    const char *junk = ss_test_keep_path("junk.jsonl.gz"), *pad = ss_test_keep_path("pad.jsonl.gz");
+    const char *plain = ss_test_keep_path("plain.jsonl.gz");
+    const char *nil = ss_test_keep_path("nil.jsonl.gz");
+    const char *line = "{\"text\": \"abc\"}\n";
+    gz_write(one, line, strlen(line));
+    EXPECT_SH(0, "cat %s %s %s > %s && gzip -t %s", one, one, one, two, two);
+    EXPECT_RUN(0, "convert jsonl %s -o %s --force --quiet", two, st);
+    CHECK_EQ_U64(count_of(st), 3);
+    EXPECT_SH(0, "cp %s %s && head -c 1000 /dev/zero >> %s && gzip -t %s", one, pad, pad, pad);
+    EXPECT_RUN(0, "convert jsonl %s -o %s --force --quiet", pad, st);
+    CHECK_EQ_U64(count_of(st), 1);
+    EXPECT_SH(0, "cat %s %s > %s && printf 'garbage' >> %s && ! gzip -t %s 2>/dev/null", one, one,
+              junk, junk, junk);
+    ss_test_write_file(plain, line, strlen(line));
+    ss_test_write_file(nil, "", 0);
+    EXPECT_SH(1, "gzip -t %s 2>/dev/null", plain);
+    EXPECT_SH(1, "gzip -t %s 2>/dev/null", nil);
+    const char *kinds[] = {"jsonl", "text", "lines"};
+    for (int k = 0; k < 3; k++) {
+        EXPECT_RUN(1, "convert %s %s -o %s --force --quiet", kinds[k], junk, st);
+        EXPECT_ERR("junk.jsonl.gz: not gzip: 7 bytes after the end of gzip member 2 (at byte ");
+        EXPECT_RUN(1, "convert %s %s -o %s --force --quiet", kinds[k], plain, st);
+        EXPECT_ERR("plain.jsonl.gz: not gzip: it does not start with the gzip magic bytes");
+        EXPECT_RUN(1, "convert %s %s -o %s --force --quiet", kinds[k], nil, st);
+        EXPECT_ERR("nil.jsonl.gz: not gzip: the file is empty");
+    }
+}
+
+/* Blank lines are no examples, and the summary counts them; an empty string
+ * is an example of length 0. */
+static void test_blank_and_empty(void) {
+    const char *in = ss_test_keep_path("blank.jsonl"), *st = ss_test_keep_path("blank.ss");
+    const char *text = "{\"text\": \"\"}\n\n{\"text\": \"a\"}\n \t\n";
+    ss_test_write_file(in, text, strlen(text));
+    EXPECT_RUN(0, "convert jsonl %s -o %s --force", in, st);
+    EXPECT_ERR("skipped 2 blank lines\n");
+    ss_store *s;
+    CHECK_OK(ss_open(&s, st, 0));
+    CHECK_EQ_U64(ss_count(s), 2);
+    expect_field(s, "text", 0, SS_U8, "", 0);
+    expect_field(s, "text", 1, SS_U8, "a", 1);
+    ss_close(s);
+}
+
 int main(void) {
+    test_gzip_strict();
+    test_blank_and_empty();
     corpus c = make_corpus(1);
     size_t n;
     char *data = make_jsonl(&c, &n);

@@ -186,6 +186,9 @@ static void test_bad_index(void) {
     for (int i = 7; i >= 0; i--) nseq = nseq << 8 | idx[18 + i], ndoc = ndoc << 8 | idx[26 + i];
     size_t sizes = 34, ptrs = 34 + 4 * nseq, docs = 34 + 12 * nseq;
     CHECK(nseq > 3 && ndoc > 3 && n == docs + 8 * ndoc);
+    uint64_t before_last = 0; /* doc_idx[ndoc - 2]: the last document is not empty */
+    for (int i = 7; i >= 0; i--) before_last = before_last << 8 | idx[docs + 8 * (ndoc - 2) + i];
+    CHECK(before_last < nseq);
     struct {
         const char *name, *expect;
         size_t at, len; /* bytes [at, at+len) replaced by `with` */
@@ -204,6 +207,10 @@ static void test_bad_index(void) {
         {"doc0", "document index 0 is 1, not 0", docs, 8, 1, 0},
         {"docorder", "document index 2 is 0: must be in", docs + 16, 8, 0, 0},
         {"docbig", "must be in", docs + 8 * (ndoc - 1), 8, nseq + 1, 0},
+        /* the last document ends before the last sequence: the sequences
+         * after it would get a document that does not exist */
+        {"docend", "sequences after it belong to no document", docs + 8 * (ndoc - 1), 8,
+         nseq - 1, 0},
     };
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
         char prefix[700], f[800];

@@ -513,7 +513,139 @@ static void test_kept_words(void) {
     }
 }
 
+/* --------------------------------------------------- empty documents, lines */
+
+/* The examples of field `tokens` of store `path` are exactly want[0..n). */
+static void expect_texts(const char *path, const char *const *want, uint64_t n) {
+    ss_store *s;
+    CHECK_OK(ss_open(&s, path, 0));
+    CHECK_EQ_U64(ss_count(s), n);
+    uint32_t f = ss_test_field(s, "tokens");
+    for (uint64_t i = 0; i < n; i++) {
+        ss_view v;
+        CHECK_OK(ss_get(&v, s, f, i));
+        if (v.length != strlen(want[i]) || memcmp(v.data, want[i], v.length)) {
+            fprintf(stderr, "%s: example %" PRIu64 " is '%.*s', want '%s'\n", path, i,
+                    (int)v.length, (const char *)v.data, want[i]);
+            exit(1);
+        }
+    }
+    ss_close(s);
+}
+
+/* --doc-sep: every separator line ends a document, so consecutive, leading
+ * and trailing separators give empty documents, which are examples like any
+ * other (before: dropped without a word); a last document without a
+ * separator after it counts. The documents worked out by hand, and their
+ * number as awk splits records at the separator; the same with small blocks
+ * on 1 and 2 threads and sliced into shards. --skip-empty drops the blank
+ * ones (empty or whitespace only) and the summary says how many. */
+static void test_empty_documents(void) {
+    const char *txt = ss_test_keep_path("empty-docs.txt"), *st = ss_test_keep_path("empty-docs.ss");
+    const char *ref = ss_test_keep_path("empty-docs-ref.ss");
+    static const char text[] = "%\nA\n%\n%\nB b\n \n%\n  \n%\r\n%\nC";
+    ss_test_write_file(txt, text, strlen(text));
+    static const char *const docs[] = {"", "A", "", "B b\n ", "  ", "", "C"};
+    char err[4096], cmd[2000];
+    snprintf(cmd, sizeof cmd, "test \"$(awk 'BEGIN{RS=\"%%\\r?\\n\"} END{print NR}' %s)\" = 7",
+             txt);
+    CHECK(system(cmd) == 0);
+    CHECK_EXIT(ss_test_cli(err, sizeof err, NULL,
+                           "convert text --doc-sep %% %s -o %s --force --threads 1", txt, ref),
+               0, err);
+    expect_texts(ref, docs, 7);
+    CHECK(!strstr(err, "skipped"));
+    for (int th = 1; th <= 2; th++) {
+        CHECK_EXIT(ss_test_cli(err, sizeof err, "SS_TEST_BLOCK_BYTES=3",
+                               "convert text --doc-sep %% %s -o %s --force -q --threads %d", txt,
+                               st, th),
+                   0, err);
+        expect_texts(st, docs, 7);
+    }
+    snprintf(cmd, sizeof cmd, "convert text --doc-sep %% %s -q", txt);
+    ss_test_convert_shards("SS_TEST_BLOCK_BYTES=3", cmd, ref, "empty-docs");
+    static const char *const kept[] = {"A", "B b\n ", "C"};
+    for (int th = 1; th <= 2; th++) {
+        CHECK_EXIT(ss_test_cli(err, sizeof err, "SS_TEST_BLOCK_BYTES=3",
+                               "convert text --doc-sep %% %s -o %s --force --threads %d "
+                               "--skip-empty",
+                               txt, st, th),
+                   0, err);
+        expect_texts(st, kept, 3);
+        CHECK_CONTAINS(err, "skipped 4 blank documents (--skip-empty)");
+        /* words: counted from the words pass 1 kept, or found again */
+        for (int kept_words = 0; kept_words < 2; kept_words++) {
+            CHECK_EXIT(ss_test_cli(err, sizeof err,
+                                   kept_words ? "SS_TEST_BLOCK_BYTES=3"
+                                              : "SS_TEST_BLOCK_BYTES=3 SS_TEST_WORD_IDS_BYTES=0",
+                                   "convert text --doc-sep %% %s -o %s --force --threads %d "
+                                   "--skip-empty --tokens words",
+                                   txt, st, th),
+                       0, err);
+            CHECK_CONTAINS(err, "3 examples");
+            CHECK_CONTAINS(err, "skipped 4 blank documents (--skip-empty)");
+        }
+    }
+    /* --tokens words: pass 1 keeps the words of each document, empty ones too */
+    CHECK_EXIT(ss_test_cli(err, sizeof err, NULL,
+                           "convert text --doc-sep %% --tokens words --eos %s -o %s --force -q",
+                           txt, st),
+               0, err);
+    ss_store *s;
+    CHECK_OK(ss_open(&s, st, 0));
+    CHECK_EQ_U64(ss_count(s), 7);
+    static const uint64_t nwords[] = {1, 2, 1, 3, 1, 1, 2}; /* with <eos> */
+    for (uint64_t i = 0; i < 7; i++) {
+        ss_view v;
+        CHECK_OK(ss_get(&v, s, 0, i));
+        CHECK_EQ_U64(v.length, nwords[i]);
+    }
+    ss_close(s);
+}
+
+/* Empty lines are examples of `convert lines` and `convert parallel` (both
+ * sides, whatever the other side holds), with small blocks on 1 and 2
+ * threads; lines --skip-empty drops the blank ones and counts them. */
+static void test_empty_lines(void) {
+    const char *txt = ss_test_keep_path("empty-lines.txt"), *st = ss_test_keep_path("el.ss");
+    const char *tgt = ss_test_keep_path("empty-lines-tgt.txt");
+    ss_test_write_file(txt, "a\n\n \n\nb\n\n", 9);
+    ss_test_write_file(tgt, "\n1\n\n2\n\n\n", 8);
+    static const char *const lines[] = {"a", "", " ", "", "b", ""}, *const kept[] = {"a", "b"};
+    static const char *const tlines[] = {"", "1", "", "2", "", ""};
+    char err[4096];
+    for (int th = 1; th <= 2; th++) {
+        CHECK_EXIT(ss_test_cli(err, sizeof err, "SS_TEST_BLOCK_BYTES=2",
+                               "convert lines %s -o %s --force -q --threads %d", txt, st, th),
+                   0, err);
+        expect_texts(st, lines, 6);
+        CHECK_EXIT(ss_test_cli(err, sizeof err, "SS_TEST_BLOCK_BYTES=2",
+                               "convert lines %s -o %s --force --skip-empty --threads %d", txt, st,
+                               th),
+                   0, err);
+        expect_texts(st, kept, 2);
+        CHECK_CONTAINS(err, "skipped 4 blank lines (--skip-empty)");
+        CHECK_EXIT(ss_test_cli(err, sizeof err, "SS_TEST_BLOCK_BYTES=2",
+                               "convert parallel %s %s -o %s --force -q --threads %d", txt, tgt, st,
+                               th),
+                   0, err);
+        ss_store *s;
+        CHECK_OK(ss_open(&s, st, 0));
+        CHECK_EQ_U64(ss_count(s), 6);
+        for (uint64_t i = 0; i < 6; i++) {
+            ss_view v, w;
+            CHECK_OK(ss_get(&v, s, ss_test_field(s, "src"), i));
+            CHECK_OK(ss_get(&w, s, ss_test_field(s, "tgt"), i));
+            CHECK(v.length == strlen(lines[i]) && !memcmp(v.data, lines[i], v.length));
+            CHECK(w.length == strlen(tlines[i]) && !memcmp(w.data, tlines[i], w.length));
+        }
+        ss_close(s);
+    }
+}
+
 int main(void) {
+    test_empty_lines();
+    test_empty_documents();
     test_kept_words();
     test_utf8_vectors();
     test_utf8_random();

@@ -17,6 +17,12 @@ cp "$tmp/good.wav" zero_rate.wav
 printf '\000\000\000\000' | dd of=zero_rate.wav bs=1 seek=24 conv=notrunc 2>/dev/null
 sox -n -r 16000 -c 1 -b 16 no_frames.wav trim 0 0           # a valid header, no samples
 head -c 3000 "$tmp/good.flac" > truncated.flac
+# STREAMINFO's 36-bit total samples (the low nibble of byte 21, bytes 22-25)
+# set to 2^36 - 1: the header claims 68719476735 frames, the file holds 8000
+cp "$tmp/good.flac" lying_total.flac
+b21=$(od -An -tu1 -j21 -N1 lying_total.flac)
+printf "\\$(printf %o $((b21 | 15)))\\377\\377\\377\\377" |
+    dd of=lying_total.flac bs=1 seek=21 conv=notrunc 2>/dev/null
 # biosig: BrainVision from tests/biosig/bv_ref.py (20 samples), GDF from save2gdf
 /usr/bin/python3 ../../biosig/bv_ref.py make "$tmp" 20 250 0
 save2gdf "$tmp/rec.vhdr" "$tmp/rec.gdf" > /dev/null
