@@ -132,8 +132,10 @@ int ss_events_check(ss_events *e, char *err, size_t errlen) {
 int ss_events_load(ss_events *e, const ss_store *st) {
     uint32_t fi;
     ss_lines *l = NULL;
-    if (e->mode == SS_EV_NONE || e->fixed || ss_field_index(&fi, st, "label") ||
-        ss_lines_open(&l, st, fi, "names"))
+    /* a store without examples (--events-as windows that found no event)
+     * keeps no class: its label.names, zero bytes, is no list of names */
+    if (e->mode == SS_EV_NONE || e->fixed || ss_count(st) == 0 ||
+        ss_field_index(&fi, st, "label") || ss_lines_open(&l, st, fi, "names"))
         return 0;
     for (uint32_t k = 0; k < e->nnames; k++) free(e->names[k]);
     e->nnames = 0;
