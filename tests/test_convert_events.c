@@ -364,6 +364,23 @@ static void test_biosig(void) {
         CHECK_EQ_U64(fixed_u32(s, "recording", ex), ex / 4);
     }
     ss_close(s);
+    /* --meta header: no session (zero bytes of session.names are one empty
+     * name, id 0), kept through --append */
+    EXPECT_RUN(0, "convert biosig '%s' --meta header -o '%s' --quiet --force", vhdr, st);
+    EXPECT_RUN(0, "convert biosig '%s' --meta header --append -o '%s' --quiet", gdf, st);
+    CHECK_OK(ss_open(&s, st, 0));
+    CHECK_EQ_U64(ss_count(s), 2);
+    check_attr_text(s, "session.names", "");
+    check_attr_text(s, "recording.names", "rec.vhdr\nrec.gdf");
+    ss_lines *l;
+    CHECK_OK(ss_lines_open(&l, s, SS_FIELD_NONE, "session.names"));
+    CHECK_EQ_U64(ss_lines_count(l), 1);
+    ss_lines_free(l);
+    for (uint64_t ex = 0; ex < 2; ex++) {
+        CHECK_EQ_U64(fixed_u32(s, "session", ex), 0);
+        CHECK_EQ_U64(fixed_u32(s, "recording", ex), ex);
+    }
+    ss_close(s);
     /* per-sample: each marker covers its one sample (size 1) */
     st = ss_test_keep_path("bvs.ss");
     EXPECT_RUN(0, "convert biosig '%s' --events-as samples -o '%s' --quiet", vhdr, st);
