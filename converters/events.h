@@ -94,8 +94,9 @@ int ss_events_option(ss_events *e, const char *opt, const char *val, char *err, 
 int ss_events_check(ss_events *e, char *err, size_t errlen);
 
 /** Start from the classes of the store appended to (its label.names, a
- *  separated line list: zero bytes are one empty name), when it has them and
- *  examples that use them. @return 0, or -1 (out of memory). */
+ *  separated line list: zero bytes are one empty name, or no class in a
+ *  store without examples), when it has them. @return 0, or -1 (out of
+ *  memory). */
 int ss_events_load(ss_events *e, const ss_store *st);
 
 /** Classify the annotation lines of one recording of T samples into e->ev
