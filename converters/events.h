@@ -93,8 +93,10 @@ int ss_events_option(ss_events *e, const char *opt, const char *val, char *err, 
  *  and --trigger-mask an event channel. @return 0, or -1 (err). */
 int ss_events_check(ss_events *e, char *err, size_t errlen);
 
-/** Start from the classes of the store appended to (its label.names), when
- *  it has them. @return 0, or -1 (out of memory). */
+/** Start from the classes of the store appended to (its label.names, a
+ *  separated line list: zero bytes are one empty name, or no class in a
+ *  store without examples), when it has them. @return 0, or -1 (out of
+ *  memory). */
 int ss_events_load(ss_events *e, const ss_store *st);
 
 /** Classify the annotation lines of one recording of T samples into e->ev

@@ -193,6 +193,17 @@ struct ss_lines {
     uint64_t *start;  /* n + 1 offsets: line k is text[start[k], start[k+1] - 1) */
 };
 
+/* Whether spec/FORMAT.md 7.1 writes attribute `name` as a terminated line
+ * list (LF after every entry): the vocabularies, source.files and
+ * convert.options. Every other list is separated (LF between entries), and
+ * reading one as terminated would drop an empty last entry, shifting the ids
+ * an --append gives new names. */
+static int terminated_list(const char *name) {
+    size_t n = strlen(name);
+    return !strcmp(name, "vocab") || (n > 6 && !strcmp(name + n - 6, ".vocab")) ||
+           !strcmp(name, "source.files") || !strcmp(name, "convert.options");
+}
+
 int ss_lines_open(ss_lines **out, const ss_store *s, uint32_t field, const char *suffix) {
     if (!out) return ss__fail(SS_EINVAL, "ss_lines_open: out is NULL");
     *out = NULL;
@@ -205,9 +216,10 @@ int ss_lines_open(ss_lines **out, const ss_store *s, uint32_t field, const char 
         return ss__fail(SS_EINVAL, "ss_lines_open: attribute '%s' is %s, not text", name,
                         ss_dtype_name((ss_dtype)a.type));
     const char *t = a.data;
-    uint64_t n = 0;
+    int term = terminated_list(name);
+    uint64_t n = !term; /* separated: k LFs are k + 1 entries, zero bytes one */
     for (uint64_t i = 0; i < a.size; i++) n += t[i] == '\n';
-    if (a.size && t[a.size - 1] != '\n') n++; /* the last newline is optional */
+    if (term && a.size && t[a.size - 1] != '\n') n++; /* a last entry without its LF */
     ss_lines *l = calloc(1, sizeof *l);
     if (l) l->start = malloc((n + 1) * sizeof *l->start);
     if (!l || !l->start) {
@@ -220,7 +232,7 @@ int ss_lines_open(ss_lines **out, const ss_store *s, uint32_t field, const char 
     l->start[0] = 0;
     for (uint64_t i = 0; i < a.size; i++)
         if (t[i] == '\n') l->start[++k] = i + 1;
-    if (k < n) l->start[n] = a.size + 1; /* as if the last line had its newline */
+    if (k < n) l->start[n] = a.size + 1; /* as if the last entry had its LF */
     *out = l;
     return 0;
 }

@@ -364,6 +364,23 @@ static void test_biosig(void) {
         CHECK_EQ_U64(fixed_u32(s, "recording", ex), ex / 4);
     }
     ss_close(s);
+    /* --meta header: no session (zero bytes of session.names are one empty
+     * name, id 0), kept through --append */
+    EXPECT_RUN(0, "convert biosig '%s' --meta header -o '%s' --quiet --force", vhdr, st);
+    EXPECT_RUN(0, "convert biosig '%s' --meta header --append -o '%s' --quiet", gdf, st);
+    CHECK_OK(ss_open(&s, st, 0));
+    CHECK_EQ_U64(ss_count(s), 2);
+    check_attr_text(s, "session.names", "");
+    check_attr_text(s, "recording.names", "rec.vhdr\nrec.gdf");
+    ss_lines *l;
+    CHECK_OK(ss_lines_open(&l, s, SS_FIELD_NONE, "session.names"));
+    CHECK_EQ_U64(ss_lines_count(l), 1);
+    ss_lines_free(l);
+    for (uint64_t ex = 0; ex < 2; ex++) {
+        CHECK_EQ_U64(fixed_u32(s, "session", ex), 0);
+        CHECK_EQ_U64(fixed_u32(s, "recording", ex), ex);
+    }
+    ss_close(s);
     /* per-sample: each marker covers its one sample (size 1) */
     st = ss_test_keep_path("bvs.ss");
     EXPECT_RUN(0, "convert biosig '%s' --events-as samples -o '%s' --quiet", vhdr, st);
@@ -494,6 +511,120 @@ static void test_meta(const char *a, const char *b, const char *c) {
     EXPECT_ERR("meta.csv:2: 3 cells, the header has 2");
 }
 
+/* Class names with an empty one through --append (an annotation without
+ * text): label.names is a separated line list (spec/FORMAT.md 7.1), so the
+ * store "left" LF holds two classes, and the appended file's new class
+ * "right" must come after them, not take the empty name's id. */
+static const ev EV_E1[] = {{1.0, 0.5, "left"}, {3.0, 0.5, ""}};
+static const ev EV_E2[] = {{2.0, 0.5, "right"}, {4.0, 0.5, ""}, {6.0, 0.5, "left"}};
+static const ev EV_E0[] = {{2.0, 0.5, ""}};
+
+static void check_labels(const ss_store *s, const uint32_t *want, uint64_t n) {
+    uint32_t fl;
+    CHECK_OK(ss_field_index(&fl, s, "label"));
+    CHECK_EQ_U64(ss_count(s), n);
+    for (uint64_t i = 0; i < n; i++) {
+        ss_view v;
+        CHECK_OK(ss_get(&v, s, fl, i));
+        CHECK_EQ_U64(*(const uint32_t *)v.data, want[i]);
+    }
+}
+
+static void test_empty_label_append(void) {
+    const char *f1 = ss_test_keep_path("e1.edf"), *f2 = ss_test_keep_path("e2.edf"),
+               *f0 = ss_test_keep_path("e0.edf"), *f3 = ss_test_keep_path("e3.edf"),
+               *st = ss_test_keep_path("empty_label.ss"),
+               *win = "--events-as windows --window-start -0.5 --window-stop 1.0";
+    write_edf(f1, 0, EV_E1, 2, "s");
+    write_edf(f2, 1, EV_E2, 3, "s");
+    write_edf(f0, 2, EV_E0, 1, "s");
+    write_edf(f3, 3, EV_E1, 0, "s"); /* no annotations */
+    ss_store *s;
+    EXPECT_RUN(0, "convert edf '%s' %s -o '%s' --quiet", f1, win, st);
+    CHECK_OK(ss_open(&s, st, 0));
+    check_names(s, "left\n");
+    ss_close(s);
+    EXPECT_RUN(0, "convert edf '%s' %s --append -o '%s' --quiet", f2, win, st);
+    CHECK_OK(ss_open(&s, st, 0));
+    check_names(s, "left\n\nright");
+    const uint32_t want[5] = {0, 1, 2, 1, 0}; /* left, "", right, "", left */
+    check_labels(s, want, 5);
+    ss_close(s);
+    /* zero bytes are one empty name: "right" appended is class 1 */
+    EXPECT_RUN(0, "convert edf '%s' %s -o '%s' --quiet --force", f0, win, st);
+    CHECK_OK(ss_open(&s, st, 0));
+    check_names(s, "");
+    ss_close(s);
+    EXPECT_RUN(0, "convert edf '%s' %s --append -o '%s' --quiet", f2, win, st);
+    CHECK_OK(ss_open(&s, st, 0));
+    check_names(s, "\nright\nleft");
+    const uint32_t want0[4] = {0, 1, 0, 2};
+    check_labels(s, want0, 4);
+    ss_close(s);
+    /* a store without events (and so without examples) has no classes: the
+     * appended file numbers them as one conversion of it would */
+    EXPECT_RUN(0, "convert edf '%s' %s -o '%s' --quiet --force", f3, win, st);
+    CHECK_OK(ss_open(&s, st, 0));
+    check_names(s, "");
+    CHECK_EQ_U64(ss_count(s), 0);
+    ss_close(s);
+    EXPECT_RUN(0, "convert edf '%s' %s --append -o '%s' --quiet", f1, win, st);
+    CHECK_OK(ss_open(&s, st, 0));
+    check_names(s, "left\n");
+    const uint32_t want3[2] = {0, 1};
+    check_labels(s, want3, 2);
+    ss_close(s);
+}
+
+/* --meta header through --append: subject.names is a separated line list, so
+ * a recording without a patient code after P01 makes "P01" LF (P01 and the
+ * empty name), and P02 appended must be the third subject; each example keeps
+ * its subject's name, read back through ss_lines, `cat` and `export`. */
+static void test_meta_append(void) {
+    const char *p1 = ss_test_keep_path("p01.edf"), *x = ss_test_keep_path("x.edf"),
+               *p2 = ss_test_keep_path("p02.edf"), *st = ss_test_keep_path("meta_append.ss"),
+               *out = ss_test_keep_path("meta_append.txt");
+    write_edf(p1, 0, EV_A, 0, "P01");
+    write_edf(x, 1, EV_A, 0, ""); /* EDF+ writes "X": no patient code */
+    write_edf(p2, 2, EV_A, 0, "P02");
+    EXPECT_RUN(0, "convert edf '%s' '%s' --meta header -o '%s' --quiet", p1, x, st);
+    ss_store *s;
+    CHECK_OK(ss_open(&s, st, 0));
+    check_attr_text(s, "subject.names", "P01\n");
+    ss_close(s);
+    EXPECT_RUN(0, "convert edf '%s' --meta header --append -o '%s' --quiet", p2, st);
+    CHECK_OK(ss_open(&s, st, 0));
+    check_attr_text(s, "subject.names", "P01\n\nP02");
+    check_attr_text(s, "recording.names", "p01.edf\nx.edf\np02.edf");
+    uint32_t fs;
+    ss_lines *l;
+    CHECK_OK(ss_field_index(&fs, s, "subject"));
+    CHECK_OK(ss_lines_open(&l, s, fs, "names"));
+    CHECK_EQ_U64(ss_lines_count(l), 3);
+    const char *const want[3] = {"P01", "", "P02"};
+    for (uint64_t i = 0; i < 3; i++) {
+        size_t n;
+        const char *name = ss_lines_get(l, fixed_u32(s, "subject", i), &n);
+        CHECK(name && n == strlen(want[i]) && !memcmp(name, want[i], n));
+        CHECK_EQ_U64(fixed_u32(s, "recording", i), i);
+    }
+    ss_lines_free(l);
+    ss_close(s);
+    /* the CLI prints the same ids */
+    EXPECT_SH(0, "%s cat '%s' --field subject --with-source > '%s'", SS_CLI, st, out);
+    size_t n;
+    char *text = ss_test_read_file(out, &n);
+    char lines[2048];
+    snprintf(lines, sizeof lines, "%s:1\t0\n%s:1\t1\n%s:1\t2\n", p1, x, p2);
+    CHECK(!strcmp(text, lines));
+    free(text);
+    EXPECT_SH(0, "%s export '%s' --format jsonl --field subject -o '%s'", SS_CLI, st, out);
+    text = ss_test_read_file(out, &n);
+    CHECK(!strcmp(text, "{\"index\":0,\"subject\":0}\n{\"index\":1,\"subject\":1}\n"
+                        "{\"index\":2,\"subject\":2}\n"));
+    free(text);
+}
+
 static void test_errors(const char *a) {
     const char *st = ss_test_keep_path("err.ss"), *csv = ss_test_keep_path("lab.csv");
     EXPECT_RUN(2, "convert edf '%s' --events-as trials -o '%s'", a, st);
@@ -527,6 +658,8 @@ int main(void) {
     const char *c = ss_test_keep_path("c.edf");
     write_edf(c, 2, EV_B, 3, "subjA");
     test_meta(a, b, c);
+    test_empty_label_append();
+    test_meta_append();
     test_errors(a);
     return 0;
 }

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* test_meta.c - typed metadata (seqstore/meta.h) with known values: typed
  * attribute getters and their type, size and range checks; vocabularies and
- * class names as line lists; the sample rate and seconds to samples; the
+ * class names as line lists in both layouts (empty entries anywhere, zero
+ * bytes); the sample rate and seconds to samples; the
  * window reader's gain/offset from attributes (equal to the same values
  * given as arrays, and to a plain computation), its label dtype, and its
  * version-1 options. */
@@ -45,7 +46,7 @@ static ss_store *make_store(void) {
     CHECK_OK(ss_writer_set_attr(w, "signal.sample_rate", SS_F64, &rate, 8));
     CHECK_OK(ss_writer_set_attr(w, "signal.gain", SS_F64, g_gain, sizeof g_gain));
     CHECK_OK(ss_writer_set_attr(w, "signal.offset", SS_F32, g_offset, sizeof g_offset));
-    const char *names = "rest\nleft hand\nright hand\n",
+    const char *names = "rest\nleft hand\nright hand", /* separated, as converters write */
                *vocab = "<pad>\n<unk>\n<bos>\n<eos>\nhello";
     CHECK_OK(ss_writer_set_attr(w, "label.names", SS_ATTR_TEXT, names, strlen(names)));
     CHECK_OK(ss_writer_set_attr(w, "tokens.vocab", SS_ATTR_TEXT, vocab, strlen(vocab)));
@@ -96,7 +97,7 @@ static void test_typed_attributes(const ss_store *s) {
     CHECK_OK(ss_attr_elements(&n, s, "image.shape"));
     CHECK_EQ_U64(n, 2);
     CHECK_OK(ss_attr_elements(&n, s, "label.names"));
-    CHECK_EQ_U64(n, strlen("rest\nleft hand\nright hand\n"));
+    CHECK_EQ_U64(n, strlen("rest\nleft hand\nright hand"));
 
     char buf[8];
     size_t len = 99;
@@ -123,7 +124,7 @@ static void test_lines(const ss_store *s) {
     size_t len = 9;
     CHECK(ss_lines_get(l, 5, &len) == NULL && len == 0);
     ss_lines_free(l);
-    CHECK_OK(ss_lines_open(&l, s, LABEL, "names")); /* a final newline */
+    CHECK_OK(ss_lines_open(&l, s, LABEL, "names"));
     CHECK_EQ_U64(ss_lines_count(l), 3);
     check_line(l, 1, "left hand");
     check_line(l, 2, "right hand");
@@ -137,6 +138,66 @@ static void test_lines(const ss_store *s) {
     CHECK_RC(ss_lines_open(&l, s, 7, "vocab"), SS_ERANGE);
     CHECK_RC(ss_lines_open(&l, s, SS_FIELD_NONE, "signal.gain"), SS_EINVAL); /* not text */
     ss_lines_free(NULL);
+}
+
+/* Line lists in both layouts of spec/FORMAT.md 7.1, the layout given by the
+ * attribute's name: separated lists (split at every LF: k LFs are k + 1
+ * entries, zero bytes one empty entry) and terminated ones (the
+ * vocabularies, source.files, convert.options: LF after every entry), with
+ * empty entries at the start, in the middle and at the end. */
+typedef struct list_case {
+    const char *name, *text;
+    uint64_t n;
+    const char *want[3];
+} list_case;
+
+static const list_case LISTS[] = {
+    {"subject.names", "", 1, {""}}, /* a recording without a patient code */
+    {"session.names", "P01\n", 2, {"P01", ""}},
+    {"recording.names", "\nP01", 2, {"", "P01"}},
+    {"label.names", "a\n\nb", 3, {"a", "", "b"}},
+    {"signal.labels", "\n", 2, {"", ""}},
+    {"signal.units", "uV\nuV", 2, {"uV", "uV"}},
+    {"convert.converter", "edf", 1, {"edf"}},
+    {"mine", "x\n", 2, {"x", ""}}, /* a name of no layout in 7.1: separated */
+    {"vocab", "", 0, {NULL}},
+    {"src.vocab", "a\n", 1, {"a"}},
+    {"tgt.vocab", "\na\n", 2, {"", "a"}},
+    {"x.vocab", "a\n\nb\n", 3, {"a", "", "b"}},
+    {"y.vocab", "a\n\n", 2, {"a", ""}},
+    {"source.files", "\n", 1, {""}},
+    {"convert.options", "a\nb", 2, {"a", "b"}}, /* a last entry without its LF */
+};
+
+static void test_list_layouts(void) {
+    const char *path = ss_test_path("lists.ss");
+    ss_field f[1] = {{"x", SS_U8, 0, 0, {0}}};
+    ss_schema schema = {1, f};
+    ss_writer *w;
+    CHECK_OK(ss_writer_create(&w, path, &schema, NULL));
+    size_t ncase = sizeof LISTS / sizeof LISTS[0];
+    for (size_t i = 0; i < ncase; i++)
+        CHECK_OK(ss_writer_set_attr(w, LISTS[i].name, SS_ATTR_TEXT, LISTS[i].text,
+                                    strlen(LISTS[i].text)));
+    CHECK_OK(ss_writer_finish(w));
+    ss_writer_free(w);
+    ss_store *s;
+    CHECK_OK(ss_open(&s, path, 0));
+    for (size_t i = 0; i < ncase; i++) {
+        ss_lines *l;
+        CHECK_OK(ss_lines_open(&l, s, SS_FIELD_NONE, LISTS[i].name));
+        if (ss_lines_count(l) != LISTS[i].n) {
+            fprintf(stderr, "%s '%s': %llu entries, expected %llu\n", LISTS[i].name,
+                    LISTS[i].text, (unsigned long long)ss_lines_count(l),
+                    (unsigned long long)LISTS[i].n);
+            exit(1);
+        }
+        for (uint64_t k = 0; k < LISTS[i].n; k++) check_line(l, k, LISTS[i].want[k]);
+        size_t len = 9;
+        CHECK(ss_lines_get(l, LISTS[i].n, &len) == NULL && len == 0);
+        ss_lines_free(l);
+    }
+    ss_close(s);
 }
 
 static void test_rate(const ss_store *s) {
@@ -229,6 +290,7 @@ int main(void) {
     ss_store *s = make_store();
     test_typed_attributes(s);
     test_lines(s);
+    test_list_layouts();
     test_rate(s);
     test_window_attrs(s);
     ss_close(s);

@@ -3,9 +3,10 @@
  *
  * Typed metadata: the helpers every user otherwise writes around
  * ss_attr_get(). Attribute values read with their type and element count
- * checked; line lists (a vocabulary: `vocab`, or per side `src.vocab` and
- * `tgt.vocab` in a parallel store without --shared-vocab; class names
- * label.names, channel labels signal.labels; spec/FORMAT.md section 7.1);
+ * checked; line lists in their two layouts (a vocabulary: `vocab`, or per
+ * side `src.vocab` and `tgt.vocab` in a parallel store without
+ * --shared-vocab; class names label.names, subject names subject.names,
+ * channel labels signal.labels; spec/FORMAT.md section 7.1);
  * a signal's sample rate (FIELD.sample_rate) and durations in seconds
  * turned into samples, for the window reader's window and overlap.
  *
@@ -63,16 +64,34 @@ SS_API int ss_attr_get_text(char *buf, size_t cap, size_t *len, const ss_store *
 
 /* ------------------------------------------------------------ line lists */
 
-/** A list of strings stored one per line (line k = id k) in a text or bytes
- *  attribute; the last newline is optional. */
+/** A list of strings stored one per line in a text or bytes attribute:
+ *  entry k (id k) is the (k + 1)-th line; lines end at LF, CR is an ordinary
+ *  byte (spec/FORMAT.md section 7.1). Two layouts are stored, and the
+ *  attribute's name says which:
+ *  - terminated, LF after every entry: the vocabularies `vocab` and
+ *    `FIELD.vocab` (any name ending in ".vocab"), `source.files`,
+ *    `convert.options`. n LFs are n entries, zero bytes none. A last entry
+ *    without its LF (a vocabulary set by hand) is read as if it had one.
+ *  - separated, LF between entries: every other name, the converters'
+ *    `FIELD.names` (label.names, subject.names, ...), `signal.labels`,
+ *    `signal.units`, `signal.channels`, `convert.converter`, and a list of
+ *    your own. The text splits at every LF: k LFs are k + 1 entries, so
+ *    zero bytes are one entry, the empty string (a recording without a
+ *    patient code), and "P01" LF is "P01" and "".
+ *  Entries may be empty anywhere in either layout. The one separated list
+ *  written without entries, label.names of `--events-as windows` that found
+ *  no event, is zero bytes and reads as one empty entry; its store has no
+ *  examples, so no id refers to it. */
 typedef struct ss_lines ss_lines;
 
-/** Open the line list in attribute "<name of field>.<suffix>": a parallel
- *  side's vocabulary (suffix "vocab", as src.vocab; its size is
- *  ss_lines_count()), the class names of a label field ("names", as
- *  label.names), a signal's channel labels ("labels"). With field =
+/** Open the line list in attribute "<name of field>.<suffix>", in the
+ *  layout its name gives (above): a parallel side's vocabulary (suffix
+ *  "vocab", as src.vocab; its size is ss_lines_count()), the class names of
+ *  a label field ("names", as label.names), a recording's subject ("names",
+ *  as subject.names), a signal's channel labels ("labels"). With field =
  *  SS_FIELD_NONE, `suffix` is the whole attribute name: "vocab" is the one
- *  vocabulary of a text, jsonl or --shared-vocab parallel store.
+ *  vocabulary of a text, jsonl or --shared-vocab parallel store,
+ *  "source.files" the input paths (file number k is entry k - 1).
  *  @param[out] out the list; free it with ss_lines_free(). It borrows the
  *                  store: close the store after freeing it.
  *  @return 0; SS_ERANGE (a field beyond the schema); SS_ENOTFOUND (no such
@@ -83,12 +102,15 @@ SS_API int ss_lines_open(ss_lines **out, const ss_store *s, uint32_t field, cons
 /** Free a line list. Accepts NULL. */
 SS_API void ss_lines_free(ss_lines *l);
 
-/** Number of lines (the vocabulary size, the number of classes); 0 for NULL. */
+/** Number of entries (the vocabulary size, the number of classes): LFs
+ *  (+ 1 when separated, or when a terminated list's last LF is missing);
+ *  a separated list has at least one. 0 for NULL. */
 SS_API uint64_t ss_lines_count(const ss_lines *l);
 
-/** Line `k` without its newline: *len bytes, not NUL-terminated, borrowed
- *  from the store's map (valid until ss_close()). NULL (and *len 0) when
- *  k >= ss_lines_count(). `len` may be NULL. */
+/** Entry `k` without its LF: *len bytes (0 for an empty entry, the pointer
+ *  still not NULL), not NUL-terminated, borrowed from the store's map (valid
+ *  until ss_close()). NULL (and *len 0) when k >= ss_lines_count(). `len`
+ *  may be NULL. */
 SS_API const char *ss_lines_get(const ss_lines *l, uint64_t k, size_t *len);
 
 /* ------------------------------------------------------- time and samples */
