@@ -771,8 +771,12 @@ typedef struct ss_attr {
     uint64_t size;    /**< bytes */
 } ss_attr;
 
-/** Look up attribute `name` (checksum verified).
- *  @param[out] out the attribute, borrowed from the store.
+/** Look up attribute `name` (checksum verified). A damaged attribute is
+ *  SS_ECORRUPT, never SS_ENOTFOUND: a caller for whom the attribute is
+ *  optional must still report it (the message names the store and the
+ *  attribute).
+ *  @param[out] out the attribute, borrowed from the store. On SS_ECORRUPT
+ *                  out->name is still its name (data NULL, size 0).
  *  @return 0; SS_ENOTFOUND; SS_ECORRUPT (checksum mismatch); SS_EINVAL
  *          (NULL argument). */
 SS_API int ss_attr_get(ss_attr *out, const ss_store *s, const char *name);
