@@ -681,7 +681,9 @@ SS_API uint64_t ss_length(const ss_store *s, uint32_t field, uint64_t index);
  *  @param[out] out `n` lengths; may be NULL if
  *                  n is 0.
  *  @return 0; SS_ERANGE (bad field, or the range passes the count);
- *          SS_EINVAL (NULL argument). */
+ *          SS_EINVAL (NULL argument); for a dataset also SS_ECORRUPT (its
+ *          stored lengths section fails its checksum: an error, not a
+ *          reason to ask the shards) and what opening a shard returns. */
 SS_API int ss_lengths(uint64_t *out, const ss_store *s, uint32_t field, uint64_t first, uint64_t n);
 
 /** Attribute name prefix of a sequence field's stored lengths: the section
