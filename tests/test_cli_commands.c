@@ -671,6 +671,13 @@ static void test_damaged_attr(void) {
     EXPECT_RUN(1, "attr get '%s' vocab", s);
     EXPECT_ERR(want);
     EXPECT_RUN(3, "verify '%s'", s);
+    const char *words = put_file("more.txt", "the cat ran\n", 12);
+    EXPECT_RUN(1, "convert text --quiet --force --tokens words --vocab '%s' '%s' -o '%s'", s,
+               words, ss_test_path("dmg2.ss"));
+    EXPECT_ERR(want); /* damaged, not "has no vocabulary" */
+    CHECK(!strstr(g_err, "has no vocabulary"));
+    EXPECT_RUN(1, "convert text --quiet --tokens words --append '%s' -o '%s'", words, s);
+    EXPECT_ERR(want);
 
     ss_test_flip_attr(s, "megatron.doc_idx", 8); /* document 1 starts at 3, not 2 */
     EXPECT_RUN(1, "export megatron '%s' '%s' --force", s, mg);
