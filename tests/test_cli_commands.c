@@ -5,6 +5,7 @@
 #include "testutil.h"
 
 #include <edflib.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -706,6 +707,35 @@ static void test_damaged_attr(void) {
     EXPECT_RUN(0, "index list '%s'", s);
 }
 
+/* dataset build: a shard's damaged source.shard or shared attribute is
+ * said to be damaged, not "no source.shard" or "differs". */
+static void test_damaged_shard_attr(void) {
+    char dir[800], part[820], copy[800];
+    snprintf(dir, sizeof dir, "%s", ss_test_path("dmg-ds"));
+    snprintf(part, sizeof part, "%s/p1.ss", dir);
+    snprintf(copy, sizeof copy, "%s", ss_test_path("p1-copy.ss"));
+    CHECK(mkdir(dir, 0755) == 0);
+    const char *words = "a b\nc d e\nf\ng h\n";
+    const char *txt = put_file("shard-words.txt", words, strlen(words));
+    for (int k = 0; k < 2; k++)
+        EXPECT_RUN(0, "convert text --quiet --tokens words '%s' -o '%s/p%d.ss' --shard %d/2", txt,
+                   dir, k, k);
+    size_t n;
+    char *image = ss_test_read_file(part, &n);
+    ss_test_write_file(copy, image, n);
+    ss_test_flip_attr(part, "source.shard", 0);
+    EXPECT_RUN(1, "dataset build '%s'", dir);
+    EXPECT_ERR("p1.ss: attribute 'source.shard': checksum mismatch");
+    ss_test_write_file(part, image, n);
+    ss_test_flip_attr(part, "convert.version", 0);
+    EXPECT_RUN(1, "dataset build '%s'", dir);
+    EXPECT_ERR("p1.ss: attribute 'convert.version': checksum mismatch");
+    CHECK(!strstr(g_err, "differs"));
+    ss_test_write_file(part, image, n);
+    EXPECT_RUN(0, "dataset build '%s'", dir);
+    free(image);
+}
+
 /* The histogram in info --json agrees with a count of the lengths read
  * through the library; the text output draws one bar per bin. */
 static void test_histogram(void) {
@@ -924,7 +954,8 @@ int main(int argc, char **argv) {
                  {"verify_names", test_verify_names},
                  {"export", test_export},
                  {"remove_attr_api", test_remove_attr_api},
-                 {"damaged_attr", test_damaged_attr}};
+                 {"damaged_attr", test_damaged_attr},
+                 {"damaged_shard_attr", test_damaged_shard_attr}};
     for (size_t k = 0; k < sizeof tests / sizeof tests[0]; k++) {
         int want = argc < 2;
         for (int i = 1; i < argc; i++) want |= strcmp(argv[i], tests[k].name) == 0;
