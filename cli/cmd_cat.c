@@ -253,7 +253,10 @@ static int ss_print_source(const ss_store *s, uint64_t i, const char **files, co
                            uint64_t nfiles) {
     uint32_t f;
     ss_view v;
-    if (ss_field_index(&f, s, "source") || ss_get(&v, s, f, i) || v.row_bytes != 16) {
+    int has = ss_field_index(&f, s, "source") == 0;
+    if (has && ss_get(&v, s, f, i))
+        return ss_cli_store_error("cat", "example %" PRIu64 " (--with-source)", i);
+    if (!has || v.row_bytes != 16) { /* no source field of this layout */
         printf("?\t");
         return 0;
     }
@@ -275,13 +278,16 @@ typedef struct ss_cat_sources {
     uint64_t nfiles;
 } ss_cat_sources;
 
-static void ss_json_source(json_t *o, const ss_store *s, uint64_t i, const ss_cat_sources *src) {
+static int ss_json_source(json_t *o, const ss_store *s, uint64_t i, const ss_cat_sources *src) {
     uint32_t f;
     ss_view v;
     uint64_t loc[2];
-    if (ss_field_index(&f, s, "source") || ss_get(&v, s, f, i) || v.row_bytes != 16) {
+    int has = ss_field_index(&f, s, "source") == 0;
+    if (has && ss_get(&v, s, f, i))
+        return ss_cli_store_error("cat", "example %" PRIu64 " (--with-source)", i);
+    if (!has || v.row_bytes != 16) { /* no source field of this layout */
         json_object_set_new(o, "source", json_null());
-        return;
+        return 0;
     }
     memcpy(loc, v.data, sizeof loc);
     json_t *js = json_object();
@@ -291,6 +297,7 @@ static void ss_json_source(json_t *o, const ss_store *s, uint64_t i, const ss_ca
         json_object_set_new(js, "file", json_integer((json_int_t)loc[0]));
     json_object_set_new(js, "line", json_integer((json_int_t)loc[1]));
     json_object_set_new(o, "source", js);
+    return 0;
 }
 
 /* Print example i: a line of tab-separated fields, or a JSON object on one line. */
@@ -300,9 +307,9 @@ static int ss_cat_example(const ss_store *s, const ss_cat_field *fields, int nf,
     int rc = 0;
     if (o) json_object_set_new(o, "index", json_integer((json_int_t)i));
     if (src->on && o)
-        ss_json_source(o, s, i, src);
+        rc = ss_json_source(o, s, i, src);
     else if (src->on)
-        ss_print_source(s, i, src->files, src->flen, src->nfiles);
+        rc = ss_print_source(s, i, src->files, src->flen, src->nfiles);
     for (int k = 0; k < nf && !rc; k++) {
         ss_view v;
         if (ss_get(&v, s, fields[k].index, i)) {

@@ -707,6 +707,32 @@ static void test_damaged_attr(void) {
     EXPECT_RUN(0, "index list '%s'", s);
 }
 
+/* cat --with-source over a damaged chunk of the source field: an error
+ * naming the chunk, not "?" for the file and line. */
+static void test_damaged_source(void) {
+    const char *s = words_store("dmg-src.ss");
+    ss_store *st;
+    CHECK_OK(ss_open(&st, s, SS_OPEN_NOLOCK));
+    ss_view v;
+    const void *base;
+    uint64_t size;
+    int fd;
+    CHECK_OK(ss_get(&v, st, ss_test_field(st, "source"), 2));
+    CHECK_OK(ss_store_map(&base, &size, &fd, st));
+    long off = (long)((const unsigned char *)v.data - (const unsigned char *)base);
+    ss_close(st);
+    FILE *f = fopen(s, "r+b");
+    CHECK(f && fseek(f, off, SEEK_SET) == 0);
+    int c = fgetc(f);
+    CHECK(c != EOF && fseek(f, off, SEEK_SET) == 0 && fputc(c ^ 4, f) != EOF && fclose(f) == 0);
+    EXPECT_RUN(0, "cat '%s'", s); /* the tokens' chunk is sound */
+    EXPECT_RUN(1, "cat --with-source '%s'", s);
+    EXPECT_ERR("example 0 (--with-source)");
+    EXPECT_ERR("field 'source'");
+    EXPECT_RUN(1, "cat --json --with-source '%s'", s);
+    EXPECT_ERR("field 'source'");
+}
+
 /* dataset build: a shard's damaged source.shard or shared attribute is
  * said to be damaged, not "no source.shard" or "differs". */
 static void test_damaged_shard_attr(void) {
@@ -955,7 +981,8 @@ int main(int argc, char **argv) {
                  {"export", test_export},
                  {"remove_attr_api", test_remove_attr_api},
                  {"damaged_attr", test_damaged_attr},
-                 {"damaged_shard_attr", test_damaged_shard_attr}};
+                 {"damaged_shard_attr", test_damaged_shard_attr},
+                 {"damaged_source", test_damaged_source}};
     for (size_t k = 0; k < sizeof tests / sizeof tests[0]; k++) {
         int want = argc < 2;
         for (int i = 1; i < argc; i++) want |= strcmp(argv[i], tests[k].name) == 0;
