@@ -156,7 +156,8 @@ int ss_cli_refuse_existing(const char *cmd, const ss_store *s, const char *attr,
     if (rc == 0)
         fprintf(stderr, "seqstore %s: %s exists (use --force to replace it)\n", cmd, what);
     else
-        fprintf(stderr, "seqstore %s: %s exists but cannot be read (%s): use --force to replace it\n",
+        fprintf(stderr,
+                "seqstore %s: %s exists but cannot be read (%s): use --force to replace it\n",
                 cmd, what, ss_error_message());
     return SS_EXIT_ERROR;
 }

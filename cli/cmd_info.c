@@ -143,8 +143,10 @@ static json_t *ss_info_json(const ss_store *s, const char *path, uint64_t *probl
     for (uint64_t k = 0; k < ss_attr_count(s); k++) {
         ss_attr a;
         json_t *ja;
-        if (ss_attr_at(&a, s, k) != 0) {
+        int rc = ss_attr_at(&a, s, k);
+        if (rc != 0) {
             ja = json_object();
+            if (rc == SS_ECORRUPT) ss_json_set_text(ja, "name", a.name, strlen(a.name));
             json_object_set_new(ja, "error", json_string(ss_error_message()));
             ss_info_problem(problems);
         } else {
@@ -240,6 +242,8 @@ static void ss_info_usage(FILE *out) {
                  "is [edges[k], edges[k+1])) and \"counts\". JSON strings are Unicode: text\n"
                  "that is not valid UTF-8 (e.g. a Latin-1 file name) has U+FFFD for each\n"
                  "invalid byte and, beside it, KEY_base64 with the exact bytes.\n\n"
+                 "What cannot be read (an attribute whose checksum fails) is shown in its\n"
+                 "place (\"error\" in --json), named on stderr, and makes the exit status 1.\n\n"
                  "  --json        one JSON object on stdout\n"
                  "  --nolock      open without a lock file (read-only media; no writer may run)\n"
                  "  --incomplete  show the committed part of an unfinished store\n");

@@ -666,7 +666,8 @@ static void test_damaged_attr(void) {
     const char *py = "import json,sys\n"
                      "d=json.load(sys.stdin)\n"
                      "e=[a for a in d['attributes'] if 'error' in a]\n"
-                     "assert len(e)==1 and \"attribute 'vocab': checksum\" in e[0]['error'], e\n"
+                     "assert len(e)==1 and e[0]['name']=='vocab', e\n"
+                     "assert \"attribute 'vocab': checksum\" in e[0]['error'], e\n"
                      "assert d['examples']==4\n";
     CHECK(python_on_output(py, NULL) == 0);
     EXPECT_RUN(1, "attr get '%s' vocab", s);
