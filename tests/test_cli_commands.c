@@ -832,6 +832,26 @@ static void test_edf_annotations(void) {
         "a=o['annotations']\n"
         "assert isinstance(a,str) and 'eyes closed' in a and '\\u00e9b\\u00e9' in a, a\n";
     CHECK(python_on_output(py, NULL) == 0);
+
+    /* damaged attributes of an EDF store: cat and --append say so */
+    size_t n;
+    char *image = ss_test_read_file(st, &n);
+    ss_test_flip_attr(st, "convert.converter", 1);
+    EXPECT_RUN(1, "cat '%s' --field annotations", st);
+    EXPECT_ERR("attribute 'convert.converter': checksum mismatch");
+    const char *names[] = {"signal.gain", "signal.labels", "signal.sample_rate"};
+    for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) {
+        ss_test_write_file(st, image, n);
+        ss_test_flip_attr(st, names[k], 1);
+        EXPECT_RUN(1, "convert edf --quiet --append '%s' -o '%s'", edf, st);
+        char want[300];
+        snprintf(want, sizeof want, "attribute '%s': checksum mismatch", names[k]);
+        EXPECT_ERR(want);
+        CHECK(!strstr(g_err, "missing"));
+    }
+    ss_test_write_file(st, image, n);
+    EXPECT_RUN(0, "convert edf --quiet --append '%s' -o '%s'", edf, st);
+    free(image);
 }
 
 static int lock_exists(const char *store) {
