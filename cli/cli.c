@@ -138,6 +138,30 @@ int ss_cli_bad_option(const char *cmd, int c, char **argv) {
     return ss_cli_usage_error(cmd, "unknown option '%s'", opt);
 }
 
+int ss_cli_attr_find(ss_attr *out, int *found, const char *cmd, const ss_store *s,
+                     const char *name) {
+    int rc = ss_attr_get(out, s, name);
+    *found = rc == 0;
+    if (rc == 0 || rc == SS_ENOTFOUND) return 0;
+    /* the library's message names the store and the attribute */
+    fprintf(stderr, "seqstore %s: %s\n", cmd, ss_error_message());
+    return SS_EXIT_ERROR;
+}
+
+int ss_cli_refuse_existing(const char *cmd, const ss_store *s, const char *attr,
+                           const char *what) {
+    ss_attr a;
+    int rc = ss_attr_get(&a, s, attr);
+    if (rc == SS_ENOTFOUND) return 0;
+    if (rc == 0)
+        fprintf(stderr, "seqstore %s: %s exists (use --force to replace it)\n", cmd, what);
+    else
+        fprintf(stderr,
+                "seqstore %s: %s exists but cannot be read (%s): use --force to replace it\n",
+                cmd, what, ss_error_message());
+    return SS_EXIT_ERROR;
+}
+
 int ss_cli_remove_attr(const char *cmd, const char *path, const char *attr, const char *what) {
     ss_store *s;
     if (ss_cli_open(&s, cmd, path, 0)) return SS_EXIT_ERROR;

@@ -168,8 +168,10 @@ static void ss_json_view(json_t *o, const ss_cat_field *f, const ss_view *v) {
     json_object_set_new(o, f->def.name, list);
 }
 
-/* Split a TEXT attribute into lines (the vocabulary, the source files). */
-static uint64_t ss_split_lines(const ss_attr *a, const char ***lines, const uint32_t **lens) {
+/* Split a TEXT attribute into lines (the vocabulary, the source files).
+ * 0, or SS_EXIT_ERROR (printed) when out of memory. */
+static int ss_split_lines(const ss_attr *a, const char ***lines, const uint32_t **lens,
+                          uint64_t *count) {
     const char *p = a->data, *end = p + a->size;
     uint64_t n = 0;
     for (const char *q = p; q < end; q++) n += *q == '\n';
@@ -179,7 +181,9 @@ static uint64_t ss_split_lines(const ss_attr *a, const char ***lines, const uint
     if (!l || !ln) {
         free(l);
         free(ln);
-        return 0;
+        fprintf(stderr, "seqstore cat: attribute '%s': out of memory for %" PRIu64 " lines\n",
+                a->name, n);
+        return SS_EXIT_ERROR;
     }
     for (uint64_t i = 0; i < n; i++) {
         const char *nl = memchr(p, '\n', (size_t)(end - p));
@@ -190,25 +194,34 @@ static uint64_t ss_split_lines(const ss_attr *a, const char ***lines, const uint
     }
     *lines = l;
     *lens = ln;
-    return n;
+    *count = n;
+    return 0;
 }
 
-static void ss_cat_prepare(const ss_store *s, ss_cat_field *f, int raw) {
+/* How field f prints: as text, through a vocabulary, or as numbers. A
+ * damaged attribute among those it looks at is an error (printed), never a
+ * reason to print token ids instead of words. */
+static int ss_cat_prepare(const ss_store *s, ss_cat_field *f, int raw) {
     char name[SS_MAX_NAME + 32];
     ss_attr a;
+    int found;
+    if (raw) return 0;
     snprintf(name, sizeof name, "%s.tokens", f->def.name);
-    if (!raw && ss_attr_get(&a, s, name) == 0 && a.type == SS_ATTR_TEXT &&
-        ((a.size == 5 && memcmp(a.data, "bytes", 5) == 0) ||
-         (a.size == 5 && memcmp(a.data, "chars", 5) == 0)))
+    if (ss_cli_attr_find(&a, &found, "cat", s, name)) return SS_EXIT_ERROR;
+    if (found && a.type == SS_ATTR_TEXT && a.size == 5 &&
+        (memcmp(a.data, "bytes", 5) == 0 || memcmp(a.data, "chars", 5) == 0))
         f->as_text = 1;
     /* EDF+ annotations are UTF-8 text in a u8 field (stores without .tokens) */
-    if (!raw && f->def.dtype == SS_U8 && f->def.sequence && !strcmp(f->def.name, "annotations") &&
-        ss_attr_get(&a, s, "convert.converter") == 0 && a.size == 3 && !memcmp(a.data, "edf", 3))
-        f->as_text = 1;
+    if (f->def.dtype == SS_U8 && f->def.sequence && !strcmp(f->def.name, "annotations")) {
+        if (ss_cli_attr_find(&a, &found, "cat", s, "convert.converter")) return SS_EXIT_ERROR;
+        if (found && a.size == 3 && !memcmp(a.data, "edf", 3)) f->as_text = 1;
+    }
     snprintf(name, sizeof name, "%s.vocab", f->def.name);
-    if (!raw && (ss_attr_get(&a, s, name) == 0 || ss_attr_get(&a, s, "vocab") == 0) &&
-        (a.type == SS_ATTR_TEXT || a.type == SS_ATTR_BYTES)) /* bytes: not all UTF-8 */
-        f->vocab_size = ss_split_lines(&a, &f->vocab, &f->vocab_len);
+    if (ss_cli_attr_find(&a, &found, "cat", s, name)) return SS_EXIT_ERROR;
+    if (!found && ss_cli_attr_find(&a, &found, "cat", s, "vocab")) return SS_EXIT_ERROR;
+    if (found && (a.type == SS_ATTR_TEXT || a.type == SS_ATTR_BYTES)) /* bytes: not all UTF-8 */
+        return ss_split_lines(&a, &f->vocab, &f->vocab_len, &f->vocab_size);
+    return 0;
 }
 
 static void ss_cat_usage(FILE *out) {
@@ -240,7 +253,10 @@ static int ss_print_source(const ss_store *s, uint64_t i, const char **files, co
                            uint64_t nfiles) {
     uint32_t f;
     ss_view v;
-    if (ss_field_index(&f, s, "source") || ss_get(&v, s, f, i) || v.row_bytes != 16) {
+    int has = ss_field_index(&f, s, "source") == 0;
+    if (has && ss_get(&v, s, f, i))
+        return ss_cli_store_error("cat", "example %" PRIu64 " (--with-source)", i);
+    if (!has || v.row_bytes != 16) { /* no source field of this layout */
         printf("?\t");
         return 0;
     }
@@ -262,13 +278,16 @@ typedef struct ss_cat_sources {
     uint64_t nfiles;
 } ss_cat_sources;
 
-static void ss_json_source(json_t *o, const ss_store *s, uint64_t i, const ss_cat_sources *src) {
+static int ss_json_source(json_t *o, const ss_store *s, uint64_t i, const ss_cat_sources *src) {
     uint32_t f;
     ss_view v;
     uint64_t loc[2];
-    if (ss_field_index(&f, s, "source") || ss_get(&v, s, f, i) || v.row_bytes != 16) {
+    int has = ss_field_index(&f, s, "source") == 0;
+    if (has && ss_get(&v, s, f, i))
+        return ss_cli_store_error("cat", "example %" PRIu64 " (--with-source)", i);
+    if (!has || v.row_bytes != 16) { /* no source field of this layout */
         json_object_set_new(o, "source", json_null());
-        return;
+        return 0;
     }
     memcpy(loc, v.data, sizeof loc);
     json_t *js = json_object();
@@ -278,6 +297,7 @@ static void ss_json_source(json_t *o, const ss_store *s, uint64_t i, const ss_ca
         json_object_set_new(js, "file", json_integer((json_int_t)loc[0]));
     json_object_set_new(js, "line", json_integer((json_int_t)loc[1]));
     json_object_set_new(o, "source", js);
+    return 0;
 }
 
 /* Print example i: a line of tab-separated fields, or a JSON object on one line. */
@@ -287,9 +307,9 @@ static int ss_cat_example(const ss_store *s, const ss_cat_field *fields, int nf,
     int rc = 0;
     if (o) json_object_set_new(o, "index", json_integer((json_int_t)i));
     if (src->on && o)
-        ss_json_source(o, s, i, src);
+        rc = ss_json_source(o, s, i, src);
     else if (src->on)
-        ss_print_source(s, i, src->files, src->flen, src->nfiles);
+        rc = ss_print_source(s, i, src->files, src->flen, src->nfiles);
     for (int k = 0; k < nf && !rc; k++) {
         ss_view v;
         if (ss_get(&v, s, fields[k].index, i)) {
@@ -364,10 +384,11 @@ int ss_cmd_cat(int argc, char **argv) {
         }
         fields[nf++].index = idx;
     }
-    for (int k = 0; k < nf; k++) {
+    for (int k = 0; k < nf && rc == SS_EXIT_OK; k++) {
         ss_field_info(&fields[k].def, s, fields[k].index);
-        ss_cat_prepare(s, &fields[k], raw);
+        rc = ss_cat_prepare(s, &fields[k], raw);
     }
+    if (rc) goto done;
     uint64_t a = 0, b = ss_count(s);
     if (split && range) {
         rc = ss_cli_usage_error("cat", "--split and --range exclude each other");
@@ -385,8 +406,15 @@ int ss_cmd_cat(int argc, char **argv) {
     }
     ss_cat_sources src = {with_source, NULL, NULL, 0};
     ss_attr fa;
-    if (with_source && ss_attr_get(&fa, s, "source.files") == 0)
-        src.nfiles = ss_split_lines(&fa, &src.files, &src.flen);
+    int found = 0;
+    if (with_source && ss_cli_attr_find(&fa, &found, "cat", s, "source.files")) {
+        rc = SS_EXIT_ERROR;
+        goto done;
+    }
+    if (found && ss_split_lines(&fa, &src.files, &src.flen, &src.nfiles)) {
+        rc = SS_EXIT_ERROR;
+        goto done;
+    }
     for (uint64_t pos = a; pos < b && rc == SS_EXIT_OK; pos++) {
         uint64_t i = pos;
         if (sel) ss_selection_index(&i, sel, pos);

@@ -33,24 +33,27 @@ static void usage(void) {
            "exit codes: 0 ok, 1 error, 2 usage error, 3 a shard is corrupt\n");
 }
 
-/* "K/N" of the shard's source.shard attribute, if any. */
-static void read_shard_attr(ds_shard *d) {
+/* "K/N" of the shard's source.shard attribute, if any (else d->n = 0).
+ * @return 0, or SS_EXIT_ERROR (printed) when it is damaged. */
+static int read_shard_attr(ds_shard *d) {
     ss_attr a;
     char buf[40];
+    int found;
     d->n = 0;
-    if (ss_attr_get(&a, d->s, "source.shard") || a.type != SS_ATTR_TEXT || a.size >= sizeof buf)
-        return;
+    if (ss_cli_attr_find(&a, &found, "dataset", d->s, "source.shard")) return SS_EXIT_ERROR;
+    if (!found || a.type != SS_ATTR_TEXT || a.size >= sizeof buf) return 0;
     memcpy(buf, a.data, a.size);
     buf[a.size] = 0;
     char *slash = strchr(buf, '/');
     uint64_t k, n;
-    if (!slash) return;
+    if (!slash) return 0;
     *slash = 0;
     if (ss_parse_u64(buf, 0, UINT32_MAX, &k) || ss_parse_u64(slash + 1, 1, UINT32_MAX, &n) ||
         k >= n)
-        return;
+        return 0;
     d->k = (uint32_t)k;
     d->n = (uint32_t)n;
+    return 0;
 }
 
 static int by_shard(const void *a, const void *b) {
@@ -95,8 +98,10 @@ static int same_attrs(const ds_shard *a, const ds_shard *b) {
             ss_attr p, q;
             if (ss_attr_at(&p, x->s, j)) return ss_cli_store_error("dataset", "%s", x->name);
             if (!shared_attr(p.name)) continue;
-            if (ss_attr_get(&q, y->s, p.name) || q.type != p.type || q.size != p.size ||
-                memcmp(p.data, q.data, p.size)) {
+            int rc = ss_attr_get(&q, y->s, p.name);
+            if (rc && rc != SS_ENOTFOUND) /* damaged: not "differs" */
+                return ss_cli_store_error("dataset", "shard '%s'", y->name);
+            if (rc || q.type != p.type || q.size != p.size || memcmp(p.data, q.data, p.size)) {
                 fprintf(stderr,
                         "seqstore dataset: shard '%s': attribute '%s' differs from shard "
                         "'%s' (the shards of a dataset share their attributes)\n",
@@ -116,7 +121,7 @@ static int check_shards(const char *dir, ds_shard *sh, size_t n, int ordered, in
         int rc = ss_open(&sh[i].s, path, SS_OPEN_NOLOCK | (verify ? SS_OPEN_VERIFY : 0));
         free(path);
         if (rc) return ss_cli_store_error("dataset", "shard '%s'", sh[i].name);
-        read_shard_attr(&sh[i]);
+        if (read_shard_attr(&sh[i])) return SS_EXIT_ERROR;
     }
     if (!ordered) {
         for (size_t i = 0; i < n; i++)

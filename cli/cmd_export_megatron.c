@@ -36,8 +36,9 @@ static uint64_t *doc_indices(const ss_store *s, size_t *n) {
         (ss_field_info(&fi, s, df) || fi.sequence || fi.dtype != SS_U64 || fi.ndim))
         df = SS_FIELD_NONE;
     ss_attr a;
-    if (ss_attr_get(&a, s, "megatron.doc_idx") == 0 && a.type == SS_U64 && a.size >= 8 &&
-        a.size % 8 == 0) {
+    int found;
+    if (ss_cli_attr_find(&a, &found, CMD, s, "megatron.doc_idx")) return NULL;
+    if (found && a.type == SS_U64 && a.size >= 8 && a.size % 8 == 0) {
         const uint64_t *d = a.data;
         size_t m = (size_t)(a.size / 8), k = 0, ok = d[0] == 0;
         for (size_t j = 1; ok && j < m; j++) ok = d[j] >= d[j - 1] && d[j] <= count;

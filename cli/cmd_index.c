@@ -49,19 +49,31 @@ static int index_list(int argc, char **argv) {
     if (ss_cli_open(&s, "index", path, nolock ? SS_OPEN_NOLOCK : 0)) return SS_EXIT_ERROR;
     size_t plen = strlen(SS_BUCKET_ATTR_PREFIX);
     json_t *list = json ? json_array() : NULL;
-    int rc = SS_EXIT_OK;
+    int rc = SS_EXIT_OK, failed = 0;
     if (!json) printf("%-20s %-24s %10s %10s\n", "NAME", "BY", "RESOLUTION", "BUCKETS");
     for (uint64_t k = 0; k < ss_attr_count(s) && rc == SS_EXIT_OK; k++) {
         ss_attr at;
         ss_bucket *b;
-        if (ss_attr_at(&at, s, k) != 0) {
+        int orc = ss_attr_at(&at, s, k);
+        if (orc != 0 && orc != SS_ECORRUPT) { /* SS_ECORRUPT: named, listed below */
             rc = ss_cli_store_error("index", "list");
             break;
         }
         if (strncmp(at.name, SS_BUCKET_ATTR_PREFIX, plen) != 0) continue;
         const char *name = at.name + plen;
-        if (ss_bucket_open(&b, s, name) != 0) { /* e.g. stale after an append */
+        if (!orc) orc = ss_bucket_open(&b, s, name);
+        if (orc != 0) { /* listed with the reason; stale (after an append) is no error */
             if (!json) printf("%-20s (%s)\n", name, ss_error_message());
+            if (json) {
+                json_t *o = json_object();
+                json_object_set_new(o, "name", json_string(name));
+                json_object_set_new(o, "error", json_string(ss_error_message()));
+                json_array_append_new(list, o);
+            }
+            if (orc != SS_ESTATE && orc != SS_EVERSION) {
+                fprintf(stderr, "seqstore index: %s\n", ss_error_message());
+                failed = 1;
+            }
             continue;
         }
         uint32_t keys[SS_BUCKET_MAX_KEYS];
@@ -93,7 +105,7 @@ static int index_list(int argc, char **argv) {
     if (json && rc == SS_EXIT_OK) ss_json_print(list);
     json_decref(list);
     ss_close(s);
-    return rc;
+    return rc == SS_EXIT_OK && failed ? SS_EXIT_ERROR : rc;
 }
 
 static int index_rm(int argc, char **argv) {
@@ -185,16 +197,13 @@ static int index_build(int argc, char **argv) {
         }
         fields[nkeys++] = f;
     }
-    char key[SS_MAX_ATTR_NAME + 16];
-    ss_attr old;
+    char key[SS_MAX_ATTR_NAME + 16], what[SS_MAX_ATTR_NAME + 16];
     snprintf(key, sizeof key, "%s%s", SS_BUCKET_ATTR_PREFIX, name);
-    int exists = ss_attr_get(&old, s, key) == 0;
+    snprintf(what, sizeof what, "index '%s'", name);
+    int refused = nkeys && !force && ss_cli_refuse_existing("index", s, key, what);
     ss_close(s);
     if (nkeys == 0) return ss_cli_usage_error("index", "--by names no field");
-    if (exists && !force) {
-        fprintf(stderr, "seqstore index: index '%s' exists (use --force to replace it)\n", name);
-        return SS_EXIT_ERROR;
-    }
+    if (refused) return SS_EXIT_ERROR;
     ss_cli_note_sections(path);
     if (ss_bucket_save(path, name, fields, nkeys, res))
         return ss_cli_store_error("index", "build '%s'", name);

@@ -78,7 +78,15 @@ static void ss_shape_text(const ss_field *f, char *buf, size_t cap) {
     if (n < cap) snprintf(buf + n, cap - n, "]");
 }
 
-static json_t *ss_info_json(const ss_store *s, const char *path) {
+/* A value info could not read: shown where it belongs and on stderr, and
+ * counted, so that info exits non-zero (a damaged attribute is an error,
+ * not a line to overlook). */
+static void ss_info_problem(uint64_t *problems) {
+    fprintf(stderr, "seqstore info: %s\n", ss_error_message());
+    ++*problems;
+}
+
+static json_t *ss_info_json(const ss_store *s, const char *path, uint64_t *problems) {
     ss_store_info info;
     ss_store_get_info(&info, s);
     json_t *root = json_object(), *fields = json_array(), *attrs = json_array();
@@ -101,9 +109,13 @@ static json_t *ss_info_json(const ss_store *s, const char *path) {
         for (uint32_t k = 0; k < d.ndim; k++)
             json_array_append_new(shape, json_integer((json_int_t)d.dims[k]));
         json_object_set_new(jf, "shape", shape);
-        if (d.sequence) {
-            ss_length_stats st;
-            ss_field_stats(s, f, &st);
+        ss_length_stats st;
+        if (d.sequence && ss_field_stats(s, f, &st)) {
+            json_t *js = json_object();
+            json_object_set_new(js, "error", json_string(ss_error_message()));
+            json_object_set_new(jf, "lengths", js);
+            ss_info_problem(problems);
+        } else if (d.sequence) {
             json_t *js = json_object();
             json_object_set_new(js, "min", json_integer((json_int_t)st.min));
             json_object_set_new(js, "mean", json_real(st.mean));
@@ -131,9 +143,12 @@ static json_t *ss_info_json(const ss_store *s, const char *path) {
     for (uint64_t k = 0; k < ss_attr_count(s); k++) {
         ss_attr a;
         json_t *ja;
-        if (ss_attr_at(&a, s, k) != 0) {
+        int rc = ss_attr_at(&a, s, k);
+        if (rc != 0) {
             ja = json_object();
+            if (rc == SS_ECORRUPT) ss_json_set_text(ja, "name", a.name, strlen(a.name));
             json_object_set_new(ja, "error", json_string(ss_error_message()));
+            ss_info_problem(problems);
         } else {
             ja = ss_json_attr(&a);
         }
@@ -165,7 +180,7 @@ static void ss_print_histogram(const ss_length_stats *st) {
     }
 }
 
-static void ss_info_text(const ss_store *s, const char *path) {
+static void ss_info_text(const ss_store *s, const char *path, uint64_t *problems) {
     ss_store_info info;
     ss_store_get_info(&info, s);
     printf("store       %s\n", path);
@@ -186,21 +201,26 @@ static void ss_info_text(const ss_store *s, const char *path) {
         ss_shape_text(&d, shape, sizeof shape);
         printf("  %-12s %-5s %-12s", d.name, ss_dtype_name(d.dtype), shape);
         ss_length_stats st = {0};
-        if (d.sequence && ss_field_stats(s, f, &st) == 0)
+        int bad = d.sequence && ss_field_stats(s, f, &st) != 0;
+        if (bad) {
+            printf(" (lengths: %s)", ss_error_message());
+            ss_info_problem(problems);
+        } else if (d.sequence)
             printf(" length min %llu mean %.1f p50 %llu p95 %llu max %llu total %llu",
                    (unsigned long long)st.min, st.mean, (unsigned long long)st.p50,
                    (unsigned long long)st.p95, (unsigned long long)st.max,
                    (unsigned long long)st.total);
-        else if (!d.sequence)
+        else
             printf(" one row per example");
         printf("\n");
-        if (d.sequence && ss_count(s) > 0 && st.nbins) ss_print_histogram(&st);
+        if (!bad && d.sequence && ss_count(s) > 0 && st.nbins) ss_print_histogram(&st);
     }
     printf("attributes  %llu\n", (unsigned long long)ss_attr_count(s));
     for (uint64_t k = 0; k < ss_attr_count(s); k++) {
         ss_attr a;
         if (ss_attr_at(&a, s, k) != 0) {
             printf("  (attribute %llu: %s)\n", (unsigned long long)k, ss_error_message());
+            ss_info_problem(problems);
             continue;
         }
         printf("  %-24s %-5s %8llu bytes", a.name, ss_cli_attr_type_name(a.type),
@@ -222,6 +242,8 @@ static void ss_info_usage(FILE *out) {
                  "is [edges[k], edges[k+1])) and \"counts\". JSON strings are Unicode: text\n"
                  "that is not valid UTF-8 (e.g. a Latin-1 file name) has U+FFFD for each\n"
                  "invalid byte and, beside it, KEY_base64 with the exact bytes.\n\n"
+                 "What cannot be read (an attribute whose checksum fails) is shown in its\n"
+                 "place (\"error\" in --json), named on stderr, and makes the exit status 1.\n\n"
                  "  --json        one JSON object on stdout\n"
                  "  --nolock      open without a lock file (read-only media; no writer may run)\n"
                  "  --incomplete  show the committed part of an unfinished store\n");
@@ -253,13 +275,14 @@ int ss_cmd_info(int argc, char **argv) {
     if (optind != argc - 1) return ss_cli_usage_error("info", "expected one STORE");
     ss_store *s;
     if (ss_cli_open(&s, "info", argv[optind], flags)) return SS_EXIT_ERROR;
+    uint64_t problems = 0;
     if (json) {
-        json_t *root = ss_info_json(s, argv[optind]);
+        json_t *root = ss_info_json(s, argv[optind], &problems);
         ss_json_print(root);
         json_decref(root);
     } else {
-        ss_info_text(s, argv[optind]);
+        ss_info_text(s, argv[optind], &problems);
     }
     ss_close(s);
-    return SS_EXIT_OK;
+    return problems ? SS_EXIT_ERROR : SS_EXIT_OK;
 }

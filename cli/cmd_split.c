@@ -75,11 +75,13 @@ static int split_parse_args(int argc, char **argv, split_args *a) {
     return 0;
 }
 
-static int split_exists(const ss_store *s, const char *name) {
-    char key[SS_MAX_ATTR_NAME + 16];
+/* 0 when the store has no split `name` (or --force replaces it); else
+ * SS_EXIT_ERROR, printed: it exists, or exists and cannot be read. */
+static int split_refuse_existing(const ss_store *s, const char *name, int force) {
+    char key[SS_MAX_ATTR_NAME + 16], what[SS_MAX_ATTR_NAME + 16];
     snprintf(key, sizeof key, "%s%s", SS_SPLIT_ATTR_PREFIX, name);
-    ss_attr a;
-    return ss_attr_get(&a, s, key) == 0;
+    snprintf(what, sizeof what, "split '%s'", name);
+    return force ? 0 : ss_cli_refuse_existing("split", s, key, what);
 }
 
 static int split_add(const split_args *a) {
@@ -87,13 +89,9 @@ static int split_add(const split_args *a) {
     ss_store *s;
     if (ss_cli_open(&s, "split", a->pos[0], 0)) return SS_EXIT_ERROR;
     uint64_t count = ss_count(s);
-    int exists = split_exists(s, a->pos[1]);
+    int refused = split_refuse_existing(s, a->pos[1], a->force);
     ss_close(s);
-    if (exists && !a->force) {
-        fprintf(stderr, "seqstore split: split '%s' exists (use --force to replace it)\n",
-                a->pos[1]);
-        return SS_EXIT_ERROR;
-    }
+    if (refused) return SS_EXIT_ERROR;
     ss_selection *sel;
     if (ss_selection_parse(&sel, a->pos[2], count))
         return ss_cli_store_error("split", "ranges '%s'", a->pos[2]);
@@ -117,10 +115,8 @@ static int split_kfold(const split_args *a) {
     for (uint64_t i = 0; i < k && !a->force; i++) {
         for (int v = 0; v < 2; v++) {
             snprintf(name, sizeof name, "%s%" PRIu64 ".%s", a->prefix, i, v ? "valid" : "train");
-            if (split_exists(s, name)) {
+            if (split_refuse_existing(s, name, 0)) {
                 ss_close(s);
-                fprintf(stderr, "seqstore split: split '%s' exists (use --force to replace it)\n",
-                        name);
                 return SS_EXIT_ERROR;
             }
         }

@@ -62,6 +62,18 @@ void ss_cli_note_sections(const char *path);
 /** Remove the lock files ss_cli_note_store() recorded that no process uses
  *  (cli_locks.c); main() calls it when the command ends. */
 void ss_cli_drop_locks(void);
+/* Look up attribute `name` of `s` where the store may lack it (a vocabulary,
+ * the source files): *found is 1 and *out set when it is there, 0 when the
+ * store has none. Any other failure, a checksum mismatch above all, is never
+ * taken for absence: it is printed ("seqstore CMD: STORE: attribute 'NAME':
+ * checksum mismatch") and SS_EXIT_ERROR returned; else 0. */
+int ss_cli_attr_find(ss_attr *out, int *found, const char *cmd, const ss_store *s,
+                     const char *name);
+/* Before writing attribute `attr` (shown as `what`, e.g. "split 'a'")
+ * without --force: 0 when `s` has none; else prints that it exists (or that
+ * it exists but cannot be read, with the reason) and returns SS_EXIT_ERROR. */
+int ss_cli_refuse_existing(const char *cmd, const ss_store *s, const char *attr,
+                           const char *what);
 /* Remove attribute `attr` (shown to the user as `what`, e.g. "split 'a'")
  * from the store at `path`; an absent attribute is an error. Returns the
  * exit code. */

@@ -453,11 +453,23 @@ void ss_conv_skipped(ss_conv *c, uint64_t n, const char *what, const char *why) 
 
 /* -------------------------------------------------------------- the store */
 
+/* The store appended to or resumed, if any. Every attribute is checked here,
+ * once: the converters then look theirs up as optional (a vocabulary, class
+ * names, signal.*), and a damaged one must stop the conversion, naming it,
+ * rather than read as absent and be written anew. */
 static int open_existing(ss_conv *c, ss_store **out, unsigned flags) {
     *out = NULL;
     int rc = ss_open(out, c->opts.output, flags);
     if (rc == SS_ENOTFOUND) return 0;
     if (rc) return ss_conv_ss_error(c, "cannot open '%s'", c->opts.output);
+    for (uint64_t k = 0; k < ss_attr_count(*out); k++) {
+        ss_attr a;
+        if (ss_attr_at(&a, *out, k) == 0) continue;
+        rc = ss_conv_ss_error(c, "cannot read the attributes of '%s'", c->opts.output);
+        ss_close(*out);
+        *out = NULL;
+        return rc;
+    }
     return 0;
 }
 

@@ -748,8 +748,14 @@ int tx_vocab_load(ss_conv *c, ss_vocab **out, const char *from, const char *fiel
     if (rc == 0) {
         ss_attr a;
         snprintf(name, sizeof name, "%s.vocab", field);
-        if ((ss_attr_get(&a, s, name) != 0 && ss_attr_get(&a, s, "vocab") != 0) ||
-            (a.type != SS_ATTR_TEXT && a.type != SS_ATTR_BYTES)) {
+        int arc = ss_attr_get(&a, s, name);
+        if (arc == SS_ENOTFOUND) arc = ss_attr_get(&a, s, "vocab");
+        if (arc && arc != SS_ENOTFOUND) { /* damaged: not "no vocabulary" */
+            rc = ss_conv_ss_error(c, "cannot read the vocabulary of '%s'", from);
+            ss_close(s);
+            return rc;
+        }
+        if (arc || (a.type != SS_ATTR_TEXT && a.type != SS_ATTR_BYTES)) {
             ss_close(s);
             return ss_conv_error(c, "'%s' has no vocabulary (attribute '%s' or 'vocab')", from,
                                  name);

@@ -40,13 +40,18 @@ int main(int argc, char **argv) {
 
     ss_selection *all, *train = NULL, *valid = NULL;
     if ((rc = ss_selection_all(&all, ss_count(store)))) return fail("selection", rc);
-    int stored_split = ss_split_load(&train, store, "fold0.train") == 0;
+    /* absent is a choice (compute the folds); damaged is an error */
+    rc = ss_split_load(&train, store, "fold0.train");
+    if (rc && rc != SS_ENOTFOUND) return fail("split fold0.train", rc);
+    int stored_split = rc == 0;
     if (!stored_split && (rc = ss_selection_kfold(&train, &valid, all, 5, 0, NULL)))
         return fail("kfold", rc);
     char bucket[SS_MAX_ATTR_NAME + 1];
     ss_attr a;
     snprintf(bucket, sizeof bucket, "%s%s", SS_BUCKET_ATTR_PREFIX, field);
-    int stored_bucket = ss_attr_get(&a, store, bucket) == 0;
+    rc = ss_attr_get(&a, store, bucket);
+    if (rc && rc != SS_ENOTFOUND) return fail("bucket index", rc);
+    int stored_bucket = rc == 0;
     printf("rank %u of %u (%s): %llu examples, %s fold 0, %s\n", rank, world, source,
            (unsigned long long)ss_count(store), stored_split ? "stored" : "computed",
            stored_bucket ? "stored bucket index" : "no bucket index");

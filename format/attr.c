@@ -57,10 +57,14 @@ static int ss_attr_decode(const ss_store *s, const ss_attr_slot *a, ss_attr *out
     ss_key_named(&key, SS_KEY_ATTR, a->name);
     const unsigned char *p;
     uint64_t len;
+    out->name = a->name; /* named even when damaged: callers say which one */
     if (ss_block_open(a->value, a->value_size, &key, s->h.format_version, "attribute", &p, &len) ||
-        len < SS_ATTR_PREFIX)
+        len < SS_ATTR_PREFIX) {
+        out->type = SS_ATTR_BYTES;
+        out->data = NULL;
+        out->size = 0;
         return ss__fail(SS_ECORRUPT, "%s: attribute '%s': checksum mismatch", s->path, a->name);
-    out->name = a->name;
+    }
     out->type = ss_le32(p);
     out->data = p + SS_ATTR_PREFIX;
     out->size = len - SS_ATTR_PREFIX;

@@ -269,8 +269,13 @@ uint64_t ss_dataset_length(const ss_store *s, uint32_t field, uint64_t index) {
 }
 
 /* The stored global lengths of sequence field `field` (§13.1), found and
- * checked once: NULL when the dataset has none (then the shards answer). */
-static const void *ds_stored_lengths(const ss_store *s, uint32_t field, ss_dtype *dtype) {
+ * checked once: *data NULL when the dataset has none (then the shards
+ * answer). A damaged section is an error at every call, as any damaged
+ * attribute is, never a reason to ask the shards instead. */
+enum { DS_LEN_UNKNOWN, DS_LEN_STORED, DS_LEN_NONE, DS_LEN_DAMAGED };
+
+static int ds_stored_lengths(const void **data, ss_dtype *dtype, const ss_store *s,
+                             uint32_t field) {
     ss_dataset *ds = s->ds;
     int state = atomic_load_explicit(&ds->len_state[field], memory_order_acquire);
     if (!state) {
@@ -279,21 +284,31 @@ static const void *ds_stored_lengths(const ss_store *s, uint32_t field, ss_dtype
         if (!state) {
             uint64_t n;
             int rc = ss_lengths_view(&ds->len_data[field], &ds->len_dtype[field], &n, s, field);
-            state = rc ? 2 : 1; /* a damaged section: the shards answer, verify reports it */
+            state = !rc ? DS_LEN_STORED : rc == SS_ENOTFOUND ? DS_LEN_NONE : DS_LEN_DAMAGED;
             atomic_store_explicit(&ds->len_state[field], state, memory_order_release);
         }
         pthread_mutex_unlock((pthread_mutex_t *)&s->lock);
     }
+    *data = NULL;
+    if (state == DS_LEN_DAMAGED) { /* the same failure again, for this call's message */
+        const void *d;
+        uint64_t n;
+        return ss_lengths_view(&d, dtype, &n, s, field);
+    }
     *dtype = ds->len_dtype[field];
-    return state == 1 ? ds->len_data[field] : NULL;
+    if (state == DS_LEN_STORED) *data = ds->len_data[field];
+    return 0;
 }
 
 int ss_dataset_lengths(uint64_t *out, const ss_store *s, uint32_t field, uint64_t first,
                        uint64_t n) {
     const ss_dataset *ds = s->ds;
     ss_dtype dt;
-    const void *stored =
-        ds->sections && s->f[field].sequence ? ds_stored_lengths(s, field, &dt) : NULL;
+    const void *stored = NULL;
+    if (ds->sections && s->f[field].sequence) {
+        int rc = ds_stored_lengths(&stored, &dt, s, field);
+        if (rc) return rc;
+    }
     if (stored) { /* no shard is opened */
         for (uint64_t i = 0; i < n; i++) out[i] = ss__lengths_value(stored, dt, first + i);
         return 0;

@@ -48,8 +48,10 @@ int ss__sections_open(ss_store **out, const char *dir, const ss_manifest *m, uns
     ss_attr a;
     char want[17];
     ss_binding_text(want, m->checksum);
-    if (!rc && (ss_attr_get(&a, s, SS_SECTIONS_BINDING) || a.type != SS_ATTR_TEXT || a.size != 16 ||
-                memcmp(a.data, want, 16)))
+    int brc = rc ? 0 : ss_attr_get(&a, s, SS_SECTIONS_BINDING);
+    if (brc && brc != SS_ENOTFOUND)
+        rc = brc; /* damaged: its own message, not "another manifest" */
+    else if (!rc && (brc || a.type != SS_ATTR_TEXT || a.size != 16 || memcmp(a.data, want, 16)))
         rc = ss__fail(SS_ECORRUPT,
                       "%s: belongs to another manifest (attribute '" SS_SECTIONS_BINDING
                       "' is not the manifest's checksum %s): run `seqstore dataset build` again",
@@ -185,7 +187,13 @@ static int ss_keep_sections(ss_writer *w, const char *dir, const ss_manifest *m,
     }
     for (uint64_t k = 0; k < ss_attr_count(old) && !rc; k++) {
         ss_attr a;
-        if ((rc = ss_attr_at(&a, old, k))) break;
+        int arc = ss_attr_at(&a, old, k);
+        /* the build's own sections are written anew, a damaged one too; a
+         * damaged split or index is an error (it would be lost) */
+        if (arc && (arc != SS_ECORRUPT || ss_user_section(a.name))) {
+            rc = arc;
+            break;
+        }
         if (!ss_user_section(a.name)) continue;
         if (!(rc = ss_writer_set_attr(w, a.name, a.type, a.data, a.size))) ++*kept;
     }

@@ -681,7 +681,9 @@ SS_API uint64_t ss_length(const ss_store *s, uint32_t field, uint64_t index);
  *  @param[out] out `n` lengths; may be NULL if
  *                  n is 0.
  *  @return 0; SS_ERANGE (bad field, or the range passes the count);
- *          SS_EINVAL (NULL argument). */
+ *          SS_EINVAL (NULL argument); for a dataset also SS_ECORRUPT (its
+ *          stored lengths section fails its checksum: an error, not a
+ *          reason to ask the shards) and what opening a shard returns. */
 SS_API int ss_lengths(uint64_t *out, const ss_store *s, uint32_t field, uint64_t first, uint64_t n);
 
 /** Attribute name prefix of a sequence field's stored lengths: the section
@@ -771,8 +773,12 @@ typedef struct ss_attr {
     uint64_t size;    /**< bytes */
 } ss_attr;
 
-/** Look up attribute `name` (checksum verified).
- *  @param[out] out the attribute, borrowed from the store.
+/** Look up attribute `name` (checksum verified). A damaged attribute is
+ *  SS_ECORRUPT, never SS_ENOTFOUND: a caller for whom the attribute is
+ *  optional must still report it (the message names the store and the
+ *  attribute).
+ *  @param[out] out the attribute, borrowed from the store. On SS_ECORRUPT
+ *                  out->name is still its name (data NULL, size 0).
  *  @return 0; SS_ENOTFOUND; SS_ECORRUPT (checksum mismatch); SS_EINVAL
  *          (NULL argument). */
 SS_API int ss_attr_get(ss_attr *out, const ss_store *s, const char *name);

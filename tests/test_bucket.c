@@ -606,10 +606,129 @@ static void test_store_v2(void) {
     ss_close(s);
 }
 
+/* The stored descending order, ties included, against an independent
+ * construction from spec/SDK_SECTIONS.md: an insertion sort by the length
+ * tuple descending and the index ascending, a bucket starting where
+ * floor(L_k / R) changes for some key between neighbours, then each bucket
+ * by index (insertion sort again). Stored with ss_bucket_set() and read back
+ * through ss_bucket_open(), for one and two keys and R = 1, 3. */
+static int tuple_before(const uint64_t *a, const uint64_t *b, size_t nkeys) {
+    for (size_t k = 0; k < nkeys; k++)
+        if (a[k] != b[k]) return a[k] > b[k]; /* descending */
+    return 0;
+}
+
+static void test_descending_ties(void) {
+    enum { N = 300 };
+    static uint64_t src[N], tgt[N];
+    uint64_t rng = 77;
+    for (int i = 0; i < N; i++) { /* few distinct lengths: many ties */
+        src[i] = ss_test_rand(&rng) % 12;
+        tgt[i] = ss_test_rand(&rng) % 5;
+    }
+    const char *path = ss_test_path("desc.ss");
+    make_store(path, src, tgt, N);
+    for (int round = 0; round < 4; round++) {
+        size_t nkeys = round % 2 ? 2 : 1;
+        uint64_t R = round < 2 ? 1 : 3;
+        uint32_t fields[2] = {0, 1};
+        ss_store *s;
+        CHECK_OK(ss_open(&s, path, 0));
+        ss_bucket_options o = SS_BUCKET_OPTIONS_INIT;
+        o.resolution = R;
+        o.descending = 1;
+        ss_bucket *b;
+        CHECK_OK(ss_bucket_create(&b, s, fields, nkeys, &o));
+        ss_close(s);
+        ss_writer *w;
+        CHECK_OK(ss_writer_open(&w, path, NULL, NULL));
+        CHECK_OK(ss_bucket_set(w, "desc", b));
+        CHECK_OK(ss_writer_finish(w));
+        ss_writer_free(w);
+        ss_bucket_free(b);
+
+        uint64_t key[N][2], want[N], starts[N + 1], nb = 0;
+        for (int i = 0; i < N; i++) key[i][0] = src[i], key[i][1] = tgt[i];
+        for (int i = 0; i < N; i++) { /* stable: a tie keeps the smaller index first */
+            int j = i;
+            for (; j > 0 && tuple_before(key[i], key[want[j - 1]], nkeys); j--)
+                want[j] = want[j - 1];
+            want[j] = (uint64_t)i;
+        }
+        for (int i = 0; i < N; i++) {
+            int cut = i == 0;
+            for (size_t k = 0; k < nkeys && !cut; k++)
+                cut = key[want[i]][k] / R != key[want[i - 1]][k] / R;
+            if (cut) starts[nb++] = (uint64_t)i;
+        }
+        starts[nb] = N;
+        for (uint64_t q = 0; q < nb; q++) /* each bucket in index order */
+            for (uint64_t i = starts[q] + 1; i < starts[q + 1]; i++)
+                for (uint64_t j = i; j > starts[q] && want[j - 1] > want[j]; j--) {
+                    uint64_t t = want[j];
+                    want[j] = want[j - 1], want[j - 1] = t;
+                }
+
+        CHECK_OK(ss_open(&s, path, 0));
+        ss_bucket *r;
+        CHECK_OK(ss_bucket_open(&r, s, "desc"));
+        CHECK(ss_bucket_descending(r));
+        CHECK_EQ_U64(ss_bucket_resolution(r), R);
+        CHECK_EQ_U64(ss_bucket_keys(NULL, r), nkeys);
+        check_index(r, want, N, starts, nb);
+        uint64_t got[N], m; /* the unshuffled bucket order is the permutation */
+        CHECK_OK(ss_bucket_order(got, &m, r, NULL, 0, 0, 0));
+        CHECK_EQ_U64(m, N);
+        CHECK(memcmp(got, want, sizeof got) == 0);
+        ss_bucket_free(r);
+        ss_close(s);
+    }
+}
+
+/* A split, a bucket index and the stored lengths whose checksums fail are
+ * SS_ECORRUPT naming the store and the attribute, never "no such split". */
+static void test_damaged_sections(void) {
+    uint64_t len[6] = {3, 1, 4, 1, 5, 9};
+    const char *path = ss_test_path("dmg.ss");
+    make_store(path, len, len, 6);
+    uint32_t f0 = 0;
+    ss_selection *sel;
+    CHECK_OK(ss_selection_parse(&sel, "1:4", 6));
+    CHECK_OK(ss_split_save(path, "x", sel));
+    ss_selection_free(sel);
+    CHECK_OK(ss_bucket_save(path, "x", &f0, 1, 2));
+    ss_test_flip_attr(path, "ss.split.x", 3);
+    ss_test_flip_attr(path, "ss.bucket.x", 64);
+    ss_test_flip_attr(path, "ss.lengths.src", 2);
+    ss_store *s;
+    CHECK_OK(ss_open(&s, path, 0));
+    char want[700];
+    snprintf(want, sizeof want, "%s: attribute 'ss.split.x': checksum mismatch", path);
+    CHECK_RC(ss_split_load(&sel, s, "x"), SS_ECORRUPT);
+    CHECK(sel == NULL && strstr(ss_error_message(), want));
+    ss_bucket *b;
+    snprintf(want, sizeof want, "%s: attribute 'ss.bucket.x': checksum mismatch", path);
+    CHECK_RC(ss_bucket_open(&b, s, "x"), SS_ECORRUPT);
+    CHECK(b == NULL && strstr(ss_error_message(), want));
+    const void *data;
+    ss_dtype dt;
+    uint64_t n;
+    snprintf(want, sizeof want, "%s: attribute 'ss.lengths.src': checksum mismatch", path);
+    CHECK_RC(ss_lengths_view(&data, &dt, &n, s, 0), SS_ECORRUPT);
+    CHECK(strstr(ss_error_message(), want));
+    CHECK_OK(ss_lengths_view(&data, &dt, &n, s, 1)); /* tgt's: untouched */
+    uint64_t problems = 0;
+    CHECK_RC(ss_verify(&problems, s, NULL, NULL), SS_ECORRUPT);
+    CHECK(problems >= 3);
+    ss_close(s);
+}
+
 int main(void) {
     test_torchnet();
     test_estimated();
     test_store_v2();
+    test_descending_ties();
+    test_damaged_sections();
     test_hand();
     test_property();
     test_store();

@@ -5,6 +5,7 @@
 #include "testutil.h"
 
 #include <edflib.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -616,6 +617,152 @@ static void test_split_index(void) {
     EXPECT_RUN(0, "verify '%s'", s);
 }
 
+/* A words store of 4 examples (vocabulary "the cat sat zebra ran dog"), with
+ * a split 'a', a bucket index 'tokens' and a megatron.doc_idx of two documents. */
+static const char *words_store(const char *name) {
+    static char path[4][800];
+    static int next;
+    char *p = path[next++ % 4];
+    snprintf(p, sizeof path[0], "%s", ss_test_path(name));
+    const char *words = "the cat sat\nthe zebra ran\ncat dog\nthe dog sat\n";
+    const char *txt = put_file("words.txt", words, strlen(words));
+    EXPECT_RUN(0, "convert text --quiet --force --tokens words '%s' -o '%s'", txt, p);
+    EXPECT_RUN(0, "split add '%s' a 0:2", p);
+    EXPECT_RUN(0, "index '%s' --by tokens --resolution 2", p);
+    EXPECT_RUN(0, "attr set '%s' megatron.doc_idx --values 0,2,4 --type u64", p);
+    return p;
+}
+
+/* An attribute whose checksum fails is an error wherever a command meets
+ * it, naming the store and the attribute; never read as absent. */
+static void test_damaged_attr(void) {
+    const char *s = words_store("dmg.ss");
+    char jl[800], mg[800];
+    snprintf(jl, sizeof jl, "%s", ss_test_path("dmg.jsonl"));
+    snprintf(mg, sizeof mg, "%s", ss_test_path("dmg-megatron"));
+    EXPECT_RUN(0, "cat '%s'", s);
+    EXPECT_OUT("the zebra ran\n");
+    EXPECT_RUN(0, "export megatron '%s' '%s' --force", s, mg);
+    ss_test_flip_attr(s, "vocab", 5); /* "the\ncat\n...": the 'a' of cat */
+    char want[1000];
+    snprintf(want, sizeof want, "%s: attribute 'vocab': checksum mismatch", s);
+    const char *vocab_cmds[] = {"cat", "cat --json", "cat --range 1:2"};
+    for (size_t k = 0; k < sizeof vocab_cmds / sizeof vocab_cmds[0]; k++) {
+        EXPECT_RUN(1, "%s '%s'", vocab_cmds[k], s);
+        EXPECT_ERR(want);
+        CHECK_EQ_U64(g_outlen, 0); /* not one example printed as token ids */
+    }
+    EXPECT_RUN(1, "export '%s' --format jsonl -o '%s'", s, jl);
+    EXPECT_ERR(want);
+    EXPECT_RUN(0, "cat --raw '%s'", s); /* ids asked for: the vocabulary is not read */
+    CHECK_EQ_U64(count_lines(g_out), 4);
+    EXPECT_RUN(1, "info '%s'", s); /* shown inline, and an error */
+    EXPECT_OUT("examples    4");
+    EXPECT_OUT(want);
+    EXPECT_OUT("megatron.doc_idx");
+    EXPECT_ERR(want);
+    EXPECT_RUN(1, "info --json '%s'", s);
+    EXPECT_ERR(want);
+    const char *py = "import json,sys\n"
+                     "d=json.load(sys.stdin)\n"
+                     "e=[a for a in d['attributes'] if 'error' in a]\n"
+                     "assert len(e)==1 and e[0]['name']=='vocab', e\n"
+                     "assert \"attribute 'vocab': checksum\" in e[0]['error'], e\n"
+                     "assert d['examples']==4\n";
+    CHECK(python_on_output(py, NULL) == 0);
+    EXPECT_RUN(1, "attr get '%s' vocab", s);
+    EXPECT_ERR(want);
+    EXPECT_RUN(3, "verify '%s'", s);
+    const char *words = put_file("more.txt", "the cat ran\n", 12);
+    EXPECT_RUN(1, "convert text --quiet --force --tokens words --vocab '%s' '%s' -o '%s'", s,
+               words, ss_test_path("dmg2.ss"));
+    EXPECT_ERR(want); /* damaged, not "has no vocabulary" */
+    CHECK(!strstr(g_err, "has no vocabulary"));
+    EXPECT_RUN(1, "convert text --quiet --tokens words --append '%s' -o '%s'", words, s);
+    EXPECT_ERR(want);
+
+    ss_test_flip_attr(s, "megatron.doc_idx", 8); /* document 1 starts at 3, not 2 */
+    EXPECT_RUN(1, "export megatron '%s' '%s' --force", s, mg);
+    EXPECT_ERR("attribute 'megatron.doc_idx': checksum mismatch");
+
+    ss_test_flip_attr(s, "ss.split.a", 0);
+    EXPECT_RUN(1, "split add '%s' a 1", s); /* damaged is not absent: --force replaces it */
+    EXPECT_ERR("attribute 'ss.split.a': checksum mismatch");
+    EXPECT_RUN(1, "cat --raw --split a '%s'", s);
+    EXPECT_ERR("attribute 'ss.split.a': checksum mismatch");
+    EXPECT_RUN(0, "split add --force '%s' a 1", s);
+    EXPECT_RUN(0, "cat --raw --split a '%s'", s);
+
+    ss_test_flip_attr(s, "ss.bucket.tokens", 70);
+    EXPECT_RUN(1, "index list '%s'", s);
+    EXPECT_OUT("tokens");
+    EXPECT_ERR("attribute 'ss.bucket.tokens': checksum mismatch");
+    EXPECT_RUN(1, "index list --json '%s'", s);
+    py = "import json,sys\n"
+         "d=json.load(sys.stdin)\n"
+         "assert len(d)==1 and d[0]['name']=='tokens' and 'checksum' in d[0]['error'], d\n";
+    CHECK(python_on_output(py, NULL) == 0);
+    EXPECT_RUN(1, "index '%s' --by tokens --resolution 2", s);
+    EXPECT_ERR("attribute 'ss.bucket.tokens': checksum mismatch");
+    EXPECT_RUN(0, "index '%s' --by tokens --resolution 2 --force", s);
+    EXPECT_RUN(0, "index list '%s'", s);
+}
+
+/* cat --with-source over a damaged chunk of the source field: an error
+ * naming the chunk, not "?" for the file and line. */
+static void test_damaged_source(void) {
+    const char *s = words_store("dmg-src.ss");
+    ss_store *st;
+    CHECK_OK(ss_open(&st, s, SS_OPEN_NOLOCK));
+    ss_view v;
+    const void *base;
+    uint64_t size;
+    int fd;
+    CHECK_OK(ss_get(&v, st, ss_test_field(st, "source"), 2));
+    CHECK_OK(ss_store_map(&base, &size, &fd, st));
+    long off = (long)((const unsigned char *)v.data - (const unsigned char *)base);
+    ss_close(st);
+    FILE *f = fopen(s, "r+b");
+    CHECK(f && fseek(f, off, SEEK_SET) == 0);
+    int c = fgetc(f);
+    CHECK(c != EOF && fseek(f, off, SEEK_SET) == 0 && fputc(c ^ 4, f) != EOF && fclose(f) == 0);
+    EXPECT_RUN(0, "cat '%s'", s); /* the tokens' chunk is sound */
+    EXPECT_RUN(1, "cat --with-source '%s'", s);
+    EXPECT_ERR("example 0 (--with-source)");
+    EXPECT_ERR("field 'source'");
+    EXPECT_RUN(1, "cat --json --with-source '%s'", s);
+    EXPECT_ERR("field 'source'");
+}
+
+/* dataset build: a shard's damaged source.shard or shared attribute is
+ * said to be damaged, not "no source.shard" or "differs". */
+static void test_damaged_shard_attr(void) {
+    char dir[800], part[820], copy[800];
+    snprintf(dir, sizeof dir, "%s", ss_test_path("dmg-ds"));
+    snprintf(part, sizeof part, "%s/p1.ss", dir);
+    snprintf(copy, sizeof copy, "%s", ss_test_path("p1-copy.ss"));
+    CHECK(mkdir(dir, 0755) == 0);
+    const char *words = "a b\nc d e\nf\ng h\n";
+    const char *txt = put_file("shard-words.txt", words, strlen(words));
+    for (int k = 0; k < 2; k++)
+        EXPECT_RUN(0, "convert text --quiet --tokens words '%s' -o '%s/p%d.ss' --shard %d/2", txt,
+                   dir, k, k);
+    size_t n;
+    char *image = ss_test_read_file(part, &n);
+    ss_test_write_file(copy, image, n);
+    ss_test_flip_attr(part, "source.shard", 0);
+    EXPECT_RUN(1, "dataset build '%s'", dir);
+    EXPECT_ERR("p1.ss: attribute 'source.shard': checksum mismatch");
+    ss_test_write_file(part, image, n);
+    ss_test_flip_attr(part, "convert.version", 0);
+    EXPECT_RUN(1, "dataset build '%s'", dir);
+    EXPECT_ERR("p1.ss: attribute 'convert.version': checksum mismatch");
+    CHECK(!strstr(g_err, "differs"));
+    ss_test_write_file(part, image, n);
+    EXPECT_RUN(0, "dataset build '%s'", dir);
+    free(image);
+}
+
 /* The histogram in info --json agrees with a count of the lengths read
  * through the library; the text output draws one bar per bin. */
 static void test_histogram(void) {
@@ -685,6 +832,26 @@ static void test_edf_annotations(void) {
         "a=o['annotations']\n"
         "assert isinstance(a,str) and 'eyes closed' in a and '\\u00e9b\\u00e9' in a, a\n";
     CHECK(python_on_output(py, NULL) == 0);
+
+    /* damaged attributes of an EDF store: cat and --append say so */
+    size_t n;
+    char *image = ss_test_read_file(st, &n);
+    ss_test_flip_attr(st, "convert.converter", 1);
+    EXPECT_RUN(1, "cat '%s' --field annotations", st);
+    EXPECT_ERR("attribute 'convert.converter': checksum mismatch");
+    const char *names[] = {"signal.gain", "signal.labels", "signal.sample_rate"};
+    for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) {
+        ss_test_write_file(st, image, n);
+        ss_test_flip_attr(st, names[k], 1);
+        EXPECT_RUN(1, "convert edf --quiet --append '%s' -o '%s'", edf, st);
+        char want[300];
+        snprintf(want, sizeof want, "attribute '%s': checksum mismatch", names[k]);
+        EXPECT_ERR(want);
+        CHECK(!strstr(g_err, "missing"));
+    }
+    ss_test_write_file(st, image, n);
+    EXPECT_RUN(0, "convert edf --quiet --append '%s' -o '%s'", edf, st);
+    free(image);
 }
 
 static int lock_exists(const char *store) {
@@ -833,7 +1000,10 @@ int main(int argc, char **argv) {
                  {"edf_annotations", test_edf_annotations},
                  {"verify_names", test_verify_names},
                  {"export", test_export},
-                 {"remove_attr_api", test_remove_attr_api}};
+                 {"remove_attr_api", test_remove_attr_api},
+                 {"damaged_attr", test_damaged_attr},
+                 {"damaged_shard_attr", test_damaged_shard_attr},
+                 {"damaged_source", test_damaged_source}};
     for (size_t k = 0; k < sizeof tests / sizeof tests[0]; k++) {
         int want = argc < 2;
         for (int i = 1; i < argc; i++) want |= strcmp(argv[i], tests[k].name) == 0;

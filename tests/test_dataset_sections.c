@@ -132,6 +132,45 @@ static void check_verify_lengths(const char *dir) {
     free(wrong);
 }
 
+/* A damaged global lengths section is SS_ECORRUPT from ss_lengths() and
+ * ss_lengths_view(), naming the sections store and the attribute, at every
+ * call (the shards are not asked instead); a rebuild repairs it. */
+static void check_damaged_lengths(const char *dir) {
+    char sections[4096], err[4096], want[4200];
+    snprintf(sections, sizeof sections, "%s/dataset.sections.ss", dir);
+    snprintf(want, sizeof want, "%s: attribute 'ss.lengths.tokens': checksum mismatch", sections);
+    ss_test_flip_attr(sections, "ss.lengths.tokens", 1);
+    ss_store *d;
+    CHECK_OK(ss_open(&d, dir, 0));
+    uint32_t f = ss_test_field(d, "tokens");
+    uint64_t n = ss_count(d), *lens = malloc(n * 8);
+    CHECK(lens);
+    for (int again = 0; again < 2; again++) {
+        CHECK_RC(ss_lengths(lens, d, f, 0, n), SS_ECORRUPT);
+        CHECK(strstr(ss_error_message(), want));
+    }
+    const void *p;
+    ss_dtype dt;
+    CHECK_RC(ss_lengths_view(&p, &dt, &n, d, f), SS_ECORRUPT);
+    CHECK(strstr(ss_error_message(), want));
+    ss_close(d);
+    CHECK_EXIT(ss_test_cli(err, sizeof err, NULL, "info %s", dir), 1, err);
+    CHECK(strstr(err, want));
+    CHECK_EXIT(ss_test_cli(err, sizeof err, NULL, "dataset build %s", dir), 0, err);
+    CHECK_OK(ss_open(&d, dir, 0));
+    CHECK_OK(ss_lengths(lens, d, f, 0, ss_count(d)));
+    ss_close(d);
+    free(lens);
+    /* the binding: damaged is said as such, not "another manifest" */
+    snprintf(want, sizeof want, "%s: attribute 'dataset.manifest': checksum mismatch", sections);
+    ss_test_flip_attr(sections, "dataset.manifest", 3);
+    CHECK_RC(ss_open(&d, dir, 0), SS_ECORRUPT);
+    CHECK(strstr(ss_error_message(), want) && !strstr(ss_error_message(), "another manifest"));
+    CHECK_EXIT(ss_test_cli(err, sizeof err, NULL, "dataset build %s", dir), 0, err);
+    CHECK_OK(ss_open(&d, dir, 0));
+    ss_close(d);
+}
+
 int main(void) {
     const char *text = ss_test_keep_path("corpus.txt"), *dir = ss_test_keep_path("ds");
     const char *merged = ss_test_keep_path("merged.ss"), *moved = ss_test_keep_path("moved");
@@ -232,6 +271,8 @@ int main(void) {
     CHECK_EXIT(ss_test_cli(err, sizeof err, NULL, "dataset build %s", dir), 0, err);
     check_no_lock_files(dir);
     check_verify_lengths(dir); /* (its writer, not the CLI, leaves LMDB's lock file) */
+    CHECK_EXIT(ss_test_cli(err, sizeof err, NULL, "dataset build %s", dir), 0, err);
+    check_damaged_lengths(dir);
     puts("test_dataset_sections: ok");
     return 0;
 }

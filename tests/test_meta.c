@@ -286,6 +286,68 @@ static void test_window_attrs(const ss_store *s) {
     CHECK_RC(ss_window_reader_open(&r, s, &o), SS_ENOTFOUND);
 }
 
+/* Every typed getter, line list, rate and window reader over an attribute
+ * whose checksum fails returns SS_ECORRUPT with a message naming the store
+ * and the attribute, never SS_ENOTFOUND; the other attributes still read. */
+static void expect_damaged(int rc, const char *attr) {
+    CHECK_RC(rc, SS_ECORRUPT);
+    char want[600];
+    snprintf(want, sizeof want, "%s: attribute '%s': checksum mismatch",
+             ss_test_path("damaged.ss"), attr);
+    CHECK(strstr(ss_error_message(), want));
+}
+
+static void test_damaged(void) {
+    size_t n;
+    char *image = ss_test_read_file(ss_test_path("meta.ss"), &n);
+    const char *path = ss_test_path("damaged.ss");
+    ss_test_write_file(path, image, n);
+    free(image);
+    const char *names[] = {"tokens.vocab", "label.names", "signal.sample_rate", "signal.gain",
+                           "note", "image.shape"};
+    for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
+        ss_test_flip_attr(path, names[k], 1);
+    ss_store *s;
+    CHECK_OK(ss_open(&s, path, 0));
+    ss_attr a;
+    expect_damaged(ss_attr_get(&a, s, "tokens.vocab"), "tokens.vocab");
+    CHECK(strcmp(a.name, "tokens.vocab") == 0 && a.data == NULL && a.size == 0);
+    ss_lines *l = (ss_lines *)1;
+    expect_damaged(ss_lines_open(&l, s, TOKENS, "vocab"), "tokens.vocab");
+    CHECK(l == NULL);
+    expect_damaged(ss_lines_open(&l, s, LABEL, "names"), "label.names");
+    double d[3] = {0};
+    expect_damaged(ss_attr_get_f64(d, 3, s, "signal.gain"), "signal.gain");
+    int64_t i64;
+    expect_damaged(ss_attr_get_i64(&i64, 1, s, "note"), "note");
+    uint32_t u[2];
+    expect_damaged(ss_attr_get_u32(u, 2, s, "image.shape"), "image.shape");
+    uint64_t count;
+    expect_damaged(ss_attr_elements(&count, s, "note"), "note");
+    char buf[8];
+    expect_damaged(ss_attr_get_text(buf, sizeof buf, NULL, s, "note"), "note");
+    expect_damaged(ss_sample_rate(d, s, SIGNAL), "signal.sample_rate");
+    expect_damaged(ss_seconds_to_samples(&count, s, SIGNAL, 1.0), "signal.sample_rate");
+    ss_window_options o = SS_WINDOW_OPTIONS_INIT;
+    o.field = SIGNAL;
+    o.window = 64;
+    o.lanes = NSEQ;
+    o.out_dtype = SS_F32;
+    o.gain_attr = "signal.gain";
+    ss_window_reader *r;
+    expect_damaged(ss_window_reader_open(&r, s, &o), "signal.gain");
+    uint64_t damaged = 0;
+    for (uint64_t k = 0; k < ss_attr_count(s); k++) {
+        int rc = ss_attr_at(&a, s, k);
+        CHECK(rc == 0 || rc == SS_ECORRUPT);
+        damaged += rc != 0;
+    }
+    CHECK_EQ_U64(damaged, sizeof names / sizeof names[0]);
+    CHECK_OK(ss_attr_get_f64(d, 3, s, "signal.offset")); /* untouched: reads as before */
+    CHECK(d[0] == 1 && d[1] == -2 && d[2] == 0.5);
+    ss_close(s);
+}
+
 int main(void) {
     ss_store *s = make_store();
     test_typed_attributes(s);
@@ -294,6 +356,7 @@ int main(void) {
     test_rate(s);
     test_window_attrs(s);
     ss_close(s);
+    test_damaged();
     printf("test_meta: ok\n");
     return 0;
 }

@@ -101,6 +101,25 @@ void ss_test_write_file(const char *path, const void *data, size_t n) {
     CHECK(fclose(f) == 0);
 }
 
+void ss_test_flip_attr(const char *path, const char *name, uint64_t at) {
+    ss_store *s;
+    CHECK_OK(ss_open(&s, path, SS_OPEN_NOLOCK));
+    ss_attr a;
+    const void *base;
+    uint64_t size;
+    int fd;
+    CHECK_OK(ss_attr_get(&a, s, name));
+    CHECK_OK(ss_store_map(&base, &size, &fd, s));
+    CHECK(at < a.size);
+    uint64_t off = (uint64_t)((const unsigned char *)a.data - (const unsigned char *)base) + at;
+    ss_close(s);
+    FILE *f = fopen(path, "r+b");
+    CHECK(f && fseek(f, (long)off, SEEK_SET) == 0);
+    int c = fgetc(f);
+    CHECK(c != EOF && fseek(f, (long)off, SEEK_SET) == 0);
+    CHECK(fputc(c ^ 1, f) != EOF && fclose(f) == 0);
+}
+
 uint64_t ss_test_rand(uint64_t *state) {
     uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;

@@ -95,6 +95,12 @@ int ss_test_cli(char *err, size_t errlen, const char *env, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 int ss_test_cli_v(char *err, size_t errlen, const char *env, const char *fmt, va_list ap);
 
+/* Flip one bit of byte `at` of the value of attribute `name` (the bytes
+ * ss_attr_get() hands out) in the store file at `path`, found through
+ * ss_store_map() while no other handle is open, so that its checksum fails.
+ * A missing attribute or `at` beyond its value fails the test. */
+void ss_test_flip_attr(const char *path, const char *name, uint64_t at);
+
 /* The index of field `name` of `s`; fails the test (exit 1) when there is none. */
 uint32_t ss_test_field(const ss_store *s, const char *name);
 
