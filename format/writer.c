@@ -241,15 +241,22 @@ static void ss_writer_sync_header(ss_writer *w) {
     }
 }
 
+/* The header of a finished store carries its content digest (§5, §13), over
+ * every block as `txn` holds them: the last thing written before it. */
 static int ss_put_header(ss_writer *w, MDB_txn *txn, char tag, uint32_t incompat) {
     ss_header h = w->h;
     h.incompat_flags = incompat;
     h.compat_flags = 0;
-    unsigned char buf[SS_HEADER_FIXED + SS_MAX_FIELDS * SS_FIELD_RECORD];
+    if (tag == SS_KEY_HEADER && !incompat) {
+        int rc = ss_content_digest(&h.content_digest, txn, w->dbi, &h);
+        if (rc) return rc;
+        h.compat_flags = SS_COMPAT_CONTENT;
+    }
+    unsigned char buf[SS_HEADER_FIXED + SS_MAX_FIELDS * SS_FIELD_RECORD + SS_HEADER_CONTENT];
     ss_header_encode(&h, buf);
     ss_key key;
     ss_key_named(&key, tag, NULL);
-    return ss_put_block(w, txn, &key, buf, ss_header_payload_size(h.nfields));
+    return ss_put_block(w, txn, &key, buf, ss_header_size(&h));
 }
 
 /* Everything one commit writes, in one transaction. `final` also writes the
