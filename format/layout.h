@@ -180,16 +180,20 @@ int ss_header_check_bounds(const ss_header *h, uint64_t file_bytes, char tag, co
 uint64_t ss_env_used_bytes(MDB_env *env);
 /* Validate a schema given by a caller and fill h's fields from it. */
 int ss_header_set_schema(ss_header *h, const ss_schema *schema);
-/* The content digest of the store whose header is `h` (spec §13): XXH3-64 of
- * one record per block the header names, in key order: every attribute, data
- * chunks 0..nchunks-1 and index segments of every field (D and I keys of
- * other numbers are ignored, as readers ignore them). A record is the key's
- * length (u16 LE), the key, and the block's first 16 bytes as stored (its
- * checksum and payload length): the blocks' checksums, which cover their
- * payloads, are digested, not the payloads, so the cost is one page read per
- * block. Read through `txn` (the writer's, before it writes H; a reader's
- * snapshot for verify). 0, an LMDB error code, MDB_CORRUPTED (a value shorter
- * than a block header) or ENOMEM. */
+/* The content digest of the store whose header is `h` (spec §13): XXH3-64
+ * of one 16-byte record per block the header names, in key order, after the
+ * key's length (u16 LE) and the key: every attribute, the data chunks
+ * 0..nchunks-1 and the index segments of every field (D and I keys of other
+ * numbers are ignored, as readers ignore them). A block's record is its
+ * stored header (checksum and payload length): the checksums, which cover
+ * the payloads, are digested, not the payloads, so the cost is one page read
+ * per block. A field's last data chunk and last index segment are the
+ * exception: an append rewrites them with more bytes before it writes a new
+ * header, so their record is XXH3-64 of the payload bytes the header counts
+ * (tail_bytes; the lead and count + 1 entries) and that length, u64 LE each.
+ * Read through `txn` (the writer's, before it writes H; a reader's snapshot
+ * for verify). 0, an LMDB error code, MDB_CORRUPTED (a value shorter than a
+ * block header, or than the bytes the header counts) or ENOMEM. */
 int ss_content_digest(uint64_t *out, MDB_txn *txn, MDB_dbi dbi, const ss_header *h);
 /* Rows per chunk of a fixed field. */
 static inline uint64_t ss_fixed_per_chunk(const ss_header *h, const ss_field_state *f) {

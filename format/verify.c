@@ -125,7 +125,7 @@ static void ss_verify_field(ss_verifier *v, uint32_t f) {
 
 /* The header's content digest (§13) against the blocks as they are: it
  * differs when a block, or which block a key leads to, changed after the
- * writer finished, even when every block still matches its own checksum. */
+ * writer finished although every block matches its own checksum. */
 static void ss_verify_content(ss_verifier *v) {
     const ss_store *s = v->s;
     uint64_t digest = 0;
@@ -158,7 +158,8 @@ int ss_verify(uint64_t *problems, const ss_store *s, ss_verify_fn report, void *
         snprintf(v.where, sizeof v.where, "attribute '%s'", s->attrs[k].name);
         ss_problem(&v, "attribute checksum mismatch", SS_FIELD_NONE, k, 0, 0);
     }
-    if (!v.stop && (s->h.compat_flags & SS_COMPAT_CONTENT)) ss_verify_content(&v);
+    /* after a problem with a block, the digest would restate it */
+    if (!v.problems && (s->h.compat_flags & SS_COMPAT_CONTENT)) ss_verify_content(&v);
     if (problems) *problems = v.problems;
     return v.problems ? SS_ECORRUPT : 0;
 }
