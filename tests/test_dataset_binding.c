@@ -4,8 +4,10 @@
  * bytes of the same sizes, a shard copied over another of the same size, and
  * a shard whose attribute changed are each refused when first read and by
  * verify, naming the shard. The content digest in a finished store's header
- * is recomputed here from the spec's words with LMDB and xxHash alone, and
- * verify finds a block replaced behind the writer's back. */
+ * is recomputed here from the spec's words with LMDB and xxHash alone;
+ * verify finds a block replaced behind the writer's back; an unfinished
+ * append does not disturb the digest; shards of an older library (no
+ * digest) still build, read and verify. */
 #include "testutil.h"
 
 #include "layout.h"
@@ -300,6 +302,51 @@ static void unfinished_append(void) {
     expect_get(dir, 0, 0, NULL);
 }
 
+/* A shard as a library before content digests wrote it: its header without
+ * the digest and with compat_flags 0, sealed again. */
+static void strip_digest(const char *path) {
+    MDB_env *env;
+    MDB_txn *txn;
+    MDB_dbi dbi;
+    CHECK(mdb_env_create(&env) == 0);
+    CHECK(mdb_env_open(env, path, MDB_NOSUBDIR, 0644) == 0);
+    CHECK(mdb_txn_begin(env, NULL, 0, &txn) == 0);
+    CHECK(mdb_dbi_open(txn, NULL, 0, &dbi) == 0);
+    ss_key key;
+    ss_key_named(&key, SS_KEY_HEADER, NULL);
+    MDB_val k = ss_key_val(&key), v;
+    CHECK(mdb_get(txn, dbi, &k, &v) == 0);
+    uint64_t len = le64((const unsigned char *)v.mv_data + 8) - 8;
+    unsigned char payload[SS_HEADER_FIXED + SS_MAX_FIELDS * SS_FIELD_RECORD];
+    memcpy(payload, (const unsigned char *)v.mv_data + 16, len);
+    memset(payload + 16, 0, 4);
+    uint64_t vsize = ss_block_value_size(len);
+    v.mv_size = vsize, v.mv_data = NULL;
+    CHECK(mdb_put(txn, dbi, &k, &v, MDB_RESERVE) == 0);
+    memcpy((unsigned char *)v.mv_data + 16, payload, len);
+    ss_block_seal(v.mv_data, vsize, len, &key, SS_FORMAT_VERSION);
+    CHECK(mdb_txn_commit(txn) == 0);
+    mdb_env_close(env);
+}
+
+/* Shards of an older library: the dataset builds (with a note that their
+ * bytes are not bound), reads and verifies as before. */
+static void legacy_shards(void) {
+    const char *dir = ss_test_keep_path("legacy");
+    char err[4096], path[1024];
+    mkdir(dir, 0755);
+    for (uint32_t k = 0; k < 2; k++) {
+        snprintf(path, sizeof path, "%s/part-%u.ss", dir, k);
+        write_fixed_shard(path, k);
+        strip_digest(path);
+    }
+    CHECK_EXIT(ss_test_cli(err, sizeof err, NULL, "dataset build %s part-0.ss part-1.ss", dir), 0,
+               err);
+    CHECK_CONTAINS(err, "shard 'part-0.ss' was written by an older seqstore");
+    expect_pair(dir, 20001, 1, 2);
+    expect_get(dir, 20001, 0, NULL);
+}
+
 int main(void) {
     text_shards();
     fixed_shards();
@@ -310,6 +357,7 @@ int main(void) {
     check_digest_from_spec(p);
     replaced_block();
     unfinished_append();
+    legacy_shards();
     puts("ok");
     return 0;
 }
