@@ -207,16 +207,6 @@ static int build_sections(const char *dir, ss_manifest *m, const ds_shard *sh, s
     return 0;
 }
 
-void ss_cli_note_sections(const char *path) {
-    char *file = NULL, *dir = NULL, *sec = NULL;
-    if (ss_dataset_probe(path) && !ss_manifest_locate(path, &file, &dir) &&
-        !ss__sections_path(&sec, dir))
-        ss_cli_note_store(sec, 0);
-    free(file);
-    free(dir);
-    free(sec);
-}
-
 static int dataset_build(int argc, char **argv) {
     static const struct option longopts[] = {
         {"verify", no_argument, 0, 'v'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};

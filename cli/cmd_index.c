@@ -195,7 +195,6 @@ static int index_build(int argc, char **argv) {
         fprintf(stderr, "seqstore index: index '%s' exists (use --force to replace it)\n", name);
         return SS_EXIT_ERROR;
     }
-    ss_cli_note_sections(path);
     if (ss_bucket_save(path, name, fields, nkeys, res))
         return ss_cli_store_error("index", "build '%s'", name);
 
