@@ -154,8 +154,8 @@ static void check_reader_snapshot(const char *dir) {
     }
     for (int seed = 5; seed < 8; seed++) {
         char err[4096];
-        CHECK_EXIT(ss_test_cli(err, sizeof err, NULL, "split kfold %s 3 --shuffle --seed %d --force",
-                               dir, seed),
+        CHECK_EXIT(ss_test_cli(err, sizeof err, NULL,
+                               "split kfold %s 3 --shuffle --seed %d --force", dir, seed),
                    0, err);
     }
     for (int k = 0; k < N; k++) CHECK(!memcmp(held[k].data, copy[k], held[k].size));
