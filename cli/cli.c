@@ -174,7 +174,6 @@ int ss_cli_remove_attr(const char *cmd, const char *path, const char *attr, cons
     }
     if (rc) return ss_cli_store_error(cmd, "%s", what);
     ss_writer *w;
-    ss_cli_note_sections(path);
     if (ss_sections_writer_open(&w, path))
         return ss_cli_store_error(cmd, "open '%s' for writing", path);
     rc = ss_writer_remove_attr(w, attr);

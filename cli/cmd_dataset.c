@@ -170,6 +170,12 @@ static int build_manifest(const char *dir, ds_shard *sh, size_t n) {
             ss_manifest_add(&m, sh[i].name, ss_count(s), digest, rows) ||
             ss_manifest_check_shard(&m, (uint32_t)i, s))
             rc = ss_cli_store_error("dataset", "shard '%s'", sh[i].name);
+        else if (!ss_store_has_content_digest(s))
+            fprintf(stderr,
+                    "seqstore dataset: note: shard '%s' was written by an older seqstore, "
+                    "without a content digest: the manifest binds its counts, not its bytes "
+                    "(convert it again to bind them)\n",
+                    sh[i].name);
     }
     if (!rc) rc = build_sections(dir, &m, sh, n);
     if (!rc && ss_manifest_write(&m, dir)) rc = ss_cli_store_error("dataset", "%s", dir);
@@ -204,16 +210,6 @@ static int build_sections(const char *dir, ss_manifest *m, const ds_shard *sh, s
                 "build (they numbered other examples); make them again\n",
                 dir, (unsigned long long)dropped);
     return 0;
-}
-
-void ss_cli_note_sections(const char *path) {
-    char *file = NULL, *dir = NULL, *sec = NULL;
-    if (ss_dataset_probe(path) && !ss_manifest_locate(path, &file, &dir) &&
-        !ss__sections_path(&sec, dir))
-        ss_cli_note_store(sec, 0);
-    free(file);
-    free(dir);
-    free(sec);
 }
 
 static int dataset_build(int argc, char **argv) {

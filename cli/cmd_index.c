@@ -204,7 +204,6 @@ static int index_build(int argc, char **argv) {
     ss_close(s);
     if (nkeys == 0) return ss_cli_usage_error("index", "--by names no field");
     if (refused) return SS_EXIT_ERROR;
-    ss_cli_note_sections(path);
     if (ss_bucket_save(path, name, fields, nkeys, res))
         return ss_cli_store_error("index", "build '%s'", name);
 

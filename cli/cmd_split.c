@@ -95,7 +95,6 @@ static int split_add(const split_args *a) {
     ss_selection *sel;
     if (ss_selection_parse(&sel, a->pos[2], count))
         return ss_cli_store_error("split", "ranges '%s'", a->pos[2]);
-    ss_cli_note_sections(a->pos[0]);
     int rc = ss_split_save(a->pos[0], a->pos[1], sel);
     uint64_t n = ss_selection_count(sel);
     ss_selection_free(sel);
@@ -132,7 +131,6 @@ static int split_kfold(const split_args *a) {
     ss_selection *all;
     if (ss_selection_all(&all, count)) return ss_cli_store_error("split", "out of memory");
     ss_writer *w;
-    ss_cli_note_sections(a->pos[0]);
     if (ss_sections_writer_open(&w, a->pos[0])) {
         ss_selection_free(all);
         return ss_cli_store_error("split", "open '%s' for writing", a->pos[0]);

@@ -56,9 +56,6 @@ int ss_cli_bad_option(const char *cmd, int c, char **argv);
  * command ends, provided no process uses it then (see cli.c). ss_cli_open
  * calls it; commands that open a writer first call it themselves. */
 void ss_cli_note_store(const char *path, unsigned flags);
-/** ss_cli_note_store() of the sections store of `path` if it is a dataset
- * (what ss_sections_writer_open() writes); nothing for a store. */
-void ss_cli_note_sections(const char *path);
 /** Remove the lock files ss_cli_note_store() recorded that no process uses
  *  (cli_locks.c); main() calls it when the command ends. */
 void ss_cli_drop_locks(void);

@@ -13,10 +13,12 @@
 #include "sections.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -66,6 +68,90 @@ int ss__sections_open(ss_store **out, const char *dir, const ss_manifest *m, uns
     return rc;
 }
 
+/* An exclusive lock on the sections store `sec` as its name now leads to:
+ * the lock is taken on the file, and a writer that held it before may have
+ * renamed another file over the name meanwhile, so the name is checked
+ * again once the lock is granted. Opened for writing where possible, since
+ * NFS grants an exclusive lock only then. `*fd` holds the lock. */
+static int ss_sections_lock(int *fd, const char *sec) {
+    for (;;) {
+        int f = open(sec, O_RDWR | O_CLOEXEC);
+        if (f < 0 && (errno == EACCES || errno == EROFS)) f = open(sec, O_RDONLY | O_CLOEXEC);
+        if (f < 0)
+            return ss__fail(errno == ENOENT ? SS_ENOTFOUND : SS_EIO, "open '%s': %s", sec,
+                            strerror(errno));
+        struct stat held, now;
+        int rc;
+        while ((rc = flock(f, LOCK_EX)) != 0 && errno == EINTR) continue;
+        if (rc != 0) {
+            int e = errno;
+            close(f);
+            return ss__fail(SS_EIO, "lock '%s': %s", sec, strerror(e));
+        }
+        if (fstat(f, &held) == 0 && stat(sec, &now) == 0 && held.st_ino == now.st_ino &&
+            held.st_dev == now.st_dev) {
+            *fd = f;
+            return 0;
+        }
+        close(f);
+    }
+}
+
+/* Copy the locked file `from` (all its bytes: a file no writer changes is a
+ * valid LMDB environment) to the new file `to`. */
+static int ss_copy_file(int from, const char *to) {
+    int out = open(to, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (out < 0)
+        return ss__fail(errno == ENOSPC || errno == EDQUOT ? SS_EFULL : SS_EIO, "create '%s': %s",
+                        to, strerror(errno));
+    struct stat st;
+    int rc = fstat(from, &st) == 0 ? 0 : ss__fail(SS_EIO, "stat: %s", strerror(errno));
+    loff_t in_off = 0;
+    while (!rc && in_off < st.st_size) {
+        ssize_t n = copy_file_range(from, &in_off, out, NULL, (size_t)(st.st_size - in_off), 0);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0)
+            rc = ss__fail(n < 0 && (errno == ENOSPC || errno == EDQUOT) ? SS_EFULL : SS_EIO,
+                          "copy to '%s': %s", to, n < 0 ? strerror(errno) : "file shrank");
+    }
+    if (close(out) != 0 && !rc) rc = ss__fail(SS_EIO, "close '%s': %s", to, strerror(errno));
+    if (rc) unlink(to);
+    return rc;
+}
+
+/* A dataset's sections are never written in place, since readers map the
+ * sections store without a lock file (a reader table there is what would
+ * stop a writer from reusing the pages they read): the writer writes a copy
+ * under the lock and renames it over the store when it finishes. */
+static int ss_sections_copy_writer(ss_writer **out, char *sec) {
+    int fd = -1;
+    char *tmp = NULL;
+    int rc = ss_sections_lock(&fd, sec);
+    if (rc == SS_ENOTFOUND)
+        rc = ss__fail(SS_ENOTFOUND,
+                      "dataset has no sections store %s: run `seqstore dataset build` "
+                      "(this library's) first",
+                      sec);
+    if (!rc && asprintf(&tmp, "%.*s.%s.%ld.tmp", (int)(strrchr(sec, '/') - sec + 1), sec,
+                        SS_SECTIONS_NAME, (long)getpid()) < 0)
+        rc = ss__fail(SS_ENOMEM, "out of memory"), tmp = NULL;
+    if (!rc) rc = ss_copy_file(fd, tmp);
+    if (!rc && (rc = ss_writer_open(out, tmp, NULL, NULL)) != 0) {
+        char *lock = NULL;
+        unlink(tmp);
+        if (asprintf(&lock, "%s-lock", tmp) >= 0) unlink(lock);
+        free(lock);
+    }
+    if (rc) {
+        if (fd >= 0) close(fd);
+        free(sec);
+    } else {
+        ss__writer_publish(*out, sec, fd);
+    }
+    free(tmp);
+    return rc;
+}
+
 int ss_sections_writer_open(ss_writer **out, const char *path) {
     if (!out || !path) return ss__fail(SS_EINVAL, "ss_sections_writer_open: NULL argument");
     *out = NULL;
@@ -73,17 +159,10 @@ int ss_sections_writer_open(ss_writer **out, const char *path) {
     char *file = NULL, *dir = NULL, *sec = NULL;
     int rc = ss_manifest_locate(path, &file, &dir);
     if (!rc) rc = ss__sections_path(&sec, dir);
-    struct stat st;
-    if (!rc && stat(sec, &st) != 0)
-        rc = ss__fail(SS_ENOTFOUND,
-                      "dataset '%s' has no sections store %s: run `seqstore dataset build` "
-                      "(this library's) first",
-                      path, SS_SECTIONS_NAME);
-    if (!rc) rc = ss_writer_open(out, sec, NULL, NULL);
+    if (!rc) rc = ss_sections_copy_writer(out, sec); /* takes sec */
     free(file);
     free(dir);
-    free(sec);
-    return rc;
+    return rc ? ss__context(rc, "dataset '%s'", path) : 0;
 }
 
 int ss__sections_count(uint64_t *count, const char *path, const ss_writer *w) {
@@ -218,7 +297,10 @@ int ss__sections_build(const char *dir, const ss_manifest *m, ss_store *const *s
     ss_writer *w = NULL;
     char bind[17];
     ss_binding_text(bind, m->checksum);
-    int rc = ss_writer_create(&w, tmp, &schema, &o);
+    /* no sections writer replaces the old store meanwhile (its sections are kept) */
+    int held = -1, rc = ss_sections_lock(&held, final);
+    if (rc == SS_ENOTFOUND) rc = 0;
+    if (!rc) rc = ss_writer_create(&w, tmp, &schema, &o);
     if (!rc) rc = ss_writer_set_attr(w, SS_SECTIONS_BINDING, SS_ATTR_TEXT, bind, 16);
     if (!rc) rc = ss_put_global_lengths(w, m, shards);
     if (!rc) rc = ss_keep_sections(w, dir, m, kept, dropped);
@@ -230,6 +312,7 @@ int ss__sections_build(const char *dir, const ss_manifest *m, ss_store *const *s
     if (!rc && rename(tmp, final) != 0)
         rc = ss__fail(SS_EIO, "rename '%s' to '%s': %s", tmp, final, strerror(errno));
     if (rc) unlink(tmp);
+    if (held >= 0) close(held);
     free(tmp);
     free(lock);
     free(final);

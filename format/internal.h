@@ -50,6 +50,13 @@ int ss__writer_background(ss_writer *w);
 int ss__writer_append_many(ss_writer *w, uint64_t n, const void *const *data,
                            const uint64_t *const *lengths);
 
+/* Make `w`, a writer of a copy of a store, write that store by replacing
+ * it: ss_writer_finish() renames the copy (`w`'s path) over `final` (taken,
+ * malloc'd); ss_writer_free() removes the copy if it was not renamed, and
+ * its LMDB lock file, and closes `lock_fd` (a lock on the file replaced, or
+ * -1). The file a reader has open is then never written. */
+void ss__writer_publish(ss_writer *w, char *final, int lock_fd);
+
 /* The examples the sections written through `w` number: for a writer from
  * ss_sections_writer_open(w, path) of a dataset, the dataset's count (from
  * its manifest); of a store, ss_writer_count(w). 0 or as the manifest read. */

@@ -66,8 +66,13 @@ uint64_t ss_header_payload_size(uint32_t nfields) {
     return SS_HEADER_FIXED + (uint64_t)nfields * SS_FIELD_RECORD;
 }
 
+uint64_t ss_header_size(const ss_header *h) {
+    return ss_header_payload_size(h->nfields) +
+           (h->compat_flags & SS_COMPAT_CONTENT ? SS_HEADER_CONTENT : 0);
+}
+
 void ss_header_encode(const ss_header *h, unsigned char *p) {
-    memset(p, 0, ss_header_payload_size(h->nfields));
+    memset(p, 0, ss_header_size(h));
     memcpy(p, SS_MAGIC, 8);
     ss_put_le32(p + 8, h->format_version);
     ss_put_le32(p + 12, h->incompat_flags);
@@ -88,6 +93,8 @@ void ss_header_encode(const ss_header *h, unsigned char *p) {
         ss_put_le64(r + 96, f->nchunks);
         ss_put_le64(r + 104, f->tail_bytes);
     }
+    if (h->compat_flags & SS_COMPAT_CONTENT)
+        ss_put_le64(p + ss_header_payload_size(h->nfields), h->content_digest);
 }
 
 /* Check one field definition; on success fill the derived row size. */
@@ -177,6 +184,12 @@ int ss_header_decode(ss_header *h, const unsigned char *p, uint64_t len, const c
     if (h->nfields == 0 || h->nfields > SS_MAX_FIELDS || len < ss_header_payload_size(h->nfields))
         return ss__fail(SS_ECORRUPT, "%s: header holds %u fields in %llu bytes", what, h->nfields,
                         (unsigned long long)len);
+    if ((h->compat_flags & SS_COMPAT_CONTENT) &&
+        len < ss_header_payload_size(h->nfields) + SS_HEADER_CONTENT)
+        return ss__fail(SS_ECORRUPT, "%s: header announces a content digest it does not hold",
+                        what);
+    if (h->compat_flags & SS_COMPAT_CONTENT)
+        h->content_digest = ss_le64(p + ss_header_payload_size(h->nfields));
     if (h->chunk_pages == 0 || h->chunk_pages > 1048575u ||
         h->segment_entries != ss_segment_entries(h->format_version))
         return ss__fail(SS_ECORRUPT, "%s: bad chunk or segment size in header", what);

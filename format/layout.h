@@ -35,7 +35,12 @@
 /* incompat_flags: a reader must refuse a bit it does not know. */
 #define SS_INCOMPAT_INCOMPLETE 0x1u
 #define SS_INCOMPAT_KNOWN 0x1u
-/* compat_flags: would announce optional sections (none in version 1); unknown bits are ignored. */
+/* compat_flags: optional parts; unknown bits are ignored. Bit 0: the header
+ * payload carries the store's content digest in the 8 bytes after its field
+ * records (spec §5; what it digests: ss_content_digest()). The writer sets it
+ * in the header of a finished store only. */
+#define SS_COMPAT_CONTENT 0x1u
+#define SS_HEADER_CONTENT 8u /* the content digest after the field records */
 
 /* Key tags (first byte of every key). */
 #define SS_KEY_HEADER 'H'
@@ -148,10 +153,15 @@ typedef struct ss_header {
     uint64_t count;
     uint32_t chunk_pages;
     uint64_t segment_entries;
+    uint64_t content_digest; /* with SS_COMPAT_CONTENT */
     ss_field_state fields[SS_MAX_FIELDS];
 } ss_header;
 
+/* Bytes of the field records' end (48 + 112 nfields): a payload's least size. */
 uint64_t ss_header_payload_size(uint32_t nfields);
+/* Bytes of `h`'s payload as encoded: the records, and the content digest when
+ * compat_flags says so. */
+uint64_t ss_header_size(const ss_header *h);
 void ss_header_encode(const ss_header *h, unsigned char *payload);
 /* Decode and validate (magic, version, flags, the checksum of `block` under
  * key `tag` if `block` is not NULL, schema). `what` names the store. */
@@ -170,6 +180,21 @@ int ss_header_check_bounds(const ss_header *h, uint64_t file_bytes, char tag, co
 uint64_t ss_env_used_bytes(MDB_env *env);
 /* Validate a schema given by a caller and fill h's fields from it. */
 int ss_header_set_schema(ss_header *h, const ss_schema *schema);
+/* The content digest of the store whose header is `h` (spec §13): XXH3-64
+ * of one 16-byte record per block the header names, in key order, after the
+ * key's length (u16 LE) and the key: every attribute, the data chunks
+ * 0..nchunks-1 and the index segments of every field (D and I keys of other
+ * numbers are ignored, as readers ignore them). A block's record is its
+ * stored header (checksum and payload length): the checksums, which cover
+ * the payloads, are digested, not the payloads, so the cost is one page read
+ * per block. A field's last data chunk and last index segment are the
+ * exception: an append rewrites them with more bytes before it writes a new
+ * header, so their record is XXH3-64 of the payload bytes the header counts
+ * (tail_bytes; the lead and count + 1 entries) and that length, u64 LE each.
+ * Read through `txn` (the writer's, before it writes H; a reader's snapshot
+ * for verify). 0, an LMDB error code, MDB_CORRUPTED (a value shorter than a
+ * block header, or than the bytes the header counts) or ENOMEM. */
+int ss_content_digest(uint64_t *out, MDB_txn *txn, MDB_dbi dbi, const ss_header *h);
 /* Rows per chunk of a fixed field. */
 static inline uint64_t ss_fixed_per_chunk(const ss_header *h, const ss_field_state *f) {
     uint64_t per = ss_chunk_capacity(h->chunk_pages) / f->row_bytes;

@@ -383,6 +383,10 @@ int ss_store_header_digest(uint64_t *out, const ss_store *s) {
     return 0;
 }
 
+int ss_store_has_content_digest(const ss_store *s) {
+    return !s->ds && (s->h.compat_flags & SS_COMPAT_CONTENT) != 0;
+}
+
 static int same_field(const ss_field *a, const ss_field *b) {
     if (strcmp(a->name, b->name) || a->dtype != b->dtype || !a->sequence != !b->sequence ||
         a->ndim != b->ndim)

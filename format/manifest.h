@@ -44,8 +44,15 @@ typedef struct ss_manifest {
 } ss_manifest;
 
 /* `*out` = XXH3-64 of the payload of store `s`'s H block as stored (§5, §13):
- * it changes with any append. 0, or SS_ECORRUPT/SS_EIO naming the store. */
+ * with the content digest the header carries, it changes with any change of
+ * the store's blocks. 0, or SS_ECORRUPT/SS_EIO naming the store. */
 int ss_store_header_digest(uint64_t *out, const ss_store *s);
+
+/* Does the header of store `s` carry a content digest (§5, §13: written by
+ * this library's writer), so that its header digest binds every block? 0
+ * for a store written before content digests, whose header digest binds its
+ * counts only. */
+int ss_store_has_content_digest(const ss_store *s);
 
 /* Set `m` (zeroed by the caller, or freed) to the schema of `s` and no
  * shards. */

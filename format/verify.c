@@ -123,6 +123,21 @@ static void ss_verify_field(ss_verifier *v, uint32_t f) {
     ss_verify_lengths(v, f);
 }
 
+/* The header's content digest (§13) against the blocks as they are: it
+ * differs when a block, or which block a key leads to, changed after the
+ * writer finished although every block matches its own checksum. */
+static void ss_verify_content(ss_verifier *v) {
+    const ss_store *s = v->s;
+    uint64_t digest = 0;
+    int rc = ss_content_digest(&digest, s->txn, s->dbi, &s->h);
+    if (rc == 0 && digest == s->h.content_digest) return;
+    snprintf(v->where, sizeof v->where, "header");
+    ss_problem(v,
+               rc ? "content digest cannot be computed (a block is shorter than its header)"
+                  : "content digest differs from the blocks (changed after the writer finished)",
+               SS_FIELD_NONE, 0, 0, 0);
+}
+
 int ss_verify(uint64_t *problems, const ss_store *s, ss_verify_fn report, void *ctx) {
     if (problems) *problems = 0;
     if (!s) return ss__fail(SS_EINVAL, "ss_verify: store is NULL");
@@ -143,6 +158,8 @@ int ss_verify(uint64_t *problems, const ss_store *s, ss_verify_fn report, void *
         snprintf(v.where, sizeof v.where, "attribute '%s'", s->attrs[k].name);
         ss_problem(&v, "attribute checksum mismatch", SS_FIELD_NONE, k, 0, 0);
     }
+    /* after a problem with a block, the digest would restate it */
+    if (!v.problems && (s->h.compat_flags & SS_COMPAT_CONTENT)) ss_verify_content(&v);
     if (problems) *problems = v.problems;
     return v.problems ? SS_ECORRUPT : 0;
 }

@@ -57,6 +57,12 @@ struct ss_writer {
     int creating; /* the store has never been finished */
     int broken;
     int finished;
+    /* ss__writer_publish(): `path` is a copy that finishing renames over
+     * publish_to; publish_lock (a lock held on the file replaced) is closed,
+     * and the copy's LMDB lock file removed, when the writer is freed */
+    char *publish_to;
+    int publish_lock;
+    int published;
     unsigned flags;
     uint32_t create_version; /* the format version a created store gets */
     uint64_t capacity;       /* chunk payload capacity */
@@ -241,15 +247,22 @@ static void ss_writer_sync_header(ss_writer *w) {
     }
 }
 
+/* The header of a finished store carries its content digest (§5, §13), over
+ * every block as `txn` holds them: the last thing written before it. */
 static int ss_put_header(ss_writer *w, MDB_txn *txn, char tag, uint32_t incompat) {
     ss_header h = w->h;
     h.incompat_flags = incompat;
     h.compat_flags = 0;
-    unsigned char buf[SS_HEADER_FIXED + SS_MAX_FIELDS * SS_FIELD_RECORD];
+    if (tag == SS_KEY_HEADER && !incompat) {
+        int rc = ss_content_digest(&h.content_digest, txn, w->dbi, &h);
+        if (rc) return rc;
+        h.compat_flags = SS_COMPAT_CONTENT;
+    }
+    unsigned char buf[SS_HEADER_FIXED + SS_MAX_FIELDS * SS_FIELD_RECORD + SS_HEADER_CONTENT];
     ss_header_encode(&h, buf);
     ss_key key;
     ss_key_named(&key, tag, NULL);
-    return ss_put_block(w, txn, &key, buf, ss_header_payload_size(h.nfields));
+    return ss_put_block(w, txn, &key, buf, ss_header_size(&h));
 }
 
 /* Everything one commit writes, in one transaction. `final` also writes the
@@ -822,6 +835,26 @@ int ss_writer_remove_attr(ss_writer *w, const char *name) {
     return 0;
 }
 
+/* Rename the finished copy over the file it replaces, durably: readers of
+ * the old file keep it (and their snapshot) until they close it. */
+static int ss_writer_publish_now(ss_writer *w) {
+    if (rename(w->path, w->publish_to) != 0)
+        return ss__fail(SS_EIO, "rename '%s' to '%s': %s", w->path, w->publish_to,
+                        strerror(errno));
+    w->published = 1;
+    char *slash = strrchr(w->publish_to, '/');
+    char *dir = slash ? strndup(w->publish_to, (size_t)(slash - w->publish_to + 1)) : strdup(".");
+    int fd = dir ? open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+    if (fd >= 0) fsync(fd), close(fd);
+    free(dir);
+    return 0;
+}
+
+void ss__writer_publish(ss_writer *w, char *final, int lock_fd) {
+    w->publish_to = final;
+    w->publish_lock = lock_fd;
+}
+
 int ss_writer_finish(ss_writer *w) {
     if (!w) return ss__fail(SS_EINVAL, "ss_writer_finish: writer is NULL");
     if (w->broken || w->finished)
@@ -841,7 +874,7 @@ int ss_writer_finish(ss_writer *w) {
     rc = mdb_env_sync(w->env, 1);
     if (rc) return ss_writer_broken(w, ss_writer_lmdb_fail(w, rc));
     w->finished = 1;
-    return 0;
+    return w->publish_to ? ss_writer_publish_now(w) : 0;
 }
 
 void ss_writer_free(ss_writer *w) {
@@ -861,6 +894,14 @@ void ss_writer_free(ss_writer *w) {
         free(w->f[i].segment);
     }
     ss_env_release(w->env);
+    if (w->publish_to) { /* the copy's: no other process knows its name */
+        if (!w->published) unlink(w->path);
+        char *lock = NULL;
+        if (asprintf(&lock, "%s-lock", w->path) >= 0) unlink(lock);
+        free(lock);
+        if (w->publish_lock >= 0) close(w->publish_lock);
+        free(w->publish_to);
+    }
     free(w->path);
     free(w);
 }

@@ -303,14 +303,21 @@ SS_API int ss_writer_append(ss_writer *w, const ss_value *values);
  *  its sections store DIR/dataset.sections.ss, whose ss.* attributes number
  *  the whole dataset's examples and which ss_open() of the dataset shows as
  *  its own. Set attributes with ss_writer_set_attr() (or ss_split_set()),
- *  then ss_writer_finish() and ss_writer_free(). Writing creates LMDB's lock
- *  file next to the written store (DIR/dataset.sections.ss-lock for a
- *  dataset); readers of a dataset never need it.
+ *  then ss_writer_finish() and ss_writer_free(). Writing a store creates
+ *  LMDB's lock file next to it. A dataset's sections store is never written
+ *  in place, since its readers use no lock file: the writer holds an
+ *  exclusive lock (flock) on DIR/dataset.sections.ss, so writers take turns,
+ *  writes a copy DIR/.dataset.sections.ss.PID.tmp, and ss_writer_finish()
+ *  renames it over the store; a reader that has the dataset open keeps
+ *  reading the file it opened, unchanged. ss_writer_free() removes an
+ *  unfinished copy and the copy's lock file.
  *  @param[out] out the writer.
  *  @param[in]  path a store or a dataset.
  *  @return 0; SS_ENOTFOUND (a dataset built without a sections store: run
- *          `seqstore dataset build` again); SS_EINVAL (NULL argument); as
- *          ss_writer_open(). */
+ *          `seqstore dataset build` again); SS_EINVAL (NULL argument);
+ *          SS_EIO, SS_EFULL (the lock or the copy failed); as
+ *          ss_writer_open(). ss_writer_finish() also returns SS_EIO when
+ *          the rename fails. */
 SS_API int ss_sections_writer_open(ss_writer **out, const char *path);
 
 /** Set (or replace) an attribute. Written at the next commit or finish.
