@@ -255,7 +255,7 @@ static int ss_open_readonly_env(MDB_env **env, void *vctx) {
     const ss_open_ctx *ctx = vctx;
     int rc = mdb_env_create(env);
     if (rc) return ss__lmdb_fail(rc, ctx->path);
-    mdb_env_set_maxreaders(*env, 1022);
+    mdb_env_set_maxreaders(*env, SS_ENV_MAXREADERS);
     /* A map far beyond the file, so that growth by another process's writer
      * never forces a remap under this process's readers (env.c). */
     struct stat st;
@@ -263,7 +263,9 @@ static int ss_open_readonly_env(MDB_env **env, void *vctx) {
     uint64_t map = ctx->shard ? ss_env_shard_map_bytes(file) : ss_env_reader_map_bytes(file);
     if (map) mdb_env_set_mapsize(*env, (size_t)map);
     unsigned mflags = MDB_RDONLY | MDB_NOSUBDIR | MDB_NOTLS;
-    if (ctx->flags & SS_OPEN_NOLOCK) mflags |= MDB_NOLOCK;
+    int nolock = (ctx->flags & SS_OPEN_NOLOCK) != 0;
+    if (!nolock && (rc = ss_env_lock_prepare(ctx->path, 0, &nolock))) return rc;
+    if (nolock) mflags |= MDB_NOLOCK;
     if (ctx->flags & SS_OPEN_RANDOM) mflags |= MDB_NORDAHEAD;
     rc = mdb_env_open(*env, ctx->path, mflags, 0644);
     if (rc == MDB_INVALID || rc == MDB_VERSION_MISMATCH)

@@ -909,11 +909,13 @@ static int ss_open_writer_env(MDB_env **env, void *vctx) {
     uint64_t size = ctx->map_bytes ? ctx->map_bytes : SS_DEFAULT_MAP_BYTES;
     if (stat(w->path, &st) == 0 && (uint64_t)st.st_size * 2 > size) size = (uint64_t)st.st_size * 2;
     mdb_env_set_mapsize(*env, size);
-    mdb_env_set_maxreaders(*env, 1022);
+    mdb_env_set_maxreaders(*env, SS_ENV_MAXREADERS);
     /* NOMETASYNC: one flush per commit instead of two; integrity is kept and a
      * system crash can only undo the last commit (finish syncs everything). */
     unsigned flags = MDB_NOSUBDIR | MDB_NOTLS | MDB_NORDAHEAD | MDB_NOMETASYNC;
     if (w->flags & SS_WRITE_NOSYNC) flags |= MDB_NOSYNC;
+    int nolock;
+    if ((rc = ss_env_lock_prepare(w->path, 1, &nolock))) return rc;
     rc = mdb_env_open(*env, w->path, flags, 0644);
     if (rc == MDB_INVALID || rc == MDB_VERSION_MISMATCH)
         return ss__fail(SS_ENOTSTORE, "%s: not a seqstore store", w->path);
