@@ -4,6 +4,7 @@
 
 #include "env.h"
 #include "lmdb_check.h"
+#include "manifest.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -388,6 +389,25 @@ static void ss_fast_setup(ss_store *s) {
 
 static int ss_open_store(ss_store **out, const char *path, unsigned flags, int shard);
 
+static const char *ss_file_kind(mode_t mode) {
+    return S_ISFIFO(mode)   ? "a FIFO"
+           : S_ISSOCK(mode) ? "a socket"
+           : S_ISCHR(mode)  ? "a character device"
+           : S_ISBLK(mode)  ? "a block device"
+                            : "not a file";
+}
+
+/* A directory that ss_dataset_probe() refused: say why if it has a manifest. */
+static int ss_open_not_dataset(const char *path) {
+    char manifest[4096];
+    struct stat st;
+    snprintf(manifest, sizeof manifest, "%s/" SS_MANIFEST_NAME, path);
+    if (stat(manifest, &st) == 0 && !S_ISREG(st.st_mode))
+        return ss__fail(SS_ENOTSTORE, "open '%s': not a dataset (not a regular file: %s)",
+                        manifest, ss_file_kind(st.st_mode));
+    return ss__fail(SS_ENOTSTORE, "open '%s': not a seqstore store (a directory)", path);
+}
+
 int ss_open(ss_store **out, const char *path, unsigned flags) {
     return ss_open_store(out, path, flags, 0);
 }
@@ -405,8 +425,11 @@ static int ss_open_store(ss_store **out, const char *path, unsigned flags, int s
         return ss__fail(errno == ENOENT ? SS_ENOTFOUND : SS_EIO, "open '%s': %s", path,
                         strerror(errno));
     if (ss_dataset_probe(path)) return ss_dataset_open(out, path, flags);
-    if (S_ISDIR(st.st_mode))
-        return ss__fail(SS_ENOTSTORE, "open '%s': not a seqstore store (a directory)", path);
+    if (S_ISDIR(st.st_mode)) return ss_open_not_dataset(path);
+    /* LMDB's open of a FIFO would wait for a writer forever */
+    if (!S_ISREG(st.st_mode))
+        return ss__fail(SS_ENOTSTORE, "open '%s': not a seqstore store (not a regular file: %s)",
+                        path, ss_file_kind(st.st_mode));
     if (st.st_size == 0)
         return ss__fail(SS_ENOTSTORE, "open '%s': not a seqstore store (empty file)", path);
     int rc = ss_lmdb_check_file(path, (uint64_t)st.st_size);
