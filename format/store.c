@@ -75,10 +75,15 @@ static int ss_build_tables(ss_store *s) {
         rf->dtype = fs->def.dtype;
         rf->per_chunk = ss_fixed_per_chunk(&s->h, fs);
         rf->nchunks = fs->nchunks;
-        if (!rf->sequence && rf->nchunks != (s->h.count + rf->per_chunk - 1) / rf->per_chunk)
-            return ss__fail(SS_ECORRUPT, "%s: field '%s': %llu chunks for %llu examples", s->path,
-                            fs->name, (unsigned long long)rf->nchunks,
-                            (unsigned long long)s->h.count);
+        /* spec §5: a fixed field's chunks hold P rows each but the last */
+        uint64_t fixed_chunks = (s->h.count + rf->per_chunk - 1) / rf->per_chunk;
+        if (!rf->sequence && rf->nchunks != fixed_chunks)
+            return ss__fail(SS_ECORRUPT,
+                            "%s: fixed field '%s': %llu chunks for %llu examples (must be "
+                            "ceil(count / %llu rows per chunk) = %llu)",
+                            s->path, fs->name, (unsigned long long)rf->nchunks,
+                            (unsigned long long)s->h.count, (unsigned long long)rf->per_chunk,
+                            (unsigned long long)fixed_chunks);
         rf->chunks = calloc(rf->nchunks ? rf->nchunks : 1, sizeof *rf->chunks);
         if (!rf->chunks) return ss__fail(SS_ENOMEM, "%s: out of memory", s->path);
         int rc = ss_collect(s, SS_KEY_DATA, i, rf->nchunks, rf->chunks);
