@@ -1078,7 +1078,11 @@ static int ss_writer_reload(ss_writer *w, MDB_txn *txn) {
         ss_field_state *fs = &w->h.fields[i];
         uint64_t n = fs->nchunks, tail = fs->tail_bytes;
         int rc;
-        if (fs->def.sequence ? (n > 0 && tail < wf->chunk_cap)
+        /* A sequence field continues in its last chunk unless that chunk
+         * is a value's own (larger than a chunk): also when it is exactly
+         * full, as if the writer had never stopped, so that the next value
+         * closes it and moves its own index entry (spec §6.1). */
+        if (fs->def.sequence ? (n > 0 && tail <= wf->chunk_cap)
                              : (w->h.count % ss_fixed_per_chunk(&w->h, fs) != 0)) {
             if (n == 0 || tail > wf->chunk_cap) /* the reload copies tail bytes into chunk */
                 return ss__fail(SS_ECORRUPT,
