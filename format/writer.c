@@ -1150,6 +1150,9 @@ int ss_writer_open(ss_writer **out, const char *path, const ss_schema *schema,
     if (stat(path, &st) != 0)
         return ss__fail(errno == ENOENT ? SS_ENOTFOUND : SS_EIO, "open '%s': %s", path,
                         strerror(errno));
+    if (!S_ISREG(st.st_mode))
+        return ss__fail(SS_ENOTSTORE, "open '%s': not a seqstore store (not a regular file)",
+                        path);
     if (st.st_size == 0)
         return ss__fail(SS_ENOTSTORE, "open '%s': not a seqstore store (empty file)", path);
     int rc = ss_lmdb_check_file(path, (uint64_t)st.st_size);

@@ -45,6 +45,10 @@ int main(void) {
     expect_refused(fifo, SS_ENOTSTORE, "fifo.ss");
     static const char *const readers[] = {"info", "cat", "verify", "split list", "index list",
                                           "attr list"};
+    ss_writer *w = NULL;
+    CHECK_RC(ss_writer_open(&w, fifo, NULL, NULL), SS_ENOTSTORE);
+    CHECK_CONTAINS(ss_error_message(), "not a regular file");
+    CHECK(w == NULL);
     char args[4096];
     for (size_t i = 0; i < sizeof readers / sizeof *readers; i++) {
         snprintf(args, sizeof args, "%s %s", readers[i], fifo);
