@@ -47,7 +47,9 @@ static void ss_usage(FILE *out) {
             "exit codes: 0 success, 1 error, 2 usage error, 3 verify found corruption\n"
             "lock files: LMDB keeps its readers in STORE-lock; a command removes the one\n"
             "it created when it ends, unless another process has the store open then.\n"
-            "--nolock (read commands) creates none: for read-only media, no writer may run.\n");
+            "--nolock (read commands) creates none: for read-only media, no writer may run.\n"
+            "On a full disk a read command reads without one when no other process has the\n"
+            "store open, and says so (disk full, naming STORE-lock) when one has.\n");
 }
 
 int ss_cli_store_error(const char *cmd, const char *fmt, ...) {

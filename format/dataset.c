@@ -14,10 +14,12 @@
 #include "manifest.h"
 #include "sections.h"
 
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 /* What ss_get() needs of a shard, on one cache line with its neighbours'. */
 /* An attribute the dataset shows: attribute k of shard 0 or of the sections
@@ -62,12 +64,13 @@ int ss_dataset_probe(const char *path) {
         free(m);
         return is;
     }
+    /* only a regular file: opening a FIFO for reading waits for a writer */
     char head[17] = {0};
-    FILE *f = fopen(path, "rb");
-    if (!f) return 0;
-    size_t n = fread(head, 1, sizeof head, f);
-    fclose(f);
-    return n == sizeof head && !memcmp(head, "seqstore-dataset ", sizeof head);
+    int fd = S_ISREG(st.st_mode) ? open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC) : -1;
+    if (fd < 0) return 0;
+    ssize_t n = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? pread(fd, head, sizeof head, 0) : 0;
+    close(fd);
+    return n == (ssize_t)sizeof head && !memcmp(head, "seqstore-dataset ", sizeof head);
 }
 
 /* The shard holding global example `index` (< count): the smallest j with

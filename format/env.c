@@ -42,10 +42,15 @@
  *    fails with SS_EBUSY and every existing handle keeps reading unharmed. */
 #include "env.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 typedef struct ss_env_entry {
     struct ss_env_entry *next;
@@ -223,4 +228,71 @@ int ss_env_check_size(MDB_env *env, const char *path) {
         return ss__fail(SS_ECORRUPT, "%s: file is truncated (%llu bytes, needs %llu)", path,
                         (unsigned long long)fst.st_size, (unsigned long long)need);
     return 0;
+}
+
+/* The lock file on a full disk. A reader may go without it when no process
+ * has the store open: every LMDB environment holds a shared fcntl lock on
+ * byte 0 of the lock file while it is open (and one without a lock file
+ * holds none), so an exclusive lock granted on it, or no lock file at all,
+ * means no writer is running. A writer that starts later needs the lock
+ * file's blocks too and fails with SS_EFULL while the disk stays full;
+ * only if space is freed during the read can a writer start without
+ * seeing this reader, as with SS_OPEN_NOLOCK. Otherwise SS_EFULL. The
+ * registry guarantees that this process has no environment of the file,
+ * so closing `fd` drops no lock of ours. */
+static int ss_env_lock_full(const char *lock, int fd, int created, int writer, int err,
+                            int *nolock) {
+    struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 1};
+    int unused = fd < 0 || fcntl(fd, F_SETLK, &fl) == 0;
+    if (unused && created) unlink(lock); /* ours, empty or partial: leave nothing behind */
+    if (unused && !writer) {
+        *nolock = 1;
+        return 0;
+    }
+    return ss__fail(SS_EFULL,
+                    "'%s': cannot allocate LMDB's lock file (%d bytes): %s%s", lock,
+                    SS_ENV_LOCK_BYTES, strerror(err),
+                    writer ? ""
+                           : "; another process has the store open, so reading without the "
+                             "lock is unsafe: free some space, or open with SS_OPEN_NOLOCK "
+                             "(--nolock) once no process writes the store");
+}
+
+int ss_env_lock_prepare(const char *path, int writer, int *nolock) {
+    *nolock = 0;
+    char lock[4096];
+    if (snprintf(lock, sizeof lock, "%s-lock", path) >= (int)sizeof lock) return 0;
+    int created = 0;
+    /* O_NONBLOCK: a FIFO in its place must not hang the open */
+    int fd = open(lock, O_RDWR | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0 && errno == ENOENT) {
+        fd = open(lock, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NONBLOCK, 0644);
+        if (fd >= 0)
+            created = 1;
+        else if (errno == EEXIST)
+            fd = open(lock, O_RDWR | O_CLOEXEC | O_NONBLOCK);
+    }
+    if (fd < 0) {
+        int e = errno;
+        if (e == ENOSPC || e == EDQUOT) return ss_env_lock_full(lock, -1, 0, writer, e, nolock);
+        return 0; /* read-only media, no permission: mdb_env_open reports it */
+    }
+    struct stat st;
+    int rc = 0;
+    if (fstat(fd, &st) != 0) {
+        rc = ss__fail(SS_EIO, "'%s': %s", lock, strerror(errno));
+    } else if (!S_ISREG(st.st_mode)) {
+        rc = ss__fail(SS_EIO, "'%s': LMDB's lock file is not a regular file", lock);
+    } else {
+        /* Linux's fallocate, not posix_fallocate: where the file system
+         * cannot, glibc's emulation writes zero bytes into a file that other
+         * processes may be writing through their maps. Such file systems
+         * keep LMDB's own behaviour. An existing larger file is covered
+         * whole: LMDB then maps all of it. */
+        off_t want = st.st_size > SS_ENV_LOCK_BYTES ? st.st_size : SS_ENV_LOCK_BYTES;
+        int e = fallocate(fd, 0, 0, want) != 0 ? errno : 0;
+        if (e == ENOSPC || e == EDQUOT) rc = ss_env_lock_full(lock, fd, created, writer, e, nolock);
+    }
+    close(fd);
+    return rc;
 }

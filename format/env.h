@@ -38,6 +38,22 @@ void ss_env_set_reader_map_bytes(uint64_t bytes);
  * outgrew the map (MDB_MAP_RESIZED), remap only when the caller is the
  * environment's sole user, else SS_EBUSY; never remaps under live readers. */
 int ss_env_begin_read(MDB_env *env, const char *path, MDB_txn **txn);
+/* The size of LMDB's lock file for SS_ENV_MAXREADERS reader slots: LMDB
+ * 0.9's MDB_txninfo is a 192-byte header and a 64-byte slot per reader
+ * (cache-line padded), 192 + 1021 * 64 bytes. */
+#define SS_ENV_MAXREADERS 1022
+#define SS_ENV_LOCK_BYTES 65536
+/* Before mdb_env_open with a lock: give every page of `path`-lock its disk
+ * blocks, creating the file if need be. LMDB sizes the lock file with
+ * ftruncate and then writes its header and reader slots through a shared
+ * map of it; on a full file system the page fault that would allocate a
+ * block kills the process with SIGBUS, where fallocate says ENOSPC.
+ * On success *nolock is 1 when a reader (`writer` 0) must open without a
+ * lock: the disk is full and no process has the store open (see env.c).
+ * SS_EFULL naming the lock file when the blocks cannot be had and a
+ * reader may not go without; SS_EIO when the lock file is not a regular
+ * file. Other failures (read-only media) are left to mdb_env_open. */
+int ss_env_lock_prepare(const char *path, int writer, int *nolock);
 /* SS_ECORRUPT when the file is shorter than the pages the meta page claims. */
 int ss_env_check_size(MDB_env *env, const char *path);
 

@@ -154,6 +154,12 @@ int ss_header_read(ss_header *h, const MDB_val *v, char tag, const char *what) {
     return rc ? rc : ss_header_decode(h, p, len, what, v, tag);
 }
 
+static int ss_all_zero(const unsigned char *p, size_t n) {
+    for (size_t k = 0; k < n; k++)
+        if (p[k]) return 0;
+    return 1;
+}
+
 int ss_header_decode(ss_header *h, const unsigned char *p, uint64_t len, const char *what,
                      const MDB_val *block, char tag) {
     memset(h, 0, sizeof *h);
@@ -193,11 +199,23 @@ int ss_header_decode(ss_header *h, const unsigned char *p, uint64_t len, const c
     if (h->chunk_pages == 0 || h->chunk_pages > 1048575u ||
         h->segment_entries != ss_segment_entries(h->format_version))
         return ss__fail(SS_ECORRUPT, "%s: bad chunk or segment size in header", what);
+    if (!ss_all_zero(p + 36, 4))
+        return ss__fail(SS_ECORRUPT, "%s: header bytes 36..39 are reserved and must be zero",
+                        what);
     for (uint32_t i = 0; i < h->nfields; i++) {
         const unsigned char *r = p + SS_HEADER_FIXED + (uint64_t)i * SS_FIELD_RECORD;
         ss_field_state *f = &h->fields[i];
-        if (memchr(r, 0, 48) == NULL)
+        const unsigned char *end = memchr(r, 0, 48);
+        if (end == NULL)
             return ss__fail(SS_ECORRUPT, "%s: field %u name is not terminated", what, i);
+        if (!ss_all_zero(end, (size_t)(r + 48 - end)))
+            return ss__fail(SS_ECORRUPT,
+                            "%s: field %u: name bytes after the terminating NUL must be zero", what,
+                            i);
+        if (!ss_all_zero(r + 51, 5))
+            return ss__fail(SS_ECORRUPT,
+                            "%s: field %u: record bytes 51..55 are reserved and must be zero", what,
+                            i);
         memcpy(f->name, r, SS_MAX_NAME);
         f->def.name = f->name;
         f->def.dtype = (ss_dtype)r[48];
@@ -210,6 +228,11 @@ int ss_header_decode(ss_header *h, const unsigned char *p, uint64_t len, const c
         if (ss_field_check(&f->def, &f->row_bytes) != 0)
             return ss__context(SS_ECORRUPT, "%s: field %u", what, i);
         f->def.name = f->name;
+        for (uint32_t j = 0; j < i; j++)
+            if (strcmp(h->fields[j].name, f->name) == 0)
+                return ss__fail(SS_ECORRUPT,
+                                "%s: fields %u and %u are both named '%s' (names must be unique)",
+                                what, j, i, f->name);
         if (!f->def.sequence && f->total_rows != h->count)
             return ss__fail(SS_ECORRUPT, "%s: fixed field '%s' has %llu rows for %llu examples",
                             what, f->name, (unsigned long long)f->total_rows,

@@ -449,8 +449,15 @@ static int lc_file_psize(const char *path, const unsigned char *pg0, ssize_t got
 }
 
 int ss_lmdb_check_file(const char *path, uint64_t file_bytes) {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* O_NONBLOCK and fstat: a FIFO swapped in since the caller's stat must not hang */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0) return ss__fail(SS_EIO, "open '%s': %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        return ss__fail(SS_ENOTSTORE, "open '%s': not a seqstore store (not a regular file)",
+                        path);
+    }
     unsigned char pg[2][LC_META_BYTES];
     uint32_t psize = 0;
     ssize_t got = pread(fd, pg[0], LC_META_BYTES, 0);
@@ -459,7 +466,6 @@ int ss_lmdb_check_file(const char *path, uint64_t file_bytes) {
     if (rc == 0 && pread(fd, pg[1], LC_META_BYTES, psize) != (ssize_t)LC_META_BYTES)
         rc = ss__fail(SS_EIO, "%s: cannot read LMDB meta page 1", path);
     /* The size after the meta pages: an appender grows the file before it commits. */
-    struct stat st;
     if (rc == 0 && fstat(fd, &st) == 0 && (uint64_t)st.st_size > file_bytes)
         file_bytes = (uint64_t)st.st_size;
     close(fd);

@@ -461,7 +461,7 @@ int ss_manifest_locate(const char *path, char **file, char **dir) {
 }
 
 static int read_all(const char *file, char **out, size_t *len) {
-    int fd = open(file, O_RDONLY | O_CLOEXEC);
+    int fd = open(file, O_RDONLY | O_NONBLOCK | O_CLOEXEC); /* a FIFO must not hang it */
     if (fd < 0)
         return ss__fail(errno == ENOENT ? SS_ENOTFOUND : SS_EIO, "'%s': %s%s", file,
                         strerror(errno),

@@ -4,6 +4,7 @@
 
 #include "env.h"
 #include "lmdb_check.h"
+#include "manifest.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -74,10 +75,15 @@ static int ss_build_tables(ss_store *s) {
         rf->dtype = fs->def.dtype;
         rf->per_chunk = ss_fixed_per_chunk(&s->h, fs);
         rf->nchunks = fs->nchunks;
-        if (!rf->sequence && rf->nchunks != (s->h.count + rf->per_chunk - 1) / rf->per_chunk)
-            return ss__fail(SS_ECORRUPT, "%s: field '%s': %llu chunks for %llu examples", s->path,
-                            fs->name, (unsigned long long)rf->nchunks,
-                            (unsigned long long)s->h.count);
+        /* spec §5: a fixed field's chunks hold P rows each but the last */
+        uint64_t fixed_chunks = (s->h.count + rf->per_chunk - 1) / rf->per_chunk;
+        if (!rf->sequence && rf->nchunks != fixed_chunks)
+            return ss__fail(SS_ECORRUPT,
+                            "%s: fixed field '%s': %llu chunks for %llu examples (must be "
+                            "ceil(count / %llu rows per chunk) = %llu)",
+                            s->path, fs->name, (unsigned long long)rf->nchunks,
+                            (unsigned long long)s->h.count, (unsigned long long)rf->per_chunk,
+                            (unsigned long long)fixed_chunks);
         rf->chunks = calloc(rf->nchunks ? rf->nchunks : 1, sizeof *rf->chunks);
         if (!rf->chunks) return ss__fail(SS_ENOMEM, "%s: out of memory", s->path);
         int rc = ss_collect(s, SS_KEY_DATA, i, rf->nchunks, rf->chunks);
@@ -255,7 +261,7 @@ static int ss_open_readonly_env(MDB_env **env, void *vctx) {
     const ss_open_ctx *ctx = vctx;
     int rc = mdb_env_create(env);
     if (rc) return ss__lmdb_fail(rc, ctx->path);
-    mdb_env_set_maxreaders(*env, 1022);
+    mdb_env_set_maxreaders(*env, SS_ENV_MAXREADERS);
     /* A map far beyond the file, so that growth by another process's writer
      * never forces a remap under this process's readers (env.c). */
     struct stat st;
@@ -263,7 +269,9 @@ static int ss_open_readonly_env(MDB_env **env, void *vctx) {
     uint64_t map = ctx->shard ? ss_env_shard_map_bytes(file) : ss_env_reader_map_bytes(file);
     if (map) mdb_env_set_mapsize(*env, (size_t)map);
     unsigned mflags = MDB_RDONLY | MDB_NOSUBDIR | MDB_NOTLS;
-    if (ctx->flags & SS_OPEN_NOLOCK) mflags |= MDB_NOLOCK;
+    int nolock = (ctx->flags & SS_OPEN_NOLOCK) != 0;
+    if (!nolock && (rc = ss_env_lock_prepare(ctx->path, 0, &nolock))) return rc;
+    if (nolock) mflags |= MDB_NOLOCK;
     if (ctx->flags & SS_OPEN_RANDOM) mflags |= MDB_NORDAHEAD;
     rc = mdb_env_open(*env, ctx->path, mflags, 0644);
     if (rc == MDB_INVALID || rc == MDB_VERSION_MISMATCH)
@@ -386,6 +394,25 @@ static void ss_fast_setup(ss_store *s) {
 
 static int ss_open_store(ss_store **out, const char *path, unsigned flags, int shard);
 
+static const char *ss_file_kind(mode_t mode) {
+    return S_ISFIFO(mode)   ? "a FIFO"
+           : S_ISSOCK(mode) ? "a socket"
+           : S_ISCHR(mode)  ? "a character device"
+           : S_ISBLK(mode)  ? "a block device"
+                            : "not a file";
+}
+
+/* A directory that ss_dataset_probe() refused: say why if it has a manifest. */
+static int ss_open_not_dataset(const char *path) {
+    char manifest[4096];
+    struct stat st;
+    snprintf(manifest, sizeof manifest, "%s/" SS_MANIFEST_NAME, path);
+    if (stat(manifest, &st) == 0 && !S_ISREG(st.st_mode))
+        return ss__fail(SS_ENOTSTORE, "open '%s': not a dataset (not a regular file: %s)",
+                        manifest, ss_file_kind(st.st_mode));
+    return ss__fail(SS_ENOTSTORE, "open '%s': not a seqstore store (a directory)", path);
+}
+
 int ss_open(ss_store **out, const char *path, unsigned flags) {
     return ss_open_store(out, path, flags, 0);
 }
@@ -403,8 +430,11 @@ static int ss_open_store(ss_store **out, const char *path, unsigned flags, int s
         return ss__fail(errno == ENOENT ? SS_ENOTFOUND : SS_EIO, "open '%s': %s", path,
                         strerror(errno));
     if (ss_dataset_probe(path)) return ss_dataset_open(out, path, flags);
-    if (S_ISDIR(st.st_mode))
-        return ss__fail(SS_ENOTSTORE, "open '%s': not a seqstore store (a directory)", path);
+    if (S_ISDIR(st.st_mode)) return ss_open_not_dataset(path);
+    /* LMDB's open of a FIFO would wait for a writer forever */
+    if (!S_ISREG(st.st_mode))
+        return ss__fail(SS_ENOTSTORE, "open '%s': not a seqstore store (not a regular file: %s)",
+                        path, ss_file_kind(st.st_mode));
     if (st.st_size == 0)
         return ss__fail(SS_ENOTSTORE, "open '%s': not a seqstore store (empty file)", path);
     int rc = ss_lmdb_check_file(path, (uint64_t)st.st_size);

@@ -52,6 +52,16 @@ static void ss_chunk_examples(const ss_store *s, uint32_t f, uint64_t chunk, uin
     *last = lo;
 }
 
+/* Spec §6.1: a location (of an example, empty ones included, or of the
+ * sentinel) is inside or at the end of a chunk's payload, or the start of
+ * the chunk after the last. Readers never dereference an empty example's. */
+static int ss_loc_placed(const ss_rfield *rf, uint64_t loc) {
+    uint64_t c = SS_LOC_CHUNK(loc), o = SS_LOC_OFFSET(loc);
+    if (c >= rf->nchunks) return c == rf->nchunks && o == 0;
+    const ss_block *b = &rf->chunks[c];
+    return o <= b->size && o <= ss_le64(b->data - 8); /* the payload's length */
+}
+
 /* The block `tag`/`f`/`number` whose payload is at b->data: b->size is the
  * room of the value, its header holds the payload length and the checksum,
  * bound to the key from format version 2 on. */
@@ -109,14 +119,16 @@ static void ss_verify_field(ss_verifier *v, uint32_t f) {
         ss_problem(v, "index segment checksum mismatch", f, g, first,
                    last < s->h.count ? last : s->h.count);
     }
-    for (uint64_t i = 0; i < s->h.count && !v->stop; i++) {
+    for (uint64_t i = 0; i <= s->h.count && !v->stop; i++) {
         ss_view view;
-        const ss_entry *a = ss_entry_at(rf, i), *b = ss_entry_at(rf, i + 1);
-        if (b->start < a->start || b->loc < a->loc || ss_get(&view, s, f, i) != 0) {
+        const ss_entry *a = ss_entry_at(rf, i), *b = i < s->h.count ? ss_entry_at(rf, i + 1) : a;
+        if (b->start < a->start || b->loc < a->loc || !ss_loc_placed(rf, a->loc) ||
+            (i < s->h.count && ss_get(&view, s, f, i) != 0)) {
             snprintf(v->where, sizeof v->where, "index segment %llu of field '%s', entry %llu",
                      (unsigned long long)ss_segment_of(i, rf->seg_entries), name,
                      (unsigned long long)i);
-            ss_problem(v, "index entry is inconsistent", f, SS_LOC_CHUNK(a->loc), i, i + 1);
+            ss_problem(v, "index entry is inconsistent", f, SS_LOC_CHUNK(a->loc), i,
+                       i < s->h.count ? i + 1 : i); /* the sentinel concerns no example */
             return;
         }
     }

@@ -950,11 +950,13 @@ static int ss_open_writer_env(MDB_env **env, void *vctx) {
     uint64_t size = ctx->map_bytes ? ctx->map_bytes : SS_DEFAULT_MAP_BYTES;
     if (stat(w->path, &st) == 0 && (uint64_t)st.st_size * 2 > size) size = (uint64_t)st.st_size * 2;
     mdb_env_set_mapsize(*env, size);
-    mdb_env_set_maxreaders(*env, 1022);
+    mdb_env_set_maxreaders(*env, SS_ENV_MAXREADERS);
     /* NOMETASYNC: one flush per commit instead of two; integrity is kept and a
      * system crash can only undo the last commit (finish syncs everything). */
     unsigned flags = MDB_NOSUBDIR | MDB_NOTLS | MDB_NORDAHEAD | MDB_NOMETASYNC;
     if (w->flags & SS_WRITE_NOSYNC) flags |= MDB_NOSYNC;
+    int nolock;
+    if ((rc = ss_env_lock_prepare(w->path, 1, &nolock))) return rc;
     rc = mdb_env_open(*env, w->path, flags, 0644);
     if (rc == MDB_INVALID || rc == MDB_VERSION_MISMATCH)
         return ss__fail(SS_ENOTSTORE, "%s: not a seqstore store", w->path);
@@ -1117,7 +1119,11 @@ static int ss_writer_reload(ss_writer *w, MDB_txn *txn) {
         ss_field_state *fs = &w->h.fields[i];
         uint64_t n = fs->nchunks, tail = fs->tail_bytes;
         int rc;
-        if (fs->def.sequence ? (n > 0 && tail < wf->chunk_cap)
+        /* A sequence field continues in its last chunk unless that chunk
+         * is a value's own (larger than a chunk): also when it is exactly
+         * full, as if the writer had never stopped, so that the next value
+         * closes it and moves its own index entry (spec §6.1). */
+        if (fs->def.sequence ? (n > 0 && tail <= wf->chunk_cap)
                              : (w->h.count % ss_fixed_per_chunk(&w->h, fs) != 0)) {
             if (n == 0 || tail > wf->chunk_cap) /* the reload copies tail bytes into chunk */
                 return ss__fail(SS_ECORRUPT,
@@ -1185,6 +1191,9 @@ int ss_writer_open(ss_writer **out, const char *path, const ss_schema *schema,
     if (stat(path, &st) != 0)
         return ss__fail(errno == ENOENT ? SS_ENOTFOUND : SS_EIO, "open '%s': %s", path,
                         strerror(errno));
+    if (!S_ISREG(st.st_mode))
+        return ss__fail(SS_ENOTSTORE, "open '%s': not a seqstore store (not a regular file)",
+                        path);
     if (st.st_size == 0)
         return ss__fail(SS_ENOTSTORE, "open '%s': not a seqstore store (empty file)", path);
     int rc = ss_lmdb_check_file(path, (uint64_t)st.st_size);

@@ -424,6 +424,15 @@ enum {
  *  to 4 x the file size. Do not carry an open store across fork(); open it
  *  in the child.
  *
+ *  Lock file: without SS_OPEN_NOLOCK, LMDB lists the reader in `path`-lock
+ *  (created if absent, 64 KiB), whose disk blocks are allocated before LMDB
+ *  maps it. On a full file system, when no process has the store open (no
+ *  lock file, or none holds it), the store is read without a lock, as with
+ *  SS_OPEN_NOLOCK, and no lock file is left; a writer that starts meanwhile
+ *  needs the lock file's blocks too, so it fails with SS_EFULL while the
+ *  disk stays full. When another process has the store open, SS_EFULL
+ *  naming the lock file.
+ *
  *  Datasets of shards (spec/FORMAT.md §13): when `path` is a dataset
  *  directory (it holds `dataset.manifest`) or a manifest file, the store
  *  returned is the dataset: its examples are the shards' concatenated in
@@ -450,8 +459,9 @@ enum {
  *          page); SS_EINCOMPLETE (the writer did not finish; the message says
  *          how many examples are committed); SS_EBUSY (this process has the
  *          file open for writing, or the file outgrew the map shared with
- *          this process's other handles of it); SS_EINVAL (NULL out, empty
- *          path); SS_ENOMEM; SS_EIO. A directory without a manifest or an
+ *          this process's other handles of it); SS_EFULL (the lock file
+ *          cannot be allocated while another process has the store open);
+ *          SS_EINVAL (NULL out, empty path); SS_ENOMEM; SS_EIO. A directory without a manifest or an
  *          empty file is SS_ENOTSTORE; a damaged manifest SS_ECORRUPT naming
  *          its line, a newer dataset version SS_EVERSION. */
 SS_API int ss_open(ss_store **out, const char *path, unsigned flags);

@@ -228,7 +228,28 @@ static void edit_unknown_incompat(unsigned char *p) {
     ss_put_le32(p + 12, 0x4);
 }
 static void edit_padding(unsigned char *p) {
-    p[36] ^= 1; /* between chunk_pages and segment_entries: decodes fine */
+    p[36] ^= 1; /* between chunk_pages and segment_entries: reserved */
+}
+/* field records start at 48, 112 bytes each: name[48], dtype, sequence,
+ * ndim, 5 reserved bytes, dims, total_rows, nchunks, tail_bytes */
+static void edit_field_reserved(unsigned char *p) {
+    p[SS_HEADER_FIXED + 51] = 1;
+}
+static void edit_name_padding(unsigned char *p) {
+    p[SS_HEADER_FIXED + 40] = 'x'; /* after "tokens" and its NUL */
+}
+static void edit_duplicate_name(unsigned char *p) {
+    memcpy(p + SS_HEADER_FIXED + SS_FIELD_RECORD, "tokens", 7); /* field 1 was "label" */
+}
+static void edit_sequence_byte(unsigned char *p) {
+    p[SS_HEADER_FIXED + 49] = 2;
+}
+static void edit_fixed_chunks(unsigned char *p) {
+    unsigned char *n = p + SS_HEADER_FIXED + SS_FIELD_RECORD + 96; /* label's nchunks */
+    ss_put_le64(n, ss_le64(n) - 1);
+}
+static void edit_version0(unsigned char *p) {
+    ss_put_le32(p + 8, 0);
 }
 static void edit_count(unsigned char *p) {
     ss_put_le64(p + 24, ss_le64(p + 24) + 1);
@@ -538,6 +559,36 @@ static void test_header_edits(const char *good) {
     CHECK_RC(ss_open(&s, bad, 0), SS_ECORRUPT);
     CHECK_MSG("metadata checksum mismatch");
     CHECK_RC(ss_writer_open(&w, bad, NULL, NULL), SS_ECORRUPT);
+
+    /* headers the checksum covers that break a rule of spec §5: refused by
+     * the reader (and so by verify, which opens the store first) */
+    static const struct {
+        header_edit edit;
+        int code;
+        const char *message;
+    } rules[] = {
+        {edit_padding, SS_ECORRUPT, "header bytes 36..39 are reserved and must be zero"},
+        {edit_field_reserved, SS_ECORRUPT,
+         "field 0: record bytes 51..55 are reserved and must be zero"},
+        {edit_name_padding, SS_ECORRUPT,
+         "field 0: name bytes after the terminating NUL must be zero"},
+        {edit_duplicate_name, SS_ECORRUPT,
+         "fields 0 and 1 are both named 'tokens' (names must be unique)"},
+        {edit_sequence_byte, SS_ECORRUPT, "field 0: field 'tokens': sequence must be 0 or 1"},
+        {edit_fixed_chunks, SS_ECORRUPT, "fixed field 'label': "},
+        {edit_version0, SS_ECORRUPT, "format version 0 is not valid"},
+    };
+    for (size_t i = 0; i < sizeof rules / sizeof *rules; i++) {
+        copy_file(good, bad);
+        patch_header(bad, rules[i].edit, 1);
+        CHECK_RC(ss_open(&s, bad, 0), rules[i].code);
+        CHECK_MSG(rules[i].message);
+        CHECK_RC(ss_open(&s, bad, SS_OPEN_VERIFY), rules[i].code);
+        CHECK_RC(ss_writer_open(&w, bad, NULL, NULL), rules[i].code);
+        char err[4096];
+        CHECK_EXIT(ss_test_cli(err, sizeof err, NULL, "verify %s", bad), 3, err); /* corrupt */
+        CHECK_CONTAINS(err, rules[i].message);
+    }
 
     copy_file(good, bad);
     patch_header(bad, edit_count, 1);
