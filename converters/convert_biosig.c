@@ -37,6 +37,7 @@
 #include "ordered.h"
 
 #ifdef SS_HAVE_BIOSIG
+#include "biosig_check.h"
 #include "events.h"
 #include "recmeta.h"
 #include "resample.h"
@@ -55,10 +56,12 @@
 #include <string.h>
 #include <stdarg.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define BS_ERR 1024
 #define BS_MAXCH 4096
+#define BS_MAX_TEXT (16 << 20) /* a BrainVision header or marker file */
 
 typedef struct bs_ref {
     int have;
@@ -106,7 +109,9 @@ typedef struct bs_job {
     size_t codes_cap;
     char subject[96], session[16]; /* header values for --meta header */
     char err[BS_ERR];
-    int bad; /* the last bs_decode() failed */
+    int bad;           /* the last bs_decode() failed */
+    long markers;      /* a BrainVision file's marker lines (bv_guard), -1 without */
+    char mrk[1024];    /* its marker file */
 } bs_job;
 
 static void usage_biosig(FILE *out) {
@@ -172,51 +177,117 @@ static int dtype_rank(ss_dtype d) {
     return d == SS_I16 ? 0 : d == SS_I32 ? 1 : 2;
 }
 
-/* Value of the line "KEY=value" in a BrainVision header (NULL if absent),
- * trailing CR/blanks cut, in `out`. */
-static const char *bv_key(const char *text, const char *key, char *out, size_t cap) {
-    size_t kl = strlen(key);
-    for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
-        if (!strncmp(p, key, kl) && p[kl] == '=') {
-            size_t n = strcspn(p + kl + 1, "\r\n");
-            while (n && p[kl + n] == ' ') n--;
-            snprintf(out, cap, "%.*s", (int)n, p + kl + 1);
-            return out;
+/* The whole of a small file (a header, a marker file) into *out (NUL
+ * added), its size in *n; 1 with job->err when it cannot be read. */
+static int slurp(bs_job *job, const char *what, const char *path, char **out, size_t *n) {
+    FILE *f = fopen(path, "rb");
+    char *buf = NULL;
+    size_t len = 0, cap = 0;
+    if (!f) return fail(job, "%s '%s' cannot be read: %s", what, path, strerror(errno));
+    for (size_t got = 1; got;) {
+        if (len + 65536 > cap && grow((void **)&buf, &cap, len + 65536 + 1)) {
+            fclose(f), free(buf);
+            return fail(job, "out of memory");
         }
-    return NULL;
+        len += got = fread(buf + len, 1, 65536, f);
+        if (len > BS_MAX_TEXT) {
+            fclose(f), free(buf);
+            return fail(job, "%s '%s' is larger than %d bytes", what, path, BS_MAX_TEXT);
+        }
+    }
+    int rd = ferror(f);
+    fclose(f);
+    if (rd) return free(buf), fail(job, "%s '%s' cannot be read", what, path);
+    buf[len] = '\0';
+    *out = buf, *n = len;
+    return 0;
 }
 
-/* BioSig 2.5 mishandles three BrainVision headers: NumberOfChannels=0
- * (SIGFPE), and a DataFile other than the header's own name with .eeg: it
- * reads <name>.eeg whatever DataFile says (the wrong samples, or SIGSEGV when
- * there is none). So these keys are checked before BioSig sees the file;
- * everything else is left to it. 1 = bad. */
-static int bv_guard(bs_job *job, const char *path) {
-    const char *dot = strrchr(path, '.');
-    if (!dot || (strcasecmp(dot, ".vhdr") && strcasecmp(dot, ".ahdr"))) return 0;
-    FILE *f = fopen(path, "rb");
-    if (!f) return 0; /* BioSig says why */
-    static _Thread_local char text[1 << 16];
-    size_t n = fread(text, 1, sizeof text - 1, f);
-    fclose(f);
-    text[n] = '\0';
-    char v[512], data[1024];
-    long nch = bv_key(text, "NumberOfChannels", v, sizeof v) ? strtol(v, NULL, 10) : 0;
-    if (nch < 1) return fail(job, "BrainVision header: NumberOfChannels is missing or not >= 1");
-    if (!bv_key(text, "DataFile", v, sizeof v)) return fail(job, "BrainVision header: no DataFile");
-    const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
-    char want[512];
+/* BioSig 2.5 trusts a BrainVision header's sections and keys
+ * (biosig_check.h), reads <name>.eeg whatever DataFile says (the wrong
+ * samples, or SIGSEGV when there is none), opens the MarkerFile it names
+ * and says nothing when it cannot, and mis-reads markers after a 'New
+ * Segment' without a date. So the header and the marker file are checked
+ * before BioSig sees them; job->markers is then the markers BioSig's event
+ * table must hold (-1 without a MarkerFile: no events). 1 = bad. */
+static int bv_guard(bs_job *job, const char *path, const char *base, const char *dot) {
+    char *text = NULL, data[1024], want[512], err[512];
+    size_t n;
+    ss_bs_vhdr v;
+    if (slurp(job, "BrainVision header", path, &text, &n)) return 1;
+    int rc = ss_bs_check_vhdr(&v, text, n, err, sizeof err);
+    free(text);
+    if (rc) return fail(job, "%s", err);
     snprintf(want, sizeof want, "%.*s.eeg", (int)(dot - base), base);
-    if (strcmp(v, want))
+    if (strcmp(v.datafile, want))
         return fail(job,
                     "BrainVision header: DataFile '%s' is not '%s', and BioSig 2.5 reads '%s' "
                     "whatever DataFile says (rename the files to match)",
-                    v, want, want);
-    snprintf(data, sizeof data, "%.*s%s", (int)(base - path), path, v);
+                    v.datafile, want, want);
+    snprintf(data, sizeof data, "%.*s%s", (int)(base - path), path, v.datafile);
     if (access(data, R_OK))
-        return fail(job, "BrainVision header: DataFile '%s' cannot be read: %s", v,
+        return fail(job, "BrainVision header: DataFile '%s' cannot be read: %s", v.datafile,
                     strerror(errno));
+    job->markers = -1;
+    if (!v.markerfile[0]) return 0;
+    snprintf(job->mrk, sizeof job->mrk, "%.*s%s", (int)(base - path), path, v.markerfile);
+    if (access(job->mrk, R_OK))
+        return fail(job, "BrainVision header: MarkerFile '%s' cannot be read: %s", v.markerfile,
+                    strerror(errno));
+    size_t count;
+    if (slurp(job, "BrainVision marker file", job->mrk, &text, &n)) return 1;
+    rc = ss_bs_check_vmrk(&count, text, n, err, sizeof err);
+    free(text);
+    if (rc) return fail(job, "BrainVision marker file '%s': %s", v.markerfile, err);
+    job->markers = (long)count;
     return 0;
+}
+
+/* A GDF's fixed header, then as much more as its header length says, for
+ * ss_bs_check_gdf(). 1 = bad. */
+static int gdf_guard(bs_job *job, FILE *f, uint64_t size) {
+    uint8_t fixed[SS_BS_GDF_FIXED];
+    char err[512];
+    if (size < SS_BS_GDF_FIXED || fread(fixed, 1, sizeof fixed, f) != sizeof fixed) return 0;
+    uint64_t hl = ss_bs_gdf_header_len(fixed, sizeof fixed);
+    size_t want = hl > size ? sizeof fixed : hl < sizeof fixed ? sizeof fixed : (size_t)hl;
+    uint8_t *head = malloc(want);
+    if (!head) return fail(job, "out of memory for a GDF header of %zu bytes", want);
+    memcpy(head, fixed, sizeof fixed);
+    size_t got = sizeof fixed + fread(head + sizeof fixed, 1, want - sizeof fixed, f);
+    int rc = ss_bs_check_gdf(head, got, size, err, sizeof err);
+    free(head);
+    return rc ? fail(job, "%s", err) : 0;
+}
+
+/* Check what BioSig 2.5 trusts in a GDF or BrainVision file (by content,
+ * as BioSig tells them, or a BrainVision header by its name); everything
+ * else is left to BioSig. 1 = bad. */
+static int bs_guard(bs_job *job, const char *path) {
+    static const char bv_magic[] = "Brain Vision Data Exchange Header File";
+    job->markers = -1;
+    FILE *f = fopen(path, "rb");
+    if (!f) return 0; /* BioSig says why */
+    char head[64] = {0};
+    size_t n = fread(head, 1, sizeof head, f);
+    struct stat st;
+    uint64_t size = fstat(fileno(f), &st) ? 0 : (uint64_t)st.st_size;
+    rewind(f);
+    int rc = 0;
+    if (n >= 3 && !memcmp(head, "GDF", 3)) {
+        rc = gdf_guard(job, f, size);
+        fclose(f);
+        return rc;
+    }
+    fclose(f);
+    const char *dot = strrchr(path, '.'), *slash = strrchr(path, '/');
+    const char *base = slash ? slash + 1 : path;
+    int bv = !memcmp(head, bv_magic, sizeof bv_magic - 1) ||
+             (!memcmp(head, "\xef\xbb\xbf", 3) && !memcmp(head + 3, bv_magic, sizeof bv_magic - 1));
+    if (dot && dot > base && (!strcasecmp(dot, ".vhdr") || !strcasecmp(dot, ".ahdr"))) bv = 1;
+    if (!bv) return 0;
+    if (!dot || dot < base) dot = base + strlen(base);
+    return bv_guard(job, path, base, dot);
 }
 
 static void bs_close(HDRTYPE *h);
@@ -226,7 +297,7 @@ static void bs_close(HDRTYPE *h);
 static pthread_mutex_t biosig_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static HDRTYPE *bs_open(bs_job *job, const char *path) {
-    if (bv_guard(job, path)) return NULL;
+    if (bs_guard(job, path)) return NULL;
     HDRTYPE *h = constructHDR(0, 0);
     if (!h) return fail(job, "out of memory"), NULL;
     /* no BIOSIG_FLAG_ROW_BASED_CHANNELS: BioSig fills its block channel by
@@ -246,6 +317,20 @@ static HDRTYPE *bs_open(bs_job *job, const char *path) {
         for (size_t n = strlen(job->err); n && (job->err[n - 1] == '\n' || job->err[n - 1] == ' ');)
             job->err[--n] = '\0';
         if (h) bs_close(h);
+        return NULL;
+    }
+    /* a marker file BioSig could not read it only warns about, or not at all */
+    size_t nev = biosig_get_number_of_events(h);
+    if (job->markers >= 0 && nev != (size_t)job->markers) {
+        const char *m = strrchr(job->mrk, '/');
+        fail(job, "BioSig read %zu of the %ld markers of '%s'", nev, job->markers, m ? m + 1 : job->mrk);
+        bs_close(h);
+        return NULL;
+    }
+    /* BioSig turns a header's rate into h->SampleRate without checking it */
+    if (!(h->SampleRate > 0) || !isfinite(h->SampleRate)) {
+        fail(job, "the header gives the sample rate %g Hz, not a positive finite number", h->SampleRate);
+        bs_close(h);
         return NULL;
     }
     return h;

@@ -15,7 +15,7 @@
 static void test_biosig(void) {
     const char *dir = ss_test_tmpdir(), *vhdr = ss_test_keep_path("rec.vhdr"),
                *gdf = ss_test_keep_path("rec.gdf");
-    EXPECT_SH(0, REF " make '%s' 1000 250", dir);
+    EXPECT_SH(0, REF " make '%s' 1000 250 2", dir);
     EXPECT_SH(0, "save2gdf '%s' '%s' > /dev/null", vhdr, gdf);
 
     const char *st = ss_test_keep_path("d.ss");
@@ -66,7 +66,7 @@ static void test_biosig(void) {
 
     /* another rate: refused, then resampled */
     const char *d2 = ss_test_keep_path("r500");
-    EXPECT_SH(0, "mkdir -p '%s' && " REF " make '%s' 1001 500", d2, d2);
+    EXPECT_SH(0, "mkdir -p '%s' && " REF " make '%s' 1001 500 2", d2, d2);
     const char *v2 = ss_test_keep_path("r500/rec.vhdr");
     st = ss_test_keep_path("bad.ss");
     EXPECT_RUN(1, "convert biosig '%s' '%s' -o '%s' --quiet", vhdr, v2, st);
@@ -180,10 +180,70 @@ static void test_block_reuse(void) {
     for (int k = 0; k < 3; k++) free(want[k]);
 }
 
+/* The issue's recording: 4 channels at 500 Hz, markers 'New Segment' at
+ * sample 1, S 1 at 101, S 2 at 301 (1-based), so at 0.0, 0.2 and 0.6 s, as
+ * MNE-Python reads them. With the New Segment's date the annotations hold
+ * exactly those onsets; without it BioSig 2.5 wrote into the next marker
+ * line and returned a table with S 1 lost and an event at 8589934.59 s
+ * (exit 0): now refused, naming the file and the marker. */
+static void write_vmrk(const char *path, const char *date) {
+    char text[512];
+    int n = snprintf(text, sizeof text,
+                     "Brain Vision Data Exchange Marker File, Version 1.0\r\n\r\n"
+                     "[Common Infos]\r\nCodepage=UTF-8\r\nDataFile=rec.eeg\r\n\r\n"
+                     "[Marker Infos]\r\nMk1=New Segment,,1,1,0%s\r\n"
+                     "Mk2=Stimulus,S  1,101,1,0\r\nMk3=Stimulus,S  2,301,1,0\r\n",
+                     date);
+    ss_test_write_file(path, text, (size_t)n);
+}
+
+static void test_new_segment(void) {
+    const char *d = ss_test_keep_path("seg4");
+    EXPECT_SH(0, "mkdir -p '%s' && cd '%s' && printf '%%s\\r\\n' 'Brain Vision Data Exchange "
+                 "Header File Version 1.0' '[Common Infos]' DataFile=rec.eeg MarkerFile=rec.vmrk "
+                 "DataFormat=BINARY DataOrientation=MULTIPLEXED NumberOfChannels=4 "
+                 "SamplingInterval=2000 '[Binary Infos]' BinaryFormat=INT_16 '[Channel Infos]' "
+                 "'Ch1=A,,1,uV' 'Ch2=B,,1,uV' 'Ch3=C,,1,uV' 'Ch4=D,,1,uV' > rec.vhdr && "
+                 "head -c 3200 /dev/zero > rec.eeg",
+             d, d); /* 400 samples of 4 channels */
+    const char *vhdr = ss_test_keep_path("seg4/rec.vhdr"), *vmrk = ss_test_keep_path("seg4/rec.vmrk");
+    const char *st = ss_test_keep_path("seg4.ss");
+    write_vmrk(vmrk, ",20240101120000000000");
+    EXPECT_RUN(0, "convert biosig '%s' -o '%s' --quiet --force", vhdr, st);
+    ss_store *s;
+    ss_view v;
+    uint32_t fa;
+    CHECK_OK(ss_open(&s, st, 0));
+    CHECK_OK(ss_field_index(&fa, s, "annotations"));
+    CHECK_OK(ss_get(&v, s, fa, 0));
+    const char *want = "0.0000000\t0.0020000\tstart of a new segment (after a break)\n"
+                       "0.2000000\t0.0020000\tS  1\n"
+                       "0.6000000\t0.0020000\tS  2\n";
+    if (v.length != strlen(want) || memcmp(v.data, want, v.length)) {
+        fprintf(stderr, "annotations:\n%.*s", (int)v.length, (const char *)v.data);
+        exit(1);
+    }
+    ss_close(s);
+    /* MNE's onsets, in samples at the file's 500 Hz: 0, 100, 300 */
+    const char *mne = ss_test_keep_path("seg4.f64");
+    EXPECT_SH(0, REF " mne '%s' '%s'", vhdr, mne);
+    size_t n;
+    char *ev = ss_test_read_file(ss_test_keep_path("seg4.f64.events"), &n);
+    CHECK(n == 51 && !memcmp(ev, "0\tNew Segment/\n100\tStimulus/S  1\n300\tStimulus/S  2\n", 51));
+    free(ev);
+    /* without the date: refused, the file and the marker named */
+    write_vmrk(vmrk, "");
+    EXPECT_RUN(1, "convert biosig '%s' -o '%s' --quiet --force", vhdr, st);
+    EXPECT_ERR("seg4/rec.vhdr: BrainVision marker file 'rec.vmrk': line 8 (Mk1): a 'New Segment' "
+               "marker without its date (YYYYMMDDhhmmss...), after which BioSig 2.5 mis-reads "
+               "the markers\n");
+}
+
 int main(void) {
     test_biosig();
     test_threads();
     test_block_reuse();
+    test_new_segment();
     printf("test_convert_biosig: ok\n");
     return 0;
 }

@@ -26,6 +26,12 @@ head -c 600 "$tmp/rec.gdf" > cut_header.gdf
 # the last 100 bytes cut: 2 of the header's 20 data records and the event table
 # missing; BioSig 2.5 only warns and returns the 18 records it found
 head -c $(($(wc -c < "$tmp/rec.gdf") - 100)) "$tmp/rec.gdf" > truncated.gdf
+# GDF header fields BioSig 2.5 trusts: patch(FILE OFFSET HEX-BYTES) on a copy
+patch() { cp "$tmp/rec.gdf" "$1"; printf "$3" | dd of="$1" bs=1 seek="$2" conv=notrunc 2>/dev/null; }
+patch zero_headlen.gdf 184 '\000\000'          # header length 0: SIGSEGV in gdfbin2struct
+patch ns_65535.gdf 252 '\377\377'              # NS = 65535: SIGSEGV in sclose
+patch lying_nrec.gdf 236 '\000\000\000\000\000\001\000\000' # NRec 2^40: "out of memory"
+patch bad_gdftyp.gdf $((256 + 3 * 220)) '\377\377' # channel 1's data type 65535
 # a BrainVision triple NAME.vhdr/.vmrk/.eeg, then a sed script on the header
 bv() {
     sed "s/rec\.eeg/$1.eeg/; s/rec\.vmrk/$1.vmrk/; $2" "$tmp/rec.vhdr" > "$1.vhdr"
@@ -37,6 +43,13 @@ bv no_channels 's/NumberOfChannels=3/NumberOfChannels=0/'
 bv other_datafile 's/DataFile=other_datafile.eeg/DataFile=elsewhere.eeg/'
 bv missing_datafile ''
 rm missing_datafile.eeg
+bv zero_interval 's/SamplingInterval=.*/SamplingInterval=0\r/'       # BioSig: rate inf
+bv negative_interval 's/SamplingInterval=.*/SamplingInterval=-4000\r/' # BioSig: rate -250
+bv missing_markers ''                                                  # BioSig: no events
+rm missing_markers.vmrk
+bv no_channel_infos '/\[Channel Infos\]/d'  # ASan: heap overflow in sopen_extended
+bv marker_magic ''                            # BioSig reads no markers of it
+sed -i 's/Marker File, Version 1.0/Marker File Version 1.0/' marker_magic.vmrk
 # the 'New Segment' marker, after which BioSig 2.5 mis-reads the markers
 /usr/bin/python3 ../../biosig/bv_ref.py make "$tmp" 20 250 1
 bv new_segment ''
