@@ -29,6 +29,22 @@ static uint64_t le(const uint8_t *p, int bytes) {
     return v;
 }
 
+/* BioSig 2.5 tells formats apart by their first 4096 bytes, and before it
+ * looks for GDF or BrainVision it takes any file whose first bytes (up to a
+ * NUL) hold "ALPHA-TRACE-MEDICAL" for an alpha trace recording, whose
+ * reader then crashes on it. 1 = such a file. */
+static int alpha_trace(const void *data, size_t n) {
+    static const char tag[] = "ALPHA-TRACE-MEDICAL";
+    const char *p = data, *nul = memchr(p, 0, n < 4096 ? n : 4096);
+    size_t m = nul ? (size_t)(nul - p) : n < 4096 ? n : 4096;
+    return memmem(p, m, tag, sizeof tag - 1) != NULL;
+}
+
+static int alpha_bad(char *err, size_t cap) {
+    return bad(err, cap, "its first bytes hold 'ALPHA-TRACE-MEDICAL', so BioSig 2.5 would read it "
+                         "as an alpha trace recording");
+}
+
 /* ------------------------------------------------------------------ GDF */
 
 unsigned ss_bs_gdftyp_bits(uint32_t t) {
@@ -73,7 +89,10 @@ static int gdf_header3(const uint8_t *h3, uint64_t len, char *err, size_t cap) {
             uint64_t k = 1;
             while (k < vlen && v[k]) {
                 const uint8_t *z = memchr(v + k, 0, vlen - k);
-                if (!z) break;
+                if (!z) { /* BioSig's strlen() would run past the value */
+                    k = vlen;
+                    break;
+                }
                 strings++;
                 k = (uint64_t)(z - v) + 1;
             }
@@ -93,6 +112,7 @@ static int gdf_header3(const uint8_t *h3, uint64_t len, char *err, size_t cap) {
 }
 
 int ss_bs_check_gdf(const uint8_t *head, size_t n, uint64_t size, char *err, size_t cap) {
+    if (n >= 3 && !memcmp(head, "GDF", 3) && alpha_trace(head, n)) return alpha_bad(err, cap);
     uint64_t hl = ss_bs_gdf_header_len(head, n);
     if (!hl && (n < SS_BS_GDF_FIXED || memcmp(head, "GDF", 3) || !(gdf_version(head) > 0)))
         return 0; /* BioSig says why (too short, no version) */
@@ -121,6 +141,11 @@ int ss_bs_check_gdf(const uint8_t *head, size_t n, uint64_t size, char *err, siz
         bits += (uint64_t)spr * b;
     }
     uint64_t bpb = (bits + 7) / 8, avail = size - hl;
+    if (!bpb) /* BioSig divides by it (SIGFPE when NRec is -1) */
+        return bad(err, cap,
+                   "GDF header: data records of 0 bytes (NS = %llu at byte 252, no channel "
+                   "with samples per record)",
+                   (unsigned long long)ns);
     if (nrec < -1)
         return bad(err, cap, "GDF header: NRec = %lld data records (byte 236) is negative",
                    (long long)nrec);
@@ -162,16 +187,21 @@ static int starts(const char *line, size_t len, const char *prefix) {
     return len >= k && !memcmp(line, prefix, k);
 }
 
-/* The value after "KEY=" into out[cap] (blanks at its end cut); 1 if it
- * does not fit. */
+/* The value after "KEY=" into out[cap], as BioSig takes it (to the end of
+ * the line, blanks included); 1 if it does not fit. */
 static int value_of(const char *line, size_t len, size_t klen, char *out, size_t cap) {
     const char *v = line + klen;
     size_t vl = len - klen;
-    while (vl && (v[vl - 1] == ' ' || v[vl - 1] == '\t')) vl--;
     if (vl >= cap) return 1;
     memcpy(out, v, vl);
     out[vl] = '\0';
     return 0;
+}
+
+/* Blanks at the end of a number cut (BioSig's atoi()/atof() stop there). */
+static void trim(char *v) {
+    size_t n = strlen(v);
+    while (n && (v[n - 1] == ' ' || v[n - 1] == '\t')) v[--n] = '\0';
 }
 
 typedef struct bv_state {
@@ -196,6 +226,7 @@ static int bv_common(ss_bs_vhdr *out, bv_state *s, const char *line, size_t len,
         char *end;
         if (s->has_nch++) return bad(err, cap, "BrainVision header: NumberOfChannels appears twice");
         if (value_of(line, len, 17, v, sizeof v)) v[0] = '\0';
+        trim(v);
         out->nch = strtol(v, &end, 10);
         if (end == v || *end || out->nch < 1)
             return bad(err, cap, "BrainVision header: NumberOfChannels is missing or not >= 1");
@@ -205,6 +236,7 @@ static int bv_common(ss_bs_vhdr *out, bv_state *s, const char *line, size_t len,
         char *end;
         if (s->has_si++) return bad(err, cap, "BrainVision header: SamplingInterval appears twice");
         if (value_of(line, len, 17, v, sizeof v)) v[0] = '\0';
+        trim(v);
         out->interval = strtod(v, &end);
         if (end == v || *end || !(out->interval > 0) || !isfinite(out->interval) ||
             !isfinite(1e6 / out->interval))
@@ -219,12 +251,14 @@ static int bv_common(ss_bs_vhdr *out, bv_state *s, const char *line, size_t len,
 /* A "ChN=label,reference,resolution,unit" line: BioSig 2.5 takes the label
  * up to the first comma (at most 80 bytes) and the resolution after the
  * second; without those commas it reads on into the next line. */
-static int bv_channel(const char *line, size_t len, char *err, size_t cap) {
+static int bv_channel(const char *line, size_t len, long nch, char *err, size_t cap) {
     const char *eq = memchr(line, '=', len);
     size_t k = 2;
-    while (k < len && line[k] >= '0' && line[k] <= '9') k++;
-    if (!eq || line + k != eq)
-        return bad(err, cap, "BrainVision header: channel line '%.*s' is not ChN=...", (int)len, line);
+    long ch = 0;
+    while (k < len && line[k] >= '0' && line[k] <= '9' && ch <= nch) ch = ch * 10 + line[k++] - '0';
+    if (!eq || line + k != eq || ch < 1 || ch > nch) /* BioSig closes the data file twice */
+        return bad(err, cap, "BrainVision header: channel line '%.*s' is not ChN=... with N from 1 to "
+                   "NumberOfChannels=%ld", (int)len, line, nch);
     const char *v = eq + 1, *e = line + len;
     const char *c1 = memchr(v, ',', (size_t)(e - v));
     const char *c2 = c1 ? memchr(c1 + 1, ',', (size_t)(e - c1 - 1)) : NULL;
@@ -240,7 +274,15 @@ static int bv_channel(const char *line, size_t len, char *err, size_t cap) {
 
 int ss_bs_check_vhdr(ss_bs_vhdr *out, const char *text, size_t n, char *err, size_t cap) {
     bv_state s = {0};
+    static const char magic[] = "Brain Vision Data Exchange Header File",
+                      vamp[] = "Brain Vision V-Amp Data Header File Version";
     memset(out, 0, sizeof *out);
+    size_t skip = n >= 3 && !memcmp(text, "\xef\xbb\xbf", 3) ? 3 : 0; /* UTF-8 BOM */
+    if (!(n - skip >= sizeof magic - 1 && !memcmp(text + skip, magic, sizeof magic - 1)) &&
+        !(n >= sizeof vamp - 1 && !memcmp(text, vamp, sizeof vamp - 1)))
+        return bad(err, cap, "BrainVision header: does not begin 'Brain Vision Data Exchange "
+                             "Header File', the header BioSig 2.5 reads");
+    if (alpha_trace(text, n)) return alpha_bad(err, cap);
     size_t pos = 0, len;
     const char *line;
     next_line(text, n, &pos, &line, &len); /* the first line: BioSig's magic */
@@ -252,7 +294,7 @@ int ss_bs_check_vhdr(ss_bs_vhdr *out, const char *text, size_t n, char *err, siz
             s.seq = 1, s.common++;
         } else if (starts(line, len, "[Binary Infos]") || starts(line, len, "[ASCII Infos]")) {
             s.seq = 2, s.binary++;
-        } else if (starts(line, len, "[Channel Infos]")) {
+        } else if (starts(line, len, "[Channel Infos")) { /* BioSig compares 14 bytes */
             if (s.common != 1 || s.binary != 1)
                 return bad(err, cap, "BrainVision header: [Channel Infos] before one [Common Infos] "
                                      "and one [Binary Infos] (or [ASCII Infos])");
@@ -264,7 +306,7 @@ int ss_bs_check_vhdr(ss_bs_vhdr *out, const char *text, size_t n, char *err, siz
         } else if (s.seq == 1) {
             if (bv_common(out, &s, line, len, err, cap)) return 1;
         } else if (s.seq == 3 && starts(line, len, "Ch")) {
-            if (bv_channel(line, len, err, cap)) return 1;
+            if (bv_channel(line, len, out->nch, err, cap)) return 1;
         }
     }
     if (s.common != 1 || s.binary != 1 || s.channels != 1)
@@ -306,6 +348,7 @@ int ss_bs_check_vmrk(size_t *count, const char *text, size_t n, char *err, size_
                    "does not begin 'Brain Vision Data Exchange Marker File, Version', the marker "
                    "file BioSig 2.5 reads");
     if (memchr(text, '\0', n)) return bad(err, cap, "a NUL byte in the marker file");
+    if (alpha_trace(text, n)) return alpha_bad(err, cap);
     size_t pos = 0, len, lineno = 1;
     const char *line;
     int seq = 0;

@@ -32,6 +32,10 @@ patch zero_headlen.gdf 184 '\000\000'          # header length 0: SIGSEGV in gdf
 patch ns_65535.gdf 252 '\377\377'              # NS = 65535: SIGSEGV in sclose
 patch lying_nrec.gdf 236 '\000\000\000\000\000\001\000\000' # NRec 2^40: "out of memory"
 patch bad_gdftyp.gdf $((256 + 3 * 220)) '\377\377' # channel 1's data type 65535
+patch no_records.gdf 252 '\000\000'            # NS = 0 ...
+printf '\377\377\377\377\377\377\377\377' | dd of=no_records.gdf bs=1 seek=236 conv=notrunc 2>/dev/null
+                                                # ... and NRec -1: SIGFPE (records of 0 bytes)
+patch tag1_unterminated.gdf 1024 '\001\010\000\000\000SSSSSSS' # header 3: strings run past tag 1
 # a BrainVision triple NAME.vhdr/.vmrk/.eeg, then a sed script on the header
 bv() {
     sed "s/rec\.eeg/$1.eeg/; s/rec\.vmrk/$1.vmrk/; $2" "$tmp/rec.vhdr" > "$1.vhdr"
@@ -49,6 +53,11 @@ bv missing_markers ''                                                  # BioSig:
 rm missing_markers.vmrk
 bv no_channel_infos '/\[Channel Infos\]/d'  # ASan: heap overflow in sopen_extended
 bv marker_magic ''                            # BioSig reads no markers of it
+sed -i 's/Marker File, Version 1.0/Marker File Version 1.0/' marker_magic.vmrk
+bv channel_zero 's/^Ch2=/Ch0=/'               # BioSig then closes the data file twice
+bv channel_infos_twice 's/^BinaryFormat=INT_16\r$/BinaryFormat=INT_16\r[Channel Infos\r/' # double free
+bv alpha_marker ''                            # markers BioSig takes for an alpha trace file
+sed -i 's/^Mk2=Stimulus/Mk2=StimulusALPHA-TRACE-MEDICAL/' alpha_marker.vmrk
 sed -i 's/Marker File, Version 1.0/Marker File Version 1.0/' marker_magic.vmrk
 # the 'New Segment' marker, after which BioSig 2.5 mis-reads the markers
 /usr/bin/python3 ../../biosig/bv_ref.py make "$tmp" 20 250 1
