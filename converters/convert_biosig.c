@@ -56,7 +56,9 @@
 #include <string.h>
 #include <stdarg.h>
 #include <strings.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define BS_ERR 1024
@@ -884,6 +886,7 @@ typedef struct bs_run {
     ss_conv *c;
     bs_job *job;
     const strlist *files;
+    const char *const *crash; /* per input: why BioSig crashed on it (probe_all), else NULL */
     uint64_t skip;
     pthread_mutex_t lock; /* over blocks */
     bs_block *blocks;     /* as many as decoding threads */
@@ -903,6 +906,11 @@ static bs_block *block_take(bs_run *r) {
 static void decode_cb(void *ctx, void *slot, uint64_t i) {
     bs_run *r = ctx;
     bs_job *s = slot;
+    if (r->crash[i]) { /* never opened in this process */
+        snprintf(s->err, sizeof s->err, "%s", r->crash[i]);
+        s->bad = 1;
+        return;
+    }
     bs_block *b = block_take(r);
     s->block = b->p, s->block_cap = b->cap;
     s->bad = bs_decode(s, r->files->v[i]);
@@ -921,7 +929,8 @@ static int emit_cb(void *ctx, void *slot, uint64_t i) {
 
 /* Decode recordings in parallel (--threads; each slot its own buffers),
  * append them in input order on this thread while the next ones decode. */
-static int convert_all(ss_conv *c, bs_job *job, const strlist *files, uint64_t skip) {
+static int convert_all(ss_conv *c, bs_job *job, const strlist *files, const char *const *crash,
+                       uint64_t skip) {
     int nthreads = ss_conv_opts(c)->threads;
     if (nthreads < 1) nthreads = 1;
     if ((uint32_t)nthreads > files->n) nthreads = (int)(files->n ? files->n : 1);
@@ -936,7 +945,7 @@ static int convert_all(ss_conv *c, bs_job *job, const strlist *files, uint64_t s
         slots[t].ev.from = job->ev.from;
         slots[t].ev.from_channel = job->ev.from_channel; /* borrowed */
     }
-    bs_run run = {c, job, files, skip, PTHREAD_MUTEX_INITIALIZER, NULL, nthreads};
+    bs_run run = {c, job, files, crash, skip, PTHREAD_MUTEX_INITIALIZER, NULL, nthreads};
     if (!(run.blocks = calloc((size_t)nthreads, sizeof *run.blocks))) {
         free(slots);
         return ss_conv_error(c, "out of memory");
@@ -948,6 +957,82 @@ static int convert_all(ss_conv *c, bs_job *job, const strlist *files, uint64_t s
     free(run.blocks);
     free(slots);
     return fatal;
+}
+
+/* -------------------------------------------------------------- probe */
+
+/* BioSig 2.5 crashes on damaged headers that bs_guard() does not know of
+ * (its readers of the other formats among them). So before anything is
+ * decoded each input is opened and closed once in a child process
+ * (ordered.h's decoder processes, or one fork for a single input): an
+ * input whose process dies there is reported as bad, naming the file, and
+ * never opened by this process. Only while the process is single-threaded
+ * (ordered.h); otherwise nothing is probed. */
+typedef struct bs_probe {
+    int physical;
+    uint64_t from; /* the first input of this round */
+    const strlist *files;
+    char **crash; /* per input: why its process died, else NULL */
+} bs_probe;
+
+static void probe_cb(void *ctx, void *slot, uint64_t i) {
+    bs_probe *p = ctx;
+    bs_job job;
+    memset(&job, 0, sizeof job);
+    job.physical = p->physical;
+    HDRTYPE *h = bs_open(&job, p->files->v[p->from + i]);
+    if (h) bs_close(h);
+    *(int *)slot = 1;
+}
+
+static int probe_emit(void *ctx, void *slot, uint64_t i) {
+    (void)ctx, (void)slot, (void)i;
+    return 0;
+}
+
+/* The one input p->from in a child; 0 when it lived, else 2 with *died. */
+static int probe_one(bs_probe *p, ss_conv_proc_death *died) {
+    int slot, status = -1;
+    const char *die = getenv("SS_TEST_DECODER_DIE"); /* ordered.h's test hook */
+    pid_t pid = fork();
+    if (pid < 0) return -1;
+    if (pid == 0) {
+        if (die && *die && strtoull(die, NULL, 10) == 0) raise(SIGKILL);
+        probe_cb(p, &slot, 0);
+        _exit(0);
+    }
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) continue;
+    died->input = 0, died->status = status;
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 2;
+}
+
+/* Probe every input; crash[i] set for those whose process died. 1 when
+ * out of memory. */
+static int probe_all(ss_conv *c, const bs_job *job, const strlist *files, char **crash) {
+    int nprocs = ss_conv_opts(c)->threads < 1 ? 1 : ss_conv_opts(c)->threads;
+    int nslots = ss_conv_ordered_slots(nprocs);
+    bs_probe p = {job->physical, 0, files, crash};
+    int *slots = ss_conv_shared_alloc((size_t)nslots * sizeof(int));
+    if (!slots) return 0; /* no shared memory: not probed */
+    while (p.from < files->n && ss_conv_single_threaded()) {
+        ss_conv_proc_death died;
+        uint64_t n = files->n - p.from;
+        int rc = n > 1 ? ss_conv_proc_ordered(&died, &p, slots, sizeof(int), nprocs, n, probe_cb,
+                                              probe_emit)
+                       : probe_one(&p, &died);
+        if (rc != 2) break; /* all lived, or no process could start */
+        char how[128];
+        ss_conv_proc_describe(how, sizeof how, died.status);
+        uint64_t i = p.from + died.input;
+        if (asprintf(&crash[i], "BioSig crashed reading it (its probe process %s)", how) < 0) {
+            crash[i] = NULL;
+            ss_conv_shared_free(slots, (size_t)nslots * sizeof(int));
+            return ss_conv_error(c, "out of memory");
+        }
+        p.from = i + 1;
+    }
+    ss_conv_shared_free(slots, (size_t)nslots * sizeof(int));
+    return 0;
 }
 
 static int run_biosig(ss_conv *c, int argc, char **argv) {
@@ -963,14 +1048,17 @@ static int run_biosig(ss_conv *c, int argc, char **argv) {
         ss_conv_add_source(c, files.v[i]);
         total += ss_conv_file_size(files.v[i]);
     }
+    char **crash = rc == 0 ? calloc(files.n + 1, sizeof *crash) : NULL;
+    if (rc == 0 && !crash) rc = ss_conv_error(c, "out of memory");
+    if (rc == 0) rc = probe_all(c, &job, &files, crash);
     if (rc == 0 && (ss_conv_opts(c)->append || ss_conv_opts(c)->resume))
         rc = ref_from_store(c, &job);
     for (uint32_t i = 0; rc == 0 && !job.ref.have && i < files.n; i++)
-        ref_from_file(&job, files.v[i]);
+        if (!crash[i]) ref_from_file(&job, files.v[i]);
     if (rc == 0 && !job.ref.have) {
         for (uint32_t i = 0; rc == 0 && i < files.n; i++) {
-            ref_from_file(&job, files.v[i]);
-            rc = ss_conv_bad(c, files.v[i], 0, "%s", job.err);
+            if (!crash[i]) ref_from_file(&job, files.v[i]);
+            rc = ss_conv_bad(c, files.v[i], 0, "%s", crash[i] ? crash[i] : job.err);
         }
         if (rc == 0) rc = ss_conv_error(c, "no readable recording among the inputs");
     }
@@ -1002,7 +1090,7 @@ static int run_biosig(ss_conv *c, int argc, char **argv) {
     if (rc == 0) rc = set_attrs(c, &job);
     if (rc == 0) {
         ss_conv_set_total(c, total);
-        rc = convert_all(c, &job, &files, skip);
+        rc = convert_all(c, &job, &files, (const char *const *)crash, skip);
     }
     if (rc == 0 && job.ev.mode) rc = ss_events_finish(c, &job.ev);
     if (rc == 0) rc = ss_recmeta_finish(c, &job.meta);
@@ -1016,6 +1104,8 @@ static int run_biosig(ss_conv *c, int argc, char **argv) {
     ss_events_free(&job.ev);
     ss_recmeta_free(&job.meta);
     ref_free(&job.ref);
+    for (uint32_t i = 0; crash && i < files.n; i++) free(crash[i]);
+    free(crash);
     strlist_free(&files);
     return rc;
 }
