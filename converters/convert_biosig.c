@@ -32,7 +32,15 @@
  * --physical f32). Channels of one file must share one rate.
  * Recordings are decoded in parallel (--threads; BioSig's open, event table
  * and close serialized) and appended in input order, so the store never
- * depends on the thread count. */
+ * depends on the thread count.
+ * Bad input is an error naming the file, never a crash or a wrong table:
+ * the header fields BioSig 2.5 trusts are checked before it sees a GDF or
+ * BrainVision file (biosig_check.h: a BrainVision header whose MarkerFile
+ * cannot be read is an error, one without MarkerFile has no events; a
+ * 'New Segment' marker without its date is refused, as BioSig mis-reads
+ * the markers after it), its event table must hold every marker line, its
+ * rate must be positive and finite, and every input is first opened once
+ * in a child process, so that one BioSig crashes on is reported (probe_all). */
 #include "convert.h"
 #include "ordered.h"
 
