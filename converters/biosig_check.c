@@ -207,7 +207,7 @@ static void trim(char *v) {
 typedef struct bv_state {
     int common, binary, channels; /* sections seen */
     int seq;                      /* 1 common, 2 binary/ASCII, 3 channels, 9 other */
-    int has_df, has_nch, has_si, has_mf;
+    int has_df, has_nch, has_si, has_mf, has_dp;
 } bv_state;
 
 /* One line of [Common Infos]. */
@@ -232,6 +232,14 @@ static int bv_common(ss_bs_vhdr *out, bv_state *s, const char *line, size_t len,
             return bad(err, cap, "BrainVision header: NumberOfChannels is missing or not >= 1");
         if (out->nch > 65535)
             return bad(err, cap, "BrainVision header: NumberOfChannels=%s is more than 65535", v);
+    } else if (starts(line, len, "DataPoints=")) {
+        char *end;
+        if (s->has_dp++) return bad(err, cap, "BrainVision header: DataPoints appears twice");
+        if (value_of(line, len, 11, v, sizeof v)) v[0] = '\0';
+        trim(v);
+        out->points = strtoll(v, &end, 10);
+        if (end == v || *end || out->points < 0)
+            return bad(err, cap, "BrainVision header: DataPoints=%s is not a count of samples", v);
     } else if (starts(line, len, "SamplingInterval=")) {
         char *end;
         if (s->has_si++) return bad(err, cap, "BrainVision header: SamplingInterval appears twice");
@@ -277,6 +285,7 @@ int ss_bs_check_vhdr(ss_bs_vhdr *out, const char *text, size_t n, char *err, siz
     static const char magic[] = "Brain Vision Data Exchange Header File",
                       vamp[] = "Brain Vision V-Amp Data Header File Version";
     memset(out, 0, sizeof *out);
+    out->points = -1;
     size_t skip = n >= 3 && !memcmp(text, "\xef\xbb\xbf", 3) ? 3 : 0; /* UTF-8 BOM */
     if (!(n - skip >= sizeof magic - 1 && !memcmp(text + skip, magic, sizeof magic - 1)) &&
         !(n >= sizeof vamp - 1 && !memcmp(text, vamp, sizeof vamp - 1)))
@@ -305,6 +314,12 @@ int ss_bs_check_vhdr(ss_bs_vhdr *out, const char *text, size_t n, char *err, siz
             s.seq = 9;
         } else if (s.seq == 1) {
             if (bv_common(out, &s, line, len, err, cap)) return 1;
+        } else if (s.seq == 2 && starts(line, len, "BinaryFormat")) { /* BioSig's prefixes */
+            out->sample_bytes = starts(line, len, "BinaryFormat=IEEE_FLOAT_32") ? 4
+                                : starts(line, len, "BinaryFormat=INT_16") ||
+                                        starts(line, len, "BinaryFormat=UINT_16")
+                                    ? 2
+                                    : 0;
         } else if (s.seq == 3 && starts(line, len, "Ch")) {
             if (bv_channel(line, len, out->nch, err, cap)) return 1;
         }

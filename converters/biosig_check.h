@@ -43,6 +43,8 @@ typedef struct ss_bs_vhdr {
     char markerfile[256]; /* MarkerFile=, "" when the header names none */
     long nch;             /* NumberOfChannels= */
     double interval;      /* SamplingInterval=, microseconds */
+    long long points;     /* DataPoints=, -1 when absent (BioSig counts the data file) */
+    int sample_bytes;     /* of BinaryFormat= (2 or 4), 0 for ASCII or another format */
 } ss_bs_vhdr;
 
 /** Check a BrainVision header's text (the .vhdr, n bytes): exactly one
@@ -50,8 +52,9 @@ typedef struct ss_bs_vhdr {
  *  Infos], the first two before the last (BioSig sizes the channels when
  *  it meets [Channel Infos]); in [Common Infos] DataFile, NumberOfChannels
  *  (1 to 65535) and SamplingInterval (a positive finite number of
- *  microseconds), each once, MarkerFile at most once. [out] *out the
- *  values, for the checks on disk that the caller makes. */
+ *  microseconds), each once, MarkerFile and DataPoints (>= 0) at most
+ *  once. [out] *out the values, for the checks on disk that the caller
+ *  makes (DataPoints against the data file's size: BioSig trusts it). */
 int ss_bs_check_vhdr(ss_bs_vhdr *out, const char *text, size_t n, char *err, size_t cap);
 
 /** Check a BrainVision marker file's text (the .vmrk, n bytes): its first

@@ -235,9 +235,18 @@ static int bv_guard(bs_job *job, const char *path, const char *base, const char 
                     "whatever DataFile says (rename the files to match)",
                     v.datafile, want, want);
     snprintf(data, sizeof data, "%.*s%s", (int)(base - path), path, v.datafile);
-    if (access(data, R_OK))
+    struct stat st;
+    if (access(data, R_OK) || stat(data, &st))
         return fail(job, "BrainVision header: DataFile '%s' cannot be read: %s", v.datafile,
                     strerror(errno));
+    /* BioSig takes DataPoints as the recording's length ("out of memory", or
+     * samples past the data) */
+    uint64_t row = (uint64_t)v.nch * (uint64_t)v.sample_bytes;
+    if (v.points >= 0 && row && (uint64_t)v.points > (uint64_t)st.st_size / row)
+        return fail(job,
+                    "BrainVision header: DataPoints=%lld samples of %ld channels need more than "
+                    "the %lld bytes of DataFile '%s'",
+                    v.points, v.nch, (long long)st.st_size, v.datafile);
     job->markers = -1;
     if (!v.markerfile[0]) return 0;
     snprintf(job->mrk, sizeof job->mrk, "%.*s%s", (int)(base - path), path, v.markerfile);

@@ -56,6 +56,7 @@ bv marker_magic ''                            # BioSig reads no markers of it
 sed -i 's/Marker File, Version 1.0/Marker File Version 1.0/' marker_magic.vmrk
 bv channel_zero 's/^Ch2=/Ch0=/'               # BioSig then closes the data file twice
 bv channel_infos_twice 's/^BinaryFormat=INT_16\r$/BinaryFormat=INT_16\r[Channel Infos\r/' # double free
+bv lying_points 's/^SamplingInterval=\(.*\)$/SamplingInterval=\1\nDataPoints=1000000000000\r/' # "out of memory"
 bv alpha_marker ''                            # markers BioSig takes for an alpha trace file
 sed -i 's/^Mk2=Stimulus/Mk2=StimulusALPHA-TRACE-MEDICAL/' alpha_marker.vmrk
 sed -i 's/Marker File, Version 1.0/Marker File Version 1.0/' marker_magic.vmrk
