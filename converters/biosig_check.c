@@ -336,38 +336,52 @@ int ss_bs_check_vhdr(ss_bs_vhdr *out, const char *text, size_t n, char *err, siz
     return 0;
 }
 
-/* "MkN=type,description,position,size,channel[,date]": 1 with err when
- * BioSig 2.5 would read past the line. */
-static int bv_marker(const char *line, size_t len, size_t lineno, char *err, size_t cap) {
-    const char *eq = memchr(line, '=', len), *e = line + len, *f[5] = {0};
+/* The commas of a marker line "MkN=type,description,position,size,channel
+ * [,date]" after its '=' (f[0..4], NULL when missing); the '=' or NULL. */
+static const char *marker_fields(const char *line, size_t len, const char *f[5]) {
+    const char *eq = memchr(line, '=', len), *e = line + len;
+    memset(f, 0, 5 * sizeof *f);
+    for (int k = 0, more = eq != NULL; k < 5 && more; k++) {
+        const char *from = k ? f[k - 1] : eq;
+        more = (f[k] = memchr(from + 1, ',', (size_t)(e - from - 1))) != NULL;
+    }
+    return eq;
+}
+
+static int new_segment(const char *eq, const char *e) {
+    return e - eq - 1 >= 11 && !memcmp(eq + 1, "New Segment", 11);
+}
+
+/* 1 with err when BioSig 2.5 would read past the line; *undated counts a
+ * 'New Segment' without a date. */
+static int bv_marker(const char *line, size_t len, size_t lineno, size_t *undated, char *err,
+                     size_t cap) {
+    const char *f[5], *eq = marker_fields(line, len, f), *e = line + len;
     int name = (int)(eq ? eq - line : (ptrdiff_t)len);
-    int nf = 0;
-    for (const char *p = eq; p && nf < 5; nf++) f[nf] = p = memchr(p + 1, ',', (size_t)(e - p - 1));
     if (!eq || !f[3])
         return bad(err, cap,
                    "line %zu (%.*s): fewer than the 5 fields type,description,position,size,channel",
                    lineno, name, line);
-    if (e - eq - 1 >= 11 && !memcmp(eq + 1, "New Segment", 11) && (!f[4] || e - f[4] - 1 < 14))
-        return bad(err, cap,
-                   "line %zu (%.*s): a 'New Segment' marker without its date (YYYYMMDDhhmmss...), "
-                   "after which BioSig 2.5 mis-reads the markers",
+    if (!new_segment(eq, e)) return 0;
+    if (!f[4]) {
+        ++*undated;
+        return 0;
+    }
+    if (e - f[4] - 1 < 14) /* BioSig 2.5 cuts YYYYMMDDhhmmss out of it in place */
+        return bad(err, cap, "line %zu (%.*s): a 'New Segment' date shorter than YYYYMMDDhhmmss",
                    lineno, name, line);
     return 0;
 }
 
-int ss_bs_check_vmrk(size_t *count, const char *text, size_t n, char *err, size_t cap) {
-    static const char magic[] = "Brain Vision Data Exchange Marker File, Version";
-    *count = 0;
-    if (n < sizeof magic - 1 || memcmp(text, magic, sizeof magic - 1))
-        return bad(err, cap,
-                   "does not begin 'Brain Vision Data Exchange Marker File, Version', the marker "
-                   "file BioSig 2.5 reads");
-    if (memchr(text, '\0', n)) return bad(err, cap, "a NUL byte in the marker file");
-    if (alpha_trace(text, n)) return alpha_bad(err, cap);
-    size_t pos = 0, len, lineno = 1;
+/* Walk the marker lines of [Marker Infos] as BioSig 2.5 does; for each,
+ * fn(ctx, line, len, lineno, end of its line break) until fn returns
+ * nonzero. */
+typedef int (*marker_fn)(void *ctx, const char *line, size_t len, size_t lineno, size_t brk);
+
+static int each_marker(const char *text, size_t n, marker_fn fn, void *ctx) {
+    size_t pos = 0, len, lineno = 1, at = 0;
     const char *line;
     int seq = 0;
-    size_t at = 0;
     next_line(text, n, &pos, &line, &len); /* the first line: the magic */
     lineno += line_breaks(text, n, &at, pos);
     while (next_line(text, n, &pos, &line, &len)) {
@@ -378,10 +392,66 @@ int ss_bs_check_vmrk(size_t *count, const char *text, size_t n, char *err, size_
             seq = 1;
         else if (starts(line, len, "[Marker Infos]"))
             seq = 2;
-        else if (seq == 2 && starts(line, len, "Mk")) {
-            if (bv_marker(line, len, here, err, cap)) return 1;
-            ++*count;
-        }
+        else if (seq == 2 && starts(line, len, "Mk") && fn(ctx, line, len, here, pos))
+            return 1;
     }
     return 0;
+}
+
+typedef struct vmrk_check {
+    size_t count, undated;
+    char *err;
+    size_t cap;
+} vmrk_check;
+
+static int check_one(void *ctx, const char *line, size_t len, size_t lineno, size_t brk) {
+    vmrk_check *v = ctx;
+    (void)brk;
+    v->count++;
+    return bv_marker(line, len, lineno, &v->undated, v->err, v->cap);
+}
+
+int ss_bs_check_vmrk(size_t *count, size_t *undated, const char *text, size_t n, char *err,
+                     size_t cap) {
+    static const char magic[] = "Brain Vision Data Exchange Marker File, Version";
+    vmrk_check v = {0, 0, err, cap};
+    *count = 0, *undated = 0;
+    if (n < sizeof magic - 1 || memcmp(text, magic, sizeof magic - 1))
+        return bad(err, cap,
+                   "does not begin 'Brain Vision Data Exchange Marker File, Version', the marker "
+                   "file BioSig 2.5 reads");
+    if (memchr(text, '\0', n)) return bad(err, cap, "a NUL byte in the marker file");
+    if (alpha_trace(text, n)) return alpha_bad(err, cap);
+    if (each_marker(text, n, check_one, &v)) return 1;
+    *count = v.count, *undated = v.undated;
+    return 0;
+}
+
+typedef struct vmrk_date {
+    const char *text;
+    char *out;
+    size_t cap, from, len; /* text[from..] not yet copied; out[0, len) written */
+} vmrk_date;
+
+static int date_one(void *ctx, const char *line, size_t len, size_t lineno, size_t brk) {
+    static const char date[] = ",00000000000000000000";
+    vmrk_date *d = ctx;
+    const char *f[5], *eq = marker_fields(line, len, f);
+    size_t end = (size_t)(line - d->text) + len; /* before its line break */
+    (void)lineno, (void)brk;
+    if (!eq || !f[3] || f[4] || !new_segment(eq, line + len)) return 0;
+    if (d->len + (end - d->from) + sizeof date - 1 > d->cap) return 1;
+    memcpy(d->out + d->len, d->text + d->from, end - d->from);
+    d->len += end - d->from;
+    memcpy(d->out + d->len, date, sizeof date - 1);
+    d->len += sizeof date - 1;
+    d->from = end;
+    return 0;
+}
+
+size_t ss_bs_vmrk_dated(char *out, size_t cap, const char *text, size_t n) {
+    vmrk_date d = {text, out, cap, 0, 0};
+    if (each_marker(text, n, date_one, &d) || d.len + (n - d.from) > cap) return 0;
+    memcpy(out + d.len, text + d.from, n - d.from);
+    return d.len + (n - d.from);
 }

@@ -61,12 +61,24 @@ int ss_bs_check_vhdr(ss_bs_vhdr *out, const char *text, size_t n, char *err, siz
  *  line is the one BioSig recognises ("Brain Vision Data Exchange Marker
  *  File, Version"), no NUL byte, and every marker line "MkN=..." of
  *  [Marker Infos] has the five fields type, description, position, size,
- *  channel (BioSig 2.5 reads the next line for a missing one), a 'New
- *  Segment' marker also its date (YYYYMMDDhhmmss at least: BioSig 2.5
- *  writes into the next line without one, and mis-reads the markers after
- *  it). [out] *count the marker lines, which BioSig's event table must
- *  then hold. */
-int ss_bs_check_vmrk(size_t *count, const char *text, size_t n, char *err, size_t cap);
+ *  channel (BioSig 2.5 reads the next line for a missing one); a 'New
+ *  Segment' marker's date, when it has one, is YYYYMMDDhhmmss at least.
+ *  [out] *count the marker lines, which BioSig's event table must then
+ *  hold. [out] *undated the 'New Segment' markers without a date (the
+ *  field is optional): BioSig 2.5 writes into the next line for each and
+ *  mis-reads the markers after it, so it must be given the text of
+ *  ss_bs_vmrk_dated() instead. */
+int ss_bs_check_vmrk(size_t *count, size_t *undated, const char *text, size_t n, char *err,
+                     size_t cap);
+
+/** Bytes ss_bs_vmrk_dated() adds per undated marker. */
+#define SS_BS_VMRK_DATE_LEN 21
+
+/** A marker file's text (accepted by ss_bs_check_vmrk()) with the date
+ *  ",00000000000000000000" (unknown) added to each 'New Segment' marker of
+ *  [Marker Infos] that has none, into out[cap]; nothing else changes.
+ *  @return its length, or 0 when cap < n + SS_BS_VMRK_DATE_LEN * undated. */
+size_t ss_bs_vmrk_dated(char *out, size_t cap, const char *text, size_t n);
 
 /** The bits per sample of GDF data type `gdftyp` as BioSig 2.5's table
  *  GDFTYP_BITS gives them; 0 for a type it does not know. */

@@ -36,9 +36,10 @@
  * Bad input is an error naming the file, never a crash or a wrong table:
  * the header fields BioSig 2.5 trusts are checked before it sees a GDF or
  * BrainVision file (biosig_check.h: a BrainVision header whose MarkerFile
- * cannot be read is an error, one without MarkerFile has no events; a
- * 'New Segment' marker without its date is refused, as BioSig mis-reads
- * the markers after it), its event table must hold every marker line, its
+ * cannot be read is an error, one without MarkerFile has no events; BioSig
+ * mis-reads the markers after a 'New Segment' marker without its date, so
+ * it reads a copy with the date added: bv_dated_copy()), its event table
+ * must hold every marker line, its
  * rate must be positive and finite, and every input is first opened once
  * in a child process, so that one BioSig crashes on is reported (probe_all). */
 #include "convert.h"
@@ -52,7 +53,9 @@
 
 #include <biosig.h>
 #include <biosig-dev.h>
+#include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <inttypes.h>
 #include <math.h>
 #include <pthread.h>
@@ -122,6 +125,8 @@ typedef struct bs_job {
     int bad;           /* the last bs_decode() failed */
     long markers;      /* a BrainVision file's marker lines (bv_guard), -1 without */
     char mrk[1024];    /* its marker file */
+    char tmp[512];     /* the temporary folder of bv_dated_copy(), else "" */
+    char open[1024];   /* the header BioSig opens there, else "" */
 } bs_job;
 
 static void usage_biosig(FILE *out) {
@@ -213,53 +218,120 @@ static int slurp(bs_job *job, const char *what, const char *path, char **out, si
     return 0;
 }
 
+/* Remove the temporary folder of bv_dated_copy() (nothing without one). */
+static void bs_untemp(bs_job *job) {
+    DIR *d = job->tmp[0] ? opendir(job->tmp) : NULL;
+    for (struct dirent *e; d && (e = readdir(d));) {
+        char f[1300];
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
+            snprintf(f, sizeof f, "%s/%s", job->tmp, e->d_name);
+            unlink(f);
+        }
+    }
+    if (d) closedir(d);
+    if (job->tmp[0]) rmdir(job->tmp);
+    job->tmp[0] = job->open[0] = '\0';
+}
+
+/* `len` bytes into the new file `path`; 1 with job->err. */
+static int put_file(bs_job *job, const char *path, const char *data, size_t len) {
+    FILE *f = fopen(path, "wb");
+    int bad = !f || fwrite(data, 1, len, f) != len;
+    if (f && fclose(f)) bad = 1;
+    return bad ? fail(job, "cannot write '%s': %s", path, strerror(errno)) : 0;
+}
+
+/* BioSig 2.5 writes into the marker line after a 'New Segment' that has no
+ * date (the field is optional) and mis-reads the markers after it. So it is
+ * given a copy: in a new temporary folder (job->tmp) the header as it is,
+ * the marker file with the unknown date added (ss_bs_vmrk_dated()) and a
+ * link to the data file. job->open is that header; bs_open() removes the
+ * folder once BioSig has read them (it keeps only the data file open). */
+static int bv_dated_copy(bs_job *job, const char *hdr, size_t hn, const char *base,
+                         const char *data, const ss_bs_vhdr *v, const char *mrk, size_t mn,
+                         size_t undated) {
+    const char *tmpdir = getenv("TMPDIR");
+    char real[PATH_MAX], f[1300];
+    if (strchr(v->markerfile, '/'))
+        return fail(job, "BrainVision marker file '%s': 'New Segment' markers without a date, "
+                         "which BioSig 2.5 mis-reads, in a marker file in another folder",
+                    v->markerfile);
+    size_t cap = mn + SS_BS_VMRK_DATE_LEN * undated, dn;
+    char *dated = malloc(cap + 1);
+    if (!dated) return fail(job, "out of memory");
+    dn = ss_bs_vmrk_dated(dated, cap, mrk, mn);
+    snprintf(job->tmp, sizeof job->tmp, "%s/seqstore-biosig-XXXXXX",
+             tmpdir && *tmpdir ? tmpdir : "/tmp");
+    int rc = !dn ? fail(job, "out of memory") : 0;
+    if (!rc && (!realpath(data, real) || !mkdtemp(job->tmp))) {
+        rc = fail(job, "cannot make a dated copy of the markers in '%s': %s", job->tmp,
+                  strerror(errno));
+        job->tmp[0] = '\0';
+    }
+    if (!rc) {
+        snprintf(f, sizeof f, "%s/%s", job->tmp, v->datafile);
+        if (symlink(real, f)) rc = fail(job, "cannot link '%s': %s", f, strerror(errno));
+    }
+    snprintf(f, sizeof f, "%s/%s", job->tmp, v->markerfile);
+    rc = rc || put_file(job, f, dated, dn);
+    snprintf(job->open, sizeof job->open, "%s/%s", job->tmp, base);
+    rc = rc || put_file(job, job->open, hdr, hn);
+    free(dated);
+    if (rc) bs_untemp(job);
+    return rc;
+}
+
+/* The marker file the header names (v->markerfile), checked; job->markers
+ * its marker lines. 1 = bad. */
+static int bv_markers(bs_job *job, const char *path, const char *base, const char *hdr, size_t hn,
+                      const char *data, const ss_bs_vhdr *v) {
+    char *text, err[512];
+    size_t n, count, undated;
+    snprintf(job->mrk, sizeof job->mrk, "%.*s%s", (int)(base - path), path, v->markerfile);
+    if (access(job->mrk, R_OK))
+        return fail(job, "BrainVision header: MarkerFile '%s' cannot be read: %s", v->markerfile,
+                    strerror(errno));
+    if (slurp(job, "BrainVision marker file", job->mrk, &text, &n)) return 1;
+    int rc = ss_bs_check_vmrk(&count, &undated, text, n, err, sizeof err);
+    if (rc) rc = fail(job, "BrainVision marker file '%s': %s", v->markerfile, err);
+    if (!rc && undated) rc = bv_dated_copy(job, hdr, hn, base, data, v, text, n, undated);
+    free(text);
+    job->markers = rc ? -1 : (long)count;
+    return rc;
+}
+
 /* BioSig 2.5 trusts a BrainVision header's sections and keys
  * (biosig_check.h), reads <name>.eeg whatever DataFile says (the wrong
- * samples, or SIGSEGV when there is none), opens the MarkerFile it names
- * and says nothing when it cannot, and mis-reads markers after a 'New
- * Segment' without a date. So the header and the marker file are checked
- * before BioSig sees them; job->markers is then the markers BioSig's event
- * table must hold (-1 without a MarkerFile: no events). 1 = bad. */
+ * samples, or SIGSEGV when there is none), takes DataPoints as the length,
+ * and opens the MarkerFile it names saying nothing when it cannot. So the
+ * header and the marker file are checked before BioSig sees them. 1 = bad. */
 static int bv_guard(bs_job *job, const char *path, const char *base, const char *dot) {
     char *text = NULL, data[1024], want[512], err[512];
     size_t n;
     ss_bs_vhdr v;
+    struct stat st;
     if (slurp(job, "BrainVision header", path, &text, &n)) return 1;
     int rc = ss_bs_check_vhdr(&v, text, n, err, sizeof err);
-    free(text);
-    if (rc) return fail(job, "%s", err);
+    if (rc) rc = fail(job, "%s", err);
     snprintf(want, sizeof want, "%.*s.eeg", (int)(dot - base), base);
-    if (strcmp(v.datafile, want))
-        return fail(job,
-                    "BrainVision header: DataFile '%s' is not '%s', and BioSig 2.5 reads '%s' "
-                    "whatever DataFile says (rename the files to match)",
-                    v.datafile, want, want);
+    if (!rc && strcmp(v.datafile, want))
+        rc = fail(job,
+                  "BrainVision header: DataFile '%s' is not '%s', and BioSig 2.5 reads '%s' "
+                  "whatever DataFile says (rename the files to match)",
+                  v.datafile, want, want);
     snprintf(data, sizeof data, "%.*s%s", (int)(base - path), path, v.datafile);
-    struct stat st;
-    if (access(data, R_OK) || stat(data, &st))
-        return fail(job, "BrainVision header: DataFile '%s' cannot be read: %s", v.datafile,
-                    strerror(errno));
-    /* BioSig takes DataPoints as the recording's length ("out of memory", or
-     * samples past the data) */
+    if (!rc && (access(data, R_OK) || stat(data, &st)))
+        rc = fail(job, "BrainVision header: DataFile '%s' cannot be read: %s", v.datafile,
+                  strerror(errno));
     uint64_t row = (uint64_t)v.nch * (uint64_t)v.sample_bytes;
-    if (v.points >= 0 && row && (uint64_t)v.points > (uint64_t)st.st_size / row)
-        return fail(job,
-                    "BrainVision header: DataPoints=%lld samples of %ld channels need more than "
-                    "the %lld bytes of DataFile '%s'",
-                    v.points, v.nch, (long long)st.st_size, v.datafile);
-    job->markers = -1;
-    if (!v.markerfile[0]) return 0;
-    snprintf(job->mrk, sizeof job->mrk, "%.*s%s", (int)(base - path), path, v.markerfile);
-    if (access(job->mrk, R_OK))
-        return fail(job, "BrainVision header: MarkerFile '%s' cannot be read: %s", v.markerfile,
-                    strerror(errno));
-    size_t count;
-    if (slurp(job, "BrainVision marker file", job->mrk, &text, &n)) return 1;
-    rc = ss_bs_check_vmrk(&count, text, n, err, sizeof err);
+    if (!rc && v.points >= 0 && row && (uint64_t)v.points > (uint64_t)st.st_size / row)
+        rc = fail(job,
+                  "BrainVision header: DataPoints=%lld samples of %ld channels need more than "
+                  "the %lld bytes of DataFile '%s'",
+                  v.points, v.nch, (long long)st.st_size, v.datafile);
+    if (!rc && v.markerfile[0]) rc = bv_markers(job, path, base, text, n, data, &v);
     free(text);
-    if (rc) return fail(job, "BrainVision marker file '%s': %s", v.markerfile, err);
-    job->markers = (long)count;
-    return 0;
+    return rc;
 }
 
 /* A GDF's fixed header, then as much more as its header length says, for
@@ -285,6 +357,7 @@ static int gdf_guard(bs_job *job, FILE *f, uint64_t size) {
 static int bs_guard(bs_job *job, const char *path) {
     static const char bv_magic[] = "Brain Vision Data Exchange Header File";
     job->markers = -1;
+    job->tmp[0] = job->open[0] = '\0';
     FILE *f = fopen(path, "rb");
     if (!f) return 0; /* BioSig says why */
     char head[64] = {0};
@@ -318,7 +391,7 @@ static pthread_mutex_t biosig_lock = PTHREAD_MUTEX_INITIALIZER;
 static HDRTYPE *bs_open(bs_job *job, const char *path) {
     if (bs_guard(job, path)) return NULL;
     HDRTYPE *h = constructHDR(0, 0);
-    if (!h) return fail(job, "out of memory"), NULL;
+    if (!h) return bs_untemp(job), fail(job, "out of memory"), NULL;
     /* no BIOSIG_FLAG_ROW_BASED_CHANNELS: BioSig fills its block channel by
      * channel ([W][T]) twice as fast as in rows of samples (8 BrainVision
      * files of 3.8 MB: 0.075 s against 0.16 s); to_rows() turns it */
@@ -327,8 +400,9 @@ static HDRTYPE *bs_open(bs_job *job, const char *path) {
      * opening, the event table and closing are serialized; sread() of
      * separate headers runs in parallel */
     pthread_mutex_lock(&biosig_lock);
-    h = sopen(path, "r", h);
+    h = sopen(job->open[0] ? job->open : path, "r", h);
     pthread_mutex_unlock(&biosig_lock);
+    bs_untemp(job); /* BioSig has read the copies it was given */
     /* read the error before serror2(), which prints it to stderr and clears it */
     if (!h || h->AS.B4C_ERRNUM) {
         const char *m = h ? h->AS.B4C_ERRMSG : NULL;

@@ -36,12 +36,25 @@ static void vhdr(const uint8_t *data, size_t size) {
         abort();
 }
 
+/* An accepted marker file: its markers counted; with dates added to the
+ * undated 'New Segment' markers it is accepted again, with none undated,
+ * the same markers, and only the dates' bytes added. */
 static void vmrk(const uint8_t *data, size_t size) {
-    size_t count = 0, lines = 1;
+    size_t count = 0, undated = 0, lines = 1;
     char err[512];
-    if (ss_bs_check_vmrk(&count, (const char *)data, size, err, sizeof err)) return;
+    const char *text = (const char *)data;
+    if (ss_bs_check_vmrk(&count, &undated, text, size, err, sizeof err)) return;
     for (size_t k = 0; k < size; k++) lines += data[k] == '\n' || data[k] == '\r';
-    if (count >= lines) abort(); /* the first line is the magic, never a marker */
+    if (count >= lines || undated > count) abort(); /* the first line is the magic */
+    size_t cap = size + SS_BS_VMRK_DATE_LEN * undated, c2, u2;
+    char *dated = malloc(cap + 1);
+    if (!dated) return;
+    size_t dn = ss_bs_vmrk_dated(dated, cap, text, size);
+    if (dn != cap || ss_bs_vmrk_dated(dated, cap - (undated > 0), text, size) != (undated ? 0 : dn))
+        abort();
+    dn = ss_bs_vmrk_dated(dated, cap, text, size);
+    if (ss_bs_check_vmrk(&c2, &u2, dated, dn, err, sizeof err) || c2 != count || u2) abort();
+    free(dated);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {

@@ -180,12 +180,14 @@ static void test_block_reuse(void) {
     for (int k = 0; k < 3; k++) free(want[k]);
 }
 
-/* The issue's recording: 4 channels at 500 Hz, markers 'New Segment' at
- * sample 1, S 1 at 101, S 2 at 301 (1-based), so at 0.0, 0.2 and 0.6 s, as
- * MNE-Python reads them. With the New Segment's date the annotations hold
- * exactly those onsets; without it BioSig 2.5 wrote into the next marker
- * line and returned a table with S 1 lost and an event at 8589934.59 s
- * (exit 0): now refused, naming the file and the marker. */
+/* A recording of 4 INT_16 channels at 500 Hz, markers 'New Segment' at
+ * sample 1, S 1 at 101, S 2 at 301 (1-based): 0.0, 0.2 and 0.6 s, where
+ * MNE-Python reads them. Without the New Segment's (optional) date BioSig
+ * 2.5 wrote into the next marker line and returned "8589934.59 0 t" for
+ * S 1 and lost S 2 (exit 0); it is now given a copy with the date added:
+ * with and without the date the same annotations, at those onsets, and the
+ * samples as written. A date shorter than YYYYMMDDhhmmss is refused, naming
+ * the file and the marker. */
 static void write_vmrk(const char *path, const char *date) {
     char text[512];
     int n = snprintf(text, sizeof text,
@@ -197,19 +199,7 @@ static void write_vmrk(const char *path, const char *date) {
     ss_test_write_file(path, text, (size_t)n);
 }
 
-static void test_new_segment(void) {
-    const char *d = ss_test_keep_path("seg4");
-    EXPECT_SH(0, "mkdir -p '%s' && cd '%s' && printf '%%s\\r\\n' 'Brain Vision Data Exchange "
-                 "Header File Version 1.0' '[Common Infos]' DataFile=rec.eeg MarkerFile=rec.vmrk "
-                 "DataFormat=BINARY DataOrientation=MULTIPLEXED NumberOfChannels=4 "
-                 "SamplingInterval=2000 '[Binary Infos]' BinaryFormat=INT_16 '[Channel Infos]' "
-                 "'Ch1=A,,1,uV' 'Ch2=B,,1,uV' 'Ch3=C,,1,uV' 'Ch4=D,,1,uV' > rec.vhdr && "
-                 "head -c 3200 /dev/zero > rec.eeg",
-             d, d); /* 400 samples of 4 channels */
-    const char *vhdr = ss_test_keep_path("seg4/rec.vhdr"), *vmrk = ss_test_keep_path("seg4/rec.vmrk");
-    const char *st = ss_test_keep_path("seg4.ss");
-    write_vmrk(vmrk, ",20240101120000000000");
-    EXPECT_RUN(0, "convert biosig '%s' -o '%s' --quiet --force", vhdr, st);
+static void check_segment_store(const char *st, const int16_t *x) {
     ss_store *s;
     ss_view v;
     uint32_t fa;
@@ -220,10 +210,30 @@ static void test_new_segment(void) {
                        "0.2000000\t0.0020000\tS  1\n"
                        "0.6000000\t0.0020000\tS  2\n";
     if (v.length != strlen(want) || memcmp(v.data, want, v.length)) {
-        fprintf(stderr, "annotations:\n%.*s", (int)v.length, (const char *)v.data);
+        fprintf(stderr, "%s annotations:\n%.*s", st, (int)v.length, (const char *)v.data);
         exit(1);
     }
+    CHECK_OK(ss_get(&v, s, 0, 0));
+    CHECK(v.length == 400 && v.row_bytes == 8 && memcmp(v.data, x, 400 * 8) == 0);
     ss_close(s);
+}
+
+static void test_new_segment(void) {
+    const char *d = ss_test_keep_path("seg4");
+    EXPECT_SH(0, "mkdir -p '%s' && cd '%s' && printf '%%s\\r\\n' 'Brain Vision Data Exchange "
+                 "Header File Version 1.0' '[Common Infos]' DataFile=rec.eeg MarkerFile=rec.vmrk "
+                 "DataFormat=BINARY DataOrientation=MULTIPLEXED NumberOfChannels=4 "
+                 "SamplingInterval=2000 '[Binary Infos]' BinaryFormat=INT_16 '[Channel Infos]' "
+                 "'Ch1=A,,1,uV' 'Ch2=B,,1,uV' 'Ch3=C,,1,uV' 'Ch4=D,,1,uV' > rec.vhdr",
+             d, d);
+    int16_t x[400 * 4]; /* 400 samples of 4 channels, little endian on this machine */
+    for (int k = 0; k < 400 * 4; k++) x[k] = (int16_t)(k * 37 - 20000);
+    ss_test_write_file(ss_test_keep_path("seg4/rec.eeg"), x, sizeof x);
+    const char *vhdr = ss_test_keep_path("seg4/rec.vhdr"), *vmrk = ss_test_keep_path("seg4/rec.vmrk");
+    const char *st = ss_test_keep_path("seg4.ss"), *st2 = ss_test_keep_path("seg4u.ss");
+    write_vmrk(vmrk, ",20240101120000000000");
+    EXPECT_RUN(0, "convert biosig '%s' -o '%s' --quiet --force", vhdr, st);
+    check_segment_store(st, x);
     /* MNE's onsets, in samples at the file's 500 Hz: 0, 100, 300 */
     const char *mne = ss_test_keep_path("seg4.f64");
     EXPECT_SH(0, REF " mne '%s' '%s'", vhdr, mne);
@@ -231,12 +241,26 @@ static void test_new_segment(void) {
     char *ev = ss_test_read_file(ss_test_keep_path("seg4.f64.events"), &n);
     CHECK(n == 51 && !memcmp(ev, "0\tNew Segment/\n100\tStimulus/S  1\n300\tStimulus/S  2\n", 51));
     free(ev);
-    /* without the date: refused, the file and the marker named */
+    /* without the date: the same store, the marker file untouched, no copy left */
     write_vmrk(vmrk, "");
-    EXPECT_RUN(1, "convert biosig '%s' -o '%s' --quiet --force", vhdr, st);
+    char tmp[512];
+    snprintf(tmp, sizeof tmp, "%s/tmp", ss_test_tmpdir());
+    EXPECT_SH(0, "mkdir -p '%s' && cp '%s' '%s.orig'", tmp, vmrk, vmrk);
+    for (int threads = 1; threads <= 2; threads++) {
+        EXPECT_SH(0, "TMPDIR='%s' %s convert biosig '%s' '%s' --threads %d -o '%s' --quiet --force",
+                  tmp, SS_CLI, vhdr, vhdr, threads, st2);
+        check_segment_store(st2, x);
+        EXPECT_SH(0, "cmp '%s' '%s.orig' && [ -z \"$(ls -A '%s')\" ]", vmrk, vmrk, tmp);
+    }
+    EXPECT_SH(0, REF " mne '%s' '%s'", vhdr, mne);
+    ev = ss_test_read_file(ss_test_keep_path("seg4.f64.events"), &n);
+    CHECK(n == 51 && !memcmp(ev, "0\tNew Segment/\n100\tStimulus/S  1\n300\tStimulus/S  2\n", 51));
+    free(ev);
+    /* a date too short for BioSig 2.5, which cuts YYYYMMDDhhmmss out of it */
+    write_vmrk(vmrk, ",2024");
+    EXPECT_RUN(1, "convert biosig '%s' -o '%s' --quiet --force", vhdr, st2);
     EXPECT_ERR("seg4/rec.vhdr: BrainVision marker file 'rec.vmrk': line 8 (Mk1): a 'New Segment' "
-               "marker without its date (YYYYMMDDhhmmss...), after which BioSig 2.5 mis-reads "
-               "the markers\n");
+               "date shorter than YYYYMMDDhhmmss\n");
 }
 
 /* A file BioSig 2.5 crashes on although no header check knows it (its

@@ -59,10 +59,11 @@ bv channel_infos_twice 's/^BinaryFormat=INT_16\r$/BinaryFormat=INT_16\r[Channel 
 bv lying_points 's/^SamplingInterval=\(.*\)$/SamplingInterval=\1\nDataPoints=1000000000000\r/' # "out of memory"
 bv alpha_marker ''                            # markers BioSig takes for an alpha trace file
 sed -i 's/^Mk2=Stimulus/Mk2=StimulusALPHA-TRACE-MEDICAL/' alpha_marker.vmrk
-sed -i 's/Marker File, Version 1.0/Marker File Version 1.0/' marker_magic.vmrk
-# the 'New Segment' marker, after which BioSig 2.5 mis-reads the markers
+# a 'New Segment' marker whose date is shorter than the YYYYMMDDhhmmss that
+# BioSig 2.5 cuts out of it in place (writing into the next marker line)
 /usr/bin/python3 ../../biosig/bv_ref.py make "$tmp" 20 250 1
-bv new_segment ''
+bv short_date ''
+sed -i 's/^Mk1=New Segment,,1,1,0/&,2024/' short_date.vmrk
 # edf --events-from: EDFlib-written files whose event channel does not fit
 cat > "$tmp/ev.c" <<'EOF'
 #include <edflib.h>
