@@ -32,18 +32,30 @@
  * --physical f32). Channels of one file must share one rate.
  * Recordings are decoded in parallel (--threads; BioSig's open, event table
  * and close serialized) and appended in input order, so the store never
- * depends on the thread count. */
+ * depends on the thread count.
+ * Bad input is an error naming the file, never a crash or a wrong table:
+ * the header fields BioSig 2.5 trusts are checked before it sees a GDF or
+ * BrainVision file (biosig_check.h: a BrainVision header whose MarkerFile
+ * cannot be read is an error, one without MarkerFile has no events; BioSig
+ * mis-reads the markers after a 'New Segment' marker without its date, so
+ * it reads a copy with the date added: bv_dated_copy()), its event table
+ * must hold every marker line, its
+ * rate must be positive and finite, and every input is first opened once
+ * in a child process, so that one BioSig crashes on is reported (probe_all). */
 #include "convert.h"
 #include "ordered.h"
 
 #ifdef SS_HAVE_BIOSIG
+#include "biosig_check.h"
 #include "events.h"
 #include "recmeta.h"
 #include "resample.h"
 
 #include <biosig.h>
 #include <biosig-dev.h>
+#include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <inttypes.h>
 #include <math.h>
 #include <pthread.h>
@@ -55,10 +67,14 @@
 #include <string.h>
 #include <stdarg.h>
 #include <strings.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define BS_ERR 1024
 #define BS_MAXCH 4096
+#define BS_MAX_TEXT (16 << 20) /* a BrainVision header or marker file */
 
 typedef struct bs_ref {
     int have;
@@ -106,7 +122,11 @@ typedef struct bs_job {
     size_t codes_cap;
     char subject[96], session[16]; /* header values for --meta header */
     char err[BS_ERR];
-    int bad; /* the last bs_decode() failed */
+    int bad;           /* the last bs_decode() failed */
+    long markers;      /* a BrainVision file's marker lines (bv_guard), -1 without */
+    char mrk[1024];    /* its marker file */
+    char tmp[512];     /* the temporary folder of bv_dated_copy(), else "" */
+    char open[1024];   /* the header BioSig opens there, else "" */
 } bs_job;
 
 static void usage_biosig(FILE *out) {
@@ -172,51 +192,194 @@ static int dtype_rank(ss_dtype d) {
     return d == SS_I16 ? 0 : d == SS_I32 ? 1 : 2;
 }
 
-/* Value of the line "KEY=value" in a BrainVision header (NULL if absent),
- * trailing CR/blanks cut, in `out`. */
-static const char *bv_key(const char *text, const char *key, char *out, size_t cap) {
-    size_t kl = strlen(key);
-    for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
-        if (!strncmp(p, key, kl) && p[kl] == '=') {
-            size_t n = strcspn(p + kl + 1, "\r\n");
-            while (n && p[kl + n] == ' ') n--;
-            snprintf(out, cap, "%.*s", (int)n, p + kl + 1);
-            return out;
+/* The whole of a small file (a header, a marker file) into *out (NUL
+ * added), its size in *n; 1 with job->err when it cannot be read. */
+static int slurp(bs_job *job, const char *what, const char *path, char **out, size_t *n) {
+    FILE *f = fopen(path, "rb");
+    char *buf = NULL;
+    size_t len = 0, cap = 0;
+    if (!f) return fail(job, "%s '%s' cannot be read: %s", what, path, strerror(errno));
+    for (size_t got = 1; got;) {
+        if (len + 65536 > cap && grow((void **)&buf, &cap, len + 65536 + 1)) {
+            fclose(f), free(buf);
+            return fail(job, "out of memory");
         }
-    return NULL;
+        len += got = fread(buf + len, 1, 65536, f);
+        if (len > BS_MAX_TEXT) {
+            fclose(f), free(buf);
+            return fail(job, "%s '%s' is larger than %d bytes", what, path, BS_MAX_TEXT);
+        }
+    }
+    int rd = ferror(f);
+    fclose(f);
+    if (rd) return free(buf), fail(job, "%s '%s' cannot be read", what, path);
+    buf[len] = '\0';
+    *out = buf, *n = len;
+    return 0;
 }
 
-/* BioSig 2.5 mishandles three BrainVision headers: NumberOfChannels=0
- * (SIGFPE), and a DataFile other than the header's own name with .eeg: it
- * reads <name>.eeg whatever DataFile says (the wrong samples, or SIGSEGV when
- * there is none). So these keys are checked before BioSig sees the file;
- * everything else is left to it. 1 = bad. */
-static int bv_guard(bs_job *job, const char *path) {
-    const char *dot = strrchr(path, '.');
-    if (!dot || (strcasecmp(dot, ".vhdr") && strcasecmp(dot, ".ahdr"))) return 0;
+/* Remove the temporary folder of bv_dated_copy() (nothing without one). */
+static void bs_untemp(bs_job *job) {
+    DIR *d = job->tmp[0] ? opendir(job->tmp) : NULL;
+    for (struct dirent *e; d && (e = readdir(d));) {
+        char f[1300];
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
+            snprintf(f, sizeof f, "%s/%s", job->tmp, e->d_name);
+            unlink(f);
+        }
+    }
+    if (d) closedir(d);
+    if (job->tmp[0]) rmdir(job->tmp);
+    job->tmp[0] = job->open[0] = '\0';
+}
+
+/* `len` bytes into the new file `path`; 1 with job->err. */
+static int put_file(bs_job *job, const char *path, const char *data, size_t len) {
+    FILE *f = fopen(path, "wb");
+    int bad = !f || fwrite(data, 1, len, f) != len;
+    if (f && fclose(f)) bad = 1;
+    return bad ? fail(job, "cannot write '%s': %s", path, strerror(errno)) : 0;
+}
+
+/* BioSig 2.5 writes into the marker line after a 'New Segment' that has no
+ * date (the field is optional) and mis-reads the markers after it. So it is
+ * given a copy: in a new temporary folder (job->tmp) the header as it is,
+ * the marker file with the unknown date added (ss_bs_vmrk_dated()) and a
+ * link to the data file. job->open is that header; bs_open() removes the
+ * folder once BioSig has read them (it keeps only the data file open). */
+static int bv_dated_copy(bs_job *job, const char *hdr, size_t hn, const char *base,
+                         const char *data, const ss_bs_vhdr *v, const char *mrk, size_t mn,
+                         size_t undated) {
+    const char *tmpdir = getenv("TMPDIR");
+    char real[PATH_MAX], f[1300];
+    if (strchr(v->markerfile, '/'))
+        return fail(job, "BrainVision marker file '%s': 'New Segment' markers without a date, "
+                         "which BioSig 2.5 mis-reads, in a marker file in another folder",
+                    v->markerfile);
+    size_t cap = mn + SS_BS_VMRK_DATE_LEN * undated, dn;
+    char *dated = malloc(cap + 1);
+    if (!dated) return fail(job, "out of memory");
+    dn = ss_bs_vmrk_dated(dated, cap, mrk, mn);
+    snprintf(job->tmp, sizeof job->tmp, "%s/seqstore-biosig-XXXXXX",
+             tmpdir && *tmpdir ? tmpdir : "/tmp");
+    int rc = !dn ? fail(job, "out of memory") : 0;
+    if (!rc && (!realpath(data, real) || !mkdtemp(job->tmp))) {
+        rc = fail(job, "cannot make a dated copy of the markers in '%s': %s", job->tmp,
+                  strerror(errno));
+        job->tmp[0] = '\0';
+    }
+    if (!rc) {
+        snprintf(f, sizeof f, "%s/%s", job->tmp, v->datafile);
+        if (symlink(real, f)) rc = fail(job, "cannot link '%s': %s", f, strerror(errno));
+    }
+    snprintf(f, sizeof f, "%s/%s", job->tmp, v->markerfile);
+    rc = rc || put_file(job, f, dated, dn);
+    snprintf(job->open, sizeof job->open, "%s/%s", job->tmp, base);
+    rc = rc || put_file(job, job->open, hdr, hn);
+    free(dated);
+    if (rc) bs_untemp(job);
+    return rc;
+}
+
+/* The marker file the header names (v->markerfile), checked; job->markers
+ * its marker lines. 1 = bad. */
+static int bv_markers(bs_job *job, const char *path, const char *base, const char *hdr, size_t hn,
+                      const char *data, const ss_bs_vhdr *v) {
+    char *text, err[512];
+    size_t n, count, undated;
+    snprintf(job->mrk, sizeof job->mrk, "%.*s%s", (int)(base - path), path, v->markerfile);
+    if (access(job->mrk, R_OK))
+        return fail(job, "BrainVision header: MarkerFile '%s' cannot be read: %s", v->markerfile,
+                    strerror(errno));
+    if (slurp(job, "BrainVision marker file", job->mrk, &text, &n)) return 1;
+    int rc = ss_bs_check_vmrk(&count, &undated, text, n, err, sizeof err);
+    if (rc) rc = fail(job, "BrainVision marker file '%s': %s", v->markerfile, err);
+    if (!rc && undated) rc = bv_dated_copy(job, hdr, hn, base, data, v, text, n, undated);
+    free(text);
+    job->markers = rc ? -1 : (long)count;
+    return rc;
+}
+
+/* BioSig 2.5 trusts a BrainVision header's sections and keys
+ * (biosig_check.h), reads <name>.eeg whatever DataFile says (the wrong
+ * samples, or SIGSEGV when there is none), takes DataPoints as the length,
+ * and opens the MarkerFile it names saying nothing when it cannot. So the
+ * header and the marker file are checked before BioSig sees them. 1 = bad. */
+static int bv_guard(bs_job *job, const char *path, const char *base, const char *dot) {
+    char *text = NULL, data[1024], want[512], err[512];
+    size_t n;
+    ss_bs_vhdr v;
+    struct stat st;
+    if (slurp(job, "BrainVision header", path, &text, &n)) return 1;
+    int rc = ss_bs_check_vhdr(&v, text, n, err, sizeof err);
+    if (rc) rc = fail(job, "%s", err);
+    snprintf(want, sizeof want, "%.*s.eeg", (int)(dot - base), base);
+    if (!rc && strcmp(v.datafile, want))
+        rc = fail(job,
+                  "BrainVision header: DataFile '%s' is not '%s', and BioSig 2.5 reads '%s' "
+                  "whatever DataFile says (rename the files to match)",
+                  v.datafile, want, want);
+    snprintf(data, sizeof data, "%.*s%s", (int)(base - path), path, v.datafile);
+    if (!rc && (access(data, R_OK) || stat(data, &st)))
+        rc = fail(job, "BrainVision header: DataFile '%s' cannot be read: %s", v.datafile,
+                  strerror(errno));
+    uint64_t row = (uint64_t)v.nch * (uint64_t)v.sample_bytes;
+    if (!rc && v.points >= 0 && row && (uint64_t)v.points > (uint64_t)st.st_size / row)
+        rc = fail(job,
+                  "BrainVision header: DataPoints=%lld samples of %ld channels need more than "
+                  "the %lld bytes of DataFile '%s'",
+                  v.points, v.nch, (long long)st.st_size, v.datafile);
+    if (!rc && v.markerfile[0]) rc = bv_markers(job, path, base, text, n, data, &v);
+    free(text);
+    return rc;
+}
+
+/* A GDF's fixed header, then as much more as its header length says, for
+ * ss_bs_check_gdf(). 1 = bad. */
+static int gdf_guard(bs_job *job, FILE *f, uint64_t size) {
+    uint8_t fixed[SS_BS_GDF_FIXED];
+    char err[512];
+    if (size < SS_BS_GDF_FIXED || fread(fixed, 1, sizeof fixed, f) != sizeof fixed) return 0;
+    uint64_t hl = ss_bs_gdf_header_len(fixed, sizeof fixed);
+    size_t want = hl > size ? sizeof fixed : hl < sizeof fixed ? sizeof fixed : (size_t)hl;
+    uint8_t *head = malloc(want);
+    if (!head) return fail(job, "out of memory for a GDF header of %zu bytes", want);
+    memcpy(head, fixed, sizeof fixed);
+    size_t got = sizeof fixed + fread(head + sizeof fixed, 1, want - sizeof fixed, f);
+    int rc = ss_bs_check_gdf(head, got, size, err, sizeof err);
+    free(head);
+    return rc ? fail(job, "%s", err) : 0;
+}
+
+/* Check what BioSig 2.5 trusts in a GDF or BrainVision file (by content,
+ * as BioSig tells them, or a BrainVision header by its name); everything
+ * else is left to BioSig. 1 = bad. */
+static int bs_guard(bs_job *job, const char *path) {
+    static const char bv_magic[] = "Brain Vision Data Exchange Header File";
+    job->markers = -1;
+    job->tmp[0] = job->open[0] = '\0';
     FILE *f = fopen(path, "rb");
     if (!f) return 0; /* BioSig says why */
-    static _Thread_local char text[1 << 16];
-    size_t n = fread(text, 1, sizeof text - 1, f);
+    char head[64] = {0};
+    size_t n = fread(head, 1, sizeof head, f);
+    struct stat st;
+    uint64_t size = fstat(fileno(f), &st) ? 0 : (uint64_t)st.st_size;
+    rewind(f);
+    int rc = 0;
+    if (n >= 3 && !memcmp(head, "GDF", 3)) {
+        rc = gdf_guard(job, f, size);
+        fclose(f);
+        return rc;
+    }
     fclose(f);
-    text[n] = '\0';
-    char v[512], data[1024];
-    long nch = bv_key(text, "NumberOfChannels", v, sizeof v) ? strtol(v, NULL, 10) : 0;
-    if (nch < 1) return fail(job, "BrainVision header: NumberOfChannels is missing or not >= 1");
-    if (!bv_key(text, "DataFile", v, sizeof v)) return fail(job, "BrainVision header: no DataFile");
-    const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
-    char want[512];
-    snprintf(want, sizeof want, "%.*s.eeg", (int)(dot - base), base);
-    if (strcmp(v, want))
-        return fail(job,
-                    "BrainVision header: DataFile '%s' is not '%s', and BioSig 2.5 reads '%s' "
-                    "whatever DataFile says (rename the files to match)",
-                    v, want, want);
-    snprintf(data, sizeof data, "%.*s%s", (int)(base - path), path, v);
-    if (access(data, R_OK))
-        return fail(job, "BrainVision header: DataFile '%s' cannot be read: %s", v,
-                    strerror(errno));
-    return 0;
+    const char *dot = strrchr(path, '.'), *slash = strrchr(path, '/');
+    const char *base = slash ? slash + 1 : path;
+    int bv = !memcmp(head, bv_magic, sizeof bv_magic - 1) ||
+             (!memcmp(head, "\xef\xbb\xbf", 3) && !memcmp(head + 3, bv_magic, sizeof bv_magic - 1));
+    if (dot && dot > base && (!strcasecmp(dot, ".vhdr") || !strcasecmp(dot, ".ahdr"))) bv = 1;
+    if (!bv) return 0;
+    if (!dot || dot < base) dot = base + strlen(base);
+    return bv_guard(job, path, base, dot);
 }
 
 static void bs_close(HDRTYPE *h);
@@ -226,9 +389,9 @@ static void bs_close(HDRTYPE *h);
 static pthread_mutex_t biosig_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static HDRTYPE *bs_open(bs_job *job, const char *path) {
-    if (bv_guard(job, path)) return NULL;
+    if (bs_guard(job, path)) return NULL;
     HDRTYPE *h = constructHDR(0, 0);
-    if (!h) return fail(job, "out of memory"), NULL;
+    if (!h) return bs_untemp(job), fail(job, "out of memory"), NULL;
     /* no BIOSIG_FLAG_ROW_BASED_CHANNELS: BioSig fills its block channel by
      * channel ([W][T]) twice as fast as in rows of samples (8 BrainVision
      * files of 3.8 MB: 0.075 s against 0.16 s); to_rows() turns it */
@@ -237,8 +400,9 @@ static HDRTYPE *bs_open(bs_job *job, const char *path) {
      * opening, the event table and closing are serialized; sread() of
      * separate headers runs in parallel */
     pthread_mutex_lock(&biosig_lock);
-    h = sopen(path, "r", h);
+    h = sopen(job->open[0] ? job->open : path, "r", h);
     pthread_mutex_unlock(&biosig_lock);
+    bs_untemp(job); /* BioSig has read the copies it was given */
     /* read the error before serror2(), which prints it to stderr and clears it */
     if (!h || h->AS.B4C_ERRNUM) {
         const char *m = h ? h->AS.B4C_ERRMSG : NULL;
@@ -246,6 +410,20 @@ static HDRTYPE *bs_open(bs_job *job, const char *path) {
         for (size_t n = strlen(job->err); n && (job->err[n - 1] == '\n' || job->err[n - 1] == ' ');)
             job->err[--n] = '\0';
         if (h) bs_close(h);
+        return NULL;
+    }
+    /* a marker file BioSig could not read it only warns about, or not at all */
+    size_t nev = biosig_get_number_of_events(h);
+    if (job->markers >= 0 && nev != (size_t)job->markers) {
+        const char *m = strrchr(job->mrk, '/');
+        fail(job, "BioSig read %zu of the %ld markers of '%s'", nev, job->markers, m ? m + 1 : job->mrk);
+        bs_close(h);
+        return NULL;
+    }
+    /* BioSig turns a header's rate into h->SampleRate without checking it */
+    if (!(h->SampleRate > 0) || !isfinite(h->SampleRate)) {
+        fail(job, "the header gives the sample rate %g Hz, not a positive finite number", h->SampleRate);
+        bs_close(h);
         return NULL;
     }
     return h;
@@ -799,6 +977,7 @@ typedef struct bs_run {
     ss_conv *c;
     bs_job *job;
     const strlist *files;
+    const char *const *crash; /* per input: why BioSig crashed on it (probe_all), else NULL */
     uint64_t skip;
     pthread_mutex_t lock; /* over blocks */
     bs_block *blocks;     /* as many as decoding threads */
@@ -818,6 +997,11 @@ static bs_block *block_take(bs_run *r) {
 static void decode_cb(void *ctx, void *slot, uint64_t i) {
     bs_run *r = ctx;
     bs_job *s = slot;
+    if (r->crash[i]) { /* never opened in this process */
+        snprintf(s->err, sizeof s->err, "%s", r->crash[i]);
+        s->bad = 1;
+        return;
+    }
     bs_block *b = block_take(r);
     s->block = b->p, s->block_cap = b->cap;
     s->bad = bs_decode(s, r->files->v[i]);
@@ -836,7 +1020,8 @@ static int emit_cb(void *ctx, void *slot, uint64_t i) {
 
 /* Decode recordings in parallel (--threads; each slot its own buffers),
  * append them in input order on this thread while the next ones decode. */
-static int convert_all(ss_conv *c, bs_job *job, const strlist *files, uint64_t skip) {
+static int convert_all(ss_conv *c, bs_job *job, const strlist *files, const char *const *crash,
+                       uint64_t skip) {
     int nthreads = ss_conv_opts(c)->threads;
     if (nthreads < 1) nthreads = 1;
     if ((uint32_t)nthreads > files->n) nthreads = (int)(files->n ? files->n : 1);
@@ -851,7 +1036,7 @@ static int convert_all(ss_conv *c, bs_job *job, const strlist *files, uint64_t s
         slots[t].ev.from = job->ev.from;
         slots[t].ev.from_channel = job->ev.from_channel; /* borrowed */
     }
-    bs_run run = {c, job, files, skip, PTHREAD_MUTEX_INITIALIZER, NULL, nthreads};
+    bs_run run = {c, job, files, crash, skip, PTHREAD_MUTEX_INITIALIZER, NULL, nthreads};
     if (!(run.blocks = calloc((size_t)nthreads, sizeof *run.blocks))) {
         free(slots);
         return ss_conv_error(c, "out of memory");
@@ -863,6 +1048,82 @@ static int convert_all(ss_conv *c, bs_job *job, const strlist *files, uint64_t s
     free(run.blocks);
     free(slots);
     return fatal;
+}
+
+/* -------------------------------------------------------------- probe */
+
+/* BioSig 2.5 crashes on damaged headers that bs_guard() does not know of
+ * (its readers of the other formats among them). So before anything is
+ * decoded each input is opened and closed once in a child process
+ * (ordered.h's decoder processes, or one fork for a single input): an
+ * input whose process dies there is reported as bad, naming the file, and
+ * never opened by this process. Only while the process is single-threaded
+ * (ordered.h); otherwise nothing is probed. */
+typedef struct bs_probe {
+    int physical;
+    uint64_t from; /* the first input of this round */
+    const strlist *files;
+    char **crash; /* per input: why its process died, else NULL */
+} bs_probe;
+
+static void probe_cb(void *ctx, void *slot, uint64_t i) {
+    bs_probe *p = ctx;
+    bs_job job;
+    memset(&job, 0, sizeof job);
+    job.physical = p->physical;
+    HDRTYPE *h = bs_open(&job, p->files->v[p->from + i]);
+    if (h) bs_close(h);
+    *(int *)slot = 1;
+}
+
+static int probe_emit(void *ctx, void *slot, uint64_t i) {
+    (void)ctx, (void)slot, (void)i;
+    return 0;
+}
+
+/* The one input p->from in a child; 0 when it lived, else 2 with *died. */
+static int probe_one(bs_probe *p, ss_conv_proc_death *died) {
+    int slot, status = -1;
+    const char *die = getenv("SS_TEST_DECODER_DIE"); /* ordered.h's test hook */
+    pid_t pid = fork();
+    if (pid < 0) return -1;
+    if (pid == 0) {
+        if (die && *die && strtoull(die, NULL, 10) == 0) raise(SIGKILL);
+        probe_cb(p, &slot, 0);
+        _exit(0);
+    }
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) continue;
+    died->input = 0, died->status = status;
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 2;
+}
+
+/* Probe every input; crash[i] set for those whose process died. 1 when
+ * out of memory. */
+static int probe_all(ss_conv *c, const bs_job *job, const strlist *files, char **crash) {
+    int nprocs = ss_conv_opts(c)->threads < 1 ? 1 : ss_conv_opts(c)->threads;
+    int nslots = ss_conv_ordered_slots(nprocs);
+    bs_probe p = {job->physical, 0, files, crash};
+    int *slots = ss_conv_shared_alloc((size_t)nslots * sizeof(int));
+    if (!slots) return 0; /* no shared memory: not probed */
+    while (p.from < files->n && ss_conv_single_threaded()) {
+        ss_conv_proc_death died;
+        uint64_t n = files->n - p.from;
+        int rc = n > 1 ? ss_conv_proc_ordered(&died, &p, slots, sizeof(int), nprocs, n, probe_cb,
+                                              probe_emit)
+                       : probe_one(&p, &died);
+        if (rc != 2) break; /* all lived, or no process could start */
+        char how[128];
+        ss_conv_proc_describe(how, sizeof how, died.status);
+        uint64_t i = p.from + died.input;
+        if (asprintf(&crash[i], "BioSig crashed reading it (its probe process %s)", how) < 0) {
+            crash[i] = NULL;
+            ss_conv_shared_free(slots, (size_t)nslots * sizeof(int));
+            return ss_conv_error(c, "out of memory");
+        }
+        p.from = i + 1;
+    }
+    ss_conv_shared_free(slots, (size_t)nslots * sizeof(int));
+    return 0;
 }
 
 static int run_biosig(ss_conv *c, int argc, char **argv) {
@@ -878,14 +1139,17 @@ static int run_biosig(ss_conv *c, int argc, char **argv) {
         ss_conv_add_source(c, files.v[i]);
         total += ss_conv_file_size(files.v[i]);
     }
+    char **crash = rc == 0 ? calloc(files.n + 1, sizeof *crash) : NULL;
+    if (rc == 0 && !crash) rc = ss_conv_error(c, "out of memory");
+    if (rc == 0) rc = probe_all(c, &job, &files, crash);
     if (rc == 0 && (ss_conv_opts(c)->append || ss_conv_opts(c)->resume))
         rc = ref_from_store(c, &job);
     for (uint32_t i = 0; rc == 0 && !job.ref.have && i < files.n; i++)
-        ref_from_file(&job, files.v[i]);
+        if (!crash[i]) ref_from_file(&job, files.v[i]);
     if (rc == 0 && !job.ref.have) {
         for (uint32_t i = 0; rc == 0 && i < files.n; i++) {
-            ref_from_file(&job, files.v[i]);
-            rc = ss_conv_bad(c, files.v[i], 0, "%s", job.err);
+            if (!crash[i]) ref_from_file(&job, files.v[i]);
+            rc = ss_conv_bad(c, files.v[i], 0, "%s", crash[i] ? crash[i] : job.err);
         }
         if (rc == 0) rc = ss_conv_error(c, "no readable recording among the inputs");
     }
@@ -917,7 +1181,7 @@ static int run_biosig(ss_conv *c, int argc, char **argv) {
     if (rc == 0) rc = set_attrs(c, &job);
     if (rc == 0) {
         ss_conv_set_total(c, total);
-        rc = convert_all(c, &job, &files, skip);
+        rc = convert_all(c, &job, &files, (const char *const *)crash, skip);
     }
     if (rc == 0 && job.ev.mode) rc = ss_events_finish(c, &job.ev);
     if (rc == 0) rc = ss_recmeta_finish(c, &job.meta);
@@ -931,6 +1195,8 @@ static int run_biosig(ss_conv *c, int argc, char **argv) {
     ss_events_free(&job.ev);
     ss_recmeta_free(&job.meta);
     ref_free(&job.ref);
+    for (uint32_t i = 0; crash && i < files.n; i++) free(crash[i]);
+    free(crash);
     strlist_free(&files);
     return rc;
 }

@@ -15,7 +15,7 @@
 static void test_biosig(void) {
     const char *dir = ss_test_tmpdir(), *vhdr = ss_test_keep_path("rec.vhdr"),
                *gdf = ss_test_keep_path("rec.gdf");
-    EXPECT_SH(0, REF " make '%s' 1000 250", dir);
+    EXPECT_SH(0, REF " make '%s' 1000 250 2", dir);
     EXPECT_SH(0, "save2gdf '%s' '%s' > /dev/null", vhdr, gdf);
 
     const char *st = ss_test_keep_path("d.ss");
@@ -66,7 +66,7 @@ static void test_biosig(void) {
 
     /* another rate: refused, then resampled */
     const char *d2 = ss_test_keep_path("r500");
-    EXPECT_SH(0, "mkdir -p '%s' && " REF " make '%s' 1001 500", d2, d2);
+    EXPECT_SH(0, "mkdir -p '%s' && " REF " make '%s' 1001 500 2", d2, d2);
     const char *v2 = ss_test_keep_path("r500/rec.vhdr");
     st = ss_test_keep_path("bad.ss");
     EXPECT_RUN(1, "convert biosig '%s' '%s' -o '%s' --quiet", vhdr, v2, st);
@@ -180,10 +180,123 @@ static void test_block_reuse(void) {
     for (int k = 0; k < 3; k++) free(want[k]);
 }
 
+/* A recording of 4 INT_16 channels at 500 Hz, markers 'New Segment' at
+ * sample 1, S 1 at 101, S 2 at 301 (1-based): 0.0, 0.2 and 0.6 s, where
+ * MNE-Python reads them. Without the New Segment's (optional) date BioSig
+ * 2.5 wrote into the next marker line and returned "8589934.59 0 t" for
+ * S 1 and lost S 2 (exit 0); it is now given a copy with the date added:
+ * with and without the date the same annotations, at those onsets, and the
+ * samples as written. A date shorter than YYYYMMDDhhmmss is refused, naming
+ * the file and the marker. */
+static void write_vmrk(const char *path, const char *date) {
+    char text[512];
+    int n = snprintf(text, sizeof text,
+                     "Brain Vision Data Exchange Marker File, Version 1.0\r\n\r\n"
+                     "[Common Infos]\r\nCodepage=UTF-8\r\nDataFile=rec.eeg\r\n\r\n"
+                     "[Marker Infos]\r\nMk1=New Segment,,1,1,0%s\r\n"
+                     "Mk2=Stimulus,S  1,101,1,0\r\nMk3=Stimulus,S  2,301,1,0\r\n",
+                     date);
+    ss_test_write_file(path, text, (size_t)n);
+}
+
+static void check_segment_store(const char *st, const int16_t *x) {
+    ss_store *s;
+    ss_view v;
+    uint32_t fa;
+    CHECK_OK(ss_open(&s, st, 0));
+    CHECK_OK(ss_field_index(&fa, s, "annotations"));
+    CHECK_OK(ss_get(&v, s, fa, 0));
+    const char *want = "0.0000000\t0.0020000\tstart of a new segment (after a break)\n"
+                       "0.2000000\t0.0020000\tS  1\n"
+                       "0.6000000\t0.0020000\tS  2\n";
+    if (v.length != strlen(want) || memcmp(v.data, want, v.length)) {
+        fprintf(stderr, "%s annotations:\n%.*s", st, (int)v.length, (const char *)v.data);
+        exit(1);
+    }
+    CHECK_OK(ss_get(&v, s, 0, 0));
+    CHECK(v.length == 400 && v.row_bytes == 8 && memcmp(v.data, x, 400 * 8) == 0);
+    ss_close(s);
+}
+
+static void test_new_segment(void) {
+    const char *d = ss_test_keep_path("seg4");
+    EXPECT_SH(0, "mkdir -p '%s' && cd '%s' && printf '%%s\\r\\n' 'Brain Vision Data Exchange "
+                 "Header File Version 1.0' '[Common Infos]' DataFile=rec.eeg MarkerFile=rec.vmrk "
+                 "DataFormat=BINARY DataOrientation=MULTIPLEXED NumberOfChannels=4 "
+                 "SamplingInterval=2000 '[Binary Infos]' BinaryFormat=INT_16 '[Channel Infos]' "
+                 "'Ch1=A,,1,uV' 'Ch2=B,,1,uV' 'Ch3=C,,1,uV' 'Ch4=D,,1,uV' > rec.vhdr",
+             d, d);
+    int16_t x[400 * 4]; /* 400 samples of 4 channels, little endian on this machine */
+    for (int k = 0; k < 400 * 4; k++) x[k] = (int16_t)(k * 37 - 20000);
+    ss_test_write_file(ss_test_keep_path("seg4/rec.eeg"), x, sizeof x);
+    const char *vhdr = ss_test_keep_path("seg4/rec.vhdr"), *vmrk = ss_test_keep_path("seg4/rec.vmrk");
+    const char *st = ss_test_keep_path("seg4.ss"), *st2 = ss_test_keep_path("seg4u.ss");
+    write_vmrk(vmrk, ",20240101120000000000");
+    EXPECT_RUN(0, "convert biosig '%s' -o '%s' --quiet --force", vhdr, st);
+    check_segment_store(st, x);
+    /* MNE's onsets, in samples at the file's 500 Hz: 0, 100, 300 */
+    const char *mne = ss_test_keep_path("seg4.f64");
+    EXPECT_SH(0, REF " mne '%s' '%s'", vhdr, mne);
+    size_t n;
+    char *ev = ss_test_read_file(ss_test_keep_path("seg4.f64.events"), &n);
+    CHECK(n == 51 && !memcmp(ev, "0\tNew Segment/\n100\tStimulus/S  1\n300\tStimulus/S  2\n", 51));
+    free(ev);
+    /* without the date: the same store, the marker file untouched, no copy left */
+    write_vmrk(vmrk, "");
+    char tmp[512];
+    snprintf(tmp, sizeof tmp, "%s/tmp", ss_test_tmpdir());
+    EXPECT_SH(0, "mkdir -p '%s' && cp '%s' '%s.orig'", tmp, vmrk, vmrk);
+    for (int threads = 1; threads <= 2; threads++) {
+        EXPECT_SH(0, "TMPDIR='%s' %s convert biosig '%s' '%s' --threads %d -o '%s' --quiet --force",
+                  tmp, SS_CLI, vhdr, vhdr, threads, st2);
+        check_segment_store(st2, x);
+        EXPECT_SH(0, "cmp '%s' '%s.orig' && [ -z \"$(ls -A '%s')\" ]", vmrk, vmrk, tmp);
+    }
+    EXPECT_SH(0, REF " mne '%s' '%s'", vhdr, mne);
+    ev = ss_test_read_file(ss_test_keep_path("seg4.f64.events"), &n);
+    CHECK(n == 51 && !memcmp(ev, "0\tNew Segment/\n100\tStimulus/S  1\n300\tStimulus/S  2\n", 51));
+    free(ev);
+    /* a date too short for BioSig 2.5, which cuts YYYYMMDDhhmmss out of it */
+    write_vmrk(vmrk, ",2024");
+    EXPECT_RUN(1, "convert biosig '%s' -o '%s' --quiet --force", vhdr, st2);
+    EXPECT_ERR("seg4/rec.vhdr: BrainVision marker file 'rec.vmrk': line 8 (Mk1): a 'New Segment' "
+               "date shorter than YYYYMMDDhhmmss\n");
+}
+
+/* A file BioSig 2.5 crashes on although no header check knows it (its
+ * alpha trace reader: any file whose first bytes hold ALPHA-TRACE-MEDICAL;
+ * the old CLI died of SIGSEGV): its probe process dies, the conversion
+ * reports the file and never opens it itself; --skip-bad keeps the others.
+ * Under ASan the child exits instead of dying of the signal, so only the
+ * start of the reason is compared. The test hook kills the probe of input
+ * 1 of two good files: the same report. */
+static void test_probe(void) {
+    const char *gdf = ss_test_keep_path("rec.gdf"), *bad = ss_test_keep_path("alpha.bin");
+    const char *st = ss_test_keep_path("probe.ss");
+    char junk[600] = "XXXXALPHA-TRACE-MEDICAL\n";
+    ss_test_write_file(bad, junk, sizeof junk);
+    EXPECT_RUN(1, "convert biosig '%s' -o '%s' --quiet --force", bad, st);
+    EXPECT_ERR("alpha.bin: BioSig crashed reading it (its probe process ");
+    for (int threads = 1; threads <= 3; threads += 2) {
+        EXPECT_RUN(0, "convert biosig '%s' '%s' '%s' --threads %d -o '%s' --quiet --force --skip-bad",
+                   gdf, bad, gdf, threads, st);
+        EXPECT_ERR("alpha.bin: BioSig crashed reading it (its probe process ");
+        ss_store *s;
+        CHECK_OK(ss_open(&s, st, 0));
+        CHECK_EQ_U64(ss_count(s), 2);
+        ss_close(s);
+    }
+    EXPECT_SH(1, "SS_TEST_DECODER_DIE=1 %s convert biosig '%s' '%s' -o '%s' --quiet --force",
+              SS_CLI, gdf, gdf, st);
+    EXPECT_ERR("rec.gdf: BioSig crashed reading it (its probe process killed by signal 9 (Killed))\n");
+}
+
 int main(void) {
     test_biosig();
     test_threads();
     test_block_reuse();
+    test_new_segment();
+    test_probe();
     printf("test_convert_biosig: ok\n");
     return 0;
 }

@@ -7,8 +7,9 @@
                          spec, not by BioSig) and DIR/rec.int16 (the digital
                          samples, int16 [T][C]) and DIR/rec.events (the
                          markers as "POSITION\tDESCRIPTION", 0-based positions);
-                         SEG 0 leaves out the 'New Segment' marker (BioSig 2.5
-                         loses every marker after it)
+                         SEG 0 leaves out the 'New Segment' marker, 1 writes it
+                         without its (optional) date, after which BioSig 2.5
+                         mis-reads the markers, 2 with the date 2024-01-01 12:00
   bv_ref.py mne FILE OUT  read FILE with MNE-Python; write OUT (float64 [T][C]
                          in the file's units: uV) and OUT.events (annotations
                          as "SAMPLE\tDESCRIPTION", onset * sfreq rounded)
@@ -45,9 +46,10 @@ def make(d, T=1000, rate=250, seg=1):
         f.write("Brain Vision Data Exchange Marker File, Version 1.0\n\n"
                 "[Common Infos]\nCodepage=UTF-8\nDataFile=rec.eeg\n\n[Marker Infos]\n")
         if seg:
-            f.write("Mk1=New Segment,,1,1,0\n")
+            date = ",20240101120000000000" if seg == 2 else ""
+            f.write(f"Mk1=New Segment,,1,1,0{date}\n")
         for i, (typ, desc, pos) in enumerate(MARKERS):
-            f.write(f"Mk{i + 1 + seg}={typ},{desc},{pos + 1},1,0\n")  # 1-based positions
+            f.write(f"Mk{i + 1 + (seg > 0)}={typ},{desc},{pos + 1},1,0\n")  # 1-based positions
     with open(f"{d}/rec.events", "w") as f:
         for typ, desc, pos in MARKERS:
             f.write(f"{pos}\t{typ}/{desc}\n")

@@ -32,6 +32,16 @@ head -c 600 "$tmp/rec.gdf" > cut_header.gdf
 # the last 100 bytes cut: 2 of the header's 20 data records and the event table
 # missing; BioSig 2.5 only warns and returns the 18 records it found
 head -c $(($(wc -c < "$tmp/rec.gdf") - 100)) "$tmp/rec.gdf" > truncated.gdf
+# GDF header fields BioSig 2.5 trusts: patch(FILE OFFSET HEX-BYTES) on a copy
+patch() { cp "$tmp/rec.gdf" "$1"; printf "$3" | dd of="$1" bs=1 seek="$2" conv=notrunc 2>/dev/null; }
+patch zero_headlen.gdf 184 '\000\000'          # header length 0: SIGSEGV in gdfbin2struct
+patch ns_65535.gdf 252 '\377\377'              # NS = 65535: SIGSEGV in sclose
+patch lying_nrec.gdf 236 '\000\000\000\000\000\001\000\000' # NRec 2^40: "out of memory"
+patch bad_gdftyp.gdf $((256 + 3 * 220)) '\377\377' # channel 1's data type 65535
+patch no_records.gdf 252 '\000\000'            # NS = 0 ...
+printf '\377\377\377\377\377\377\377\377' | dd of=no_records.gdf bs=1 seek=236 conv=notrunc 2>/dev/null
+                                                # ... and NRec -1: SIGFPE (records of 0 bytes)
+patch tag1_unterminated.gdf 1024 '\001\010\000\000\000SSSSSSS' # header 3: strings run past tag 1
 # a BrainVision triple NAME.vhdr/.vmrk/.eeg, then a sed script on the header
 bv() {
     sed "s/rec\.eeg/$1.eeg/; s/rec\.vmrk/$1.vmrk/; $2" "$tmp/rec.vhdr" > "$1.vhdr"
@@ -43,9 +53,23 @@ bv no_channels 's/NumberOfChannels=3/NumberOfChannels=0/'
 bv other_datafile 's/DataFile=other_datafile.eeg/DataFile=elsewhere.eeg/'
 bv missing_datafile ''
 rm missing_datafile.eeg
-# the 'New Segment' marker, after which BioSig 2.5 mis-reads the markers
+bv zero_interval 's/SamplingInterval=.*/SamplingInterval=0\r/'       # BioSig: rate inf
+bv negative_interval 's/SamplingInterval=.*/SamplingInterval=-4000\r/' # BioSig: rate -250
+bv missing_markers ''                                                  # BioSig: no events
+rm missing_markers.vmrk
+bv no_channel_infos '/\[Channel Infos\]/d'  # ASan: heap overflow in sopen_extended
+bv marker_magic ''                            # BioSig reads no markers of it
+sed -i 's/Marker File, Version 1.0/Marker File Version 1.0/' marker_magic.vmrk
+bv channel_zero 's/^Ch2=/Ch0=/'               # BioSig then closes the data file twice
+bv channel_infos_twice 's/^BinaryFormat=INT_16\r$/BinaryFormat=INT_16\r[Channel Infos\r/' # double free
+bv lying_points 's/^SamplingInterval=\(.*\)$/SamplingInterval=\1\nDataPoints=1000000000000\r/' # "out of memory"
+bv alpha_marker ''                            # markers BioSig takes for an alpha trace file
+sed -i 's/^Mk2=Stimulus/Mk2=StimulusALPHA-TRACE-MEDICAL/' alpha_marker.vmrk
+# a 'New Segment' marker whose date is shorter than the YYYYMMDDhhmmss that
+# BioSig 2.5 cuts out of it in place (writing into the next marker line)
 /usr/bin/python3 ../../biosig/bv_ref.py make "$tmp" 20 250 1
-bv new_segment ''
+bv short_date ''
+sed -i 's/^Mk1=New Segment,,1,1,0/&,2024/' short_date.vmrk
 # edf --events-from: EDFlib-written files whose event channel does not fit
 cat > "$tmp/ev.c" <<'EOF'
 #include <edflib.h>
