@@ -15,6 +15,13 @@ bits (NumPy has no bfloat16): torch users can `.view(torch.bfloat16)`.
 torch 1.13 cannot hold uint16/uint32/uint64 tensors: widen with
 seqstore.widen(a) (a copy, to int64) before torch.from_numpy.
 
+Integrity: reads trust the mapped data unless the store is opened with
+seqstore.open(path, verify=True), which checks each data chunk's checksum
+before the first view into it (a damaged chunk raises CorruptError naming the
+field and the chunk, for store[i], iteration, Loader and the torch datasets,
+which take verify=True too); store.verify() checks the whole file as
+`seqstore verify` does.
+
 Views are over a private copy-on-write map of the file (store.copy_on_write):
 reading shares the page cache, and a write that bypasses the read-only flag
 (torch.from_numpy(view).add_(1) only warns in torch 1.13; ctypes) cannot
@@ -60,7 +67,6 @@ from . import transforms  # noqa: F401  (seqstore.transforms.RandomCrop, ...)
 
 __all__ = ["open", "create", "Store", "Field", "Writer", "Loader", "Blend", "Collator", "WindowReader", "Error", "widen"]
 
-_OPEN_INCOMPLETE, _OPEN_RANDOM, _OPEN_NOLOCK = 2, 4, 1
 
 
 class Flat:
@@ -104,8 +110,10 @@ class Flat:
 
 def _reopen(path, flags):
     """Unpickle a Store: open `path` again with the same flags."""
-    return open(path, incomplete=bool(flags & _OPEN_INCOMPLETE),
-                random=bool(flags & _OPEN_RANDOM), nolock=bool(flags & _OPEN_NOLOCK))
+    c = _seqstore
+    return open(path, incomplete=bool(flags & c.OPEN_INCOMPLETE),
+                random=bool(flags & c.OPEN_RANDOM), nolock=bool(flags & c.OPEN_NOLOCK),
+                verify=bool(flags & c.OPEN_VERIFY))
 
 
 def widen(a):

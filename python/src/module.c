@@ -77,7 +77,7 @@ int pyss_errors_init(PyObject *m) {
     return pyss_ClosedError ? 0 : -1;
 }
 
-PyObject *pyss_raise(int code) {
+PyObject *pyss_raise_with(int code, const char *attr, PyObject *value) {
     PyObject *cls =
         (code < 0 && -code < PYSS_NCODES && by_code[-code]) ? by_code[-code] : pyss_Error;
     const char *msg = capi_error_message();
@@ -87,13 +87,20 @@ PyObject *pyss_raise(int code) {
     Py_DECREF(text);
     if (!exc) return NULL;
     PyObject *c = PyLong_FromLong(code);
-    if (c) {
-        PyObject_SetAttrString(exc, "code", c);
-        Py_DECREF(c);
+    if (!c || PyObject_SetAttrString(exc, "code", c) < 0 ||
+        (attr && PyObject_SetAttrString(exc, attr, value) < 0)) {
+        Py_XDECREF(c);
+        Py_DECREF(exc);
+        return NULL;
     }
+    Py_DECREF(c);
     PyErr_SetObject(cls, exc);
     Py_DECREF(exc);
     return NULL;
+}
+
+PyObject *pyss_raise(int code) {
+    return pyss_raise_with(code, NULL, NULL);
 }
 
 int pyss_raise_int(int code) {
@@ -176,8 +183,13 @@ static PyObject *py_dtype_name(PyObject *self, PyObject *arg) {
 
 static PyMethodDef module_methods[] = {
     {"open", (PyCFunction)(void (*)(void))pyss_open, METH_VARARGS | METH_KEYWORDS,
-     "open(path, *, incomplete=False, random=False, nolock=False) -> Store\n\n"
-     "Open a store read-only (see ss_open())."},
+     "open(path, *, incomplete=False, random=False, nolock=False, verify=False)\n--\n\n"
+     "Open a store, or a dataset of shards, read-only (see ss_open()) -> Store.\n\n"
+     "verify=True (SS_OPEN_VERIFY) checks every index segment's checksum at open\n"
+     "and each data chunk's the first time a read reaches it (store[i], field[i],\n"
+     "iteration, Loader, Collator, WindowReader, flat()): a damaged chunk raises\n"
+     "CorruptError naming the field and the chunk instead of returning its bytes.\n"
+     "Without it reads trust the mapped data; Store.verify() checks everything."},
     {"_create", (PyCFunction)(void (*)(void))pyss_writer_create, METH_VARARGS | METH_KEYWORDS,
      "_create(path, fields, force) -> Writer; fields as normalised by seqstore.create()."},
     {"_dtype_code", py_dtype_code, METH_O, "dtype name -> C code"},
@@ -186,6 +198,23 @@ static PyMethodDef module_methods[] = {
 
 static struct PyModuleDef module_def = {PyModuleDef_HEAD_INIT, "seqstore._seqstore",
                                         "The C core of the seqstore package.", -1, module_methods};
+
+/* The C enums the Python layer passes back as numbers, by their C names
+ * without the SS_ prefix, so that no number is copied by hand. */
+static int add_constants(PyObject *m) {
+    static const struct {
+        const char *name;
+        long value;
+    } table[] = {
+        {"OPEN_NOLOCK", SS_OPEN_NOLOCK},
+        {"OPEN_INCOMPLETE", SS_OPEN_INCOMPLETE},
+        {"OPEN_RANDOM", SS_OPEN_RANDOM},
+        {"OPEN_VERIFY", SS_OPEN_VERIFY},
+    };
+    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
+        if (PyModule_AddIntConstant(m, table[i].name, table[i].value) < 0) return -1;
+    return 0;
+}
 
 PyMODINIT_FUNC PyInit__seqstore(void);
 PyMODINIT_FUNC PyInit__seqstore(void) {
@@ -199,6 +228,7 @@ PyMODINIT_FUNC PyInit__seqstore(void) {
         const char *dot = strrchr(types[i]->tp_name, '.');
         if (PyModule_AddObjectRef(m, dot + 1, (PyObject *)types[i]) < 0) goto fail;
     }
+    if (add_constants(m) < 0) goto fail;
     pthread_atfork(NULL, NULL, after_fork_in_child);
     if (pyss_errors_init(m) < 0 || PyModule_AddStringConstant(m, "__version__", capi_version()) < 0)
         goto fail;

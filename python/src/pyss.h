@@ -68,6 +68,8 @@ extern PyTypeObject Map_Type, Store_Type, Field_Type, Writer_Type, Loader_Type, 
  * C library's last message and returns NULL. */
 PyObject *pyss_raise(int code);
 int pyss_raise_int(int code); /* same, returns -1 */
+/* Same, with exc.<attr> = value (borrowed) set on the exception too. */
+PyObject *pyss_raise_with(int code, const char *attr, PyObject *value);
 extern PyObject *pyss_Error, *pyss_ClosedError;
 int pyss_errors_init(PyObject *module);
 

@@ -245,8 +245,18 @@ static PyObject *field_repr(FieldObject *f) {
                                 PyTuple_GET_ITEM(f->store->names, f->field), f->store->path);
 }
 
+/* sq_item: `for a in field` yields every example's array, in order (the
+ * iteration ends at the IndexError past the last). */
+static PyObject *field_item(FieldObject *f, Py_ssize_t i) {
+    PyObject *key = PyLong_FromSsize_t(i);
+    PyObject *a = key ? field_getitem(f, key) : NULL;
+    Py_XDECREF(key);
+    return a;
+}
+
 static PyMappingMethods field_as_mapping = {(lenfunc)field_len, (binaryfunc)field_getitem, NULL};
-static PySequenceMethods field_as_sequence = {.sq_length = (lenfunc)field_len};
+static PySequenceMethods field_as_sequence = {.sq_length = (lenfunc)field_len,
+                                              .sq_item = (ssizeargfunc)field_item};
 
 static PyMethodDef field_methods[] = {
     {"lengths", (PyCFunction)field_lengths, METH_NOARGS,
@@ -269,7 +279,8 @@ PyTypeObject Field_Type = {
     .tp_as_sequence = &field_as_sequence,
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc = "One field of a store: field[i] -> read-only array over the map;\n"
-              "field[a:b] and field[[i, j, ...]] -> lists of arrays.",
+              "field[a:b] and field[[i, j, ...]] -> lists of arrays; `for a in field`\n"
+              "yields every example's array in order.",
     .tp_methods = field_methods,
     .tp_getset = field_getset,
 };
@@ -325,11 +336,11 @@ static int store_describe(StoreObject *st) {
 
 PyObject *pyss_open(PyObject *self, PyObject *args, PyObject *kw) {
     (void)self;
-    static char *kwlist[] = {"path", "incomplete", "random", "nolock", NULL};
+    static char *kwlist[] = {"path", "incomplete", "random", "nolock", "verify", NULL};
     PyObject *path, *bytes = NULL;
-    int incomplete = 0, random = 0, nolock = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|$ppp:open", kwlist, &path, &incomplete, &random,
-                                     &nolock))
+    int incomplete = 0, random = 0, nolock = 0, verify = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|$pppp:open", kwlist, &path, &incomplete, &random,
+                                     &nolock, &verify))
         return NULL;
     if (!PyUnicode_FSConverter(path, &bytes)) return NULL;
     StoreObject *st = PyObject_New(StoreObject, &Store_Type);
@@ -344,7 +355,7 @@ PyObject *pyss_open(PyObject *self, PyObject *args, PyObject *kw) {
     st->count = 0;
     st->path = PyOS_FSPath(path);
     st->flags = (incomplete ? SS_OPEN_INCOMPLETE : 0) | (random ? SS_OPEN_RANDOM : 0) |
-                (nolock ? SS_OPEN_NOLOCK : 0);
+                (nolock ? SS_OPEN_NOLOCK : 0) | (verify ? SS_OPEN_VERIFY : 0);
     if (!st->path) goto fail;
     st->map = PyObject_New(MapObject, &Map_Type);
     if (!st->map) goto fail;
@@ -517,6 +528,65 @@ static PyObject *store_copy_on_write(StoreObject *st, void *unused) {
     return pyss_check_open(st) < 0 ? NULL : PyBool_FromLong(st->map->priv != NULL);
 }
 
+static PyObject *store_verified(StoreObject *st, void *unused) {
+    (void)unused;
+    return PyBool_FromLong((st->flags & SS_OPEN_VERIFY) != 0);
+}
+
+/* The problems ss_verify() reports, kept as text while the GIL is released
+ * (the callback runs on this thread without it): "where: what" lines, the
+ * first VERIFY_KEEP of them (the count is exact beyond). */
+#define VERIFY_KEEP 1000
+typedef struct {
+    char *lines[VERIFY_KEEP];
+    size_t n;
+} verify_log;
+
+static int verify_report(void *ctx, const ss_verify_problem *p) {
+    verify_log *log = ctx;
+    if (log->n == VERIFY_KEEP) return 0;
+    char buf[1024];
+    if (p->last_example > p->first_example)
+        snprintf(buf, sizeof buf, "%s: %s (examples %llu to %llu)", p->where, p->what,
+                 (unsigned long long)p->first_example, (unsigned long long)p->last_example - 1);
+    else
+        snprintf(buf, sizeof buf, "%s: %s", p->where, p->what);
+    char *line = strdup(buf);
+    if (line) log->lines[log->n++] = line; /* out of memory: the count stays exact */
+    return 0;
+}
+
+/* verify(): ss_verify() over the whole store; CorruptError (the message
+ * names the first problem, .problems lists them) when it is damaged. */
+static PyObject *store_verify(StoreObject *st, PyObject *unused) {
+    (void)unused;
+    if (pyss_check_open(st) < 0) return NULL;
+    verify_log *log = PyMem_RawCalloc(1, sizeof *log);
+    if (!log) return PyErr_NoMemory();
+    uint64_t problems = 0;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS;
+    rc = capi_verify(&problems, st->map->s, verify_report, log);
+    Py_END_ALLOW_THREADS;
+    PyObject *list = PyList_New((Py_ssize_t)log->n);
+    for (size_t k = 0; k < log->n; k++) {
+        const char *text = log->lines[k];
+        PyObject *line = list ? PyUnicode_DecodeUTF8(text, (Py_ssize_t)strlen(text), "replace")
+                              : NULL;
+        if (line)
+            PyList_SET_ITEM(list, (Py_ssize_t)k, line);
+        else
+            Py_CLEAR(list);
+        free(log->lines[k]);
+    }
+    PyMem_RawFree(log);
+    if (!list) return NULL;
+    if (rc < 0) pyss_raise_with(rc, "problems", list);
+    Py_DECREF(list);
+    if (rc < 0) return NULL;
+    Py_RETURN_NONE;
+}
+
 static PyObject *store_closed(StoreObject *st, void *unused) {
     (void)unused;
     return PyBool_FromLong(st->map == NULL);
@@ -538,8 +608,17 @@ static PyObject *store_repr(StoreObject *st) {
                                 (unsigned long long)st->count, st->names);
 }
 
+/* sq_item: `for ex in store` yields every example as a dict, in order. */
+static PyObject *store_item(StoreObject *st, Py_ssize_t i) {
+    PyObject *key = PyLong_FromSsize_t(i);
+    PyObject *d = key ? store_getitem(st, key) : NULL;
+    Py_XDECREF(key);
+    return d;
+}
+
 static PyMappingMethods store_as_mapping = {(lenfunc)store_len, (binaryfunc)store_getitem, NULL};
-static PySequenceMethods store_as_sequence = {.sq_length = (lenfunc)store_len};
+static PySequenceMethods store_as_sequence = {.sq_length = (lenfunc)store_len,
+                                              .sq_item = (ssizeargfunc)store_item};
 
 /* flat(name) -> seqstore.Flat (Python, over _flat_read / _flat_locate). */
 static PyObject *store_flat(StoreObject *st, PyObject *name) {
@@ -567,6 +646,14 @@ static PyMethodDef store_methods[] = {
      "kfold(k, fold, *, shuffle=False, seed=0, split=None) -> (train, valid) index arrays"},
     {"bucket", (PyCFunction)pyss_store_bucket, METH_O,
      "bucket(name) -> (permutation, starts) of a stored bucket index"},
+    {"verify", (PyCFunction)store_verify, METH_NOARGS,
+     "verify()\n--\n\n"
+     "Recompute every checksum of the store (header, index segments, data chunks,\n"
+     "attributes; every shard of a dataset) and check its index and B-trees, as\n"
+     "`seqstore verify` does: reads the whole file. Returns None when the store is\n"
+     "sound; raises CorruptError otherwise, its message naming the first damaged\n"
+     "block and .problems listing them all (\"field 'tokens' chunk 5: data chunk\n"
+     "checksum mismatch (examples 80 to 99)\", at most 1000)."},
     {"close", (PyCFunction)store_close, METH_NOARGS,
      "Close the store. Views already taken stay valid (they keep the map); every\n"
      "later call on the store raises seqstore.ClosedError."},
@@ -585,6 +672,10 @@ static PyGetSetDef store_getset[] = {
     {"fields", (getter)store_names, NULL, "tuple of field names", NULL},
     {"path", (getter)store_path, NULL, "the path the store was opened with", NULL},
     {"closed", (getter)store_closed, NULL, "True after close()", NULL},
+    {"verified", (getter)store_verified, NULL,
+     "True when opened with verify=True: each data chunk's checksum is checked\n"
+     "before the first view into it is handed out (CorruptError if it differs)",
+     NULL},
     {"copy_on_write", (getter)store_copy_on_write, NULL,
      "True when views are over a private copy-on-write map of the file (always,\n"
      "unless it could not be mapped): a write that bypasses a view's read-only\n"
@@ -601,7 +692,8 @@ PyTypeObject Store_Type = {
     .tp_as_sequence = &store_as_sequence,
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc = "An open store (seqstore.open()). store[i] -> {field: array};\n"
-              "store['name'] -> Field; len(store); a context manager.",
+              "store['name'] -> Field; len(store); `for ex in store` yields the\n"
+              "examples in order; a context manager.",
     .tp_methods = store_methods,
     .tp_getset = store_getset,
 };
