@@ -41,6 +41,7 @@ from ._seqstore import (  # noqa: F401  (re-exported)
     CallbackError,
     ClosedError,
     CorruptError,
+    DiskFullError,
     Error,
     ExistsError,
     Field,
@@ -55,6 +56,7 @@ from ._seqstore import (  # noqa: F401  (re-exported)
     StateError,
     Store,
     StoreIOError,
+    StoreNotFoundError,
     TooBigError,
     VersionError,
     __version__,
@@ -65,8 +67,15 @@ from ._window import WindowBatch, WindowReader  # noqa: F401
 from ._writer import Writer, create  # noqa: F401
 from . import transforms  # noqa: F401  (seqstore.transforms.RandomCrop, ...)
 
-__all__ = ["open", "create", "Store", "Field", "Writer", "Loader", "Blend", "Collator", "WindowReader", "Error", "widen"]
-
+__all__ = [
+    "open", "create", "widen", "Store", "Field", "Flat", "Writer", "Loader", "Blend",
+    "Collator", "WindowReader", "WindowBatch", "transforms",
+    # exceptions: Error, one class per code of the C error table, and two more
+    "Error", "InvalidArgumentError", "NotFoundError", "NotStoreError", "VersionError",
+    "CorruptError", "IncompleteError", "StoreIOError", "OutOfMemoryError", "ExistsError",
+    "SchemaError", "TooBigError", "RangeError", "StateError", "InputError", "CallbackError",
+    "BusyError", "DiskFullError", "StoreNotFoundError", "ClosedError",
+]
 
 
 class Flat:

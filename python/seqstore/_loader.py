@@ -9,8 +9,10 @@ from . import _seqstore
 from . import transforms as _transforms
 from ._writer import _dtype_name
 
-_LAYOUTS = {"batch": 0, "time": 1, "packed": 2}
-_MASKS = {None: 0, "u8": 1, "f32": 2}
+_C = _seqstore
+_LAYOUTS = {"batch": _C.LAYOUT_BATCH_MAJOR, "time": _C.LAYOUT_TIME_MAJOR,
+            "packed": _C.LAYOUT_PACKED, "channels_first": _C.LAYOUT_CHANNELS_FIRST}
+_MASKS = {None: _C.MASK_NONE, "u8": _C.MASK_U8, "f32": _C.MASK_F32}
 _FIELD_KEYS = {"dtype", "pad", "pad_left", "pad_to_multiple", "fixed_length", "truncate_left",
                "layout", "mask", "sort_by_length"}
 
@@ -30,9 +32,7 @@ def _collate_field(name, spec):
     layout = spec.get("layout", "batch")
     if layout not in _LAYOUTS:
         raise ValueError("fields[%r]: layout is one of %s, not %r" % (name, sorted(_LAYOUTS), layout))
-    mask = spec.get("mask")
-    if mask not in _MASKS:
-        raise ValueError("fields[%r]: mask is None, 'u8' or 'f32', not %r" % (name, mask))
+    mask, mask_dtype = _mask_option(name, spec.get("mask"))
     pad = spec.get("pad", 0)
     if not isinstance(pad, numbers.Real):
         raise TypeError("fields[%r]: pad is a number, not %r" % (name, pad))
@@ -44,8 +44,24 @@ def _collate_field(name, spec):
     pad = int(pad) if isinstance(pad, numbers.Integral) else float(pad)
     return (name, code, _LAYOUTS[layout], pad, bool(spec.get("pad_left", False)),
             int(ints["pad_to_multiple"]), int(ints["fixed_length"]),
-            bool(spec.get("truncate_left", False)), _MASKS[mask],
-            bool(spec.get("sort_by_length", False)))
+            bool(spec.get("truncate_left", False)), mask,
+            bool(spec.get("sort_by_length", False)), mask_dtype)
+
+
+def _mask_option(name, mask):
+    """A field's mask option -> (C mask kind, C mask dtype code): None, "u8"
+    and "f32" as before; "same" is a mask in the field's output dtype; any
+    other dtype ("i64", np.float16, ...) a mask of that dtype."""
+    if isinstance(mask, str) and mask == "same":
+        return _C.MASK_DTYPE, 0
+    if mask is None or (isinstance(mask, str) and mask in _MASKS):
+        return _MASKS[mask], 0
+    try:
+        code = _C._dtype_code(_dtype_name(mask, "fields[%r] mask" % name))
+    except (TypeError, ValueError):
+        raise ValueError("fields[%r]: mask is None, 'u8', 'f32', 'same' (the output dtype) or "
+                         "a dtype name, not %r" % (name, mask)) from None
+    return _C.MASK_DTYPE, code
 
 
 def _field_specs(store, fields):
@@ -149,7 +165,19 @@ def _out_array(key, v, dtype):
 _NP = {"i8": "int8", "u8": "uint8", "i16": "int16", "u16": "uint16", "i32": "int32",
        "u32": "uint32", "i64": "int64", "u64": "uint64", "f16": "float16", "f32": "float32",
        "f64": "float64"}
-_MASK_NP = {1: "uint8", 2: "float32"}
+_NP["bf16"] = "uint16"  # its raw bits, as NumPy has no bfloat16
+
+
+def _mask_np(spec, out_dtype):
+    """The NumPy dtype of the mask a C field tuple asks for (None: no mask)."""
+    kind, code = spec[8], spec[10]
+    if kind == _C.MASK_NONE:
+        return None
+    if kind == _C.MASK_U8:
+        return "uint8"
+    if kind == _C.MASK_F32:
+        return "float32"
+    return _NP[_C._dtype_name(code) if code else out_dtype]
 
 
 def _out_pairs(store, spec, declared, out):
@@ -158,7 +186,8 @@ def _out_pairs(store, spec, declared, out):
     if not isinstance(out, dict):
         raise TypeError("out is a dict of field name (or name + '_mask') -> array or tensor")
     fields = _output_dtypes(store, spec, declared)
-    masks = {s[0]: s[8] for s in spec}
+    out_dt = dict(fields)
+    masks = {s[0]: _mask_np(s, out_dt[s[0]]) for s in spec}
     known = {n for n, _ in fields} | {n + "_mask" for n, m in masks.items() if m}
     unknown = set(out) - known
     if unknown:
@@ -169,8 +198,7 @@ def _out_pairs(store, spec, declared, out):
         d = out.get(name)
         m = out.get(name + "_mask")
         pairs.append((None if d is None else _out_array(name, d, _NP.get(dt)),
-                      None if m is None else _out_array(name + "_mask", m,
-                                                        _MASK_NP[masks[name]])))
+                      None if m is None else _out_array(name + "_mask", m, masks[name])))
     return tuple(pairs)
 
 
@@ -212,8 +240,11 @@ class Loader:
     Exactly one of batch_size (examples per batch) and max_tokens (a budget
     of padded tokens per batch) is given; bucket names a stored bucket index.
     fields maps output field name -> options (dtype, pad, pad_left,
-    pad_to_multiple, fixed_length, truncate_left, layout "batch"|"time"|
-    "packed", mask None|"u8"|"f32", sort_by_length), or is a list of names;
+    pad_to_multiple, fixed_length, truncate_left, layout "batch" ([B, T, C...])
+    |"time" ([T, B, C...])|"packed" ([sum L, C...])|"channels_first"
+    ([B, C..., T], as torch's Conv1d takes; the mask stays [B, T]), mask
+    None|"u8"|"f32"|"same" (1/0 in the field's output dtype)|a dtype name
+    ("i64", "f16", ...), sort_by_length), or is a list of names;
     None = every field. Widening u16 ids to i64 happens in the C collator.
     Batches are new arrays (copy=True), or with copy=False read-only views of
     the loader's buffers, valid until the next batch. torch=True yields
@@ -408,7 +439,8 @@ class Collator:
         self._c.close()
 
 
-_STOPS = {None: 0, "infinite": 0, "first_exhausted": 1, "all_exhausted": 2}
+_STOPS = {None: _C.BLEND_INFINITE, "infinite": _C.BLEND_INFINITE,
+          "first_exhausted": _C.BLEND_FIRST_EXHAUSTED, "all_exhausted": _C.BLEND_ALL_EXHAUSTED}
 
 
 class Blend:

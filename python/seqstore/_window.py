@@ -8,8 +8,11 @@ import numpy as np
 from . import _seqstore
 from ._writer import _NAME_NP, _dtype_name
 
-_MODES = {"sequential": 0, "random_start": 1, "random": 2}
-_FORGET, _SHRINK, _PAD_TAIL, _TIME_MAJOR, _BALANCED, _LABEL_PER_STEP = 1, 2, 4, 8, 16, 32
+_C = _seqstore
+_MODES = {"sequential": _C.WINDOW_SEQUENTIAL, "random_start": _C.WINDOW_SEQUENTIAL_RANDOM_START,
+          "random": _C.WINDOW_RANDOM}
+_FORGET, _PAD_TAIL = _C.WINDOW_FORGET_STATE, _C.WINDOW_PAD_TAIL
+_TIME_MAJOR, _LABEL_PER_STEP = _C.WINDOW_TIME_MAJOR, _C.WINDOW_LABEL_PER_STEP
 
 
 class WindowBatch:

@@ -7,7 +7,7 @@ import numpy as np
 
 from . import _seqstore
 
-_TEXT, _BYTES = 100, 0
+_TEXT, _BYTES = _seqstore.ATTR_TEXT, _seqstore.ATTR_BYTES
 # NumPy dtype -> seqstore dtype name; bf16 is written from uint16 bits.
 _NP_NAME = {np.dtype(t): n for t, n in [
     (np.uint8, "u8"), (np.int8, "i8"), (np.uint16, "u16"), (np.int16, "i16"),

@@ -94,10 +94,11 @@ static int example_index(StoreObject *st, PyObject *key, uint64_t *out) {
     return 0;
 }
 
+/* SS_ENOTFOUND from ss_get() is a dataset's missing shard: StoreNotFoundError. */
 static PyObject *get_one(StoreObject *st, uint32_t field, uint64_t index) {
     ss_view v;
     int rc = capi_get(&v, st->map->s, field, index);
-    return rc < 0 ? pyss_raise(rc) : pyss_view_array(st, field, &v);
+    return rc < 0 ? pyss_raise_file(rc) : pyss_view_array(st, field, &v);
 }
 
 /* An integer array (or sequence) of example numbers -> a list of views. */
@@ -365,7 +366,7 @@ PyObject *pyss_open(PyObject *self, PyObject *args, PyObject *kw) {
     int rc;
     Py_BEGIN_ALLOW_THREADS rc = capi_open(&st->map->s, PyBytes_AS_STRING(bytes), st->flags);
     Py_END_ALLOW_THREADS if (rc < 0) {
-        pyss_raise(rc);
+        pyss_raise_file(rc);
         goto fail;
     }
     map_private(st->map);
