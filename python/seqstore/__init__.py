@@ -3,7 +3,7 @@
 
     import seqstore
     with seqstore.open("corpus.ss") as store:
-        tokens = store["tokens"]        # a Field accessor
+        tokens = store["tokens"]        # a FieldAccessor
         a = tokens[0]                   # read-only NumPy view over the map
         ex = store[0]                   # {"tokens": array, ...}
 
@@ -44,7 +44,7 @@ from ._seqstore import (  # noqa: F401  (re-exported)
     DiskFullError,
     Error,
     ExistsError,
-    Field,
+    FieldAccessor,
     IncompleteError,
     InputError,
     InvalidArgumentError,
@@ -64,12 +64,12 @@ from ._seqstore import (  # noqa: F401  (re-exported)
 )
 from ._loader import Blend, Collator, Loader  # noqa: F401
 from ._window import WindowBatch, WindowReader  # noqa: F401
-from ._writer import Writer, create  # noqa: F401
+from ._writer import Field, Writer, create  # noqa: F401
 from . import transforms  # noqa: F401  (seqstore.transforms.RandomCrop, ...)
 
 __all__ = [
-    "open", "create", "widen", "Store", "Field", "Flat", "Writer", "Loader", "Blend",
-    "Collator", "WindowReader", "WindowBatch", "transforms",
+    "open", "create", "widen", "Store", "Field", "FieldAccessor", "Flat", "Writer", "Loader",
+    "Blend", "Collator", "WindowReader", "WindowBatch", "transforms",
     # exceptions: Error, one class per code of the C error table, and two more
     "Error", "InvalidArgumentError", "NotFoundError", "NotStoreError", "VersionError",
     "CorruptError", "IncompleteError", "StoreIOError", "OutOfMemoryError", "ExistsError",

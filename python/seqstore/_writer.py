@@ -2,6 +2,7 @@
 """seqstore.create() and the Writer: from NumPy arrays (or anything
 np.asarray accepts: lists, torch CPU tensors) to a store."""
 import numbers
+from typing import Any, NamedTuple, Tuple, Union
 
 import numpy as np
 
@@ -33,11 +34,40 @@ def _dtype_name(dtype, where):
     return _NP_NAME[d]
 
 
+class Field(NamedTuple):
+    """One field of a schema, for seqstore.create():
+
+        seqstore.create("x.ss", [seqstore.Field("tokens", "u16"),
+                                 seqstore.Field("label", "i64", sequence=False),
+                                 seqstore.Field("feat", np.float32, shape=(80,))])
+
+    Parameters
+    ----------
+    name : str
+        The field's name.
+    dtype : str or NumPy dtype
+        "u8", "i8", "u16", "i16", "u32", "i32", "u64", "i64", "f16", "f32",
+        "f64", "bf16", or the NumPy dtype of one of them.
+    shape : tuple of int, or int
+        The trailing shape of one row (time step); () for scalars.
+    sequence : bool
+        True: each example holds [length, *shape] (a sequence of rows);
+        False: exactly one value of `shape`.
+
+    A tuple (name, dtype[, shape[, sequence]]) or a dict with these keys
+    (the form Store.schema returns) is accepted wherever a Field is."""
+
+    name: str
+    dtype: Any
+    shape: Union[Tuple[int, ...], int] = ()
+    sequence: bool = True
+
+
 def _field(spec):
     """One schema entry -> (name, dtype code, sequence, dims).
 
-    Accepted: {"name", "dtype", "shape"=(), "sequence"=True} (the form
-    Store.schema returns) or a tuple (name, dtype[, shape[, sequence]])."""
+    Accepted: a Field, {"name", "dtype", "shape"=(), "sequence"=True} (the
+    form Store.schema returns) or a tuple (name, dtype[, shape[, sequence]])."""
     if isinstance(spec, dict):
         unknown = set(spec) - {"name", "dtype", "shape", "sequence"}
         if unknown:
@@ -51,8 +81,8 @@ def _field(spec):
         shape = spec[2] if len(spec) > 2 else ()
         sequence = spec[3] if len(spec) > 3 else True
     else:
-        raise TypeError("a schema field is a dict or a (name, dtype[, shape[, sequence]]) "
-                        "tuple, not %r" % (spec,))
+        raise TypeError("a schema field is a seqstore.Field, a dict or a (name, dtype[, "
+                        "shape[, sequence]]) tuple, not %r" % (spec,))
     if not isinstance(name, str):
         raise TypeError("a field name is a str, not %r" % (name,))
     where = "field '%s'" % name
@@ -69,8 +99,9 @@ def _field(spec):
 def create(path, schema, force=False):
     """Create a store at `path`; returns a Writer (a context manager).
 
-    schema: a list of fields, each {"name", "dtype", "shape"=(), "sequence"=True}
-    or (name, dtype[, shape[, sequence]]); Store.schema returns this form.
+    schema: a list of fields, each a seqstore.Field(name, dtype, shape=(),
+    sequence=True), a tuple (name, dtype[, shape[, sequence]]) or a dict
+    {"name", "dtype", "shape"=(), "sequence"=True} (the form Store.schema returns).
     A sequence field holds per example an array [length, *shape]; a fixed
     field (sequence=False) one array of `shape`. force=True replaces a file."""
     if isinstance(schema, dict):

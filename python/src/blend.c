@@ -211,10 +211,14 @@ static PyObject *blend_close(BlendObject *bo, PyObject *unused) {
 }
 
 static PyMethodDef blend_methods[] = {
-    {"_state", (PyCFunction)blend_state, METH_NOARGS, "the saved position (bytes)"},
-    {"_load_state", (PyCFunction)blend_load_state, METH_O, "continue from a saved position"},
-    {"_sources", (PyCFunction)blend_sources, METH_NOARGS, "(count, epochs) per source"},
-    {"close", (PyCFunction)blend_close, METH_NOARGS, "free the loader"},
+    {"_state", (PyCFunction)blend_state, METH_NOARGS, "_state($self, /)\n--\n\n"
+     "the saved position (bytes)"},
+    {"_load_state", (PyCFunction)blend_load_state, METH_O, "_load_state($self, state, /)\n--\n\n"
+     "continue from a saved position"},
+    {"_sources", (PyCFunction)blend_sources, METH_NOARGS, "_sources($self, /)\n--\n\n"
+     "(count, epochs) per source"},
+    {"close", (PyCFunction)blend_close, METH_NOARGS, "close($self, /)\n--\n\n"
+     "free the loader"},
     {NULL, NULL, 0, NULL}};
 
 static PyGetSetDef blend_getset[] = {
@@ -226,7 +230,9 @@ PyTypeObject Blend_Type = {
     .tp_basicsize = sizeof(BlendObject),
     .tp_dealloc = (destructor)blend_dealloc,
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "The C blended loader (use seqstore.Blend).",
+    .tp_doc = "_Blend(stores, weights, fields, batch_size, seed, shuffle, stop, rank, world_size,\n"
+              "worker, num_workers, drop_last)\n--\n\n"
+              "The C blended loader (use seqstore.Blend).",
     .tp_iter = PyObject_SelfIter,
     .tp_iternext = (iternextfunc)blend_next,
     .tp_methods = blend_methods,

@@ -227,8 +227,10 @@ static PyGetSetDef collator_getset[] = {
 
 static PyMethodDef collator_methods[] = {
     {"collate", (PyCFunction)(void (*)(void))collator_collate, METH_VARARGS | METH_KEYWORDS,
-     "collate(indices, out=None) -> dict of arrays"},
-    {"close", (PyCFunction)collator_close, METH_NOARGS, "free the collator"},
+     "collate($self, indices, out=None)\n--\n\n"
+     "Returns dict of arrays"},
+    {"close", (PyCFunction)collator_close, METH_NOARGS, "close($self, /)\n--\n\n"
+     "free the collator"},
     {NULL, NULL, 0, NULL}};
 
 PyTypeObject Collator_Type = {
@@ -236,7 +238,7 @@ PyTypeObject Collator_Type = {
     .tp_basicsize = sizeof(CollatorObject),
     .tp_dealloc = (destructor)collator_dealloc,
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
-    .tp_doc = "The C collator (use seqstore.Collator).",
+    .tp_doc = "_Collator(store, fields)\n--\n\nThe C collator (use seqstore.Collator).",
     .tp_methods = collator_methods,
     .tp_getset = collator_getset,
     .tp_new = collator_new,

@@ -451,10 +451,14 @@ static PyObject *loader_get(LoaderObject *lo, void *which) {
 }
 
 static PyMethodDef loader_methods[] = {
-    {"set_epoch", (PyCFunction)loader_set_epoch, METH_O, "start epoch e from its first batch"},
-    {"_state", (PyCFunction)loader_state, METH_NOARGS, "the saved position (bytes)"},
-    {"_load_state", (PyCFunction)loader_load_state, METH_O, "continue from a saved position"},
-    {"close", (PyCFunction)loader_close, METH_NOARGS, "stop the workers and free the loader"},
+    {"set_epoch", (PyCFunction)loader_set_epoch, METH_O, "set_epoch($self, epoch, /)\n--\n\n"
+     "start epoch e from its first batch"},
+    {"_state", (PyCFunction)loader_state, METH_NOARGS, "_state($self, /)\n--\n\n"
+     "the saved position (bytes)"},
+    {"_load_state", (PyCFunction)loader_load_state, METH_O, "_load_state($self, state, /)\n--\n\n"
+     "continue from a saved position"},
+    {"close", (PyCFunction)loader_close, METH_NOARGS, "close($self, /)\n--\n\n"
+     "stop the workers and free the loader"},
     {NULL, NULL, 0, NULL}};
 
 static PyGetSetDef loader_getset[] = {
@@ -468,7 +472,10 @@ PyTypeObject Loader_Type = {
     .tp_basicsize = sizeof(LoaderObject),
     .tp_dealloc = (destructor)loader_dealloc,
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "The C loader (use seqstore.Loader).",
+    .tp_doc = "_Loader(store, fields, batch_size, max_tokens, bucket, shuffle, seed, rank,\n"
+              "world_size, drop_last, threads, prefetch, copy, transforms=None, examples=None,\n"
+              "out=None)\n--\n\n"
+              "The C loader (use seqstore.Loader).",
     .tp_iter = PyObject_SelfIter,
     .tp_iternext = (iternextfunc)loader_next,
     .tp_methods = loader_methods,

@@ -105,12 +105,16 @@ static PyMethodDef module_methods[] = {
      "CorruptError naming the field and the chunk instead of returning its bytes.\n"
      "Without it reads trust the mapped data; Store.verify() checks everything."},
     {"_create", (PyCFunction)(void (*)(void))pyss_writer_create, METH_VARARGS | METH_KEYWORDS,
-     "_create(path, fields, force) -> Writer; fields as normalised by seqstore.create()."},
-    {"_dtype_code", py_dtype_code, METH_O, "dtype name -> C code"},
+     "_create(path, fields, force)\n--\n\n"
+     "Returns Writer; fields as normalised by seqstore.create()."},
+    {"_dtype_code", py_dtype_code, METH_O, "_dtype_code(name, /)\n--\n\n"
+     "dtype name -> C code"},
     {"_error_table", pyss_error_table, METH_NOARGS,
-     "_error_table() -> [(code, C name, C message, class or None)]: every row of the\n"
+     "_error_table()\n--\n\n"
+     "Returns [(code, C name, C message, class or None)]: every row of the\n"
      "C library's SS_ERROR_TABLE and the exception class it raises."},
-    {"_dtype_name", py_dtype_name, METH_O, "C code -> dtype name"},
+    {"_dtype_name", py_dtype_name, METH_O, "_dtype_name(code, /)\n--\n\n"
+     "C code -> dtype name"},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module_def = {PyModuleDef_HEAD_INIT, "seqstore._seqstore",
@@ -162,7 +166,7 @@ PyMODINIT_FUNC PyInit__seqstore(void) {
     import_array();
     PyObject *m = PyModule_Create(&module_def);
     if (!m) return NULL;
-    PyTypeObject *types[] = {&Map_Type,    &Store_Type,  &Field_Type,    &Writer_Type,
+    PyTypeObject *types[] = {&Map_Type,    &Store_Type,  &FieldAccessor_Type,    &Writer_Type,
                              &Loader_Type, &Window_Type, &Collator_Type, &Blend_Type};
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
         if (PyType_Ready(types[i]) < 0) goto fail;

@@ -61,7 +61,7 @@ typedef struct {
     FieldShape shape[SS_MAX_FIELDS];
 } StoreObject;
 
-extern PyTypeObject Map_Type, Store_Type, Field_Type, Writer_Type, Loader_Type, Window_Type,
+extern PyTypeObject Map_Type, Store_Type, FieldAccessor_Type, Writer_Type, Loader_Type, Window_Type,
     Collator_Type, Blend_Type;
 
 /* Errors (errors.c): one class per code of SS_ERROR_TABLE. pyss_raise() sets

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* store.c - Store (an open store), Field (one field's accessor) and Map (the
+/* store.c - Store (an open store), FieldAccessor (one field's) and Map (the
  * C store, kept alive by every NumPy view over it). */
 #include "pyss.h"
 
@@ -167,7 +167,7 @@ static PyObject *field_subscript(StoreObject *st, uint32_t field, PyObject *key)
     return get_many(st, field, key);
 }
 
-/* ---------------------------------------------------------------- Field */
+/* -------------------------------------------------------- FieldAccessor */
 
 typedef struct {
     PyObject_HEAD StoreObject *store;
@@ -242,7 +242,7 @@ static PyObject *field_name(FieldObject *f, void *unused) {
 }
 
 static PyObject *field_repr(FieldObject *f) {
-    return PyUnicode_FromFormat("<seqstore.Field '%U' of '%U'>",
+    return PyUnicode_FromFormat("<seqstore.FieldAccessor '%U' of '%U'>",
                                 PyTuple_GET_ITEM(f->store->names, f->field), f->store->path);
 }
 
@@ -261,7 +261,8 @@ static PySequenceMethods field_as_sequence = {.sq_length = (lenfunc)field_len,
 
 static PyMethodDef field_methods[] = {
     {"lengths", (PyCFunction)field_lengths, METH_NOARGS,
-     "lengths() -> read-only array: time steps of every example. Zero-copy (the\n"
+     "lengths($self, /)\n--\n\n"
+     "Returns read-only array: time steps of every example. Zero-copy (the\n"
      "stored section, dtype the narrowest of uint8..uint64) when the store has it;\n"
      "else (fixed fields, stores written before it) a uint64 array computed\n"
      "from the index on the first call (one pass, 8 bytes per example). Cached:\n"
@@ -271,15 +272,15 @@ static PyMethodDef field_methods[] = {
 static PyGetSetDef field_getset[] = {{"name", (getter)field_name, NULL, "the field's name", NULL},
                                      {NULL, NULL, NULL, NULL, NULL}};
 
-PyTypeObject Field_Type = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "seqstore._seqstore.Field",
+PyTypeObject FieldAccessor_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "seqstore._seqstore.FieldAccessor",
     .tp_basicsize = sizeof(FieldObject),
     .tp_dealloc = (destructor)field_dealloc,
     .tp_repr = (reprfunc)field_repr,
     .tp_as_mapping = &field_as_mapping,
     .tp_as_sequence = &field_as_sequence,
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "One field of a store: field[i] -> read-only array over the map;\n"
+    .tp_doc = "One field of a store (store[name]): field[i] -> read-only array over the map;\n"
               "field[a:b] and field[[i, j, ...]] -> lists of arrays; `for a in field`\n"
               "yields every example's array in order.",
     .tp_methods = field_methods,
@@ -289,7 +290,7 @@ PyTypeObject Field_Type = {
 /* ---------------------------------------------------------------- Store */
 
 static PyObject *new_field(StoreObject *st, uint32_t f) {
-    FieldObject *fo = PyObject_New(FieldObject, &Field_Type);
+    FieldObject *fo = PyObject_New(FieldObject, &FieldAccessor_Type);
     if (!fo) return NULL;
     fo->store = (StoreObject *)Py_NewRef(st);
     fo->field = f;
@@ -314,7 +315,7 @@ int pyss_field_arg(StoreObject *st, PyObject *name, uint32_t *out) {
     return -1;
 }
 
-/* Fill names, shapes and Field objects from the C schema. */
+/* Fill names and shapes from the C schema. */
 static int store_describe(StoreObject *st) {
     const ss_schema *sc = capi_schema(st->map->s);
     st->nfields = sc->nfields;
@@ -417,7 +418,7 @@ static Py_ssize_t store_len(StoreObject *st) {
     return pyss_check_open(st) < 0 ? -1 : (Py_ssize_t)st->count;
 }
 
-/* store[i] -> {field: array}; store["name"] -> Field. */
+/* store[i] -> {field: array}; store["name"] -> FieldAccessor. */
 static PyObject *store_getitem(StoreObject *st, PyObject *key) {
     if (pyss_check_open(st) < 0) return NULL;
     if (PyUnicode_Check(key)) {
@@ -636,35 +637,48 @@ static PyObject *store_flat(StoreObject *st, PyObject *name) {
 
 static PyMethodDef store_methods[] = {
     {"flat", (PyCFunction)store_flat, METH_O,
-     "flat(name) -> Flat: the field's examples concatenated, sliceable"},
-    {"_flat_size", (PyCFunction)pyss_store_flat_size, METH_O, "rows of a field's flat stream"},
+     "flat($self, name, /)\n--\n\n"
+     "Returns Flat: the field's examples concatenated, sliceable"},
+    {"_flat_size", (PyCFunction)pyss_store_flat_size, METH_O, "_flat_size($self, name, /)\n--\n\n"
+     "rows of a field's flat stream"},
     {"_flat_read", (PyCFunction)pyss_store_flat_read, METH_VARARGS,
+     "_flat_read($self, name, p, q, /)\n--\n\n"
      "rows [p, q) of the flat stream"},
-    {"_flat_locate", (PyCFunction)pyss_store_flat_locate, METH_VARARGS, "pos -> (example, offset)"},
+    {"_flat_locate", (PyCFunction)pyss_store_flat_locate, METH_VARARGS,
+     "_flat_locate($self, name, pos, /)\n--\n\n"
+     "pos -> (example, offset)"},
     {"split", (PyCFunction)pyss_store_split, METH_O,
-     "split(name) -> int64 array of the examples of the stored split"},
+     "split($self, name, /)\n--\n\n"
+     "Returns int64 array of the examples of the stored split"},
     {"kfold", (PyCFunction)(void (*)(void))pyss_store_kfold, METH_VARARGS | METH_KEYWORDS,
-     "kfold(k, fold, *, shuffle=False, seed=0, split=None) -> (train, valid) index arrays"},
+     "kfold($self, k, fold, *, shuffle=False, seed=0, split=None)\n--\n\n"
+     "Returns (train, valid) index arrays"},
     {"bucket", (PyCFunction)pyss_store_bucket, METH_O,
-     "bucket(name) -> (permutation, starts) of a stored bucket index"},
+     "bucket($self, name, /)\n--\n\n"
+     "Returns (permutation, starts) of a stored bucket index"},
     {"verify", (PyCFunction)store_verify, METH_NOARGS,
-     "verify()\n--\n\n"
+     "verify($self, /)\n--\n\n"
      "Recompute every checksum of the store (header, index segments, data chunks,\n"
      "attributes; every shard of a dataset) and check its index and B-trees, as\n"
      "`seqstore verify` does: reads the whole file. Returns None when the store is\n"
      "sound; raises CorruptError otherwise, its message naming the first damaged\n"
-     "block and .problems listing them all (\"field 'tokens' chunk 5: data chunk\n"
-     "checksum mismatch (examples 80 to 99)\", at most 1000)."},
+     "block and .problems listing them all (\"field 'tokens' data chunk 5: data\n"
+     "chunk checksum mismatch (examples 80 to 99)\", at most 1000)."},
     {"close", (PyCFunction)store_close, METH_NOARGS,
+     "close($self, /)\n--\n\n"
      "Close the store. Views already taken stay valid (they keep the map); every\n"
      "later call on the store raises seqstore.ClosedError."},
-    {"__enter__", (PyCFunction)store_enter, METH_NOARGS, NULL},
-    {"__exit__", (PyCFunction)store_exit, METH_VARARGS, NULL},
-    {"__reduce__", (PyCFunction)store_reduce, METH_NOARGS, NULL},
-    {"field", (PyCFunction)store_field, METH_O, "field(name) -> Field accessor"},
+    {"__enter__", (PyCFunction)store_enter, METH_NOARGS, "__enter__($self, /)\n--\n\n"},
+    {"__exit__", (PyCFunction)store_exit, METH_VARARGS,
+     "__exit__($self, exc_type=None, exc=None, tb=None, /)\n--\n\n"},
+    {"__reduce__", (PyCFunction)store_reduce, METH_NOARGS, "__reduce__($self, /)\n--\n\n"},
+    {"field", (PyCFunction)store_field, METH_O, "field($self, name, /)\n--\n\n"
+     "Returns the field's accessor (as store[name] does)."},
     {"lengths", (PyCFunction)store_lengths, METH_O,
-     "lengths(name) -> read-only array of every example's length in that field:\n"
-     "a zero-copy view of the stored section when there is one (see Field.lengths)"},
+     "lengths($self, name, /)\n--\n\n"
+     "Returns read-only array of every example's length in that field:\n"
+     "a zero-copy view of the stored section when there is one (see\n"
+     "FieldAccessor.lengths)"},
     {NULL, NULL, 0, NULL}};
 
 static PyGetSetDef store_getset[] = {
@@ -693,7 +707,7 @@ PyTypeObject Store_Type = {
     .tp_as_sequence = &store_as_sequence,
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc = "An open store (seqstore.open()). store[i] -> {field: array};\n"
-              "store['name'] -> Field; len(store); `for ex in store` yields the\n"
+              "store['name'] -> FieldAccessor; len(store); `for ex in store` yields the\n"
               "examples in order; a context manager.",
     .tp_methods = store_methods,
     .tp_getset = store_getset,
