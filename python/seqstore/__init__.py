@@ -31,9 +31,13 @@ file, other processes, other Store objects, or what Loader, Collator,
 WindowReader and flat() read (they read the file's shared map). Copy first
 (np.array(view), seqstore.widen) to get an array of your own to write to.
 """
+from __future__ import annotations
+
 import os as _os
+from typing import Any as _Any, Tuple as _Tuple
 
 import numpy as _np
+import numpy.typing as _npt
 
 from . import _seqstore
 from ._seqstore import (  # noqa: F401  (re-exported)
@@ -86,14 +90,14 @@ class Flat:
     example and chunk boundaries); flat[i] -> one row; flat.locate(pos) ->
     (example, offset within it)."""
 
-    def __init__(self, store, name):
+    def __init__(self, store: Store, name: str) -> None:
         self._store, self.name = store, name
         self._n = store._flat_size(name)
 
-    def __len__(self):
+    def __len__(self) -> int:
         return self._n
 
-    def __getitem__(self, key):
+    def __getitem__(self, key: _Any) -> _npt.NDArray[_Any]:
         if isinstance(key, slice):
             p, q, step = key.indices(self._n)
             if step != 1:
@@ -106,7 +110,7 @@ class Flat:
             raise IndexError("flat position %d out of range (%d rows)" % (key, self._n))
         return self._store._flat_read(self.name, i, i + 1)[0]
 
-    def locate(self, pos):
+    def locate(self, pos: int) -> _Tuple[int, int]:
         """Position `pos` of the stream -> (example, offset within that example);
         a negative position counts from the end, as in flat[-1]."""
         if isinstance(pos, bool) or not isinstance(pos, (int, _np.integer)):
@@ -117,7 +121,7 @@ class Flat:
         return self._store._flat_locate(self.name, p)  # RangeError past the end
 
 
-def _reopen(path, flags):
+def _reopen(path: str, flags: int) -> Store:
     """Unpickle a Store: open `path` again with the same flags."""
     c = _seqstore
     return open(path, incomplete=bool(flags & c.OPEN_INCOMPLETE),
@@ -125,7 +129,7 @@ def _reopen(path, flags):
                 verify=bool(flags & c.OPEN_VERIFY))
 
 
-def widen(a):
+def widen(a: _npt.ArrayLike) -> _npt.NDArray[_Any]:
     """A copy of integer array `a` as int64 (float arrays are returned unchanged).
 
     torch 1.13 has no uint16/uint32/uint64 tensors; torch.from_numpy(widen(a))

@@ -1,15 +1,24 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """seqstore.Loader: the C loader (sampler + batcher + collator on background
 threads) as a Python iterable of batches."""
+from __future__ import annotations
+
 import numbers
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
+import numpy.typing as npt
 
 from . import _seqstore
 from . import transforms as _transforms
 from ._writer import _dtype_name
 
 _C = _seqstore
+# fields=: a list of names, or name -> collate options ({"dtype": "i64", "pad": 0, ...})
+Fields = Union[Sequence[str], Mapping[str, Optional[Mapping[str, Any]]], None]
+# out=: name (or name + "_mask") -> a NumPy array or CPU torch tensor; or a ring of them
+Out = Mapping[str, Any]
+Batch = Dict[str, Any]  # NumPy arrays, or torch tensors with torch=True
 _LAYOUTS = {"batch": _C.LAYOUT_BATCH_MAJOR, "time": _C.LAYOUT_TIME_MAJOR,
             "packed": _C.LAYOUT_PACKED, "channels_first": _C.LAYOUT_CHANNELS_FIRST}
 _MASKS = {None: _C.MASK_NONE, "u8": _C.MASK_U8, "f32": _C.MASK_F32}
@@ -285,10 +294,14 @@ class Loader:
     most once, order irrelevant (the sampler orders: shuffle, seed). Sharding
     by rank/world_size then applies within it."""
 
-    def __init__(self, store, batch_size=None, max_tokens=None, bucket=None, shuffle=False,
-                 seed=0, rank=0, world_size=1, drop_last=False, fields=None, threads=None,
-                 prefetch=None, copy=True, torch=False, transforms=None, examples=None,
-                 out=None):
+    def __init__(self, store: _seqstore.Store, batch_size: Optional[int] = None,
+                 max_tokens: Optional[int] = None, bucket: Optional[str] = None,
+                 shuffle: bool = False, seed: int = 0, rank: int = 0, world_size: int = 1,
+                 drop_last: bool = False, fields: Fields = None, threads: Optional[int] = None,
+                 prefetch: Optional[int] = None, copy: bool = True, torch: bool = False,
+                 transforms: Optional[Sequence[_transforms.Transform]] = None,
+                 examples: Optional[npt.ArrayLike] = None,
+                 out: Union[Out, Sequence[Out], None] = None) -> None:
         if not isinstance(store, _seqstore.Store):
             raise TypeError("Loader needs a seqstore.Store, not %s" % type(store).__name__)
         if (batch_size is None) == (max_tokens is None):
@@ -334,14 +347,14 @@ class Loader:
             bool(copy), tspecs, _example_ranges(store, examples), pairs)
         self._seen_end = False
 
-    def __iter__(self):
+    def __iter__(self) -> Loader:
         l = self._l
         if l.batches and l.position >= l.batches:
             l.set_epoch(l.epoch + 1)  # a finished epoch: go on with the next one
         return self
 
-    def __next__(self):
-        batch = next(self._l)
+    def __next__(self) -> Batch:
+        batch: Batch = next(self._l)
         if self._torch is not None:
             batch = {k: self._torch.from_numpy(v) for k, v in batch.items()}
         elif self._tensors:  # views of the caller's tensors come back as tensors
@@ -350,42 +363,42 @@ class Loader:
                 batch[k] = torch.from_numpy(batch[k])
         return batch
 
-    def __len__(self):
+    def __len__(self) -> int:
         return self._l.batches
 
     @property
-    def epoch(self):
+    def epoch(self) -> int:
         return self._l.epoch
 
     @property
-    def position(self):
+    def position(self) -> int:
         return self._l.position
 
-    def set_epoch(self, epoch):
+    def set_epoch(self, epoch: int) -> None:
         """Start epoch `epoch` from its first batch (discards prefetched batches)."""
         self._l.set_epoch(_count("epoch", epoch))
 
-    def state_dict(self):
+    def state_dict(self) -> Dict[str, Any]:
         """The position after the batches handed out so far (PyTorch's convention)."""
         return {"seqstore_loader": self._l._state()}
 
-    def load_state_dict(self, state):
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
         """Continue from state_dict(): the next batch is the one an uninterrupted
         run would have yielded next."""
         if not isinstance(state, dict) or "seqstore_loader" not in state:
             raise ValueError("not a seqstore Loader state_dict")
         self._l._load_state(state["seqstore_loader"])
 
-    def close(self):
+    def close(self) -> None:
         self._l.close()
 
-    def __enter__(self):
+    def __enter__(self) -> Loader:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: Any) -> None:
         self.close()
 
-    def __reduce__(self):
+    def __reduce__(self) -> Any:
         raise TypeError("a Loader cannot be pickled; pickle its Store and state_dict()")
 
 
@@ -412,17 +425,18 @@ class Collator:
     overwrite a buffer whose copy to the GPU is still in flight). The Loader
     does the same with out= (see Loader)."""
 
-    def __init__(self, store, fields=None):
+    def __init__(self, store: _seqstore.Store, fields: Fields = None) -> None:
         if not isinstance(store, _seqstore.Store):
             raise TypeError("Collator needs a seqstore.Store, not %s" % type(store).__name__)
         spec = _field_specs(store, fields)
         self._c = _seqstore._Collator(store, spec)
 
     @property
-    def fields(self):
+    def fields(self) -> Tuple[str, ...]:
         return self._c.fields
 
-    def collate(self, indices, out=None):
+    def collate(self, indices: Union[Sequence[int], npt.ArrayLike],
+                out: Optional[Out] = None) -> Batch:
         if not isinstance(out, dict) or not any(_is_tensor(v) for v in out.values()):
             return self._c.collate(indices, out)
         arrays = {k: _tensor_buffer(k, v) if _is_tensor(v) else v for k, v in out.items()}
@@ -435,7 +449,7 @@ class Collator:
 
     __call__ = collate
 
-    def close(self):
+    def close(self) -> None:
         self._c.close()
 
 
@@ -468,8 +482,10 @@ class Blend:
     state_dict()/load_state_dict() resume exactly; sources() gives each
     store's (samples given, epochs completed) over all consumers so far."""
 
-    def __init__(self, stores, weights, batch_size, fields=None, seed=0, shuffle=True,
-                 stop=None, rank=0, world_size=1, worker=0, num_workers=1, drop_last=False):
+    def __init__(self, stores: Iterable[_seqstore.Store], weights: Iterable[float],
+                 batch_size: int, fields: Fields = None, seed: int = 0, shuffle: bool = True,
+                 stop: Optional[str] = None, rank: int = 0, world_size: int = 1, worker: int = 0,
+                 num_workers: int = 1, drop_last: bool = False) -> None:
         stores = tuple(stores)
         if not stores or not all(isinstance(s, _seqstore.Store) for s in stores):
             raise TypeError("Blend needs a list of seqstore.Store")
@@ -491,34 +507,34 @@ class Blend:
                                    _count("seed", seed), bool(shuffle), _STOPS[stop], r, world,
                                    wk, nw, bool(drop_last))
 
-    def __iter__(self):
+    def __iter__(self) -> Blend:
         return self
 
-    def __next__(self):
+    def __next__(self) -> Batch:
         return next(self._b)
 
     @property
-    def length(self):
+    def length(self) -> Optional[int]:
         """Global samples of a finite stream (every consumer's together); None if infinite."""
         return self._b.length
 
-    def sources(self):
+    def sources(self) -> List[Tuple[int, int]]:
         """[(samples given, epochs completed)] per store, over all consumers so far."""
         return self._b._sources()
 
-    def state_dict(self):
+    def state_dict(self) -> Dict[str, Any]:
         return {"seqstore_blend": self._b._state()}
 
-    def load_state_dict(self, state):
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
         if not isinstance(state, dict) or "seqstore_blend" not in state:
             raise ValueError("not a seqstore Blend state_dict")
         self._b._load_state(state["seqstore_blend"])
 
-    def close(self):
+    def close(self) -> None:
         self._b.close()
 
-    def __enter__(self):
+    def __enter__(self) -> Blend:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: Any) -> None:
         self.close()

@@ -1,10 +1,15 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """seqstore.create() and the Writer: from NumPy arrays (or anything
 np.asarray accepts: lists, torch CPU tensors) to a store."""
+from __future__ import annotations
+
 import numbers
-from typing import Any, NamedTuple, Tuple, Union
+import os
+from types import TracebackType
+from typing import Any, Iterable, Mapping, NamedTuple, Tuple, Union
 
 import numpy as np
+import numpy.typing as npt
 
 from . import _seqstore
 
@@ -96,7 +101,11 @@ def _field(spec):
     return (name, code, int(sequence), tuple(int(d) for d in shape))
 
 
-def create(path, schema, force=False):
+SchemaEntry = Union["Field", Tuple[Any, ...], Mapping[str, Any]]
+
+
+def create(path: str | os.PathLike[str], schema: Iterable[SchemaEntry],
+           force: bool = False) -> Writer:
     """Create a store at `path`; returns a Writer (a context manager).
 
     schema: a list of fields, each a seqstore.Field(name, dtype, shape=(),
@@ -151,14 +160,14 @@ class Writer:
     Leaving the with block normally finishes the store; on an exception the
     writer is closed unfinished (readers refuse the store as incomplete)."""
 
-    def __init__(self, c_writer, fields):
+    def __init__(self, c_writer: _seqstore._Writer, fields: list[tuple[Any, ...]]) -> None:
         self._w = c_writer
         self._fields = [(n, _NAME_NP[_seqstore._dtype_name(c)], bool(s), d)
                         for n, c, s, d in fields]
         self._names = {f[0] for f in fields}
         self.attrs = _Attrs(self)
 
-    def append(self, example):
+    def append(self, example: Mapping[str, Any]) -> None:
         """Append one example: a dict of field name -> array-like."""
         if not isinstance(example, dict):
             raise TypeError("append takes a dict of field name -> array, not %s"
@@ -172,7 +181,8 @@ class Writer:
             raise ValueError("append: missing fields %s" % missing)
         self._w._append(tuple(_convert(example[n], n, dt, s, d) for n, dt, s, d in self._fields))
 
-    def set_attr(self, name, value):
+    def set_attr(self, name: str,
+                 value: str | bytes | bytearray | memoryview | npt.ArrayLike) -> None:
         """Set an attribute: str -> text, bytes -> bytes, an array -> typed."""
         if not isinstance(name, str):
             raise TypeError("an attribute name is a str, not %r" % (name,))
@@ -187,34 +197,35 @@ class Writer:
                                 % (name, arr.shape, arr.dtype))
             self._w._set_attr(name, _seqstore._dtype_code(_NP_NAME[arr.dtype]), arr.reshape(-1).view(np.uint8))
 
-    def commit(self):
+    def commit(self) -> None:
         self._w.commit()
 
-    def finish(self):
+    def finish(self) -> None:
         """Commit, mark the store complete and close the writer."""
         self._w.finish()
 
-    def close(self):
+    def close(self) -> None:
         """Close without finishing (the store stays incomplete)."""
         self._w.close()
 
     @property
-    def count(self):
+    def count(self) -> int:
         return self._w.count
 
     @property
-    def closed(self):
+    def closed(self) -> bool:
         return self._w.closed
 
-    def __len__(self):
+    def __len__(self) -> int:
         return self._w.count
 
-    def __enter__(self):
+    def __enter__(self) -> Writer:
         if self._w.closed:
             raise _seqstore.ClosedError("writer is closed")
         return self
 
-    def __exit__(self, exc_type, exc, tb):
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
         if exc_type is None and not self._w.closed:
             self._w.finish()
         else:
@@ -227,8 +238,8 @@ class Writer:
 class _Attrs:
     """writer.attrs[name] = value (write-only: values go straight to the file)."""
 
-    def __init__(self, writer):
+    def __init__(self, writer: Writer) -> None:
         self._writer = writer
 
-    def __setitem__(self, name, value):
+    def __setitem__(self, name: str, value: Any) -> None:
         self._writer.set_attr(name, value)

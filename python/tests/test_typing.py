@@ -98,3 +98,41 @@ def test_field_in_a_schema(tmp_path):
     assert isinstance(seqstore.open(path)["tokens"], seqstore.FieldAccessor)
     with pytest.raises(TypeError, match="seqstore.Field"):
         seqstore.create(str(tmp_path / "h.ss"), [42])
+
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+# A child finds the package this test imported, wherever it runs from.
+ENV = dict(os.environ, PYTHONPATH=os.pathsep.join(
+    [os.path.dirname(PKG)] + [p for p in [os.environ.get("PYTHONPATH")] if p]))
+
+
+def test_typed_usage_runs(tmp_path):
+    import subprocess
+    import sys
+    r = subprocess.run([sys.executable, os.path.join(HERE, "typed_usage.py")], cwd=str(tmp_path),
+                       capture_output=True, text=True, env=ENV)
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_mypy_strict_on_a_typed_script(tmp_path):
+    """mypy --strict accepts typed_usage.py, and the stub is what it reads:
+    a wrong annotation on seqstore.open()'s result is reported."""
+    pytest.importorskip("mypy")
+    import subprocess
+    import sys
+    # A warm cache makes this 1 s instead of 40: keep it in the virtual
+    # environment when there is one.
+    in_venv = sys.prefix != sys.base_prefix and os.access(sys.prefix, os.W_OK)
+    cache = os.path.join(sys.prefix if in_venv else str(tmp_path), ".mypy_cache")
+    bad = tmp_path / "bad.py"
+    bad.write_text("import seqstore\nx: int = seqstore.open('a.ss')\n")
+
+    def mypy(path):
+        return subprocess.run([sys.executable, "-m", "mypy", "--strict", "--cache-dir", cache,
+                               str(path)], cwd=str(tmp_path), capture_output=True, text=True,
+                              env=ENV)
+
+    r = mypy(os.path.join(HERE, "typed_usage.py"))
+    assert r.returncode == 0, r.stdout + r.stderr
+    r = mypy(bad)
+    assert r.returncode == 1 and 'has type "Store"' in r.stdout, r.stdout + r.stderr
