@@ -537,7 +537,7 @@ static PyObject *store_verified(StoreObject *st, void *unused) {
 
 /* The problems ss_verify() reports, kept as text while the GIL is released
  * (the callback runs on this thread without it): "where: what" lines, the
- * first VERIFY_KEEP of them (the count is exact beyond). */
+ * first VERIFY_KEEP of them. */
 #define VERIFY_KEEP 1000
 typedef struct {
     char *lines[VERIFY_KEEP];
@@ -554,22 +554,26 @@ static int verify_report(void *ctx, const ss_verify_problem *p) {
     else
         snprintf(buf, sizeof buf, "%s: %s", p->where, p->what);
     char *line = strdup(buf);
-    if (line) log->lines[log->n++] = line; /* out of memory: the count stays exact */
+    if (line) log->lines[log->n++] = line; /* out of memory: the line is left out */
     return 0;
 }
 
 /* verify(): ss_verify() over the whole store; CorruptError (the message
- * names the first problem, .problems lists them) when it is damaged. */
+ * names the first problem, .problems lists them) when it is damaged. The
+ * map is held meanwhile: another thread's close() must not free the store
+ * under the GIL-less check. */
 static PyObject *store_verify(StoreObject *st, PyObject *unused) {
     (void)unused;
     if (pyss_check_open(st) < 0) return NULL;
     verify_log *log = PyMem_RawCalloc(1, sizeof *log);
     if (!log) return PyErr_NoMemory();
+    MapObject *map = (MapObject *)Py_NewRef(st->map);
     uint64_t problems = 0;
     int rc;
     Py_BEGIN_ALLOW_THREADS;
-    rc = capi_verify(&problems, st->map->s, verify_report, log);
+    rc = capi_verify(&problems, map->s, verify_report, log);
     Py_END_ALLOW_THREADS;
+    Py_DECREF(map);
     PyObject *list = PyList_New((Py_ssize_t)log->n);
     for (size_t k = 0; k < log->n; k++) {
         const char *text = log->lines[k];

@@ -200,3 +200,29 @@ def test_every_byte_of_the_example_is_checked(tmp_path):
         with seqstore.open(path, verify=True) as s:
             with pytest.raises(seqstore.CorruptError):
                 s["tokens"][1]
+
+
+def test_close_during_verify(tmp_path):
+    # verify() runs without the GIL; a close() from another thread meanwhile
+    # must not free the store under it (under ASan a use after free aborts).
+    import threading
+    path = str(tmp_path / "big.ss")
+    block = np.arange(1 << 20, dtype=np.uint16)  # 2 MiB an example
+    with seqstore.create(path, [("x", "u16")]) as w:
+        for _ in range(16):
+            w.append({"x": block})
+    for _ in range(3):
+        s = seqstore.open(path)
+        errors = []
+
+        def run():
+            try:
+                s.verify()
+            except seqstore.ClosedError as e:  # closed before it began
+                errors.append(e)
+
+        t = threading.Thread(target=run)
+        t.start()
+        s.close()
+        t.join()
+        assert len(errors) <= 1
