@@ -3,7 +3,7 @@
 
     import seqstore
     with seqstore.open("corpus.ss") as store:
-        tokens = store["tokens"]        # a Field accessor
+        tokens = store["tokens"]        # a FieldAccessor
         a = tokens[0]                   # read-only NumPy view over the map
         ex = store[0]                   # {"tokens": array, ...}
 
@@ -15,6 +15,13 @@ bits (NumPy has no bfloat16): torch users can `.view(torch.bfloat16)`.
 torch 1.13 cannot hold uint16/uint32/uint64 tensors: widen with
 seqstore.widen(a) (a copy, to int64) before torch.from_numpy.
 
+Integrity: reads trust the mapped data unless the store is opened with
+seqstore.open(path, verify=True), which checks each data chunk's checksum
+before the first view into it (a damaged chunk raises CorruptError naming the
+field and the chunk, for store[i], iteration, Loader and the torch datasets,
+which take verify=True too); store.verify() checks the whole file as
+`seqstore verify` does.
+
 Views are over a private copy-on-write map of the file (store.copy_on_write):
 reading shares the page cache, and a write that bypasses the read-only flag
 (torch.from_numpy(view).add_(1) only warns in torch 1.13; ctypes) cannot
@@ -24,9 +31,13 @@ file, other processes, other Store objects, or what Loader, Collator,
 WindowReader and flat() read (they read the file's shared map). Copy first
 (np.array(view), seqstore.widen) to get an array of your own to write to.
 """
+from __future__ import annotations
+
 import os as _os
+from typing import Any as _Any, Tuple as _Tuple
 
 import numpy as _np
+import numpy.typing as _npt
 
 from . import _seqstore
 from ._seqstore import (  # noqa: F401  (re-exported)
@@ -34,9 +45,10 @@ from ._seqstore import (  # noqa: F401  (re-exported)
     CallbackError,
     ClosedError,
     CorruptError,
+    DiskFullError,
     Error,
     ExistsError,
-    Field,
+    FieldAccessor,
     IncompleteError,
     InputError,
     InvalidArgumentError,
@@ -48,6 +60,7 @@ from ._seqstore import (  # noqa: F401  (re-exported)
     StateError,
     Store,
     StoreIOError,
+    StoreNotFoundError,
     TooBigError,
     VersionError,
     __version__,
@@ -55,12 +68,18 @@ from ._seqstore import (  # noqa: F401  (re-exported)
 )
 from ._loader import Blend, Collator, Loader  # noqa: F401
 from ._window import WindowBatch, WindowReader  # noqa: F401
-from ._writer import Writer, create  # noqa: F401
+from ._writer import Field, Writer, create  # noqa: F401
 from . import transforms  # noqa: F401  (seqstore.transforms.RandomCrop, ...)
 
-__all__ = ["open", "create", "Store", "Field", "Writer", "Loader", "Blend", "Collator", "WindowReader", "Error", "widen"]
-
-_OPEN_INCOMPLETE, _OPEN_RANDOM, _OPEN_NOLOCK = 2, 4, 1
+__all__ = [
+    "open", "create", "widen", "Store", "Field", "FieldAccessor", "Flat", "Writer", "Loader",
+    "Blend", "Collator", "WindowReader", "WindowBatch", "transforms",
+    # exceptions: Error, one class per code of the C error table, and two more
+    "Error", "InvalidArgumentError", "NotFoundError", "NotStoreError", "VersionError",
+    "CorruptError", "IncompleteError", "StoreIOError", "OutOfMemoryError", "ExistsError",
+    "SchemaError", "TooBigError", "RangeError", "StateError", "InputError", "CallbackError",
+    "BusyError", "DiskFullError", "StoreNotFoundError", "ClosedError",
+]
 
 
 class Flat:
@@ -71,14 +90,14 @@ class Flat:
     example and chunk boundaries); flat[i] -> one row; flat.locate(pos) ->
     (example, offset within it)."""
 
-    def __init__(self, store, name):
+    def __init__(self, store: Store, name: str) -> None:
         self._store, self.name = store, name
         self._n = store._flat_size(name)
 
-    def __len__(self):
+    def __len__(self) -> int:
         return self._n
 
-    def __getitem__(self, key):
+    def __getitem__(self, key: _Any) -> _npt.NDArray[_Any]:
         if isinstance(key, slice):
             p, q, step = key.indices(self._n)
             if step != 1:
@@ -91,7 +110,7 @@ class Flat:
             raise IndexError("flat position %d out of range (%d rows)" % (key, self._n))
         return self._store._flat_read(self.name, i, i + 1)[0]
 
-    def locate(self, pos):
+    def locate(self, pos: int) -> _Tuple[int, int]:
         """Position `pos` of the stream -> (example, offset within that example);
         a negative position counts from the end, as in flat[-1]."""
         if isinstance(pos, bool) or not isinstance(pos, (int, _np.integer)):
@@ -102,13 +121,15 @@ class Flat:
         return self._store._flat_locate(self.name, p)  # RangeError past the end
 
 
-def _reopen(path, flags):
+def _reopen(path: str, flags: int) -> Store:
     """Unpickle a Store: open `path` again with the same flags."""
-    return open(path, incomplete=bool(flags & _OPEN_INCOMPLETE),
-                random=bool(flags & _OPEN_RANDOM), nolock=bool(flags & _OPEN_NOLOCK))
+    c = _seqstore
+    return open(path, incomplete=bool(flags & c.OPEN_INCOMPLETE),
+                random=bool(flags & c.OPEN_RANDOM), nolock=bool(flags & c.OPEN_NOLOCK),
+                verify=bool(flags & c.OPEN_VERIFY))
 
 
-def widen(a):
+def widen(a: _npt.ArrayLike) -> _npt.NDArray[_Any]:
     """A copy of integer array `a` as int64 (float arrays are returned unchanged).
 
     torch 1.13 has no uint16/uint32/uint64 tensors; torch.from_numpy(widen(a))

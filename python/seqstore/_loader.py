@@ -1,16 +1,27 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """seqstore.Loader: the C loader (sampler + batcher + collator on background
 threads) as a Python iterable of batches."""
+from __future__ import annotations
+
 import numbers
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
+import numpy.typing as npt
 
 from . import _seqstore
 from . import transforms as _transforms
 from ._writer import _dtype_name
 
-_LAYOUTS = {"batch": 0, "time": 1, "packed": 2}
-_MASKS = {None: 0, "u8": 1, "f32": 2}
+_C = _seqstore
+# fields=: a list of names, or name -> collate options ({"dtype": "i64", "pad": 0, ...})
+Fields = Union[Sequence[str], Mapping[str, Optional[Mapping[str, Any]]], None]
+# out=: name (or name + "_mask") -> a NumPy array or CPU torch tensor; or a ring of them
+Out = Mapping[str, Any]
+Batch = Dict[str, Any]  # NumPy arrays, or torch tensors with torch=True
+_LAYOUTS = {"batch": _C.LAYOUT_BATCH_MAJOR, "time": _C.LAYOUT_TIME_MAJOR,
+            "packed": _C.LAYOUT_PACKED, "channels_first": _C.LAYOUT_CHANNELS_FIRST}
+_MASKS = {None: _C.MASK_NONE, "u8": _C.MASK_U8, "f32": _C.MASK_F32}
 _FIELD_KEYS = {"dtype", "pad", "pad_left", "pad_to_multiple", "fixed_length", "truncate_left",
                "layout", "mask", "sort_by_length"}
 
@@ -30,9 +41,7 @@ def _collate_field(name, spec):
     layout = spec.get("layout", "batch")
     if layout not in _LAYOUTS:
         raise ValueError("fields[%r]: layout is one of %s, not %r" % (name, sorted(_LAYOUTS), layout))
-    mask = spec.get("mask")
-    if mask not in _MASKS:
-        raise ValueError("fields[%r]: mask is None, 'u8' or 'f32', not %r" % (name, mask))
+    mask, mask_dtype = _mask_option(name, spec.get("mask"))
     pad = spec.get("pad", 0)
     if not isinstance(pad, numbers.Real):
         raise TypeError("fields[%r]: pad is a number, not %r" % (name, pad))
@@ -44,8 +53,24 @@ def _collate_field(name, spec):
     pad = int(pad) if isinstance(pad, numbers.Integral) else float(pad)
     return (name, code, _LAYOUTS[layout], pad, bool(spec.get("pad_left", False)),
             int(ints["pad_to_multiple"]), int(ints["fixed_length"]),
-            bool(spec.get("truncate_left", False)), _MASKS[mask],
-            bool(spec.get("sort_by_length", False)))
+            bool(spec.get("truncate_left", False)), mask,
+            bool(spec.get("sort_by_length", False)), mask_dtype)
+
+
+def _mask_option(name, mask):
+    """A field's mask option -> (C mask kind, C mask dtype code): None, "u8"
+    and "f32" as before; "same" is a mask in the field's output dtype; any
+    other dtype ("i64", np.float16, ...) a mask of that dtype."""
+    if isinstance(mask, str) and mask == "same":
+        return _C.MASK_DTYPE, 0
+    if mask is None or (isinstance(mask, str) and mask in _MASKS):
+        return _MASKS[mask], 0
+    try:
+        code = _C._dtype_code(_dtype_name(mask, "fields[%r] mask" % name))
+    except (TypeError, ValueError):
+        raise ValueError("fields[%r]: mask is None, 'u8', 'f32', 'same' (the output dtype) or "
+                         "a dtype name, not %r" % (name, mask)) from None
+    return _C.MASK_DTYPE, code
 
 
 def _field_specs(store, fields):
@@ -149,7 +174,19 @@ def _out_array(key, v, dtype):
 _NP = {"i8": "int8", "u8": "uint8", "i16": "int16", "u16": "uint16", "i32": "int32",
        "u32": "uint32", "i64": "int64", "u64": "uint64", "f16": "float16", "f32": "float32",
        "f64": "float64"}
-_MASK_NP = {1: "uint8", 2: "float32"}
+_NP["bf16"] = "uint16"  # its raw bits, as NumPy has no bfloat16
+
+
+def _mask_np(spec, out_dtype):
+    """The NumPy dtype of the mask a C field tuple asks for (None: no mask)."""
+    kind, code = spec[8], spec[10]
+    if kind == _C.MASK_NONE:
+        return None
+    if kind == _C.MASK_U8:
+        return "uint8"
+    if kind == _C.MASK_F32:
+        return "float32"
+    return _NP[_C._dtype_name(code) if code else out_dtype]
 
 
 def _out_pairs(store, spec, declared, out):
@@ -158,7 +195,8 @@ def _out_pairs(store, spec, declared, out):
     if not isinstance(out, dict):
         raise TypeError("out is a dict of field name (or name + '_mask') -> array or tensor")
     fields = _output_dtypes(store, spec, declared)
-    masks = {s[0]: s[8] for s in spec}
+    out_dt = dict(fields)
+    masks = {s[0]: _mask_np(s, out_dt[s[0]]) for s in spec}
     known = {n for n, _ in fields} | {n + "_mask" for n, m in masks.items() if m}
     unknown = set(out) - known
     if unknown:
@@ -169,8 +207,7 @@ def _out_pairs(store, spec, declared, out):
         d = out.get(name)
         m = out.get(name + "_mask")
         pairs.append((None if d is None else _out_array(name, d, _NP.get(dt)),
-                      None if m is None else _out_array(name + "_mask", m,
-                                                        _MASK_NP[masks[name]])))
+                      None if m is None else _out_array(name + "_mask", m, masks[name])))
     return tuple(pairs)
 
 
@@ -212,8 +249,11 @@ class Loader:
     Exactly one of batch_size (examples per batch) and max_tokens (a budget
     of padded tokens per batch) is given; bucket names a stored bucket index.
     fields maps output field name -> options (dtype, pad, pad_left,
-    pad_to_multiple, fixed_length, truncate_left, layout "batch"|"time"|
-    "packed", mask None|"u8"|"f32", sort_by_length), or is a list of names;
+    pad_to_multiple, fixed_length, truncate_left, layout "batch" ([B, T, C...])
+    |"time" ([T, B, C...])|"packed" ([sum L, C...])|"channels_first"
+    ([B, C..., T], as torch's Conv1d takes; the mask stays [B, T]), mask
+    None|"u8"|"f32"|"same" (1/0 in the field's output dtype)|a dtype name
+    ("i64", "f16", ...), sort_by_length), or is a list of names;
     None = every field. Widening u16 ids to i64 happens in the C collator.
     Batches are new arrays (copy=True), or with copy=False read-only views of
     the loader's buffers, valid until the next batch. torch=True yields
@@ -254,10 +294,14 @@ class Loader:
     most once, order irrelevant (the sampler orders: shuffle, seed). Sharding
     by rank/world_size then applies within it."""
 
-    def __init__(self, store, batch_size=None, max_tokens=None, bucket=None, shuffle=False,
-                 seed=0, rank=0, world_size=1, drop_last=False, fields=None, threads=None,
-                 prefetch=None, copy=True, torch=False, transforms=None, examples=None,
-                 out=None):
+    def __init__(self, store: _seqstore.Store, batch_size: Optional[int] = None,
+                 max_tokens: Optional[int] = None, bucket: Optional[str] = None,
+                 shuffle: bool = False, seed: int = 0, rank: int = 0, world_size: int = 1,
+                 drop_last: bool = False, fields: Fields = None, threads: Optional[int] = None,
+                 prefetch: Optional[int] = None, copy: bool = True, torch: bool = False,
+                 transforms: Optional[Sequence[_transforms.Transform]] = None,
+                 examples: Optional[npt.ArrayLike] = None,
+                 out: Union[Out, Sequence[Out], None] = None) -> None:
         if not isinstance(store, _seqstore.Store):
             raise TypeError("Loader needs a seqstore.Store, not %s" % type(store).__name__)
         if (batch_size is None) == (max_tokens is None):
@@ -303,14 +347,14 @@ class Loader:
             bool(copy), tspecs, _example_ranges(store, examples), pairs)
         self._seen_end = False
 
-    def __iter__(self):
+    def __iter__(self) -> Loader:
         l = self._l
         if l.batches and l.position >= l.batches:
             l.set_epoch(l.epoch + 1)  # a finished epoch: go on with the next one
         return self
 
-    def __next__(self):
-        batch = next(self._l)
+    def __next__(self) -> Batch:
+        batch: Batch = next(self._l)
         if self._torch is not None:
             batch = {k: self._torch.from_numpy(v) for k, v in batch.items()}
         elif self._tensors:  # views of the caller's tensors come back as tensors
@@ -319,42 +363,42 @@ class Loader:
                 batch[k] = torch.from_numpy(batch[k])
         return batch
 
-    def __len__(self):
+    def __len__(self) -> int:
         return self._l.batches
 
     @property
-    def epoch(self):
+    def epoch(self) -> int:
         return self._l.epoch
 
     @property
-    def position(self):
+    def position(self) -> int:
         return self._l.position
 
-    def set_epoch(self, epoch):
+    def set_epoch(self, epoch: int) -> None:
         """Start epoch `epoch` from its first batch (discards prefetched batches)."""
         self._l.set_epoch(_count("epoch", epoch))
 
-    def state_dict(self):
+    def state_dict(self) -> Dict[str, Any]:
         """The position after the batches handed out so far (PyTorch's convention)."""
         return {"seqstore_loader": self._l._state()}
 
-    def load_state_dict(self, state):
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
         """Continue from state_dict(): the next batch is the one an uninterrupted
         run would have yielded next."""
         if not isinstance(state, dict) or "seqstore_loader" not in state:
             raise ValueError("not a seqstore Loader state_dict")
         self._l._load_state(state["seqstore_loader"])
 
-    def close(self):
+    def close(self) -> None:
         self._l.close()
 
-    def __enter__(self):
+    def __enter__(self) -> Loader:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: Any) -> None:
         self.close()
 
-    def __reduce__(self):
+    def __reduce__(self) -> Any:
         raise TypeError("a Loader cannot be pickled; pickle its Store and state_dict()")
 
 
@@ -381,17 +425,18 @@ class Collator:
     overwrite a buffer whose copy to the GPU is still in flight). The Loader
     does the same with out= (see Loader)."""
 
-    def __init__(self, store, fields=None):
+    def __init__(self, store: _seqstore.Store, fields: Fields = None) -> None:
         if not isinstance(store, _seqstore.Store):
             raise TypeError("Collator needs a seqstore.Store, not %s" % type(store).__name__)
         spec = _field_specs(store, fields)
         self._c = _seqstore._Collator(store, spec)
 
     @property
-    def fields(self):
+    def fields(self) -> Tuple[str, ...]:
         return self._c.fields
 
-    def collate(self, indices, out=None):
+    def collate(self, indices: Union[Sequence[int], npt.ArrayLike],
+                out: Optional[Out] = None) -> Batch:
         if not isinstance(out, dict) or not any(_is_tensor(v) for v in out.values()):
             return self._c.collate(indices, out)
         arrays = {k: _tensor_buffer(k, v) if _is_tensor(v) else v for k, v in out.items()}
@@ -404,11 +449,12 @@ class Collator:
 
     __call__ = collate
 
-    def close(self):
+    def close(self) -> None:
         self._c.close()
 
 
-_STOPS = {None: 0, "infinite": 0, "first_exhausted": 1, "all_exhausted": 2}
+_STOPS = {None: _C.BLEND_INFINITE, "infinite": _C.BLEND_INFINITE,
+          "first_exhausted": _C.BLEND_FIRST_EXHAUSTED, "all_exhausted": _C.BLEND_ALL_EXHAUSTED}
 
 
 class Blend:
@@ -436,8 +482,10 @@ class Blend:
     state_dict()/load_state_dict() resume exactly; sources() gives each
     store's (samples given, epochs completed) over all consumers so far."""
 
-    def __init__(self, stores, weights, batch_size, fields=None, seed=0, shuffle=True,
-                 stop=None, rank=0, world_size=1, worker=0, num_workers=1, drop_last=False):
+    def __init__(self, stores: Iterable[_seqstore.Store], weights: Iterable[float],
+                 batch_size: int, fields: Fields = None, seed: int = 0, shuffle: bool = True,
+                 stop: Optional[str] = None, rank: int = 0, world_size: int = 1, worker: int = 0,
+                 num_workers: int = 1, drop_last: bool = False) -> None:
         stores = tuple(stores)
         if not stores or not all(isinstance(s, _seqstore.Store) for s in stores):
             raise TypeError("Blend needs a list of seqstore.Store")
@@ -459,34 +507,34 @@ class Blend:
                                    _count("seed", seed), bool(shuffle), _STOPS[stop], r, world,
                                    wk, nw, bool(drop_last))
 
-    def __iter__(self):
+    def __iter__(self) -> Blend:
         return self
 
-    def __next__(self):
+    def __next__(self) -> Batch:
         return next(self._b)
 
     @property
-    def length(self):
+    def length(self) -> Optional[int]:
         """Global samples of a finite stream (every consumer's together); None if infinite."""
         return self._b.length
 
-    def sources(self):
+    def sources(self) -> List[Tuple[int, int]]:
         """[(samples given, epochs completed)] per store, over all consumers so far."""
         return self._b._sources()
 
-    def state_dict(self):
+    def state_dict(self) -> Dict[str, Any]:
         return {"seqstore_blend": self._b._state()}
 
-    def load_state_dict(self, state):
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
         if not isinstance(state, dict) or "seqstore_blend" not in state:
             raise ValueError("not a seqstore Blend state_dict")
         self._b._load_state(state["seqstore_blend"])
 
-    def close(self):
+    def close(self) -> None:
         self._b.close()
 
-    def __enter__(self):
+    def __enter__(self) -> Blend:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: Any) -> None:
         self.close()

@@ -1,15 +1,22 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """seqstore.WindowReader: windows over long signals for truncated BPTT, with
 the hidden state of every sequence carried by the C reader."""
+from __future__ import annotations
+
 import numbers
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 
 import numpy as np
+import numpy.typing as npt
 
 from . import _seqstore
 from ._writer import _NAME_NP, _dtype_name
 
-_MODES = {"sequential": 0, "random_start": 1, "random": 2}
-_FORGET, _SHRINK, _PAD_TAIL, _TIME_MAJOR, _BALANCED, _LABEL_PER_STEP = 1, 2, 4, 8, 16, 32
+_C = _seqstore
+_MODES = {"sequential": _C.WINDOW_SEQUENTIAL, "random_start": _C.WINDOW_SEQUENTIAL_RANDOM_START,
+          "random": _C.WINDOW_RANDOM}
+_FORGET, _PAD_TAIL = _C.WINDOW_FORGET_STATE, _C.WINDOW_PAD_TAIL
+_TIME_MAJOR, _LABEL_PER_STEP = _C.WINDOW_TIME_MAJOR, _C.WINDOW_LABEL_PER_STEP
 
 
 class WindowBatch:
@@ -20,7 +27,7 @@ class WindowBatch:
     initial state), example [B] (sequence id), start, length, index [B],
     state [B, H] (the hidden state each row starts from), label."""
 
-    def __init__(self, d, torch):
+    def __init__(self, d: Dict[str, Any], torch: Any) -> None:
         self.id = d.pop("id")
         self.epoch = d.pop("epoch")
         self._fields = list(d)
@@ -30,11 +37,24 @@ class WindowBatch:
                 # EDF's u32 label) come as int64; a copy anyway (the batch's arrays are copies)
             setattr(self, k, torch.from_numpy(v) if torch is not None else v)
 
+    # NumPy arrays (torch tensors with torch=True); state and label when the
+    # reader carries them
+    data: Any
+    mask: Any
+    step_mask: Any
+    reset: Any
+    example: Any
+    start: Any
+    length: Any
+    index: Any
+    state: Any
+    label: Any
+
     @property
-    def size(self):
+    def size(self) -> int:
         return len(self.mask)
 
-    def keys(self):
+    def keys(self) -> List[str]:
         return list(self._fields)
 
 
@@ -53,10 +73,15 @@ class WindowReader:
     a store attribute holding them, e.g. gain="signal.gain") converts digital
     values to physical ones in C: x * gain + offset."""
 
-    def __init__(self, store, field, window, overlap=0, lanes=1, state_size=0,
-                 state_dtype="f32", mode="sequential", seed=0, shuffle=False, label=None,
-                 forget_state=False, pad_tail=False, time_major=False, label_per_step=False,
-                 out_dtype=None, gain=None, offset=None, examples=None, threads=1, torch=False):
+    def __init__(self, store: _seqstore.Store, field: str, window: int, overlap: int = 0,
+                 lanes: int = 1, state_size: int = 0, state_dtype: Any = "f32",
+                 mode: str = "sequential", seed: int = 0, shuffle: bool = False,
+                 label: Optional[str] = None, forget_state: bool = False, pad_tail: bool = False,
+                 time_major: bool = False, label_per_step: bool = False,
+                 out_dtype: Any = None, gain: Union[str, npt.ArrayLike, None] = None,
+                 offset: Union[str, npt.ArrayLike, None] = None,
+                 examples: Optional[npt.ArrayLike] = None, threads: int = 1,
+                 torch: bool = False) -> None:
         if not isinstance(store, _seqstore.Store):
             raise TypeError("WindowReader needs a seqstore.Store, not %s" % type(store).__name__)
         names = store.fields
@@ -110,13 +135,13 @@ class WindowReader:
             raise KeyError("%s '%s' is not a field of the store (fields: %s)" % (what, name, names))
         return names.index(name)
 
-    def __iter__(self):
+    def __iter__(self) -> WindowReader:
         return self
 
-    def __next__(self):
+    def __next__(self) -> WindowBatch:
         return WindowBatch(next(self._r), self._torch)
 
-    def register(self, batch, final_states=None):
+    def register(self, batch: WindowBatch, final_states: Any = None) -> None:
         """Hand back the final hidden states [B, H] of `batch` (a NumPy array or
         a torch tensor, detached here); None when no state is carried."""
         if not isinstance(batch, WindowBatch):
@@ -128,32 +153,32 @@ class WindowReader:
             states = np.ascontiguousarray(final_states, self._state_np)
         self._r._register(batch.id, states)
 
-    def set_epoch(self, epoch):
+    def set_epoch(self, epoch: int) -> None:
         if isinstance(epoch, bool) or not isinstance(epoch, numbers.Integral):
             raise TypeError("epoch is an int, not %r" % (epoch,))
         if not 0 <= epoch < 2**64:
             raise ValueError("epoch must be in [0, 2**64), not %d" % epoch)
         self._r.set_epoch(int(epoch))
 
-    def info(self):
+    def info(self) -> Dict[str, Any]:
         return self._r.info()
 
-    def state_dict(self):
+    def state_dict(self) -> Dict[str, Any]:
         """Position, lanes, random streams and every sequence's hidden state."""
         return {"seqstore_window_reader": self._r._save()}
 
-    def load_state_dict(self, state):
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
         if not isinstance(state, dict) or "seqstore_window_reader" not in state:
             raise ValueError("not a seqstore WindowReader state_dict")
         self._r._restore(state["seqstore_window_reader"])
 
-    def close(self):
+    def close(self) -> None:
         self._r.close()
 
-    def __enter__(self):
+    def __enter__(self) -> WindowReader:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: Any) -> None:
         self.close()
 
     def __reduce__(self):

@@ -1,13 +1,19 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """seqstore.create() and the Writer: from NumPy arrays (or anything
 np.asarray accepts: lists, torch CPU tensors) to a store."""
+from __future__ import annotations
+
 import numbers
+import os
+from types import TracebackType
+from typing import Any, Iterable, Mapping, NamedTuple, Tuple, Union
 
 import numpy as np
+import numpy.typing as npt
 
 from . import _seqstore
 
-_TEXT, _BYTES = 100, 0
+_TEXT, _BYTES = _seqstore.ATTR_TEXT, _seqstore.ATTR_BYTES
 # NumPy dtype -> seqstore dtype name; bf16 is written from uint16 bits.
 _NP_NAME = {np.dtype(t): n for t, n in [
     (np.uint8, "u8"), (np.int8, "i8"), (np.uint16, "u16"), (np.int16, "i16"),
@@ -33,11 +39,40 @@ def _dtype_name(dtype, where):
     return _NP_NAME[d]
 
 
+class Field(NamedTuple):
+    """One field of a schema, for seqstore.create():
+
+        seqstore.create("x.ss", [seqstore.Field("tokens", "u16"),
+                                 seqstore.Field("label", "i64", sequence=False),
+                                 seqstore.Field("feat", np.float32, shape=(80,))])
+
+    Parameters
+    ----------
+    name : str
+        The field's name.
+    dtype : str or NumPy dtype
+        "u8", "i8", "u16", "i16", "u32", "i32", "u64", "i64", "f16", "f32",
+        "f64", "bf16", or the NumPy dtype of one of them.
+    shape : tuple of int, or int
+        The trailing shape of one row (time step); () for scalars.
+    sequence : bool
+        True: each example holds [length, *shape] (a sequence of rows);
+        False: exactly one value of `shape`.
+
+    A tuple (name, dtype[, shape[, sequence]]) or a dict with these keys
+    (the form Store.schema returns) is accepted wherever a Field is."""
+
+    name: str
+    dtype: Any
+    shape: Union[Tuple[int, ...], int] = ()
+    sequence: bool = True
+
+
 def _field(spec):
     """One schema entry -> (name, dtype code, sequence, dims).
 
-    Accepted: {"name", "dtype", "shape"=(), "sequence"=True} (the form
-    Store.schema returns) or a tuple (name, dtype[, shape[, sequence]])."""
+    Accepted: a Field, {"name", "dtype", "shape"=(), "sequence"=True} (the
+    form Store.schema returns) or a tuple (name, dtype[, shape[, sequence]])."""
     if isinstance(spec, dict):
         unknown = set(spec) - {"name", "dtype", "shape", "sequence"}
         if unknown:
@@ -51,8 +86,8 @@ def _field(spec):
         shape = spec[2] if len(spec) > 2 else ()
         sequence = spec[3] if len(spec) > 3 else True
     else:
-        raise TypeError("a schema field is a dict or a (name, dtype[, shape[, sequence]]) "
-                        "tuple, not %r" % (spec,))
+        raise TypeError("a schema field is a seqstore.Field, a dict or a (name, dtype[, "
+                        "shape[, sequence]]) tuple, not %r" % (spec,))
     if not isinstance(name, str):
         raise TypeError("a field name is a str, not %r" % (name,))
     where = "field '%s'" % name
@@ -66,11 +101,16 @@ def _field(spec):
     return (name, code, int(sequence), tuple(int(d) for d in shape))
 
 
-def create(path, schema, force=False):
+SchemaEntry = Union["Field", Tuple[Any, ...], Mapping[str, Any]]
+
+
+def create(path: str | os.PathLike[str], schema: Iterable[SchemaEntry],
+           force: bool = False) -> Writer:
     """Create a store at `path`; returns a Writer (a context manager).
 
-    schema: a list of fields, each {"name", "dtype", "shape"=(), "sequence"=True}
-    or (name, dtype[, shape[, sequence]]); Store.schema returns this form.
+    schema: a list of fields, each a seqstore.Field(name, dtype, shape=(),
+    sequence=True), a tuple (name, dtype[, shape[, sequence]]) or a dict
+    {"name", "dtype", "shape"=(), "sequence"=True} (the form Store.schema returns).
     A sequence field holds per example an array [length, *shape]; a fixed
     field (sequence=False) one array of `shape`. force=True replaces a file."""
     if isinstance(schema, dict):
@@ -120,14 +160,14 @@ class Writer:
     Leaving the with block normally finishes the store; on an exception the
     writer is closed unfinished (readers refuse the store as incomplete)."""
 
-    def __init__(self, c_writer, fields):
+    def __init__(self, c_writer: _seqstore._Writer, fields: list[tuple[Any, ...]]) -> None:
         self._w = c_writer
         self._fields = [(n, _NAME_NP[_seqstore._dtype_name(c)], bool(s), d)
                         for n, c, s, d in fields]
         self._names = {f[0] for f in fields}
         self.attrs = _Attrs(self)
 
-    def append(self, example):
+    def append(self, example: Mapping[str, Any]) -> None:
         """Append one example: a dict of field name -> array-like."""
         if not isinstance(example, dict):
             raise TypeError("append takes a dict of field name -> array, not %s"
@@ -141,7 +181,8 @@ class Writer:
             raise ValueError("append: missing fields %s" % missing)
         self._w._append(tuple(_convert(example[n], n, dt, s, d) for n, dt, s, d in self._fields))
 
-    def set_attr(self, name, value):
+    def set_attr(self, name: str,
+                 value: str | bytes | bytearray | memoryview | npt.ArrayLike) -> None:
         """Set an attribute: str -> text, bytes -> bytes, an array -> typed."""
         if not isinstance(name, str):
             raise TypeError("an attribute name is a str, not %r" % (name,))
@@ -156,34 +197,35 @@ class Writer:
                                 % (name, arr.shape, arr.dtype))
             self._w._set_attr(name, _seqstore._dtype_code(_NP_NAME[arr.dtype]), arr.reshape(-1).view(np.uint8))
 
-    def commit(self):
+    def commit(self) -> None:
         self._w.commit()
 
-    def finish(self):
+    def finish(self) -> None:
         """Commit, mark the store complete and close the writer."""
         self._w.finish()
 
-    def close(self):
+    def close(self) -> None:
         """Close without finishing (the store stays incomplete)."""
         self._w.close()
 
     @property
-    def count(self):
+    def count(self) -> int:
         return self._w.count
 
     @property
-    def closed(self):
+    def closed(self) -> bool:
         return self._w.closed
 
-    def __len__(self):
+    def __len__(self) -> int:
         return self._w.count
 
-    def __enter__(self):
+    def __enter__(self) -> Writer:
         if self._w.closed:
             raise _seqstore.ClosedError("writer is closed")
         return self
 
-    def __exit__(self, exc_type, exc, tb):
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
         if exc_type is None and not self._w.closed:
             self._w.finish()
         else:
@@ -196,8 +238,8 @@ class Writer:
 class _Attrs:
     """writer.attrs[name] = value (write-only: values go straight to the file)."""
 
-    def __init__(self, writer):
+    def __init__(self, writer: Writer) -> None:
         self._writer = writer
 
-    def __setitem__(self, name, value):
+    def __setitem__(self, name: str, value: Any) -> None:
         self._writer.set_attr(name, value)

@@ -45,9 +45,10 @@ def _uint64(name, v):
 class _Lazy:
     """The path, the chosen fields and a store opened on first use per process."""
 
-    def __init__(self, path, fields):
+    def __init__(self, path, fields, verify=False):
         self.path = os.fspath(path)
-        with seqstore.open(self.path) as s:  # fail early, in the caller's process
+        self.verify = bool(verify)
+        with seqstore.open(self.path, verify=self.verify) as s:  # fail early, in the caller's process
             schema = {f["name"]: f for f in s.schema}
             self._len = len(s)
         if fields is None:
@@ -65,7 +66,8 @@ class _Lazy:
     def store(self):
         if self._store is None or self._pid != os.getpid():
             # A store inherited over fork is left alone (never closed here).
-            self._store, self._pid = seqstore.open(self.path), os.getpid()
+            self._store = seqstore.open(self.path, verify=self.verify)
+            self._pid = os.getpid()
         return self._store
 
     def example(self, i):
@@ -79,10 +81,12 @@ class _Lazy:
 
 
 class Dataset(torch.utils.data.Dataset):
-    """Map-style dataset: ds[i] -> {field: tensor}; len(ds) examples."""
+    """Map-style dataset: ds[i] -> {field: tensor}; len(ds) examples.
+    verify=True opens the store (in every worker) with seqstore.open(verify=True):
+    a damaged data chunk raises seqstore.CorruptError instead of being read."""
 
-    def __init__(self, path, fields=None, transform=None):
-        self._src = _Lazy(path, fields)
+    def __init__(self, path, fields=None, transform=None, verify=False):
+        self._src = _Lazy(path, fields, verify)
         self.transform = transform
 
     @property
@@ -106,11 +110,12 @@ class IterableDataset(torch.utils.data.IterableDataset):
     to ranks (rank, world_size; by default torch.distributed's when it is
     initialised) and then to DataLoader workers (get_worker_info()):
     example k of the order goes to rank k % world_size, then to worker
-    (k // world_size) % num_workers. Call set_epoch() before each epoch."""
+    (k // world_size) % num_workers. Call set_epoch() before each epoch.
+    verify=True: as for Dataset."""
 
     def __init__(self, path, fields=None, shuffle=False, seed=0, rank=None, world_size=None,
-                 transform=None):
-        self._src = _Lazy(path, fields)
+                 transform=None, verify=False):
+        self._src = _Lazy(path, fields, verify)
         self.shuffle, self.seed, self.epoch = bool(shuffle), _uint64("seed", seed), 0
         if (rank is None) != (world_size is None):
             raise ValueError("give both rank and world_size, or neither")
@@ -191,12 +196,14 @@ class IndexDataset(torch.utils.data.Dataset):
 class Collate:
     """collate_fn calling the C collator: a list of store indices -> a dict of
     tensors, padded (and widened: fields={"tokens": {"dtype": "i64"}}) by C.
-    Pickles by path and opens the store and collator lazily in each worker."""
+    Pickles by path and opens the store and collator lazily in each worker;
+    verify=True opens it with seqstore.open(verify=True)."""
 
-    def __init__(self, path, fields=None):
+    def __init__(self, path, fields=None, verify=False):
         self.path = os.fspath(path)
         self.fields = fields
-        with seqstore.open(self.path) as s:  # validate now, in the caller's process
+        self.verify = bool(verify)
+        with seqstore.open(self.path, verify=self.verify) as s:  # validate now, in the caller's process
             for dt in _output_dtypes(s, fields):
                 if dt in ("u16", "u32", "u64", "bf16"):
                     raise ValueError("torch has no %s tensors: give the field a wider "
@@ -206,12 +213,13 @@ class Collate:
 
     def __call__(self, indices):
         if self._c is None or self._pid != os.getpid():
-            self._store = seqstore.open(self.path)
+            self._store = seqstore.open(self.path, verify=self.verify)
             self._c, self._pid = seqstore.Collator(self._store, self.fields), os.getpid()
         return {k: torch.from_numpy(v) for k, v in self._c.collate(indices).items()}
 
     def __getstate__(self):
-        return {"path": self.path, "fields": self.fields, "_c": None, "_pid": None}
+        return {"path": self.path, "fields": self.fields, "verify": self.verify, "_c": None,
+                "_pid": None}
 
 
 def _dist_shard(rank, world_size):
@@ -251,15 +259,18 @@ class BatchSampler(torch.utils.data.Sampler):
     lazily in the process that iterates it (DataLoader iterates it in the
     main process and sends index lists to the workers). Cost: the sampler
     runs the C loader with the fields packed (no padding) and hands out only
-    the indices, so each batch's data is copied once in C and dropped."""
+    the indices, so each batch's data is copied once in C and dropped;
+    verify=True opens the store with seqstore.open(verify=True), so that pass
+    also checks each data chunk's checksum."""
 
     def __init__(self, path, batch_size=None, max_tokens=None, bucket=None, shuffle=False,
                  seed=0, rank=None, world_size=None, drop_last=False, fields=None,
-                 examples=None):
+                 examples=None, verify=False):
         self.path = os.fspath(path)
+        self.verify = bool(verify)
         rank, world_size = _dist_shard(rank, world_size)
         self.epoch = 0
-        with seqstore.open(self.path) as s:  # validate now, in the caller's process
+        with seqstore.open(self.path, verify=self.verify) as s:  # validate now, here
             kinds = {f["name"]: f["sequence"] for f in s.schema}
             names = list(kinds) if fields is None else fields
             if isinstance(names, str) or not all(isinstance(n, str) for n in names):
@@ -281,7 +292,7 @@ class BatchSampler(torch.utils.data.Sampler):
     def _open(self):
         if self._ld is None or self._pid != os.getpid():
             # one inherited over fork is left alone (LMDB: reopen in the child)
-            self._store = seqstore.open(self.path)
+            self._store = seqstore.open(self.path, verify=self.verify)
             self._ld, self._pid = self._loader(self._store), os.getpid()
             self._counter = None
         return self._ld

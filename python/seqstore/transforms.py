@@ -18,9 +18,13 @@ ValueError, with its message); errors met while transforming (a label
 outside the table, a dtype the transform cannot handle) are raised by the
 loader's next batch, naming the example.
 """
+from __future__ import annotations
+
 import numbers
+from typing import Any, Optional, Sequence, Tuple
 
 import numpy as np
+import numpy.typing as npt
 
 __all__ = ["RandomCrop", "GaussianNoise", "TokenMask", "TokenDrop", "Standardize", "LabelMap"]
 
@@ -49,10 +53,12 @@ class Transform:
     """Base of the built-ins: `spec()` is the tuple the extension builds the C
     transform from."""
 
-    def spec(self):
+    field: str
+
+    def spec(self) -> Tuple[Any, ...]:
         raise NotImplementedError
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         s = self.spec()
         return "%s(%r, %s)" % (type(self).__name__, s[1], ", ".join(repr(x) for x in s[2:]))
 
@@ -62,20 +68,20 @@ class RandomCrop(Transform):
     start (uniform over the length - max_length + 1 starts); shorter ones and
     fixed fields are unchanged."""
 
-    def __init__(self, field, max_length):
+    def __init__(self, field: str, max_length: int) -> None:
         self.field, self.max_length = _name(field), _int("max_length", max_length, 1)
 
-    def spec(self):
+    def spec(self) -> Tuple[Any, ...]:
         return ("random_crop", self.field, self.max_length)
 
 
 class GaussianNoise(Transform):
     """x += sigma * N(0, 1) on every element of an f32 or f64 field."""
 
-    def __init__(self, field, sigma):
+    def __init__(self, field: str, sigma: float) -> None:
         self.field, self.sigma = _name(field), _real("sigma", sigma)
 
-    def spec(self):
+    def spec(self) -> Tuple[Any, ...]:
         return ("gaussian_noise", self.field, self.sigma)
 
 
@@ -85,7 +91,8 @@ class TokenMask(Transform):
     1 - random_prob - keep_prob), a random token in [0, vocab) (random_prob)
     or stays (keep_prob). vocab is required when random_prob > 0."""
 
-    def __init__(self, field, mask_value, prob=0.15, random_prob=0.1, keep_prob=0.1, vocab=0):
+    def __init__(self, field: str, mask_value: int, prob: float = 0.15, random_prob: float = 0.1,
+                 keep_prob: float = 0.1, vocab: int = 0) -> None:
         self.field = _name(field)
         self.mask_value = _int("mask_value", mask_value, -2**63)
         self.prob = _real("prob", prob)
@@ -93,7 +100,7 @@ class TokenMask(Transform):
         self.keep_prob = _real("keep_prob", keep_prob)
         self.vocab = _int("vocab", vocab, 0)
 
-    def spec(self):
+    def spec(self) -> Tuple[Any, ...]:
         return ("token_mask", self.field, self.prob, self.mask_value, self.random_prob,
                 self.keep_prob, self.vocab)
 
@@ -101,10 +108,10 @@ class TokenMask(Transform):
 class TokenDrop(Transform):
     """Every time step of a sequence field is removed with probability prob."""
 
-    def __init__(self, field, prob):
+    def __init__(self, field: str, prob: float) -> None:
         self.field, self.prob = _name(field), _real("prob", prob)
 
-    def spec(self):
+    def spec(self) -> Tuple[Any, ...]:
         return ("token_drop", self.field, self.prob)
 
 
@@ -115,7 +122,8 @@ class Standardize(Transform):
     "<prefix>.mean" / "<prefix>.std" (prefix None: "ss.norm.<field>", what
     the C library's ss_standardize_save() writes) when the loader opens."""
 
-    def __init__(self, field, mean=None, std=None, prefix=None):
+    def __init__(self, field: str, mean: Optional[npt.ArrayLike] = None,
+                 std: Optional[npt.ArrayLike] = None, prefix: Optional[str] = None) -> None:
         self.field = _name(field)
         if (mean is None) != (std is None):
             raise ValueError("Standardize: give both mean and std, or neither (attributes)")
@@ -130,7 +138,7 @@ class Standardize(Transform):
                 raise ValueError("Standardize: mean and std are 1-D of the same length, not "
                                  "%s and %s" % (self.mean.shape, self.std.shape))
 
-    def spec(self):
+    def spec(self) -> Tuple[Any, ...]:
         if self.mean is None:
             return ("standardize_attr", self.field, self.prefix)
         return ("standardize", self.field, self.mean.tobytes(), self.std.tobytes())
@@ -140,14 +148,14 @@ class LabelMap(Transform):
     """Every element x of an integer field becomes table[x] (saturated to the
     field's dtype); an x outside [0, len(table)) fails the batch."""
 
-    def __init__(self, field, table):
+    def __init__(self, field: str, table: Sequence[int] | npt.ArrayLike) -> None:
         self.field = _name(field)
         t = np.asarray(table)
         if t.ndim != 1 or (t.size and not np.issubdtype(t.dtype, np.integer)):
             raise TypeError("LabelMap: table is a 1-D sequence of ints")
         self.table = np.ascontiguousarray(t, dtype=np.int64)
 
-    def spec(self):
+    def spec(self) -> Tuple[Any, ...]:
         return ("label_map", self.field, self.table.tobytes())
 
 

@@ -8,6 +8,7 @@ typedef struct {
     PyObject_HEAD ss_blend_loader *l;
     PyObject *stores; /* tuple of StoreObject: kept open while the loader reads them */
     unsigned generation;
+    ss_dtype mask_dtype[SS_MAX_FIELDS]; /* output field k's (pyss_mask_dtype()) */
 } BlendObject;
 
 static int blend_check(BlendObject *bo) {
@@ -68,6 +69,7 @@ static PyObject *blend_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
     if (!bo) goto done;
     bo->stores = Py_NewRef(stores);
     bo->generation = pyss_generation;
+    for (Py_ssize_t f = 0; f < n; f++) bo->mask_dtype[f] = pyss_mask_dtype(&cf[f]);
     ss_blend_loader_options o = SS_BLEND_LOADER_OPTIONS_INIT;
     o.nsources = (uint32_t)k;
     o.stores = ss;
@@ -114,7 +116,7 @@ static int put_copy(PyObject *d, const char *name, const char *suffix, int typen
     return rc;
 }
 
-static int put_collated(PyObject *d, const ss_collated *c) {
+static int put_collated(PyObject *d, const ss_collated *c, ss_dtype mask_dtype) {
     npy_intp shape[SS_MAX_DIMS + 2], b = (npy_intp)c->batch, nb = b + 1;
     for (uint32_t k = 0; k < c->ndim; k++) shape[k] = (npy_intp)c->shape[k];
     if (put_copy(d, c->name, "", pyss_typenum(c->dtype), (int)c->ndim, shape, c->data,
@@ -124,8 +126,9 @@ static int put_collated(PyObject *d, const ss_collated *c) {
     if (put_copy(d, c->name, "_lengths", NPY_INT64, 1, &b, c->lengths, (size_t)b * 8) < 0)
         return -1;
     if (c->mask) {
-        npy_intp ms[2] = {shape[0], shape[1]};
-        int mt = c->mask_bytes == (uint64_t)(ms[0] * ms[1]) ? NPY_UINT8 : NPY_FLOAT32;
+        npy_intp ms[2];
+        pyss_mask_shape(ms, c);
+        int mt = pyss_mask_typenum(mask_dtype, c);
         if (put_copy(d, c->name, "_mask", mt, 2, ms, c->mask, c->mask_bytes) < 0) return -1;
     }
     if (c->offsets &&
@@ -147,7 +150,7 @@ static PyObject *blend_next(BlendObject *bo) {
         put_copy(d, "index", "", NPY_INT64, 1, &n, b->indices, (size_t)n * 8) < 0)
         goto fail;
     for (uint32_t k = 0; k < b->data.nfields; k++)
-        if (put_collated(d, &b->data.fields[k]) < 0) goto fail;
+        if (put_collated(d, &b->data.fields[k], bo->mask_dtype[k]) < 0) goto fail;
     return d;
 fail:
     Py_XDECREF(d);
@@ -208,10 +211,14 @@ static PyObject *blend_close(BlendObject *bo, PyObject *unused) {
 }
 
 static PyMethodDef blend_methods[] = {
-    {"_state", (PyCFunction)blend_state, METH_NOARGS, "the saved position (bytes)"},
-    {"_load_state", (PyCFunction)blend_load_state, METH_O, "continue from a saved position"},
-    {"_sources", (PyCFunction)blend_sources, METH_NOARGS, "(count, epochs) per source"},
-    {"close", (PyCFunction)blend_close, METH_NOARGS, "free the loader"},
+    {"_state", (PyCFunction)blend_state, METH_NOARGS, "_state($self, /)\n--\n\n"
+     "the saved position (bytes)"},
+    {"_load_state", (PyCFunction)blend_load_state, METH_O, "_load_state($self, state, /)\n--\n\n"
+     "continue from a saved position"},
+    {"_sources", (PyCFunction)blend_sources, METH_NOARGS, "_sources($self, /)\n--\n\n"
+     "(count, epochs) per source"},
+    {"close", (PyCFunction)blend_close, METH_NOARGS, "close($self, /)\n--\n\n"
+     "free the loader"},
     {NULL, NULL, 0, NULL}};
 
 static PyGetSetDef blend_getset[] = {
@@ -223,7 +230,9 @@ PyTypeObject Blend_Type = {
     .tp_basicsize = sizeof(BlendObject),
     .tp_dealloc = (destructor)blend_dealloc,
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "The C blended loader (use seqstore.Blend).",
+    .tp_doc = "_Blend(stores, weights, fields, batch_size, seed, shuffle, stop, rank, world_size,\n"
+              "worker, num_workers, drop_last)\n--\n\n"
+              "The C blended loader (use seqstore.Blend).",
     .tp_iter = PyObject_SelfIter,
     .tp_iternext = (iternextfunc)blend_next,
     .tp_methods = blend_methods,

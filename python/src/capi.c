@@ -45,6 +45,9 @@ const char *capi_dtype_name(ss_dtype d) {
 int capi_dtype_parse(ss_dtype *out, const char *name) {
     return ss_dtype_parse(out, name);
 }
+int capi_verify(uint64_t *problems, const ss_store *s, ss_verify_fn report, void *ctx) {
+    return ss_verify(problems, s, report, ctx);
+}
 const char *capi_error_message(void) {
     return ss_error_message();
 }

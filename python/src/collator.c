@@ -14,6 +14,7 @@ typedef struct {
     ss_span *spans;  /* grown, never shrunk: no allocation per batch in steady state */
     size_t cap;
     int typenum[SS_MAX_FIELDS]; /* output field k's NumPy type, checked before C writes */
+    ss_dtype mask_dtype[SS_MAX_FIELDS]; /* output field k's (pyss_mask_dtype()) */
 } CollatorObject;
 
 static int collator_check(CollatorObject *co) {
@@ -47,6 +48,7 @@ static PyObject *collator_new(PyTypeObject *type, PyObject *args, PyObject *kw) 
     for (uint32_t k = 0; co->names && k < co->nfields; k++) {
         uint32_t f = n ? cf[k].field : k;
         co->typenum[k] = n && cf[k].dtype ? pyss_typenum(cf[k].dtype) : st->shape[f].typenum;
+        co->mask_dtype[k] = n ? pyss_mask_dtype(&cf[k]) : (ss_dtype)0;
         PyObject *name = Py_NewRef(PyTuple_GET_ITEM(st->names, f));
         if (!name)
             Py_CLEAR(co->names);
@@ -156,14 +158,15 @@ static PyObject *data_of(const ss_collated *c, PyObject *given) {
     return v;
 }
 
-static int put_field(PyObject *d, const ss_collated *c, PyObject *given) {
+static int put_field(PyObject *d, const ss_collated *c, ss_dtype mask_dtype, PyObject *given) {
     npy_intp b = (npy_intp)c->batch, nb = b + 1;
     if (put(d, c->name, "", data_of(c, given)) < 0) return -1;
     if (!c->sequence) return 0;
     if (put(d, c->name, "_lengths", copy_of(NPY_INT64, 1, &b, c->lengths)) < 0) return -1;
     if (c->mask) {
-        npy_intp ms[2] = {(npy_intp)c->shape[0], (npy_intp)c->shape[1]};
-        int mt = c->mask_bytes == (uint64_t)(ms[0] * ms[1]) ? NPY_UINT8 : NPY_FLOAT32;
+        npy_intp ms[2];
+        pyss_mask_shape(ms, c);
+        int mt = pyss_mask_typenum(mask_dtype, c);
         if (put(d, c->name, "_mask", copy_of(mt, 2, ms, c->mask)) < 0) return -1;
     }
     if (c->offsets && put(d, c->name, "_offsets", copy_of(NPY_INT64, 1, &nb, c->offsets)) < 0)
@@ -201,7 +204,7 @@ static PyObject *collator_collate(CollatorObject *co, PyObject *args, PyObject *
     Py_BEGIN_ALLOW_THREADS rc = capi_collate(&batch, co->c, co->spans, (size_t)n, bufs);
     Py_END_ALLOW_THREADS PyObject *d = rc < 0 ? pyss_raise(rc) : PyDict_New();
     for (uint32_t k = 0; d && k < batch.nfields; k++)
-        if (put_field(d, &batch.fields[k], given[k]) < 0) Py_CLEAR(d);
+        if (put_field(d, &batch.fields[k], co->mask_dtype[k], given[k]) < 0) Py_CLEAR(d);
     for (uint32_t k = 0; k < co->nfields; k++) Py_XDECREF(given[k]);
     return d;
 }
@@ -224,8 +227,10 @@ static PyGetSetDef collator_getset[] = {
 
 static PyMethodDef collator_methods[] = {
     {"collate", (PyCFunction)(void (*)(void))collator_collate, METH_VARARGS | METH_KEYWORDS,
-     "collate(indices, out=None) -> dict of arrays"},
-    {"close", (PyCFunction)collator_close, METH_NOARGS, "free the collator"},
+     "collate($self, indices, out=None)\n--\n\n"
+     "Returns dict of arrays"},
+    {"close", (PyCFunction)collator_close, METH_NOARGS, "close($self, /)\n--\n\n"
+     "free the collator"},
     {NULL, NULL, 0, NULL}};
 
 PyTypeObject Collator_Type = {
@@ -233,7 +238,7 @@ PyTypeObject Collator_Type = {
     .tp_basicsize = sizeof(CollatorObject),
     .tp_dealloc = (destructor)collator_dealloc,
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
-    .tp_doc = "The C collator (use seqstore.Collator).",
+    .tp_doc = "_Collator(store, fields)\n--\n\nThe C collator (use seqstore.Collator).",
     .tp_methods = collator_methods,
     .tp_getset = collator_getset,
     .tp_new = collator_new,

@@ -17,6 +17,7 @@ typedef struct {
                                     mask array or None), held while the loader writes into them;
                                     with a ring, a list of such tuples, one per buffer set */
     const ss_loader_batch *held; /* ring: the batch handed out last, released at the next */
+    ss_dtype mask_dtype[SS_MAX_FIELDS]; /* output field k's (pyss_mask_dtype()) */
 } LoaderObject;
 
 /* A Python int pad is exact (SS_VALUE_I64 or, above INT64_MAX, U64); a float
@@ -50,12 +51,13 @@ static int pyss_parse_pad(ss_collate_field *f, PyObject *pad) {
 int pyss_parse_collate_field(PyObject *item, const ss_store *s, ss_collate_field *f) {
     ss_collate_field init = SS_COLLATE_FIELD_INIT;
     *f = init;
-    int dtype, layout, mask;
+    int dtype, layout, mask, mask_dtype = 0;
     unsigned long long multiple, fixed_length;
     const char *name;
     PyObject *pad;
-    if (!PyArg_ParseTuple(item, "siiOpKKpip", &name, &dtype, &layout, &pad, &f->pad_left, &multiple,
-                          &fixed_length, &f->truncate_left, &mask, &f->sort_by_length))
+    if (!PyArg_ParseTuple(item, "siiOpKKpip|i", &name, &dtype, &layout, &pad, &f->pad_left,
+                          &multiple, &fixed_length, &f->truncate_left, &mask, &f->sort_by_length,
+                          &mask_dtype))
         return -1;
     if (pyss_parse_pad(f, pad) < 0) return -1;
     int rc = capi_field_index(&f->field, s, name);
@@ -63,10 +65,36 @@ int pyss_parse_collate_field(PyObject *item, const ss_store *s, ss_collate_field
     f->dtype = (ss_dtype)dtype;
     f->layout = (ss_layout)layout;
     f->mask = (ss_mask_type)mask;
+    f->mask_dtype = (ss_dtype)mask_dtype;
     f->pad_to_multiple = multiple;
     f->fixed = fixed_length > 0;
     f->fixed_length = fixed_length;
     return 0;
+}
+
+ss_dtype pyss_mask_dtype(const ss_collate_field *f) {
+    switch (f->mask) {
+    case SS_MASK_NONE:
+        return (ss_dtype)0;
+    case SS_MASK_U8:
+        return SS_U8;
+    case SS_MASK_F32:
+        return SS_F32;
+    case SS_MASK_DTYPE:
+        return f->mask_dtype;
+    }
+    return (ss_dtype)0;
+}
+
+int pyss_mask_typenum(ss_dtype mask_dtype, const ss_collated *c) {
+    return pyss_typenum(mask_dtype ? mask_dtype : c->dtype);
+}
+
+/* Channels-first data is [B][C...][T]; its mask is [B][T] all the same. */
+void pyss_mask_shape(npy_intp shape[2], const ss_collated *c) {
+    shape[0] = (npy_intp)c->shape[0];
+    shape[1] = (npy_intp)(c->layout == SS_LAYOUT_CHANNELS_FIRST ? c->shape[c->ndim - 1]
+                                                                 : c->shape[1]);
 }
 
 /* One (data, mask) pair per output field, each a writable C-contiguous
@@ -177,6 +205,7 @@ static PyObject *loader_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
     lo->map = (MapObject *)Py_NewRef(st->map);
     lo->copy = copy;
     lo->generation = pyss_generation;
+    for (Py_ssize_t k = 0; k < n; k++) lo->mask_dtype[k] = pyss_mask_dtype(&cf[k]);
     o.into = out != Py_None;
     ss_selection *sel = NULL;
     if (parse_out(lo, out, n ? (uint32_t)n : st->nfields) < 0 ||
@@ -271,7 +300,8 @@ static PyObject *field_array(LoaderObject *lo, PyObject *given, int typenum, int
 
 /* One collated field -> d[name], and name_lengths / _mask / _offsets. `given`
  * is the caller's (data, mask) pair or NULL. */
-static int put_field(LoaderObject *lo, PyObject *d, const ss_collated *c, PyObject *given) {
+static int put_field(LoaderObject *lo, PyObject *d, const ss_collated *c, ss_dtype mask_dtype,
+                     PyObject *given) {
     npy_intp shape[SS_MAX_DIMS + 2], b = (npy_intp)c->batch;
     for (uint32_t k = 0; k < c->ndim; k++) shape[k] = (npy_intp)c->shape[k];
     int typenum = pyss_typenum(c->dtype);
@@ -285,8 +315,9 @@ static int put_field(LoaderObject *lo, PyObject *d, const ss_collated *c, PyObje
             batch_array(lo, NPY_INT64, 1, &b, c->lengths, (size_t)b * sizeof(int64_t))) < 0)
         return -1;
     if (c->mask) {
-        npy_intp ms[2] = {shape[0], shape[1]};
-        int mt = c->mask_bytes == (uint64_t)(ms[0] * ms[1]) ? NPY_UINT8 : NPY_FLOAT32;
+        npy_intp ms[2];
+        pyss_mask_shape(ms, c);
+        int mt = pyss_mask_typenum(mask_dtype, c);
         if (put(d, c->name, "_mask", field_array(lo, gm, mt, 2, ms, c->mask, c->mask_bytes)) < 0)
             return -1;
     }
@@ -364,7 +395,9 @@ static PyObject *loader_next(LoaderObject *lo) {
             batch_array(lo, NPY_INT64, 1, &b, batch->indices, (size_t)b * sizeof(uint64_t))) < 0)
         goto fail;
     for (uint32_t k = 0; k < batch->data.nfields; k++)
-        if (put_field(lo, d, &batch->data.fields[k], given_pair(lo, batch, k)) < 0) goto fail;
+        if (put_field(lo, d, &batch->data.fields[k], lo->mask_dtype[k], given_pair(lo, batch, k)) <
+            0)
+            goto fail;
     return d;
 fail:
     Py_XDECREF(d);
@@ -418,10 +451,14 @@ static PyObject *loader_get(LoaderObject *lo, void *which) {
 }
 
 static PyMethodDef loader_methods[] = {
-    {"set_epoch", (PyCFunction)loader_set_epoch, METH_O, "start epoch e from its first batch"},
-    {"_state", (PyCFunction)loader_state, METH_NOARGS, "the saved position (bytes)"},
-    {"_load_state", (PyCFunction)loader_load_state, METH_O, "continue from a saved position"},
-    {"close", (PyCFunction)loader_close, METH_NOARGS, "stop the workers and free the loader"},
+    {"set_epoch", (PyCFunction)loader_set_epoch, METH_O, "set_epoch($self, epoch, /)\n--\n\n"
+     "start epoch e from its first batch"},
+    {"_state", (PyCFunction)loader_state, METH_NOARGS, "_state($self, /)\n--\n\n"
+     "the saved position (bytes)"},
+    {"_load_state", (PyCFunction)loader_load_state, METH_O, "_load_state($self, state, /)\n--\n\n"
+     "continue from a saved position"},
+    {"close", (PyCFunction)loader_close, METH_NOARGS, "close($self, /)\n--\n\n"
+     "stop the workers and free the loader"},
     {NULL, NULL, 0, NULL}};
 
 static PyGetSetDef loader_getset[] = {
@@ -435,7 +472,10 @@ PyTypeObject Loader_Type = {
     .tp_basicsize = sizeof(LoaderObject),
     .tp_dealloc = (destructor)loader_dealloc,
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "The C loader (use seqstore.Loader).",
+    .tp_doc = "_Loader(store, fields, batch_size, max_tokens, bucket, shuffle, seed, rank,\n"
+              "world_size, drop_last, threads, prefetch, copy, transforms=None, examples=None,\n"
+              "out=None)\n--\n\n"
+              "The C loader (use seqstore.Loader).",
     .tp_iter = PyObject_SelfIter,
     .tp_iternext = (iternextfunc)loader_next,
     .tp_methods = loader_methods,

@@ -1,16 +1,12 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* module.c - the seqstore._seqstore extension: module, errors and dtypes. */
+/* module.c - the seqstore._seqstore extension: module, constants and dtypes (the
+ * exception classes: errors.c). */
 #define PYSS_MODULE_C
 #include "pyss.h"
 
 #include <pthread.h>
 
-PyObject *pyss_Error, *pyss_ClosedError;
 unsigned pyss_generation;
-/* One exception class per C error code; codes run from -1 to -16. */
-#define PYSS_NCODES 17
-static PyObject *by_code[PYSS_NCODES];
-#define pyss_StateError by_code[-SS_ESTATE]
 
 static void after_fork_in_child(void) {
     pyss_generation++;
@@ -18,86 +14,11 @@ static void after_fork_in_child(void) {
 
 int pyss_check_generation(unsigned generation, const char *what, PyObject *path) {
     if (generation == pyss_generation) return 0;
-    PyErr_Format(pyss_StateError,
+    PyErr_Format(pyss_error_class(SS_ESTATE),
                  "%s '%U' was opened before this process was forked: LMDB forbids using it "
                  "here; open it again in this process (seqstore.torch datasets do so by "
                  "themselves)",
                  what, path);
-    return -1;
-}
-
-static const struct {
-    int code;
-    const char *name; /* "seqstore.<Name>" */
-    PyObject **extra; /* a built-in base so that `except ValueError` works, or NULL */
-    const char *doc;
-} error_table[] = {
-    {SS_EINVAL, "InvalidArgumentError", &PyExc_ValueError, "An argument the C library refused."},
-    {SS_ENOTFOUND, "NotFoundError", &PyExc_LookupError, "No such file, field or attribute."},
-    {SS_ENOTSTORE, "NotStoreError", NULL, "The file is not a seqstore store."},
-    {SS_EVERSION, "VersionError", NULL, "The store's format version is not supported."},
-    {SS_ECORRUPT, "CorruptError", NULL, "The store is corrupt."},
-    {SS_EINCOMPLETE, "IncompleteError", NULL, "The store's writer did not finish."},
-    {SS_EIO, "StoreIOError", &PyExc_OSError, "A file system error."},
-    {SS_ENOMEM, "OutOfMemoryError", &PyExc_MemoryError, "Out of memory."},
-    {SS_EEXIST, "ExistsError", &PyExc_FileExistsError, "The file exists (use force=True)."},
-    {SS_ESCHEMA, "SchemaError", &PyExc_ValueError, "Schema mismatch."},
-    {SS_ETOOBIG, "TooBigError", &PyExc_ValueError, "A value is too large."},
-    {SS_ERANGE, "RangeError", &PyExc_IndexError, "Index out of range."},
-    {SS_ESTATE, "StateError", NULL, "Call not valid in the current state."},
-    {SS_EINPUT, "InputError", &PyExc_ValueError, "Bad input data."},
-    {SS_ECALLBACK, "CallbackError", NULL, "A user callback failed."},
-    {SS_EBUSY, "BusyError", NULL, "The store is busy (open for writing in this process)."},
-};
-
-static PyObject *new_error(PyObject *module, const char *name, PyObject *base, PyObject *extra,
-                           const char *doc) {
-    char full[64];
-    snprintf(full, sizeof full, "seqstore.%s", name);
-    PyObject *bases = extra ? PyTuple_Pack(2, base, extra) : PyTuple_Pack(1, base);
-    if (!bases) return NULL;
-    PyObject *cls = PyErr_NewExceptionWithDoc(full, doc, bases, NULL);
-    Py_DECREF(bases);
-    if (cls && PyModule_AddObjectRef(module, name, cls) < 0) Py_CLEAR(cls);
-    return cls;
-}
-
-int pyss_errors_init(PyObject *m) {
-    pyss_Error = PyErr_NewExceptionWithDoc(
-        "seqstore.Error", "Base of every seqstore error; .code is the C error code.", NULL, NULL);
-    if (!pyss_Error || PyModule_AddObjectRef(m, "Error", pyss_Error) < 0) return -1;
-    for (size_t i = 0; i < sizeof error_table / sizeof error_table[0]; i++) {
-        PyObject *extra = error_table[i].extra ? *error_table[i].extra : NULL;
-        PyObject *cls = new_error(m, error_table[i].name, pyss_Error, extra, error_table[i].doc);
-        if (!cls) return -1;
-        by_code[-error_table[i].code] = cls;
-    }
-    pyss_ClosedError = new_error(m, "ClosedError", pyss_Error, PyExc_ValueError,
-                                 "The store or writer was closed.");
-    return pyss_ClosedError ? 0 : -1;
-}
-
-PyObject *pyss_raise(int code) {
-    PyObject *cls =
-        (code < 0 && -code < PYSS_NCODES && by_code[-code]) ? by_code[-code] : pyss_Error;
-    const char *msg = capi_error_message();
-    PyObject *text = PyUnicode_DecodeUTF8(msg, (Py_ssize_t)strlen(msg), "replace");
-    if (!text) return NULL;
-    PyObject *exc = PyObject_CallOneArg(cls, text);
-    Py_DECREF(text);
-    if (!exc) return NULL;
-    PyObject *c = PyLong_FromLong(code);
-    if (c) {
-        PyObject_SetAttrString(exc, "code", c);
-        Py_DECREF(c);
-    }
-    PyErr_SetObject(cls, exc);
-    Py_DECREF(exc);
-    return NULL;
-}
-
-int pyss_raise_int(int code) {
-    pyss_raise(code);
     return -1;
 }
 
@@ -176,29 +97,83 @@ static PyObject *py_dtype_name(PyObject *self, PyObject *arg) {
 
 static PyMethodDef module_methods[] = {
     {"open", (PyCFunction)(void (*)(void))pyss_open, METH_VARARGS | METH_KEYWORDS,
-     "open(path, *, incomplete=False, random=False, nolock=False) -> Store\n\n"
-     "Open a store read-only (see ss_open())."},
+     "open(path, *, incomplete=False, random=False, nolock=False, verify=False)\n--\n\n"
+     "Open a store, or a dataset of shards, read-only (see ss_open()) -> Store.\n\n"
+     "verify=True (SS_OPEN_VERIFY) checks every index segment's checksum at open\n"
+     "and each data chunk's the first time a read reaches it (store[i], field[i],\n"
+     "iteration, Loader, Collator, WindowReader, flat()): a damaged chunk raises\n"
+     "CorruptError naming the field and the chunk instead of returning its bytes.\n"
+     "Without it reads trust the mapped data; Store.verify() checks everything."},
     {"_create", (PyCFunction)(void (*)(void))pyss_writer_create, METH_VARARGS | METH_KEYWORDS,
-     "_create(path, fields, force) -> Writer; fields as normalised by seqstore.create()."},
-    {"_dtype_code", py_dtype_code, METH_O, "dtype name -> C code"},
-    {"_dtype_name", py_dtype_name, METH_O, "C code -> dtype name"},
+     "_create(path, fields, force)\n--\n\n"
+     "Returns Writer; fields as normalised by seqstore.create()."},
+    {"_dtype_code", py_dtype_code, METH_O, "_dtype_code(name, /)\n--\n\n"
+     "dtype name -> C code"},
+    {"_error_table", pyss_error_table, METH_NOARGS,
+     "_error_table()\n--\n\n"
+     "Returns [(code, C name, C message, class or None)]: every row of the\n"
+     "C library's SS_ERROR_TABLE and the exception class it raises."},
+    {"_dtype_name", py_dtype_name, METH_O, "_dtype_name(code, /)\n--\n\n"
+     "C code -> dtype name"},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module_def = {PyModuleDef_HEAD_INIT, "seqstore._seqstore",
                                         "The C core of the seqstore package.", -1, module_methods};
+
+/* The C enums the Python layer passes back to C as numbers, under their C
+ * names without the SS_ prefix, so that no number is copied by hand. */
+#define PYSS_CONSTANT(name) {#name + 3, name}
+static int add_constants(PyObject *m) {
+    static const struct {
+        const char *name;
+        long value;
+    } table[] = {
+        PYSS_CONSTANT(SS_OPEN_NOLOCK),
+        PYSS_CONSTANT(SS_OPEN_INCOMPLETE),
+        PYSS_CONSTANT(SS_OPEN_RANDOM),
+        PYSS_CONSTANT(SS_OPEN_VERIFY),
+        PYSS_CONSTANT(SS_ATTR_BYTES),
+        PYSS_CONSTANT(SS_ATTR_TEXT),
+        PYSS_CONSTANT(SS_LAYOUT_BATCH_MAJOR),
+        PYSS_CONSTANT(SS_LAYOUT_TIME_MAJOR),
+        PYSS_CONSTANT(SS_LAYOUT_PACKED),
+        PYSS_CONSTANT(SS_LAYOUT_CHANNELS_FIRST),
+        PYSS_CONSTANT(SS_MASK_NONE),
+        PYSS_CONSTANT(SS_MASK_U8),
+        PYSS_CONSTANT(SS_MASK_F32),
+        PYSS_CONSTANT(SS_MASK_DTYPE),
+        PYSS_CONSTANT(SS_BLEND_INFINITE),
+        PYSS_CONSTANT(SS_BLEND_FIRST_EXHAUSTED),
+        PYSS_CONSTANT(SS_BLEND_ALL_EXHAUSTED),
+        PYSS_CONSTANT(SS_WINDOW_SEQUENTIAL),
+        PYSS_CONSTANT(SS_WINDOW_SEQUENTIAL_RANDOM_START),
+        PYSS_CONSTANT(SS_WINDOW_RANDOM),
+        PYSS_CONSTANT(SS_WINDOW_FORGET_STATE),
+        PYSS_CONSTANT(SS_WINDOW_SHRINK),
+        PYSS_CONSTANT(SS_WINDOW_PAD_TAIL),
+        PYSS_CONSTANT(SS_WINDOW_TIME_MAJOR),
+        PYSS_CONSTANT(SS_WINDOW_BALANCED),
+        PYSS_CONSTANT(SS_WINDOW_LABEL_PER_STEP),
+    };
+    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
+        if (PyModule_AddIntConstant(m, table[i].name, table[i].value) < 0) return -1;
+    return 0;
+}
+#undef PYSS_CONSTANT
 
 PyMODINIT_FUNC PyInit__seqstore(void);
 PyMODINIT_FUNC PyInit__seqstore(void) {
     import_array();
     PyObject *m = PyModule_Create(&module_def);
     if (!m) return NULL;
-    PyTypeObject *types[] = {&Map_Type,    &Store_Type,  &Field_Type,    &Writer_Type,
+    PyTypeObject *types[] = {&Map_Type,    &Store_Type,  &FieldAccessor_Type,    &Writer_Type,
                              &Loader_Type, &Window_Type, &Collator_Type, &Blend_Type};
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
         if (PyType_Ready(types[i]) < 0) goto fail;
         const char *dot = strrchr(types[i]->tp_name, '.');
         if (PyModule_AddObjectRef(m, dot + 1, (PyObject *)types[i]) < 0) goto fail;
     }
+    if (add_constants(m) < 0) goto fail;
     pthread_atfork(NULL, NULL, after_fork_in_child);
     if (pyss_errors_init(m) < 0 || PyModule_AddStringConstant(m, "__version__", capi_version()) < 0)
         goto fail;

@@ -61,15 +61,23 @@ typedef struct {
     FieldShape shape[SS_MAX_FIELDS];
 } StoreObject;
 
-extern PyTypeObject Map_Type, Store_Type, Field_Type, Writer_Type, Loader_Type, Window_Type,
+extern PyTypeObject Map_Type, Store_Type, FieldAccessor_Type, Writer_Type, Loader_Type, Window_Type,
     Collator_Type, Blend_Type;
 
-/* Errors (module.c). pyss_raise() sets the exception class of `code` with the
- * C library's last message and returns NULL. */
+/* Errors (errors.c): one class per code of SS_ERROR_TABLE. pyss_raise() sets
+ * the exception class of `code` with the C library's last message and returns
+ * NULL. */
 PyObject *pyss_raise(int code);
 int pyss_raise_int(int code); /* same, returns -1 */
-extern PyObject *pyss_Error, *pyss_ClosedError;
+/* Same, with exc.<attr> = value (borrowed) set on the exception too. */
+PyObject *pyss_raise_with(int code, const char *attr, PyObject *value);
+/* Same, for opening a store file: SS_ENOTFOUND is StoreNotFoundError (also a
+ * FileNotFoundError). */
+PyObject *pyss_raise_file(int code);
+PyObject *pyss_error_class(int code); /* borrowed; the base Error if unknown */
+extern PyObject *pyss_Error, *pyss_ClosedError, *pyss_StoreNotFoundError;
 int pyss_errors_init(PyObject *module);
+PyObject *pyss_error_table(PyObject *self, PyObject *unused); /* _error_table() */
 
 /* Fork safety (module.c). LMDB forbids using an environment (or its read
  * transactions) after fork(): a child must neither read through nor close
@@ -100,9 +108,16 @@ PyObject *pyss_open(PyObject *self, PyObject *args, PyObject *kw);
 int pyss_field_arg(StoreObject *st, PyObject *name, uint32_t *out); /* str -> index */
 
 /* loader.c: (name, dtype code, layout, pad, pad_left, pad_to_multiple,
- * fixed_length, truncate_left, mask, sort_by_length) -> `f`; the name is
- * borrowed from `item`. */
+ * fixed_length, truncate_left, mask, sort_by_length[, mask_dtype]) -> `f`;
+ * the name is borrowed from `item`. */
 int pyss_parse_collate_field(PyObject *item, const ss_store *s, ss_collate_field *f);
+/* The dtype of the mask `f` asks for; 0 for none or for the data's own dtype
+ * (SS_MASK_DTYPE without mask_dtype), which pyss_mask_typenum() resolves. */
+ss_dtype pyss_mask_dtype(const ss_collate_field *f);
+/* The NumPy type and shape of collated field c's mask (mask_dtype as
+ * pyss_mask_dtype() gave it): [B][T], or [T][B] time-major. */
+int pyss_mask_typenum(ss_dtype mask_dtype, const ss_collated *c);
+void pyss_mask_shape(npy_intp shape[2], const ss_collated *c);
 
 /* index.c: Store methods (flat view, splits, folds, buckets) */
 PyObject *pyss_store_flat_size(StoreObject *st, PyObject *name);

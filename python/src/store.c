@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* store.c - Store (an open store), Field (one field's accessor) and Map (the
+/* store.c - Store (an open store), FieldAccessor (one field's) and Map (the
  * C store, kept alive by every NumPy view over it). */
 #include "pyss.h"
 
@@ -94,10 +94,11 @@ static int example_index(StoreObject *st, PyObject *key, uint64_t *out) {
     return 0;
 }
 
+/* SS_ENOTFOUND from ss_get() is a dataset's missing shard: StoreNotFoundError. */
 static PyObject *get_one(StoreObject *st, uint32_t field, uint64_t index) {
     ss_view v;
     int rc = capi_get(&v, st->map->s, field, index);
-    return rc < 0 ? pyss_raise(rc) : pyss_view_array(st, field, &v);
+    return rc < 0 ? pyss_raise_file(rc) : pyss_view_array(st, field, &v);
 }
 
 /* An integer array (or sequence) of example numbers -> a list of views. */
@@ -166,7 +167,7 @@ static PyObject *field_subscript(StoreObject *st, uint32_t field, PyObject *key)
     return get_many(st, field, key);
 }
 
-/* ---------------------------------------------------------------- Field */
+/* -------------------------------------------------------- FieldAccessor */
 
 typedef struct {
     PyObject_HEAD StoreObject *store;
@@ -241,16 +242,27 @@ static PyObject *field_name(FieldObject *f, void *unused) {
 }
 
 static PyObject *field_repr(FieldObject *f) {
-    return PyUnicode_FromFormat("<seqstore.Field '%U' of '%U'>",
+    return PyUnicode_FromFormat("<seqstore.FieldAccessor '%U' of '%U'>",
                                 PyTuple_GET_ITEM(f->store->names, f->field), f->store->path);
 }
 
+/* sq_item: `for a in field` yields every example's array, in order (the
+ * iteration ends at the IndexError past the last). */
+static PyObject *field_item(FieldObject *f, Py_ssize_t i) {
+    PyObject *key = PyLong_FromSsize_t(i);
+    PyObject *a = key ? field_getitem(f, key) : NULL;
+    Py_XDECREF(key);
+    return a;
+}
+
 static PyMappingMethods field_as_mapping = {(lenfunc)field_len, (binaryfunc)field_getitem, NULL};
-static PySequenceMethods field_as_sequence = {.sq_length = (lenfunc)field_len};
+static PySequenceMethods field_as_sequence = {.sq_length = (lenfunc)field_len,
+                                              .sq_item = (ssizeargfunc)field_item};
 
 static PyMethodDef field_methods[] = {
     {"lengths", (PyCFunction)field_lengths, METH_NOARGS,
-     "lengths() -> read-only array: time steps of every example. Zero-copy (the\n"
+     "lengths($self, /)\n--\n\n"
+     "Returns read-only array: time steps of every example. Zero-copy (the\n"
      "stored section, dtype the narrowest of uint8..uint64) when the store has it;\n"
      "else (fixed fields, stores written before it) a uint64 array computed\n"
      "from the index on the first call (one pass, 8 bytes per example). Cached:\n"
@@ -260,16 +272,17 @@ static PyMethodDef field_methods[] = {
 static PyGetSetDef field_getset[] = {{"name", (getter)field_name, NULL, "the field's name", NULL},
                                      {NULL, NULL, NULL, NULL, NULL}};
 
-PyTypeObject Field_Type = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "seqstore._seqstore.Field",
+PyTypeObject FieldAccessor_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "seqstore._seqstore.FieldAccessor",
     .tp_basicsize = sizeof(FieldObject),
     .tp_dealloc = (destructor)field_dealloc,
     .tp_repr = (reprfunc)field_repr,
     .tp_as_mapping = &field_as_mapping,
     .tp_as_sequence = &field_as_sequence,
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "One field of a store: field[i] -> read-only array over the map;\n"
-              "field[a:b] and field[[i, j, ...]] -> lists of arrays.",
+    .tp_doc = "One field of a store (store[name]): field[i] -> read-only array over the map;\n"
+              "field[a:b] and field[[i, j, ...]] -> lists of arrays; `for a in field`\n"
+              "yields every example's array in order.",
     .tp_methods = field_methods,
     .tp_getset = field_getset,
 };
@@ -277,7 +290,7 @@ PyTypeObject Field_Type = {
 /* ---------------------------------------------------------------- Store */
 
 static PyObject *new_field(StoreObject *st, uint32_t f) {
-    FieldObject *fo = PyObject_New(FieldObject, &Field_Type);
+    FieldObject *fo = PyObject_New(FieldObject, &FieldAccessor_Type);
     if (!fo) return NULL;
     fo->store = (StoreObject *)Py_NewRef(st);
     fo->field = f;
@@ -302,7 +315,7 @@ int pyss_field_arg(StoreObject *st, PyObject *name, uint32_t *out) {
     return -1;
 }
 
-/* Fill names, shapes and Field objects from the C schema. */
+/* Fill names and shapes from the C schema. */
 static int store_describe(StoreObject *st) {
     const ss_schema *sc = capi_schema(st->map->s);
     st->nfields = sc->nfields;
@@ -325,11 +338,11 @@ static int store_describe(StoreObject *st) {
 
 PyObject *pyss_open(PyObject *self, PyObject *args, PyObject *kw) {
     (void)self;
-    static char *kwlist[] = {"path", "incomplete", "random", "nolock", NULL};
+    static char *kwlist[] = {"path", "incomplete", "random", "nolock", "verify", NULL};
     PyObject *path, *bytes = NULL;
-    int incomplete = 0, random = 0, nolock = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|$ppp:open", kwlist, &path, &incomplete, &random,
-                                     &nolock))
+    int incomplete = 0, random = 0, nolock = 0, verify = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|$pppp:open", kwlist, &path, &incomplete, &random,
+                                     &nolock, &verify))
         return NULL;
     if (!PyUnicode_FSConverter(path, &bytes)) return NULL;
     StoreObject *st = PyObject_New(StoreObject, &Store_Type);
@@ -344,7 +357,7 @@ PyObject *pyss_open(PyObject *self, PyObject *args, PyObject *kw) {
     st->count = 0;
     st->path = PyOS_FSPath(path);
     st->flags = (incomplete ? SS_OPEN_INCOMPLETE : 0) | (random ? SS_OPEN_RANDOM : 0) |
-                (nolock ? SS_OPEN_NOLOCK : 0);
+                (nolock ? SS_OPEN_NOLOCK : 0) | (verify ? SS_OPEN_VERIFY : 0);
     if (!st->path) goto fail;
     st->map = PyObject_New(MapObject, &Map_Type);
     if (!st->map) goto fail;
@@ -354,7 +367,7 @@ PyObject *pyss_open(PyObject *self, PyObject *args, PyObject *kw) {
     int rc;
     Py_BEGIN_ALLOW_THREADS rc = capi_open(&st->map->s, PyBytes_AS_STRING(bytes), st->flags);
     Py_END_ALLOW_THREADS if (rc < 0) {
-        pyss_raise(rc);
+        pyss_raise_file(rc);
         goto fail;
     }
     map_private(st->map);
@@ -405,7 +418,7 @@ static Py_ssize_t store_len(StoreObject *st) {
     return pyss_check_open(st) < 0 ? -1 : (Py_ssize_t)st->count;
 }
 
-/* store[i] -> {field: array}; store["name"] -> Field. */
+/* store[i] -> {field: array}; store["name"] -> FieldAccessor. */
 static PyObject *store_getitem(StoreObject *st, PyObject *key) {
     if (pyss_check_open(st) < 0) return NULL;
     if (PyUnicode_Check(key)) {
@@ -517,6 +530,69 @@ static PyObject *store_copy_on_write(StoreObject *st, void *unused) {
     return pyss_check_open(st) < 0 ? NULL : PyBool_FromLong(st->map->priv != NULL);
 }
 
+static PyObject *store_verified(StoreObject *st, void *unused) {
+    (void)unused;
+    return PyBool_FromLong((st->flags & SS_OPEN_VERIFY) != 0);
+}
+
+/* The problems ss_verify() reports, kept as text while the GIL is released
+ * (the callback runs on this thread without it): "where: what" lines, the
+ * first VERIFY_KEEP of them. */
+#define VERIFY_KEEP 1000
+typedef struct {
+    char *lines[VERIFY_KEEP];
+    size_t n;
+} verify_log;
+
+static int verify_report(void *ctx, const ss_verify_problem *p) {
+    verify_log *log = ctx;
+    if (log->n == VERIFY_KEEP) return 0;
+    char buf[1024];
+    if (p->last_example > p->first_example)
+        snprintf(buf, sizeof buf, "%s: %s (examples %llu to %llu)", p->where, p->what,
+                 (unsigned long long)p->first_example, (unsigned long long)p->last_example - 1);
+    else
+        snprintf(buf, sizeof buf, "%s: %s", p->where, p->what);
+    char *line = strdup(buf);
+    if (line) log->lines[log->n++] = line; /* out of memory: the line is left out */
+    return 0;
+}
+
+/* verify(): ss_verify() over the whole store; CorruptError (the message
+ * names the first problem, .problems lists them) when it is damaged. The
+ * map is held meanwhile: another thread's close() must not free the store
+ * under the GIL-less check. */
+static PyObject *store_verify(StoreObject *st, PyObject *unused) {
+    (void)unused;
+    if (pyss_check_open(st) < 0) return NULL;
+    verify_log *log = PyMem_RawCalloc(1, sizeof *log);
+    if (!log) return PyErr_NoMemory();
+    MapObject *map = (MapObject *)Py_NewRef(st->map);
+    uint64_t problems = 0;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS;
+    rc = capi_verify(&problems, map->s, verify_report, log);
+    Py_END_ALLOW_THREADS;
+    Py_DECREF(map);
+    PyObject *list = PyList_New((Py_ssize_t)log->n);
+    for (size_t k = 0; k < log->n; k++) {
+        const char *text = log->lines[k];
+        PyObject *line = list ? PyUnicode_DecodeUTF8(text, (Py_ssize_t)strlen(text), "replace")
+                              : NULL;
+        if (line)
+            PyList_SET_ITEM(list, (Py_ssize_t)k, line);
+        else
+            Py_CLEAR(list);
+        free(log->lines[k]);
+    }
+    PyMem_RawFree(log);
+    if (!list) return NULL;
+    if (rc < 0) pyss_raise_with(rc, "problems", list);
+    Py_DECREF(list);
+    if (rc < 0) return NULL;
+    Py_RETURN_NONE;
+}
+
 static PyObject *store_closed(StoreObject *st, void *unused) {
     (void)unused;
     return PyBool_FromLong(st->map == NULL);
@@ -538,8 +614,17 @@ static PyObject *store_repr(StoreObject *st) {
                                 (unsigned long long)st->count, st->names);
 }
 
+/* sq_item: `for ex in store` yields every example as a dict, in order. */
+static PyObject *store_item(StoreObject *st, Py_ssize_t i) {
+    PyObject *key = PyLong_FromSsize_t(i);
+    PyObject *d = key ? store_getitem(st, key) : NULL;
+    Py_XDECREF(key);
+    return d;
+}
+
 static PyMappingMethods store_as_mapping = {(lenfunc)store_len, (binaryfunc)store_getitem, NULL};
-static PySequenceMethods store_as_sequence = {.sq_length = (lenfunc)store_len};
+static PySequenceMethods store_as_sequence = {.sq_length = (lenfunc)store_len,
+                                              .sq_item = (ssizeargfunc)store_item};
 
 /* flat(name) -> seqstore.Flat (Python, over _flat_read / _flat_locate). */
 static PyObject *store_flat(StoreObject *st, PyObject *name) {
@@ -556,27 +641,48 @@ static PyObject *store_flat(StoreObject *st, PyObject *name) {
 
 static PyMethodDef store_methods[] = {
     {"flat", (PyCFunction)store_flat, METH_O,
-     "flat(name) -> Flat: the field's examples concatenated, sliceable"},
-    {"_flat_size", (PyCFunction)pyss_store_flat_size, METH_O, "rows of a field's flat stream"},
+     "flat($self, name, /)\n--\n\n"
+     "Returns Flat: the field's examples concatenated, sliceable"},
+    {"_flat_size", (PyCFunction)pyss_store_flat_size, METH_O, "_flat_size($self, name, /)\n--\n\n"
+     "rows of a field's flat stream"},
     {"_flat_read", (PyCFunction)pyss_store_flat_read, METH_VARARGS,
+     "_flat_read($self, name, p, q, /)\n--\n\n"
      "rows [p, q) of the flat stream"},
-    {"_flat_locate", (PyCFunction)pyss_store_flat_locate, METH_VARARGS, "pos -> (example, offset)"},
+    {"_flat_locate", (PyCFunction)pyss_store_flat_locate, METH_VARARGS,
+     "_flat_locate($self, name, pos, /)\n--\n\n"
+     "pos -> (example, offset)"},
     {"split", (PyCFunction)pyss_store_split, METH_O,
-     "split(name) -> int64 array of the examples of the stored split"},
+     "split($self, name, /)\n--\n\n"
+     "Returns int64 array of the examples of the stored split"},
     {"kfold", (PyCFunction)(void (*)(void))pyss_store_kfold, METH_VARARGS | METH_KEYWORDS,
-     "kfold(k, fold, *, shuffle=False, seed=0, split=None) -> (train, valid) index arrays"},
+     "kfold($self, k, fold, *, shuffle=False, seed=0, split=None)\n--\n\n"
+     "Returns (train, valid) index arrays"},
     {"bucket", (PyCFunction)pyss_store_bucket, METH_O,
-     "bucket(name) -> (permutation, starts) of a stored bucket index"},
+     "bucket($self, name, /)\n--\n\n"
+     "Returns (permutation, starts) of a stored bucket index"},
+    {"verify", (PyCFunction)store_verify, METH_NOARGS,
+     "verify($self, /)\n--\n\n"
+     "Recompute every checksum of the store (header, index segments, data chunks,\n"
+     "attributes; every shard of a dataset) and check its index and B-trees, as\n"
+     "`seqstore verify` does: reads the whole file. Returns None when the store is\n"
+     "sound; raises CorruptError otherwise, its message naming the first damaged\n"
+     "block and .problems listing them all (\"field 'tokens' data chunk 5: data\n"
+     "chunk checksum mismatch (examples 80 to 99)\", at most 1000)."},
     {"close", (PyCFunction)store_close, METH_NOARGS,
+     "close($self, /)\n--\n\n"
      "Close the store. Views already taken stay valid (they keep the map); every\n"
      "later call on the store raises seqstore.ClosedError."},
-    {"__enter__", (PyCFunction)store_enter, METH_NOARGS, NULL},
-    {"__exit__", (PyCFunction)store_exit, METH_VARARGS, NULL},
-    {"__reduce__", (PyCFunction)store_reduce, METH_NOARGS, NULL},
-    {"field", (PyCFunction)store_field, METH_O, "field(name) -> Field accessor"},
+    {"__enter__", (PyCFunction)store_enter, METH_NOARGS, "__enter__($self, /)\n--\n\n"},
+    {"__exit__", (PyCFunction)store_exit, METH_VARARGS,
+     "__exit__($self, exc_type=None, exc=None, tb=None, /)\n--\n\n"},
+    {"__reduce__", (PyCFunction)store_reduce, METH_NOARGS, "__reduce__($self, /)\n--\n\n"},
+    {"field", (PyCFunction)store_field, METH_O, "field($self, name, /)\n--\n\n"
+     "Returns the field's accessor (as store[name] does)."},
     {"lengths", (PyCFunction)store_lengths, METH_O,
-     "lengths(name) -> read-only array of every example's length in that field:\n"
-     "a zero-copy view of the stored section when there is one (see Field.lengths)"},
+     "lengths($self, name, /)\n--\n\n"
+     "Returns read-only array of every example's length in that field:\n"
+     "a zero-copy view of the stored section when there is one (see\n"
+     "FieldAccessor.lengths)"},
     {NULL, NULL, 0, NULL}};
 
 static PyGetSetDef store_getset[] = {
@@ -585,6 +691,10 @@ static PyGetSetDef store_getset[] = {
     {"fields", (getter)store_names, NULL, "tuple of field names", NULL},
     {"path", (getter)store_path, NULL, "the path the store was opened with", NULL},
     {"closed", (getter)store_closed, NULL, "True after close()", NULL},
+    {"verified", (getter)store_verified, NULL,
+     "True when opened with verify=True: each data chunk's checksum is checked\n"
+     "before the first view into it is handed out (CorruptError if it differs)",
+     NULL},
     {"copy_on_write", (getter)store_copy_on_write, NULL,
      "True when views are over a private copy-on-write map of the file (always,\n"
      "unless it could not be mapped): a write that bypasses a view's read-only\n"
@@ -601,7 +711,8 @@ PyTypeObject Store_Type = {
     .tp_as_sequence = &store_as_sequence,
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc = "An open store (seqstore.open()). store[i] -> {field: array};\n"
-              "store['name'] -> Field; len(store); a context manager.",
+              "store['name'] -> FieldAccessor; len(store); `for ex in store` yields the\n"
+              "examples in order; a context manager.",
     .tp_methods = store_methods,
     .tp_getset = store_getset,
 };

@@ -275,12 +275,19 @@ static PyObject *window_close(WindowObject *wo, PyObject *unused) {
 }
 
 static PyMethodDef window_methods[] = {
-    {"_register", (PyCFunction)window_register, METH_VARARGS, "register a batch's final states"},
-    {"set_epoch", (PyCFunction)window_set_epoch, METH_O, "restart at epoch e"},
-    {"info", (PyCFunction)window_info, METH_NOARGS, "facts about the reader (dict)"},
-    {"_save", (PyCFunction)window_save, METH_NOARGS, "the position and states (bytes)"},
-    {"_restore", (PyCFunction)window_restore, METH_O, "continue from _save()"},
-    {"close", (PyCFunction)window_close, METH_NOARGS, "free the reader"},
+    {"_register", (PyCFunction)window_register, METH_VARARGS,
+     "_register($self, id, states, /)\n--\n\n"
+     "register a batch's final states"},
+    {"set_epoch", (PyCFunction)window_set_epoch, METH_O, "set_epoch($self, epoch, /)\n--\n\n"
+     "restart at epoch e"},
+    {"info", (PyCFunction)window_info, METH_NOARGS, "info($self, /)\n--\n\n"
+     "facts about the reader (dict)"},
+    {"_save", (PyCFunction)window_save, METH_NOARGS, "_save($self, /)\n--\n\n"
+     "the position and states (bytes)"},
+    {"_restore", (PyCFunction)window_restore, METH_O, "_restore($self, state, /)\n--\n\n"
+     "continue from _save()"},
+    {"close", (PyCFunction)window_close, METH_NOARGS, "close($self, /)\n--\n\n"
+     "free the reader"},
     {NULL, NULL, 0, NULL}};
 
 PyTypeObject Window_Type = {
@@ -288,7 +295,10 @@ PyTypeObject Window_Type = {
     .tp_basicsize = sizeof(WindowObject),
     .tp_dealloc = (destructor)window_dealloc,
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "The C window reader (use seqstore.WindowReader).",
+    .tp_doc = "_WindowReader(store, field, label_field, window, overlap, lanes, state_size,\n"
+              "state_dtype, mode, seed, shuffle, flags, out_dtype, gain, offset, examples,\n"
+              "threads, gain_attr=None, offset_attr=None)\n--\n\n"
+              "The C window reader (use seqstore.WindowReader).",
     .tp_iter = PyObject_SelfIter,
     .tp_iternext = (iternextfunc)window_next,
     .tp_methods = window_methods,

@@ -212,12 +212,18 @@ static PyObject *writer_closed(WriterObject *wo, void *unused) {
 }
 
 static PyMethodDef writer_methods[] = {
-    {"_append", (PyCFunction)writer_append, METH_O, "append a tuple of exact arrays"},
-    {"_set_attr", (PyCFunction)writer_set_attr, METH_VARARGS, "set an encoded attribute"},
-    {"commit", (PyCFunction)writer_commit, METH_NOARGS, "commit what was appended so far"},
+    {"_append", (PyCFunction)writer_append, METH_O, "_append($self, values, /)\n--\n\n"
+     "append a tuple of exact arrays"},
+    {"_set_attr", (PyCFunction)writer_set_attr, METH_VARARGS,
+     "_set_attr($self, name, type, data, /)\n--\n\n"
+     "set an encoded attribute"},
+    {"commit", (PyCFunction)writer_commit, METH_NOARGS, "commit($self, /)\n--\n\n"
+     "commit what was appended so far"},
     {"finish", (PyCFunction)writer_finish, METH_NOARGS,
+     "finish($self, /)\n--\n\n"
      "commit, mark the store complete and close the writer"},
     {"close", (PyCFunction)writer_close, METH_NOARGS,
+     "close($self, /)\n--\n\n"
      "close without finishing: the store stays incomplete"},
     {NULL, NULL, 0, NULL}};
 
