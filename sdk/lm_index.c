@@ -35,13 +35,32 @@ static int eod_from_store(int64_t *out, const ss_store *s, const char *field) {
     return ss__fail(SS_EINVAL, "lm: attribute '%s' is not one 32- or 64-bit integer", name);
 }
 
+/* The n lengths of `field`: from the stored section ss.lengths.FIELD (one
+ * array, no index walk), else from the index. */
+static int lengths(uint64_t *out, const ss_store *s, uint32_t field, uint64_t n) {
+    const void *data;
+    ss_dtype dt;
+    uint64_t count;
+    int rc = ss_lengths_view(&data, &dt, &count, s, field);
+    if (rc == SS_ENOTFOUND) return ss_lengths(out, s, field, 0, n);
+    if (rc) return rc;
+    if (count != n) return ss__fail(SS_ECORRUPT, "lm: %" PRIu64 " stored lengths for %" PRIu64
+                                    " examples", count, n);
+    for (uint64_t k = 0; k < n; k++)
+        out[k] = dt == SS_U8    ? ((const uint8_t *)data)[k]
+                 : dt == SS_U16 ? ((const uint16_t *)data)[k]
+                 : dt == SS_U32 ? ((const uint32_t *)data)[k]
+                                : ((const uint64_t *)data)[k];
+    return 0;
+}
+
 /* Every document's length (eod included) into lm->sizes, and T. Megatron
  * keeps sizes as int32: a longer document is refused, not wrapped. */
 static int read_sizes(ss_lm *lm, const ss_store *s) {
     uint64_t n = lm->ndocs, add = (lm->o.flags & SS_LM_APPEND_EOD) != 0;
     lm->sizes = malloc((n ? n : 1) * sizeof *lm->sizes);
     if (!lm->sizes) return ss__fail(SS_ENOMEM, "lm: out of memory for %" PRIu64 " lengths", n);
-    int rc = ss_lengths(lm->sizes, s, lm->field, 0, n);
+    int rc = lengths(lm->sizes, s, lm->field, n);
     if (rc) return rc;
     uint64_t t = 0;
     for (uint64_t d = 0; d < n; d++) {
@@ -224,7 +243,8 @@ int ss_lm_get_info(ss_lm_info *out, const ss_lm *lm) {
 
 int ss_lm_sample_position(uint64_t *first, uint64_t *offset, uint64_t *shuffled, const ss_lm *lm,
                           uint64_t i) {
-    if (!first || !offset || !lm) return ss__fail(SS_EINVAL, "ss_lm_sample_position: NULL argument");
+    if (!first || !offset || !lm)
+        return ss__fail(SS_EINVAL, "ss_lm_sample_position: NULL argument");
     if (i >= lm->nsamples)
         return ss__fail(SS_ERANGE, "lm: sample %" PRIu64 " of %" PRIu64, i, lm->nsamples);
     uint64_t k = (uint64_t)lm->shuffle[i];

@@ -79,9 +79,11 @@ static void fill_row(const ss_lm_batch *out, const ss_lm *lm, const int64_t *buf
     if (cu) cu[0] = 0;
     for (uint64_t t = 0; t < L; t++) {
         int is_eod = buf[t] == eod;
-        if (out->loss_mask) out->loss_mask[at + t] = (f & SS_LM_EOD_MASK_LOSS) && is_eod ? 0.0f : 1.0f;
+        if (out->loss_mask)
+            out->loss_mask[at + t] = (f & SS_LM_EOD_MASK_LOSS) && is_eod ? 0.0f : 1.0f;
         if (out->position_ids)
-            out->position_ids[at + t] = (f & SS_LM_RESET_POSITION_IDS) ? (int64_t)t - start : (int64_t)t;
+            out->position_ids[at + t] = (f & SS_LM_RESET_POSITION_IDS) ? (int64_t)t - start
+                                                                       : (int64_t)t;
         if (out->segment_ids) out->segment_ids[at + t] = seg;
         if (is_eod && t + 1 < L) {
             start = (int64_t)t + 1;

@@ -51,7 +51,8 @@ int main(int argc, char **argv) {
     int64_t head[8] = {(int64_t)info.num_samples, (int64_t)info.num_epochs,
                        (int64_t)info.tokens_per_epoch, (int64_t)info.documents,
                        info.separate_final_epoch, info.eod, (int64_t)o.seq_length,
-                       (int64_t)((t1.tv_sec - t0.tv_sec) * 1000000000ll + (t1.tv_nsec - t0.tv_nsec))};
+                       (int64_t)((t1.tv_sec - t0.tv_sec) * 1000000000ll +
+                                 (t1.tv_nsec - t0.tv_nsec))};
     if (strcmp(argv[8], "-") == 0) {
         for (int k = 0; k < 8; k++) printf("%" PRId64 "%c", head[k], k == 7 ? '\n' : ' ');
         ss_lm_free(lm);
@@ -71,7 +72,8 @@ int main(int argc, char **argv) {
     if (!f || write_all(f, head, 8, 8) || write_all(f, b.tokens, 8, n) ||
         write_all(f, b.labels, 8, n) || write_all(f, b.loss_mask, 4, n) ||
         write_all(f, b.position_ids, 8, n) || write_all(f, b.segment_ids, 4, n) ||
-        write_all(f, b.cu_seqlens, 4, S * (L + 1)) || write_all(f, b.nsegments, 4, S) || fclose(f)) {
+        write_all(f, b.cu_seqlens, 4, S * (L + 1)) || write_all(f, b.nsegments, 4, S) ||
+        fclose(f)) {
         perror(argv[8]);
         return 1;
     }

@@ -168,7 +168,8 @@ static void test_append_eod(void) {
     ss_lm_batch b = {tok, lab, NULL, NULL, NULL, NULL, NULL};
     uint64_t first[2], off[2], k[2], idx[2] = {0, 1};
     CHECK_OK(ss_lm_get(&b, lm, idx, 2));
-    for (int r = 0; r < 2; r++) CHECK_OK(ss_lm_sample_position(&first[r], &off[r], &k[r], lm, idx[r]));
+    for (int r = 0; r < 2; r++)
+        CHECK_OK(ss_lm_sample_position(&first[r], &off[r], &k[r], lm, idx[r]));
     CHECK((k[0] == 0 && k[1] == 1) || (k[0] == 1 && k[1] == 0));
     static const int64_t want[2][3] = {{9, 0, 7}, {7, 8, 0}};
     for (int r = 0; r < 2; r++) {
