@@ -20,6 +20,7 @@ Needs numpy, torch and megatron-core (tests run it from a virtual
 environment given as SS_LM_MEGATRON_PYTHON to CMake). Exit 0 when every
 sample matches."""
 import os
+import shutil
 import struct
 import subprocess
 import sys
@@ -32,8 +33,7 @@ from megatron.core.datasets.indexed_dataset import IndexedDataset
 from megatron.core.datasets.utils import Split
 
 APPEND_EOD, RESET_POS, RESET_ATT, EOD_MASK = 1, 2, 4, 8
-FORTUNES = ["/usr/share/games/fortunes/fortunes", "/usr/share/games/fortunes/literature",
-            "/usr/share/games/fortunes/riddles"]
+FORTUNES = ["/usr/share/games/fortunes/fortunes"]
 
 
 class Tokenizer:
@@ -83,7 +83,7 @@ def compare(ds, head, ours, what):
     assert len(ds) == S, f"{what}: {len(ds)} samples in Megatron, {S} in seqstore"
     bad = 0
     for i in range(S):
-        m = ds[i]
+        m = ds[i]  # a list of Megatron's samples, each a dict of tensors
         L = m["tokens"].shape[0]
         seg = ours["segment_ids"][i]
         allowed = (np.arange(L)[None, :] <= np.arange(L)[:, None]) & (seg[None, :] == seg[:, None])
@@ -132,8 +132,10 @@ def check(exe, lm_dump, tmp, texts):
     seps = set()
     for k, (seed, L, num) in enumerate(configs):
         flags = flag_sets[k % len(flag_sets)]
-        cache = os.path.join(tmp, "cache")
-        ds = megatron(prefix, cache, seed, L, num, flags, eod)
+        cache = os.path.join(tmp, "cache")  # Megatron's .npy indices: keyed by the
+        shutil.rmtree(cache, ignore_errors=True)  # path, not the data, so built afresh
+        dataset = megatron(prefix, cache, seed, L, num, flags, eod)
+        ds = [dataset[i] for i in range(len(dataset))]  # read once, compared twice
         for store, extra, eod_arg in ((eos_store, 0, "store"), (plain_store, APPEND_EOD, eod)):
             what = (f"seed {seed} L {L} num_samples {num} flags {flags | extra:#x} "
                     f"{os.path.basename(store)}")
@@ -163,6 +165,7 @@ def bench(exe, lm_dump, tmp, ndocs=100000, ntokens=10000000):
     run(exe, "convert", "megatron", prefix, "-o", store, "--force", "--quiet")
     for L, num in ((2048, None), (2048, 3 * (ntokens // 2048)), (128, None)):
         cache = os.path.join(tmp, f"bench-cache-{L}-{num}")
+        shutil.rmtree(cache, ignore_errors=True)
         t0 = time.perf_counter()
         megatron(prefix, cache, 1234, L, num, 0, 3)
         t_meg = time.perf_counter() - t0
