@@ -13,8 +13,8 @@ Megatron-Core's GPTDataset.
       from the store; the store without --eos is read with SS_LM_APPEND_EOD.
   megatron_samples.py bench SEQSTORE LM_DUMP TMPDIR [DOCS TOKENS]
       time both index builds over random documents (default 10^5 documents,
-      10^7 tokens) written as a Megatron dataset and converted with
-      `seqstore convert megatron`.
+      about 10^7 tokens: lengths uniform in 1..2*TOKENS/DOCS-1) written as a
+      Megatron dataset and converted with `seqstore convert megatron`.
 
 Needs numpy, torch and megatron-core (tests run it from a virtual
 environment given as SS_LM_MEGATRON_PYTHON to CMake). Exit 0 when every
@@ -149,8 +149,8 @@ def check(exe, lm_dump, tmp, texts):
 
 def bench(exe, lm_dump, tmp, ndocs=100000, ntokens=10000000):
     rng = np.random.default_rng(5)
-    cuts = np.sort(rng.choice(np.arange(1, ntokens), size=ndocs - 1, replace=False))
-    sizes = np.diff(np.concatenate([[0], cuts, [ntokens]])).astype(np.int32)
+    sizes = rng.integers(1, 2 * ntokens // ndocs, size=ndocs, dtype=np.int32)  # mean ~ntokens/ndocs
+    ntokens = int(sizes.sum())
     tokens = rng.integers(4, 50000, size=ntokens, dtype=np.int32)
     tokens[np.cumsum(sizes) - 1] = 3  # documents end with eod
     prefix = os.path.join(tmp, "bench")
