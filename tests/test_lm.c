@@ -2,7 +2,8 @@
 /* test_lm.c - LM samples (seqstore/lm.h): numpy's legacy MT19937 and shuffle
  * against known outputs, hand-computed masks, positions and segments, the
  * samples against the documents laid end to end in the document index's
- * order, Megatron's separate_final_epoch rule, errors. Megatron-Core itself
+ * order, Megatron's separate_final_epoch rule, a dataset against one store,
+ * errors. Megatron-Core itself
  * is the reference of tests/lm/megatron_samples.py (test_lm_megatron). */
 #include "testutil.h"
 #include "lm_mt19937.h"
@@ -10,6 +11,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 /* A store of one u16 sequence field 'tokens' (and a f32 field 'x'); with
  * eos >= 0 the attribute tokens.eos = [eos]. */
@@ -276,6 +278,68 @@ static void test_stream_and_epochs(void) {
     ss_close(s);
 }
 
+/* The samples of a dataset (3 shards) equal those of one store holding the
+ * same documents. */
+static void test_dataset(void) {
+    const char *text = ss_test_keep_path("lm_docs.txt");
+    FILE *f = fopen(text, "w");
+    CHECK(f);
+    uint64_t st = 99;
+    for (int d = 0; d < 60; d++) {
+        for (uint64_t w = 0, n = ss_test_rand(&st) % 9; w < n; w++)
+            fprintf(f, "w%d%s", (int)(ss_test_rand(&st) % 23), w + 1 < n ? " " : "\n");
+        fputs("%\n", f);
+    }
+    CHECK(fclose(f) == 0);
+    const char *single = ss_test_keep_path("lm_single.ss"), *dir = ss_test_keep_path("lm_ds");
+    char err[4096];
+    CHECK_EXIT(ss_test_cli(err, sizeof err, NULL,
+                           "convert text %s --doc-sep %% --tokens words --eos -o %s --force", text,
+                           single),
+               0, err);
+    mkdir(dir, 0755);
+    for (int k = 0; k < 3; k++)
+        CHECK_EXIT(ss_test_cli(err, sizeof err, NULL,
+                               "convert text %s --doc-sep %% --tokens words --eos -o %s/p%d.ss "
+                               "--force --shard %d/3",
+                               text, dir, k, k),
+                   0, err);
+    CHECK_EXIT(ss_test_cli(err, sizeof err, NULL, "dataset build %s", dir), 0, err);
+    ss_store *a, *b;
+    CHECK_OK(ss_open(&a, single, 0));
+    CHECK_OK(ss_open(&b, dir, 0));
+    ss_lm_options o = SS_LM_OPTIONS_INIT;
+    o.seq_length = 5;
+    o.seed = 31337;
+    o.num_samples = 200;
+    o.flags = SS_LM_RESET_POSITION_IDS | SS_LM_RESET_ATTENTION_MASK | SS_LM_EOD_MASK_LOSS;
+    ss_lm *la, *lb;
+    CHECK_OK(ss_lm_create(&la, a, ss_test_field(a, "tokens"), &o));
+    CHECK_OK(ss_lm_create(&lb, b, ss_test_field(b, "tokens"), &o));
+    ss_lm_info ia, ib;
+    CHECK_OK(ss_lm_get_info(&ia, la));
+    CHECK_OK(ss_lm_get_info(&ib, lb));
+    CHECK(memcmp(&ia, &ib, sizeof ia) == 0);
+    CHECK(ia.num_epochs > 1);
+    for (uint64_t i = 0; i < ia.num_samples; i++) {
+        int64_t t[2][5], l[2][5], p[2][5];
+        float m[2][5];
+        int32_t g[2][5], cu[2][6], ns[2];
+        ss_lm_batch ba = {t[0], l[0], m[0], p[0], g[0], cu[0], &ns[0]};
+        ss_lm_batch bb = {t[1], l[1], m[1], p[1], g[1], cu[1], &ns[1]};
+        CHECK_OK(ss_lm_get(&ba, la, &i, 1));
+        CHECK_OK(ss_lm_get(&bb, lb, &i, 1));
+        CHECK(!memcmp(t[0], t[1], sizeof t[0]) && !memcmp(l[0], l[1], sizeof l[0]) &&
+              !memcmp(m[0], m[1], sizeof m[0]) && !memcmp(p[0], p[1], sizeof p[0]) &&
+              !memcmp(g[0], g[1], sizeof g[0]) && !memcmp(cu[0], cu[1], sizeof cu[0]) &&
+              ns[0] == ns[1]);
+    }
+    ss_lm_free(la);
+    ss_lm_free(lb);
+    ss_close(a);
+    ss_close(b);
+}
+
 static void test_errors(void) {
     static const uint16_t d0[1] = {5};
     const uint16_t *docs[1] = {d0};
@@ -323,6 +387,7 @@ int main(void) {
     test_masks();
     test_append_eod();
     test_stream_and_epochs();
+    test_dataset();
     test_errors();
     puts("ok");
     return 0;
