@@ -79,6 +79,12 @@ static int read_sizes(ss_lm *lm, const ss_store *s) {
 static int count_epochs(ss_lm *lm) {
     uint64_t T = lm->tokens_per_epoch, L = lm->o.seq_length, want = lm->o.num_samples;
     if (T < 2) return ss__fail(SS_EINVAL, "lm: %" PRIu64 " tokens per epoch, fewer than 2", T);
+    if (lm->o.num_epochs) {
+        if (lm->o.num_epochs > (UINT64_MAX / 4) / T)
+            return ss__fail(SS_EINVAL, "lm: num_epochs %" PRIu64 " is too large",
+                            lm->o.num_epochs);
+        want = (lm->o.num_epochs * T - 1) / L;
+    }
     if (want > (UINT64_MAX / 4) / L)
         return ss__fail(SS_EINVAL, "lm: num_samples %" PRIu64 " is too large", want);
     uint64_t E = 1;
@@ -92,7 +98,7 @@ static int count_epochs(ss_lm *lm) {
     lm->separate = 0;
     if (E > 1) {
         uint64_t sans = ((E - 1) * T - 1) / L, per = (T - 1) / L;
-        int64_t from_final = (int64_t)want - (int64_t)sans;
+        int64_t from_final = (int64_t)want - (int64_t)sans; /* Megatron's num_samples */
         lm->separate = from_final < (int64_t)(0.80 * (double)per);
         if (lm->separate) lm->sans_final = sans;
     }
@@ -150,6 +156,9 @@ static int check_options(const ss_lm_options *o) {
     if (o->seed > 0xffffffffull)
         return ss__fail(SS_EINVAL, "lm: seed %" PRIu64 " is not in 0..2^32-1 (numpy's "
                         "RandomState)", o->seed);
+    if (o->num_samples && o->num_epochs)
+        return ss__fail(SS_EINVAL, "lm: num_samples %" PRIu64 " and num_epochs %" PRIu64
+                        ": give one", o->num_samples, o->num_epochs);
     if (o->eod == SS_LM_EOD_FROM_STORE && (o->flags & SS_LM_APPEND_EOD))
         return ss__fail(SS_EINVAL, "lm: SS_LM_APPEND_EOD needs an explicit options.eod");
     return 0;

@@ -4,9 +4,10 @@
  *
  *   lm_dump STORE FIELD L SEED NUM_SAMPLES FLAGS EOD OUT
  *
- * EOD is an integer or "store" (SS_LM_EOD_FROM_STORE). OUT gets 8 int64
- * (S, E, T, documents, separate_final_epoch, eod, L, build nanoseconds), then
- * for all S samples in order: tokens (int64, S*L), labels (int64, S*L),
+ * NUM_SAMPLES "eN" asks for N epochs instead. EOD is an integer or "store"
+ * (SS_LM_EOD_FROM_STORE). OUT gets 8 int64 (S, E, T, documents,
+ * separate_final_epoch, eod, L, build nanoseconds), then for all S samples
+ * in order: tokens (int64, S*L), labels (int64, S*L),
  * loss_mask (float32, S*L), position_ids (int64, S*L), segment_ids (int32,
  * S*L), cu_seqlens (int32, S*(L+1)), nsegments (int32, S). With OUT "-" only
  * the header is printed (a timing run). */
@@ -38,7 +39,10 @@ int main(int argc, char **argv) {
     ss_lm_options o = SS_LM_OPTIONS_INIT;
     o.seq_length = strtoull(argv[3], NULL, 10);
     o.seed = strtoull(argv[4], NULL, 10);
-    o.num_samples = strtoull(argv[5], NULL, 10);
+    if (argv[5][0] == 'e')
+        o.num_epochs = strtoull(argv[5] + 1, NULL, 10);
+    else
+        o.num_samples = strtoull(argv[5], NULL, 10);
     o.flags = (unsigned)strtoul(argv[6], NULL, 0);
     if (strcmp(argv[7], "store") != 0) o.eod = strtoll(argv[7], NULL, 10);
     struct timespec t0, t1;

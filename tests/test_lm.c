@@ -3,7 +3,8 @@
  * against known outputs, hand-computed masks, positions and segments, the
  * samples against the documents laid end to end in the document index's
  * order, Megatron's separate_final_epoch rule, a dataset against one store,
- * errors. Megatron-Core itself is the reference of tests/lm/megatron_samples.py (test_lm_megatron). */
+ * errors. Megatron-Core itself is the reference of tests/lm/megatron_samples.py
+ * (test_lm_megatron). */
 #include "testutil.h"
 #include "lm_mt19937.h"
 
@@ -208,20 +209,22 @@ static void test_stream_and_epochs(void) {
     /* E = 3 with a last epoch of from_final samples: separate iff
      * from_final < (int)(0.8 * per). */
     uint64_t sans = (2 * T - 1) / L;
-    uint64_t asks[4] = {0, sans + per / 2, sans + per - 1, 5 * per};
-    int want_sep[4] = {0, 1, 0, 0};
-    for (int a = 0; a < 4; a++) {
+    uint64_t asks[5] = {0, sans + per / 2, sans + per - 1, 5 * per, 0};
+    int want_sep[5] = {0, 1, 0, 0, 0};
+    for (int a = 0; a < 5; a++) {
         ss_lm_options o = SS_LM_OPTIONS_INIT;
         o.seq_length = L;
         o.seed = 2024 + (uint64_t)a;
         o.num_samples = asks[a];
         o.eod = 0;
         o.flags = SS_LM_APPEND_EOD;
+        o.num_epochs = a == 4 ? 3 : 0; /* as num_samples (3 T - 1) / L */
         ss_lm *lm;
         CHECK_OK(ss_lm_create(&lm, s, 0, &o));
         ss_lm_info info;
         CHECK_OK(ss_lm_get_info(&info, lm));
-        if (a == 1 || a == 2) CHECK_EQ_U64(info.num_epochs, 3);
+        if (a == 1 || a == 2 || a == 4) CHECK_EQ_U64(info.num_epochs, 3);
+        if (a == 4) CHECK_EQ_U64(info.num_samples, (3 * T - 1) / L);
         CHECK_EQ_U64(info.separate_final_epoch, want_sep[a]);
         uint64_t E = info.num_epochs, S = info.num_samples;
         if (a == 0) {
@@ -371,6 +374,12 @@ static void test_errors(void) {
     o.version = SS_LM_OPTIONS_VERSION;
     o.flags = 1u << 20;
     CHECK_RC(ss_lm_create(&lm, s, 0, &o), SS_EINVAL);
+    o.flags = 0;
+    o.num_samples = 5;
+    o.num_epochs = 2;
+    CHECK_RC(ss_lm_create(&lm, s, 0, &o), SS_EINVAL);
+    CHECK_CONTAINS(ss_error_message(), "give one");
+    o.num_samples = o.num_epochs = 0;
     o.flags = 0;
     CHECK_RC(ss_lm_create(&lm, s, 1, &o), SS_EINVAL); /* f32 field */
     CHECK_CONTAINS(ss_error_message(), "'x'");

@@ -91,11 +91,15 @@ typedef struct ss_lm_options {
                                0 = one epoch */
     int64_t eod;          /**< end-of-document token id, or SS_LM_EOD_FROM_STORE
                                (the default) */
+    uint64_t num_epochs;  /**< with num_samples 0: E >= 1 epochs, i.e.
+                               num_samples = (E * T - 1) / L, which the rule
+                               above turns back into E epochs when T >= L;
+                               0 = one epoch. Both set is SS_EINVAL. */
 } ss_lm_options;
 
 #define SS_LM_OPTIONS_VERSION 1
 #define SS_LM_OPTIONS_INIT                                                                         \
-    { SS_LM_OPTIONS_VERSION, 0, 0, 0, 0, SS_LM_EOD_FROM_STORE }
+    { SS_LM_OPTIONS_VERSION, 0, 0, 0, 0, SS_LM_EOD_FROM_STORE, 0 }
 
 /** Build the sample index of field `field` of `s`.
  *  @param[out] out     the index; free it with ss_lm_free().
@@ -104,7 +108,8 @@ typedef struct ss_lm_options {
  *  @param[in]  field   a sequence field of integer dtype with scalar rows.
  *  @param[in]  options seq_length is required, so not NULL.
  *  @return 0; SS_EINVAL (NULL argument, unknown options version or flag,
- *          seq_length or seed out of range, a field that is not a sequence
+ *          seq_length or seed out of range, both num_samples and
+ *          num_epochs, a field that is not a sequence
  *          of scalar integers, SS_LM_EOD_FROM_STORE on a store without the
  *          attribute FIELD.eos or with SS_LM_APPEND_EOD, no documents or
  *          fewer than 2 tokens per epoch, a document or document count

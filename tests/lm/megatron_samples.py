@@ -128,13 +128,16 @@ def check(exe, lm_dump, tmp, texts):
             # 4 epochs whose last is short (separate_final_epoch)
             for num in (None, 3 * per - 2, 3 * per + 3):
                 configs.append((seed, L, num))
+        # num_epochs 2 in seqstore is num_samples (2 T - 1) / L in Megatron
+        configs.append((99, L, "e2"))
     flag_sets = [0, RESET_POS | RESET_ATT | EOD_MASK, RESET_POS, RESET_ATT | EOD_MASK]
     seps = set()
     for k, (seed, L, num) in enumerate(configs):
         flags = flag_sets[k % len(flag_sets)]
         cache = os.path.join(tmp, "cache")  # Megatron's .npy indices: keyed by the
         shutil.rmtree(cache, ignore_errors=True)  # path, not the data, so built afresh
-        dataset = megatron(prefix, cache, seed, L, num, flags, eod)
+        meg_num = (2 * T - 1) // L if num == "e2" else num
+        dataset = megatron(prefix, cache, seed, L, meg_num, flags, eod)
         ds = [dataset[i] for i in range(len(dataset))]  # read once, compared twice
         for store, extra, eod_arg in ((eos_store, 0, "store"), (plain_store, APPEND_EOD, eod)):
             what = (f"seed {seed} L {L} num_samples {num} flags {flags | extra:#x} "
