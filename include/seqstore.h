@@ -876,5 +876,6 @@ SS_API int ss_verify(uint64_t *problems, const ss_store *s, ss_verify_fn report,
 #include "seqstore/bptt.h"
 #include "seqstore/transform.h"
 #include "seqstore/meta.h"
+#include "seqstore/lm.h"
 
 #endif /* SEQSTORE_H */

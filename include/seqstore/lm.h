@@ -1,0 +1,185 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* seqstore/lm.h - part of the public API; include <seqstore.h>, not this file.
+ *
+ * Language-model pretraining samples, exactly as Megatron-Core builds them.
+ *
+ * The input is a token field of a store or dataset, one example per
+ * document, each document ending with the end-of-document token `eod` (or,
+ * with SS_LM_APPEND_EOD, with `eod` appended by this module: the document
+ * is then the example's tokens followed by one `eod`). The documents are
+ * laid end to end and cut into samples of L + 1 consecutive tokens; sample
+ * i gives the L input tokens (the first L), the L labels (the last L: the
+ * tokens shifted by one), and per token a loss mask, a position id and a
+ * segment. Consecutive samples overlap by one token.
+ *
+ * The index is Megatron-Core's GPTDataset index
+ * (_build_document_sample_shuffle_indices, megatron-core 0.16), for the
+ * train split of all documents, add_extra_token_to_sequence on:
+ *  - T = tokens per epoch (the sum of the document lengths);
+ *    E = epochs = the smallest E >= 1 with E * T >= num_samples * L + 1
+ *    (E = 1 when num_samples is 0);
+ *  - separate_final_epoch = E > 1 and
+ *    (num_samples - s) < (int64)(0.80 * p), where
+ *    s = ((E - 1) * T - 1) / L and p = (T - 1) / L (integer division,
+ *    0.80 * p in IEEE double);
+ *  - the document index: E copies of 0..n-1, epoch after epoch, shuffled as
+ *    one array by numpy.random.RandomState(seed).shuffle(); with
+ *    separate_final_epoch the first E - 1 copies are shuffled as one array,
+ *    then the last copy on its own, by the same RandomState;
+ *  - the sample index: Megatron's helpers.build_sample_idx: walking the
+ *    document index, sample k starts at (document position, offset) and
+ *    takes L + 1 tokens, possibly spanning several documents (empty ones
+ *    included); the next sample starts at the last of them. There are
+ *    S = (E * T - 1) / L samples (which may exceed num_samples);
+ *  - the shuffle index: the permutation of 0..S-1 that the same RandomState
+ *    then draws with shuffle(arange(S)); with separate_final_epoch,
+ *    shuffle(arange(s)) followed by shuffle(arange(s, S)).
+ *  Sample i is sample shuffle[i] of the sample index. numpy's legacy
+ *  MT19937 and its shuffle are reproduced bit for bit in C, so sample i
+ *  holds the same L + 1 tokens as Megatron's GPTDataset[i] for the same
+ *  seed, L and num_samples.
+ *
+ * Per token t (0 <= t < L) of a sample, as Megatron's
+ * _get_ltor_masks_and_position_ids computes them from the input tokens:
+ *  - loss_mask[t] = 0 where SS_LM_EOD_MASK_LOSS is set and tokens[t] is
+ *    eod, else 1;
+ *  - segment: the number of eod tokens among tokens[0..t) when
+ *    SS_LM_RESET_ATTENTION_MASK is set, else 0; token t may attend to token
+ *    u iff u <= t and both are in the same segment (this is Megatron's
+ *    attention mask: an eod ends its segment and belongs to it);
+ *    cu_seqlens holds the offsets where segments start, then L
+ *    (FlashAttention's varlen layout for one row: 0 = cu[0] < cu[1] < ...
+ *    < cu[nsegments] = L);
+ *  - position_ids[t] = t - (the offset of t's document start in the row)
+ *    when SS_LM_RESET_POSITION_IDS is set (counting restarts at 0 after
+ *    every eod), else t.
+ *
+ * Building reads only the stored lengths (no data page) and is O(n * E + S)
+ * time and memory; the index is kept in memory. */
+#ifndef SEQSTORE_LM_H
+#define SEQSTORE_LM_H
+
+#include "../seqstore.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** An LM sample index over one token field. */
+typedef struct ss_lm ss_lm;
+
+/** Flags of ss_lm_options.flags. */
+enum {
+    SS_LM_APPEND_EOD = 1u << 0,           /**< append `eod` to every document */
+    SS_LM_RESET_POSITION_IDS = 1u << 1,   /**< Megatron's reset_position_ids */
+    SS_LM_RESET_ATTENTION_MASK = 1u << 2, /**< Megatron's reset_attention_mask */
+    SS_LM_EOD_MASK_LOSS = 1u << 3         /**< Megatron's eod_mask_loss */
+};
+
+/** `eod` value asking for the store's own end-of-document id: the one
+ *  element of the attribute "FIELD.eos" (written by `seqstore convert text
+ *  --eos`), whose documents therefore already end with it. */
+#define SS_LM_EOD_FROM_STORE INT64_MIN
+
+/** Options of ss_lm_create(). Start from SS_LM_OPTIONS_INIT. */
+typedef struct ss_lm_options {
+    unsigned version;     /**< SS_LM_OPTIONS_VERSION */
+    unsigned flags;       /**< SS_LM_... */
+    uint64_t seq_length;  /**< L, the tokens per sample: 2..2^31 - 2 */
+    uint64_t seed;        /**< Megatron's random_seed: 0..2^32 - 1 */
+    uint64_t num_samples; /**< samples asked for (Megatron's num_samples);
+                               0 = one epoch */
+    int64_t eod;          /**< end-of-document token id, or SS_LM_EOD_FROM_STORE
+                               (the default) */
+    uint64_t num_epochs;  /**< with num_samples 0: E >= 1 epochs, i.e.
+                               num_samples = (E * T - 1) / L, which the rule
+                               above turns back into E epochs when T >= L;
+                               0 = one epoch. Both set is SS_EINVAL. */
+} ss_lm_options;
+
+#define SS_LM_OPTIONS_VERSION 1
+#define SS_LM_OPTIONS_INIT                                                                         \
+    { SS_LM_OPTIONS_VERSION, 0, 0, 0, 0, SS_LM_EOD_FROM_STORE, 0 }
+
+/** Build the sample index of field `field` of `s`.
+ *  @param[out] out     the index; free it with ss_lm_free().
+ *  @param[in]  s       a store or dataset; it must stay open while `out` is
+ *                      used (samples are read from it).
+ *  @param[in]  field   a sequence field of integer dtype with scalar rows.
+ *  @param[in]  options seq_length is required, so not NULL.
+ *  @return 0; SS_EINVAL (NULL argument, unknown options version or flag,
+ *          seq_length or seed out of range, both num_samples and
+ *          num_epochs, a field that is not a sequence
+ *          of scalar integers, SS_LM_EOD_FROM_STORE on a store without the
+ *          attribute FIELD.eos or with SS_LM_APPEND_EOD, no documents or
+ *          fewer than 2 tokens per epoch, a document or document count
+ *          beyond 2^31 - 1 (Megatron's int32 sizes)); SS_ERANGE (no such
+ *          field); SS_ENOMEM; as ss_lengths(). */
+SS_API int ss_lm_create(ss_lm **out, const ss_store *s, uint32_t field,
+                        const ss_lm_options *options);
+
+/** Free the index; accepts NULL. The store is not closed. */
+SS_API void ss_lm_free(ss_lm *lm);
+
+/** Facts about an index. */
+typedef struct ss_lm_info {
+    uint64_t num_samples;      /**< S: samples in the index (ss_lm_get indices
+                                    0..S-1), >= the num_samples asked for */
+    uint64_t num_epochs;       /**< E */
+    uint64_t tokens_per_epoch; /**< T, eod tokens included */
+    uint64_t documents;        /**< n: documents per epoch */
+    int64_t eod;               /**< the end-of-document id used */
+    int separate_final_epoch;  /**< 1 when the last epoch was shuffled apart */
+} ss_lm_info;
+
+/** Fill `out` with facts about `lm`.
+ *  @return 0; SS_EINVAL (NULL argument). */
+SS_API int ss_lm_get_info(ss_lm_info *out, const ss_lm *lm);
+
+/** Where ss_lm_get() writes a batch of rows. Every pointer may be NULL (that
+ *  output is not written); row k of a batch starts at k * L in tokens,
+ *  labels, loss_mask, position_ids and segment_ids, at k * (L + 1) in
+ *  cu_seqlens, and at k in nsegments. */
+typedef struct ss_lm_batch {
+    int64_t *tokens;       /**< n * L input tokens */
+    int64_t *labels;       /**< n * L labels: tokens shifted by one */
+    float *loss_mask;      /**< n * L: 1 or 0 */
+    int64_t *position_ids; /**< n * L */
+    int32_t *segment_ids;  /**< n * L: 0, 1, ... per row */
+    int32_t *cu_seqlens;   /**< n * (L + 1): row k's segment starts then L, in
+                                its first nsegments[k] + 1 entries (the rest
+                                repeat L) */
+    int32_t *nsegments;    /**< n: segments of each row, >= 1 */
+} ss_lm_batch;
+
+/** Read samples idx[0..n) into `out` (see ss_lm_batch for the layout).
+ *  @param[out] out the caller's buffers.
+ *  @param[in]  lm  the index.
+ *  @param[in]  idx n sample indices, each < ss_lm_info.num_samples.
+ *  @param[in]  n   rows.
+ *  @return 0; SS_ERANGE (an index beyond the samples; the message names it;
+ *          rows before it are written); SS_EINVAL (NULL lm, out or idx with
+ *          n > 0); SS_ECORRUPT as ss_get(), or a document shorter than its
+ *          stored length. */
+SS_API int ss_lm_get(const ss_lm_batch *out, const ss_lm *lm, const uint64_t *idx, uint64_t n);
+
+/** The document positions of sample `i` before the sample shuffle, for a
+ *  caller checking the index: sample i reads the L + 1 tokens from offset
+ *  `*offset` of document `doc_index[*first]` on, where doc_index is the
+ *  shuffled document index (ss_lm_document()).
+ *  @param[out] first  position in the document index where sample i starts.
+ *  @param[out] offset token offset in that document.
+ *  @param[out] shuffled the unshuffled sample number (shuffle[i]); may be NULL.
+ *  @return 0; SS_ERANGE (i >= num_samples); SS_EINVAL (NULL argument). */
+SS_API int ss_lm_sample_position(uint64_t *first, uint64_t *offset, uint64_t *shuffled,
+                                 const ss_lm *lm, uint64_t i);
+
+/** Document (example index) at position `k` of the shuffled document index
+ *  (0 <= k < num_epochs * documents); UINT64_MAX for a bad argument. */
+SS_API uint64_t ss_lm_document(const ss_lm *lm, uint64_t k);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SEQSTORE_LM_H */

@@ -1,0 +1,269 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* lm_index.c - the LM sample index: Megatron-Core's GPTDataset document,
+ * sample and shuffle indices built from the stored lengths (see seqstore/lm.h). */
+#include "lm_internal.h"
+#include "internal.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define LM_INT32_MAX 2147483647ull
+
+/* The end-of-document id from the attribute FIELD.eos (one integer). */
+static int eod_from_store(int64_t *out, const ss_store *s, const char *field) {
+    char name[SS_MAX_NAME + 8];
+    snprintf(name, sizeof name, "%s.eos", field);
+    ss_attr a;
+    if (ss_attr_get(&a, s, name) != 0)
+        return ss__fail(SS_EINVAL,
+                        "lm: field '%s' has no attribute '%s': give options.eod (the "
+                        "end-of-document id), with SS_LM_APPEND_EOD if documents do not end "
+                        "with it",
+                        field, name);
+    if ((a.type == SS_U32 || a.type == SS_I32) && a.size == 4) {
+        uint32_t v;
+        memcpy(&v, a.data, 4);
+        *out = a.type == SS_U32 ? (int64_t)v : (int64_t)(int32_t)v;
+        return 0;
+    }
+    if ((a.type == SS_U64 || a.type == SS_I64) && a.size == 8) {
+        memcpy(out, a.data, 8);
+        return 0;
+    }
+    return ss__fail(SS_EINVAL, "lm: attribute '%s' is not one 32- or 64-bit integer", name);
+}
+
+/* The n lengths of `field`: from the stored section ss.lengths.FIELD (one
+ * array, no index walk), else from the index. */
+static int lengths(uint64_t *out, const ss_store *s, uint32_t field, uint64_t n) {
+    const void *data;
+    ss_dtype dt;
+    uint64_t count;
+    int rc = ss_lengths_view(&data, &dt, &count, s, field);
+    if (rc == SS_ENOTFOUND) return ss_lengths(out, s, field, 0, n);
+    if (rc) return rc;
+    if (count != n) return ss__fail(SS_ECORRUPT, "lm: %" PRIu64 " stored lengths for %" PRIu64
+                                    " examples", count, n);
+    for (uint64_t k = 0; k < n; k++)
+        out[k] = dt == SS_U8    ? ((const uint8_t *)data)[k]
+                 : dt == SS_U16 ? ((const uint16_t *)data)[k]
+                 : dt == SS_U32 ? ((const uint32_t *)data)[k]
+                                : ((const uint64_t *)data)[k];
+    return 0;
+}
+
+/* Every document's length (eod included) into lm->sizes, and T. Megatron
+ * keeps sizes as int32: a longer document is refused, not wrapped. */
+static int read_sizes(ss_lm *lm, const ss_store *s) {
+    uint64_t n = lm->ndocs, add = (lm->o.flags & SS_LM_APPEND_EOD) != 0;
+    lm->sizes = malloc((n ? n : 1) * sizeof *lm->sizes);
+    if (!lm->sizes) return ss__fail(SS_ENOMEM, "lm: out of memory for %" PRIu64 " lengths", n);
+    int rc = lengths(lm->sizes, s, lm->field, n);
+    if (rc) return rc;
+    uint64_t t = 0;
+    for (uint64_t d = 0; d < n; d++) {
+        uint64_t len = lm->sizes[d] + add;
+        if (len > LM_INT32_MAX)
+            return ss__fail(SS_EINVAL, "lm: example %" PRIu64 " has %" PRIu64
+                            " tokens, more than Megatron's int32 sizes hold", d, len);
+        lm->sizes[d] = len;
+        t += len;
+    }
+    lm->tokens_per_epoch = t;
+    return 0;
+}
+
+/* E, S and Megatron's separate_final_epoch rule (gpt_dataset.py). */
+static int count_epochs(ss_lm *lm) {
+    uint64_t T = lm->tokens_per_epoch, L = lm->o.seq_length, want = lm->o.num_samples;
+    if (T < 2) return ss__fail(SS_EINVAL, "lm: %" PRIu64 " tokens per epoch, fewer than 2", T);
+    if (lm->o.num_epochs) {
+        if (lm->o.num_epochs > (UINT64_MAX / 4) / T)
+            return ss__fail(SS_EINVAL, "lm: num_epochs %" PRIu64 " is too large",
+                            lm->o.num_epochs);
+        want = (lm->o.num_epochs * T - 1) / L;
+    }
+    if (want > (UINT64_MAX / 4) / L)
+        return ss__fail(SS_EINVAL, "lm: num_samples %" PRIu64 " is too large", want);
+    uint64_t E = 1;
+    if (want) E = (want * L + 1 + T - 1) / T;
+    if (E > (UINT64_MAX / 4) / T || E * lm->ndocs / E != lm->ndocs)
+        return ss__fail(SS_EINVAL, "lm: %" PRIu64 " epochs of %" PRIu64 " tokens is too many", E,
+                        T);
+    lm->epochs = E;
+    lm->nsamples = (E * T - 1) / L;
+    lm->sans_final = lm->nsamples;
+    lm->separate = 0;
+    if (E > 1) {
+        uint64_t sans = ((E - 1) * T - 1) / L, per = (T - 1) / L;
+        int64_t from_final = (int64_t)want - (int64_t)sans; /* Megatron's num_samples */
+        lm->separate = from_final < (int64_t)(0.80 * (double)per);
+        if (lm->separate) lm->sans_final = sans;
+    }
+    return 0;
+}
+
+/* _build_document_index: epochs [0, e) of 0..n-1 at doc + 0, shuffled. */
+static void document_epochs(int64_t *doc, uint64_t n, uint64_t e, ss_mt19937 *mt) {
+    for (uint64_t k = 0; k < e; k++)
+        for (uint64_t d = 0; d < n; d++) doc[k * n + d] = (int64_t)d;
+    ss_mt_shuffle_i64(mt, doc, n * e);
+}
+
+/* helpers.cpp build_sample_idx (drop_last_partial_sequence, extra token):
+ * sample k spans from sample[2k] (position in doc, offset) to sample[2k+2]
+ * (+ 1 token). Kept statement for statement to keep its edge cases. */
+static void sample_index(ss_lm *lm) {
+    const int64_t L = (int64_t)lm->o.seq_length, ndoc = (int64_t)(lm->epochs * lm->ndocs);
+    const int64_t *doc = lm->doc;
+    const uint64_t *sizes = lm->sizes;
+    int64_t *out = lm->sample, k = 0, di = 0, off = 0;
+    out[0] = 0, out[1] = 0, k = 1;
+    while (k <= (int64_t)lm->nsamples) {
+        int64_t remaining = L + 1;
+        while (remaining != 0) {
+            int64_t len = (int64_t)sizes[doc[di]] - off;
+            remaining -= len;
+            if (remaining <= 0) {
+                off += remaining + len - 1;
+                remaining = 0;
+            } else {
+                if (di == ndoc - 1) { /* unreachable with drop_last: Megatron asserts */
+                    off = (int64_t)sizes[doc[di]] - 1;
+                    break;
+                }
+                di++;
+                off = 0;
+            }
+        }
+        out[2 * k] = di, out[2 * k + 1] = off;
+        k++;
+    }
+}
+
+static int check_options(const ss_lm_options *o) {
+    if (o->version != SS_LM_OPTIONS_VERSION)
+        return ss__fail(SS_EINVAL, "lm: unknown options version %u (this library knows 1)",
+                        o->version);
+    unsigned known = SS_LM_APPEND_EOD | SS_LM_RESET_POSITION_IDS | SS_LM_RESET_ATTENTION_MASK |
+                     SS_LM_EOD_MASK_LOSS;
+    if (o->flags & ~known) return ss__fail(SS_EINVAL, "lm: unknown flags 0x%x", o->flags & ~known);
+    if (o->seq_length < 2 || o->seq_length > LM_INT32_MAX - 1)
+        return ss__fail(SS_EINVAL, "lm: seq_length %" PRIu64 " is not in 2..2^31-2",
+                        o->seq_length);
+    if (o->seed > 0xffffffffull)
+        return ss__fail(SS_EINVAL, "lm: seed %" PRIu64 " is not in 0..2^32-1 (numpy's "
+                        "RandomState)", o->seed);
+    if (o->num_samples && o->num_epochs)
+        return ss__fail(SS_EINVAL, "lm: num_samples %" PRIu64 " and num_epochs %" PRIu64
+                        ": give one", o->num_samples, o->num_epochs);
+    if (o->eod == SS_LM_EOD_FROM_STORE && (o->flags & SS_LM_APPEND_EOD))
+        return ss__fail(SS_EINVAL, "lm: SS_LM_APPEND_EOD needs an explicit options.eod");
+    return 0;
+}
+
+static int check_field(const ss_store *s, uint32_t field, ss_field *fi) {
+    int rc = ss_field_info(fi, s, field);
+    if (rc) return rc;
+    int integer = fi->dtype == SS_U8 || fi->dtype == SS_I8 || fi->dtype == SS_U16 ||
+                  fi->dtype == SS_I16 || fi->dtype == SS_U32 || fi->dtype == SS_I32 ||
+                  fi->dtype == SS_U64 || fi->dtype == SS_I64;
+    if (!fi->sequence || fi->ndim || !integer)
+        return ss__fail(SS_EINVAL, "lm: field '%s' is not a sequence of scalar integers",
+                        fi->name);
+    return 0;
+}
+
+/* The three indices, in Megatron's order of draws from one RandomState. */
+static int build(ss_lm *lm) {
+    uint64_t n = lm->ndocs, E = lm->epochs, S = lm->nsamples;
+    lm->doc = malloc(n * E * sizeof *lm->doc);
+    lm->sample = malloc(2 * (S + 1) * sizeof *lm->sample);
+    lm->shuffle = malloc((S ? S : 1) * sizeof *lm->shuffle);
+    if (!lm->doc || !lm->sample || !lm->shuffle)
+        return ss__fail(SS_ENOMEM, "lm: out of memory for %" PRIu64 " samples of %" PRIu64
+                        " epochs", S, E);
+    ss_mt19937 mt;
+    ss_mt_seed(&mt, (uint32_t)lm->o.seed);
+    if (lm->separate) {
+        document_epochs(lm->doc, n, E - 1, &mt);
+        document_epochs(lm->doc + (E - 1) * n, n, 1, &mt);
+    } else {
+        document_epochs(lm->doc, n, E, &mt);
+    }
+    sample_index(lm);
+    for (uint64_t k = 0; k < S; k++) lm->shuffle[k] = (int64_t)k;
+    ss_mt_shuffle_i64(&mt, lm->shuffle, lm->sans_final);
+    ss_mt_shuffle_i64(&mt, lm->shuffle + lm->sans_final, S - lm->sans_final);
+    return 0;
+}
+
+int ss_lm_create(ss_lm **out, const ss_store *s, uint32_t field, const ss_lm_options *options) {
+    if (!out) return ss__fail(SS_EINVAL, "ss_lm_create: NULL argument");
+    *out = NULL;
+    if (!s || !options) return ss__fail(SS_EINVAL, "ss_lm_create: NULL argument");
+    ss_field fi;
+    int rc = check_options(options);
+    if (!rc) rc = check_field(s, field, &fi);
+    if (rc) return rc;
+    ss_lm *lm = calloc(1, sizeof *lm);
+    if (!lm) return ss__fail(SS_ENOMEM, "lm: out of memory");
+    lm->o = *options;
+    lm->store = s;
+    lm->field = field;
+    lm->dtype = fi.dtype;
+    lm->ndocs = ss_count(s);
+    if (lm->o.eod == SS_LM_EOD_FROM_STORE) rc = eod_from_store(&lm->o.eod, s, fi.name);
+    if (!rc && (lm->ndocs == 0 || lm->ndocs > LM_INT32_MAX))
+        rc = ss__fail(SS_EINVAL, "lm: %" PRIu64 " documents: Megatron needs 1..2^31-1",
+                      lm->ndocs);
+    if (!rc) rc = read_sizes(lm, s);
+    if (!rc) rc = count_epochs(lm);
+    if (!rc) rc = build(lm);
+    if (rc) {
+        ss_lm_free(lm);
+        return rc;
+    }
+    *out = lm;
+    return 0;
+}
+
+void ss_lm_free(ss_lm *lm) {
+    if (!lm) return;
+    free(lm->sizes);
+    free(lm->doc);
+    free(lm->sample);
+    free(lm->shuffle);
+    free(lm);
+}
+
+int ss_lm_get_info(ss_lm_info *out, const ss_lm *lm) {
+    if (!out || !lm) return ss__fail(SS_EINVAL, "ss_lm_get_info: NULL argument");
+    out->num_samples = lm->nsamples;
+    out->num_epochs = lm->epochs;
+    out->tokens_per_epoch = lm->tokens_per_epoch;
+    out->documents = lm->ndocs;
+    out->eod = lm->o.eod;
+    out->separate_final_epoch = lm->separate;
+    return 0;
+}
+
+int ss_lm_sample_position(uint64_t *first, uint64_t *offset, uint64_t *shuffled, const ss_lm *lm,
+                          uint64_t i) {
+    if (!first || !offset || !lm)
+        return ss__fail(SS_EINVAL, "ss_lm_sample_position: NULL argument");
+    if (i >= lm->nsamples)
+        return ss__fail(SS_ERANGE, "lm: sample %" PRIu64 " of %" PRIu64, i, lm->nsamples);
+    uint64_t k = (uint64_t)lm->shuffle[i];
+    *first = (uint64_t)lm->sample[2 * k];
+    *offset = (uint64_t)lm->sample[2 * k + 1];
+    if (shuffled) *shuffled = k;
+    return 0;
+}
+
+uint64_t ss_lm_document(const ss_lm *lm, uint64_t k) {
+    if (!lm || k >= lm->epochs * lm->ndocs) return UINT64_MAX;
+    return (uint64_t)lm->doc[k];
+}

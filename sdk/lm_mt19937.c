@@ -1,0 +1,81 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* lm_mt19937.c - numpy's legacy MT19937 and RandomState.shuffle (see lm_mt19937.h). */
+#include "lm_mt19937.h"
+
+#define MT_M 397
+#define MATRIX_A 0x9908b0dfu
+#define UPPER_MASK 0x80000000u
+#define LOWER_MASK 0x7fffffffu
+
+void ss_mt_seed(ss_mt19937 *mt, uint32_t seed) {
+    for (int i = 0; i < SS_MT_N; i++) {
+        mt->key[i] = seed;
+        seed = 1812433253u * (seed ^ (seed >> 30)) + (uint32_t)i + 1u;
+    }
+    mt->pos = SS_MT_N;
+}
+
+/* Regenerate the whole state block (numpy's mt19937_gen). */
+static void mt_gen(ss_mt19937 *mt) {
+    uint32_t *k = mt->key, y;
+    int i;
+    for (i = 0; i < SS_MT_N - MT_M; i++) {
+        y = (k[i] & UPPER_MASK) | (k[i + 1] & LOWER_MASK);
+        k[i] = k[i + MT_M] ^ (y >> 1) ^ (-(y & 1u) & MATRIX_A);
+    }
+    for (; i < SS_MT_N - 1; i++) {
+        y = (k[i] & UPPER_MASK) | (k[i + 1] & LOWER_MASK);
+        k[i] = k[i + (MT_M - SS_MT_N)] ^ (y >> 1) ^ (-(y & 1u) & MATRIX_A);
+    }
+    y = (k[SS_MT_N - 1] & UPPER_MASK) | (k[0] & LOWER_MASK);
+    k[SS_MT_N - 1] = k[MT_M - 1] ^ (y >> 1) ^ (-(y & 1u) & MATRIX_A);
+    mt->pos = 0;
+}
+
+uint32_t ss_mt_next32(ss_mt19937 *mt) {
+    if (mt->pos == SS_MT_N) mt_gen(mt);
+    uint32_t y = mt->key[mt->pos++];
+    y ^= y >> 11;
+    y ^= (y << 7) & 0x9d2c5680u;
+    y ^= (y << 15) & 0xefc60000u;
+    return y ^ (y >> 18);
+}
+
+uint64_t ss_mt_interval(ss_mt19937 *mt, uint64_t max) {
+    if (max == 0) return 0;
+    uint64_t mask = max, v;
+    mask |= mask >> 1;
+    mask |= mask >> 2;
+    mask |= mask >> 4;
+    mask |= mask >> 8;
+    mask |= mask >> 16;
+    mask |= mask >> 32;
+    if (max <= 0xffffffffu) {
+        while ((v = (ss_mt_next32(mt) & mask)) > max) {
+        }
+    } else {
+        do {
+            uint64_t hi = ss_mt_next32(mt);
+            v = ((hi << 32) | ss_mt_next32(mt)) & mask;
+        } while (v > max);
+    }
+    return v;
+}
+
+void ss_mt_shuffle_i64(ss_mt19937 *mt, int64_t *x, uint64_t n) {
+    for (uint64_t i = n > 0 ? n - 1 : 0; i >= 1; i--) {
+        uint64_t j = ss_mt_interval(mt, i);
+        int64_t t = x[i];
+        x[i] = x[j];
+        x[j] = t;
+    }
+}
+
+void ss_mt_shuffle_u32(ss_mt19937 *mt, uint32_t *x, uint64_t n) {
+    for (uint64_t i = n > 0 ? n - 1 : 0; i >= 1; i--) {
+        uint64_t j = ss_mt_interval(mt, i);
+        uint32_t t = x[i];
+        x[i] = x[j];
+        x[j] = t;
+    }
+}

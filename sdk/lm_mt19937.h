@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* lm_mt19937.h - numpy's legacy random numbers, bit for bit; not installed.
+ *
+ * Megatron-Core shuffles its document and sample indices with
+ * numpy.random.RandomState(seed).shuffle(). To give the same samples, the
+ * LM sample index (lm.h) reproduces exactly what that call does:
+ *  - RandomState(seed) with an integer seed < 2^32 seeds MT19937 with
+ *    Matsumoto and Nishimura's init_genrand(seed) (numpy's mt19937_seed);
+ *  - shuffle(x) of a 1-D array of n elements swaps, for i = n-1 down to 1,
+ *    x[i] with x[j], j = random_interval(i): the smallest all-ones mask
+ *    >= i, then draws masked with it until one is <= i; a draw is one 32-bit
+ *    output when i <= 0xFFFFFFFF, else two, the first the high word.
+ * The state carries over from one shuffle to the next, as numpy's does. */
+#ifndef SS_LM_MT19937_H
+#define SS_LM_MT19937_H
+
+#include <stdint.h>
+
+#define SS_MT_N 624
+
+typedef struct ss_mt19937 {
+    uint32_t key[SS_MT_N];
+    int pos;
+} ss_mt19937;
+
+/* numpy.random.RandomState(seed) for 0 <= seed < 2^32. */
+void ss_mt_seed(ss_mt19937 *mt, uint32_t seed);
+
+/* The next tempered 32-bit output (numpy's mt19937_next32). */
+uint32_t ss_mt_next32(ss_mt19937 *mt);
+
+/* numpy's legacy random_interval(max): uniform in [0, max]. */
+uint64_t ss_mt_interval(ss_mt19937 *mt, uint64_t max);
+
+/* RandomState.shuffle() of n int64 elements in place. */
+void ss_mt_shuffle_i64(ss_mt19937 *mt, int64_t *x, uint64_t n);
+
+/* RandomState.shuffle() of n uint32 elements in place. */
+void ss_mt_shuffle_u32(ss_mt19937 *mt, uint32_t *x, uint64_t n);
+
+#endif /* SS_LM_MT19937_H */

@@ -1,0 +1,118 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* lm_sample.c - reading LM samples: tokens, labels and Megatron's masks and
+ * position ids, with the document boundaries as varlen segments (see
+ * seqstore/lm.h). */
+#include "lm_internal.h"
+#include "internal.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* n elements of `dtype` at src as int64. */
+static void widen(int64_t *dst, const void *src, ss_dtype dtype, uint64_t n) {
+    switch (dtype) {
+#define LM_WIDEN_(code, type)                                                                      \
+    case code:                                                                                     \
+        for (uint64_t k = 0; k < n; k++) dst[k] = (int64_t)((const type *)src)[k];                 \
+        break;
+        LM_WIDEN_(SS_U8, uint8_t)
+        LM_WIDEN_(SS_I8, int8_t)
+        LM_WIDEN_(SS_U16, uint16_t)
+        LM_WIDEN_(SS_I16, int16_t)
+        LM_WIDEN_(SS_U32, uint32_t)
+        LM_WIDEN_(SS_I32, int32_t)
+        LM_WIDEN_(SS_U64, uint64_t)
+        LM_WIDEN_(SS_I64, int64_t)
+#undef LM_WIDEN_
+    default:
+        break;
+    }
+}
+
+/* Tokens [off, off + len) of document `d` (the appended eod included) into dst. */
+static int read_part(int64_t *dst, const ss_lm *lm, uint64_t d, uint64_t off, uint64_t len) {
+    uint64_t stored = lm->sizes[d] - ((lm->o.flags & SS_LM_APPEND_EOD) != 0);
+    uint64_t end = off + len, real = end < stored ? end : stored;
+    if (real > off) {
+        ss_view v;
+        int rc = ss_get_range(&v, lm->store, lm->field, d, off, real);
+        if (rc == SS_ERANGE)
+            return ss__fail(SS_ECORRUPT, "lm: example %" PRIu64 " is shorter than its stored "
+                            "length %" PRIu64, d, stored);
+        if (rc) return rc;
+        widen(dst, v.data, lm->dtype, real - off);
+    }
+    for (uint64_t t = real > off ? real : off; t < end; t++) dst[t - off] = lm->o.eod;
+    return 0;
+}
+
+/* The L + 1 tokens of unshuffled sample k into buf (Megatron's
+ * _query_document_sample_shuffle_indices). */
+static int gather(int64_t *buf, const ss_lm *lm, uint64_t k) {
+    int64_t beg = lm->sample[2 * k], beg_off = lm->sample[2 * k + 1];
+    int64_t end = lm->sample[2 * k + 2], end_off = lm->sample[2 * k + 3];
+    uint64_t pos = 0;
+    for (int64_t p = beg; p <= end; p++) {
+        uint64_t d = (uint64_t)lm->doc[p];
+        uint64_t off = p == beg ? (uint64_t)beg_off : 0;
+        uint64_t stop = p == end ? (uint64_t)end_off + 1 : lm->sizes[d];
+        if (stop <= off) continue;
+        int rc = read_part(buf + pos, lm, d, off, stop - off);
+        if (rc) return rc;
+        pos += stop - off;
+    }
+    return 0; /* pos == L + 1 by construction of the sample index */
+}
+
+/* Row r of `out` from the L + 1 tokens in buf. */
+static void fill_row(const ss_lm_batch *out, const ss_lm *lm, const int64_t *buf, uint64_t r) {
+    const uint64_t L = lm->o.seq_length;
+    const unsigned f = lm->o.flags;
+    const int64_t eod = lm->o.eod;
+    uint64_t at = r * L;
+    int32_t *cu = out->cu_seqlens ? out->cu_seqlens + r * (L + 1) : NULL;
+    int32_t seg = 0;
+    int64_t start = 0; /* where the current document starts in the row */
+    if (out->tokens) memcpy(out->tokens + at, buf, L * sizeof *buf);
+    if (out->labels) memcpy(out->labels + at, buf + 1, L * sizeof *buf);
+    if (cu) cu[0] = 0;
+    for (uint64_t t = 0; t < L; t++) {
+        int is_eod = buf[t] == eod;
+        if (out->loss_mask)
+            out->loss_mask[at + t] = (f & SS_LM_EOD_MASK_LOSS) && is_eod ? 0.0f : 1.0f;
+        if (out->position_ids)
+            out->position_ids[at + t] = (f & SS_LM_RESET_POSITION_IDS) ? (int64_t)t - start
+                                                                       : (int64_t)t;
+        if (out->segment_ids) out->segment_ids[at + t] = seg;
+        if (is_eod && t + 1 < L) {
+            start = (int64_t)t + 1;
+            if (f & SS_LM_RESET_ATTENTION_MASK) {
+                seg++;
+                if (cu) cu[seg] = (int32_t)(t + 1);
+            }
+        }
+    }
+    if (cu)
+        for (uint64_t k = (uint64_t)seg + 1; k <= L; k++) cu[k] = (int32_t)L;
+    if (out->nsegments) out->nsegments[r] = seg + 1;
+}
+
+int ss_lm_get(const ss_lm_batch *out, const ss_lm *lm, const uint64_t *idx, uint64_t n) {
+    if (!out || !lm || (!idx && n)) return ss__fail(SS_EINVAL, "ss_lm_get: NULL argument");
+    if (n == 0) return 0;
+    int64_t *buf = malloc((lm->o.seq_length + 1) * sizeof *buf);
+    if (!buf) return ss__fail(SS_ENOMEM, "lm: out of memory for a sample");
+    int rc = 0;
+    for (uint64_t r = 0; r < n && !rc; r++) {
+        if (idx[r] >= lm->nsamples) {
+            rc = ss__fail(SS_ERANGE, "lm: sample %" PRIu64 " (row %" PRIu64 ") of %" PRIu64,
+                          idx[r], r, lm->nsamples);
+            break;
+        }
+        rc = gather(buf, lm, (uint64_t)lm->shuffle[idx[r]]);
+        if (!rc) fill_row(out, lm, buf, r);
+    }
+    free(buf);
+    return rc;
+}
