@@ -31,6 +31,10 @@ LAYOUT_PACKED: int
 LAYOUT_CHANNELS_FIRST: int
 MASK_NONE: int
 MASK_U8: int
+REMAINDER_INCLUDE: int
+REMAINDER_SKIP: int
+REMAINDER_DIVISIBLE: int
+REMAINDER_PAD: int
 MASK_F32: int
 MASK_DTYPE: int
 BLEND_INFINITE: int
@@ -153,7 +157,8 @@ class _Loader:
                  max_tokens: int, bucket: Optional[str], shuffle: bool, seed: int, rank: int,
                  world_size: int, drop_last: bool, threads: int, prefetch: int, copy: bool,
                  transforms: Optional[List[Tuple[Any, ...]]] = None,
-                 examples: Optional[bytes] = None, out: Any = None) -> None: ...
+                 examples: Optional[bytes] = None, out: Any = None,
+                 remainder: int = 0) -> None: ...
     @property
     def epoch(self) -> int: ...
     @property

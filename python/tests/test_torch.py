@@ -90,10 +90,15 @@ def test_dataloader_iterable_shards_workers(store_path, examples, workers, ctx):
 
 
 def test_iterable_ranks_partition(store_path, examples):
-    parts = [list(sst.IterableDataset(store_path, shuffle=True, seed=2, rank=r,
-                                      world_size=3).order()) for r in range(3)]
+    parts = [list(sst.IterableDataset(store_path, shuffle=True, seed=2, rank=r, world_size=3,
+                                      remainder="include").order()) for r in range(3)]
     flat = sum(parts, [])
     assert sorted(flat) == list(range(len(examples)))
+    # the default pads 50 examples to 51, as DistributedSampler: 17 each
+    padded = [list(sst.IterableDataset(store_path, shuffle=True, seed=2, rank=r,
+                                       world_size=3).order()) for r in range(3)]
+    assert [len(p) for p in padded] == [17, 17, 17]
+    assert sorted(set(sum(padded, []))) == list(range(len(examples)))
     with pytest.raises(ValueError):
         sst.IterableDataset(store_path, rank=3, world_size=3)
     with pytest.raises(ValueError):
