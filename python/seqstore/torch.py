@@ -22,6 +22,11 @@ import torch.utils.data
 import seqstore
 
 _WIDEN = {np.dtype(np.uint16), np.dtype(np.uint32), np.dtype(np.uint64)}
+# forks of this process so far, counted in each child: a store opened before
+# the last fork is the parent's (LMDB: the child must open its own); cheaper
+# per example than comparing os.getpid()
+_FORKS = [0]
+os.register_at_fork(after_in_child=lambda: _FORKS.__setitem__(0, _FORKS[0] + 1))
 
 
 def to_tensor(a, bf16=False):
@@ -51,6 +56,7 @@ class _Lazy:
         self.verify = bool(verify)
         with seqstore.open(self.path, verify=self.verify) as s:  # fail early, in the caller's process
             schema = {f["name"]: f for f in s.schema}
+            number = {f["name"]: k for k, f in enumerate(s.schema)}
             self._len = len(s)
         if fields is None:
             fields = list(schema)
@@ -62,24 +68,34 @@ class _Lazy:
                                % (self.path, f, list(schema)))
         self.fields = list(fields)
         self._bf16 = {f: schema[f]["dtype"] == "bf16" for f in self.fields}
-        self._store, self._pid = None, None
+        # what Store._example() reads: field number * 4 + (1: widen to int64, 2: bf16 as int16)
+        self._codes = tuple(number[f] * 4 + (2 if self._bf16[f] else
+                                             1 if schema[f]["dtype"] in ("u16", "u32", "u64")
+                                             else 0) for f in self.fields)
+        self._names = tuple(self.fields) + ("index",)
+        self._bf16_names = tuple(f for f in self.fields if self._bf16[f])
+        self._store, self._pid, self._forks = None, None, None
 
     def store(self):
         if self._store is None or self._pid != os.getpid():
             # A store inherited over fork is left alone (never closed here).
             self._store = seqstore.open(self.path, verify=self.verify)
             self._pid = os.getpid()
+            self._forks = _FORKS[0]
         return self._store
 
     def example(self, i):
-        s = self.store()
-        ex = {f: to_tensor(s[f][i], self._bf16[f]) for f in self.fields}
-        ex["index"] = torch.tensor(i % self._len if i < 0 else i, dtype=torch.int64)
+        """{field: tensor owning a copy, "index": 0-d int64 tensor}: one C call
+        copies (and widens) every field; torch.from_numpy wraps the copies."""
+        s = self._store if self._forks == _FORKS[0] and self._store else self.store()
+        ex = dict(zip(self._names, map(torch.from_numpy, s._example(i, self._codes))))
+        for f in self._bf16_names:
+            ex[f] = ex[f].view(torch.bfloat16)
         return ex
 
     def __getstate__(self):
         state = dict(self.__dict__)
-        state["_store"] = state["_pid"] = None
+        state["_store"] = state["_pid"] = state["_forks"] = None
         return state
 
 
@@ -103,7 +119,7 @@ class Dataset(torch.utils.data.Dataset):
         return self._src._len
 
     def __getitem__(self, i):
-        if isinstance(i, bool) or not isinstance(i, (int, np.integer)):
+        if type(i) is not int and (isinstance(i, bool) or not isinstance(i, (int, np.integer))):
             raise TypeError("Dataset index is an int, not %s" % type(i).__name__)
         ex = self._src.example(i)
         return self.transform(ex) if self.transform else ex
