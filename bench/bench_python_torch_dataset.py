@@ -12,6 +12,10 @@ torch.from_numpy, torch.tensor(label), torch.tensor(i). Rounds alternate
 the two on the same shuffled indices; the figure is the median over rounds
 of us per example, and the ratio memmap / seqstore (> 1: seqstore faster).
 
+Then the time to the first batch (median over rounds, ms) of seqstore.Loader,
+of seqstore.torch.BatchSampler alone and of a DataLoader over it (IndexDataset
++ Collate, 0 workers): opening, planning the epoch, the first collation.
+
 Usage: .venv/bin/python bench/bench_python_torch_dataset.py [-n 200000]
            [--queries 100000] [--rounds 7] [--dir DIR]
 """
@@ -71,6 +75,36 @@ def per_example_us(ds, queries):
     return (time.perf_counter() - t0) / len(queries) * 1e6
 
 
+def first_batch_ms(path, rounds):
+    f = {"tokens": {"dtype": "i64"}}
+
+    def loader():
+        with seqstore.open(path) as s:
+            ld = seqstore.Loader(s, batch_size=64, shuffle=True, seed=1, fields=f, torch=True)
+            next(iter(ld))
+            ld.close()
+
+    def sampler():
+        next(iter(sst.BatchSampler(path, batch_size=64, shuffle=True, seed=1)))
+
+    def dataloader():
+        dl = torch.utils.data.DataLoader(
+            sst.IndexDataset(path), collate_fn=sst.Collate(path, fields=f),
+            batch_sampler=sst.BatchSampler(path, batch_size=64, shuffle=True, seed=1))
+        next(iter(dl))
+
+    runs = {"seqstore.Loader": loader, "BatchSampler alone": sampler,
+            "DataLoader(BatchSampler, Collate), 0 workers": dataloader}
+    res = {k: [] for k in runs}
+    for _ in range(rounds):
+        for k, fn in runs.items():
+            t0 = time.perf_counter()
+            fn()
+            res[k].append((time.perf_counter() - t0) * 1e3)
+    for k, v in res.items():
+        print("first batch, %-45s %.1f ms" % (k, statistics.median(v)))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("-n", type=int, default=200000)
@@ -95,6 +129,7 @@ def main():
         print("load %s" % " ".join(open("/proc/loadavg").read().split()[:3]))
         print("seqstore.torch.Dataset[i]: %.2f us  memmap Dataset[i]: %.2f us  ratio %.2fx"
               % (s, m, m / s))
+        first_batch_ms(ss, a.rounds)
 
 
 if __name__ == "__main__":

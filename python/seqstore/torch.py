@@ -400,7 +400,8 @@ class BatchSampler(torch.utils.data.Sampler):
         self.verify = bool(verify)
         rank, world_size = _dist_shard(rank, world_size)
         self.epoch = 0
-        with seqstore.open(self.path, verify=self.verify) as s:  # validate now, here
+        s = seqstore.open(self.path, verify=self.verify)  # validate now, here
+        try:
             kinds = {f["name"]: f["sequence"] for f in s.schema}
             names = list(kinds) if fields is None else fields
             if isinstance(names, str) or not all(isinstance(n, str) for n in names):
@@ -419,8 +420,12 @@ class BatchSampler(torch.utils.data.Sampler):
                               shuffle=shuffle, seed=seed, rank=rank, world_size=world_size,
                               drop_last=drop_last, fields=spec, examples=examples,
                               threads=1, prefetch=1, copy=False, remainder=remainder)
-            self._loader(s).close()
-        self._store = self._ld = self._pid = self._counter = None
+            ld = self._loader(s)
+        except BaseException:
+            s.close()
+            raise
+        # kept for the first pass in this process (its epoch 0 is planned already)
+        self._store, self._ld, self._pid, self._counter = s, ld, os.getpid(), None
         self._resume = None  # a loader state from load_state_dict()
         self._active = False  # a pass is under way
 
@@ -455,7 +460,7 @@ class BatchSampler(torch.utils.data.Sampler):
         if self._resume is not None:
             ld.load_state_dict(self._resume)
             self._resume = None
-        else:
+        elif ld.epoch != self.epoch or ld.position:  # else planned already
             ld.set_epoch(self.epoch)
         self.epoch = ld.epoch + 1
         self._active = True
