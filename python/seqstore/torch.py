@@ -6,7 +6,13 @@ the store lazily in each process (fork workers reopen it: LMDB forbids using
 a parent's environment). Examples come back as dicts of torch tensors that
 own their memory (copies of the read-only map): unsigned integer fields
 (u16/u32/u64, which torch 1.13 lacks) are widened to int64 and bf16 fields
-arrive as torch.bfloat16.
+arrive as torch.bfloat16; "index" is the example's store index (a 0-d
+int64 tensor; [B] in a batch).
+
+For a training loop: every rank gets the same number of batches by
+default (remainder=, see IterableDataset and BatchSampler), set_epoch()
+reaches persistent workers, and Dataset, IterableDataset and BatchSampler
+have state_dict()/load_state_dict() for torchdata's StatefulDataLoader.
 
     ds = seqstore.torch.Dataset("corpus.ss", fields=["tokens"])
     dl = torch.utils.data.DataLoader(ds, batch_size=8, num_workers=2,
