@@ -4,7 +4,7 @@ threads) as a Python iterable of batches."""
 from __future__ import annotations
 
 import numbers
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import numpy.typing as npt
@@ -243,6 +243,27 @@ class Loader:
         batch["tokens_lengths"]          # [B] int64; also _mask, _offsets (packed)
         batch["index"]                   # [B] store indices
 
+    Each iter() starts a pass, as a DataLoader's does: the rest of the
+    current epoch if load_state_dict() or set_epoch() came last, the next
+    epoch after a finished one, else the current epoch from its start (a
+    peek with next(iter(loader)), or a loop left by break, does not eat into
+    the next loop). An iterator of an earlier pass then raises RuntimeError.
+
+    remainder: the last global step when world_size * batch_size does not
+    divide the epoch (fixed batch_size), as ss_batch_options.remainder:
+    "pad" fills it by repeating the epoch's order from its start (every
+    batch full; torch's DistributedSampler also pads), "skip" drops it (=
+    drop_last=True), "divisible" refuses such an epoch (ValueError),
+    "include" keeps its real examples, so a rank whose share is empty has
+    one batch fewer. None (the default) is "pad" when world_size > 1 and
+    "include" otherwise: every rank gets the same number of batches, so a
+    DDP loop never waits at the last step for a rank that has finished.
+    With max_tokens or bucket the global list of batches is dealt to the
+    ranks and the last round wraps around to the first batches, or is
+    dropped with "skip" (max_tokens: "pad" and "include" are the same, and
+    "divisible" is refused); with bucket and batch_size, each bucket's last
+    batch also follows remainder as above.
+
     threads: C threads collating ahead (0 = one, as in the C API; default
     1), prefetch: batches prepared ahead (default 2); with out= and no
     transforms nothing is prepared ahead and both default to 0.
@@ -301,7 +322,8 @@ class Loader:
                  prefetch: Optional[int] = None, copy: bool = True, torch: bool = False,
                  transforms: Optional[Sequence[_transforms.Transform]] = None,
                  examples: Optional[npt.ArrayLike] = None,
-                 out: Union[Out, Sequence[Out], None] = None) -> None:
+                 out: Union[Out, Sequence[Out], None] = None,
+                 remainder: Optional[str] = None) -> None:
         if not isinstance(store, _seqstore.Store):
             raise TypeError("Loader needs a seqstore.Store, not %s" % type(store).__name__)
         if (batch_size is None) == (max_tokens is None):
@@ -312,6 +334,7 @@ class Loader:
         world = _count("world_size", world_size, 1, _U32)
         if r >= world:
             raise ValueError("rank %d must be < world_size %d" % (r, world))
+        drop_last, rem = _remainder(remainder, drop_last, world, mt > 0)
         if bucket is not None and not isinstance(bucket, str):
             raise TypeError("bucket is the name (str) of a stored bucket index")
         spec = _field_specs(store, fields)
@@ -344,16 +367,25 @@ class Loader:
             store, spec, bs, mt, bucket, bool(shuffle), _count("seed", seed), r, world,
             bool(drop_last), _count("threads", threads, 0, _U32),
             _count("prefetch", prefetch, 0 if out is not None else 1, _U32),
-            bool(copy), tspecs, _example_ranges(store, examples), pairs)
-        self._seen_end = False
+            bool(copy), tspecs, _example_ranges(store, examples), pairs, rem)
+        self._resume = True  # the first pass starts where the loader stands
+        self._pass = 0
 
-    def __iter__(self) -> Loader:
+    def __iter__(self) -> Iterator[Batch]:
         l = self._l
-        if l.batches and l.position >= l.batches:
-            l.set_epoch(l.epoch + 1)  # a finished epoch: go on with the next one
-        return self
+        if not self._resume:
+            if l.batches and l.position >= l.batches:
+                l.set_epoch(l.epoch + 1)  # a finished epoch: go on with the next one
+            elif l.position:
+                l.set_epoch(l.epoch)  # a pass left early: this epoch again, from its start
+        self._resume = False
+        self._pass += 1
+        return _Pass(self, self._pass)
 
-    def __next__(self) -> Batch:
+    def _next(self, pass_: int) -> Batch:
+        if pass_ != self._pass:
+            raise RuntimeError("this Loader was iterated again (iter()) since this iterator "
+                               "was made: use the newer iterator")
         batch: Batch = next(self._l)
         if self._torch is not None:
             batch = {k: self._torch.from_numpy(v) for k, v in batch.items()}
@@ -375,8 +407,10 @@ class Loader:
         return self._l.position
 
     def set_epoch(self, epoch: int) -> None:
-        """Start epoch `epoch` from its first batch (discards prefetched batches)."""
+        """Start epoch `epoch` from its first batch (discards prefetched batches);
+        the next iter() begins there."""
         self._l.set_epoch(_count("epoch", epoch))
+        self._resume = True
 
     def state_dict(self) -> Dict[str, Any]:
         """The position after the batches handed out so far (PyTorch's convention)."""
@@ -388,6 +422,7 @@ class Loader:
         if not isinstance(state, dict) or "seqstore_loader" not in state:
             raise ValueError("not a seqstore Loader state_dict")
         self._l._load_state(state["seqstore_loader"])
+        self._resume = True
 
     def close(self) -> None:
         self._l.close()
@@ -400,6 +435,41 @@ class Loader:
 
     def __reduce__(self) -> Any:
         raise TypeError("a Loader cannot be pickled; pickle its Store and state_dict()")
+
+
+class _Pass:
+    """One pass over a Loader (what iter(loader) returns)."""
+
+    __slots__ = ("_loader", "_pass")
+
+    def __init__(self, loader: Loader, pass_: int) -> None:
+        self._loader, self._pass = loader, pass_
+
+    def __iter__(self) -> _Pass:
+        return self
+
+    def __next__(self) -> Batch:
+        return self._loader._next(self._pass)
+
+
+_REMAINDERS = {"include": _C.REMAINDER_INCLUDE, "skip": _C.REMAINDER_SKIP,
+               "divisible": _C.REMAINDER_DIVISIBLE, "pad": _C.REMAINDER_PAD}
+
+
+def _remainder(remainder, drop_last, world, token_budget):
+    """remainder= and drop_last= -> (drop_last, C remainder code); None is
+    "pad" for several ranks, else "include" (see Loader)."""
+    if remainder is None:
+        remainder = "skip" if drop_last else "pad" if world > 1 else "include"
+    if remainder not in _REMAINDERS:
+        raise ValueError("remainder is one of %s or None, not %r" % (sorted(_REMAINDERS), remainder))
+    if drop_last and remainder != "skip":
+        raise ValueError("drop_last=True means remainder='skip', not %r" % remainder)
+    if token_budget:  # the batcher keeps its last batch; the loader deals the rounds
+        if remainder == "divisible":
+            raise ValueError("remainder='divisible' needs a fixed batch_size, not max_tokens")
+        return remainder == "skip", _C.REMAINDER_INCLUDE
+    return False, _REMAINDERS[remainder]
 
 
 class Collator:

@@ -6,12 +6,19 @@ the store lazily in each process (fork workers reopen it: LMDB forbids using
 a parent's environment). Examples come back as dicts of torch tensors that
 own their memory (copies of the read-only map): unsigned integer fields
 (u16/u32/u64, which torch 1.13 lacks) are widened to int64 and bf16 fields
-arrive as torch.bfloat16.
+arrive as torch.bfloat16; "index" is the example's store index (a 0-d
+int64 tensor; [B] in a batch).
+
+For a training loop: every rank gets the same number of batches by
+default (remainder=, see IterableDataset and BatchSampler), set_epoch()
+reaches persistent workers, and Dataset, IterableDataset and BatchSampler
+have state_dict()/load_state_dict() for torchdata's StatefulDataLoader.
 
     ds = seqstore.torch.Dataset("corpus.ss", fields=["tokens"])
     dl = torch.utils.data.DataLoader(ds, batch_size=8, num_workers=2,
                                      collate_fn=seqstore.torch.pad_collate)
 """
+import multiprocessing.context
 import os
 
 import numpy as np
@@ -21,6 +28,11 @@ import torch.utils.data
 import seqstore
 
 _WIDEN = {np.dtype(np.uint16), np.dtype(np.uint32), np.dtype(np.uint64)}
+# forks of this process so far, counted in each child: a store opened before
+# the last fork is the parent's (LMDB: the child must open its own); cheaper
+# per example than comparing os.getpid()
+_FORKS = [0]
+os.register_at_fork(after_in_child=lambda: _FORKS.__setitem__(0, _FORKS[0] + 1))
 
 
 def to_tensor(a, bf16=False):
@@ -50,6 +62,7 @@ class _Lazy:
         self.verify = bool(verify)
         with seqstore.open(self.path, verify=self.verify) as s:  # fail early, in the caller's process
             schema = {f["name"]: f for f in s.schema}
+            number = {f["name"]: k for k, f in enumerate(s.schema)}
             self._len = len(s)
         if fields is None:
             fields = list(schema)
@@ -61,29 +74,44 @@ class _Lazy:
                                % (self.path, f, list(schema)))
         self.fields = list(fields)
         self._bf16 = {f: schema[f]["dtype"] == "bf16" for f in self.fields}
-        self._store, self._pid = None, None
+        # what Store._example() reads: field number * 4 + (1: widen to int64, 2: bf16 as int16)
+        self._codes = tuple(number[f] * 4 + (2 if self._bf16[f] else
+                                             1 if schema[f]["dtype"] in ("u16", "u32", "u64")
+                                             else 0) for f in self.fields)
+        self._names = tuple(self.fields) + ("index",)
+        self._bf16_names = tuple(f for f in self.fields if self._bf16[f])
+        self._store, self._pid, self._forks = None, None, None
 
     def store(self):
         if self._store is None or self._pid != os.getpid():
             # A store inherited over fork is left alone (never closed here).
             self._store = seqstore.open(self.path, verify=self.verify)
             self._pid = os.getpid()
+            self._forks = _FORKS[0]
         return self._store
 
     def example(self, i):
-        s = self.store()
-        return {f: to_tensor(s[f][i], self._bf16[f]) for f in self.fields}
+        """{field: tensor owning a copy, "index": 0-d int64 tensor}: one C call
+        copies (and widens) every field; torch.from_numpy wraps the copies."""
+        s = self._store if self._forks == _FORKS[0] and self._store else self.store()
+        ex = dict(zip(self._names, map(torch.from_numpy, s._example(i, self._codes))))
+        for f in self._bf16_names:
+            ex[f] = ex[f].view(torch.bfloat16)
+        return ex
 
     def __getstate__(self):
         state = dict(self.__dict__)
-        state["_store"] = state["_pid"] = None
+        state["_store"] = state["_pid"] = state["_forks"] = None
         return state
 
 
 class Dataset(torch.utils.data.Dataset):
-    """Map-style dataset: ds[i] -> {field: tensor}; len(ds) examples.
+    """Map-style dataset: ds[i] -> {field: tensor, "index": 0-d int64 tensor
+    (the store index)}; len(ds) examples.
     verify=True opens the store (in every worker) with seqstore.open(verify=True):
-    a damaged data chunk raises seqstore.CorruptError instead of being read."""
+    a damaged data chunk raises seqstore.CorruptError instead of being read.
+    state_dict() is empty: a map-style dataset has no position (the sampler
+    has; torchdata's StatefulDataLoader saves it)."""
 
     def __init__(self, path, fields=None, transform=None, verify=False):
         self._src = _Lazy(path, fields, verify)
@@ -97,66 +125,162 @@ class Dataset(torch.utils.data.Dataset):
         return self._src._len
 
     def __getitem__(self, i):
-        if isinstance(i, bool) or not isinstance(i, (int, np.integer)):
+        if type(i) is not int and (isinstance(i, bool) or not isinstance(i, (int, np.integer))):
             raise TypeError("Dataset index is an int, not %s" % type(i).__name__)
         ex = self._src.example(i)
         return self.transform(ex) if self.transform else ex
 
+    def state_dict(self):
+        return {}
+
+    def load_state_dict(self, state):
+        if not isinstance(state, dict):
+            raise ValueError("not a seqstore Dataset state_dict")
+
 
 class IterableDataset(torch.utils.data.IterableDataset):
-    """Streams examples, each exactly once per epoch over all ranks and workers.
+    """Streams examples ({field: tensor, "index": 0-d int64 tensor}), each
+    once per epoch over all ranks and workers (up to the remainder's padding).
 
-    The epoch's order (shuffled by (seed, epoch) when shuffle=True) is dealt
-    to ranks (rank, world_size; by default torch.distributed's when it is
-    initialised) and then to DataLoader workers (get_worker_info()):
-    example k of the order goes to rank k % world_size, then to worker
-    (k // world_size) % num_workers. Call set_epoch() before each epoch.
-    verify=True: as for Dataset."""
+    The epoch's order (`examples`, a fold or split of store indices, or
+    all; shuffled by (seed, epoch) when shuffle=True) is made a multiple of
+    world_size by `remainder` (as torch's DistributedSampler: "pad" repeats
+    the order's first examples, "skip" drops the last ones, "divisible"
+    raises ValueError, "include" leaves some ranks one example short; None
+    = "pad"), so that every rank gets the same number of examples and, with
+    the same DataLoader options, of batches: DDP never waits at the last
+    step. It is dealt to ranks (rank, world_size; by default
+    torch.distributed's when it is initialised) and then to DataLoader
+    workers (get_worker_info()): example k goes to rank k % world_size, then
+    to worker (k // world_size) % num_workers. len() is this rank's count.
+
+    set_epoch() before each epoch, in the main process: the epoch is kept in
+    shared memory, so it reaches persistent workers too. state_dict() /
+    load_state_dict() (torchdata's StatefulDataLoader calls them in each
+    worker) save and restore (epoch, examples yielded): a pass after
+    load_state_dict() yields the rest of that epoch. verify=True: as for
+    Dataset."""
 
     def __init__(self, path, fields=None, shuffle=False, seed=0, rank=None, world_size=None,
-                 transform=None, verify=False):
+                 transform=None, verify=False, examples=None, remainder=None):
         self._src = _Lazy(path, fields, verify)
-        self.shuffle, self.seed, self.epoch = bool(shuffle), _uint64("seed", seed), 0
+        self.shuffle, self.seed = bool(shuffle), _uint64("seed", seed)
         if (rank is None) != (world_size is None):
             raise ValueError("give both rank and world_size, or neither")
         if world_size is not None and not 0 <= rank < world_size:
             raise ValueError("rank %r must be in [0, world_size %r)" % (rank, world_size))
-        self.rank, self.world_size = rank, world_size
+        if remainder is None:
+            remainder = "pad"
+        if remainder not in ("pad", "skip", "divisible", "include"):
+            raise ValueError("remainder is 'pad', 'skip', 'divisible', 'include' or None, not %r"
+                             % (remainder,))
+        self.rank, self.world_size, self.remainder = rank, world_size, remainder
         self.transform = transform
+        self._examples = None if examples is None else _fold(examples, self._src._len)
+        self._epoch = torch.zeros(1, dtype=torch.int64).share_memory_()  # reaches the workers
+        self._resume = None   # (epoch, position) from load_state_dict()
+        self._at = (None, 0)  # (epoch, examples yielded) of the pass under way
+        if world_size is not None:
+            self._count(world_size)  # "divisible": refused now, not in a worker
 
     @property
     def path(self):
         return self._src.path
 
+    @property
+    def epoch(self):
+        return int(self._epoch[0])
+
     def set_epoch(self, epoch):
-        self.epoch = _uint64("epoch", epoch)
+        # stored as int64: an epoch is far below 2**63
+        self._epoch[0] = _uint64("epoch", epoch) & (2**63 - 1)
+
+    def _world(self):
+        if self.world_size is not None:
+            return self.rank, self.world_size
+        dist = torch.distributed
+        if dist.is_available() and dist.is_initialized():
+            return dist.get_rank(), dist.get_world_size()
+        return 0, 1
 
     def _shard(self):
-        rank, world = self.rank, self.world_size
-        if world is None:
-            dist = torch.distributed
-            if dist.is_available() and dist.is_initialized():
-                rank, world = dist.get_rank(), dist.get_world_size()
-            else:
-                rank, world = 0, 1
+        rank, world = self._world()
         info = torch.utils.data.get_worker_info()
         worker, workers = (info.id, info.num_workers) if info else (0, 1)
         return rank + world * worker, world * workers
 
-    def order(self):
-        """The indices this rank and worker read in the current epoch."""
-        n = self._src._len
+    def _count(self, world):
+        """Examples of the epoch's global order after the remainder policy."""
+        n = self._src._len if self._examples is None else len(self._examples)
+        r = n % world
+        if r == 0 or self.remainder == "include":
+            return n
+        if self.remainder == "divisible":
+            raise ValueError("%d examples of '%s' are not divisible by world_size %d "
+                             "(remainder='divisible')" % (n, self.path, world))
+        return n - r if self.remainder == "skip" else n + world - r
+
+    def __len__(self):
+        rank, world = self._world()
+        n = self._count(world)
+        return (n - rank + world - 1) // world if n > rank else 0
+
+    def order(self, epoch=None):
+        """The indices this rank and worker read in epoch `epoch` (default: the current one)."""
+        epoch = self.epoch if epoch is None else epoch
+        idx = np.arange(self._src._len) if self._examples is None else self._examples
         if self.shuffle:
-            idx = np.random.default_rng([self.seed, self.epoch]).permutation(n)
-        else:
-            idx = np.arange(n)
+            idx = idx[np.random.default_rng([self.seed, epoch]).permutation(len(idx))]
+        n = self._count(self._world()[1])
+        if n != len(idx):
+            idx = np.resize(idx, n)  # "pad": the order's start again (cyclically); "skip": cut
         start, step = self._shard()
         return idx[start::step]
 
     def __iter__(self):
-        for i in self.order():
-            ex = self._src.example(int(i))
-            yield self.transform(ex) if self.transform else ex
+        epoch, skip = self._resume or (self.epoch, 0)
+        self._resume = None
+        order = self.order(epoch)
+        self._at = (epoch, skip)
+        src, transform = self._src, self.transform
+        for k in range(skip, len(order)):
+            ex = src.example(int(order[k]))
+            self._at = (epoch, k + 1)
+            yield transform(ex) if transform else ex
+
+    def state_dict(self):
+        """(epoch, examples yielded) of this process's pass: a few bytes."""
+        epoch, pos = self._at
+        return {"epoch": self.epoch if epoch is None else epoch, "position": pos}
+
+    def load_state_dict(self, state):
+        """The next pass yields the rest of the saved pass."""
+        if not isinstance(state, dict) or set(state) != {"epoch", "position"}:
+            raise ValueError("not a seqstore IterableDataset state_dict")
+        epoch, pos = _uint64("epoch", state["epoch"]), _uint64("position", state["position"])
+        self.set_epoch(epoch)
+        self._resume = self._at = (epoch, pos)
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        if multiprocessing.context.get_spawning_popen() is None:
+            state["_epoch"] = self.epoch  # pickled by value (no worker to share it with)
+        return state
+
+    def __setstate__(self, state):
+        if isinstance(state["_epoch"], int):
+            state["_epoch"] = torch.tensor([state["_epoch"]], dtype=torch.int64).share_memory_()
+        self.__dict__.update(state)
+
+
+def _fold(examples, n):
+    """examples= as a sorted int64 array of distinct store indices < n."""
+    a = np.unique(np.asarray(examples, dtype=np.int64).ravel())
+    if len(a) != np.asarray(examples).size:
+        raise ValueError("examples: each store index at most once")
+    if len(a) and (a[0] < 0 or a[-1] >= n):
+        raise ValueError("examples: store indices are in [0, %d)" % n)
+    return a
 
 
 def pad_collate(examples, pad=0):
@@ -195,7 +319,8 @@ class IndexDataset(torch.utils.data.Dataset):
 
 class Collate:
     """collate_fn calling the C collator: a list of store indices -> a dict of
-    tensors, padded (and widened: fields={"tokens": {"dtype": "i64"}}) by C.
+    tensors, padded (and widened: fields={"tokens": {"dtype": "i64"}}) by C,
+    and "index", the indices given ([B] int64), as in Loader's batches.
     Pickles by path and opens the store and collator lazily in each worker;
     verify=True opens it with seqstore.open(verify=True)."""
 
@@ -215,7 +340,11 @@ class Collate:
         if self._c is None or self._pid != os.getpid():
             self._store = seqstore.open(self.path, verify=self.verify)
             self._c, self._pid = seqstore.Collator(self._store, self.fields), os.getpid()
-        return {k: torch.from_numpy(v) for k, v in self._c.collate(indices).items()}
+            self._c_len = len(self._store)
+        idx = np.asarray(indices, dtype=np.int64)
+        out = {k: torch.from_numpy(v) for k, v in self._c.collate(idx).items()}
+        out["index"] = torch.from_numpy(idx % self._c_len if len(idx) and idx.min() < 0 else idx)
+        return out
 
     def __getstate__(self):
         return {"path": self.path, "fields": self.fields, "verify": self.verify, "_c": None,
@@ -258,33 +387,53 @@ class BatchSampler(torch.utils.data.Sampler):
     DistributedSampler convention). It pickles by path and opens the store
     lazily in the process that iterates it (DataLoader iterates it in the
     main process and sends index lists to the workers). Cost: the sampler
-    runs the C loader with the fields packed (no padding) and hands out only
-    the indices, so each batch's data is copied once in C and dropped;
-    verify=True opens the store with seqstore.open(verify=True), so that pass
-    also checks each data chunk's checksum."""
+    runs the C loader and hands out only the indices; with a fixed
+    batch_size it collates a single field (the smallest: a scalar one if
+    the store has one), with max_tokens or bucket the named fields packed
+    (their lengths decide the batches); verify=True opens the store with
+    seqstore.open(verify=True) and collates every named field, so that the
+    pass also checks each data chunk's checksum.
+    remainder: as for seqstore.Loader (None: "pad" for several ranks, so
+    that every rank gets the same number of batches).
+    state_dict()/load_state_dict(): the C loader's position (bytes): a
+    StatefulDataLoader restored from it yields exactly the remaining
+    batches."""
 
     def __init__(self, path, batch_size=None, max_tokens=None, bucket=None, shuffle=False,
                  seed=0, rank=None, world_size=None, drop_last=False, fields=None,
-                 examples=None, verify=False):
+                 examples=None, verify=False, remainder=None):
         self.path = os.fspath(path)
         self.verify = bool(verify)
         rank, world_size = _dist_shard(rank, world_size)
         self.epoch = 0
-        with seqstore.open(self.path, verify=self.verify) as s:  # validate now, here
+        s = seqstore.open(self.path, verify=self.verify)  # validate now, here
+        try:
             kinds = {f["name"]: f["sequence"] for f in s.schema}
             names = list(kinds) if fields is None else fields
             if isinstance(names, str) or not all(isinstance(n, str) for n in names):
                 raise TypeError("fields is a list of field names")
             for n in names:
                 s.field(n)  # KeyError naming the store's fields
+            if max_tokens is None and bucket is None and not verify:
+                # a fixed batch size needs no lengths: one field, the cheapest
+                # to collate (a scalar one if any), is all the C loader reads
+                # (with verify, every field, so that the pass checks them)
+                size = {f["name"]: int(np.prod(f["shape"])) for f in s.schema}
+                names = sorted(names, key=lambda n: (kinds[n], size[n]))[:1]
             # packed: the cheapest collation (data concatenated, no padding)
             spec = {n: {"layout": "packed"} if kinds[n] else {} for n in names}
             self._opts = dict(batch_size=batch_size, max_tokens=max_tokens, bucket=bucket,
                               shuffle=shuffle, seed=seed, rank=rank, world_size=world_size,
                               drop_last=drop_last, fields=spec, examples=examples,
-                              threads=1, prefetch=1, copy=False)
-            self._loader(s).close()
-        self._store = self._ld = self._pid = self._counter = None
+                              threads=1, prefetch=1, copy=False, remainder=remainder)
+            ld = self._loader(s)
+        except BaseException:
+            s.close()
+            raise
+        # kept for the first pass in this process (its epoch 0 is planned already)
+        self._store, self._ld, self._pid, self._counter = s, ld, os.getpid(), None
+        self._resume = None  # a loader state from load_state_dict()
+        self._active = False  # a pass is under way
 
     def _loader(self, store):
         return seqstore.Loader(store, **self._opts)
@@ -314,10 +463,34 @@ class BatchSampler(torch.utils.data.Sampler):
 
     def __iter__(self):
         ld = self._open()
-        ld.set_epoch(self.epoch)
-        self.epoch += 1
+        if self._resume is not None:
+            ld.load_state_dict(self._resume)
+            self._resume = None
+        elif ld.epoch != self.epoch or ld.position:  # else planned already
+            ld.set_epoch(self.epoch)
+        self.epoch = ld.epoch + 1
+        self._active = True
         for b in ld:
             yield b["index"].tolist()
+        self._active = False
+
+    def state_dict(self):
+        """The epoch and the batches handed out of the pass under way, as the C
+        loader's saved position (about a hundred bytes, a few microseconds);
+        without a pass, the epoch the next one yields."""
+        if self._active:
+            return {"epoch": self.epoch, "seqstore_loader": self._ld.state_dict()["seqstore_loader"]}
+        return {"epoch": self.epoch}
+
+    def load_state_dict(self, state):
+        """The next pass yields the rest of the saved one (same store and options)."""
+        if not isinstance(state, dict) or "epoch" not in state:
+            raise ValueError("not a seqstore BatchSampler state_dict")
+        self.set_epoch(state["epoch"])
+        self._resume = None
+        if "seqstore_loader" in state:
+            self._open().load_state_dict({"seqstore_loader": state["seqstore_loader"]})  # checked now
+            self._resume = {"seqstore_loader": state["seqstore_loader"]}
 
     def __getstate__(self):
         state = dict(self.__dict__)

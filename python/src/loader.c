@@ -154,22 +154,22 @@ static ss_collate_buffers *ring_buffers(PyObject *out, uint32_t nf) {
 
 /* _Loader(store, fields, batch_size, max_tokens, bucket, shuffle, seed, rank,
  *         world_size, drop_last, threads, prefetch, copy, transforms, examples,
- *         out) */
+ *         out, remainder): remainder is an ss_remainder code (batch.remainder) */
 static PyObject *loader_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
     static char *kwlist[] = {"store",   "fields",   "batch_size", "max_tokens", "bucket",
                              "shuffle", "seed",     "rank",       "world_size", "drop_last",
                              "threads", "prefetch", "copy",       "transforms", "examples",
-                             "out",     NULL};
+                             "out",     "remainder", NULL};
     StoreObject *st;
     PyObject *fields, *transforms = Py_None, *examples = Py_None, *out = Py_None;
     const char *bucket = NULL;
     unsigned long long batch_size, max_tokens, seed;
     unsigned rank, world, threads, prefetch;
-    int shuffle, drop_last, copy;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O!O!KKzpKIIpIIp|OOO:_Loader", kwlist, &Store_Type,
+    int shuffle, drop_last, copy, remainder = SS_REMAINDER_INCLUDE;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O!O!KKzpKIIpIIp|OOOi:_Loader", kwlist, &Store_Type,
                                      &st, &PyList_Type, &fields, &batch_size, &max_tokens, &bucket,
                                      &shuffle, &seed, &rank, &world, &drop_last, &threads,
-                                     &prefetch, &copy, &transforms, &examples, &out))
+                                     &prefetch, &copy, &transforms, &examples, &out, &remainder))
         return NULL;
     if (transforms != Py_None && !PyList_Check(transforms))
         return PyErr_Format(PyExc_TypeError, "transforms is a list of specs");
@@ -193,6 +193,7 @@ static PyObject *loader_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
     so.drop_last = drop_last;
     bo.batch_size = batch_size;
     bo.max_tokens = max_tokens;
+    bo.remainder = (ss_remainder)remainder; /* checked by the C loader */
     o.bucket = bucket;
     o.fields = n ? cf : NULL;
     o.nfields = (uint32_t)n;
@@ -474,7 +475,7 @@ PyTypeObject Loader_Type = {
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc = "_Loader(store, fields, batch_size, max_tokens, bucket, shuffle, seed, rank,\n"
               "world_size, drop_last, threads, prefetch, copy, transforms=None, examples=None,\n"
-              "out=None)\n--\n\n"
+              "out=None, remainder=0)\n--\n\n"
               "The C loader (use seqstore.Loader).",
     .tp_iter = PyObject_SelfIter,
     .tp_iternext = (iternextfunc)loader_next,

@@ -442,6 +442,94 @@ static PyObject *store_getitem(StoreObject *st, PyObject *key) {
     return d;
 }
 
+/* Example `i` of field `f` copied into a new array: as stored (mode 0), its
+ * unsigned integers widened to int64 (mode 1: torch has no u16/u32/u64; a
+ * u64 value above INT64_MAX is an OverflowError), or its 16-bit words as
+ * int16 (mode 2: bf16, which torch views as bfloat16). */
+static PyObject *example_copy(StoreObject *st, uint32_t f, uint64_t i, int mode) {
+    const FieldShape *fs = &st->shape[f];
+    ss_view v;
+    int rc = capi_get(&v, st->map->s, f, i);
+    if (rc < 0) return pyss_raise_file(rc);
+    npy_intp shape[SS_MAX_DIMS + 1], n = 1;
+    int nd = 0;
+    if (fs->sequence) shape[nd++] = (npy_intp)v.length;
+    for (int k = 0; k < fs->ndim; k++) shape[nd++] = fs->dims[k];
+    for (int k = 0; k < nd; k++) n *= shape[k];
+    int typenum = mode == 1 ? NPY_INT64 : mode == 2 ? NPY_INT16 : fs->typenum;
+    PyObject *a = PyArray_SimpleNew(nd, shape, typenum);
+    if (!a) return NULL;
+    int64_t *dst = PyArray_DATA((PyArrayObject *)a);
+    const unsigned char *src = v.data;
+    if (mode != 1) {
+        memcpy(dst, src, (size_t)PyArray_NBYTES((PyArrayObject *)a));
+    } else if (fs->typenum == NPY_UINT16) {
+        for (npy_intp k = 0; k < n; k++) {
+            uint16_t x;
+            memcpy(&x, src + 2 * k, 2);
+            dst[k] = x;
+        }
+    } else if (fs->typenum == NPY_UINT32) {
+        for (npy_intp k = 0; k < n; k++) {
+            uint32_t x;
+            memcpy(&x, src + 4 * k, 4);
+            dst[k] = x;
+        }
+    } else {
+        uint64_t x = 0;
+        for (npy_intp k = 0; k < n && x <= INT64_MAX; k++) {
+            memcpy(&x, src + 8 * k, 8);
+            dst[k] = (int64_t)x;
+        }
+        if (x > INT64_MAX) {
+            Py_DECREF(a);
+            return PyErr_Format(PyExc_OverflowError, "uint64 value %llu does not fit int64",
+                                (unsigned long long)x);
+        }
+    }
+    return a;
+}
+
+/* _example(index, fields, /): one example as a tuple of new arrays, one per
+ * entry of `fields` (field number * 4 + mode, see example_copy()), then the
+ * index as a 0-d int64 array: seqstore.torch.Dataset's read, in one call. */
+static PyObject *store_example(StoreObject *st, PyObject *const *args, Py_ssize_t nargs) {
+    uint64_t i;
+    if (nargs != 2 || !PyTuple_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "_example(index, fields): fields is a tuple of ints");
+        return NULL;
+    }
+    if (pyss_check_open(st) < 0 || example_index(st, args[0], &i) < 0) return NULL;
+    Py_ssize_t nf = PyTuple_GET_SIZE(args[1]);
+    PyObject *out = PyTuple_New(nf + 1);
+    for (Py_ssize_t k = 0; out && k < nf; k++) {
+        long code = PyLong_AsLong(PyTuple_GET_ITEM(args[1], k));
+        if (code == -1 && PyErr_Occurred()) {
+            Py_CLEAR(out);
+            break;
+        }
+        if (code < 0 || (unsigned long)code / 4 >= st->nfields || code % 4 > 2) {
+            PyErr_Format(PyExc_ValueError, "_example: bad field code %ld", code);
+            Py_CLEAR(out);
+            break;
+        }
+        PyObject *a = example_copy(st, (uint32_t)(code / 4), i, (int)(code % 4));
+        if (!a)
+            Py_CLEAR(out);
+        else
+            PyTuple_SET_ITEM(out, k, a);
+    }
+    if (!out) return NULL;
+    PyObject *ix = PyArray_SimpleNew(0, NULL, NPY_INT64);
+    if (!ix) {
+        Py_DECREF(out);
+        return NULL;
+    }
+    *(int64_t *)PyArray_DATA((PyArrayObject *)ix) = (int64_t)i;
+    PyTuple_SET_ITEM(out, nf, ix);
+    return out;
+}
+
 static PyObject *store_field(StoreObject *st, PyObject *name) {
     uint32_t f;
     if (pyss_check_open(st) < 0 || pyss_field_arg(st, name, &f) < 0) return NULL;
@@ -676,6 +764,9 @@ static PyMethodDef store_methods[] = {
     {"__exit__", (PyCFunction)store_exit, METH_VARARGS,
      "__exit__($self, exc_type=None, exc=None, tb=None, /)\n--\n\n"},
     {"__reduce__", (PyCFunction)store_reduce, METH_NOARGS, "__reduce__($self, /)\n--\n\n"},
+    {"_example", (PyCFunction)(void (*)(void))store_example, METH_FASTCALL,
+     "_example($self, index, fields, /)\n--\n\n"
+     "one example's fields as new arrays, then the index (seqstore.torch.Dataset)"},
     {"field", (PyCFunction)store_field, METH_O, "field($self, name, /)\n--\n\n"
      "Returns the field's accessor (as store[name] does)."},
     {"lengths", (PyCFunction)store_lengths, METH_O,

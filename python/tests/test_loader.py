@@ -376,8 +376,9 @@ def test_out_state_dict_resumes_across_kinds(store):
     plain.load_state_dict(state)
     assert got + [b["index"].tolist() for b in plain] == want
     plain2 = seqstore.Loader(store, **kw)
+    it2 = iter(plain2)
     for _ in range(3):
-        next(plain2)
+        next(it2)
     again = seqstore.Loader(store, out={"tokens": buf}, **kw)  # and the other way round
     again.load_state_dict(plain2.state_dict())
     assert [b["index"].tolist() for b in again] == want[3:]

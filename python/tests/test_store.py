@@ -364,7 +364,7 @@ def test_fork_child_must_reopen(store_path, examples):
             except seqstore.StateError as e:
                 code = 0 if "forked" in str(e) else 2
             try:
-                next(loader)
+                next(iter(loader))
                 code = code or 3
             except seqstore.StateError:
                 pass
@@ -381,7 +381,7 @@ def test_fork_child_must_reopen(store_path, examples):
     _, status = os.waitpid(pid, 0)
     assert os.WEXITSTATUS(status) == 0
     np.testing.assert_array_equal(s["tokens"][3], examples[3]["tokens"])
-    assert len(list(loader)) == len(loader) - 1
+    assert len(list(loader)) == len(loader)  # the peek before the fork did not eat into it
     loader.close()
     s.close()
 

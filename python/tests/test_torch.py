@@ -90,10 +90,15 @@ def test_dataloader_iterable_shards_workers(store_path, examples, workers, ctx):
 
 
 def test_iterable_ranks_partition(store_path, examples):
-    parts = [list(sst.IterableDataset(store_path, shuffle=True, seed=2, rank=r,
-                                      world_size=3).order()) for r in range(3)]
+    parts = [list(sst.IterableDataset(store_path, shuffle=True, seed=2, rank=r, world_size=3,
+                                      remainder="include").order()) for r in range(3)]
     flat = sum(parts, [])
     assert sorted(flat) == list(range(len(examples)))
+    # the default pads 50 examples to 51, as DistributedSampler: 17 each
+    padded = [list(sst.IterableDataset(store_path, shuffle=True, seed=2, rank=r,
+                                       world_size=3).order()) for r in range(3)]
+    assert [len(p) for p in padded] == [17, 17, 17]
+    assert sorted(set(sum(padded, []))) == list(range(len(examples)))
     with pytest.raises(ValueError):
         sst.IterableDataset(store_path, rank=3, world_size=3)
     with pytest.raises(ValueError):
@@ -131,3 +136,21 @@ def test_c_collate_fn_refuses_unsigned_outputs(store_path):
         sst.Collate(store_path, fields=["nope"])
     with pytest.raises(IndexError):
         sst.IndexDataset(store_path)[10**6]
+
+
+def test_dataset_widens_unsigned_and_refuses_overflow(tmp_path):
+    p = str(tmp_path / "u.ss")
+    with seqstore.create(p, [("a", "u32"), ("b", "u64"), ("c", "u8")]) as w:
+        w.append({"a": np.array([0, 2**32 - 1], np.uint32), "b": np.array([2**63 - 1], np.uint64),
+                  "c": np.array([255, 1], np.uint8)})
+        w.append({"a": np.array([], np.uint32), "b": np.array([1, 2**63], np.uint64),
+                  "c": np.array([], np.uint8)})
+    ds = sst.Dataset(p)
+    ex = ds[0]
+    assert ex["a"].dtype == ex["b"].dtype == torch.int64 and ex["c"].dtype == torch.uint8
+    assert ex["a"].tolist() == [0, 2**32 - 1] and ex["b"].tolist() == [2**63 - 1]
+    assert ex["c"].tolist() == [255, 1] and int(ex["index"]) == 0
+    with pytest.raises(OverflowError, match="9223372036854775808"):
+        ds[1]
+    assert sst.Dataset(p, fields=["a", "c"])[-1]["a"].tolist() == []
+    assert int(sst.Dataset(p, fields=["c"])[np.int64(-1)]["index"]) == 1
