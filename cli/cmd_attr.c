@@ -157,10 +157,10 @@ static int attr_parse_values(const char *text, ss_dtype t, unsigned char **out, 
             uint64_t u = 0;
             if (sgn) {
                 int64_t lim = bits == 64 ? INT64_MAX : ((int64_t)1 << (bits - 1)) - 1;
-                bad = ss_parse_i64(tok, &v) || v > lim || v < -lim - 1;
+                bad = ss__parse_i64(tok, &v) || v > lim || v < -lim - 1;
                 u = (uint64_t)v;
             } else {
-                bad = ss_parse_u64(tok, 0, bits == 64 ? UINT64_MAX : (1ull << bits) - 1, &u);
+                bad = ss__parse_u64(tok, 0, bits == 64 ? UINT64_MAX : (1ull << bits) - 1, &u);
             }
             for (size_t b = 0; b < es; b++) buf[k * es + b] = (unsigned char)(u >> (8 * b));
         }

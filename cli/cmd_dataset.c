@@ -48,7 +48,7 @@ static int read_shard_attr(ds_shard *d) {
     uint64_t k, n;
     if (!slash) return 0;
     *slash = 0;
-    if (ss_parse_u64(buf, 0, UINT32_MAX, &k) || ss_parse_u64(slash + 1, 1, UINT32_MAX, &n) ||
+    if (ss__parse_u64(buf, 0, UINT32_MAX, &k) || ss__parse_u64(slash + 1, 1, UINT32_MAX, &n) ||
         k >= n)
         return 0;
     d->k = (uint32_t)k;

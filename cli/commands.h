@@ -9,6 +9,7 @@
 #ifndef SS_COMMANDS_H
 #define SS_COMMANDS_H
 
+#include "numbers.h"
 #include "seqstore.h"
 
 #include <jansson.h>
@@ -33,17 +34,11 @@ int ss_cmd_merge(int argc, char **argv);
 int ss_cli_store_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Print "seqstore CMD: message" and a --help hint; return SS_EXIT_USAGE. */
 int ss_cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* Parse a decimal integer strictly: digits only (no sign, space or suffix),
- * no overflow, within [min, max]. Shared by every numeric option of the CLI.
- * @return 0, or -1 (and *out untouched). */
-int ss_parse_u64(const char *text, uint64_t min, uint64_t max, uint64_t *out);
-/* As ss_parse_u64 with an optional leading '-', over the whole int64 range. */
-int ss_parse_i64(const char *text, int64_t *out);
 /* Parse a range of examples against n: "A:B" (half-open; negative bounds
  * count from the end, either end may be omitted) or "A" (one example).
  * No value of A or B can overflow. @return 0, or -1 if malformed or outside [0, n]. */
 int ss_cli_parse_range(const char *text, uint64_t n, uint64_t *a, uint64_t *b);
-/* ss_parse_u64 for option `option` of command `cmd`; on a bad value print
+/* ss__parse_u64 for option `option` of command `cmd`; on a bad value print
  * "seqstore CMD: OPTION needs an integer in [MIN, MAX], not 'TEXT'" and
  * return SS_EXIT_USAGE. */
 int ss_cli_number(const char *cmd, const char *option, const char *text, uint64_t min, uint64_t max,

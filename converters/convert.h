@@ -90,10 +90,10 @@ extern const ss_converter ss_converter_idx, ss_converter_npy, ss_converter_edf;
 extern const ss_converter ss_converter_jsonl, ss_converter_megatron;
 extern const ss_converter ss_converter_audio, ss_converter_biosig;
 
-/** Table of all converters, NULL-terminated (defined in convert.c). */
+/** Table of all converters, NULL-terminated (defined in registry.c). */
 extern const ss_converter *const ss_converters[];
 
-/** `seqstore convert ...`: argv[0] = "convert", argv[1] = KIND.
+/** `seqstore convert KIND ...` (cli/cmd_convert.c) and its framework.
  *  Common options (anywhere after KIND; `--` ends option parsing):
  *    -o, --output STORE   the store to write (required)
  *    --force              replace an existing STORE
@@ -118,8 +118,7 @@ extern const ss_converter *const ss_converters[];
  *  make it stale. The indices are written in their own transaction after the
  *  examples: if that fails the store is complete, its indices stale or
  *  missing, and `seqstore index` rebuilds them.
- *  @return the process exit code (0, 1 or 2). */
-int ss_cmd_convert(int argc, char **argv);
+ *  The command exits 0, 1 or 2. */
 
 /* ------------------------------------------------------- common options */
 
@@ -310,5 +309,9 @@ int ss_conv_parse_u64(ss_conv *c, const char *option, const char *text, uint64_t
 
 /** Size of the file at `path` in bytes, or 0 if it cannot be stat()ed. */
 uint64_t ss_conv_file_size(const char *path);
+/* Tell the command running this conversion that the store at `path` is about
+ * to be opened or written (before it is), so that the lock file it may leave
+ * goes when the command ends. */
+void ss_conv_note_store(ss_conv *c, const char *path);
 
 #endif /* SS_CONVERT_H */

@@ -89,15 +89,6 @@ int tx_spm_attrs(ss_conv *c, const tx_tok *t, const char *field, const char *voc
     return vocab_attr ? set_vocab(c, t->spm, model, vocab_attr) : 0;
 }
 
-static inline void put_id(uint8_t *base, uint32_t esize, size_t i, uint32_t v) {
-    if (esize == 1)
-        base[i] = (uint8_t)v;
-    else if (esize == 2)
-        ((uint16_t *)(void *)base)[i] = (uint16_t)v;
-    else
-        ((uint32_t *)(void *)base)[i] = v;
-}
-
 int tx_spm_tokenize(const tx_tok *t, const uint8_t *s, size_t n, uint8_t **out, size_t *cap,
                     size_t *m, char *err, size_t errlen) {
     size_t k = 0;
@@ -114,9 +105,9 @@ int tx_spm_tokenize(const tx_tok *t, const uint8_t *s, size_t n, uint8_t **out, 
     }
     uint32_t es = t->esize;
     size_t w = *m;
-    if (t->bos_on) put_id(*out, es, w++, t->bos);
-    for (size_t i = 0; i < k; i++) put_id(*out, es, w++, (uint32_t)ids[i]);
-    if (t->eos_on) put_id(*out, es, w++, t->eos);
+    if (t->bos_on) tx_put_id(*out, es, w++, t->bos);
+    for (size_t i = 0; i < k; i++) tx_put_id(*out, es, w++, (uint32_t)ids[i]);
+    if (t->eos_on) tx_put_id(*out, es, w++, t->eos);
     *m = w;
     return 0;
 }

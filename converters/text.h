@@ -237,6 +237,17 @@ int tx_write_counts_of(ss_conv *c, const tx_job *j, int shared, const int skip[2
 int tx_read_counts(ss_conv *c, const tx_job *j, int shared, const int skip[2],
                    const char *const *paths, int npaths, ss_vocab *counts[2]);
 
+/* Token id v as element i of an array of esize-byte (1, 2 or 4) unsigned
+ * integers at base: how every text converter writes its ids. */
+static inline void tx_put_id(uint8_t *base, uint32_t esize, size_t i, uint32_t v) {
+    if (esize == 1)
+        base[i] = (uint8_t)v;
+    else if (esize == 2)
+        ((uint16_t *)(void *)base)[i] = (uint16_t)v;
+    else
+        ((uint32_t *)(void *)base)[i] = v;
+}
+
 /* Begin the store, write the text attributes, run the pipeline.
  * @return 0, or 1 (printed). */
 int tx_run(ss_conv *c, tx_job *j);
