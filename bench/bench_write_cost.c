@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* bench_write_cost.c - the writer's cost per short example (issue 13: target
+/* bench_write_cost.c - the writer's cost per short example (target
  * <= 60 ns) and `convert text --tokens bytes` on 40-byte lines against a plain
  * read() of the file (target >= 0.3x).
  *

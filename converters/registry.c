@@ -13,8 +13,8 @@ const ss_converter *const ss_converters[] = {&ss_converter_lines,
                                              &ss_converter_edf,
                                              &ss_converter_jsonl,
                                              &ss_converter_megatron,
-                                             &ss_converter_audio,  /* h9 */
-                                             &ss_converter_biosig, /* h9 */
+                                             &ss_converter_audio,
+                                             &ss_converter_biosig,
                                              NULL};
 
 void ss__conv_print_kinds(FILE *out) {

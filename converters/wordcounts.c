@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* wordcounts.c - word counts of one shard (`--count-only`) and their merge
  * (`--counts`), so that N jobs converting slices of a corpus share the
- * vocabulary a single process would build (issue 12).
+ * vocabulary a single process would build.
  *
  * A counts file is text: one or more documents, each
  *

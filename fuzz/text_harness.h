@@ -1,13 +1,18 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* text_harness.h - drives the text engine (converters/convert_text.c) without
+/* text_harness.h - drives the text engine (converters/text_*.c) without
  * a store, for tests/test_convert_text.c and fuzz/fuzz_text.c: stubs for the
  * framework calls and a canonical dump of what a job produces.
  * Include it once, in a file that includes nothing else of converters/. */
 #ifndef SS_TEXT_HARNESS_H
 #define SS_TEXT_HARNESS_H
 
-#include "../cli/cli_locks.c"
 #include "../converters/convert_text.c"
+#include "../converters/text_input.c"
+#include "../converters/text_pipeline.c"
+#include "../converters/text_split.c"
+#include "../converters/text_tokens.c"
+#include "../converters/text_vocab.c"
+#include "../converters/text_worker.c"
 #include "../converters/memlimit.c"
 #include "../converters/spm_text.c"
 #include "../converters/utf8.c"
@@ -48,6 +53,10 @@ uint32_t ss_conv_add_source(ss_conv *c, const char *path) {
     return 0;
 }
 void ss_conv_add_checked(ss_conv *c, const char *path) {
+    (void)c;
+    (void)path;
+}
+void ss_conv_note_store(ss_conv *c, const char *path) {
     (void)c;
     (void)path;
 }
@@ -151,7 +160,7 @@ typedef struct harness_out {
 } harness_out;
 
 static int harness_put(harness_out *o, const void *p, size_t n) {
-    if (reserve(&o->buf, &o->cap, o->n + n + 1)) return -1;
+    if (tx_reserve(&o->buf, &o->cap, o->n + n + 1)) return -1;
     if (n) memcpy(o->buf + o->n, p, n);
     o->n += n;
     return 0;
@@ -194,7 +203,7 @@ static int harness_run(tx_job *j, size_t block_bytes, harness_out *o) {
                     continue;
                 }
                 if (it->bad[0] || it->bad[1]) continue;
-                const uint8_t *p = it->zero_copy[sd] ? side_input(j, bl, sd)->data + it->off[sd]
+                const uint8_t *p = it->zero_copy[sd] ? tx_side_input(j, bl, sd)->data + it->off[sd]
                                                      : s.tok[sd] + it->off[sd] * j->tok[sd].esize;
                 size_t bytes = (size_t)len * (it->zero_copy[sd] ? 1 : j->tok[sd].esize);
                 rc |= harness_put(o, &len, sizeof len) | harness_put(o, p, bytes);

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* test_convert_kill.c - integrity at the converter's edges (issue 9).
+/* test_convert_kill.c - integrity at the converter's edges.
  *
  * 1. A killed `--append` resumed with `--resume` ends identical (every
  *    example, the source field, every attribute, byte for byte) to an

@@ -4,8 +4,8 @@
  * One process holds a store open (several handles, several threads reading)
  * while another process appends until the file is larger than the map LMDB
  * would give a reader by default (the writer's map size recorded in the meta
- * page: 128 MiB here). Then the reading process opens the file again. Before
- * issue 9 item 4 that open remapped the shared environment under the live
+ * page: 128 MiB here). Then the reading process opens the file again. Once
+ * that open remapped the shared environment under the live
  * readers (SIGSEGV/SIGBUS or wrong bytes); now readers map far beyond the file
  * and never remap under each other. Each scenario runs in a forked child so
  * that a crash is reported as a failure. Part B forces a small reader map
