@@ -18,6 +18,7 @@
  * All files must have the same channel count; the same sample rate unless
  * --resample converts them all to one. */
 #include "convert.h"
+#include "strlist.h"
 #include "ordered.h"
 
 #ifdef SS_HAVE_SNDFILE
@@ -302,42 +303,6 @@ static int audio_decode(audio_job *job, const char *path, uint64_t *T, char *err
 
 /* ------------------------------------------------------------- options */
 
-typedef struct strlist {
-    char **v;
-    uint32_t n, cap;
-} strlist;
-
-static int strlist_add(strlist *l, const char *s) {
-    if (l->n == l->cap) {
-        uint32_t cap = l->cap ? 2 * l->cap : 16;
-        char **p = realloc(l->v, cap * sizeof *p);
-        if (!p) return 1;
-        l->v = p, l->cap = cap;
-    }
-    return !(l->v[l->n++] = strdup(s));
-}
-
-static void strlist_free(strlist *l) {
-    for (uint32_t i = 0; i < l->n; i++) free(l->v[i]);
-    free(l->v);
-}
-
-static int read_list(ss_conv *c, strlist *l, const char *path) {
-    FILE *f = fopen(path, "r");
-    char *line = NULL;
-    size_t cap = 0;
-    ssize_t n;
-    int rc = 0;
-    if (!f) return ss_conv_error(c, "cannot open '%s': %s", path, strerror(errno));
-    while (rc == 0 && (n = getline(&line, &cap, f)) >= 0) {
-        while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r')) line[--n] = '\0';
-        if (n > 0 && strlist_add(l, line)) rc = ss_conv_error(c, "out of memory");
-    }
-    free(line);
-    fclose(f);
-    return rc;
-}
-
 /* Parse --resample HZ / --resample-quality Q (shared form with edf/biosig). */
 static int parse_rate(ss_conv *c, const char *text, double *out) {
     char *end = NULL;
@@ -349,7 +314,7 @@ static int parse_rate(ss_conv *c, const char *text, double *out) {
     return 0;
 }
 
-static int parse_args(ss_conv *c, int argc, char **argv, audio_job *job, strlist *files) {
+static int parse_args(ss_conv *c, int argc, char **argv, audio_job *job, ss__strlist *files) {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         int has_value = !strcmp(a, "--dtype") || !strcmp(a, "--resample") ||
@@ -374,10 +339,10 @@ static int parse_args(ss_conv *c, int argc, char **argv, audio_job *job, strlist
                     c, "--resample-quality takes best, medium, fastest, zoh or linear, not '%s'",
                     argv[i]);
         } else if (!strcmp(a, "--list")) {
-            if (read_list(c, files, argv[++i])) return 1;
+            if (ss__conv_read_list(c, files, argv[++i])) return 1;
         } else if (a[0] == '-' && a[1] != '\0') {
             return ss_conv_usage_error(c, "unknown option '%s'", a);
-        } else if (strlist_add(files, a)) {
+        } else if (ss__strlist_add(files, a)) {
             return ss_conv_error(c, "out of memory");
         }
     }
@@ -471,7 +436,7 @@ static void slot_free(audio_job *s) {
 typedef struct audio_run {
     ss_conv *c;
     audio_job *job;
-    const strlist *files;
+    const ss__strlist *files;
     uint64_t skip;
 } audio_run;
 
@@ -490,7 +455,7 @@ static int emit_cb(void *ctx, void *slot, uint64_t i) {
 /* Decode files in parallel (--threads; each slot its own buffers) and
  * append them in input order on this thread while the next ones decode, so
  * any thread count writes the same store. */
-static int convert_all(ss_conv *c, audio_job *job, const strlist *files, uint64_t skip) {
+static int convert_all(ss_conv *c, audio_job *job, const ss__strlist *files, uint64_t skip) {
     int nthreads = ss_conv_opts(c)->threads;
     if (nthreads < 1) nthreads = 1;
     if ((uint32_t)nthreads > files->n) nthreads = (int)(files->n ? files->n : 1);
@@ -511,7 +476,7 @@ static int convert_all(ss_conv *c, audio_job *job, const strlist *files, uint64_
 
 static int run_audio(ss_conv *c, int argc, char **argv) {
     audio_job job;
-    strlist files = {0};
+    ss__strlist files = {0};
     uint64_t total = 0, skip = 0;
     int have = 0, rc;
     char err[1024];
@@ -557,7 +522,7 @@ static int run_audio(ss_conv *c, int argc, char **argv) {
     free(job.data);
     free(job.fbuf);
     free(job.rbuf);
-    strlist_free(&files);
+    ss__strlist_free(&files);
     return rc;
 }
 

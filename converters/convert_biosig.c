@@ -43,6 +43,8 @@
  * rate must be positive and finite, and every input is first opened once
  * in a child process, so that one BioSig crashes on is reported (probe_all). */
 #include "convert.h"
+#include "sig_args.h"
+#include "strlist.h"
 #include "ordered.h"
 
 #ifdef SS_HAVE_BIOSIG
@@ -727,59 +729,13 @@ static int bs_decode(bs_job *job, const char *path) {
 
 /* ------------------------------------------------------------- options */
 
-typedef struct strlist {
-    char **v;
-    uint32_t n, cap;
-} strlist;
-
-static int strlist_add(strlist *l, const char *s) {
-    if (l->n == l->cap) {
-        uint32_t cap = l->cap ? 2 * l->cap : 16;
-        char **p = realloc(l->v, cap * sizeof *p);
-        if (!p) return 1;
-        l->v = p, l->cap = cap;
-    }
-    return !(l->v[l->n++] = strdup(s));
-}
-
-static void strlist_free(strlist *l) {
-    for (uint32_t i = 0; i < l->n; i++) free(l->v[i]);
-    free(l->v);
-}
-
-static int read_list(ss_conv *c, strlist *l, const char *path) {
-    FILE *f = fopen(path, "r");
-    char *line = NULL;
-    size_t cap = 0;
-    ssize_t n;
-    int rc = 0;
-    if (!f) return ss_conv_error(c, "cannot open '%s': %s", path, strerror(errno));
-    while (rc == 0 && (n = getline(&line, &cap, f)) >= 0) {
-        while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r')) line[--n] = '\0';
-        if (n > 0 && strlist_add(l, line)) rc = ss_conv_error(c, "out of memory");
-    }
-    free(line);
-    fclose(f);
-    return rc;
-}
-
-static int parse_args(ss_conv *c, int argc, char **argv, bs_job *job, strlist *files) {
+static int parse_args(ss_conv *c, int argc, char **argv, bs_job *job, ss__strlist *files) {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        int has_value = !strcmp(a, "--physical") || !strcmp(a, "--resample") ||
-                        !strcmp(a, "--resample-quality") || !strcmp(a, "--list") ||
-                        !strncmp(a, "--events", 8) || !strncmp(a, "--window-", 9) ||
-                        !strcmp(a, "--meta") || !strcmp(a, "--trigger-mask");
-        char err[256];
-        if (has_value && i + 1 >= argc) return ss_conv_usage_error(c, "%s needs a value", a);
-        int ev = has_value ? ss_events_option(&job->ev, a, argv[i + 1], err, sizeof err) : 0;
-        if (ev < 0) return ss_conv_usage_error(c, "%s", err);
-        if (ev > 0 || (has_value && ss_recmeta_option(&job->meta, a, argv[i + 1]))) {
-            i++;
-        } else if (!strcmp(a, "--physical")) {
-            if (strcmp(argv[++i], "f32"))
-                return ss_conv_usage_error(c, "--physical takes f32, not '%s'", argv[i]);
-            job->physical = 1;
+        int own = !strcmp(a, "--resample") || !strcmp(a, "--resample-quality");
+        int rc = ss__sig_arg(c, argc, argv, &i, own, &job->ev, &job->meta, &job->physical, files);
+        if (rc != SS__SIG_OWN) {
+            if (rc) return rc;
         } else if (!strcmp(a, "--resample")) {
             char *end = NULL;
             const char *v = argv[++i];
@@ -788,17 +744,11 @@ static int parse_args(ss_conv *c, int argc, char **argv, bs_job *job, strlist *f
             if (errno || end == v || *end || !(job->rs.rate > 0) || job->rs.rate > 1e9)
                 return ss_conv_usage_error(c, "--resample: '%s' is not a sample rate in Hz", v);
             job->physical = 1; /* resampled values are not digital codes */
-        } else if (!strcmp(a, "--resample-quality")) {
+        } else {
             if ((job->rs.converter = ss_sig_quality(argv[++i])) < 0)
                 return ss_conv_usage_error(
                     c, "--resample-quality takes best, medium, fastest, zoh or linear, not '%s'",
                     argv[i]);
-        } else if (!strcmp(a, "--list")) {
-            if (read_list(c, files, argv[++i])) return 1;
-        } else if (a[0] == '-' && a[1] != '\0') {
-            return ss_conv_usage_error(c, "unknown option '%s'", a);
-        } else if (strlist_add(files, a)) {
-            return ss_conv_error(c, "out of memory");
         }
     }
     if (files->n == 0) return ss_conv_usage_error(c, "no input files");
@@ -976,7 +926,7 @@ typedef struct bs_block {
 typedef struct bs_run {
     ss_conv *c;
     bs_job *job;
-    const strlist *files;
+    const ss__strlist *files;
     const char *const *crash; /* per input: why BioSig crashed on it (probe_all), else NULL */
     uint64_t skip;
     pthread_mutex_t lock; /* over blocks */
@@ -1020,7 +970,7 @@ static int emit_cb(void *ctx, void *slot, uint64_t i) {
 
 /* Decode recordings in parallel (--threads; each slot its own buffers),
  * append them in input order on this thread while the next ones decode. */
-static int convert_all(ss_conv *c, bs_job *job, const strlist *files, const char *const *crash,
+static int convert_all(ss_conv *c, bs_job *job, const ss__strlist *files, const char *const *crash,
                        uint64_t skip) {
     int nthreads = ss_conv_opts(c)->threads;
     if (nthreads < 1) nthreads = 1;
@@ -1062,7 +1012,7 @@ static int convert_all(ss_conv *c, bs_job *job, const strlist *files, const char
 typedef struct bs_probe {
     int physical;
     uint64_t from; /* the first input of this round */
-    const strlist *files;
+    const ss__strlist *files;
     char **crash; /* per input: why its process died, else NULL */
 } bs_probe;
 
@@ -1099,7 +1049,7 @@ static int probe_one(bs_probe *p, ss_conv_proc_death *died) {
 
 /* Probe every input; crash[i] set for those whose process died. 1 when
  * out of memory. */
-static int probe_all(ss_conv *c, const bs_job *job, const strlist *files, char **crash) {
+static int probe_all(ss_conv *c, const bs_job *job, const ss__strlist *files, char **crash) {
     int nprocs = ss_conv_opts(c)->threads < 1 ? 1 : ss_conv_opts(c)->threads;
     int nslots = ss_conv_ordered_slots(nprocs);
     bs_probe p = {job->physical, 0, files, crash};
@@ -1128,7 +1078,7 @@ static int probe_all(ss_conv *c, const bs_job *job, const strlist *files, char *
 
 static int run_biosig(ss_conv *c, int argc, char **argv) {
     bs_job job;
-    strlist files = {0};
+    ss__strlist files = {0};
     uint64_t total = 0, skip = 0;
     int rc;
 
@@ -1197,7 +1147,7 @@ static int run_biosig(ss_conv *c, int argc, char **argv) {
     ref_free(&job.ref);
     for (uint32_t i = 0; crash && i < files.n; i++) free(crash[i]);
     free(crash);
-    strlist_free(&files);
+    ss__strlist_free(&files);
     return rc;
 }
 

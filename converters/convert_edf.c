@@ -46,6 +46,8 @@
  * appended in input order by the calling process (ordered.h), so the store
  * never depends on the thread count. */
 #include "convert.h"
+#include "sig_args.h"
+#include "strlist.h"
 #include "ordered.h"
 #include "events.h"
 #include "recmeta.h"
@@ -713,49 +715,8 @@ static int set_attrs(ss_conv *c, const edf_job *job, const char *label_names, si
 
 /* -------------------------------------------------------------- inputs */
 
-typedef struct strlist {
-    char **v;
-    uint32_t n, cap;
-} strlist;
-
-static int strlist_add(strlist *l, const char *s, size_t len) {
-    if (l->n == l->cap) {
-        uint32_t cap = l->cap ? 2 * l->cap : 64;
-        char **nv = realloc(l->v, cap * sizeof *nv);
-        if (!nv) return 1;
-        l->v = nv, l->cap = cap;
-    }
-    if (!(l->v[l->n] = strndup(s, len))) return 1;
-    l->n++;
-    return 0;
-}
-
-static void strlist_free(strlist *l) {
-    for (uint32_t i = 0; i < l->n; i++) free(l->v[i]);
-    free(l->v);
-    memset(l, 0, sizeof *l);
-}
-
-/* Add each non-empty line of `path` to `l`. */
-static int read_list(ss_conv *c, strlist *l, const char *path) {
-    FILE *f = fopen(path, "r");
-    char *line = NULL;
-    size_t cap = 0;
-    int rc = 0;
-    if (!f) return ss_conv_error(c, "cannot open '%s': %s", path, strerror(errno));
-    while (rc == 0 && getline(&line, &cap, f) >= 0) {
-        char *t = trim(line);
-        if (*t && strlist_add(l, t, strlen(t))) rc = ss_conv_error(c, "out of memory");
-    }
-    /* getline's -1 is the end of the file or an error (a directory, EIO) */
-    if (rc == 0 && ferror(f)) rc = ss_conv_error(c, "cannot read '%s': %s", path, strerror(errno));
-    free(line);
-    fclose(f);
-    return rc;
-}
-
 /* Parse `path,label` rows: job->lab_paths / lab_index and the names. */
-static int read_labels(ss_conv *c, edf_job *job, const char *csv, strlist *paths, strlist *names) {
+static int read_labels(ss_conv *c, edf_job *job, const char *csv, ss__strlist *paths, ss__strlist *names) {
     FILE *f = fopen(csv, "r");
     char *line = NULL;
     size_t cap = 0;
@@ -777,8 +738,8 @@ static int read_labels(ss_conv *c, edf_job *job, const char *csv, strlist *paths
         p = trim(t), lab = trim(comma + 1);
         if (lineno == 1 && !strcasecmp(p, "path") && !strcasecmp(lab, "label")) continue;
         for (k = 0; k < names->n && strcmp(names->v[k], lab); k++) continue;
-        if ((k == names->n && strlist_add(names, lab, strlen(lab))) ||
-            strlist_add(paths, p, strlen(p))) {
+        if ((k == names->n && ss__strlist_addn(names, lab, strlen(lab))) ||
+            ss__strlist_addn(paths, p, strlen(p))) {
             rc = ss_conv_error(c, "out of memory");
             break;
         }
@@ -969,26 +930,20 @@ static int run_parallel(edf_run *r, edf_slot *slots, int nthreads) {
                                     emit_cb);
 }
 
-static int parse_args(ss_conv *c, int argc, char **argv, edf_job *job, strlist *files,
-                      strlist *chans, const char **labels_csv) {
+static int parse_args(ss_conv *c, int argc, char **argv, edf_job *job, ss__strlist *files,
+                      ss__strlist *chans, const char **labels_csv) {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        int has_value = !strcmp(a, "--channels") || !strcmp(a, "--physical") ||
-                        !strcmp(a, "--labels") || !strcmp(a, "--list") ||
-                        !strncmp(a, "--events", 8) || !strncmp(a, "--window-", 9) ||
-                        !strcmp(a, "--meta") || !strcmp(a, "--trigger-mask");
-        char err[256];
-        if (has_value && i + 1 >= argc) return ss_conv_usage_error(c, "%s needs a value", a);
-        int ev = has_value ? ss_events_option(&job->ev, a, argv[i + 1], err, sizeof err) : 0;
-        if (ev < 0) return ss_conv_usage_error(c, "%s", err);
-        if (ev > 0 || (has_value && ss_recmeta_option(&job->meta, a, argv[i + 1]))) {
-            i++;
+        int own = !strcmp(a, "--channels") || !strcmp(a, "--labels");
+        int rc = ss__sig_arg(c, argc, argv, &i, own, &job->ev, &job->meta, &job->physical, files);
+        if (rc != SS__SIG_OWN) {
+            if (rc) return rc;
         } else if (!strcmp(a, "--channels")) {
             const char *v = argv[++i];
             while (*v) {
                 const char *e = strchr(v, ',');
                 size_t len = e ? (size_t)(e - v) : strlen(v);
-                if (strlist_add(chans, v, len)) return ss_conv_error(c, "out of memory");
+                if (ss__strlist_addn(chans, v, len)) return ss_conv_error(c, "out of memory");
                 char *t = trim(chans->v[chans->n - 1]);
                 memmove(chans->v[chans->n - 1], t, strlen(t) + 1);
                 if (!*chans->v[chans->n - 1])
@@ -998,18 +953,8 @@ static int parse_args(ss_conv *c, int argc, char **argv, edf_job *job, strlist *
             if (chans->n > EDFLIB_MAXSIGNALS)
                 return ss_conv_usage_error(c, "--channels: more than %d channels",
                                            EDFLIB_MAXSIGNALS);
-        } else if (!strcmp(a, "--physical")) {
-            if (strcmp(argv[++i], "f32"))
-                return ss_conv_usage_error(c, "--physical takes f32, not '%s'", argv[i]);
-            job->physical = 1;
-        } else if (!strcmp(a, "--labels")) {
+        } else {
             *labels_csv = argv[++i];
-        } else if (!strcmp(a, "--list")) {
-            if (read_list(c, files, argv[++i])) return 1;
-        } else if (a[0] == '-' && a[1] != '\0') {
-            return ss_conv_usage_error(c, "unknown option '%s'", a);
-        } else if (strlist_add(files, a, strlen(a))) {
-            return ss_conv_error(c, "out of memory");
         }
     }
     if (files->n == 0) return ss_conv_usage_error(c, "no input files");
@@ -1023,7 +968,7 @@ static int parse_args(ss_conv *c, int argc, char **argv, edf_job *job, strlist *
 }
 
 /* Join names with '\n' (malloc'd). */
-static char *join_lines(const strlist *l, size_t *len) {
+static char *join_lines(const ss__strlist *l, size_t *len) {
     size_t cap = 1;
     for (uint32_t i = 0; i < l->n; i++) cap += strlen(l->v[i]) + 1;
     char *t = malloc(cap);
@@ -1036,7 +981,7 @@ static char *join_lines(const strlist *l, size_t *len) {
 
 static int run_edf(ss_conv *c, int argc, char **argv) {
     edf_job job;
-    strlist files = {0}, chans = {0}, lab_paths = {0}, lab_names = {0};
+    ss__strlist files = {0}, chans = {0}, lab_paths = {0}, lab_names = {0};
     const char *labels_csv = NULL;
     char *names_text = NULL;
     size_t names_len = 0;
@@ -1134,10 +1079,10 @@ static int run_edf(ss_conv *c, int argc, char **argv) {
     ref_free(&job.ref);
     ss_events_free(&job.ev);
     ss_recmeta_free(&job.meta);
-    strlist_free(&files);
-    strlist_free(&chans);
-    strlist_free(&lab_paths);
-    strlist_free(&lab_names);
+    ss__strlist_free(&files);
+    ss__strlist_free(&chans);
+    ss__strlist_free(&lab_paths);
+    ss__strlist_free(&lab_names);
     return rc;
 }
 

@@ -79,6 +79,7 @@ static int parse_jsonl(ss_conv *c, int argc, char **argv, jl_options *o) {
     o->counts = calloc((size_t)argc + 1, sizeof *o->counts);
     if (!o->inputs || !o->counts) return ss_conv_error(c, "out of memory");
     int only_files = 0;
+    tx_vocab_args va = TX_VOCAB_ARGS(o);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         int k;
@@ -98,24 +99,8 @@ static int parse_jsonl(ss_conv *c, int argc, char **argv, jl_options *o) {
         } else if (!strcmp(a, "--tokenizer")) {
             if (tx_spm_option(c, v, &o->spm_model)) return 2;
             i++;
-        } else if (!strcmp(a, "--bos")) {
-            o->bos = 1;
-        } else if (!strcmp(a, "--eos")) {
-            o->eos = 1;
-        } else if ((k = tx_parse_count_option(c, a, v, &o->min_count, &o->max_vocab,
-                                              &o->vocab_size)) != 0) {
+        } else if ((k = tx_vocab_option(c, &va, a, v, &i)) != 0) {
             if (k == 2) return 2;
-            i++;
-        } else if (!strcmp(a, "--vocab")) {
-            if (!v) return ss_conv_usage_error(c, "--vocab needs a store or a file");
-            o->vocab_from = v;
-            i++;
-        } else if (!strcmp(a, "--count-only")) {
-            o->count_only = 1;
-        } else if (!strcmp(a, "--counts")) {
-            if (!v) return ss_conv_usage_error(c, "--counts needs a counts file or directory");
-            o->counts[o->ncounts++] = v;
-            i++;
         } else {
             return ss_conv_usage_error(c, "unknown option '%s'", a);
         }

@@ -191,6 +191,7 @@ static int parse_text_options(ss_conv *c, int argc, char **argv, tx_text_options
     o->counts = calloc((size_t)argc + 1, sizeof *o->counts);
     if (!o->inputs || !o->counts) return ss_conv_error(c, "out of memory");
     int only_files = 0;
+    tx_vocab_args va = TX_VOCAB_ARGS(o);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -217,24 +218,8 @@ static int parse_text_options(ss_conv *c, int argc, char **argv, tx_text_options
             i++;
         } else if (!strcmp(a, "--skip-empty")) {
             o->skip_empty = 1;
-        } else if (!strcmp(a, "--bos")) {
-            o->bos = 1;
-        } else if (!strcmp(a, "--eos")) {
-            o->eos = 1;
-        } else if ((k = tx_parse_count_option(c, a, v, &o->min_count, &o->max_vocab,
-                                              &o->vocab_size)) != 0) {
+        } else if ((k = tx_vocab_option(c, &va, a, v, &i)) != 0) {
             if (k == 2) return 2;
-            i++;
-        } else if (!strcmp(a, "--vocab")) {
-            if (!v) return ss_conv_usage_error(c, "--vocab needs a store or a file");
-            o->vocab_from = v;
-            i++;
-        } else if (!strcmp(a, "--count-only")) {
-            o->count_only = 1;
-        } else if (!strcmp(a, "--counts")) {
-            if (!v) return ss_conv_usage_error(c, "--counts needs a counts file or directory");
-            o->counts[o->ncounts++] = v;
-            i++;
         } else {
             return ss_conv_usage_error(c, "unknown option '%s'", a);
         }
@@ -263,36 +248,7 @@ static int run_text(ss_conv *c, int argc, char **argv) {
     return rc;
 }
 
-int tx_check_count_options(ss_conv *c, int words, int count_only, int ncounts, int vocab_from) {
-    if ((count_only || ncounts) && !words)
-        return ss_conv_usage_error(c, "--count-only and --counts need --tokens words");
-    if (count_only && ncounts) return ss_conv_usage_error(c, "--count-only excludes --counts");
-    if ((count_only || ncounts) && vocab_from)
-        return ss_conv_usage_error(c, "--count-only and --counts exclude --vocab");
-    if (ncounts && ss_conv_opts(c)->append) /* the store's vocabulary is kept */
-        return ss_conv_usage_error(c, "--counts excludes --append (it keeps the store's "
-                                      "vocabulary)");
-    if (count_only && (ss_conv_opts(c)->append || ss_conv_opts(c)->resume))
-        return ss_conv_usage_error(c, "--count-only writes a counts file; it excludes --append "
-                                      "and --resume");
-    return 0;
-}
-
 const ss_converter ss_converter_text = {
     "text", "text corpora: one example per line or document; bytes, chars, words or ids", run_text,
     text_usage};
-
-int tx_parse_count_option(ss_conv *c, const char *a, const char *v, uint64_t *min_count,
-                          uint64_t *max_vocab, uint64_t *vocab_size) {
-    int rc;
-    if (!strcmp(a, "--min-count"))
-        rc = ss_conv_parse_u64(c, a, v, 1, UINT64_MAX, min_count);
-    else if (!strcmp(a, "--max-vocab"))
-        rc = ss_conv_parse_u64(c, a, v, SS_VOCAB_NSPECIAL + 1, UINT32_MAX, max_vocab);
-    else if (!strcmp(a, "--vocab-size"))
-        rc = ss_conv_parse_u64(c, a, v, 1, (uint64_t)UINT32_MAX - 1, vocab_size);
-    else
-        return 0;
-    return rc ? 2 : 1;
-}
 

@@ -148,6 +148,23 @@ int tx_parse_kind(const char *name);
 int tx_parse_count_option(ss_conv *c, const char *a, const char *v, uint64_t *min_count,
                           uint64_t *max_vocab, uint64_t *vocab_size);
 const char *tx_kind_name(int kind);
+/* The options `convert text` and `convert jsonl` share: --bos, --eos, the
+ * count options above, --vocab, --count-only, --counts; pointers to the
+ * fields of their options (TX_VOCAB_ARGS(o), both name them alike). counts
+ * has room for every argument. */
+typedef struct tx_vocab_args {
+    int *bos, *eos, *count_only, *ncounts;
+    uint64_t *min_count, *max_vocab, *vocab_size;
+    const char **vocab_from;
+    const char ***counts;
+} tx_vocab_args;
+#define TX_VOCAB_ARGS(o)                                                                      \
+    {&(o)->bos, &(o)->eos, &(o)->count_only, &(o)->ncounts, &(o)->min_count, &(o)->max_vocab, \
+     &(o)->vocab_size, &(o)->vocab_from, &(o)->counts}
+/* Take option `a` (with value v, or NULL when it is the last argument) if it
+ * is one of those: 1 (and *i advanced past a value taken), 0 if it is not
+ * one of them, 2 on a usage error (printed). */
+int tx_vocab_option(ss_conv *c, const tx_vocab_args *va, const char *a, const char *v, int *i);
 /* The checks of --count-only and --counts shared by `convert text` and
  * `convert parallel` (`words`: some side has --tokens words). @return 0 or
  * 2 (usage error printed). */

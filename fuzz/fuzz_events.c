@@ -17,6 +17,7 @@
  * becomes a nonzero code other than the one before; each sample labelled
  * with its own masked code's class). */
 #include "../converters/events.c"
+#include "../converters/errmsg.c"
 #include "../converters/recmeta.c"
 
 #include <stdarg.h>

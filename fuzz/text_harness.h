@@ -8,6 +8,7 @@
 
 #include "../converters/convert_text.c"
 #include "../converters/text_input.c"
+#include "../converters/text_options.c"
 #include "../converters/text_pipeline.c"
 #include "../converters/text_split.c"
 #include "../converters/text_tokens.c"
