@@ -12,7 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
-int ss_cli_store_error(const char *cmd, const char *fmt, ...) {
+int ss__cli_store_error(const char *cmd, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     fprintf(stderr, "seqstore %s: ", cmd);
@@ -23,7 +23,7 @@ int ss_cli_store_error(const char *cmd, const char *fmt, ...) {
     return SS_EXIT_ERROR;
 }
 
-int ss_cli_usage_error(const char *cmd, const char *fmt, ...) {
+int ss__cli_usage_error(const char *cmd, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     fprintf(stderr, "seqstore %s: ", cmd);
@@ -42,7 +42,7 @@ static int ss_range_bound(int64_t v, uint64_t n, uint64_t *out) {
     return 0;
 }
 
-int ss_cli_parse_range(const char *text, uint64_t n, uint64_t *a, uint64_t *b) {
+int ss__cli_parse_range(const char *text, uint64_t n, uint64_t *a, uint64_t *b) {
     char buf[64];
     const char *colon = strchr(text, ':');
     int64_t v;
@@ -61,25 +61,26 @@ int ss_cli_parse_range(const char *text, uint64_t n, uint64_t *a, uint64_t *b) {
     return *b < *a ? -1 : 0;
 }
 
-int ss_cli_number(const char *cmd, const char *option, const char *text, uint64_t min, uint64_t max,
-                  uint64_t *out) {
+int ss__cli_number(const char *cmd, const char *option, const char *text, uint64_t min,
+                   uint64_t max,
+                   uint64_t *out) {
     if (ss__parse_u64(text, min, max, out) == 0) return 0;
-    ss_cli_usage_error(cmd, "%s needs an integer in [%" PRIu64 ", %" PRIu64 "], not '%s'", option,
-                       min, max, text ? text : "");
+    ss__cli_usage_error(cmd, "%s needs an integer in [%" PRIu64 ", %" PRIu64 "], not '%s'", option,
+                        min, max, text ? text : "");
     return SS_EXIT_USAGE;
 }
 
-int ss_cli_bad_option(const char *cmd, int c, char **argv) {
+int ss__cli_bad_option(const char *cmd, int c, char **argv) {
     /* getopt_long's own message is off (opterr = 0): one message, naming the option */
     const char *opt = optind > 0 ? argv[optind - 1] : "?";
-    if (c == ':') return ss_cli_usage_error(cmd, "option '%s' needs a value", opt);
+    if (c == ':') return ss__cli_usage_error(cmd, "option '%s' needs a value", opt);
     if (optopt) /* an unknown short option (glibc sets optopt to 0 for long ones) */
-        return ss_cli_usage_error(cmd, "unknown option '-%c'", optopt);
-    return ss_cli_usage_error(cmd, "unknown option '%s'", opt);
+        return ss__cli_usage_error(cmd, "unknown option '-%c'", optopt);
+    return ss__cli_usage_error(cmd, "unknown option '%s'", opt);
 }
 
-int ss_cli_attr_find(ss_attr *out, int *found, const char *cmd, const ss_store *s,
-                     const char *name) {
+int ss__cli_attr_find(ss_attr *out, int *found, const char *cmd, const ss_store *s,
+                      const char *name) {
     int rc = ss_attr_get(out, s, name);
     *found = rc == 0;
     if (rc == 0 || rc == SS_ENOTFOUND) return 0;
@@ -88,8 +89,8 @@ int ss_cli_attr_find(ss_attr *out, int *found, const char *cmd, const ss_store *
     return SS_EXIT_ERROR;
 }
 
-int ss_cli_refuse_existing(const char *cmd, const ss_store *s, const char *attr,
-                           const char *what) {
+int ss__cli_refuse_existing(const char *cmd, const ss_store *s, const char *attr,
+                            const char *what) {
     ss_attr a;
     int rc = ss_attr_get(&a, s, attr);
     if (rc == SS_ENOTFOUND) return 0;
@@ -102,9 +103,9 @@ int ss_cli_refuse_existing(const char *cmd, const ss_store *s, const char *attr,
     return SS_EXIT_ERROR;
 }
 
-int ss_cli_remove_attr(const char *cmd, const char *path, const char *attr, const char *what) {
+int ss__cli_remove_attr(const char *cmd, const char *path, const char *attr, const char *what) {
     ss_store *s;
-    if (ss_cli_open(&s, cmd, path, 0)) return SS_EXIT_ERROR;
+    if (ss__cli_open(&s, cmd, path, 0)) return SS_EXIT_ERROR;
     ss_attr a;
     int rc = ss_attr_get(&a, s, attr);
     ss_close(s);
@@ -112,20 +113,20 @@ int ss_cli_remove_attr(const char *cmd, const char *path, const char *attr, cons
         fprintf(stderr, "seqstore %s: %s has no %s\n", cmd, path, what);
         return SS_EXIT_ERROR;
     }
-    if (rc) return ss_cli_store_error(cmd, "%s", what);
+    if (rc) return ss__cli_store_error(cmd, "%s", what);
     ss_writer *w;
     if (ss_sections_writer_open(&w, path))
-        return ss_cli_store_error(cmd, "open '%s' for writing", path);
+        return ss__cli_store_error(cmd, "open '%s' for writing", path);
     rc = ss_writer_remove_attr(w, attr);
     if (!rc) rc = ss_writer_finish(w);
     ss_writer_free(w);
-    if (rc) return ss_cli_store_error(cmd, "remove %s", what);
+    if (rc) return ss__cli_store_error(cmd, "remove %s", what);
     printf("removed %s from %s\n", what, path);
     return SS_EXIT_OK;
 }
 
-int ss_cli_open(ss_store **out, const char *cmd, const char *path, unsigned flags) {
-    ss_cli_note_store(path, flags);
+int ss__cli_open(ss_store **out, const char *cmd, const char *path, unsigned flags) {
+    ss__cli_note_store(path, flags);
     int rc = ss_open(out, path, flags | SS_OPEN_VERIFY); /* the CLI never prints unchecked data */
     if (rc) {
         fprintf(stderr, "seqstore %s: %s\n", cmd, ss_error_message());

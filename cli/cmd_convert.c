@@ -68,17 +68,17 @@ static int is_opt(const char *arg, const char *name) {
 static int check_index_options(ss_conv *c) {
     const ss_conv *o = c;
     if (!o->index_by && (o->index_resolution || o->index_name))
-        return ss_conv_usage_error(c, "--index-resolution and --index-name need --index-by");
+        return ss__conv_usage_error(c, "--index-resolution and --index-name need --index-by");
     if (o->index_by && !o->index_resolution)
-        return ss_conv_usage_error(c, "--index-by needs --index-resolution R (R >= 1)");
+        return ss__conv_usage_error(c, "--index-by needs --index-resolution R (R >= 1)");
     if (!o->index_by) return 0;
     const char *name = o->index_name ? o->index_name : o->index_by;
     if (strlen(SS_BUCKET_ATTR_PREFIX) + strlen(name) > SS_MAX_ATTR_NAME)
-        return ss_conv_usage_error(c, "index name '%s' is longer than %zu bytes", name,
-                                   (size_t)SS_MAX_ATTR_NAME - strlen(SS_BUCKET_ATTR_PREFIX));
+        return ss__conv_usage_error(c, "index name '%s' is longer than %zu bytes", name,
+                                    (size_t)SS_MAX_ATTR_NAME - strlen(SS_BUCKET_ATTR_PREFIX));
     for (const char *p = name; *p; p++)
         if ((unsigned char)*p <= 0x20 || (unsigned char)*p >= 0x7f)
-            return ss_conv_usage_error(
+            return ss__conv_usage_error(
                 c, "index name '%s' may hold only printable ASCII without spaces", name);
     return 0;
 }
@@ -96,7 +96,7 @@ static int parse_common(ss_conv *c, int argc, char **argv, char **rest, int *nre
         if (is_opt(a, "--output") || !strncmp(a, "-o", 2)) {
             c->opts.output = opt_value(argc, argv, &i, a, a[1] == '-' ? 8 : 2);
             if (!c->opts.output || !*c->opts.output)
-                return ss_conv_usage_error(c, "-o/--output needs a STORE path");
+                return ss__conv_usage_error(c, "-o/--output needs a STORE path");
         } else if (!strcmp(a, "--force")) {
             c->opts.force = 1;
         } else if (!strcmp(a, "--append")) {
@@ -112,25 +112,25 @@ static int parse_common(ss_conv *c, int argc, char **argv, char **rest, int *nre
         } else if (is_opt(a, "--threads")) {
             uint64_t v;
             const char *s = opt_value(argc, argv, &i, a, 9);
-            if (ss_conv_parse_u64(c, "--threads", s, 1, 256, &v)) return 2;
+            if (ss__conv_parse_u64(c, "--threads", s, 1, 256, &v)) return 2;
             c->opts.threads = (int)v;
         } else if (is_opt(a, "--index-by")) {
             c->index_by = opt_value(argc, argv, &i, a, 10);
             if (!c->index_by || !*c->index_by)
-                return ss_conv_usage_error(c, "--index-by needs FIELD[,FIELD...]");
+                return ss__conv_usage_error(c, "--index-by needs FIELD[,FIELD...]");
         } else if (is_opt(a, "--index-resolution")) {
             const char *s = opt_value(argc, argv, &i, a, 18);
-            if (ss_conv_parse_u64(c, "--index-resolution", s, 1, UINT64_MAX, &c->index_resolution))
+            if (ss__conv_parse_u64(c, "--index-resolution", s, 1, UINT64_MAX, &c->index_resolution))
                 return 2;
         } else if (is_opt(a, "--index-name")) {
             c->index_name = opt_value(argc, argv, &i, a, 12);
             if (!c->index_name || !*c->index_name)
-                return ss_conv_usage_error(c, "--index-name needs a NAME");
+                return ss__conv_usage_error(c, "--index-name needs a NAME");
         } else if (is_opt(a, "--shard")) {
             if (ss__conv_parse_shard(c, opt_value(argc, argv, &i, a, 7))) return 2;
         } else if (is_opt(a, "--commit-bytes")) {
             const char *s = opt_value(argc, argv, &i, a, 14);
-            if (ss_conv_parse_u64(c, "--commit-bytes", s, 1, UINT64_MAX, &c->commit_bytes))
+            if (ss__conv_parse_u64(c, "--commit-bytes", s, 1, UINT64_MAX, &c->commit_bytes))
                 return 2;
         } else {
             rest[n++] = argv[i];
@@ -142,7 +142,7 @@ static int parse_common(ss_conv *c, int argc, char **argv, char **rest, int *nre
 }
 
 
-int ss_cmd_convert(int argc, char **argv) {
+int ss__cmd_convert(int argc, char **argv) {
     if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
         general_usage(argc < 2 ? stderr : stdout);
         return argc < 2 ? 2 : 0;
@@ -161,7 +161,7 @@ int ss_cmd_convert(int argc, char **argv) {
         fputs("seqstore convert: out of memory\n", stderr);
         return 1;
     }
-    c->note_store = ss_cli_note_store; /* their lock files go when the command ends */
+    c->note_store = ss__cli_note_store; /* their lock files go when the command ends */
     int nrest = 0, help = 0;
     int rc = parse_common(c, argc, argv, rest, &nrest, &help);
     if (!rc && help) {
@@ -170,11 +170,11 @@ int ss_cmd_convert(int argc, char **argv) {
         common_usage(stdout);
     } else if (!rc) {
         if (!c->opts.output)
-            rc = ss_conv_usage_error(c, "no output store (-o STORE)");
+            rc = ss__conv_usage_error(c, "no output store (-o STORE)");
         else if (c->opts.force && (c->opts.append || c->opts.resume))
-            rc = ss_conv_usage_error(c, "--force excludes --append and --resume");
+            rc = ss__conv_usage_error(c, "--force excludes --append and --resume");
         else if (c->shard_n && c->opts.append)
-            rc = ss_conv_usage_error(c, "--shard writes a new shard store; it excludes --append");
+            rc = ss__conv_usage_error(c, "--shard writes a new shard store; it excludes --append");
         else if (c->opts.resume)
             c->opts.append = ss__conv_probe_interrupted_append(c);
     }

@@ -13,18 +13,18 @@ typedef struct ss_command {
 } ss_command;
 
 static const ss_command ss_commands[] = {
-    {"convert", ss_cmd_convert,
+    {"convert", ss__cmd_convert,
      "convert source files (text, jsonl, parallel, megatron, edf, idx, npy) into a store"},
-    {"info", ss_cmd_info, "examples, fields, length statistics, attributes of a store"},
-    {"verify", ss_cmd_verify, "recompute every checksum of a store"},
-    {"cat", ss_cmd_cat, "print examples as text"},
-    {"split", ss_cmd_split, "add, list and show named index-range splits"},
-    {"index", ss_cmd_index, "build a bucket index sorted by example lengths"},
-    {"bench", ss_cmd_bench, "measure how fast a store reads on this machine"},
-    {"attr", ss_cmd_attr, "list, get, set and remove attributes"},
-    {"export", ss_cmd_export, "write examples as JSON Lines, .npy files or a Megatron dataset"},
-    {"dataset", ss_cmd_dataset, "build the manifest of a dataset of shards (convert --shard)"},
-    {"merge", ss_cmd_merge, "write one store from a dataset of shards (streaming)"},
+    {"info", ss__cmd_info, "examples, fields, length statistics, attributes of a store"},
+    {"verify", ss__cmd_verify, "recompute every checksum of a store"},
+    {"cat", ss__cmd_cat, "print examples as text"},
+    {"split", ss__cmd_split, "add, list and show named index-range splits"},
+    {"index", ss__cmd_index, "build a bucket index sorted by example lengths"},
+    {"bench", ss__cmd_bench, "measure how fast a store reads on this machine"},
+    {"attr", ss__cmd_attr, "list, get, set and remove attributes"},
+    {"export", ss__cmd_export, "write examples as JSON Lines, .npy files or a Megatron dataset"},
+    {"dataset", ss__cmd_dataset, "build the manifest of a dataset of shards (convert --shard)"},
+    {"merge", ss__cmd_merge, "write one store from a dataset of shards (streaming)"},
 };
 
 #define SS_NCOMMANDS (sizeof ss_commands / sizeof ss_commands[0])
@@ -83,7 +83,7 @@ int main(int argc, char **argv) {
         if (strcmp(ss_commands[i].name, cmd) == 0) {
             int rc = ss_commands[i].run(argc - 1, argv + 1);
             fflush(stdout);
-            ss_cli_drop_locks(); /* every store is closed by now */
+            ss__cli_drop_locks(); /* every store is closed by now */
             return rc;
         }
     }

@@ -21,7 +21,7 @@
 /* Add (or, for a name already listed, replace) an index to build at finish.
  * Returns 0 or 1 (error printed). */
 int ss__conv_add_index(ss_conv *c, const char *name, const uint32_t *fields, size_t nkeys,
-                     uint64_t resolution) {
+                       uint64_t resolution) {
     conv_index *x = NULL;
     for (uint32_t k = 0; k < c->nindices; k++)
         if (!strcmp(c->indices[k].name, name)) x = &c->indices[k];
@@ -31,7 +31,7 @@ int ss__conv_add_index(ss_conv *c, const char *name, const uint32_t *fields, siz
         if (!p || !n) {
             if (p) c->indices = p;
             free(n);
-            return ss_conv_error(c, "out of memory");
+            return ss__conv_error(c, "out of memory");
         }
         c->indices = p;
         x = &c->indices[c->nindices++];
@@ -50,7 +50,7 @@ int ss__conv_collect_indices(ss_conv *c, const ss_store *s) {
     uint64_t n = ss_attr_count(s);
     for (uint64_t k = 0; k < n; k++) {
         ss_attr a;
-        if (ss_attr_at(&a, s, k)) return ss_conv_ss_error(c, "cannot read the attributes");
+        if (ss_attr_at(&a, s, k)) return ss__conv_ss_error(c, "cannot read the attributes");
         if (strncmp(a.name, SS_BUCKET_ATTR_PREFIX, plen) || !a.name[plen]) continue;
         const char *name = a.name + plen;
         ss_bucket *b;
@@ -82,14 +82,15 @@ int ss__conv_resolve_index(ss_conv *c, uint32_t fields[SS_BUCKET_MAX_KEYS], size
         while (k < c->nfields &&
                (strlen(c->fields[k].name) != len || strncmp(c->fields[k].name, p, len) != 0))
             k++;
-        if (len == 0) return ss_conv_error(c, "--index-by: empty field name");
+        if (len == 0) return ss__conv_error(c, "--index-by: empty field name");
         if (k == c->nfields)
-            return ss_conv_error(c, "--index-by: this conversion has no field '%.*s'", (int)len, p);
+            return ss__conv_error(c, "--index-by: this conversion has no field '%.*s'", (int)len,
+                                  p);
         if (!c->fields[k].sequence)
-            return ss_conv_error(c, "--index-by: field '%s' is not a sequence field",
-                                 c->fields[k].name);
+            return ss__conv_error(c, "--index-by: field '%s' is not a sequence field",
+                                  c->fields[k].name);
         if (*nkeys == SS_BUCKET_MAX_KEYS)
-            return ss_conv_error(c, "--index-by takes at most %d fields", SS_BUCKET_MAX_KEYS);
+            return ss__conv_error(c, "--index-by takes at most %d fields", SS_BUCKET_MAX_KEYS);
         fields[(*nkeys)++] = k;
         if (!p[len]) break;
         p += len + 1;
@@ -102,10 +103,10 @@ int ss__conv_build_indices(ss_conv *c) {
     for (uint32_t k = 0; k < c->nindices; k++) {
         const conv_index *x = &c->indices[k];
         if (ss_bucket_save(c->opts.output, x->name, x->fields, x->nkeys, x->resolution))
-            return ss_conv_ss_error(c,
-                                    "'%s' is complete but its bucket index '%s' could not be "
-                                    "built (rebuild it with 'seqstore index')",
-                                    c->opts.output, x->name);
+            return ss__conv_ss_error(c,
+                                     "'%s' is complete but its bucket index '%s' could not be "
+                                     "built (rebuild it with 'seqstore index')",
+                                     c->opts.output, x->name);
     }
     return 0;
 }

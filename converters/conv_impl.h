@@ -24,7 +24,7 @@
  * (medians of 5-9 runs; 2 MiB was as good for signals, slower for text). */
 #define SS_CONV_COMMIT_BYTES (4ull << 20)
 
-/* ss_conv_later() threads at once at most (beyond: the work is done at once). */
+/* ss__conv_later() threads at once at most (beyond: the work is done at once). */
 #define SS_CONV_LATER 4
 
 /* Bad records listed at the end with --skip-bad; beyond this only counted. */
@@ -58,7 +58,7 @@ struct ss_conv {
     char *old_files;      /* the store's source.files before this run (--append) */
     char *old_options;    /* its convert.options */
     char *old_converter;  /* its convert.converter */
-    char **checked;       /* ss_conv_add_checked() files */
+    char **checked;       /* ss__conv_add_checked() files */
     uint32_t nchecked;
 
     ss_writer *w;
@@ -72,12 +72,12 @@ struct ss_conv {
     ss_resume_rec old;    /* --resume: the interrupted run's record (old.kind NULL: none) */
     uint32_t bad_source;  /* 1-based input at which bad input stopped the run, or 0 */
     uint64_t kill_after;  /* tests: SIGKILL ourselves after this many appends */
-    uint64_t *many_src;   /* ss_conv_append_many(): the source field's values */
+    uint64_t *many_src;   /* ss__conv_append_many(): the source field's values */
     uint64_t many_cap;    /* examples many_src holds */
     int old_store_fd;     /* --force, --threads > 1: the replaced store, until freed; or -1 */
-    pthread_t later[SS_CONV_LATER]; /* ss_conv_later() threads, joined at the end */
+    pthread_t later[SS_CONV_LATER]; /* ss__conv_later() threads, joined at the end */
     int nlater;
-    int one_thread; /* ss_conv_one_thread(): start no thread */
+    int one_thread; /* ss__conv_one_thread(): start no thread */
 
     /* statistics and progress */
     uint64_t examples, elements, bytes_in, total_bytes;
@@ -85,7 +85,7 @@ struct ss_conv {
     int show_progress, drawn;
     double t0, last_draw;
 
-    /* ss_conv_skipped() */
+    /* ss__conv_skipped() */
     uint64_t nskipped;
     const char *skipped_what, *skipped_why; /* what NULL: nothing reported */
 
@@ -109,10 +109,10 @@ struct ss_conv {
     uint64_t *shard_base;      /* per source: offset of its first byte among the sliced
                                   inputs; NULL until computed */
     uint64_t *shard_size;      /* per source: its size in the slicing */
-    uint64_t *shard_given;     /* per source: ss_conv_shard_size(), or UINT64_MAX */
+    uint64_t *shard_given;     /* per source: ss__conv_shard_size(), or UINT64_MAX */
     uint32_t shard_given_cap;
-    int shard_self;              /* ss_conv_shard_self(): the converter filters bad input */
-    int no_store;                /* ss_conv_no_store(): the output is not a store */
+    int shard_self;              /* ss__conv_shard_self(): the converter filters bad input */
+    int no_store;                /* ss__conv_no_store(): the output is not a store */
     uint64_t shard_lo, shard_hi; /* this shard's byte range [lo, hi) */
     uint64_t shard_skip;         /* --resume: in-shard examples already stored */
 };

@@ -26,11 +26,11 @@ static int open_existing(ss_conv *c, ss_store **out, unsigned flags) {
     *out = NULL;
     int rc = ss_open(out, c->opts.output, flags);
     if (rc == SS_ENOTFOUND) return 0;
-    if (rc) return ss_conv_ss_error(c, "cannot open '%s'", c->opts.output);
+    if (rc) return ss__conv_ss_error(c, "cannot open '%s'", c->opts.output);
     for (uint64_t k = 0; k < ss_attr_count(*out); k++) {
         ss_attr a;
         if (ss_attr_at(&a, *out, k) == 0) continue;
-        rc = ss_conv_ss_error(c, "cannot read the attributes of '%s'", c->opts.output);
+        rc = ss__conv_ss_error(c, "cannot read the attributes of '%s'", c->opts.output);
         ss_close(*out);
         *out = NULL;
         return rc;
@@ -38,7 +38,7 @@ static int open_existing(ss_conv *c, ss_store **out, unsigned flags) {
     return 0;
 }
 
-int ss_conv_open_existing(ss_conv *c, ss_store **out) {
+int ss__conv_open_existing(ss_conv *c, ss_store **out) {
     return open_existing(c, out, c->opts.resume ? SS_OPEN_INCOMPLETE : 0);
 }
 
@@ -83,19 +83,20 @@ static int check_schema(ss_conv *c, const ss_store *s, uint32_t nf) {
     char a[128], b[128];
     for (uint32_t k = 0; k < nf || k < old->nfields; k++) {
         if (k >= old->nfields)
-            return ss_conv_error(
+            return ss__conv_error(
                 c, "schema mismatch: '%s' has no field '%s' (it has %" PRIu32 " fields)",
                 c->opts.output, c->fields[k].name, old->nfields);
         if (k >= nf)
-            return ss_conv_error(c, "schema mismatch: '%s' has an extra field '%s'", c->opts.output,
-                                 old->fields[k].name);
+            return ss__conv_error(c, "schema mismatch: '%s' has an extra field '%s'",
+                                  c->opts.output,
+                                  old->fields[k].name);
         if (!same_field(&old->fields[k], &c->fields[k])) {
             describe_field(a, sizeof a, &old->fields[k]);
             describe_field(b, sizeof b, &c->fields[k]);
-            return ss_conv_error(c,
-                                 "schema mismatch: field %" PRIu32 " of '%s' is '%s' (%s), this "
-                                 "conversion makes '%s' (%s)",
-                                 k, c->opts.output, old->fields[k].name, a, c->fields[k].name, b);
+            return ss__conv_error(c,
+                                  "schema mismatch: field %" PRIu32 " of '%s' is '%s' (%s), this "
+                                  "conversion makes '%s' (%s)",
+                                  k, c->opts.output, old->fields[k].name, a, c->fields[k].name, b);
         }
     }
     return 0;
@@ -124,8 +125,8 @@ static char *concat(const char *a, const char *sep, const char *b) {
 }
 
 static int set_text(ss_conv *c, const char *name, const char *text) {
-    if (!text) return ss_conv_error(c, "out of memory");
-    return ss_conv_set_attr(c, name, SS_ATTR_TEXT, text, strlen(text));
+    if (!text) return ss__conv_error(c, "out of memory");
+    return ss__conv_set_attr(c, name, SS_ATTR_TEXT, text, strlen(text));
 }
 
 /* This run's arguments for convert.options and the resume record: without
@@ -163,19 +164,19 @@ int ss__conv_set_resume_record(ss_conv *c) {
     r.args = (const char **)args;
     char *text = NULL;
     size_t len = 0;
-    if (args && ss_resume_stat(&r.inputs, c->sources, c->nsources) == 0 &&
-        ss_resume_stat(&r.files, c->checked, c->nchecked) == 0) {
+    if (args && ss__resume_stat(&r.inputs, c->sources, c->nsources) == 0 &&
+        ss__resume_stat(&r.files, c->checked, c->nchecked) == 0) {
         r.ninputs = c->nsources;
         r.nfiles = c->nchecked;
-        text = ss_resume_encode(&r, &len);
+        text = ss__resume_encode(&r, &len);
     }
     free(args);
     free(r.inputs);
     free(r.files);
-    if (!text) return ss_conv_error(c, "out of memory");
-    int rc = ss_writer_set_resume_record(c->w, text, len);
+    if (!text) return ss__conv_error(c, "out of memory");
+    int rc = ss__writer_set_resume_record(c->w, text, len);
     free(text);
-    return rc ? ss_conv_ss_error(c, "cannot record the resume state") : 0;
+    return rc ? ss__conv_ss_error(c, "cannot record the resume state") : 0;
 }
 
 static int write_framework_attrs(ss_conv *c) {
@@ -207,8 +208,8 @@ static int prepare_append(ss_conv *c, uint32_t nf) {
     ss_store *s = NULL;
     if (open_existing(c, &s, 0)) return 1;
     if (!s)
-        return ss_conv_error(c, "--append: '%s' does not exist (omit --append to create it)",
-                             c->opts.output);
+        return ss__conv_error(c, "--append: '%s' does not exist (omit --append to create it)",
+                              c->opts.output);
     int rc = check_schema(c, s, nf);
     if (!rc) rc = ss__conv_collect_indices(c, s);
     if (!rc) {
@@ -244,10 +245,10 @@ static int prepare_resume(ss_conv *c, uint32_t nf, int *exists) {
     ss_store_info info;
     int rc = ss_store_get_info(&info, s);
     if (!rc && info.complete)
-        rc = ss_conv_error(c,
-                           "--resume: '%s' is complete (%" PRIu64
-                           " examples); nothing to resume (--force redoes it, --append adds)",
-                           c->opts.output, info.count);
+        rc = ss__conv_error(c,
+                            "--resume: '%s' is complete (%" PRIu64
+                            " examples); nothing to resume (--force redoes it, --append adds)",
+                            c->opts.output, info.count);
     if (!rc) rc = check_schema(c, s, nf);
     ss_close(s);
     *exists = 1;
@@ -263,10 +264,10 @@ static int check_legacy_resume(ss_conv *c) {
     char *now = join_lines(c->sources, c->nsources);
     int rc = 0;
     if (old && now && strcmp(old, now) != 0)
-        rc = ss_conv_error(c,
-                           "--resume: the input files differ from those of the interrupted "
-                           "conversion of '%s' (its source.files attribute)",
-                           c->opts.output);
+        rc = ss__conv_error(c,
+                            "--resume: the input files differ from those of the interrupted "
+                            "conversion of '%s' (its source.files attribute)",
+                            c->opts.output);
     free(old);
     free(now);
     ss_close(s);
@@ -278,35 +279,35 @@ static int check_legacy_resume(ss_conv *c) {
  * recorded in convert.options. Returns 0 or 1 (error printed). */
 static int check_resume(ss_conv *c) {
     size_t len;
-    const void *data = ss_writer_resume_record(c->w, &len);
+    const void *data = ss__writer_resume_record(c->w, &len);
     char msg[2048];
     if (!data) {
         if (ss_writer_count(c->w) == c->base) return 0; /* nothing of it committed */
         if (c->opts.append)
-            return ss_conv_error(c,
-                                 "--resume: '%s' has an unfinished append without a resume "
-                                 "record; it cannot be continued safely",
-                                 c->opts.output);
+            return ss__conv_error(c,
+                                  "--resume: '%s' has an unfinished append without a resume "
+                                  "record; it cannot be continued safely",
+                                  c->opts.output);
         return check_legacy_resume(c);
     }
-    if (ss_resume_decode(&c->old, data, len, msg, sizeof msg))
-        return ss_conv_error(c, "--resume: '%s': %s", c->opts.output, msg);
+    if (ss__resume_decode(&c->old, data, len, msg, sizeof msg))
+        return ss__conv_error(c, "--resume: '%s': %s", c->opts.output, msg);
     ss_resume_rec now = {.kind = c->conv->kind, .base = c->base};
     now.args = (const char **)c->argv;
     now.nargs = (uint32_t)c->argc;
-    if (ss_resume_stat(&now.inputs, c->sources, c->nsources) ||
-        ss_resume_stat(&now.files, c->checked, c->nchecked)) {
+    if (ss__resume_stat(&now.inputs, c->sources, c->nsources) ||
+        ss__resume_stat(&now.files, c->checked, c->nchecked)) {
         free(now.inputs);
-        return ss_conv_error(c, "out of memory");
+        return ss__conv_error(c, "out of memory");
     }
     now.ninputs = c->nsources;
     now.nfiles = c->nchecked;
-    int rc = ss_resume_check(&c->old, &now, msg, sizeof msg);
+    int rc = ss__resume_check(&c->old, &now, msg, sizeof msg);
     free(now.inputs);
     free(now.files);
     if (rc)
-        return ss_conv_error(c, "--resume: %s; the store '%s' is left as it was", msg,
-                             c->opts.output);
+        return ss__conv_error(c, "--resume: %s; the store '%s' is left as it was", msg,
+                              c->opts.output);
     return 0;
 }
 
@@ -331,14 +332,14 @@ static void free_old_store(ss_conv *c) {
     if (c->old_store_fd < 0) return;
     void *fd = (void *)(intptr_t)c->old_store_fd;
     c->old_store_fd = -1;
-    ss_conv_later(c, close_fd, fd);
+    ss__conv_later(c, close_fd, fd);
 }
 
-void ss_conv_one_thread(ss_conv *c) {
+void ss__conv_one_thread(ss_conv *c) {
     c->one_thread = 1;
 }
 
-void ss_conv_later(ss_conv *c, void *(*fn)(void *), void *arg) {
+void ss__conv_later(ss_conv *c, void *(*fn)(void *), void *arg) {
     if (c->opts.threads > 1 && !c->one_thread && c->nlater < SS_CONV_LATER &&
         pthread_create(&c->later[c->nlater], NULL, fn, arg) == 0)
         c->nlater++;
@@ -346,16 +347,16 @@ void ss_conv_later(ss_conv *c, void *(*fn)(void *), void *arg) {
         fn(arg);
 }
 
-int ss_conv_begin(ss_conv *c, const ss_schema *schema, uint64_t *skip) {
+int ss__conv_begin(ss_conv *c, const ss_schema *schema, uint64_t *skip) {
     *skip = 0;
-    if (c->began) return ss_conv_error(c, "internal error: ss_conv_begin called twice");
+    if (c->began) return ss__conv_error(c, "internal error: ss__conv_begin called twice");
     if (schema->nfields + 1 > SS_MAX_FIELDS)
-        return ss_conv_error(c, "too many fields (%" PRIu32 ")", schema->nfields);
+        return ss__conv_error(c, "too many fields (%" PRIu32 ")", schema->nfields);
     c->nfields = schema->nfields;
     for (uint32_t k = 0; k < schema->nfields; k++) {
         c->fields[k] = schema->fields[k];
         if (!strcmp(c->fields[k].name, "source"))
-            return ss_conv_error(c, "internal error: the field name 'source' is reserved");
+            return ss__conv_error(c, "internal error: the field name 'source' is reserved");
         uint64_t e = 1;
         for (uint32_t d = 0; d < c->fields[k].ndim; d++) e *= c->fields[k].dims[d];
         c->row_elems[k] = e;
@@ -373,18 +374,18 @@ int ss_conv_begin(ss_conv *c, const ss_schema *schema, uint64_t *skip) {
     wo.flags = SS_WRITE_NOSYNC;
     wo.commit_bytes = c->commit_bytes ? c->commit_bytes : SS_CONV_COMMIT_BYTES;
     int rc;
-    ss_conv_note_store(c, c->opts.output);
+    ss__conv_note_store(c, c->opts.output);
     if (c->opts.append && !c->opts.resume) {
         if (prepare_append(c, nf)) return 1;
         rc = ss_writer_open(&c->w, c->opts.output, &full, &wo);
-        if (rc) return ss_conv_ss_error(c, "cannot append to '%s'", c->opts.output);
+        if (rc) return ss__conv_ss_error(c, "cannot append to '%s'", c->opts.output);
     } else if (c->opts.resume) {
         int exists;
         if (prepare_resume(c, nf, &exists)) return 1;
         if (exists) {
             wo.flags |= SS_WRITE_RESUME;
             rc = ss_writer_open(&c->w, c->opts.output, &full, &wo);
-            if (rc) return ss_conv_ss_error(c, "cannot resume the store");
+            if (rc) return ss__conv_ss_error(c, "cannot resume the store");
             if (check_resume(c)) {
                 ss_writer_free(c->w);
                 c->w = NULL;
@@ -396,7 +397,7 @@ int ss_conv_begin(ss_conv *c, const ss_schema *schema, uint64_t *skip) {
             if (c->shard_n) c->shard_skip = *skip, *skip = 0;
         } else {
             rc = ss_writer_create(&c->w, c->opts.output, &full, &wo);
-            if (rc) return ss_conv_ss_error(c, "cannot create the store");
+            if (rc) return ss__conv_ss_error(c, "cannot create the store");
         }
     } else {
         if (c->opts.force) {
@@ -406,15 +407,15 @@ int ss_conv_begin(ss_conv *c, const ss_schema *schema, uint64_t *skip) {
         rc = ss_writer_create(&c->w, c->opts.output, &full, &wo);
         free_old_store(c);
         if (rc == SS_EEXIST)
-            return ss_conv_error(c,
-                                 "'%s' exists (--force replaces it, --append adds to it, "
-                                 "--resume continues an interrupted conversion)",
-                                 c->opts.output);
-        if (rc) return ss_conv_ss_error(c, "cannot create the store");
+            return ss__conv_error(c,
+                                  "'%s' exists (--force replaces it, --append adds to it, "
+                                  "--resume continues an interrupted conversion)",
+                                  c->opts.output);
+        if (rc) return ss__conv_ss_error(c, "cannot create the store");
     }
     /* after the --append's old indices, so that a name given again is replaced */
-    if (c->index_by && ss__conv_add_index(c, c->index_name ? c->index_name : c->index_by, ifields, inkeys,
-                                 c->index_resolution))
+    if (c->index_by && ss__conv_add_index(c, c->index_name ? c->index_name : c->index_by,
+                                          ifields, inkeys, c->index_resolution))
         return 1;
     c->began = 1;
     c->start_count = ss_writer_count(c->w);
@@ -424,19 +425,19 @@ int ss_conv_begin(ss_conv *c, const ss_schema *schema, uint64_t *skip) {
      * committed later, a --resume can check it continues the same run */
     if (ss_writer_commit(c->w)) {
         c->writer_broken = 1;
-        return ss_conv_ss_error(c, "cannot write to '%s'", c->opts.output);
+        return ss__conv_ss_error(c, "cannot write to '%s'", c->opts.output);
     }
     return 0;
 }
 
-int ss_conv_append(ss_conv *c, const ss_value *values, uint32_t source, uint64_t location) {
-    return ss_conv_append_at(c, values, source, location, 0);
+int ss__conv_append(ss_conv *c, const ss_value *values, uint32_t source, uint64_t location) {
+    return ss__conv_append_at(c, values, source, location, 0);
 }
 
-int ss_conv_append_at(ss_conv *c, const ss_value *values, uint32_t source, uint64_t location,
-                      uint64_t byte) {
+int ss__conv_append_at(ss_conv *c, const ss_value *values, uint32_t source, uint64_t location,
+                       uint64_t byte) {
     if (c->shard_n) {
-        if (!ss_conv_in_shard_at(c, source, byte)) return 0;
+        if (!ss__conv_in_shard_at(c, source, byte)) return 0;
         if (c->shard_skip) {
             c->shard_skip--;
             return 0;
@@ -448,8 +449,8 @@ int ss_conv_append_at(ss_conv *c, const ss_value *values, uint32_t source, uint6
     int rc = ss_writer_append(c->w, c->values);
     if (rc) {
         if (rc != SS_EINVAL) c->writer_broken = 1;
-        return ss_conv_ss_error(c, "cannot append example %" PRIu64 " to '%s'",
-                                ss_writer_count(c->w), c->opts.output);
+        return ss__conv_ss_error(c, "cannot append example %" PRIu64 " to '%s'",
+                                 ss_writer_count(c->w), c->opts.output);
     }
     c->examples++;
     if (c->kill_after && c->examples == c->kill_after) raise(SIGKILL);
@@ -459,7 +460,7 @@ int ss_conv_append_at(ss_conv *c, const ss_value *values, uint32_t source, uint6
     return 0;
 }
 
-/* ss_conv_append_many() one by one: --shard (examples dropped or skipped),
+/* ss__conv_append_many() one by one: --shard (examples dropped or skipped),
  * SS_TEST_KILL_AFTER (a kill after an exact example). */
 static int append_each(ss_conv *c, uint64_t n, const void *const *data,
                        const uint64_t *const *lengths, uint32_t source, const uint64_t *locations,
@@ -473,19 +474,19 @@ static int append_each(ss_conv *c, uint64_t n, const void *const *data,
             v[f] = (ss_value){at[f], len};
             at[f] += len * c->row_elems[f] * ss_dtype_size(c->fields[f].dtype);
         }
-        if (ss_conv_append_at(c, v, source, locations[k], byte)) return 1;
+        if (ss__conv_append_at(c, v, source, locations[k], byte)) return 1;
     }
     return 0;
 }
 
-int ss_conv_append_many(ss_conv *c, uint64_t n, const void *const *data,
-                        const uint64_t *const *lengths, uint32_t source, const uint64_t *locations,
-                        uint64_t byte) {
+int ss__conv_append_many(ss_conv *c, uint64_t n, const void *const *data,
+                         const uint64_t *const *lengths, uint32_t source, const uint64_t *locations,
+                         uint64_t byte) {
     if (c->shard_n || c->kill_after)
         return append_each(c, n, data, lengths, source, locations, byte);
     if (n > c->many_cap) { /* the source field's values: (source, location) pairs */
         uint64_t *p = realloc(c->many_src, n * 2 * sizeof *p);
-        if (!p) return ss_conv_error(c, "out of memory");
+        if (!p) return ss__conv_error(c, "out of memory");
         c->many_src = p;
         c->many_cap = n;
     }
@@ -514,20 +515,20 @@ int ss_conv_append_many(ss_conv *c, uint64_t n, const void *const *data,
     ss__conv_tick(c);
     if (rc) {
         if (rc != SS_EINVAL) c->writer_broken = 1;
-        return ss_conv_ss_error(c, "cannot append example %" PRIu64 " to '%s'",
-                                ss_writer_count(c->w), c->opts.output);
+        return ss__conv_ss_error(c, "cannot append example %" PRIu64 " to '%s'",
+                                 ss_writer_count(c->w), c->opts.output);
     }
     return 0;
 }
 
-int ss_conv_set_attr(ss_conv *c, const char *name, uint32_t type, const void *data, size_t size) {
-    if (!c->w) return ss_conv_error(c, "internal error: attribute '%s' set before begin", name);
+int ss__conv_set_attr(ss_conv *c, const char *name, uint32_t type, const void *data, size_t size) {
+    if (!c->w) return ss__conv_error(c, "internal error: attribute '%s' set before begin", name);
     if (ss_writer_set_attr(c->w, name, type, data, size))
-        return ss_conv_ss_error(c, "cannot set attribute '%s'", name);
+        return ss__conv_ss_error(c, "cannot set attribute '%s'", name);
     return 0;
 }
 
-ss_writer *ss_conv_writer(ss_conv *c) {
+ss_writer *ss__conv_writer(ss_conv *c) {
     return c->w;
 }
 

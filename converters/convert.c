@@ -32,7 +32,7 @@ void ss__conv_clear_progress(ss_conv *c) {
     }
 }
 
-int ss_conv_error(ss_conv *c, const char *fmt, ...) {
+int ss__conv_error(ss_conv *c, const char *fmt, ...) {
     va_list ap;
     ss__conv_clear_progress(c);
     fputs("seqstore convert: ", stderr);
@@ -43,7 +43,7 @@ int ss_conv_error(ss_conv *c, const char *fmt, ...) {
     return 1;
 }
 
-int ss_conv_ss_error(ss_conv *c, const char *fmt, ...) {
+int ss__conv_ss_error(ss_conv *c, const char *fmt, ...) {
     va_list ap;
     ss__conv_clear_progress(c);
     fputs("seqstore convert: ", stderr);
@@ -54,7 +54,7 @@ int ss_conv_ss_error(ss_conv *c, const char *fmt, ...) {
     return 1;
 }
 
-int ss_conv_usage_error(ss_conv *c, const char *fmt, ...) {
+int ss__conv_usage_error(ss_conv *c, const char *fmt, ...) {
     va_list ap;
     const char *kind = c && c->conv ? c->conv->kind : NULL;
     ss__conv_clear_progress(c);
@@ -72,7 +72,7 @@ static char *xvasprintf(const char *fmt, va_list ap) {
     return s;
 }
 
-int ss_conv_bad(ss_conv *c, const char *file, uint64_t location, const char *fmt, ...) {
+int ss__conv_bad(ss_conv *c, const char *file, uint64_t location, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     char *what = xvasprintf(fmt, ap);
@@ -90,7 +90,7 @@ int ss_conv_bad(ss_conv *c, const char *file, uint64_t location, const char *fmt
     if (!c->opts.skip_bad) {
         for (uint32_t k = 0; k < c->nsources && !c->bad_source; k++)
             if (!strcmp(c->sources[k], file)) c->bad_source = k + 1;
-        ss_conv_error(c, "%s", msg ? msg : "bad input (out of memory)");
+        ss__conv_error(c, "%s", msg ? msg : "bad input (out of memory)");
         free(msg);
         c->bad_input = 1;
         return 1;
@@ -106,23 +106,24 @@ int ss_conv_bad(ss_conv *c, const char *file, uint64_t location, const char *fmt
 
 /* ----------------------------------------------------------------- options */
 
-const ss_conv_options *ss_conv_opts(const ss_conv *c) {
+const ss_conv_options *ss__conv_opts(const ss_conv *c) {
     return &c->opts;
 }
 
-int ss_conv_parse_u64(ss_conv *c, const char *option, const char *text, uint64_t min, uint64_t max,
-                      uint64_t *out) {
+int ss__conv_parse_u64(ss_conv *c, const char *option, const char *text, uint64_t min, uint64_t max,
+                       uint64_t *out) {
     if (ss__parse_u64(text, min, max, out)) /* the CLI's one strict parser (cli.c) */
-        return ss_conv_usage_error(c, "%s needs an integer in [%" PRIu64 ", %" PRIu64 "], not '%s'",
-                                   option, min, max, text ? text : "");
+        return ss__conv_usage_error(c,
+                                    "%s needs an integer in [%" PRIu64 ", %" PRIu64 "], not '%s'",
+                                    option, min, max, text ? text : "");
     return 0;
 }
 
-void ss_conv_note_store(ss_conv *c, const char *path) {
+void ss__conv_note_store(ss_conv *c, const char *path) {
     if (c->note_store) c->note_store(path, 0);
 }
 
-uint64_t ss_conv_file_size(const char *path) {
+uint64_t ss__conv_file_size(const char *path) {
     struct stat st;
     if (stat(path, &st) != 0) return 0;
     return (uint64_t)st.st_size;
@@ -130,7 +131,7 @@ uint64_t ss_conv_file_size(const char *path) {
 
 /* ----------------------------------------------------------------- sources */
 
-uint32_t ss_conv_add_source(ss_conv *c, const char *path) {
+uint32_t ss__conv_add_source(ss_conv *c, const char *path) {
     if (c->nsources == c->sources_cap) {
         uint32_t cap = c->sources_cap ? 2 * c->sources_cap : 16;
         char **p = realloc(c->sources, cap * sizeof *p);
@@ -149,7 +150,7 @@ uint32_t ss_conv_add_source(ss_conv *c, const char *path) {
     return c->nsources++;
 }
 
-void ss_conv_add_checked(ss_conv *c, const char *path) {
+void ss__conv_add_checked(ss_conv *c, const char *path) {
     if (c->opts.output && !strcmp(path, c->opts.output)) return;
     char **p = realloc(c->checked, (c->nchecked + 1) * sizeof *p);
     char *copy = strdup(path);
@@ -161,7 +162,7 @@ void ss_conv_add_checked(ss_conv *c, const char *path) {
     c->checked[c->nchecked++] = copy;
 }
 
-void ss_conv_set_total(ss_conv *c, uint64_t total_bytes) {
+void ss__conv_set_total(ss_conv *c, uint64_t total_bytes) {
     c->total_bytes = total_bytes;
 }
 
@@ -205,12 +206,12 @@ void ss__conv_tick(ss_conv *c) {
     if (t - c->last_draw >= SS_CONV_REDRAW) draw_progress(c, t);
 }
 
-void ss_conv_progress(ss_conv *c, uint64_t bytes) {
+void ss__conv_progress(ss_conv *c, uint64_t bytes) {
     c->bytes_in += bytes;
     ss__conv_tick(c);
 }
 
-void ss_conv_skipped(ss_conv *c, uint64_t n, const char *what, const char *why) {
+void ss__conv_skipped(ss_conv *c, uint64_t n, const char *what, const char *why) {
     c->nskipped = n;
     c->skipped_what = what;
     c->skipped_why = why;
@@ -218,7 +219,7 @@ void ss_conv_skipped(ss_conv *c, uint64_t n, const char *what, const char *why) 
 
 static void print_summary(ss_conv *c) {
     double el = ss__conv_now() - c->t0;
-    double out = (double)ss_conv_file_size(c->opts.output) / 1e6;
+    double out = (double)ss__conv_file_size(c->opts.output) / 1e6;
     fprintf(stderr,
             "seqstore convert: %" PRIu64 " example%s, %" PRIu64
             " element%s, %.2f MB in, %.2f MB out, %.2f s, %.1f MB/s%s\n",
@@ -311,9 +312,9 @@ static void abandon(ss_conv *c) {
 
 static int finish(ss_conv *c) {
     if (c->no_store && !c->began) return 0;
-    if (!c->began) return ss_conv_error(c, "%s: no store was written", c->conv->kind);
+    if (!c->began) return ss__conv_error(c, "%s: no store was written", c->conv->kind);
     if (ss_writer_finish(c->w)) {
-        ss_conv_ss_error(c, "cannot finish '%s'", c->opts.output);
+        ss__conv_ss_error(c, "cannot finish '%s'", c->opts.output);
         ss_writer_free(c->w);
         c->w = NULL;
         return 1;
@@ -349,7 +350,7 @@ static void conv_free(ss_conv *c) {
     free(c->old_files);
     free(c->old_options);
     free(c->old_converter);
-    ss_resume_rec_free(&c->old);
+    ss__resume_rec_free(&c->old);
     for (uint32_t k = 0; k < c->nchecked; k++) free(c->checked[k]);
     free(c->checked);
     for (uint32_t k = 0; k < c->nindices; k++) free(c->indices[k].name);

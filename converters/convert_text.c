@@ -50,11 +50,11 @@ static void *free_inputs(void *arg) {
 }
 
 /* Free j's inputs after a conversion, with --threads > 1 while the store is
- * finished (ss_conv_later()): unmapping 100 MB of text takes ~5 ms. */
+ * finished (ss__conv_later()): unmapping 100 MB of text takes ~5 ms. */
 static void release_inputs(ss_conv *c, tx_job *j) {
     tx_inputs *in = malloc(sizeof *in);
-    if (in) *in = (tx_inputs){j->inputs, j->ninputs, ss_conv_opts(c)->threads > 1};
-    if (in) ss_conv_later(c, free_inputs, in);
+    if (in) *in = (tx_inputs){j->inputs, j->ninputs, ss__conv_opts(c)->threads > 1};
+    if (in) ss__conv_later(c, free_inputs, in);
     for (uint32_t i = 0; !in && i < j->ninputs; i++) tx_input_release(&j->inputs[i]);
     if (!in) free(j->inputs);
     j->inputs = NULL;
@@ -83,28 +83,28 @@ int tx_text_convert(ss_conv *c, const tx_text_options *o) {
     j.tok[0].spm_model = o->spm_model;
     j.inputs = calloc((size_t)o->ninputs, sizeof *j.inputs);
     if (!j.inputs) {
-        ss_spm_free(spm);
-        return ss_conv_error(c, "out of memory");
+        ss__spm_free(spm);
+        return ss__conv_error(c, "out of memory");
     }
     j.ninputs = (uint32_t)o->ninputs;
     for (int i = 0; i < o->ninputs; i++) {
         char err[256];
-        uint32_t src = ss_conv_add_source(c, o->inputs[i]);
+        uint32_t src = ss__conv_add_source(c, o->inputs[i]);
         if (tx_input_load(&j.inputs[i], o->inputs[i], err, sizeof err)) {
             j.inputs[i].path = o->inputs[i];
-            if (ss_conv_bad(c, o->inputs[i], 0, "%s", err)) goto done;
+            if (ss__conv_bad(c, o->inputs[i], 0, "%s", err)) goto done;
             continue;
         }
         j.inputs[i].source = src;
         j.inputs[i].ok = 1;
     }
     if (tx_split(&j)) {
-        rc = ss_conv_error(c, "out of memory");
+        rc = ss__conv_error(c, "out of memory");
         goto done;
     }
     if (o->count_only) {
         int skip[2] = {0, 1};
-        rc = tx_write_counts(c, &j, ss_conv_opts(c)->threads, 0, skip);
+        rc = tx_write_counts(c, &j, ss__conv_opts(c)->threads, 0, skip);
         goto done;
     }
     if (o->kind == TX_WORDS) {
@@ -113,18 +113,18 @@ int tx_text_convert(ss_conv *c, const tx_text_options *o) {
             int skip[2] = {0, 1};
             if (tx_read_counts(c, &j, 0, skip, o->counts, o->ncounts, counts)) goto done;
             int r = tx_vocabs_from_counts(c, counts, o->min_count, o->max_vocab, 0, skip, v);
-            ss_vocab_free(counts[0]);
-            ss_vocab_free(counts[1]);
+            ss__vocab_free(counts[0]);
+            ss__vocab_free(counts[1]);
             if (r) goto done;
             vocab = v[0];
         } else if (o->vocab_from) {
             if (tx_vocab_load(c, &vocab, o->vocab_from, "tokens")) goto done;
-        } else if (ss_conv_opts(c)->append) {
-            if (tx_vocab_load(c, &vocab, ss_conv_opts(c)->output, "tokens")) goto done;
+        } else if (ss__conv_opts(c)->append) {
+            if (tx_vocab_load(c, &vocab, ss__conv_opts(c)->output, "tokens")) goto done;
         } else {
             ss_vocab *v[2];
             int skip[2] = {0, 1};
-            if (tx_build_vocabs(c, &j, ss_conv_opts(c)->threads, o->min_count, o->max_vocab, 0,
+            if (tx_build_vocabs(c, &j, ss__conv_opts(c)->threads, o->min_count, o->max_vocab, 0,
                                 skip, v))
                 goto done;
             vocab = v[0];
@@ -137,8 +137,8 @@ done:
     release_inputs(c, &j);
     tx_wordids_free(&j);
     free(j.blocks);
-    ss_vocab_free(vocab);
-    ss_spm_free(spm);
+    ss__vocab_free(vocab);
+    ss__spm_free(spm);
     return rc;
 }
 
@@ -189,7 +189,7 @@ static int parse_text_options(ss_conv *c, int argc, char **argv, tx_text_options
     o->min_count = 1;
     o->inputs = calloc((size_t)argc + 1, sizeof *o->inputs);
     o->counts = calloc((size_t)argc + 1, sizeof *o->counts);
-    if (!o->inputs || !o->counts) return ss_conv_error(c, "out of memory");
+    if (!o->inputs || !o->counts) return ss__conv_error(c, "out of memory");
     int only_files = 0;
     tx_vocab_args va = TX_VOCAB_ARGS(o);
     for (int i = 1; i < argc; i++) {
@@ -202,7 +202,7 @@ static int parse_text_options(ss_conv *c, int argc, char **argv, tx_text_options
             only_files = 1;
         } else if (!strcmp(a, "--tokens")) {
             if (!v || (o->kind = tx_parse_kind(v)) < 0)
-                return ss_conv_usage_error(c, "--tokens needs bytes, chars, words or ids");
+                return ss__conv_usage_error(c, "--tokens needs bytes, chars, words or ids");
             i++;
         } else if (!strcmp(a, "--tokenizer")) {
             if (tx_spm_option(c, v, &o->spm_model)) return 2;
@@ -211,30 +211,30 @@ static int parse_text_options(ss_conv *c, int argc, char **argv, tx_text_options
         } else if (!strcmp(a, "--docs")) {
             o->mode = TX_DOCS_BLANK;
         } else if (!strcmp(a, "--doc-sep")) {
-            if (!v) return ss_conv_usage_error(c, "--doc-sep needs a separator line");
+            if (!v) return ss__conv_usage_error(c, "--doc-sep needs a separator line");
             o->mode = *v ? TX_DOCS_SEP : TX_DOCS_BLANK;
             o->sep = v;
-            if (strchr(v, '\n')) return ss_conv_usage_error(c, "--doc-sep: one line only");
+            if (strchr(v, '\n')) return ss__conv_usage_error(c, "--doc-sep: one line only");
             i++;
         } else if (!strcmp(a, "--skip-empty")) {
             o->skip_empty = 1;
         } else if ((k = tx_vocab_option(c, &va, a, v, &i)) != 0) {
             if (k == 2) return 2;
         } else {
-            return ss_conv_usage_error(c, "unknown option '%s'", a);
+            return ss__conv_usage_error(c, "unknown option '%s'", a);
         }
     }
-    if (!o->ninputs) return ss_conv_usage_error(c, "no input file");
+    if (!o->ninputs) return ss__conv_usage_error(c, "no input file");
     if (o->spm_model && o->kind != TX_SPM)
-        return ss_conv_usage_error(c, "--tokenizer and --tokens exclude each other");
+        return ss__conv_usage_error(c, "--tokenizer and --tokens exclude each other");
     if (o->kind != TX_WORDS && (o->vocab_from || o->max_vocab || o->min_count != 1))
-        return ss_conv_usage_error(c, "--vocab, --min-count and --max-vocab need --tokens words");
+        return ss__conv_usage_error(c, "--vocab, --min-count and --max-vocab need --tokens words");
     if (o->kind != TX_IDS && o->vocab_size)
-        return ss_conv_usage_error(c, "--vocab-size needs --tokens ids");
+        return ss__conv_usage_error(c, "--vocab-size needs --tokens ids");
     if (o->vocab_from && (o->max_vocab || o->min_count != 1))
-        return ss_conv_usage_error(c, "--vocab excludes --min-count and --max-vocab");
+        return ss__conv_usage_error(c, "--vocab excludes --min-count and --max-vocab");
     if (o->kind == TX_IDS && (o->bos || o->eos) && !o->vocab_size)
-        return ss_conv_usage_error(c, "--bos/--eos with --tokens ids need --vocab-size");
+        return ss__conv_usage_error(c, "--bos/--eos with --tokens ids need --vocab-size");
     return tx_check_count_options(c, o->kind == TX_WORDS, o->count_only, o->ncounts,
                                   o->vocab_from != NULL);
 }
@@ -248,7 +248,7 @@ static int run_text(ss_conv *c, int argc, char **argv) {
     return rc;
 }
 
-const ss_converter ss_converter_text = {
+const ss_converter ss__converter_text = {
     "text", "text corpora: one example per line or document; bytes, chars, words or ids", run_text,
     text_usage};
 

@@ -71,12 +71,12 @@ static int jl_put_string(const jl_spec *s, const char *key, const json_t *v, jl_
             if (i >= n) break;
             size_t w = i;
             while (i < n && !jl_is_ws(str[i])) i++;
-            int64_t id = ss_vocab_lookup(t->vocab, str + w, i - w);
+            int64_t id = ss__vocab_lookup(t->vocab, str + w, i - w);
             tx_put_id(b->data, t->esize, m++, id < 0 ? t->unk : (uint32_t)id);
         }
     } else {
         size_t k = 0, bad = 0; /* jansson checked the UTF-8; decode it */
-        if (ss_utf8_decode((uint32_t *)(void *)b->data + m, &k, &bad, str, n)) {
+        if (ss__utf8_decode((uint32_t *)(void *)b->data + m, &k, &bad, str, n)) {
             snprintf(err, errlen, "key '%s': invalid UTF-8 at byte %zu of the string", key, bad);
             return -1;
         }
@@ -190,7 +190,7 @@ static int jl_count_words(const uint8_t *s, size_t n, ss_vocab *v) {
         size_t w = i;
         while (i < n && !jl_is_ws(s[i])) i++;
         /* the map copies a new word's bytes (they must outlive the line) */
-        if (ss_vocab_count(v, s + w, i - w, 1)) return -2;
+        if (ss__vocab_count(v, s + w, i - w, 1)) return -2;
     }
     return 0;
 }

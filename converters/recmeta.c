@@ -34,7 +34,7 @@ static uint32_t names_id(ss_namelist *l, const char *s) {
     return names_add(l, s, strlen(s)) ? UINT32_MAX : l->n - 1;
 }
 
-int ss_recmeta_option(ss_recmeta *m, const char *opt, const char *val) {
+int ss__recmeta_option(ss_recmeta *m, const char *opt, const char *val) {
     if (strcmp(opt, "--meta")) return 0;
     m->on = 1;
     m->csv = strcmp(val, "header") ? val : NULL;
@@ -76,7 +76,7 @@ static int add_row(ss_recmeta *m, char *const vals[4]) {
     return 0;
 }
 
-int ss_recmeta_load_csv(ss_recmeta *m, char *err, size_t errlen) {
+int ss__recmeta_load_csv(ss_recmeta *m, char *err, size_t errlen) {
     if (!m->csv) return 0;
     FILE *f = fopen(m->csv, "r");
     if (!f) return ss__errbuf(err, errlen, "cannot open '%s': %s", m->csv, strerror(errno));
@@ -94,15 +94,15 @@ int ss_recmeta_load_csv(ss_recmeta *m, char *err, size_t errlen) {
             }
             if (col[0] < 0 || !(m->has_col[0] || m->has_col[1] || m->has_col[2]))
                 rc = ss__errbuf(err, errlen,
-                          "%s:1: the header line must name `path` and at least one of "
-                          "subject, session, recording",
-                          m->csv);
+                                "%s:1: the header line must name `path` and at least one of "
+                                "subject, session, recording",
+                                m->csv);
             continue;
         }
         if (n == 1 && !*cell[0]) continue; /* blank line */
         if (n != ncol) {
             rc = ss__errbuf(err, errlen, "%s:%llu: %d cells, the header has %d", m->csv,
-                      (unsigned long long)no, n, ncol);
+                            (unsigned long long)no, n, ncol);
             break;
         }
         char *vals[4];
@@ -117,7 +117,7 @@ int ss_recmeta_load_csv(ss_recmeta *m, char *err, size_t errlen) {
     return rc;
 }
 
-int ss_recmeta_load_store(ss_recmeta *m, const ss_store *st) {
+int ss__recmeta_load_store(ss_recmeta *m, const ss_store *st) {
     for (int j = 0; m->on && j < 3; j++) {
         uint32_t fi;
         ss_lines *l = NULL;
@@ -132,7 +132,7 @@ int ss_recmeta_load_store(ss_recmeta *m, const ss_store *st) {
     return 0;
 }
 
-uint32_t ss_recmeta_fields(const ss_recmeta *m, ss_field *f, uint32_t n) {
+uint32_t ss__recmeta_fields(const ss_recmeta *m, ss_field *f, uint32_t n) {
     if (!m->on) return n;
     for (int j = 0; j < 3; j++) {
         memset(&f[n], 0, sizeof f[n]);
@@ -147,8 +147,8 @@ static const char *base_name(const char *p) {
     return s ? s + 1 : p;
 }
 
-int ss_recmeta_place(ss_recmeta *m, const char *path, const char *subject, const char *session,
-                     char *err, size_t errlen) {
+int ss__recmeta_place(ss_recmeta *m, const char *path, const char *subject, const char *session,
+                      char *err, size_t errlen) {
     const char *v[3] = {subject ? subject : "", session ? session : "", base_name(path)};
     if (m->csv) {
         char **row = NULL;
@@ -167,24 +167,24 @@ int ss_recmeta_place(ss_recmeta *m, const char *path, const char *subject, const
     return 0;
 }
 
-int ss_recmeta_finish(ss_conv *c, const ss_recmeta *m) {
+int ss__recmeta_finish(ss_conv *c, const ss_recmeta *m) {
     for (int j = 0; m->on && j < 3; j++) {
         size_t cap = 1, len = 0;
         for (uint32_t k = 0; k < m->names[j].n; k++) cap += strlen(m->names[j].v[k]) + 1;
         char *t = malloc(cap), name[32];
-        if (!t) return ss_conv_error(c, "out of memory");
+        if (!t) return ss__conv_error(c, "out of memory");
         t[0] = '\0';
         for (uint32_t k = 0; k < m->names[j].n; k++)
             len += (size_t)snprintf(t + len, cap - len, "%s%s", k ? "\n" : "", m->names[j].v[k]);
         snprintf(name, sizeof name, "%s.names", NAMES[j]);
-        int rc = ss_conv_set_attr(c, name, SS_ATTR_TEXT, t, len);
+        int rc = ss__conv_set_attr(c, name, SS_ATTR_TEXT, t, len);
         free(t);
         if (rc) return 1;
     }
     return 0;
 }
 
-void ss_recmeta_free(ss_recmeta *m) {
+void ss__recmeta_free(ss_recmeta *m) {
     for (size_t i = 0; i < (size_t)m->nrows * 4; i++) free(m->rows[i]);
     free(m->rows);
     for (int j = 0; j < 3; j++) {

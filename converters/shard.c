@@ -31,7 +31,7 @@ int ss__conv_shard_compute(ss_conv *c) {
     size_t n = c->nsources ? c->nsources : 1;
     c->shard_base = calloc(n, sizeof *c->shard_base);
     c->shard_size = calloc(n, sizeof *c->shard_size);
-    int rc = !c->shard_base || !c->shard_size ? ss_conv_error(c, "out of memory") : 0;
+    int rc = !c->shard_base || !c->shard_size ? ss__conv_error(c, "out of memory") : 0;
     uint64_t total = 0;
     for (uint32_t f = 0; !rc && f < c->nsources; f++) {
         struct stat st;
@@ -42,8 +42,9 @@ int ss__conv_shard_compute(ss_conv *c) {
         }
         if (!strcmp(c->sources[f], "-") || stat(c->sources[f], &st) != 0 || !S_ISREG(st.st_mode))
             rc =
-                ss_conv_error(c, "--shard: '%s' is not a regular file (shards slice files by size)",
-                              c->sources[f]);
+                ss__conv_error(c,
+                               "--shard: '%s' is not a regular file (shards slice files by size)",
+                               c->sources[f]);
         else
             total += c->shard_size[f] = (uint64_t)st.st_size;
     }
@@ -58,11 +59,11 @@ int ss__conv_shard_compute(ss_conv *c) {
     return rc;
 }
 
-int ss_conv_shard_size(ss_conv *c, uint32_t source, uint64_t size) {
+int ss__conv_shard_size(ss_conv *c, uint32_t source, uint64_t size) {
     if (source >= c->shard_given_cap) {
         uint32_t cap = source + 16;
         uint64_t *p = realloc(c->shard_given, cap * sizeof *p);
-        if (!p) return ss_conv_error(c, "out of memory");
+        if (!p) return ss__conv_error(c, "out of memory");
         for (uint32_t k = c->shard_given_cap; k < cap; k++) p[k] = UINT64_MAX;
         c->shard_given = p;
         c->shard_given_cap = cap;
@@ -71,20 +72,20 @@ int ss_conv_shard_size(ss_conv *c, uint32_t source, uint64_t size) {
     return 0;
 }
 
-void ss_conv_shard_self(ss_conv *c) {
+void ss__conv_shard_self(ss_conv *c) {
     c->shard_self = 1;
 }
 
-void ss_conv_shard_spec(const ss_conv *c, uint32_t *k, uint32_t *n) {
+void ss__conv_shard_spec(const ss_conv *c, uint32_t *k, uint32_t *n) {
     *k = c->shard_k;
     *n = c->shard_n;
 }
 
-void ss_conv_no_store(ss_conv *c) {
+void ss__conv_no_store(ss_conv *c) {
     c->no_store = 1;
 }
 
-int ss_conv_shard_range(ss_conv *c, uint32_t source, uint64_t *lo, uint64_t *hi) {
+int ss__conv_shard_range(ss_conv *c, uint32_t source, uint64_t *lo, uint64_t *hi) {
     *lo = 0;
     *hi = UINT64_MAX;
     if (!c->shard_n) return 1;
@@ -97,19 +98,19 @@ int ss_conv_shard_range(ss_conv *c, uint32_t source, uint64_t *lo, uint64_t *hi)
     return 1;
 }
 
-int ss_conv_in_shard_at(ss_conv *c, uint32_t source, uint64_t byte) {
+int ss__conv_in_shard_at(ss_conv *c, uint32_t source, uint64_t byte) {
     uint64_t lo, hi;
-    if (!ss_conv_shard_range(c, source, &lo, &hi)) return 0;
+    if (!ss__conv_shard_range(c, source, &lo, &hi)) return 0;
     return byte >= lo && byte < hi;
 }
 
-int ss_conv_in_shard(ss_conv *c, uint32_t source) {
-    return ss_conv_in_shard_at(c, source, 0);
+int ss__conv_in_shard(ss_conv *c, uint32_t source) {
+    return ss__conv_in_shard_at(c, source, 0);
 }
 
 int ss__conv_shard_keeps_path(ss_conv *c, const char *file) {
     for (uint32_t k = 0; k < c->nsources; k++)
-        if (!strcmp(c->sources[k], file)) return ss_conv_in_shard(c, k);
+        if (!strcmp(c->sources[k], file)) return ss__conv_in_shard(c, k);
     return 1; /* not an input (e.g. a vocabulary file): every shard's concern */
 }
 
@@ -119,7 +120,7 @@ int ss__conv_parse_shard(ss_conv *c, const char *text) {
     if (text && !strcmp(text, "auto")) {
         uint32_t r = SS_RANK_UNSET, w = SS_RANK_UNSET;
         if (ss_rank_from_env(&r, &w, NULL))
-            return ss_conv_usage_error(c, "--shard auto: %s", ss_error_message());
+            return ss__conv_usage_error(c, "--shard auto: %s", ss_error_message());
         c->shard_k = r;
         c->shard_n = w;
         return 0;
@@ -128,11 +129,12 @@ int ss__conv_parse_shard(ss_conv *c, const char *text) {
     uint64_t k, n;
     char kbuf[32];
     if (!slash || (size_t)(slash - text) >= sizeof kbuf)
-        return ss_conv_usage_error(c, "--shard needs K/N (0 <= K < N), not '%s'", text ? text : "");
+        return ss__conv_usage_error(c, "--shard needs K/N (0 <= K < N), not '%s'",
+                                    text ? text : "");
     memcpy(kbuf, text, (size_t)(slash - text));
     kbuf[slash - text] = 0;
-    if (ss_conv_parse_u64(c, "--shard N", slash + 1, 1, UINT32_MAX, &n) ||
-        ss_conv_parse_u64(c, "--shard K", kbuf, 0, n - 1, &k))
+    if (ss__conv_parse_u64(c, "--shard N", slash + 1, 1, UINT32_MAX, &n) ||
+        ss__conv_parse_u64(c, "--shard K", kbuf, 0, n - 1, &k))
         return 2;
     c->shard_k = (uint32_t)k;
     c->shard_n = (uint32_t)n;

@@ -12,8 +12,8 @@
 /* ss__sig_arg(): argv[*i] is an option of the converter's own. */
 #define SS__SIG_OWN (-1)
 
-/* Take argv[*i] if it is a shared argument: an events option (ss_events_option),
- * --meta and the other ss_recmeta_option()s, `--physical f32` (*physical = 1),
+/* Take argv[*i] if it is a shared argument: an events option (ss__events_option),
+ * --meta and the other ss__recmeta_option()s, `--physical f32` (*physical = 1),
  * `--list FILE` (its lines added to files), an input (added to files);
  * *i is advanced past a value taken. `own_value`: argv[*i] is an option of
  * the converter's own that takes a value (it needs one all the same).

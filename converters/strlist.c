@@ -38,15 +38,16 @@ int ss__conv_read_list(ss_conv *c, ss__strlist *l, const char *path) {
     char *line = NULL;
     size_t cap = 0;
     int rc = 0;
-    if (!f) return ss_conv_error(c, "cannot open '%s': %s", path, strerror(errno));
+    if (!f) return ss__conv_error(c, "cannot open '%s': %s", path, strerror(errno));
     while (rc == 0 && getline(&line, &cap, f) >= 0) {
         const char *s = line, *e = line + strlen(line);
         while (is_space(*s)) s++;
         while (e > s && is_space(e[-1])) e--;
-        if (e > s && ss__strlist_addn(l, s, (size_t)(e - s))) rc = ss_conv_error(c, "out of memory");
+        if (e > s && ss__strlist_addn(l, s, (size_t)(e - s))) rc = ss__conv_error(c,
+                                                                                  "out of memory");
     }
     /* getline's -1 is the end of the file or an error (a directory, EIO) */
-    if (rc == 0 && ferror(f)) rc = ss_conv_error(c, "cannot read '%s': %s", path, strerror(errno));
+    if (rc == 0 && ferror(f)) rc = ss__conv_error(c, "cannot read '%s': %s", path, strerror(errno));
     free(line);
     fclose(f);
     return rc;

@@ -41,7 +41,7 @@ typedef struct tx_input {
     void *map; /* munmap(map, map_len) if not NULL */
     size_t map_len;
     void *owned;     /* free() if not NULL */
-    uint32_t source; /* ss_conv_add_source() number */
+    uint32_t source; /* ss__conv_add_source() number */
     int ok;          /* 0: skipped (unreadable, --skip-bad) */
 } tx_input;
 
@@ -63,7 +63,7 @@ typedef struct tx_item {
 } tx_item;
 
 /* Pass 1's words of one side of one block (--tokens words, counted in this
- * process): the entry number (ss_vocab_count_at()) of every word in order,
+ * process): the entry number (ss__vocab_count_at()) of every word in order,
  * in the map of the thread that counted it, and the number of words and
  * the first line of each example. Pass 2 then maps them to ids through that
  * map's remap table instead of finding the words in the text and the
@@ -182,10 +182,10 @@ int tx_split(tx_job *j);
  * corpus: side 0's; side 1 counts 0), mark every block whose first byte
  * another shard owns (tx_process_block() then only counts its lines, so line
  * numbers stay those of a single-process run; not even that, TX_UNREAD,
- * when no block of this shard follows in the same input) and have ss_conv_bad() trust
+ * when no block of this shard follows in the same input) and have ss__conv_bad() trust
  * the caller, which reports bad records of its own blocks only. Blocks are
  * cut at line (document) boundaries, so a large file is sliced there. Call it
- * after tx_split() and before ss_conv_begin(). @return 0, or 1 (error
+ * after tx_split() and before ss__conv_begin(). @return 0, or 1 (error
  * printed). */
 int tx_shard_blocks(ss_conv *c, tx_job *j);
 
@@ -240,7 +240,7 @@ int tx_vocabs_from_counts(ss_conv *c, ss_vocab *counts[2], uint64_t min_count, u
  * @return 0 or 1 (printed). */
 int tx_write_counts(ss_conv *c, tx_job *j, int threads, int shared, const int skip[2]);
 
-/* tx_write_counts() of counts a caller counted itself (after ss_conv_no_store()
+/* tx_write_counts() of counts a caller counted itself (after ss__conv_no_store()
  * and tx_shard_blocks(); convert jsonl): counts[s] for each side not
  * skipped, or counts[0] when `shared`. @return 0 or 1 (printed). */
 int tx_write_counts_of(ss_conv *c, const tx_job *j, int shared, const int skip[2],

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* text_pipeline.c - the text engine: blocks tokenized in parallel, appended in order (see text.h). */
+/* text_pipeline.c - the text engine: blocks tokenized in parallel, appended
+ * in order (see text.h). */
 #include "internal.h"
 #include "internal.h"
 #include "memlimit.h"
@@ -67,7 +68,7 @@ typedef struct tx_cursor {
     uint64_t skipped;       /* blank examples --skip-empty dropped */
 } tx_cursor;
 
-/* The items of a block appended at once (ss_conv_append_many()) when they
+/* The items of a block appended at once (ss__conv_append_many()) when they
  * are all examples of one side whose tokens follow one another in the slot
  * and none is to be skipped: the usual block of a text converted to ids.
  * -1 when the block is not such (consume() appends one by one), else 0
@@ -79,7 +80,7 @@ static int consume_many(ss_conv *c, const tx_job *j, const tx_block *b, const tx
         uint64_t *l = realloc(cur->lens, s->nitems * sizeof *l);
         if (l) cur->lens = l;
         uint64_t *n = l ? realloc(cur->lines, s->nitems * sizeof *n) : NULL;
-        if (!n) return ss_conv_error(c, "out of memory");
+        if (!n) return ss__conv_error(c, "out of memory");
         cur->lines = n;
         cur->cap = s->nitems;
     }
@@ -93,14 +94,15 @@ static int consume_many(ss_conv *c, const tx_job *j, const tx_block *b, const tx
     }
     const void *data[1] = {s->tok[0] + s->items[0].off[0] * j->tok[0].esize};
     const uint64_t *lengths[1] = {cur->lens};
-    return ss_conv_append_many(c, s->nitems, data, lengths, tx_side_input(j, b, 0)->source, cur->lines,
-                               b->start[0]);
+    return ss__conv_append_many(c, s->nitems, data, lengths, tx_side_input(j, b, 0)->source,
+                                cur->lines,
+                                b->start[0]);
 }
 
 /* Append the items of one processed block, in order. */
 static int consume(ss_conv *c, const tx_job *j, const tx_block *b, const tx_slot *s,
                    tx_cursor *cur) {
-    if (s->oom) return ss_conv_error(c, "out of memory");
+    if (s->oom) return ss__conv_error(c, "out of memory");
     if (j->nsides == 1 && b->input != cur->input) {
         cur->input = b->input;
         cur->base_line = 0;
@@ -114,8 +116,8 @@ static int consume(ss_conv *c, const tx_job *j, const tx_block *b, const tx_slot
         uint64_t line = cur->base_line + it->line;
         if (it->bad[0] || it->bad[1]) {
             for (int sd = 0; sd < j->nsides; sd++)
-                if (it->bad[sd] && ss_conv_bad(c, tx_side_input(j, b, sd)->path, line, "%s",
-                                               s->msgs + it->bad[sd] - 1))
+                if (it->bad[sd] && ss__conv_bad(c, tx_side_input(j, b, sd)->path, line, "%s",
+                                                s->msgs + it->bad[sd] - 1))
                     return 1;
             continue;
         }
@@ -129,12 +131,13 @@ static int consume(ss_conv *c, const tx_job *j, const tx_block *b, const tx_slot
                                   ? (const void *)(tx_side_input(j, b, sd)->data + it->off[sd])
                                   : (const void *)(s->tok[sd] + it->off[sd] * j->tok[sd].esize);
         }
-        if (ss_conv_append_at(c, values, tx_side_input(j, b, 0)->source, line, b->start[0])) return 1;
+        if (ss__conv_append_at(c, values, tx_side_input(j, b, 0)->source, line,
+                               b->start[0])) return 1;
     }
     cur->base_line += s->nlines;
     uint64_t bytes = 0;
     for (int sd = 0; sd < j->nsides; sd++) bytes += b->end[sd] - b->start[sd];
-    ss_conv_progress(c, bytes);
+    ss__conv_progress(c, bytes);
     return 0;
 }
 
@@ -164,7 +167,7 @@ static int run_threads(ss_conv *c, const tx_job *j, int threads, tx_cursor *cur)
         free(p.slot_block);
         free(p.slot_state);
         free(tid);
-        return ss_conv_error(c, "out of memory");
+        return ss__conv_error(c, "out of memory");
     }
     pthread_mutex_init(&p.mu, NULL);
     pthread_cond_init(&p.done, NULL);
@@ -172,7 +175,7 @@ static int run_threads(ss_conv *c, const tx_job *j, int threads, tx_cursor *cur)
     int started = 0, rc = 0;
     for (; started < threads; started++)
         if (pthread_create(&tid[started], NULL, worker, &p)) break;
-    if (!started) rc = ss_conv_error(c, "cannot start threads");
+    if (!started) rc = ss__conv_error(c, "cannot start threads");
     for (size_t i = 0; i < j->nblocks && !rc; i++) {
         size_t k = i % p.nslots;
         pthread_mutex_lock(&p.mu);
@@ -202,7 +205,7 @@ static int run_threads(ss_conv *c, const tx_job *j, int threads, tx_cursor *cur)
 }
 
 static int set_text_attr(ss_conv *c, const char *name, const char *text) {
-    return ss_conv_set_attr(c, name, SS_ATTR_TEXT, text, strlen(text));
+    return ss__conv_set_attr(c, name, SS_ATTR_TEXT, text, strlen(text));
 }
 
 static int write_text_attrs(ss_conv *c, const tx_job *j) {
@@ -213,26 +216,26 @@ static int write_text_attrs(ss_conv *c, const tx_job *j) {
         if (set_text_attr(c, name, tx_kind_name(t->kind))) return 1;
         if (t->bos_on) {
             snprintf(name, sizeof name, "%s.bos", j->field[sd]);
-            if (ss_conv_set_attr(c, name, SS_U32, &t->bos, sizeof t->bos)) return 1;
+            if (ss__conv_set_attr(c, name, SS_U32, &t->bos, sizeof t->bos)) return 1;
         }
         if (t->eos_on) {
             snprintf(name, sizeof name, "%s.eos", j->field[sd]);
-            if (ss_conv_set_attr(c, name, SS_U32, &t->eos, sizeof t->eos)) return 1;
+            if (ss__conv_set_attr(c, name, SS_U32, &t->eos, sizeof t->eos)) return 1;
         }
         if (t->kind == TX_IDS && t->vocab_size) {
             snprintf(name, sizeof name, "%s.vocab_size", j->field[sd]);
-            if (ss_conv_set_attr(c, name, SS_U64, &t->vocab_size, sizeof t->vocab_size)) return 1;
+            if (ss__conv_set_attr(c, name, SS_U64, &t->vocab_size, sizeof t->vocab_size)) return 1;
         }
         if (t->kind == TX_SPM && tx_spm_attrs(c, t, j->field[sd], j->vocab_attr[sd], t->spm_model))
             return 1;
         if (t->kind == TX_WORDS && j->vocab_attr[sd]) {
             size_t size;
-            char *text = ss_vocab_text(t->vocab, &size);
-            if (!text) return ss_conv_error(c, "out of memory");
+            char *text = ss__vocab_text(t->vocab, &size);
+            if (!text) return ss__conv_error(c, "out of memory");
             /* text is UTF-8 by the spec: a vocabulary with other bytes is stored as bytes */
-            int utf8 = ss_utf8_valid((const uint8_t *)text, size);
+            int utf8 = ss__utf8_valid((const uint8_t *)text, size);
             uint32_t type = utf8 ? SS_ATTR_TEXT : SS_ATTR_BYTES;
-            int rc = ss_conv_set_attr(c, j->vocab_attr[sd], type, text, size);
+            int rc = ss__conv_set_attr(c, j->vocab_attr[sd], type, text, size);
             free(text);
             if (rc) return 1;
         }
@@ -246,16 +249,16 @@ int tx_run(ss_conv *c, tx_job *j) {
         fields[sd] = (ss_field){.name = j->field[sd], .dtype = j->tok[sd].dtype, .sequence = 1};
     ss_schema schema = {(uint32_t)j->nsides, fields};
     tx_cursor cur = {0, 0, UINT32_MAX, NULL, NULL, 0, 0};
-    if (tx_shard_blocks(c, j) || ss_conv_begin(c, &schema, &cur.skip)) return 1;
+    if (tx_shard_blocks(c, j) || ss__conv_begin(c, &schema, &cur.skip)) return 1;
     if (write_text_attrs(c, j)) return 1;
     uint64_t total = 0;
     for (uint32_t i = 0; i < j->ninputs; i++) total += j->inputs[i].ok ? j->inputs[i].size : 0;
-    ss_conv_set_total(c, total);
-    int threads = ss_conv_opts(c)->threads, rc;
+    ss__conv_set_total(c, total);
+    int threads = ss__conv_opts(c)->threads, rc;
     if (threads <= 1 || j->nblocks <= 1) {
         rc = run_serial(c, j, &cur);
-    } else if (ss__writer_background(ss_conv_writer(c))) {
-        rc = ss_conv_ss_error(c, "cannot write to '%s'", ss_conv_opts(c)->output);
+    } else if (ss__writer_background(ss__conv_writer(c))) {
+        rc = ss__conv_ss_error(c, "cannot write to '%s'", ss__conv_opts(c)->output);
     } else {
         /* the thread that appends also commits: on a second core, the commits
          * (LMDB's copies into its pages and into the page cache) overlap the
@@ -263,8 +266,8 @@ int tx_run(ss_conv *c, tx_job *j) {
         rc = run_threads(c, j, threads, &cur);
     }
     if (!rc && j->skip_empty)
-        ss_conv_skipped(c, cur.skipped, j->mode == TX_LINES ? "blank line" : "blank document",
-                        "--skip-empty");
+        ss__conv_skipped(c, cur.skipped, j->mode == TX_LINES ? "blank line" : "blank document",
+                         "--skip-empty");
     free(cur.lens);
     free(cur.lines);
     return rc;

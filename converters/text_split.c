@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* text_split.c - the text engine: lines and documents, and the blocks the inputs are cut into (see text.h). */
+/* text_split.c - the text engine: lines and documents, and the blocks the
+ * inputs are cut into (see text.h). */
 #include "internal.h"
 #include "internal.h"
 #include "memlimit.h"
@@ -192,12 +193,12 @@ int tx_shard_blocks(ss_conv *c, tx_job *j) {
     for (uint32_t i = 0; i < j->ninputs; i++) {
         const tx_input *in = &j->inputs[i];
         uint64_t size = in->ok && !(j->nsides == 2 && i == 1) ? in->size : 0;
-        if (ss_conv_shard_size(c, in->ok ? in->source : i, size)) return 1; /* sources = inputs */
+        if (ss__conv_shard_size(c, in->ok ? in->source : i, size)) return 1; /* sources = inputs */
     }
-    ss_conv_shard_self(c);
+    ss__conv_shard_self(c);
     for (size_t k = 0; k < j->nblocks; k++) {
         tx_block *b = &j->blocks[k];
-        b->other_shard = !ss_conv_in_shard_at(c, tx_side_input(j, b, 0)->source, b->start[0]);
+        b->other_shard = !ss__conv_in_shard_at(c, tx_side_input(j, b, 0)->source, b->start[0]);
     }
     /* Line numbers start again with each input: another shard's block needs
      * its lines counted only when a block of this shard follows it in the

@@ -39,8 +39,8 @@ static ss_dtype dtype_for(uint64_t max_id) {
 }
 
 static int need_special(ss_conv *c, const tx_tok *t, const char *name, uint32_t *id) {
-    int64_t v = ss_vocab_lookup(t->vocab, (const uint8_t *)name, strlen(name));
-    if (v < 0) return c ? ss_conv_error(c, "the vocabulary has no %s token", name) : 1;
+    int64_t v = ss__vocab_lookup(t->vocab, (const uint8_t *)name, strlen(name));
+    if (v < 0) return c ? ss__conv_error(c, "the vocabulary has no %s token", name) : 1;
     *id = (uint32_t)v;
     return 0;
 }
@@ -56,24 +56,24 @@ int tx_prepare_tokens(ss_conv *c, tx_tok *t, const char *field) {
         break;
     case TX_IDS:
         if ((t->bos_on || t->eos_on) && !t->vocab_size)
-            return c ? ss_conv_usage_error(c, "--bos/--eos with --tokens ids need --vocab-size")
+            return c ? ss__conv_usage_error(c, "--bos/--eos with --tokens ids need --vocab-size")
                      : 2;
         base = t->vocab_size ? t->vocab_size : (uint64_t)UINT32_MAX + 1;
         break;
     case TX_WORDS:
-        if (!t->vocab) return c ? ss_conv_error(c, "%s: no vocabulary", field) : 1;
-        if (ss_vocab_size(t->vocab) > (uint64_t)UINT32_MAX)
-            return c ? ss_conv_error(c, "%s: vocabulary too large", field) : 1;
+        if (!t->vocab) return c ? ss__conv_error(c, "%s: no vocabulary", field) : 1;
+        if (ss__vocab_size(t->vocab) > (uint64_t)UINT32_MAX)
+            return c ? ss__conv_error(c, "%s: vocabulary too large", field) : 1;
         if (need_special(c, t, "<unk>", &t->unk)) return 1;
         if (t->bos_on && need_special(c, t, "<bos>", &t->bos)) return 1;
         if (t->eos_on && need_special(c, t, "<eos>", &t->eos)) return 1;
-        t->dtype = dtype_for(ss_vocab_size(t->vocab) ? ss_vocab_size(t->vocab) - 1 : 0);
+        t->dtype = dtype_for(ss__vocab_size(t->vocab) ? ss__vocab_size(t->vocab) - 1 : 0);
         t->esize = (uint32_t)ss_dtype_size(t->dtype);
         return 0;
     case TX_SPM:
         return tx_spm_prepare(c, t, field);
     default:
-        return c ? ss_conv_error(c, "%s: unknown token kind", field) : 1;
+        return c ? ss__conv_error(c, "%s: unknown token kind", field) : 1;
     }
     if (t->bos_on) t->bos = (uint32_t)base;
     if (t->eos_on) t->eos = (uint32_t)(base + (uint64_t)t->bos_on);

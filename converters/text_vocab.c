@@ -21,7 +21,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define TX_BATCH 32 /* words counted together (ss_vocab_count_batch()) */
+#define TX_BATCH 32 /* words counted together (ss__vocab_count_batch()) */
 
 /* ------------------------------------------------------------ vocabularies */
 
@@ -29,8 +29,8 @@ int tx_vocab_load(ss_conv *c, ss_vocab **out, const char *from, const char *fiel
     char err[256] = "", name[SS_MAX_NAME + 16];
     ss_store *s = NULL;
     *out = NULL;
-    ss_conv_add_checked(c, from); /* --resume: the same vocabulary */
-    ss_conv_note_store(c, from);
+    ss__conv_add_checked(c, from); /* --resume: the same vocabulary */
+    ss__conv_note_store(c, from);
     int rc = ss_open(&s, from, SS_OPEN_VERIFY);
     if (rc == 0) {
         ss_attr a;
@@ -38,28 +38,28 @@ int tx_vocab_load(ss_conv *c, ss_vocab **out, const char *from, const char *fiel
         int arc = ss_attr_get(&a, s, name);
         if (arc == SS_ENOTFOUND) arc = ss_attr_get(&a, s, "vocab");
         if (arc && arc != SS_ENOTFOUND) { /* damaged: not "no vocabulary" */
-            rc = ss_conv_ss_error(c, "cannot read the vocabulary of '%s'", from);
+            rc = ss__conv_ss_error(c, "cannot read the vocabulary of '%s'", from);
             ss_close(s);
             return rc;
         }
         if (arc || (a.type != SS_ATTR_TEXT && a.type != SS_ATTR_BYTES)) {
             ss_close(s);
-            return ss_conv_error(c, "'%s' has no vocabulary (attribute '%s' or 'vocab')", from,
-                                 name);
+            return ss__conv_error(c, "'%s' has no vocabulary (attribute '%s' or 'vocab')", from,
+                                  name);
         }
-        rc = ss_vocab_parse(out, a.data, (size_t)a.size, err, sizeof err);
+        rc = ss__vocab_parse(out, a.data, (size_t)a.size, err, sizeof err);
         ss_close(s);
-        if (rc) return ss_conv_error(c, "vocabulary of '%s': %s", from, err);
+        if (rc) return ss__conv_error(c, "vocabulary of '%s': %s", from, err);
         return 0;
     }
-    if (rc == SS_ENOTFOUND) return ss_conv_error(c, "vocabulary '%s': no such file", from);
-    if (rc != SS_ENOTSTORE) return ss_conv_ss_error(c, "cannot open vocabulary store '%s'", from);
+    if (rc == SS_ENOTFOUND) return ss__conv_error(c, "vocabulary '%s': no such file", from);
+    if (rc != SS_ENOTSTORE) return ss__conv_ss_error(c, "cannot open vocabulary store '%s'", from);
     tx_input in;
     if (tx_input_load(&in, from, err, sizeof err))
-        return ss_conv_error(c, "vocabulary '%s': %s", from, err);
-    rc = ss_vocab_parse(out, (const char *)in.data, in.size, err, sizeof err);
+        return ss__conv_error(c, "vocabulary '%s': %s", from, err);
+    rc = ss__vocab_parse(out, (const char *)in.data, in.size, err, sizeof err);
     tx_input_release(&in);
-    if (rc) return ss_conv_error(c, "vocabulary file '%s': %s", from, err);
+    if (rc) return ss__conv_error(c, "vocabulary file '%s': %s", from, err);
     return 0;
 }
 
@@ -79,7 +79,7 @@ static int push_example(tx_blockids *bi, uint32_t words, uint32_t first) {
     return 0;
 }
 
-/* Words waiting to be counted together (ss_vocab_count_batch()). */
+/* Words waiting to be counted together (ss__vocab_count_batch()). */
 typedef struct word_batch {
     ss_vocab_key key[TX_BATCH];
     uint32_t entry[TX_BATCH];
@@ -99,7 +99,7 @@ static int flush_batch(word_batch *b, ss_vocab *v, tx_blockids *bi) {
         }
         to = bi->tok + bi->ntok;
     }
-    if (ss_vocab_count_batch(v, b->n, b->key, to)) return -1;
+    if (ss__vocab_count_batch(v, b->n, b->key, to)) return -1;
     if (bi) bi->ntok += b->n;
     b->n = 0;
     return 0;
@@ -167,7 +167,7 @@ static void count_range(const tx_job *j, const tx_input *in, size_t pos, size_t 
 static size_t ids_budget(void) {
     const char *t = getenv("SS_TEST_WORD_IDS_BYTES");
     if (t && *t) return (size_t)strtoull(t, NULL, 10);
-    uint64_t q = ss_memory_limit() / 4;
+    uint64_t q = ss__memory_limit() / 4;
     return q < SIZE_MAX ? (size_t)q : SIZE_MAX;
 }
 
@@ -192,11 +192,11 @@ static int merge_maps(ss_vocab **maps, int threads, int nmaps, tx_wordids *ids) 
     for (int m = 0; m < nmaps && !oom; m++)
         for (int t = 1; t < threads && !oom; t++) {
             int k = 2 * t + m;
-            uint64_t n = ss_vocab_entries(maps[k]);
+            uint64_t n = ss__vocab_entries(maps[k]);
             uint32_t *to = ids ? malloc((n ? n : 1) * sizeof *to) : NULL;
             if (ids && !(ids->remap[k] = to)) oom = 1;
             if (ids) ids->nremap[k] = n;
-            if (!oom && ss_vocab_merge_at(maps[m], maps[k], to)) oom = 1;
+            if (!oom && ss__vocab_merge_at(maps[m], maps[k], to)) oom = 1;
         }
     return oom ? -1 : 0;
 }
@@ -218,11 +218,11 @@ static int count_words(ss_conv *c, const tx_job *j, int threads, int shared, con
     }
     if (!maps || (ids && (!ids->remap || !ids->nremap))) {
         free(maps);
-        return ss_conv_error(c, "out of memory");
+        return ss__conv_error(c, "out of memory");
     }
     for (int t = 0; t < threads; t++)
         for (int m = 0; m < nmaps; m++)
-            if (ss_vocab_new(&maps[2 * t + m])) oom = 1;
+            if (ss__vocab_new(&maps[2 * t + m])) oom = 1;
     if (!oom) {
 #pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
         for (size_t b = 0; b < j->nblocks; b++) {
@@ -237,7 +237,8 @@ static int count_words(ss_conv *c, const tx_job *j, int threads, int shared, con
                 sofar = kept;
                 tx_blockids *bi = ids && sofar < budget ? &ids->blocks[2 * b + (size_t)sd] : NULL;
                 if (bi) bi->map = m;
-                count_range(j, tx_side_input(j, bl, sd), bl->start[sd], bl->end[sd], maps[m], bi, &o);
+                count_range(j, tx_side_input(j, bl, sd), bl->start[sd], bl->end[sd], maps[m], bi,
+                            &o);
                 if (bi) {
                     size_t add = (bi->tok_cap + 2 * bi->nex_cap) * sizeof(uint32_t);
 #pragma omp atomic update
@@ -253,13 +254,13 @@ static int count_words(ss_conv *c, const tx_job *j, int threads, int shared, con
     if (!oom && merge_maps(maps, threads, nmaps, ids)) oom = 1;
     for (int k = 0; k < 2 * threads; k++)
         if (oom || k >= nmaps) {
-            ss_vocab_free(maps[k]);
+            ss__vocab_free(maps[k]);
             maps[k] = NULL;
         }
     counts[0] = maps[0];
     counts[1] = maps[1];
     free(maps);
-    return oom ? ss_conv_error(c, "out of memory while counting words") : 0;
+    return oom ? ss__conv_error(c, "out of memory while counting words") : 0;
 }
 
 int tx_count_words(ss_conv *c, const tx_job *j, int threads, int shared, const int skip[2],
@@ -268,7 +269,7 @@ int tx_count_words(ss_conv *c, const tx_job *j, int threads, int shared, const i
 }
 
 /* tx_vocabs_from_counts(); with `ids`, ids[m] (allocated here) also gets the
- * id of each entry of counts[m] (ss_vocab_build_ids()), NULL for the maps
+ * id of each entry of counts[m] (ss__vocab_build_ids()), NULL for the maps
  * not built. */
 static int build_vocabs(ss_conv *c, ss_vocab *counts[2], uint64_t min_count, uint64_t max_vocab,
                         int shared, const int skip[2], ss_vocab *vocab[2], uint32_t *ids[2]) {
@@ -276,18 +277,18 @@ static int build_vocabs(ss_conv *c, ss_vocab *counts[2], uint64_t min_count, uin
     vocab[0] = vocab[1] = NULL;
     for (int m = 0; m < nmaps && !oom; m++) {
         if ((skip[m] && !shared) || !counts[m]) continue;
-        uint64_t n = ss_vocab_entries(counts[m]);
+        uint64_t n = ss__vocab_entries(counts[m]);
         if (ids && !(ids[m] = malloc((n ? n : 1) * sizeof *ids[m])))
             oom = 1;
-        else if (ss_vocab_build_ids(&vocab[m], counts[m], min_count, max_vocab,
-                                    ids ? ids[m] : NULL))
+        else if (ss__vocab_build_ids(&vocab[m], counts[m], min_count, max_vocab,
+                                     ids ? ids[m] : NULL))
             oom = 1;
     }
     if (!oom) return 0;
-    ss_vocab_free(vocab[0]);
-    ss_vocab_free(vocab[1]);
+    ss__vocab_free(vocab[0]);
+    ss__vocab_free(vocab[1]);
     vocab[0] = vocab[1] = NULL;
-    return ss_conv_error(c, "out of memory while building the vocabulary");
+    return ss__conv_error(c, "out of memory while building the vocabulary");
 }
 
 int tx_vocabs_from_counts(ss_conv *c, ss_vocab *counts[2], uint64_t min_count, uint64_t max_vocab,
@@ -297,7 +298,7 @@ int tx_vocabs_from_counts(ss_conv *c, ss_vocab *counts[2], uint64_t min_count, u
 
 /* ids->remap[k] for every map k (2t + m of thread t): entry number -> id in
  * the vocabulary of map m (a side, or 0 when shared), <unk> for words the
- * vocabulary dropped: the ids of counts[m]'s entries (ss_vocab_build_ids(),
+ * vocabulary dropped: the ids of counts[m]'s entries (ss__vocab_build_ids(),
  * taken over), and for t > 0 those of the entries the merge put each word
  * into. No word is looked up. */
 static void remap_maps(tx_wordids *ids, uint32_t *built[2]) {
@@ -328,7 +329,7 @@ int tx_build_vocabs(ss_conv *c, tx_job *j, int threads, uint64_t min_count, uint
     j->ids = calloc(1, sizeof *j->ids);
     if (!j->ids || !(j->ids->blocks = calloc(2 * j->nblocks + 1, sizeof *j->ids->blocks))) {
         tx_wordids_free(j);
-        return ss_conv_error(c, "out of memory");
+        return ss__conv_error(c, "out of memory");
     }
     int rc = count_words(c, j, threads, shared, skip, counts, j->ids);
     if (!rc) rc = build_vocabs(c, counts, min_count, max_vocab, shared, skip, vocab, built);
@@ -339,8 +340,8 @@ int tx_build_vocabs(ss_conv *c, tx_job *j, int threads, uint64_t min_count, uint
         free(built[1]);
         tx_wordids_free(j);
     }
-    ss_vocab_free(counts[0]);
-    ss_vocab_free(counts[1]);
+    ss__vocab_free(counts[0]);
+    ss__vocab_free(counts[1]);
     return rc;
 }
 

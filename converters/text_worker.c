@@ -127,7 +127,7 @@ static void tokenize(const tx_job *j, int sd, tx_slot *s, tx_item *it, const tx_
         break;
     case TX_CHARS: {
         size_t nout = 0, bad = 0;
-        if (ss_utf8_decode((uint32_t *)(void *)out + m, &nout, &bad, d + a, n)) {
+        if (ss__utf8_decode((uint32_t *)(void *)out + m, &nout, &bad, d + a, n)) {
             it->bad[sd] =
                 add_msg(s, "invalid UTF-8 at byte offset %zu (byte 0x%02x)", a + bad, d[a + bad]);
             return;
@@ -150,7 +150,7 @@ static void tokenize(const tx_job *j, int sd, tx_slot *s, tx_item *it, const tx_
             ss_wordscan_init(&ws, d, a, e, dsize);
             while (ss_wordscan_next(&ws, &w, &len)) {
                 ss_vocab_key key = tx_word_key(d, w, len, dsize);
-                int64_t id = ss_vocab_lookup_key(t->vocab, &key);
+                int64_t id = ss__vocab_lookup_key(t->vocab, &key);
                 tx_put_id(out, es, m++, id < 0 ? t->unk : (uint32_t)id);
             }
         }
@@ -259,7 +259,8 @@ void tx_process_block(const tx_job *j, const tx_block *b, tx_slot *s) {
         s->nlines =
             b->other_shard == TX_UNREAD
                 ? 0
-                : tx_count_lines(tx_side_input(j, b, 0)->data + b->start[0], b->end[0] - b->start[0]);
+                : tx_count_lines(tx_side_input(j, b, 0)->data + b->start[0],
+                                 b->end[0] - b->start[0]);
         return;
     }
     size_t pos[2] = {b->start[0], b->start[1]};
@@ -269,8 +270,8 @@ void tx_process_block(const tx_job *j, const tx_block *b, tx_slot *s) {
         uint64_t first[2];
         int got = 0;
         for (int sd = 0; sd < j->nsides; sd++)
-            got += tx_next_example(j, tx_side_input(j, b, sd)->data, &pos[sd], b->end[sd], &lines[sd],
-                                &a[sd], &e[sd], &first[sd], &skipped[sd]);
+            got += tx_next_example(j, tx_side_input(j, b, sd)->data, &pos[sd], b->end[sd],
+                                   &lines[sd], &a[sd], &e[sd], &first[sd], &skipped[sd]);
         if (got < j->nsides) break; /* parallel sides have equal line counts */
         tx_item *it = new_item(s);
         if (!it) {
