@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* conv_impl.h - the converter framework's state, shared by its files
- * (convert.c, registry.c, shard.c, conv_store.c, bucket_index.c) and by the
- * `convert` command (cli/cmd_convert.c), which parses the common options into
- * it. A converter sees only convert.h. */
+ * (convert.c, conv_run.c, registry.c, shard.c, conv_store.c, bucket_index.c)
+ * and by the `convert` command (cli/cmd_convert.c), which parses the common
+ * options into it. A converter sees only convert.h. */
 #ifndef SS_CONV_IMPL_H
 #define SS_CONV_IMPL_H
 
@@ -129,7 +129,7 @@ int ss__conv_shard_keeps_path(ss_conv *c, const char *file);
 int ss__conv_parse_shard(ss_conv *c, const char *text);
 /* The store (conv_store.c). */
 int ss__conv_set_resume_record(ss_conv *c);
-/* --resume: 1 if the interrupted run was an append (convert.c). */
+/* --resume: 1 if the interrupted run was an append (conv_run.c). */
 int ss__conv_probe_interrupted_append(ss_conv *c);
 /* Bucket indices (bucket_index.c). */
 int ss__conv_add_index(ss_conv *c, const char *name, const uint32_t *fields, size_t nkeys,
@@ -141,7 +141,7 @@ int ss__conv_build_indices(ss_conv *c);
 const ss_converter *ss__conv_find(const char *kind);
 void ss__conv_print_kinds(FILE *out);
 
-/* One run (convert.c): a framework for converter `conv` with the command's
+/* One run (conv_run.c): a framework for converter `conv` with the command's
  * arguments (argv[0] "convert", for convert.options), its defaults set; NULL
  * when out of memory. */
 ss_conv *ss__conv_new(const ss_converter *conv, int argc, char **argv);

@@ -14,10 +14,10 @@ int tx_next_example(const tx_job *j, const uint8_t *d, size_t *pos, size_t end, 
                     size_t *a, size_t *e, uint64_t *first, uint64_t *skipped);
 /* The input block b reads on side sd (text_split.c). */
 const tx_input *tx_side_input(const tx_job *j, const tx_block *b, int sd);
-/* Grow *buf (of *cap bytes) to hold `need` bytes, doubling (text_worker.c).
+/* Grow *buf (of *cap bytes) to hold `need` bytes, doubling (text_buffers.c).
  * @return 0, or -1 out of memory (*buf unchanged). */
 int tx_reserve(uint8_t **buf, size_t *cap, size_t need);
-/* Free bi's arrays and empty it (text_worker.c). */
+/* Free bi's arrays and empty it (text_buffers.c). */
 void tx_blockids_drop(tx_blockids *bi);
 
 /* The map's key of word d[w, w + len), d[0, dsize) readable. */

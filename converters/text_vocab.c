@@ -171,18 +171,6 @@ static size_t ids_budget(void) {
     return q < SIZE_MAX ? (size_t)q : SIZE_MAX;
 }
 
-void tx_wordids_free(tx_job *j) {
-    tx_wordids *w = j->ids;
-    if (!w) return;
-    for (size_t k = 0; w->blocks && k < 2 * j->nblocks; k++) tx_blockids_drop(&w->blocks[k]);
-    for (int k = 0; w->remap && k < w->nmaps; k++) free(w->remap[k]);
-    free(w->blocks);
-    free(w->remap);
-    free(w->nremap);
-    free(w);
-    j->ids = NULL;
-}
-
 /* Merge the per-thread maps ([2 * threads]) into maps 0 and 1. With `ids`,
  * ids->remap[k] of each merged map k gets the entry number in the map it
  * went into of each of its entries (maps 0 and 1 keep theirs), and

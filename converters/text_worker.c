@@ -22,17 +22,6 @@
 
 /* ------------------------------------------------------------- the worker */
 
-int tx_reserve(uint8_t **buf, size_t *cap, size_t need) {
-    if (need <= *cap) return 0;
-    size_t n = *cap ? *cap : (size_t)1 << 16;
-    while (n < need) n *= 2;
-    void *p = realloc(*buf, n);
-    if (!p) return -1;
-    *buf = p;
-    *cap = n;
-    return 0;
-}
-
 /* Room for `more` items after s->nitems. 0, or -1 out of memory. */
 static int reserve_items(tx_slot *s, size_t more) {
     if (s->items_cap - s->nitems >= more) return 0;
@@ -196,14 +185,6 @@ static void tokenize(const tx_job *j, int sd, tx_slot *s, tx_item *it, const tx_
 }
 
 /* Forget the words kept of a block (pass 2 looks them up). */
-void tx_blockids_drop(tx_blockids *bi) {
-    free(bi->tok);
-    free(bi->nper);
-    free(bi->line);
-    bi->tok = bi->nper = bi->line = NULL;
-    bi->ntok = bi->nex = bi->tok_cap = bi->nex_cap = 0;
-}
-
 /* tx_process_block() of a text (one side) whose words pass 1 kept: the
  * examples, their lines and words are all in bi; the text is not read.
  * Then frees bi's arrays (no block is processed twice): in the worker

@@ -7,6 +7,7 @@
 #define SS_TEXT_HARNESS_H
 
 #include "../converters/convert_text.c"
+#include "../converters/text_buffers.c"
 #include "../converters/text_input.c"
 #include "../converters/text_options.c"
 #include "../converters/text_pipeline.c"
