@@ -48,7 +48,7 @@ static void cpu_split(double *user, double *sys) {
 
 enum { LEN = 39 };
 
-/* The converters' commit size (SS_CONV_COMMIT_BYTES in converters/convert.c) */
+/* The converters' commit size (SS_CONV_COMMIT_BYTES in converters/conv_impl.h) */
 #define CONV_COMMIT_BYTES (4ull << 20)
 
 /* One writer round with writer `flags`, committing every `commit_bytes` (0:

@@ -51,7 +51,7 @@ int ss__cli_number(const char *cmd, const char *option, const char *text, uint64
 int ss__cli_bad_option(const char *cmd, int c, char **argv);
 /* Note that this command uses the store at `path` (before it opens it or a
  * writer on it): if `path`-lock does not exist yet, it is removed when the
- * command ends, provided no process uses it then (see cli.c). ss__cli_open
+ * command ends, provided no process uses it then (see cli_locks.c). ss__cli_open
  * calls it; commands that open a writer first call it themselves. */
 void ss__cli_note_store(const char *path, unsigned flags);
 /** Remove the lock files ss__cli_note_store() recorded that no process uses

@@ -74,7 +74,7 @@ const ss_conv_options *ss__conv_opts(const ss_conv *c) {
 
 int ss__conv_parse_u64(ss_conv *c, const char *option, const char *text, uint64_t min, uint64_t max,
                        uint64_t *out) {
-    if (ss__parse_u64(text, min, max, out)) /* the CLI's one strict parser (cli.c) */
+    if (ss__parse_u64(text, min, max, out)) /* the CLI's one strict parser (numbers.c) */
         return ss__conv_usage_error(c,
                                     "%s needs an integer in [%" PRIu64 ", %" PRIu64 "], not '%s'",
                                     option, min, max, text ? text : "");

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* fuzz_text.c - libFuzzer target for the text converters' parsers: line and
  * document splitting, UTF-8 decoding, word and id tokenization
- * (converters/convert_text.c, utf8.c, vocab.c).
+ * (converters/text_*.c, utf8.c, vocab.c).
  *
  * The first input byte chooses the tokens, the boundaries and the options;
  * the rest is the text. Checks: (1) cutting the input into blocks of any size
