@@ -5,7 +5,7 @@
  * bench/run_all.sh checks the tables' shape, never their values).
  *
  * Figures are medians of rounds in which seqstore and its baseline alternate
- * in the same run, reported with their range (issue 15: one best-of run made
+ * in the same run, reported with their range (a single best-of run let the
  * baselines swing 1.5-11.3 GB/s). */
 #ifndef SS_BENCH_COMMON_H
 #define SS_BENCH_COMMON_H

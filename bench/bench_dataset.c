@@ -70,15 +70,15 @@ static void write_dataset(const char *dir, uint64_t n, uint32_t nshards, uint64_
         ss_store *s;
         uint64_t digest, rows;
         if (ss_open(&s, path, SS_OPEN_NOLOCK)) die(path);
-        if (k == 0) ss_manifest_init(&m, s);
+        if (k == 0) ss__manifest_init(&m, s);
         rows = ss_flat_size(s, 0);
-        if (ss_store_header_digest(&digest, s) ||
-            ss_manifest_add(&m, name, ss_count(s), digest, &rows))
+        if (ss__store_header_digest(&digest, s) ||
+            ss__manifest_add(&m, name, ss_count(s), digest, &rows))
             die(path);
         ss_close(s);
     }
-    if (ss_manifest_write(&m, dir)) die(dir);
-    ss_manifest_free(&m);
+    if (ss__manifest_write(&m, dir)) die(dir);
+    ss__manifest_free(&m);
 }
 
 /* ns per random ss_get over `queries` indices. */

@@ -78,7 +78,7 @@ static void drop_section(const char *path) {
     MDB_txn *txn;
     MDB_dbi dbi;
     ss_key key;
-    ss_key_named(&key, SS_KEY_ATTR, "ss.lengths.tokens");
+    ss__key_named(&key, SS_KEY_ATTR, "ss.lengths.tokens");
     MDB_val k = ss_key_val(&key);
     if (mdb_env_create(&env) || mdb_env_open(env, path, MDB_NOSUBDIR, 0644) ||
         mdb_txn_begin(env, NULL, 0, &txn) || mdb_dbi_open(txn, NULL, 0, &dbi) ||

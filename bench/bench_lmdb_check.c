@@ -95,7 +95,7 @@ static double run_ms(const char *path, int check, int cold, int reps) {
         }
         MDB_txn *txn;
         if (mdb_txn_begin(env, NULL, MDB_RDONLY, &txn)) die("begin", SS_EIO);
-        if ((rc = ss_lmdb_check(env, &txn, path, (unsigned)check))) die("check", rc);
+        if ((rc = ss__lmdb_check(env, &txn, path, (unsigned)check))) die("check", rc);
         t[r] = (now() - t0) * 1e3;
         mdb_txn_abort(txn);
     }

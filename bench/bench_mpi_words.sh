@@ -1,7 +1,7 @@
 #!/bin/sh
 # SPDX-License-Identifier: BSD-2-Clause
 # bench_mpi_words.sh - `convert text --tokens words` spread over MPI ranks
-# (issue 12: >= 1.7x with 2 ranks): seqstore-mpi with 1 and 2 ranks (one
+# (target: >= 1.7x with 2 ranks): seqstore-mpi with 1 and 2 ranks (one
 # thread each) on the same corpus, alternating round by round, ROUNDS rounds
 # (default 5). Prints every run's wall time, the medians and ranges, the
 # speed-up, the load average before, during and after, and splits the wall

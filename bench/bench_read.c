@@ -652,7 +652,7 @@ static void ratios(double *out, const double *num, const double *den, int n) {
     for (int r = 0; r < n; r++) out[r] = num[r] / den[r];
 }
 
-/* Issue 15's targets for ss_read_examples: 0.85x memcpy for examples of up
+/* The targets for ss_read_examples: 0.85x memcpy for examples of up
  * to 512 tokens; short ones (up to 32) pay the index walk per ~33 bytes
  * copied, so 0.5x. */
 static double scan_target(const args *a) {

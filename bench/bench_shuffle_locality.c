@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* bench_shuffle_locality.c - epoch read time of sequential, block-shuffled and
  * fully shuffled orders on a store larger than the memory the reader may use,
- * plus order-quality figures (issue 6, locality-aware shuffling).
+ * plus order-quality figures (locality-aware shuffling).
  *
  *   bench_shuffle_locality create PATH MB      write a ~MB MiB store (u16 tokens,
  *                                              1024..7167 per example, ~8 KiB)

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* bench_write_cost.c - the writer's cost per short example (issue 13: target
+/* bench_write_cost.c - the writer's cost per short example (target
  * <= 60 ns) and `convert text --tokens bytes` on 40-byte lines against a plain
  * read() of the file (target >= 0.3x).
  *
@@ -48,7 +48,7 @@ static void cpu_split(double *user, double *sys) {
 
 enum { LEN = 39 };
 
-/* The converters' commit size (SS_CONV_COMMIT_BYTES in converters/convert.c) */
+/* The converters' commit size (SS_CONV_COMMIT_BYTES in converters/conv_impl.h) */
 #define CONV_COMMIT_BYTES (4ull << 20)
 
 /* One writer round with writer `flags`, committing every `commit_bytes` (0:

@@ -1,8 +1,8 @@
 #!/bin/bash
 # SPDX-License-Identifier: BSD-2-Clause
 # run_all.sh - rerun every benchmark table of README.md, in README's order,
-# and print them as one Markdown document (issue 15: the tables are
-# regenerated, not hand-copied).
+# and print them as one Markdown document, so that the tables are
+# regenerated, not hand-copied.
 #
 #   bench/run_all.sh BUILD_DIR [OUT.md]
 #

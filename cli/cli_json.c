@@ -11,18 +11,18 @@
 /* attribute arrays longer than this show their first elements only */
 #define SS_PREVIEW_ELEMENTS 8
 
-double ss_cli_half_to_double(uint16_t h) {
+double ss__cli_half_to_double(uint16_t h) {
     int e = (h >> 10) & 31, m = h & 1023;
     double v = e == 0 ? ldexp(m, -24) : e == 31 ? (m ? NAN : INFINITY) : ldexp(m + 1024, e - 25);
     return (h & 0x8000) ? -v : v;
 }
 
-double ss_cli_element_double(const void *p, ss_dtype t) {
+double ss__cli_element_double(const void *p, ss_dtype t) {
     uint16_t h;
     switch (t) {
     case SS_F16:
         memcpy(&h, p, 2);
-        return ss_cli_half_to_double(h);
+        return ss__cli_half_to_double(h);
     case SS_BF16: {
         memcpy(&h, p, 2);
         uint32_t bits = (uint32_t)h << 16;
@@ -43,7 +43,7 @@ double ss_cli_element_double(const void *p, ss_dtype t) {
     }
 }
 
-json_t *ss_json_element(const void *p, ss_dtype t) {
+json_t *ss__json_element(const void *p, ss_dtype t) {
     int64_t i = 0;
     switch (t) {
     case SS_U8:
@@ -72,15 +72,15 @@ json_t *ss_json_element(const void *p, ss_dtype t) {
     default: {
         /* jansson prints reals with 17 significant digits: they read back exactly.
          * JSON has no NaN or infinity: those become null. */
-        double d = ss_cli_element_double(p, t);
+        double d = ss__cli_element_double(p, t);
         return isfinite(d) ? json_real(d) : json_null();
     }
     }
 }
 
-json_t *ss_json_text(const void *data, size_t n, int *valid) {
+json_t *ss__json_text(const void *data, size_t n, int *valid) {
     const uint8_t *s = data;
-    if (ss_utf8_valid(s, n)) {
+    if (ss__utf8_valid(s, n)) {
         if (valid) *valid = 1;
         return json_stringn(data, n);
     }
@@ -90,7 +90,7 @@ json_t *ss_json_text(const void *data, size_t n, int *valid) {
     if (!buf) return NULL;
     size_t k = 0;
     for (size_t i = 0, len; i < n; i += len) {
-        len = ss_utf8_seq(s + i, n - i);
+        len = ss__utf8_seq(s + i, n - i);
         if (len) {
             memcpy(buf + k, s + i, len);
             k += len;
@@ -105,7 +105,7 @@ json_t *ss_json_text(const void *data, size_t n, int *valid) {
     return j;
 }
 
-json_t *ss_json_base64(const void *data, size_t n) {
+json_t *ss__json_base64(const void *data, size_t n) {
     static const char abc[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     const uint8_t *s = data;
     char *out = malloc((n + 2) / 3 * 4 + 1);
@@ -125,44 +125,44 @@ json_t *ss_json_base64(const void *data, size_t n) {
     return j;
 }
 
-void ss_json_set_text(json_t *obj, const char *key, const void *data, size_t n) {
+void ss__json_set_text(json_t *obj, const char *key, const void *data, size_t n) {
     int valid;
-    json_object_set_new(obj, key, ss_json_text(data, n, &valid));
+    json_object_set_new(obj, key, ss__json_text(data, n, &valid));
     if (!valid) {
         char k2[64];
         snprintf(k2, sizeof k2, "%s_base64", key);
-        json_object_set_new(obj, k2, ss_json_base64(data, n));
+        json_object_set_new(obj, k2, ss__json_base64(data, n));
     }
 }
 
-const char *ss_cli_attr_type_name(uint32_t type) {
+const char *ss__cli_attr_type_name(uint32_t type) {
     if (type == SS_ATTR_TEXT) return "text";
     if (type == SS_ATTR_BYTES) return "bytes";
     const char *n = ss_dtype_name((ss_dtype)type);
     return n ? n : "?";
 }
 
-json_t *ss_json_attr(const ss_attr *a) {
+json_t *ss__json_attr(const ss_attr *a) {
     json_t *o = json_object();
-    ss_json_set_text(o, "name", a->name, strlen(a->name));
-    json_object_set_new(o, "type", json_string(ss_cli_attr_type_name(a->type)));
+    ss__json_set_text(o, "name", a->name, strlen(a->name));
+    json_object_set_new(o, "type", json_string(ss__cli_attr_type_name(a->type)));
     json_object_set_new(o, "bytes", json_integer((json_int_t)a->size));
     if (a->type == SS_ATTR_TEXT) {
-        ss_json_set_text(o, "value", a->data, (size_t)a->size);
+        ss__json_set_text(o, "value", a->data, (size_t)a->size);
     } else if (a->type == SS_ATTR_BYTES) {
-        json_object_set_new(o, "value_base64", ss_json_base64(a->data, (size_t)a->size));
+        json_object_set_new(o, "value_base64", ss__json_base64(a->data, (size_t)a->size));
     } else if (ss_dtype_name((ss_dtype)a->type)) {
         size_t es = ss_dtype_size((ss_dtype)a->type);
         json_t *arr = json_array();
         for (uint64_t off = 0; es && off + es <= a->size; off += es)
             json_array_append_new(arr,
-                                  ss_json_element((const char *)a->data + off, (ss_dtype)a->type));
+                                  ss__json_element((const char *)a->data + off, (ss_dtype)a->type));
         json_object_set_new(o, "value", arr);
     }
     return o;
 }
 
-void ss_json_print(json_t *root) {
+void ss__json_print(json_t *root) {
     json_dumpf(root, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
     putchar('\n');
 }
@@ -173,7 +173,7 @@ static void ss_print_text_preview(const unsigned char *p, uint64_t size, uint64_
     uint64_t n = size < max ? size : max;
     putchar('"');
     for (uint64_t i = 0, len; i < n; i += len) {
-        len = ss_utf8_seq(p + i, (size_t)(size - i));
+        len = ss__utf8_seq(p + i, (size_t)(size - i));
         if (len == 1 && p[i] == '\n')
             putchar('|');
         else if (len == 1 && (p[i] < 32 || p[i] == 127))
@@ -195,9 +195,9 @@ static void ss_print_array_preview(const ss_attr *a) {
         const void *p = (const char *)a->data + i * es;
         if (i) printf(", ");
         if (a->type == SS_F16 || a->type == SS_BF16 || a->type == SS_F32 || a->type == SS_F64)
-            printf("%.9g", ss_cli_element_double(p, (ss_dtype)a->type));
+            printf("%.9g", ss__cli_element_double(p, (ss_dtype)a->type));
         else {
-            json_t *j = ss_json_element(p, (ss_dtype)a->type);
+            json_t *j = ss__json_element(p, (ss_dtype)a->type);
             char *t = json_dumps(j, JSON_ENCODE_ANY);
             fputs(t ? t : "?", stdout);
             free(t);
@@ -207,7 +207,7 @@ static void ss_print_array_preview(const ss_attr *a) {
     printf("%s]", n > SS_PREVIEW_ELEMENTS ? ", ..." : "");
 }
 
-void ss_cli_print_attr_preview(const ss_attr *a) {
+void ss__cli_print_attr_preview(const ss_attr *a) {
     printf("  ");
     if (a->type == SS_ATTR_TEXT)
         ss_print_text_preview(a->data, a->size, 60);

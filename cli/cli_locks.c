@@ -33,7 +33,7 @@ static struct {
     char *lock; /* STORE-lock, absent when the command first named STORE */
 } ss_cli_paths[SS_CLI_MAX_PATHS];
 
-void ss_cli_note_store(const char *path, unsigned flags) {
+void ss__cli_note_store(const char *path, unsigned flags) {
     if (flags & SS_OPEN_NOLOCK) return;
     size_t n = strlen(path);
     char *lock = malloc(n + 6);
@@ -56,7 +56,7 @@ void ss_cli_note_store(const char *path, unsigned flags) {
 }
 
 /* Remove the lock files this process created, if no process uses them. */
-void ss_cli_drop_locks(void) {
+void ss__cli_drop_locks(void) {
     for (int i = 0; i < SS_CLI_MAX_PATHS; i++) {
         char *lock = ss_cli_paths[i].lock;
         if (!lock) continue;

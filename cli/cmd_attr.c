@@ -54,13 +54,13 @@ static int attr_parse_args(int argc, char **argv, attr_args *a) {
         else if (!strcmp(s, "--type"))
             val = &a->type;
         else if (s[0] == '-' && s[1] == '-')
-            return ss_cli_usage_error("attr", "unknown option '%s'", s);
+            return ss__cli_usage_error("attr", "unknown option '%s'", s);
         else if (a->npos == 3)
-            return ss_cli_usage_error("attr", "too many arguments");
+            return ss__cli_usage_error("attr", "too many arguments");
         else
             a->pos[a->npos++] = s;
         if (val) {
-            if (i + 1 >= argc) return ss_cli_usage_error("attr", "option '%s' needs a value", s);
+            if (i + 1 >= argc) return ss__cli_usage_error("attr", "option '%s' needs a value", s);
             *val = argv[++i];
         }
     }
@@ -72,11 +72,11 @@ static void attr_print_elements(const ss_attr *at) {
     for (uint64_t off = 0; es && off + es <= at->size; off += es) {
         const void *p = (const char *)at->data + off;
         if (at->type == SS_F32 || at->type == SS_F16 || at->type == SS_BF16)
-            printf("%.9g\n", ss_cli_element_double(p, (ss_dtype)at->type));
+            printf("%.9g\n", ss__cli_element_double(p, (ss_dtype)at->type));
         else if (at->type == SS_F64)
-            printf("%.17g\n", ss_cli_element_double(p, SS_F64));
+            printf("%.17g\n", ss__cli_element_double(p, SS_F64));
         else {
-            json_t *j = ss_json_element(p, (ss_dtype)at->type);
+            json_t *j = ss__json_element(p, (ss_dtype)at->type);
             const char *t = json_is_string(j) ? json_string_value(j) : NULL;
             if (t)
                 printf("%s\n", t);
@@ -89,19 +89,19 @@ static void attr_print_elements(const ss_attr *at) {
 
 static int attr_list_get(const attr_args *a, int get) {
     if (a->npos != (get ? 2 : 1))
-        return ss_cli_usage_error("attr", get ? "get needs STORE NAME" : "list needs STORE");
+        return ss__cli_usage_error("attr", get ? "get needs STORE NAME" : "list needs STORE");
     if (a->text || a->file || a->values || a->type)
-        return ss_cli_usage_error("attr", "--text, --file, --values and --type belong to 'set'");
+        return ss__cli_usage_error("attr", "--text, --file, --values and --type belong to 'set'");
     ss_store *s;
-    if (ss_cli_open(&s, "attr", a->pos[0], a->nolock ? SS_OPEN_NOLOCK : 0)) return SS_EXIT_ERROR;
+    if (ss__cli_open(&s, "attr", a->pos[0], a->nolock ? SS_OPEN_NOLOCK : 0)) return SS_EXIT_ERROR;
     int rc = SS_EXIT_OK;
     ss_attr at;
     if (get) {
         if (ss_attr_get(&at, s, a->pos[1]) != 0) {
-            rc = ss_cli_store_error("attr", "get");
+            rc = ss__cli_store_error("attr", "get");
         } else if (a->json) {
-            json_t *j = ss_json_attr(&at);
-            ss_json_print(j);
+            json_t *j = ss__json_attr(&at);
+            ss__json_print(j);
             json_decref(j);
         } else if (at.type == SS_ATTR_TEXT || at.type == SS_ATTR_BYTES) {
             fwrite(at.data, 1, (size_t)at.size, stdout);
@@ -112,17 +112,17 @@ static int attr_list_get(const attr_args *a, int get) {
         json_t *list = a->json ? json_array() : NULL;
         for (uint64_t k = 0; k < ss_attr_count(s) && rc == SS_EXIT_OK; k++) {
             if (ss_attr_at(&at, s, k) != 0) {
-                rc = ss_cli_store_error("attr", "list");
+                rc = ss__cli_store_error("attr", "list");
             } else if (list) {
-                json_array_append_new(list, ss_json_attr(&at));
+                json_array_append_new(list, ss__json_attr(&at));
             } else {
-                printf("%-24s %-5s %8" PRIu64 " byte%s", at.name, ss_cli_attr_type_name(at.type),
+                printf("%-24s %-5s %8" PRIu64 " byte%s", at.name, ss__cli_attr_type_name(at.type),
                        at.size, at.size == 1 ? " " : "s");
-                ss_cli_print_attr_preview(&at);
+                ss__cli_print_attr_preview(&at);
                 putchar('\n');
             }
         }
-        if (list && rc == SS_EXIT_OK) ss_json_print(list);
+        if (list && rc == SS_EXIT_OK) ss__json_print(list);
         json_decref(list);
     }
     ss_close(s);
@@ -138,7 +138,7 @@ static int attr_parse_values(const char *text, ss_dtype t, unsigned char **out, 
     if (!buf || !copy) {
         free(buf);
         free(copy);
-        return ss_cli_store_error("attr", "out of memory");
+        return ss__cli_store_error("attr", "out of memory");
     }
     size_t k = 0;
     char *save = NULL;
@@ -157,15 +157,15 @@ static int attr_parse_values(const char *text, ss_dtype t, unsigned char **out, 
             uint64_t u = 0;
             if (sgn) {
                 int64_t lim = bits == 64 ? INT64_MAX : ((int64_t)1 << (bits - 1)) - 1;
-                bad = ss_parse_i64(tok, &v) || v > lim || v < -lim - 1;
+                bad = ss__parse_i64(tok, &v) || v > lim || v < -lim - 1;
                 u = (uint64_t)v;
             } else {
-                bad = ss_parse_u64(tok, 0, bits == 64 ? UINT64_MAX : (1ull << bits) - 1, &u);
+                bad = ss__parse_u64(tok, 0, bits == 64 ? UINT64_MAX : (1ull << bits) - 1, &u);
             }
             for (size_t b = 0; b < es; b++) buf[k * es + b] = (unsigned char)(u >> (8 * b));
         }
         if (bad) {
-            int rc = ss_cli_usage_error("attr", "'%s' is not a %s value", tok, ss_dtype_name(t));
+            int rc = ss__cli_usage_error("attr", "'%s' is not a %s value", tok, ss_dtype_name(t));
             free(buf);
             free(copy);
             return rc;
@@ -180,11 +180,11 @@ static int attr_parse_values(const char *text, ss_dtype t, unsigned char **out, 
 /* The value `set` stores, from --text, --file or --values. */
 static int attr_value(const attr_args *a, uint32_t *type, unsigned char **data, size_t *size) {
     if (!!a->text + !!a->file + !!a->values != 1)
-        return ss_cli_usage_error("attr", "set takes one of --text, --file, --values");
+        return ss__cli_usage_error("attr", "set takes one of --text, --file, --values");
     if (a->values) {
         ss_dtype t;
         if (!a->type || ss_dtype_parse(&t, a->type) != 0 || t == SS_F16 || t == SS_BF16)
-            return ss_cli_usage_error("attr", "--values needs --type u8|i8|u16|i16|u32|i32|u64|"
+            return ss__cli_usage_error("attr", "--values needs --type u8|i8|u16|i16|u32|i32|u64|"
                                               "i64|f32|f64");
         *type = (uint32_t)t;
         return attr_parse_values(a->values, t, data, size);
@@ -193,14 +193,14 @@ static int attr_value(const attr_args *a, uint32_t *type, unsigned char **data, 
     if (a->type && !strcmp(a->type, "bytes") && a->file)
         *type = SS_ATTR_BYTES;
     else if (a->type && strcmp(a->type, "text") != 0)
-        return ss_cli_usage_error("attr", "--type %s does not apply to %s", a->type,
-                                  a->text ? "--text" : "--file (text or bytes)");
+        return ss__cli_usage_error("attr", "--type %s does not apply to %s", a->type,
+                                   a->text ? "--text" : "--file (text or bytes)");
     if (a->text) {
         *size = strlen(a->text);
         *data = (unsigned char *)strdup(a->text);
     } else {
         FILE *f = fopen(a->file, "rb");
-        if (!f) return ss_cli_usage_error("attr", "cannot open '%s'", a->file);
+        if (!f) return ss__cli_usage_error("attr", "cannot open '%s'", a->file);
         size_t cap = 1 << 16, n = 0;
         unsigned char *buf = malloc(cap);
         for (size_t r; buf && (r = fread(buf + n, 1, cap - n, f)) > 0;)
@@ -215,10 +215,10 @@ static int attr_value(const attr_args *a, uint32_t *type, unsigned char **data, 
         *data = buf;
         *size = n;
     }
-    if (!*data) return ss_cli_store_error("attr", "out of memory");
-    if (*type == SS_ATTR_TEXT && !ss_utf8_valid(*data, *size)) {
+    if (!*data) return ss__cli_store_error("attr", "out of memory");
+    if (*type == SS_ATTR_TEXT && !ss__utf8_valid(*data, *size)) {
         free(*data);
-        return ss_cli_usage_error("attr", "the text is not valid UTF-8 (store it with --file "
+        return ss__cli_usage_error("attr", "the text is not valid UTF-8 (store it with --file "
                                           "PATH --type bytes)");
     }
     return 0;
@@ -226,15 +226,15 @@ static int attr_value(const attr_args *a, uint32_t *type, unsigned char **data, 
 
 static int attr_set_rm(const attr_args *a, int set) {
     if (a->npos != 2)
-        return ss_cli_usage_error("attr", set ? "set needs STORE NAME" : "rm needs STORE NAME");
+        return ss__cli_usage_error("attr", set ? "set needs STORE NAME" : "rm needs STORE NAME");
     const char *name = a->pos[1];
     if (!strncmp(name, "ss.", 3))
-        return ss_cli_usage_error("attr",
-                                  "'%s' is reserved for splits and indices (see "
-                                  "'seqstore split', 'seqstore index')",
-                                  name);
+        return ss__cli_usage_error("attr",
+                                   "'%s' is reserved for splits and indices (see "
+                                   "'seqstore split', 'seqstore index')",
+                                   name);
     if (a->nolock || a->json)
-        return ss_cli_usage_error("attr", "--nolock and --json apply to "
+        return ss__cli_usage_error("attr", "--nolock and --json apply to "
                                           "list and get");
     uint32_t type = 0;
     unsigned char *data = NULL;
@@ -243,33 +243,33 @@ static int attr_set_rm(const attr_args *a, int set) {
     if (set && (rc = attr_value(a, &type, &data, &size)) != 0) return rc;
     if (!set) {
         if (a->text || a->file || a->values || a->type)
-            return ss_cli_usage_error("attr", "rm takes no value options");
+            return ss__cli_usage_error("attr", "rm takes no value options");
         char what[SS_MAX_ATTR_NAME + 32];
         snprintf(what, sizeof what, "attribute '%s'", name);
-        return ss_cli_remove_attr("attr", a->pos[0], name, what);
+        return ss__cli_remove_attr("attr", a->pos[0], name, what);
     }
     ss_writer *w;
-    ss_cli_note_store(a->pos[0], 0);
+    ss__cli_note_store(a->pos[0], 0);
     if (ss_writer_open(&w, a->pos[0], NULL, NULL)) {
         free(data);
-        return ss_cli_store_error("attr", "open '%s' for writing", a->pos[0]);
+        return ss__cli_store_error("attr", "open '%s' for writing", a->pos[0]);
     }
     rc = ss_writer_set_attr(w, name, type, data, size);
     if (!rc) rc = ss_writer_finish(w);
     ss_writer_free(w);
     free(data);
-    if (rc) return ss_cli_store_error("attr", "set '%s'", name);
+    if (rc) return ss__cli_store_error("attr", "set '%s'", name);
     return SS_EXIT_OK;
 }
 
-int ss_cmd_attr(int argc, char **argv) {
+int ss__cmd_attr(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
             fputs(attr_usage, stdout);
             return SS_EXIT_OK;
         }
     }
-    if (argc < 2) return ss_cli_usage_error("attr", "missing subcommand (list, get, set, rm)");
+    if (argc < 2) return ss__cli_usage_error("attr", "missing subcommand (list, get, set, rm)");
     attr_args a;
     int rc = attr_parse_args(argc, argv, &a);
     if (rc) return rc;
@@ -278,5 +278,5 @@ int ss_cmd_attr(int argc, char **argv) {
     if (!strcmp(sub, "get")) return attr_list_get(&a, 1);
     if (!strcmp(sub, "set")) return attr_set_rm(&a, 1);
     if (!strcmp(sub, "rm")) return attr_set_rm(&a, 0);
-    return ss_cli_usage_error("attr", "unknown subcommand '%s'", sub);
+    return ss__cli_usage_error("attr", "unknown subcommand '%s'", sub);
 }

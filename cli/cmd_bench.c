@@ -77,7 +77,7 @@ static int ss_bench_scan(const ss_store *s, uint32_t field, double *scan_gbs, do
     return 0;
 }
 
-int ss_cmd_bench(int argc, char **argv) {
+int ss__cmd_bench(int argc, char **argv) {
     static const struct option longopts[] = {
         {"field", required_argument, 0, 'f'}, {"queries", required_argument, 0, 'q'},
         {"json", no_argument, 0, 'j'},        {"nolock", no_argument, 0, 'n'},
@@ -92,7 +92,7 @@ int ss_cmd_bench(int argc, char **argv) {
         if (c == 'f')
             fname = optarg;
         else if (c == 'q') {
-            if (ss_cli_number("bench", "--queries", optarg, 1, SS_BENCH_MAX_QUERIES, &queries))
+            if (ss__cli_number("bench", "--queries", optarg, 1, SS_BENCH_MAX_QUERIES, &queries))
                 return SS_EXIT_USAGE;
         } else if (c == 'j')
             json = 1;
@@ -112,18 +112,18 @@ int ss_cmd_bench(int argc, char **argv) {
                 "  --nolock     open without a lock file (read-only media; no writer may run)\n");
             return SS_EXIT_OK;
         } else
-            return ss_cli_bad_option("bench", c, argv);
+            return ss__cli_bad_option("bench", c, argv);
     }
-    if (optind != argc - 1) return ss_cli_usage_error("bench", "expected one STORE");
+    if (optind != argc - 1) return ss__cli_usage_error("bench", "expected one STORE");
     const char *path = argv[optind];
     double t0 = ss_now();
     ss_store *s;
-    if (ss_cli_open(&s, "bench", path, flags)) return SS_EXIT_ERROR;
+    if (ss__cli_open(&s, "bench", path, flags)) return SS_EXIT_ERROR;
     double open_ms = (ss_now() - t0) * 1e3;
     uint32_t field = 0;
     if (fname && ss_field_index(&field, s, fname)) {
         ss_close(s);
-        return ss_cli_store_error("bench", "--field %s", fname);
+        return ss__cli_store_error("bench", "--field %s", fname);
     }
     if (ss_count(s) == 0) {
         ss_close(s);
@@ -138,14 +138,14 @@ int ss_cmd_bench(int argc, char **argv) {
     ss_field_info(&info, s, (uint32_t)field);
     if (rc || ns < 0) {
         ss_close(s);
-        return ss_cli_store_error("bench", "%s", path);
+        return ss__cli_store_error("bench", "%s", path);
     }
     uint64_t bytes = ss_flat_size(s, (uint32_t)field) * ss_field_row_bytes(s, (uint32_t)field);
     int measurable = bytes >= SS_BENCH_MIN_SCAN_BYTES;
     if (json) {
         json_t *o = json_object();
-        ss_json_set_text(o, "store", path, strlen(path));
-        ss_json_set_text(o, "field", info.name, strlen(info.name));
+        ss__json_set_text(o, "store", path, strlen(path));
+        ss__json_set_text(o, "field", info.name, strlen(info.name));
         json_object_set_new(o, "examples", json_integer((json_int_t)ss_count(s)));
         json_object_set_new(o, "field_bytes", json_integer((json_int_t)bytes));
         json_object_set_new(o, "open_ms", json_real(open_ms));
@@ -155,7 +155,7 @@ int ss_cmd_bench(int argc, char **argv) {
         json_object_set_new(o, "scan_gbps", measurable ? json_real(scan) : json_null());
         json_object_set_new(o, "memcpy_gbps", measurable ? json_real(copy) : json_null());
         json_object_set_new(o, "checksum", json_integer((json_int_t)(sum & INT64_MAX)));
-        ss_json_print(o);
+        ss__json_print(o);
         json_decref(o);
     } else {
         uint64_t n = ss_count(s);

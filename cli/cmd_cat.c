@@ -50,10 +50,10 @@ static void ss_print_element(const void *p, ss_dtype t) {
     case SS_F16:
     case SS_BF16:
     case SS_F32: /* 9 significant digits read back as the same float */
-        printf("%.9g", ss_cli_element_double(p, t));
+        printf("%.9g", ss__cli_element_double(p, t));
         break;
     case SS_F64: /* 17 as the same double */
-        printf("%.17g", ss_cli_element_double(p, t));
+        printf("%.17g", ss__cli_element_double(p, t));
         break;
     }
 }
@@ -122,15 +122,15 @@ static void ss_print_view(const ss_cat_field *f, const ss_view *v) {
 static void ss_json_view_text(json_t *o, const char *key, const ss_view *v) {
     size_t es = ss_dtype_size(v->dtype);
     if (v->dtype == SS_U8) {
-        ss_json_set_text(o, key, v->data, (size_t)v->length);
+        ss__json_set_text(o, key, v->data, (size_t)v->length);
         return;
     }
     char *buf = malloc(4 * v->length + 1);
     size_t n = 0;
     for (uint64_t i = 0; buf && i < v->length; i++) {
         uint64_t c = ss_token_id((const char *)v->data + i * es, v->dtype);
-        size_t k = c <= 0x10FFFF ? ss_utf8_encode(buf + n, (uint32_t)c) : 0;
-        if (!k) k = ss_utf8_encode(buf + n, 0xFFFD); /* not a code point */
+        size_t k = c <= 0x10FFFF ? ss__utf8_encode(buf + n, (uint32_t)c) : 0;
+        if (!k) k = ss__utf8_encode(buf + n, 0xFFFD); /* not a code point */
         n += k;
     }
     json_object_set_new(o, key, buf ? json_stringn(buf, n) : json_null());
@@ -154,9 +154,9 @@ static void ss_json_view(json_t *o, const ss_cat_field *f, const ss_view *v) {
         for (uint64_t k = 0; k < per_row; k++, p += es) {
             uint64_t id = ss_token_id(p, v->dtype);
             if (f->vocab && id < f->vocab_size)
-                json_array_append_new(row, ss_json_text(f->vocab[id], f->vocab_len[id], NULL));
+                json_array_append_new(row, ss__json_text(f->vocab[id], f->vocab_len[id], NULL));
             else
-                json_array_append_new(row, ss_json_element(p, v->dtype));
+                json_array_append_new(row, ss__json_element(p, v->dtype));
         }
         if (row != list) json_array_append_new(list, row);
     }
@@ -207,18 +207,18 @@ static int ss_cat_prepare(const ss_store *s, ss_cat_field *f, int raw) {
     int found;
     if (raw) return 0;
     snprintf(name, sizeof name, "%s.tokens", f->def.name);
-    if (ss_cli_attr_find(&a, &found, "cat", s, name)) return SS_EXIT_ERROR;
+    if (ss__cli_attr_find(&a, &found, "cat", s, name)) return SS_EXIT_ERROR;
     if (found && a.type == SS_ATTR_TEXT && a.size == 5 &&
         (memcmp(a.data, "bytes", 5) == 0 || memcmp(a.data, "chars", 5) == 0))
         f->as_text = 1;
     /* EDF+ annotations are UTF-8 text in a u8 field (stores without .tokens) */
     if (f->def.dtype == SS_U8 && f->def.sequence && !strcmp(f->def.name, "annotations")) {
-        if (ss_cli_attr_find(&a, &found, "cat", s, "convert.converter")) return SS_EXIT_ERROR;
+        if (ss__cli_attr_find(&a, &found, "cat", s, "convert.converter")) return SS_EXIT_ERROR;
         if (found && a.size == 3 && !memcmp(a.data, "edf", 3)) f->as_text = 1;
     }
     snprintf(name, sizeof name, "%s.vocab", f->def.name);
-    if (ss_cli_attr_find(&a, &found, "cat", s, name)) return SS_EXIT_ERROR;
-    if (!found && ss_cli_attr_find(&a, &found, "cat", s, "vocab")) return SS_EXIT_ERROR;
+    if (ss__cli_attr_find(&a, &found, "cat", s, name)) return SS_EXIT_ERROR;
+    if (!found && ss__cli_attr_find(&a, &found, "cat", s, "vocab")) return SS_EXIT_ERROR;
     if (found && (a.type == SS_ATTR_TEXT || a.type == SS_ATTR_BYTES)) /* bytes: not all UTF-8 */
         return ss_split_lines(&a, &f->vocab, &f->vocab_len, &f->vocab_size);
     return 0;
@@ -255,7 +255,7 @@ static int ss_print_source(const ss_store *s, uint64_t i, const char **files, co
     ss_view v;
     int has = ss_field_index(&f, s, "source") == 0;
     if (has && ss_get(&v, s, f, i))
-        return ss_cli_store_error("cat", "example %" PRIu64 " (--with-source)", i);
+        return ss__cli_store_error("cat", "example %" PRIu64 " (--with-source)", i);
     if (!has || v.row_bytes != 16) { /* no source field of this layout */
         printf("?\t");
         return 0;
@@ -284,7 +284,7 @@ static int ss_json_source(json_t *o, const ss_store *s, uint64_t i, const ss_cat
     uint64_t loc[2];
     int has = ss_field_index(&f, s, "source") == 0;
     if (has && ss_get(&v, s, f, i))
-        return ss_cli_store_error("cat", "example %" PRIu64 " (--with-source)", i);
+        return ss__cli_store_error("cat", "example %" PRIu64 " (--with-source)", i);
     if (!has || v.row_bytes != 16) { /* no source field of this layout */
         json_object_set_new(o, "source", json_null());
         return 0;
@@ -292,7 +292,7 @@ static int ss_json_source(json_t *o, const ss_store *s, uint64_t i, const ss_cat
     memcpy(loc, v.data, sizeof loc);
     json_t *js = json_object();
     if (loc[0] >= 1 && loc[0] <= src->nfiles)
-        ss_json_set_text(js, "file", src->files[loc[0] - 1], src->flen[loc[0] - 1]);
+        ss__json_set_text(js, "file", src->files[loc[0] - 1], src->flen[loc[0] - 1]);
     else
         json_object_set_new(js, "file", json_integer((json_int_t)loc[0]));
     json_object_set_new(js, "line", json_integer((json_int_t)loc[1]));
@@ -313,7 +313,7 @@ static int ss_cat_example(const ss_store *s, const ss_cat_field *fields, int nf,
     for (int k = 0; k < nf && !rc; k++) {
         ss_view v;
         if (ss_get(&v, s, fields[k].index, i)) {
-            rc = ss_cli_store_error("cat", "example %" PRIu64, i);
+            rc = ss__cli_store_error("cat", "example %" PRIu64, i);
         } else if (o) {
             ss_json_view(o, &fields[k], &v);
         } else {
@@ -327,7 +327,7 @@ static int ss_cat_example(const ss_store *s, const ss_cat_field *fields, int nf,
     return rc;
 }
 
-int ss_cmd_cat(int argc, char **argv) {
+int ss__cmd_cat(int argc, char **argv) {
     static const struct option longopts[] = {{"field", required_argument, 0, 'f'},
                                              {"range", required_argument, 0, 'r'},
                                              {"with-source", no_argument, 0, 's'},
@@ -345,7 +345,7 @@ int ss_cmd_cat(int argc, char **argv) {
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":f:r:h", longopts, NULL)) != -1) {
         if (c == 'f') {
-            if (nnames == SS_CAT_MAX_FIELDS) return ss_cli_usage_error("cat", "too many --field");
+            if (nnames == SS_CAT_MAX_FIELDS) return ss__cli_usage_error("cat", "too many --field");
             names[nnames++] = optarg;
         } else if (c == 'r')
             range = optarg;
@@ -363,11 +363,11 @@ int ss_cmd_cat(int argc, char **argv) {
             ss_cat_usage(stdout);
             return SS_EXIT_OK;
         } else
-            return ss_cli_bad_option("cat", c, argv);
+            return ss__cli_bad_option("cat", c, argv);
     }
-    if (optind != argc - 1) return ss_cli_usage_error("cat", "expected one STORE");
+    if (optind != argc - 1) return ss__cli_usage_error("cat", "expected one STORE");
     ss_store *s;
-    if (ss_cli_open(&s, "cat", argv[optind], flags)) return SS_EXIT_ERROR;
+    if (ss__cli_open(&s, "cat", argv[optind], flags)) return SS_EXIT_ERROR;
     ss_cat_field fields[SS_CAT_MAX_FIELDS];
     int nf = 0, rc = SS_EXIT_OK;
     memset(fields, 0, sizeof fields);
@@ -379,7 +379,7 @@ int ss_cmd_cat(int argc, char **argv) {
     for (int k = 0; k < nnames; k++) {
         uint32_t idx;
         if (ss_field_index(&idx, s, names[k])) {
-            rc = ss_cli_store_error("cat", "--field %s", names[k]);
+            rc = ss__cli_store_error("cat", "--field %s", names[k]);
             goto done;
         }
         fields[nf++].index = idx;
@@ -391,23 +391,24 @@ int ss_cmd_cat(int argc, char **argv) {
     if (rc) goto done;
     uint64_t a = 0, b = ss_count(s);
     if (split && range) {
-        rc = ss_cli_usage_error("cat", "--split and --range exclude each other");
+        rc = ss__cli_usage_error("cat", "--split and --range exclude each other");
         goto done;
     }
     if (split && ss_split_load(&sel, s, split) != 0) {
-        rc = ss_cli_store_error("cat", "--split %s", split);
+        rc = ss__cli_store_error("cat", "--split %s", split);
         goto done;
     }
     if (sel) b = ss_selection_count(sel);
-    if (range && ss_cli_parse_range(range, ss_count(s), &a, &b)) {
-        rc = ss_cli_usage_error("cat", "--range '%s' is not A:B within %" PRIu64 " examples", range,
-                                ss_count(s));
+    if (range && ss__cli_parse_range(range, ss_count(s), &a, &b)) {
+        rc = ss__cli_usage_error("cat", "--range '%s' is not A:B within %" PRIu64 " examples",
+                                 range,
+                                 ss_count(s));
         goto done;
     }
     ss_cat_sources src = {with_source, NULL, NULL, 0};
     ss_attr fa;
     int found = 0;
-    if (with_source && ss_cli_attr_find(&fa, &found, "cat", s, "source.files")) {
+    if (with_source && ss__cli_attr_find(&fa, &found, "cat", s, "source.files")) {
         rc = SS_EXIT_ERROR;
         goto done;
     }

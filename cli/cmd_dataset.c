@@ -40,7 +40,7 @@ static int read_shard_attr(ds_shard *d) {
     char buf[40];
     int found;
     d->n = 0;
-    if (ss_cli_attr_find(&a, &found, "dataset", d->s, "source.shard")) return SS_EXIT_ERROR;
+    if (ss__cli_attr_find(&a, &found, "dataset", d->s, "source.shard")) return SS_EXIT_ERROR;
     if (!found || a.type != SS_ATTR_TEXT || a.size >= sizeof buf) return 0;
     memcpy(buf, a.data, a.size);
     buf[a.size] = 0;
@@ -48,7 +48,7 @@ static int read_shard_attr(ds_shard *d) {
     uint64_t k, n;
     if (!slash) return 0;
     *slash = 0;
-    if (ss_parse_u64(buf, 0, UINT32_MAX, &k) || ss_parse_u64(slash + 1, 1, UINT32_MAX, &n) ||
+    if (ss__parse_u64(buf, 0, UINT32_MAX, &k) || ss__parse_u64(slash + 1, 1, UINT32_MAX, &n) ||
         k >= n)
         return 0;
     d->k = (uint32_t)k;
@@ -96,11 +96,11 @@ static int same_attrs(const ds_shard *a, const ds_shard *b) {
         const ds_shard *x = pass ? b : a, *y = pass ? a : b;
         for (uint64_t j = 0; j < ss_attr_count(x->s); j++) {
             ss_attr p, q;
-            if (ss_attr_at(&p, x->s, j)) return ss_cli_store_error("dataset", "%s", x->name);
+            if (ss_attr_at(&p, x->s, j)) return ss__cli_store_error("dataset", "%s", x->name);
             if (!shared_attr(p.name)) continue;
             int rc = ss_attr_get(&q, y->s, p.name);
             if (rc && rc != SS_ENOTFOUND) /* damaged: not "differs" */
-                return ss_cli_store_error("dataset", "shard '%s'", y->name);
+                return ss__cli_store_error("dataset", "shard '%s'", y->name);
             if (rc || q.type != p.type || q.size != p.size || memcmp(p.data, q.data, p.size)) {
                 fprintf(stderr,
                         "seqstore dataset: shard '%s': attribute '%s' differs from shard "
@@ -120,7 +120,7 @@ static int check_shards(const char *dir, ds_shard *sh, size_t n, int ordered, in
         if (asprintf(&path, "%s/%s", dir, sh[i].name) < 0) return SS_EXIT_ERROR;
         int rc = ss_open(&sh[i].s, path, SS_OPEN_NOLOCK | (verify ? SS_OPEN_VERIFY : 0));
         free(path);
-        if (rc) return ss_cli_store_error("dataset", "shard '%s'", sh[i].name);
+        if (rc) return ss__cli_store_error("dataset", "shard '%s'", sh[i].name);
         if (read_shard_attr(&sh[i])) return SS_EXIT_ERROR;
     }
     if (!ordered) {
@@ -160,17 +160,17 @@ static int build_sections(const char *dir, ss_manifest *m, const ds_shard *sh, s
 
 static int build_manifest(const char *dir, ds_shard *sh, size_t n) {
     ss_manifest m;
-    ss_manifest_init(&m, sh[0].s);
+    ss__manifest_init(&m, sh[0].s);
     int rc = 0;
     for (size_t i = 0; i < n && !rc; i++) { /* the manifest's own check: schema too */
         const ss_store *s = sh[i].s;
         uint64_t digest, rows[SS_MAX_FIELDS] = {0};
         for (uint32_t f = 0; f < m.nfields; f++) rows[f] = ss_flat_size(s, f);
-        if (ss_store_header_digest(&digest, s) ||
-            ss_manifest_add(&m, sh[i].name, ss_count(s), digest, rows) ||
-            ss_manifest_check_shard(&m, (uint32_t)i, s))
-            rc = ss_cli_store_error("dataset", "shard '%s'", sh[i].name);
-        else if (!ss_store_has_content_digest(s))
+        if (ss__store_header_digest(&digest, s) ||
+            ss__manifest_add(&m, sh[i].name, ss_count(s), digest, rows) ||
+            ss__manifest_check_shard(&m, (uint32_t)i, s))
+            rc = ss__cli_store_error("dataset", "shard '%s'", sh[i].name);
+        else if (!ss__store_has_content_digest(s))
             fprintf(stderr,
                     "seqstore dataset: note: shard '%s' was written by an older seqstore, "
                     "without a content digest: the manifest binds its counts, not its bytes "
@@ -178,10 +178,10 @@ static int build_manifest(const char *dir, ds_shard *sh, size_t n) {
                     sh[i].name);
     }
     if (!rc) rc = build_sections(dir, &m, sh, n);
-    if (!rc && ss_manifest_write(&m, dir)) rc = ss_cli_store_error("dataset", "%s", dir);
+    if (!rc && ss__manifest_write(&m, dir)) rc = ss__cli_store_error("dataset", "%s", dir);
     if (!rc)
         printf("%s: %u shards, %llu examples\n", dir, m.nshards, (unsigned long long)m.examples);
-    ss_manifest_free(&m);
+    ss__manifest_free(&m);
     return rc;
 }
 
@@ -193,16 +193,16 @@ static int build_sections(const char *dir, ss_manifest *m, const ds_shard *sh, s
     size_t len = 0;
     ss_manifest parsed = {0};
     ss_store **stores = calloc(n, sizeof *stores);
-    int rc = stores ? ss_manifest_format(m, &text, &len) : SS_ENOMEM;
-    if (!rc) rc = ss_manifest_parse(&parsed, text, len); /* its checksum line */
+    int rc = stores ? ss__manifest_format(m, &text, &len) : SS_ENOMEM;
+    if (!rc) rc = ss__manifest_parse(&parsed, text, len); /* its checksum line */
     m->checksum = parsed.checksum;
-    ss_manifest_free(&parsed);
+    ss__manifest_free(&parsed);
     free(text);
     for (size_t i = 0; stores && i < n; i++) stores[i] = sh[i].s;
     uint64_t kept = 0, dropped = 0;
     if (!rc) rc = ss__sections_build(dir, m, stores, &kept, &dropped);
     free(stores);
-    if (rc) return ss_cli_store_error("dataset", "%s", dir);
+    if (rc) return ss__cli_store_error("dataset", "%s", dir);
     if (kept) printf("%s: kept %llu splits and bucket indices\n", dir, (unsigned long long)kept);
     if (dropped)
         fprintf(stderr,
@@ -225,9 +225,9 @@ static int dataset_build(int argc, char **argv) {
             usage();
             return SS_EXIT_OK;
         } else
-            return ss_cli_bad_option("dataset", c, argv);
+            return ss__cli_bad_option("dataset", c, argv);
     }
-    if (optind >= argc) return ss_cli_usage_error("dataset", "expected: build DIR [SHARD...]");
+    if (optind >= argc) return ss__cli_usage_error("dataset", "expected: build DIR [SHARD...]");
     const char *dir = argv[optind++];
     ds_shard *sh = NULL;
     size_t n = 0;
@@ -240,7 +240,7 @@ static int dataset_build(int argc, char **argv) {
         return SS_EXIT_ERROR;
     }
     int rc = n ? check_shards(dir, sh, n, ordered, verify)
-               : ss_cli_usage_error("dataset", "no shard (*.ss) in '%s'", dir);
+               : ss__cli_usage_error("dataset", "no shard (*.ss) in '%s'", dir);
     if (!rc) rc = build_manifest(dir, sh, n);
     for (size_t i = 0; i < n; i++) {
         ss_close(sh[i].s);
@@ -250,11 +250,11 @@ static int dataset_build(int argc, char **argv) {
     return rc;
 }
 
-int ss_cmd_dataset(int argc, char **argv) {
+int ss__cmd_dataset(int argc, char **argv) {
     if (argc >= 2 && !strcmp(argv[1], "build")) return dataset_build(argc - 1, argv + 1);
     if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
         usage();
         return SS_EXIT_OK;
     }
-    return ss_cli_usage_error("dataset", "expected 'dataset build DIR [SHARD...]'");
+    return ss__cli_usage_error("dataset", "expected 'dataset build DIR [SHARD...]'");
 }

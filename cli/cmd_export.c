@@ -89,23 +89,23 @@ static int export_parse(int argc, char **argv, export_args *a) {
         else if (!strcmp(s, "--nolock"))
             a->nolock = 1;
         else if (!strcmp(s, "--field")) {
-            if (a->nfields == 64) return ss_cli_usage_error("export", "too many --field");
+            if (a->nfields == 64) return ss__cli_usage_error("export", "too many --field");
             val = &a->fields[a->nfields++];
         } else if (s[0] == '-' && s[1])
-            return ss_cli_usage_error("export", "unknown option '%s'", s);
+            return ss__cli_usage_error("export", "unknown option '%s'", s);
         else if (a->store)
-            return ss_cli_usage_error("export", "expected one STORE");
+            return ss__cli_usage_error("export", "expected one STORE");
         else
             a->store = s;
         if (val) {
-            if (i + 1 >= argc) return ss_cli_usage_error("export", "option '%s' needs a value", s);
+            if (i + 1 >= argc) return ss__cli_usage_error("export", "option '%s' needs a value", s);
             *val = argv[++i];
         }
     }
     if (!a->store || !a->format || !a->out)
-        return ss_cli_usage_error("export", "STORE, --format and -o OUT are required");
+        return ss__cli_usage_error("export", "STORE, --format and -o OUT are required");
     if (strcmp(a->format, "jsonl") && strcmp(a->format, "npy"))
-        return ss_cli_usage_error("export", "--format is jsonl or npy, not '%s'", a->format);
+        return ss__cli_usage_error("export", "--format is jsonl or npy, not '%s'", a->format);
     return 0;
 }
 
@@ -125,7 +125,7 @@ static int export_jsonl(const export_args *a) {
         fprintf(stderr, "seqstore export: cannot write '%s': %s\n", a->out, strerror(errno));
         return SS_EXIT_ERROR;
     }
-    int rc = ss_cmd_cat(n, args);
+    int rc = ss__cmd_cat(n, args);
     if (fflush(stdout) != 0 || ferror(stdout)) {
         fprintf(stderr, "seqstore export: cannot write '%s'\n", a->out);
         return SS_EXIT_ERROR;
@@ -147,7 +147,7 @@ static int export_field_npy(const ss_store *s, const export_args *a, uint32_t f,
         uint64_t i = pos;
         ss_view v;
         if (sel) ss_selection_index(&i, sel, pos);
-        if (ss_get(&v, s, f, i)) return ss_cli_store_error("export", "example %" PRIu64, i);
+        if (ss_get(&v, s, f, i)) return ss__cli_store_error("export", "example %" PRIu64, i);
         snprintf(path, sizeof path, "%s/%010" PRIu64 ".npy", dir, i);
         if (npy_write(path, &def, &v)) {
             fprintf(stderr, "seqstore export: cannot write '%s': %s\n", path, strerror(errno));
@@ -163,21 +163,21 @@ static int export_npy(const export_args *a) {
         return SS_EXIT_ERROR;
     }
     ss_store *s;
-    if (ss_cli_open(&s, "export", a->store, a->nolock ? SS_OPEN_NOLOCK : 0)) return SS_EXIT_ERROR;
+    if (ss__cli_open(&s, "export", a->store, a->nolock ? SS_OPEN_NOLOCK : 0)) return SS_EXIT_ERROR;
     ss_selection *sel = NULL;
     uint64_t lo = 0, hi = ss_count(s);
     int rc = SS_EXIT_OK;
     if (a->split && a->range)
-        rc = ss_cli_usage_error("export", "--split and --range exclude each other");
+        rc = ss__cli_usage_error("export", "--split and --range exclude each other");
     else if (a->split && ss_split_load(&sel, s, a->split))
-        rc = ss_cli_store_error("export", "--split %s", a->split);
-    else if (a->range && ss_cli_parse_range(a->range, ss_count(s), &lo, &hi))
-        rc = ss_cli_usage_error("export", "--range '%s' is not A:B within %" PRIu64 " examples",
-                                a->range, ss_count(s));
+        rc = ss__cli_store_error("export", "--split %s", a->split);
+    else if (a->range && ss__cli_parse_range(a->range, ss_count(s), &lo, &hi))
+        rc = ss__cli_usage_error("export", "--range '%s' is not A:B within %" PRIu64 " examples",
+                                 a->range, ss_count(s));
     if (sel) hi = ss_selection_count(sel);
     for (int k = 0; rc == SS_EXIT_OK && k < a->nfields; k++)
         if (ss_field_index(&(uint32_t){0}, s, a->fields[k]))
-            rc = ss_cli_store_error("export", "--field %s", a->fields[k]);
+            rc = ss__cli_store_error("export", "--field %s", a->fields[k]);
     for (uint32_t f = 0; rc == SS_EXIT_OK && f < ss_field_count(s); f++) {
         ss_field def;
         ss_field_info(&def, s, f);
@@ -190,9 +190,9 @@ static int export_npy(const export_args *a) {
     return rc;
 }
 
-int ss_cmd_export(int argc, char **argv) {
+int ss__cmd_export(int argc, char **argv) {
     /* `export megatron STORE PREFIX` writes the pair of files Megatron reads */
-    if (argc >= 2 && !strcmp(argv[1], "megatron")) return ss_cmd_export_megatron(argc, argv);
+    if (argc >= 2 && !strcmp(argv[1], "megatron")) return ss__cmd_export_megatron(argc, argv);
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
             fputs(export_usage, stdout);

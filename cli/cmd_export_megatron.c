@@ -37,7 +37,7 @@ static uint64_t *doc_indices(const ss_store *s, size_t *n) {
         df = SS_FIELD_NONE;
     ss_attr a;
     int found;
-    if (ss_cli_attr_find(&a, &found, CMD, s, "megatron.doc_idx")) return NULL;
+    if (ss__cli_attr_find(&a, &found, CMD, s, "megatron.doc_idx")) return NULL;
     if (found && a.type == SS_U64 && a.size >= 8 && a.size % 8 == 0) {
         const uint64_t *d = a.data;
         size_t m = (size_t)(a.size / 8), k = 0, ok = d[0] == 0;
@@ -62,7 +62,7 @@ static uint64_t *doc_indices(const ss_store *s, size_t *n) {
         uint64_t d = i;
         if (df != SS_FIELD_NONE) {
             if (ss_get(&v, s, df, i)) {
-                ss_cli_store_error(CMD, "example %" PRIu64, i);
+                ss__cli_store_error(CMD, "example %" PRIu64, i);
                 free(out);
                 return NULL;
             }
@@ -107,7 +107,7 @@ static int write_dataset(const ss_store *s, uint32_t field, uint8_t code, const 
     for (uint64_t i = 0; i < count && !rc; i++) { /* sizes, and the .bin */
         ss_view v;
         if (ss_get(&v, s, field, i)) {
-            rc = ss_cli_store_error(CMD, "example %" PRIu64, i);
+            rc = ss__cli_store_error(CMD, "example %" PRIu64, i);
             break;
         }
         if (v.length > INT32_MAX) {
@@ -146,19 +146,19 @@ static int export_megatron(int argc, char **argv) {
             export_usage(stdout);
             return SS_EXIT_OK;
         } else if (!strcmp(argv[i], "--field")) {
-            if (i + 1 >= argc) return ss_cli_usage_error(CMD, "--field needs a field name");
+            if (i + 1 >= argc) return ss__cli_usage_error(CMD, "--field needs a field name");
             field_name = argv[++i];
         } else if (!strcmp(argv[i], "--force")) {
             force = 1;
         } else if (argv[i][0] == '-' && argv[i][1]) {
-            return ss_cli_usage_error(CMD, "unknown option '%s'", argv[i]);
+            return ss__cli_usage_error(CMD, "unknown option '%s'", argv[i]);
         } else if (npos == 2) {
-            return ss_cli_usage_error(CMD, "too many arguments");
+            return ss__cli_usage_error(CMD, "too many arguments");
         } else {
             pos[npos++] = argv[i];
         }
     }
-    if (npos != 2) return ss_cli_usage_error(CMD, "needs STORE and PREFIX");
+    if (npos != 2) return ss__cli_usage_error(CMD, "needs STORE and PREFIX");
     char path[4096];
     for (int k = 0; k < 2 && !force; k++) {
         snprintf(path, sizeof path, "%s.%s", pos[1], k ? "idx" : "bin");
@@ -168,7 +168,7 @@ static int export_megatron(int argc, char **argv) {
         }
     }
     ss_store *s;
-    if (ss_cli_open(&s, CMD, pos[0], 0)) return SS_EXIT_ERROR;
+    if (ss__cli_open(&s, CMD, pos[0], 0)) return SS_EXIT_ERROR;
     int rc = SS_EXIT_ERROR;
     uint32_t f = SS_FIELD_NONE;
     ss_field_index(&f, s, field_name); /* stays SS_FIELD_NONE when there is none */
@@ -195,7 +195,7 @@ static int export_megatron(int argc, char **argv) {
     return rc;
 }
 
-int ss_cmd_export_megatron(int argc, char **argv) {
+int ss__cmd_export_megatron(int argc, char **argv) {
     for (int i = 2; i < argc; i++)
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
             export_usage(stdout);

@@ -38,15 +38,15 @@ static int index_list(int argc, char **argv) {
         else if (!strcmp(argv[i], "--nolock"))
             nolock = 1;
         else if (argv[i][0] == '-' && argv[i][1])
-            return ss_cli_usage_error("index", "unknown option '%s'", argv[i]);
+            return ss__cli_usage_error("index", "unknown option '%s'", argv[i]);
         else if (path)
-            return ss_cli_usage_error("index", "list needs one STORE");
+            return ss__cli_usage_error("index", "list needs one STORE");
         else
             path = argv[i];
     }
-    if (!path) return ss_cli_usage_error("index", "list needs STORE");
+    if (!path) return ss__cli_usage_error("index", "list needs STORE");
     ss_store *s;
-    if (ss_cli_open(&s, "index", path, nolock ? SS_OPEN_NOLOCK : 0)) return SS_EXIT_ERROR;
+    if (ss__cli_open(&s, "index", path, nolock ? SS_OPEN_NOLOCK : 0)) return SS_EXIT_ERROR;
     size_t plen = strlen(SS_BUCKET_ATTR_PREFIX);
     json_t *list = json ? json_array() : NULL;
     int rc = SS_EXIT_OK, failed = 0;
@@ -56,7 +56,7 @@ static int index_list(int argc, char **argv) {
         ss_bucket *b;
         int orc = ss_attr_at(&at, s, k);
         if (orc != 0 && orc != SS_ECORRUPT) { /* SS_ECORRUPT: named, listed below */
-            rc = ss_cli_store_error("index", "list");
+            rc = ss__cli_store_error("index", "list");
             break;
         }
         if (strncmp(at.name, SS_BUCKET_ATTR_PREFIX, plen) != 0) continue;
@@ -102,21 +102,21 @@ static int index_list(int argc, char **argv) {
         }
         ss_bucket_free(b);
     }
-    if (json && rc == SS_EXIT_OK) ss_json_print(list);
+    if (json && rc == SS_EXIT_OK) ss__json_print(list);
     json_decref(list);
     ss_close(s);
     return rc == SS_EXIT_OK && failed ? SS_EXIT_ERROR : rc;
 }
 
 static int index_rm(int argc, char **argv) {
-    if (argc != 4) return ss_cli_usage_error("index", "rm needs STORE NAME");
+    if (argc != 4) return ss__cli_usage_error("index", "rm needs STORE NAME");
     char key[SS_MAX_ATTR_NAME + 16], what[SS_MAX_ATTR_NAME + 16];
     snprintf(key, sizeof key, "%s%s", SS_BUCKET_ATTR_PREFIX, argv[3]);
     snprintf(what, sizeof what, "index '%s'", argv[3]);
-    return ss_cli_remove_attr("index", argv[2], key, what);
+    return ss__cli_remove_attr("index", argv[2], key, what);
 }
 
-int ss_cmd_index(int argc, char **argv) {
+int ss__cmd_index(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
             fputs(index_usage, stdout);
@@ -152,32 +152,33 @@ static int index_build(int argc, char **argv) {
             force = 1;
             break;
         default:
-            return ss_cli_bad_option("index", c, argv);
+            return ss__cli_bad_option("index", c, argv);
         }
     }
-    if (optind + 1 != argc) return ss_cli_usage_error("index", "expected one STORE argument");
-    if (!by) return ss_cli_usage_error("index", "--by FIELD[,FIELD] is required");
-    if (!res_text) return ss_cli_usage_error("index", "--resolution R is required");
+    if (optind + 1 != argc) return ss__cli_usage_error("index", "expected one STORE argument");
+    if (!by) return ss__cli_usage_error("index", "--by FIELD[,FIELD] is required");
+    if (!res_text) return ss__cli_usage_error("index", "--resolution R is required");
     uint64_t res;
-    if (ss_cli_number("index", "--resolution", res_text, 1, UINT64_MAX, &res)) return SS_EXIT_USAGE;
+    if (ss__cli_number("index", "--resolution", res_text, 1, UINT64_MAX, &res))
+        return SS_EXIT_USAGE;
     if (!name) name = by;
     const char *path = argv[optind];
 
     ss_store *s;
-    if (ss_cli_open(&s, "index", path, 0)) return SS_EXIT_ERROR;
+    if (ss__cli_open(&s, "index", path, 0)) return SS_EXIT_ERROR;
     uint32_t fields[SS_BUCKET_MAX_KEYS];
     size_t nkeys = 0;
     char buf[512];
     if (strlen(by) >= sizeof buf) {
         ss_close(s);
-        return ss_cli_usage_error("index", "--by is too long");
+        return ss__cli_usage_error("index", "--by is too long");
     }
     strcpy(buf, by);
     for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok;
          tok = strtok_r(NULL, ",", &save)) {
         if (nkeys == SS_BUCKET_MAX_KEYS) {
             ss_close(s);
-            return ss_cli_usage_error("index", "--by takes at most %d fields", SS_BUCKET_MAX_KEYS);
+            return ss__cli_usage_error("index", "--by takes at most %d fields", SS_BUCKET_MAX_KEYS);
         }
         uint32_t f;
         ss_field def;
@@ -200,18 +201,18 @@ static int index_build(int argc, char **argv) {
     char key[SS_MAX_ATTR_NAME + 16], what[SS_MAX_ATTR_NAME + 16];
     snprintf(key, sizeof key, "%s%s", SS_BUCKET_ATTR_PREFIX, name);
     snprintf(what, sizeof what, "index '%s'", name);
-    int refused = nkeys && !force && ss_cli_refuse_existing("index", s, key, what);
+    int refused = nkeys && !force && ss__cli_refuse_existing("index", s, key, what);
     ss_close(s);
-    if (nkeys == 0) return ss_cli_usage_error("index", "--by names no field");
+    if (nkeys == 0) return ss__cli_usage_error("index", "--by names no field");
     if (refused) return SS_EXIT_ERROR;
     if (ss_bucket_save(path, name, fields, nkeys, res))
-        return ss_cli_store_error("index", "build '%s'", name);
+        return ss__cli_store_error("index", "build '%s'", name);
 
-    if (ss_cli_open(&s, "index", path, 0)) return SS_EXIT_ERROR;
+    if (ss__cli_open(&s, "index", path, 0)) return SS_EXIT_ERROR;
     ss_bucket *b;
     if (ss_bucket_open(&b, s, name)) {
         ss_close(s);
-        return ss_cli_store_error("index", "reopen '%s'", name);
+        return ss__cli_store_error("index", "reopen '%s'", name);
     }
     uint64_t n = ss_bucket_size(b), nb = ss_bucket_count(b);
     printf("index '%s': %" PRIu64 " example%s in %" PRIu64 " bucket%s (resolution %" PRIu64

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* cmd_info.c - `seqstore info`: what a store holds. */
 #include "commands.h"
-#include "store.h" /* ss_dataset_shard_count */
+#include "store.h" /* ss__dataset_shard_count */
 
 #include <getopt.h>
 #include <jansson.h>
@@ -90,11 +90,11 @@ static json_t *ss_info_json(const ss_store *s, const char *path, uint64_t *probl
     ss_store_info info;
     ss_store_get_info(&info, s);
     json_t *root = json_object(), *fields = json_array(), *attrs = json_array();
-    ss_json_set_text(root, "path", path, strlen(path));
+    ss__json_set_text(root, "path", path, strlen(path));
     json_object_set_new(root, "format_version", json_integer(info.format_version));
     json_object_set_new(root, "complete", json_boolean(info.complete));
-    if (ss_dataset_shard_count(s))
-        json_object_set_new(root, "shards", json_integer(ss_dataset_shard_count(s)));
+    if (ss__dataset_shard_count(s))
+        json_object_set_new(root, "shards", json_integer(ss__dataset_shard_count(s)));
     json_object_set_new(root, "examples", json_integer((json_int_t)info.count));
     json_object_set_new(root, "file_bytes", json_integer((json_int_t)info.file_bytes));
     json_object_set_new(root, "chunk_bytes", json_integer((json_int_t)info.chunk_bytes));
@@ -103,7 +103,7 @@ static json_t *ss_info_json(const ss_store *s, const char *path, uint64_t *probl
         ss_field d;
         ss_field_info(&d, s, f);
         json_t *jf = json_object(), *shape = json_array();
-        ss_json_set_text(jf, "name", d.name, strlen(d.name));
+        ss__json_set_text(jf, "name", d.name, strlen(d.name));
         json_object_set_new(jf, "dtype", json_string(ss_dtype_name(d.dtype)));
         json_object_set_new(jf, "sequence", json_boolean(d.sequence));
         for (uint32_t k = 0; k < d.ndim; k++)
@@ -146,11 +146,11 @@ static json_t *ss_info_json(const ss_store *s, const char *path, uint64_t *probl
         int rc = ss_attr_at(&a, s, k);
         if (rc != 0) {
             ja = json_object();
-            if (rc == SS_ECORRUPT) ss_json_set_text(ja, "name", a.name, strlen(a.name));
+            if (rc == SS_ECORRUPT) ss__json_set_text(ja, "name", a.name, strlen(a.name));
             json_object_set_new(ja, "error", json_string(ss_error_message()));
             ss_info_problem(problems);
         } else {
-            ja = ss_json_attr(&a);
+            ja = ss__json_attr(&a);
         }
         json_array_append_new(attrs, ja);
     }
@@ -187,9 +187,9 @@ static void ss_info_text(const ss_store *s, const char *path, uint64_t *problems
     printf("format      version %u, %s\n", info.format_version,
            info.complete ? "complete" : "INCOMPLETE (committed prefix)");
     printf("examples    %llu\n", (unsigned long long)info.count);
-    if (ss_dataset_shard_count(s))
+    if (ss__dataset_shard_count(s))
         printf("dataset     %u shards (files and chunks below: their sums)\n",
-               ss_dataset_shard_count(s));
+               ss__dataset_shard_count(s));
     printf("file        %llu bytes (%.1f MiB), %llu data chunks of up to %llu bytes\n",
            (unsigned long long)info.file_bytes, (double)info.file_bytes / 1048576.0,
            (unsigned long long)info.data_chunks, (unsigned long long)info.chunk_bytes);
@@ -223,9 +223,9 @@ static void ss_info_text(const ss_store *s, const char *path, uint64_t *problems
             ss_info_problem(problems);
             continue;
         }
-        printf("  %-24s %-5s %8llu bytes", a.name, ss_cli_attr_type_name(a.type),
+        printf("  %-24s %-5s %8llu bytes", a.name, ss__cli_attr_type_name(a.type),
                (unsigned long long)a.size);
-        ss_cli_print_attr_preview(&a);
+        ss__cli_print_attr_preview(&a);
         printf("\n");
     }
 }
@@ -249,7 +249,7 @@ static void ss_info_usage(FILE *out) {
                  "  --incomplete  show the committed part of an unfinished store\n");
 }
 
-int ss_cmd_info(int argc, char **argv) {
+int ss__cmd_info(int argc, char **argv) {
     static const struct option longopts[] = {{"json", no_argument, 0, 'j'},
                                              {"nolock", no_argument, 0, 'n'},
                                              {"incomplete", no_argument, 0, 'i'},
@@ -270,15 +270,15 @@ int ss_cmd_info(int argc, char **argv) {
             ss_info_usage(stdout);
             return SS_EXIT_OK;
         } else
-            return ss_cli_bad_option("info", c, argv);
+            return ss__cli_bad_option("info", c, argv);
     }
-    if (optind != argc - 1) return ss_cli_usage_error("info", "expected one STORE");
+    if (optind != argc - 1) return ss__cli_usage_error("info", "expected one STORE");
     ss_store *s;
-    if (ss_cli_open(&s, "info", argv[optind], flags)) return SS_EXIT_ERROR;
+    if (ss__cli_open(&s, "info", argv[optind], flags)) return SS_EXIT_ERROR;
     uint64_t problems = 0;
     if (json) {
         json_t *root = ss_info_json(s, argv[optind], &problems);
-        ss_json_print(root);
+        ss__json_print(root);
         json_decref(root);
     } else {
         ss_info_text(s, argv[optind], &problems);

@@ -41,7 +41,7 @@ static int copy_examples(ss_writer *w, const ss_store *s) {
     return 0;
 }
 
-int ss_cmd_merge(int argc, char **argv) {
+int ss__cmd_merge(int argc, char **argv) {
     static const struct option longopts[] = {{"output", required_argument, 0, 'o'},
                                              {"force", no_argument, 0, 'f'},
                                              {"help", no_argument, 0, 'h'},
@@ -59,25 +59,25 @@ int ss_cmd_merge(int argc, char **argv) {
             usage();
             return SS_EXIT_OK;
         } else
-            return ss_cli_bad_option("merge", c, argv);
+            return ss__cli_bad_option("merge", c, argv);
     }
-    if (optind != argc - 1) return ss_cli_usage_error("merge", "expected one DATASET");
-    if (!out) return ss_cli_usage_error("merge", "no output store (-o STORE)");
+    if (optind != argc - 1) return ss__cli_usage_error("merge", "expected one DATASET");
+    if (!out) return ss__cli_usage_error("merge", "no output store (-o STORE)");
     const char *in = argv[optind];
     ss_store *s;
-    ss_cli_note_store(in, 0);
-    if (ss_open(&s, in, 0)) return ss_cli_store_error("merge", "%s", in);
+    ss__cli_note_store(in, 0);
+    if (ss_open(&s, in, 0)) return ss__cli_store_error("merge", "%s", in);
     ss_writer_options wo = SS_WRITER_OPTIONS_INIT;
     wo.flags = SS_WRITE_NOSYNC | (force ? SS_WRITE_FORCE : 0);
     ss_writer *w;
-    ss_cli_note_store(out, 0);
+    ss__cli_note_store(out, 0);
     int rc = ss_writer_create(&w, out, ss_store_schema(s), &wo);
     if (rc) {
         ss_close(s);
-        return ss_cli_store_error("merge", "%s", out);
+        return ss__cli_store_error("merge", "%s", out);
     }
     if (copy_attrs(w, s) || copy_examples(w, s) || ss_writer_finish(w))
-        rc = ss_cli_store_error("merge", "%s -> %s", in, out);
+        rc = ss__cli_store_error("merge", "%s -> %s", in, out);
     else
         printf("%s: %llu examples from %s\n", out, (unsigned long long)ss_count(s), in);
     ss_writer_free(w);

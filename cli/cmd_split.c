@@ -58,17 +58,17 @@ static int split_parse_args(int argc, char **argv, split_args *a) {
         } else if (!only_pos && strcmp(s, "--shuffle") == 0) {
             a->shuffle = 1;
         } else if (!only_pos && strcmp(s, "--seed") == 0) {
-            if (ss_cli_number("split", "--seed", i + 1 < argc ? argv[i + 1] : NULL, 0, UINT64_MAX,
-                              &a->seed))
+            if (ss__cli_number("split", "--seed", i + 1 < argc ? argv[i + 1] : NULL, 0, UINT64_MAX,
+                               &a->seed))
                 return SS_EXIT_USAGE;
             i++;
         } else if (!only_pos && strcmp(s, "--prefix") == 0) {
-            if (i + 1 >= argc) return ss_cli_usage_error("split", "--prefix needs a value");
+            if (i + 1 >= argc) return ss__cli_usage_error("split", "--prefix needs a value");
             a->prefix = argv[++i];
         } else if (!only_pos && s[0] == '-' && s[1] == '-') {
-            return ss_cli_usage_error("split", "unknown option '%s'", s);
+            return ss__cli_usage_error("split", "unknown option '%s'", s);
         } else {
-            if (a->npos == 4) return ss_cli_usage_error("split", "too many arguments");
+            if (a->npos == 4) return ss__cli_usage_error("split", "too many arguments");
             a->pos[a->npos++] = s;
         }
     }
@@ -81,34 +81,34 @@ static int split_refuse_existing(const ss_store *s, const char *name, int force)
     char key[SS_MAX_ATTR_NAME + 16], what[SS_MAX_ATTR_NAME + 16];
     snprintf(key, sizeof key, "%s%s", SS_SPLIT_ATTR_PREFIX, name);
     snprintf(what, sizeof what, "split '%s'", name);
-    return force ? 0 : ss_cli_refuse_existing("split", s, key, what);
+    return force ? 0 : ss__cli_refuse_existing("split", s, key, what);
 }
 
 static int split_add(const split_args *a) {
-    if (a->npos != 3) return ss_cli_usage_error("split", "add needs STORE NAME RANGES");
+    if (a->npos != 3) return ss__cli_usage_error("split", "add needs STORE NAME RANGES");
     ss_store *s;
-    if (ss_cli_open(&s, "split", a->pos[0], 0)) return SS_EXIT_ERROR;
+    if (ss__cli_open(&s, "split", a->pos[0], 0)) return SS_EXIT_ERROR;
     uint64_t count = ss_count(s);
     int refused = split_refuse_existing(s, a->pos[1], a->force);
     ss_close(s);
     if (refused) return SS_EXIT_ERROR;
     ss_selection *sel;
     if (ss_selection_parse(&sel, a->pos[2], count))
-        return ss_cli_store_error("split", "ranges '%s'", a->pos[2]);
+        return ss__cli_store_error("split", "ranges '%s'", a->pos[2]);
     int rc = ss_split_save(a->pos[0], a->pos[1], sel);
     uint64_t n = ss_selection_count(sel);
     ss_selection_free(sel);
-    if (rc) return ss_cli_store_error("split", "add '%s'", a->pos[1]);
+    if (rc) return ss__cli_store_error("split", "add '%s'", a->pos[1]);
     printf("split '%s': %" PRIu64 " example%s\n", a->pos[1], n, n == 1 ? "" : "s");
     return SS_EXIT_OK;
 }
 
 static int split_kfold(const split_args *a) {
-    if (a->npos != 2) return ss_cli_usage_error("split", "kfold needs STORE K");
+    if (a->npos != 2) return ss__cli_usage_error("split", "kfold needs STORE K");
     uint64_t k;
-    if (ss_cli_number("split", "K", a->pos[1], 2, 100000, &k)) return SS_EXIT_USAGE;
+    if (ss__cli_number("split", "K", a->pos[1], 2, 100000, &k)) return SS_EXIT_USAGE;
     ss_store *s;
-    if (ss_cli_open(&s, "split", a->pos[0], 0)) return SS_EXIT_ERROR;
+    if (ss__cli_open(&s, "split", a->pos[0], 0)) return SS_EXIT_ERROR;
     uint64_t count = ss_count(s);
     char name[SS_MAX_ATTR_NAME + 1];
     for (uint64_t i = 0; i < k && !a->force; i++) {
@@ -129,11 +129,11 @@ static int split_kfold(const split_args *a) {
         return SS_EXIT_ERROR;
     }
     ss_selection *all;
-    if (ss_selection_all(&all, count)) return ss_cli_store_error("split", "out of memory");
+    if (ss_selection_all(&all, count)) return ss__cli_store_error("split", "out of memory");
     ss_writer *w;
     if (ss_sections_writer_open(&w, a->pos[0])) {
         ss_selection_free(all);
-        return ss_cli_store_error("split", "open '%s' for writing", a->pos[0]);
+        return ss__cli_store_error("split", "open '%s' for writing", a->pos[0]);
     }
     ss_kfold_options ko = SS_KFOLD_OPTIONS_INIT;
     ko.shuffle = a->shuffle;
@@ -156,7 +156,7 @@ static int split_kfold(const split_args *a) {
     ss_writer_free(w);
     ss_selection_free(all);
     if (rc)
-        return ss_cli_store_error("split", "cannot store %" PRIu64 " folds in '%s'", k, a->pos[0]);
+        return ss__cli_store_error("split", "cannot store %" PRIu64 " folds in '%s'", k, a->pos[0]);
     return SS_EXIT_OK;
 }
 
@@ -193,7 +193,7 @@ static int split_print(const char *name, const ss_selection *sel, int json, json
         if (list) {
             json_array_append_new(list, o);
         } else {
-            ss_json_print(o);
+            ss__json_print(o);
             json_decref(o);
         }
         return 0;
@@ -206,9 +206,9 @@ static int split_print(const char *name, const ss_selection *sel, int json, json
 }
 
 static int split_list(const split_args *a) {
-    if (a->npos != 1) return ss_cli_usage_error("split", "list needs STORE");
+    if (a->npos != 1) return ss__cli_usage_error("split", "list needs STORE");
     ss_store *s;
-    if (ss_cli_open(&s, "split", a->pos[0], a->nolock ? SS_OPEN_NOLOCK : 0)) return SS_EXIT_ERROR;
+    if (ss__cli_open(&s, "split", a->pos[0], a->nolock ? SS_OPEN_NOLOCK : 0)) return SS_EXIT_ERROR;
     json_t *list = a->json ? json_array() : NULL;
     size_t plen = strlen(SS_SPLIT_ATTR_PREFIX);
     int rc = 0;
@@ -223,18 +223,18 @@ static int split_list(const split_args *a) {
         ss_selection_free(sel);
     }
     if (!rc && list) {
-        ss_json_print(list);
+        ss__json_print(list);
     }
     json_decref(list);
     ss_close(s);
-    if (rc) return ss_cli_store_error("split", "list '%s'", a->pos[0]);
+    if (rc) return ss__cli_store_error("split", "list '%s'", a->pos[0]);
     return SS_EXIT_OK;
 }
 
 static int split_show(const split_args *a) {
-    if (a->npos != 2) return ss_cli_usage_error("split", "show needs STORE NAME");
+    if (a->npos != 2) return ss__cli_usage_error("split", "show needs STORE NAME");
     ss_store *s;
-    if (ss_cli_open(&s, "split", a->pos[0], a->nolock ? SS_OPEN_NOLOCK : 0)) return SS_EXIT_ERROR;
+    if (ss__cli_open(&s, "split", a->pos[0], a->nolock ? SS_OPEN_NOLOCK : 0)) return SS_EXIT_ERROR;
     ss_selection *sel;
     int rc = ss_split_load(&sel, s, a->pos[1]);
     if (!rc) {
@@ -254,19 +254,19 @@ static int split_show(const split_args *a) {
         ss_selection_free(sel);
     }
     ss_close(s);
-    if (rc) return ss_cli_store_error("split", "show '%s'", a->pos[1]);
+    if (rc) return ss__cli_store_error("split", "show '%s'", a->pos[1]);
     return SS_EXIT_OK;
 }
 
 static int split_rm(const split_args *a) {
-    if (a->npos != 2) return ss_cli_usage_error("split", "rm needs STORE NAME");
+    if (a->npos != 2) return ss__cli_usage_error("split", "rm needs STORE NAME");
     char key[SS_MAX_ATTR_NAME + 16], what[SS_MAX_ATTR_NAME + 16];
     snprintf(key, sizeof key, "%s%s", SS_SPLIT_ATTR_PREFIX, a->pos[1]);
     snprintf(what, sizeof what, "split '%s'", a->pos[1]);
-    return ss_cli_remove_attr("split", a->pos[0], key, what);
+    return ss__cli_remove_attr("split", a->pos[0], key, what);
 }
 
-int ss_cmd_split(int argc, char **argv) {
+int ss__cmd_split(int argc, char **argv) {
     for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++) {
         if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
             fputs(split_usage, stdout);
@@ -274,18 +274,18 @@ int ss_cmd_split(int argc, char **argv) {
         }
     }
     if (argc < 2)
-        return ss_cli_usage_error("split", "missing subcommand (add, kfold, list, show, rm)");
+        return ss__cli_usage_error("split", "missing subcommand (add, kfold, list, show, rm)");
     split_args a;
     int rc = split_parse_args(argc, argv, &a);
     if (rc) return rc;
     const char *sub = argv[1];
     int writes = !strcmp(sub, "add") || !strcmp(sub, "kfold") || !strcmp(sub, "rm");
     if (a.nolock && writes)
-        return ss_cli_usage_error("split", "--nolock applies to list and show (%s writes)", sub);
+        return ss__cli_usage_error("split", "--nolock applies to list and show (%s writes)", sub);
     if (strcmp(sub, "rm") == 0) return split_rm(&a);
     if (strcmp(sub, "add") == 0) return split_add(&a);
     if (strcmp(sub, "kfold") == 0) return split_kfold(&a);
     if (strcmp(sub, "list") == 0) return split_list(&a);
     if (strcmp(sub, "show") == 0) return split_show(&a);
-    return ss_cli_usage_error("split", "unknown subcommand '%s'", sub);
+    return ss__cli_usage_error("split", "unknown subcommand '%s'", sub);
 }

@@ -21,7 +21,7 @@ static int ss_report(void *ctx, const ss_verify_problem *p) {
     return 0;
 }
 
-int ss_cmd_verify(int argc, char **argv) {
+int ss__cmd_verify(int argc, char **argv) {
     static const struct option longopts[] = {{"quiet", no_argument, 0, 'q'},
                                              {"nolock", no_argument, 0, 'n'},
                                              {"help", no_argument, 0, 'h'},
@@ -43,12 +43,12 @@ int ss_cmd_verify(int argc, char **argv) {
                    "exit codes: 0 sound, 3 corruption found, 1 cannot open, 2 usage error\n");
             return SS_EXIT_OK;
         } else
-            return ss_cli_bad_option("verify", c, argv);
+            return ss__cli_bad_option("verify", c, argv);
     }
-    if (optind != argc - 1) return ss_cli_usage_error("verify", "expected one STORE");
+    if (optind != argc - 1) return ss__cli_usage_error("verify", "expected one STORE");
     const char *path = argv[optind];
     ss_store *s;
-    ss_cli_note_store(path, flags);
+    ss__cli_note_store(path, flags);
     int rc = ss_open(&s, path, flags);
     if (rc) {
         fprintf(stderr, "seqstore verify: %s\n", ss_error_message());
@@ -65,7 +65,7 @@ int ss_cmd_verify(int argc, char **argv) {
                 (unsigned long long)problems, problems == 1 ? "" : "s");
         return SS_EXIT_CORRUPT;
     }
-    if (rc) return ss_cli_store_error("verify", "%s", path);
+    if (rc) return ss__cli_store_error("verify", "%s", path);
     if (!quiet)
         printf("%s: ok (%llu examples, %llu data chunks verified)\n", path,
                (unsigned long long)info.count, (unsigned long long)info.data_chunks);

@@ -47,7 +47,7 @@ static int alpha_bad(char *err, size_t cap) {
 
 /* ------------------------------------------------------------------ GDF */
 
-unsigned ss_bs_gdftyp_bits(uint32_t t) {
+unsigned ss__bs_gdftyp_bits(uint32_t t) {
     static const unsigned char low[19] = {8, 8, 8, 16, 16, 32, 32, 64, 64, 32,
                                           64, 0, 0, 0, 0, 0, 32, 64, 128};
     if (t < 19) return low[t];
@@ -65,7 +65,7 @@ static double gdf_version(const uint8_t *head) {
     return atof(v);
 }
 
-uint64_t ss_bs_gdf_header_len(const uint8_t *head, size_t n) {
+uint64_t ss__bs_gdf_header_len(const uint8_t *head, size_t n) {
     if (n < SS_BS_GDF_FIXED || memcmp(head, "GDF", 3)) return 0;
     double ver = gdf_version(head);
     if (!(ver > 0)) return 0;
@@ -111,9 +111,9 @@ static int gdf_header3(const uint8_t *h3, uint64_t len, char *err, size_t cap) {
     return 0;
 }
 
-int ss_bs_check_gdf(const uint8_t *head, size_t n, uint64_t size, char *err, size_t cap) {
+int ss__bs_check_gdf(const uint8_t *head, size_t n, uint64_t size, char *err, size_t cap) {
     if (n >= 3 && !memcmp(head, "GDF", 3) && alpha_trace(head, n)) return alpha_bad(err, cap);
-    uint64_t hl = ss_bs_gdf_header_len(head, n);
+    uint64_t hl = ss__bs_gdf_header_len(head, n);
     if (!hl && (n < SS_BS_GDF_FIXED || memcmp(head, "GDF", 3) || !(gdf_version(head) > 0)))
         return 0; /* BioSig says why (too short, no version) */
     double ver = gdf_version(head);
@@ -134,7 +134,7 @@ int ss_bs_check_gdf(const uint8_t *head, size_t n, uint64_t size, char *err, siz
     for (uint64_t k = 0; k < ns; k++) {
         uint32_t spr = (uint32_t)le(h2 + 216 * ns + 4 * k, 4);
         uint32_t typ = (uint32_t)le(h2 + 220 * ns + 4 * k, 2); /* BioSig reads 2 of the 4 bytes */
-        unsigned b = ss_bs_gdftyp_bits(typ);
+        unsigned b = ss__bs_gdftyp_bits(typ);
         if (!b)
             return bad(err, cap, "GDF header: channel %llu has data type %u, which BioSig does not know",
                        (unsigned long long)k + 1, typ);
@@ -280,7 +280,7 @@ static int bv_channel(const char *line, size_t len, long nch, char *err, size_t 
     return 0;
 }
 
-int ss_bs_check_vhdr(ss_bs_vhdr *out, const char *text, size_t n, char *err, size_t cap) {
+int ss__bs_check_vhdr(ss_bs_vhdr *out, const char *text, size_t n, char *err, size_t cap) {
     bv_state s = {0};
     static const char magic[] = "Brain Vision Data Exchange Header File",
                       vamp[] = "Brain Vision V-Amp Data Header File Version";
@@ -411,8 +411,8 @@ static int check_one(void *ctx, const char *line, size_t len, size_t lineno, siz
     return bv_marker(line, len, lineno, &v->undated, v->err, v->cap);
 }
 
-int ss_bs_check_vmrk(size_t *count, size_t *undated, const char *text, size_t n, char *err,
-                     size_t cap) {
+int ss__bs_check_vmrk(size_t *count, size_t *undated, const char *text, size_t n, char *err,
+                      size_t cap) {
     static const char magic[] = "Brain Vision Data Exchange Marker File, Version";
     vmrk_check v = {0, 0, err, cap};
     *count = 0, *undated = 0;
@@ -449,7 +449,7 @@ static int date_one(void *ctx, const char *line, size_t len, size_t lineno, size
     return 0;
 }
 
-size_t ss_bs_vmrk_dated(char *out, size_t cap, const char *text, size_t n) {
+size_t ss__bs_vmrk_dated(char *out, size_t cap, const char *text, size_t n) {
     vmrk_date d = {text, out, cap, 0, 0};
     if (each_marker(text, n, date_one, &d) || d.len + (n - d.from) > cap) return 0;
     memcpy(out + d.len, text + d.from, n - d.from);

@@ -18,6 +18,7 @@
  * All files must have the same channel count; the same sample rate unless
  * --resample converts them all to one. */
 #include "convert.h"
+#include "strlist.h"
 #include "ordered.h"
 
 #ifdef SS_HAVE_SNDFILE
@@ -250,7 +251,7 @@ static int audio_decode(audio_job *job, const char *path, uint64_t *T, char *err
         sf_close(sf);
         return 1;
     }
-    uint64_t bytes = ss_conv_file_size(path);
+    uint64_t bytes = ss__conv_file_size(path);
     if (!job->rs.rate || info.samplerate == job->rs.rate) {
         if (read_frames(sf, info.channels, job->dtype, &job->data, &job->data_cap, info.frames,
                         bytes, T))
@@ -279,8 +280,8 @@ static int audio_decode(audio_job *job, const char *path, uint64_t *T, char *err
     if (rc) return 1;
     job->file_rate = info.samplerate;
     size_t fl = job->rcap / sizeof(float);
-    if (ss_sig_resample((const float *)job->fbuf, inT, (uint32_t)info.channels, info.samplerate,
-                        job->rs.rate, job->rs.converter, &job->rbuf, &fl, &outT, err, errlen))
+    if (ss__sig_resample((const float *)job->fbuf, inT, (uint32_t)info.channels, info.samplerate,
+                         job->rs.rate, job->rs.converter, &job->rbuf, &fl, &outT, err, errlen))
         return 1;
     job->rcap = fl * sizeof(float);
     size_t n = (size_t)outT * (size_t)info.channels;
@@ -302,59 +303,23 @@ static int audio_decode(audio_job *job, const char *path, uint64_t *T, char *err
 
 /* ------------------------------------------------------------- options */
 
-typedef struct strlist {
-    char **v;
-    uint32_t n, cap;
-} strlist;
-
-static int strlist_add(strlist *l, const char *s) {
-    if (l->n == l->cap) {
-        uint32_t cap = l->cap ? 2 * l->cap : 16;
-        char **p = realloc(l->v, cap * sizeof *p);
-        if (!p) return 1;
-        l->v = p, l->cap = cap;
-    }
-    return !(l->v[l->n++] = strdup(s));
-}
-
-static void strlist_free(strlist *l) {
-    for (uint32_t i = 0; i < l->n; i++) free(l->v[i]);
-    free(l->v);
-}
-
-static int read_list(ss_conv *c, strlist *l, const char *path) {
-    FILE *f = fopen(path, "r");
-    char *line = NULL;
-    size_t cap = 0;
-    ssize_t n;
-    int rc = 0;
-    if (!f) return ss_conv_error(c, "cannot open '%s': %s", path, strerror(errno));
-    while (rc == 0 && (n = getline(&line, &cap, f)) >= 0) {
-        while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r')) line[--n] = '\0';
-        if (n > 0 && strlist_add(l, line)) rc = ss_conv_error(c, "out of memory");
-    }
-    free(line);
-    fclose(f);
-    return rc;
-}
-
 /* Parse --resample HZ / --resample-quality Q (shared form with edf/biosig). */
 static int parse_rate(ss_conv *c, const char *text, double *out) {
     char *end = NULL;
     errno = 0;
     double v = strtod(text, &end);
     if (errno || end == text || *end || !(v > 0) || v > 1e9)
-        return ss_conv_usage_error(c, "--resample: '%s' is not a sample rate in Hz", text);
+        return ss__conv_usage_error(c, "--resample: '%s' is not a sample rate in Hz", text);
     *out = v;
     return 0;
 }
 
-static int parse_args(ss_conv *c, int argc, char **argv, audio_job *job, strlist *files) {
+static int parse_args(ss_conv *c, int argc, char **argv, audio_job *job, ss__strlist *files) {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         int has_value = !strcmp(a, "--dtype") || !strcmp(a, "--resample") ||
                         !strcmp(a, "--resample-quality") || !strcmp(a, "--list");
-        if (has_value && i + 1 >= argc) return ss_conv_usage_error(c, "%s needs a value", a);
+        if (has_value && i + 1 >= argc) return ss__conv_usage_error(c, "%s needs a value", a);
         if (!strcmp(a, "--dtype")) {
             const char *v = argv[++i];
             job->dtype_given = 1;
@@ -365,23 +330,23 @@ static int parse_args(ss_conv *c, int argc, char **argv, audio_job *job, strlist
             else if (!strcmp(v, "f32"))
                 job->dtype = SS_F32;
             else
-                return ss_conv_usage_error(c, "--dtype takes i16, i32 or f32, not '%s'", v);
+                return ss__conv_usage_error(c, "--dtype takes i16, i32 or f32, not '%s'", v);
         } else if (!strcmp(a, "--resample")) {
             if (parse_rate(c, argv[++i], &job->rs.rate)) return 2;
         } else if (!strcmp(a, "--resample-quality")) {
-            if ((job->rs.converter = ss_sig_quality(argv[++i])) < 0)
-                return ss_conv_usage_error(
+            if ((job->rs.converter = ss__sig_quality(argv[++i])) < 0)
+                return ss__conv_usage_error(
                     c, "--resample-quality takes best, medium, fastest, zoh or linear, not '%s'",
                     argv[i]);
         } else if (!strcmp(a, "--list")) {
-            if (read_list(c, files, argv[++i])) return 1;
+            if (ss__conv_read_list(c, files, argv[++i])) return 1;
         } else if (a[0] == '-' && a[1] != '\0') {
-            return ss_conv_usage_error(c, "unknown option '%s'", a);
-        } else if (strlist_add(files, a)) {
-            return ss_conv_error(c, "out of memory");
+            return ss__conv_usage_error(c, "unknown option '%s'", a);
+        } else if (ss__strlist_add(files, a)) {
+            return ss__conv_error(c, "out of memory");
         }
     }
-    if (files->n == 0) return ss_conv_usage_error(c, "no input files");
+    if (files->n == 0) return ss__conv_usage_error(c, "no input files");
     return 0;
 }
 
@@ -393,7 +358,7 @@ static int ref_from_store(ss_conv *c, audio_job *job, int *have) {
     ss_attr a;
     ss_field f;
     uint32_t fi;
-    if (ss_conv_open_existing(c, &st)) return 1;
+    if (ss__conv_open_existing(c, &st)) return 1;
     if (!st) return 0;
     if (ss_field_index(&fi, st, "signal") == 0 && ss_field_info(&f, st, fi) == 0 && f.ndim == 1 &&
         ss_attr_get(&a, st, "signal.sample_rate") == 0 && a.type == SS_F64 && a.size == 8) {
@@ -429,19 +394,19 @@ static int ref_from_file(audio_job *job, const char *path, char *err, size_t err
 
 static int set_attrs(ss_conv *c, const audio_job *job) {
     double fs = job->dtype == SS_I16 ? 32768.0 : job->dtype == SS_I32 ? 2147483648.0 : 1.0;
-    if (ss_conv_set_attr(c, "signal.sample_rate", SS_F64, &job->rate, 8) ||
-        ss_conv_set_attr(c, "signal.full_scale", SS_F64, &fs, 8) ||
-        ss_conv_set_attr(c, "signal.channels", SS_ATTR_TEXT, job->layout, strlen(job->layout)))
+    if (ss__conv_set_attr(c, "signal.sample_rate", SS_F64, &job->rate, 8) ||
+        ss__conv_set_attr(c, "signal.full_scale", SS_F64, &fs, 8) ||
+        ss__conv_set_attr(c, "signal.channels", SS_ATTR_TEXT, job->layout, strlen(job->layout)))
         return 1;
     if (!job->rs.rate) return 0;
-    const char *q = ss_sig_quality_name(job->rs.converter);
+    const char *q = ss__sig_quality_name(job->rs.converter);
     char from[512];
     size_t n = 0;
     from[0] = '\0';
     for (int i = 0; i < job->nrates && n < sizeof from; i++)
         n += (size_t)snprintf(from + n, sizeof from - n, "%s%g", i ? "\n" : "", job->rates_seen[i]);
-    return ss_conv_set_attr(c, "signal.resample_converter", SS_ATTR_TEXT, q, strlen(q)) ||
-           ss_conv_set_attr(c, "signal.resampled_from", SS_ATTR_TEXT, from, strlen(from));
+    return ss__conv_set_attr(c, "signal.resample_converter", SS_ATTR_TEXT, q, strlen(q)) ||
+           ss__conv_set_attr(c, "signal.resampled_from", SS_ATTR_TEXT, from, strlen(from));
 }
 
 /* ------------------------------------------------------------- running */
@@ -449,15 +414,15 @@ static int set_attrs(ss_conv *c, const audio_job *job) {
 /* Append slot s's decoded file i (in input order); 1 = stop. */
 static int emit(ss_conv *c, audio_job *job, audio_job *s, uint32_t i, const char *path,
                 uint64_t *skip) {
-    if (s->bad) return ss_conv_bad(c, path, 0, "%s", s->err);
+    if (s->bad) return ss__conv_bad(c, path, 0, "%s", s->err);
     note_rate(job, s->file_rate);
     if (*skip) {
         (*skip)--;
         return 0;
     }
     ss_value v[1] = {{s->data, s->T}};
-    if (ss_conv_append(c, v, i, 1)) return 1;
-    ss_conv_progress(c, ss_conv_file_size(path));
+    if (ss__conv_append(c, v, i, 1)) return 1;
+    ss__conv_progress(c, ss__conv_file_size(path));
     return 0;
 }
 
@@ -467,11 +432,11 @@ static void slot_free(audio_job *s) {
     free(s->rbuf);
 }
 
-/* ss_conv_parallel_ordered()'s callbacks: the run and its inputs. */
+/* ss__conv_parallel_ordered()'s callbacks: the run and its inputs. */
 typedef struct audio_run {
     ss_conv *c;
     audio_job *job;
-    const strlist *files;
+    const ss__strlist *files;
     uint64_t skip;
 } audio_run;
 
@@ -490,20 +455,20 @@ static int emit_cb(void *ctx, void *slot, uint64_t i) {
 /* Decode files in parallel (--threads; each slot its own buffers) and
  * append them in input order on this thread while the next ones decode, so
  * any thread count writes the same store. */
-static int convert_all(ss_conv *c, audio_job *job, const strlist *files, uint64_t skip) {
-    int nthreads = ss_conv_opts(c)->threads;
+static int convert_all(ss_conv *c, audio_job *job, const ss__strlist *files, uint64_t skip) {
+    int nthreads = ss__conv_opts(c)->threads;
     if (nthreads < 1) nthreads = 1;
     if ((uint32_t)nthreads > files->n) nthreads = (int)(files->n ? files->n : 1);
-    int nslots = ss_conv_ordered_slots(nthreads);
+    int nslots = ss__conv_ordered_slots(nthreads);
     audio_job *slots = calloc((size_t)nslots, sizeof *slots);
-    if (!slots) return ss_conv_error(c, "out of memory");
+    if (!slots) return ss__conv_error(c, "out of memory");
     for (int t = 0; t < nslots; t++) { /* the run's settings, buffers of its own */
         slots[t].dtype = job->dtype, slots[t].dtype_given = job->dtype_given;
         slots[t].rs = job->rs, slots[t].channels = job->channels, slots[t].rate = job->rate;
     }
     audio_run run = {c, job, files, skip};
-    int fatal = ss_conv_parallel_ordered(&run, slots, sizeof *slots, nthreads, files->n, decode_cb,
-                                         emit_cb);
+    int fatal = ss__conv_parallel_ordered(&run, slots, sizeof *slots, nthreads, files->n, decode_cb,
+                                          emit_cb);
     for (int t = 0; t < nslots; t++) slot_free(&slots[t]);
     free(slots);
     return fatal;
@@ -511,7 +476,7 @@ static int convert_all(ss_conv *c, audio_job *job, const strlist *files, uint64_
 
 static int run_audio(ss_conv *c, int argc, char **argv) {
     audio_job job;
-    strlist files = {0};
+    ss__strlist files = {0};
     uint64_t total = 0, skip = 0;
     int have = 0, rc;
     char err[1024];
@@ -520,22 +485,22 @@ static int run_audio(ss_conv *c, int argc, char **argv) {
     job.rs.converter = SRC_SINC_BEST_QUALITY;
     rc = parse_args(c, argc, argv, &job, &files);
     for (uint32_t i = 0; rc == 0 && i < files.n; i++) {
-        ss_conv_add_source(c, files.v[i]);
-        total += ss_conv_file_size(files.v[i]);
+        ss__conv_add_source(c, files.v[i]);
+        total += ss__conv_file_size(files.v[i]);
     }
-    if (rc == 0 && (ss_conv_opts(c)->append || ss_conv_opts(c)->resume))
+    if (rc == 0 && (ss__conv_opts(c)->append || ss__conv_opts(c)->resume))
         rc = ref_from_store(c, &job, &have);
     if (rc == 0 && have && job.rs.rate && job.rs.rate != job.rate)
-        rc = ss_conv_error(c, "--resample %g differs from the store's rate %g Hz", job.rs.rate,
-                           job.rate);
+        rc = ss__conv_error(c, "--resample %g differs from the store's rate %g Hz", job.rs.rate,
+                            job.rate);
     for (uint32_t i = 0; rc == 0 && !have && i < files.n; i++)
         have = ref_from_file(&job, files.v[i], err, sizeof err) == 0;
     if (rc == 0 && !have) {
         for (uint32_t i = 0; rc == 0 && i < files.n; i++) {
             ref_from_file(&job, files.v[i], err, sizeof err);
-            rc = ss_conv_bad(c, files.v[i], 0, "%s", err);
+            rc = ss__conv_bad(c, files.v[i], 0, "%s", err);
         }
-        if (rc == 0) rc = ss_conv_error(c, "no readable audio file among the inputs");
+        if (rc == 0) rc = ss__conv_error(c, "no readable audio file among the inputs");
     }
     if (rc == 0) {
         ss_field f;
@@ -546,10 +511,10 @@ static int run_audio(ss_conv *c, int argc, char **argv) {
         f.ndim = 1;
         f.dims[0] = (uint64_t)job.channels;
         ss_schema schema = {1, &f};
-        rc = ss_conv_begin(c, &schema, &skip);
+        rc = ss__conv_begin(c, &schema, &skip);
     }
     if (rc == 0) {
-        ss_conv_set_total(c, total);
+        ss__conv_set_total(c, total);
         rc = convert_all(c, &job, &files, skip);
     }
     /* the attributes name every rate seen, so they are set after the run */
@@ -557,11 +522,11 @@ static int run_audio(ss_conv *c, int argc, char **argv) {
     free(job.data);
     free(job.fbuf);
     free(job.rbuf);
-    strlist_free(&files);
+    ss__strlist_free(&files);
     return rc;
 }
 
-const ss_converter ss_converter_audio = {
+const ss_converter ss__converter_audio = {
     "audio", "sound files (WAV, FLAC, Ogg... via libsndfile), one example per file", run_audio,
     usage_audio};
 
@@ -573,10 +538,10 @@ static void usage_audio(FILE *out) {
 
 static int run_audio(ss_conv *c, int argc, char **argv) {
     (void)argc, (void)argv;
-    return ss_conv_error(c, "built without libsndfile/libsamplerate: `convert audio` is "
+    return ss__conv_error(c, "built without libsndfile/libsamplerate: `convert audio` is "
                             "unavailable (install libsndfile1-dev libsamplerate0-dev and rebuild)");
 }
 
-const ss_converter ss_converter_audio = {"audio", "sound files via libsndfile (not built in)",
+const ss_converter ss__converter_audio = {"audio", "sound files via libsndfile (not built in)",
                                          run_audio, usage_audio};
 #endif

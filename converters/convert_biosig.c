@@ -43,6 +43,8 @@
  * rate must be positive and finite, and every input is first opened once
  * in a child process, so that one BioSig crashes on is reported (probe_all). */
 #include "convert.h"
+#include "sig_args.h"
+#include "strlist.h"
 #include "ordered.h"
 
 #ifdef SS_HAVE_BIOSIG
@@ -244,7 +246,7 @@ static int put_file(bs_job *job, const char *path, const char *data, size_t len)
 /* BioSig 2.5 writes into the marker line after a 'New Segment' that has no
  * date (the field is optional) and mis-reads the markers after it. So it is
  * given a copy: in a new temporary folder (job->tmp) the header as it is,
- * the marker file with the unknown date added (ss_bs_vmrk_dated()) and a
+ * the marker file with the unknown date added (ss__bs_vmrk_dated()) and a
  * link to the data file. job->open is that header; bs_open() removes the
  * folder once BioSig has read them (it keeps only the data file open). */
 static int bv_dated_copy(bs_job *job, const char *hdr, size_t hn, const char *base,
@@ -259,7 +261,7 @@ static int bv_dated_copy(bs_job *job, const char *hdr, size_t hn, const char *ba
     size_t cap = mn + SS_BS_VMRK_DATE_LEN * undated, dn;
     char *dated = malloc(cap + 1);
     if (!dated) return fail(job, "out of memory");
-    dn = ss_bs_vmrk_dated(dated, cap, mrk, mn);
+    dn = ss__bs_vmrk_dated(dated, cap, mrk, mn);
     snprintf(job->tmp, sizeof job->tmp, "%s/seqstore-biosig-XXXXXX",
              tmpdir && *tmpdir ? tmpdir : "/tmp");
     int rc = !dn ? fail(job, "out of memory") : 0;
@@ -292,7 +294,7 @@ static int bv_markers(bs_job *job, const char *path, const char *base, const cha
         return fail(job, "BrainVision header: MarkerFile '%s' cannot be read: %s", v->markerfile,
                     strerror(errno));
     if (slurp(job, "BrainVision marker file", job->mrk, &text, &n)) return 1;
-    int rc = ss_bs_check_vmrk(&count, &undated, text, n, err, sizeof err);
+    int rc = ss__bs_check_vmrk(&count, &undated, text, n, err, sizeof err);
     if (rc) rc = fail(job, "BrainVision marker file '%s': %s", v->markerfile, err);
     if (!rc && undated) rc = bv_dated_copy(job, hdr, hn, base, data, v, text, n, undated);
     free(text);
@@ -311,7 +313,7 @@ static int bv_guard(bs_job *job, const char *path, const char *base, const char 
     ss_bs_vhdr v;
     struct stat st;
     if (slurp(job, "BrainVision header", path, &text, &n)) return 1;
-    int rc = ss_bs_check_vhdr(&v, text, n, err, sizeof err);
+    int rc = ss__bs_check_vhdr(&v, text, n, err, sizeof err);
     if (rc) rc = fail(job, "%s", err);
     snprintf(want, sizeof want, "%.*s.eeg", (int)(dot - base), base);
     if (!rc && strcmp(v.datafile, want))
@@ -335,18 +337,18 @@ static int bv_guard(bs_job *job, const char *path, const char *base, const char 
 }
 
 /* A GDF's fixed header, then as much more as its header length says, for
- * ss_bs_check_gdf(). 1 = bad. */
+ * ss__bs_check_gdf(). 1 = bad. */
 static int gdf_guard(bs_job *job, FILE *f, uint64_t size) {
     uint8_t fixed[SS_BS_GDF_FIXED];
     char err[512];
     if (size < SS_BS_GDF_FIXED || fread(fixed, 1, sizeof fixed, f) != sizeof fixed) return 0;
-    uint64_t hl = ss_bs_gdf_header_len(fixed, sizeof fixed);
+    uint64_t hl = ss__bs_gdf_header_len(fixed, sizeof fixed);
     size_t want = hl > size ? sizeof fixed : hl < sizeof fixed ? sizeof fixed : (size_t)hl;
     uint8_t *head = malloc(want);
     if (!head) return fail(job, "out of memory for a GDF header of %zu bytes", want);
     memcpy(head, fixed, sizeof fixed);
     size_t got = sizeof fixed + fread(head + sizeof fixed, 1, want - sizeof fixed, f);
-    int rc = ss_bs_check_gdf(head, got, size, err, sizeof err);
+    int rc = ss__bs_check_gdf(head, got, size, err, sizeof err);
     free(head);
     return rc ? fail(job, "%s", err) : 0;
 }
@@ -672,8 +674,8 @@ static int read_samples(bs_job *job, HDRTYPE *h, uint32_t C) {
         if (grow((void **)&job->fbuf, &job->fcap, n * sizeof(float) + 1))
             return fail(job, "out of memory");
         for (size_t i = 0; i < n; i++) job->fbuf[i] = (float)src[i];
-        if (ss_sig_resample(job->fbuf, T, C, h->SampleRate, job->rs.rate, job->rs.converter,
-                            &job->rbuf, &fl, &T, job->err, sizeof job->err))
+        if (ss__sig_resample(job->fbuf, T, C, h->SampleRate, job->rs.rate, job->rs.converter,
+                             &job->rbuf, &fl, &T, job->err, sizeof job->err))
             return 1;
         job->rcap = fl;
         n = (size_t)T * C;
@@ -727,93 +729,41 @@ static int bs_decode(bs_job *job, const char *path) {
 
 /* ------------------------------------------------------------- options */
 
-typedef struct strlist {
-    char **v;
-    uint32_t n, cap;
-} strlist;
-
-static int strlist_add(strlist *l, const char *s) {
-    if (l->n == l->cap) {
-        uint32_t cap = l->cap ? 2 * l->cap : 16;
-        char **p = realloc(l->v, cap * sizeof *p);
-        if (!p) return 1;
-        l->v = p, l->cap = cap;
-    }
-    return !(l->v[l->n++] = strdup(s));
-}
-
-static void strlist_free(strlist *l) {
-    for (uint32_t i = 0; i < l->n; i++) free(l->v[i]);
-    free(l->v);
-}
-
-static int read_list(ss_conv *c, strlist *l, const char *path) {
-    FILE *f = fopen(path, "r");
-    char *line = NULL;
-    size_t cap = 0;
-    ssize_t n;
-    int rc = 0;
-    if (!f) return ss_conv_error(c, "cannot open '%s': %s", path, strerror(errno));
-    while (rc == 0 && (n = getline(&line, &cap, f)) >= 0) {
-        while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r')) line[--n] = '\0';
-        if (n > 0 && strlist_add(l, line)) rc = ss_conv_error(c, "out of memory");
-    }
-    free(line);
-    fclose(f);
-    return rc;
-}
-
-static int parse_args(ss_conv *c, int argc, char **argv, bs_job *job, strlist *files) {
+static int parse_args(ss_conv *c, int argc, char **argv, bs_job *job, ss__strlist *files) {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        int has_value = !strcmp(a, "--physical") || !strcmp(a, "--resample") ||
-                        !strcmp(a, "--resample-quality") || !strcmp(a, "--list") ||
-                        !strncmp(a, "--events", 8) || !strncmp(a, "--window-", 9) ||
-                        !strcmp(a, "--meta") || !strcmp(a, "--trigger-mask");
-        char err[256];
-        if (has_value && i + 1 >= argc) return ss_conv_usage_error(c, "%s needs a value", a);
-        int ev = has_value ? ss_events_option(&job->ev, a, argv[i + 1], err, sizeof err) : 0;
-        if (ev < 0) return ss_conv_usage_error(c, "%s", err);
-        if (ev > 0 || (has_value && ss_recmeta_option(&job->meta, a, argv[i + 1]))) {
-            i++;
-        } else if (!strcmp(a, "--physical")) {
-            if (strcmp(argv[++i], "f32"))
-                return ss_conv_usage_error(c, "--physical takes f32, not '%s'", argv[i]);
-            job->physical = 1;
+        int own = !strcmp(a, "--resample") || !strcmp(a, "--resample-quality");
+        int rc = ss__sig_arg(c, argc, argv, &i, own, &job->ev, &job->meta, &job->physical, files);
+        if (rc != SS__SIG_OWN) {
+            if (rc) return rc;
         } else if (!strcmp(a, "--resample")) {
             char *end = NULL;
             const char *v = argv[++i];
             errno = 0;
             job->rs.rate = strtod(v, &end);
             if (errno || end == v || *end || !(job->rs.rate > 0) || job->rs.rate > 1e9)
-                return ss_conv_usage_error(c, "--resample: '%s' is not a sample rate in Hz", v);
+                return ss__conv_usage_error(c, "--resample: '%s' is not a sample rate in Hz", v);
             job->physical = 1; /* resampled values are not digital codes */
-        } else if (!strcmp(a, "--resample-quality")) {
-            if ((job->rs.converter = ss_sig_quality(argv[++i])) < 0)
-                return ss_conv_usage_error(
+        } else {
+            if ((job->rs.converter = ss__sig_quality(argv[++i])) < 0)
+                return ss__conv_usage_error(
                     c, "--resample-quality takes best, medium, fastest, zoh or linear, not '%s'",
                     argv[i]);
-        } else if (!strcmp(a, "--list")) {
-            if (read_list(c, files, argv[++i])) return 1;
-        } else if (a[0] == '-' && a[1] != '\0') {
-            return ss_conv_usage_error(c, "unknown option '%s'", a);
-        } else if (strlist_add(files, a)) {
-            return ss_conv_error(c, "out of memory");
         }
     }
-    if (files->n == 0) return ss_conv_usage_error(c, "no input files");
+    if (files->n == 0) return ss__conv_usage_error(c, "no input files");
     /* BioSig 2.5 makes wrong events of a BDF's Status channel itself
      * (tests/test_convert_trigger.c); EDFlib's path reads it as it is */
     if (job->ev.from == SS_EV_FROM_STATUS)
-        return ss_conv_usage_error(c, "convert biosig reads no BDF Status channel (BioSig 2.5 "
+        return ss__conv_usage_error(c, "convert biosig reads no BDF Status channel (BioSig 2.5 "
                                       "mis-reads it); use convert edf --events-from status");
     /* the codes are at the recording's rate; resampled they would be no codes */
     if (job->ev.from == SS_EV_FROM_CHANNEL && job->rs.rate)
-        return ss_conv_usage_error(c,
-                                   "--events-from channel:NAME cannot be combined with --resample");
+        return ss__conv_usage_error(c,
+                                    "--events-from channel:NAME cannot be combined with --resample");
     char err[256];
-    if (ss_events_check(&job->ev, err, sizeof err)) return ss_conv_usage_error(c, "%s", err);
-    if (ss_recmeta_load_csv(&job->meta, err, sizeof err)) return ss_conv_error(c, "%s", err);
+    if (ss__events_check(&job->ev, err, sizeof err)) return ss__conv_usage_error(c, "%s", err);
+    if (ss__recmeta_load_csv(&job->meta, err, sizeof err)) return ss__conv_error(c, "%s", err);
     return 0;
 }
 
@@ -838,7 +788,7 @@ static int ref_from_store(ss_conv *c, bs_job *job) {
     ss_field f;
     uint32_t fi;
     bs_ref *r = &job->ref;
-    if (ss_conv_open_existing(c, &st)) return 1;
+    if (ss__conv_open_existing(c, &st)) return 1;
     if (!st) return 0;
     if (ss_field_index(&fi, st, "signal") || ss_field_info(&f, st, fi) || f.ndim != 1 ||
         f.dims[0] > BS_MAXCH) {
@@ -855,12 +805,12 @@ static int ref_from_store(ss_conv *c, bs_job *job) {
               attr_f64(st, "signal.sample_rate", &r->rate, 1) ||
               (!job->physical && (attr_f64(st, "signal.gain", r->gain, r->nch) ||
                                   attr_f64(st, "signal.offset", r->offset, r->nch)));
-    if (ss_events_load(&job->ev, st) || ss_recmeta_load_store(&job->meta, st)) bad = 1;
+    if (ss__events_load(&job->ev, st) || ss__recmeta_load_store(&job->meta, st)) bad = 1;
     ss_close(st);
-    if (bad) return ss_conv_error(c, "%s: missing signal.* attributes", ss_conv_opts(c)->output);
+    if (bad) return ss__conv_error(c, "%s: missing signal.* attributes", ss__conv_opts(c)->output);
     if (job->rs.rate && job->rs.rate != r->rate)
-        return ss_conv_error(c, "--resample %g differs from the store's rate %g Hz", job->rs.rate,
-                             r->rate);
+        return ss__conv_error(c, "--resample %g differs from the store's rate %g Hz", job->rs.rate,
+                              r->rate);
     r->have = 1;
     return 0;
 }
@@ -880,17 +830,17 @@ static int ref_from_file(bs_job *job, const char *path) {
 static int set_attrs(ss_conv *c, const bs_job *job) {
     const bs_ref *r = &job->ref;
     const char *mode = job->physical ? "f32" : "digital";
-    if (ss_conv_set_attr(c, "signal.labels", SS_ATTR_TEXT, r->labels, strlen(r->labels)) ||
-        ss_conv_set_attr(c, "signal.units", SS_ATTR_TEXT, r->units, strlen(r->units)) ||
-        ss_conv_set_attr(c, "signal.sample_rate", SS_F64, &r->rate, 8) ||
-        ss_conv_set_attr(c, "signal.physical", SS_ATTR_TEXT, mode, strlen(mode)))
+    if (ss__conv_set_attr(c, "signal.labels", SS_ATTR_TEXT, r->labels, strlen(r->labels)) ||
+        ss__conv_set_attr(c, "signal.units", SS_ATTR_TEXT, r->units, strlen(r->units)) ||
+        ss__conv_set_attr(c, "signal.sample_rate", SS_F64, &r->rate, 8) ||
+        ss__conv_set_attr(c, "signal.physical", SS_ATTR_TEXT, mode, strlen(mode)))
         return 1;
-    if (!job->physical && (ss_conv_set_attr(c, "signal.gain", SS_F64, r->gain, 8 * r->nch) ||
-                           ss_conv_set_attr(c, "signal.offset", SS_F64, r->offset, 8 * r->nch)))
+    if (!job->physical && (ss__conv_set_attr(c, "signal.gain", SS_F64, r->gain, 8 * r->nch) ||
+                           ss__conv_set_attr(c, "signal.offset", SS_F64, r->offset, 8 * r->nch)))
         return 1;
     if (!job->rs.rate) return 0;
-    const char *q = ss_sig_quality_name(job->rs.converter);
-    return ss_conv_set_attr(c, "signal.resample_converter", SS_ATTR_TEXT, q, strlen(q));
+    const char *q = ss__sig_quality_name(job->rs.converter);
+    return ss__conv_set_attr(c, "signal.resample_converter", SS_ATTR_TEXT, q, strlen(q));
 }
 
 /* ------------------------------------------------------------- running */
@@ -898,10 +848,10 @@ static int set_attrs(ss_conv *c, const bs_job *job) {
 /* --events-as windows: one example per event whose window lies inside. */
 static int append_windows(ss_conv *c, bs_job *job, const bs_job *s, uint32_t i, uint64_t *skip) {
     ss_events *e = &job->ev;
-    uint64_t W = ss_events_window(e, job->ref.rate);
+    uint64_t W = ss__events_window(e, job->ref.rate);
     size_t row = (size_t)job->ref.nch * ss_dtype_size(job->physical ? SS_F32 : job->ref.dtype);
     for (size_t k = 0; k < e->nev; k++) {
-        int64_t a = ss_events_window_start(e, k, job->ref.rate), onset = e->ev[k].onset;
+        int64_t a = ss__events_window_start(e, k, job->ref.rate), onset = e->ev[k].onset;
         if (a < 0 || (uint64_t)a + W > s->T) {
             e->outside++;
             continue;
@@ -913,7 +863,7 @@ static int append_windows(ss_conv *c, bs_job *job, const bs_job *s, uint32_t i, 
         ss_value v[3 + SS_RECMETA_FIELDS] = {
             {(const char *)s->data + (size_t)a * row, W}, {&e->ev[k].cls, 1}, {&onset, 1}};
         for (int j = 0; j < SS_RECMETA_FIELDS; j++) v[3 + j] = (ss_value){&job->meta.ids[j], 1};
-        if (ss_conv_append(c, v, i, e->ev[k].number)) return 1;
+        if (ss__conv_append(c, v, i, e->ev[k].number)) return 1;
     }
     return 0;
 }
@@ -925,30 +875,32 @@ static int emit(ss_conv *c, bs_job *job, const bs_job *s, int bad, uint32_t i, c
                 uint64_t *skip) {
     char err[256];
     const uint32_t *lab = NULL;
-    if (bad) return ss_conv_bad(c, path, 0, "%s", s->err);
-    if (job->meta.on && ss_recmeta_place(&job->meta, path, s->subject, s->session, err, sizeof err))
-        return ss_conv_bad(c, path, 0, "%s", err);
+    if (bad) return ss__conv_bad(c, path, 0, "%s", s->err);
+    if (job->meta.on && ss__recmeta_place(&job->meta, path, s->subject, s->session, err,
+                                          sizeof err))
+        return ss__conv_bad(c, path, 0, "%s", err);
     /* classes are numbered in input order, skipped (resumed) files too */
     if (job->ev.mode && (job->ev.from == SS_EV_FROM_CHANNEL
-                             ? ss_events_codes(&job->ev, s->codes, s->T, err, sizeof err)
-                             : ss_events_read(&job->ev, s->annot, s->annot_len, job->ref.rate, s->T,
-                                              err, sizeof err)))
-        return ss_conv_bad(c, path, 0, "%s", err);
+                             ? ss__events_codes(&job->ev, s->codes, s->T, err, sizeof err)
+                             : ss__events_read(&job->ev, s->annot, s->annot_len, job->ref.rate,
+                                               s->T,
+                                               err, sizeof err)))
+        return ss__conv_bad(c, path, 0, "%s", err);
     if (job->ev.mode == SS_EV_WINDOWS) {
         if (append_windows(c, job, s, i, skip)) return 1;
     } else if (*skip) {
         (*skip)--;
         return 0;
     } else {
-        if (job->ev.mode == SS_EV_SAMPLES && !(lab = ss_events_samples(&job->ev, s->T)))
-            return ss_conv_error(c, "out of memory");
+        if (job->ev.mode == SS_EV_SAMPLES && !(lab = ss__events_samples(&job->ev, s->T)))
+            return ss__conv_error(c, "out of memory");
         ss_value v[3 + SS_RECMETA_FIELDS] = {
             {s->data, s->T}, {s->annot, s->annot_len}, {lab, s->T}};
         int nf = job->ev.mode ? 3 : 2; /* the meta fields follow */
         for (int j = 0; j < SS_RECMETA_FIELDS; j++) v[nf + j] = (ss_value){&job->meta.ids[j], 1};
-        if (ss_conv_append(c, v, i, 1)) return 1;
+        if (ss__conv_append(c, v, i, 1)) return 1;
     }
-    ss_conv_progress(c, ss_conv_file_size(path));
+    ss__conv_progress(c, ss__conv_file_size(path));
     return 0;
 }
 
@@ -972,11 +924,11 @@ typedef struct bs_block {
     int busy;
 } bs_block;
 
-/* ss_conv_parallel_ordered()'s callbacks: the run and its inputs. */
+/* ss__conv_parallel_ordered()'s callbacks: the run and its inputs. */
 typedef struct bs_run {
     ss_conv *c;
     bs_job *job;
-    const strlist *files;
+    const ss__strlist *files;
     const char *const *crash; /* per input: why BioSig crashed on it (probe_all), else NULL */
     uint64_t skip;
     pthread_mutex_t lock; /* over blocks */
@@ -1020,14 +972,14 @@ static int emit_cb(void *ctx, void *slot, uint64_t i) {
 
 /* Decode recordings in parallel (--threads; each slot its own buffers),
  * append them in input order on this thread while the next ones decode. */
-static int convert_all(ss_conv *c, bs_job *job, const strlist *files, const char *const *crash,
+static int convert_all(ss_conv *c, bs_job *job, const ss__strlist *files, const char *const *crash,
                        uint64_t skip) {
-    int nthreads = ss_conv_opts(c)->threads;
+    int nthreads = ss__conv_opts(c)->threads;
     if (nthreads < 1) nthreads = 1;
     if ((uint32_t)nthreads > files->n) nthreads = (int)(files->n ? files->n : 1);
-    int nslots = ss_conv_ordered_slots(nthreads);
+    int nslots = ss__conv_ordered_slots(nthreads);
     bs_job *slots = calloc((size_t)nslots, sizeof *slots);
-    if (!slots) return ss_conv_error(c, "out of memory");
+    if (!slots) return ss__conv_error(c, "out of memory");
     for (int t = 0; t < nslots; t++) { /* the run's settings, buffers of its own */
         slots[t].physical = job->physical;
         slots[t].rs = job->rs;
@@ -1039,10 +991,10 @@ static int convert_all(ss_conv *c, bs_job *job, const strlist *files, const char
     bs_run run = {c, job, files, crash, skip, PTHREAD_MUTEX_INITIALIZER, NULL, nthreads};
     if (!(run.blocks = calloc((size_t)nthreads, sizeof *run.blocks))) {
         free(slots);
-        return ss_conv_error(c, "out of memory");
+        return ss__conv_error(c, "out of memory");
     }
-    int fatal = ss_conv_parallel_ordered(&run, slots, sizeof *slots, nthreads, files->n, decode_cb,
-                                         emit_cb);
+    int fatal = ss__conv_parallel_ordered(&run, slots, sizeof *slots, nthreads, files->n, decode_cb,
+                                          emit_cb);
     for (int t = 0; t < nslots; t++) slot_free(&slots[t]);
     for (int t = 0; t < nthreads; t++) free(run.blocks[t].p);
     free(run.blocks);
@@ -1062,7 +1014,7 @@ static int convert_all(ss_conv *c, bs_job *job, const strlist *files, const char
 typedef struct bs_probe {
     int physical;
     uint64_t from; /* the first input of this round */
-    const strlist *files;
+    const ss__strlist *files;
     char **crash; /* per input: why its process died, else NULL */
 } bs_probe;
 
@@ -1099,36 +1051,36 @@ static int probe_one(bs_probe *p, ss_conv_proc_death *died) {
 
 /* Probe every input; crash[i] set for those whose process died. 1 when
  * out of memory. */
-static int probe_all(ss_conv *c, const bs_job *job, const strlist *files, char **crash) {
-    int nprocs = ss_conv_opts(c)->threads < 1 ? 1 : ss_conv_opts(c)->threads;
-    int nslots = ss_conv_ordered_slots(nprocs);
+static int probe_all(ss_conv *c, const bs_job *job, const ss__strlist *files, char **crash) {
+    int nprocs = ss__conv_opts(c)->threads < 1 ? 1 : ss__conv_opts(c)->threads;
+    int nslots = ss__conv_ordered_slots(nprocs);
     bs_probe p = {job->physical, 0, files, crash};
-    int *slots = ss_conv_shared_alloc((size_t)nslots * sizeof(int));
+    int *slots = ss__conv_shared_alloc((size_t)nslots * sizeof(int));
     if (!slots) return 0; /* no shared memory: not probed */
-    while (p.from < files->n && ss_conv_single_threaded()) {
+    while (p.from < files->n && ss__conv_single_threaded()) {
         ss_conv_proc_death died;
         uint64_t n = files->n - p.from;
-        int rc = n > 1 ? ss_conv_proc_ordered(&died, &p, slots, sizeof(int), nprocs, n, probe_cb,
-                                              probe_emit)
+        int rc = n > 1 ? ss__conv_proc_ordered(&died, &p, slots, sizeof(int), nprocs, n, probe_cb,
+                                               probe_emit)
                        : probe_one(&p, &died);
         if (rc != 2) break; /* all lived, or no process could start */
         char how[128];
-        ss_conv_proc_describe(how, sizeof how, died.status);
+        ss__conv_proc_describe(how, sizeof how, died.status);
         uint64_t i = p.from + died.input;
         if (asprintf(&crash[i], "BioSig crashed reading it (its probe process %s)", how) < 0) {
             crash[i] = NULL;
-            ss_conv_shared_free(slots, (size_t)nslots * sizeof(int));
-            return ss_conv_error(c, "out of memory");
+            ss__conv_shared_free(slots, (size_t)nslots * sizeof(int));
+            return ss__conv_error(c, "out of memory");
         }
         p.from = i + 1;
     }
-    ss_conv_shared_free(slots, (size_t)nslots * sizeof(int));
+    ss__conv_shared_free(slots, (size_t)nslots * sizeof(int));
     return 0;
 }
 
 static int run_biosig(ss_conv *c, int argc, char **argv) {
     bs_job job;
-    strlist files = {0};
+    ss__strlist files = {0};
     uint64_t total = 0, skip = 0;
     int rc;
 
@@ -1136,22 +1088,22 @@ static int run_biosig(ss_conv *c, int argc, char **argv) {
     job.rs.converter = SRC_SINC_BEST_QUALITY;
     rc = parse_args(c, argc, argv, &job, &files);
     for (uint32_t i = 0; rc == 0 && i < files.n; i++) {
-        ss_conv_add_source(c, files.v[i]);
-        total += ss_conv_file_size(files.v[i]);
+        ss__conv_add_source(c, files.v[i]);
+        total += ss__conv_file_size(files.v[i]);
     }
     char **crash = rc == 0 ? calloc(files.n + 1, sizeof *crash) : NULL;
-    if (rc == 0 && !crash) rc = ss_conv_error(c, "out of memory");
+    if (rc == 0 && !crash) rc = ss__conv_error(c, "out of memory");
     if (rc == 0) rc = probe_all(c, &job, &files, crash);
-    if (rc == 0 && (ss_conv_opts(c)->append || ss_conv_opts(c)->resume))
+    if (rc == 0 && (ss__conv_opts(c)->append || ss__conv_opts(c)->resume))
         rc = ref_from_store(c, &job);
     for (uint32_t i = 0; rc == 0 && !job.ref.have && i < files.n; i++)
         if (!crash[i]) ref_from_file(&job, files.v[i]);
     if (rc == 0 && !job.ref.have) {
         for (uint32_t i = 0; rc == 0 && i < files.n; i++) {
             if (!crash[i]) ref_from_file(&job, files.v[i]);
-            rc = ss_conv_bad(c, files.v[i], 0, "%s", crash[i] ? crash[i] : job.err);
+            rc = ss__conv_bad(c, files.v[i], 0, "%s", crash[i] ? crash[i] : job.err);
         }
-        if (rc == 0) rc = ss_conv_error(c, "no readable recording among the inputs");
+        if (rc == 0) rc = ss__conv_error(c, "no readable recording among the inputs");
     }
     if (rc == 0) {
         ss_field f[3 + SS_RECMETA_FIELDS];
@@ -1175,16 +1127,16 @@ static int run_biosig(ss_conv *c, int argc, char **argv) {
             f[2].name = "onset";
             f[2].dtype = SS_I64;
         }
-        schema.nfields = ss_recmeta_fields(&job.meta, f, schema.nfields);
-        rc = ss_conv_begin(c, &schema, &skip);
+        schema.nfields = ss__recmeta_fields(&job.meta, f, schema.nfields);
+        rc = ss__conv_begin(c, &schema, &skip);
     }
     if (rc == 0) rc = set_attrs(c, &job);
     if (rc == 0) {
-        ss_conv_set_total(c, total);
+        ss__conv_set_total(c, total);
         rc = convert_all(c, &job, &files, (const char *const *)crash, skip);
     }
-    if (rc == 0 && job.ev.mode) rc = ss_events_finish(c, &job.ev);
-    if (rc == 0) rc = ss_recmeta_finish(c, &job.meta);
+    if (rc == 0 && job.ev.mode) rc = ss__events_finish(c, &job.ev);
+    if (rc == 0) rc = ss__recmeta_finish(c, &job.meta);
     free(job.dbuf);
     free(job.tbuf);
     free(job.codes);
@@ -1192,16 +1144,16 @@ static int run_biosig(ss_conv *c, int argc, char **argv) {
     free(job.fbuf);
     free(job.rbuf);
     free(job.annot);
-    ss_events_free(&job.ev);
-    ss_recmeta_free(&job.meta);
+    ss__events_free(&job.ev);
+    ss__recmeta_free(&job.meta);
     ref_free(&job.ref);
     for (uint32_t i = 0; crash && i < files.n; i++) free(crash[i]);
     free(crash);
-    strlist_free(&files);
+    ss__strlist_free(&files);
     return rc;
 }
 
-const ss_converter ss_converter_biosig = {
+const ss_converter ss__converter_biosig = {
     "biosig", "biosignals (GDF, BrainVision, EDF/BDF and more via BioSig), one per recording",
     run_biosig, usage_biosig};
 
@@ -1213,10 +1165,10 @@ static void usage_biosig(FILE *out) {
 
 static int run_biosig(ss_conv *c, int argc, char **argv) {
     (void)argc, (void)argv;
-    return ss_conv_error(c, "built without BioSig: `convert biosig` is unavailable (install "
+    return ss__conv_error(c, "built without BioSig: `convert biosig` is unavailable (install "
                             "libbiosig-dev libsamplerate0-dev and rebuild)");
 }
 
-const ss_converter ss_converter_biosig = {"biosig", "biosignals via BioSig (not built in)",
+const ss_converter ss__converter_biosig = {"biosig", "biosignals via BioSig (not built in)",
                                           run_biosig, usage_biosig};
 #endif

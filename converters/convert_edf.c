@@ -46,6 +46,8 @@
  * appended in input order by the calling process (ordered.h), so the store
  * never depends on the thread count. */
 #include "convert.h"
+#include "sig_args.h"
+#include "strlist.h"
 #include "ordered.h"
 #include "events.h"
 #include "recmeta.h"
@@ -377,7 +379,7 @@ static int check_ref(const edf_job *job, edf_slot *s) {
 static int slot_grow(edf_slot *s, void **buf, size_t *cap, size_t need) {
     if (need <= *cap) return 0;
     void *nb =
-        s->arena.base ? ss_conv_arena_grow(&s->arena, *buf, *cap, need) : realloc(*buf, need);
+        s->arena.base ? ss__conv_arena_grow(&s->arena, *buf, *cap, need) : realloc(*buf, need);
     if (!nb) return s->arena_full = s->arena.base != NULL, 1;
     *buf = nb, *cap = need;
     return 0;
@@ -533,7 +535,7 @@ static int edf_open(edf_slot *s, const char *path) {
         usleep(1000);
     }
     if (rc != 0) {
-        uint64_t size = ss_conv_file_size(path);
+        uint64_t size = ss__conv_file_size(path);
         return slot_fail(s, "EDFlib: %s (file is %llu bytes)", edflib_error(s->hdr->filetype),
                          (unsigned long long)size);
     }
@@ -549,7 +551,7 @@ static void edf_close(edf_slot *s) {
 /* Decode one recording into `s` (header only when `header_only`). */
 static void edf_decode(const edf_job *job, const char *path, edf_slot *s, int header_only) {
     if (s->arena.base) { /* a fresh arena: nothing of the last input is kept */
-        ss_conv_arena_reset(&s->arena);
+        ss__conv_arena_reset(&s->arena);
         s->data = s->tmp = s->annot = NULL;
         s->codes = NULL;
         s->data_cap = s->tmp_cap = s->annot_cap = s->codes_cap = 0;
@@ -647,7 +649,7 @@ static int ref_from_store(ss_conv *c, edf_job *job) {
     ss_attr a;
     ss_field f;
     uint32_t fi;
-    if (ss_conv_open_existing(c, &st)) return 1;
+    if (ss__conv_open_existing(c, &st)) return 1;
     if (!st) return 0;
     if (ss_attr_get(&a, st, "signal.labels") != 0 || ss_field_index(&fi, st, "signal") != 0 ||
         ss_field_info(&f, st, fi) != 0 || f.ndim != 1) {
@@ -658,7 +660,7 @@ static int ref_from_store(ss_conv *c, edf_job *job) {
     uint32_t nch = (uint32_t)f.dims[0];
     if (nch > EDFLIB_MAXSIGNALS || ref_alloc(r, nch)) {
         ss_close(st);
-        return ss_conv_error(c, "%s: bad signal field", ss_conv_opts(c)->output);
+        return ss__conv_error(c, "%s: bad signal field", ss__conv_opts(c)->output);
     }
     attr_lines(st, "signal.labels", (char *)r->labels, sizeof r->labels[0], nch);
     attr_lines(st, "signal.units", (char *)r->units, sizeof r->units[0], nch);
@@ -668,11 +670,11 @@ static int ref_from_store(ss_conv *c, edf_job *job) {
                             attr_f64(st, "signal.offset", r->offset, nch) ||
                             attr_f64(st, "signal.edf_offset", r->edf_offset, nch)))) {
         ss_close(st);
-        return ss_conv_error(c, "%s: missing signal.* attributes", ss_conv_opts(c)->output);
+        return ss__conv_error(c, "%s: missing signal.* attributes", ss__conv_opts(c)->output);
     }
     r->have = 1;
-    int rc = ss_events_load(&job->ev, st) || ss_recmeta_load_store(&job->meta, st)
-                 ? ss_conv_error(c, "out of memory")
+    int rc = ss__events_load(&job->ev, st) || ss__recmeta_load_store(&job->meta, st)
+                 ? ss__conv_error(c, "out of memory")
                  : 0;
     ss_close(st);
     return rc;
@@ -685,10 +687,10 @@ static int set_text_lines(ss_conv *c, const char *name, const char *base, size_t
     size_t cap = (size_t)n * stride + 1, len = 0;
     char *t = malloc(cap);
     int rc;
-    if (!t) return ss_conv_error(c, "out of memory");
+    if (!t) return ss__conv_error(c, "out of memory");
     for (uint32_t k = 0; k < n; k++)
         len += (size_t)snprintf(t + len, cap - len, "%s%s", k ? "\n" : "", base + k * stride);
-    rc = ss_conv_set_attr(c, name, SS_ATTR_TEXT, t, len);
+    rc = ss__conv_set_attr(c, name, SS_ATTR_TEXT, t, len);
     free(t);
     return rc;
 }
@@ -698,70 +700,30 @@ static int set_attrs(ss_conv *c, const edf_job *job, const char *label_names, si
     const char *mode = job->physical ? "f32" : "digital";
     if (set_text_lines(c, "signal.labels", (const char *)r->labels, sizeof r->labels[0], r->nch) ||
         set_text_lines(c, "signal.units", (const char *)r->units, sizeof r->units[0], r->nch) ||
-        ss_conv_set_attr(c, "signal.sample_rate", SS_F64, &r->rate, 8) ||
-        ss_conv_set_attr(c, "signal.physical", SS_ATTR_TEXT, mode, strlen(mode)))
+        ss__conv_set_attr(c, "signal.sample_rate", SS_F64, &r->rate, 8) ||
+        ss__conv_set_attr(c, "signal.physical", SS_ATTR_TEXT, mode, strlen(mode)))
         return 1;
     if (!job->physical &&
-        (ss_conv_set_attr(c, "signal.gain", SS_F64, r->gain, 8 * (size_t)r->nch) ||
-         ss_conv_set_attr(c, "signal.offset", SS_F64, r->offset, 8 * (size_t)r->nch) ||
-         ss_conv_set_attr(c, "signal.edf_offset", SS_F64, r->edf_offset, 8 * (size_t)r->nch)))
+        (ss__conv_set_attr(c, "signal.gain", SS_F64, r->gain, 8 * (size_t)r->nch) ||
+         ss__conv_set_attr(c, "signal.offset", SS_F64, r->offset, 8 * (size_t)r->nch) ||
+         ss__conv_set_attr(c, "signal.edf_offset", SS_F64, r->edf_offset, 8 * (size_t)r->nch)))
         return 1;
-    if (label_names && ss_conv_set_attr(c, "label.names", SS_ATTR_TEXT, label_names, names_len))
+    if (label_names && ss__conv_set_attr(c, "label.names", SS_ATTR_TEXT, label_names, names_len))
         return 1;
     return 0;
 }
 
 /* -------------------------------------------------------------- inputs */
 
-typedef struct strlist {
-    char **v;
-    uint32_t n, cap;
-} strlist;
-
-static int strlist_add(strlist *l, const char *s, size_t len) {
-    if (l->n == l->cap) {
-        uint32_t cap = l->cap ? 2 * l->cap : 64;
-        char **nv = realloc(l->v, cap * sizeof *nv);
-        if (!nv) return 1;
-        l->v = nv, l->cap = cap;
-    }
-    if (!(l->v[l->n] = strndup(s, len))) return 1;
-    l->n++;
-    return 0;
-}
-
-static void strlist_free(strlist *l) {
-    for (uint32_t i = 0; i < l->n; i++) free(l->v[i]);
-    free(l->v);
-    memset(l, 0, sizeof *l);
-}
-
-/* Add each non-empty line of `path` to `l`. */
-static int read_list(ss_conv *c, strlist *l, const char *path) {
-    FILE *f = fopen(path, "r");
-    char *line = NULL;
-    size_t cap = 0;
-    int rc = 0;
-    if (!f) return ss_conv_error(c, "cannot open '%s': %s", path, strerror(errno));
-    while (rc == 0 && getline(&line, &cap, f) >= 0) {
-        char *t = trim(line);
-        if (*t && strlist_add(l, t, strlen(t))) rc = ss_conv_error(c, "out of memory");
-    }
-    /* getline's -1 is the end of the file or an error (a directory, EIO) */
-    if (rc == 0 && ferror(f)) rc = ss_conv_error(c, "cannot read '%s': %s", path, strerror(errno));
-    free(line);
-    fclose(f);
-    return rc;
-}
-
 /* Parse `path,label` rows: job->lab_paths / lab_index and the names. */
-static int read_labels(ss_conv *c, edf_job *job, const char *csv, strlist *paths, strlist *names) {
+static int read_labels(ss_conv *c, edf_job *job, const char *csv, ss__strlist *paths,
+                       ss__strlist *names) {
     FILE *f = fopen(csv, "r");
     char *line = NULL;
     size_t cap = 0;
     uint64_t lineno = 0;
     int rc = 0;
-    if (!f) return ss_conv_error(c, "cannot open '%s': %s", csv, strerror(errno));
+    if (!f) return ss__conv_error(c, "cannot open '%s': %s", csv, strerror(errno));
     while (rc == 0 && getline(&line, &cap, f) >= 0) {
         char *t = trim(line), *comma, *p, *lab;
         uint32_t k;
@@ -770,32 +732,33 @@ static int read_labels(ss_conv *c, edf_job *job, const char *csv, strlist *paths
         comma = strrchr(t, ',');
         if (!comma) {
             rc =
-                ss_conv_error(c, "%s:%llu: expected 'path,label'", csv, (unsigned long long)lineno);
+                ss__conv_error(c, "%s:%llu: expected 'path,label'", csv,
+                               (unsigned long long)lineno);
             break;
         }
         *comma = '\0';
         p = trim(t), lab = trim(comma + 1);
         if (lineno == 1 && !strcasecmp(p, "path") && !strcasecmp(lab, "label")) continue;
         for (k = 0; k < names->n && strcmp(names->v[k], lab); k++) continue;
-        if ((k == names->n && strlist_add(names, lab, strlen(lab))) ||
-            strlist_add(paths, p, strlen(p))) {
-            rc = ss_conv_error(c, "out of memory");
+        if ((k == names->n && ss__strlist_addn(names, lab, strlen(lab))) ||
+            ss__strlist_addn(paths, p, strlen(p))) {
+            rc = ss__conv_error(c, "out of memory");
             break;
         }
         uint32_t *ni = realloc(job->lab_index, paths->n * sizeof *ni);
         if (!ni) {
-            rc = ss_conv_error(c, "out of memory");
+            rc = ss__conv_error(c, "out of memory");
             break;
         }
         job->lab_index = ni;
         ni[paths->n - 1] = k;
     }
-    if (rc == 0 && ferror(f)) rc = ss_conv_error(c, "cannot read '%s': %s", csv, strerror(errno));
+    if (rc == 0 && ferror(f)) rc = ss__conv_error(c, "cannot read '%s': %s", csv, strerror(errno));
     free(line);
     fclose(f);
     job->lab_paths = paths->v;
     job->nlab = paths->n;
-    if (rc == 0 && paths->n == 0) rc = ss_conv_error(c, "%s: no 'path,label' rows", csv);
+    if (rc == 0 && paths->n == 0) rc = ss__conv_error(c, "%s: no 'path,label' rows", csv);
     return rc;
 }
 
@@ -814,19 +777,19 @@ typedef struct edf_run {
 /* 1 if file i must be decoded: it is in this shard, or ids numbered over
  * every input in order (event classes by first appearance, --meta names)
  * must come out as a single-process run numbers them. Examples of other
- * shards' files are then dropped by ss_conv_append(). */
+ * shards' files are then dropped by ss__conv_append(). */
 static int every_file(edf_run *r, uint32_t i) {
-    return ss_conv_in_shard(r->c, i) || r->job->ev.mode || r->job->meta.on;
+    return ss__conv_in_shard(r->c, i) || r->job->ev.mode || r->job->meta.on;
 }
 
 /* --events-as windows: one example per event whose window lies inside. */
 static int emit_windows(edf_run *r, uint32_t i, edf_slot *s) {
     ss_events *e = &r->job->ev;
     double rate = r->job->ref.rate;
-    uint64_t W = ss_events_window(e, rate);
+    uint64_t W = ss__events_window(e, rate);
     size_t row = (size_t)s->nch * (r->job->physical ? 4 : r->job->ref.bdf ? 4 : 2);
     for (size_t k = 0; k < e->nev; k++) {
-        int64_t a = ss_events_window_start(e, k, rate), onset = e->ev[k].onset;
+        int64_t a = ss__events_window_start(e, k, rate), onset = e->ev[k].onset;
         if (a < 0 || (uint64_t)a + W > s->T) {
             e->outside++;
             continue;
@@ -838,7 +801,7 @@ static int emit_windows(edf_run *r, uint32_t i, edf_slot *s) {
         ss_value v[3 + SS_RECMETA_FIELDS] = {
             {(const char *)s->data + (size_t)a * row, W}, {&e->ev[k].cls, 1}, {&onset, 1}};
         for (int j = 0; j < SS_RECMETA_FIELDS; j++) v[3 + j] = (ss_value){&r->job->meta.ids[j], 1};
-        if (ss_conv_append(r->c, v, i, e->ev[k].number)) return 1;
+        if (ss__conv_append(r->c, v, i, e->ev[k].number)) return 1;
     }
     return 0;
 }
@@ -850,16 +813,16 @@ static int emit(edf_run *r, uint32_t i, edf_slot *s) {
     if (!every_file(r, i)) return 0; /* --shard: another shard's file, not decoded */
     const uint32_t *lab = NULL;
     char err[256];
-    int mine = ss_conv_in_shard(r->c, i);
-    if (s->bad) return ss_conv_bad(r->c, r->files[i], 0, "%s", s->err);
+    int mine = ss__conv_in_shard(r->c, i);
+    if (s->bad) return ss__conv_bad(r->c, r->files[i], 0, "%s", s->err);
     if (r->job->meta.on &&
-        ss_recmeta_place(&r->job->meta, r->files[i], s->subject, s->session, err, sizeof err))
-        return ss_conv_bad(r->c, r->files[i], 0, "%s", err);
+        ss__recmeta_place(&r->job->meta, r->files[i], s->subject, s->session, err, sizeof err))
+        return ss__conv_bad(r->c, r->files[i], 0, "%s", err);
     if (r->job->ev.mode && (r->job->ev.from == SS_EV_FROM_ANNOTATIONS
-                                ? ss_events_read(&r->job->ev, s->annot, s->annot_len,
-                                                 r->job->ref.rate, s->T, err, sizeof err)
-                                : ss_events_codes(&r->job->ev, s->codes, s->T, err, sizeof err)))
-        return ss_conv_bad(r->c, r->files[i], 0, "%s", err);
+                                ? ss__events_read(&r->job->ev, s->annot, s->annot_len,
+                                                  r->job->ref.rate, s->T, err, sizeof err)
+                                : ss__events_codes(&r->job->ev, s->codes, s->T, err, sizeof err)))
+        return ss__conv_bad(r->c, r->files[i], 0, "%s", err);
     if (!mine) return 0; /* another shard's file: its ids numbered, nothing stored */
     if (r->job->ev.mode == SS_EV_WINDOWS) {
         if (emit_windows(r, i, s)) return 1;
@@ -867,8 +830,8 @@ static int emit(edf_run *r, uint32_t i, edf_slot *s) {
         r->skip--;
         return 0;
     } else {
-        if (r->job->ev.mode == SS_EV_SAMPLES && !(lab = ss_events_samples(&r->job->ev, s->T)))
-            return ss_conv_error(r->c, "out of memory");
+        if (r->job->ev.mode == SS_EV_SAMPLES && !(lab = ss__events_samples(&r->job->ev, s->T)))
+            return ss__conv_error(r->c, "out of memory");
         ss_value v[5 + SS_RECMETA_FIELDS] = {{s->data, s->T},
                                              {s->annot, s->annot_len},
                                              {&s->start_time, 1},
@@ -877,9 +840,9 @@ static int emit(edf_run *r, uint32_t i, edf_slot *s) {
         /* the meta fields follow the label, or `duration` when there is none */
         int nf = r->has_label || r->job->ev.mode ? 5 : 4;
         for (int j = 0; j < SS_RECMETA_FIELDS; j++) v[nf + j] = (ss_value){&r->job->meta.ids[j], 1};
-        if (ss_conv_append(r->c, v, i, 1)) return 1;
+        if (ss__conv_append(r->c, v, i, 1)) return 1;
     }
-    ss_conv_progress(r->c, ss_conv_file_size(r->files[i]));
+    ss__conv_progress(r->c, ss__conv_file_size(r->files[i]));
     return 0;
 }
 
@@ -915,7 +878,7 @@ static int emit_proc_cb(void *ctx, void *slot, uint64_t i) {
 static size_t slot_bytes(const edf_run *r, size_t *arena_at) {
     uint64_t big = 0;
     for (uint32_t i = 0; i < r->nfiles; i++) {
-        uint64_t f = ss_conv_file_size(r->files[i]);
+        uint64_t f = ss__conv_file_size(r->files[i]);
         if (f > big) big = f;
     }
     if (big > SIZE_MAX / 16) big = SIZE_MAX / 16; /* reserve what we can; the rest falls back */
@@ -934,10 +897,10 @@ static size_t slot_bytes(const edf_run *r, size_t *arena_at) {
  * start (the caller uses threads). */
 static int run_processes(edf_run *r, int nprocs) {
     size_t arena_at, stride = slot_bytes(r, &arena_at);
-    int nslots = ss_conv_ordered_slots(nprocs);
+    int nslots = ss__conv_ordered_slots(nprocs);
     ss_conv_proc_death died;
     char *mem =
-        stride <= SIZE_MAX / (size_t)nslots ? ss_conv_shared_alloc(stride * (size_t)nslots) : NULL;
+        stride <= SIZE_MAX / (size_t)nslots ? ss__conv_shared_alloc(stride * (size_t)nslots) : NULL;
     if (!mem) return -1;
     for (int k = 0; k < nslots; k++) {
         edf_slot *s = (edf_slot *)(mem + (size_t)k * stride);
@@ -945,13 +908,13 @@ static int run_processes(edf_run *r, int nprocs) {
         s->arena = (ss_conv_arena){mem + (size_t)k * stride + arena_at, stride - arena_at, 0, NULL};
     }
     int rc =
-        ss_conv_proc_ordered(&died, r, mem, stride, nprocs, r->nfiles, decode_cb, emit_proc_cb);
+        ss__conv_proc_ordered(&died, r, mem, stride, nprocs, r->nfiles, decode_cb, emit_proc_cb);
     if (rc == 2) {
         char how[128];
-        ss_conv_proc_describe(how, sizeof how, died.status);
-        rc = ss_conv_error(r->c, "%s: its decoder process %s", r->files[died.input], how);
+        ss__conv_proc_describe(how, sizeof how, died.status);
+        rc = ss__conv_error(r->c, "%s: its decoder process %s", r->files[died.input], how);
     }
-    ss_conv_shared_free(mem, stride * (size_t)nslots);
+    ss__conv_shared_free(mem, stride * (size_t)nslots);
     return rc;
 }
 
@@ -961,69 +924,53 @@ static int run_processes(edf_run *r, int nprocs) {
  * with one idle thread), more than the overlap of decode and append gains.
  * With more, processes decode (run_processes); threads only if they cannot. */
 static int run_parallel(edf_run *r, edf_slot *slots, int nthreads) {
-    if (nthreads == 1) return ss_conv_serial_ordered(r, slots, r->nfiles, decode_cb, emit_cb);
+    if (nthreads == 1) return ss__conv_serial_ordered(r, slots, r->nfiles, decode_cb, emit_cb);
     r->own = &slots[0];
     int rc = run_processes(r, nthreads);
     if (rc >= 0) return rc;
-    return ss_conv_parallel_ordered(r, slots, sizeof *slots, nthreads, r->nfiles, decode_cb,
-                                    emit_cb);
+    return ss__conv_parallel_ordered(r, slots, sizeof *slots, nthreads, r->nfiles, decode_cb,
+                                     emit_cb);
 }
 
-static int parse_args(ss_conv *c, int argc, char **argv, edf_job *job, strlist *files,
-                      strlist *chans, const char **labels_csv) {
+static int parse_args(ss_conv *c, int argc, char **argv, edf_job *job, ss__strlist *files,
+                      ss__strlist *chans, const char **labels_csv) {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        int has_value = !strcmp(a, "--channels") || !strcmp(a, "--physical") ||
-                        !strcmp(a, "--labels") || !strcmp(a, "--list") ||
-                        !strncmp(a, "--events", 8) || !strncmp(a, "--window-", 9) ||
-                        !strcmp(a, "--meta") || !strcmp(a, "--trigger-mask");
-        char err[256];
-        if (has_value && i + 1 >= argc) return ss_conv_usage_error(c, "%s needs a value", a);
-        int ev = has_value ? ss_events_option(&job->ev, a, argv[i + 1], err, sizeof err) : 0;
-        if (ev < 0) return ss_conv_usage_error(c, "%s", err);
-        if (ev > 0 || (has_value && ss_recmeta_option(&job->meta, a, argv[i + 1]))) {
-            i++;
+        int own = !strcmp(a, "--channels") || !strcmp(a, "--labels");
+        int rc = ss__sig_arg(c, argc, argv, &i, own, &job->ev, &job->meta, &job->physical, files);
+        if (rc != SS__SIG_OWN) {
+            if (rc) return rc;
         } else if (!strcmp(a, "--channels")) {
             const char *v = argv[++i];
             while (*v) {
                 const char *e = strchr(v, ',');
                 size_t len = e ? (size_t)(e - v) : strlen(v);
-                if (strlist_add(chans, v, len)) return ss_conv_error(c, "out of memory");
+                if (ss__strlist_addn(chans, v, len)) return ss__conv_error(c, "out of memory");
                 char *t = trim(chans->v[chans->n - 1]);
                 memmove(chans->v[chans->n - 1], t, strlen(t) + 1);
                 if (!*chans->v[chans->n - 1])
-                    return ss_conv_usage_error(c, "--channels: empty channel name");
+                    return ss__conv_usage_error(c, "--channels: empty channel name");
                 v += len + (e ? 1 : 0);
             }
             if (chans->n > EDFLIB_MAXSIGNALS)
-                return ss_conv_usage_error(c, "--channels: more than %d channels",
-                                           EDFLIB_MAXSIGNALS);
-        } else if (!strcmp(a, "--physical")) {
-            if (strcmp(argv[++i], "f32"))
-                return ss_conv_usage_error(c, "--physical takes f32, not '%s'", argv[i]);
-            job->physical = 1;
-        } else if (!strcmp(a, "--labels")) {
+                return ss__conv_usage_error(c, "--channels: more than %d channels",
+                                            EDFLIB_MAXSIGNALS);
+        } else {
             *labels_csv = argv[++i];
-        } else if (!strcmp(a, "--list")) {
-            if (read_list(c, files, argv[++i])) return 1;
-        } else if (a[0] == '-' && a[1] != '\0') {
-            return ss_conv_usage_error(c, "unknown option '%s'", a);
-        } else if (strlist_add(files, a, strlen(a))) {
-            return ss_conv_error(c, "out of memory");
         }
     }
-    if (files->n == 0) return ss_conv_usage_error(c, "no input files");
+    if (files->n == 0) return ss__conv_usage_error(c, "no input files");
     if (chans->n) job->channels = chans->v, job->nchannels = chans->n;
     char err[256];
-    if (ss_events_check(&job->ev, err, sizeof err)) return ss_conv_usage_error(c, "%s", err);
+    if (ss__events_check(&job->ev, err, sizeof err)) return ss__conv_usage_error(c, "%s", err);
     if (job->ev.mode && *labels_csv)
-        return ss_conv_usage_error(c, "--labels and --events-as both make the field `label`");
-    if (ss_recmeta_load_csv(&job->meta, err, sizeof err)) return ss_conv_error(c, "%s", err);
+        return ss__conv_usage_error(c, "--labels and --events-as both make the field `label`");
+    if (ss__recmeta_load_csv(&job->meta, err, sizeof err)) return ss__conv_error(c, "%s", err);
     return 0;
 }
 
 /* Join names with '\n' (malloc'd). */
-static char *join_lines(const strlist *l, size_t *len) {
+static char *join_lines(const ss__strlist *l, size_t *len) {
     size_t cap = 1;
     for (uint32_t i = 0; i < l->n; i++) cap += strlen(l->v[i]) + 1;
     char *t = malloc(cap);
@@ -1036,11 +983,11 @@ static char *join_lines(const strlist *l, size_t *len) {
 
 static int run_edf(ss_conv *c, int argc, char **argv) {
     edf_job job;
-    strlist files = {0}, chans = {0}, lab_paths = {0}, lab_names = {0};
+    ss__strlist files = {0}, chans = {0}, lab_paths = {0}, lab_names = {0};
     const char *labels_csv = NULL;
     char *names_text = NULL;
     size_t names_len = 0;
-    int nthreads = ss_conv_opts(c)->threads, rc;
+    int nthreads = ss__conv_opts(c)->threads, rc;
     edf_slot *slots = NULL;
     uint64_t total = 0;
     edf_run run;
@@ -1050,36 +997,36 @@ static int run_edf(ss_conv *c, int argc, char **argv) {
     if (rc == 0 && labels_csv) {
         rc = read_labels(c, &job, labels_csv, &lab_paths, &lab_names);
         if (rc == 0 && !(names_text = join_lines(&lab_names, &names_len)))
-            rc = ss_conv_error(c, "out of memory");
+            rc = ss__conv_error(c, "out of memory");
     }
     if (nthreads < 1) nthreads = 1;
     if ((uint32_t)nthreads > files.n) nthreads = (int)files.n;
-    int nslots = ss_conv_ordered_slots(nthreads);
+    int nslots = ss__conv_ordered_slots(nthreads);
     if (rc == 0) {
         slots = calloc((size_t)nslots, sizeof *slots);
         for (int t = 0; slots && t < nslots; t++)
             if (!(slots[t].hdr = malloc(sizeof *slots[t].hdr))) rc = 1;
-        if (!slots || rc) rc = ss_conv_error(c, "out of memory");
+        if (!slots || rc) rc = ss__conv_error(c, "out of memory");
     }
     for (uint32_t i = 0; rc == 0 && i < files.n; i++) {
-        ss_conv_add_source(c, files.v[i]);
-        total += ss_conv_file_size(files.v[i]);
+        ss__conv_add_source(c, files.v[i]);
+        total += ss__conv_file_size(files.v[i]);
     }
-    if (rc == 0 && (ss_conv_opts(c)->append || ss_conv_opts(c)->resume))
+    if (rc == 0 && (ss__conv_opts(c)->append || ss__conv_opts(c)->resume))
         rc = ref_from_store(c, &job);
     /* Without a store to match, the first good file is the reference. */
     for (uint32_t i = 0; rc == 0 && !job.ref.have && i < files.n; i++) {
         edf_decode(&job, files.v[i], &slots[0], 1);
         if (!slots[0].bad && ref_from_file(&job.ref, &slots[0]))
-            rc = ss_conv_error(c, "out of memory");
+            rc = ss__conv_error(c, "out of memory");
     }
     if (rc == 0 && !job.ref.have) {
         /* every file is bad: report them (stops at the first without --skip-bad) */
         for (uint32_t i = 0; rc == 0 && i < files.n; i++) {
             edf_decode(&job, files.v[i], &slots[0], 1);
-            rc = ss_conv_bad(c, files.v[i], 0, "%s", slots[0].err);
+            rc = ss__conv_bad(c, files.v[i], 0, "%s", slots[0].err);
         }
-        if (rc == 0) rc = ss_conv_error(c, "no readable EDF/BDF file among the inputs");
+        if (rc == 0) rc = ss__conv_error(c, "no readable EDF/BDF file among the inputs");
     }
     if (rc == 0) {
         ss_field f[5 + SS_RECMETA_FIELDS];
@@ -1108,19 +1055,19 @@ static int run_edf(ss_conv *c, int argc, char **argv) {
             f[2].dtype = SS_I64;
             schema.nfields = 3;
         }
-        schema.nfields = ss_recmeta_fields(&job.meta, f, schema.nfields);
+        schema.nfields = ss__recmeta_fields(&job.meta, f, schema.nfields);
         run.c = c, run.job = &job, run.files = files.v, run.nfiles = files.n, run.skip = 0;
         run.has_label = labels_csv != NULL;
-        ss_conv_one_thread(c); /* the decoders are processes (run_processes) */
-        rc = ss_conv_begin(c, &schema, &run.skip);
+        ss__conv_one_thread(c); /* the decoders are processes (run_processes) */
+        rc = ss__conv_begin(c, &schema, &run.skip);
     }
     if (rc == 0) rc = set_attrs(c, &job, names_text, names_len);
     if (rc == 0) {
-        ss_conv_set_total(c, total);
+        ss__conv_set_total(c, total);
         rc = run_parallel(&run, slots, nthreads);
     }
-    if (rc == 0 && job.ev.mode) rc = ss_events_finish(c, &job.ev);
-    if (rc == 0) rc = ss_recmeta_finish(c, &job.meta);
+    if (rc == 0 && job.ev.mode) rc = ss__events_finish(c, &job.ev);
+    if (rc == 0) rc = ss__recmeta_finish(c, &job.meta);
     for (int t = 0; slots && t < nslots; t++) {
         free(slots[t].hdr);
         free(slots[t].data);
@@ -1132,15 +1079,15 @@ static int run_edf(ss_conv *c, int argc, char **argv) {
     free(names_text);
     free(job.lab_index);
     ref_free(&job.ref);
-    ss_events_free(&job.ev);
-    ss_recmeta_free(&job.meta);
-    strlist_free(&files);
-    strlist_free(&chans);
-    strlist_free(&lab_paths);
-    strlist_free(&lab_names);
+    ss__events_free(&job.ev);
+    ss__recmeta_free(&job.meta);
+    ss__strlist_free(&files);
+    ss__strlist_free(&chans);
+    ss__strlist_free(&lab_paths);
+    ss__strlist_free(&lab_names);
     return rc;
 }
 
-const ss_converter ss_converter_edf = {
+const ss_converter ss__converter_edf = {
     "edf", "EEG recordings (EDF, EDF+, BDF, BDF+ via EDFlib), one example per recording", run_edf,
     usage_edf};

@@ -66,16 +66,16 @@ static int idx_open(ss_conv *c, idx_file *f, const char *path) {
     memset(f, 0, sizeof *f);
     f->path = path;
     f->gz = gzopen(path, "rb");
-    if (!f->gz) return ss_conv_error(c, "cannot open '%s'", path);
+    if (!f->gz) return ss__conv_error(c, "cannot open '%s'", path);
     gzbuffer(f->gz, 1u << 18);
     got = gz_read_full(f->gz, hdr, 4);
-    if (got < 0) return ss_conv_error(c, "%s: %s", path, gz_errtext(f->gz, f->path));
-    if (ss_idx_header_size(&need, hdr, (size_t)got) != 0)
-        return ss_conv_error(c, "%s: %s", path, ss_error_message());
+    if (got < 0) return ss__conv_error(c, "%s: %s", path, gz_errtext(f->gz, f->path));
+    if (ss__idx_header_size(&need, hdr, (size_t)got) != 0)
+        return ss__conv_error(c, "%s: %s", path, ss_error_message());
     got = gz_read_full(f->gz, hdr + 4, need - 4);
-    if (got < 0) return ss_conv_error(c, "%s: %s", path, gz_errtext(f->gz, f->path));
-    if (ss_idx_parse_header(&f->h, hdr, 4 + (size_t)got) != 0)
-        return ss_conv_error(c, "%s: %s", path, ss_error_message());
+    if (got < 0) return ss__conv_error(c, "%s: %s", path, gz_errtext(f->gz, f->path));
+    if (ss__idx_parse_header(&f->h, hdr, 4 + (size_t)got) != 0)
+        return ss__conv_error(c, "%s: %s", path, ss_error_message());
     f->pos = f->h.header_bytes;
     return 0;
 }
@@ -90,14 +90,14 @@ static void idx_close(idx_file *f) {
  * ratio), else allocating it is pointless. A file cut short later is
  * reported item by item. 0, or 1 after reporting (nothing allocated yet). */
 static int idx_check_declared(ss_conv *c, const idx_file *f) {
-    uint64_t size = ss_conv_file_size(f->path), ratio = gzdirect(f->gz) ? 1 : 1032;
+    uint64_t size = ss__conv_file_size(f->path), ratio = gzdirect(f->gz) ? 1 : 1032;
     uint64_t item = f->h.item_elems * f->h.elem_size; /* <= 2^43: no overflow */
     if (size == 0 || item <= size * ratio) return 0;  /* size 0: not a regular file */
-    return ss_conv_error(c,
-                         "%s: the header declares items of %llu bytes each, more than the whole "
-                         "file (%llu bytes%s) can hold",
-                         f->path, (unsigned long long)item, (unsigned long long)size,
-                         ratio == 1 ? "" : ", gzip-compressed");
+    return ss__conv_error(c,
+                          "%s: the header declares items of %llu bytes each, more than the whole "
+                          "file (%llu bytes%s) can hold",
+                          f->path, (unsigned long long)item, (unsigned long long)size,
+                          ratio == 1 ? "" : ", gzip-compressed");
 }
 
 /* Read item `k` (0-based) of f into buf; 0, or 1 after reporting. A short
@@ -108,19 +108,19 @@ static int idx_read_item(ss_conv *c, idx_file *f, void *buf, uint64_t bytes, uin
     long long got = gz_read_full(f->gz, buf, bytes);
     if (got < 0) {
         *stop = 1;
-        return ss_conv_bad(c, f->path, k + 1, "item %llu at byte %llu: %s",
-                           (unsigned long long)k + 1, (unsigned long long)f->pos,
-                           gz_errtext(f->gz, f->path));
+        return ss__conv_bad(c, f->path, k + 1, "item %llu at byte %llu: %s",
+                            (unsigned long long)k + 1, (unsigned long long)f->pos,
+                            gz_errtext(f->gz, f->path));
     }
     if ((uint64_t)got < bytes) {
         *stop = 1;
-        return ss_conv_bad(c, f->path, k + 1,
-                           "truncated: item %llu of %u at byte %llu has %lld of %llu bytes",
-                           (unsigned long long)k + 1, f->h.dims[0], (unsigned long long)f->pos, got,
-                           (unsigned long long)bytes);
+        return ss__conv_bad(c, f->path, k + 1,
+                            "truncated: item %llu of %u at byte %llu has %lld of %llu bytes",
+                            (unsigned long long)k + 1, f->h.dims[0], (unsigned long long)f->pos, got,
+                            (unsigned long long)bytes);
     }
     f->pos += bytes;
-    ss_idx_to_host(buf, bytes / f->h.elem_size, f->h.elem_size);
+    ss__idx_to_host(buf, bytes / f->h.elem_size, f->h.elem_size);
     return 0;
 }
 
@@ -133,12 +133,12 @@ static int idx_check_end(ss_conv *c, idx_file *f) {
     int zerr = Z_OK;
     gzerror(f->gz, &zerr);
     if (got < 0 || zerr != Z_OK)
-        return ss_conv_bad(c, f->path, 0, "after the last item (byte %llu): %s",
-                           (unsigned long long)f->pos, gz_errtext(f->gz, f->path));
+        return ss__conv_bad(c, f->path, 0, "after the last item (byte %llu): %s",
+                            (unsigned long long)f->pos, gz_errtext(f->gz, f->path));
     if (got > 0)
-        return ss_conv_bad(c, f->path, 0, "%s bytes after the last of its %u items (byte %llu)",
-                           got == (long long)sizeof extra ? "more" : "unexpected", f->h.dims[0],
-                           (unsigned long long)f->pos);
+        return ss__conv_bad(c, f->path, 0, "%s bytes after the last of its %u items (byte %llu)",
+                            got == (long long)sizeof extra ? "more" : "unexpected", f->h.dims[0],
+                            (unsigned long long)f->pos);
     return 0;
 }
 
@@ -152,11 +152,12 @@ static int image_field(ss_conv *c, const idx_file *img, int rows_layout, ss_fiel
     fld->dtype = h->dtype;
     fld->sequence = 1;
     if (h->ndim < 2)
-        return ss_conv_error(c, "%s: IDX file has %u dimension; images need at least 2", img->path,
-                             h->ndim);
+        return ss__conv_error(c, "%s: IDX file has %u dimension; images need at least 2", img->path,
+                              h->ndim);
     if (h->ndim - first_trailing > SS_MAX_DIMS)
-        return ss_conv_error(c, "%s: IDX items have %u dimensions; at most %d fit a row", img->path,
-                             h->ndim - 1, SS_MAX_DIMS + 1);
+        return ss__conv_error(c, "%s: IDX items have %u dimensions; at most %d fit a row",
+                              img->path,
+                              h->ndim - 1, SS_MAX_DIMS + 1);
     *steps = 1;
     for (uint32_t k = 1; k < first_trailing; k++) *steps *= h->dims[k];
     for (uint32_t k = first_trailing; k < h->ndim; k++) fld->dims[fld->ndim++] = h->dims[k];
@@ -179,7 +180,7 @@ static int convert_items(ss_conv *c, idx_file *img, idx_file *lab, uint64_t step
     unsigned char lbuf[8];
     unsigned char *ibuf = malloc(ibytes ? ibytes : 1);
     int rc = 0, stop = 0;
-    if (!ibuf) return ss_conv_error(c, "out of memory");
+    if (!ibuf) return ss__conv_error(c, "out of memory");
     for (uint64_t k = 0; k < n && !stop; k++) {
         if (idx_read_item(c, img, ibuf, ibytes, k, &stop) != 0) {
             rc = 1;
@@ -198,11 +199,11 @@ static int convert_items(ss_conv *c, idx_file *img, idx_file *lab, uint64_t step
             continue;
         }
         ss_value v[2] = {{ibuf, steps}, {lbuf, 1}};
-        if (ss_conv_append_at(c, v, 0, k + 1, k) != 0) {
+        if (ss__conv_append_at(c, v, 0, k + 1, k) != 0) {
             rc = 1;
             break;
         }
-        ss_conv_progress(c, ibytes + lbytes);
+        ss__conv_progress(c, ibytes + lbytes);
     }
     free(ibuf);
     if (rc == 0 && !stop) rc = idx_check_end(c, img);
@@ -221,7 +222,7 @@ static int run_idx(ss_conv *c, int argc, char **argv) {
         const char *a = argv[i];
         if ((!strcmp(a, "--labels") || !strcmp(a, "--layout") || !strcmp(a, "--label-names")) &&
             i + 1 >= argc)
-            return ss_conv_usage_error(c, "%s needs a value", a);
+            return ss__conv_usage_error(c, "%s needs a value", a);
         if (!strcmp(a, "--labels"))
             labels = argv[++i];
         else if (!strcmp(a, "--label-names"))
@@ -233,60 +234,61 @@ static int run_idx(ss_conv *c, int argc, char **argv) {
             else if (!strcmp(v, "pixels"))
                 rows_layout = 0;
             else
-                return ss_conv_usage_error(c, "--layout must be pixels or rows, not '%s'", v);
+                return ss__conv_usage_error(c, "--layout must be pixels or rows, not '%s'", v);
         } else if (a[0] == '-' && a[1] != '\0')
-            return ss_conv_usage_error(c, "unknown option '%s'", a);
+            return ss__conv_usage_error(c, "unknown option '%s'", a);
         else if (!images)
             images = a;
         else
-            return ss_conv_usage_error(c, "one IMAGES file only (got '%s' too)", a);
+            return ss__conv_usage_error(c, "one IMAGES file only (got '%s' too)", a);
     }
-    if (!images) return ss_conv_usage_error(c, "no IMAGES file given");
+    if (!images) return ss__conv_usage_error(c, "no IMAGES file given");
 
     memset(&lab, 0, sizeof lab);
-    ss_conv_add_source(c, images);
+    ss__conv_add_source(c, images);
     if (idx_open(c, &img, images) != 0) {
         idx_close(&img);
         return 1;
     }
     rc = idx_check_declared(c, &img);
     /* --shard: items are sliced by number; the labels follow the images */
-    if (rc == 0) rc = ss_conv_shard_size(c, 0, img.h.dims[0]);
+    if (rc == 0) rc = ss__conv_shard_size(c, 0, img.h.dims[0]);
     if (rc == 0) rc = image_field(c, &img, rows_layout, &fields[0], &steps);
     if (rc == 0 && labels) {
-        ss_conv_add_source(c, labels);
-        rc = ss_conv_shard_size(c, 1, 0);
+        ss__conv_add_source(c, labels);
+        rc = ss__conv_shard_size(c, 1, 0);
         if (rc == 0) rc = idx_open(c, &lab, labels);
         if (rc == 0) rc = idx_check_declared(c, &lab);
         if (rc == 0 && lab.h.item_elems != 1)
-            rc = ss_conv_error(c, "%s: labels must be one scalar per item, not %llu", labels,
-                               (unsigned long long)lab.h.item_elems);
+            rc = ss__conv_error(c, "%s: labels must be one scalar per item, not %llu", labels,
+                                (unsigned long long)lab.h.item_elems);
         if (rc == 0 && lab.h.dims[0] != img.h.dims[0])
-            rc = ss_conv_error(c, "%s: %u labels (header byte 4) but %s has %u images", labels,
-                               lab.h.dims[0], images, img.h.dims[0]);
+            rc = ss__conv_error(c, "%s: %u labels (header byte 4) but %s has %u images", labels,
+                                lab.h.dims[0], images, img.h.dims[0]);
         memset(&fields[1], 0, sizeof fields[1]);
         fields[1].name = "label";
         fields[1].dtype = lab.h.dtype;
     }
     if (rc == 0) {
         ss_schema schema = {labels ? 2u : 1u, fields};
-        rc = ss_conv_begin(c, &schema, &skip);
+        rc = ss__conv_begin(c, &schema, &skip);
     }
     if (rc == 0) {
         uint32_t shape[SS_IDX_MAX_DIMS];
         const char *layout = rows_layout ? "rows" : "pixels";
         for (uint32_t k = 1; k < img.h.ndim; k++) shape[k - 1] = img.h.dims[k];
-        rc = ss_conv_set_attr(c, "image.shape", SS_U32, shape, 4 * (size_t)(img.h.ndim - 1));
-        if (rc == 0) rc = ss_conv_set_attr(c, "image.layout", SS_ATTR_TEXT, layout, strlen(layout));
+        rc = ss__conv_set_attr(c, "image.shape", SS_U32, shape, 4 * (size_t)(img.h.ndim - 1));
+        if (rc == 0) rc = ss__conv_set_attr(c, "image.layout", SS_ATTR_TEXT, layout,
+                                            strlen(layout));
         if (rc == 0 && label_names) {
             char *t = names_text(label_names);
-            rc = t ? ss_conv_set_attr(c, "label.names", SS_ATTR_TEXT, t, strlen(t))
-                   : ss_conv_error(c, "out of memory");
+            rc = t ? ss__conv_set_attr(c, "label.names", SS_ATTR_TEXT, t, strlen(t))
+                   : ss__conv_error(c, "out of memory");
             free(t);
         }
     }
     if (rc == 0) {
-        ss_conv_set_total(c, (uint64_t)img.h.dims[0] *
+        ss__conv_set_total(c, (uint64_t)img.h.dims[0] *
                                  (img.h.item_elems * img.h.elem_size + lab.h.elem_size));
         rc = convert_items(c, &img, &lab, steps, skip);
     }
@@ -295,6 +297,6 @@ static int run_idx(ss_conv *c, int argc, char **argv) {
     return rc;
 }
 
-const ss_converter ss_converter_idx = {
+const ss_converter ss__converter_idx = {
     "idx", "IDX images (MNIST, Fashion-MNIST; plain or .gz) as pixel or row sequences", run_idx,
     usage_idx};

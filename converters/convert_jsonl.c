@@ -62,12 +62,12 @@ typedef struct jl_options {
 } jl_options;
 
 static int add_key(ss_conv *c, jl_options *o, const char *k) {
-    if (!k) return ss_conv_usage_error(c, "--key needs a key");
-    if (o->nkeys == JL_MAX_KEYS) return ss_conv_usage_error(c, "at most %d keys", JL_MAX_KEYS);
+    if (!k) return ss__conv_usage_error(c, "--key needs a key");
+    if (o->nkeys == JL_MAX_KEYS) return ss__conv_usage_error(c, "at most %d keys", JL_MAX_KEYS);
     if (!*k || strlen(k) > SS_MAX_NAME || !strcmp(k, "source"))
-        return ss_conv_usage_error(c, "--key '%s' cannot name a field", k);
+        return ss__conv_usage_error(c, "--key '%s' cannot name a field", k);
     for (uint32_t i = 0; i < o->nkeys; i++)
-        if (!strcmp(o->keys[i], k)) return ss_conv_usage_error(c, "--key '%s' given twice", k);
+        if (!strcmp(o->keys[i], k)) return ss__conv_usage_error(c, "--key '%s' given twice", k);
     o->keys[o->nkeys++] = k;
     return 0;
 }
@@ -77,8 +77,9 @@ static int parse_jsonl(ss_conv *c, int argc, char **argv, jl_options *o) {
     o->min_count = 1;
     o->inputs = calloc((size_t)argc + 1, sizeof *o->inputs);
     o->counts = calloc((size_t)argc + 1, sizeof *o->counts);
-    if (!o->inputs || !o->counts) return ss_conv_error(c, "out of memory");
+    if (!o->inputs || !o->counts) return ss__conv_error(c, "out of memory");
     int only_files = 0;
+    tx_vocab_args va = TX_VOCAB_ARGS(o);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         int k;
@@ -92,45 +93,29 @@ static int parse_jsonl(ss_conv *c, int argc, char **argv, jl_options *o) {
         } else if (!strcmp(a, "--tokens")) {
             o->kind = v ? tx_parse_kind(v) : -1;
             if (o->kind < 0 || o->kind > TX_IDS)
-                return ss_conv_usage_error(c, "--tokens needs bytes, chars, words or ids");
+                return ss__conv_usage_error(c, "--tokens needs bytes, chars, words or ids");
             o->tokens_given = 1;
             i++;
         } else if (!strcmp(a, "--tokenizer")) {
             if (tx_spm_option(c, v, &o->spm_model)) return 2;
             i++;
-        } else if (!strcmp(a, "--bos")) {
-            o->bos = 1;
-        } else if (!strcmp(a, "--eos")) {
-            o->eos = 1;
-        } else if ((k = tx_parse_count_option(c, a, v, &o->min_count, &o->max_vocab,
-                                              &o->vocab_size)) != 0) {
+        } else if ((k = tx_vocab_option(c, &va, a, v, &i)) != 0) {
             if (k == 2) return 2;
-            i++;
-        } else if (!strcmp(a, "--vocab")) {
-            if (!v) return ss_conv_usage_error(c, "--vocab needs a store or a file");
-            o->vocab_from = v;
-            i++;
-        } else if (!strcmp(a, "--count-only")) {
-            o->count_only = 1;
-        } else if (!strcmp(a, "--counts")) {
-            if (!v) return ss_conv_usage_error(c, "--counts needs a counts file or directory");
-            o->counts[o->ncounts++] = v;
-            i++;
         } else {
-            return ss_conv_usage_error(c, "unknown option '%s'", a);
+            return ss__conv_usage_error(c, "unknown option '%s'", a);
         }
     }
-    if (!o->ninputs) return ss_conv_usage_error(c, "no input file");
+    if (!o->ninputs) return ss__conv_usage_error(c, "no input file");
     if (!o->nkeys) o->keys[o->nkeys++] = "text";
     if (o->spm_model && o->tokens_given)
-        return ss_conv_usage_error(c, "--tokenizer and --tokens exclude each other");
+        return ss__conv_usage_error(c, "--tokenizer and --tokens exclude each other");
     if (o->spm_model) o->kind = TX_SPM;
     if (o->vocab_size && o->kind != TX_IDS)
-        return ss_conv_usage_error(c, "--vocab-size needs --tokens ids");
+        return ss__conv_usage_error(c, "--vocab-size needs --tokens ids");
     if (o->kind != TX_WORDS && (o->vocab_from || o->max_vocab || o->min_count != 1))
-        return ss_conv_usage_error(c, "--vocab, --min-count and --max-vocab need --tokens words");
+        return ss__conv_usage_error(c, "--vocab, --min-count and --max-vocab need --tokens words");
     if (o->vocab_from && (o->max_vocab || o->min_count != 1))
-        return ss_conv_usage_error(c, "--vocab excludes --min-count and --max-vocab");
+        return ss__conv_usage_error(c, "--vocab excludes --min-count and --max-vocab");
     return tx_check_count_options(c, o->kind == TX_WORDS, o->count_only, o->ncounts,
                                   o->vocab_from != NULL);
 }
@@ -261,7 +246,7 @@ typedef struct jl_run {
 
 /* Append the items of one processed block, in order. */
 static int consume(jl_run *r, const tx_block *b, const jl_slot *s) {
-    if (s->oom) return ss_conv_error(r->c, "out of memory");
+    if (s->oom) return ss__conv_error(r->c, "out of memory");
     const tx_input *in = &r->j->inputs[b->input];
     if (b->input != r->input) {
         r->input = b->input;
@@ -274,7 +259,7 @@ static int consume(jl_run *r, const tx_block *b, const jl_slot *s) {
         const jl_item *it = &s->items[n];
         uint64_t line = r->base_line + it->line;
         if (it->bad) {
-            if (ss_conv_bad(r->c, in->path, line, "%s", s->msgs + it->bad - 1)) return 1;
+            if (ss__conv_bad(r->c, in->path, line, "%s", s->msgs + it->bad - 1)) return 1;
             continue;
         }
         for (uint32_t k = 0; k < nk; k++) {
@@ -287,11 +272,11 @@ static int consume(jl_run *r, const tx_block *b, const jl_slot *s) {
             r->skip--;
             continue;
         }
-        if (ss_conv_append_at(r->c, values, in->source, line, b->start[0])) return 1;
+        if (ss__conv_append_at(r->c, values, in->source, line, b->start[0])) return 1;
     }
     r->base_line += s->nlines;
     r->blank += s->nblank;
-    ss_conv_progress(r->c, b->end[0] - b->start[0]);
+    ss__conv_progress(r->c, b->end[0] - b->start[0]);
     return 0;
 }
 
@@ -372,13 +357,13 @@ static int run_blocks(jl_run *r, int threads) {
     p.state = calloc(p.nslots, sizeof *p.state);
     pthread_t *tid = calloc((size_t)threads, sizeof *tid);
     int started = 0, rc = 0;
-    if (!p.slots || !p.block || !p.state || !tid) rc = ss_conv_error(r->c, "out of memory");
+    if (!p.slots || !p.block || !p.state || !tid) rc = ss__conv_error(r->c, "out of memory");
     pthread_mutex_init(&p.mu, NULL);
     pthread_cond_init(&p.done, NULL);
     pthread_cond_init(&p.freed, NULL);
     for (; !rc && started < threads; started++)
         if (pthread_create(&tid[started], NULL, worker, &p)) break;
-    if (!rc && !started) rc = ss_conv_error(r->c, "cannot start threads");
+    if (!rc && !started) rc = ss__conv_error(r->c, "cannot start threads");
     if (!rc) rc = consume_in_order(r, &p);
     pthread_mutex_lock(&p.mu);
     p.stop = 1;
@@ -398,24 +383,24 @@ static int write_attrs(ss_conv *c, const jl_options *o, const tx_tok *t) {
     for (uint32_t k = 0; k < o->nkeys; k++) {
         const char *kind = tx_kind_name(t->kind);
         snprintf(name, sizeof name, "%s.tokens", o->keys[k]);
-        if (ss_conv_set_attr(c, name, SS_ATTR_TEXT, kind, strlen(kind))) return 1;
+        if (ss__conv_set_attr(c, name, SS_ATTR_TEXT, kind, strlen(kind))) return 1;
         if (t->bos_on) {
             snprintf(name, sizeof name, "%s.bos", o->keys[k]);
-            if (ss_conv_set_attr(c, name, SS_U32, &t->bos, sizeof t->bos)) return 1;
+            if (ss__conv_set_attr(c, name, SS_U32, &t->bos, sizeof t->bos)) return 1;
         }
         if (t->eos_on) {
             snprintf(name, sizeof name, "%s.eos", o->keys[k]);
-            if (ss_conv_set_attr(c, name, SS_U32, &t->eos, sizeof t->eos)) return 1;
+            if (ss__conv_set_attr(c, name, SS_U32, &t->eos, sizeof t->eos)) return 1;
         }
         if (t->kind == TX_IDS && t->vocab_size) {
             snprintf(name, sizeof name, "%s.vocab_size", o->keys[k]);
-            if (ss_conv_set_attr(c, name, SS_U64, &t->vocab_size, sizeof t->vocab_size)) return 1;
+            if (ss__conv_set_attr(c, name, SS_U64, &t->vocab_size, sizeof t->vocab_size)) return 1;
         }
         if (t->kind == TX_WORDS && !k) {
             size_t size;
-            char *text = ss_vocab_text(t->vocab, &size);
-            if (!text) return ss_conv_error(c, "out of memory");
-            int rc = ss_conv_set_attr(c, "vocab", SS_ATTR_TEXT, text, size);
+            char *text = ss__vocab_text(t->vocab, &size);
+            if (!text) return ss__conv_error(c, "out of memory");
+            int rc = ss__conv_set_attr(c, "vocab", SS_ATTR_TEXT, text, size);
             free(text);
             if (rc) return 1;
         }
@@ -428,13 +413,13 @@ static int write_attrs(ss_conv *c, const jl_options *o, const tx_tok *t) {
 /* Count the words of every block (in parallel; per-thread maps merged) into
  * *out; with `mine`, only this --shard's blocks. @return 0, or 1 (printed). */
 static int count_words(ss_conv *c, const jl_spec *sp, const tx_job *j, int mine, ss_vocab **out) {
-    int threads = ss_conv_opts(c)->threads, oom = 0;
+    int threads = ss__conv_opts(c)->threads, oom = 0;
     ss_vocab **maps = calloc((size_t)threads, sizeof *maps);
     jl_arena *arenas = calloc((size_t)threads, sizeof *arenas);
     *out = NULL;
     if (!maps || !arenas) oom = 1;
     for (int t = 0; t < threads && !oom; t++)
-        if (ss_vocab_new(&maps[t])) oom = 1;
+        if (ss__vocab_new(&maps[t])) oom = 1;
     if (!oom) {
 #pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
         for (size_t b = 0; b < j->nblocks; b++) {
@@ -455,25 +440,25 @@ static int count_words(ss_conv *c, const jl_spec *sp, const tx_job *j, int mine,
         }
     }
     for (int t = 1; t < threads && !oom; t++)
-        if (ss_vocab_merge(maps[0], maps[t])) oom = 1;
+        if (ss__vocab_merge(maps[0], maps[t])) oom = 1;
     for (int t = 0; maps && arenas && t < threads; t++) {
-        if (t || oom) ss_vocab_free(maps[t]); /* merge copied the words: arenas may go */
+        if (t || oom) ss__vocab_free(maps[t]); /* merge copied the words: arenas may go */
         jl_arena_free(&arenas[t]);
     }
     if (!oom) *out = maps[0];
     free(maps);
     free(arenas);
-    return oom ? ss_conv_error(c, "out of memory while counting words") : 0;
+    return oom ? ss__conv_error(c, "out of memory while counting words") : 0;
 }
 
 /* --count-only: this shard's counts as a counts file (no store). */
 static int write_counts(ss_conv *c, const jl_spec *sp, tx_job *j) {
     ss_vocab *counts[2] = {NULL, NULL};
     int skip[2] = {0, 1};
-    ss_conv_no_store(c);
+    ss__conv_no_store(c);
     if (tx_shard_blocks(c, j) || count_words(c, sp, j, 1, &counts[0])) return 1;
     int rc = tx_write_counts_of(c, j, 1, skip, counts);
-    ss_vocab_free(counts[0]);
+    ss__vocab_free(counts[0]);
     return rc;
 }
 
@@ -483,29 +468,30 @@ static int load_vocab(ss_conv *c, const jl_spec *sp, const tx_job *j, const jl_o
     int skip[2] = {0, 1};
     *out = NULL;
     if (o->vocab_from) return tx_vocab_load(c, out, o->vocab_from, o->keys[0]);
-    if (ss_conv_opts(c)->append) return tx_vocab_load(c, out, ss_conv_opts(c)->output, o->keys[0]);
+    if (ss__conv_opts(c)->append) return tx_vocab_load(c, out, ss__conv_opts(c)->output,
+                                                       o->keys[0]);
     if (o->ncounts ? tx_read_counts(c, j, 1, skip, o->counts, o->ncounts, counts)
                    : count_words(c, sp, j, 0, &counts[0]))
         return 1;
-    int rc = ss_vocab_build(out, counts[0], o->min_count, o->max_vocab);
-    ss_vocab_free(counts[0]);
-    ss_vocab_free(counts[1]);
-    return rc ? ss_conv_error(c, "out of memory while building the vocabulary") : 0;
+    int rc = ss__vocab_build(out, counts[0], o->min_count, o->max_vocab);
+    ss__vocab_free(counts[0]);
+    ss__vocab_free(counts[1]);
+    return rc ? ss__conv_error(c, "out of memory while building the vocabulary") : 0;
 }
 
 static int convert(ss_conv *c, const jl_options *o, tx_job *j, tx_tok *t, ss_vocab **vocab) {
     for (int i = 0; i < o->ninputs; i++) {
         char err[256];
-        uint32_t src = ss_conv_add_source(c, o->inputs[i]);
+        uint32_t src = ss__conv_add_source(c, o->inputs[i]);
         if (tx_input_load(&j->inputs[i], o->inputs[i], err, sizeof err)) {
             j->inputs[i].path = o->inputs[i];
-            if (ss_conv_bad(c, o->inputs[i], 0, "%s", err)) return 1;
+            if (ss__conv_bad(c, o->inputs[i], 0, "%s", err)) return 1;
             continue;
         }
         j->inputs[i].source = src;
         j->inputs[i].ok = 1;
     }
-    if (tx_split(j)) return ss_conv_error(c, "out of memory");
+    if (tx_split(j)) return ss__conv_error(c, "out of memory");
     jl_spec sp = {o->nkeys, o->keys, t, tx_spm_tokenize};
     j->counts_options = o->counts_options;
     if (o->count_only) return write_counts(c, &sp, j);
@@ -519,21 +505,21 @@ static int convert(ss_conv *c, const jl_options *o, tx_job *j, tx_tok *t, ss_voc
         fields[k] = (ss_field){.name = o->keys[k], .dtype = t->dtype, .sequence = 1};
     ss_schema schema = {o->nkeys, fields};
     jl_run r = {c, &sp, j, 0, 0, UINT32_MAX, 0};
-    if (tx_shard_blocks(c, j) || ss_conv_begin(c, &schema, &r.skip) || write_attrs(c, o, t))
+    if (tx_shard_blocks(c, j) || ss__conv_begin(c, &schema, &r.skip) || write_attrs(c, o, t))
         return 1;
     uint64_t total = 0;
     for (uint32_t i = 0; i < j->ninputs; i++) total += j->inputs[i].ok ? j->inputs[i].size : 0;
-    ss_conv_set_total(c, total);
+    ss__conv_set_total(c, total);
     json_object_seed(0); /* once, before the threads create objects */
-    if (run_blocks(&r, ss_conv_opts(c)->threads)) return 1;
-    if (r.blank) ss_conv_skipped(c, r.blank, "blank line", NULL);
+    if (run_blocks(&r, ss__conv_opts(c)->threads)) return 1;
+    if (r.blank) ss__conv_skipped(c, r.blank, "blank line", NULL);
     return 0;
 }
 
 static int run_jsonl(ss_conv *c, int argc, char **argv) {
     jl_options o;
     int rc = parse_jsonl(c, argc, argv, &o);
-    if (!rc && !(o.counts_options = counts_options(&o))) rc = ss_conv_error(c, "out of memory");
+    if (!rc && !(o.counts_options = counts_options(&o))) rc = ss__conv_error(c, "out of memory");
     if (rc) {
         free(o.inputs);
         free(o.counts);
@@ -550,7 +536,7 @@ static int run_jsonl(ss_conv *c, int argc, char **argv) {
     j.inputs = calloc((size_t)o.ninputs, sizeof *j.inputs);
     j.ninputs = (uint32_t)o.ninputs;
     if (!j.inputs) {
-        rc = ss_conv_error(c, "out of memory");
+        rc = ss__conv_error(c, "out of memory");
     } else if (o.kind == TX_SPM && tx_spm_load(c, &spm, o.spm_model)) {
         rc = 1;
     } else {
@@ -564,11 +550,11 @@ static int run_jsonl(ss_conv *c, int argc, char **argv) {
     free(o.inputs);
     free(o.counts);
     free(o.counts_options);
-    ss_spm_free(spm);
-    ss_vocab_free(vocab);
+    ss__spm_free(spm);
+    ss__vocab_free(vocab);
     return rc;
 }
 
-const ss_converter ss_converter_jsonl = {
+const ss_converter ss__converter_jsonl = {
     "jsonl", "JSON lines (plain or .gz): --key fields, bytes/chars/ids or SentencePiece ids",
     run_jsonl, jsonl_usage};

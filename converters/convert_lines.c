@@ -24,7 +24,7 @@ static int run_lines(ss_conv *c, int argc, char **argv) {
     o.mode = TX_LINES;
     o.min_count = 1;
     o.inputs = calloc((size_t)argc + 1, sizeof *o.inputs);
-    if (!o.inputs) return ss_conv_error(c, "out of memory");
+    if (!o.inputs) return ss__conv_error(c, "out of memory");
     int rc = 0, only_files = 0;
     for (int i = 1; i < argc && !rc; i++) {
         if (only_files || argv[i][0] != '-' || !strcmp(argv[i], "-"))
@@ -34,13 +34,13 @@ static int run_lines(ss_conv *c, int argc, char **argv) {
         else if (!strcmp(argv[i], "--skip-empty"))
             o.skip_empty = 1;
         else
-            rc = ss_conv_usage_error(c, "unknown option '%s'", argv[i]);
+            rc = ss__conv_usage_error(c, "unknown option '%s'", argv[i]);
     }
-    if (!rc && !o.ninputs) rc = ss_conv_usage_error(c, "no input file");
+    if (!rc && !o.ninputs) rc = ss__conv_usage_error(c, "no input file");
     if (!rc) rc = tx_text_convert(c, &o);
     free(o.inputs);
     return rc;
 }
 
-const ss_converter ss_converter_lines = {
+const ss_converter ss__converter_lines = {
     "lines", "one example per line of text, bytes as u8 tokens", run_lines, lines_usage};

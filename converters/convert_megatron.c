@@ -85,8 +85,8 @@ static int append_input(ss_conv *c, const mg_input *in, uint64_t *skip, uint64_t
             (*skip)--;
             continue;
         }
-        if (ss_conv_append_at(c, v, in->source, i + 1, i)) return 1;
-        ss_conv_progress(c, mg_seq_size(x, i) * x->itemsize + 12);
+        if (ss__conv_append_at(c, v, in->source, i + 1, i)) return 1;
+        ss__conv_progress(c, mg_seq_size(x, i) * x->itemsize + 12);
     }
     /* the next input's first document follows this input's last one (its
      * doc_idx ends at its sequence count, mg_index_parse()) */
@@ -100,24 +100,24 @@ static int run_inputs(ss_conv *c, mg_input *in, int n) {
         if (!in[i].ok) continue;
         if (first < 0) first = i;
         if (in[i].x.code != in[first].x.code)
-            return ss_conv_error(c, "the datasets differ in dtype: code %u and code %u",
-                                 in[first].x.code, in[i].x.code);
+            return ss__conv_error(c, "the datasets differ in dtype: code %u and code %u",
+                                  in[first].x.code, in[i].x.code);
     }
-    if (first < 0) return ss_conv_error(c, "no readable dataset");
+    if (first < 0) return ss__conv_error(c, "no readable dataset");
     ss_field f[2] = {{.name = "tokens", .dtype = in[first].x.dtype, .sequence = 1},
                      {.name = "document", .dtype = SS_U64, .sequence = 0}};
     ss_schema schema = {2, f};
     uint64_t skip = 0, doc = 0, total = 0;
-    if (ss_conv_begin(c, &schema, &skip)) return 1;
+    if (ss__conv_begin(c, &schema, &skip)) return 1;
     size_t nd;
     uint64_t *d = join_doc_idx(in, n, &nd);
-    if (!d) return ss_conv_error(c, "out of memory");
-    int rc = ss_conv_set_attr(c, "megatron.doc_idx", SS_U64, d, nd * sizeof *d);
+    if (!d) return ss__conv_error(c, "out of memory");
+    int rc = ss__conv_set_attr(c, "megatron.doc_idx", SS_U64, d, nd * sizeof *d);
     free(d);
     uint8_t code = in[first].x.code;
-    if (rc || ss_conv_set_attr(c, "megatron.dtype_code", SS_U8, &code, 1)) return 1;
+    if (rc || ss__conv_set_attr(c, "megatron.dtype_code", SS_U8, &code, 1)) return 1;
     for (int i = 0; i < n; i++) total += in[i].ok ? in[i].bin.size + in[i].idx.size : 0;
-    ss_conv_set_total(c, total);
+    ss__conv_set_total(c, total);
     for (int i = 0; i < n; i++)
         if (in[i].ok && append_input(c, &in[i], &skip, &doc)) return 1;
     return 0;
@@ -131,23 +131,23 @@ static int run_megatron(ss_conv *c, int argc, char **argv) {
             continue;
         }
         if (!only && argv[i][0] == '-')
-            return ss_conv_usage_error(c, "unknown option '%s'", argv[i]);
+            return ss__conv_usage_error(c, "unknown option '%s'", argv[i]);
         argv[1 + n++] = argv[i];
     }
-    if (!n) return ss_conv_usage_error(c, "no dataset PREFIX");
+    if (!n) return ss__conv_usage_error(c, "no dataset PREFIX");
     mg_input *in = calloc((size_t)n, sizeof *in);
-    if (!in) return ss_conv_error(c, "out of memory");
+    if (!in) return ss__conv_error(c, "out of memory");
     int rc = 0;
     for (int i = 0; i < n && !rc; i++) {
         char err[1536];
-        in[i].source = ss_conv_add_source(c, argv[1 + i]);
+        in[i].source = ss__conv_add_source(c, argv[1 + i]);
         char path[4096];
         snprintf(path, sizeof path, "%s.idx", argv[1 + i]); /* --resume: the same files */
-        ss_conv_add_checked(c, path);
+        ss__conv_add_checked(c, path);
         snprintf(path, sizeof path, "%s.bin", argv[1 + i]);
-        ss_conv_add_checked(c, path);
+        ss__conv_add_checked(c, path);
         if (load_prefix(&in[i], argv[1 + i], err, sizeof err)) {
-            rc = ss_conv_bad(c, argv[1 + i], 0, "%s", err);
+            rc = ss__conv_bad(c, argv[1 + i], 0, "%s", err);
             continue;
         }
         in[i].ok = 1;
@@ -155,7 +155,7 @@ static int run_megatron(ss_conv *c, int argc, char **argv) {
     /* --shard: an input is sliced by sequence number (monotone, unlike .bin
      * offsets a writer may have reordered) */
     for (int i = 0; i < n && !rc; i++)
-        rc = ss_conv_shard_size(c, in[i].source, in[i].ok ? in[i].x.nseq : 0);
+        rc = ss__conv_shard_size(c, in[i].source, in[i].ok ? in[i].x.nseq : 0);
     if (!rc) rc = run_inputs(c, in, n);
     for (int i = 0; i < n; i++) {
         tx_input_release(&in[i].idx);
@@ -165,6 +165,6 @@ static int run_megatron(ss_conv *c, int argc, char **argv) {
     return rc;
 }
 
-const ss_converter ss_converter_megatron = {
+const ss_converter ss__converter_megatron = {
     "megatron", "Megatron-LM / fairseq indexed datasets (PREFIX.bin + PREFIX.idx)", run_megatron,
     megatron_usage};

@@ -45,7 +45,7 @@ static int npy_open(FILE **fp, ss_npy_header *h, const char *path, char *err, si
         snprintf(err, errlen, "read error: %s", strerror(errno));
         goto fail;
     }
-    if (ss_npy_header_size(&need, pre, got) != 0) goto bad;
+    if (ss__npy_header_size(&need, pre, got) != 0) goto bad;
     if (need > got) {
         hdr = malloc(need);
         if (!hdr) {
@@ -60,7 +60,7 @@ static int npy_open(FILE **fp, ss_npy_header *h, const char *path, char *err, si
             goto fail;
         }
     }
-    if (ss_npy_parse_header(h, hdr ? hdr : pre, got) != 0) goto bad;
+    if (ss__npy_parse_header(h, hdr ? hdr : pre, got) != 0) goto bad;
     if (h->ndim == 0) {
         snprintf(err, errlen, "0-d array: no first (time) axis");
         goto fail;
@@ -161,7 +161,7 @@ static int npy_read(FILE *f, const ss_npy_header *h, unsigned char **buf, size_t
                  (unsigned long long)(h->data_offset + bytes));
         return 1;
     }
-    if (h->swap) ss_npy_swap(*buf, h->count, h->elem_size);
+    if (h->swap) ss__npy_swap(*buf, h->count, h->elem_size);
     return 0;
 }
 
@@ -175,31 +175,31 @@ static int run_npy(ss_conv *c, int argc, char **argv) {
     uint64_t skip = 0, total = 0;
     char err[512], why[256];
 
-    if (!files) return ss_conv_error(c, "out of memory");
+    if (!files) return ss__conv_error(c, "out of memory");
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--field")) {
             if (i + 1 >= argc) {
                 free(files);
-                return ss_conv_usage_error(c, "--field needs a value");
+                return ss__conv_usage_error(c, "--field needs a value");
             }
             name = argv[++i];
         } else if (argv[i][0] == '-' && argv[i][1] != '\0') {
             free(files);
-            return ss_conv_usage_error(c, "unknown option '%s'", argv[i]);
+            return ss__conv_usage_error(c, "unknown option '%s'", argv[i]);
         } else {
             files[nfiles++] = argv[i];
         }
     }
     if (nfiles == 0) {
         free(files);
-        return ss_conv_usage_error(c, "no input files");
+        return ss__conv_usage_error(c, "no input files");
     }
     /* The first readable file sets the schema; bad files are reported below. */
     for (int i = 0; i < nfiles; i++) {
         ss_npy_header h;
         FILE *f;
-        ss_conv_add_source(c, files[i]);
-        total += ss_conv_file_size(files[i]);
+        ss__conv_add_source(c, files[i]);
+        total += ss__conv_file_size(files[i]);
         if (!have && npy_open(&f, &h, files[i], err, sizeof err) == 0) {
             npy_field(&field, &h, name);
             have = 1;
@@ -212,18 +212,18 @@ static int run_npy(ss_conv *c, int argc, char **argv) {
             FILE *f;
             ss_npy_header h;
             npy_open(&f, &h, files[i], err, sizeof err);
-            rc = ss_conv_bad(c, files[i], 0, "%s", err);
+            rc = ss__conv_bad(c, files[i], 0, "%s", err);
         }
         free(files);
-        return rc ? rc : ss_conv_error(c, "no readable .npy file among the inputs");
+        return rc ? rc : ss__conv_error(c, "no readable .npy file among the inputs");
     }
     {
         ss_schema schema = {1, &field};
-        rc = ss_conv_begin(c, &schema, &skip);
+        rc = ss__conv_begin(c, &schema, &skip);
     }
-    ss_conv_set_total(c, total);
+    ss__conv_set_total(c, total);
     for (int i = 0; i < nfiles && rc == 0; i++) {
-        if (!ss_conv_in_shard(c, (uint32_t)i)) continue; /* --shard: another shard's file */
+        if (!ss__conv_in_shard(c, (uint32_t)i)) continue; /* --shard: another shard's file */
         ss_npy_header h;
         ss_field got;
         FILE *f;
@@ -236,7 +236,7 @@ static int run_npy(ss_conv *c, int argc, char **argv) {
             fclose(f);
         }
         if (bad) {
-            rc = ss_conv_bad(c, files[i], 0, "%s", bad);
+            rc = ss__conv_bad(c, files[i], 0, "%s", bad);
             continue;
         }
         if (skip) {
@@ -244,13 +244,13 @@ static int run_npy(ss_conv *c, int argc, char **argv) {
             continue;
         }
         ss_value v = {buf, h.shape[0]};
-        rc = ss_conv_append(c, &v, (uint32_t)i, 1);
-        ss_conv_progress(c, ss_conv_file_size(files[i]));
+        rc = ss__conv_append(c, &v, (uint32_t)i, 1);
+        ss__conv_progress(c, ss__conv_file_size(files[i]));
     }
     free(buf);
     free(files);
     return rc;
 }
 
-const ss_converter ss_converter_npy = {
+const ss_converter ss__converter_npy = {
     "npy", "NumPy .npy arrays, one example per file (first axis = time)", run_npy, usage_npy};

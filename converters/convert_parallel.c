@@ -52,14 +52,14 @@ static int parse_par(ss_conv *c, int argc, char **argv, par_options *o) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         int k;
         if (only_files || a[0] != '-' || !strcmp(a, "-")) {
-            if (nfiles == 2) return ss_conv_usage_error(c, "more than two input files");
+            if (nfiles == 2) return ss__conv_usage_error(c, "more than two input files");
             o->files[nfiles++] = a;
         } else if (!strcmp(a, "--")) {
             only_files = 1;
         } else if (!strcmp(a, "--tokens") || !strcmp(a, "--src-tokens") ||
                    !strcmp(a, "--tgt-tokens")) {
             if (!v || (k = tx_parse_kind(v)) < 0)
-                return ss_conv_usage_error(c, "%s needs bytes, chars, words or ids", a);
+                return ss__conv_usage_error(c, "%s needs bytes, chars, words or ids", a);
             if (strcmp(a, "--tgt-tokens")) o->kind[0] = k;
             if (strcmp(a, "--src-tokens")) o->kind[1] = k;
             o->tokens_given = 1;
@@ -80,35 +80,35 @@ static int parse_par(ss_conv *c, int argc, char **argv, par_options *o) {
             i++;
         } else if (!strcmp(a, "--vocab") || !strcmp(a, "--src-vocab") ||
                    !strcmp(a, "--tgt-vocab")) {
-            if (!v) return ss_conv_usage_error(c, "%s needs a store or a file", a);
+            if (!v) return ss__conv_usage_error(c, "%s needs a store or a file", a);
             if (strcmp(a, "--tgt-vocab")) o->vocab_from[0] = v;
             if (strcmp(a, "--src-vocab")) o->vocab_from[1] = v;
             i++;
         } else if (!strcmp(a, "--count-only")) {
             o->count_only = 1;
         } else if (!strcmp(a, "--counts")) {
-            if (!v) return ss_conv_usage_error(c, "--counts needs a counts file or directory");
+            if (!v) return ss__conv_usage_error(c, "--counts needs a counts file or directory");
             if (!o->counts && !(o->counts = calloc((size_t)argc, sizeof *o->counts)))
-                return ss_conv_error(c, "out of memory");
+                return ss__conv_error(c, "out of memory");
             o->counts[o->ncounts++] = v;
             i++;
         } else {
-            return ss_conv_usage_error(c, "unknown option '%s'", a);
+            return ss__conv_usage_error(c, "unknown option '%s'", a);
         }
     }
-    if (nfiles != 2) return ss_conv_usage_error(c, "needs two input files, SRC and TGT");
+    if (nfiles != 2) return ss__conv_usage_error(c, "needs two input files, SRC and TGT");
     if (o->spm_model && o->tokens_given)
-        return ss_conv_usage_error(c, "--tokenizer and --tokens exclude each other");
+        return ss__conv_usage_error(c, "--tokenizer and --tokens exclude each other");
     for (int s = 0; s < 2; s++) {
         if (o->kind[s] != TX_WORDS && o->vocab_from[s])
-            return ss_conv_usage_error(c, "--vocab needs --tokens words");
+            return ss__conv_usage_error(c, "--vocab needs --tokens words");
         if (o->kind[s] == TX_IDS && (o->bos || o->eos) && !o->vocab_size)
-            return ss_conv_usage_error(c, "--bos/--eos with --tokens ids need --vocab-size");
+            return ss__conv_usage_error(c, "--bos/--eos with --tokens ids need --vocab-size");
     }
     if (o->shared && (o->kind[0] != TX_WORDS || o->kind[1] != TX_WORDS))
-        return ss_conv_usage_error(c, "--shared-vocab needs --tokens words on both sides");
+        return ss__conv_usage_error(c, "--shared-vocab needs --tokens words on both sides");
     if (o->shared && o->vocab_from[0] != o->vocab_from[1])
-        return ss_conv_usage_error(c, "--shared-vocab takes --vocab FROM, not --src/--tgt-vocab");
+        return ss__conv_usage_error(c, "--shared-vocab takes --vocab FROM, not --src/--tgt-vocab");
     return tx_check_count_options(c, o->kind[0] == TX_WORDS || o->kind[1] == TX_WORDS,
                                   o->count_only, o->ncounts, o->vocab_from[0] || o->vocab_from[1]);
 }
@@ -131,9 +131,9 @@ static int convert_parallel(ss_conv *c, const par_options *op) {
     rc = 1;
     for (int s = 0; s < 2; s++) {
         char err[256];
-        uint32_t src = ss_conv_add_source(c, o.files[s]);
+        uint32_t src = ss__conv_add_source(c, o.files[s]);
         if (tx_input_load(&in[s], o.files[s], err, sizeof err)) {
-            ss_conv_error(c, "%s: %s", o.files[s], err);
+            ss__conv_error(c, "%s: %s", o.files[s], err);
             goto done;
         }
         in[s].source = src;
@@ -150,13 +150,13 @@ static int convert_parallel(ss_conv *c, const par_options *op) {
     uint64_t n0 = tx_count_lines(in[0].data, in[0].size);
     uint64_t n1 = tx_count_lines(in[1].data, in[1].size);
     if (n0 != n1) {
-        ss_conv_error(
+        ss__conv_error(
             c, "the files are not aligned: '%s' has %" PRIu64 " lines, '%s' has %" PRIu64 " lines",
             o.files[0], n0, o.files[1], n1);
         goto done;
     }
     if (tx_split(&j)) {
-        ss_conv_error(c, "out of memory");
+        ss__conv_error(c, "out of memory");
         goto done;
     }
     int need_count[2] = {0, 0};
@@ -166,9 +166,9 @@ static int convert_parallel(ss_conv *c, const par_options *op) {
             if (o.shared && s) continue;
             if (tx_vocab_load(c, &vocab[s], o.vocab_from[s], o.shared ? names[0] : names[s]))
                 goto done;
-        } else if (ss_conv_opts(c)->append) {
+        } else if (ss__conv_opts(c)->append) {
             if (o.shared && s) continue;
-            if (tx_vocab_load(c, &vocab[s], ss_conv_opts(c)->output,
+            if (tx_vocab_load(c, &vocab[s], ss__conv_opts(c)->output,
                               o.shared ? names[0] : names[s]))
                 goto done;
         } else {
@@ -177,7 +177,7 @@ static int convert_parallel(ss_conv *c, const par_options *op) {
     }
     if (o.count_only) {
         int skip[2] = {!need_count[0], !need_count[1]};
-        rc = tx_write_counts(c, &j, ss_conv_opts(c)->threads, o.shared, skip);
+        rc = tx_write_counts(c, &j, ss__conv_opts(c)->threads, o.shared, skip);
         goto done;
     }
     if (need_count[0] || need_count[1]) {
@@ -187,10 +187,10 @@ static int convert_parallel(ss_conv *c, const par_options *op) {
             if (tx_read_counts(c, &j, o.shared, skip, o.counts, o.ncounts, counts)) goto done;
             int r =
                 tx_vocabs_from_counts(c, counts, o.min_count, o.max_vocab, o.shared, skip, built);
-            ss_vocab_free(counts[0]);
-            ss_vocab_free(counts[1]);
+            ss__vocab_free(counts[0]);
+            ss__vocab_free(counts[1]);
             if (r) goto done;
-        } else if (tx_build_vocabs(c, &j, ss_conv_opts(c)->threads, o.min_count, o.max_vocab,
+        } else if (tx_build_vocabs(c, &j, ss__conv_opts(c)->threads, o.min_count, o.max_vocab,
                                    o.shared, skip, built)) {
             goto done;
         }
@@ -207,9 +207,9 @@ done:
     tx_input_release(&in[1]);
     tx_wordids_free(&j);
     free(j.blocks);
-    ss_vocab_free(vocab[0]);
-    ss_vocab_free(vocab[1]);
-    ss_spm_free(spm);
+    ss__vocab_free(vocab[0]);
+    ss__vocab_free(vocab[1]);
+    ss__spm_free(spm);
     return rc;
 }
 
@@ -221,6 +221,6 @@ static int run_parallel(ss_conv *c, int argc, char **argv) {
     return rc;
 }
 
-const ss_converter ss_converter_parallel = {
+const ss_converter ss__converter_parallel = {
     "parallel", "parallel corpora: two line-aligned files become fields src and tgt", run_parallel,
     parallel_usage};

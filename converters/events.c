@@ -66,7 +66,7 @@ static int mask_option(ss_events *e, const char *val, char *err, size_t errlen) 
     return 1;
 }
 
-int ss_events_option(ss_events *e, const char *opt, const char *val, char *err, size_t errlen) {
+int ss__events_option(ss_events *e, const char *opt, const char *val, char *err, size_t errlen) {
     if (!strcmp(opt, "--events-from")) return from_option(e, val, err, errlen);
     if (!strcmp(opt, "--trigger-mask")) return mask_option(e, val, err, errlen);
     if (!strcmp(opt, "--events-as")) {
@@ -100,7 +100,7 @@ int ss_events_option(ss_events *e, const char *opt, const char *val, char *err, 
     return 0;
 }
 
-int ss_events_check(ss_events *e, char *err, size_t errlen) {
+int ss__events_check(ss_events *e, char *err, size_t errlen) {
     if (e->mode != SS_EV_WINDOWS && (e->have_start || e->have_stop))
         return snprintf(err, errlen, "--window-start/--window-stop need --events-as windows"), -1;
     if (e->mode == SS_EV_NONE && e->fixed)
@@ -129,7 +129,7 @@ int ss_events_check(ss_events *e, char *err, size_t errlen) {
     return 0;
 }
 
-int ss_events_load(ss_events *e, const ss_store *st) {
+int ss__events_load(ss_events *e, const ss_store *st) {
     uint32_t fi;
     ss_lines *l = NULL;
     if (e->mode == SS_EV_NONE || e->fixed || ss_field_index(&fi, st, "label") ||
@@ -171,8 +171,8 @@ static int class_of(ss_events *e, const char *text, size_t n, uint32_t *out) {
     return 0;
 }
 
-int ss_events_read(ss_events *e, const char *text, size_t len, double rate, uint64_t T, char *err,
-                   size_t errlen) {
+int ss__events_read(ss_events *e, const char *text, size_t len, double rate, uint64_t T, char *err,
+                    size_t errlen) {
     const char *p = text, *end = text + len;
     uint64_t line = 0;
     e->nev = 0;
@@ -215,7 +215,7 @@ int ss_events_read(ss_events *e, const char *text, size_t len, double rate, uint
     return 0;
 }
 
-int ss_events_codes(ss_events *e, const int32_t *codes, uint64_t T, char *err, size_t errlen) {
+int ss__events_codes(ss_events *e, const int32_t *codes, uint64_t T, char *err, size_t errlen) {
     uint64_t number = 0;
     e->nev = 0;
     for (uint64_t t = 0; t < T;) {
@@ -239,7 +239,7 @@ int ss_events_codes(ss_events *e, const int32_t *codes, uint64_t T, char *err, s
     return 0;
 }
 
-const uint32_t *ss_events_samples(ss_events *e, uint64_t T) {
+const uint32_t *ss__events_samples(ss_events *e, uint64_t T) {
     if (T > e->caplab || !e->lab) {
         uint32_t *v = realloc(e->lab, (T ? T : 1) * sizeof *v);
         if (!v) return NULL;
@@ -255,16 +255,16 @@ const uint32_t *ss_events_samples(ss_events *e, uint64_t T) {
     return e->lab;
 }
 
-uint64_t ss_events_window(const ss_events *e, double rate) {
+uint64_t ss__events_window(const ss_events *e, double rate) {
     long long w = llround((e->stop - e->start) * rate);
     return w < 1 ? 1 : (uint64_t)w;
 }
 
-int64_t ss_events_window_start(const ss_events *e, size_t k, double rate) {
+int64_t ss__events_window_start(const ss_events *e, size_t k, double rate) {
     return e->ev[k].onset + llround(e->start * rate);
 }
 
-char *ss_events_names(const ss_events *e, size_t *len) {
+char *ss__events_names(const ss_events *e, size_t *len) {
     size_t cap = 1;
     for (uint32_t k = 0; k < e->nnames; k++) cap += strlen(e->names[k]) + 1;
     char *t = malloc(cap);
@@ -276,7 +276,7 @@ char *ss_events_names(const ss_events *e, size_t *len) {
     return t;
 }
 
-void ss_events_free(ss_events *e) {
+void ss__events_free(ss_events *e) {
     for (uint32_t k = 0; k < e->nnames; k++) free(e->names[k]);
     free(e->names);
     free(e->from_channel);
@@ -286,13 +286,13 @@ void ss_events_free(ss_events *e) {
 }
 
 /* label.names, and how many windows were left out. */
-int ss_events_finish(ss_conv *c, const ss_events *e) {
+int ss__events_finish(ss_conv *c, const ss_events *e) {
     size_t len;
-    char *names = ss_events_names(e, &len);
-    if (!names) return ss_conv_error(c, "out of memory");
-    int rc = ss_conv_set_attr(c, "label.names", SS_ATTR_TEXT, names, len);
+    char *names = ss__events_names(e, &len);
+    if (!names) return ss__conv_error(c, "out of memory");
+    int rc = ss__conv_set_attr(c, "label.names", SS_ATTR_TEXT, names, len);
     free(names);
-    if (e->outside && !ss_conv_opts(c)->quiet)
+    if (e->outside && !ss__conv_opts(c)->quiet)
         fprintf(stderr,
                 "seqstore convert: %llu event window%s not inside the recording, left out\n",
                 (unsigned long long)e->outside, e->outside == 1 ? "" : "s");

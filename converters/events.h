@@ -86,49 +86,49 @@ typedef struct ss_events {
 /** Handle option `opt` with value `val` if it is one of --events-as,
  *  --events, --window-start, --window-stop, --events-from, --trigger-mask.
  *  @return 1 consumed; 0 not an events option; -1 bad value (err says why). */
-int ss_events_option(ss_events *e, const char *opt, const char *val, char *err, size_t errlen);
+int ss__events_option(ss_events *e, const char *opt, const char *val, char *err, size_t errlen);
 
 /** After the options: windows need --window-start < --window-stop; the
  *  window options need --events-as windows; --events-from needs --events-as
  *  and --trigger-mask an event channel. @return 0, or -1 (err). */
-int ss_events_check(ss_events *e, char *err, size_t errlen);
+int ss__events_check(ss_events *e, char *err, size_t errlen);
 
 /** Start from the classes of the store appended to (its label.names, a
  *  separated line list: zero bytes are one empty name, or no class in a
  *  store without examples), when it has them. @return 0, or -1 (out of
  *  memory). */
-int ss_events_load(ss_events *e, const ss_store *st);
+int ss__events_load(ss_events *e, const ss_store *st);
 
 /** Classify the annotation lines of one recording of T samples into e->ev
  *  (samples at `rate` Hz). New texts get new classes unless --events fixed
  *  them. @return 0, or -1 (a line that is not ONSET\tDURATION\tTEXT, or
  *  an onset outside [0, T]; err names the event). */
-int ss_events_read(ss_events *e, const char *text, size_t len, double rate, uint64_t T, char *err,
-                   size_t errlen);
+int ss__events_read(ss_events *e, const char *text, size_t len, double rate, uint64_t T, char *err,
+                    size_t errlen);
 
 /** Classify the trigger events of an event channel's T digital values
- *  `codes` (see above) into e->ev, as ss_events_read() does for lines.
+ *  `codes` (see above) into e->ev, as ss__events_read() does for lines.
  *  @return 0, or -1 (out of memory; err says so). */
-int ss_events_codes(ss_events *e, const int32_t *codes, uint64_t T, char *err, size_t errlen);
+int ss__events_codes(ss_events *e, const int32_t *codes, uint64_t T, char *err, size_t errlen);
 
 /** Per-sample labels of the events read last, for a recording of T samples
  *  (borrowed until the next call). NULL when out of memory. */
-const uint32_t *ss_events_samples(ss_events *e, uint64_t T);
+const uint32_t *ss__events_samples(ss_events *e, uint64_t T);
 
 /** Window length in samples at `rate` (>= 1). */
-uint64_t ss_events_window(const ss_events *e, double rate);
+uint64_t ss__events_window(const ss_events *e, double rate);
 
 /** First sample of event k's window (may be out of the recording). */
-int64_t ss_events_window_start(const ss_events *e, size_t k, double rate);
+int64_t ss__events_window_start(const ss_events *e, size_t k, double rate);
 
 /** The classes as '\n'-joined text (malloc'd, *len bytes); NULL when out of memory. */
-char *ss_events_names(const ss_events *e, size_t *len);
+char *ss__events_names(const ss_events *e, size_t *len);
 
 /** After the last input: store label.names and say (unless --quiet) how many
  *  windows were left out. @return 0, or 1 (error printed). */
 struct ss_conv;
-int ss_events_finish(struct ss_conv *c, const ss_events *e);
+int ss__events_finish(struct ss_conv *c, const ss_events *e);
 
-void ss_events_free(ss_events *e);
+void ss__events_free(ss_events *e);
 
 #endif /* SS_EVENTS_H */

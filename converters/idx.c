@@ -36,7 +36,7 @@ static int idx_type(unsigned char t, ss_dtype *dtype, uint32_t *size) {
     }
 }
 
-int ss_idx_header_size(size_t *out, const void *buf, size_t len) {
+int ss__idx_header_size(size_t *out, const void *buf, size_t len) {
     const unsigned char *p = buf;
     ss_dtype dtype;
     uint32_t size;
@@ -56,12 +56,12 @@ int ss_idx_header_size(size_t *out, const void *buf, size_t len) {
     return 0;
 }
 
-int ss_idx_parse_header(ss_idx_header *out, const void *buf, size_t len) {
+int ss__idx_parse_header(ss_idx_header *out, const void *buf, size_t len) {
     const unsigned char *p = buf;
     size_t need;
     int rc;
     memset(out, 0, sizeof *out);
-    if ((rc = ss_idx_header_size(&need, buf, len)) != 0) return rc;
+    if ((rc = ss__idx_header_size(&need, buf, len)) != 0) return rc;
     if (len < need) return ss__fail(SS_EINPUT, "truncated IDX header: %zu of %zu bytes", len, need);
     idx_type(p[2], &out->dtype, &out->elem_size);
     out->ndim = p[3];
@@ -83,7 +83,7 @@ int ss_idx_parse_header(ss_idx_header *out, const void *buf, size_t len) {
     return 0;
 }
 
-void ss_idx_to_host(void *data, uint64_t n, uint32_t elem_size) {
+void ss__idx_to_host(void *data, uint64_t n, uint32_t elem_size) {
     unsigned char *p = data;
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
     return; /* already host order */

@@ -29,15 +29,15 @@ typedef struct ss_idx_header {
  *  @return 0, or SS_EINPUT when fewer than 4 bytes are given, the first two
  *          are not zero, the type byte is unknown or ndim is 0 or too large
  *          (the message names the byte offset). */
-int ss_idx_header_size(size_t *out, const void *buf, size_t len);
+int ss__idx_header_size(size_t *out, const void *buf, size_t len);
 
 /** Parse an IDX header from the first `len` bytes of a file.
  *  @return 0; SS_EINPUT for a bad magic, a truncated header, a zero
  *          dimension or an item too large (the message names the byte
  *          offset). */
-int ss_idx_parse_header(ss_idx_header *out, const void *buf, size_t len);
+int ss__idx_parse_header(ss_idx_header *out, const void *buf, size_t len);
 
 /** Convert `n` big-endian elements of `elem_size` bytes in place to host order. */
-void ss_idx_to_host(void *data, uint64_t n, uint32_t elem_size);
+void ss__idx_to_host(void *data, uint64_t n, uint32_t elem_size);
 
 #endif

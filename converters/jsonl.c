@@ -25,15 +25,6 @@ static int jl_grow(jl_buf *b, size_t elems, uint32_t esize) {
     return 0;
 }
 
-static inline void jl_put(uint8_t *base, uint32_t esize, size_t i, uint32_t v) {
-    if (esize == 1)
-        base[i] = (uint8_t)v;
-    else if (esize == 2)
-        ((uint16_t *)(void *)base)[i] = (uint16_t)v;
-    else
-        ((uint32_t *)(void *)base)[i] = v;
-}
-
 static const char *jl_type_name(const json_t *v) {
     switch (json_typeof(v)) {
     case JSON_OBJECT:
@@ -71,27 +62,27 @@ static int jl_put_string(const jl_spec *s, const char *key, const json_t *v, jl_
         return -1;
     }
     if (jl_grow(b, n + 2, t->esize)) return -2;
-    if (t->bos_on) jl_put(b->data, t->esize, m++, t->bos);
+    if (t->bos_on) tx_put_id(b->data, t->esize, m++, t->bos);
     if (t->kind == TX_BYTES) {
-        for (size_t i = 0; i < n; i++) jl_put(b->data, t->esize, m++, str[i]);
+        for (size_t i = 0; i < n; i++) tx_put_id(b->data, t->esize, m++, str[i]);
     } else if (t->kind == TX_WORDS) {
         for (size_t i = 0; i < n;) { /* the words of `convert text --tokens words` */
             while (i < n && jl_is_ws(str[i])) i++;
             if (i >= n) break;
             size_t w = i;
             while (i < n && !jl_is_ws(str[i])) i++;
-            int64_t id = ss_vocab_lookup(t->vocab, str + w, i - w);
-            jl_put(b->data, t->esize, m++, id < 0 ? t->unk : (uint32_t)id);
+            int64_t id = ss__vocab_lookup(t->vocab, str + w, i - w);
+            tx_put_id(b->data, t->esize, m++, id < 0 ? t->unk : (uint32_t)id);
         }
     } else {
         size_t k = 0, bad = 0; /* jansson checked the UTF-8; decode it */
-        if (ss_utf8_decode((uint32_t *)(void *)b->data + m, &k, &bad, str, n)) {
+        if (ss__utf8_decode((uint32_t *)(void *)b->data + m, &k, &bad, str, n)) {
             snprintf(err, errlen, "key '%s': invalid UTF-8 at byte %zu of the string", key, bad);
             return -1;
         }
         m += k;
     }
-    if (t->eos_on) jl_put(b->data, t->esize, m++, t->eos);
+    if (t->eos_on) tx_put_id(b->data, t->esize, m++, t->eos);
     b->n = m;
     return 0;
 }
@@ -126,7 +117,7 @@ static int jl_put_ids(const jl_spec *s, const char *key, const json_t *v, jl_buf
                                        : "");
             return -1;
         }
-        jl_put(b->data, t->esize, b->n + i, (uint32_t)id);
+        tx_put_id(b->data, t->esize, b->n + i, (uint32_t)id);
     }
     b->n += n;
     return 0;
@@ -199,7 +190,7 @@ static int jl_count_words(const uint8_t *s, size_t n, ss_vocab *v) {
         size_t w = i;
         while (i < n && !jl_is_ws(s[i])) i++;
         /* the map copies a new word's bytes (they must outlive the line) */
-        if (ss_vocab_count(v, s + w, i - w, 1)) return -2;
+        if (ss__vocab_count(v, s + w, i - w, 1)) return -2;
     }
     return 0;
 }

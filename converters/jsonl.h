@@ -42,7 +42,7 @@ int jl_parse_line(const jl_spec *s, const uint8_t *line, size_t n, jl_buf *bufs,
                   char *err, size_t errlen);
 
 /* Word counting (the first pass of --tokens words). The arena is no longer
- * used (the map copies the words it counts, see ss_vocab_count()); it stays
+ * used (the map copies the words it counts, see ss__vocab_count()); it stays
  * in the interface so that its callers need not change. */
 typedef struct jl_arena {
     struct jl_chunk *head;

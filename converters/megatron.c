@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* megatron.c - the Megatron index parser (see megatron.h). */
 #include "megatron.h"
+#include "errmsg.h"
 
 #include <inttypes.h>
 #include <stdarg.h>
@@ -52,46 +53,36 @@ uint64_t mg_doc(const mg_index *x, uint64_t k) {
     return rd64(x->doc_idx + 8 * k);
 }
 
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static int fail(char *err, size_t errlen, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-    return -1;
-}
-
 static int parse_header(mg_index *x, const uint8_t *d, size_t n, char *err, size_t errlen) {
     if (n < MG_HEADER_BYTES)
-        return fail(err, errlen, "index is %zu bytes, shorter than the %d-byte header", n,
+        return ss__errbuf(err, errlen, "index is %zu bytes, shorter than the %d-byte header", n,
                     MG_HEADER_BYTES);
     if (memcmp(d, mg_magic, 9))
-        return fail(err, errlen, "not a Megatron index: the magic is not MMIDIDX\\0\\0");
+        return ss__errbuf(err, errlen, "not a Megatron index: the magic is not MMIDIDX\\0\\0");
     uint64_t version = rd64(d + 9);
     if (version != 1)
-        return fail(err, errlen, "index version %" PRIu64 ": only version 1 is known", version);
+        return ss__errbuf(err, errlen, "index version %" PRIu64 ": only version 1 is known", version);
     x->code = d[17];
     x->dtype = mg_dtype_of_code(x->code);
     if (!x->dtype)
-        return fail(err, errlen, "unknown dtype code %u (Megatron's are 1 to 8)", x->code);
+        return ss__errbuf(err, errlen, "unknown dtype code %u (Megatron's are 1 to 8)", x->code);
     x->itemsize = (uint32_t)ss_dtype_size(x->dtype);
     x->nseq = rd64(d + 18);
     x->ndoc = rd64(d + 26);
     uint64_t body = n - MG_HEADER_BYTES;
     if (x->nseq > body / 12 || x->ndoc > (body - 12 * x->nseq) / 8)
-        return fail(err, errlen,
+        return ss__errbuf(err, errlen,
                     "the index claims %" PRIu64 " sequences and %" PRIu64
                     " document indices, more than its %zu bytes hold",
                     x->nseq, x->ndoc, n);
     uint64_t extra = body - 12 * x->nseq - 8 * x->ndoc;
     if (extra && extra == x->nseq)
-        return fail(err, errlen,
+        return ss__errbuf(err, errlen,
                     "%" PRIu64 " bytes after the document indices: sequence modes of a "
                     "multimodal dataset, not supported",
                     extra);
     if (extra)
-        return fail(err, errlen, "%" PRIu64 " trailing bytes after the document indices", extra);
+        return ss__errbuf(err, errlen, "%" PRIu64 " trailing bytes after the document indices", extra);
     x->sizes = d + MG_HEADER_BYTES;
     x->pointers = x->sizes + 4 * x->nseq;
     x->doc_idx = x->pointers + 8 * x->nseq;
@@ -107,27 +98,27 @@ int mg_index_parse(mg_index *out, const uint8_t *d, size_t n, uint64_t bin_size,
         uint32_t len = rd32(x.sizes + 4 * i);
         uint64_t p = mg_seq_pointer(&x, i);
         if (len > INT32_MAX)
-            return fail(err, errlen, "sequence %" PRIu64 " has a negative length", i);
+            return ss__errbuf(err, errlen, "sequence %" PRIu64 " has a negative length", i);
         if (p > bin_size || (uint64_t)len * x.itemsize > bin_size - p)
-            return fail(err, errlen,
+            return ss__errbuf(err, errlen,
                         "sequence %" PRIu64 " (bytes %" PRIu64 " + %" PRIu64
                         ") passes the end of the .bin (%" PRIu64 " bytes)",
                         i, p, (uint64_t)len * x.itemsize, bin_size);
     }
-    if (x.ndoc == 0) return fail(err, errlen, "no document indices (doc_idx must start with 0)");
+    if (x.ndoc == 0) return ss__errbuf(err, errlen, "no document indices (doc_idx must start with 0)");
     if (mg_doc(&x, 0) != 0)
-        return fail(err, errlen, "document index 0 is %" PRIu64 ", not 0", mg_doc(&x, 0));
+        return ss__errbuf(err, errlen, "document index 0 is %" PRIu64 ", not 0", mg_doc(&x, 0));
     for (uint64_t k = 1; k < x.ndoc; k++) {
         uint64_t v = mg_doc(&x, k), prev = mg_doc(&x, k - 1);
         if (v < prev || v > x.nseq)
-            return fail(err, errlen,
+            return ss__errbuf(err, errlen,
                         "document index %" PRIu64 " is %" PRIu64 ": must be in [%" PRIu64
                         ", %" PRIu64 "]",
                         k, v, prev, x.nseq);
     }
     /* Megatron's reader asserts it too: every sequence is in a document */
     if (mg_doc(&x, x.ndoc - 1) != x.nseq)
-        return fail(err, errlen,
+        return ss__errbuf(err, errlen,
                     "the last document index is %" PRIu64 ", not the sequence count %" PRIu64
                     ": the sequences after it belong to no document",
                     mg_doc(&x, x.ndoc - 1), x.nseq);

@@ -51,7 +51,7 @@ static int names_memory(const char *list, size_t len) {
     return 0;
 }
 
-uint64_t ss_cgroup_memory_limit(const char *proc_cgroup, const char *root) {
+uint64_t ss__cgroup_memory_limit(const char *proc_cgroup, const char *root) {
     FILE *f = fopen(proc_cgroup, "r");
     if (!f) return UINT64_MAX;
     char line[4096], dir[4096];
@@ -78,10 +78,10 @@ uint64_t ss_cgroup_memory_limit(const char *proc_cgroup, const char *root) {
     return best;
 }
 
-uint64_t ss_memory_limit(void) {
+uint64_t ss__memory_limit(void) {
     long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
     uint64_t best = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : (uint64_t)1 << 30;
-    uint64_t cg = ss_cgroup_memory_limit("/proc/self/cgroup", "/sys/fs/cgroup");
+    uint64_t cg = ss__cgroup_memory_limit("/proc/self/cgroup", "/sys/fs/cgroup");
     if (cg < best) best = cg;
     const int res[2] = {RLIMIT_AS, RLIMIT_DATA};
     for (int k = 0; k < 2; k++) {

@@ -20,10 +20,10 @@
  * file systems mounted under `root` (v2 at root, v1's memory controller at
  * root/memory, as on /sys/fs/cgroup), over its cgroup and every ancestor;
  * UINT64_MAX when none is set or nothing can be read. */
-uint64_t ss_cgroup_memory_limit(const char *proc_cgroup, const char *root);
+uint64_t ss__cgroup_memory_limit(const char *proc_cgroup, const char *root);
 
 /* The memory this process may use (see above), in bytes; at least 1 GiB
  * when the physical memory cannot be read either. */
-uint64_t ss_memory_limit(void);
+uint64_t ss__memory_limit(void);
 
 #endif

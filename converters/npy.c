@@ -8,7 +8,7 @@
 
 #define NPY_MAX_DICT (1u << 20) /* a larger header is refused, not allocated */
 
-int ss_npy_header_size(size_t *out, const void *buf, size_t len) {
+int ss__npy_header_size(size_t *out, const void *buf, size_t len) {
     const unsigned char *p = buf;
     uint64_t hlen;
     *out = 0;
@@ -229,13 +229,13 @@ static int parse_dict(ss_npy_header *h, cursor *c) {
     return 0;
 }
 
-int ss_npy_parse_header(ss_npy_header *out, const void *buf, size_t len) {
+int ss__npy_parse_header(ss_npy_header *out, const void *buf, size_t len) {
     const unsigned char *p = buf;
     size_t need, pre;
     cursor c;
     int rc;
     memset(out, 0, sizeof *out);
-    if ((rc = ss_npy_header_size(&need, buf, len)) != 0) return rc;
+    if ((rc = ss__npy_header_size(&need, buf, len)) != 0) return rc;
     if (len < need)
         return ss__fail(SS_EINPUT, "truncated .npy header: %zu of %zu bytes", len, need);
     out->major = p[6];
@@ -258,7 +258,7 @@ int ss_npy_parse_header(ss_npy_header *out, const void *buf, size_t len) {
     return 0;
 }
 
-void ss_npy_swap(void *data, uint64_t n, uint32_t elem_size) {
+void ss__npy_swap(void *data, uint64_t n, uint32_t elem_size) {
     unsigned char *p = data;
     if (elem_size <= 1) return;
     for (uint64_t i = 0; i < n; i++, p += elem_size) {

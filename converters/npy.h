@@ -16,7 +16,7 @@
 #include <stdint.h>
 
 #define SS_NPY_MAX_DIMS 16 /* more axes than this are refused */
-#define SS_NPY_PREAMBLE 12 /* bytes that always suffice for ss_npy_header_size() */
+#define SS_NPY_PREAMBLE 12 /* bytes that always suffice for ss__npy_header_size() */
 
 typedef struct ss_npy_header {
     int major, minor;   /* format version */
@@ -34,16 +34,16 @@ typedef struct ss_npy_header {
  *  @param[out] out offset of the array data.
  *  @return 0, or SS_EINPUT for a bad magic, an unknown version or too few bytes
  *          (the message names the byte offset). */
-int ss_npy_header_size(size_t *out, const void *buf, size_t len);
+int ss__npy_header_size(size_t *out, const void *buf, size_t len);
 
-/** Parse a whole .npy header (`len` >= the size from ss_npy_header_size()).
+/** Parse a whole .npy header (`len` >= the size from ss__npy_header_size()).
  *  @return 0; SS_EINPUT for a malformed header (message names the byte
  *          offset), Fortran order, object or structured arrays and unsupported
  *          dtypes (complex, strings, datetimes, long double), or an element
  *          count that overflows. */
-int ss_npy_parse_header(ss_npy_header *out, const void *buf, size_t len);
+int ss__npy_parse_header(ss_npy_header *out, const void *buf, size_t len);
 
 /** Swap `n` elements of `elem_size` bytes in place (big-endian <-> host). */
-void ss_npy_swap(void *data, uint64_t n, uint32_t elem_size);
+void ss__npy_swap(void *data, uint64_t n, uint32_t elem_size);
 
 #endif

@@ -28,7 +28,7 @@ typedef struct ordered_run {
     unsigned char *ready; /* per slot: its input is decoded, not yet emitted */
 } ordered_run;
 
-int ss_conv_ordered_slots(int nthreads) {
+int ss__conv_ordered_slots(int nthreads) {
     return (nthreads < 1 ? 1 : nthreads) + 1;
 }
 
@@ -75,8 +75,8 @@ static int emit_loop(ordered_run *r, void *ctx, ss_conv_emit_fn emit) {
     return fatal;
 }
 
-int ss_conv_serial_ordered(void *ctx, void *slot, uint64_t n, ss_conv_decode_fn decode,
-                           ss_conv_emit_fn emit) {
+int ss__conv_serial_ordered(void *ctx, void *slot, uint64_t n, ss_conv_decode_fn decode,
+                            ss_conv_emit_fn emit) {
     for (uint64_t i = 0; i < n; i++) {
         decode(ctx, slot, i);
         if (emit(ctx, slot, i)) return 1;
@@ -84,13 +84,13 @@ int ss_conv_serial_ordered(void *ctx, void *slot, uint64_t n, ss_conv_decode_fn 
     return 0;
 }
 
-int ss_conv_parallel_ordered(void *ctx, void *slots, size_t slot_size, int nthreads, uint64_t n,
-                             ss_conv_decode_fn decode, ss_conv_emit_fn emit) {
+int ss__conv_parallel_ordered(void *ctx, void *slots, size_t slot_size, int nthreads, uint64_t n,
+                              ss_conv_decode_fn decode, ss_conv_emit_fn emit) {
     if (nthreads < 1) nthreads = 1;
     ordered_run r = {.ctx = ctx,
                      .slots = slots,
                      .slot_size = slot_size,
-                     .nslots = (uint64_t)ss_conv_ordered_slots(nthreads),
+                     .nslots = (uint64_t)ss__conv_ordered_slots(nthreads),
                      .n = n,
                      .decode = decode};
     pthread_t *tid = NULL;
@@ -99,7 +99,7 @@ int ss_conv_parallel_ordered(void *ctx, void *slots, size_t slot_size, int nthre
     if (n <= 1 || !(r.ready = calloc(r.nslots, 1)) ||
         !(tid = calloc((size_t)nthreads, sizeof *tid))) {
         free(r.ready);
-        return ss_conv_serial_ordered(ctx, slots, n, decode, emit);
+        return ss__conv_serial_ordered(ctx, slots, n, decode, emit);
     }
     pthread_mutex_init(&r.mu, NULL);
     pthread_cond_init(&r.slot_free, NULL);
@@ -111,7 +111,7 @@ int ss_conv_parallel_ordered(void *ctx, void *slots, size_t slot_size, int nthre
     if (started) {
         fatal = emit_loop(&r, ctx, emit);
     } else { /* no thread could start: decode and emit in turn */
-        fatal = ss_conv_serial_ordered(ctx, slots, n, decode, emit);
+        fatal = ss__conv_serial_ordered(ctx, slots, n, decode, emit);
     }
     for (int t = 0; t < started; t++) pthread_join(tid[t], NULL);
     pthread_cond_destroy(&r.decoded);

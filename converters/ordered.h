@@ -23,17 +23,17 @@ typedef void (*ss_conv_decode_fn)(void *ctx, void *slot, uint64_t i);
  *  thread only, in order of `i`. Nonzero stops the run. */
 typedef int (*ss_conv_emit_fn)(void *ctx, void *slot, uint64_t i);
 
-/** The number of slots ss_conv_parallel_ordered() needs for `nthreads`
+/** The number of slots ss__conv_parallel_ordered() needs for `nthreads`
  *  decoding threads (< 1 means 1): one more than the threads, so that every
  *  decoder has a slot to fill while the input before is being emitted. Each
  *  slot holds a whole decoded input, so this is also the most inputs held
  *  in memory at once. */
-int ss_conv_ordered_slots(int nthreads);
+int ss__conv_ordered_slots(int nthreads);
 
 /** Decode inputs [0, n) on `nthreads` threads (< 1 means 1) and emit
  *  each on the calling thread in input order, so that any thread count
  *  writes the same store. Input i is decoded into slot i mod
- *  ss_conv_ordered_slots(nthreads), at `slots` + that * `slot_size`; it is
+ *  ss__conv_ordered_slots(nthreads), at `slots` + that * `slot_size`; it is
  *  handed to a decoder only after input i - that number has been emitted,
  *  so the slot is free. After an emit returns nonzero no input is handed out
  *  any more (those being decoded finish) and none is emitted.
@@ -43,10 +43,10 @@ int ss_conv_ordered_slots(int nthreads);
  *  of bookkeeping allocated, everything runs on the calling thread in slot
  *  0.
  *  @param ctx passed to both callbacks; `slots` holds at least
- *  ss_conv_ordered_slots(nthreads) slots (the caller's, not freed here).
+ *  ss__conv_ordered_slots(nthreads) slots (the caller's, not freed here).
  *  @return 0, or 1 if an emit returned nonzero. */
-int ss_conv_parallel_ordered(void *ctx, void *slots, size_t slot_size, int nthreads, uint64_t n,
-                             ss_conv_decode_fn decode, ss_conv_emit_fn emit);
+int ss__conv_parallel_ordered(void *ctx, void *slots, size_t slot_size, int nthreads, uint64_t n,
+                              ss_conv_decode_fn decode, ss_conv_emit_fn emit);
 
 /** Decode and emit inputs [0, n) one after the other on the calling thread,
  *  all in `slot`; no thread is started. For decoders that are slower in a
@@ -54,8 +54,8 @@ int ss_conv_parallel_ordered(void *ctx, void *slots, size_t slot_size, int nthre
  *  stream once there is a second thread).
  *  @return 0, or 1 if an emit returned nonzero (no input after it is
  *  decoded). */
-int ss_conv_serial_ordered(void *ctx, void *slot, uint64_t n, ss_conv_decode_fn decode,
-                           ss_conv_emit_fn emit);
+int ss__conv_serial_ordered(void *ctx, void *slot, uint64_t n, ss_conv_decode_fn decode,
+                            ss_conv_emit_fn emit);
 
 /* ------------------------------------------------ decoder processes */
 
@@ -66,15 +66,15 @@ int ss_conv_serial_ordered(void *ctx, void *slot, uint64_t n, ss_conv_decode_fn 
  * fork, so every pointer into it means the same in all the processes and a
  * decoded input reaches the emitter without a copy. */
 
-/** Memory to share with the decoder processes of ss_conv_proc_ordered():
+/** Memory to share with the decoder processes of ss__conv_proc_ordered():
  *  `bytes` (> 0) zero-filled, at the same address in every process forked
  *  after this call; pages take memory only once touched (a reservation
  *  sized for the largest input costs address space, not memory). NULL if
  *  it cannot be mapped (the caller then decodes on threads). Free with
- *  ss_conv_shared_free(). */
-void *ss_conv_shared_alloc(size_t bytes);
-/** Unmap memory from ss_conv_shared_alloc() (NULL: nothing). */
-void ss_conv_shared_free(void *p, size_t bytes);
+ *  ss__conv_shared_free(). */
+void *ss__conv_shared_alloc(size_t bytes);
+/** Unmap memory from ss__conv_shared_alloc() (NULL: nothing). */
+void ss__conv_shared_free(void *p, size_t bytes);
 
 /** A bump allocator over a slot's share of that memory: a decoder in a
  *  process allocates its growing buffers here instead of with realloc(),
@@ -87,16 +87,16 @@ typedef struct ss_conv_arena {
 } ss_conv_arena;
 
 /** Forget every block of `a` (at the start of each decode into its slot). */
-void ss_conv_arena_reset(ss_conv_arena *a);
+void ss__conv_arena_reset(ss_conv_arena *a);
 
 /** realloc() in `a`: a block of at least `need` bytes holding the first
  *  `len` bytes of `p` (NULL or a block of `a` since its last reset). The
  *  last block grows in place; another is copied to the end of the arena
  *  (its old bytes stay used until the reset). Blocks are 64-byte aligned.
  *  @return the block, or NULL when `a` has no room left (`p` unchanged). */
-void *ss_conv_arena_grow(ss_conv_arena *a, void *p, size_t len, size_t need);
+void *ss__conv_arena_grow(ss_conv_arena *a, void *p, size_t len, size_t need);
 
-/** Why ss_conv_proc_ordered() returned 2: a decoder process died. */
+/** Why ss__conv_proc_ordered() returned 2: a decoder process died. */
 typedef struct ss_conv_proc_death {
     uint64_t input; /**< the input it was decoding (or being handed) */
     int status;     /**< its waitpid() status (-1: not known) */
@@ -104,15 +104,15 @@ typedef struct ss_conv_proc_death {
 
 /** "killed by signal 9 (Killed)" or "exited with status 3" for a
  *  ss_conv_proc_death status, into buf[cap]. */
-void ss_conv_proc_describe(char *buf, size_t cap, int status);
+void ss__conv_proc_describe(char *buf, size_t cap, int status);
 
-/** ss_conv_parallel_ordered() with decoder processes instead of threads:
+/** ss__conv_parallel_ordered() with decoder processes instead of threads:
  *  fork `nprocs` (< 1 means 1) single-threaded children, each of which runs
  *  `decode` for the inputs it is handed (into slot i mod
- *  ss_conv_ordered_slots(nprocs) of `slots`, stride `slot_size`), while the
+ *  ss__conv_ordered_slots(nprocs) of `slots`, stride `slot_size`), while the
  *  calling process emits in input order; the same slot rules, so the same
  *  store as any other thread count. `slots` (with everything the emit reads
- *  through them) must come from ss_conv_shared_alloc(); whatever else a
+ *  through them) must come from ss__conv_shared_alloc(); whatever else a
  *  decode writes (`ctx`, EDFlib's tables) stays in its own process. The
  *  memory of the slots bounds what is held, as with threads.
  *  Forks only while the process has a single thread (/proc/self/task): a
@@ -130,13 +130,13 @@ void ss_conv_proc_describe(char *buf, size_t cap, int status);
  *  (nothing emitted after the input before it); -1 if no process could be
  *  started (more than one thread, no fork, no socket, or n <= 1): nothing
  *  was decoded or emitted, the caller runs another way. */
-int ss_conv_proc_ordered(ss_conv_proc_death *died, void *ctx, void *slots, size_t slot_size,
-                         int nprocs, uint64_t n, ss_conv_decode_fn decode, ss_conv_emit_fn emit);
+int ss__conv_proc_ordered(ss_conv_proc_death *died, void *ctx, void *slots, size_t slot_size,
+                          int nprocs, uint64_t n, ss_conv_decode_fn decode, ss_conv_emit_fn emit);
 
 /** 1 if the calling process has a single thread and, with glibc, never had
  *  another (glibc's __libc_single_threaded: once a thread has started,
  *  stdio locks every stream for good, and so would the children), per
  *  /proc/self/task; 0 if that cannot be read. */
-int ss_conv_single_threaded(void);
+int ss__conv_single_threaded(void);
 
 #endif /* SS_ORDERED_H */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* ordered_proc.c - decode inputs in forked processes, emit them in input
- * order in the calling one (ordered.h: ss_conv_proc_ordered).
+ * order in the calling one (ordered.h: ss__conv_proc_ordered).
  *
  * The calling process hands input i to an idle child over that child's
  * socket (8 bytes: i) once the slot of input i is free, as the threads of
@@ -50,23 +50,23 @@ typedef struct proc_run {
 
 /* ------------------------------------------------------------- memory */
 
-void *ss_conv_shared_alloc(size_t bytes) {
+void *ss__conv_shared_alloc(size_t bytes) {
     if (bytes == 0) return NULL;
     void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE,
                    -1, 0);
     return p == MAP_FAILED ? NULL : p;
 }
 
-void ss_conv_shared_free(void *p, size_t bytes) {
+void ss__conv_shared_free(void *p, size_t bytes) {
     if (p) munmap(p, bytes);
 }
 
-void ss_conv_arena_reset(ss_conv_arena *a) {
+void ss__conv_arena_reset(ss_conv_arena *a) {
     a->used = 0;
     a->last = NULL;
 }
 
-void *ss_conv_arena_grow(ss_conv_arena *a, void *p, size_t len, size_t need) {
+void *ss__conv_arena_grow(ss_conv_arena *a, void *p, size_t len, size_t need) {
     if (p && p == a->last) { /* the last block: grow in place */
         size_t at = (size_t)((char *)p - a->base);
         if (need > a->cap - at) return NULL;
@@ -83,7 +83,7 @@ void *ss_conv_arena_grow(ss_conv_arena *a, void *p, size_t len, size_t need) {
 
 /* ------------------------------------------------------------ plumbing */
 
-int ss_conv_single_threaded(void) {
+int ss__conv_single_threaded(void) {
 #if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 32))
     /* false for good once a thread was started, even one that has ended:
      * glibc's stdio then locks every stream for good too, in a child as well */
@@ -127,7 +127,7 @@ static void *slot_of(const proc_run *r, uint64_t i) {
     return r->slots + (size_t)(i % r->nslots) * r->slot_size;
 }
 
-void ss_conv_proc_describe(char *buf, size_t cap, int status) {
+void ss__conv_proc_describe(char *buf, size_t cap, int status) {
     if (status != -1 && WIFSIGNALED(status))
         snprintf(buf, cap, "killed by signal %d (%s)", WTERMSIG(status),
                  strsignal(WTERMSIG(status)));
@@ -269,13 +269,13 @@ static int parent_loop(proc_run *r, ss_conv_emit_fn emit, ss_conv_proc_death *di
     return rc;
 }
 
-int ss_conv_proc_ordered(ss_conv_proc_death *died, void *ctx, void *slots, size_t slot_size,
-                         int nprocs, uint64_t n, ss_conv_decode_fn decode, ss_conv_emit_fn emit) {
+int ss__conv_proc_ordered(ss_conv_proc_death *died, void *ctx, void *slots, size_t slot_size,
+                          int nprocs, uint64_t n, ss_conv_decode_fn decode, ss_conv_emit_fn emit) {
     if (nprocs < 1) nprocs = 1;
     proc_run r = {.ctx = ctx,
                   .slots = slots,
                   .slot_size = slot_size,
-                  .nslots = (uint64_t)ss_conv_ordered_slots(nprocs),
+                  .nslots = (uint64_t)ss__conv_ordered_slots(nprocs),
                   .n = n,
                   .decode = decode,
                   .nch = nprocs,
@@ -285,7 +285,7 @@ int ss_conv_proc_ordered(ss_conv_proc_death *died, void *ctx, void *slots, size_
     died->input = 0;
     died->status = -1;
     const char *no_fork = getenv("SS_TEST_NO_FORK");
-    if (n <= 1 || (no_fork && *no_fork) || !ss_conv_single_threaded()) return -1;
+    if (n <= 1 || (no_fork && *no_fork) || !ss__conv_single_threaded()) return -1;
     r.ready = calloc(r.nslots, 1);
     r.ch = calloc((size_t)nprocs, sizeof *r.ch);
     r.pfd = calloc((size_t)nprocs, sizeof *r.pfd);

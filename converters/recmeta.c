@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* recmeta.c - recording metadata per example (see recmeta.h). */
 #include "recmeta.h"
+#include "errmsg.h"
 
 #include "convert.h"
 #include "seqstore/meta.h"
@@ -13,17 +14,6 @@
 #include <strings.h>
 
 static const char *const NAMES[3] = {"subject", "session", "recording"};
-
-/* Format the error into err; returns -1 (for `return fail(...)` and `rc = fail(...)`). */
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static int fail(char *err, size_t errlen, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-    return -1;
-}
 
 static int names_add(ss_namelist *l, const char *s, size_t len) {
     if (l->n == l->cap) {
@@ -44,7 +34,7 @@ static uint32_t names_id(ss_namelist *l, const char *s) {
     return names_add(l, s, strlen(s)) ? UINT32_MAX : l->n - 1;
 }
 
-int ss_recmeta_option(ss_recmeta *m, const char *opt, const char *val) {
+int ss__recmeta_option(ss_recmeta *m, const char *opt, const char *val) {
     if (strcmp(opt, "--meta")) return 0;
     m->on = 1;
     m->csv = strcmp(val, "header") ? val : NULL;
@@ -86,10 +76,10 @@ static int add_row(ss_recmeta *m, char *const vals[4]) {
     return 0;
 }
 
-int ss_recmeta_load_csv(ss_recmeta *m, char *err, size_t errlen) {
+int ss__recmeta_load_csv(ss_recmeta *m, char *err, size_t errlen) {
     if (!m->csv) return 0;
     FILE *f = fopen(m->csv, "r");
-    if (!f) return fail(err, errlen, "cannot open '%s': %s", m->csv, strerror(errno));
+    if (!f) return ss__errbuf(err, errlen, "cannot open '%s': %s", m->csv, strerror(errno));
     char *line = NULL, *cell[16];
     size_t cap = 0;
     int col[4] = {-1, -1, -1, -1}, ncol = 0, rc = 0;
@@ -103,31 +93,31 @@ int ss_recmeta_load_csv(ss_recmeta *m, char *err, size_t errlen) {
                     if (!strcasecmp(cell[k], NAMES[j])) col[j + 1] = k, m->has_col[j] = 1;
             }
             if (col[0] < 0 || !(m->has_col[0] || m->has_col[1] || m->has_col[2]))
-                rc = fail(err, errlen,
-                          "%s:1: the header line must name `path` and at least one of "
-                          "subject, session, recording",
-                          m->csv);
+                rc = ss__errbuf(err, errlen,
+                                "%s:1: the header line must name `path` and at least one of "
+                                "subject, session, recording",
+                                m->csv);
             continue;
         }
         if (n == 1 && !*cell[0]) continue; /* blank line */
         if (n != ncol) {
-            rc = fail(err, errlen, "%s:%llu: %d cells, the header has %d", m->csv,
-                      (unsigned long long)no, n, ncol);
+            rc = ss__errbuf(err, errlen, "%s:%llu: %d cells, the header has %d", m->csv,
+                            (unsigned long long)no, n, ncol);
             break;
         }
         char *vals[4];
         for (int k = 0; k < 4; k++) vals[k] = col[k] >= 0 ? cell[col[k]] : NULL;
-        if (add_row(m, vals)) rc = fail(err, errlen, "out of memory");
+        if (add_row(m, vals)) rc = ss__errbuf(err, errlen, "out of memory");
     }
     if (rc == 0 && ferror(f))
-        rc = fail(err, errlen, "cannot read '%s': %s", m->csv, strerror(errno));
-    if (rc == 0 && m->nrows == 0) rc = fail(err, errlen, "%s: no rows", m->csv);
+        rc = ss__errbuf(err, errlen, "cannot read '%s': %s", m->csv, strerror(errno));
+    if (rc == 0 && m->nrows == 0) rc = ss__errbuf(err, errlen, "%s: no rows", m->csv);
     free(line);
     fclose(f);
     return rc;
 }
 
-int ss_recmeta_load_store(ss_recmeta *m, const ss_store *st) {
+int ss__recmeta_load_store(ss_recmeta *m, const ss_store *st) {
     for (int j = 0; m->on && j < 3; j++) {
         uint32_t fi;
         ss_lines *l = NULL;
@@ -142,7 +132,7 @@ int ss_recmeta_load_store(ss_recmeta *m, const ss_store *st) {
     return 0;
 }
 
-uint32_t ss_recmeta_fields(const ss_recmeta *m, ss_field *f, uint32_t n) {
+uint32_t ss__recmeta_fields(const ss_recmeta *m, ss_field *f, uint32_t n) {
     if (!m->on) return n;
     for (int j = 0; j < 3; j++) {
         memset(&f[n], 0, sizeof f[n]);
@@ -157,8 +147,8 @@ static const char *base_name(const char *p) {
     return s ? s + 1 : p;
 }
 
-int ss_recmeta_place(ss_recmeta *m, const char *path, const char *subject, const char *session,
-                     char *err, size_t errlen) {
+int ss__recmeta_place(ss_recmeta *m, const char *path, const char *subject, const char *session,
+                      char *err, size_t errlen) {
     const char *v[3] = {subject ? subject : "", session ? session : "", base_name(path)};
     if (m->csv) {
         char **row = NULL;
@@ -167,34 +157,34 @@ int ss_recmeta_place(ss_recmeta *m, const char *path, const char *subject, const
         for (uint32_t i = 0; !row && i < m->nrows; i++)
             if (!strcmp(base_name(m->rows[(size_t)i * 4]), base_name(path)))
                 row = &m->rows[(size_t)i * 4];
-        if (!row) return fail(err, errlen, "no row for this file in %s", m->csv);
+        if (!row) return ss__errbuf(err, errlen, "no row for this file in %s", m->csv);
         for (int j = 0; j < 3; j++)
             if (m->has_col[j]) v[j] = row[j + 1];
     }
     for (int j = 0; j < 3; j++)
         if ((m->ids[j] = names_id(&m->names[j], v[j])) == UINT32_MAX)
-            return fail(err, errlen, "out of memory");
+            return ss__errbuf(err, errlen, "out of memory");
     return 0;
 }
 
-int ss_recmeta_finish(ss_conv *c, const ss_recmeta *m) {
+int ss__recmeta_finish(ss_conv *c, const ss_recmeta *m) {
     for (int j = 0; m->on && j < 3; j++) {
         size_t cap = 1, len = 0;
         for (uint32_t k = 0; k < m->names[j].n; k++) cap += strlen(m->names[j].v[k]) + 1;
         char *t = malloc(cap), name[32];
-        if (!t) return ss_conv_error(c, "out of memory");
+        if (!t) return ss__conv_error(c, "out of memory");
         t[0] = '\0';
         for (uint32_t k = 0; k < m->names[j].n; k++)
             len += (size_t)snprintf(t + len, cap - len, "%s%s", k ? "\n" : "", m->names[j].v[k]);
         snprintf(name, sizeof name, "%s.names", NAMES[j]);
-        int rc = ss_conv_set_attr(c, name, SS_ATTR_TEXT, t, len);
+        int rc = ss__conv_set_attr(c, name, SS_ATTR_TEXT, t, len);
         free(t);
         if (rc) return 1;
     }
     return 0;
 }
 
-void ss_recmeta_free(ss_recmeta *m) {
+void ss__recmeta_free(ss_recmeta *m) {
     for (size_t i = 0; i < (size_t)m->nrows * 4; i++) free(m->rows[i]);
     free(m->rows);
     for (int j = 0; j < 3; j++) {

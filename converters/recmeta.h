@@ -40,27 +40,27 @@ typedef struct ss_recmeta {
 } ss_recmeta;
 
 /** `--meta VALUE`. @return 1 consumed, 0 not --meta. */
-int ss_recmeta_option(ss_recmeta *m, const char *opt, const char *val);
+int ss__recmeta_option(ss_recmeta *m, const char *opt, const char *val);
 
 /** Read the CSV (if any). @return 0, or -1 (err names FILE:LINE). */
-int ss_recmeta_load_csv(ss_recmeta *m, char *err, size_t errlen);
+int ss__recmeta_load_csv(ss_recmeta *m, char *err, size_t errlen);
 
 /** Start from the names of the store appended to. @return 0, -1 out of memory. */
-int ss_recmeta_load_store(ss_recmeta *m, const ss_store *st);
+int ss__recmeta_load_store(ss_recmeta *m, const ss_store *st);
 
 /** Add the three fields to `f` (after n fields); returns the new count. */
-uint32_t ss_recmeta_fields(const ss_recmeta *m, ss_field *f, uint32_t n);
+uint32_t ss__recmeta_fields(const ss_recmeta *m, ss_field *f, uint32_t n);
 
 /** Ids of the recording at `path` into m->ids, from its CSV row or the
  *  header values given (NULL = ""). Call in input order.
  *  @return 0, or -1 (no CSV row for the file, out of memory; err says). */
-int ss_recmeta_place(ss_recmeta *m, const char *path, const char *subject, const char *session,
-                     char *err, size_t errlen);
+int ss__recmeta_place(ss_recmeta *m, const char *path, const char *subject, const char *session,
+                      char *err, size_t errlen);
 
 struct ss_conv;
 /** Store subject.names, session.names, recording.names. @return 0 or 1. */
-int ss_recmeta_finish(struct ss_conv *c, const ss_recmeta *m);
+int ss__recmeta_finish(struct ss_conv *c, const ss_recmeta *m);
 
-void ss_recmeta_free(ss_recmeta *m);
+void ss__recmeta_free(ss_recmeta *m);
 
 #endif /* SS_RECMETA_H */

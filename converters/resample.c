@@ -19,28 +19,28 @@ static const struct {
                  {"zoh", SRC_ZERO_ORDER_HOLD},
                  {"linear", SRC_LINEAR}};
 
-int ss_sig_quality(const char *name) {
+int ss__sig_quality(const char *name) {
     for (size_t i = 0; i < sizeof qualities / sizeof qualities[0]; i++)
         if (!strcmp(name, qualities[i].name)) return qualities[i].type;
     return -1;
 }
 
-const char *ss_sig_quality_name(int converter) {
+const char *ss__sig_quality_name(int converter) {
     const char *n = src_get_name(converter);
     return n ? n : "unknown";
 }
 
-uint64_t ss_sig_out_frames(uint64_t T, double in_rate, double out_rate) {
+uint64_t ss__sig_out_frames(uint64_t T, double in_rate, double out_rate) {
     return (uint64_t)llround((double)T * out_rate / in_rate);
 }
 
 /* Feed libsamplerate in blocks so `int` frame counts never overflow. */
 #define SIG_BLOCK (1L << 20)
 
-int ss_sig_resample(const float *in, uint64_t T, uint32_t C, double in_rate, double out_rate,
-                    int converter, float **out, size_t *cap, uint64_t *out_T, char *err,
-                    size_t errlen) {
-    uint64_t want = ss_sig_out_frames(T, in_rate, out_rate), got = 0, used = 0;
+int ss__sig_resample(const float *in, uint64_t T, uint32_t C, double in_rate, double out_rate,
+                     int converter, float **out, size_t *cap, uint64_t *out_T, char *err,
+                     size_t errlen) {
+    uint64_t want = ss__sig_out_frames(T, in_rate, out_rate), got = 0, used = 0;
     double ratio = out_rate / in_rate;
     int e = 0;
     if (ratio < 1.0 / 256 || ratio > 256) {

@@ -20,21 +20,21 @@ typedef struct ss_resample {
 
 /** Parse a quality name: best, medium, fastest, zoh, linear.
  *  @return the libsamplerate converter type, or -1 if unknown. */
-int ss_sig_quality(const char *name);
+int ss__sig_quality(const char *name);
 
 /** libsamplerate's name of a converter type (for the store's attributes). */
-const char *ss_sig_quality_name(int converter);
+const char *ss__sig_quality_name(int converter);
 
 /** Frames after resampling T frames from `in_rate` to `out_rate` (see above). */
-uint64_t ss_sig_out_frames(uint64_t T, double in_rate, double out_rate);
+uint64_t ss__sig_out_frames(uint64_t T, double in_rate, double out_rate);
 
 /** Resample `T` frames of `C` interleaved float channels ([T][C]) from
  *  `in_rate` to `out_rate` with converter type `converter` into *out
  *  (grown with realloc as needed; *cap is its size in floats).
- *  @param[out] out_T frames written (ss_sig_out_frames()).
+ *  @param[out] out_T frames written (ss__sig_out_frames()).
  *  @return 0, or 1 with a message in err[errlen]. */
-int ss_sig_resample(const float *in, uint64_t T, uint32_t C, double in_rate, double out_rate,
-                    int converter, float **out, size_t *cap, uint64_t *out_T, char *err,
-                    size_t errlen);
+int ss__sig_resample(const float *in, uint64_t T, uint32_t C, double in_rate, double out_rate,
+                     int converter, float **out, size_t *cap, uint64_t *out_T, char *err,
+                     size_t errlen);
 
 #endif /* SS_RESAMPLE_H */

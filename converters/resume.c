@@ -14,7 +14,7 @@
 
 #define RESUME_MAGIC "seqstore-resume\t1"
 
-int ss_resume_stat(ss_resume_input **out, char *const *paths, uint32_t n) {
+int ss__resume_stat(ss_resume_input **out, char *const *paths, uint32_t n) {
     ss_resume_input *v = calloc(n ? n : 1, sizeof *v);
     if (!v) return -1;
     for (uint32_t k = 0; k < n; k++) {
@@ -22,7 +22,7 @@ int ss_resume_stat(ss_resume_input **out, char *const *paths, uint32_t n) {
         v[k].path = paths[k];
         v[k].size = -1;
         /* -2: no file of that name: a name such as Megatron's PREFIX, whose
-         * files the converter registers with ss_conv_add_checked() */
+         * files the converter registers with ss__conv_add_checked() */
         if (strcmp(paths[k], "-") != 0 && stat(paths[k], &st) != 0 && errno == ENOENT)
             v[k].size = -2;
         if (strcmp(paths[k], "-") != 0 && stat(paths[k], &st) == 0 && S_ISREG(st.st_mode)) {
@@ -95,7 +95,7 @@ static int put_text(char **b, size_t *n, size_t *cap, const char *key, const ss_
     return bad;
 }
 
-char *ss_resume_encode(const ss_resume_rec *r, size_t *len) {
+char *ss__resume_encode(const ss_resume_rec *r, size_t *len) {
     char *b = NULL;
     size_t n = 0, cap = 0;
     int bad =
@@ -115,7 +115,7 @@ char *ss_resume_encode(const ss_resume_rec *r, size_t *len) {
     return b;
 }
 
-void ss_resume_rec_free(ss_resume_rec *r) {
+void ss__resume_rec_free(ss_resume_rec *r) {
     free(r->args);
     free(r->inputs);
     free(r->files);
@@ -139,7 +139,7 @@ static int decode_input(ss_resume_input *in, char *v) {
     return 0;
 }
 
-int ss_resume_decode(ss_resume_rec *r, const void *data, size_t len, char *msg, size_t n) {
+int ss__resume_decode(ss_resume_rec *r, const void *data, size_t len, char *msg, size_t n) {
     memset(r, 0, sizeof *r);
     r->buf = malloc(len + 1);
     uint32_t lines = 0;
@@ -148,7 +148,7 @@ int ss_resume_decode(ss_resume_rec *r, const void *data, size_t len, char *msg, 
     r->inputs = calloc(lines + 1, sizeof *r->inputs);
     r->files = calloc(lines + 1, sizeof *r->files);
     if (!r->buf || !r->args || !r->inputs || !r->files) {
-        ss_resume_rec_free(r);
+        ss__resume_rec_free(r);
         snprintf(msg, n, "out of memory");
         return -1;
     }
@@ -182,7 +182,7 @@ int ss_resume_decode(ss_resume_rec *r, const void *data, size_t len, char *msg, 
         p = nl + 1;
     }
     if (!ok || !r->kind) {
-        ss_resume_rec_free(r);
+        ss__resume_rec_free(r);
         snprintf(msg, n, "its resume record is damaged");
         return -1;
     }
@@ -267,7 +267,7 @@ static int check_input(const ss_resume_input *o, const ss_resume_input *w, uint3
     return 0;
 }
 
-int ss_resume_check(const ss_resume_rec *old, const ss_resume_rec *now, char *msg, size_t n) {
+int ss__resume_check(const ss_resume_rec *old, const ss_resume_rec *now, char *msg, size_t n) {
     if (strcmp(old->kind, now->kind))
         return snprintf(msg, n, "the interrupted conversion was 'convert %s', not 'convert %s'",
                         old->kind, now->kind),

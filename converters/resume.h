@@ -2,7 +2,7 @@
 /* resume.h - what `seqstore convert --resume` checks before it continues.
  *
  * A conversion stores a resume record in the store with every intermediate
- * commit (ss_writer_set_resume_record; removed when the store is finished):
+ * commit (ss__writer_set_resume_record; removed when the store is finished):
  * the KIND, the number of examples the store held before this conversion
  * (0 for a create, the old count for an --append), the arguments after
  * "convert" (without --quiet/--threads: they cannot change the store), and
@@ -51,19 +51,19 @@ typedef struct ss_resume_rec {
 } ss_resume_rec;
 
 /* The state of `paths` now (stat()). @return 0, or -1 out of memory. */
-int ss_resume_stat(ss_resume_input **out, char *const *paths, uint32_t n);
+int ss__resume_stat(ss_resume_input **out, char *const *paths, uint32_t n);
 
 /* Encode `r` (malloc'ed text, *len bytes); NULL when out of memory. */
-char *ss_resume_encode(const ss_resume_rec *r, size_t *len);
+char *ss__resume_encode(const ss_resume_rec *r, size_t *len);
 
-/* Decode a record into `r` (free with ss_resume_rec_free).
+/* Decode a record into `r` (free with ss__resume_rec_free).
  * @return 0, or -1 when it is not a valid record (message in msg). */
-int ss_resume_decode(ss_resume_rec *r, const void *data, size_t len, char *msg, size_t n);
-void ss_resume_rec_free(ss_resume_rec *r);
+int ss__resume_decode(ss_resume_rec *r, const void *data, size_t len, char *msg, size_t n);
+void ss__resume_rec_free(ss_resume_rec *r);
 
 /* Does this run (`now`) continue the interrupted one (`old`)? Inputs at or
  * after old->stopped may have changed (the bad input being fixed).
  * @return 0, or -1 with the first difference in msg (no prefix). */
-int ss_resume_check(const ss_resume_rec *old, const ss_resume_rec *now, char *msg, size_t n);
+int ss__resume_check(const ss_resume_rec *old, const ss_resume_rec *now, char *msg, size_t n);
 
 #endif

@@ -18,7 +18,7 @@ static void set_err(char *err, size_t errlen, const std::string &m) {
     if (errlen) std::snprintf(err, errlen, "%s", m.c_str());
 }
 
-int ss_spm_load(ss_spm **out, const char *path, char *err, size_t errlen) {
+int ss__spm_load(ss_spm **out, const char *path, char *err, size_t errlen) {
     *out = nullptr;
     try {
         ss_spm *m = new ss_spm;
@@ -38,15 +38,15 @@ int ss_spm_load(ss_spm **out, const char *path, char *err, size_t errlen) {
     return -1;
 }
 
-void ss_spm_free(ss_spm *m) {
+void ss__spm_free(ss_spm *m) {
     delete m;
 }
 
-uint32_t ss_spm_vocab_size(const ss_spm *m) {
+uint32_t ss__spm_vocab_size(const ss_spm *m) {
     return (uint32_t)m->sp.GetPieceSize();
 }
 
-int64_t ss_spm_special(const ss_spm *m, const char *which) {
+int64_t ss__spm_special(const ss_spm *m, const char *which) {
     std::string w(which);
     if (w == "bos") return m->sp.bos_id();
     if (w == "eos") return m->sp.eos_id();
@@ -62,14 +62,14 @@ int64_t ss_spm_special(const ss_spm *m, const char *which) {
     return -1;
 }
 
-const char *ss_spm_piece(const ss_spm *m, uint32_t id, size_t *len) {
+const char *ss__spm_piece(const ss_spm *m, uint32_t id, size_t *len) {
     const std::string &p = m->sp.IdToPiece((int)id);
     *len = p.size();
     return p.data();
 }
 
-const int *ss_spm_encode(const ss_spm *m, const char *text, size_t len, size_t *n, char *err,
-                         size_t errlen) {
+const int *ss__spm_encode(const ss_spm *m, const char *text, size_t len, size_t *n, char *err,
+                          size_t errlen) {
     // One buffer per thread, reused: no allocation per example once warm.
     static thread_local std::vector<int> ids;
     *n = 0;

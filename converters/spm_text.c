@@ -8,30 +8,30 @@
 
 int tx_spm_option(ss_conv *c, const char *value, const char **model) {
     if (!value || strncmp(value, "spm:", 4) || !value[4])
-        return ss_conv_usage_error(c, "--tokenizer needs spm:MODEL (a SentencePiece .model file)");
+        return ss__conv_usage_error(c, "--tokenizer needs spm:MODEL (a SentencePiece .model file)");
     *model = value + 4;
     return 0;
 }
 
 int tx_spm_load(ss_conv *c, ss_spm **out, const char *model) {
     char err[512];
-    if (ss_spm_load(out, model, err, sizeof err)) return ss_conv_error(c, "%s: %s", model, err);
-    if (!ss_spm_vocab_size(*out)) {
-        ss_spm_free(*out);
+    if (ss__spm_load(out, model, err, sizeof err)) return ss__conv_error(c, "%s: %s", model, err);
+    if (!ss__spm_vocab_size(*out)) {
+        ss__spm_free(*out);
         *out = NULL;
-        return ss_conv_error(c, "%s: the model has no pieces", model);
+        return ss__conv_error(c, "%s: the model has no pieces", model);
     }
     return 0;
 }
 
 int tx_spm_prepare(ss_conv *c, tx_tok *t, const char *field) {
-    uint32_t size = ss_spm_vocab_size(t->spm);
-    int64_t bos = ss_spm_special(t->spm, "bos"), eos = ss_spm_special(t->spm, "eos");
+    uint32_t size = ss__spm_vocab_size(t->spm);
+    int64_t bos = ss__spm_special(t->spm, "bos"), eos = ss__spm_special(t->spm, "eos");
     if (t->bos_on && bos < 0)
-        return c ? ss_conv_error(c, "%s: --bos, but the SentencePiece model has no BOS id", field)
+        return c ? ss__conv_error(c, "%s: --bos, but the SentencePiece model has no BOS id", field)
                  : 1;
     if (t->eos_on && eos < 0)
-        return c ? ss_conv_error(c, "%s: --eos, but the SentencePiece model has no EOS id", field)
+        return c ? ss__conv_error(c, "%s: --eos, but the SentencePiece model has no EOS id", field)
                  : 1;
     t->bos = (uint32_t)(bos < 0 ? 0 : bos);
     t->eos = (uint32_t)(eos < 0 ? 0 : eos);
@@ -45,27 +45,27 @@ static int set_i64(ss_conv *c, const char *field, const char *what, int64_t v) {
     char name[SS_MAX_NAME + 32];
     if (v < 0) return 0;
     snprintf(name, sizeof name, "%s.%s", field, what);
-    return ss_conv_set_attr(c, name, SS_I64, &v, sizeof v);
+    return ss__conv_set_attr(c, name, SS_I64, &v, sizeof v);
 }
 
 static int set_vocab(ss_conv *c, const ss_spm *m, const char *model, const char *attr) {
-    uint32_t n = ss_spm_vocab_size(m);
+    uint32_t n = ss__spm_vocab_size(m);
     size_t total = 0, len;
     for (uint32_t i = 0; i < n; i++) {
-        const char *p = ss_spm_piece(m, i, &len);
+        const char *p = ss__spm_piece(m, i, &len);
         if (memchr(p, '\n', len))
-            return ss_conv_error(c, "%s: piece %" PRIu32 " contains a newline", model, i);
+            return ss__conv_error(c, "%s: piece %" PRIu32 " contains a newline", model, i);
         total += len + 1;
     }
     char *text = malloc(total ? total : 1), *w = text;
-    if (!text) return ss_conv_error(c, "out of memory");
+    if (!text) return ss__conv_error(c, "out of memory");
     for (uint32_t i = 0; i < n; i++) {
-        const char *p = ss_spm_piece(m, i, &len);
+        const char *p = ss__spm_piece(m, i, &len);
         memcpy(w, p, len);
         w += len;
         *w++ = '\n';
     }
-    int rc = ss_conv_set_attr(c, attr, SS_ATTR_TEXT, text, total);
+    int rc = ss__conv_set_attr(c, attr, SS_ATTR_TEXT, text, total);
     free(text);
     return rc;
 }
@@ -76,32 +76,23 @@ int tx_spm_attrs(ss_conv *c, const tx_tok *t, const char *field, const char *voc
     const char *base = strrchr(model, '/');
     snprintf(name, sizeof name, "%s.tokenizer", field);
     snprintf(value, sizeof value, "spm:%s", base ? base + 1 : model);
-    if (ss_conv_set_attr(c, name, SS_ATTR_TEXT, value, strlen(value))) return 1;
-    uint64_t size = ss_spm_vocab_size(t->spm);
+    if (ss__conv_set_attr(c, name, SS_ATTR_TEXT, value, strlen(value))) return 1;
+    uint64_t size = ss__spm_vocab_size(t->spm);
     snprintf(name, sizeof name, "%s.vocab_size", field);
-    if (ss_conv_set_attr(c, name, SS_U64, &size, sizeof size)) return 1;
+    if (ss__conv_set_attr(c, name, SS_U64, &size, sizeof size)) return 1;
     static const char *const special[] = {"bos", "eos", "eod", "unk", "pad"};
     for (int k = 0; k < 5; k++) {
         char what[16];
         snprintf(what, sizeof what, "%s_id", special[k]);
-        if (set_i64(c, field, what, ss_spm_special(t->spm, special[k]))) return 1;
+        if (set_i64(c, field, what, ss__spm_special(t->spm, special[k]))) return 1;
     }
     return vocab_attr ? set_vocab(c, t->spm, model, vocab_attr) : 0;
-}
-
-static inline void put_id(uint8_t *base, uint32_t esize, size_t i, uint32_t v) {
-    if (esize == 1)
-        base[i] = (uint8_t)v;
-    else if (esize == 2)
-        ((uint16_t *)(void *)base)[i] = (uint16_t)v;
-    else
-        ((uint32_t *)(void *)base)[i] = v;
 }
 
 int tx_spm_tokenize(const tx_tok *t, const uint8_t *s, size_t n, uint8_t **out, size_t *cap,
                     size_t *m, char *err, size_t errlen) {
     size_t k = 0;
-    const int *ids = ss_spm_encode(t->spm, (const char *)s, n, &k, err, errlen);
+    const int *ids = ss__spm_encode(t->spm, (const char *)s, n, &k, err, errlen);
     if (!ids) return -1;
     size_t need = (*m + k + 2) * t->esize;
     if (need > *cap) {
@@ -114,9 +105,9 @@ int tx_spm_tokenize(const tx_tok *t, const uint8_t *s, size_t n, uint8_t **out, 
     }
     uint32_t es = t->esize;
     size_t w = *m;
-    if (t->bos_on) put_id(*out, es, w++, t->bos);
-    for (size_t i = 0; i < k; i++) put_id(*out, es, w++, (uint32_t)ids[i]);
-    if (t->eos_on) put_id(*out, es, w++, t->eos);
+    if (t->bos_on) tx_put_id(*out, es, w++, t->bos);
+    for (size_t i = 0; i < k; i++) tx_put_id(*out, es, w++, (uint32_t)ids[i]);
+    if (t->eos_on) tx_put_id(*out, es, w++, t->eos);
     *m = w;
     return 0;
 }

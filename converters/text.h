@@ -41,7 +41,7 @@ typedef struct tx_input {
     void *map; /* munmap(map, map_len) if not NULL */
     size_t map_len;
     void *owned;     /* free() if not NULL */
-    uint32_t source; /* ss_conv_add_source() number */
+    uint32_t source; /* ss__conv_add_source() number */
     int ok;          /* 0: skipped (unreadable, --skip-bad) */
 } tx_input;
 
@@ -63,7 +63,7 @@ typedef struct tx_item {
 } tx_item;
 
 /* Pass 1's words of one side of one block (--tokens words, counted in this
- * process): the entry number (ss_vocab_count_at()) of every word in order,
+ * process): the entry number (ss__vocab_count_at()) of every word in order,
  * in the map of the thread that counted it, and the number of words and
  * the first line of each example. Pass 2 then maps them to ids through that
  * map's remap table instead of finding the words in the text and the
@@ -148,6 +148,23 @@ int tx_parse_kind(const char *name);
 int tx_parse_count_option(ss_conv *c, const char *a, const char *v, uint64_t *min_count,
                           uint64_t *max_vocab, uint64_t *vocab_size);
 const char *tx_kind_name(int kind);
+/* The options `convert text` and `convert jsonl` share: --bos, --eos, the
+ * count options above, --vocab, --count-only, --counts; pointers to the
+ * fields of their options (TX_VOCAB_ARGS(o), both name them alike). counts
+ * has room for every argument. */
+typedef struct tx_vocab_args {
+    int *bos, *eos, *count_only, *ncounts;
+    uint64_t *min_count, *max_vocab, *vocab_size;
+    const char **vocab_from;
+    const char ***counts;
+} tx_vocab_args;
+#define TX_VOCAB_ARGS(o)                                                                      \
+    {&(o)->bos, &(o)->eos, &(o)->count_only, &(o)->ncounts, &(o)->min_count, &(o)->max_vocab, \
+     &(o)->vocab_size, &(o)->vocab_from, &(o)->counts}
+/* Take option `a` (with value v, or NULL when it is the last argument) if it
+ * is one of those: 1 (and *i advanced past a value taken), 0 if it is not
+ * one of them, 2 on a usage error (printed). */
+int tx_vocab_option(ss_conv *c, const tx_vocab_args *va, const char *a, const char *v, int *i);
 /* The checks of --count-only and --counts shared by `convert text` and
  * `convert parallel` (`words`: some side has --tokens words). @return 0 or
  * 2 (usage error printed). */
@@ -165,10 +182,10 @@ int tx_split(tx_job *j);
  * corpus: side 0's; side 1 counts 0), mark every block whose first byte
  * another shard owns (tx_process_block() then only counts its lines, so line
  * numbers stay those of a single-process run; not even that, TX_UNREAD,
- * when no block of this shard follows in the same input) and have ss_conv_bad() trust
+ * when no block of this shard follows in the same input) and have ss__conv_bad() trust
  * the caller, which reports bad records of its own blocks only. Blocks are
  * cut at line (document) boundaries, so a large file is sliced there. Call it
- * after tx_split() and before ss_conv_begin(). @return 0, or 1 (error
+ * after tx_split() and before ss__conv_begin(). @return 0, or 1 (error
  * printed). */
 int tx_shard_blocks(ss_conv *c, tx_job *j);
 
@@ -223,7 +240,7 @@ int tx_vocabs_from_counts(ss_conv *c, ss_vocab *counts[2], uint64_t min_count, u
  * @return 0 or 1 (printed). */
 int tx_write_counts(ss_conv *c, tx_job *j, int threads, int shared, const int skip[2]);
 
-/* tx_write_counts() of counts a caller counted itself (after ss_conv_no_store()
+/* tx_write_counts() of counts a caller counted itself (after ss__conv_no_store()
  * and tx_shard_blocks(); convert jsonl): counts[s] for each side not
  * skipped, or counts[0] when `shared`. @return 0 or 1 (printed). */
 int tx_write_counts_of(ss_conv *c, const tx_job *j, int shared, const int skip[2],
@@ -236,6 +253,17 @@ int tx_write_counts_of(ss_conv *c, const tx_job *j, int shared, const int skip[2
  * (printed, naming the file and line, or the missing shard). */
 int tx_read_counts(ss_conv *c, const tx_job *j, int shared, const int skip[2],
                    const char *const *paths, int npaths, ss_vocab *counts[2]);
+
+/* Token id v as element i of an array of esize-byte (1, 2 or 4) unsigned
+ * integers at base: how every text converter writes its ids. */
+static inline void tx_put_id(uint8_t *base, uint32_t esize, size_t i, uint32_t v) {
+    if (esize == 1)
+        base[i] = (uint8_t)v;
+    else if (esize == 2)
+        ((uint16_t *)(void *)base)[i] = (uint16_t)v;
+    else
+        ((uint32_t *)(void *)base)[i] = v;
+}
 
 /* Begin the store, write the text attributes, run the pipeline.
  * @return 0, or 1 (printed). */

@@ -35,7 +35,7 @@ static inline size_t ss_utf8_multi(const uint8_t *s, size_t n, uint32_t *cp) {
     return len;
 }
 
-int ss_utf8_decode(uint32_t *out, size_t *nout, size_t *bad, const uint8_t *s, size_t n) {
+int ss__utf8_decode(uint32_t *out, size_t *nout, size_t *bad, const uint8_t *s, size_t n) {
     size_t i = 0, k = 0;
     while (i < n) {
         /* ASCII fast path: 8 bytes at a time */
@@ -64,19 +64,19 @@ int ss_utf8_decode(uint32_t *out, size_t *nout, size_t *bad, const uint8_t *s, s
     return 0;
 }
 
-size_t ss_utf8_seq(const uint8_t *s, size_t n) {
+size_t ss__utf8_seq(const uint8_t *s, size_t n) {
     uint32_t cp;
     if (n == 0) return 0;
     return s[0] < 0x80 ? 1 : ss_utf8_multi(s, n, &cp);
 }
 
-int ss_utf8_valid(const uint8_t *s, size_t n) {
+int ss__utf8_valid(const uint8_t *s, size_t n) {
     for (size_t i = 0, len; i < n; i += len)
-        if ((len = ss_utf8_seq(s + i, n - i)) == 0) return 0;
+        if ((len = ss__utf8_seq(s + i, n - i)) == 0) return 0;
     return 1;
 }
 
-size_t ss_utf8_encode(char out[4], uint32_t cp) {
+size_t ss__utf8_encode(char out[4], uint32_t cp) {
     if (cp < 0x80) {
         out[0] = (char)cp;
         return 1;

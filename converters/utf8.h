@@ -15,17 +15,17 @@
  *  @param[out] bad   on failure, the offset of the first byte of the invalid
  *                    sequence.
  *  @return 0, or -1 for invalid UTF-8. */
-int ss_utf8_decode(uint32_t *out, size_t *nout, size_t *bad, const uint8_t *s, size_t n);
+int ss__utf8_decode(uint32_t *out, size_t *nout, size_t *bad, const uint8_t *s, size_t n);
 
 /** Encode code point `cp` (<= U+10FFFF, not a surrogate) into `out`.
  *  @return the number of bytes (1..4), or 0 for an invalid code point. */
-size_t ss_utf8_encode(char out[4], uint32_t cp);
+size_t ss__utf8_encode(char out[4], uint32_t cp);
 
 /** Length (1..4) of the valid UTF-8 sequence starting at s[0], or 0 if the
  *  bytes there are not valid UTF-8 (or n is 0). */
-size_t ss_utf8_seq(const uint8_t *s, size_t n);
+size_t ss__utf8_seq(const uint8_t *s, size_t n);
 
-/** 1 if [s, s + n) is entirely valid UTF-8 (as ss_utf8_decode accepts), else 0. */
-int ss_utf8_valid(const uint8_t *s, size_t n);
+/** 1 if [s, s + n) is entirely valid UTF-8 (as ss__utf8_decode accepts), else 0. */
+int ss__utf8_valid(const uint8_t *s, size_t n);
 
 #endif

@@ -50,7 +50,7 @@ struct ss_vocab {
 
 static const char *const specials[SS_VOCAB_NSPECIAL] = {"<pad>", "<unk>", "<bos>", "<eos>"};
 
-int ss_vocab_new(ss_vocab **out) {
+int ss__vocab_new(ss_vocab **out) {
     ss_vocab *v = calloc(1, sizeof *v);
     *out = NULL;
     if (!v) return -1;
@@ -64,7 +64,7 @@ int ss_vocab_new(ss_vocab **out) {
     return 0;
 }
 
-void ss_vocab_free(ss_vocab *v) {
+void ss__vocab_free(ss_vocab *v) {
     if (!v) return;
     while (v->arena) {
         arena *next = v->arena->next;
@@ -170,17 +170,17 @@ static slot *insert(ss_vocab *v, const ss_vocab_key *k, int *fresh, int copy) {
     return &v->slots[i];
 }
 
-int ss_vocab_count(ss_vocab *v, const uint8_t *w, size_t len, uint64_t n) {
+int ss__vocab_count(ss_vocab *v, const uint8_t *w, size_t len, uint64_t n) {
     ss_vocab_key k = ss_vocab_key_of(w, len);
-    return ss_vocab_count_key(v, &k, n);
+    return ss__vocab_count_key(v, &k, n);
 }
 
-int ss_vocab_count_key(ss_vocab *v, const ss_vocab_key *k, uint64_t n) {
+int ss__vocab_count_key(ss_vocab *v, const ss_vocab_key *k, uint64_t n) {
     uint32_t e;
-    return ss_vocab_count_at(v, k, n, &e);
+    return ss__vocab_count_at(v, k, n, &e);
 }
 
-int ss_vocab_count_at(ss_vocab *v, const ss_vocab_key *k, uint64_t n, uint32_t *entry_no) {
+int ss__vocab_count_at(ss_vocab *v, const ss_vocab_key *k, uint64_t n, uint32_t *entry_no) {
     int fresh;
     slot *s = insert(v, k, &fresh, 1);
     if (!s) return -1;
@@ -189,7 +189,7 @@ int ss_vocab_count_at(ss_vocab *v, const ss_vocab_key *k, uint64_t n, uint32_t *
     return 0;
 }
 
-int ss_vocab_count_batch(ss_vocab *v, size_t n, const ss_vocab_key *keys, uint32_t *entry_no) {
+int ss__vocab_count_batch(ss_vocab *v, size_t n, const ss_vocab_key *keys, uint32_t *entry_no) {
     /* A cache miss per word (its slot) was most of the counting time of a
      * large map; fetched for the batch first, the misses overlap. */
     uint64_t mask = v->cap - 1;
@@ -202,7 +202,7 @@ int ss_vocab_count_batch(ss_vocab *v, size_t n, const ss_vocab_key *keys, uint32
             if (!s->idx || holds(v, s, k)) break;
         }
         if (!s->idx) { /* a new word */
-            if (ss_vocab_count_at(v, k, 1, &entry_no[i])) return -1;
+            if (ss__vocab_count_at(v, k, 1, &entry_no[i])) return -1;
             mask = v->cap - 1; /* the table may have grown */
             continue;
         }
@@ -212,33 +212,33 @@ int ss_vocab_count_batch(ss_vocab *v, size_t n, const ss_vocab_key *keys, uint32
     return 0;
 }
 
-const uint8_t *ss_vocab_entry(const ss_vocab *v, uint64_t k, size_t *len) {
+const uint8_t *ss__vocab_entry(const ss_vocab *v, uint64_t k, size_t *len) {
     if (k >= v->nents) return NULL;
     *len = v->ents[k].len;
     return v->ents[k].key;
 }
 
-int64_t ss_vocab_lookup_key(const ss_vocab *v, const ss_vocab_key *k) {
+int64_t ss__vocab_lookup_key(const ss_vocab *v, const ss_vocab_key *k) {
     const slot *s = &v->slots[find(v, k)];
     return s->idx ? (int64_t)s->val : -1;
 }
 
-int ss_vocab_merge(ss_vocab *into, const ss_vocab *from) {
-    return ss_vocab_merge_at(into, from, NULL);
+int ss__vocab_merge(ss_vocab *into, const ss_vocab *from) {
+    return ss__vocab_merge_at(into, from, NULL);
 }
 
-int ss_vocab_merge_at(ss_vocab *into, const ss_vocab *from, uint32_t *entry_no) {
+int ss__vocab_merge_at(ss_vocab *into, const ss_vocab *from, uint32_t *entry_no) {
     for (uint64_t k = 0; k < from->nents; k++) {
         const entry *f = &from->ents[k];
         ss_vocab_key key = ss_vocab_key_of(f->key, f->len);
         uint32_t e;
-        if (ss_vocab_count_at(into, &key, *val_of(from, k), &e)) return -1;
+        if (ss__vocab_count_at(into, &key, *val_of(from, k), &e)) return -1;
         if (entry_no) entry_no[k] = e;
     }
     return 0;
 }
 
-uint64_t ss_vocab_entries(const ss_vocab *v) {
+uint64_t ss__vocab_entries(const ss_vocab *v) {
     return v->nents;
 }
 
@@ -308,12 +308,12 @@ static int64_t fill(ss_vocab *v, const uint8_t *const *tok, const uint32_t *len,
     return 0;
 }
 
-int ss_vocab_build(ss_vocab **out, const ss_vocab *counts, uint64_t min_count, uint64_t max_size) {
-    return ss_vocab_build_ids(out, counts, min_count, max_size, NULL);
+int ss__vocab_build(ss_vocab **out, const ss_vocab *counts, uint64_t min_count, uint64_t max_size) {
+    return ss__vocab_build_ids(out, counts, min_count, max_size, NULL);
 }
 
-int ss_vocab_build_ids(ss_vocab **out, const ss_vocab *counts, uint64_t min_count,
-                       uint64_t max_size, uint32_t *ids) {
+int ss__vocab_build_ids(ss_vocab **out, const ss_vocab *counts, uint64_t min_count,
+                        uint64_t max_size, uint32_t *ids) {
     *out = NULL;
     ranked *words = malloc((counts->nents ? counts->nents : 1) * sizeof *words);
     uint64_t n = 0;
@@ -334,7 +334,7 @@ int ss_vocab_build_ids(ss_vocab **out, const ss_vocab *counts, uint64_t min_coun
     uint32_t *len = malloc(total * sizeof *len);
     ss_vocab *v = NULL;
     int rc = -1;
-    if (tok && len && ss_vocab_new(&v) == 0) {
+    if (tok && len && ss__vocab_new(&v) == 0) {
         for (uint64_t i = 0; i < total; i++) {
             if (i < SS_VOCAB_NSPECIAL) {
                 tok[i] = (const uint8_t *)specials[i];
@@ -350,14 +350,14 @@ int ss_vocab_build_ids(ss_vocab **out, const ss_vocab *counts, uint64_t min_coun
     free(tok);
     free(len);
     if (rc) {
-        ss_vocab_free(v);
+        ss__vocab_free(v);
         return -1;
     }
     *out = v;
     return 0;
 }
 
-int ss_vocab_parse(ss_vocab **out, const char *text, size_t size, char *err, size_t errlen) {
+int ss__vocab_parse(ss_vocab **out, const char *text, size_t size, char *err, size_t errlen) {
     *out = NULL;
     uint64_t n = 0;
     for (size_t i = 0; i < size; i++) n += text[i] == '\n';
@@ -366,7 +366,7 @@ int ss_vocab_parse(ss_vocab **out, const char *text, size_t size, char *err, siz
     uint32_t *len = malloc((n ? n : 1) * sizeof *len);
     ss_vocab *v = NULL;
     int rc = -1;
-    if (!tok || !len || ss_vocab_new(&v)) {
+    if (!tok || !len || ss__vocab_new(&v)) {
         snprintf(err, errlen, "out of memory");
         goto done;
     }
@@ -409,29 +409,29 @@ done:
     free(tok);
     free(len);
     if (rc) {
-        ss_vocab_free(v);
+        ss__vocab_free(v);
         return -1;
     }
     *out = v;
     return 0;
 }
 
-int64_t ss_vocab_lookup(const ss_vocab *v, const uint8_t *w, size_t len) {
+int64_t ss__vocab_lookup(const ss_vocab *v, const uint8_t *w, size_t len) {
     ss_vocab_key k = ss_vocab_key_of(w, len);
-    return ss_vocab_lookup_key(v, &k);
+    return ss__vocab_lookup_key(v, &k);
 }
 
-uint64_t ss_vocab_size(const ss_vocab *v) {
+uint64_t ss__vocab_size(const ss_vocab *v) {
     return v->nids;
 }
 
-const uint8_t *ss_vocab_token(const ss_vocab *v, uint64_t id, size_t *len) {
+const uint8_t *ss__vocab_token(const ss_vocab *v, uint64_t id, size_t *len) {
     if (id >= v->nids) return NULL;
     *len = v->ents[id].len;
     return v->ents[id].key;
 }
 
-char *ss_vocab_text(const ss_vocab *v, size_t *size) {
+char *ss__vocab_text(const ss_vocab *v, size_t *size) {
     size_t total = 1;
     for (uint64_t i = 0; i < v->nids; i++) total += v->ents[i].len + 1;
     char *t = malloc(total), *p = t;
@@ -446,7 +446,7 @@ char *ss_vocab_text(const ss_vocab *v, size_t *size) {
     return t;
 }
 
-char *ss_vocab_counts_text(const ss_vocab *counts, size_t *size) {
+char *ss__vocab_counts_text(const ss_vocab *counts, size_t *size) {
     ranked *words = malloc((counts->nents ? counts->nents : 1) * sizeof *words);
     if (!words) return NULL;
     size_t total = 1;

@@ -29,47 +29,47 @@
 typedef struct ss_vocab ss_vocab;
 
 /** An empty map. @return 0, or -1 out of memory. */
-int ss_vocab_new(ss_vocab **out);
-void ss_vocab_free(ss_vocab *v);
+int ss__vocab_new(ss_vocab **out);
+void ss__vocab_free(ss_vocab *v);
 
 /** Add `n` to the count of word [w, w + len). The map copies the bytes of a
  *  word it has not seen (they need not outlive the call).
  *  @return 0, or -1 out of memory. */
-int ss_vocab_count(ss_vocab *v, const uint8_t *w, size_t len, uint64_t n);
+int ss__vocab_count(ss_vocab *v, const uint8_t *w, size_t len, uint64_t n);
 
 /** Add every count of `from` into `into` (new words copied). @return 0 or -1. */
-int ss_vocab_merge(ss_vocab *into, const ss_vocab *from);
+int ss__vocab_merge(ss_vocab *into, const ss_vocab *from);
 
-/** ss_vocab_merge() that also says where each word of `from` went:
- *  entry_no[k] ([ss_vocab_entries(from)], NULL: not wanted) gets the entry
- *  number in `into` (ss_vocab_count_at()) of entry k of `from`. */
-int ss_vocab_merge_at(ss_vocab *into, const ss_vocab *from, uint32_t *entry_no);
+/** ss__vocab_merge() that also says where each word of `from` went:
+ *  entry_no[k] ([ss__vocab_entries(from)], NULL: not wanted) gets the entry
+ *  number in `into` (ss__vocab_count_at()) of entry k of `from`. */
+int ss__vocab_merge_at(ss_vocab *into, const ss_vocab *from, uint32_t *entry_no);
 
 /** Distinct words counted. */
-uint64_t ss_vocab_entries(const ss_vocab *v);
+uint64_t ss__vocab_entries(const ss_vocab *v);
 
 /** Build a vocabulary from counts: the 4 reserved tokens, then every word
  *  with count >= min_count, most frequent first, ties by bytes; at most
  *  max_size tokens in all (0 = no limit). Words equal to a reserved token get
  *  the reserved id. The result owns copies of its tokens. @return 0 or -1. */
-int ss_vocab_build(ss_vocab **out, const ss_vocab *counts, uint64_t min_count, uint64_t max_size);
+int ss__vocab_build(ss_vocab **out, const ss_vocab *counts, uint64_t min_count, uint64_t max_size);
 
-/** ss_vocab_build() that also gives the id of every entry of `counts`:
- *  ids[k] ([ss_vocab_entries(counts)], NULL: not wanted) is what
- *  ss_vocab_lookup() of entry k's word returns in *out, SS_VOCAB_UNK for a
+/** ss__vocab_build() that also gives the id of every entry of `counts`:
+ *  ids[k] ([ss__vocab_entries(counts)], NULL: not wanted) is what
+ *  ss__vocab_lookup() of entry k's word returns in *out, SS_VOCAB_UNK for a
  *  word the vocabulary dropped; a caller maps entry numbers to ids without
  *  looking the words up. @return 0 or -1 (ids then undefined). */
-int ss_vocab_build_ids(ss_vocab **out, const ss_vocab *counts, uint64_t min_count,
-                       uint64_t max_size, uint32_t *ids);
+int ss__vocab_build_ids(ss_vocab **out, const ss_vocab *counts, uint64_t min_count,
+                        uint64_t max_size, uint32_t *ids);
 
 /** Parse a vocabulary text (one token per line in id order; a final newline
  *  is optional; a trailing '\r' is removed). Copies the text.
  *  @param[out] err a message on failure ("line 7: duplicate token 'the'").
  *  @return 0, or -1. */
-int ss_vocab_parse(ss_vocab **out, const char *text, size_t size, char *err, size_t errlen);
+int ss__vocab_parse(ss_vocab **out, const char *text, size_t size, char *err, size_t errlen);
 
 /** Id of token [w, w + len), or -1 if absent. Thread-safe on a finished vocabulary. */
-int64_t ss_vocab_lookup(const ss_vocab *v, const uint8_t *w, size_t len);
+int64_t ss__vocab_lookup(const ss_vocab *v, const uint8_t *w, size_t len);
 
 /** A word as the map takes it: its bytes, their first and last 8 as
  *  numbers and its hash (ss_vocab_key_of(), or ss_vocab_key_fast() where 8
@@ -133,43 +133,43 @@ static inline ss_vocab_key ss_vocab_key_fast(const uint8_t *w, size_t len) {
     return k;
 }
 
-/** ss_vocab_count() and ss_vocab_lookup() of a key. */
-int ss_vocab_count_key(ss_vocab *v, const ss_vocab_key *k, uint64_t n);
-int64_t ss_vocab_lookup_key(const ss_vocab *v, const ss_vocab_key *k);
+/** ss__vocab_count() and ss__vocab_lookup() of a key. */
+int ss__vocab_count_key(ss_vocab *v, const ss_vocab_key *k, uint64_t n);
+int64_t ss__vocab_lookup_key(const ss_vocab *v, const ss_vocab_key *k);
 
-/** ss_vocab_count_key() that also says which entry the word is: *entry_no is
- *  its entry number, 0..ss_vocab_entries()-1 in the order words were first
+/** ss__vocab_count_key() that also says which entry the word is: *entry_no is
+ *  its entry number, 0..ss__vocab_entries()-1 in the order words were first
  *  counted (an entry keeps its number as the map grows and when other maps
  *  are merged into it). Lets a caller remember the words of a text as
  *  numbers and map them to ids later without looking them up again.
  *  @return 0, or -1 out of memory (*entry_no unchanged). */
-int ss_vocab_count_at(ss_vocab *v, const ss_vocab_key *k, uint64_t n, uint32_t *entry_no);
+int ss__vocab_count_at(ss_vocab *v, const ss_vocab_key *k, uint64_t n, uint32_t *entry_no);
 
-/** ss_vocab_count_at() with n = 1 for the n words keys[i], in order;
+/** ss__vocab_count_at() with n = 1 for the n words keys[i], in order;
  *  entry_no[i] gets word i's entry number. Faster than one call per word for
  *  large maps: it fetches the table memory of all n words before counting
  *  them. @return 0, or -1 out of memory (the words before the failing one
  *  are counted). */
-int ss_vocab_count_batch(ss_vocab *v, size_t n, const ss_vocab_key *keys, uint32_t *entry_no);
+int ss__vocab_count_batch(ss_vocab *v, size_t n, const ss_vocab_key *keys, uint32_t *entry_no);
 
-/** The bytes of entry `k` of a map (see ss_vocab_count_at(); not
+/** The bytes of entry `k` of a map (see ss__vocab_count_at(); not
  *  NUL-terminated, owned by the map), its length in *len; NULL if k >=
- *  ss_vocab_entries(). */
-const uint8_t *ss_vocab_entry(const ss_vocab *v, uint64_t k, size_t *len);
+ *  ss__vocab_entries(). */
+const uint8_t *ss__vocab_entry(const ss_vocab *v, uint64_t k, size_t *len);
 
 /** Number of tokens (ids are 0..size-1). */
-uint64_t ss_vocab_size(const ss_vocab *v);
+uint64_t ss__vocab_size(const ss_vocab *v);
 
 /** Token of `id` (not NUL-terminated), its length in *len; NULL if out of range. */
-const uint8_t *ss_vocab_token(const ss_vocab *v, uint64_t id, size_t *len);
+const uint8_t *ss__vocab_token(const ss_vocab *v, uint64_t id, size_t *len);
 
 /** The vocabulary as text, one token per line (malloc'ed; *size bytes, also
  *  NUL-terminated). NULL when out of memory. */
-char *ss_vocab_text(const ss_vocab *v, size_t *size);
+char *ss__vocab_text(const ss_vocab *v, size_t *size);
 
 /** Counts as text, one "WORD\tCOUNT\n" line per word (words hold no
  *  whitespace), most frequent first, ties by bytes (malloc'ed; *size bytes,
  *  also NUL-terminated). NULL when out of memory. */
-char *ss_vocab_counts_text(const ss_vocab *counts, size_t *size);
+char *ss__vocab_counts_text(const ss_vocab *counts, size_t *size);
 
 #endif

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* wordcounts.c - word counts of one shard (`--count-only`) and their merge
  * (`--counts`), so that N jobs converting slices of a corpus share the
- * vocabulary a single process would build (issue 12).
+ * vocabulary a single process would build.
  *
  * A counts file is text: one or more documents, each
  *
@@ -19,7 +19,7 @@
  * MPI driver concatenates the ranks' documents into one file). Merging
  * checks that every document counted the same inputs with the same options
  * and that together they cover shards 0..N-1 once each; their sums are then
- * the counts of the whole input, and ss_vocab_build() orders words by count
+ * the counts of the whole input, and ss__vocab_build() orders words by count
  * and bytes only, so the vocabulary is the single process's. */
 #include "text.h"
 
@@ -69,36 +69,36 @@ static char *header(const tx_job *j, int shared, uint32_t k, uint32_t n) {
 
 int tx_write_counts(ss_conv *c, tx_job *j, int threads, int shared, const int skip[2]) {
     ss_vocab *counts[2] = {NULL, NULL};
-    ss_conv_no_store(c);
+    ss__conv_no_store(c);
     if (tx_shard_blocks(c, j) || tx_count_words(c, j, threads, shared, skip, counts)) return 1;
     int rc = tx_write_counts_of(c, j, shared, skip, counts);
-    ss_vocab_free(counts[0]);
-    ss_vocab_free(counts[1]);
+    ss__vocab_free(counts[0]);
+    ss__vocab_free(counts[1]);
     return rc;
 }
 
 int tx_write_counts_of(ss_conv *c, const tx_job *j, int shared, const int skip[2],
                        ss_vocab *const counts[2]) {
-    const char *out = ss_conv_opts(c)->output;
+    const char *out = ss__conv_opts(c)->output;
     uint32_t k, n;
-    ss_conv_shard_spec(c, &k, &n);
+    ss__conv_shard_spec(c, &k, &n);
     char tmp[4096];
     snprintf(tmp, sizeof tmp, "%s.tmp%ld", out, (long)getpid());
     char *h = header(j, shared, n ? k : 0, n ? n : 1);
     FILE *f = h ? fopen(tmp, "w") : NULL;
     int rc = 0;
     if (!h)
-        rc = ss_conv_error(c, "out of memory");
+        rc = ss__conv_error(c, "out of memory");
     else if (!f)
-        rc = ss_conv_error(c, "cannot write '%s': %s", tmp, strerror(errno));
+        rc = ss__conv_error(c, "cannot write '%s': %s", tmp, strerror(errno));
     else
         fprintf(f, "%s\n%s", COUNTS_MAGIC, h);
     for (int m = 0; m < (shared ? 1 : j->nsides) && !rc; m++) {
         if (skip[m] && !shared) continue;
         size_t size;
-        char *text = ss_vocab_counts_text(counts[m], &size);
+        char *text = ss__vocab_counts_text(counts[m], &size);
         if (!text) {
-            rc = ss_conv_error(c, "out of memory");
+            rc = ss__conv_error(c, "out of memory");
             break;
         }
         fprintf(f, "\t%s\n", section(j, shared, m));
@@ -106,10 +106,11 @@ int tx_write_counts_of(ss_conv *c, const tx_job *j, int shared, const int skip[2
         free(text);
     }
     if (f && (fflush(f) || ferror(f) || fsync(fileno(f))) && !rc)
-        rc = ss_conv_error(c, "cannot write '%s': %s", tmp, strerror(errno));
-    if (f && fclose(f) && !rc) rc = ss_conv_error(c, "cannot write '%s': %s", tmp, strerror(errno));
+        rc = ss__conv_error(c, "cannot write '%s': %s", tmp, strerror(errno));
+    if (f && fclose(f) && !rc) rc = ss__conv_error(c, "cannot write '%s': %s", tmp,
+                                                   strerror(errno));
     if (!rc && rename(tmp, out))
-        rc = ss_conv_error(c, "cannot rename '%s' to '%s': %s", tmp, out, strerror(errno));
+        rc = ss__conv_error(c, "cannot rename '%s' to '%s': %s", tmp, out, strerror(errno));
     if (rc && f) unlink(tmp);
     free(h);
     return rc;
@@ -141,7 +142,7 @@ static int next(const char *d, size_t size, size_t *pos, const char **a, size_t 
 }
 
 static int bad(merge *g, const char *what) {
-    return ss_conv_error(g->c, "counts file '%s', line %" PRIu64 ": %s", g->path, g->line, what);
+    return ss__conv_error(g->c, "counts file '%s', line %" PRIu64 ": %s", g->path, g->line, what);
 }
 
 /* One document's header from its "shard" line: checks it against the job. */
@@ -161,7 +162,7 @@ static int doc_header(merge *g, const char *d, size_t size, size_t *pos, uint32_
     if (!g->n) {
         g->n = (uint32_t)nn;
         g->seen = calloc(nn, 1);
-        if (!g->seen) return ss_conv_error(g->c, "out of memory");
+        if (!g->seen) return ss__conv_error(g->c, "out of memory");
     } else if (nn != g->n) {
         char m[96];
         snprintf(m, sizeof m, "counted as shard %llu of %llu, the other files of %u shards", kk, nn,
@@ -177,10 +178,10 @@ static int doc_header(merge *g, const char *d, size_t size, size_t *pos, uint32_
     /* the rest of the header must be this job's, byte for byte */
     size_t elen = strlen(g->expect);
     if (size - *pos < elen || memcmp(d + *pos, g->expect, elen))
-        return ss_conv_error(g->c,
-                             "counts file '%s' (shard %llu/%llu) counted other inputs or "
-                             "options; expected:\n%s",
-                             g->path, kk, nn, g->expect);
+        return ss__conv_error(g->c,
+                              "counts file '%s' (shard %llu/%llu) counted other inputs or "
+                              "options; expected:\n%s",
+                              g->path, kk, nn, g->expect);
     for (size_t i = 0; i < elen; i++) g->line += g->expect[i] == '\n';
     *pos += elen;
     return 0;
@@ -198,8 +199,8 @@ static int word_line(merge *g, ss_vocab *v, const char *a, size_t len) {
         n = n * 10 + (uint64_t)(*p - '0');
     }
     if (!n) return bad(g, "a count of 0");
-    if (ss_vocab_count(v, (const uint8_t *)a, (size_t)(tab - a), n))
-        return ss_conv_error(g->c, "out of memory");
+    if (ss__vocab_count(v, (const uint8_t *)a, (size_t)(tab - a), n))
+        return ss__conv_error(g->c, "out of memory");
     return 0;
 }
 
@@ -246,7 +247,7 @@ static int merge_file(merge *g, const char *path) {
     g->path = path;
     g->line = 0;
     if (tx_input_load(&in, path, err, sizeof err))
-        return ss_conv_error(g->c, "counts file '%s': %s", path, err);
+        return ss__conv_error(g->c, "counts file '%s': %s", path, err);
     const char *d = (const char *)in.data, *a;
     size_t pos = 0, len;
     int rc = 0, docs = 0;
@@ -262,7 +263,7 @@ static int merge_file(merge *g, const char *path) {
         if (!rc) g->seen[k] = 1;
         docs++;
     }
-    if (!rc && !docs) rc = ss_conv_error(g->c, "counts file '%s' is empty", path);
+    if (!rc && !docs) rc = ss__conv_error(g->c, "counts file '%s' is empty", path);
     tx_input_release(&in);
     return rc;
 }
@@ -274,7 +275,7 @@ static int by_name(const void *a, const void *b) {
 /* A directory: merge its files named *.counts, in name order. */
 static int merge_dir(merge *g, const char *dir) {
     DIR *d = opendir(dir);
-    if (!d) return ss_conv_error(g->c, "counts directory '%s': %s", dir, strerror(errno));
+    if (!d) return ss__conv_error(g->c, "counts directory '%s': %s", dir, strerror(errno));
     char **names = NULL;
     size_t n = 0, cap = 0;
     int rc = 0;
@@ -284,18 +285,18 @@ static int merge_dir(merge *g, const char *dir) {
         if (n == cap) {
             char **g2 = realloc(names, (cap = cap ? 2 * cap : 16) * sizeof *names);
             if (!g2) {
-                rc = ss_conv_error(g->c, "out of memory");
+                rc = ss__conv_error(g->c, "out of memory");
                 break;
             }
             names = g2;
         }
         if (asprintf(&names[n], "%s/%s", dir, e->d_name) < 0)
-            rc = ss_conv_error(g->c, "out of memory");
+            rc = ss__conv_error(g->c, "out of memory");
         else
             n++;
     }
     closedir(d);
-    if (!rc && !n) rc = ss_conv_error(g->c, "counts directory '%s' has no *.counts file", dir);
+    if (!rc && !n) rc = ss__conv_error(g->c, "counts directory '%s' has no *.counts file", dir);
     if (names) qsort(names, n, sizeof *names, by_name);
     for (size_t i = 0; i < n && !rc; i++) rc = merge_file(g, names[i]);
     for (size_t i = 0; i < n; i++) free(names[i]);
@@ -310,8 +311,8 @@ int tx_read_counts(ss_conv *c, const tx_job *j, int shared, const int skip[2],
     char *h = header(j, shared, 0, 1);
     char *nl = h ? strchr(h, '\n') : NULL; /* from "options" on */
     int rc = 0;
-    if (!nl || ss_vocab_new(&counts[0]) || (!shared && j->nsides > 1 && ss_vocab_new(&counts[1])))
-        rc = ss_conv_error(c, "out of memory");
+    if (!nl || ss__vocab_new(&counts[0]) || (!shared && j->nsides > 1 && ss__vocab_new(&counts[1])))
+        rc = ss__conv_error(c, "out of memory");
     g.expect = nl ? nl + 1 : NULL;
     for (int i = 0; i < npaths && !rc; i++) {
         struct stat st;
@@ -320,12 +321,12 @@ int tx_read_counts(ss_conv *c, const tx_job *j, int shared, const int skip[2],
     }
     for (uint32_t k = 0; k < g.n && !rc; k++)
         if (!g.seen[k])
-            rc = ss_conv_error(c, "the counts files given have no counts of shard %u/%u", k, g.n);
+            rc = ss__conv_error(c, "the counts files given have no counts of shard %u/%u", k, g.n);
     free(h);
     free(g.seen);
     if (rc) {
-        ss_vocab_free(counts[0]);
-        ss_vocab_free(counts[1]);
+        ss__vocab_free(counts[0]);
+        ss__vocab_free(counts[1]);
         counts[0] = counts[1] = NULL;
     }
     return rc;

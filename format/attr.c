@@ -6,12 +6,12 @@
 #include <errno.h>
 #include <stdlib.h>
 
-int ss_attr_load(ss_store *s) {
+int ss__attr_load(ss_store *s) {
     MDB_cursor *cur;
     int rc = mdb_cursor_open(s->txn, s->dbi, &cur);
     if (rc) return ss__lmdb_fail(rc, s->path);
     ss_key key;
-    ss_key_named(&key, SS_KEY_ATTR, NULL);
+    ss__key_named(&key, SS_KEY_ATTR, NULL);
     MDB_val k = ss_key_val(&key), v;
     uint64_t cap = 0;
     for (rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE); rc == 0;
@@ -47,18 +47,18 @@ int ss_attr_load(ss_store *s) {
     return 0;
 }
 
-void ss_attr_unload(ss_store *s) {
+void ss__attr_unload(ss_store *s) {
     for (uint64_t i = 0; i < s->nattrs; i++) free(s->attrs[i].name);
     free(s->attrs);
 }
 
 static int ss_attr_decode(const ss_store *s, const ss_attr_slot *a, ss_attr *out) {
     ss_key key;
-    ss_key_named(&key, SS_KEY_ATTR, a->name);
+    ss__key_named(&key, SS_KEY_ATTR, a->name);
     const unsigned char *p;
     uint64_t len;
     out->name = a->name; /* named even when damaged: callers say which one */
-    if (ss_block_open(a->value, a->value_size, &key, s->h.format_version, "attribute", &p, &len) ||
+    if (ss__block_open(a->value, a->value_size, &key, s->h.format_version, "attribute", &p, &len) ||
         len < SS_ATTR_PREFIX) {
         out->type = SS_ATTR_BYTES;
         out->data = NULL;
@@ -73,7 +73,7 @@ static int ss_attr_decode(const ss_store *s, const ss_attr_slot *a, ss_attr *out
 
 int ss_attr_get(ss_attr *out, const ss_store *s, const char *name) {
     if (!s || !name || !out) return ss__fail(SS_EINVAL, "ss_attr_get: NULL argument");
-    if (s->ds) return ss_dataset_attr_get(out, s, name);
+    if (s->ds) return ss__dataset_attr_get(out, s, name);
     uint64_t lo = 0, hi = s->nattrs;
     while (lo < hi) {
         uint64_t mid = lo + (hi - lo) / 2;
@@ -88,13 +88,13 @@ int ss_attr_get(ss_attr *out, const ss_store *s, const char *name) {
 }
 
 uint64_t ss_attr_count(const ss_store *s) {
-    if (s && s->ds) return ss_dataset_attr_count(s);
+    if (s && s->ds) return ss__dataset_attr_count(s);
     return s ? s->nattrs : 0;
 }
 
 int ss_attr_at(ss_attr *out, const ss_store *s, uint64_t k) {
     if (!s || !out) return ss__fail(SS_EINVAL, "ss_attr_at: NULL argument");
-    if (s->ds) return ss_dataset_attr_at(out, s, k);
+    if (s->ds) return ss__dataset_attr_at(out, s, k);
     if (k >= s->nattrs)
         return ss__fail(SS_ERANGE, "%s: attribute %llu of %llu", s->path, (unsigned long long)k,
                         (unsigned long long)s->nattrs);

@@ -47,7 +47,7 @@ static enum ss_content_part ss_content_key(const ss_header *h, const MDB_val *k,
     return n < last ? SS_CONTENT_HEADER : SS_CONTENT_PREFIX;
 }
 
-int ss_content_digest(uint64_t *out, MDB_txn *txn, MDB_dbi dbi, const ss_header *h) {
+int ss__content_digest(uint64_t *out, MDB_txn *txn, MDB_dbi dbi, const ss_header *h) {
     MDB_cursor *cur;
     int rc = mdb_cursor_open(txn, dbi, &cur);
     if (rc) return rc;

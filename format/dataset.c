@@ -54,7 +54,7 @@ struct ss_dataset {
     ss_dtype len_dtype[SS_MAX_FIELDS];
 };
 
-int ss_dataset_probe(const char *path) {
+int ss__dataset_probe(const char *path) {
     struct stat st;
     if (stat(path, &st) != 0) return 0;
     if (S_ISDIR(st.st_mode)) {
@@ -101,7 +101,7 @@ static int ds_shard(ss_store **out, const ss_store *s, uint32_t k) {
         if (asprintf(&path, "%s/%s", ds->dir, ds->m.shards[k].path) < 0)
             rc = ss__fail(SS_ENOMEM, "out of memory");
         if (!rc) rc = ss__open_shard(&sh, path, ds->flags);
-        if (!rc) rc = ss_manifest_check_shard(&ds->m, k, sh);
+        if (!rc) rc = ss__manifest_check_shard(&ds->m, k, sh);
         if (rc) {
             ss_close(sh);
             rc = ss__context(rc, "dataset '%s', shard %u", s->path, k);
@@ -196,7 +196,7 @@ static int ds_tables(ss_store *s) {
     return 0;
 }
 
-int ss_dataset_open(ss_store **out, const char *path, unsigned flags) {
+int ss__dataset_open(ss_store **out, const char *path, unsigned flags) {
     *out = NULL;
     if (flags & SS_OPEN_INCOMPLETE)
         return ss__fail(SS_EINVAL,
@@ -216,9 +216,9 @@ int ss_dataset_open(ss_store **out, const char *path, unsigned flags) {
     s->complete = 1;
     ds->flags = flags | SS_OPEN_NOLOCK;
     char *file = NULL;
-    int rc = ss_manifest_locate(path, &file, &ds->dir);
+    int rc = ss__manifest_locate(path, &file, &ds->dir);
     free(file);
-    if (!rc) rc = ss_manifest_read(&ds->m, path);
+    if (!rc) rc = ss__manifest_read(&ds->m, path);
     if (!rc) rc = ds_tables(s);
     if (!rc) rc = ss__sections_open(&ds->sections, ds->dir, &ds->m, flags);
     if (!rc) rc = ds_attr_table(s);
@@ -230,7 +230,7 @@ int ss_dataset_open(ss_store **out, const char *path, unsigned flags) {
     return 0;
 }
 
-void ss_dataset_close(ss_store *s) {
+void ss__dataset_close(ss_store *s) {
     ss_dataset *ds = s->ds;
     for (uint32_t k = 0; ds->slot && k < ds->nshards; k++) ss_close(ds->slot[k].store);
     for (uint32_t f = 0; f < SS_MAX_FIELDS; f++) free(ds->rows[f]);
@@ -239,13 +239,13 @@ void ss_dataset_close(ss_store *s) {
     free(ds->attrs);
     ss_close(ds->sections);
     free(ds->dir);
-    ss_manifest_free(&ds->m);
+    ss__manifest_free(&ds->m);
     free(ds);
 }
 
 /* ------------------------------------------------------- examples */
 
-int ss_dataset_get(ss_view *out, const ss_store *s, uint32_t field, uint64_t index) {
+int ss__dataset_get(ss_view *out, const ss_store *s, uint32_t field, uint64_t index) {
     const ss_dataset *ds = s->ds;
     const ds_slot *slot = ds->slot;
     /* Shards of one conversion hold about count / nshards examples each: guess
@@ -264,7 +264,7 @@ int ss_dataset_get(ss_view *out, const ss_store *s, uint32_t field, uint64_t ind
     return ss__get_unchecked(out, sh, field, index - at->first);
 }
 
-uint64_t ss_dataset_length(const ss_store *s, uint32_t field, uint64_t index) {
+uint64_t ss__dataset_length(const ss_store *s, uint32_t field, uint64_t index) {
     const ss_dataset *ds = s->ds;
     uint32_t k = ds_shard_of(ds->first, ds->nshards, index);
     ss_store *sh;
@@ -303,8 +303,8 @@ static int ds_stored_lengths(const void **data, ss_dtype *dtype, const ss_store 
     return 0;
 }
 
-int ss_dataset_lengths(uint64_t *out, const ss_store *s, uint32_t field, uint64_t first,
-                       uint64_t n) {
+int ss__dataset_lengths(uint64_t *out, const ss_store *s, uint32_t field, uint64_t first,
+                        uint64_t n) {
     const ss_dataset *ds = s->ds;
     ss_dtype dt;
     const void *stored = NULL;
@@ -329,8 +329,8 @@ int ss_dataset_lengths(uint64_t *out, const ss_store *s, uint32_t field, uint64_
     return 0;
 }
 
-int ss_dataset_flat_locate(uint64_t *example, uint64_t *offset, const ss_store *s, uint32_t field,
-                           uint64_t pos) {
+int ss__dataset_flat_locate(uint64_t *example, uint64_t *offset, const ss_store *s, uint32_t field,
+                            uint64_t pos) {
     const ss_dataset *ds = s->ds;
     uint32_t k = ds_shard_of(ds->rows[field], ds->nshards, pos);
     ss_store *sh;
@@ -342,7 +342,7 @@ int ss_dataset_flat_locate(uint64_t *example, uint64_t *offset, const ss_store *
 
 /* ----------------------------------------------------- attributes */
 
-int ss_dataset_attr_get(ss_attr *out, const ss_store *s, const char *name) {
+int ss__dataset_attr_get(ss_attr *out, const ss_store *s, const char *name) {
     const ss_dataset *ds = s->ds;
     uint64_t lo = 0, hi = ds->nattrs;
     while (lo < hi) {
@@ -358,11 +358,11 @@ int ss_dataset_attr_get(ss_attr *out, const ss_store *s, const char *name) {
     return ss__fail(SS_ENOTFOUND, "%s: no attribute '%s'", s->path, name);
 }
 
-uint64_t ss_dataset_attr_count(const ss_store *s) {
+uint64_t ss__dataset_attr_count(const ss_store *s) {
     return s->ds->nattrs;
 }
 
-int ss_dataset_attr_at(ss_attr *out, const ss_store *s, uint64_t k) {
+int ss__dataset_attr_at(ss_attr *out, const ss_store *s, uint64_t k) {
     const ss_dataset *ds = s->ds;
     if (k >= ds->nattrs)
         return ss__fail(SS_ERANGE, "%s: attribute %llu of %llu", s->path, (unsigned long long)k,
@@ -372,11 +372,11 @@ int ss_dataset_attr_at(ss_attr *out, const ss_store *s, uint64_t k) {
 
 /* ------------------------------------------------- info and verify */
 
-uint32_t ss_dataset_shard_count(const ss_store *s) {
+uint32_t ss__dataset_shard_count(const ss_store *s) {
     return s && s->ds ? s->ds->nshards : 0;
 }
 
-int ss_dataset_info(ss_store_info *out, const ss_store *s) {
+int ss__dataset_info(ss_store_info *out, const ss_store *s) {
     const ss_dataset *ds = s->ds;
     memset(out, 0, sizeof *out);
     out->complete = 1;
@@ -447,7 +447,7 @@ static int ds_verify_sections(uint64_t *problems, const ss_store *s, int shards_
     return first_rc ? ss__fail(first_rc, "%s", msg) : 0;
 }
 
-int ss_dataset_verify(uint64_t *problems, const ss_store *s, ss_verify_fn report, void *ctx) {
+int ss__dataset_verify(uint64_t *problems, const ss_store *s, ss_verify_fn report, void *ctx) {
     const ss_dataset *ds = s->ds;
     uint64_t total = 0;
     int first_rc = 0, unopened = 0;

@@ -155,9 +155,9 @@ static int ss_sections_copy_writer(ss_writer **out, char *sec) {
 int ss_sections_writer_open(ss_writer **out, const char *path) {
     if (!out || !path) return ss__fail(SS_EINVAL, "ss_sections_writer_open: NULL argument");
     *out = NULL;
-    if (!ss_dataset_probe(path)) return ss_writer_open(out, path, NULL, NULL);
+    if (!ss__dataset_probe(path)) return ss_writer_open(out, path, NULL, NULL);
     char *file = NULL, *dir = NULL, *sec = NULL;
-    int rc = ss_manifest_locate(path, &file, &dir);
+    int rc = ss__manifest_locate(path, &file, &dir);
     if (!rc) rc = ss__sections_path(&sec, dir);
     if (!rc) rc = ss_sections_copy_writer(out, sec); /* takes sec */
     free(file);
@@ -167,11 +167,11 @@ int ss_sections_writer_open(ss_writer **out, const char *path) {
 
 int ss__sections_count(uint64_t *count, const char *path, const ss_writer *w) {
     *count = ss_writer_count(w);
-    if (!ss_dataset_probe(path)) return 0;
+    if (!ss__dataset_probe(path)) return 0;
     ss_manifest m;
-    int rc = ss_manifest_read(&m, path);
+    int rc = ss__manifest_read(&m, path);
     if (!rc) *count = m.examples;
-    ss_manifest_free(&m);
+    ss__manifest_free(&m);
     return rc;
 }
 

@@ -35,8 +35,8 @@
  *  - a dataset's shards are the exception: complete stores checked against
  *    the manifest, mapped at their size rounded up to 2 MiB, because many
  *    1 TiB maps each cost their own page-table pages on every random read
- *    (ss_env_shard_map_bytes()). A shard that grows anyway is the next case.
- *  - if a snapshot still outgrows the map, ss_env_begin_read() remaps only
+ *    (ss__env_shard_map_bytes()). A shard that grows anyway is the next case.
+ *  - if a snapshot still outgrows the map, ss__env_begin_read() remaps only
  *    when the caller is the environment's sole user in this process (it holds
  *    the registry lock, so nobody can join meanwhile); otherwise the open
  *    fails with SS_EBUSY and every existing handle keeps reading unharmed. */
@@ -78,7 +78,7 @@ static void ss_env_init(void) {
 
 static uint64_t ss_env_map_override;
 
-void ss_env_set_reader_map_bytes(uint64_t bytes) {
+void ss__env_set_reader_map_bytes(uint64_t bytes) {
     pthread_mutex_lock(&ss_env_lock);
     ss_env_map_override = bytes;
     pthread_mutex_unlock(&ss_env_lock);
@@ -96,7 +96,7 @@ static int ss_env_map_fits(uint64_t bytes) {
 }
 
 /* Called with the registry lock held: from an open_fn or a remap. */
-uint64_t ss_env_reader_map_bytes(uint64_t file_bytes) {
+uint64_t ss__env_reader_map_bytes(uint64_t file_bytes) {
     if (ss_env_map_override) return ss_env_map_override;
     uint64_t big = SS_READER_MAP_MIN;
     uint64_t room = file_bytes > UINT64_MAX / 4 ? UINT64_MAX : file_bytes * 4;
@@ -106,7 +106,7 @@ uint64_t ss_env_reader_map_bytes(uint64_t file_bytes) {
     return 0; /* LMDB's own choice: the writer's last map size, at least the file */
 }
 
-uint64_t ss_env_shard_map_bytes(uint64_t file_bytes) {
+uint64_t ss__env_shard_map_bytes(uint64_t file_bytes) {
     const uint64_t unit = 2u << 20;
     if (ss_env_map_override) return ss_env_map_override;
     return file_bytes > UINT64_MAX - unit ? 0 : (file_bytes + unit - 1) / unit * unit;
@@ -118,7 +118,8 @@ static ss_env_entry *ss_env_find(dev_t dev, ino_t ino) {
     return NULL;
 }
 
-int ss_env_acquire(MDB_env **out, const char *path, int writer, ss_env_open_fn open_fn, void *ctx) {
+int ss__env_acquire(MDB_env **out, const char *path, int writer, ss_env_open_fn open_fn,
+                    void *ctx) {
     *out = NULL;
     pthread_once(&ss_env_once, ss_env_init);
     pthread_mutex_lock(&ss_env_lock);
@@ -163,7 +164,7 @@ int ss_env_acquire(MDB_env **out, const char *path, int writer, ss_env_open_fn o
     return 0;
 }
 
-void ss_env_release(MDB_env *env) {
+void ss__env_release(MDB_env *env) {
     if (!env) return;
     pthread_mutex_lock(&ss_env_lock);
     for (ss_env_entry **p = &ss_env_list; *p; p = &(*p)->next) {
@@ -197,11 +198,11 @@ static int ss_env_remap_locked(MDB_env *env, const char *path) {
         return ss__fail(SS_EIO, "%s: cannot stat the data file", path);
     /* On failure LMDB leaves the environment unmapped: the caller's open
      * fails and its release closes it; nobody else holds it. */
-    int rc = mdb_env_set_mapsize(env, (size_t)ss_env_reader_map_bytes((uint64_t)st.st_size));
+    int rc = mdb_env_set_mapsize(env, (size_t)ss__env_reader_map_bytes((uint64_t)st.st_size));
     return rc ? ss__lmdb_fail(rc, path) : 0;
 }
 
-int ss_env_begin_read(MDB_env *env, const char *path, MDB_txn **txn) {
+int ss__env_begin_read(MDB_env *env, const char *path, MDB_txn **txn) {
     int rc = mdb_txn_begin(env, NULL, MDB_RDONLY, txn);
     if (rc != MDB_MAP_RESIZED) return rc ? ss__lmdb_fail(rc, path) : 0;
     *txn = NULL;
@@ -213,7 +214,7 @@ int ss_env_begin_read(MDB_env *env, const char *path, MDB_txn **txn) {
     return rc ? ss__lmdb_fail(rc, path) : 0;
 }
 
-int ss_env_check_size(MDB_env *env, const char *path) {
+int ss__env_check_size(MDB_env *env, const char *path) {
     MDB_envinfo info;
     MDB_stat st;
     struct stat fst;
@@ -258,7 +259,7 @@ static int ss_env_lock_full(const char *lock, int fd, int created, int writer, i
                              "(--nolock) once no process writes the store");
 }
 
-int ss_env_lock_prepare(const char *path, int writer, int *nolock) {
+int ss__env_lock_prepare(const char *path, int writer, int *nolock) {
     *nolock = 0;
     char lock[4096];
     if (snprintf(lock, sizeof lock, "%s-lock", path) >= (int)sizeof lock) return 0;

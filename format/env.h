@@ -13,31 +13,31 @@ typedef int (*ss_env_open_fn)(MDB_env **env, void *ctx);
 
 /* The environment of `path`: shared with this process's other readers, or
  * opened with `open_fn`. SS_EBUSY when a writer meets any other user. */
-int ss_env_acquire(MDB_env **out, const char *path, int writer, ss_env_open_fn open_fn, void *ctx);
+int ss__env_acquire(MDB_env **out, const char *path, int writer, ss_env_open_fn open_fn, void *ctx);
 /* Drop one reference; the last closes the environment. Accepts NULL. */
-void ss_env_release(MDB_env *env);
+void ss__env_release(MDB_env *env);
 /* The least map of a read-only environment: 1 TiB of address space. */
 #define SS_READER_MAP_MIN (1ull << 40)
 /* The map size for a read-only environment of a file of `file_bytes`:
  * max(SS_READER_MAP_MIN, 4 x file) if the address space has room, else
  * 4 x file, else 0 (LMDB's choice). Set it before mdb_env_open. Call it
  * only from an ss_env_open_fn (it reads state guarded by the registry lock). */
-uint64_t ss_env_reader_map_bytes(uint64_t file_bytes);
+uint64_t ss__env_reader_map_bytes(uint64_t file_bytes);
 /* The map size for a dataset's shard (spec §13), `file_bytes` long: the file
  * rounded up to 2 MiB. Shards are complete and checked against the
  * manifest's digests, so they do not grow while the dataset reads them;
  * packed small maps share page-table pages, where 1 TiB maps each need
  * their own (measured: random ss_get over 64 shards 1.37-1.42x a single
  * store's against 1.47-1.55x, bench_dataset's corpus). If another handle
- * later finds the file grown, ss_env_begin_read() applies. 0 for an empty
+ * later finds the file grown, ss__env_begin_read() applies. 0 for an empty
  * or unknown size (LMDB's choice). */
-uint64_t ss_env_shard_map_bytes(uint64_t file_bytes);
+uint64_t ss__env_shard_map_bytes(uint64_t file_bytes);
 /* For tests: use `bytes` as every later reader map (0 restores the policy). */
-void ss_env_set_reader_map_bytes(uint64_t bytes);
+void ss__env_set_reader_map_bytes(uint64_t bytes);
 /* Begin a read transaction on a shared read-only environment. If the file
  * outgrew the map (MDB_MAP_RESIZED), remap only when the caller is the
  * environment's sole user, else SS_EBUSY; never remaps under live readers. */
-int ss_env_begin_read(MDB_env *env, const char *path, MDB_txn **txn);
+int ss__env_begin_read(MDB_env *env, const char *path, MDB_txn **txn);
 /* The size of LMDB's lock file for SS_ENV_MAXREADERS reader slots: LMDB
  * 0.9's MDB_txninfo is a 192-byte header and a 64-byte slot per reader
  * (cache-line padded), 192 + 1021 * 64 bytes. */
@@ -53,8 +53,8 @@ int ss_env_begin_read(MDB_env *env, const char *path, MDB_txn **txn);
  * SS_EFULL naming the lock file when the blocks cannot be had and a
  * reader may not go without; SS_EIO when the lock file is not a regular
  * file. Other failures (read-only media) are left to mdb_env_open. */
-int ss_env_lock_prepare(const char *path, int writer, int *nolock);
+int ss__env_lock_prepare(const char *path, int writer, int *nolock);
 /* SS_ECORRUPT when the file is shorter than the pages the meta page claims. */
-int ss_env_check_size(MDB_env *env, const char *path);
+int ss__env_check_size(MDB_env *env, const char *path);
 
 #endif

@@ -18,7 +18,7 @@ int ss_flat_locate(uint64_t *example, uint64_t *offset, const ss_store *s, uint3
         *offset = 0;
         return 0;
     }
-    if (s->ds) return ss_dataset_flat_locate(example, offset, s, field, pos);
+    if (s->ds) return ss__dataset_flat_locate(example, offset, s, field, pos);
     /* The last example whose start is <= pos; later ties are empty examples
      * before it, so taking the last one skips them. */
     uint64_t lo = 0, hi = s->h.count; /* answer in [lo, hi) */

@@ -21,8 +21,8 @@ int ss__lmdb_fail(int rc, const char *what);
  * set: copies `size` bytes; written from the next commit on. 0, SS_EINVAL,
  * SS_ENOMEM. get: the record set, or read by ss_writer_open() (NULL and
  * *size = 0 when there is none); valid until the next set or free. */
-int ss_writer_set_resume_record(ss_writer *w, const void *data, size_t size);
-const void *ss_writer_resume_record(const ss_writer *w, size_t *size);
+int ss__writer_set_resume_record(ss_writer *w, const void *data, size_t size);
+const void *ss__writer_resume_record(const ss_writer *w, size_t *size);
 
 /* Commit in the background from now on, for a caller with a core to spare
  * (the converters with --threads > 1): the commits ss_writer_append() makes

@@ -4,34 +4,35 @@
 
 #include <xxhash.h>
 
-uint64_t ss_block_value_size(uint64_t payload) {
+uint64_t ss__block_value_size(uint64_t payload) {
     uint64_t need = payload + SS_BLOCK_HDR + SS_LMDB_OVERFLOW_HDR;
     uint64_t pages = (need + SS_PAGE - 1) / SS_PAGE;
     if (pages == 0) pages = 1;
     return pages * SS_PAGE - SS_LMDB_OVERFLOW_HDR;
 }
 
-uint64_t ss_block_checksum(const void *payload, uint64_t len, const ss_key *key, uint32_t version) {
+uint64_t ss__block_checksum(const void *payload, uint64_t len, const ss_key *key,
+                            uint32_t version) {
     if (version < 2) return XXH3_64bits(payload, len);
     return XXH3_64bits_withSeed(payload, len, XXH3_64bits(key->bytes, key->size));
 }
 
-void ss_block_seal(void *value, uint64_t value_size, uint64_t payload_len, const ss_key *key,
-                   uint32_t version) {
+void ss__block_seal(void *value, uint64_t value_size, uint64_t payload_len, const ss_key *key,
+                    uint32_t version) {
     unsigned char *v = value;
-    uint64_t sum = ss_block_checksum(v + SS_BLOCK_HDR, payload_len, key, version);
-    ss_block_seal_sum(value, value_size, payload_len, sum);
+    uint64_t sum = ss__block_checksum(v + SS_BLOCK_HDR, payload_len, key, version);
+    ss__block_seal_sum(value, value_size, payload_len, sum);
 }
 
-void ss_block_seal_sum(void *value, uint64_t value_size, uint64_t payload_len, uint64_t checksum) {
+void ss__block_seal_sum(void *value, uint64_t value_size, uint64_t payload_len, uint64_t checksum) {
     unsigned char *v = value;
     memset(v + SS_BLOCK_HDR + payload_len, 0, value_size - SS_BLOCK_HDR - payload_len);
     ss_put_le64(v, checksum);
     ss_put_le64(v + 8, payload_len);
 }
 
-int ss_block_open(const void *value, uint64_t value_size, const ss_key *key, uint32_t version,
-                  const char *what, const unsigned char **payload, uint64_t *len) {
+int ss__block_open(const void *value, uint64_t value_size, const ss_key *key, uint32_t version,
+                   const char *what, const unsigned char **payload, uint64_t *len) {
     const unsigned char *b = value;
     if (value_size < SS_BLOCK_HDR)
         return ss__fail(SS_ECORRUPT, "%s: block of %llu bytes is shorter than its header", what,
@@ -40,21 +41,21 @@ int ss_block_open(const void *value, uint64_t value_size, const ss_key *key, uin
     if (n > value_size - SS_BLOCK_HDR)
         return ss__fail(SS_ECORRUPT, "%s: block says %llu payload bytes but holds %llu", what,
                         (unsigned long long)n, (unsigned long long)(value_size - SS_BLOCK_HDR));
-    if (key && ss_block_checksum(b + SS_BLOCK_HDR, n, key, version) != ss_le64(b))
+    if (key && ss__block_checksum(b + SS_BLOCK_HDR, n, key, version) != ss_le64(b))
         return ss__fail(SS_ECORRUPT, "%s: checksum mismatch", what);
     *payload = b + SS_BLOCK_HDR;
     *len = n;
     return 0;
 }
 
-void ss_key_numbered(ss_key *k, char tag, uint32_t field, uint64_t number) {
+void ss__key_numbered(ss_key *k, char tag, uint32_t field, uint64_t number) {
     k->bytes[0] = (unsigned char)tag;
     k->bytes[1] = (unsigned char)field;
     for (int i = 0; i < 8; i++) k->bytes[2 + i] = (unsigned char)(number >> (8 * (7 - i)));
     k->size = 10;
 }
 
-void ss_key_named(ss_key *k, char tag, const char *name) {
+void ss__key_named(ss_key *k, char tag, const char *name) {
     size_t n = name ? strlen(name) : 0;
     if (n > SS_MAX_ATTR_NAME) n = SS_MAX_ATTR_NAME;
     k->bytes[0] = (unsigned char)tag;
@@ -62,17 +63,17 @@ void ss_key_named(ss_key *k, char tag, const char *name) {
     k->size = 1 + n;
 }
 
-uint64_t ss_header_payload_size(uint32_t nfields) {
+uint64_t ss__header_payload_size(uint32_t nfields) {
     return SS_HEADER_FIXED + (uint64_t)nfields * SS_FIELD_RECORD;
 }
 
-uint64_t ss_header_size(const ss_header *h) {
-    return ss_header_payload_size(h->nfields) +
+uint64_t ss__header_size(const ss_header *h) {
+    return ss__header_payload_size(h->nfields) +
            (h->compat_flags & SS_COMPAT_CONTENT ? SS_HEADER_CONTENT : 0);
 }
 
-void ss_header_encode(const ss_header *h, unsigned char *p) {
-    memset(p, 0, ss_header_size(h));
+void ss__header_encode(const ss_header *h, unsigned char *p) {
+    memset(p, 0, ss__header_size(h));
     memcpy(p, SS_MAGIC, 8);
     ss_put_le32(p + 8, h->format_version);
     ss_put_le32(p + 12, h->incompat_flags);
@@ -94,7 +95,7 @@ void ss_header_encode(const ss_header *h, unsigned char *p) {
         ss_put_le64(r + 104, f->tail_bytes);
     }
     if (h->compat_flags & SS_COMPAT_CONTENT)
-        ss_put_le64(p + ss_header_payload_size(h->nfields), h->content_digest);
+        ss_put_le64(p + ss__header_payload_size(h->nfields), h->content_digest);
 }
 
 /* Check one field definition; on success fill the derived row size. */
@@ -126,7 +127,7 @@ static int ss_field_check(const ss_field *def, uint64_t *row_bytes) {
     return 0;
 }
 
-int ss_header_set_schema(ss_header *h, const ss_schema *schema) {
+int ss__header_set_schema(ss_header *h, const ss_schema *schema) {
     if (!schema || schema->nfields == 0 || schema->nfields > SS_MAX_FIELDS || !schema->fields)
         return ss__fail(SS_EINVAL, "a schema needs 1 to %d fields", SS_MAX_FIELDS);
     h->nfields = schema->nfields;
@@ -147,11 +148,11 @@ int ss_header_set_schema(ss_header *h, const ss_schema *schema) {
 
 /* Magic, version and flags first (so that a newer store is named as such),
  * then the checksum, then the field records. */
-int ss_header_read(ss_header *h, const MDB_val *v, char tag, const char *what) {
+int ss__header_read(ss_header *h, const MDB_val *v, char tag, const char *what) {
     const unsigned char *p = NULL;
     uint64_t len = 0;
-    int rc = ss_block_open(v->mv_data, v->mv_size, NULL, 0, what, &p, &len);
-    return rc ? rc : ss_header_decode(h, p, len, what, v, tag);
+    int rc = ss__block_open(v->mv_data, v->mv_size, NULL, 0, what, &p, &len);
+    return rc ? rc : ss__header_decode(h, p, len, what, v, tag);
 }
 
 static int ss_all_zero(const unsigned char *p, size_t n) {
@@ -160,8 +161,8 @@ static int ss_all_zero(const unsigned char *p, size_t n) {
     return 1;
 }
 
-int ss_header_decode(ss_header *h, const unsigned char *p, uint64_t len, const char *what,
-                     const MDB_val *block, char tag) {
+int ss__header_decode(ss_header *h, const unsigned char *p, uint64_t len, const char *what,
+                      const MDB_val *block, char tag) {
     memset(h, 0, sizeof *h);
     if (len < SS_HEADER_FIXED || memcmp(p, SS_MAGIC, 8) != 0)
         return ss__fail(SS_ENOTSTORE, "%s: not a seqstore store (bad magic)", what);
@@ -183,19 +184,19 @@ int ss_header_decode(ss_header *h, const unsigned char *p, uint64_t len, const c
     const unsigned char *checked;
     uint64_t checked_len;
     ss_key key;
-    ss_key_named(&key, tag, NULL);
-    if (block && ss_block_open(block->mv_data, block->mv_size, &key, h->format_version, what,
-                               &checked, &checked_len))
+    ss__key_named(&key, tag, NULL);
+    if (block && ss__block_open(block->mv_data, block->mv_size, &key, h->format_version, what,
+                                &checked, &checked_len))
         return ss__fail(SS_ECORRUPT, "%s: metadata checksum mismatch", what);
-    if (h->nfields == 0 || h->nfields > SS_MAX_FIELDS || len < ss_header_payload_size(h->nfields))
+    if (h->nfields == 0 || h->nfields > SS_MAX_FIELDS || len < ss__header_payload_size(h->nfields))
         return ss__fail(SS_ECORRUPT, "%s: header holds %u fields in %llu bytes", what, h->nfields,
                         (unsigned long long)len);
     if ((h->compat_flags & SS_COMPAT_CONTENT) &&
-        len < ss_header_payload_size(h->nfields) + SS_HEADER_CONTENT)
+        len < ss__header_payload_size(h->nfields) + SS_HEADER_CONTENT)
         return ss__fail(SS_ECORRUPT, "%s: header announces a content digest it does not hold",
                         what);
     if (h->compat_flags & SS_COMPAT_CONTENT)
-        h->content_digest = ss_le64(p + ss_header_payload_size(h->nfields));
+        h->content_digest = ss_le64(p + ss__header_payload_size(h->nfields));
     if (h->chunk_pages == 0 || h->chunk_pages > 1048575u ||
         h->segment_entries != ss_segment_entries(h->format_version))
         return ss__fail(SS_ECORRUPT, "%s: bad chunk or segment size in header", what);
@@ -241,7 +242,7 @@ int ss_header_decode(ss_header *h, const unsigned char *p, uint64_t len, const c
     return 0;
 }
 
-uint64_t ss_env_used_bytes(MDB_env *env) {
+uint64_t ss__env_used_bytes(MDB_env *env) {
     MDB_envinfo info;
     MDB_stat st;
     mdb_env_info(env, &info);
@@ -265,7 +266,7 @@ static int ss_too_big(const char *what, char tag, const char *field, const char 
  * LMDB value of at least one page (4096 - 16 bytes), each example takes an
  * index entry (sequence) or a row (fixed) of every field, and each row of a
  * field takes row_bytes of its chunks. Division keeps the checks overflow-free. */
-int ss_header_check_bounds(const ss_header *h, uint64_t file_bytes, char tag, const char *what) {
+int ss__header_check_bounds(const ss_header *h, uint64_t file_bytes, char tag, const char *what) {
     uint64_t blocks = file_bytes / (SS_PAGE - SS_LMDB_OVERFLOW_HDR), used = 0;
     for (uint32_t i = 0; i < h->nfields; i++) {
         const ss_field_state *f = &h->fields[i];

@@ -37,7 +37,7 @@
 #define SS_INCOMPAT_KNOWN 0x1u
 /* compat_flags: optional parts; unknown bits are ignored. Bit 0: the header
  * payload carries the store's content digest in the 8 bytes after its field
- * records (spec §5; what it digests: ss_content_digest()). The writer sets it
+ * records (spec §5; what it digests: ss__content_digest()). The writer sets it
  * in the header of a finished store only. */
 #define SS_COMPAT_CONTENT 0x1u
 #define SS_HEADER_CONTENT 8u /* the content digest after the field records */
@@ -101,7 +101,7 @@ static inline void ss_put_le32(void *p, uint32_t v) {
 /* Size of the LMDB value holding a block of `payload` bytes: rounded up to
  * k * 4096 - 16 so that its overflow pages are filled exactly, and never below
  * one page so that LMDB always stores it in overflow pages (16-byte aligned). */
-uint64_t ss_block_value_size(uint64_t payload);
+uint64_t ss__block_value_size(uint64_t payload);
 /* Payload capacity of a data chunk of `pages` pages. */
 static inline uint64_t ss_chunk_capacity(uint32_t pages) {
     return (uint64_t)pages * SS_PAGE - SS_LMDB_OVERFLOW_HDR - SS_BLOCK_HDR;
@@ -115,21 +115,21 @@ typedef struct ss_key {
 /* The checksum of a block's payload stored under `key` in a store of format
  * `version` (spec §4): version 1 hashes the payload alone; version 2 seeds the
  * hash with the hash of the key, so a block only checks under its own key. */
-uint64_t ss_block_checksum(const void *payload, uint64_t len, const ss_key *key, uint32_t version);
+uint64_t ss__block_checksum(const void *payload, uint64_t len, const ss_key *key, uint32_t version);
 /* Write the block header for the payload at `value` + 16 (its checksum for
  * `key` and `version`, and its length) and zero the padding. */
-void ss_block_seal(void *value, uint64_t value_size, uint64_t payload_len, const ss_key *key,
-                   uint32_t version);
-/* ss_block_seal() with the checksum given: ss_block_checksum() of the payload,
+void ss__block_seal(void *value, uint64_t value_size, uint64_t payload_len, const ss_key *key,
+                    uint32_t version);
+/* ss__block_seal() with the checksum given: ss__block_checksum() of the payload,
  * computed before it was copied to `value`. */
-void ss_block_seal_sum(void *value, uint64_t value_size, uint64_t payload_len, uint64_t checksum);
+void ss__block_seal_sum(void *value, uint64_t value_size, uint64_t payload_len, uint64_t checksum);
 /* Check the block `value`/`value_size` as read from LMDB: its sizes, then, if
  * `key` is not NULL, its checksum for `key` and `version`. Returns 0 and sets
  * *payload and *len, or SS_ECORRUPT with a message naming `what`. */
-int ss_block_open(const void *value, uint64_t value_size, const ss_key *key, uint32_t version,
-                  const char *what, const unsigned char **payload, uint64_t *len);
-void ss_key_numbered(ss_key *k, char tag, uint32_t field, uint64_t number);
-void ss_key_named(ss_key *k, char tag, const char *name);
+int ss__block_open(const void *value, uint64_t value_size, const ss_key *key, uint32_t version,
+                   const char *what, const unsigned char **payload, uint64_t *len);
+void ss__key_numbered(ss_key *k, char tag, uint32_t field, uint64_t number);
+void ss__key_named(ss_key *k, char tag, const char *name);
 static inline MDB_val ss_key_val(ss_key *k) {
     MDB_val v = {k->size, k->bytes};
     return v;
@@ -158,28 +158,28 @@ typedef struct ss_header {
 } ss_header;
 
 /* Bytes of the field records' end (48 + 112 nfields): a payload's least size. */
-uint64_t ss_header_payload_size(uint32_t nfields);
+uint64_t ss__header_payload_size(uint32_t nfields);
 /* Bytes of `h`'s payload as encoded: the records, and the content digest when
  * compat_flags says so. */
-uint64_t ss_header_size(const ss_header *h);
-void ss_header_encode(const ss_header *h, unsigned char *payload);
+uint64_t ss__header_size(const ss_header *h);
+void ss__header_encode(const ss_header *h, unsigned char *payload);
 /* Decode and validate (magic, version, flags, the checksum of `block` under
  * key `tag` if `block` is not NULL, schema). `what` names the store. */
-int ss_header_decode(ss_header *h, const unsigned char *payload, uint64_t len, const char *what,
-                     const MDB_val *block, char tag);
+int ss__header_decode(ss_header *h, const unsigned char *payload, uint64_t len, const char *what,
+                      const MDB_val *block, char tag);
 /* Read the header-layout block `v` stored under key `tag` (H or W): magic,
  * version and flags, then the checksum ("metadata checksum mismatch"), then
  * the fields. */
-int ss_header_read(ss_header *h, const MDB_val *v, char tag, const char *what);
+int ss__header_read(ss_header *h, const MDB_val *v, char tag, const char *what);
 /* Check every count and size of a decoded header (H or W, named by `tag`)
  * against what `file_bytes` of LMDB pages can hold, before any of them sizes
  * an allocation or bounds an index: SS_ECORRUPT naming the field otherwise. */
-int ss_header_check_bounds(const ss_header *h, uint64_t file_bytes, char tag, const char *what);
+int ss__header_check_bounds(const ss_header *h, uint64_t file_bytes, char tag, const char *what);
 /* Bytes of the LMDB pages in use by `env` (the newest meta page's last page):
  * every block of every snapshot lies inside them. */
-uint64_t ss_env_used_bytes(MDB_env *env);
+uint64_t ss__env_used_bytes(MDB_env *env);
 /* Validate a schema given by a caller and fill h's fields from it. */
-int ss_header_set_schema(ss_header *h, const ss_schema *schema);
+int ss__header_set_schema(ss_header *h, const ss_schema *schema);
 /* The content digest of the store whose header is `h` (spec §13): XXH3-64
  * of one 16-byte record per block the header names, in key order, after the
  * key's length (u16 LE) and the key: every attribute, the data chunks
@@ -194,7 +194,7 @@ int ss_header_set_schema(ss_header *h, const ss_schema *schema);
  * Read through `txn` (the writer's, before it writes H; a reader's snapshot
  * for verify). 0, an LMDB error code, MDB_CORRUPTED (a value shorter than a
  * block header, or than the bytes the header counts) or ENOMEM. */
-int ss_content_digest(uint64_t *out, MDB_txn *txn, MDB_dbi dbi, const ss_header *h);
+int ss__content_digest(uint64_t *out, MDB_txn *txn, MDB_dbi dbi, const ss_header *h);
 /* Rows per chunk of a fixed field. */
 static inline uint64_t ss_fixed_per_chunk(const ss_header *h, const ss_field_state *f) {
     uint64_t per = ss_chunk_capacity(h->chunk_pages) / f->row_bytes;

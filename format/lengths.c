@@ -19,7 +19,7 @@
 static int ss_segment_get(MDB_txn *txn, MDB_dbi dbi, const ss_header *h, uint32_t f, uint64_t g,
                           const unsigned char **entries, uint64_t *n) {
     ss_key key;
-    ss_key_numbered(&key, SS_KEY_INDEX, f, g);
+    ss__key_numbered(&key, SS_KEY_INDEX, f, g);
     MDB_val k = ss_key_val(&key), v;
     int rc = mdb_get(txn, dbi, &k, &v);
     if (rc) return rc;
@@ -93,9 +93,9 @@ int ss__lengths_put(MDB_txn *txn, MDB_dbi dbi, const ss_header *h) {
         ss_key key;
         char name[SS_MAX_ATTR_NAME + 1];
         snprintf(name, sizeof name, SS_LENGTHS_ATTR_PREFIX "%s", h->fields[f].name);
-        ss_key_named(&key, SS_KEY_ATTR, name);
+        ss__key_named(&key, SS_KEY_ATTR, name);
         MDB_val k = ss_key_val(&key);
-        uint64_t vsize = ss_block_value_size(len);
+        uint64_t vsize = ss__block_value_size(len);
         if (vsize > SS_MAX_VALUE || h->count > (SS_MAX_VALUE / width)) {
             /* Too many examples for one block: no section (readers fall back
              * to the index), rather than a write that fails at its end. */
@@ -110,7 +110,7 @@ int ss__lengths_put(MDB_txn *txn, MDB_dbi dbi, const ss_header *h) {
         ss_put_le32(payload + 4, 0);
         ss_fill fill = {payload + SS_ATTR_PREFIX, width};
         if ((rc = ss_index_walk(txn, dbi, h, f, ss_fill_one, &fill))) return rc;
-        ss_block_seal(v.mv_data, vsize, len, &key, h->format_version);
+        ss__block_seal(v.mv_data, vsize, len, &key, h->format_version);
     }
     return 0;
 }

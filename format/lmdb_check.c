@@ -407,7 +407,7 @@ static int lc_check_snapshot(MDB_env *env, MDB_txn *txn, const char *path, unsig
     return rc;
 }
 
-int ss_lmdb_check(MDB_env *env, MDB_txn **txn, const char *path, unsigned flags) {
+int ss__lmdb_check(MDB_env *env, MDB_txn **txn, const char *path, unsigned flags) {
     for (int tries = 0; tries < LC_RETRIES; tries++) {
         int rc = lc_check_snapshot(env, *txn, path, flags);
         if (rc != 1) return rc;
@@ -418,12 +418,12 @@ int ss_lmdb_check(MDB_env *env, MDB_txn **txn, const char *path, unsigned flags)
     return ss__fail(SS_EBUSY, "%s: the store changed under every attempt to check it", path);
 }
 
-int ss_lmdb_check_held(MDB_env *env, MDB_txn *txn, const char *path, unsigned flags) {
+int ss__lmdb_check_held(MDB_env *env, MDB_txn *txn, const char *path, unsigned flags) {
     int rc = lc_check_snapshot(env, txn, path, flags);
     if (rc != 1) return rc;
     MDB_txn *fresh;
     if ((rc = mdb_txn_begin(env, NULL, MDB_RDONLY, &fresh))) return ss__lmdb_fail(rc, path);
-    rc = ss_lmdb_check(env, &fresh, path, flags);
+    rc = ss__lmdb_check(env, &fresh, path, flags);
     mdb_txn_abort(fresh);
     return rc;
 }
@@ -448,7 +448,7 @@ static int lc_file_psize(const char *path, const unsigned char *pg0, ssize_t got
     return 0;
 }
 
-int ss_lmdb_check_file(const char *path, uint64_t file_bytes) {
+int ss__lmdb_check_file(const char *path, uint64_t file_bytes) {
     /* O_NONBLOCK and fstat: a FIFO swapped in since the caller's stat must not hang */
     int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0) return ss__fail(SS_EIO, "open '%s': %s", path, strerror(errno));

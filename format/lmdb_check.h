@@ -24,7 +24,7 @@
  * are there and agree on the page size, which LMDB takes from them unchecked.
  * Returns 0; SS_ENOTSTORE when the file does not start with LMDB's magic
  * number; SS_ECORRUPT ("truncated", or naming the meta page); SS_EIO. */
-int ss_lmdb_check_file(const char *path, uint64_t file_bytes);
+int ss__lmdb_check_file(const char *path, uint64_t file_bytes);
 
 /* Check the snapshot of the read-only transaction *txn of `env` (the file at
  * `path`, for messages). If a writer has meanwhile committed twice, so that
@@ -32,11 +32,11 @@ int ss_lmdb_check_file(const char *path, uint64_t file_bytes);
  * mdb_txn_renew: a newer snapshot) and checked again, a bounded number of
  * times. Returns 0; SS_ECORRUPT naming the page and the problem; SS_EIO;
  * SS_ENOMEM; SS_EBUSY when the snapshot kept moving. */
-int ss_lmdb_check(MDB_env *env, MDB_txn **txn, const char *path, unsigned flags);
+int ss__lmdb_check(MDB_env *env, MDB_txn **txn, const char *path, unsigned flags);
 
 /* The same for a snapshot that must not be renewed (a store's, held since
  * open): when its meta page has been overwritten, a fresh read transaction of
  * `env` is checked instead. */
-int ss_lmdb_check_held(MDB_env *env, MDB_txn *txn, const char *path, unsigned flags);
+int ss__lmdb_check_held(MDB_env *env, MDB_txn *txn, const char *path, unsigned flags);
 
 #endif

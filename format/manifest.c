@@ -256,17 +256,17 @@ static int parse_checksum(cursor *c, uint64_t *checksum) {
     return 0;
 }
 
-int ss_manifest_parse(ss_manifest *out, const char *text, size_t len) {
-    if (!out || (!text && len)) return ss__fail(SS_EINVAL, "ss_manifest_parse: NULL argument");
+int ss__manifest_parse(ss_manifest *out, const char *text, size_t len) {
+    if (!out || (!text && len)) return ss__fail(SS_EINVAL, "ss__manifest_parse: NULL argument");
     memset(out, 0, sizeof *out);
     cursor c = {text, text, text + len, 0, NULL, NULL};
     int rc = parse_body(&c, out);
     if (!rc) rc = parse_checksum(&c, &out->checksum);
-    if (rc) ss_manifest_free(out);
+    if (rc) ss__manifest_free(out);
     return rc;
 }
 
-void ss_manifest_free(ss_manifest *m) {
+void ss__manifest_free(ss_manifest *m) {
     if (!m) return;
     for (uint32_t k = 0; m->shards && k < m->nshards; k++) {
         free(m->shards[k].path);
@@ -278,8 +278,8 @@ void ss_manifest_free(ss_manifest *m) {
 
 /* ----------------------------------------------------------------- format */
 
-int ss_manifest_format(const ss_manifest *m, char **out, size_t *len) {
-    if (!out || !len || !m) return ss__fail(SS_EINVAL, "ss_manifest_format: NULL argument");
+int ss__manifest_format(const ss_manifest *m, char **out, size_t *len) {
+    if (!out || !len || !m) return ss__fail(SS_EINVAL, "ss__manifest_format: NULL argument");
     *out = NULL;
     *len = 0;
     for (uint32_t k = 0; k < m->nfields; k++) {
@@ -332,7 +332,7 @@ int ss_manifest_format(const ss_manifest *m, char **out, size_t *len) {
 
 /* ------------------------------------------------------------ build, check */
 
-void ss_manifest_init(ss_manifest *m, const ss_store *s) {
+void ss__manifest_init(ss_manifest *m, const ss_store *s) {
     memset(m, 0, sizeof *m);
     m->version = SS_MANIFEST_VERSION;
     m->nfields = ss_field_count(s);
@@ -343,8 +343,8 @@ void ss_manifest_init(ss_manifest *m, const ss_store *s) {
     }
 }
 
-int ss_manifest_add(ss_manifest *m, const char *path, uint64_t count, uint64_t digest,
-                    const uint64_t *rows) {
+int ss__manifest_add(ss_manifest *m, const char *path, uint64_t count, uint64_t digest,
+                     const uint64_t *rows) {
     const char *why = text_problem(path, strlen(path), SS_MANIFEST_MAX_PATH, 1);
     if (why) return ss__fail(SS_EINVAL, "shard path '%s': %s", path, why);
     if (m->nshards >= SS_MANIFEST_MAX_SHARDS)
@@ -371,7 +371,7 @@ int ss_manifest_add(ss_manifest *m, const char *path, uint64_t count, uint64_t d
     return 0;
 }
 
-int ss_store_header_digest(uint64_t *out, const ss_store *s) {
+int ss__store_header_digest(uint64_t *out, const ss_store *s) {
     if (s->ds) return ss__fail(SS_EINVAL, "'%s' is a dataset, not a shard store", s->path);
     MDB_val key = {1, (void *)"H"}, v;
     int rc = mdb_get(s->txn, s->dbi, &key, &v);
@@ -383,7 +383,7 @@ int ss_store_header_digest(uint64_t *out, const ss_store *s) {
     return 0;
 }
 
-int ss_store_has_content_digest(const ss_store *s) {
+int ss__store_has_content_digest(const ss_store *s) {
     return !s->ds && (s->h.compat_flags & SS_COMPAT_CONTENT) != 0;
 }
 
@@ -396,7 +396,7 @@ static int same_field(const ss_field *a, const ss_field *b) {
     return 1;
 }
 
-int ss_manifest_check_shard(const ss_manifest *m, uint32_t k, const ss_store *s) {
+int ss__manifest_check_shard(const ss_manifest *m, uint32_t k, const ss_store *s) {
     const char *p = m->shards[k].path;
     if (ss_field_count(s) != m->nfields)
         return ss__fail(SS_ESCHEMA, "shard %u '%s': %u fields, the manifest has %u", k, p,
@@ -420,7 +420,7 @@ int ss_manifest_check_shard(const ss_manifest *m, uint32_t k, const ss_store *s)
                             k, p, m->fields[f].name, (unsigned long long)ss_flat_size(s, f),
                             (unsigned long long)m->shards[k].rows[f]);
     uint64_t digest;
-    int rc = ss_store_header_digest(&digest, s);
+    int rc = ss__store_header_digest(&digest, s);
     if (rc) return rc;
     if (digest != m->shards[k].digest)
         return ss__fail(
@@ -438,7 +438,7 @@ static char *join(const char *dir, const char *name) {
     return asprintf(&s, "%s/%s", dir, name) < 0 ? NULL : s;
 }
 
-int ss_manifest_locate(const char *path, char **file, char **dir) {
+int ss__manifest_locate(const char *path, char **file, char **dir) {
     *file = *dir = NULL;
     struct stat st;
     if (!path || !*path) return ss__fail(SS_EINVAL, "empty dataset path");
@@ -492,15 +492,15 @@ static int read_all(const char *file, char **out, size_t *len) {
     return rc;
 }
 
-int ss_manifest_read(ss_manifest *out, const char *path) {
+int ss__manifest_read(ss_manifest *out, const char *path) {
     memset(out, 0, sizeof *out);
     char *file, *dir, *text = NULL;
     size_t len = 0;
-    int rc = ss_manifest_locate(path, &file, &dir);
+    int rc = ss__manifest_locate(path, &file, &dir);
     if (rc) return rc;
     rc = read_all(file, &text, &len);
     if (!rc) {
-        rc = ss_manifest_parse(out, text, len);
+        rc = ss__manifest_parse(out, text, len);
         if (rc) ss__context(rc, "dataset manifest '%s'", file);
     }
     free(text);
@@ -536,10 +536,10 @@ static int write_file(const char *tmp, const char *text, size_t len) {
     return close(fd) != 0 ? io_fail("close", tmp) : 0;
 }
 
-int ss_manifest_write(const ss_manifest *m, const char *dir) {
+int ss__manifest_write(const ss_manifest *m, const char *dir) {
     char *text = NULL, *file = join(dir, SS_MANIFEST_NAME), *tmp = NULL;
     size_t len = 0;
-    int rc = ss_manifest_format(m, &text, &len);
+    int rc = ss__manifest_format(m, &text, &len);
     if (!rc &&
         (!file || asprintf(&tmp, "%s/.%s.%ld.tmp", dir, SS_MANIFEST_NAME, (long)getpid()) < 0))
         rc = ss__fail(SS_ENOMEM, "out of memory"), tmp = NULL;

@@ -25,13 +25,13 @@ static int ss_collect(ss_store *s, char tag, uint32_t field, uint64_t n, ss_bloc
     int rc = mdb_cursor_open(s->txn, s->dbi, &cur);
     if (rc) return ss__lmdb_fail(rc, s->path);
     ss_key key;
-    ss_key_numbered(&key, tag, field, 0);
+    ss__key_numbered(&key, tag, field, 0);
     MDB_val k = ss_key_val(&key), v;
     rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
     const char *what = tag == SS_KEY_DATA ? "data chunk" : "index segment";
     for (uint64_t i = 0; i < n; i++) {
         ss_key want;
-        ss_key_numbered(&want, tag, field, i);
+        ss__key_numbered(&want, tag, field, i);
         if (rc || k.mv_size != want.size || memcmp(k.mv_data, want.bytes, want.size) != 0) {
             mdb_cursor_close(cur);
             return ss__fail(SS_ECORRUPT, "%s: field '%s': %s %llu is missing", s->path,
@@ -160,21 +160,21 @@ static int ss_read_header(ss_store *s, unsigned flags) {
     int rc = MDB_NOTFOUND;
     char tag = SS_KEY_PROGRESS;
     if (flags & SS_OPEN_INCOMPLETE) {
-        ss_key_named(&key, tag, NULL);
+        ss__key_named(&key, tag, NULL);
         k = ss_key_val(&key);
         rc = mdb_get(s->txn, s->dbi, &k, &v);
     }
     if (rc == MDB_NOTFOUND) {
-        ss_key_named(&key, tag = SS_KEY_HEADER, NULL);
+        ss__key_named(&key, tag = SS_KEY_HEADER, NULL);
         k = ss_key_val(&key);
         rc = mdb_get(s->txn, s->dbi, &k, &v);
     }
     if (rc == MDB_NOTFOUND)
         return ss__fail(SS_ENOTSTORE, "%s: not a seqstore store (no header)", s->path);
     if (rc) return ss__lmdb_fail(rc, s->path);
-    if ((rc = ss_header_read(&s->h, &v, tag, s->path))) return rc;
+    if ((rc = ss__header_read(&s->h, &v, tag, s->path))) return rc;
     /* before any count of the header sizes a table or indexes one */
-    if ((rc = ss_header_check_bounds(&s->h, ss_env_used_bytes(s->env), tag, s->path))) return rc;
+    if ((rc = ss__header_check_bounds(&s->h, ss__env_used_bytes(s->env), tag, s->path))) return rc;
     if ((s->h.incompat_flags & SS_INCOMPAT_INCOMPLETE) && !(flags & SS_OPEN_INCOMPLETE))
         return ss__fail(SS_EINCOMPLETE,
                         "%s: store is incomplete: its writer did not finish (%llu examples "
@@ -199,10 +199,10 @@ static int ss_block_check(const ss_store *s, char tag, uint32_t field, uint64_t 
     snprintf(what, sizeof what, "%s: field '%s': %s %llu", s->path, s->h.fields[field].name,
              tag == SS_KEY_DATA ? "data chunk" : "index segment", (unsigned long long)number);
     ss_key key; /* format version 2 binds the checksum to the block's key */
-    ss_key_numbered(&key, tag, field, number);
+    ss__key_numbered(&key, tag, field, number);
     const unsigned char *payload;
-    return ss_block_open(b->data - SS_BLOCK_HDR, b->size + SS_BLOCK_HDR, &key, s->h.format_version,
-                         what, &payload, len);
+    return ss__block_open(b->data - SS_BLOCK_HDR, b->size + SS_BLOCK_HDR, &key, s->h.format_version,
+                          what, &payload, len);
 }
 
 /* SS_OPEN_VERIFY: a verdict slot per data chunk, and every index segment
@@ -266,11 +266,11 @@ static int ss_open_readonly_env(MDB_env **env, void *vctx) {
      * never forces a remap under this process's readers (env.c). */
     struct stat st;
     uint64_t file = stat(ctx->path, &st) == 0 ? (uint64_t)st.st_size : 0;
-    uint64_t map = ctx->shard ? ss_env_shard_map_bytes(file) : ss_env_reader_map_bytes(file);
+    uint64_t map = ctx->shard ? ss__env_shard_map_bytes(file) : ss__env_reader_map_bytes(file);
     if (map) mdb_env_set_mapsize(*env, (size_t)map);
     unsigned mflags = MDB_RDONLY | MDB_NOSUBDIR | MDB_NOTLS;
     int nolock = (ctx->flags & SS_OPEN_NOLOCK) != 0;
-    if (!nolock && (rc = ss_env_lock_prepare(ctx->path, 0, &nolock))) return rc;
+    if (!nolock && (rc = ss__env_lock_prepare(ctx->path, 0, &nolock))) return rc;
     if (nolock) mflags |= MDB_NOLOCK;
     if (ctx->flags & SS_OPEN_RANDOM) mflags |= MDB_NORDAHEAD;
     rc = mdb_env_open(*env, ctx->path, mflags, 0644);
@@ -285,14 +285,14 @@ static int ss_open_readonly_env(MDB_env **env, void *vctx) {
 /* Share the process's environment of this file and take our own snapshot. */
 static int ss_open_env(ss_store *s, unsigned flags, int shard) {
     ss_open_ctx ctx = {s->path, flags, shard};
-    int rc = ss_env_acquire(&s->env, s->path, 0, ss_open_readonly_env, &ctx);
+    int rc = ss__env_acquire(&s->env, s->path, 0, ss_open_readonly_env, &ctx);
     if (rc) return rc;
-    if ((rc = ss_env_begin_read(s->env, s->path, &s->txn))) return rc;
+    if ((rc = ss__env_begin_read(s->env, s->path, &s->txn))) return rc;
     /* LMDB maps pages beyond the end of a truncated file, and touching them
      * raises SIGBUS: the file must hold every page the meta page claims. */
-    if ((rc = ss_env_check_size(s->env, s->path))) return rc;
+    if ((rc = ss__env_check_size(s->env, s->path))) return rc;
     /* LMDB trusts its pages: check the snapshot's B-trees before it reads them. */
-    if ((rc = ss_lmdb_check(s->env, &s->txn, s->path, 0))) return rc;
+    if ((rc = ss__lmdb_check(s->env, &s->txn, s->path, 0))) return rc;
     rc = mdb_dbi_open(s->txn, NULL, 0, &s->dbi);
     return rc ? ss__lmdb_fail(rc, s->path) : 0;
 }
@@ -402,7 +402,7 @@ static const char *ss_file_kind(mode_t mode) {
                             : "not a file";
 }
 
-/* A directory that ss_dataset_probe() refused: say why if it has a manifest. */
+/* A directory that ss__dataset_probe() refused: say why if it has a manifest. */
 static int ss_open_not_dataset(const char *path) {
     char manifest[4096];
     struct stat st;
@@ -429,7 +429,7 @@ static int ss_open_store(ss_store **out, const char *path, unsigned flags, int s
     if (stat(path, &st) != 0)
         return ss__fail(errno == ENOENT ? SS_ENOTFOUND : SS_EIO, "open '%s': %s", path,
                         strerror(errno));
-    if (ss_dataset_probe(path)) return ss_dataset_open(out, path, flags);
+    if (ss__dataset_probe(path)) return ss__dataset_open(out, path, flags);
     if (S_ISDIR(st.st_mode)) return ss_open_not_dataset(path);
     /* LMDB's open of a FIFO would wait for a writer forever */
     if (!S_ISREG(st.st_mode))
@@ -437,7 +437,7 @@ static int ss_open_store(ss_store **out, const char *path, unsigned flags, int s
                         path, ss_file_kind(st.st_mode));
     if (st.st_size == 0)
         return ss__fail(SS_ENOTSTORE, "open '%s': not a seqstore store (empty file)", path);
-    int rc = ss_lmdb_check_file(path, (uint64_t)st.st_size);
+    int rc = ss__lmdb_check_file(path, (uint64_t)st.st_size);
     if (rc) return rc;
     ss_store *s = calloc(1, sizeof *s);
     if (!s || !(s->path = strdup(path))) {
@@ -451,7 +451,7 @@ static int ss_open_store(ss_store **out, const char *path, unsigned flags, int s
     if (rc == 0) rc = ss_read_header(s, flags);
     if (rc == 0) rc = ss_build_tables(s);
     if (rc == 0 && (flags & SS_OPEN_VERIFY)) rc = ss_verify_setup(s);
-    if (rc == 0) rc = ss_attr_load(s);
+    if (rc == 0) rc = ss__attr_load(s);
     if (rc == 0) s->map_base = ss_map_base(s);
     if (rc == 0) ss_fast_setup(s);
     if (rc) {
@@ -465,7 +465,7 @@ static int ss_open_store(ss_store **out, const char *path, unsigned flags, int s
 
 void ss_close(ss_store *s) {
     if (!s) return;
-    if (s->ds) ss_dataset_close(s);
+    if (s->ds) ss__dataset_close(s);
     for (uint32_t i = 0; i < SS_MAX_FIELDS; i++) {
         free(s->f[i].chunks);
         free(s->f[i].segments);
@@ -474,9 +474,9 @@ void ss_close(ss_store *s) {
         if (s->f[i].flat_map) munmap(s->f[i].flat_map, s->f[i].flat_bytes);
         free((void *)s->f[i].verdict);
     }
-    ss_attr_unload(s);
+    ss__attr_unload(s);
     if (s->txn) mdb_txn_abort(s->txn);
-    ss_env_release(s->env);
+    ss__env_release(s->env);
     pthread_mutex_destroy(&s->lock);
     free(s->path);
     free(s);
@@ -493,7 +493,7 @@ int ss_store_map(const void **base, uint64_t *size, int *fd, const ss_store *s) 
                         "system's)",
                         s->path);
     /* The meta page first, the file size second: the file only grows. */
-    uint64_t need = ss_env_used_bytes(s->env);
+    uint64_t need = ss__env_used_bytes(s->env);
     mdb_env_info(s->env, &info);
     if (mdb_env_get_fd(s->env, &f) != 0 || fstat(f, &st) != 0)
         return ss__fail(SS_EIO, "%s: cannot stat the data file: %s", s->path, strerror(errno));
@@ -558,7 +558,7 @@ int ss__bad_location(const ss_store *s, uint32_t field, uint64_t index) {
 int(ss_get)(ss_view *out, const ss_store *s, uint32_t field, uint64_t index) {
     if (!s || !out) return ss__fail(SS_EINVAL, "ss_get: NULL argument");
     int rc = field >= s->h.nfields || index >= s->h.count ? ss_bad_index(s, field, index)
-             : s->ds                                      ? ss_dataset_get(out, s, field, index)
+             : s->ds                                      ? ss__dataset_get(out, s, field, index)
                                                           : ss__get_unchecked(out, s, field, index);
     /* seqstore.h's inline ss_get() copies every member of the view */
     if (rc) memset(out, 0, sizeof *out);
@@ -585,7 +585,7 @@ uint64_t ss_length(const ss_store *s, uint32_t field, uint64_t index) {
     if (!s || field >= s->h.nfields || index >= s->h.count) return 0;
     const ss_rfield *rf = &s->f[field];
     if (!rf->sequence) return 1;
-    if (s->ds) return ss_dataset_length(s, field, index);
+    if (s->ds) return ss__dataset_length(s, field, index);
     return ss_entry_at(rf, index + 1)->start - ss_entry_at(rf, index)->start;
 }
 
@@ -599,7 +599,7 @@ int ss_lengths(uint64_t *out, const ss_store *s, uint32_t field, uint64_t first,
         for (uint64_t i = 0; i < n; i++) out[i] = 1;
         return 0;
     }
-    if (s->ds) return ss_dataset_lengths(out, s, field, first, n);
+    if (s->ds) return ss__dataset_lengths(out, s, field, first, n);
     uint64_t prev = ss_entry_at(rf, first)->start;
     for (uint64_t i = 0; i < n; i++) {
         uint64_t next = ss_entry_at(rf, first + i + 1)->start;
@@ -611,7 +611,7 @@ int ss_lengths(uint64_t *out, const ss_store *s, uint32_t field, uint64_t first,
 
 int ss_store_get_info(ss_store_info *out, const ss_store *s) {
     if (!s || !out) return ss__fail(SS_EINVAL, "ss_store_get_info: NULL argument");
-    if (s->ds) return ss_dataset_info(out, s);
+    if (s->ds) return ss__dataset_info(out, s);
     memset(out, 0, sizeof *out);
     out->format_version = s->h.format_version;
     out->complete = s->complete;

@@ -91,7 +91,7 @@ static inline const ss_entry *ss_entry_at(const ss_rfield *rf, uint64_t i) {
  * probe: 1 if `path` is a dataset directory (it holds dataset.manifest) or a
  * manifest file. The others are ss_open(), ss_close(), ss_get()... of a store
  * with `ds` set, called after the public function's argument checks. */
-int ss_dataset_probe(const char *path);
+int ss__dataset_probe(const char *path);
 /* ss_get()'s cold paths (store.c), out of line so that its fast path below
  * stays a few dozen instructions with no call. */
 extern const uint64_t ss__empty[1]; /* where a length-0 view points */
@@ -159,27 +159,27 @@ static inline int ss__get_unchecked(ss_view *out, const ss_store *s, uint32_t fi
     return 0;
 }
 
-int ss_dataset_open(ss_store **out, const char *path, unsigned flags);
+int ss__dataset_open(ss_store **out, const char *path, unsigned flags);
 /* ss_open() of a dataset's shard: the same, with a map of the file's size
- * instead of 1 TiB (env.h: ss_env_shard_map_bytes()). */
+ * instead of 1 TiB (env.h: ss__env_shard_map_bytes()). */
 int ss__open_shard(ss_store **out, const char *path, unsigned flags);
-void ss_dataset_close(ss_store *s);
-int ss_dataset_get(ss_view *out, const ss_store *s, uint32_t field, uint64_t index);
-uint64_t ss_dataset_length(const ss_store *s, uint32_t field, uint64_t index);
-int ss_dataset_lengths(uint64_t *out, const ss_store *s, uint32_t field, uint64_t first,
-                       uint64_t n);
-int ss_dataset_flat_locate(uint64_t *example, uint64_t *offset, const ss_store *s, uint32_t field,
-                           uint64_t pos);
-int ss_dataset_attr_get(ss_attr *out, const ss_store *s, const char *name);
-uint64_t ss_dataset_attr_count(const ss_store *s);
-int ss_dataset_attr_at(ss_attr *out, const ss_store *s, uint64_t k);
-int ss_dataset_info(ss_store_info *out, const ss_store *s);
-int ss_dataset_verify(uint64_t *problems, const ss_store *s, ss_verify_fn report, void *ctx);
+void ss__dataset_close(ss_store *s);
+int ss__dataset_get(ss_view *out, const ss_store *s, uint32_t field, uint64_t index);
+uint64_t ss__dataset_length(const ss_store *s, uint32_t field, uint64_t index);
+int ss__dataset_lengths(uint64_t *out, const ss_store *s, uint32_t field, uint64_t first,
+                        uint64_t n);
+int ss__dataset_flat_locate(uint64_t *example, uint64_t *offset, const ss_store *s, uint32_t field,
+                            uint64_t pos);
+int ss__dataset_attr_get(ss_attr *out, const ss_store *s, const char *name);
+uint64_t ss__dataset_attr_count(const ss_store *s);
+int ss__dataset_attr_at(ss_attr *out, const ss_store *s, uint64_t k);
+int ss__dataset_info(ss_store_info *out, const ss_store *s);
+int ss__dataset_verify(uint64_t *problems, const ss_store *s, ss_verify_fn report, void *ctx);
 /* Shards of a dataset store; 0 for a plain store or NULL. */
-uint32_t ss_dataset_shard_count(const ss_store *s);
+uint32_t ss__dataset_shard_count(const ss_store *s);
 
-int ss_attr_load(ss_store *s);
-void ss_attr_unload(ss_store *s);
+int ss__attr_load(ss_store *s);
+void ss__attr_unload(ss_store *s);
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "seqstore reads its little-endian index in place: little-endian hosts only"

@@ -68,22 +68,22 @@ static int ss_loc_placed(const ss_rfield *rf, uint64_t loc) {
 static int ss_block_sound(const ss_store *s, const ss_block *b, char tag, uint32_t f,
                           uint64_t number) {
     ss_key key;
-    ss_key_numbered(&key, tag, f, number);
-    /* not ss_block_open(): the message of the first problem must survive */
+    ss__key_numbered(&key, tag, f, number);
+    /* not ss__block_open(): the message of the first problem must survive */
     const unsigned char *value = b->data - SS_BLOCK_HDR;
     uint64_t len = ss_le64(value + 8);
     return len <= b->size &&
-           ss_block_checksum(b->data, len, &key, s->h.format_version) == ss_le64(value);
+           ss__block_checksum(b->data, len, &key, s->h.format_version) == ss_le64(value);
 }
 
 /* As ss_attr_get() checks it, but without touching the error message. */
 static int ss_attr_sound(const ss_store *s, const ss_attr_slot *a) {
     ss_key key;
-    ss_key_named(&key, SS_KEY_ATTR, a->name);
+    ss__key_named(&key, SS_KEY_ATTR, a->name);
     if (a->value_size < SS_BLOCK_HDR) return 0;
     uint64_t len = ss_le64(a->value + 8);
     return len <= a->value_size - SS_BLOCK_HDR && len >= SS_ATTR_PREFIX &&
-           ss_block_checksum(a->value + SS_BLOCK_HDR, len, &key, s->h.format_version) ==
+           ss__block_checksum(a->value + SS_BLOCK_HDR, len, &key, s->h.format_version) ==
                ss_le64(a->value);
 }
 
@@ -141,7 +141,7 @@ static void ss_verify_field(ss_verifier *v, uint32_t f) {
 static void ss_verify_content(ss_verifier *v) {
     const ss_store *s = v->s;
     uint64_t digest = 0;
-    int rc = ss_content_digest(&digest, s->txn, s->dbi, &s->h);
+    int rc = ss__content_digest(&digest, s->txn, s->dbi, &s->h);
     if (rc == 0 && digest == s->h.content_digest) return;
     snprintf(v->where, sizeof v->where, "header");
     ss_problem(v,
@@ -153,9 +153,9 @@ static void ss_verify_content(ss_verifier *v) {
 int ss_verify(uint64_t *problems, const ss_store *s, ss_verify_fn report, void *ctx) {
     if (problems) *problems = 0;
     if (!s) return ss__fail(SS_EINVAL, "ss_verify: store is NULL");
-    if (s->ds) return ss_dataset_verify(problems, s, report, ctx);
+    if (s->ds) return ss__dataset_verify(problems, s, report, ctx);
     /* The B-trees again, with every overflow page header (open skips those). */
-    int rc = ss_lmdb_check_held(s->env, s->txn, s->path, SS_LMDB_CHECK_OVERFLOW);
+    int rc = ss__lmdb_check_held(s->env, s->txn, s->path, SS_LMDB_CHECK_OVERFLOW);
     if (rc) {
         if (problems) *problems = 1;
         ss_verify_problem p = {

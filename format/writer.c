@@ -205,16 +205,16 @@ static unsigned char *ss_segment_take(ss_writer *w) {
  * or with *sum when the caller has it already. */
 static int ss_put_block_sum(const ss_writer *w, MDB_txn *txn, ss_key *key, const void *payload,
                             uint64_t len, const uint64_t *sum) {
-    uint64_t vsize = ss_block_value_size(len);
+    uint64_t vsize = ss__block_value_size(len);
     if (vsize > SS_MAX_VALUE) return MDB_BAD_VALSIZE;
     MDB_val k = ss_key_val(key), v = {vsize, NULL};
     int rc = mdb_put(txn, w->dbi, &k, &v, MDB_RESERVE);
     if (rc) return rc;
     if (len) memcpy((unsigned char *)v.mv_data + SS_BLOCK_HDR, payload, len);
     if (sum)
-        ss_block_seal_sum(v.mv_data, vsize, len, *sum);
+        ss__block_seal_sum(v.mv_data, vsize, len, *sum);
     else
-        ss_block_seal(v.mv_data, vsize, len, key, w->h.format_version);
+        ss__block_seal(v.mv_data, vsize, len, key, w->h.format_version);
     return 0;
 }
 
@@ -229,7 +229,7 @@ static int ss_put_block(const ss_writer *w, MDB_txn *txn, ss_key *key, const voi
 static void ss_pending_sum(ss_writer *w) {
     for (size_t i = w->npending; i-- > 0 && !w->pending[i].summed;) {
         ss_pending *p = &w->pending[i];
-        p->sum = ss_block_checksum(p->payload, p->len, &p->key, w->h.format_version);
+        p->sum = ss__block_checksum(p->payload, p->len, &p->key, w->h.format_version);
         p->summed = 1;
     }
 }
@@ -254,15 +254,15 @@ static int ss_put_header(ss_writer *w, MDB_txn *txn, char tag, uint32_t incompat
     h.incompat_flags = incompat;
     h.compat_flags = 0;
     if (tag == SS_KEY_HEADER && !incompat) {
-        int rc = ss_content_digest(&h.content_digest, txn, w->dbi, &h);
+        int rc = ss__content_digest(&h.content_digest, txn, w->dbi, &h);
         if (rc) return rc;
         h.compat_flags = SS_COMPAT_CONTENT;
     }
     unsigned char buf[SS_HEADER_FIXED + SS_MAX_FIELDS * SS_FIELD_RECORD + SS_HEADER_CONTENT];
-    ss_header_encode(&h, buf);
+    ss__header_encode(&h, buf);
     ss_key key;
-    ss_key_named(&key, tag, NULL);
-    return ss_put_block(w, txn, &key, buf, ss_header_size(&h));
+    ss__key_named(&key, tag, NULL);
+    return ss_put_block(w, txn, &key, buf, ss__header_size(&h));
 }
 
 /* Everything one commit writes, in one transaction. `final` also writes the
@@ -278,19 +278,19 @@ static int ss_txn_body(ss_writer *w, MDB_txn *txn, int final) {
         ss_wfield *wf = &w->f[i];
         ss_key key;
         if (wf->chunk_used) {
-            ss_key_numbered(&key, SS_KEY_DATA, i, wf->chunk_no);
+            ss__key_numbered(&key, SS_KEY_DATA, i, wf->chunk_no);
             if ((rc = ss_put_block(w, txn, &key, wf->chunk, wf->chunk_used))) return rc;
         }
         if (w->h.fields[i].def.sequence) {
             uint64_t used = w->h.count + 1 - wf->segment_no * w->h.segment_entries;
-            ss_key_numbered(&key, SS_KEY_INDEX, i, wf->segment_no);
+            ss__key_numbered(&key, SS_KEY_INDEX, i, wf->segment_no);
             if ((rc = ss_put_block(w, txn, &key, wf->segment, ss_segment_bytes(w, used))))
                 return rc;
         }
     }
     ss_writer_sync_header(w);
     ss_key rkey;
-    ss_key_named(&rkey, SS_KEY_RESUME, NULL);
+    ss__key_named(&rkey, SS_KEY_RESUME, NULL);
     if (!final && w->resume_rec && (rc = ss_put_block(w, txn, &rkey, w->resume_rec, w->resume_len)))
         return rc;
     if (final) {
@@ -308,7 +308,7 @@ static int ss_txn_body(ss_writer *w, MDB_txn *txn, int final) {
         ss_pending_attr *a = &w->attrs[i];
         if (a->removed) {
             ss_key key;
-            ss_key_named(&key, SS_KEY_ATTR, a->name);
+            ss__key_named(&key, SS_KEY_ATTR, a->name);
             MDB_val k = ss_key_val(&key);
             rc = mdb_del(txn, w->dbi, &k, NULL);
             if (rc && rc != MDB_NOTFOUND) return rc;
@@ -320,7 +320,7 @@ static int ss_txn_body(ss_writer *w, MDB_txn *txn, int final) {
         ss_put_le32(buf + 4, 0);
         if (a->size) memcpy(buf + SS_ATTR_PREFIX, a->data, a->size);
         ss_key key;
-        ss_key_named(&key, SS_KEY_ATTR, a->name);
+        ss__key_named(&key, SS_KEY_ATTR, a->name);
         rc = ss_put_block(w, txn, &key, buf, SS_ATTR_PREFIX + a->size);
         free(buf);
         if (rc) return rc;
@@ -329,7 +329,7 @@ static int ss_txn_body(ss_writer *w, MDB_txn *txn, int final) {
     if ((rc = ss__lengths_put(txn, w->dbi, &w->h))) return rc;
     if ((rc = ss_put_header(w, txn, SS_KEY_HEADER, 0))) return rc;
     ss_key key;
-    ss_key_named(&key, SS_KEY_PROGRESS, NULL);
+    ss__key_named(&key, SS_KEY_PROGRESS, NULL);
     MDB_val k = ss_key_val(&key);
     rc = mdb_del(txn, w->dbi, &k, NULL);
     return rc == MDB_NOTFOUND ? 0 : rc;
@@ -559,7 +559,7 @@ int ss__writer_background(ss_writer *w) {
 static int ss_chunk_close(ss_writer *w, uint32_t field) {
     ss_wfield *wf = &w->f[field];
     ss_key key;
-    ss_key_numbered(&key, SS_KEY_DATA, field, wf->chunk_no);
+    ss__key_numbered(&key, SS_KEY_DATA, field, wf->chunk_no);
     unsigned char *fresh = wf->chunk_cap == w->capacity
                                ? ss_buffer_take(w->spare_chunks, &w->nspare_chunks, wf->chunk_cap)
                                : malloc(wf->chunk_cap);
@@ -585,7 +585,7 @@ static int ss_chunk_alone(ss_writer *w, uint32_t field, const void *data, uint64
                         (unsigned long long)bytes);
     memcpy(copy, data, bytes);
     ss_key key;
-    ss_key_numbered(&key, SS_KEY_DATA, field, wf->chunk_no);
+    ss__key_numbered(&key, SS_KEY_DATA, field, wf->chunk_no);
     int rc = ss_pending_push(w, &key, copy, bytes);
     if (rc) {
         free(copy);
@@ -602,7 +602,7 @@ static int ss_index_set(ss_writer *w, uint32_t field, uint64_t entry, uint64_t l
     uint64_t per = w->h.segment_entries, seg = ss_segment_of(entry, per);
     if (seg != wf->segment_no) { /* the current segment is full */
         ss_key key;
-        ss_key_numbered(&key, SS_KEY_INDEX, field, wf->segment_no);
+        ss__key_numbered(&key, SS_KEY_INDEX, field, wf->segment_no);
         unsigned char *fresh = ss_segment_take(w);
         if (!fresh) return ss__fail(SS_ENOMEM, "%s: out of memory", w->path);
         int rc = ss_pending_push(w, &key, wf->segment, ss_segment_bytes(w, per));
@@ -893,7 +893,7 @@ void ss_writer_free(ss_writer *w) {
         free(w->f[i].chunk);
         free(w->f[i].segment);
     }
-    ss_env_release(w->env);
+    ss__env_release(w->env);
     if (w->publish_to) { /* the copy's: no other process knows its name */
         if (!w->published) unlink(w->path);
         char *lock = NULL;
@@ -956,7 +956,7 @@ static int ss_open_writer_env(MDB_env **env, void *vctx) {
     unsigned flags = MDB_NOSUBDIR | MDB_NOTLS | MDB_NORDAHEAD | MDB_NOMETASYNC;
     if (w->flags & SS_WRITE_NOSYNC) flags |= MDB_NOSYNC;
     int nolock;
-    if ((rc = ss_env_lock_prepare(w->path, 1, &nolock))) return rc;
+    if ((rc = ss__env_lock_prepare(w->path, 1, &nolock))) return rc;
     rc = mdb_env_open(*env, w->path, flags, 0644);
     if (rc == MDB_INVALID || rc == MDB_VERSION_MISMATCH)
         return ss__fail(SS_ENOTSTORE, "%s: not a seqstore store", w->path);
@@ -965,9 +965,9 @@ static int ss_open_writer_env(MDB_env **env, void *vctx) {
 
 static int ss_writer_env(ss_writer *w, uint64_t map_bytes) {
     ss_writer_env_ctx ctx = {w, map_bytes};
-    int rc = ss_env_acquire(&w->env, w->path, 1, ss_open_writer_env, &ctx);
+    int rc = ss__env_acquire(&w->env, w->path, 1, ss_open_writer_env, &ctx);
     if (rc) return rc;
-    if ((rc = ss_env_check_size(w->env, w->path))) return rc;
+    if ((rc = ss__env_check_size(w->env, w->path))) return rc;
     MDB_txn *txn;
     if ((rc = mdb_txn_begin(w->env, NULL, 0, &txn))) return ss__lmdb_fail(rc, w->path);
     rc = mdb_dbi_open(txn, NULL, 0, &w->dbi);
@@ -1009,7 +1009,7 @@ int ss_writer_create(ss_writer **out, const char *path, const ss_schema *schema,
     if (!path || !*path) return ss__fail(SS_EINVAL, "ss_writer_create: empty path");
     ss_writer *w;
     int rc = ss_writer_alloc(&w, path, options);
-    if (rc == 0) rc = ss_header_set_schema(&w->h, schema);
+    if (rc == 0) rc = ss__header_set_schema(&w->h, schema);
     if (rc) {
         ss__context(rc, "create '%s'", path);
         ss_writer_free(w);
@@ -1041,7 +1041,7 @@ int ss_writer_create(ss_writer **out, const char *path, const ss_schema *schema,
 /* Decode and check the header-layout block at key `tag`; SS_ENOTFOUND if absent. */
 static int ss_read_header_block(ss_writer *w, MDB_txn *txn, char tag, ss_header *h) {
     ss_key key;
-    ss_key_named(&key, tag, NULL);
+    ss__key_named(&key, tag, NULL);
     MDB_val k = ss_key_val(&key), v;
     int rc = mdb_get(txn, w->dbi, &k, &v);
     if (rc == MDB_NOTFOUND)
@@ -1049,9 +1049,9 @@ static int ss_read_header_block(ss_writer *w, MDB_txn *txn, char tag, ss_header 
                                     : SS_ENOTFOUND;
     if (rc) return ss__lmdb_fail(rc, "read header");
     const char *what = tag == SS_KEY_HEADER ? "header" : "progress record";
-    if ((rc = ss_header_read(h, &v, tag, what))) return rc;
+    if ((rc = ss__header_read(h, &v, tag, what))) return rc;
     /* before the counts size the buffers or index the blocks to reload */
-    return ss_header_check_bounds(h, ss_env_used_bytes(w->env), tag, what);
+    return ss__header_check_bounds(h, ss__env_used_bytes(w->env), tag, what);
 }
 
 /* The committed state: the header, or with resume the progress record of an
@@ -1082,7 +1082,7 @@ static int ss_writer_read_state(ss_writer *w, MDB_txn *txn, int resume) {
 
 static int ss_schema_equal(const ss_header *h, const ss_schema *schema) {
     ss_header want;
-    if (ss_header_set_schema(&want, schema)) return 0;
+    if (ss__header_set_schema(&want, schema)) return 0;
     if (want.nfields != h->nfields) return 0;
     for (uint32_t i = 0; i < h->nfields; i++) {
         const ss_field *a = &h->fields[i].def, *b = &want.fields[i].def;
@@ -1096,13 +1096,13 @@ static int ss_schema_equal(const ss_header *h, const ss_schema *schema) {
 static int ss_load_block(ss_writer *w, MDB_txn *txn, char tag, uint32_t field, uint64_t number,
                          unsigned char *dst, uint64_t want) {
     ss_key key;
-    ss_key_numbered(&key, tag, field, number);
+    ss__key_numbered(&key, tag, field, number);
     MDB_val k = ss_key_val(&key), v;
     int rc = mdb_get(txn, w->dbi, &k, &v);
     if (rc) return ss__lmdb_fail(rc, "reload tail block");
     const unsigned char *p;
     uint64_t len;
-    rc = ss_block_open(v.mv_data, v.mv_size, &key, w->h.format_version, "tail block", &p, &len);
+    rc = ss__block_open(v.mv_data, v.mv_size, &key, w->h.format_version, "tail block", &p, &len);
     if (rc) return rc;
     if (len < want)
         return ss__fail(SS_ECORRUPT, "tail block holds %llu bytes, header says %llu",
@@ -1152,21 +1152,21 @@ static int ss_writer_reload(ss_writer *w, MDB_txn *txn) {
 /* The resume record of an unfinished write, if any. */
 static int ss_writer_read_resume(ss_writer *w, MDB_txn *txn) {
     ss_key key;
-    ss_key_named(&key, SS_KEY_RESUME, NULL);
+    ss__key_named(&key, SS_KEY_RESUME, NULL);
     MDB_val k = ss_key_val(&key), v;
     int rc = mdb_get(txn, w->dbi, &k, &v);
     if (rc == MDB_NOTFOUND) return 0;
     if (rc) return ss__lmdb_fail(rc, "read resume record");
     const unsigned char *p;
     uint64_t len;
-    if ((rc = ss_block_open(v.mv_data, v.mv_size, &key, w->h.format_version, "resume record", &p,
-                            &len)))
+    if ((rc = ss__block_open(v.mv_data, v.mv_size, &key, w->h.format_version, "resume record", &p,
+                             &len)))
         return rc;
-    return ss_writer_set_resume_record(w, p, (size_t)len);
+    return ss__writer_set_resume_record(w, p, (size_t)len);
 }
 
-int ss_writer_set_resume_record(ss_writer *w, const void *data, size_t size) {
-    if (!w || (!data && size)) return ss__fail(SS_EINVAL, "ss_writer_set_resume_record: NULL");
+int ss__writer_set_resume_record(ss_writer *w, const void *data, size_t size) {
+    if (!w || (!data && size)) return ss__fail(SS_EINVAL, "ss__writer_set_resume_record: NULL");
     unsigned char *copy = malloc(size ? size : 1);
     if (!copy) return ss__fail(SS_ENOMEM, "out of memory");
     if (size) memcpy(copy, data, size);
@@ -1177,7 +1177,7 @@ int ss_writer_set_resume_record(ss_writer *w, const void *data, size_t size) {
     return 0;
 }
 
-const void *ss_writer_resume_record(const ss_writer *w, size_t *size) {
+const void *ss__writer_resume_record(const ss_writer *w, size_t *size) {
     *size = w && w->resume_rec ? w->resume_len : 0;
     return w ? w->resume_rec : NULL;
 }
@@ -1196,7 +1196,7 @@ int ss_writer_open(ss_writer **out, const char *path, const ss_schema *schema,
                         path);
     if (st.st_size == 0)
         return ss__fail(SS_ENOTSTORE, "open '%s': not a seqstore store (empty file)", path);
-    int rc = ss_lmdb_check_file(path, (uint64_t)st.st_size);
+    int rc = ss__lmdb_check_file(path, (uint64_t)st.st_size);
     if (rc) return ss__context(rc, "open '%s' for writing", path);
     ss_writer *w;
     rc = ss_writer_alloc(&w, path, options);
@@ -1204,7 +1204,7 @@ int ss_writer_open(ss_writer **out, const char *path, const ss_schema *schema,
     MDB_txn *txn = NULL;
     if (rc == 0 && (rc = mdb_txn_begin(w->env, NULL, MDB_RDONLY, &txn)))
         rc = ss__lmdb_fail(rc, "begin");
-    if (rc == 0) rc = ss_lmdb_check(w->env, &txn, w->path, SS_LMDB_CHECK_OVERFLOW);
+    if (rc == 0) rc = ss__lmdb_check(w->env, &txn, w->path, SS_LMDB_CHECK_OVERFLOW);
     if (rc == 0) rc = ss_writer_read_state(w, txn, (w->flags & SS_WRITE_RESUME) != 0);
     if (rc == 0 && schema && !ss_schema_equal(&w->h, schema))
         rc = ss__fail(SS_ESCHEMA, "the store's schema differs from the one given");

@@ -13,24 +13,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 static void gdf(const uint8_t *data, size_t size) {
     char err[512];
     err[0] = '\0';
-    if (ss_bs_check_gdf(data, size, size, err, sizeof err)) {
+    if (ss__bs_check_gdf(data, size, size, err, sizeof err)) {
         if (!err[0]) abort(); /* a refusal always says why */
         return;
     }
-    uint64_t hl = ss_bs_gdf_header_len(data, size);
+    uint64_t hl = ss__bs_gdf_header_len(data, size);
     if (!hl) return; /* left to BioSig: too short or no GDF version */
     uint64_t ns = (uint64_t)data[252] | (uint64_t)data[253] << 8;
     if (hl < 256 * (ns + 1) || hl > size) abort();
     for (uint64_t k = 0; k < ns; k++) {
         const uint8_t *t = data + 256 + 220 * ns + 4 * k;
-        if (!ss_bs_gdftyp_bits((uint32_t)t[0] | (uint32_t)t[1] << 8)) abort();
+        if (!ss__bs_gdftyp_bits((uint32_t)t[0] | (uint32_t)t[1] << 8)) abort();
     }
 }
 
 static void vhdr(const uint8_t *data, size_t size) {
     ss_bs_vhdr v;
     char err[512];
-    if (ss_bs_check_vhdr(&v, (const char *)data, size, err, sizeof err)) return;
+    if (ss__bs_check_vhdr(&v, (const char *)data, size, err, sizeof err)) return;
     if (v.nch < 1 || v.nch > 65535 || !(v.interval > 0) || !isfinite(1e6 / v.interval)) abort();
     if (strlen(v.datafile) >= sizeof v.datafile || strlen(v.markerfile) >= sizeof v.markerfile)
         abort();
@@ -43,17 +43,18 @@ static void vmrk(const uint8_t *data, size_t size) {
     size_t count = 0, undated = 0, lines = 1;
     char err[512];
     const char *text = (const char *)data;
-    if (ss_bs_check_vmrk(&count, &undated, text, size, err, sizeof err)) return;
+    if (ss__bs_check_vmrk(&count, &undated, text, size, err, sizeof err)) return;
     for (size_t k = 0; k < size; k++) lines += data[k] == '\n' || data[k] == '\r';
     if (count >= lines || undated > count) abort(); /* the first line is the magic */
     size_t cap = size + SS_BS_VMRK_DATE_LEN * undated, c2, u2;
     char *dated = malloc(cap + 1);
     if (!dated) return;
-    size_t dn = ss_bs_vmrk_dated(dated, cap, text, size);
-    if (dn != cap || ss_bs_vmrk_dated(dated, cap - (undated > 0), text, size) != (undated ? 0 : dn))
+    size_t dn = ss__bs_vmrk_dated(dated, cap, text, size);
+    if (dn != cap || ss__bs_vmrk_dated(dated, cap - (undated > 0), text,
+                                       size) != (undated ? 0 : dn))
         abort();
-    dn = ss_bs_vmrk_dated(dated, cap, text, size);
-    if (ss_bs_check_vmrk(&c2, &u2, dated, dn, err, sizeof err) || c2 != count || u2) abort();
+    dn = ss__bs_vmrk_dated(dated, cap, text, size);
+    if (ss__bs_check_vmrk(&c2, &u2, dated, dn, err, sizeof err) || c2 != count || u2) abort();
     free(dated);
 }
 

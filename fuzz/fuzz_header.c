@@ -48,9 +48,9 @@ static uint64_t orig_len[2];
 
 static void block_key(int b, ss_key *key) {
     if (b == 0)
-        ss_key_named(key, SS_KEY_HEADER, NULL);
+        ss__key_named(key, SS_KEY_HEADER, NULL);
     else
-        ss_key_numbered(key, SS_KEY_INDEX, 0, 0);
+        ss__key_numbered(key, SS_KEY_INDEX, 0, 0);
 }
 
 /* Replace base store b's block with `payload`, sealed; 0 on success. */
@@ -60,7 +60,7 @@ static int put_block(int b, const uint8_t *payload, size_t len) {
     block_key(b, &key);
     int rc = mdb_txn_begin(envs[b], NULL, 0, &txn);
     if (rc) return rc;
-    MDB_val k = ss_key_val(&key), v = {ss_block_value_size(len), NULL};
+    MDB_val k = ss_key_val(&key), v = {ss__block_value_size(len), NULL};
     if ((rc = mdb_put(txn, dbis[b], &k, &v, MDB_RESERVE))) {
         mdb_txn_abort(txn);
         return rc;
@@ -71,7 +71,7 @@ static int put_block(int b, const uint8_t *payload, size_t len) {
     uint32_t version = SS_FORMAT_VERSION;
     if (b == 0 && len >= 12 && (ss_le32(payload + 8) == 1 || ss_le32(payload + 8) == 2))
         version = ss_le32(payload + 8);
-    ss_block_seal(v.mv_data, v.mv_size, len, &key, version);
+    ss__block_seal(v.mv_data, v.mv_size, len, &key, version);
     return mdb_txn_commit(txn);
 }
 
@@ -89,7 +89,7 @@ static void open_base(int b) {
     MDB_val k = ss_key_val(&key), v;
     const unsigned char *p;
     if (mdb_get(txn, dbis[b], &k, &v) ||
-        ss_block_open(v.mv_data, v.mv_size, &key, SS_FORMAT_VERSION, "seed", &p, &orig_len[b]))
+        ss__block_open(v.mv_data, v.mv_size, &key, SS_FORMAT_VERSION, "seed", &p, &orig_len[b]))
         abort();
     if (b == 1) orig_len[b] = 51 * SS_INDEX_ENTRY; /* 50 examples */
     if (!(orig[b] = malloc(orig_len[b]))) abort();

@@ -13,8 +13,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     ss_idx_header h;
     size_t need;
-    if (ss_idx_header_size(&need, data, size) == 0 && need > 4 + 4 * SS_IDX_MAX_DIMS) abort();
-    if (ss_idx_parse_header(&h, data, size) != 0) return 0;
+    if (ss__idx_header_size(&need, data, size) == 0 && need > 4 + 4 * SS_IDX_MAX_DIMS) abort();
+    if (ss__idx_parse_header(&h, data, size) != 0) return 0;
     if (h.header_bytes > size || h.header_bytes != 4 + 4 * (uint64_t)h.ndim) abort();
     if (h.ndim < 1 || h.ndim > SS_IDX_MAX_DIMS) abort();
     if (ss_dtype_size(h.dtype) != h.elem_size) abort();
@@ -30,8 +30,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         uint8_t *copy = malloc(n * h.elem_size);
         if (!copy) return 0;
         memcpy(copy, data + h.header_bytes, n * h.elem_size);
-        ss_idx_to_host(copy, n, h.elem_size);
-        ss_idx_to_host(copy, n, h.elem_size);
+        ss__idx_to_host(copy, n, h.elem_size);
+        ss__idx_to_host(copy, n, h.elem_size);
         if (memcmp(copy, data + h.header_bytes, n * h.elem_size) != 0) abort();
         free(copy);
     }

@@ -35,7 +35,7 @@ static void check_value(const tx_tok *t, const json_t *v, const uint8_t *got, ui
             if (!jl_is_ws(s[i]) && (i == 0 || jl_is_ws(s[i - 1]))) words++;
         if (n != words + t->bos_on + t->eos_on) abort();
         for (uint64_t i = 0; i < n; i++)
-            if (AT(i) >= ss_vocab_size(t->vocab)) abort();
+            if (AT(i) >= ss__vocab_size(t->vocab)) abort();
         return;
     }
     if (json_is_array(v)) {
@@ -69,7 +69,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     static ss_vocab *vocab, *counts;
     static const char vtext[] = "<pad>\n<unk>\n<bos>\n<eos>\na\nbc\n\xc3\xa9\n";
     char verr[128];
-    if (!vocab && ss_vocab_parse(&vocab, vtext, sizeof vtext - 1, verr, sizeof verr)) abort();
+    if (!vocab && ss__vocab_parse(&vocab, vtext, sizeof vtext - 1, verr, sizeof verr)) abort();
     tx_tok t;
     memset(&t, 0, sizeof t);
     t.kind = kinds[data[0] & 3];
@@ -93,7 +93,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         t.esize = 1;
     }
     jl_arena arena = {NULL};
-    if (t.kind == TX_WORDS && ss_vocab_new(&counts)) abort();
+    if (t.kind == TX_WORDS && ss__vocab_new(&counts)) abort();
     static const char *const keys[2] = {"text", "b"};
     jl_spec sp = {1 + ((data[0] >> 4) & 1), keys, &t, NULL};
     jl_buf bufs[2];
@@ -126,9 +126,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     free(bufs[1].data);
     if (counts) {
         ss_vocab *built; /* the counted words outlive their lines */
-        if (ss_vocab_build(&built, counts, 1, 0)) abort();
-        ss_vocab_free(built);
-        ss_vocab_free(counts);
+        if (ss__vocab_build(&built, counts, 1, 0)) abort();
+        ss__vocab_free(built);
+        ss__vocab_free(counts);
         counts = NULL;
     }
     jl_arena_free(&arena);

@@ -16,7 +16,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static void one(const char *data, size_t size) {
     ss_manifest m;
-    if (ss_manifest_parse(&m, data, size) != 0) {
+    if (ss__manifest_parse(&m, data, size) != 0) {
         if (m.shards || m.nshards) abort(); /* failure leaves nothing to free */
         return;
     }
@@ -29,10 +29,10 @@ static void one(const char *data, size_t size) {
     if (sum != m.examples || m.nfields < 1 || m.nfields > SS_MAX_FIELDS || m.nshards < 1) abort();
     char *text;
     size_t len;
-    if (ss_manifest_format(&m, &text, &len) != 0) abort();
+    if (ss__manifest_format(&m, &text, &len) != 0) abort();
     if (len != size || memcmp(text, data, size) != 0) abort();
     free(text);
-    ss_manifest_free(&m);
+    ss__manifest_free(&m);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {

@@ -6,6 +6,7 @@
  * otherwise the rest follows a valid magic and version (so the fuzzer
  * reaches the body). Checks every promise of an accepted index, and that
  * writing its fields back gives the same bytes. */
+#include "../converters/errmsg.c"
 #include "../converters/megatron.c"
 
 #include <stdlib.h>

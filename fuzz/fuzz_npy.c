@@ -13,8 +13,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     ss_npy_header h;
     size_t need;
-    int sized = ss_npy_header_size(&need, data, size) == 0;
-    if (ss_npy_parse_header(&h, data, size) != 0) return 0;
+    int sized = ss__npy_header_size(&need, data, size) == 0;
+    if (ss__npy_parse_header(&h, data, size) != 0) return 0;
     if (!sized || h.data_offset != need || h.data_offset > size) abort();
     if (h.fortran_order || h.ndim > SS_NPY_MAX_DIMS) abort();
     if (ss_dtype_size(h.dtype) != h.elem_size) abort();

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* fuzz_text.c - libFuzzer target for the text converters' parsers: line and
  * document splitting, UTF-8 decoding, word and id tokenization
- * (converters/convert_text.c, utf8.c, vocab.c).
+ * (converters/text_*.c, utf8.c, vocab.c).
  *
  * The first input byte chooses the tokens, the boundaries and the options;
  * the rest is the text. Checks: (1) cutting the input into blocks of any size
@@ -19,11 +19,11 @@ static ss_vocab *fuzz_vocab(void) {
     static ss_vocab *v;
     if (!v) {
         ss_vocab *counts = NULL;
-        if (ss_vocab_new(&counts)) abort();
-        ss_vocab_count(counts, (const uint8_t *)"a", 1, 5);
-        ss_vocab_count(counts, (const uint8_t *)"bb", 2, 2);
-        if (ss_vocab_build(&v, counts, 1, 0)) abort();
-        ss_vocab_free(counts);
+        if (ss__vocab_new(&counts)) abort();
+        ss__vocab_count(counts, (const uint8_t *)"a", 1, 5);
+        ss__vocab_count(counts, (const uint8_t *)"bb", 2, 2);
+        if (ss__vocab_build(&v, counts, 1, 0)) abort();
+        ss__vocab_free(counts);
     }
     return v;
 }
@@ -38,11 +38,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     uint32_t *cps = malloc((size + 1) * sizeof *cps);
     size_t n = 0, bad = 0;
     if (!cps) return 0;
-    if (ss_utf8_decode(cps, &n, &bad, data, size) == 0) {
+    if (ss__utf8_decode(cps, &n, &bad, data, size) == 0) {
         char *back = malloc(4 * n + 1);
         size_t m = 0;
         for (size_t i = 0; i < n; i++) {
-            size_t k = ss_utf8_encode(back + m, cps[i]);
+            size_t k = ss__utf8_encode(back + m, cps[i]);
             if (!k) abort();
             m += k;
         }

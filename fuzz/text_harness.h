@@ -1,13 +1,20 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* text_harness.h - drives the text engine (converters/convert_text.c) without
+/* text_harness.h - drives the text engine (converters/text_*.c) without
  * a store, for tests/test_convert_text.c and fuzz/fuzz_text.c: stubs for the
  * framework calls and a canonical dump of what a job produces.
  * Include it once, in a file that includes nothing else of converters/. */
 #ifndef SS_TEXT_HARNESS_H
 #define SS_TEXT_HARNESS_H
 
-#include "../cli/cli_locks.c"
 #include "../converters/convert_text.c"
+#include "../converters/text_buffers.c"
+#include "../converters/text_input.c"
+#include "../converters/text_options.c"
+#include "../converters/text_pipeline.c"
+#include "../converters/text_split.c"
+#include "../converters/text_tokens.c"
+#include "../converters/text_vocab.c"
+#include "../converters/text_worker.c"
 #include "../converters/memlimit.c"
 #include "../converters/spm_text.c"
 #include "../converters/utf8.c"
@@ -16,62 +23,66 @@
 
 static ss_conv_options harness_opts = {NULL, 0, 0, 0, 0, 1, 1};
 
-const ss_conv_options *ss_conv_opts(const ss_conv *c) {
+const ss_conv_options *ss__conv_opts(const ss_conv *c) {
     (void)c;
     return &harness_opts;
 }
-int ss_conv_error(ss_conv *c, const char *fmt, ...) {
+int ss__conv_error(ss_conv *c, const char *fmt, ...) {
     (void)c;
     (void)fmt;
     return 1;
 }
-int ss_conv_ss_error(ss_conv *c, const char *fmt, ...) {
+int ss__conv_ss_error(ss_conv *c, const char *fmt, ...) {
     (void)c;
     (void)fmt;
     return 1;
 }
-int ss_conv_usage_error(ss_conv *c, const char *fmt, ...) {
+int ss__conv_usage_error(ss_conv *c, const char *fmt, ...) {
     (void)c;
     (void)fmt;
     return 2;
 }
-int ss_conv_bad(ss_conv *c, const char *file, uint64_t location, const char *fmt, ...) {
+int ss__conv_bad(ss_conv *c, const char *file, uint64_t location, const char *fmt, ...) {
     (void)c;
     (void)file;
     (void)location;
     (void)fmt;
     return 1;
 }
-uint32_t ss_conv_add_source(ss_conv *c, const char *path) {
+uint32_t ss__conv_add_source(ss_conv *c, const char *path) {
     (void)c;
     (void)path;
     return 0;
 }
-void ss_conv_add_checked(ss_conv *c, const char *path) {
+void ss__conv_add_checked(ss_conv *c, const char *path) {
     (void)c;
     (void)path;
 }
-int ss_conv_begin(ss_conv *c, const ss_schema *schema, uint64_t *skip) {
+void ss__conv_note_store(ss_conv *c, const char *path) {
+    (void)c;
+    (void)path;
+}
+int ss__conv_begin(ss_conv *c, const ss_schema *schema, uint64_t *skip) {
     (void)c;
     (void)schema;
     *skip = 0;
     return 1;
 }
-int ss_conv_append(ss_conv *c, const ss_value *values, uint32_t source, uint64_t location) {
+int ss__conv_append(ss_conv *c, const ss_value *values, uint32_t source, uint64_t location) {
     (void)c;
     (void)values;
     (void)source;
     (void)location;
     return 1;
 }
-int ss_conv_append_at(ss_conv *c, const ss_value *values, uint32_t source, uint64_t location,
-                      uint64_t byte) {
+int ss__conv_append_at(ss_conv *c, const ss_value *values, uint32_t source, uint64_t location,
+                       uint64_t byte) {
     (void)byte;
-    return ss_conv_append(c, values, source, location);
+    return ss__conv_append(c, values, source, location);
 }
-int ss_conv_append_many(ss_conv *c, uint64_t n, const void *const *data,
-                        const uint64_t *const *lengths, uint32_t source, const uint64_t *locations,
-                        uint64_t byte) {
+int ss__conv_append_many(ss_conv *c, uint64_t n, const void *const *data,
+                         const uint64_t *const *lengths, uint32_t source, const uint64_t *locations,
+                         uint64_t byte) {
     (void)c;
     (void)n;
     (void)data;
@@ -81,15 +92,15 @@ int ss_conv_append_many(ss_conv *c, uint64_t n, const void *const *data,
     (void)byte;
     return 1;
 }
-void ss_conv_later(ss_conv *c, void *(*fn)(void *), void *arg) {
+void ss__conv_later(ss_conv *c, void *(*fn)(void *), void *arg) {
     (void)c;
     fn(arg);
 }
-ss_writer *ss_conv_writer(ss_conv *c) {
+ss_writer *ss__conv_writer(ss_conv *c) {
     (void)c;
     return NULL;
 }
-int ss_conv_set_attr(ss_conv *c, const char *name, uint32_t type, const void *data, size_t size) {
+int ss__conv_set_attr(ss_conv *c, const char *name, uint32_t type, const void *data, size_t size) {
     (void)c;
     (void)name;
     (void)type;
@@ -97,44 +108,44 @@ int ss_conv_set_attr(ss_conv *c, const char *name, uint32_t type, const void *da
     (void)size;
     return 1;
 }
-void ss_conv_no_store(ss_conv *c) {
+void ss__conv_no_store(ss_conv *c) {
     (void)c;
 }
-void ss_conv_shard_spec(const ss_conv *c, uint32_t *k, uint32_t *n) {
+void ss__conv_shard_spec(const ss_conv *c, uint32_t *k, uint32_t *n) {
     (void)c;
     *k = *n = 0;
 }
-int ss_conv_shard_size(ss_conv *c, uint32_t source, uint64_t size) {
+int ss__conv_shard_size(ss_conv *c, uint32_t source, uint64_t size) {
     (void)c;
     (void)source;
     (void)size;
     return 0;
 }
-void ss_conv_shard_self(ss_conv *c) {
+void ss__conv_shard_self(ss_conv *c) {
     (void)c;
 }
-int ss_conv_in_shard_at(ss_conv *c, uint32_t source, uint64_t byte) {
+int ss__conv_in_shard_at(ss_conv *c, uint32_t source, uint64_t byte) {
     (void)c;
     (void)source;
     (void)byte;
     return 1;
 }
-void ss_conv_set_total(ss_conv *c, uint64_t total_bytes) {
+void ss__conv_set_total(ss_conv *c, uint64_t total_bytes) {
     (void)c;
     (void)total_bytes;
 }
-void ss_conv_progress(ss_conv *c, uint64_t bytes) {
+void ss__conv_progress(ss_conv *c, uint64_t bytes) {
     (void)c;
     (void)bytes;
 }
-void ss_conv_skipped(ss_conv *c, uint64_t n, const char *what, const char *why) {
+void ss__conv_skipped(ss_conv *c, uint64_t n, const char *what, const char *why) {
     (void)c;
     (void)n;
     (void)what;
     (void)why;
 }
-int ss_conv_parse_u64(ss_conv *c, const char *option, const char *text, uint64_t min, uint64_t max,
-                      uint64_t *out) {
+int ss__conv_parse_u64(ss_conv *c, const char *option, const char *text, uint64_t min, uint64_t max,
+                       uint64_t *out) {
     (void)c;
     (void)option;
     (void)text;
@@ -151,7 +162,7 @@ typedef struct harness_out {
 } harness_out;
 
 static int harness_put(harness_out *o, const void *p, size_t n) {
-    if (reserve(&o->buf, &o->cap, o->n + n + 1)) return -1;
+    if (tx_reserve(&o->buf, &o->cap, o->n + n + 1)) return -1;
     if (n) memcpy(o->buf + o->n, p, n);
     o->n += n;
     return 0;
@@ -194,7 +205,7 @@ static int harness_run(tx_job *j, size_t block_bytes, harness_out *o) {
                     continue;
                 }
                 if (it->bad[0] || it->bad[1]) continue;
-                const uint8_t *p = it->zero_copy[sd] ? side_input(j, bl, sd)->data + it->off[sd]
+                const uint8_t *p = it->zero_copy[sd] ? tx_side_input(j, bl, sd)->data + it->off[sd]
                                                      : s.tok[sd] + it->off[sd] * j->tok[sd].esize;
                 size_t bytes = (size_t)len * (it->zero_copy[sd] ? 1 : j->tok[sd].esize);
                 rc |= harness_put(o, &len, sizeof len) | harness_put(o, p, bytes);

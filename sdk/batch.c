@@ -226,9 +226,9 @@ int ss_batcher_shuffle(ss_batcher *b, int shuffle, uint64_t seed, uint64_t epoch
     for (uint64_t k = 0; k < b->nbatches; k++) b->order[k] = k;
     if (!shuffle) return 0;
     ss_rng r;
-    ss_rng_seed(&r, ss_rng_hash(seed, epoch, 0), STREAM_BATCH_ORDER);
+    ss__rng_seed(&r, ss__rng_hash(seed, epoch, 0), STREAM_BATCH_ORDER);
     for (uint64_t i = b->nbatches; i > 1; i--) {
-        uint64_t j = ss_rng_below(&r, i);
+        uint64_t j = ss__rng_below(&r, i);
         uint64_t t = b->order[i - 1];
         b->order[i - 1] = b->order[j];
         b->order[j] = t;

@@ -153,8 +153,8 @@ static int setup_blend(ss_blend_loader *l) {
     uint64_t R = o->world_size ? o->world_size : 1, W = o->num_workers ? o->num_workers : 1;
     l->consumers = R * W;
     l->me = o->rank + R * o->worker;
-    uint64_t h = ss_rng_hash(o->batch_size, (uint64_t)o->stop, (uint64_t)o->drop_last);
-    l->fingerprint = ss_rng_hash(h, l->length, l->nf);
+    uint64_t h = ss__rng_hash(o->batch_size, (uint64_t)o->stop, (uint64_t)o->drop_last);
+    l->fingerprint = ss__rng_hash(h, l->length, l->nf);
     return 0;
 }
 

@@ -526,9 +526,9 @@ static int bucket_order(const ss_bucket *b, const ss_selection *sel, int shuffle
         if (!sorted) qsort(out + first, (size_t)(k - first), sizeof *out, u64_cmp);
         if (shuffle && k - first > 1) {
             ss_rng r;
-            ss_rng_seed(&r, ss_rng_hash(seed, epoch, q), STREAM_BUCKET);
+            ss__rng_seed(&r, ss__rng_hash(seed, epoch, q), STREAM_BUCKET);
             for (uint64_t i = k - first; i > 1; i--) {
-                uint64_t j = ss_rng_below(&r, i);
+                uint64_t j = ss__rng_below(&r, i);
                 uint64_t t = out[first + i - 1];
                 out[first + i - 1] = out[first + j];
                 out[first + j] = t;

@@ -180,7 +180,7 @@ static uint64_t row_elements(uint32_t ndim, const uint64_t *dims) {
 }
 
 static uint64_t hash_str(uint64_t h, const char *s) {
-    for (; s && *s; s++) h = ss_rng_hash(h, (unsigned char)*s, 0x737472);
+    for (; s && *s; s++) h = ss__rng_hash(h, (unsigned char)*s, 0x737472);
     return h;
 }
 
@@ -403,7 +403,7 @@ static int transform_rows(ss_loader *l, slot *s, const uint64_t *ix, uint64_t n,
         for (uint32_t j = 0; j < l->nxf; j++) {
             const xform *x = &l->xf[j];
             ss_rng rng;
-            ss_rng_seed(&rng, ss_rng_hash(l->seed, epoch, ix[r]), SS_TRANSFORM_STREAM + x->pos);
+            ss__rng_seed(&rng, ss__rng_hash(l->seed, epoch, ix[r]), SS_TRANSFORM_STREAM + x->pos);
             ss_example_field *e = x->field >= 0 ? &ex.fields[x->field] : NULL;
             void *spare = NULL;
             if (e) {
@@ -498,8 +498,8 @@ static int batch_transforms(ss_loader *l, slot *s) {
     uint64_t epoch = s->batch.epoch, g = s->batch.position;
     for (uint32_t j = 0; !rc && j < l->nbxf; j++) {
         ss_rng rng;
-        ss_rng_seed(&rng, ss_rng_hash(l->seed, epoch, g),
-                    SS_BATCH_TRANSFORM_STREAM + l->bxf_pos[j]);
+        ss__rng_seed(&rng, ss__rng_hash(l->seed, epoch, g),
+                     SS_BATCH_TRANSFORM_STREAM + l->bxf_pos[j]);
         const ss_transform *t = l->bxf[j];
         rc = t->batch(t->user, &s->batch, &rng);
         if (rc) {
@@ -842,11 +842,11 @@ static int check_options(ss_loader *l) {
     l->prefetch = o->prefetch ? o->prefetch : 2;
     l->nslots = l->prefetch + 1;
     l->nthreads = o->threads ? o->threads : 1;
-    uint64_t h = ss_rng_hash((uint64_t)l->mode, o->batch.batch_size, o->batch.max_tokens);
-    h = ss_rng_hash(h, o->batch.max_sentences, o->batch.batch_size_multiple);
-    h = ss_rng_hash(h, (uint64_t)o->batch.skip_too_long, (uint64_t)o->batch.remainder);
-    h = ss_rng_hash(h, ((uint64_t)l->world << 32) | l->rank, (uint64_t)l->drop_last);
-    h = ss_rng_hash(h, ((uint64_t)l->workers << 32) | l->worker, 0x776b72);
+    uint64_t h = ss__rng_hash((uint64_t)l->mode, o->batch.batch_size, o->batch.max_tokens);
+    h = ss__rng_hash(h, o->batch.max_sentences, o->batch.batch_size_multiple);
+    h = ss__rng_hash(h, (uint64_t)o->batch.skip_too_long, (uint64_t)o->batch.remainder);
+    h = ss__rng_hash(h, ((uint64_t)l->world << 32) | l->rank, (uint64_t)l->drop_last);
+    h = ss__rng_hash(h, ((uint64_t)l->workers << 32) | l->worker, 0x776b72);
     l->fingerprint = hash_str(h, o->bucket);
     return 0;
 }

@@ -176,9 +176,9 @@ static void lanes_start_epoch(ss_lanes *la, uint64_t epoch) {
     for (uint64_t g = 0; g < la->ngroups; g++) la->order[g] = g;
     if (la->opt.shuffle) {
         ss_rng rng;
-        ss_rng_seed(&rng, la->opt.seed, ss_rng_hash(epoch, 0x6c616e6573ull, 0));
+        ss__rng_seed(&rng, la->opt.seed, ss__rng_hash(epoch, 0x6c616e6573ull, 0));
         for (uint64_t i = la->ngroups; i > 1; i--) {
-            uint64_t j = ss_rng_below(&rng, i), t = la->order[i - 1];
+            uint64_t j = ss__rng_below(&rng, i), t = la->order[i - 1];
             la->order[i - 1] = la->order[j];
             la->order[j] = t;
         }

@@ -13,46 +13,46 @@ static uint64_t mix64(uint64_t z) {
     return z ^ (z >> 31);
 }
 
-uint64_t ss_rng_hash(uint64_t seed, uint64_t a, uint64_t b) {
+uint64_t ss__rng_hash(uint64_t seed, uint64_t a, uint64_t b) {
     uint64_t h = mix64(seed + SS_RNG_GOLDEN);
     h = mix64(h ^ (a + 0x6A09E667F3BCC909ull));
     h = mix64(h ^ (b + 0xBB67AE8584CAA73Bull));
     return h;
 }
 
-void ss_rng_seed(ss_rng *r, uint64_t seed, uint64_t stream) {
-    r->k0 = ss_rng_hash(seed, stream, 0x3C6EF372FE94F82Bull);
-    r->k1 = ss_rng_hash(seed, stream, 0xA54FF53A5F1D36F1ull);
+void ss__rng_seed(ss_rng *r, uint64_t seed, uint64_t stream) {
+    r->k0 = ss__rng_hash(seed, stream, 0x3C6EF372FE94F82Bull);
+    r->k1 = ss__rng_hash(seed, stream, 0xA54FF53A5F1D36F1ull);
     r->ctr = 0;
 }
 
-uint64_t ss_rng_next(ss_rng *r) {
+uint64_t ss__rng_next(ss_rng *r) {
     uint64_t c = r->ctr++;
     return mix64(mix64((c * SS_RNG_GOLDEN) ^ r->k0) + r->k1);
 }
 
-uint64_t ss_rng_below(ss_rng *r, uint64_t n) {
+uint64_t ss__rng_below(ss_rng *r, uint64_t n) {
     if (n <= 1) return 0;
     /* Lemire, "Fast random integer generation in an interval" (2019). */
     __extension__ typedef unsigned __int128 u128;
-    u128 m = (u128)ss_rng_next(r) * n;
+    u128 m = (u128)ss__rng_next(r) * n;
     uint64_t low = (uint64_t)m;
     if (low < n) {
         uint64_t threshold = (0 - n) % n;
         while (low < threshold) {
-            m = (u128)ss_rng_next(r) * n;
+            m = (u128)ss__rng_next(r) * n;
             low = (uint64_t)m;
         }
     }
     return (uint64_t)(m >> 64);
 }
 
-double ss_rng_uniform(ss_rng *r) {
-    return (double)(ss_rng_next(r) >> 11) * 0x1.0p-53;
+double ss__rng_uniform(ss_rng *r) {
+    return (double)(ss__rng_next(r) >> 11) * 0x1.0p-53;
 }
 
-double ss_rng_normal(ss_rng *r) {
-    double u1 = 1.0 - ss_rng_uniform(r); /* (0, 1]: log is finite */
-    double u2 = ss_rng_uniform(r);
+double ss__rng_normal(ss_rng *r) {
+    double u1 = 1.0 - ss__rng_uniform(r); /* (0, 1]: log is finite */
+    double u2 = ss__rng_uniform(r);
     return sqrt(-2.0 * log(u1)) * cos(6.283185307179586476925 * u2);
 }

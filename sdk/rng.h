@@ -8,7 +8,7 @@
  * state.
  *
  * Construction: a stream is keyed by two 64-bit keys derived from
- * (seed, stream) with ss_rng_hash(); output number c of the stream is
+ * (seed, stream) with ss__rng_hash(); output number c of the stream is
  * mix(mix(c * G ^ k0) + k1), where mix is the SplitMix64 / MurmurHash3
  * 64-bit finalizer and G the golden-ratio constant 0x9E3779B97F4A7C15. The
  * constants and this construction are fixed: changing them changes every
@@ -27,26 +27,26 @@ typedef struct ss_rng {
 } ss_rng;
 
 /* A well-mixed 64-bit hash of (seed, a, b): derive independent seeds, e.g.
- * ss_rng_hash(seed, epoch, rank). Pure; not cryptographic. */
-uint64_t ss_rng_hash(uint64_t seed, uint64_t a, uint64_t b);
+ * ss__rng_hash(seed, epoch, rank). Pure; not cryptographic. */
+uint64_t ss__rng_hash(uint64_t seed, uint64_t a, uint64_t b);
 
 /* Start stream `stream` of `seed` at position 0. Different (seed, stream)
  * pairs give independent-looking streams. */
-void ss_rng_seed(ss_rng *r, uint64_t seed, uint64_t stream);
+void ss__rng_seed(ss_rng *r, uint64_t seed, uint64_t stream);
 
 /* The next uniformly distributed 64-bit number. */
-uint64_t ss_rng_next(ss_rng *r);
+uint64_t ss__rng_next(ss_rng *r);
 
 /* A uniform integer in [0, n), without modulo bias (Lemire's method with
  * rejection). Returns 0 when n is 0 or 1. The number of outputs consumed
  * varies (almost always 1). */
-uint64_t ss_rng_below(ss_rng *r, uint64_t n);
+uint64_t ss__rng_below(ss_rng *r, uint64_t n);
 
 /* A uniform double in [0, 1) with 53 random bits. */
-double ss_rng_uniform(ss_rng *r);
+double ss__rng_uniform(ss_rng *r);
 
 /* A standard normal (mean 0, variance 1) by the Box-Muller transform; uses
  * two outputs per call (no cached spare, so the state stays three integers). */
-double ss_rng_normal(ss_rng *r);
+double ss__rng_normal(ss_rng *r);
 
 #endif /* SS_RNG_H */

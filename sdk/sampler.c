@@ -47,7 +47,7 @@ struct ss_sampler {
 
 static void shuffle_u64(uint64_t *a, uint64_t n, ss_rng *r) {
     for (uint64_t i = n; i > 1; i--) {
-        uint64_t j = ss_rng_below(r, i);
+        uint64_t j = ss__rng_below(r, i);
         uint64_t t = a[i - 1];
         a[i - 1] = a[j];
         a[j] = t;
@@ -89,7 +89,7 @@ static void block_permutation(ss_sampler *s) {
     for (uint64_t g = 0; g < ng; g++) {
         uint64_t b0 = group_begin(s, g), b1 = group_end(s, g);
         for (uint64_t i = b0; i < b1; i++) perm[i] = i;
-        ss_rng_seed(&r, ss_rng_hash(s->o.seed, s->epoch, g), STREAM_BLOCKS);
+        ss__rng_seed(&r, ss__rng_hash(s->o.seed, s->epoch, g), STREAM_BLOCKS);
         shuffle_u64(perm + b0, b1 - b0, &r);
     }
     uint64_t off = s->n, wend = s->n, wi = s->nwin, g = ng - 1;
@@ -99,7 +99,7 @@ static void block_permutation(ss_sampler *s) {
         off -= len;
         for (uint64_t j = len; j-- > 0;) perm[off + j] = s->base ? s->base[b0 + j] : b0 + j;
         if ((q - group_begin(s, g)) % M == 0) {
-            ss_rng_seed(&r, ss_rng_hash(s->o.seed, s->epoch, --wi), STREAM_WINDOW);
+            ss__rng_seed(&r, ss__rng_hash(s->o.seed, s->epoch, --wi), STREAM_WINDOW);
             shuffle_u64(perm + off, wend - off, &r);
             wend = off;
         }
@@ -109,7 +109,7 @@ static void block_permutation(ss_sampler *s) {
 static void make_epoch(ss_sampler *s) {
     if (s->o.kind == SS_SAMPLE_SHUFFLE) {
         ss_rng r;
-        ss_rng_seed(&r, ss_rng_hash(s->o.seed, s->epoch, 0), STREAM_SHUFFLE);
+        ss__rng_seed(&r, ss__rng_hash(s->o.seed, s->epoch, 0), STREAM_SHUFFLE);
         for (uint64_t i = 0; i < s->n; i++) s->perm[i] = i;
         shuffle_u64(s->perm, s->n, &r);
     } else if (s->o.kind == SS_SAMPLE_BLOCK_SHUFFLE && s->n) {
@@ -132,13 +132,13 @@ static uint64_t global_at(const ss_sampler *s, uint64_t p) {
         return sel_at(s, s->perm[p]);
     case SS_SAMPLE_REPLACEMENT: {
         ss_rng r;
-        ss_rng_seed(&r, ss_rng_hash(s->o.seed, s->epoch, p), STREAM_DRAW);
-        return sel_at(s, ss_rng_below(&r, s->nsel));
+        ss__rng_seed(&r, ss__rng_hash(s->o.seed, s->epoch, p), STREAM_DRAW);
+        return sel_at(s, ss__rng_below(&r, s->nsel));
     }
     case SS_SAMPLE_WEIGHTED: {
         ss_rng r;
-        ss_rng_seed(&r, ss_rng_hash(s->o.seed, s->epoch, p), STREAM_DRAW);
-        double x = ss_rng_uniform(&r) * s->cdf[s->nsel - 1];
+        ss__rng_seed(&r, ss__rng_hash(s->o.seed, s->epoch, p), STREAM_DRAW);
+        double x = ss__rng_uniform(&r) * s->cdf[s->nsel - 1];
         uint64_t lo = 0, hi = s->nsel; /* first i with cdf[i] > x */
         while (lo < hi) {
             uint64_t mid = lo + (hi - lo) / 2;
@@ -165,7 +165,7 @@ static uint64_t local_to_global(const ss_sampler *s, uint64_t q) {
 static uint64_t hash_double(uint64_t h, double d) {
     uint64_t u;
     memcpy(&u, &d, sizeof u);
-    return ss_rng_hash(h, u, 0x77);
+    return ss__rng_hash(h, u, 0x77);
 }
 
 static int check_options(const ss_sampler_options *o, uint64_t nsel, uint64_t total) {
@@ -369,11 +369,11 @@ static int setup_blocks(ss_sampler *s, const ss_store *store, const ss_bucket *b
     s->gstart[s->ng] = s->nb;
     /* Fingerprint the cut: it depends on the store's lengths and the index. */
     for (uint64_t i = 0; i < s->nb; i++)
-        s->fingerprint = ss_rng_hash(s->fingerprint, s->bstart[i], 1);
+        s->fingerprint = ss__rng_hash(s->fingerprint, s->bstart[i], 1);
     for (uint64_t g = 0; g < s->ng; g++)
-        s->fingerprint = ss_rng_hash(s->fingerprint, s->gstart[g], 2);
+        s->fingerprint = ss__rng_hash(s->fingerprint, s->gstart[g], 2);
     for (uint64_t i = 0; s->base && i < n; i++)
-        s->fingerprint = ss_rng_hash(s->fingerprint, s->base[i], 3);
+        s->fingerprint = ss__rng_hash(s->fingerprint, s->base[i], 3);
     return 0;
 }
 
@@ -432,17 +432,17 @@ int ss_sampler_create(ss_sampler **out, const ss_selection *sel,
                              ss_selection_total(sel));
     /* Fingerprint: everything that shapes the order, so that a state is
      * only loaded into an equivalent sampler. */
-    uint64_t h = ss_rng_hash(o.seed, (uint64_t)o.kind, STATE_VERSION);
-    h = ss_rng_hash(h, ((uint64_t)o.world_size << 32) | o.rank,
-                    ((uint64_t)o.num_workers << 32) | o.worker);
-    h = ss_rng_hash(h, o.batch_size, ((uint64_t)(o.drop_last != 0) << 1) | (o.infinite != 0));
-    h = ss_rng_hash(h, s->n, ss_selection_total(sel));
+    uint64_t h = ss__rng_hash(o.seed, (uint64_t)o.kind, STATE_VERSION);
+    h = ss__rng_hash(h, ((uint64_t)o.world_size << 32) | o.rank,
+                     ((uint64_t)o.num_workers << 32) | o.worker);
+    h = ss__rng_hash(h, o.batch_size, ((uint64_t)(o.drop_last != 0) << 1) | (o.infinite != 0));
+    h = ss__rng_hash(h, s->n, ss_selection_total(sel));
     if (o.kind == SS_SAMPLE_BLOCK_SHUFFLE) {
-        h = ss_rng_hash(h, o.block_size, o.window_blocks);
-        h = ss_rng_hash(h, o.block_bytes, bucket != NULL);
+        h = ss__rng_hash(h, o.block_size, o.window_blocks);
+        h = ss__rng_hash(h, o.block_bytes, bucket != NULL);
     }
     for (size_t i = 0; i < ss_selection_range_count(sel); i++)
-        h = ss_rng_hash(h, ss_selection_ranges(sel)[i].start, ss_selection_ranges(sel)[i].end);
+        h = ss__rng_hash(h, ss_selection_ranges(sel)[i].start, ss_selection_ranges(sel)[i].end);
     s->fingerprint = h;
     if (!rc && o.kind == SS_SAMPLE_WEIGHTED) rc = setup_weights(s, weights);
     if (!rc && (o.kind == SS_SAMPLE_SHUFFLE || o.kind == SS_SAMPLE_BLOCK_SHUFFLE)) {

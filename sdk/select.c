@@ -392,10 +392,10 @@ static int kfold_shuffled(range_list *tr, range_list *va, const ss_selection *se
         return ss__fail(SS_ENOMEM, "kfold: out of memory for %" PRIu64 " examples", n);
     }
     ss_rng r;
-    ss_rng_seed(&r, seed, 0x6b666f6c64ull); /* "kfold" */
+    ss__rng_seed(&r, seed, 0x6b666f6c64ull); /* "kfold" */
     for (uint64_t i = 0; i < n; i++) perm[i] = i;
     for (uint64_t i = n; i > 1; i--) {
-        uint64_t j = ss_rng_below(&r, i);
+        uint64_t j = ss__rng_below(&r, i);
         uint64_t t = perm[i - 1];
         perm[i - 1] = perm[j];
         perm[j] = t;
@@ -432,9 +432,9 @@ static key_item *sorted_items(const int64_t *keys, uint64_t n, int shuffle, uint
     for (uint64_t i = 0; i < n; i++) it[i] = (key_item){keys[i], i, i};
     if (shuffle) {
         ss_rng r;
-        ss_rng_seed(&r, seed, 0x6b666f6c64ull); /* "kfold" */
+        ss__rng_seed(&r, seed, 0x6b666f6c64ull); /* "kfold" */
         for (uint64_t i = n; i > 1; i--) {
-            uint64_t j = ss_rng_below(&r, i), t = it[i - 1].tie;
+            uint64_t j = ss__rng_below(&r, i), t = it[i - 1].tie;
             it[i - 1].tie = it[j].tie;
             it[j].tie = t;
         }

@@ -21,19 +21,19 @@ struct ss_pipeline {
 };
 
 uint64_t ss_random_next(ss_rng *r) {
-    return ss_rng_next(r);
+    return ss__rng_next(r);
 }
 
 uint64_t ss_random_below(ss_rng *r, uint64_t n) {
-    return ss_rng_below(r, n);
+    return ss__rng_below(r, n);
 }
 
 double ss_random_uniform(ss_rng *r) {
-    return ss_rng_uniform(r);
+    return ss__rng_uniform(r);
 }
 
 double ss_random_normal(ss_rng *r) {
-    return ss_rng_normal(r);
+    return ss__rng_normal(r);
 }
 
 ss_example_field *ss_example_get_field(ss_example *ex, uint32_t field) {

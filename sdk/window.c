@@ -30,9 +30,9 @@ static int eligible(const ss_window_reader *r, uint64_t L) {
 
 static void shuffle(uint64_t *a, uint64_t n, uint64_t seed, uint64_t stream) {
     ss_rng rng;
-    ss_rng_seed(&rng, seed, stream);
+    ss__rng_seed(&rng, seed, stream);
     for (uint64_t i = n; i > 1; i--) {
-        uint64_t j = ss_rng_below(&rng, i), t = a[i - 1];
+        uint64_t j = ss__rng_below(&rng, i), t = a[i - 1];
         a[i - 1] = a[j];
         a[j] = t;
     }
@@ -46,7 +46,7 @@ static void class_pass_order(ss_window_reader *r, uint32_t c) {
     for (uint64_t i = 0; i < r->nelig; i++)
         if (r->seq_class[r->elig[i]] == c) a[k++] = r->elig[i];
     if (r->opt.shuffle)
-        shuffle(a, n, r->opt.seed, ss_rng_hash(r->epoch, 0x636c617373ull + c, r->class_pass[c]));
+        shuffle(a, n, r->opt.seed, ss__rng_hash(r->epoch, 0x636c617373ull + c, r->class_pass[c]));
 }
 
 void ss__window_start_epoch(ss_window_reader *r, uint64_t epoch) {
@@ -63,8 +63,8 @@ void ss__window_start_epoch(ss_window_reader *r, uint64_t epoch) {
         if (r->opt.mode == SS_WINDOW_SEQUENTIAL_RANDOM_START && L >= r->W) {
             uint64_t hi = L - r->W < r->S ? L - r->W : r->S; /* min(L - W, W - O) */
             ss_rng rng;
-            ss_rng_seed(&rng, r->opt.seed, ss_rng_hash(epoch, r->seq_ex[q], 0x7374617274ull));
-            s = ss_rng_below(&rng, hi + 1);
+            ss__rng_seed(&rng, r->opt.seed, ss__rng_hash(epoch, r->seq_ex[q], 0x7374617274ull));
+            s = ss__rng_below(&rng, hi + 1);
         }
         r->seq_start[q] = s;
         r->seq_nwin[q] = count_windows(r, L, s);
@@ -76,7 +76,7 @@ void ss__window_start_epoch(ss_window_reader *r, uint64_t epoch) {
     for (uint32_t b = 0; b < r->B; b++) r->lane_seq[b] = SS_NONE;
     memcpy(r->order, r->elig, r->nelig * sizeof *r->order);
     if (r->opt.shuffle)
-        shuffle(r->order, r->nelig, r->opt.seed, ss_rng_hash(epoch, 0x6f72646572, 0));
+        shuffle(r->order, r->nelig, r->opt.seed, ss__rng_hash(epoch, 0x6f72646572, 0));
     for (uint32_t c = 0; c < r->nclass; c++) {
         r->class_pos[c] = 0;
         r->class_pass[c] = 0;
@@ -554,7 +554,7 @@ static uint32_t fill_redraw(ss_window_reader *r, ss__wslot *sl, uint32_t *active
         if (r->seq_st[q] == SS_SEQ_NORMAL && r->seq_cur[q] < r->seq_nwin[q]) r->cand[n++] = q;
     }
     ss_rng rng;
-    ss_rng_seed(&rng, r->opt.seed, ss_rng_hash(r->epoch, r->batches_in_epoch, 0x7265647277ull));
+    ss__rng_seed(&rng, r->opt.seed, ss__rng_hash(r->epoch, r->batches_in_epoch, 0x7265647277ull));
     int forget = (r->opt.flags & SS_WINDOW_FORGET_STATE) != 0;
     uint32_t rows = 0, act = 0;
     for (uint32_t b = 0; b < r->B; b++) {
@@ -562,7 +562,7 @@ static uint32_t fill_redraw(ss_window_reader *r, ss__wslot *sl, uint32_t *active
             if (!(r->opt.flags & SS_WINDOW_SHRINK)) put_empty(sl, rows++, b);
             continue;
         }
-        uint64_t j = ss_rng_below(&rng, n), q = r->cand[j];
+        uint64_t j = ss__rng_below(&rng, n), q = r->cand[j];
         r->cand[j] = r->cand[--n];
         r->seq_owned[q] = 1; /* never parked: it is drawn again, not queued */
         uint64_t k = r->seq_cur[q]++;
@@ -582,7 +582,7 @@ static uint32_t fill_random(ss_window_reader *r, ss__wslot *sl, uint64_t id, uin
     uint64_t left = r->epoch_windows - r->windows_out;
     uint32_t n = left < r->B ? (uint32_t)left : r->B;
     ss_rng rng;
-    ss_rng_seed(&rng, r->opt.seed, ss_rng_hash(r->epoch, r->batches_in_epoch, 0x72616e64ull));
+    ss__rng_seed(&rng, r->opt.seed, ss__rng_hash(r->epoch, r->batches_in_epoch, 0x72616e64ull));
     int balanced = r->nclass && (r->opt.flags & SS_WINDOW_BALANCED);
     for (uint32_t b = 0; b < r->B; b++) {
         if (b >= n) {
@@ -594,13 +594,13 @@ static uint32_t fill_random(ss_window_reader *r, ss__wslot *sl, uint64_t id, uin
             if (balanced) {
                 uint32_t c = b % r->nclass;
                 uint64_t off = r->class_off[c], cnt = r->class_off[c + 1] - off;
-                q = r->class_seq[off + ss_rng_below(&rng, cnt)];
+                q = r->class_seq[off + ss__rng_below(&rng, cnt)];
             } else {
-                q = r->elig[ss_rng_below(&rng, r->nelig)];
+                q = r->elig[ss__rng_below(&rng, r->nelig)];
             }
         } while (r->seq_stamp[q] == id + 1);
         r->seq_stamp[q] = id + 1;
-        uint64_t start = ss_rng_below(&rng, r->seq_len[q] - r->W + 1);
+        uint64_t start = ss__rng_below(&rng, r->seq_len[q] - r->W + 1);
         put_row(r, sl, rows++, b, q, start, 0, 1);
         act++;
     }

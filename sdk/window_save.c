@@ -16,7 +16,7 @@
 
 static uint64_t seq_hash(const ss_window_reader *r) {
     uint64_t h = r->nseq;
-    for (uint64_t q = 0; q < r->nseq; q++) h = ss_rng_hash(h, r->seq_ex[q], r->seq_len[q]);
+    for (uint64_t q = 0; q < r->nseq; q++) h = ss__rng_hash(h, r->seq_ex[q], r->seq_len[q]);
     return h;
 }
 
@@ -33,7 +33,7 @@ static void fingerprint(const ss_window_reader *r, uint64_t *f) {
     /* transforms change the batches: a position saved without them does not
      * apply with them (the callbacks themselves cannot be compared) */
     uint32_t nxf = r->nxf + r->nbxf;
-    if (nxf) f[8] = ss_rng_hash(f[8], nxf, 0x78666d73ull);
+    if (nxf) f[8] = ss__rng_hash(f[8], nxf, 0x78666d73ull);
     f[9] = r->H;
     f[10] = r->nclass;
     f[11] = seq_hash(r);

@@ -148,11 +148,11 @@ static int window_row(ss_window_reader *r, ss__wslot *sl, uint32_t row) {
     ex->fields = e;
     ex->message[0] = 0;
     uint64_t key =
-        ss_rng_hash(ss_rng_hash(r->opt.seed, sl->b.epoch, sl->example[row]), sl->start[row], 0);
+        ss__rng_hash(ss__rng_hash(r->opt.seed, sl->b.epoch, sl->example[row]), sl->start[row], 0);
     for (uint32_t j = 0; j < r->nxf; j++) {
         const ss__wxf *x = &r->xf[j];
         ss_rng rng;
-        ss_rng_seed(&rng, key, SS_TRANSFORM_STREAM + x->pos);
+        ss__rng_seed(&rng, key, SS_TRANSFORM_STREAM + x->pos);
         void *spare = NULL;
         if (x->declares) {
             spare = e->data == h0 ? h1 : h0;
@@ -272,8 +272,8 @@ int ss__window_xf_batch(ss_window_reader *r, ss__wslot *sl) {
     for (uint32_t j = 0; j < r->nbxf; j++) {
         const ss_transform *t = r->bxf[j];
         ss_rng rng;
-        ss_rng_seed(&rng, ss_rng_hash(r->opt.seed, b->epoch, b->position),
-                    SS_BATCH_TRANSFORM_STREAM + r->bxf_pos[j]);
+        ss__rng_seed(&rng, ss__rng_hash(r->opt.seed, b->epoch, b->position),
+                     SS_BATCH_TRANSFORM_STREAM + r->bxf_pos[j]);
         int rc = t->batch(t->user, b, &rng);
         if (rc)
             return ss__fail(rc < 0 ? rc : SS_ECALLBACK,

@@ -986,7 +986,7 @@ static void test_channels_first(void) {
     printf("channels-first: %d cases\n", cases);
 }
 
-/* Issue 10 item 16: integer pads. INT64_MIN + 1 and UINT64_MAX have no
+/* Integer pads. INT64_MIN + 1 and UINT64_MAX have no
  * double (a double pad would have been rounded to -2^63 and 2^64, then
  * saturated); as integers they pad exactly. A pad the output dtype cannot
  * hold is refused, never wrapped, saturated or rounded. */

@@ -361,7 +361,40 @@ static void test_flac_total(void) {
                "(cut short, or a wrong header)");
 }
 
+/* --list FILE, the one rule of every signal converter (strlist.c): blank
+ * lines are skipped and the spaces around a path trimmed (the same store as
+ * the paths given as arguments); a list that cannot be read is an error
+ * naming it, not an empty list. */
+static void test_list(void) {
+    const char *w1 = ss_test_keep_path("l1.wav"), *w2 = ss_test_keep_path("l2.wav"),
+               *list = ss_test_keep_path("list.txt"), *a = ss_test_keep_path("la.ss"),
+               *b = ss_test_keep_path("lb.ss"), *dir = ss_test_keep_path("listdir");
+    EXPECT_SH(0, "sox -n -r 8000 -c 1 -b 16 '%s' synth 0.1 sine 300", w1);
+    EXPECT_SH(0, "sox -n -r 8000 -c 1 -b 16 '%s' synth 0.2 sine 500", w2);
+    FILE *f = fopen(list, "w");
+    CHECK(f);
+    fprintf(f, "  %s\t\r\n\n   \n%s  \n", w1, w2);
+    CHECK(fclose(f) == 0);
+    EXPECT_RUN(0, "convert audio '%s' '%s' -o '%s' --quiet --force", w1, w2, a);
+    EXPECT_RUN(0, "convert audio --list '%s' -o '%s' --quiet --force", list, b);
+    ss_store *x = open_store(a), *y = open_store(b);
+    CHECK_EQ_U64(ss_count(y), 2);
+    for (uint64_t i = 0; i < 2; i++) {
+        ss_view u, v;
+        CHECK_OK(ss_get(&u, x, 0, i));
+        CHECK_OK(ss_get(&v, y, 0, i));
+        CHECK(u.length == v.length && !memcmp(u.data, v.data, u.length * u.row_bytes));
+    }
+    ss_close(x);
+    ss_close(y);
+    EXPECT_SH(0, "mkdir -p '%s'", dir);
+    EXPECT_RUN(1, "convert audio --list '%s' -o '%s' --quiet --force", dir, b);
+    EXPECT_ERR("cannot read '");
+    EXPECT_ERR("listdir': Is a directory");
+}
+
 int main(void) {
+    test_list();
     test_flac_total();
     test_sox_files();
     test_resample();

@@ -2,6 +2,7 @@
 /* test_convert_cli.c - `seqstore convert lines|text|parallel` end to end: runs
  * the built CLI (SS_CLI) and checks every store against an independent, plain
  * reading of the source files. */
+#include "convtest.h"
 #include "testutil.h"
 
 #include <signal.h>
@@ -18,31 +19,20 @@ extern char **environ;
 
 #define FORTUNES "/usr/share/games/fortunes/fortunes"
 
-static char g_err[1 << 16]; /* stderr of the last run */
-
-/* Run `seqstore ARGS` (a shell command line); returns the exit code, or
- * 128 + signal. stderr lands in g_err. */
+/* Run `seqstore ARGS` (a shell command line; stdout to stdout.txt); returns
+ * the exit code, or 128 + signal. stderr lands in g_err (convtest.h). */
 static int run(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static int run(const char *fmt, ...) {
-    char args[8192], cmd[9000];
+    char args[8192];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(args, sizeof args, fmt, ap);
     va_end(ap);
-    const char *errf = ss_test_keep_path("stderr.txt");
-    snprintf(cmd, sizeof cmd, "exec %s %s > %s 2> %s", SS_CLI, args,
-             ss_test_keep_path("stdout.txt"), errf);
-    int st = system(cmd);
-    size_t n;
-    char *e = ss_test_read_file(errf, &n);
-    snprintf(g_err, sizeof g_err, "%s", e);
-    free(e);
-    if (WIFSIGNALED(st)) return 128 + WTERMSIG(st);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    return run_sh("exec %s %s > %s", SS_CLI, args, ss_test_keep_path("stdout.txt"));
 }
 
+#undef EXPECT_RUN
 #define EXPECT_RUN(code, ...) CHECK_EXIT(run(__VA_ARGS__), code, g_err)
-#define EXPECT_ERR(text) CHECK_CONTAINS(g_err, text)
 
 /* ------------------------------------------------------ independent reading */
 

@@ -71,9 +71,9 @@ static void test_parser(void) {
     ss_idx_header ih;
     size_t need;
     wr_be32(h + 4, 60000), wr_be32(h + 8, 28), wr_be32(h + 12, 28);
-    CHECK_OK(ss_idx_header_size(&need, h, 4));
+    CHECK_OK(ss__idx_header_size(&need, h, 4));
     CHECK_EQ_U64(need, 16);
-    CHECK_OK(ss_idx_parse_header(&ih, h, 16));
+    CHECK_OK(ss__idx_parse_header(&ih, h, 16));
     CHECK_EQ_U64(ih.dtype, SS_U8);
     CHECK_EQ_U64(ih.elem_size, 1);
     CHECK_EQ_U64(ih.ndim, 3);
@@ -86,45 +86,45 @@ static void test_parser(void) {
     const ss_dtype dts[] = {SS_U8, SS_I8, SS_I16, SS_I32, SS_F32, SS_F64};
     for (int k = 0; k < 6; k++) {
         h[2] = types[k];
-        CHECK_OK(ss_idx_parse_header(&ih, h, 16));
+        CHECK_OK(ss__idx_parse_header(&ih, h, 16));
         CHECK_EQ_U64(ih.dtype, dts[k]);
         CHECK_EQ_U64(ih.elem_size, ss_dtype_size(dts[k]));
     }
     h[2] = 0x08;
 
     /* bad inputs, each with its message */
-    CHECK_RC(ss_idx_parse_header(&ih, h, 3), SS_EINPUT);
+    CHECK_RC(ss__idx_parse_header(&ih, h, 3), SS_EINPUT);
     CHECK(strstr(ss_error_message(), "truncated IDX header"));
-    CHECK_RC(ss_idx_parse_header(&ih, h, 15), SS_EINPUT);
+    CHECK_RC(ss__idx_parse_header(&ih, h, 15), SS_EINPUT);
     CHECK(strstr(ss_error_message(), "15 of 16 bytes"));
     h[1] = 1;
-    CHECK_RC(ss_idx_parse_header(&ih, h, 16), SS_EINPUT);
+    CHECK_RC(ss__idx_parse_header(&ih, h, 16), SS_EINPUT);
     CHECK(strstr(ss_error_message(), "magic"));
     h[1] = 0, h[2] = 0x0A;
-    CHECK_RC(ss_idx_parse_header(&ih, h, 16), SS_EINPUT);
+    CHECK_RC(ss__idx_parse_header(&ih, h, 16), SS_EINPUT);
     CHECK(strstr(ss_error_message(), "type 0x0a at byte 2"));
     h[2] = 0x08, h[3] = 0;
-    CHECK_RC(ss_idx_parse_header(&ih, h, 16), SS_EINPUT);
+    CHECK_RC(ss__idx_parse_header(&ih, h, 16), SS_EINPUT);
     CHECK(strstr(ss_error_message(), "at byte 3"));
     h[3] = 9;
-    CHECK_RC(ss_idx_parse_header(&ih, h, sizeof h), SS_EINPUT);
+    CHECK_RC(ss__idx_parse_header(&ih, h, sizeof h), SS_EINPUT);
     h[3] = 3;
     wr_be32(h + 12, 0);
-    CHECK_RC(ss_idx_parse_header(&ih, h, 16), SS_EINPUT);
+    CHECK_RC(ss__idx_parse_header(&ih, h, 16), SS_EINPUT);
     CHECK(strstr(ss_error_message(), "dimension 2 (at byte 12) is 0"));
     /* an item of 2^32 * 2^32 elements is refused, not overflowed */
     wr_be32(h + 8, 0xFFFFFFFFu), wr_be32(h + 12, 0xFFFFFFFFu);
-    CHECK_RC(ss_idx_parse_header(&ih, h, 16), SS_EINPUT);
+    CHECK_RC(ss__idx_parse_header(&ih, h, 16), SS_EINPUT);
 
     /* byte order: big-endian i16 and f32 to host */
     unsigned char be[6] = {0x01, 0x02, 0xFF, 0xFE, 0x80, 0x00};
     int16_t v[3];
-    ss_idx_to_host(be, 3, 2);
+    ss__idx_to_host(be, 3, 2);
     memcpy(v, be, sizeof v);
     CHECK(v[0] == 0x0102 && v[1] == -2 && v[2] == (int16_t)0x8000);
     unsigned char bf[4] = {0x3F, 0xC0, 0x00, 0x00}; /* 1.5f */
     float fv;
-    ss_idx_to_host(bf, 1, 4);
+    ss__idx_to_host(bf, 1, 4);
     memcpy(&fv, bf, 4);
     CHECK(fv == 1.5f);
 }

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* test_convert_kill.c - integrity at the converter's edges (issue 9).
+/* test_convert_kill.c - integrity at the converter's edges.
  *
  * 1. A killed `--append` resumed with `--resume` ends identical (every
  *    example, the source field, every attribute, byte for byte) to an
@@ -466,9 +466,9 @@ static void test_record(void) {
     ss_resume_input voc = {"v\\t", 9, 1, 2};
     ss_resume_rec r = {"text", 77, 2, args, 6, in, 2, &voc, 1, NULL}, d;
     size_t len;
-    char msg[512], *t = ss_resume_encode(&r, &len);
+    char msg[512], *t = ss__resume_encode(&r, &len);
     CHECK(t);
-    CHECK_EQ_U64(ss_resume_decode(&d, t, len, msg, sizeof msg), 0);
+    CHECK_EQ_U64(ss__resume_decode(&d, t, len, msg, sizeof msg), 0);
     CHECK(!strcmp(d.kind, "text") && d.base == 77 && d.stopped == 2);
     CHECK_EQ_U64(d.nargs, 6);
     for (int k = 0; k < 6; k++) CHECK(!strcmp(d.args[k], args[k]));
@@ -481,25 +481,25 @@ static void test_record(void) {
     ss_resume_input in2[2] = {in[0], {"line\nbreak", 5, 3, 4}};
     ss_resume_rec now = r;
     now.inputs = in2;
-    CHECK_EQ_U64(ss_resume_check(&d, &now, msg, sizeof msg), 0);
+    CHECK_EQ_U64(ss__resume_check(&d, &now, msg, sizeof msg), 0);
     in2[0].mtime_ns = 6;
-    CHECK(ss_resume_check(&d, &now, msg, sizeof msg) == -1 && strstr(msg, "input 1 ") &&
+    CHECK(ss__resume_check(&d, &now, msg, sizeof msg) == -1 && strstr(msg, "input 1 ") &&
           strstr(msg,
                  "(modified 2023-11-14 22:13:20.000000006 UTC vs 2023-11-14 22:13:20.000000005"));
     in2[0] = in[0];
     const char *args2[] = {"text",    "a\tb.txt", "--threads", "3",      "--doc-sep",
                            "x\ny\\n", "",         "\\",        "--quiet"};
     now.args = args2, now.nargs = 9; /* steering arguments do not count */
-    CHECK_EQ_U64(ss_resume_check(&d, &now, msg, sizeof msg), 0);
+    CHECK_EQ_U64(ss__resume_check(&d, &now, msg, sizeof msg), 0);
     args2[5] = "x\ny";
-    CHECK(ss_resume_check(&d, &now, msg, sizeof msg) == -1 && strstr(msg, "the options differ"));
+    CHECK(ss__resume_check(&d, &now, msg, sizeof msg) == -1 && strstr(msg, "the options differ"));
     now.base = 78;
-    CHECK(ss_resume_check(&d, &now, msg, sizeof msg) == -1 && strstr(msg, "began with 77"));
+    CHECK(ss__resume_check(&d, &now, msg, sizeof msg) == -1 && strstr(msg, "began with 77"));
     /* damaged records are refused, not trusted */
-    CHECK(ss_resume_decode(&r, "seqstore-resume\t1\nbase\tx\n", 26, msg, sizeof msg) == -1);
-    CHECK(ss_resume_decode(&r, "hello", 5, msg, sizeof msg) == -1 && strstr(msg, "damaged"));
+    CHECK(ss__resume_decode(&r, "seqstore-resume\t1\nbase\tx\n", 26, msg, sizeof msg) == -1);
+    CHECK(ss__resume_decode(&r, "hello", 5, msg, sizeof msg) == -1 && strstr(msg, "damaged"));
     free(t);
-    ss_resume_rec_free(&d);
+    ss__resume_rec_free(&d);
 }
 
 /* With arguments: only the named parts (record messages gzip mismatch full campaign). */

@@ -42,7 +42,7 @@ static void write_file(const char *path, const void *data, size_t len) {
 static int parse(ss_npy_header *h, const char *dict, int major) {
     static unsigned char buf[4096];
     size_t n = npy_bytes(buf, major, dict, NULL, 0);
-    return ss_npy_parse_header(h, buf, n);
+    return ss__npy_parse_header(h, buf, n);
 }
 
 /* --------------------------------------------------------- the parser */
@@ -106,20 +106,20 @@ static void test_parser(void) {
     unsigned char buf[256];
     size_t n =
         npy_bytes(buf, 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (3,), }", NULL, 0);
-    CHECK_RC(ss_npy_parse_header(&h, buf, 9), SS_EINPUT);
+    CHECK_RC(ss__npy_parse_header(&h, buf, 9), SS_EINPUT);
     CHECK(strstr(ss_error_message(), "truncated .npy preamble"));
-    CHECK_RC(ss_npy_parse_header(&h, buf, n - 1), SS_EINPUT);
+    CHECK_RC(ss__npy_parse_header(&h, buf, n - 1), SS_EINPUT);
     CHECK(strstr(ss_error_message(), "127 of 128 bytes"));
     buf[6] = 4;
-    CHECK_RC(ss_npy_parse_header(&h, buf, n), SS_EINPUT);
+    CHECK_RC(ss__npy_parse_header(&h, buf, n), SS_EINPUT);
     CHECK(strstr(ss_error_message(), "version 4.0 at byte 6"));
     buf[6] = 1, buf[1] = 'X';
-    CHECK_RC(ss_npy_parse_header(&h, buf, n), SS_EINPUT);
+    CHECK_RC(ss__npy_parse_header(&h, buf, n), SS_EINPUT);
     CHECK(strstr(ss_error_message(), "bad magic"));
     /* a version-2 header length beyond the limit is refused before any allocation */
     npy_bytes(buf, 2, "{}", NULL, 0);
     buf[11] = 0x40;
-    CHECK_RC(ss_npy_parse_header(&h, buf, 64), SS_EINPUT);
+    CHECK_RC(ss__npy_parse_header(&h, buf, 64), SS_EINPUT);
 }
 
 /* --------------------------------------------------- the converter */

@@ -67,7 +67,7 @@ static int emit(void *ctx, void *sl, uint64_t i) {
 static run *new_run(int nthreads) {
     run *r = calloc(1, sizeof *r);
     CHECK(r != NULL);
-    r->nslots = ss_conv_ordered_slots(nthreads);
+    r->nslots = ss__conv_ordered_slots(nthreads);
     r->slots = calloc((size_t)r->nslots, sizeof *r->slots);
     CHECK(r->slots != NULL);
     r->order_ok = r->slot_ok = 1;
@@ -87,7 +87,7 @@ static void test_order(void) {
         for (size_t k = 0; k < sizeof ns / sizeof *ns; k++) {
             run *r = new_run(t);
             CHECK_EQ_U64(
-                ss_conv_parallel_ordered(r, r->slots, sizeof(slot), t, ns[k], decode, emit), 0);
+                ss__conv_parallel_ordered(r, r->slots, sizeof(slot), t, ns[k], decode, emit), 0);
             CHECK(r->order_ok && r->slot_ok);
             CHECK_EQ_U64(r->nemitted, ns[k]);
             for (uint64_t i = 0; i < ns[k]; i++) CHECK_EQ_U64(atomic_load(&r->decoded[i]), 1);
@@ -102,7 +102,7 @@ static void test_overlap(void) {
     for (int t = 1; t <= 3; t++) {
         run *r = new_run(t);
         r->wait_for = t + 1; /* input 0 and one more per decoder */
-        CHECK_EQ_U64(ss_conv_parallel_ordered(r, r->slots, sizeof(slot), t, 20, decode, emit), 0);
+        CHECK_EQ_U64(ss__conv_parallel_ordered(r, r->slots, sizeof(slot), t, 20, decode, emit), 0);
         CHECK(r->waited_ok);
         CHECK(r->order_ok && r->slot_ok);
         CHECK_EQ_U64(r->nemitted, 20);
@@ -116,7 +116,8 @@ static void test_stop(void) {
     for (int t = 1; t <= 4; t++) {
         run *r = new_run(t);
         r->fail_at = 5;
-        CHECK_EQ_U64(ss_conv_parallel_ordered(r, r->slots, sizeof(slot), t, MAXN, decode, emit), 1);
+        CHECK_EQ_U64(ss__conv_parallel_ordered(r, r->slots, sizeof(slot), t, MAXN, decode, emit),
+                     1);
         CHECK_EQ_U64(r->nemitted, 6);
         CHECK(r->order_ok);
         for (uint64_t i = 5 + (uint64_t)r->nslots; i < MAXN; i++)
@@ -125,7 +126,7 @@ static void test_stop(void) {
     }
     run *r = new_run(1); /* the serial form stops too */
     r->fail_at = 2;
-    CHECK_EQ_U64(ss_conv_serial_ordered(r, r->slots, 10, decode, emit), 1);
+    CHECK_EQ_U64(ss__conv_serial_ordered(r, r->slots, 10, decode, emit), 1);
     CHECK_EQ_U64(r->nemitted, 3);
     CHECK_EQ_U64(atomic_load(&r->ndecoded), 3);
     free_run(r);

@@ -40,8 +40,8 @@ static void decode(void *ctx, void *sl, uint64_t i) {
     struct timespec ts = {0, (long)((i * 7919) % 5) * 200000}; /* out of order */
     nanosleep(&ts, NULL);
     r->decoded_here++; /* the child's copy: the parent's stays 0 */
-    ss_conv_arena_reset(&s->arena);
-    s->buf = ss_conv_arena_grow(&s->arena, NULL, 0, (size_t)i * 1000 + 1);
+    ss__conv_arena_reset(&s->arena);
+    s->buf = ss__conv_arena_grow(&s->arena, NULL, 0, (size_t)i * 1000 + 1);
     if (s->buf) memset(s->buf, (char)i, (size_t)i * 1000 + 1);
     s->input = i;
     s->pid = getpid();
@@ -64,9 +64,9 @@ static void check_no_children(void) {
 }
 
 static int run_once(run *r, ss_conv_proc_death *died, int nprocs, uint64_t n, uint64_t fail_at) {
-    r->nslots = ss_conv_ordered_slots(nprocs);
+    r->nslots = ss__conv_ordered_slots(nprocs);
     r->stride = 4096 + (size_t)MAXN * 1000 + 64;
-    r->mem = ss_conv_shared_alloc(r->stride * (size_t)r->nslots);
+    r->mem = ss__conv_shared_alloc(r->stride * (size_t)r->nslots);
     CHECK(r->mem != NULL);
     for (int k = 0; k < r->nslots; k++) {
         slot *s = (slot *)(r->mem + (size_t)k * r->stride);
@@ -74,8 +74,8 @@ static int run_once(run *r, ss_conv_proc_death *died, int nprocs, uint64_t n, ui
     }
     r->nemitted = 0, r->fail_at = fail_at;
     r->order_ok = r->slot_ok = r->data_ok = 1, r->other_pid = 0, r->decoded_here = 0;
-    int rc = ss_conv_proc_ordered(died, r, r->mem, r->stride, nprocs, n, decode, emit);
-    ss_conv_shared_free(r->mem, r->stride * (size_t)r->nslots);
+    int rc = ss__conv_proc_ordered(died, r, r->mem, r->stride, nprocs, n, decode, emit);
+    ss__conv_shared_free(r->mem, r->stride * (size_t)r->nslots);
     check_no_children();
     return rc;
 }
@@ -88,18 +88,18 @@ static void *wait_pipe(void *arg) {
 static void test_arena(void) {
     char mem[1024];
     ss_conv_arena a = {mem, sizeof mem, 0, NULL};
-    char *p = ss_conv_arena_grow(&a, NULL, 0, 10);
+    char *p = ss__conv_arena_grow(&a, NULL, 0, 10);
     CHECK(p == mem);
     memcpy(p, "abcdefghij", 10);
-    CHECK(ss_conv_arena_grow(&a, p, 10, 100) == p && a.used == 100); /* last: in place */
-    char *q = ss_conv_arena_grow(&a, NULL, 0, 10);
+    CHECK(ss__conv_arena_grow(&a, p, 10, 100) == p && a.used == 100); /* last: in place */
+    char *q = ss__conv_arena_grow(&a, NULL, 0, 10);
     CHECK(q == mem + 128 && a.used == 138);        /* 64-byte aligned */
-    char *p2 = ss_conv_arena_grow(&a, p, 10, 200); /* not last: copied */
+    char *p2 = ss__conv_arena_grow(&a, p, 10, 200); /* not last: copied */
     CHECK(p2 == mem + 192 && memcmp(p2, "abcdefghij", 10) == 0);
-    CHECK(ss_conv_arena_grow(&a, p2, 200, 1024) == NULL && a.used == 392); /* full */
-    CHECK(ss_conv_arena_grow(&a, NULL, 0, 700) == NULL);
-    ss_conv_arena_reset(&a);
-    CHECK(ss_conv_arena_grow(&a, NULL, 0, 1024) == mem);
+    CHECK(ss__conv_arena_grow(&a, p2, 200, 1024) == NULL && a.used == 392); /* full */
+    CHECK(ss__conv_arena_grow(&a, NULL, 0, 700) == NULL);
+    ss__conv_arena_reset(&a);
+    CHECK(ss__conv_arena_grow(&a, NULL, 0, 1024) == mem);
 }
 
 int main(void) {
@@ -107,7 +107,7 @@ int main(void) {
     ss_conv_proc_death died;
     char how[128];
     test_arena();
-    CHECK(ss_conv_single_threaded());
+    CHECK(ss__conv_single_threaded());
     /* 1 to 3 processes, inputs fewer and more than the slots: in order,
      * decoded elsewhere, the data through the shared arena */
     for (int np = 1; np <= 3; np++) {
@@ -128,9 +128,9 @@ int main(void) {
     CHECK_EQ_U64(died.input, 37);
     CHECK(WIFSIGNALED(died.status) && WTERMSIG(died.status) == SIGKILL);
     CHECK(r.nemitted <= 37 && r.order_ok);
-    ss_conv_proc_describe(how, sizeof how, died.status);
+    ss__conv_proc_describe(how, sizeof how, died.status);
     CHECK(strncmp(how, "killed by signal 9 (", 20) == 0);
-    ss_conv_proc_describe(how, sizeof how, 3 << 8);
+    ss__conv_proc_describe(how, sizeof how, 3 << 8);
     CHECK(strcmp(how, "exited with status 3") == 0);
     /* the test hook: as if fork() failed */
     setenv("SS_TEST_NO_FORK", "1", 1);
@@ -145,7 +145,7 @@ int main(void) {
     pthread_t th;
     CHECK(pipe(fds) == 0);
     CHECK(pthread_create(&th, NULL, wait_pipe, &fds[0]) == 0);
-    CHECK(!ss_conv_single_threaded());
+    CHECK(!ss__conv_single_threaded());
     CHECK_EQ_U64(run_once(&r, &died, 2, 10, UINT64_MAX), (uint64_t)-1);
     CHECK_EQ_U64(r.nemitted, 0);
     CHECK(write(fds[1], "x", 1) == 1);

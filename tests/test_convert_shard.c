@@ -4,7 +4,7 @@
  * (and attributes, vocabulary included) of a single-process conversion:
  * text (bytes, words, documents; one large file cut at line boundaries and
  * several whole files), parallel and jsonl. npy and EDF are checked in their
- * own tests. Shared vocabularies (issue 12): every shard counts only its
+ * own tests. Shared vocabularies: every shard counts only its
  * slice (`--count-only`), the conversions take the merged counts
  * (`--counts DIR`), and the result is again the single process's. */
 #include "testutil.h"

@@ -53,20 +53,20 @@ static void test_utf8_vectors(void) {
     for (size_t k = 0; k < sizeof v / sizeof v[0]; k++) {
         uint32_t out[64];
         size_t n = 0, bad = 99, len = strlen(v[k].s);
-        int rc = ss_utf8_decode(out, &n, &bad, (const uint8_t *)v[k].s, len);
+        int rc = ss__utf8_decode(out, &n, &bad, (const uint8_t *)v[k].s, len);
         CHECK((rc == 0) == v[k].ok);
         if (!v[k].ok) CHECK_EQ_U64(bad, v[k].bad);
         /* round trip through the encoder */
         if (v[k].ok) {
             char buf[256];
             size_t m = 0;
-            for (size_t i = 0; i < n; i++) m += ss_utf8_encode(buf + m, out[i]);
+            for (size_t i = 0; i < n; i++) m += ss__utf8_encode(buf + m, out[i]);
             CHECK(m == len && !memcmp(buf, v[k].s, len));
         }
     }
     char b[4];
-    CHECK_EQ_U64(ss_utf8_encode(b, 0xD800), 0);
-    CHECK_EQ_U64(ss_utf8_encode(b, 0x110000), 0);
+    CHECK_EQ_U64(ss__utf8_encode(b, 0xD800), 0);
+    CHECK_EQ_U64(ss__utf8_encode(b, 0x110000), 0);
 }
 
 /* Random byte strings, biased towards almost-valid UTF-8, against the naive decoder. */
@@ -84,7 +84,7 @@ static void test_utf8_random(void) {
             s[i] = r % 3 ? interesting[(r >> 8) % sizeof interesting] : (uint8_t)(r >> 16);
         }
         size_t na = 0, nb = 0, ba = 0, bb = 0;
-        int ra = ss_utf8_decode(a, &na, &ba, s, n), rb = naive_decode(s, n, b, &nb, &bb);
+        int ra = ss__utf8_decode(a, &na, &ba, s, n), rb = naive_decode(s, n, b, &nb, &bb);
         CHECK(ra == rb);
         CHECK_EQ_U64(na, nb);
         if (ra) CHECK_EQ_U64(ba, bb);
@@ -114,13 +114,13 @@ static void test_vocab(void) {
         wc counts[N];
         size_t nc = 0;
         ss_vocab *v = NULL, *built = NULL;
-        CHECK(ss_vocab_new(&v) == 0);
+        CHECK(ss__vocab_new(&v) == 0);
         for (int i = 0; i < N; i++) {
             int len = 1 + (int)(ss_test_rand(&rng) % 3);
             for (int k = 0; k < len; k++) words[i][k] = (char)('a' + ss_test_rand(&rng) % 5);
             words[i][len] = 0;
             if (i % 500 == 0) strcpy(words[i], "<unk>"); /* a reserved token in the text */
-            CHECK(ss_vocab_count(v, (const uint8_t *)words[i], strlen(words[i]), 1) == 0);
+            CHECK(ss__vocab_count(v, (const uint8_t *)words[i], strlen(words[i]), 1) == 0);
             size_t j = 0;
             while (j < nc && strcmp(counts[j].w, words[i])) j++;
             if (j == nc) {
@@ -130,54 +130,55 @@ static void test_vocab(void) {
             counts[j].n++;
         }
         uint64_t min_count = 1 + round % 4, max_size = round % 2 ? 4 + ss_test_rand(&rng) % 60 : 0;
-        CHECK(ss_vocab_build(&built, v, min_count, max_size) == 0);
+        CHECK(ss__vocab_build(&built, v, min_count, max_size) == 0);
         qsort(counts, nc, sizeof *counts, wc_cmp);
         static const char *sp[] = {"<pad>", "<unk>", "<bos>", "<eos>"};
         uint64_t id = 0;
         size_t len;
         for (; id < 4; id++) {
-            const uint8_t *t = ss_vocab_token(built, id, &len);
+            const uint8_t *t = ss__vocab_token(built, id, &len);
             CHECK(t && len == strlen(sp[id]) && !memcmp(t, sp[id], len));
         }
         for (size_t j = 0; j < nc; j++) {
             if (counts[j].n < min_count || !strcmp(counts[j].w, "<unk>")) continue;
             if (max_size && id == max_size) break;
-            const uint8_t *t = ss_vocab_token(built, id, &len);
+            const uint8_t *t = ss__vocab_token(built, id, &len);
             CHECK(t && len == strlen(counts[j].w) && !memcmp(t, counts[j].w, len));
-            CHECK(ss_vocab_lookup(built, t, len) == (int64_t)id);
+            CHECK(ss__vocab_lookup(built, t, len) == (int64_t)id);
             id++;
         }
-        CHECK_EQ_U64(ss_vocab_size(built), id);
+        CHECK_EQ_U64(ss__vocab_size(built), id);
         /* text round trip */
         size_t tn;
-        char *text = ss_vocab_text(built, &tn);
+        char *text = ss__vocab_text(built, &tn);
         ss_vocab *again = NULL;
         char err[128];
-        CHECK(ss_vocab_parse(&again, text, tn, err, sizeof err) == 0);
-        CHECK_EQ_U64(ss_vocab_size(again), ss_vocab_size(built));
-        for (uint64_t i = 0; i < ss_vocab_size(built); i++) {
+        CHECK(ss__vocab_parse(&again, text, tn, err, sizeof err) == 0);
+        CHECK_EQ_U64(ss__vocab_size(again), ss__vocab_size(built));
+        for (uint64_t i = 0; i < ss__vocab_size(built); i++) {
             size_t l1, l2;
-            const uint8_t *t1 = ss_vocab_token(built, i, &l1), *t2 = ss_vocab_token(again, i, &l2);
+            const uint8_t *t1 = ss__vocab_token(built, i, &l1), *t2 = ss__vocab_token(again, i,
+                                                                                      &l2);
             CHECK(l1 == l2 && !memcmp(t1, t2, l1));
         }
         free(text);
-        ss_vocab_free(again);
-        ss_vocab_free(built);
-        ss_vocab_free(v);
+        ss__vocab_free(again);
+        ss__vocab_free(built);
+        ss__vocab_free(v);
     }
     /* parse errors name the line */
     ss_vocab *v = NULL;
     char err[128];
-    CHECK(ss_vocab_parse(&v, "a\nb\na\n", 6, err, sizeof err) == -1 && !v);
+    CHECK(ss__vocab_parse(&v, "a\nb\na\n", 6, err, sizeof err) == -1 && !v);
     CHECK(strstr(err, "line 3: duplicate token 'a'"));
-    CHECK(ss_vocab_parse(&v, "a\n\nb", 4, err, sizeof err) == -1);
+    CHECK(ss__vocab_parse(&v, "a\n\nb", 4, err, sizeof err) == -1);
     CHECK(strstr(err, "line 2: empty token"));
-    CHECK(ss_vocab_parse(&v, "a b\n", 4, err, sizeof err) == -1);
+    CHECK(ss__vocab_parse(&v, "a b\n", 4, err, sizeof err) == -1);
     CHECK(strstr(err, "line 1: token contains whitespace"));
-    CHECK(ss_vocab_parse(&v, "x\r\ny", 4, err, sizeof err) == 0);
-    CHECK_EQ_U64(ss_vocab_size(v), 2);
-    CHECK(ss_vocab_lookup(v, (const uint8_t *)"x", 1) == 0);
-    ss_vocab_free(v);
+    CHECK(ss__vocab_parse(&v, "x\r\ny", 4, err, sizeof err) == 0);
+    CHECK_EQ_U64(ss__vocab_size(v), 2);
+    CHECK(ss__vocab_lookup(v, (const uint8_t *)"x", 1) == 0);
+    ss__vocab_free(v);
 }
 
 /* The words of d[a, e) the plain way: offsets and lengths into w[]. */
@@ -236,10 +237,10 @@ static void test_wordscan(void) {
  * 16) by the bytes between. Words over two letters (and NUL) of 1 to 40
  * bytes, a third with the first 8 bytes fixed and a third with the last 8
  * as well, share all of these but one, often; each must get its own entry,
- * the same one every time, through ss_vocab_count_batch() with keys read
- * 8 bytes at a time (ss_vocab_key_fast) and ss_vocab_count(), and be found
+ * the same one every time, through ss__vocab_count_batch() with keys read
+ * 8 bytes at a time (ss_vocab_key_fast) and ss__vocab_count(), and be found
  * again in a vocabulary built from the counts; merged into another map
- * (ss_vocab_merge_at()) and built with ids (ss_vocab_build_ids()), the
+ * (ss__vocab_merge_at()) and built with ids (ss__vocab_build_ids()), the
  * entry numbers and ids given must be those of the same words. */
 static void test_vocab_long_words(void) {
     enum { N = 4000 };
@@ -259,12 +260,12 @@ static void test_vocab_long_words(void) {
         text[at++] = ' ';
     }
     ss_vocab *v = NULL, *built = NULL;
-    CHECK(ss_vocab_new(&v) == 0);
+    CHECK(ss__vocab_new(&v) == 0);
     static uint32_t ent[N];
     for (int i = 0; i < N; i += 20) {
         ss_vocab_key keys[20];
         for (int k = 0; k < 20; k++) keys[k] = ss_vocab_key_fast(text + off[i + k], len[i + k]);
-        CHECK(ss_vocab_count_batch(v, 20, keys, ent + i) == 0);
+        CHECK(ss__vocab_count_batch(v, 20, keys, ent + i) == 0);
     }
     uint64_t distinct = 0;
     for (int i = 0; i < N; i++) {
@@ -278,53 +279,53 @@ static void test_vocab_long_words(void) {
             }
         if (first) CHECK_EQ_U64(ent[i], distinct++);
         size_t el;
-        const uint8_t *e = ss_vocab_entry(v, ent[i], &el);
+        const uint8_t *e = ss__vocab_entry(v, ent[i], &el);
         CHECK(e && el == len[i] && !memcmp(e, text + off[i], el));
     }
-    CHECK_EQ_U64(ss_vocab_entries(v), distinct);
+    CHECK_EQ_U64(ss__vocab_entries(v), distinct);
     for (int i = 0; i < N; i++) /* counted again one by one: no new entry */
-        CHECK(ss_vocab_count(v, text + off[i], len[i], 1) == 0);
-    CHECK_EQ_U64(ss_vocab_entries(v), distinct);
-    CHECK(ss_vocab_build(&built, v, 1, 0) == 0);
-    CHECK_EQ_U64(ss_vocab_size(built), distinct + SS_VOCAB_NSPECIAL);
+        CHECK(ss__vocab_count(v, text + off[i], len[i], 1) == 0);
+    CHECK_EQ_U64(ss__vocab_entries(v), distinct);
+    CHECK(ss__vocab_build(&built, v, 1, 0) == 0);
+    CHECK_EQ_U64(ss__vocab_size(built), distinct + SS_VOCAB_NSPECIAL);
     for (int i = 0; i < N; i++) {
-        int64_t id = ss_vocab_lookup(built, text + off[i], len[i]);
+        int64_t id = ss__vocab_lookup(built, text + off[i], len[i]);
         size_t tl;
-        const uint8_t *t = id >= 0 ? ss_vocab_token(built, (uint64_t)id, &tl) : NULL;
+        const uint8_t *t = id >= 0 ? ss__vocab_token(built, (uint64_t)id, &tl) : NULL;
         CHECK(t && tl == len[i] && !memcmp(t, text + off[i], tl));
     }
-    ss_vocab_free(built);
+    ss__vocab_free(built);
     /* merged into another map, each entry's new number is that word's */
     ss_vocab *into = NULL;
     static uint32_t moved[N];
-    CHECK(ss_vocab_new(&into) == 0);
-    CHECK(ss_vocab_count(into, text + off[N - 1], len[N - 1], 5) == 0);
-    CHECK(ss_vocab_count(into, (const uint8_t *)"<eos>", 5, 1) == 0);
-    CHECK(ss_vocab_merge_at(into, v, moved) == 0);
+    CHECK(ss__vocab_new(&into) == 0);
+    CHECK(ss__vocab_count(into, text + off[N - 1], len[N - 1], 5) == 0);
+    CHECK(ss__vocab_count(into, (const uint8_t *)"<eos>", 5, 1) == 0);
+    CHECK(ss__vocab_merge_at(into, v, moved) == 0);
     for (uint64_t k = 0; k < distinct; k++) {
         size_t l1, l2;
-        const uint8_t *a = ss_vocab_entry(v, k, &l1), *b = ss_vocab_entry(into, moved[k], &l2);
+        const uint8_t *a = ss__vocab_entry(v, k, &l1), *b = ss__vocab_entry(into, moved[k], &l2);
         CHECK(a && b && l1 == l2 && !memcmp(a, b, l1));
     }
-    /* the ids ss_vocab_build_ids() gives are those lookups find, <unk> for
+    /* the ids ss__vocab_build_ids() gives are those lookups find, <unk> for
      * words dropped (--min-count 3: counted twice above; --max-vocab),
      * reserved ids for '<eos>' */
     static uint32_t ids[N + 2];
     for (int round = 0; round < 2; round++) {
-        CHECK(ss_vocab_build_ids(&built, into, 3, round ? 40 : 0, ids) == 0);
+        CHECK(ss__vocab_build_ids(&built, into, 3, round ? 40 : 0, ids) == 0);
         uint64_t unk = 0;
-        for (uint64_t k = 0; k < ss_vocab_entries(into); k++) {
+        for (uint64_t k = 0; k < ss__vocab_entries(into); k++) {
             size_t l;
-            const uint8_t *w = ss_vocab_entry(into, k, &l);
-            int64_t id = ss_vocab_lookup(built, w, l);
+            const uint8_t *w = ss__vocab_entry(into, k, &l);
+            int64_t id = ss__vocab_lookup(built, w, l);
             CHECK_EQ_U64(ids[k], id < 0 ? SS_VOCAB_UNK : (uint64_t)id);
             unk += id < 0;
         }
         CHECK(unk > 0 && ids[1] == SS_VOCAB_EOS);
-        ss_vocab_free(built);
+        ss__vocab_free(built);
     }
-    ss_vocab_free(into);
-    ss_vocab_free(v);
+    ss__vocab_free(into);
+    ss__vocab_free(v);
 }
 
 /* ------------------------------------------------------------ the engine */
@@ -367,10 +368,10 @@ static void test_block_invariance(void) {
     uint64_t rng = 9;
     static uint8_t data[2][6000];
     ss_vocab *counts = NULL, *vocab = NULL;
-    CHECK(ss_vocab_new(&counts) == 0);
-    CHECK(ss_vocab_count(counts, (const uint8_t *)"word", 4, 3) == 0);
-    CHECK(ss_vocab_count(counts, (const uint8_t *)"bb", 2, 1) == 0);
-    CHECK(ss_vocab_build(&vocab, counts, 1, 0) == 0);
+    CHECK(ss__vocab_new(&counts) == 0);
+    CHECK(ss__vocab_count(counts, (const uint8_t *)"word", 4, 3) == 0);
+    CHECK(ss__vocab_count(counts, (const uint8_t *)"bb", 2, 1) == 0);
+    CHECK(ss__vocab_build(&vocab, counts, 1, 0) == 0);
     for (int round = 0; round < 400; round++) {
         tx_input in[2];
         memset(in, 0, sizeof in);
@@ -412,8 +413,8 @@ static void test_block_invariance(void) {
         free(cut.buf);
         free(j.blocks);
     }
-    ss_vocab_free(vocab);
-    ss_vocab_free(counts);
+    ss__vocab_free(vocab);
+    ss__vocab_free(counts);
 }
 
 /* Word tokens and ids against values worked out by hand. */
@@ -425,10 +426,10 @@ static void test_tokens_by_hand(void) {
     in[0].size = strlen(text);
     in[0].ok = 1;
     ss_vocab *counts = NULL, *vocab = NULL;
-    CHECK(ss_vocab_new(&counts) == 0);
-    CHECK(ss_vocab_count(counts, (const uint8_t *)"word", 4, 3) == 0);
-    CHECK(ss_vocab_count(counts, (const uint8_t *)"bb", 2, 1) == 0);
-    CHECK(ss_vocab_build(&vocab, counts, 1, 0) == 0); /* word=4 bb=5 */
+    CHECK(ss__vocab_new(&counts) == 0);
+    CHECK(ss__vocab_count(counts, (const uint8_t *)"word", 4, 3) == 0);
+    CHECK(ss__vocab_count(counts, (const uint8_t *)"bb", 2, 1) == 0);
+    CHECK(ss__vocab_build(&vocab, counts, 1, 0) == 0); /* word=4 bb=5 */
     tx_job j;
     setup_job(&j, in, TX_WORDS, TX_DOCS_SEP, 2 | 4, vocab);
     j.ninputs = 1;
@@ -451,8 +452,8 @@ static void test_tokens_by_hand(void) {
         memmem(o.buf, o.n, "token id 99 is out of range: --vocab-size is 50 (byte offset 19)", 64));
     free(j.blocks);
     free(o.buf);
-    ss_vocab_free(vocab);
-    ss_vocab_free(counts);
+    ss__vocab_free(vocab);
+    ss__vocab_free(counts);
 }
 
 /* --tokens words: pass 2 maps the words pass 1 kept (tx_blockids) unless

@@ -79,11 +79,11 @@ static void text_shards(void) {
     CHECK_OK(ss_open(&d, dir, 0));
     ss_close(d);
     ss_manifest m;
-    CHECK_OK(ss_manifest_read(&m, dir));
+    CHECK_OK(ss__manifest_read(&m, dir));
     CHECK(m.nshards == 3 && m.shards[1].count > 0 && m.shards[2].count > 0);
     /* the last examples of shards 1 and 2 */
     uint64_t in1 = m.shards[0].count + m.shards[1].count - 1, last = m.examples - 1;
-    ss_manifest_free(&m);
+    ss__manifest_free(&m);
     expect_get(dir, in1, 0, NULL);
 
     write_text(files[1], 1000, 1); /* same path, so the attributes are the same too */
@@ -253,13 +253,13 @@ static void replaced_block(void) {
     CHECK(mdb_txn_begin(env, NULL, 0, &txn) == 0);
     CHECK(mdb_dbi_open(txn, NULL, 0, &dbi) == 0);
     ss_key key;
-    ss_key_named(&key, SS_KEY_ATTR, "note");
+    ss__key_named(&key, SS_KEY_ATTR, "note");
     unsigned char payload[8 + 5] = {100, 0, 0, 0, 0, 0, 0, 0, 'a', 'f', 't', 'e', 'r'};
-    uint64_t vsize = ss_block_value_size(sizeof payload);
+    uint64_t vsize = ss__block_value_size(sizeof payload);
     MDB_val k = ss_key_val(&key), v = {vsize, NULL};
     CHECK(mdb_put(txn, dbi, &k, &v, MDB_RESERVE) == 0);
     memcpy((unsigned char *)v.mv_data + 16, payload, sizeof payload);
-    ss_block_seal(v.mv_data, vsize, sizeof payload, &key, SS_FORMAT_VERSION);
+    ss__block_seal(v.mv_data, vsize, sizeof payload, &key, SS_FORMAT_VERSION);
     CHECK(mdb_txn_commit(txn) == 0);
     mdb_env_close(env);
 
@@ -313,18 +313,18 @@ static void strip_digest(const char *path) {
     CHECK(mdb_txn_begin(env, NULL, 0, &txn) == 0);
     CHECK(mdb_dbi_open(txn, NULL, 0, &dbi) == 0);
     ss_key key;
-    ss_key_named(&key, SS_KEY_HEADER, NULL);
+    ss__key_named(&key, SS_KEY_HEADER, NULL);
     MDB_val k = ss_key_val(&key), v;
     CHECK(mdb_get(txn, dbi, &k, &v) == 0);
     uint64_t len = le64((const unsigned char *)v.mv_data + 8) - 8;
     unsigned char payload[SS_HEADER_FIXED + SS_MAX_FIELDS * SS_FIELD_RECORD];
     memcpy(payload, (const unsigned char *)v.mv_data + 16, len);
     memset(payload + 16, 0, 4);
-    uint64_t vsize = ss_block_value_size(len);
+    uint64_t vsize = ss__block_value_size(len);
     v.mv_size = vsize, v.mv_data = NULL;
     CHECK(mdb_put(txn, dbi, &k, &v, MDB_RESERVE) == 0);
     memcpy((unsigned char *)v.mv_data + 16, payload, len);
-    ss_block_seal(v.mv_data, vsize, len, &key, SS_FORMAT_VERSION);
+    ss__block_seal(v.mv_data, vsize, len, &key, SS_FORMAT_VERSION);
     CHECK(mdb_txn_commit(txn) == 0);
     mdb_env_close(env);
 }

@@ -25,7 +25,7 @@ static const char *sealed(const char *body) {
 
 static void expect_parse_fail(const char *text, int code, const char *msg) {
     ss_manifest m;
-    CHECK_RC(ss_manifest_parse(&m, text, strlen(text)), code);
+    CHECK_RC(ss__manifest_parse(&m, text, strlen(text)), code);
     CHECK(m.shards == NULL && m.nshards == 0);
     CHECK_CONTAINS(ss_error_message(), msg);
 }
@@ -33,7 +33,7 @@ static void expect_parse_fail(const char *text, int code, const char *msg) {
 static void test_parse_good(void) {
     const char *t = sealed(GOOD);
     ss_manifest m;
-    CHECK_OK(ss_manifest_parse(&m, t, strlen(t)));
+    CHECK_OK(ss__manifest_parse(&m, t, strlen(t)));
     CHECK(m.version == 1 && m.nfields == 1 && m.nshards == 2);
     CHECK_EQ_U64(m.examples, 5);
     CHECK(!strcmp(m.fields[0].name, "tok") && m.fields[0].dtype == SS_U16 && m.fields[0].sequence);
@@ -42,10 +42,10 @@ static void test_parse_good(void) {
     CHECK_EQ_U64(m.shards[1].count, 2);
     char *out;
     size_t len;
-    CHECK_OK(ss_manifest_format(&m, &out, &len));
+    CHECK_OK(ss__manifest_format(&m, &out, &len));
     CHECK(len == strlen(t) && !memcmp(out, t, len)); /* one spelling per manifest */
     free(out);
-    ss_manifest_free(&m);
+    ss__manifest_free(&m);
 }
 
 static void test_parse_golden_failures(void) {
@@ -108,7 +108,7 @@ static void test_parse_golden_failures(void) {
     snprintf(body, sizeof body, "%s", sealed(GOOD));
     for (size_t cut = 0; cut < strlen(body); cut++) {
         ss_manifest m;
-        CHECK(ss_manifest_parse(&m, body, cut) != 0);
+        CHECK(ss__manifest_parse(&m, body, cut) != 0);
     }
     /* the separator, tab, in a name is a control character */
     expect_parse_fail(sealed("seqstore-dataset 1\nexamples 5\nfields 1\nfield u16 fixed 0 "
@@ -151,43 +151,43 @@ static void test_file_and_shards(void) {
     CHECK_OK(ss_open(&sa, a, SS_OPEN_NOLOCK));
     CHECK_OK(ss_open(&sb, b, SS_OPEN_NOLOCK));
     uint64_t da, db;
-    CHECK_OK(ss_store_header_digest(&da, sa));
-    CHECK_OK(ss_store_header_digest(&db, sb));
+    CHECK_OK(ss__store_header_digest(&da, sa));
+    CHECK_OK(ss__store_header_digest(&db, sb));
     CHECK(da != db);
     ss_manifest m;
-    ss_manifest_init(&m, sa);
+    ss__manifest_init(&m, sa);
     uint64_t ra = ss_flat_size(sa, 0), rb = ss_flat_size(sb, 0);
-    CHECK_OK(ss_manifest_add(&m, "a.ss", ss_count(sa), da, &ra));
-    CHECK_OK(ss_manifest_add(&m, "b.ss", ss_count(sb), db, &rb));
-    CHECK_RC(ss_manifest_add(&m, "../x.ss", 1, 0, &ra), SS_EINVAL);
+    CHECK_OK(ss__manifest_add(&m, "a.ss", ss_count(sa), da, &ra));
+    CHECK_OK(ss__manifest_add(&m, "b.ss", ss_count(sb), db, &rb));
+    CHECK_RC(ss__manifest_add(&m, "../x.ss", 1, 0, &ra), SS_EINVAL);
     CHECK_EQ_U64(m.examples, 7);
-    CHECK_OK(ss_manifest_write(&m, dir));
-    CHECK_OK(ss_manifest_check_shard(&m, 0, sa));
-    CHECK_OK(ss_manifest_check_shard(&m, 1, sb));
-    CHECK_RC(ss_manifest_check_shard(&m, 0, sb), SS_ECORRUPT); /* count differs */
+    CHECK_OK(ss__manifest_write(&m, dir));
+    CHECK_OK(ss__manifest_check_shard(&m, 0, sa));
+    CHECK_OK(ss__manifest_check_shard(&m, 1, sb));
+    CHECK_RC(ss__manifest_check_shard(&m, 0, sb), SS_ECORRUPT); /* count differs */
     CHECK_CONTAINS(ss_error_message(), "shard 0 'a.ss': 3 examples, the manifest says 4");
     m.shards[1].rows[0]++; /* the manifest's rows must be the shard's */
-    CHECK_RC(ss_manifest_check_shard(&m, 1, sb), SS_ECORRUPT);
+    CHECK_RC(ss__manifest_check_shard(&m, 1, sb), SS_ECORRUPT);
     CHECK_CONTAINS(ss_error_message(), "field 'tok' has");
     m.shards[1].rows[0]--;
     ss_close(sb);
 
     ss_manifest r, r2;
-    CHECK_OK(ss_manifest_read(&r, dir));
+    CHECK_OK(ss__manifest_read(&r, dir));
     char file[800];
     snprintf(file, sizeof file, "%s/" SS_MANIFEST_NAME, dir);
-    CHECK_OK(ss_manifest_read(&r2, file)); /* the manifest file itself */
+    CHECK_OK(ss__manifest_read(&r2, file)); /* the manifest file itself */
     CHECK(r.nshards == 2 && r2.nshards == 2 && !strcmp(r.shards[1].path, "b.ss"));
     CHECK_EQ_U64(r.shards[1].digest, db);
     CHECK_EQ_U64(r2.examples, 7);
-    ss_manifest_free(&r2);
+    ss__manifest_free(&r2);
 
     /* an append changes the header: the digest no longer matches */
     make_store(b, 2, 1);
     CHECK_OK(ss_open(&sb, b, SS_OPEN_NOLOCK));
     m.shards[1].count = 5; /* even with the count and rows updated */
     m.shards[1].rows[0] = ss_flat_size(sb, 0);
-    CHECK_RC(ss_manifest_check_shard(&m, 1, sb), SS_ECORRUPT);
+    CHECK_RC(ss__manifest_check_shard(&m, 1, sb), SS_ECORRUPT);
     CHECK_CONTAINS(ss_error_message(), "changed after the dataset was built");
     ss_close(sb);
     ss_close(sa);
@@ -204,7 +204,7 @@ static void test_file_and_shards(void) {
     ss_writer_free(w);
     ss_store *sc;
     CHECK_OK(ss_open(&sc, c, SS_OPEN_NOLOCK));
-    CHECK_RC(ss_manifest_check_shard(&r, 0, sc), SS_ESCHEMA);
+    CHECK_RC(ss__manifest_check_shard(&r, 0, sc), SS_ESCHEMA);
     CHECK_CONTAINS(ss_error_message(), "field 0 'tok' differs");
     ss_close(sc);
 
@@ -212,12 +212,12 @@ static void test_file_and_shards(void) {
     FILE *fp = fopen(file, "r+");
     CHECK(fp && fseek(fp, 30, SEEK_SET) == 0 && fputc('9', fp) != EOF && fclose(fp) == 0);
     ss_manifest bad;
-    CHECK_RC(ss_manifest_read(&bad, dir), SS_ECORRUPT);
+    CHECK_RC(ss__manifest_read(&bad, dir), SS_ECORRUPT);
     CHECK_CONTAINS(ss_error_message(), SS_MANIFEST_NAME "'");
     unlink(file);
-    CHECK_RC(ss_manifest_read(&bad, dir), SS_ENOTFOUND);
-    ss_manifest_free(&r);
-    ss_manifest_free(&m);
+    CHECK_RC(ss__manifest_read(&bad, dir), SS_ENOTFOUND);
+    ss__manifest_free(&r);
+    ss__manifest_free(&m);
 }
 
 int main(void) {

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* test_dataset_shard_map.c - a dataset maps each shard at its file's size
- * rounded up to 2 MiB (env.h: ss_env_shard_map_bytes()), a store opened
+ * rounded up to 2 MiB (env.h: ss__env_shard_map_bytes()), a store opened
  * directly keeps its 1 TiB map (read from /proc/self/maps, the kernel's
  * account); the inline ss_get() of a dataset (through its shards' tables)
  * agrees with the exported one and with a single store of the same
@@ -80,14 +80,14 @@ int main(void) {
         ss_store *s;
         uint64_t digest, rows;
         CHECK_OK(ss_open(&s, shard[k], SS_OPEN_NOLOCK));
-        if (k == 0) ss_manifest_init(&m, s);
+        if (k == 0) ss__manifest_init(&m, s);
         rows = ss_flat_size(s, 0);
-        CHECK_OK(ss_store_header_digest(&digest, s));
-        CHECK_OK(ss_manifest_add(&m, name, ss_count(s), digest, &rows));
+        CHECK_OK(ss__store_header_digest(&digest, s));
+        CHECK_OK(ss__manifest_add(&m, name, ss_count(s), digest, &rows));
         ss_close(s);
     }
-    CHECK_OK(ss_manifest_write(&m, dir));
-    ss_manifest_free(&m);
+    CHECK_OK(ss__manifest_write(&m, dir));
+    ss__manifest_free(&m);
     snprintf(single, sizeof single, "%s", ss_test_path("single.ss"));
     append(single, 0, 2000, 1);
 

@@ -80,9 +80,9 @@ static void write_store(const char *path, int background, int append, uint64_t f
         CHECK_OK(ss_writer_create(&w, path, &schema, &o));
     if (background) CHECK_OK(ss__writer_background(w));
     uint64_t third = (to - from) / 3;
-    CHECK_OK(ss_writer_set_resume_record(w, "first", 5));
+    CHECK_OK(ss__writer_set_resume_record(w, "first", 5));
     CHECK_OK(append_range(w, from, from + third));
-    CHECK_OK(ss_writer_set_resume_record(w, "second record", 13));
+    CHECK_OK(ss__writer_set_resume_record(w, "second record", 13));
     CHECK_OK(ss_writer_set_attr(w, "note", SS_ATTR_TEXT, "a", 1));
     CHECK_OK(append_range(w, from + third, from + 2 * third));
     CHECK_OK(ss_writer_commit(w));

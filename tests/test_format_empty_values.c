@@ -72,7 +72,7 @@ static void move_locs(const char *path, uint64_t first, uint64_t count, uint64_t
     CHECK(mdb_env_open(env, path, MDB_NOSUBDIR, 0644) == 0);
     CHECK(mdb_txn_begin(env, NULL, 0, &txn) == 0 && mdb_dbi_open(txn, NULL, 0, &dbi) == 0);
     ss_key key;
-    ss_key_numbered(&key, SS_KEY_INDEX, 0, 0);
+    ss__key_numbered(&key, SS_KEY_INDEX, 0, 0);
     MDB_val k = ss_key_val(&key), v;
     CHECK(mdb_get(txn, dbi, &k, &v) == 0);
     unsigned char *copy = malloc(v.mv_size);
@@ -80,7 +80,7 @@ static void move_locs(const char *path, uint64_t first, uint64_t count, uint64_t
     memcpy(copy, v.mv_data, v.mv_size);
     for (uint64_t e = first; e <= count; e++)
         ss_put_le64(copy + SS_BLOCK_HDR + SS_SEGMENT_LEAD_V3 + 16 * e, SS_LOC(chunk, 0));
-    ss_block_seal(copy, v.mv_size, ss_le64(copy + 8), &key, 3);
+    ss__block_seal(copy, v.mv_size, ss_le64(copy + 8), &key, 3);
     MDB_val nv = {v.mv_size, copy};
     CHECK(mdb_put(txn, dbi, &k, &nv, 0) == 0 && mdb_txn_commit(txn) == 0);
     mdb_env_close(env);

@@ -157,7 +157,7 @@ static void patch_header(const char *path, header_edit edit, int reseal) {
     raw_env r;
     raw_open(&r, path, 0);
     ss_key key;
-    ss_key_named(&key, SS_KEY_HEADER, NULL);
+    ss__key_named(&key, SS_KEY_HEADER, NULL);
     MDB_val k = ss_key_val(&key), v;
     CHECK(mdb_get(r.txn, r.dbi, &k, &v) == 0);
     unsigned char *copy = malloc(v.mv_size);
@@ -165,7 +165,7 @@ static void patch_header(const char *path, header_edit edit, int reseal) {
     memcpy(copy, v.mv_data, v.mv_size);
     uint64_t len = ss_le64(copy + 8);
     edit(copy + SS_BLOCK_HDR);
-    if (reseal) ss_block_seal(copy, v.mv_size, len, &key, ss_le32(copy + SS_BLOCK_HDR + 8));
+    if (reseal) ss__block_seal(copy, v.mv_size, len, &key, ss_le32(copy + SS_BLOCK_HDR + 8));
     MDB_val nv = {v.mv_size, copy};
     CHECK(mdb_put(r.txn, r.dbi, &k, &nv, 0) == 0);
     raw_close(&r, 1);
@@ -412,7 +412,7 @@ static void test_flipped_bytes(const char *good) {
 
     /* one byte of data chunk 5 of "tokens", flipped on disk */
     copy_file(good, bad);
-    ss_key_numbered(&key, SS_KEY_DATA, 0, 5);
+    ss__key_numbered(&key, SS_KEY_DATA, 0, 5);
     flip_byte(bad, block_file_offset(bad, &key, 100));
     CHECK_OK(ss_open(&s, bad, 0)); /* opening does not hash data */
     seen sn;
@@ -434,7 +434,7 @@ static void test_flipped_bytes(const char *good) {
 
     /* one byte of the fixed field's only chunk: examples [0, count) */
     copy_file(good, bad);
-    ss_key_numbered(&key, SS_KEY_DATA, 1, 0);
+    ss__key_numbered(&key, SS_KEY_DATA, 1, 0);
     flip_byte(bad, block_file_offset(bad, &key, 4 * 777 + 2));
     CHECK_OK(ss_open(&s, bad, 0));
     memset(&sn, 0, sizeof sn);
@@ -451,9 +451,9 @@ static void test_flipped_bytes(const char *good) {
 
     /* flips in two chunks: both reported, the callback can stop early */
     copy_file(good, bad);
-    ss_key_numbered(&key, SS_KEY_DATA, 0, 1);
+    ss__key_numbered(&key, SS_KEY_DATA, 0, 1);
     flip_byte(bad, block_file_offset(bad, &key, 0));
-    ss_key_numbered(&key, SS_KEY_DATA, 0, 9);
+    ss__key_numbered(&key, SS_KEY_DATA, 0, 9);
     flip_byte(bad, block_file_offset(bad, &key, 7));
     CHECK_OK(ss_open(&s, bad, 0));
     memset(&sn, 0, sizeof sn);
@@ -465,7 +465,7 @@ static void test_flipped_bytes(const char *good) {
 
     /* a flipped byte in an index segment */
     copy_file(good, bad);
-    ss_key_numbered(&key, SS_KEY_INDEX, 0, 0);
+    ss__key_numbered(&key, SS_KEY_INDEX, 0, 0);
     flip_byte(bad, block_file_offset(bad, &key, SS_INDEX_ENTRY * 1000 + 9));
     CHECK_OK(ss_open(&s, bad, 0));
     memset(&sn, 0, sizeof sn);
@@ -481,7 +481,7 @@ static void test_flipped_bytes(const char *good) {
 
     /* the attribute's checksum is checked at every lookup */
     copy_file(good, bad);
-    ss_key_named(&key, SS_KEY_ATTR, "note");
+    ss__key_named(&key, SS_KEY_ATTR, "note");
     flip_byte(bad, block_file_offset(bad, &key, SS_ATTR_PREFIX));
     CHECK_OK(ss_open(&s, bad, 0));
     ss_attr a;
@@ -502,8 +502,8 @@ static void test_flipped_bytes(const char *good) {
         for (int f = 0; f < nflips; f++) {
             int idx = ss_test_rand(&rng) % 3 == 0;
             uint64_t nblocks = idx ? 1 : 20;
-            ss_key_numbered(&key, idx ? SS_KEY_INDEX : SS_KEY_DATA, 0,
-                            ss_test_rand(&rng) % nblocks);
+            ss__key_numbered(&key, idx ? SS_KEY_INDEX : SS_KEY_DATA, 0,
+                             ss_test_rand(&rng) % nblocks);
             uint64_t span = idx ? (TEST_COUNT + 1) * SS_INDEX_ENTRY : 4000;
             flip_byte(bad, block_file_offset(bad, &key, ss_test_rand(&rng) % span));
         }
@@ -606,18 +606,18 @@ static void test_header_edits(const char *good) {
 
     ss_key key;
     copy_file(good, bad);
-    ss_key_named(&key, SS_KEY_HEADER, NULL);
+    ss__key_named(&key, SS_KEY_HEADER, NULL);
     delete_key(bad, &key);
     CHECK_RC(ss_open(&s, bad, 0), SS_ENOTSTORE);
 
     copy_file(good, bad);
-    ss_key_numbered(&key, SS_KEY_DATA, 0, 3);
+    ss__key_numbered(&key, SS_KEY_DATA, 0, 3);
     delete_key(bad, &key);
     CHECK_RC(ss_open(&s, bad, 0), SS_ECORRUPT);
     CHECK_MSG("data chunk 3 is missing");
 
     copy_file(good, bad);
-    ss_key_numbered(&key, SS_KEY_INDEX, 0, 0);
+    ss__key_numbered(&key, SS_KEY_INDEX, 0, 0);
     delete_key(bad, &key);
     CHECK_RC(ss_open(&s, bad, 0), SS_ECORRUPT);
     CHECK_MSG("index segment 0 is missing");

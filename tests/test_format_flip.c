@@ -328,7 +328,7 @@ static void test_leaf_node_cli(void) {
 
 /* Outcome classes that other helpers' branches fix, allowed here until the
  * lead merges them (remove each line when its fix is in main):
- * - key bytes are covered by no checksum (issue 9 item 8, h1): a flip in an
+ * - key bytes are covered by no checksum: a flip in an
  *   attribute's or block's key that keeps LMDB's key order renames it. */
 static int allowed_silent(int r) {
     (void)r;

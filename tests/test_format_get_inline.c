@@ -184,7 +184,7 @@ static void patch_entry(const char *path, uint64_t e, const uint64_t *loc, const
     CHECK(mdb_txn_begin(env, NULL, 0, &txn) == 0);
     CHECK(mdb_dbi_open(txn, NULL, 0, &dbi) == 0);
     ss_key key;
-    ss_key_numbered(&key, SS_KEY_INDEX, 0, e / g_per);
+    ss__key_numbered(&key, SS_KEY_INDEX, 0, e / g_per);
     MDB_val k = ss_key_val(&key), v;
     CHECK(mdb_get(txn, dbi, &k, &v) == 0);
     unsigned char *copy = malloc(v.mv_size);
@@ -210,7 +210,7 @@ static void read_entry(const char *path, uint64_t e, uint64_t *loc, uint64_t *st
     CHECK(mdb_txn_begin(env, NULL, MDB_RDONLY, &txn) == 0);
     CHECK(mdb_dbi_open(txn, NULL, 0, &dbi) == 0);
     ss_key key;
-    ss_key_numbered(&key, SS_KEY_INDEX, 0, e / g_per);
+    ss__key_numbered(&key, SS_KEY_INDEX, 0, e / g_per);
     MDB_val k = ss_key_val(&key), val;
     CHECK(mdb_get(txn, dbi, &k, &val) == 0);
     const unsigned char *p =

@@ -386,8 +386,8 @@ static void test_v1_golden(void) {
      * block passes verify (and reads the wrong examples) */
     copy_file(src, v1);
     ss_key k0, k1;
-    ss_key_numbered(&k0, SS_KEY_DATA, 0, 0);
-    ss_key_numbered(&k1, SS_KEY_DATA, 0, 1);
+    ss__key_numbered(&k0, SS_KEY_DATA, 0, 0);
+    ss__key_numbered(&k1, SS_KEY_DATA, 0, 1);
     swap_block_pages(v1, &k0, &k1);
     seen sn;
     CHECK_EQ_U64(verify(v1, &sn), 0);
@@ -436,8 +436,8 @@ static void test_v2_binding(const char *good, uint32_t version) {
     /* two data chunks' overflow page numbers swapped */
     copy_file(good, bad);
     ss_key k0, k1;
-    ss_key_numbered(&k0, SS_KEY_DATA, 0, 1);
-    ss_key_numbered(&k1, SS_KEY_DATA, 0, 2);
+    ss__key_numbered(&k0, SS_KEY_DATA, 0, 1);
+    ss__key_numbered(&k1, SS_KEY_DATA, 0, 2);
     swap_block_pages(bad, &k0, &k1);
     CHECK_EQ_U64(verify(bad, &sn), 2);
     CHECK(strcmp(sn.what[0], "data chunk checksum mismatch") == 0);
@@ -446,8 +446,8 @@ static void test_v2_binding(const char *good, uint32_t version) {
 
     /* two fields' index segments swapped: the same bytes under other keys */
     copy_file(good, bad);
-    ss_key_numbered(&k0, SS_KEY_INDEX, 0, 0);
-    ss_key_numbered(&k1, SS_KEY_INDEX, 2, 0);
+    ss__key_numbered(&k0, SS_KEY_INDEX, 0, 0);
+    ss__key_numbered(&k1, SS_KEY_INDEX, 2, 0);
     swap_block_pages(bad, &k0, &k1);
     CHECK_EQ_U64(verify(bad, &sn), 2);
     CHECK(strcmp(sn.what[0], "index segment checksum mismatch") == 0);
@@ -459,8 +459,8 @@ static void test_v2_binding(const char *good, uint32_t version) {
 
     /* an attribute renamed: its bytes are intact, its key is not */
     copy_file(good, bad);
-    ss_key_named(&k0, SS_KEY_ATTR, "note");
-    ss_key_named(&k1, SS_KEY_ATTR, "nose");
+    ss__key_named(&k0, SS_KEY_ATTR, "note");
+    ss__key_named(&k1, SS_KEY_ATTR, "nose");
     raw_rename(bad, &k0, &k1);
     CHECK_OK(ss_open(&s, bad, 0));
     ss_attr a;
@@ -486,8 +486,8 @@ static void test_header_binding(void) {
     CHECK_OK(ss_writer_commit(w));
     ss_writer_free(w);
     ss_key h, wk;
-    ss_key_named(&h, SS_KEY_HEADER, NULL);
-    ss_key_named(&wk, SS_KEY_PROGRESS, NULL);
+    ss__key_named(&h, SS_KEY_HEADER, NULL);
+    ss__key_named(&wk, SS_KEY_PROGRESS, NULL);
     raw_rename(path, &wk, &h);
     ss_store *s;
     CHECK_RC(ss_open(&s, path, 0), SS_ECORRUPT);
@@ -527,8 +527,8 @@ static void test_cli_names(const char *good) {
     const char *bad = ss_test_path("names.ss");
     copy_file(good, bad);
     ss_key k0, k1;
-    ss_key_named(&k0, SS_KEY_ATTR, "note");
-    ss_key_named(&k1, SS_KEY_ATTR, "nose");
+    ss__key_named(&k0, SS_KEY_ATTR, "note");
+    ss__key_named(&k1, SS_KEY_ATTR, "nose");
     raw_rename(bad, &k0, &k1);
     char err[4096];
     int code = ss_test_cli(err, sizeof err, NULL, "verify %s", bad);
@@ -536,8 +536,8 @@ static void test_cli_names(const char *good) {
     CHECK_CONTAINS(err, "attribute 'nose': attribute checksum mismatch");
 
     copy_file(good, bad);
-    ss_key_numbered(&k0, SS_KEY_INDEX, 2, 0);
-    ss_key_numbered(&k1, SS_KEY_INDEX, 0, 0);
+    ss__key_numbered(&k0, SS_KEY_INDEX, 2, 0);
+    ss__key_numbered(&k1, SS_KEY_INDEX, 0, 0);
     swap_block_pages(bad, &k0, &k1);
     code = ss_test_cli(err, sizeof err, NULL, "verify %s", bad);
     CHECK_EXIT(code, 3, err);

@@ -4,8 +4,8 @@
  * One process holds a store open (several handles, several threads reading)
  * while another process appends until the file is larger than the map LMDB
  * would give a reader by default (the writer's map size recorded in the meta
- * page: 128 MiB here). Then the reading process opens the file again. Before
- * issue 9 item 4 that open remapped the shared environment under the live
+ * page: 128 MiB here). Then the reading process opens the file again. Once
+ * that open remapped the shared environment under the live
  * readers (SIGSEGV/SIGBUS or wrong bytes); now readers map far beyond the file
  * and never remap under each other. Each scenario runs in a forked child so
  * that a crash is reported as a failure. Part B forces a small reader map
@@ -217,7 +217,7 @@ static int open_min_map(MDB_env **env, void *ctx) {
 
 /* Part B: maps as small as the file, so that growth must be handled. */
 static void scenario_small_map(const char *path) {
-    ss_env_set_reader_map_bytes(1);
+    ss__env_set_reader_map_bytes(1);
     CHECK_OK(append_until(path, N0, 1));
     int go;
     pid_t pid = spawn_appender(path, N0 + 100, &go);
@@ -242,18 +242,18 @@ static void scenario_small_map(const char *path) {
     /* A sole user whose map is outgrown (the race between mapping and the
      * first transaction) remaps. */
     MDB_env *env;
-    CHECK_OK(ss_env_acquire(&env, path, 0, open_min_map, (void *)path));
+    CHECK_OK(ss__env_acquire(&env, path, 0, open_min_map, (void *)path));
     pid = spawn_appender(path, N0 + 200, &go);
     run_appender(pid, go);
     MDB_txn *txn;
     CHECK_RC(mdb_txn_begin(env, NULL, MDB_RDONLY, &txn), MDB_MAP_RESIZED);
-    CHECK_OK(ss_env_begin_read(env, path, &txn));
+    CHECK_OK(ss__env_begin_read(env, path, &txn));
     MDB_envinfo info;
     mdb_env_info(env, &info);
     CHECK(info.me_mapsize >= file_size(path) - (1u << 20));
     mdb_txn_abort(txn);
-    ss_env_release(env);
-    ss_env_set_reader_map_bytes(0);
+    ss__env_release(env);
+    ss__env_set_reader_map_bytes(0);
 }
 
 /* Part C: with the address space limited (ulimit -v), the map falls back to

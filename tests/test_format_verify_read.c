@@ -274,8 +274,8 @@ static void test_index_segment_short(const char *clean, const char *path) {
     uint64_t len = (uint64_t)N * SS_INDEX_ENTRY; /* N + 1 entries hold the index */
     unsigned char hdr[SS_BLOCK_HDR];
     ss_key key;
-    ss_key_numbered(&key, SS_KEY_INDEX, 0, 0);
-    ss_put_le64(hdr, ss_block_checksum(b->data, len, &key, s->h.format_version));
+    ss__key_numbered(&key, SS_KEY_INDEX, 0, 0);
+    ss_put_le64(hdr, ss__block_checksum(b->data, len, &key, s->h.format_version));
     ss_put_le64(hdr + 8, len);
     off_t at = file_offset(b, b->data - SS_BLOCK_HDR);
     ss_close(s);

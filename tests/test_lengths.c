@@ -129,11 +129,11 @@ static void put_section(const char *path, const void *payload, uint64_t len) {
     CHECK(mdb_txn_begin(env, NULL, 0, &txn) == 0);
     CHECK(mdb_dbi_open(txn, NULL, 0, &dbi) == 0);
     ss_key key;
-    ss_key_named(&key, SS_KEY_ATTR, "ss.lengths.tok");
-    MDB_val k = ss_key_val(&key), v = {ss_block_value_size(len), NULL};
+    ss__key_named(&key, SS_KEY_ATTR, "ss.lengths.tok");
+    MDB_val k = ss_key_val(&key), v = {ss__block_value_size(len), NULL};
     CHECK(mdb_put(txn, dbi, &k, &v, MDB_RESERVE) == 0);
     memcpy((unsigned char *)v.mv_data + SS_BLOCK_HDR, payload, len);
-    ss_block_seal(v.mv_data, v.mv_size, len, &key, 2);
+    ss__block_seal(v.mv_data, v.mv_size, len, &key, 2);
     CHECK(mdb_txn_commit(txn) == 0);
     mdb_env_close(env);
 }

@@ -28,7 +28,7 @@ static uint64_t limit_of(const char *proc_text) {
     put("proc_cgroup", proc_text);
     char root[4096];
     snprintf(root, sizeof root, "%s/sys", ss_test_tmpdir());
-    return ss_cgroup_memory_limit(ss_test_path("proc_cgroup"), root);
+    return ss__cgroup_memory_limit(ss_test_path("proc_cgroup"), root);
 }
 
 int main(void) {
@@ -51,12 +51,12 @@ int main(void) {
     /* both kinds: the smaller */
     CHECK_EQ_U64(limit_of("3:memory:/docker/abc\n0::/slurm/job_7/step_0\n"), 2147483648u);
     CHECK_EQ_U64(limit_of("garbage\n\n1:name=systemd:/x\n"), UINT64_MAX);
-    CHECK_EQ_U64(ss_cgroup_memory_limit(ss_test_path("missing"), "/nonexistent"), UINT64_MAX);
+    CHECK_EQ_U64(ss__cgroup_memory_limit(ss_test_path("missing"), "/nonexistent"), UINT64_MAX);
 
     /* this process: at most the physical memory, and an RLIMIT_AS below it wins */
     long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
     CHECK(pages > 0 && page > 0);
-    uint64_t phys = (uint64_t)pages * (uint64_t)page, now = ss_memory_limit();
+    uint64_t phys = (uint64_t)pages * (uint64_t)page, now = ss__memory_limit();
     CHECK(now > 0 && now <= phys);
 #ifndef __SANITIZE_ADDRESS__ /* ASan's shadow map needs an unlimited address space */
     struct rlimit old, r;
@@ -65,7 +65,7 @@ int main(void) {
     r.rlim_cur = (rlim_t)(now / 2);
     if (old.rlim_max == RLIM_INFINITY || r.rlim_cur <= old.rlim_max) {
         CHECK(setrlimit(RLIMIT_AS, &r) == 0);
-        CHECK_EQ_U64(ss_memory_limit(), now / 2);
+        CHECK_EQ_U64(ss__memory_limit(), now / 2);
         CHECK(setrlimit(RLIMIT_AS, &old) == 0);
     }
 #endif

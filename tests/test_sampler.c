@@ -57,9 +57,9 @@ static void test_sequential_and_golden(void) {
         uint64_t naive[10];
         for (int i = 0; i < 10; i++) naive[i] = (uint64_t)i;
         ss_rng r;
-        ss_rng_seed(&r, ss_rng_hash(42, epoch, 0), 0x73687566ull);
+        ss__rng_seed(&r, ss__rng_hash(42, epoch, 0), 0x73687566ull);
         for (uint64_t i = 10; i > 1; i--) {
-            uint64_t j = ss_rng_below(&r, i), t = naive[i - 1];
+            uint64_t j = ss__rng_below(&r, i), t = naive[i - 1];
             naive[i - 1] = naive[j];
             naive[j] = t;
         }
@@ -73,9 +73,9 @@ static void test_sequential_and_golden(void) {
     ss_selection_free(sel);
     /* The RNG itself: fixed outputs. */
     ss_rng r;
-    ss_rng_seed(&r, 1, 2);
-    CHECK_EQ_U64(ss_rng_next(&r), 7845269240308913525ull);
-    CHECK_EQ_U64(ss_rng_hash(1, 2, 3), 11741251387263009449ull);
+    ss__rng_seed(&r, 1, 2);
+    CHECK_EQ_U64(ss__rng_next(&r), 7845269240308913525ull);
+    CHECK_EQ_U64(ss__rng_hash(1, 2, 3), 11741251387263009449ull);
 }
 
 /* Run every (rank, worker) consumer for one epoch and return the global
@@ -443,9 +443,9 @@ static const char *make_block_store(uint64_t n) {
 
 static void naive_shuffle(uint64_t *a, uint64_t n, uint64_t seed, uint64_t stream) {
     ss_rng r;
-    ss_rng_seed(&r, seed, stream);
+    ss__rng_seed(&r, seed, stream);
     for (uint64_t i = n; i > 1; i--) {
-        uint64_t j = ss_rng_below(&r, i), t = a[i - 1];
+        uint64_t j = ss__rng_below(&r, i), t = a[i - 1];
         a[i - 1] = a[j];
         a[j] = t;
     }
@@ -488,12 +488,12 @@ static void naive_block_order(uint64_t *out, const uint64_t *flat, const uint64_
     for (uint64_t g = 0; g < ng; g++) {
         uint64_t m = gfirst[g + 1] - gfirst[g];
         for (uint64_t i = 0; i < m; i++) ids[i] = gfirst[g] + i;
-        naive_shuffle(ids, m, ss_rng_hash(seed, epoch, g), 0x626c6b73ull);
+        naive_shuffle(ids, m, ss__rng_hash(seed, epoch, g), 0x626c6b73ull);
         for (uint64_t i = 0; i < m; i += M, w++) {
             uint64_t t = 0;
             for (uint64_t j = i; j < i + M && j < m; j++)
                 for (uint64_t p = bstart[ids[j]]; p < bstart[ids[j] + 1]; p++) tmp[t++] = flat[p];
-            naive_shuffle(tmp, t, ss_rng_hash(seed, epoch, w), 0x77696e64ull);
+            naive_shuffle(tmp, t, ss__rng_hash(seed, epoch, w), 0x77696e64ull);
             memcpy(out + k, tmp, t * sizeof *tmp);
             k += t;
         }

@@ -419,7 +419,7 @@ static void test_errors(void) {
     ss_close(s);
 }
 
-/* Issue 10 item 16: <eos> and pad as integers (every uint64 value; a
+/* <eos> and pad as integers (every uint64 value; a
  * double would round UINT64_MAX to 2^64), refused when the output dtype
  * cannot hold them, and version-1 options (which end at parallel_bytes)
  * still read, from a buffer of exactly their size. */

@@ -48,7 +48,7 @@ static const char *make_store(void) {
 /* The generator a per-example transform at `pos` receives. */
 static ss_rng example_rng(uint64_t epoch, uint64_t index, uint32_t pos) {
     ss_rng r;
-    ss_rng_seed(&r, ss_rng_hash(SEED, epoch, index), SS_TRANSFORM_STREAM + pos);
+    ss__rng_seed(&r, ss__rng_hash(SEED, epoch, index), SS_TRANSFORM_STREAM + pos);
     return r;
 }
 
@@ -76,7 +76,7 @@ static void load_plain(const ss_store *s, uint64_t i, plain *p) {
 
 static void plain_crop_tok(plain *p, ss_rng *r, uint64_t max) {
     if (p->ntok <= max) return;
-    uint64_t start = ss_rng_below(r, p->ntok - max + 1);
+    uint64_t start = ss__rng_below(r, p->ntok - max + 1);
     for (uint64_t t = 0; t < max; t++) p->tok[t] = p->tok[start + t];
     p->ntok = max;
 }
@@ -84,19 +84,19 @@ static void plain_crop_tok(plain *p, ss_rng *r, uint64_t max) {
 static void plain_mask_tok(plain *p, ss_rng *r, double prob, int64_t mask, double rnd, double keep,
                            uint64_t vocab) {
     for (uint64_t t = 0; t < p->ntok; t++) {
-        if (ss_rng_uniform(r) >= prob) continue;
-        double v = ss_rng_uniform(r);
+        if (ss__rng_uniform(r) >= prob) continue;
+        double v = ss__rng_uniform(r);
         if (v < 1 - rnd - keep)
             p->tok[t] = mask;
         else if (v < 1 - keep)
-            p->tok[t] = (int64_t)ss_rng_below(r, vocab);
+            p->tok[t] = (int64_t)ss__rng_below(r, vocab);
     }
 }
 
 static void plain_drop_tok(plain *p, ss_rng *r, double prob) {
     uint64_t k = 0;
     for (uint64_t t = 0; t < p->ntok; t++)
-        if (ss_rng_uniform(r) >= prob) p->tok[k++] = p->tok[t];
+        if (ss__rng_uniform(r) >= prob) p->tok[k++] = p->tok[t];
     p->ntok = k;
 }
 
@@ -220,7 +220,7 @@ static void noise_plain(plain *p, uint64_t epoch, uint64_t index) {
     standardize_plain(p, epoch, index);
     ss_rng r = example_rng(epoch, index, 1);
     for (uint64_t t = 0; t < p->neeg * 3; t++)
-        p->eeg[t] = (float)((float)p->eeg[t] + (float)(0.5 * ss_rng_normal(&r)));
+        p->eeg[t] = (float)((float)p->eeg[t] + (float)(0.5 * ss__rng_normal(&r)));
 }
 
 /* crop then mask then label map: positions 0, 1, 2 */
@@ -358,7 +358,7 @@ static int tag_batch(void *user, ss_loader_batch *b, ss_rng *rng) {
     (void)user;
     int64_t *lab = b->data.fields[2].data;
     for (uint64_t r = 0; r < b->rows; r++)
-        lab[r] += 1000 * (int64_t)b->position + (int64_t)(ss_rng_next(rng) & 1);
+        lab[r] += 1000 * (int64_t)b->position + (int64_t)(ss__rng_next(rng) & 1);
     return 0;
 }
 
@@ -381,14 +381,14 @@ static void test_user_transforms(const ss_store *s) {
         const ss_collated *tok = &b->data.fields[0];
         CHECK(tok->dtype == SS_I64); /* the collate dtype still applies: round(x / 2) */
         ss_rng r;
-        ss_rng_seed(&r, ss_rng_hash(SEED, 0, b->position), SS_BATCH_TRANSFORM_STREAM + 1);
+        ss__rng_seed(&r, ss__rng_hash(SEED, 0, b->position), SS_BATCH_TRANSFORM_STREAM + 1);
         for (uint64_t i = 0; i < b->rows; i++) {
             plain x;
             load_plain(s, b->indices[i], &x);
             for (uint64_t k = 0; k < x.ntok; k++)
                 CHECK(((const int64_t *)tok->data)[i * tok->steps + k] ==
                       (int64_t)nearbyint(x.tok[k] * 0.5));
-            int64_t want = x.label + 1000 * (int64_t)b->position + (int64_t)(ss_rng_next(&r) & 1);
+            int64_t want = x.label + 1000 * (int64_t)b->position + (int64_t)(ss__rng_next(&r) & 1);
             CHECK(((const int64_t *)b->data.fields[2].data)[i] == want);
         }
     }

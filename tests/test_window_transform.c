@@ -183,11 +183,11 @@ static void check_batch(const ss_window_batch *b, uint64_t seed, uint64_t positi
         e.epoch = b->epoch;
         e.nfields = 1;
         e.fields = &f;
-        uint64_t key = ss_rng_hash(ss_rng_hash(seed, b->epoch, ex), st, 0);
+        uint64_t key = ss__rng_hash(ss__rng_hash(seed, b->epoch, ex), st, 0);
         ss_rng rng;
-        ss_rng_seed(&rng, key, SS_TRANSFORM_STREAM + 0);
+        ss__rng_seed(&rng, key, SS_TRANSFORM_STREAM + 0);
         CHECK_OK(tf_jitter(NULL, &e, &rng));
-        ss_rng_seed(&rng, key, SS_TRANSFORM_STREAM + 1);
+        ss__rng_seed(&rng, key, SS_TRANSFORM_STREAM + 1);
         f.out = want + (uint64_t)r * W * C;
         f.out_dtype = SS_F32;
         CHECK_OK(tf_tofloat(NULL, &e, &rng));
@@ -196,7 +196,7 @@ static void check_batch(const ss_window_batch *b, uint64_t seed, uint64_t positi
     }
     /* the batch transform, written out plainly */
     ss_rng rng;
-    ss_rng_seed(&rng, ss_rng_hash(seed, b->epoch, position), SS_BATCH_TRANSFORM_STREAM + 2);
+    ss__rng_seed(&rng, ss__rng_hash(seed, b->epoch, position), SS_BATCH_TRANSFORM_STREAM + 2);
     float u = (float)ss_random_uniform(&rng);
     for (uint32_t r = 0; r < b->size; r++) {
         uint64_t len = b->mask[r] ? b->length[r] : 0;
@@ -336,13 +336,13 @@ static void test_time_major_random(ss_store *s) {
         for (uint32_t row = 0; row < b->size; row++) {
             if (!b->mask[row]) continue;
             ss_rng rng;
-            ss_rng_seed(&rng,
-                        ss_rng_hash(ss_rng_hash(5, b->epoch, b->example[row]), b->start[row], 0),
-                        SS_TRANSFORM_STREAM);
+            ss__rng_seed(&rng,
+                         ss__rng_hash(ss__rng_hash(5, b->epoch, b->example[row]), b->start[row], 0),
+                         SS_TRANSFORM_STREAM);
             for (uint64_t t = 0; t < b->length[row]; t++)
                 for (unsigned c = 0; c < C; c++) {
                     int16_t want = (int16_t)(val(b->example[row], b->start[row] + t, c) +
-                                             ss_rng_below(&rng, 5));
+                                             ss__rng_below(&rng, 5));
                     CHECK_EQ_U64((uint16_t)((const int16_t *)b->data)[(t * b->size + row) * C + c],
                                  (uint16_t)want);
                 }

@@ -2,8 +2,8 @@
 /* capi.h - the only place the Python module calls the C library.
  *
  * Every seqstore function the extension uses is called from exactly one
- * wrapper here (capi.c), so a change of a C signature (issue 10's API pass:
- * out-parameters first, field addressing) is mended in one file. The wrappers
+ * wrapper here (capi.c), so a change of a C signature (the order of
+ * out-parameters, how a field is named) is mended in one file. The wrappers
  * keep the C return convention: 0 or a negative SS_E... code, the detail in
  * ss_error_message() (see pyss_raise()). */
 #ifndef PYSS_CAPI_H
