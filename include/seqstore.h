@@ -112,7 +112,9 @@ SS_API const char *ss_version(void);
     X(SS_EINPUT, -14, "bad input data")                                                            \
     X(SS_ECALLBACK, -15, "a user callback failed")                                                 \
     X(SS_EBUSY, -16, "store is busy")                                                              \
-    X(SS_EFULL, -17, "disk full")
+    X(SS_EFULL, -17, "disk full")                                                                  \
+    X(SS_ITEROVER, -18, "iteration is over")                                                       \
+    X(SS_EBUFS, -19, "buffer too small")
 
 typedef enum ss_error {
 #define SS_ERROR_ENUM_(name, value, message) name = value,
@@ -123,6 +125,11 @@ typedef enum ss_error {
 /** The fixed text of an error code ("store is corrupt"); "unknown error" for an
  *  unknown code. Static storage, never NULL. */
 SS_API const char *ss_strerror(int code);
+
+/** The name of an error code as written in this header ("SS_ECORRUPT",
+ *  "SS_ITEROVER"), for bindings and logs; "SS_UNKNOWN" for an unknown code.
+ *  Static storage, never NULL. */
+SS_API const char *ss_error_name(int code);
 
 /** The calling thread's most recent error message, with its context, e.g.
  *  "open 'a.ss': format version 3 is newer than this library's 1". Never NULL

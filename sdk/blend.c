@@ -149,7 +149,7 @@ int ss_blend_state_save(void *buf, size_t cap, size_t *len, const ss_blend *b) {
         return ss__fail(SS_EINVAL, "ss_blend_state_save: NULL argument");
     size_t need = 8 * ((size_t)b->k + 3);
     *len = need;
-    if (cap < need) return ss__fail(SS_ERANGE, "ss_blend_state_save: needs %zu bytes", need);
+    if (cap < need) return ss__fail(SS_EBUFS, "ss_blend_state_save: needs %zu bytes", need);
     unsigned char *p = buf;
     ss_put_le64(p, b->fingerprint);
     ss_put_le64(p + 8, b->k);

@@ -291,7 +291,7 @@ int ss_blend_loader_state_save(void *buf, size_t cap, size_t *len, const ss_blen
     size_t need = ss_blend_loader_state_size(l), bl;
     if (len) *len = need;
     if (cap < need)
-        return ss__fail(SS_ETOOBIG, "ss_blend_loader_state_save: %zu bytes, %zu needed", cap, need);
+        return ss__fail(SS_EBUFS, "ss_blend_loader_state_save: %zu bytes, %zu needed", cap, need);
     unsigned char *p = buf;
     ss_put_le64(p, STATE_MAGIC);
     ss_put_le64(p + 8, l->position);

@@ -1121,7 +1121,7 @@ int ss_loader_state_save(void *buf, size_t cap, size_t *len, const ss_loader *l)
     if (len) *len = SS_LOADER_STATE_SIZE;
     if (!l || !buf) return ss__fail(SS_EINVAL, "ss_loader_state_save: NULL argument");
     if (cap < SS_LOADER_STATE_SIZE)
-        return ss__fail(SS_ETOOBIG, "ss_loader_state_save: %zu bytes, %d needed", cap,
+        return ss__fail(SS_EBUFS, "ss_loader_state_save: %zu bytes, %d needed", cap,
                         SS_LOADER_STATE_SIZE);
     ss_loader *m = (ss_loader *)l; /* the mutex only */
     unsigned char *p = buf;

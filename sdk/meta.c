@@ -163,7 +163,7 @@ int ss_attr_get_text(char *buf, size_t cap, size_t *len, const ss_store *s, cons
                         a.type);
     if (len) *len = (size_t)a.size;
     if (a.size >= cap)
-        return ss__fail(SS_ETOOBIG, "ss_attr_get_text: attribute '%s' needs %llu bytes, %zu given",
+        return ss__fail(SS_EBUFS, "ss_attr_get_text: attribute '%s' needs %llu bytes, %zu given",
                         name, (unsigned long long)a.size + 1, cap);
     memcpy(buf, a.data, (size_t)a.size);
     buf[a.size] = 0;

@@ -518,7 +518,7 @@ int ss_sampler_state_save(void *buf, size_t cap, size_t *len, const ss_sampler *
     if (len) *len = 0;
     if (!s || !buf) return ss__fail(SS_EINVAL, "ss_sampler_state_save: NULL argument");
     if (cap < SS_SAMPLER_STATE_SIZE)
-        return ss__fail(SS_ETOOBIG, "sampler state: needs %d bytes, buffer has %zu",
+        return ss__fail(SS_EBUFS, "sampler state: needs %d bytes, buffer has %zu",
                         SS_SAMPLER_STATE_SIZE, cap);
     unsigned char *p = buf;
     ss_put_le64(p, STATE_MAGIC);

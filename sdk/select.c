@@ -204,7 +204,7 @@ int ss_selection_format(char *buf, size_t cap, size_t *len, const ss_selection *
     if (len) *len = need;
     if (need + 1 > cap) {
         if (buf && cap) buf[0] = '\0';
-        return ss__fail(SS_ETOOBIG, "selection: text needs %zu bytes, buffer has %zu", need + 1,
+        return ss__fail(SS_EBUFS, "selection: text needs %zu bytes, buffer has %zu", need + 1,
                         cap);
     }
     buf[need] = '\0';

@@ -66,7 +66,7 @@ int ss_window_reader_save(void *buf, size_t size, const ss_window_reader *r, uns
                             (unsigned long long)r->slots[k].b.id);
     size_t need = ss_window_reader_save_size(r, flags);
     if (size < need)
-        return ss__fail(SS_ETOOBIG, "window reader save: needs %zu bytes, buffer has %zu", need,
+        return ss__fail(SS_EBUFS, "window reader save: needs %zu bytes, buffer has %zu", need,
                         size);
     uint8_t *p = buf;
     uint64_t fp[FINGERPRINT_WORDS];

@@ -70,7 +70,7 @@ int main(void) {
     /* save mid-blend, resume in a fresh blend: the same continuation */
     unsigned char state[256];
     size_t len;
-    CHECK_RC(ss_blend_state_save(state, 8, &len, b), SS_ERANGE);
+    CHECK_RC(ss_blend_state_save(state, 8, &len, b), SS_EBUFS);
     CHECK_EQ_U64(len, 8 * (K + 3));
     CHECK_OK(ss_blend_state_save(state, sizeof state, &len, b));
     ss_blend *r = make(1, 0, 1, 0, 99);

@@ -198,7 +198,7 @@ static void test_resume(void) {
     CHECK(k == 20);
     unsigned char st[8 * (K + 6)];
     size_t len = 0;
-    CHECK_RC(ss_blend_loader_state_save(st, 8, &len, l), SS_ETOOBIG);
+    CHECK_RC(ss_blend_loader_state_save(st, 8, &len, l), SS_EBUFS);
     CHECK_OK(ss_blend_loader_state_save(st, sizeof st, &len, l));
     CHECK(len == sizeof st && len == ss_blend_loader_state_size(l));
     CHECK_OK(ss_blend_loader_open(&m, &o));

@@ -985,9 +985,9 @@ static void test_ring_errors(const ss_store *s) {
     CHECK_OK(topen(&l, s, &o));
     CHECK_OK(ss_loader_next_into(&b, l, NULL));
     CHECK_OK(ss_loader_release(l, b));
-    CHECK_RC(ss_loader_next_into(&b, l, NULL), SS_EINVAL); /* batch 1 into set 1 */
+    CHECK_RC(ss_loader_next_into(&b, l, NULL), SS_EBUFS); /* batch 1 into set 1 */
     CHECK(b == NULL && strstr(ss_error_message(), "tok") && strstr(ss_error_message(), "batch 1"));
-    CHECK_RC(ss_loader_next_into(&b, l, NULL), SS_EINVAL);
+    CHECK_RC(ss_loader_next_into(&b, l, NULL), SS_EBUFS);
     CHECK_OK(ss_loader_set_epoch(l, 0));
     CHECK_OK(ss_loader_next_into(&b, l, NULL));
     CHECK_RC(ss_loader_next_into(&b2, l, g_ring_b), SS_EINVAL);
@@ -1087,14 +1087,14 @@ static void test_into_errors(const ss_store *s, into_bufs *m) {
     ss_collate_buffers small[3];
     memcpy(small, m->b, sizeof small);
     small[0].data_bytes = 8;
-    CHECK_RC(ss_loader_next_into(&b, l, small), SS_EINVAL);
+    CHECK_RC(ss_loader_next_into(&b, l, small), SS_EBUFS);
     CHECK(b == NULL);
     CHECK(strstr(ss_error_message(), "'tok'") && strstr(ss_error_message(), "needs"));
     CHECK(strstr(ss_error_message(), "batch 0"));
     CHECK_EQ_U64(ss_loader_position(l), 0);
     memcpy(small, m->b, sizeof small);
     small[2].data_bytes = 4 * 5 - 1; /* one byte short of 5 labels */
-    CHECK_RC(ss_loader_next_into(&b, l, small), SS_EINVAL);
+    CHECK_RC(ss_loader_next_into(&b, l, small), SS_EBUFS);
     CHECK(strstr(ss_error_message(), "'label'") && strstr(ss_error_message(), "20"));
     CHECK_OK(ss_loader_next_into(&b, l, m->b)); /* the same batch, retried */
     check_in_caller_memory(b, m);

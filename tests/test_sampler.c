@@ -275,7 +275,7 @@ static void test_resume(void) {
         }
         unsigned char tiny[8];
         CHECK_OK(ss_sampler_create(&s, sel, &o));
-        CHECK_RC(ss_sampler_state_save(tiny, sizeof tiny, NULL, s), SS_ETOOBIG);
+        CHECK_RC(ss_sampler_state_save(tiny, sizeof tiny, NULL, s), SS_EBUFS);
         ss_sampler_free(s);
     }
     free(w);

@@ -68,7 +68,7 @@ static void test_parse(void) {
     char small[4];
     size_t need;
     CHECK_OK(ss_selection_parse(&sel, "0:800,900:1000", 1000));
-    CHECK_RC(ss_selection_format(small, sizeof small, &need, sel), SS_ETOOBIG);
+    CHECK_RC(ss_selection_format(small, sizeof small, &need, sel), SS_EBUFS);
     CHECK_EQ_U64(need, strlen("0:800,900:1000"));
     ss_selection_free(sel);
 }

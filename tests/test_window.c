@@ -410,7 +410,7 @@ static void test_save_restore_and_threads(ss_store *s) {
     run_batches(a, 13, 16, NULL);
     size_t n = ss_window_reader_save_size(a, SS_WINDOW_SAVE_STATES);
     uint8_t *blob = malloc(n);
-    CHECK_RC(ss_window_reader_save(blob, n - 1, a, SS_WINDOW_SAVE_STATES), SS_ETOOBIG);
+    CHECK_RC(ss_window_reader_save(blob, n - 1, a, SS_WINDOW_SAVE_STATES), SS_EBUFS);
     CHECK_OK(ss_window_reader_save(blob, n, a, SS_WINDOW_SAVE_STATES));
     recorder ra = {0}, rb = {0};
     run_batches(a, 60, 16, &ra);

@@ -484,7 +484,7 @@ SS_API size_t ss_window_reader_save_size(const ss_window_reader *r, unsigned fla
  *  @param[in]  flags SS_WINDOW_SAVE_...
  *  @return 0; SS_ESTATE if a batch carrying state is pending, or any batch
  *          is pending with max_pending > 1 (save between batches);
- *          SS_ETOOBIG if `size` is smaller than ss_window_reader_save_size(). */
+ *          SS_EBUFS if `size` is smaller than ss_window_reader_save_size(). */
 SS_API int ss_window_reader_save(void *buf, size_t size, const ss_window_reader *r, unsigned flags);
 
 /** Restore a position saved by ss_window_reader_save() into a reader opened

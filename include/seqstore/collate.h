@@ -280,7 +280,7 @@ SS_API int ss_collator_collate(ss_collated_batch *out, ss_collator *c, const ss_
 /** Collate `rows` into caller-provided buffers (pinned memory of a GPU
  *  framework, say).
  *  @param[in] buffers one entry per collator field, or NULL (= collator's own).
- *  @return as ss_collator_collate(), plus SS_EINVAL when a buffer is too small
+ *  @return as ss_collator_collate(), plus SS_EBUFS when a buffer is too small
  *          (the message names the field and the bytes needed). */
 SS_API int ss_collator_collate_into(ss_collated_batch *out, ss_collator *c, const ss_span *rows,
                                     size_t n_rows, const ss_collate_buffers *buffers);
@@ -305,8 +305,8 @@ typedef struct ss_collate_input {
  *  @param[out] out    as ss_collator_collate_into().
  *  @return 0; SS_EINVAL (n_rows 0, a NULL argument, an entry whose dtype or
  *          shape is not the field's input, a fixed field of length other than
- *          1, NULL data with length > 0, a buffer too small; the message names
- *          the field and row); SS_ENOMEM. */
+ *          1, NULL data with length > 0; the message names the field and row);
+ *          SS_EBUFS (a buffer too small, naming the field); SS_ENOMEM. */
 SS_API int ss_collator_collate_rows(ss_collated_batch *out, ss_collator *c,
                                     const ss_collate_input *rows, size_t n_rows,
                                     const ss_collate_buffers *buffers);

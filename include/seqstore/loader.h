@@ -214,8 +214,9 @@ SS_API int ss_loader_next(const ss_loader_batch **out, ss_loader *l);
  *                      ss_collator_collate_into(). Sizes: ss_collate_buffers.
  *                      Read during the call only.
  *  @return 0; SS_LOADER_END (1) as ss_loader_next(); SS_EINVAL (a NULL
- *          argument; a loader opened without `into`; a buffer too small for
- *          this batch, the message naming the field and the bytes needed):
+ *          argument; a loader opened without `into`); SS_EBUFS (a buffer
+ *          too small for this batch, the message naming the field and the
+ *          bytes needed):
  *          a failed collation leaves the position unchanged, so the same
  *          batch can be collated again into larger buffers; a negative code
  *          as ss_loader_next() when preparing the batch failed (a transform,
@@ -237,7 +238,7 @@ SS_API int ss_loader_next_into(const ss_loader_batch **out, ss_loader *l,
  *    ss_loader_next_into() returns SS_EINVAL naming the batch to release and
  *    hands out nothing (call it again after releasing; never blocks forever);
  *  - a buffer too small for a batch is found by the worker: the call returns
- *    SS_EINVAL naming the field and the bytes needed, and the loader returns
+ *    SS_EBUFS naming the field and the bytes needed, and the loader returns
  *    it until ss_loader_set_epoch() or ss_loader_state_load() (the sets are
  *    fixed at open, so the same batch cannot be retried into larger ones);
  *  - batches, positions and saved states are those of ss_loader_next(): a
@@ -273,7 +274,7 @@ SS_API uint64_t ss_loader_position(const ss_loader *l);
 /** Save the position after the batches handed out so far: magic "SSLOADR1",
  *  version 1, epoch, batch position, a fingerprint of the batching options
  *  (u64 each, little-endian) and the sampler's state (SS_SAMPLER_STATE_SIZE).
- *  @return 0, or SS_ETOOBIG if cap < SS_LOADER_STATE_SIZE. */
+ *  @return 0, or SS_EBUFS if cap < SS_LOADER_STATE_SIZE. */
 SS_API int ss_loader_state_save(void *buf, size_t cap, size_t *len, const ss_loader *l);
 
 /** Continue from a saved state: the next ss_loader_next() returns exactly the
@@ -386,7 +387,7 @@ SS_API uint64_t ss_blend_loader_source_epochs(const ss_blend_loader *l, uint32_t
 SS_API size_t ss_blend_loader_state_size(const ss_blend_loader *l);
 /** Save the position after the batches handed out so far ("SSBLDLD1", the
  *  batch position, a fingerprint of the options, then ss_blend's state).
- *  @return 0; SS_ETOOBIG (cap < ss_blend_loader_state_size()); SS_EINVAL. */
+ *  @return 0; SS_EBUFS (cap < ss_blend_loader_state_size()); SS_EINVAL. */
 SS_API int ss_blend_loader_state_save(void *buf, size_t cap, size_t *len, const ss_blend_loader *l);
 /** Continue exactly after a saved state of a loader with the same options.
  *  @return 0; SS_EINVAL (not such a state: the loader is unchanged). */

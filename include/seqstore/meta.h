@@ -56,8 +56,8 @@ SS_API int ss_attr_elements(uint64_t *out, const ss_store *s, const char *name);
  *  @param[out] buf `cap` bytes; holds "" after an error (if cap > 0).
  *  @param[in]  cap bytes of buf, including room for the NUL.
  *  @param[out] len the text's length without the NUL (may be NULL); set also
- *                  on SS_ETOOBIG, so a caller can allocate *len + 1.
- *  @return 0; SS_ENOTFOUND; SS_EINVAL (not text, NULL argument); SS_ETOOBIG
+ *                  on SS_EBUFS, so a caller can allocate *len + 1.
+ *  @return 0; SS_ENOTFOUND; SS_EINVAL (not text, NULL argument); SS_EBUFS
  *          (cap <= the length); SS_ECORRUPT. */
 SS_API int ss_attr_get_text(char *buf, size_t cap, size_t *len, const ss_store *s,
                             const char *name);

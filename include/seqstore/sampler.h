@@ -225,7 +225,7 @@ SS_API int ss_sampler_next(uint64_t *out_indices, size_t max, size_t *n, ss_samp
  *  @param[out] buf `cap` bytes.
  *  @param[in]  cap bytes of buf.
  *  @param[out] len bytes written (may be NULL; 0 on error).
- *  @return 0; SS_ETOOBIG if cap < SS_SAMPLER_STATE_SIZE; SS_EINVAL (NULL
+ *  @return 0; SS_EBUFS if cap < SS_SAMPLER_STATE_SIZE; SS_EINVAL (NULL
  *          sampler or buf). */
 SS_API int ss_sampler_state_save(void *buf, size_t cap, size_t *len, const ss_sampler *s);
 
@@ -310,7 +310,7 @@ SS_API uint64_t ss_blend_position(const ss_blend *b);
 
 /** Save the blend's state (position, counts and a fingerprint of its
  *  options) into buf; *len gets the size needed (8 x (K + 3) bytes).
- *  @return 0; SS_ERANGE (cap too small: nothing written, *len set);
+ *  @return 0; SS_EBUFS (cap too small: nothing written, *len set);
  *          SS_EINVAL (NULL argument). */
 SS_API int ss_blend_state_save(void *buf, size_t cap, size_t *len, const ss_blend *b);
 /** Restore a state saved from a blend of the same options (weights, sizes,

@@ -100,11 +100,11 @@ SS_API int ss_selection_contains(const ss_selection *sel, uint64_t index);
 /** Write the selection as text that ss_selection_parse() reads back
  *  ("0:800,900:1000"; "" when empty), NUL-terminated.
  *  @param[out] buf  `cap` bytes; may be NULL when cap is 0. Holds "" after
- *                   SS_ETOOBIG (if cap > 0).
+ *                   SS_EBUFS (if cap > 0).
  *  @param[in]  cap  bytes of `buf`, including room for the NUL.
  *  @param[out] len  bytes needed without the NUL (may be NULL); set also on
- *                   SS_ETOOBIG.
- *  @return 0; SS_ETOOBIG if `cap` is too small (call again with *len + 1);
+ *                   SS_EBUFS.
+ *  @return 0; SS_EBUFS if `cap` is too small (call again with *len + 1);
  *          SS_EINVAL (NULL selection). */
 SS_API int ss_selection_format(char *buf, size_t cap, size_t *len, const ss_selection *sel);
 

@@ -30,6 +30,7 @@ import numpy as _np
 
 from . import _seqstore
 from ._seqstore import (  # noqa: F401  (re-exported)
+    BufferTooSmallError,
     BusyError,
     CallbackError,
     ClosedError,

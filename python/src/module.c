@@ -8,7 +8,7 @@
 PyObject *pyss_Error, *pyss_ClosedError;
 unsigned pyss_generation;
 /* One exception class per C error code; codes run from -1 to -16. */
-#define PYSS_NCODES 17
+#define PYSS_NCODES 20
 static PyObject *by_code[PYSS_NCODES];
 #define pyss_StateError by_code[-SS_ESTATE]
 
@@ -48,6 +48,7 @@ static const struct {
     {SS_EINPUT, "InputError", &PyExc_ValueError, "Bad input data."},
     {SS_ECALLBACK, "CallbackError", NULL, "A user callback failed."},
     {SS_EBUSY, "BusyError", NULL, "The store is busy (open for writing in this process)."},
+    {SS_EBUFS, "BufferTooSmallError", &PyExc_ValueError, "A caller's buffer is too small."},
 };
 
 static PyObject *new_error(PyObject *module, const char *name, PyObject *base, PyObject *extra,
