@@ -251,7 +251,8 @@ int ss_blend_loader_next(const ss_blend_batch **out, ss_blend_loader *l) {
     if (out) *out = NULL;
     if (!out || !l) return ss__fail(SS_EINVAL, "ss_blend_loader_next: NULL argument");
     uint64_t n = rows_left(l, l->o.batch_size);
-    if (n == 0 || (n < l->o.batch_size && l->o.drop_last)) return SS_LOADER_END;
+    if (n == 0 || (n < l->o.batch_size && l->o.drop_last))
+        return ss__fail(SS_ITEROVER, "ss_blend_loader_next: the stream is over");
     size_t len = 0;
     int rc = ss_blend_state_save(l->undo, 8 * ((size_t)l->k + 3), &len, l->blend);
     for (uint64_t r = 0; !rc && r < n; r++) rc = ss_blend_next(&l->src[r], &l->idx[r], l->blend);

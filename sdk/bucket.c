@@ -575,7 +575,10 @@ int ss_bucket_block_order(uint64_t *out, uint64_t *n, const ss_bucket *b, const 
     for (uint64_t k = 0; !rc && k < want; k += got) {
         uint64_t m = want - k < ((size_t)-1) ? want - k : (size_t)-1;
         rc = ss_sampler_next(out + k, (size_t)m, &got, s);
-        if (!rc && !got) break;
+        if (rc == SS_ITEROVER) { /* fewer than the selection: a sampler that drops */
+            rc = 0;
+            break;
+        }
         if (!rc) *n += got;
     }
     ss_sampler_free(s);

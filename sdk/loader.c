@@ -953,16 +953,23 @@ static uint64_t wake_at(const ss_loader *l) {
     return last < l->nbatches ? last : l->nbatches - 1;
 }
 
+/* The end of a finite epoch (not an error: the loader stays usable). */
+static int epoch_over(const ss_loader *l) {
+    return ss__fail(SS_ITEROVER,
+                    "ss_loader_next: epoch %" PRIu64 " is over (ss_loader_set_epoch() starts another)",
+                    l->epoch);
+}
+
 /* Under the mutex: the slot of batch `consumed`, ready (prepared by a worker,
- * or by the caller when no worker runs). 0, SS_LOADER_END or an error, which
+ * or by the caller when no worker runs). 0, SS_ITEROVER or an error, which
  * stops the loader until set_epoch or state_load. */
 static int ready_slot(slot **out, ss_loader *l) {
     if (l->err_rc) return ss__fail(l->err_rc, "%s", l->err_msg);
     if (l->consumed >= l->nbatches) {
-        if (!l->o.infinite) return SS_LOADER_END;
+        if (!l->o.infinite) return epoch_over(l);
         quiesce(l);
         int rc = restart(l, l->epoch + 1, 0);
-        if (!rc && l->nbatches == 0) rc = SS_LOADER_END;
+        if (!rc && l->nbatches == 0) rc = epoch_over(l);
         if (rc) return rc;
     }
     slot *s = &l->slots[l->consumed % l->nslots];

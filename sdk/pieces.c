@@ -237,6 +237,8 @@ int ss_lanes_set_epoch(ss_lanes *la, uint64_t epoch) {
 }
 
 int ss_lanes_next(const ss_lane_batch **out, ss_lanes *la) {
+    if (out) *out = NULL;
+    if (!out || !la) return ss__fail(SS_EINVAL, "ss_lanes_next: NULL argument");
     if (la->ended) lanes_start_epoch(la, la->epoch + 1);
     uint32_t B = la->opt.lanes, rows = 0, active = 0;
     for (uint32_t b = 0; b < B; b++) {
@@ -256,9 +258,10 @@ int ss_lanes_next(const ss_lane_batch **out, ss_lanes *la) {
             memset(&la->pieces[rows], 0, sizeof la->pieces[rows]);
         rows++;
     }
-    if (active == 0) {
-        rows = 0;
+    if (active == 0) { /* the next call starts the next epoch */
         la->ended = 1;
+        return ss__fail(SS_ITEROVER, "ss_lanes_next: epoch %llu is over",
+                        (unsigned long long)la->epoch);
     }
     la->batch.size = rows;
     la->batch.active = active;

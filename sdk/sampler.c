@@ -511,6 +511,9 @@ int ss_sampler_next(uint64_t *out_indices, size_t max, size_t *n, ss_sampler *s)
         s->pos++;
     }
     *n = k;
+    if (k == 0 && max > 0)
+        return ss__fail(SS_ITEROVER, "ss_sampler_next: epoch %llu is over",
+                        (unsigned long long)s->epoch);
     return 0;
 }
 

@@ -112,7 +112,7 @@ static uint64_t drain(ss_blend_loader *l, uint32_t *src, uint64_t *idx, uint64_t
         n += b->rows;
         nb++;
     }
-    if (nb < max_batches) CHECK_RC(rc, SS_LOADER_END);
+    if (nb < max_batches) CHECK_RC(rc, SS_ITEROVER);
     return n;
 }
 
@@ -180,7 +180,7 @@ static void test_exhaustion(void) {
             if (stop == SS_BLEND_FIRST_EXHAUSTED) /* source 0 needs 100 samples, 2 needs 150 */
                 CHECK(c[0] == SIZE[0] && c[1] < SIZE[1] && c[2] < SIZE[2]);
             const ss_blend_batch *b;
-            CHECK_RC(ss_blend_loader_next(&b, l), SS_LOADER_END);
+            CHECK_RC(ss_blend_loader_next(&b, l), SS_ITEROVER);
             CHECK(b == NULL);
             ss_blend_loader_free(l);
         }

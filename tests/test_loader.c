@@ -166,9 +166,9 @@ static void test_naive_fixed(const ss_store *s) {
                     CHECK_EQ_U64(b->position, k);
                     check_batch(s, b, order + 16 * k, k == 17 && rp == 1 ? 8 : 16);
                 }
-                CHECK_RC(ss_loader_next(&b, l), SS_LOADER_END);
+                CHECK_RC(ss_loader_next(&b, l), SS_ITEROVER);
                 CHECK(b == NULL);
-                CHECK_RC(ss_loader_next(&b, l), SS_LOADER_END);
+                CHECK_RC(ss_loader_next(&b, l), SS_ITEROVER);
             }
             ss_sampler_free(sm);
             ss_loader_free(l);
@@ -211,7 +211,7 @@ static uint64_t run(ss_loader *l, uint64_t e0, uint64_t e1, uint64_t *hashes, ui
             CHECK(n < cap);
             hashes[n++] = batch_hash(b);
         }
-        CHECK_RC(rc, SS_LOADER_END);
+        CHECK_RC(rc, SS_ITEROVER);
     }
     return n;
 }
@@ -311,7 +311,7 @@ static void test_sharding(const ss_store *s) {
             check_batch(s, b, order + 10 * k, 10);
             for (uint64_t r = 0; r < 10; r++) seen[b->indices[r]]++;
         }
-        CHECK_RC(ss_loader_next(&b, l), SS_LOADER_END);
+        CHECK_RC(ss_loader_next(&b, l), SS_ITEROVER);
         ss_sampler_free(sm);
         ss_selection_free(all);
         ss_loader_free(l);
@@ -343,7 +343,7 @@ static void check_dealt(const ss_store *s, ss_loader *l, ss_batcher *bt, uint32_
             CHECK(n * longest <= max_tokens);
         }
     }
-    CHECK_RC(ss_loader_next(&b, l), SS_LOADER_END);
+    CHECK_RC(ss_loader_next(&b, l), SS_ITEROVER);
 }
 
 static void test_tokens(const ss_store *s) {
@@ -808,7 +808,7 @@ static uint64_t run_into(ss_loader *l, into_bufs *m, uint64_t *hashes, uint64_t 
         check_in_caller_memory(b, m);
         hashes[n++] = batch_hash(b);
     }
-    CHECK_RC(rc, SS_LOADER_END);
+    CHECK_RC(rc, SS_ITEROVER);
     CHECK(b == NULL);
     return n;
 }
@@ -905,7 +905,7 @@ static uint64_t run_ring(ss_loader *l, uint32_t hold, uint64_t *hashes, uint64_t
         hashes[n] = batch_hash(out[n % RING]);
         n++;
     }
-    CHECK_RC(rc, SS_LOADER_END);
+    CHECK_RC(rc, SS_ITEROVER);
     for (; first < n; first++) {
         CHECK(batch_hash(out[first % RING]) == hashes[first]);
         CHECK_OK(ss_loader_release(l, out[first % RING]));

@@ -194,8 +194,7 @@ static void test_lanes(void) {
             for (int b = 0; b < 4; b++) last_ex[b] = UINT64_MAX, last_t1[b] = 0;
             const ss_lane_batch *bt;
             for (;;) {
-                CHECK_OK(ss_lanes_next(&bt, la));
-                if (bt->size == 0) break;
+                if (CHECK_NEXT(ss_lanes_next(&bt, la))) break;
                 CHECK_EQ_U64(bt->epoch, (uint64_t)e);
                 if (variant & 2)
                     CHECK_EQ_U64(bt->size, bt->active);

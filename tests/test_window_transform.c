@@ -232,8 +232,7 @@ static void run(ss_window_reader *r, uint64_t nb, uint64_t seed, recorder *rc, u
     float fin[64 * 2];
     for (uint64_t k = 0; k < nb; k++) {
         const ss_window_batch *b;
-        CHECK_OK(ss_window_reader_next(&b, r));
-        if (b->size == 0) {
+        if (CHECK_NEXT(ss_window_reader_next(&b, r))) {
             *pos = 0;
             rec(rc, "END", 3);
             continue;
@@ -407,7 +406,7 @@ static void test_errors(ss_store *s) {
     CHECK_OK(ss_window_reader_open(&r, s, &o));
     const ss_window_batch *b;
     int rc = 0, batches = 0;
-    while ((rc = ss_window_reader_next(&b, r)) == 0 && b->size) {
+    while ((rc = ss_window_reader_next(&b, r)) == 0) {
         for (uint32_t i = 0; i < b->size; i++) CHECK(!b->mask[i] || b->example[i] != bad);
         CHECK_OK(ss_window_reader_register(r, b, NULL));
         batches++;
@@ -424,11 +423,11 @@ static void test_errors(ss_store *s) {
     /* ...until set_epoch; epoch 1 passes the check */
     CHECK_OK(ss_window_reader_set_epoch(r, 1));
     uint64_t seen = 0;
-    while ((rc = ss_window_reader_next(&b, r)) == 0 && b->size) {
+    while ((rc = ss_window_reader_next(&b, r)) == 0) {
         for (uint32_t i = 0; i < b->size; i++) seen += b->mask[i] && b->example[i] == bad;
         CHECK_OK(ss_window_reader_register(r, b, NULL));
     }
-    CHECK_OK(rc);
+    CHECK_RC(rc, SS_ITEROVER);
     CHECK(seen > 0);
     ss_window_reader_free(r);
     ss_pipeline_free(p);

@@ -137,7 +137,7 @@ typedef struct ss_lanes_options {
 /** One batch of pieces. All arrays have `size` entries and belong to the
  *  assembler; they are valid until the next ss_lanes_next() or ss_lanes_free(). */
 typedef struct ss_lane_batch {
-    uint32_t size;          /**< rows: B, fewer with SS_LANES_SHRINK, 0 at the end of an epoch */
+    uint32_t size;          /**< rows: B, fewer with SS_LANES_SHRINK, >= 1 (the end of an epoch is SS_ITEROVER) */
     uint32_t active;        /**< rows holding a piece */
     uint64_t epoch;         /**< epoch this batch belongs to */
     const ss_piece *pieces; /**< the piece of each row (all zero where masked) */
@@ -165,11 +165,12 @@ SS_API int ss_lanes_open(ss_lanes **out, const ss_splitter *sp, const ss_lanes_o
 /** Free the assembler. Accepts NULL. */
 SS_API void ss_lanes_free(ss_lanes *la);
 
-/** The next batch. At the end of an epoch the batch has size 0; the call
- *  after it starts the next epoch. No allocation.
+/** The next batch. At the end of an epoch it returns SS_ITEROVER (and *out
+ *  NULL); the call after it starts the next epoch. No allocation.
  *  @param[out] out borrowed from the assembler, valid until the next
- *                  ss_lanes_next(), ss_lanes_set_epoch() or ss_lanes_free().
- *  @return 0 (la must not be NULL). */
+ *                  ss_lanes_next(), ss_lanes_set_epoch() or ss_lanes_free();
+ *                  NULL at the end of an epoch.
+ *  @return 0; SS_ITEROVER (see above); SS_EINVAL (NULL argument). */
 SS_API int ss_lanes_next(const ss_lane_batch **out, ss_lanes *la);
 
 /** Restart at the beginning of epoch `epoch` (lanes emptied).
@@ -288,8 +289,7 @@ typedef struct ss_window_options {
  * gain and offset. Masked rows are not transformed. Without per-window
  * transforms the windows are read straight from the map (no copy).
  *
- * Per-batch transforms (ss_transform.batch) run once per batch (not on the
- * end-of-epoch marker), after the collation, on an ss_loader_batch view of
+ * Per-batch transforms (ss_transform.batch) run once per batch, after the collation, on an ss_loader_batch view of
  * the ss_window_batch: position = the batch's number in the epoch (from 0),
  * rows = size, indices = example (0 where masked), data.fields[0] = the
  * signal ([size][W][dims] or [W][size][dims] of out_dtype, lengths = length
@@ -327,7 +327,7 @@ typedef enum ss_seq_state {
 typedef struct ss_window_batch {
     uint64_t id;              /**< batch number since open */
     uint64_t epoch;           /**< epoch this batch belongs to */
-    uint32_t size;            /**< rows: B (fewer with SS_WINDOW_SHRINK); 0 = end of the epoch */
+    uint32_t size;            /**< rows: B (fewer with SS_WINDOW_SHRINK); >= 1 (the end of an epoch is SS_ITEROVER) */
     uint32_t active;          /**< rows holding a window */
     uint64_t window;          /**< W */
     uint32_t channels;        /**< C: elements per sample */
@@ -413,14 +413,14 @@ SS_API int ss_window_reader_info(ss_window_info *out, const ss_window_reader *r)
 
 /** The next batch.
  *
- *  At the end of an epoch the batch has size 0 (and needs no registration);
- *  the call after it starts the next epoch. No allocation happens here.
+ *  At the end of an epoch it returns SS_ITEROVER (*out NULL, nothing to
+ *  register); the call after it starts the next epoch. No allocation happens here.
  *  After a failed call (a read error, a failing transform) the reader keeps
  *  returning that error until ss_window_reader_set_epoch() or a successful
  *  ss_window_reader_restore().
  *  @param[out] out borrowed; see ss_window_batch for how long it is valid.
  *                  NULL on error.
- *  @return 0; SS_ESTATE if a batch carrying state is still unregistered and
+ *  @return 0; SS_ITEROVER at the end of an epoch; SS_ESTATE if a batch carrying state is still unregistered and
  *          max_pending batches are out ("register the final hidden states of
  *          batch N first"), or if nothing can be served until a pending batch
  *          is registered; an error of ss_get_range(); a transform's error. */
@@ -432,8 +432,7 @@ SS_API int ss_window_reader_next(const ss_window_batch **out, ss_window_reader *
  *  masked are ignored. The state of a sequence that has a next window is
  *  stored and handed out with that window. May be NULL only when no state is
  *  carried (RANDOM mode, SS_WINDOW_FORGET_STATE or H = 0). Registering
- *  the end-of-epoch marker, or (without carried state) a batch already
- *  released, does nothing and returns 0.
+ *  (without carried state) a batch already released does nothing and returns 0.
  *  @param[in] batch        a batch returned by ss_window_reader_next() of
  *                          this reader.
  *  @param[in] final_states copied before the call returns.
@@ -450,7 +449,7 @@ SS_API ss_seq_state ss_window_reader_seq_state(const ss_window_reader *r, uint64
 /** Restart at the beginning of epoch `epoch` (every sequence NORMAL, lanes
  *  empty, hidden states kept but every sequence starts with a reset). Also
  *  clears a failure of ss_window_reader_next().
- *  @return 0; SS_ESTATE if a batch carrying state is pending (unregistered
+ *  @return 0; SS_ITEROVER at the end of an epoch; SS_ESTATE if a batch carrying state is pending (unregistered
  *          batches without state are dropped). */
 SS_API int ss_window_reader_set_epoch(ss_window_reader *r, uint64_t epoch);
 
@@ -482,7 +481,7 @@ SS_API size_t ss_window_reader_save_size(const ss_window_reader *r, unsigned fla
  *  @param[out] buf  `size` bytes.
  *  @param[in]  size bytes of buf.
  *  @param[in]  flags SS_WINDOW_SAVE_...
- *  @return 0; SS_ESTATE if a batch carrying state is pending, or any batch
+ *  @return 0; SS_ITEROVER at the end of an epoch; SS_ESTATE if a batch carrying state is pending, or any batch
  *          is pending with max_pending > 1 (save between batches);
  *          SS_EBUFS if `size` is smaller than ss_window_reader_save_size(). */
 SS_API int ss_window_reader_save(void *buf, size_t size, const ss_window_reader *r, unsigned flags);

@@ -93,7 +93,7 @@ typedef struct ss_loader_options {
     uint32_t prefetch;                   /**< batches prepared ahead N; 0 = 2 */
     uint32_t threads;                    /**< worker threads; 0 = 1 */
     int infinite;                        /**< 1: at the end of an epoch go on with the next
-                                              one (ss_loader_next() never returns SS_LOADER_END) */
+                                              one (ss_loader_next() never returns SS_ITEROVER) */
     const ss_pipeline *transforms;       /**< NULL, or transforms to apply; borrowed: it must
                                               outlive the loader */
     /* Version 3. */
@@ -148,9 +148,6 @@ struct ss_loader_batch {
 
 typedef struct ss_loader ss_loader;
 
-/** ss_loader_next() returns this (> 0) at the end of an epoch. */
-#define SS_LOADER_END 1
-
 /** Open a loader on `store` and start its worker threads, at epoch 0.
  *
  *  Allocates the ring of prefetch + 1 slots (each with its own collator) and
@@ -179,7 +176,7 @@ SS_API void ss_loader_free(ss_loader *l);
  *  wake-up for k batches, while every worker keeps a batch to fill).
  *  @param[out] out the batch, valid until the next call (see ss_loader_batch);
  *                  NULL at the end of the epoch or on error.
- *  @return 0; SS_LOADER_END (1) at the end of a finite epoch, again on every
+ *  @return 0; SS_ITEROVER at the end of a finite epoch, again on every
  *          call until ss_loader_set_epoch(); a negative code when preparing
  *          the batch failed (the message names the epoch, batch, example and,
  *          for a transform, its name and message: e.g. SS_ECALLBACK). After an
@@ -213,7 +210,7 @@ SS_API int ss_loader_next(const ss_loader_batch **out, ss_loader *l);
  *                      the loader's own buffers, as in
  *                      ss_collator_collate_into(). Sizes: ss_collate_buffers.
  *                      Read during the call only.
- *  @return 0; SS_LOADER_END (1) as ss_loader_next(); SS_EINVAL (a NULL
+ *  @return 0; SS_ITEROVER as ss_loader_next(); SS_EINVAL (a NULL
  *          argument; a loader opened without `into`); SS_EBUFS (a buffer
  *          too small for this batch, the message naming the field and the
  *          bytes needed):
@@ -369,7 +366,7 @@ SS_API void ss_blend_loader_free(ss_blend_loader *l);
 
 /** The next batch of this consumer.
  *  @param[out] out the batch (see ss_blend_batch), NULL at the end or on error.
- *  @return 0; SS_LOADER_END (1) at the end of a finite stream (again on every
+ *  @return 0; SS_ITEROVER at the end of a finite stream (again on every
  *          call); SS_ECORRUPT, SS_ERANGE (reading an example; the message
  *          names the source and example); SS_ENOMEM. After an error the
  *          position is unchanged. */

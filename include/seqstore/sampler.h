@@ -205,15 +205,16 @@ SS_API uint64_t ss_sampler_steps_per_epoch(const ss_sampler *s);
 /** Next store indices for this rank and worker.
  *
  *  Fills up to `max` indices; *n < max only at the end of an epoch. At the
- *  end of a (finite) epoch it returns 0 with *n = 0 until
+ *  end of a (finite) epoch it returns SS_ITEROVER with *n = 0 until
  *  ss_sampler_set_epoch() starts another one. An infinite sampler moves on
  *  to the next epoch by itself (a call may then return indices of two
- *  epochs); if its epoch length is 0 it returns *n = 0. Never allocates.
+ *  epochs); if its epoch length is 0 it returns SS_ITEROVER. With max = 0
+ *  it returns 0 and *n = 0. Never allocates.
  *  @param[out] out_indices `max` slots; may be NULL if max is 0.
  *  @param[in]  max         capacity of out_indices.
  *  @param[out] n           indices written (set to 0 on error).
- *  @return 0, or SS_EINVAL (NULL sampler or n, NULL out_indices with
- *          max > 0). */
+ *  @return 0 (*n >= 1 when max > 0); SS_ITEROVER (see above); SS_EINVAL
+ *          (NULL sampler or n, NULL out_indices with max > 0). */
 SS_API int ss_sampler_next(uint64_t *out_indices, size_t max, size_t *n, ss_sampler *s);
 
 /** Bytes of a saved sampler state. */
