@@ -573,7 +573,7 @@ int ss_selection_kfold(ss_selection **train, ss_selection **valid, const ss_sele
 
 /* ---------------------------------------------------------- length filter */
 
-int ss_selection_filter_length(ss_selection **out, const ss_selection *sel, const ss_store *store,
+int ss_selection_filter_length(ss_selection **out, const ss_store *store, const ss_selection *sel,
                                const uint32_t *fields, size_t nfields, uint64_t min_len,
                                uint64_t max_len) {
     if (!out) return ss__fail(SS_EINVAL, "filter: out is NULL");

@@ -612,7 +612,8 @@ static void test_meta_append(void) {
     const char *const want[3] = {"P01", "", "P02"};
     for (uint64_t i = 0; i < 3; i++) {
         size_t n;
-        const char *name = ss_lines_get(l, fixed_u32(s, "subject", i), &n);
+        const char *name;
+        CHECK_OK(ss_lines_get(&name, &n, l, fixed_u32(s, "subject", i)));
         CHECK(name && n == strlen(want[i]) && !memcmp(name, want[i], n));
         CHECK_EQ_U64(fixed_u32(s, "recording", i), i);
     }
