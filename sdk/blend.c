@@ -144,6 +144,10 @@ uint64_t ss_blend_position(const ss_blend *b) {
     return b ? b->n : 0;
 }
 
+size_t ss_blend_state_size(const ss_blend *b) {
+    return b ? 8 * ((size_t)b->k + 3) : 0;
+}
+
 int ss_blend_state_save(void *buf, size_t cap, size_t *len, const ss_blend *b) {
     if (!len || !b || (!buf && cap))
         return ss__fail(SS_EINVAL, "ss_blend_state_save: NULL argument");

@@ -1118,6 +1118,10 @@ uint64_t ss_loader_batches(const ss_loader *l) {
     return l ? l->nbatches : 0;
 }
 
+size_t ss_loader_state_size(const ss_loader *l) {
+    return l ? SS_LOADER_STATE_SIZE : 0;
+}
+
 uint64_t ss_loader_position(const ss_loader *l) {
     return l ? l->consumed : 0;
 }

@@ -487,6 +487,10 @@ uint64_t ss_sampler_epoch_length(const ss_sampler *s) {
     return s ? s->local_len : 0;
 }
 
+size_t ss_sampler_state_size(const ss_sampler *s) {
+    return s ? SS_SAMPLER_STATE_SIZE : 0;
+}
+
 uint64_t ss_sampler_position(const ss_sampler *s) {
     return s ? s->pos : 0;
 }

@@ -71,6 +71,8 @@ int main(void) {
     unsigned char state[256];
     size_t len;
     CHECK_RC(ss_blend_state_save(state, 8, &len, b), SS_EBUFS);
+    CHECK_EQ_U64(len, ss_blend_state_size(b));
+    CHECK_EQ_U64(ss_blend_state_size(NULL), 0);
     CHECK_EQ_U64(len, 8 * (K + 3));
     CHECK_OK(ss_blend_state_save(state, sizeof state, &len, b));
     ss_blend *r = make(1, 0, 1, 0, 99);

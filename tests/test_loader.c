@@ -258,6 +258,7 @@ static void test_resume(const ss_store *s) {
     size_t len;
     CHECK_OK(ss_loader_state_save(st, sizeof st, &len, l));
     CHECK_EQ_U64(len, SS_LOADER_STATE_SIZE);
+    CHECK_EQ_U64(ss_loader_state_size(l), SS_LOADER_STATE_SIZE);
     ss_loader_free(l);
     for (uint32_t th = 1; th <= 4; th *= 2) {
         o.l.threads = th;

@@ -258,6 +258,7 @@ static void test_resume(void) {
             CHECK_OK(ss_sampler_next(got, (size_t)m, &n, s));
             CHECK_OK(ss_sampler_state_save(blob, sizeof blob, &len, s));
             CHECK_EQ_U64(len, SS_SAMPLER_STATE_SIZE);
+            CHECK_EQ_U64(ss_sampler_state_size(s), SS_SAMPLER_STATE_SIZE);
             ss_sampler_free(s);
             CHECK_OK(ss_sampler_create(&s, sel, &o)); /* a "restarted job" at epoch 0 */
             CHECK_OK(ss_sampler_state_load(s, blob, len));

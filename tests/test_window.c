@@ -347,7 +347,7 @@ static void test_state_machine(ss_store *s) {
     CHECK_OK(ss_window_reader_next(&b2, r));
     /* save with a pending batch is refused */
     uint8_t blob[4096];
-    CHECK_RC(ss_window_reader_save(blob, sizeof blob, r, 0), SS_ESTATE);
+    CHECK_RC(ss_window_reader_state_save(blob, sizeof blob, NULL, r, 0), SS_ESTATE);
     CHECK_OK(ss_window_reader_register(r, b2, fin));
     ss_window_reader_free(r);
 
@@ -408,17 +408,19 @@ static void test_save_restore_and_threads(ss_store *s) {
     ss_window_reader *a, *b;
     CHECK_OK(ss_window_reader_open(&a, s, &o));
     run_batches(a, 13, 16, NULL);
-    size_t n = ss_window_reader_save_size(a, SS_WINDOW_SAVE_STATES);
+    size_t n = ss_window_reader_state_size(a, SS_WINDOW_SAVE_STATES);
     uint8_t *blob = malloc(n);
-    CHECK_RC(ss_window_reader_save(blob, n - 1, a, SS_WINDOW_SAVE_STATES), SS_EBUFS);
-    CHECK_OK(ss_window_reader_save(blob, n, a, SS_WINDOW_SAVE_STATES));
+    size_t need = 0;
+    CHECK_RC(ss_window_reader_state_save(blob, n - 1, &need, a, SS_WINDOW_SAVE_STATES), SS_EBUFS);
+    CHECK_EQ_U64(need, n);
+    CHECK_OK(ss_window_reader_state_save(blob, n, NULL, a, SS_WINDOW_SAVE_STATES));
     recorder ra = {0}, rb = {0};
     run_batches(a, 60, 16, &ra);
     o.threads = 2;
     CHECK_OK(ss_window_reader_open(&b, s, &o));
-    CHECK_RC(ss_window_reader_restore(b, blob, n - 9), SS_EINPUT);
-    CHECK_RC(ss_window_reader_restore(b, "garbage!", 8), SS_EINPUT);
-    CHECK_OK(ss_window_reader_restore(b, blob, n));
+    CHECK_RC(ss_window_reader_state_load(b, blob, n - 9), SS_EINVAL);
+    CHECK_RC(ss_window_reader_state_load(b, "garbage!", 8), SS_EINVAL);
+    CHECK_OK(ss_window_reader_state_load(b, blob, n));
     run_batches(b, 60, 16, &rb);
     CHECK_EQ_U64(ra.n, rb.n);
     CHECK(memcmp(ra.buf, rb.buf, ra.n) == 0);
@@ -426,7 +428,7 @@ static void test_save_restore_and_threads(ss_store *s) {
     /* another seed is another split of options: refused */
     o.seed = 43;
     CHECK_OK(ss_window_reader_open(&b, s, &o));
-    CHECK_RC(ss_window_reader_restore(b, blob, n), SS_ESCHEMA);
+    CHECK_RC(ss_window_reader_state_load(b, blob, n), SS_EINVAL);
     ss_window_reader_free(b);
     ss_window_reader_free(a);
 

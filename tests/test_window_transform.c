@@ -272,15 +272,15 @@ static void test_naive_threads_restore(ss_store *s) {
     recorder skip = {0}, ra = {0}, rb = {0};
     uint64_t pos = 0;
     run(a, 37, o.seed, &skip, &pos);
-    size_t n = ss_window_reader_save_size(a, SS_WINDOW_SAVE_STATES);
+    size_t n = ss_window_reader_state_size(a, SS_WINDOW_SAVE_STATES);
     uint8_t *blob = malloc(n);
     CHECK(blob);
-    CHECK_OK(ss_window_reader_save(blob, n, a, SS_WINDOW_SAVE_STATES));
+    CHECK_OK(ss_window_reader_state_save(blob, n, NULL, a, SS_WINDOW_SAVE_STATES));
     uint64_t pos_b = pos;
     run(a, 60, o.seed, &ra, &pos);
     o.threads = 4;
     CHECK_OK(ss_window_reader_open(&b, s, &o));
-    CHECK_OK(ss_window_reader_restore(b, blob, n));
+    CHECK_OK(ss_window_reader_state_load(b, blob, n));
     run(b, 60, o.seed, &rb, &pos_b);
     CHECK_EQ_U64(ra.n, rb.n);
     CHECK(memcmp(ra.buf, rb.buf, ra.n) == 0);
@@ -288,7 +288,7 @@ static void test_naive_threads_restore(ss_store *s) {
     /* a reader without the transforms refuses the position */
     o.transforms = NULL;
     CHECK_OK(ss_window_reader_open(&b, s, &o));
-    CHECK_RC(ss_window_reader_restore(b, blob, n), SS_ESCHEMA);
+    CHECK_RC(ss_window_reader_state_load(b, blob, n), SS_EINVAL);
     ss_window_reader_free(b);
     ss_window_reader_free(a);
 

@@ -137,7 +137,7 @@ typedef struct ss_lanes_options {
 /** One batch of pieces. All arrays have `size` entries and belong to the
  *  assembler; they are valid until the next ss_lanes_next() or ss_lanes_free(). */
 typedef struct ss_lane_batch {
-    uint32_t size;          /**< rows: B, fewer with SS_LANES_SHRINK, >= 1 (the end of an epoch is SS_ITEROVER) */
+    uint32_t size;          /**< rows: B, fewer with SS_LANES_SHRINK; >= 1 */
     uint32_t active;        /**< rows holding a piece */
     uint64_t epoch;         /**< epoch this batch belongs to */
     const ss_piece *pieces; /**< the piece of each row (all zero where masked) */
@@ -327,7 +327,7 @@ typedef enum ss_seq_state {
 typedef struct ss_window_batch {
     uint64_t id;              /**< batch number since open */
     uint64_t epoch;           /**< epoch this batch belongs to */
-    uint32_t size;            /**< rows: B (fewer with SS_WINDOW_SHRINK); >= 1 (the end of an epoch is SS_ITEROVER) */
+    uint32_t size;            /**< rows: B (fewer with SS_WINDOW_SHRINK); >= 1 */
     uint32_t active;          /**< rows holding a window */
     uint64_t window;          /**< W */
     uint32_t channels;        /**< C: elements per sample */
@@ -417,12 +417,13 @@ SS_API int ss_window_reader_info(ss_window_info *out, const ss_window_reader *r)
  *  register); the call after it starts the next epoch. No allocation happens here.
  *  After a failed call (a read error, a failing transform) the reader keeps
  *  returning that error until ss_window_reader_set_epoch() or a successful
- *  ss_window_reader_restore().
+ *  ss_window_reader_state_load().
  *  @param[out] out borrowed; see ss_window_batch for how long it is valid.
  *                  NULL on error.
- *  @return 0; SS_ITEROVER at the end of an epoch; SS_ESTATE if a batch carrying state is still unregistered and
- *          max_pending batches are out ("register the final hidden states of
- *          batch N first"), or if nothing can be served until a pending batch
+ *  @return 0; SS_ITEROVER at the end of an epoch (*out NULL); SS_ESTATE if
+ *          a batch carrying state is still unregistered and max_pending
+ *          batches are out ("register the final hidden states of batch N
+ *          first"), or if nothing can be served until a pending batch
  *          is registered; an error of ss_get_range(); a transform's error. */
 SS_API int ss_window_reader_next(const ss_window_batch **out, ss_window_reader *r);
 
@@ -449,7 +450,7 @@ SS_API ss_seq_state ss_window_reader_seq_state(const ss_window_reader *r, uint64
 /** Restart at the beginning of epoch `epoch` (every sequence NORMAL, lanes
  *  empty, hidden states kept but every sequence starts with a reset). Also
  *  clears a failure of ss_window_reader_next().
- *  @return 0; SS_ITEROVER at the end of an epoch; SS_ESTATE if a batch carrying state is pending (unregistered
+ *  @return 0; SS_ESTATE if a batch carrying state is pending (unregistered
  *          batches without state are dropped). */
 SS_API int ss_window_reader_set_epoch(ss_window_reader *r, uint64_t epoch);
 
@@ -472,29 +473,33 @@ enum {
     SS_WINDOW_SAVE_STATES = 1u << 0 /**< include every sequence's hidden state */
 };
 
-/** Bytes ss_window_reader_save() needs with these flags (SS_WINDOW_SAVE_...). */
-SS_API size_t ss_window_reader_save_size(const ss_window_reader *r, unsigned flags);
+/** Bytes ss_window_reader_state_save() needs with these flags
+ *  (SS_WINDOW_SAVE_...); 0 for NULL. */
+SS_API size_t ss_window_reader_state_size(const ss_window_reader *r, unsigned flags);
 
 /** Save the reader's position (epoch, every sequence's cursor and state, the
  *  lane assignment, the random streams) and optionally the hidden states into
  *  `buf` (little-endian, self-describing).
- *  @param[out] buf  `size` bytes.
- *  @param[in]  size bytes of buf.
+ *  @param[out] buf  `cap` bytes.
+ *  @param[in]  cap  bytes of buf.
+ *  @param[out] len  bytes written (or needed, on SS_EBUFS); may be NULL.
  *  @param[in]  flags SS_WINDOW_SAVE_...
- *  @return 0; SS_ITEROVER at the end of an epoch; SS_ESTATE if a batch carrying state is pending, or any batch
+ *  @return 0; SS_ESTATE if a batch carrying state is pending, or any batch
  *          is pending with max_pending > 1 (save between batches);
- *          SS_EBUFS if `size` is smaller than ss_window_reader_save_size(). */
-SS_API int ss_window_reader_save(void *buf, size_t size, const ss_window_reader *r, unsigned flags);
+ *          SS_EBUFS if `cap` is smaller than ss_window_reader_state_size()
+ *          (nothing written, *len set); SS_EINVAL (NULL argument). */
+SS_API int ss_window_reader_state_save(void *buf, size_t cap, size_t *len,
+                                       const ss_window_reader *r, unsigned flags);
 
-/** Restore a position saved by ss_window_reader_save() into a reader opened
+/** Restore a position saved by ss_window_reader_state_save() into a reader opened
  *  with the same store, split and options. The next batch is the one the
  *  saved reader would have produced.
- *  @param[in] buf `size` bytes; only read during the call.
- *  @return 0; SS_EINPUT (NULL buf, not a saved window reader, an unknown
- *          save version, truncated); SS_ESCHEMA (saved with other options or
- *          another split); SS_ESTATE (a batch of this reader carrying state
- *          is pending). On failure the reader is unchanged. */
-SS_API int ss_window_reader_restore(ss_window_reader *r, const void *buf, size_t size);
+ *  @param[in] buf `len` bytes; only read during the call.
+ *  @return 0; SS_EINVAL (NULL buf, not a saved window reader, an unknown
+ *          save version, truncated, saved with other options or another
+ *          split: the message says which); SS_ESTATE (a batch of this reader
+ *          carrying state is pending). On failure the reader is unchanged. */
+SS_API int ss_window_reader_state_load(ss_window_reader *r, const void *buf, size_t len);
 
 #ifdef __cplusplus
 }

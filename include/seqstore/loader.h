@@ -265,8 +265,11 @@ SS_API uint64_t ss_loader_batches(const ss_loader *l);
 /** Batches already handed out in the current epoch. */
 SS_API uint64_t ss_loader_position(const ss_loader *l);
 
-/** Bytes of a saved loader state. */
+/** Bytes of a saved loader state: ss_loader_state_size() of every loader,
+ *  also a constant for a buffer on the stack. */
 #define SS_LOADER_STATE_SIZE 88
+/** Bytes ss_loader_state_save() writes (SS_LOADER_STATE_SIZE); 0 for NULL. */
+SS_API size_t ss_loader_state_size(const ss_loader *l);
 
 /** Save the position after the batches handed out so far: magic "SSLOADR1",
  *  version 1, epoch, batch position, a fingerprint of the batching options

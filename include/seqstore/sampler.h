@@ -217,8 +217,11 @@ SS_API uint64_t ss_sampler_steps_per_epoch(const ss_sampler *s);
  *          (NULL sampler or n, NULL out_indices with max > 0). */
 SS_API int ss_sampler_next(uint64_t *out_indices, size_t max, size_t *n, ss_sampler *s);
 
-/** Bytes of a saved sampler state. */
+/** Bytes of a saved sampler state: ss_sampler_state_size() of every sampler,
+ *  also a constant for a buffer on the stack. */
 #define SS_SAMPLER_STATE_SIZE 48
+/** Bytes ss_sampler_state_save() writes (SS_SAMPLER_STATE_SIZE); 0 for NULL. */
+SS_API size_t ss_sampler_state_size(const ss_sampler *s);
 
 /** Save the sampler's position: (seed, epoch, position) and a fingerprint
  *  of its options and selection, as SS_SAMPLER_STATE_SIZE little-endian
@@ -309,8 +312,10 @@ SS_API uint64_t ss_blend_count(const ss_blend *b, uint32_t source);
 SS_API uint64_t ss_blend_epoch(const ss_blend *b, uint32_t source);
 SS_API uint64_t ss_blend_position(const ss_blend *b);
 
+/** Bytes ss_blend_state_save() writes: 8 x (K + 3); 0 for NULL. */
+SS_API size_t ss_blend_state_size(const ss_blend *b);
 /** Save the blend's state (position, counts and a fingerprint of its
- *  options) into buf; *len gets the size needed (8 x (K + 3) bytes).
+ *  options) into buf; *len gets the size needed (ss_blend_state_size()).
  *  @return 0; SS_EBUFS (cap too small: nothing written, *len set);
  *          SS_EINVAL (NULL argument). */
 SS_API int ss_blend_state_save(void *buf, size_t cap, size_t *len, const ss_blend *b);

@@ -158,13 +158,13 @@ int capi_window_info(ss_window_info *out, const ss_window_reader *r) {
 }
 /* Saves always include the hidden states: resuming must carry them too. */
 size_t capi_window_save_size(const ss_window_reader *r) {
-    return ss_window_reader_save_size(r, SS_WINDOW_SAVE_STATES);
+    return ss_window_reader_state_size(r, SS_WINDOW_SAVE_STATES);
 }
 int capi_window_save(void *buf, size_t size, const ss_window_reader *r) {
-    return ss_window_reader_save(buf, size, r, SS_WINDOW_SAVE_STATES);
+    return ss_window_reader_state_save(buf, size, NULL, r, SS_WINDOW_SAVE_STATES);
 }
 int capi_window_restore(ss_window_reader *r, const void *buf, size_t size) {
-    return ss_window_reader_restore(r, buf, size);
+    return ss_window_reader_state_load(r, buf, size);
 }
 
 /* One OpenMP thread: a collate_fn runs in DataLoader workers, which are the
