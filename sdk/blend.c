@@ -132,11 +132,11 @@ int ss_blend_next(uint32_t *source, uint64_t *index, ss_blend *b) {
     return 0;
 }
 
-uint64_t ss_blend_count(const ss_blend *b, uint32_t source) {
+uint64_t ss_blend_source_count(const ss_blend *b, uint32_t source) {
     return b && source < b->k ? b->c[source] : 0;
 }
 
-uint64_t ss_blend_epoch(const ss_blend *b, uint32_t source) {
+uint64_t ss_blend_source_epoch(const ss_blend *b, uint32_t source) {
     return b && source < b->k ? b->c[source] / b->size[source] : 0;
 }
 

@@ -120,7 +120,7 @@ static int stream_length(ss_blend_loader *l, const ss_blend_options *bo) {
     if (rc) return rc;
     for (;;) {
         uint32_t done = 0;
-        for (uint32_t j = 0; j < l->k; j++) done += ss_blend_count(b, j) >= bo->sizes[j];
+        for (uint32_t j = 0; j < l->k; j++) done += ss_blend_source_count(b, j) >= bo->sizes[j];
         if (l->o.stop == SS_BLEND_FIRST_EXHAUSTED ? done > 0 : done == l->k) break;
         uint32_t src;
         uint64_t ix;
@@ -270,17 +270,17 @@ int ss_blend_loader_next(const ss_blend_batch **out, ss_blend_loader *l) {
     return 0;
 }
 
-uint64_t ss_blend_loader_length(const ss_blend_loader *l) {
+uint64_t ss_blend_loader_count(const ss_blend_loader *l) {
     return l ? l->length : 0;
 }
 
 uint64_t ss_blend_loader_source_count(const ss_blend_loader *l, uint32_t source) {
-    return l ? ss_blend_count(l->blend, source) : 0;
+    return l ? ss_blend_source_count(l->blend, source) : 0;
 }
 
-uint64_t ss_blend_loader_source_epochs(const ss_blend_loader *l, uint32_t source) {
+uint64_t ss_blend_loader_source_epoch(const ss_blend_loader *l, uint32_t source) {
     if (!l || source >= l->k) return 0;
-    return ss_blend_count(l->blend, source) / ss_count(l->stores[source]);
+    return ss_blend_source_count(l->blend, source) / ss_count(l->stores[source]);
 }
 
 size_t ss_blend_loader_state_size(const ss_blend_loader *l) {

@@ -806,7 +806,10 @@ static int read_options(lopts *o, const ss_loader_options *in) {
     o->fields = in->fields;
     o->nfields = in->nfields;
     o->prefetch = in->prefetch;
-    o->threads = in->threads;
+    if (in->threads < 0)
+        return ss__fail(SS_EINVAL, "ss_loader_open: threads = %d (use 0 for the default)",
+                        in->threads);
+    o->threads = (uint32_t)in->threads;
     o->infinite = in->infinite;
     o->transforms = in->transforms;
     o->into = in->version >= 3 ? in->into : 0; /* version 2 ends before it */
@@ -1114,7 +1117,7 @@ uint64_t ss_loader_epoch(const ss_loader *l) {
     return l ? l->epoch : 0;
 }
 
-uint64_t ss_loader_batches(const ss_loader *l) {
+uint64_t ss_loader_count(const ss_loader *l) {
     return l ? l->nbatches : 0;
 }
 

@@ -44,12 +44,12 @@ int main(void) {
             CHECK(fabs((double)count[s] - W_RAW[s] / wsum * (double)(n + 1)) <= 1.0);
     }
     for (int j = 0; j < K; j++) {
-        CHECK_EQ_U64(ss_blend_count(b, (uint32_t)j), count[j]);
-        CHECK_EQ_U64(ss_blend_epoch(b, (uint32_t)j), count[j] / SIZES[j]);
+        CHECK_EQ_U64(ss_blend_source_count(b, (uint32_t)j), count[j]);
+        CHECK_EQ_U64(ss_blend_source_epoch(b, (uint32_t)j), count[j] / SIZES[j]);
     }
     CHECK_EQ_U64(ss_blend_position(b), TOTAL);
     /* the two epochs of source 3 (size 7) differ: shuffled per epoch */
-    CHECK(ss_blend_epoch(b, 3) > 2);
+    CHECK(ss_blend_source_epoch(b, 3) > 2);
     ss_blend_free(b);
 
     /* the same seed gives the same stream; another seed another order */

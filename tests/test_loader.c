@@ -158,7 +158,7 @@ static void test_naive_fixed(const ss_store *s) {
                 size_t n;
                 CHECK_OK(ss_sampler_next(order, 400, &n, sm));
                 CHECK_EQ_U64(n, 288);
-                CHECK_EQ_U64(ss_loader_batches(l), nb);
+                CHECK_EQ_U64(ss_loader_count(l), nb);
                 const ss_loader_batch *b;
                 for (uint64_t k = 0; k < nb; k++) {
                     CHECK_OK(ss_loader_next(&b, l));
@@ -326,7 +326,7 @@ static void check_dealt(const ss_store *s, ss_loader *l, ss_batcher *bt, uint32_
                         uint32_t rank, int drop_last, uint64_t max_tokens) {
     uint64_t nb = ss_batcher_count(bt);
     uint64_t per = drop_last ? nb / world : (nb + world - 1) / world;
-    CHECK_EQ_U64(ss_loader_batches(l), per);
+    CHECK_EQ_U64(ss_loader_count(l), per);
     const ss_loader_batch *b;
     for (uint64_t j = 0; j < per; j++) {
         const uint64_t *ix;
@@ -452,7 +452,7 @@ static void collect(const ss_store *s, topts o, uint32_t R, uint32_t r, uint32_t
         out->start[out->nb + 1] = out->start[out->nb] + b->rows;
         out->nb++;
     }
-    CHECK_EQ_U64(out->nb, ss_loader_batches(l));
+    CHECK_EQ_U64(out->nb, ss_loader_count(l));
     ss_loader_free(l);
 }
 
@@ -605,6 +605,10 @@ static void test_errors(const ss_store *s) {
     o.l.version = 99;
     CHECK_RC(topen(&l, s, &o), SS_EINVAL);
     o.l.version = SS_LOADER_OPTIONS_VERSION;
+    o.l.threads = -1; /* an int, as every other `threads` */
+    CHECK_RC(topen(&l, s, &o), SS_EINVAL);
+    CHECK(strstr(ss_error_message(), "threads = -1"));
+    o.l.threads = 0;
     o.sampler.world_size = 2;
     o.sampler.rank = 2;
     CHECK_RC(topen(&l, s, &o), SS_EINVAL);
@@ -822,7 +826,7 @@ static void check_into_equals_next(const ss_store *s, topts o, into_bufs *m) {
     ss_loader *l;
     o.l.into = 0;
     CHECK_OK(topen(&l, s, &o));
-    uint64_t n = run(l, 0, 2, ref, 2 * N), per = ss_loader_batches(l);
+    uint64_t n = run(l, 0, 2, ref, 2 * N), per = ss_loader_count(l);
     CHECK(n > 4 && per > 4);
     /* a state after 3 batches of epoch 1, from the plain loader */
     CHECK_OK(ss_loader_set_epoch(l, 1));
@@ -836,7 +840,7 @@ static void check_into_equals_next(const ss_store *s, topts o, into_bufs *m) {
     CHECK_OK(topen(&l, s, &o));
     uint64_t k = run_into(l, m, got, 2 * N);
     CHECK_OK(ss_loader_set_epoch(l, 1));
-    CHECK_EQ_U64(ss_loader_batches(l), per);
+    CHECK_EQ_U64(ss_loader_count(l), per);
     k += run_into(l, m, got + k, 2 * N - k);
     CHECK_EQ_U64(k, n);
     CHECK(memcmp(ref, got, n * 8) == 0);
@@ -891,7 +895,7 @@ static uint64_t run_ring(ss_loader *l, uint32_t hold, uint64_t *hashes, uint64_t
     int rc;
     for (;;) {
         if (n - first == hold) { /* all held: the next call must refuse, then release */
-            if (hold == RING && ss_loader_position(l) < ss_loader_batches(l)) {
+            if (hold == RING && ss_loader_position(l) < ss_loader_count(l)) {
                 const ss_loader_batch *b;
                 CHECK_RC(ss_loader_next_into(&b, l, NULL), SS_EINVAL);
                 CHECK(b == NULL && strstr(ss_error_message(), "ss_loader_release"));
@@ -923,7 +927,7 @@ static void check_ring_equals_next(const ss_store *s, topts o) {
     o.l.into = 0;
     o.l.prefetch = 0;
     CHECK_OK(topen(&l, s, &o));
-    uint64_t n = run(l, 0, 2, ref, 2 * N), per = ss_loader_batches(l);
+    uint64_t n = run(l, 0, 2, ref, 2 * N), per = ss_loader_count(l);
     ss_loader_free(l);
     o.l.into = 1;
     o.l.ring = g_ring_b;
@@ -931,7 +935,7 @@ static void check_ring_equals_next(const ss_store *s, topts o) {
     CHECK_OK(topen(&l, s, &o));
     uint64_t k = run_ring(l, 1, got, 2 * N);
     CHECK_OK(ss_loader_set_epoch(l, 1));
-    CHECK_EQ_U64(ss_loader_batches(l), per);
+    CHECK_EQ_U64(ss_loader_count(l), per);
     k += run_ring(l, RING, got + k, 2 * N - k);
     CHECK_EQ_U64(k, n);
     CHECK(memcmp(ref, got, n * 8) == 0);

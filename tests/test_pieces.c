@@ -115,6 +115,13 @@ static void test_tables(void) {
     o.min_len = 3;
     CHECK_RC(ss_splitter_open(&sp, s, &o), SS_EINVAL);
     o.min_len = 1;
+    const unsigned bad_versions[2] = {0, SS_SPLIT_OPTIONS_VERSION + 1};
+    for (int k = 0; k < 2; k++) {
+        o.version = bad_versions[k]; /* unknown versions are refused, naming it */
+        CHECK_RC(ss_splitter_open(&sp, s, &o), SS_EINVAL);
+        CHECK(sp == NULL && strstr(ss_error_message(), "options version"));
+    }
+    o.version = SS_SPLIT_OPTIONS_VERSION;
     fields[0] = 1; /* a fixed field */
     o.fields = fields;
     o.nfields = 1;
@@ -230,6 +237,10 @@ static void test_lanes(void) {
     lo.lanes = 0;
     ss_lanes *la;
     CHECK_RC(ss_lanes_open(&la, sp, &lo), SS_EINVAL);
+    lo.lanes = 1;
+    lo.version = SS_LANES_OPTIONS_VERSION + 1;
+    CHECK_RC(ss_lanes_open(&la, sp, &lo), SS_EINVAL);
+    CHECK(la == NULL && strstr(ss_error_message(), "options version"));
     ss_splitter_free(sp);
     ss_close(s);
 }

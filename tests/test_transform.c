@@ -730,7 +730,7 @@ static void reshape_run(const ss_store *s, ss_pipeline *p, ss_layout layout, uin
         size_t n;
         CHECK_OK(ss_sampler_next(order, RN + RB, &n, sm));
         CHECK_EQ_U64(n, nb * RB);
-        CHECK_EQ_U64(ss_loader_batches(l), nb);
+        CHECK_EQ_U64(ss_loader_count(l), nb);
         const ss_loader_batch *b;
         for (uint64_t k = 0; k < nb; k++) {
             CHECK_OK(ss_loader_next(&b, l));

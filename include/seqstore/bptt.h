@@ -50,7 +50,7 @@ typedef struct ss_piece {
 
 /** Options of ss_splitter_open(). Start from SS_SPLIT_OPTIONS_INIT. */
 typedef struct ss_split_options {
-    unsigned version;         /**< SS_SPLIT_OPTIONS_VERSION (not checked yet) */
+    unsigned version;         /**< SS_SPLIT_OPTIONS_VERSION */
     uint64_t max_len;         /**< longest piece, >= 1 */
     uint64_t min_len;         /**< pieces shorter than this are dropped (0 keeps even
                                    empty examples); must be <= max_len */
@@ -59,7 +59,7 @@ typedef struct ss_split_options {
     uint32_t nfields;         /**< entries of `fields`, 1..SS_MAX_FIELDS when fields is set */
     const uint64_t *examples; /**< examples to read, in this order (read at open only);
                                    NULL = all */
-    size_t n_examples;        /**< entries of `examples` */
+    uint64_t n_examples;      /**< entries of `examples` */
 } ss_split_options;
 
 #define SS_SPLIT_OPTIONS_VERSION 1
@@ -80,7 +80,8 @@ typedef struct ss_splitter ss_splitter;
  *  @param[out] out     the splitter; free it with ss_splitter_free().
  *  @param[in]  s       the store; borrowed until ss_splitter_free().
  *  @param[in]  options required (no NULL default); read at open only.
- *  @return 0; SS_EINVAL (NULL store or options, max_len 0, min_len >
+ *  @return 0; SS_EINVAL (NULL store or options, an unknown options
+ *          version, max_len 0, min_len >
  *          max_len, a field that is not a sequence field or is chosen
  *          twice, nfields 0 or > SS_MAX_FIELDS with fields set, a store
  *          without sequence fields); SS_ERANGE (a field or example index out
@@ -123,7 +124,7 @@ enum {
 
 /** Options of ss_lanes_open(). Start from SS_LANES_OPTIONS_INIT. */
 typedef struct ss_lanes_options {
-    unsigned version; /**< SS_LANES_OPTIONS_VERSION (not checked yet) */
+    unsigned version; /**< SS_LANES_OPTIONS_VERSION */
     uint32_t lanes;   /**< batch rows B, >= 1 */
     int shuffle;      /**< 0: examples in splitter order; 1: shuffled per epoch by seed */
     uint64_t seed;    /**< seed of the shuffle (with shuffle = 1) */
@@ -159,7 +160,8 @@ typedef struct ss_lanes ss_lanes;
  *  @param[out] out     the assembler; free it with ss_lanes_free().
  *  @param[in]  sp      borrowed until ss_lanes_free().
  *  @param[in]  options required (no NULL default); copied.
- *  @return 0; SS_EINVAL (0 lanes, NULL splitter or options); SS_ENOMEM. */
+ *  @return 0; SS_EINVAL (0 lanes, NULL splitter or options, an unknown
+ *          options version); SS_ENOMEM. */
 SS_API int ss_lanes_open(ss_lanes **out, const ss_splitter *sp, const ss_lanes_options *options);
 
 /** Free the assembler. Accepts NULL. */
@@ -240,7 +242,7 @@ typedef struct ss_window_options {
     const double *offset;      /**< per channel; NULL = 0 */
     const void *initial_state; /**< H elements handed out on reset (copied); NULL = zeros */
     const uint64_t *examples;  /**< the split: example indices in sampler order; NULL = all */
-    size_t n_examples;         /**< entries of `examples` */
+    uint64_t n_examples;       /**< entries of `examples` */
     uint32_t max_pending;      /**< batches that may be out unregistered; 0 or 1 = strict (the
                                     next batch before registering is SS_ESTATE). More lets
                                     other eligible sequences be served meanwhile. */

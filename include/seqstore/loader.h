@@ -91,7 +91,7 @@ typedef struct ss_loader_options {
     const ss_collator_options *collator; /**< NULL = defaults (threads 0: one thread per
                                               collation). Read at open only. */
     uint32_t prefetch;                   /**< batches prepared ahead N; 0 = 2 */
-    uint32_t threads;                    /**< worker threads; 0 = 1 */
+    int threads;                         /**< worker threads, >= 0; 0 = 1 */
     int infinite;                        /**< 1: at the end of an epoch go on with the next
                                               one (ss_loader_next() never returns SS_ITEROVER) */
     const ss_pipeline *transforms;       /**< NULL, or transforms to apply; borrowed: it must
@@ -260,8 +260,9 @@ SS_API int ss_loader_set_epoch(ss_loader *l, uint64_t epoch);
 
 /** The current epoch. */
 SS_API uint64_t ss_loader_epoch(const ss_loader *l);
-/** Batches of this rank in the current epoch. */
-SS_API uint64_t ss_loader_batches(const ss_loader *l);
+/** Batches of this rank in the current epoch (as ss_batcher_count(): a
+ *  `_count` is how many items an object hands out per epoch or stream). */
+SS_API uint64_t ss_loader_count(const ss_loader *l);
 /** Batches already handed out in the current epoch. */
 SS_API uint64_t ss_loader_position(const ss_loader *l);
 
@@ -376,12 +377,13 @@ SS_API void ss_blend_loader_free(ss_blend_loader *l);
 SS_API int ss_blend_loader_next(const ss_blend_batch **out, ss_blend_loader *l);
 
 /** Global samples of the finite stream (N), or UINT64_MAX when infinite. */
-SS_API uint64_t ss_blend_loader_length(const ss_blend_loader *l);
+SS_API uint64_t ss_blend_loader_count(const ss_blend_loader *l);
 /** Samples source j gave over all consumers up to this consumer's last row
- *  handed out (c_j), and the epochs it completed (c_j / size_j); 0 for a
- *  bad argument. */
+ *  handed out (c_j), and the epochs it completed (c_j / size_j), as
+ *  ss_blend_source_count() and ss_blend_source_epoch(); 0 for a bad
+ *  argument. */
 SS_API uint64_t ss_blend_loader_source_count(const ss_blend_loader *l, uint32_t source);
-SS_API uint64_t ss_blend_loader_source_epochs(const ss_blend_loader *l, uint32_t source);
+SS_API uint64_t ss_blend_loader_source_epoch(const ss_blend_loader *l, uint32_t source);
 
 /** Bytes of a saved state: 8 x (K + 6). */
 SS_API size_t ss_blend_loader_state_size(const ss_blend_loader *l);

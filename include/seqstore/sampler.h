@@ -308,8 +308,8 @@ SS_API int ss_blend_next(uint32_t *source, uint64_t *index, ss_blend *b);
 /** Samples source j has given so far over all consumers (c_j), and its
  *  epoch (c_j / size_j, the epoch its next sample belongs to); 0 for a bad
  *  argument. Global samples so far: ss_blend_position(). */
-SS_API uint64_t ss_blend_count(const ss_blend *b, uint32_t source);
-SS_API uint64_t ss_blend_epoch(const ss_blend *b, uint32_t source);
+SS_API uint64_t ss_blend_source_count(const ss_blend *b, uint32_t source);
+SS_API uint64_t ss_blend_source_epoch(const ss_blend *b, uint32_t source);
 SS_API uint64_t ss_blend_position(const ss_blend *b);
 
 /** Bytes ss_blend_state_save() writes: 8 x (K + 3); 0 for NULL. */

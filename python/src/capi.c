@@ -102,13 +102,13 @@ int capi_blend_loader_next(const ss_blend_batch **out, ss_blend_loader *l) {
     return ss_blend_loader_next(out, l);
 }
 uint64_t capi_blend_loader_length(const ss_blend_loader *l) {
-    return ss_blend_loader_length(l);
+    return ss_blend_loader_count(l);
 }
 uint64_t capi_blend_loader_source_count(const ss_blend_loader *l, uint32_t source) {
     return ss_blend_loader_source_count(l, source);
 }
 uint64_t capi_blend_loader_source_epochs(const ss_blend_loader *l, uint32_t source) {
-    return ss_blend_loader_source_epochs(l, source);
+    return ss_blend_loader_source_epoch(l, source);
 }
 size_t capi_blend_loader_state_size(const ss_blend_loader *l) {
     return ss_blend_loader_state_size(l);
@@ -126,7 +126,7 @@ uint64_t capi_loader_epoch(const ss_loader *l) {
     return ss_loader_epoch(l);
 }
 uint64_t capi_loader_batches(const ss_loader *l) {
-    return ss_loader_batches(l);
+    return ss_loader_count(l);
 }
 uint64_t capi_loader_position(const ss_loader *l) {
     return ss_loader_position(l);
