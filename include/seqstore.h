@@ -237,6 +237,11 @@ typedef struct ss_writer_options {
 #define SS_WRITER_OPTIONS_VERSION 2
 #define SS_WRITER_OPTIONS_INIT                                                                     \
     { SS_WRITER_OPTIONS_VERSION, 0, 0, 0, 0, 0 }
+/** Fill `out` with SS_WRITER_OPTIONS_INIT (for bindings that cannot use the macro).
+ *  @param[out] out     the defaults.
+ *  @param[in]  version SS_WRITER_OPTIONS_VERSION: the version the caller was compiled against.
+ *  @return 0; SS_EINVAL (NULL out, another version). */
+SS_API int ss_writer_options_init(ss_writer_options *out, unsigned version);
 
 /** Create a new store at `path` (one file, plus `path`-lock while open), in
  *  format version SS_FORMAT_VERSION.

@@ -57,6 +57,11 @@ typedef struct ss_batch_options {
 #define SS_BATCH_OPTIONS_VERSION 1
 #define SS_BATCH_OPTIONS_INIT                                                                      \
     { SS_BATCH_OPTIONS_VERSION, 0, SS_REMAINDER_INCLUDE, 0, 0, 0, 0 }
+/** Fill `out` with SS_BATCH_OPTIONS_INIT (for bindings that cannot use the macro).
+ *  @param[out] out     the defaults.
+ *  @param[in]  version SS_BATCH_OPTIONS_VERSION: the version the caller was compiled against.
+ *  @return 0; SS_EINVAL (NULL out, another version). */
+SS_API int ss_batch_options_init(ss_batch_options *out, unsigned version);
 
 /** A list of batches (see above). Reading (count, get) may be shared by
  *  threads; ss_batcher_shuffle() must not run concurrently with anything else
@@ -207,6 +212,11 @@ typedef struct ss_bucket_options {
 #define SS_BUCKET_OPTIONS_VERSION 1
 #define SS_BUCKET_OPTIONS_INIT                                                                     \
     { SS_BUCKET_OPTIONS_VERSION, 0, 0, 0, NULL, NULL, NULL, 0 }
+/** Fill `out` with SS_BUCKET_OPTIONS_INIT (for bindings that cannot use the macro).
+ *  @param[out] out     the defaults.
+ *  @param[in]  version SS_BUCKET_OPTIONS_VERSION: the version the caller was compiled against.
+ *  @return 0; SS_EINVAL (NULL out, another version). */
+SS_API int ss_bucket_options_init(ss_bucket_options *out, unsigned version);
 
 /** Build a bucket index in memory with options: keys from the store's
  *  lengths of `fields` (default), from `options.keys` or from

@@ -65,6 +65,11 @@ typedef struct ss_split_options {
 #define SS_SPLIT_OPTIONS_VERSION 1
 #define SS_SPLIT_OPTIONS_INIT                                                                      \
     { SS_SPLIT_OPTIONS_VERSION, 0, 1, NULL, 0, NULL, 0 }
+/** Fill `out` with SS_SPLIT_OPTIONS_INIT (for bindings that cannot use the macro).
+ *  @param[out] out     the defaults.
+ *  @param[in]  version SS_SPLIT_OPTIONS_VERSION: the version the caller was compiled against.
+ *  @return 0; SS_EINVAL (NULL out, another version). */
+SS_API int ss_split_options_init(ss_split_options *out, unsigned version);
 
 typedef struct ss_splitter ss_splitter;
 
@@ -134,6 +139,11 @@ typedef struct ss_lanes_options {
 #define SS_LANES_OPTIONS_VERSION 1
 #define SS_LANES_OPTIONS_INIT                                                                      \
     { SS_LANES_OPTIONS_VERSION, 1, 0, 0, 0 }
+/** Fill `out` with SS_LANES_OPTIONS_INIT (for bindings that cannot use the macro).
+ *  @param[out] out     the defaults.
+ *  @param[in]  version SS_LANES_OPTIONS_VERSION: the version the caller was compiled against.
+ *  @return 0; SS_EINVAL (NULL out, another version). */
+SS_API int ss_lanes_options_init(ss_lanes_options *out, unsigned version);
 
 /** One batch of pieces. All arrays have `size` entries and belong to the
  *  assembler; they are valid until the next ss_lanes_next() or ss_lanes_free(). */
@@ -275,6 +285,11 @@ typedef struct ss_window_options {
             SS_WINDOW_SEQUENTIAL, 0, 0, 0, (ss_dtype)0, NULL, NULL, NULL, NULL, 0, 1, 0, 0, NULL,  \
             NULL, NULL, 0, 0                                                                       \
     }
+/** Fill `out` with SS_WINDOW_OPTIONS_INIT (for bindings that cannot use the macro).
+ *  @param[out] out     the defaults.
+ *  @param[in]  version SS_WINDOW_OPTIONS_VERSION: the version the caller was compiled against.
+ *  @return 0; SS_EINVAL (NULL out, another version). */
+SS_API int ss_window_options_init(ss_window_options *out, unsigned version);
 
 /* Transforms (ss_window_options.transforms, see transform.h).
  *
@@ -291,7 +306,8 @@ typedef struct ss_window_options {
  * gain and offset. Masked rows are not transformed. Without per-window
  * transforms the windows are read straight from the map (no copy).
  *
- * Per-batch transforms (ss_transform.batch) run once per batch, after the collation, on an ss_loader_batch view of
+ * Per-batch transforms (ss_transform.batch) run once per batch, after the
+ * collation, on an ss_loader_batch view of
  * the ss_window_batch: position = the batch's number in the epoch (from 0),
  * rows = size, indices = example (0 where masked), data.fields[0] = the
  * signal ([size][W][dims] or [W][size][dims] of out_dtype, lengths = length

@@ -159,6 +159,11 @@ typedef struct ss_collate_field {
             SS_MASK_NONE, NULL, NULL, NULL, NULL, 0, (ss_dtype)0, 0, 0, {0}, (ss_dtype)0,          \
             SS_VALUE_F64, 0, 0                                                                     \
     }
+/** Fill `out` with SS_COLLATE_FIELD_INIT (for bindings that cannot use the macro).
+ *  @param[out] out     the defaults.
+ *  @param[in]  version SS_COLLATE_FIELD_VERSION: the version the caller was compiled against.
+ *  @return 0; SS_EINVAL (NULL out, another version). */
+SS_API int ss_collate_field_init(ss_collate_field *out, unsigned version);
 
 /** Collator options. */
 typedef struct ss_collator_options {
@@ -178,6 +183,11 @@ typedef struct ss_collator_options {
 #define SS_COLLATOR_OPTIONS_VERSION 1
 #define SS_COLLATOR_OPTIONS_INIT                                                                   \
     { SS_COLLATOR_OPTIONS_VERSION, 0, 0, 0, 0 }
+/** Fill `out` with SS_COLLATOR_OPTIONS_INIT (for bindings that cannot use the macro).
+ *  @param[out] out     the defaults.
+ *  @param[in]  version SS_COLLATOR_OPTIONS_VERSION: the version the caller was compiled against.
+ *  @return 0; SS_EINVAL (NULL out, another version). */
+SS_API int ss_collator_options_init(ss_collator_options *out, unsigned version);
 
 /** One collated field of a batch. Every pointer is borrowed: from the collator
  *  (library-owned buffers, valid until the next collation with the same

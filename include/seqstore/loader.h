@@ -132,6 +132,11 @@ typedef struct ss_loader_options {
 #define SS_LOADER_OPTIONS_VERSION 4
 #define SS_LOADER_OPTIONS_INIT                                                                     \
     { SS_LOADER_OPTIONS_VERSION, NULL, NULL, NULL, NULL, NULL, 0, NULL, 0, 0, 0, NULL, 0, NULL, 0 }
+/** Fill `out` with SS_LOADER_OPTIONS_INIT (for bindings that cannot use the macro).
+ *  @param[out] out     the defaults.
+ *  @param[in]  version SS_LOADER_OPTIONS_VERSION: the version the caller was compiled against.
+ *  @return 0; SS_EINVAL (NULL out, another version). */
+SS_API int ss_loader_options_init(ss_loader_options *out, unsigned version);
 
 /** A batch handed out by ss_loader_next() (or ss_loader_next_into(), whose
  *  data are the caller's buffers). Everything else is borrowed from the
@@ -341,6 +346,12 @@ typedef struct ss_blend_loader_options {
         SS_BLEND_LOADER_OPTIONS_VERSION, 0, NULL, NULL, 0, 1, 0, 0, 0, 0, SS_BLEND_INFINITE, 0, 0, \
             NULL, 0, NULL                                                                          \
     }
+/** Fill `out` with SS_BLEND_LOADER_OPTIONS_INIT (for bindings that cannot use the macro).
+ *  @param[out] out     the defaults.
+ *  @param[in]  version SS_BLEND_LOADER_OPTIONS_VERSION:
+ *                      the version the caller was compiled against.
+ *  @return 0; SS_EINVAL (NULL out, another version). */
+SS_API int ss_blend_loader_options_init(ss_blend_loader_options *out, unsigned version);
 
 /** A blended batch; everything is borrowed from the loader until the next
  *  ss_blend_loader_next(), ss_blend_loader_state_load() or

@@ -154,6 +154,11 @@ typedef struct ss_sampler_options {
         SS_SAMPLER_OPTIONS_VERSION, SS_SAMPLE_SEQUENTIAL, 0, 1, 0, 1, 0, 1, 0, 0, 0, NULL, 0, 0,   \
             0, NULL, NULL                                                                          \
     }
+/** Fill `out` with SS_SAMPLER_OPTIONS_INIT (for bindings that cannot use the macro).
+ *  @param[out] out     the defaults.
+ *  @param[in]  version SS_SAMPLER_OPTIONS_VERSION: the version the caller was compiled against.
+ *  @return 0; SS_EINVAL (NULL out, another version). */
+SS_API int ss_sampler_options_init(ss_sampler_options *out, unsigned version);
 
 /** A sampler: mutable (it keeps its position), so one thread at a time;
  *  give each worker its own sampler (same options, its own `worker`). */
@@ -290,6 +295,11 @@ typedef struct ss_blend_options {
 #define SS_BLEND_OPTIONS_VERSION 1
 #define SS_BLEND_OPTIONS_INIT                                                                      \
     { SS_BLEND_OPTIONS_VERSION, 0, NULL, NULL, 0, 1, 0, 0, 0, 0 }
+/** Fill `out` with SS_BLEND_OPTIONS_INIT (for bindings that cannot use the macro).
+ *  @param[out] out     the defaults.
+ *  @param[in]  version SS_BLEND_OPTIONS_VERSION: the version the caller was compiled against.
+ *  @return 0; SS_EINVAL (NULL out, another version). */
+SS_API int ss_blend_options_init(ss_blend_options *out, unsigned version);
 
 /** Create a blend at global sample 0.
  *  @param[out] out the blend; free it with ss_blend_free().

@@ -128,6 +128,11 @@ typedef struct ss_kfold_options {
 #define SS_KFOLD_OPTIONS_VERSION 2
 #define SS_KFOLD_OPTIONS_INIT                                                                      \
     { SS_KFOLD_OPTIONS_VERSION, 0, 0, 0, NULL, NULL }
+/** Fill `out` with SS_KFOLD_OPTIONS_INIT (for bindings that cannot use the macro).
+ *  @param[out] out     the defaults.
+ *  @param[in]  version SS_KFOLD_OPTIONS_VERSION: the version the caller was compiled against.
+ *  @return 0; SS_EINVAL (NULL out, another version). */
+SS_API int ss_kfold_options_init(ss_kfold_options *out, unsigned version);
 
 /** Fold `fold` of `k` of a selection, for k-fold cross-validation.
  *
@@ -214,7 +219,8 @@ SS_API int ss_selection_minus(ss_selection **out, const ss_selection *a, const s
  *          has); SS_ERANGE (a bad field index; the message names it);
  *          SS_ENOMEM. */
 SS_API int ss_selection_filter_length(ss_selection **out, const ss_store *store,
-                                      const ss_selection *sel, const uint32_t *fields, size_t nfields,
+                                      const ss_selection *sel, const uint32_t *fields,
+                                      size_t nfields,
                                       uint64_t min_len, uint64_t max_len);
 
 /** Load the named split `name` of an open store (attribute ss.split.<name>).
