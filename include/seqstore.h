@@ -38,8 +38,8 @@
  *    asks for up to n threads, and a batch too small to gain (below
  *    `parallel_bytes` where there is one) still runs on one. Results are
  *    bit-identical for every value. The default is never slower than one
- *    thread: on a machine whose cores are shared (CI runners, containers, this
- *    project's 2-vCPU build machine) an OpenMP team waiting for a busy core
+ *    thread: on a machine whose cores are shared (CI runners, containers, a
+ *    2-vCPU virtual machine) an OpenMP team waiting for a busy core
  *    ran the window reader at 0.46x the speed of one thread; measure
  *    (bench/bench_window, bench_collate) before asking for more.
  *  - Options are structs that start with `version` and have an

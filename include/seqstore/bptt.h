@@ -216,14 +216,14 @@ enum {
     SS_WINDOW_LABEL_PER_STEP = 1u << 5, /**< repeat the label at every time step */
     SS_WINDOW_DROP_LAST = 1u << 6,      /**< training: the first batch that would hold
                                              fewer than B windows ends the epoch instead
-                                             (its windows are not handed out), as the NAS
-                                             reader's EpochDone; needs max_pending <= 1 */
+                                             (its windows are not handed out); needs
+                                             max_pending <= 1 */
     SS_WINDOW_REDRAW = 1u << 7          /**< sequential modes: every batch, lane b draws
                                              a sequence uniformly among those that can
                                              give a window now (not done, not blocked, not
                                              drawn by a lower lane of this batch), by
                                              (seed, epoch, batch number), and hands out
-                                             its next window (as the NAS reader), instead
+                                             its next window, instead
                                              of keeping its sequence until it is done */
 };
 

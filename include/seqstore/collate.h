@@ -199,10 +199,13 @@ typedef struct ss_collated {
     ss_layout layout;                /**< SS_LAYOUT_BATCH_MAJOR for fixed fields */
     int sequence;                    /**< 0 for a fixed field ([B][C...]) */
     uint32_t ndim;                   /**< entries used in shape */
-    uint64_t shape[SS_MAX_DIMS + 2]; /**< [B][T][dims] / [T][B][dims] / [sum L][dims] /
-                                          [B][dims] */
+    uint64_t shape[SS_MAX_DIMS + 2]; /**< by layout: [B][T][dims] (batch-major),
+                                          [T][B][dims] (time-major), [sum L][dims]
+                                          (packed), [B][dims...][T] (channels-first);
+                                          [B][dims] for a fixed field */
     uint64_t batch;                  /**< B, the number of rows */
-    uint64_t steps;                  /**< T (padded), sum L (packed) or 1 (fixed field) */
+    uint64_t steps;                  /**< T (padded layouts, channels-first too: the last
+                                          dimension), sum L (packed) or 1 (fixed field) */
     void *data;                      /**< the array described by shape */
     uint64_t data_bytes;
     int64_t *lengths; /**< [B] valid time steps per row after truncation (packed +
