@@ -9,18 +9,36 @@
  *
  * Conventions (the same for every function in this header and its
  * sub-headers):
- *  - Functions return 0 on success or a negative SS_E... code. ss_strerror()
- *    names a code; ss_error_message() gives the calling thread's last message
- *    with its context (path, field, example index). The library never prints,
- *    never exits and never aborts on bad input.
+ *  - Functions return 0 on success or a negative code of the error table
+ *    (never a positive one). ss_strerror() gives a code's text,
+ *    ss_error_name() its name ("SS_ECORRUPT"); ss_error_message() gives the
+ *    calling thread's last message with its context (path, field, example
+ *    index). The library never prints, never exits and never aborts on bad
+ *    input. Two codes are not failures: SS_ITEROVER is the one end of every
+ *    iteration (ss_loader_next, ss_blend_loader_next, ss_sampler_next,
+ *    ss_lanes_next, ss_window_reader_next: *out NULL, the object still
+ *    usable), and SS_EBUFS is the one "buffer too small" (a caller's buffer
+ *    or capacity; where there is a length output it is set to the size
+ *    needed).
  *  - Out-parameters come first, in every function without exception
  *    (libgit2's rule): ss_get(&view, store, field, index), a single output
  *    is named `out`, a caller's output buffer is followed by its capacity
  *    (ss_sampler_next(buf, max, &n, sampler)), and the object worked on
- *    comes right after the outputs. On failure *out is set to NULL (or
- *    zeroed) and there is nothing to free. Objects returned through `**out`
- *    belong to the caller and are released with the matching _free/_close,
- *    which accept NULL.
+ *    comes right after the outputs; a store comes before a selection of it.
+ *    On failure *out is set to NULL (or zeroed) and there is nothing to
+ *    free. Objects returned through `**out` belong to the caller and are
+ *    released with the matching _free/_close, which accept NULL. Getters
+ *    that return a count or pointer instead of int take the object first.
+ *    tests/api_conventions.py checks these rules on every function that
+ *    returns int: no output (a T ** or a non-const pointer to anything but
+ *    an opaque object) after an input (a const pointer or an opaque object;
+ *    values such as a capacity may stand anywhere, and so may a callback's
+ *    `void *ctx`), a lone T ** output named `out`, the store before the
+ *    selection, only codes of the table, an ..._init() per ..._INIT.
+ *  - Saved iteration state, for every object that has one: ss_X_state_size(),
+ *    ss_X_state_save(buf, cap, &len, x) and ss_X_state_load(x, buf, len); a
+ *    blob that is not a state of this object with these options is
+ *    SS_EINVAL and leaves the object unchanged.
  *  - Fields are addressed by their uint32_t index in the schema, everywhere
  *    (ss_get, the collator, streams, transforms, the window reader, the
  *    splitter, bucket indices). ss_field_index(&idx, store, name) is the one
@@ -43,7 +61,9 @@
  *    ran the window reader at 0.46x the speed of one thread; measure
  *    (bench/bench_window, bench_collate) before asking for more.
  *  - Options are structs that start with `version` and have an
- *    ..._OPTIONS_INIT initializer. A new version only appends fields. A
+ *    ..._OPTIONS_INIT initializer and an ss_..._init(&opts, VERSION)
+ *    function giving the same defaults (for bindings that cannot use the
+ *    macro). The version is checked on every call. A new version only appends fields. A
  *    function reads only the fields of the version the caller's struct
  *    declares (fields added later take their INIT values), so a program
  *    compiled against an older header keeps working; a version newer than
@@ -76,9 +96,9 @@ extern "C" {
 /* ---------------------------------------------------------------- version */
 
 #define SS_VERSION_MAJOR 0
-#define SS_VERSION_MINOR 2
+#define SS_VERSION_MINOR 3
 #define SS_VERSION_PATCH 0
-#define SS_VERSION_STRING "0.2.0"
+#define SS_VERSION_STRING "0.3.0"
 /** The version of the on-disk format this library writes for new stores and the
  *  newest it reads (it reads versions 1, 2 and 3). Version 2 binds each block's
  *  checksum to its key; version 3 lays index segments out so that a reader
