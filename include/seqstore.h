@@ -10,7 +10,8 @@
  * Conventions (the same for every function in this header and its
  * sub-headers):
  *  - Functions return 0 on success or a negative code of the error table
- *    (never a positive one). ss_strerror() gives a code's text,
+ *    (never a positive one; the two predicates ss_selection_contains() and
+ *    ss_bucket_descending() answer 1 or 0 instead). ss_strerror() gives a code's text,
  *    ss_error_name() its name ("SS_ECORRUPT"); ss_error_message() gives the
  *    calling thread's last message with its context (path, field, example
  *    index). The library never prints, never exits and never aborts on bad
@@ -34,7 +35,8 @@
  *    an opaque object) after an input (a const pointer or an opaque object;
  *    values such as a capacity may stand anywhere, and so may a callback's
  *    `void *ctx`), a lone T ** output named `out`, the store before the
- *    selection, only codes of the table, an ..._init() per ..._INIT.
+ *    selection, only codes of the table, no return of 1 outside the
+ *    predicates, an ..._init() per ..._INIT.
  *  - Saved iteration state, for every object that has one: ss_X_state_size(),
  *    ss_X_state_save(buf, cap, &len, x) and ss_X_state_load(x, buf, len); a
  *    blob that is not a state of this object with these options is

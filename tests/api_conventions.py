@@ -13,6 +13,7 @@ block of seqstore.h, the rules a machine can check:
   3. Return codes: every SS_E... / SS_ITEROVER a header names is in the
      error table, every code in the table is 0 or negative, and no
      documented return is a positive number ("SS_X (1)").
+     Only the PREDICATES below return 1 (yes) or 0 (no) instead.
   4. Every SS_..._INIT macro has its ss_..._init(out, version) function.
 
 Usage: api_conventions.py SOURCE_DIR. Exit status 1 lists each breach.
@@ -25,6 +26,10 @@ import sys
 # Functions allowed to break a rule, with the reason. Keep it empty: a new
 # entry needs a reason a reviewer accepts.
 EXCEPTIONS = {}
+
+# The int functions that answer yes or no (1 or 0) instead of a code; any
+# other whose documentation says it returns 1 breaks rule 3.
+PREDICATES = {"ss_selection_contains", "ss_bucket_descending"}
 
 
 def headers(root):
@@ -112,6 +117,11 @@ def main(root):
                 problems.append(f"{short}: names {name}, which is not in the error table")
         for m in re.finditer(r"@return[^@]*?\b(SS_\w+) \((\d+)\)", text[h]):
             problems.append(f"{short}: documents {m.group(1)} = {m.group(2)}, a positive return")
+        for m in re.finditer(r"/\*\*((?:(?!\*/).)*)\*/\s*SS_API\s+int\s+(ss_\w+)\s*\(",
+                             text[h], flags=re.S):
+            doc, fn = m.group(1), m.group(2)
+            if fn not in PREDICATES and re.search(r"(?<![\w.])1 (if|or 0)\b|[A-Z] \(1\)", doc):
+                problems.append(f"{short}: {fn} documents a return of 1 but is no predicate")
         for macro in re.findall(r"#define (SS_\w+)_INIT\b", c):
             fn = macro.lower() + "_init"
             if not re.search(r"SS_API\s+int\s+" + fn + r"\s*\(", all_code):

@@ -401,7 +401,9 @@ static void test_bucket(const char *path) {
     CHECK(l == NULL);
     ss_close(s);
     uint32_t key = 0;
-    CHECK_OK(ss_bucket_save(path, "tok", &key, 1, 10));
+    ss_bucket_options bo = SS_BUCKET_OPTIONS_INIT;
+    bo.resolution = 10;
+    CHECK_OK(ss_bucket_save(path, "tok", &key, 1, &bo));
     ss_store *s2;
     CHECK_OK(ss_open(&s2, path, 0));
     CHECK_OK(topen(&l, s2, &o));

@@ -20,6 +20,9 @@
 #  - ss_split_options and ss_lanes_options versions are checked (a struct
 #    not started from its _INIT is refused); ss_loader_options.threads is an
 #    int (negative refused), ss_window_options.n_examples a uint64_t;
+#  - ss_bucket_save(path, name, fields, nkeys, resolution) takes a
+#    const ss_bucket_options * instead of the resolution (set .resolution),
+#    so it saves any index ss_bucket_create() builds (descending, estimated);
 #  - ss_selection_filter_length(out, sel, store, ...) is
 #    ss_selection_filter_length(out, store, sel, ...) (the compiler refuses
 #    the old order: the two pointer types differ).

@@ -265,7 +265,7 @@ def test_collator_into_caller_torch_tensors(store):
         c.collate(idx, out={"tokens": torch.zeros(64, 64, dtype=torch.int64)[:, ::2]})
     with pytest.raises(TypeError, match="requires_grad"):
         c.collate(idx, out={"tokens": torch.zeros(4096, requires_grad=True)})
-    with pytest.raises(seqstore.InvalidArgumentError, match="tokens"):
+    with pytest.raises(seqstore.BufferTooSmallError, match="tokens"):
         c.collate(idx, out={"tokens": torch.zeros(2, dtype=torch.int64)})  # too small
 
 
