@@ -140,7 +140,7 @@ static figures run(const ss_store *s, uint64_t batch, uint32_t threads, uint32_t
     o.transforms = p;
     ss_loader *l;
     DIE(ss_loader_open(&l, s, &o));
-    uint64_t per_epoch = ss_loader_batches(l), warm = per_epoch + 8, measure = 2 * per_epoch;
+    uint64_t per_epoch = ss_loader_count(l), warm = per_epoch + 8, measure = 2 * per_epoch;
     const ss_loader_batch *b;
     for (uint64_t k = 0; k < warm; k++) DIE(ss_loader_next(&b, l));
     double *lat = __libc_malloc(measure * sizeof *lat);

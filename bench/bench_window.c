@@ -65,8 +65,8 @@ static int run(ss_window_reader *r, int nb, double *secs, uint64_t *windows) {
     for (int k = 0; k < nb;) {
         const ss_window_batch *b;
         int rc = ss_window_reader_next(&b, r);
+        if (rc == SS_ITEROVER) continue; /* the end of an epoch */
         if (rc) return rc;
-        if (b->size == 0) continue;
         n += b->active;
         rc = ss_window_reader_register(r, b, NULL);
         if (rc) return rc;

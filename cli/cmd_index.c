@@ -205,7 +205,9 @@ static int index_build(int argc, char **argv) {
     ss_close(s);
     if (nkeys == 0) return ss__cli_usage_error("index", "--by names no field");
     if (refused) return SS_EXIT_ERROR;
-    if (ss_bucket_save(path, name, fields, nkeys, res))
+    ss_bucket_options bo = SS_BUCKET_OPTIONS_INIT;
+    bo.resolution = res;
+    if (ss_bucket_save(path, name, fields, nkeys, &bo))
         return ss__cli_store_error("index", "build '%s'", name);
 
     if (ss__cli_open(&s, "index", path, 0)) return SS_EXIT_ERROR;

@@ -102,7 +102,9 @@ int ss__conv_resolve_index(ss_conv *c, uint32_t fields[SS_BUCKET_MAX_KEYS], size
 int ss__conv_build_indices(ss_conv *c) {
     for (uint32_t k = 0; k < c->nindices; k++) {
         const conv_index *x = &c->indices[k];
-        if (ss_bucket_save(c->opts.output, x->name, x->fields, x->nkeys, x->resolution))
+        ss_bucket_options bo = SS_BUCKET_OPTIONS_INIT;
+        bo.resolution = x->resolution;
+        if (ss_bucket_save(c->opts.output, x->name, x->fields, x->nkeys, &bo))
             return ss__conv_ss_error(c,
                                      "'%s' is complete but its bucket index '%s' could not be "
                                      "built (rebuild it with 'seqstore index')",

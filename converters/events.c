@@ -141,10 +141,10 @@ int ss__events_load(ss_events *e, const ss_store *st) {
     size_t n;
     /* zero bytes in a store without examples are windows that found no
      * event: no class (spec/FORMAT.md 7.1), not one empty name */
-    if (count == 1 && ss_lines_get(l, 0, &n) && n == 0 && ss_count(st) == 0) count = 0;
+    const char *s = NULL;
+    if (count == 1 && !ss_lines_get(&s, &n, l, 0) && n == 0 && ss_count(st) == 0) count = 0;
     for (uint64_t k = 0; k < count; k++) {
-        const char *s = ss_lines_get(l, k, &n);
-        if (add_name(e, s, n)) return ss_lines_free(l), -1;
+        if (ss_lines_get(&s, &n, l, k) || add_name(e, s, n)) return ss_lines_free(l), -1;
     }
     ss_lines_free(l);
     return 0;

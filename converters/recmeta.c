@@ -124,8 +124,9 @@ int ss__recmeta_load_store(ss_recmeta *m, const ss_store *st) {
         if (ss_field_index(&fi, st, NAMES[j]) || ss_lines_open(&l, st, fi, "names")) continue;
         for (uint64_t k = 0; k < ss_lines_count(l); k++) {
             size_t n;
-            const char *s = ss_lines_get(l, k, &n);
-            if (names_add(&m->names[j], s, n)) return ss_lines_free(l), -1;
+            const char *s = NULL;
+            if (ss_lines_get(&s, &n, l, k) || names_add(&m->names[j], s, n))
+                return ss_lines_free(l), -1;
         }
         ss_lines_free(l);
     }

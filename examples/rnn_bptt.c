@@ -186,7 +186,10 @@ static int run_epoch(ss_store *s, model *m, adam *opt, int forget, uint64_t epoc
     while (!rc) {
         const ss_window_batch *b;
         rc = ss_window_reader_next(&b, r);
-        if (rc || b->size == 0) break;
+        if (rc) {
+            if (rc == SS_ITEROVER) rc = 0; /* the end of the epoch */
+            break;
+        }
         model g;
         memset(&g, 0, sizeof g);
         uint64_t active_steps = 0;

@@ -90,7 +90,7 @@ int main(int argc, char **argv) {
             padded += x->batch * x->steps;
             batches++;
         }
-        if (rc != SS_LOADER_END) return fail("next", rc);
+        if (rc != SS_ITEROVER) return fail("next", rc);
         printf("epoch %llu: %llu batches, %llu tokens, %.1f%% padding\n", (unsigned long long)epoch,
                (unsigned long long)batches, (unsigned long long)real,
                padded ? 100.0 * (double)(padded - real) / (double)padded : 0.0);

@@ -20,6 +20,17 @@ const char *ss_strerror(int code) {
     return "unknown error";
 }
 
+const char *ss_error_name(int code) {
+    switch (code) {
+#define SS_ERROR_NAME_(name, value, message)                                                       \
+    case value:                                                                                    \
+        return #name;
+        SS_ERROR_TABLE(SS_ERROR_NAME_)
+#undef SS_ERROR_NAME_
+    }
+    return "SS_UNKNOWN";
+}
+
 const char *ss_error_message(void) {
     return ss_message;
 }

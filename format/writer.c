@@ -1219,3 +1219,13 @@ int ss_writer_open(ss_writer **out, const char *path, const ss_schema *schema,
     *out = w;
     return 0;
 }
+
+int ss_writer_options_init(ss_writer_options *out, unsigned version) {
+    if (!out) return ss__fail(SS_EINVAL, "ss_writer_options_init: out is NULL");
+    if (version != SS_WRITER_OPTIONS_VERSION)
+        return ss__fail(SS_EINVAL, "ss_writer_options_init: version %u is not %u", version,
+                        SS_WRITER_OPTIONS_VERSION);
+    static const ss_writer_options defaults = SS_WRITER_OPTIONS_INIT; /* padding zeroed too */
+    memcpy(out, &defaults, sizeof *out);
+    return 0;
+}

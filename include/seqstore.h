@@ -9,18 +9,38 @@
  *
  * Conventions (the same for every function in this header and its
  * sub-headers):
- *  - Functions return 0 on success or a negative SS_E... code. ss_strerror()
- *    names a code; ss_error_message() gives the calling thread's last message
- *    with its context (path, field, example index). The library never prints,
- *    never exits and never aborts on bad input.
+ *  - Functions return 0 on success or a negative code of the error table
+ *    (never a positive one; the two predicates ss_selection_contains() and
+ *    ss_bucket_descending() answer 1 or 0 instead). ss_strerror() gives a code's text,
+ *    ss_error_name() its name ("SS_ECORRUPT"); ss_error_message() gives the
+ *    calling thread's last message with its context (path, field, example
+ *    index). The library never prints, never exits and never aborts on bad
+ *    input. Two codes are not failures: SS_ITEROVER is the one end of every
+ *    iteration (ss_loader_next, ss_blend_loader_next, ss_sampler_next,
+ *    ss_lanes_next, ss_window_reader_next: *out NULL, the object still
+ *    usable), and SS_EBUFS is the one "buffer too small" (a caller's buffer
+ *    or capacity; where there is a length output it is set to the size
+ *    needed).
  *  - Out-parameters come first, in every function without exception
  *    (libgit2's rule): ss_get(&view, store, field, index), a single output
  *    is named `out`, a caller's output buffer is followed by its capacity
  *    (ss_sampler_next(buf, max, &n, sampler)), and the object worked on
- *    comes right after the outputs. On failure *out is set to NULL (or
- *    zeroed) and there is nothing to free. Objects returned through `**out`
- *    belong to the caller and are released with the matching _free/_close,
- *    which accept NULL.
+ *    comes right after the outputs; a store comes before a selection of it.
+ *    On failure *out is set to NULL (or zeroed) and there is nothing to
+ *    free. Objects returned through `**out` belong to the caller and are
+ *    released with the matching _free/_close, which accept NULL. Getters
+ *    that return a count or pointer instead of int take the object first.
+ *    tests/api_conventions.py checks these rules on every function that
+ *    returns int: no output (a T ** or a non-const pointer to anything but
+ *    an opaque object) after an input (a const pointer or an opaque object;
+ *    values such as a capacity may stand anywhere, and so may a callback's
+ *    `void *ctx`), a lone T ** output named `out`, the store before the
+ *    selection, only codes of the table, no return of 1 outside the
+ *    predicates, an ..._init() per ..._INIT.
+ *  - Saved iteration state, for every object that has one: ss_X_state_size(),
+ *    ss_X_state_save(buf, cap, &len, x) and ss_X_state_load(x, buf, len); a
+ *    blob that is not a state of this object with these options is
+ *    SS_EINVAL and leaves the object unchanged.
  *  - Fields are addressed by their uint32_t index in the schema, everywhere
  *    (ss_get, the collator, streams, transforms, the window reader, the
  *    splitter, bucket indices). ss_field_index(&idx, store, name) is the one
@@ -38,12 +58,14 @@
  *    asks for up to n threads, and a batch too small to gain (below
  *    `parallel_bytes` where there is one) still runs on one. Results are
  *    bit-identical for every value. The default is never slower than one
- *    thread: on a machine whose cores are shared (CI runners, containers, this
- *    project's 2-vCPU build machine) an OpenMP team waiting for a busy core
+ *    thread: on a machine whose cores are shared (CI runners, containers, a
+ *    2-vCPU virtual machine) an OpenMP team waiting for a busy core
  *    ran the window reader at 0.46x the speed of one thread; measure
  *    (bench/bench_window, bench_collate) before asking for more.
  *  - Options are structs that start with `version` and have an
- *    ..._OPTIONS_INIT initializer. A new version only appends fields. A
+ *    ..._OPTIONS_INIT initializer and an ss_..._init(&opts, VERSION)
+ *    function giving the same defaults (for bindings that cannot use the
+ *    macro). The version is checked on every call. A new version only appends fields. A
  *    function reads only the fields of the version the caller's struct
  *    declares (fields added later take their INIT values), so a program
  *    compiled against an older header keeps working; a version newer than
@@ -76,9 +98,9 @@ extern "C" {
 /* ---------------------------------------------------------------- version */
 
 #define SS_VERSION_MAJOR 0
-#define SS_VERSION_MINOR 2
+#define SS_VERSION_MINOR 3
 #define SS_VERSION_PATCH 0
-#define SS_VERSION_STRING "0.2.0"
+#define SS_VERSION_STRING "0.3.0"
 /** The version of the on-disk format this library writes for new stores and the
  *  newest it reads (it reads versions 1, 2 and 3). Version 2 binds each block's
  *  checksum to its key; version 3 lays index segments out so that a reader
@@ -112,7 +134,9 @@ SS_API const char *ss_version(void);
     X(SS_EINPUT, -14, "bad input data")                                                            \
     X(SS_ECALLBACK, -15, "a user callback failed")                                                 \
     X(SS_EBUSY, -16, "store is busy")                                                              \
-    X(SS_EFULL, -17, "disk full")
+    X(SS_EFULL, -17, "disk full")                                                                  \
+    X(SS_ITEROVER, -18, "iteration is over")                                                       \
+    X(SS_EBUFS, -19, "buffer too small")
 
 typedef enum ss_error {
 #define SS_ERROR_ENUM_(name, value, message) name = value,
@@ -123,6 +147,11 @@ typedef enum ss_error {
 /** The fixed text of an error code ("store is corrupt"); "unknown error" for an
  *  unknown code. Static storage, never NULL. */
 SS_API const char *ss_strerror(int code);
+
+/** The name of an error code as written in this header ("SS_ECORRUPT",
+ *  "SS_ITEROVER"), for bindings and logs; "SS_UNKNOWN" for an unknown code.
+ *  Static storage, never NULL. */
+SS_API const char *ss_error_name(int code);
 
 /** The calling thread's most recent error message, with its context, e.g.
  *  "open 'a.ss': format version 3 is newer than this library's 1". Never NULL
@@ -230,6 +259,11 @@ typedef struct ss_writer_options {
 #define SS_WRITER_OPTIONS_VERSION 2
 #define SS_WRITER_OPTIONS_INIT                                                                     \
     { SS_WRITER_OPTIONS_VERSION, 0, 0, 0, 0, 0 }
+/** Fill `out` with SS_WRITER_OPTIONS_INIT (for bindings that cannot use the macro).
+ *  @param[out] out     the defaults.
+ *  @param[in]  version SS_WRITER_OPTIONS_VERSION: the version the caller was compiled against.
+ *  @return 0; SS_EINVAL (NULL out, another version). */
+SS_API int ss_writer_options_init(ss_writer_options *out, unsigned version);
 
 /** Create a new store at `path` (one file, plus `path`-lock while open), in
  *  format version SS_FORMAT_VERSION.
@@ -540,149 +574,10 @@ typedef struct ss_view {
  *          (NULL argument). */
 SS_API int ss_get(ss_view *out, const ss_store *s, uint32_t field, uint64_t index);
 
-/* ss_get()'s inline fast path.
- *
- * A random ss_get() costs two dependent cache misses (the index entry, then
- * the data) and the instructions around them; the fewer the instructions,
- * the more calls of a caller's loop the CPU overlaps (measured:
- * bench/bench_read). So ss_get(), called by name, compiles to the inline
- * function below, which reads a small table at the start of the opaque
- * ss_store:
- *  - format version 3 (spec/FORMAT.md §6.2): the library maps the index
- *    segments' pages side by side into one flat array of entries, and checks
- *    each entry once (its chunk exists, its rows lie inside the chunk's
- *    payload), the first time the exported function reaches it; entries
- *    below `checked` are then served with two loads and no test;
- *  - versions 1 and 2: every check of §6.2 on every call.
- * Anything else (a fixed field, a dataset's shard not opened yet, an
- * entry not checked yet or, with SS_OPEN_VERIFY, in a chunk no read has
- * verified yet, a bad argument, a corrupt entry) calls the exported
- * function ss_get, which checks and reports as
- * documented above. Taking &ss_get or writing (ss_get)(...) calls the
- * exported function. A view of an empty example may point into its chunk
- * rather than where the exported function points it (both valid, not NULL).
- *
- * ABI: the ss__fast table's layout and its place at offset 0 of ss_store
- * are part of the library's binary interface for its SONAME (0.MINOR before
- * 1.0: every minor release may change them, and changes its SONAME). A
- * program that must not depend on them defines SS_NO_INLINE_GET before
- * including this header (or with -D) and always calls the exported function.
- * The ss__ names are not API: do not use them directly. */
-#define SS__SEGMENT_ENTRIES 65534u /**< index entries per segment (spec §6) */
-
-/** Not API: a data chunk's payload (see the inline fast path above). */
-typedef struct ss__fast_chunk {
-    const unsigned char *data; /**< first payload byte, inside the map */
-    uint64_t size;             /**< payload bytes */
-} ss__fast_chunk;
-
-/** Not API: an index segment for the inline fast path. */
-typedef struct ss__fast_segment {
-    uintptr_t bias; /**< address of entry 0 if the segment began there: entry i of the
-                         field is the u64 pair (location, start) at bias + 16 i */
-    uint64_t last;  /**< the segment's last entry (the next one is in the next segment) */
-} ss__fast_segment;
-
-/** Not API: one field's tables for the inline fast path. */
-typedef struct ss__fast_field {
-    const uint64_t *index;            /**< format 3: entry i is the u64 pair (location,
-                                           start) at index + 2 i; NULL otherwise */
-    uint64_t checked;                 /**< entries of index checked: the fast path serves
-                                           examples below it; only grows (relaxed atomic) */
-    const ss__fast_chunk *chunks;     /**< the field's data chunks */
-    uint64_t row_bytes;               /**< bytes per row */
-    const ss__fast_segment *segments; /**< versions 1 and 2: every index segment, in order */
-    uint64_t limit;                   /**< versions 1 and 2: examples served: the count, or 0 */
-    uint64_t nchunks;                 /**< entries of chunks */
-    ss_dtype dtype;                   /**< the field's dtype */
-} ss__fast_field;
-
-/** Not API: a shard of a dataset for the inline fast path. */
-typedef struct ss__fast_shard {
-    uint64_t first;  /**< the global number of the shard's first example */
-    ss_store *store; /**< the shard once opened and checked, else NULL; read with
-                          acquire and written with release (__atomic builtins) */
-} ss__fast_shard;
-
-/** Not API: the start of every ss_store (the inline fast path reads it). */
-typedef struct ss__fast {
-    ss__fast_field f[SS_MAX_FIELDS]; /**< limit 0 beyond the schema, and for a dataset */
-    const ss__fast_shard *shards;    /**< a dataset's nshards + 1 (the last: first = count) */
-    uint64_t shard_limit;            /**< a dataset's count (below 2^53), else 0 */
-    uint64_t nshards;                /**< entries of shards, less 1 */
-    double per_shard_inv;            /**< nshards / count: the shard guess's factor */
-} ss__fast;
-
-#if !defined(SS_NO_INLINE_GET) && defined(__GNUC__)
-/** Not API: ss_get()'s out-of-line path, through a copy so that the
- *  caller's view need not live in memory on the fast path. */
-static inline int ss__get_call(ss_view *out, const ss_store *s, uint32_t field, uint64_t index) {
-    ss_view v;
-    if (!out) return (ss_get)(out, s, field, index);
-    int rc = (ss_get)(&v, s, field, index); /* sets every member, also on failure */
-    *out = v;
-    return rc;
-}
-
-/** Not API: example `index` of the field table `f` into *out: 0, or 1 when
- *  the fast path does not serve it (out untouched). */
-__attribute__((always_inline)) static inline int
-ss__get_table(ss_view *out, const ss__fast_field *f, uint64_t index) {
-    if (__builtin_expect(index < __atomic_load_n(&f->checked, __ATOMIC_RELAXED), 1)) {
-        /* entries index and index + 1 were checked (see above) */
-        const uint64_t *e = f->index + 2 * index;
-        const ss__fast_chunk *c = &f->chunks[e[0] >> 32];
-        out->data = c->data + (e[0] & 0xFFFFFFFFu);
-        out->length = e[3] - e[1];
-        out->row_bytes = f->row_bytes;
-        out->dtype = f->dtype;
-        return 0;
-    }
-    if (__builtin_expect(index >= f->limit, 0)) return 1;
-    const ss__fast_segment *g = &f->segments[index / SS__SEGMENT_ENTRIES];
-    const uint64_t *e = (const uint64_t *)(g->bias + 16 * index);
-    /* entry index + 1 exists (the library checked every segment's size),
-     * in the next segment after the last entry of one */
-    uint64_t end = __builtin_expect(index != g->last, 1)
-                       ? e[3]
-                       : ((const uint64_t *)(g[1].bias + 16 * (index + 1)))[1];
-    uint64_t loc = e[0], rows = end - e[1], chunk = loc >> 32, offset = loc & 0xFFFFFFFFu;
-    /* 1 <= rows <= 2^32 (an empty example takes the out-of-line path), and
-     * row_bytes < 2^32 (else limit is 0): rows * row_bytes + offset < 2^64. */
-    if (__builtin_expect(chunk >= f->nchunks || ((rows - 1) >> 32) != 0, 0)) return 1;
-    const ss__fast_chunk *c = &f->chunks[chunk];
-    if (__builtin_expect(offset + rows * f->row_bytes > c->size, 0)) return 1;
-    out->data = c->data + offset;
-    out->length = rows;
-    out->row_bytes = f->row_bytes;
-    out->dtype = f->dtype;
-    return 0;
-}
-
-/** ss_get(), inline (see above): the same results and return codes. A
- *  dataset's example is served from its shard's table once the shard is
- *  open (the shard guessed as the exported function does). */
-__attribute__((always_inline)) static inline int ss__get_inline(ss_view *out, const ss_store *s,
-                                                                uint32_t field, uint64_t index) {
-    if (__builtin_expect(!out || !s || field >= SS_MAX_FIELDS, 0))
-        return ss__get_call(out, s, field, index);
-    const ss__fast *t = (const ss__fast *)(const void *)s;
-    if (__builtin_expect(ss__get_table(out, &t->f[field], index) == 0, 1)) return 0;
-    if (index < t->shard_limit) {
-        uint64_t k = (uint64_t)(int64_t)((double)(int64_t)index * t->per_shard_inv);
-        if (k >= t->nshards) k = t->nshards - 1;
-        const ss__fast_shard *sh = &t->shards[k];
-        const ss_store *st;
-        if (index >= sh->first && index < sh[1].first &&
-            (st = __atomic_load_n(&sh->store, __ATOMIC_ACQUIRE)) != NULL &&
-            ss__get_table(out, &((const ss__fast *)(const void *)st)->f[field],
-                          index - sh->first) == 0)
-            return 0;
-    }
-    return ss__get_call(out, s, field, index);
-}
-#define ss_get(out, s, field, index) ss__get_inline(out, s, field, index)
-#endif
+/* ss_get() called by name compiles to an inline fast path (same results and
+ * codes; measured: bench/bench_read). It lives in seqstore/get_inline.h and
+ * is not API; define SS_NO_INLINE_GET to always call the exported function. */
+#include "seqstore/get_inline.h"
 
 /** View of time steps [t0, t1) of example `index`, still zero-copy.
  *  @return as ss_get(), plus SS_ERANGE when t0 > t1 or t1 > length. */

@@ -132,11 +132,11 @@ int ss_blend_next(uint32_t *source, uint64_t *index, ss_blend *b) {
     return 0;
 }
 
-uint64_t ss_blend_count(const ss_blend *b, uint32_t source) {
+uint64_t ss_blend_source_count(const ss_blend *b, uint32_t source) {
     return b && source < b->k ? b->c[source] : 0;
 }
 
-uint64_t ss_blend_epoch(const ss_blend *b, uint32_t source) {
+uint64_t ss_blend_source_epoch(const ss_blend *b, uint32_t source) {
     return b && source < b->k ? b->c[source] / b->size[source] : 0;
 }
 
@@ -144,12 +144,16 @@ uint64_t ss_blend_position(const ss_blend *b) {
     return b ? b->n : 0;
 }
 
+size_t ss_blend_state_size(const ss_blend *b) {
+    return b ? 8 * ((size_t)b->k + 3) : 0;
+}
+
 int ss_blend_state_save(void *buf, size_t cap, size_t *len, const ss_blend *b) {
     if (!len || !b || (!buf && cap))
         return ss__fail(SS_EINVAL, "ss_blend_state_save: NULL argument");
     size_t need = 8 * ((size_t)b->k + 3);
     *len = need;
-    if (cap < need) return ss__fail(SS_ERANGE, "ss_blend_state_save: needs %zu bytes", need);
+    if (cap < need) return ss__fail(SS_EBUFS, "ss_blend_state_save: needs %zu bytes", need);
     unsigned char *p = buf;
     ss_put_le64(p, b->fingerprint);
     ss_put_le64(p + 8, b->k);

@@ -120,7 +120,7 @@ static int stream_length(ss_blend_loader *l, const ss_blend_options *bo) {
     if (rc) return rc;
     for (;;) {
         uint32_t done = 0;
-        for (uint32_t j = 0; j < l->k; j++) done += ss_blend_count(b, j) >= bo->sizes[j];
+        for (uint32_t j = 0; j < l->k; j++) done += ss_blend_source_count(b, j) >= bo->sizes[j];
         if (l->o.stop == SS_BLEND_FIRST_EXHAUSTED ? done > 0 : done == l->k) break;
         uint32_t src;
         uint64_t ix;
@@ -251,7 +251,8 @@ int ss_blend_loader_next(const ss_blend_batch **out, ss_blend_loader *l) {
     if (out) *out = NULL;
     if (!out || !l) return ss__fail(SS_EINVAL, "ss_blend_loader_next: NULL argument");
     uint64_t n = rows_left(l, l->o.batch_size);
-    if (n == 0 || (n < l->o.batch_size && l->o.drop_last)) return SS_LOADER_END;
+    if (n == 0 || (n < l->o.batch_size && l->o.drop_last))
+        return ss__fail(SS_ITEROVER, "ss_blend_loader_next: the stream is over");
     size_t len = 0;
     int rc = ss_blend_state_save(l->undo, 8 * ((size_t)l->k + 3), &len, l->blend);
     for (uint64_t r = 0; !rc && r < n; r++) rc = ss_blend_next(&l->src[r], &l->idx[r], l->blend);
@@ -269,17 +270,17 @@ int ss_blend_loader_next(const ss_blend_batch **out, ss_blend_loader *l) {
     return 0;
 }
 
-uint64_t ss_blend_loader_length(const ss_blend_loader *l) {
+uint64_t ss_blend_loader_count(const ss_blend_loader *l) {
     return l ? l->length : 0;
 }
 
 uint64_t ss_blend_loader_source_count(const ss_blend_loader *l, uint32_t source) {
-    return l ? ss_blend_count(l->blend, source) : 0;
+    return l ? ss_blend_source_count(l->blend, source) : 0;
 }
 
-uint64_t ss_blend_loader_source_epochs(const ss_blend_loader *l, uint32_t source) {
+uint64_t ss_blend_loader_source_epoch(const ss_blend_loader *l, uint32_t source) {
     if (!l || source >= l->k) return 0;
-    return ss_blend_count(l->blend, source) / ss_count(l->stores[source]);
+    return ss_blend_source_count(l->blend, source) / ss_count(l->stores[source]);
 }
 
 size_t ss_blend_loader_state_size(const ss_blend_loader *l) {
@@ -291,7 +292,7 @@ int ss_blend_loader_state_save(void *buf, size_t cap, size_t *len, const ss_blen
     size_t need = ss_blend_loader_state_size(l), bl;
     if (len) *len = need;
     if (cap < need)
-        return ss__fail(SS_ETOOBIG, "ss_blend_loader_state_save: %zu bytes, %zu needed", cap, need);
+        return ss__fail(SS_EBUFS, "ss_blend_loader_state_save: %zu bytes, %zu needed", cap, need);
     unsigned char *p = buf;
     ss_put_le64(p, STATE_MAGIC);
     ss_put_le64(p + 8, l->position);

@@ -364,7 +364,7 @@ int ss_bucket_set(ss_writer *w, const char *name, const ss_bucket *b) {
 }
 
 int ss_bucket_save(const char *path, const char *name, const uint32_t *fields, size_t nkeys,
-                   uint64_t resolution) {
+                   const ss_bucket_options *options) {
     if (!path) return ss__fail(SS_EINVAL, "ss_bucket_save: path is NULL");
     char key[SS_MAX_ATTR_NAME + 1];
     int rc = bucket_attr_name(key, sizeof key, name);
@@ -373,7 +373,7 @@ int ss_bucket_save(const char *path, const char *name, const uint32_t *fields, s
     rc = ss_open(&s, path, SS_OPEN_VERIFY);
     if (rc) return rc;
     ss_bucket *b = NULL;
-    rc = ss_bucket_build(&b, s, fields, nkeys, resolution);
+    rc = ss_bucket_create(&b, s, fields, nkeys, options);
     ss_close(s); /* the built index owns its arrays */
     if (rc) return rc;
     ss_writer *w = NULL;
@@ -575,7 +575,10 @@ int ss_bucket_block_order(uint64_t *out, uint64_t *n, const ss_bucket *b, const 
     for (uint64_t k = 0; !rc && k < want; k += got) {
         uint64_t m = want - k < ((size_t)-1) ? want - k : (size_t)-1;
         rc = ss_sampler_next(out + k, (size_t)m, &got, s);
-        if (!rc && !got) break;
+        if (rc == SS_ITEROVER) { /* fewer than the selection: a sampler that drops */
+            rc = 0;
+            break;
+        }
         if (!rc) *n += got;
     }
     ss_sampler_free(s);

@@ -735,7 +735,7 @@ static int bind_bytes(cfield *f, const char *what, void *theirs, uint64_t their_
         return rc;
     }
     if (their_bytes < need)
-        return ss__fail(SS_EINVAL,
+        return ss__fail(SS_EBUFS,
                         "collate field '%s': the %s buffer holds %llu bytes, the batch needs %llu",
                         f->name, what, (unsigned long long)their_bytes, (unsigned long long)need);
     *out = theirs;

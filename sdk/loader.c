@@ -806,7 +806,10 @@ static int read_options(lopts *o, const ss_loader_options *in) {
     o->fields = in->fields;
     o->nfields = in->nfields;
     o->prefetch = in->prefetch;
-    o->threads = in->threads;
+    if (in->threads < 0)
+        return ss__fail(SS_EINVAL, "ss_loader_open: threads = %d (use 0 for the default)",
+                        in->threads);
+    o->threads = (uint32_t)in->threads;
     o->infinite = in->infinite;
     o->transforms = in->transforms;
     o->into = in->version >= 3 ? in->into : 0; /* version 2 ends before it */
@@ -953,16 +956,23 @@ static uint64_t wake_at(const ss_loader *l) {
     return last < l->nbatches ? last : l->nbatches - 1;
 }
 
+/* The end of a finite epoch (not an error: the loader stays usable). */
+static int epoch_over(const ss_loader *l) {
+    return ss__fail(SS_ITEROVER,
+                    "ss_loader_next: epoch %" PRIu64 " is over (ss_loader_set_epoch() starts another)",
+                    l->epoch);
+}
+
 /* Under the mutex: the slot of batch `consumed`, ready (prepared by a worker,
- * or by the caller when no worker runs). 0, SS_LOADER_END or an error, which
+ * or by the caller when no worker runs). 0, SS_ITEROVER or an error, which
  * stops the loader until set_epoch or state_load. */
 static int ready_slot(slot **out, ss_loader *l) {
     if (l->err_rc) return ss__fail(l->err_rc, "%s", l->err_msg);
     if (l->consumed >= l->nbatches) {
-        if (!l->o.infinite) return SS_LOADER_END;
+        if (!l->o.infinite) return epoch_over(l);
         quiesce(l);
         int rc = restart(l, l->epoch + 1, 0);
-        if (!rc && l->nbatches == 0) rc = SS_LOADER_END;
+        if (!rc && l->nbatches == 0) rc = epoch_over(l);
         if (rc) return rc;
     }
     slot *s = &l->slots[l->consumed % l->nslots];
@@ -1107,8 +1117,12 @@ uint64_t ss_loader_epoch(const ss_loader *l) {
     return l ? l->epoch : 0;
 }
 
-uint64_t ss_loader_batches(const ss_loader *l) {
+uint64_t ss_loader_count(const ss_loader *l) {
     return l ? l->nbatches : 0;
+}
+
+size_t ss_loader_state_size(const ss_loader *l) {
+    return l ? SS_LOADER_STATE_SIZE : 0;
 }
 
 uint64_t ss_loader_position(const ss_loader *l) {
@@ -1121,7 +1135,7 @@ int ss_loader_state_save(void *buf, size_t cap, size_t *len, const ss_loader *l)
     if (len) *len = SS_LOADER_STATE_SIZE;
     if (!l || !buf) return ss__fail(SS_EINVAL, "ss_loader_state_save: NULL argument");
     if (cap < SS_LOADER_STATE_SIZE)
-        return ss__fail(SS_ETOOBIG, "ss_loader_state_save: %zu bytes, %d needed", cap,
+        return ss__fail(SS_EBUFS, "ss_loader_state_save: %zu bytes, %d needed", cap,
                         SS_LOADER_STATE_SIZE);
     ss_loader *m = (ss_loader *)l; /* the mutex only */
     unsigned char *p = buf;

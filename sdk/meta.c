@@ -163,7 +163,7 @@ int ss_attr_get_text(char *buf, size_t cap, size_t *len, const ss_store *s, cons
                         a.type);
     if (len) *len = (size_t)a.size;
     if (a.size >= cap)
-        return ss__fail(SS_ETOOBIG, "ss_attr_get_text: attribute '%s' needs %llu bytes, %zu given",
+        return ss__fail(SS_EBUFS, "ss_attr_get_text: attribute '%s' needs %llu bytes, %zu given",
                         name, (unsigned long long)a.size + 1, cap);
     memcpy(buf, a.data, (size_t)a.size);
     buf[a.size] = 0;
@@ -247,11 +247,16 @@ uint64_t ss_lines_count(const ss_lines *l) {
     return l ? l->n : 0;
 }
 
-const char *ss_lines_get(const ss_lines *l, uint64_t k, size_t *len) {
+int ss_lines_get(const char **out, size_t *len, const ss_lines *l, uint64_t k) {
+    if (out) *out = NULL;
     if (len) *len = 0;
-    if (!l || k >= l->n) return NULL;
+    if (!out || !l) return ss__fail(SS_EINVAL, "ss_lines_get: NULL argument");
+    if (k >= l->n)
+        return ss__fail(SS_ERANGE, "ss_lines_get: entry %llu of %llu", (unsigned long long)k,
+                        (unsigned long long)l->n);
     if (len) *len = (size_t)(l->start[k + 1] - 1 - l->start[k]);
-    return l->text + l->start[k];
+    *out = l->text + l->start[k];
+    return 0;
 }
 
 int ss_sample_rate(double *out, const ss_store *s, uint32_t field) {

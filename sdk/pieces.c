@@ -78,6 +78,9 @@ static uint64_t kept_pieces(uint64_t L, uint64_t max_len, uint64_t min_len) {
 int ss_splitter_open(ss_splitter **out, const ss_store *s, const ss_split_options *o) {
     *out = NULL;
     if (!s || !o) return ss__fail(SS_EINVAL, "split: NULL store or options");
+    if (o->version != SS_SPLIT_OPTIONS_VERSION)
+        return ss__fail(SS_EINVAL, "split: options version %u is not %u", o->version,
+                        SS_SPLIT_OPTIONS_VERSION);
     if (o->max_len == 0) return ss__fail(SS_EINVAL, "split: max_len must be >= 1");
     if (o->min_len > o->max_len)
         return ss__fail(SS_EINVAL, "split: min_len %llu > max_len %llu",
@@ -189,6 +192,9 @@ static void lanes_start_epoch(ss_lanes *la, uint64_t epoch) {
 int ss_lanes_open(ss_lanes **out, const ss_splitter *sp, const ss_lanes_options *o) {
     *out = NULL;
     if (!sp || !o) return ss__fail(SS_EINVAL, "lanes: NULL splitter or options");
+    if (o->version != SS_LANES_OPTIONS_VERSION)
+        return ss__fail(SS_EINVAL, "lanes: options version %u is not %u", o->version,
+                        SS_LANES_OPTIONS_VERSION);
     if (o->lanes == 0) return ss__fail(SS_EINVAL, "lanes: lanes must be >= 1");
     ss_lanes *la = calloc(1, sizeof *la);
     if (!la) return ss__fail(SS_ENOMEM, "lanes: out of memory");
@@ -237,6 +243,8 @@ int ss_lanes_set_epoch(ss_lanes *la, uint64_t epoch) {
 }
 
 int ss_lanes_next(const ss_lane_batch **out, ss_lanes *la) {
+    if (out) *out = NULL;
+    if (!out || !la) return ss__fail(SS_EINVAL, "ss_lanes_next: NULL argument");
     if (la->ended) lanes_start_epoch(la, la->epoch + 1);
     uint32_t B = la->opt.lanes, rows = 0, active = 0;
     for (uint32_t b = 0; b < B; b++) {
@@ -256,9 +264,10 @@ int ss_lanes_next(const ss_lane_batch **out, ss_lanes *la) {
             memset(&la->pieces[rows], 0, sizeof la->pieces[rows]);
         rows++;
     }
-    if (active == 0) {
-        rows = 0;
+    if (active == 0) { /* the next call starts the next epoch */
         la->ended = 1;
+        return ss__fail(SS_ITEROVER, "ss_lanes_next: epoch %llu is over",
+                        (unsigned long long)la->epoch);
     }
     la->batch.size = rows;
     la->batch.active = active;

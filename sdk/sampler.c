@@ -487,6 +487,10 @@ uint64_t ss_sampler_epoch_length(const ss_sampler *s) {
     return s ? s->local_len : 0;
 }
 
+size_t ss_sampler_state_size(const ss_sampler *s) {
+    return s ? SS_SAMPLER_STATE_SIZE : 0;
+}
+
 uint64_t ss_sampler_position(const ss_sampler *s) {
     return s ? s->pos : 0;
 }
@@ -511,6 +515,9 @@ int ss_sampler_next(uint64_t *out_indices, size_t max, size_t *n, ss_sampler *s)
         s->pos++;
     }
     *n = k;
+    if (k == 0 && max > 0)
+        return ss__fail(SS_ITEROVER, "ss_sampler_next: epoch %llu is over",
+                        (unsigned long long)s->epoch);
     return 0;
 }
 
@@ -518,7 +525,7 @@ int ss_sampler_state_save(void *buf, size_t cap, size_t *len, const ss_sampler *
     if (len) *len = 0;
     if (!s || !buf) return ss__fail(SS_EINVAL, "ss_sampler_state_save: NULL argument");
     if (cap < SS_SAMPLER_STATE_SIZE)
-        return ss__fail(SS_ETOOBIG, "sampler state: needs %d bytes, buffer has %zu",
+        return ss__fail(SS_EBUFS, "sampler state: needs %d bytes, buffer has %zu",
                         SS_SAMPLER_STATE_SIZE, cap);
     unsigned char *p = buf;
     ss_put_le64(p, STATE_MAGIC);

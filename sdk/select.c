@@ -204,7 +204,7 @@ int ss_selection_format(char *buf, size_t cap, size_t *len, const ss_selection *
     if (len) *len = need;
     if (need + 1 > cap) {
         if (buf && cap) buf[0] = '\0';
-        return ss__fail(SS_ETOOBIG, "selection: text needs %zu bytes, buffer has %zu", need + 1,
+        return ss__fail(SS_EBUFS, "selection: text needs %zu bytes, buffer has %zu", need + 1,
                         cap);
     }
     buf[need] = '\0';
@@ -573,7 +573,7 @@ int ss_selection_kfold(ss_selection **train, ss_selection **valid, const ss_sele
 
 /* ---------------------------------------------------------- length filter */
 
-int ss_selection_filter_length(ss_selection **out, const ss_selection *sel, const ss_store *store,
+int ss_selection_filter_length(ss_selection **out, const ss_store *store, const ss_selection *sel,
                                const uint32_t *fields, size_t nfields, uint64_t min_len,
                                uint64_t max_len) {
     if (!out) return ss__fail(SS_EINVAL, "filter: out is NULL");

@@ -672,10 +672,9 @@ int ss_window_reader_next(const ss_window_batch **out, ss_window_reader *r) {
     sl->b.epoch = r->epoch;
     sl->b.size = active ? rows : 0;
     sl->b.active = active;
-    if (active == 0) { /* end of the epoch: a marker batch, nothing to register */
+    if (active == 0) { /* end of the epoch: nothing to hand out or register */
         ss__window_start_epoch(r, r->epoch + 1);
-        *out = &sl->b;
-        return 0;
+        return ss__fail(SS_ITEROVER, "window reader: epoch %llu is over", ULL(r->epoch - 1));
     }
     int rc = ss__window_collate(r, sl);
     if (!rc) rc = ss__window_xf_batch(r, sl);

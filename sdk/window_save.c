@@ -45,7 +45,8 @@ static uint64_t words(const ss_window_reader *r) {
     return n;
 }
 
-size_t ss_window_reader_save_size(const ss_window_reader *r, unsigned flags) {
+size_t ss_window_reader_state_size(const ss_window_reader *r, unsigned flags) {
+    if (!r) return 0;
     size_t n = (size_t)(words(r) * 8);
     if (flags & SS_WINDOW_SAVE_STATES) n += (size_t)(r->nseq * r->H);
     return n;
@@ -56,7 +57,10 @@ static void put(uint8_t **p, uint64_t v) {
     *p += 8;
 }
 
-int ss_window_reader_save(void *buf, size_t size, const ss_window_reader *r, unsigned flags) {
+int ss_window_reader_state_save(void *buf, size_t cap, size_t *len, const ss_window_reader *r,
+                                unsigned flags) {
+    if (len) *len = 0;
+    if (!r || (!buf && cap)) return ss__fail(SS_EINVAL, "window reader save: NULL argument");
     /* A pending batch that carries no state is released by the next call:
      * with one slot that only unblocks its sequences, which the saved states
      * below anticipate. */
@@ -64,10 +68,11 @@ int ss_window_reader_save(void *buf, size_t size, const ss_window_reader *r, uns
         if (r->slots[k].pending && (r->carry || r->nslots > 1))
             return ss__fail(SS_ESTATE, "window reader save: batch %llu is not registered",
                             (unsigned long long)r->slots[k].b.id);
-    size_t need = ss_window_reader_save_size(r, flags);
-    if (size < need)
-        return ss__fail(SS_ETOOBIG, "window reader save: needs %zu bytes, buffer has %zu", need,
-                        size);
+    size_t need = ss_window_reader_state_size(r, flags);
+    if (len) *len = need;
+    if (cap < need)
+        return ss__fail(SS_EBUFS, "window reader save: needs %zu bytes, buffer has %zu", need,
+                        cap);
     uint8_t *p = buf;
     uint64_t fp[FINGERPRINT_WORDS];
     fingerprint(r, fp);
@@ -129,14 +134,14 @@ static uint64_t get(cursor *c) {
 static int load(ss_window_reader *r, const void *buf, size_t size, int apply) {
     cursor c = {buf, (const uint8_t *)buf + size, 0};
     if (get(&c) != SAVE_MAGIC || c.bad)
-        return ss__fail(SS_EINPUT, "window reader restore: not a saved window reader");
+        return ss__fail(SS_EINVAL, "window reader restore: not a saved window reader");
     if (get(&c) != SAVE_VERSION)
-        return ss__fail(SS_EINPUT, "window reader restore: unknown save version");
+        return ss__fail(SS_EINVAL, "window reader restore: unknown save version");
     uint64_t flags = get(&c), fp[FINGERPRINT_WORDS];
     fingerprint(r, fp);
     for (int i = 0; i < FINGERPRINT_WORDS; i++)
         if (get(&c) != fp[i] && !c.bad)
-            return ss__fail(SS_ESCHEMA,
+            return ss__fail(SS_EINVAL,
                             "window reader restore: saved with other options or "
                             "another split (fingerprint word %d differs)",
                             i);
@@ -201,16 +206,17 @@ static int load(ss_window_reader *r, const void *buf, size_t size, int apply) {
             memcpy(r->hidden, c.p, (size_t)(r->nseq * r->H));
     }
     if (bad || c.bad)
-        return ss__fail(SS_EINPUT, "window reader restore: truncated or inconsistent data");
+        return ss__fail(SS_EINVAL, "window reader restore: truncated or inconsistent data");
     return 0;
 }
 
-int ss_window_reader_restore(ss_window_reader *r, const void *buf, size_t size) {
+int ss_window_reader_state_load(ss_window_reader *r, const void *buf, size_t size) {
+    if (!r) return ss__fail(SS_EINVAL, "window reader restore: NULL reader");
     for (uint32_t k = 0; k < r->nslots; k++)
         if (r->slots[k].pending && r->carry)
             return ss__fail(SS_ESTATE, "window reader restore: batch %llu is not registered",
                             (unsigned long long)r->slots[k].b.id);
-    if (!buf) return ss__fail(SS_EINPUT, "window reader restore: NULL buffer");
+    if (!buf) return ss__fail(SS_EINVAL, "window reader restore: NULL buffer");
     int rc = load(r, buf, size, 0);
     if (rc) return rc;
     for (uint32_t k = 0; k < r->nslots; k++) r->slots[k].pending = 0;

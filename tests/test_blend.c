@@ -44,12 +44,12 @@ int main(void) {
             CHECK(fabs((double)count[s] - W_RAW[s] / wsum * (double)(n + 1)) <= 1.0);
     }
     for (int j = 0; j < K; j++) {
-        CHECK_EQ_U64(ss_blend_count(b, (uint32_t)j), count[j]);
-        CHECK_EQ_U64(ss_blend_epoch(b, (uint32_t)j), count[j] / SIZES[j]);
+        CHECK_EQ_U64(ss_blend_source_count(b, (uint32_t)j), count[j]);
+        CHECK_EQ_U64(ss_blend_source_epoch(b, (uint32_t)j), count[j] / SIZES[j]);
     }
     CHECK_EQ_U64(ss_blend_position(b), TOTAL);
     /* the two epochs of source 3 (size 7) differ: shuffled per epoch */
-    CHECK(ss_blend_epoch(b, 3) > 2);
+    CHECK(ss_blend_source_epoch(b, 3) > 2);
     ss_blend_free(b);
 
     /* the same seed gives the same stream; another seed another order */
@@ -70,7 +70,9 @@ int main(void) {
     /* save mid-blend, resume in a fresh blend: the same continuation */
     unsigned char state[256];
     size_t len;
-    CHECK_RC(ss_blend_state_save(state, 8, &len, b), SS_ERANGE);
+    CHECK_RC(ss_blend_state_save(state, 8, &len, b), SS_EBUFS);
+    CHECK_EQ_U64(len, ss_blend_state_size(b));
+    CHECK_EQ_U64(ss_blend_state_size(NULL), 0);
     CHECK_EQ_U64(len, 8 * (K + 3));
     CHECK_OK(ss_blend_state_save(state, sizeof state, &len, b));
     ss_blend *r = make(1, 0, 1, 0, 99);

@@ -112,7 +112,7 @@ static uint64_t drain(ss_blend_loader *l, uint32_t *src, uint64_t *idx, uint64_t
         n += b->rows;
         nb++;
     }
-    if (nb < max_batches) CHECK_RC(rc, SS_LOADER_END);
+    if (nb < max_batches) CHECK_RC(rc, SS_ITEROVER);
     return n;
 }
 
@@ -125,7 +125,7 @@ static void test_proportions(void) {
     ss_blend_loader_options o = options(SS_BLEND_INFINITE, 100, 1);
     ss_blend_loader *l;
     CHECK_OK(ss_blend_loader_open(&l, &o));
-    CHECK(ss_blend_loader_length(l) == UINT64_MAX);
+    CHECK(ss_blend_loader_count(l) == UINT64_MAX);
     uint64_t c[K] = {0}, n = 0;
     for (int k = 0; k < 1000; k++) {
         const ss_blend_batch *b;
@@ -136,7 +136,7 @@ static void test_proportions(void) {
         for (int j = 0; j < K; j++) {
             CHECK(fabs((double)c[j] - WEIGHT[j] * (double)n) < 1.0);
             CHECK(ss_blend_loader_source_count(l, (uint32_t)j) == c[j]);
-            CHECK(ss_blend_loader_source_epochs(l, (uint32_t)j) == c[j] / SIZE[j]);
+            CHECK(ss_blend_loader_source_epoch(l, (uint32_t)j) == c[j] / SIZE[j]);
         }
     }
     CHECK(n == 100000);
@@ -159,13 +159,13 @@ static void test_exhaustion(void) {
             ss_blend_loader_options o = options((ss_blend_stop)stop, 7, shuffle);
             ss_blend_loader *l;
             CHECK_OK(ss_blend_loader_open(&l, &o));
-            CHECK_EQ_U64(ss_blend_loader_length(l), n);
+            CHECK_EQ_U64(ss_blend_loader_count(l), n);
             CHECK_EQ_U64(drain(l, g_s1, g_i1, CAP, UINT64_MAX), n);
             CHECK(memcmp(g_s1, g_s2, n * sizeof *g_s1) == 0);
             if (!shuffle) CHECK(memcmp(g_i1, g_i2, n * sizeof *g_i1) == 0);
             uint64_t done = 0, c[K] = {0};
             for (int j = 0; j < K; j++) {
-                done += ss_blend_loader_source_epochs(l, (uint32_t)j) >= 1;
+                done += ss_blend_loader_source_epoch(l, (uint32_t)j) >= 1;
                 unsigned char seen[70] = {0};
                 for (uint64_t i = 0; i < n; i++) {
                     if (g_s1[i] != (uint32_t)j) continue;
@@ -180,7 +180,7 @@ static void test_exhaustion(void) {
             if (stop == SS_BLEND_FIRST_EXHAUSTED) /* source 0 needs 100 samples, 2 needs 150 */
                 CHECK(c[0] == SIZE[0] && c[1] < SIZE[1] && c[2] < SIZE[2]);
             const ss_blend_batch *b;
-            CHECK_RC(ss_blend_loader_next(&b, l), SS_LOADER_END);
+            CHECK_RC(ss_blend_loader_next(&b, l), SS_ITEROVER);
             CHECK(b == NULL);
             ss_blend_loader_free(l);
         }
@@ -198,7 +198,7 @@ static void test_resume(void) {
     CHECK(k == 20);
     unsigned char st[8 * (K + 6)];
     size_t len = 0;
-    CHECK_RC(ss_blend_loader_state_save(st, 8, &len, l), SS_ETOOBIG);
+    CHECK_RC(ss_blend_loader_state_save(st, 8, &len, l), SS_EBUFS);
     CHECK_OK(ss_blend_loader_state_save(st, sizeof st, &len, l));
     CHECK(len == sizeof st && len == ss_blend_loader_state_size(l));
     CHECK_OK(ss_blend_loader_open(&m, &o));
@@ -277,14 +277,14 @@ static void test_errors(void) {
     CHECK(l == NULL && strstr(ss_error_message(), "all_exhausted"));
     o.stop = SS_BLEND_FIRST_EXHAUSTED; /* ends after ~100 samples: fine */
     CHECK_OK(ss_blend_loader_open(&l, &o));
-    CHECK(ss_blend_loader_length(l) < 110);
+    CHECK(ss_blend_loader_count(l) < 110);
     ss_blend_loader_free(l);
     /* drop_last drops a finite stream's smaller last batch */
     o = options(SS_BLEND_FIRST_EXHAUSTED, 7, 0);
     o.drop_last = 1;
     CHECK_OK(ss_blend_loader_open(&l, &o));
     uint64_t n = drain(l, g_s1, g_i1, CAP, UINT64_MAX);
-    CHECK_EQ_U64(n, ss_blend_loader_length(l) / 7 * 7);
+    CHECK_EQ_U64(n, ss_blend_loader_count(l) / 7 * 7);
     ss_blend_loader_free(l);
     ss_close(bad);
 }

@@ -124,8 +124,7 @@ static void check_sample_targets(const ss_store *s) {
     uint64_t windows = 0;
     for (;;) {
         const ss_window_batch *b;
-        CHECK_OK(ss_window_reader_next(&b, r));
-        if (b->size == 0) break;
+        if (CHECK_NEXT(ss_window_reader_next(&b, r))) break;
         CHECK_OK(ss_window_reader_targets(tgt, r, b, fl, SS_U32));
         for (uint32_t row = 0; row < b->size; row++) {
             if (!b->mask[row]) continue;
@@ -209,8 +208,7 @@ static void check_window_reader(const ss_store *s) {
     uint64_t seen = 0;
     for (;;) {
         const ss_window_batch *b;
-        CHECK_OK(ss_window_reader_next(&b, r));
-        if (b->size == 0) break;
+        if (CHECK_NEXT(ss_window_reader_next(&b, r))) break;
         CHECK(b->label && b->label_dtype == SS_U32);
         for (uint32_t row = 0; row < b->size; row++) {
             if (!b->mask[row]) continue;
@@ -614,7 +612,8 @@ static void test_meta_append(void) {
     const char *const want[3] = {"P01", "", "P02"};
     for (uint64_t i = 0; i < 3; i++) {
         size_t n;
-        const char *name = ss_lines_get(l, fixed_u32(s, "subject", i), &n);
+        const char *name;
+        CHECK_OK(ss_lines_get(&name, &n, l, fixed_u32(s, "subject", i)));
         CHECK(name && n == strlen(want[i]) && !memcmp(name, want[i], n));
         CHECK_EQ_U64(fixed_u32(s, "recording", i), i);
     }

@@ -755,6 +755,11 @@ static void test_bad_arguments(const char *good) {
     CHECK(strcmp(ss_strerror(0), "success") == 0);
     CHECK(strcmp(ss_strerror(-99), "unknown error") == 0);
     CHECK(strcmp(ss_strerror(3), "unknown error") == 0);
+    CHECK(strcmp(ss_error_name(SS_ECORRUPT), "SS_ECORRUPT") == 0);
+    CHECK(strcmp(ss_error_name(SS_ITEROVER), "SS_ITEROVER") == 0);
+    CHECK(strcmp(ss_error_name(SS_EBUFS), "SS_EBUFS") == 0);
+    CHECK(strcmp(ss_error_name(0), "SS_OK") == 0);
+    CHECK(strcmp(ss_error_name(-99), "SS_UNKNOWN") == 0);
     ss_dtype dt;
     CHECK_RC(ss_dtype_parse(&dt, "u17"), SS_EINVAL);
     CHECK(ss_dtype_name((ss_dtype)0) == NULL && ss_dtype_size((ss_dtype)13) == 0);

@@ -228,7 +228,7 @@ static void test_window(const char *path) {
     const ss_window_batch *b;
     int rc;
     uint64_t batches = 0;
-    while ((rc = ss_window_reader_next(&b, r)) == 0 && b->size > 0) {
+    while ((rc = ss_window_reader_next(&b, r)) == 0) {
         CHECK_OK(ss_window_reader_register(r, b, NULL));
         batches++;
     }

@@ -158,7 +158,7 @@ static void test_naive_fixed(const ss_store *s) {
                 size_t n;
                 CHECK_OK(ss_sampler_next(order, 400, &n, sm));
                 CHECK_EQ_U64(n, 288);
-                CHECK_EQ_U64(ss_loader_batches(l), nb);
+                CHECK_EQ_U64(ss_loader_count(l), nb);
                 const ss_loader_batch *b;
                 for (uint64_t k = 0; k < nb; k++) {
                     CHECK_OK(ss_loader_next(&b, l));
@@ -166,9 +166,9 @@ static void test_naive_fixed(const ss_store *s) {
                     CHECK_EQ_U64(b->position, k);
                     check_batch(s, b, order + 16 * k, k == 17 && rp == 1 ? 8 : 16);
                 }
-                CHECK_RC(ss_loader_next(&b, l), SS_LOADER_END);
+                CHECK_RC(ss_loader_next(&b, l), SS_ITEROVER);
                 CHECK(b == NULL);
-                CHECK_RC(ss_loader_next(&b, l), SS_LOADER_END);
+                CHECK_RC(ss_loader_next(&b, l), SS_ITEROVER);
             }
             ss_sampler_free(sm);
             ss_loader_free(l);
@@ -211,7 +211,7 @@ static uint64_t run(ss_loader *l, uint64_t e0, uint64_t e1, uint64_t *hashes, ui
             CHECK(n < cap);
             hashes[n++] = batch_hash(b);
         }
-        CHECK_RC(rc, SS_LOADER_END);
+        CHECK_RC(rc, SS_ITEROVER);
     }
     return n;
 }
@@ -258,6 +258,7 @@ static void test_resume(const ss_store *s) {
     size_t len;
     CHECK_OK(ss_loader_state_save(st, sizeof st, &len, l));
     CHECK_EQ_U64(len, SS_LOADER_STATE_SIZE);
+    CHECK_EQ_U64(ss_loader_state_size(l), SS_LOADER_STATE_SIZE);
     ss_loader_free(l);
     for (uint32_t th = 1; th <= 4; th *= 2) {
         o.l.threads = th;
@@ -311,7 +312,7 @@ static void test_sharding(const ss_store *s) {
             check_batch(s, b, order + 10 * k, 10);
             for (uint64_t r = 0; r < 10; r++) seen[b->indices[r]]++;
         }
-        CHECK_RC(ss_loader_next(&b, l), SS_LOADER_END);
+        CHECK_RC(ss_loader_next(&b, l), SS_ITEROVER);
         ss_sampler_free(sm);
         ss_selection_free(all);
         ss_loader_free(l);
@@ -325,7 +326,7 @@ static void check_dealt(const ss_store *s, ss_loader *l, ss_batcher *bt, uint32_
                         uint32_t rank, int drop_last, uint64_t max_tokens) {
     uint64_t nb = ss_batcher_count(bt);
     uint64_t per = drop_last ? nb / world : (nb + world - 1) / world;
-    CHECK_EQ_U64(ss_loader_batches(l), per);
+    CHECK_EQ_U64(ss_loader_count(l), per);
     const ss_loader_batch *b;
     for (uint64_t j = 0; j < per; j++) {
         const uint64_t *ix;
@@ -343,7 +344,7 @@ static void check_dealt(const ss_store *s, ss_loader *l, ss_batcher *bt, uint32_
             CHECK(n * longest <= max_tokens);
         }
     }
-    CHECK_RC(ss_loader_next(&b, l), SS_LOADER_END);
+    CHECK_RC(ss_loader_next(&b, l), SS_ITEROVER);
 }
 
 static void test_tokens(const ss_store *s) {
@@ -400,7 +401,9 @@ static void test_bucket(const char *path) {
     CHECK(l == NULL);
     ss_close(s);
     uint32_t key = 0;
-    CHECK_OK(ss_bucket_save(path, "tok", &key, 1, 10));
+    ss_bucket_options bo = SS_BUCKET_OPTIONS_INIT;
+    bo.resolution = 10;
+    CHECK_OK(ss_bucket_save(path, "tok", &key, 1, &bo));
     ss_store *s2;
     CHECK_OK(ss_open(&s2, path, 0));
     CHECK_OK(topen(&l, s2, &o));
@@ -451,7 +454,7 @@ static void collect(const ss_store *s, topts o, uint32_t R, uint32_t r, uint32_t
         out->start[out->nb + 1] = out->start[out->nb] + b->rows;
         out->nb++;
     }
-    CHECK_EQ_U64(out->nb, ss_loader_batches(l));
+    CHECK_EQ_U64(out->nb, ss_loader_count(l));
     ss_loader_free(l);
 }
 
@@ -604,6 +607,10 @@ static void test_errors(const ss_store *s) {
     o.l.version = 99;
     CHECK_RC(topen(&l, s, &o), SS_EINVAL);
     o.l.version = SS_LOADER_OPTIONS_VERSION;
+    o.l.threads = -1; /* an int, as every other `threads` */
+    CHECK_RC(topen(&l, s, &o), SS_EINVAL);
+    CHECK(strstr(ss_error_message(), "threads = -1"));
+    o.l.threads = 0;
     o.sampler.world_size = 2;
     o.sampler.rank = 2;
     CHECK_RC(topen(&l, s, &o), SS_EINVAL);
@@ -808,7 +815,7 @@ static uint64_t run_into(ss_loader *l, into_bufs *m, uint64_t *hashes, uint64_t 
         check_in_caller_memory(b, m);
         hashes[n++] = batch_hash(b);
     }
-    CHECK_RC(rc, SS_LOADER_END);
+    CHECK_RC(rc, SS_ITEROVER);
     CHECK(b == NULL);
     return n;
 }
@@ -821,7 +828,7 @@ static void check_into_equals_next(const ss_store *s, topts o, into_bufs *m) {
     ss_loader *l;
     o.l.into = 0;
     CHECK_OK(topen(&l, s, &o));
-    uint64_t n = run(l, 0, 2, ref, 2 * N), per = ss_loader_batches(l);
+    uint64_t n = run(l, 0, 2, ref, 2 * N), per = ss_loader_count(l);
     CHECK(n > 4 && per > 4);
     /* a state after 3 batches of epoch 1, from the plain loader */
     CHECK_OK(ss_loader_set_epoch(l, 1));
@@ -835,7 +842,7 @@ static void check_into_equals_next(const ss_store *s, topts o, into_bufs *m) {
     CHECK_OK(topen(&l, s, &o));
     uint64_t k = run_into(l, m, got, 2 * N);
     CHECK_OK(ss_loader_set_epoch(l, 1));
-    CHECK_EQ_U64(ss_loader_batches(l), per);
+    CHECK_EQ_U64(ss_loader_count(l), per);
     k += run_into(l, m, got + k, 2 * N - k);
     CHECK_EQ_U64(k, n);
     CHECK(memcmp(ref, got, n * 8) == 0);
@@ -890,7 +897,7 @@ static uint64_t run_ring(ss_loader *l, uint32_t hold, uint64_t *hashes, uint64_t
     int rc;
     for (;;) {
         if (n - first == hold) { /* all held: the next call must refuse, then release */
-            if (hold == RING && ss_loader_position(l) < ss_loader_batches(l)) {
+            if (hold == RING && ss_loader_position(l) < ss_loader_count(l)) {
                 const ss_loader_batch *b;
                 CHECK_RC(ss_loader_next_into(&b, l, NULL), SS_EINVAL);
                 CHECK(b == NULL && strstr(ss_error_message(), "ss_loader_release"));
@@ -905,7 +912,7 @@ static uint64_t run_ring(ss_loader *l, uint32_t hold, uint64_t *hashes, uint64_t
         hashes[n] = batch_hash(out[n % RING]);
         n++;
     }
-    CHECK_RC(rc, SS_LOADER_END);
+    CHECK_RC(rc, SS_ITEROVER);
     for (; first < n; first++) {
         CHECK(batch_hash(out[first % RING]) == hashes[first]);
         CHECK_OK(ss_loader_release(l, out[first % RING]));
@@ -922,7 +929,7 @@ static void check_ring_equals_next(const ss_store *s, topts o) {
     o.l.into = 0;
     o.l.prefetch = 0;
     CHECK_OK(topen(&l, s, &o));
-    uint64_t n = run(l, 0, 2, ref, 2 * N), per = ss_loader_batches(l);
+    uint64_t n = run(l, 0, 2, ref, 2 * N), per = ss_loader_count(l);
     ss_loader_free(l);
     o.l.into = 1;
     o.l.ring = g_ring_b;
@@ -930,7 +937,7 @@ static void check_ring_equals_next(const ss_store *s, topts o) {
     CHECK_OK(topen(&l, s, &o));
     uint64_t k = run_ring(l, 1, got, 2 * N);
     CHECK_OK(ss_loader_set_epoch(l, 1));
-    CHECK_EQ_U64(ss_loader_batches(l), per);
+    CHECK_EQ_U64(ss_loader_count(l), per);
     k += run_ring(l, RING, got + k, 2 * N - k);
     CHECK_EQ_U64(k, n);
     CHECK(memcmp(ref, got, n * 8) == 0);
@@ -985,9 +992,9 @@ static void test_ring_errors(const ss_store *s) {
     CHECK_OK(topen(&l, s, &o));
     CHECK_OK(ss_loader_next_into(&b, l, NULL));
     CHECK_OK(ss_loader_release(l, b));
-    CHECK_RC(ss_loader_next_into(&b, l, NULL), SS_EINVAL); /* batch 1 into set 1 */
+    CHECK_RC(ss_loader_next_into(&b, l, NULL), SS_EBUFS); /* batch 1 into set 1 */
     CHECK(b == NULL && strstr(ss_error_message(), "tok") && strstr(ss_error_message(), "batch 1"));
-    CHECK_RC(ss_loader_next_into(&b, l, NULL), SS_EINVAL);
+    CHECK_RC(ss_loader_next_into(&b, l, NULL), SS_EBUFS);
     CHECK_OK(ss_loader_set_epoch(l, 0));
     CHECK_OK(ss_loader_next_into(&b, l, NULL));
     CHECK_RC(ss_loader_next_into(&b2, l, g_ring_b), SS_EINVAL);
@@ -1087,14 +1094,14 @@ static void test_into_errors(const ss_store *s, into_bufs *m) {
     ss_collate_buffers small[3];
     memcpy(small, m->b, sizeof small);
     small[0].data_bytes = 8;
-    CHECK_RC(ss_loader_next_into(&b, l, small), SS_EINVAL);
+    CHECK_RC(ss_loader_next_into(&b, l, small), SS_EBUFS);
     CHECK(b == NULL);
     CHECK(strstr(ss_error_message(), "'tok'") && strstr(ss_error_message(), "needs"));
     CHECK(strstr(ss_error_message(), "batch 0"));
     CHECK_EQ_U64(ss_loader_position(l), 0);
     memcpy(small, m->b, sizeof small);
     small[2].data_bytes = 4 * 5 - 1; /* one byte short of 5 labels */
-    CHECK_RC(ss_loader_next_into(&b, l, small), SS_EINVAL);
+    CHECK_RC(ss_loader_next_into(&b, l, small), SS_EBUFS);
     CHECK(strstr(ss_error_message(), "'label'") && strstr(ss_error_message(), "20"));
     CHECK_OK(ss_loader_next_into(&b, l, m->b)); /* the same batch, retried */
     check_in_caller_memory(b, m);

@@ -115,6 +115,13 @@ static void test_tables(void) {
     o.min_len = 3;
     CHECK_RC(ss_splitter_open(&sp, s, &o), SS_EINVAL);
     o.min_len = 1;
+    const unsigned bad_versions[2] = {0, SS_SPLIT_OPTIONS_VERSION + 1};
+    for (int k = 0; k < 2; k++) {
+        o.version = bad_versions[k]; /* unknown versions are refused, naming it */
+        CHECK_RC(ss_splitter_open(&sp, s, &o), SS_EINVAL);
+        CHECK(sp == NULL && strstr(ss_error_message(), "options version"));
+    }
+    o.version = SS_SPLIT_OPTIONS_VERSION;
     fields[0] = 1; /* a fixed field */
     o.fields = fields;
     o.nfields = 1;
@@ -194,8 +201,7 @@ static void test_lanes(void) {
             for (int b = 0; b < 4; b++) last_ex[b] = UINT64_MAX, last_t1[b] = 0;
             const ss_lane_batch *bt;
             for (;;) {
-                CHECK_OK(ss_lanes_next(&bt, la));
-                if (bt->size == 0) break;
+                if (CHECK_NEXT(ss_lanes_next(&bt, la))) break;
                 CHECK_EQ_U64(bt->epoch, (uint64_t)e);
                 if (variant & 2)
                     CHECK_EQ_U64(bt->size, bt->active);
@@ -231,6 +237,10 @@ static void test_lanes(void) {
     lo.lanes = 0;
     ss_lanes *la;
     CHECK_RC(ss_lanes_open(&la, sp, &lo), SS_EINVAL);
+    lo.lanes = 1;
+    lo.version = SS_LANES_OPTIONS_VERSION + 1;
+    CHECK_RC(ss_lanes_open(&la, sp, &lo), SS_EINVAL);
+    CHECK(la == NULL && strstr(ss_error_message(), "options version"));
     ss_splitter_free(sp);
     ss_close(s);
 }

@@ -20,7 +20,9 @@ static uint64_t drain(ss_sampler *s, uint64_t *out, uint64_t cap) {
     size_t n;
     do {
         size_t want = (size_t)(cap - k < 7 ? cap - k : 7); /* odd chunk size on purpose */
-        CHECK_OK(ss_sampler_next(out + k, want, &n, s));
+        int rc = ss_sampler_next(out + k, want, &n, s);
+        if (rc != SS_ITEROVER) CHECK_OK(rc);
+        CHECK((rc == SS_ITEROVER) == (n == 0 && want > 0));
         k += n;
     } while (n && k < cap);
     return k;
@@ -36,7 +38,10 @@ static void test_sequential_and_golden(void) {
     uint64_t want[5] = {2, 3, 4, 8, 9};
     CHECK(memcmp(got, want, sizeof want) == 0);
     size_t n = 99;
-    CHECK_OK(ss_sampler_next(got, 4, &n, s)); /* end of epoch stays at end */
+    CHECK_RC(ss_sampler_next(got, 4, &n, s), SS_ITEROVER); /* end of epoch stays at end */
+    CHECK_EQ_U64(n, 0);
+    CHECK_RC(ss_sampler_next(got, 4, &n, s), SS_ITEROVER);
+    CHECK_OK(ss_sampler_next(got, 0, &n, s)); /* nothing asked: not an end */
     CHECK_EQ_U64(n, 0);
     CHECK_OK(ss_sampler_set_epoch(s, 1));
     CHECK_EQ_U64(drain(s, got, 16), 5);
@@ -100,8 +105,9 @@ static uint64_t run_consumers(const ss_selection *sel, ss_sampler_options o, uin
             CHECK_EQ_U64(ss_sampler_epoch_length(s) % b, 0);
             for (uint64_t kk = 0;; kk++) {
                 size_t n;
-                CHECK_OK(ss_sampler_next(buf, (size_t)b, &n, s));
-                if (n == 0) break;
+                int rc = ss_sampler_next(buf, (size_t)b, &n, s);
+                if (rc == SS_ITEROVER && n == 0) break;
+                CHECK_OK(rc);
                 CHECK_EQ_U64(n, b); /* whole batches only */
                 uint64_t k = kk * W + w;
                 CHECK(k < nsteps);
@@ -252,6 +258,7 @@ static void test_resume(void) {
             CHECK_OK(ss_sampler_next(got, (size_t)m, &n, s));
             CHECK_OK(ss_sampler_state_save(blob, sizeof blob, &len, s));
             CHECK_EQ_U64(len, SS_SAMPLER_STATE_SIZE);
+            CHECK_EQ_U64(ss_sampler_state_size(s), SS_SAMPLER_STATE_SIZE);
             ss_sampler_free(s);
             CHECK_OK(ss_sampler_create(&s, sel, &o)); /* a "restarted job" at epoch 0 */
             CHECK_OK(ss_sampler_state_load(s, blob, len));
@@ -275,7 +282,7 @@ static void test_resume(void) {
         }
         unsigned char tiny[8];
         CHECK_OK(ss_sampler_create(&s, sel, &o));
-        CHECK_RC(ss_sampler_state_save(tiny, sizeof tiny, NULL, s), SS_ETOOBIG);
+        CHECK_RC(ss_sampler_state_save(tiny, sizeof tiny, NULL, s), SS_EBUFS);
         ss_sampler_free(s);
     }
     free(w);
@@ -766,7 +773,7 @@ static void test_errors_and_lengths(void) {
     CHECK_OK(ss_sampler_create(&s, empty, &o));
     uint64_t buf[4];
     size_t n = 9;
-    CHECK_OK(ss_sampler_next(buf, 4, &n, s));
+    CHECK_RC(ss_sampler_next(buf, 4, &n, s), SS_ITEROVER);
     CHECK_EQ_U64(n, 0);
     ss_sampler_free(s);
     ss_selection_free(empty);

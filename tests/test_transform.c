@@ -535,7 +535,7 @@ static void test_identity_collation(const ss_store *s) {
             for (uint32_t k = 0; k < 3; k++) same_collated(&a->data.fields[k], &b->data.fields[k]);
             n++;
         }
-        CHECK_RC(ss_loader_next(&b, xf_l), SS_LOADER_END);
+        CHECK_RC(ss_loader_next(&b, xf_l), SS_ITEROVER);
         CHECK_EQ_U64(n, (N + 8) / 9);
         ss_loader_free(plain_l);
         ss_loader_free(xf_l);
@@ -730,7 +730,7 @@ static void reshape_run(const ss_store *s, ss_pipeline *p, ss_layout layout, uin
         size_t n;
         CHECK_OK(ss_sampler_next(order, RN + RB, &n, sm));
         CHECK_EQ_U64(n, nb * RB);
-        CHECK_EQ_U64(ss_loader_batches(l), nb);
+        CHECK_EQ_U64(ss_loader_count(l), nb);
         const ss_loader_batch *b;
         for (uint64_t k = 0; k < nb; k++) {
             CHECK_OK(ss_loader_next(&b, l));
@@ -784,7 +784,7 @@ static void reshape_run(const ss_store *s, ss_pipeline *p, ss_layout layout, uin
             if (c->data_bytes) CHECK(memcmp(c->data, want, c->data_bytes) == 0);
             hashes[nh++] = collated_hash(collated_hash(0xcbf29ce484222325ull, c), id);
         }
-        CHECK_RC(ss_loader_next(&b, l), SS_LOADER_END);
+        CHECK_RC(ss_loader_next(&b, l), SS_ITEROVER);
     }
     ss_sampler_free(sm);
     ss_selection_free(all);

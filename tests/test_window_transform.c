@@ -232,8 +232,7 @@ static void run(ss_window_reader *r, uint64_t nb, uint64_t seed, recorder *rc, u
     float fin[64 * 2];
     for (uint64_t k = 0; k < nb; k++) {
         const ss_window_batch *b;
-        CHECK_OK(ss_window_reader_next(&b, r));
-        if (b->size == 0) {
+        if (CHECK_NEXT(ss_window_reader_next(&b, r))) {
             *pos = 0;
             rec(rc, "END", 3);
             continue;
@@ -273,15 +272,15 @@ static void test_naive_threads_restore(ss_store *s) {
     recorder skip = {0}, ra = {0}, rb = {0};
     uint64_t pos = 0;
     run(a, 37, o.seed, &skip, &pos);
-    size_t n = ss_window_reader_save_size(a, SS_WINDOW_SAVE_STATES);
+    size_t n = ss_window_reader_state_size(a, SS_WINDOW_SAVE_STATES);
     uint8_t *blob = malloc(n);
     CHECK(blob);
-    CHECK_OK(ss_window_reader_save(blob, n, a, SS_WINDOW_SAVE_STATES));
+    CHECK_OK(ss_window_reader_state_save(blob, n, NULL, a, SS_WINDOW_SAVE_STATES));
     uint64_t pos_b = pos;
     run(a, 60, o.seed, &ra, &pos);
     o.threads = 4;
     CHECK_OK(ss_window_reader_open(&b, s, &o));
-    CHECK_OK(ss_window_reader_restore(b, blob, n));
+    CHECK_OK(ss_window_reader_state_load(b, blob, n));
     run(b, 60, o.seed, &rb, &pos_b);
     CHECK_EQ_U64(ra.n, rb.n);
     CHECK(memcmp(ra.buf, rb.buf, ra.n) == 0);
@@ -289,7 +288,7 @@ static void test_naive_threads_restore(ss_store *s) {
     /* a reader without the transforms refuses the position */
     o.transforms = NULL;
     CHECK_OK(ss_window_reader_open(&b, s, &o));
-    CHECK_RC(ss_window_reader_restore(b, blob, n), SS_ESCHEMA);
+    CHECK_RC(ss_window_reader_state_load(b, blob, n), SS_EINVAL);
     ss_window_reader_free(b);
     ss_window_reader_free(a);
 
@@ -407,7 +406,7 @@ static void test_errors(ss_store *s) {
     CHECK_OK(ss_window_reader_open(&r, s, &o));
     const ss_window_batch *b;
     int rc = 0, batches = 0;
-    while ((rc = ss_window_reader_next(&b, r)) == 0 && b->size) {
+    while ((rc = ss_window_reader_next(&b, r)) == 0) {
         for (uint32_t i = 0; i < b->size; i++) CHECK(!b->mask[i] || b->example[i] != bad);
         CHECK_OK(ss_window_reader_register(r, b, NULL));
         batches++;
@@ -424,11 +423,11 @@ static void test_errors(ss_store *s) {
     /* ...until set_epoch; epoch 1 passes the check */
     CHECK_OK(ss_window_reader_set_epoch(r, 1));
     uint64_t seen = 0;
-    while ((rc = ss_window_reader_next(&b, r)) == 0 && b->size) {
+    while ((rc = ss_window_reader_next(&b, r)) == 0) {
         for (uint32_t i = 0; i < b->size; i++) seen += b->mask[i] && b->example[i] == bad;
         CHECK_OK(ss_window_reader_register(r, b, NULL));
     }
-    CHECK_OK(rc);
+    CHECK_RC(rc, SS_ITEROVER);
     CHECK(seen > 0);
     ss_window_reader_free(r);
     ss_pipeline_free(p);

@@ -304,7 +304,7 @@ void ss_test_run_loader(ss_test_run *r, ss_loader *l) {
             const unsigned char *p = c->data;
             for (uint64_t i = 0; i < c->data_bytes; i++) ss_test_run_put(r, p[i]);
         }
-        CHECK_EQ_U64(rc, SS_LOADER_END);
+        CHECK_RC(rc, SS_ITEROVER);
     }
 }
 
@@ -324,4 +324,14 @@ void ss_test_same_loader_batches(const ss_store *a, const ss_store *b, int modes
                     free(ra.v);
                     free(rb.v);
                 }
+}
+
+int ss_test_next_(int rc, const char *expr, const char *file, int line) {
+    if (rc == SS_ITEROVER) return 1;
+    if (rc != 0) {
+        fprintf(stderr, "%s:%d: %s returned %d (%s): %s\n", file, line, expr, rc, ss_strerror(rc),
+                ss_error_message());
+        ss_test_fail_exit();
+    }
+    return 0;
 }

@@ -40,6 +40,11 @@
         }                                                                                          \
     } while (0)
 
+/* An iterator's next call: 1 at SS_ITEROVER, 0 on success; any other code
+ * fails the test. Use: if (CHECK_NEXT(ss_window_reader_next(&b, r))) break; */
+#define CHECK_NEXT(expr) ss_test_next_((expr), #expr, __FILE__, __LINE__)
+int ss_test_next_(int rc, const char *expr, const char *file, int line);
+
 /* Expect a specific error code. */
 #define CHECK_RC(expr, code)                                                                       \
     do {                                                                                           \

@@ -57,6 +57,11 @@ typedef struct ss_batch_options {
 #define SS_BATCH_OPTIONS_VERSION 1
 #define SS_BATCH_OPTIONS_INIT                                                                      \
     { SS_BATCH_OPTIONS_VERSION, 0, SS_REMAINDER_INCLUDE, 0, 0, 0, 0 }
+/** Fill `out` with SS_BATCH_OPTIONS_INIT (for bindings that cannot use the macro).
+ *  @param[out] out     the defaults.
+ *  @param[in]  version SS_BATCH_OPTIONS_VERSION: the version the caller was compiled against.
+ *  @return 0; SS_EINVAL (NULL out, another version). */
+SS_API int ss_batch_options_init(ss_batch_options *out, unsigned version);
 
 /** A list of batches (see above). Reading (count, get) may be shared by
  *  threads; ss_batcher_shuffle() must not run concurrently with anything else
@@ -207,6 +212,11 @@ typedef struct ss_bucket_options {
 #define SS_BUCKET_OPTIONS_VERSION 1
 #define SS_BUCKET_OPTIONS_INIT                                                                     \
     { SS_BUCKET_OPTIONS_VERSION, 0, 0, 0, NULL, NULL, NULL, 0 }
+/** Fill `out` with SS_BUCKET_OPTIONS_INIT (for bindings that cannot use the macro).
+ *  @param[out] out     the defaults.
+ *  @param[in]  version SS_BUCKET_OPTIONS_VERSION: the version the caller was compiled against.
+ *  @return 0; SS_EINVAL (NULL out, another version). */
+SS_API int ss_bucket_options_init(ss_bucket_options *out, unsigned version);
 
 /** Build a bucket index in memory with options: keys from the store's
  *  lengths of `fields` (default), from `options.keys` or from
@@ -282,14 +292,16 @@ SS_API void ss_bucket_free(ss_bucket *b);
 SS_API int ss_bucket_set(ss_writer *w, const char *name, const ss_bucket *b);
 
 /** Build the bucket index of the finished store at `path` and store it as
- *  ss.bucket.<name> (opens the store, builds, appends the attribute). The
- *  store must not be open in this process nor have an active writer.
- *  @return 0; SS_EINVAL and SS_ERANGE as ss_bucket_build() and
+ *  ss.bucket.<name> (opens the store, builds as ss_bucket_create() with
+ *  `fields`, `nkeys` and `options`, so any index it builds: descending,
+ *  estimated boundaries, keys; appends the attribute). The store must not be
+ *  open in this process nor have an active writer.
+ *  @return 0; SS_EINVAL and SS_ERANGE as ss_bucket_create() and
  *          ss_bucket_set() (NULL path too); SS_EBUSY (the store changed
  *          between build and write); as ss_open(), ss_writer_open() and
  *          ss_writer_finish(). */
 SS_API int ss_bucket_save(const char *path, const char *name, const uint32_t *fields, size_t nkeys,
-                          uint64_t resolution);
+                          const ss_bucket_options *options);
 
 /** Examples covered (0 for NULL). */
 SS_API uint64_t ss_bucket_size(const ss_bucket *b);

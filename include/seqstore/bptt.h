@@ -50,7 +50,7 @@ typedef struct ss_piece {
 
 /** Options of ss_splitter_open(). Start from SS_SPLIT_OPTIONS_INIT. */
 typedef struct ss_split_options {
-    unsigned version;         /**< SS_SPLIT_OPTIONS_VERSION (not checked yet) */
+    unsigned version;         /**< SS_SPLIT_OPTIONS_VERSION */
     uint64_t max_len;         /**< longest piece, >= 1 */
     uint64_t min_len;         /**< pieces shorter than this are dropped (0 keeps even
                                    empty examples); must be <= max_len */
@@ -59,12 +59,17 @@ typedef struct ss_split_options {
     uint32_t nfields;         /**< entries of `fields`, 1..SS_MAX_FIELDS when fields is set */
     const uint64_t *examples; /**< examples to read, in this order (read at open only);
                                    NULL = all */
-    size_t n_examples;        /**< entries of `examples` */
+    uint64_t n_examples;      /**< entries of `examples` */
 } ss_split_options;
 
 #define SS_SPLIT_OPTIONS_VERSION 1
 #define SS_SPLIT_OPTIONS_INIT                                                                      \
     { SS_SPLIT_OPTIONS_VERSION, 0, 1, NULL, 0, NULL, 0 }
+/** Fill `out` with SS_SPLIT_OPTIONS_INIT (for bindings that cannot use the macro).
+ *  @param[out] out     the defaults.
+ *  @param[in]  version SS_SPLIT_OPTIONS_VERSION: the version the caller was compiled against.
+ *  @return 0; SS_EINVAL (NULL out, another version). */
+SS_API int ss_split_options_init(ss_split_options *out, unsigned version);
 
 typedef struct ss_splitter ss_splitter;
 
@@ -80,7 +85,8 @@ typedef struct ss_splitter ss_splitter;
  *  @param[out] out     the splitter; free it with ss_splitter_free().
  *  @param[in]  s       the store; borrowed until ss_splitter_free().
  *  @param[in]  options required (no NULL default); read at open only.
- *  @return 0; SS_EINVAL (NULL store or options, max_len 0, min_len >
+ *  @return 0; SS_EINVAL (NULL store or options, an unknown options
+ *          version, max_len 0, min_len >
  *          max_len, a field that is not a sequence field or is chosen
  *          twice, nfields 0 or > SS_MAX_FIELDS with fields set, a store
  *          without sequence fields); SS_ERANGE (a field or example index out
@@ -123,7 +129,7 @@ enum {
 
 /** Options of ss_lanes_open(). Start from SS_LANES_OPTIONS_INIT. */
 typedef struct ss_lanes_options {
-    unsigned version; /**< SS_LANES_OPTIONS_VERSION (not checked yet) */
+    unsigned version; /**< SS_LANES_OPTIONS_VERSION */
     uint32_t lanes;   /**< batch rows B, >= 1 */
     int shuffle;      /**< 0: examples in splitter order; 1: shuffled per epoch by seed */
     uint64_t seed;    /**< seed of the shuffle (with shuffle = 1) */
@@ -133,11 +139,16 @@ typedef struct ss_lanes_options {
 #define SS_LANES_OPTIONS_VERSION 1
 #define SS_LANES_OPTIONS_INIT                                                                      \
     { SS_LANES_OPTIONS_VERSION, 1, 0, 0, 0 }
+/** Fill `out` with SS_LANES_OPTIONS_INIT (for bindings that cannot use the macro).
+ *  @param[out] out     the defaults.
+ *  @param[in]  version SS_LANES_OPTIONS_VERSION: the version the caller was compiled against.
+ *  @return 0; SS_EINVAL (NULL out, another version). */
+SS_API int ss_lanes_options_init(ss_lanes_options *out, unsigned version);
 
 /** One batch of pieces. All arrays have `size` entries and belong to the
  *  assembler; they are valid until the next ss_lanes_next() or ss_lanes_free(). */
 typedef struct ss_lane_batch {
-    uint32_t size;          /**< rows: B, fewer with SS_LANES_SHRINK, 0 at the end of an epoch */
+    uint32_t size;          /**< rows: B, fewer with SS_LANES_SHRINK; >= 1 */
     uint32_t active;        /**< rows holding a piece */
     uint64_t epoch;         /**< epoch this batch belongs to */
     const ss_piece *pieces; /**< the piece of each row (all zero where masked) */
@@ -159,17 +170,19 @@ typedef struct ss_lanes ss_lanes;
  *  @param[out] out     the assembler; free it with ss_lanes_free().
  *  @param[in]  sp      borrowed until ss_lanes_free().
  *  @param[in]  options required (no NULL default); copied.
- *  @return 0; SS_EINVAL (0 lanes, NULL splitter or options); SS_ENOMEM. */
+ *  @return 0; SS_EINVAL (0 lanes, NULL splitter or options, an unknown
+ *          options version); SS_ENOMEM. */
 SS_API int ss_lanes_open(ss_lanes **out, const ss_splitter *sp, const ss_lanes_options *options);
 
 /** Free the assembler. Accepts NULL. */
 SS_API void ss_lanes_free(ss_lanes *la);
 
-/** The next batch. At the end of an epoch the batch has size 0; the call
- *  after it starts the next epoch. No allocation.
+/** The next batch. At the end of an epoch it returns SS_ITEROVER (and *out
+ *  NULL); the call after it starts the next epoch. No allocation.
  *  @param[out] out borrowed from the assembler, valid until the next
- *                  ss_lanes_next(), ss_lanes_set_epoch() or ss_lanes_free().
- *  @return 0 (la must not be NULL). */
+ *                  ss_lanes_next(), ss_lanes_set_epoch() or ss_lanes_free();
+ *                  NULL at the end of an epoch.
+ *  @return 0; SS_ITEROVER (see above); SS_EINVAL (NULL argument). */
 SS_API int ss_lanes_next(const ss_lane_batch **out, ss_lanes *la);
 
 /** Restart at the beginning of epoch `epoch` (lanes emptied).
@@ -203,14 +216,14 @@ enum {
     SS_WINDOW_LABEL_PER_STEP = 1u << 5, /**< repeat the label at every time step */
     SS_WINDOW_DROP_LAST = 1u << 6,      /**< training: the first batch that would hold
                                              fewer than B windows ends the epoch instead
-                                             (its windows are not handed out), as the NAS
-                                             reader's EpochDone; needs max_pending <= 1 */
+                                             (its windows are not handed out); needs
+                                             max_pending <= 1 */
     SS_WINDOW_REDRAW = 1u << 7          /**< sequential modes: every batch, lane b draws
                                              a sequence uniformly among those that can
                                              give a window now (not done, not blocked, not
                                              drawn by a lower lane of this batch), by
                                              (seed, epoch, batch number), and hands out
-                                             its next window (as the NAS reader), instead
+                                             its next window, instead
                                              of keeping its sequence until it is done */
 };
 
@@ -239,7 +252,7 @@ typedef struct ss_window_options {
     const double *offset;      /**< per channel; NULL = 0 */
     const void *initial_state; /**< H elements handed out on reset (copied); NULL = zeros */
     const uint64_t *examples;  /**< the split: example indices in sampler order; NULL = all */
-    size_t n_examples;         /**< entries of `examples` */
+    uint64_t n_examples;       /**< entries of `examples` */
     uint32_t max_pending;      /**< batches that may be out unregistered; 0 or 1 = strict (the
                                     next batch before registering is SS_ESTATE). More lets
                                     other eligible sequences be served meanwhile. */
@@ -272,6 +285,11 @@ typedef struct ss_window_options {
             SS_WINDOW_SEQUENTIAL, 0, 0, 0, (ss_dtype)0, NULL, NULL, NULL, NULL, 0, 1, 0, 0, NULL,  \
             NULL, NULL, 0, 0                                                                       \
     }
+/** Fill `out` with SS_WINDOW_OPTIONS_INIT (for bindings that cannot use the macro).
+ *  @param[out] out     the defaults.
+ *  @param[in]  version SS_WINDOW_OPTIONS_VERSION: the version the caller was compiled against.
+ *  @return 0; SS_EINVAL (NULL out, another version). */
+SS_API int ss_window_options_init(ss_window_options *out, unsigned version);
 
 /* Transforms (ss_window_options.transforms, see transform.h).
  *
@@ -288,8 +306,8 @@ typedef struct ss_window_options {
  * gain and offset. Masked rows are not transformed. Without per-window
  * transforms the windows are read straight from the map (no copy).
  *
- * Per-batch transforms (ss_transform.batch) run once per batch (not on the
- * end-of-epoch marker), after the collation, on an ss_loader_batch view of
+ * Per-batch transforms (ss_transform.batch) run once per batch, after the
+ * collation, on an ss_loader_batch view of
  * the ss_window_batch: position = the batch's number in the epoch (from 0),
  * rows = size, indices = example (0 where masked), data.fields[0] = the
  * signal ([size][W][dims] or [W][size][dims] of out_dtype, lengths = length
@@ -327,7 +345,7 @@ typedef enum ss_seq_state {
 typedef struct ss_window_batch {
     uint64_t id;              /**< batch number since open */
     uint64_t epoch;           /**< epoch this batch belongs to */
-    uint32_t size;            /**< rows: B (fewer with SS_WINDOW_SHRINK); 0 = end of the epoch */
+    uint32_t size;            /**< rows: B (fewer with SS_WINDOW_SHRINK); >= 1 */
     uint32_t active;          /**< rows holding a window */
     uint64_t window;          /**< W */
     uint32_t channels;        /**< C: elements per sample */
@@ -413,16 +431,17 @@ SS_API int ss_window_reader_info(ss_window_info *out, const ss_window_reader *r)
 
 /** The next batch.
  *
- *  At the end of an epoch the batch has size 0 (and needs no registration);
- *  the call after it starts the next epoch. No allocation happens here.
+ *  At the end of an epoch it returns SS_ITEROVER (*out NULL, nothing to
+ *  register); the call after it starts the next epoch. No allocation happens here.
  *  After a failed call (a read error, a failing transform) the reader keeps
  *  returning that error until ss_window_reader_set_epoch() or a successful
- *  ss_window_reader_restore().
+ *  ss_window_reader_state_load().
  *  @param[out] out borrowed; see ss_window_batch for how long it is valid.
  *                  NULL on error.
- *  @return 0; SS_ESTATE if a batch carrying state is still unregistered and
- *          max_pending batches are out ("register the final hidden states of
- *          batch N first"), or if nothing can be served until a pending batch
+ *  @return 0; SS_ITEROVER at the end of an epoch (*out NULL); SS_ESTATE if
+ *          a batch carrying state is still unregistered and max_pending
+ *          batches are out ("register the final hidden states of batch N
+ *          first"), or if nothing can be served until a pending batch
  *          is registered; an error of ss_get_range(); a transform's error. */
 SS_API int ss_window_reader_next(const ss_window_batch **out, ss_window_reader *r);
 
@@ -432,8 +451,7 @@ SS_API int ss_window_reader_next(const ss_window_batch **out, ss_window_reader *
  *  masked are ignored. The state of a sequence that has a next window is
  *  stored and handed out with that window. May be NULL only when no state is
  *  carried (RANDOM mode, SS_WINDOW_FORGET_STATE or H = 0). Registering
- *  the end-of-epoch marker, or (without carried state) a batch already
- *  released, does nothing and returns 0.
+ *  (without carried state) a batch already released does nothing and returns 0.
  *  @param[in] batch        a batch returned by ss_window_reader_next() of
  *                          this reader.
  *  @param[in] final_states copied before the call returns.
@@ -473,29 +491,33 @@ enum {
     SS_WINDOW_SAVE_STATES = 1u << 0 /**< include every sequence's hidden state */
 };
 
-/** Bytes ss_window_reader_save() needs with these flags (SS_WINDOW_SAVE_...). */
-SS_API size_t ss_window_reader_save_size(const ss_window_reader *r, unsigned flags);
+/** Bytes ss_window_reader_state_save() needs with these flags
+ *  (SS_WINDOW_SAVE_...); 0 for NULL. */
+SS_API size_t ss_window_reader_state_size(const ss_window_reader *r, unsigned flags);
 
 /** Save the reader's position (epoch, every sequence's cursor and state, the
  *  lane assignment, the random streams) and optionally the hidden states into
  *  `buf` (little-endian, self-describing).
- *  @param[out] buf  `size` bytes.
- *  @param[in]  size bytes of buf.
+ *  @param[out] buf  `cap` bytes.
+ *  @param[in]  cap  bytes of buf.
+ *  @param[out] len  bytes written (or needed, on SS_EBUFS); may be NULL.
  *  @param[in]  flags SS_WINDOW_SAVE_...
  *  @return 0; SS_ESTATE if a batch carrying state is pending, or any batch
  *          is pending with max_pending > 1 (save between batches);
- *          SS_ETOOBIG if `size` is smaller than ss_window_reader_save_size(). */
-SS_API int ss_window_reader_save(void *buf, size_t size, const ss_window_reader *r, unsigned flags);
+ *          SS_EBUFS if `cap` is smaller than ss_window_reader_state_size()
+ *          (nothing written, *len set); SS_EINVAL (NULL argument). */
+SS_API int ss_window_reader_state_save(void *buf, size_t cap, size_t *len,
+                                       const ss_window_reader *r, unsigned flags);
 
-/** Restore a position saved by ss_window_reader_save() into a reader opened
+/** Restore a position saved by ss_window_reader_state_save() into a reader opened
  *  with the same store, split and options. The next batch is the one the
  *  saved reader would have produced.
- *  @param[in] buf `size` bytes; only read during the call.
- *  @return 0; SS_EINPUT (NULL buf, not a saved window reader, an unknown
- *          save version, truncated); SS_ESCHEMA (saved with other options or
- *          another split); SS_ESTATE (a batch of this reader carrying state
- *          is pending). On failure the reader is unchanged. */
-SS_API int ss_window_reader_restore(ss_window_reader *r, const void *buf, size_t size);
+ *  @param[in] buf `len` bytes; only read during the call.
+ *  @return 0; SS_EINVAL (NULL buf, not a saved window reader, an unknown
+ *          save version, truncated, saved with other options or another
+ *          split: the message says which); SS_ESTATE (a batch of this reader
+ *          carrying state is pending). On failure the reader is unchanged. */
+SS_API int ss_window_reader_state_load(ss_window_reader *r, const void *buf, size_t len);
 
 #ifdef __cplusplus
 }

@@ -159,6 +159,11 @@ typedef struct ss_collate_field {
             SS_MASK_NONE, NULL, NULL, NULL, NULL, 0, (ss_dtype)0, 0, 0, {0}, (ss_dtype)0,          \
             SS_VALUE_F64, 0, 0                                                                     \
     }
+/** Fill `out` with SS_COLLATE_FIELD_INIT (for bindings that cannot use the macro).
+ *  @param[out] out     the defaults.
+ *  @param[in]  version SS_COLLATE_FIELD_VERSION: the version the caller was compiled against.
+ *  @return 0; SS_EINVAL (NULL out, another version). */
+SS_API int ss_collate_field_init(ss_collate_field *out, unsigned version);
 
 /** Collator options. */
 typedef struct ss_collator_options {
@@ -178,6 +183,11 @@ typedef struct ss_collator_options {
 #define SS_COLLATOR_OPTIONS_VERSION 1
 #define SS_COLLATOR_OPTIONS_INIT                                                                   \
     { SS_COLLATOR_OPTIONS_VERSION, 0, 0, 0, 0 }
+/** Fill `out` with SS_COLLATOR_OPTIONS_INIT (for bindings that cannot use the macro).
+ *  @param[out] out     the defaults.
+ *  @param[in]  version SS_COLLATOR_OPTIONS_VERSION: the version the caller was compiled against.
+ *  @return 0; SS_EINVAL (NULL out, another version). */
+SS_API int ss_collator_options_init(ss_collator_options *out, unsigned version);
 
 /** One collated field of a batch. Every pointer is borrowed: from the collator
  *  (library-owned buffers, valid until the next collation with the same
@@ -189,10 +199,13 @@ typedef struct ss_collated {
     ss_layout layout;                /**< SS_LAYOUT_BATCH_MAJOR for fixed fields */
     int sequence;                    /**< 0 for a fixed field ([B][C...]) */
     uint32_t ndim;                   /**< entries used in shape */
-    uint64_t shape[SS_MAX_DIMS + 2]; /**< [B][T][dims] / [T][B][dims] / [sum L][dims] /
-                                          [B][dims] */
+    uint64_t shape[SS_MAX_DIMS + 2]; /**< by layout: [B][T][dims] (batch-major),
+                                          [T][B][dims] (time-major), [sum L][dims]
+                                          (packed), [B][dims...][T] (channels-first);
+                                          [B][dims] for a fixed field */
     uint64_t batch;                  /**< B, the number of rows */
-    uint64_t steps;                  /**< T (padded), sum L (packed) or 1 (fixed field) */
+    uint64_t steps;                  /**< T (padded layouts, channels-first too: the last
+                                          dimension), sum L (packed) or 1 (fixed field) */
     void *data;                      /**< the array described by shape */
     uint64_t data_bytes;
     int64_t *lengths; /**< [B] valid time steps per row after truncation (packed +
@@ -280,7 +293,7 @@ SS_API int ss_collator_collate(ss_collated_batch *out, ss_collator *c, const ss_
 /** Collate `rows` into caller-provided buffers (pinned memory of a GPU
  *  framework, say).
  *  @param[in] buffers one entry per collator field, or NULL (= collator's own).
- *  @return as ss_collator_collate(), plus SS_EINVAL when a buffer is too small
+ *  @return as ss_collator_collate(), plus SS_EBUFS when a buffer is too small
  *          (the message names the field and the bytes needed). */
 SS_API int ss_collator_collate_into(ss_collated_batch *out, ss_collator *c, const ss_span *rows,
                                     size_t n_rows, const ss_collate_buffers *buffers);
@@ -305,8 +318,8 @@ typedef struct ss_collate_input {
  *  @param[out] out    as ss_collator_collate_into().
  *  @return 0; SS_EINVAL (n_rows 0, a NULL argument, an entry whose dtype or
  *          shape is not the field's input, a fixed field of length other than
- *          1, NULL data with length > 0, a buffer too small; the message names
- *          the field and row); SS_ENOMEM. */
+ *          1, NULL data with length > 0; the message names the field and row);
+ *          SS_EBUFS (a buffer too small, naming the field); SS_ENOMEM. */
 SS_API int ss_collator_collate_rows(ss_collated_batch *out, ss_collator *c,
                                     const ss_collate_input *rows, size_t n_rows,
                                     const ss_collate_buffers *buffers);

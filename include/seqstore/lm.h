@@ -101,6 +101,13 @@ typedef struct ss_lm_options {
 #define SS_LM_OPTIONS_INIT                                                                         \
     { SS_LM_OPTIONS_VERSION, 0, 0, 0, 0, SS_LM_EOD_FROM_STORE, 0 }
 
+/** Fill `*out` with the defaults SS_LM_OPTIONS_INIT gives, for a caller that
+ *  cannot expand the macro (a binding in another language).
+ *  @param[out] out     the defaults.
+ *  @param[in]  version SS_LM_OPTIONS_VERSION: the version the caller was compiled against.
+ *  @return 0; SS_EINVAL (NULL out, another version). */
+SS_API int ss_lm_options_init(ss_lm_options *out, unsigned version);
+
 /** Build the sample index of field `field` of `s`.
  *  @param[out] out     the index; free it with ss_lm_free().
  *  @param[in]  s       a store or dataset; it must stay open while `out` is

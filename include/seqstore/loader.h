@@ -91,9 +91,9 @@ typedef struct ss_loader_options {
     const ss_collator_options *collator; /**< NULL = defaults (threads 0: one thread per
                                               collation). Read at open only. */
     uint32_t prefetch;                   /**< batches prepared ahead N; 0 = 2 */
-    uint32_t threads;                    /**< worker threads; 0 = 1 */
+    int threads;                         /**< worker threads, >= 0; 0 = 1 */
     int infinite;                        /**< 1: at the end of an epoch go on with the next
-                                              one (ss_loader_next() never returns SS_LOADER_END) */
+                                              one (ss_loader_next() never returns SS_ITEROVER) */
     const ss_pipeline *transforms;       /**< NULL, or transforms to apply; borrowed: it must
                                               outlive the loader */
     /* Version 3. */
@@ -132,6 +132,11 @@ typedef struct ss_loader_options {
 #define SS_LOADER_OPTIONS_VERSION 4
 #define SS_LOADER_OPTIONS_INIT                                                                     \
     { SS_LOADER_OPTIONS_VERSION, NULL, NULL, NULL, NULL, NULL, 0, NULL, 0, 0, 0, NULL, 0, NULL, 0 }
+/** Fill `out` with SS_LOADER_OPTIONS_INIT (for bindings that cannot use the macro).
+ *  @param[out] out     the defaults.
+ *  @param[in]  version SS_LOADER_OPTIONS_VERSION: the version the caller was compiled against.
+ *  @return 0; SS_EINVAL (NULL out, another version). */
+SS_API int ss_loader_options_init(ss_loader_options *out, unsigned version);
 
 /** A batch handed out by ss_loader_next() (or ss_loader_next_into(), whose
  *  data are the caller's buffers). Everything else is borrowed from the
@@ -147,9 +152,6 @@ struct ss_loader_batch {
 };
 
 typedef struct ss_loader ss_loader;
-
-/** ss_loader_next() returns this (> 0) at the end of an epoch. */
-#define SS_LOADER_END 1
 
 /** Open a loader on `store` and start its worker threads, at epoch 0.
  *
@@ -179,7 +181,7 @@ SS_API void ss_loader_free(ss_loader *l);
  *  wake-up for k batches, while every worker keeps a batch to fill).
  *  @param[out] out the batch, valid until the next call (see ss_loader_batch);
  *                  NULL at the end of the epoch or on error.
- *  @return 0; SS_LOADER_END (1) at the end of a finite epoch, again on every
+ *  @return 0; SS_ITEROVER at the end of a finite epoch, again on every
  *          call until ss_loader_set_epoch(); a negative code when preparing
  *          the batch failed (the message names the epoch, batch, example and,
  *          for a transform, its name and message: e.g. SS_ECALLBACK). After an
@@ -213,9 +215,10 @@ SS_API int ss_loader_next(const ss_loader_batch **out, ss_loader *l);
  *                      the loader's own buffers, as in
  *                      ss_collator_collate_into(). Sizes: ss_collate_buffers.
  *                      Read during the call only.
- *  @return 0; SS_LOADER_END (1) as ss_loader_next(); SS_EINVAL (a NULL
- *          argument; a loader opened without `into`; a buffer too small for
- *          this batch, the message naming the field and the bytes needed):
+ *  @return 0; SS_ITEROVER as ss_loader_next(); SS_EINVAL (a NULL
+ *          argument; a loader opened without `into`); SS_EBUFS (a buffer
+ *          too small for this batch, the message naming the field and the
+ *          bytes needed):
  *          a failed collation leaves the position unchanged, so the same
  *          batch can be collated again into larger buffers; a negative code
  *          as ss_loader_next() when preparing the batch failed (a transform,
@@ -237,7 +240,7 @@ SS_API int ss_loader_next_into(const ss_loader_batch **out, ss_loader *l,
  *    ss_loader_next_into() returns SS_EINVAL naming the batch to release and
  *    hands out nothing (call it again after releasing; never blocks forever);
  *  - a buffer too small for a batch is found by the worker: the call returns
- *    SS_EINVAL naming the field and the bytes needed, and the loader returns
+ *    SS_EBUFS naming the field and the bytes needed, and the loader returns
  *    it until ss_loader_set_epoch() or ss_loader_state_load() (the sets are
  *    fixed at open, so the same batch cannot be retried into larger ones);
  *  - batches, positions and saved states are those of ss_loader_next(): a
@@ -262,18 +265,22 @@ SS_API int ss_loader_set_epoch(ss_loader *l, uint64_t epoch);
 
 /** The current epoch. */
 SS_API uint64_t ss_loader_epoch(const ss_loader *l);
-/** Batches of this rank in the current epoch. */
-SS_API uint64_t ss_loader_batches(const ss_loader *l);
+/** Batches of this rank in the current epoch (as ss_batcher_count(): a
+ *  `_count` is how many items an object hands out per epoch or stream). */
+SS_API uint64_t ss_loader_count(const ss_loader *l);
 /** Batches already handed out in the current epoch. */
 SS_API uint64_t ss_loader_position(const ss_loader *l);
 
-/** Bytes of a saved loader state. */
+/** Bytes of a saved loader state: ss_loader_state_size() of every loader,
+ *  also a constant for a buffer on the stack. */
 #define SS_LOADER_STATE_SIZE 88
+/** Bytes ss_loader_state_save() writes (SS_LOADER_STATE_SIZE); 0 for NULL. */
+SS_API size_t ss_loader_state_size(const ss_loader *l);
 
 /** Save the position after the batches handed out so far: magic "SSLOADR1",
  *  version 1, epoch, batch position, a fingerprint of the batching options
  *  (u64 each, little-endian) and the sampler's state (SS_SAMPLER_STATE_SIZE).
- *  @return 0, or SS_ETOOBIG if cap < SS_LOADER_STATE_SIZE. */
+ *  @return 0, or SS_EBUFS if cap < SS_LOADER_STATE_SIZE. */
 SS_API int ss_loader_state_save(void *buf, size_t cap, size_t *len, const ss_loader *l);
 
 /** Continue from a saved state: the next ss_loader_next() returns exactly the
@@ -339,6 +346,12 @@ typedef struct ss_blend_loader_options {
         SS_BLEND_LOADER_OPTIONS_VERSION, 0, NULL, NULL, 0, 1, 0, 0, 0, 0, SS_BLEND_INFINITE, 0, 0, \
             NULL, 0, NULL                                                                          \
     }
+/** Fill `out` with SS_BLEND_LOADER_OPTIONS_INIT (for bindings that cannot use the macro).
+ *  @param[out] out     the defaults.
+ *  @param[in]  version SS_BLEND_LOADER_OPTIONS_VERSION:
+ *                      the version the caller was compiled against.
+ *  @return 0; SS_EINVAL (NULL out, another version). */
+SS_API int ss_blend_loader_options_init(ss_blend_loader_options *out, unsigned version);
 
 /** A blended batch; everything is borrowed from the loader until the next
  *  ss_blend_loader_next(), ss_blend_loader_state_load() or
@@ -368,25 +381,26 @@ SS_API void ss_blend_loader_free(ss_blend_loader *l);
 
 /** The next batch of this consumer.
  *  @param[out] out the batch (see ss_blend_batch), NULL at the end or on error.
- *  @return 0; SS_LOADER_END (1) at the end of a finite stream (again on every
+ *  @return 0; SS_ITEROVER at the end of a finite stream (again on every
  *          call); SS_ECORRUPT, SS_ERANGE (reading an example; the message
  *          names the source and example); SS_ENOMEM. After an error the
  *          position is unchanged. */
 SS_API int ss_blend_loader_next(const ss_blend_batch **out, ss_blend_loader *l);
 
 /** Global samples of the finite stream (N), or UINT64_MAX when infinite. */
-SS_API uint64_t ss_blend_loader_length(const ss_blend_loader *l);
+SS_API uint64_t ss_blend_loader_count(const ss_blend_loader *l);
 /** Samples source j gave over all consumers up to this consumer's last row
- *  handed out (c_j), and the epochs it completed (c_j / size_j); 0 for a
- *  bad argument. */
+ *  handed out (c_j), and the epochs it completed (c_j / size_j), as
+ *  ss_blend_source_count() and ss_blend_source_epoch(); 0 for a bad
+ *  argument. */
 SS_API uint64_t ss_blend_loader_source_count(const ss_blend_loader *l, uint32_t source);
-SS_API uint64_t ss_blend_loader_source_epochs(const ss_blend_loader *l, uint32_t source);
+SS_API uint64_t ss_blend_loader_source_epoch(const ss_blend_loader *l, uint32_t source);
 
 /** Bytes of a saved state: 8 x (K + 6). */
 SS_API size_t ss_blend_loader_state_size(const ss_blend_loader *l);
 /** Save the position after the batches handed out so far ("SSBLDLD1", the
  *  batch position, a fingerprint of the options, then ss_blend's state).
- *  @return 0; SS_ETOOBIG (cap < ss_blend_loader_state_size()); SS_EINVAL. */
+ *  @return 0; SS_EBUFS (cap < ss_blend_loader_state_size()); SS_EINVAL. */
 SS_API int ss_blend_loader_state_save(void *buf, size_t cap, size_t *len, const ss_blend_loader *l);
 /** Continue exactly after a saved state of a loader with the same options.
  *  @return 0; SS_EINVAL (not such a state: the loader is unchanged). */

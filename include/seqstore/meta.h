@@ -56,8 +56,8 @@ SS_API int ss_attr_elements(uint64_t *out, const ss_store *s, const char *name);
  *  @param[out] buf `cap` bytes; holds "" after an error (if cap > 0).
  *  @param[in]  cap bytes of buf, including room for the NUL.
  *  @param[out] len the text's length without the NUL (may be NULL); set also
- *                  on SS_ETOOBIG, so a caller can allocate *len + 1.
- *  @return 0; SS_ENOTFOUND; SS_EINVAL (not text, NULL argument); SS_ETOOBIG
+ *                  on SS_EBUFS, so a caller can allocate *len + 1.
+ *  @return 0; SS_ENOTFOUND; SS_EINVAL (not text, NULL argument); SS_EBUFS
  *          (cap <= the length); SS_ECORRUPT. */
 SS_API int ss_attr_get_text(char *buf, size_t cap, size_t *len, const ss_store *s,
                             const char *name);
@@ -107,11 +107,13 @@ SS_API void ss_lines_free(ss_lines *l);
  *  a separated list has at least one. 0 for NULL. */
 SS_API uint64_t ss_lines_count(const ss_lines *l);
 
-/** Entry `k` without its LF: *len bytes (0 for an empty entry, the pointer
- *  still not NULL), not NUL-terminated, borrowed from the store's map (valid
- *  until ss_close()). NULL (and *len 0) when k >= ss_lines_count(). `len`
- *  may be NULL. */
-SS_API const char *ss_lines_get(const ss_lines *l, uint64_t k, size_t *len);
+/** Entry `k` without its LF.
+ *  @param[out] out the entry's first byte (not NULL even for an empty entry),
+ *                  not NUL-terminated, borrowed from the store's map (valid
+ *                  until ss_close()); NULL on error.
+ *  @param[out] len its bytes (0 for an empty entry, or on error); may be NULL.
+ *  @return 0; SS_ERANGE (k >= ss_lines_count()); SS_EINVAL (NULL out or l). */
+SS_API int ss_lines_get(const char **out, size_t *len, const ss_lines *l, uint64_t k);
 
 /* ------------------------------------------------------- time and samples */
 

@@ -154,6 +154,11 @@ typedef struct ss_sampler_options {
         SS_SAMPLER_OPTIONS_VERSION, SS_SAMPLE_SEQUENTIAL, 0, 1, 0, 1, 0, 1, 0, 0, 0, NULL, 0, 0,   \
             0, NULL, NULL                                                                          \
     }
+/** Fill `out` with SS_SAMPLER_OPTIONS_INIT (for bindings that cannot use the macro).
+ *  @param[out] out     the defaults.
+ *  @param[in]  version SS_SAMPLER_OPTIONS_VERSION: the version the caller was compiled against.
+ *  @return 0; SS_EINVAL (NULL out, another version). */
+SS_API int ss_sampler_options_init(ss_sampler_options *out, unsigned version);
 
 /** A sampler: mutable (it keeps its position), so one thread at a time;
  *  give each worker its own sampler (same options, its own `worker`). */
@@ -205,19 +210,23 @@ SS_API uint64_t ss_sampler_steps_per_epoch(const ss_sampler *s);
 /** Next store indices for this rank and worker.
  *
  *  Fills up to `max` indices; *n < max only at the end of an epoch. At the
- *  end of a (finite) epoch it returns 0 with *n = 0 until
+ *  end of a (finite) epoch it returns SS_ITEROVER with *n = 0 until
  *  ss_sampler_set_epoch() starts another one. An infinite sampler moves on
  *  to the next epoch by itself (a call may then return indices of two
- *  epochs); if its epoch length is 0 it returns *n = 0. Never allocates.
+ *  epochs); if its epoch length is 0 it returns SS_ITEROVER. With max = 0
+ *  it returns 0 and *n = 0. Never allocates.
  *  @param[out] out_indices `max` slots; may be NULL if max is 0.
  *  @param[in]  max         capacity of out_indices.
  *  @param[out] n           indices written (set to 0 on error).
- *  @return 0, or SS_EINVAL (NULL sampler or n, NULL out_indices with
- *          max > 0). */
+ *  @return 0 (*n >= 1 when max > 0); SS_ITEROVER (see above); SS_EINVAL
+ *          (NULL sampler or n, NULL out_indices with max > 0). */
 SS_API int ss_sampler_next(uint64_t *out_indices, size_t max, size_t *n, ss_sampler *s);
 
-/** Bytes of a saved sampler state. */
+/** Bytes of a saved sampler state: ss_sampler_state_size() of every sampler,
+ *  also a constant for a buffer on the stack. */
 #define SS_SAMPLER_STATE_SIZE 48
+/** Bytes ss_sampler_state_save() writes (SS_SAMPLER_STATE_SIZE); 0 for NULL. */
+SS_API size_t ss_sampler_state_size(const ss_sampler *s);
 
 /** Save the sampler's position: (seed, epoch, position) and a fingerprint
  *  of its options and selection, as SS_SAMPLER_STATE_SIZE little-endian
@@ -225,7 +234,7 @@ SS_API int ss_sampler_next(uint64_t *out_indices, size_t max, size_t *n, ss_samp
  *  @param[out] buf `cap` bytes.
  *  @param[in]  cap bytes of buf.
  *  @param[out] len bytes written (may be NULL; 0 on error).
- *  @return 0; SS_ETOOBIG if cap < SS_SAMPLER_STATE_SIZE; SS_EINVAL (NULL
+ *  @return 0; SS_EBUFS if cap < SS_SAMPLER_STATE_SIZE; SS_EINVAL (NULL
  *          sampler or buf). */
 SS_API int ss_sampler_state_save(void *buf, size_t cap, size_t *len, const ss_sampler *s);
 
@@ -286,6 +295,11 @@ typedef struct ss_blend_options {
 #define SS_BLEND_OPTIONS_VERSION 1
 #define SS_BLEND_OPTIONS_INIT                                                                      \
     { SS_BLEND_OPTIONS_VERSION, 0, NULL, NULL, 0, 1, 0, 0, 0, 0 }
+/** Fill `out` with SS_BLEND_OPTIONS_INIT (for bindings that cannot use the macro).
+ *  @param[out] out     the defaults.
+ *  @param[in]  version SS_BLEND_OPTIONS_VERSION: the version the caller was compiled against.
+ *  @return 0; SS_EINVAL (NULL out, another version). */
+SS_API int ss_blend_options_init(ss_blend_options *out, unsigned version);
 
 /** Create a blend at global sample 0.
  *  @param[out] out the blend; free it with ss_blend_free().
@@ -304,13 +318,15 @@ SS_API int ss_blend_next(uint32_t *source, uint64_t *index, ss_blend *b);
 /** Samples source j has given so far over all consumers (c_j), and its
  *  epoch (c_j / size_j, the epoch its next sample belongs to); 0 for a bad
  *  argument. Global samples so far: ss_blend_position(). */
-SS_API uint64_t ss_blend_count(const ss_blend *b, uint32_t source);
-SS_API uint64_t ss_blend_epoch(const ss_blend *b, uint32_t source);
+SS_API uint64_t ss_blend_source_count(const ss_blend *b, uint32_t source);
+SS_API uint64_t ss_blend_source_epoch(const ss_blend *b, uint32_t source);
 SS_API uint64_t ss_blend_position(const ss_blend *b);
 
+/** Bytes ss_blend_state_save() writes: 8 x (K + 3); 0 for NULL. */
+SS_API size_t ss_blend_state_size(const ss_blend *b);
 /** Save the blend's state (position, counts and a fingerprint of its
- *  options) into buf; *len gets the size needed (8 x (K + 3) bytes).
- *  @return 0; SS_ERANGE (cap too small: nothing written, *len set);
+ *  options) into buf; *len gets the size needed (ss_blend_state_size()).
+ *  @return 0; SS_EBUFS (cap too small: nothing written, *len set);
  *          SS_EINVAL (NULL argument). */
 SS_API int ss_blend_state_save(void *buf, size_t cap, size_t *len, const ss_blend *b);
 /** Restore a state saved from a blend of the same options (weights, sizes,

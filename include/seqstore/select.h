@@ -88,8 +88,9 @@ SS_API size_t ss_selection_range_count(const ss_selection *sel);
 SS_API const ss_range *ss_selection_ranges(const ss_selection *sel);
 
 /** The store index of the i-th selected example, in O(log ranges).
- *  @param[in]  i   position in the selection, < ss_selection_count().
  *  @param[out] out the index.
+ *  @param[in]  sel the selection.
+ *  @param[in]  i   position in the selection, < ss_selection_count().
  *  @return 0; SS_ERANGE if i >= count; SS_EINVAL (NULL argument). */
 SS_API int ss_selection_index(uint64_t *out, const ss_selection *sel, uint64_t i);
 
@@ -100,11 +101,11 @@ SS_API int ss_selection_contains(const ss_selection *sel, uint64_t index);
 /** Write the selection as text that ss_selection_parse() reads back
  *  ("0:800,900:1000"; "" when empty), NUL-terminated.
  *  @param[out] buf  `cap` bytes; may be NULL when cap is 0. Holds "" after
- *                   SS_ETOOBIG (if cap > 0).
+ *                   SS_EBUFS (if cap > 0).
  *  @param[in]  cap  bytes of `buf`, including room for the NUL.
  *  @param[out] len  bytes needed without the NUL (may be NULL); set also on
- *                   SS_ETOOBIG.
- *  @return 0; SS_ETOOBIG if `cap` is too small (call again with *len + 1);
+ *                   SS_EBUFS.
+ *  @return 0; SS_EBUFS if `cap` is too small (call again with *len + 1);
  *          SS_EINVAL (NULL selection). */
 SS_API int ss_selection_format(char *buf, size_t cap, size_t *len, const ss_selection *sel);
 
@@ -127,6 +128,11 @@ typedef struct ss_kfold_options {
 #define SS_KFOLD_OPTIONS_VERSION 2
 #define SS_KFOLD_OPTIONS_INIT                                                                      \
     { SS_KFOLD_OPTIONS_VERSION, 0, 0, 0, NULL, NULL }
+/** Fill `out` with SS_KFOLD_OPTIONS_INIT (for bindings that cannot use the macro).
+ *  @param[out] out     the defaults.
+ *  @param[in]  version SS_KFOLD_OPTIONS_VERSION: the version the caller was compiled against.
+ *  @return 0; SS_EINVAL (NULL out, another version). */
+SS_API int ss_kfold_options_init(ss_kfold_options *out, unsigned version);
 
 /** Fold `fold` of `k` of a selection, for k-fold cross-validation.
  *
@@ -203,8 +209,8 @@ SS_API int ss_selection_minus(ss_selection **out, const ss_selection *a, const s
  *  index, never a data page.
  *  @param[out] out    the kept examples (same total); free it with
  *                     ss_selection_free().
- *  @param[in] sel     the examples to filter.
  *  @param[in] store   the store `sel` was made for; only read during the call.
+ *  @param[in] sel     the examples to filter.
  *  @param[in] fields  `nfields` >= 1 field indices.
  *  @param[in] min_len lower bound, inclusive.
  *  @param[in] max_len upper bound, inclusive; 0 means no upper bound.
@@ -212,8 +218,9 @@ SS_API int ss_selection_minus(ss_selection **out, const ss_selection *a, const s
  *          `sel` was made for a different number of examples than the store
  *          has); SS_ERANGE (a bad field index; the message names it);
  *          SS_ENOMEM. */
-SS_API int ss_selection_filter_length(ss_selection **out, const ss_selection *sel,
-                                      const ss_store *store, const uint32_t *fields, size_t nfields,
+SS_API int ss_selection_filter_length(ss_selection **out, const ss_store *store,
+                                      const ss_selection *sel, const uint32_t *fields,
+                                      size_t nfields,
                                       uint64_t min_len, uint64_t max_len);
 
 /** Load the named split `name` of an open store (attribute ss.split.<name>).

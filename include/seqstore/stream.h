@@ -73,6 +73,11 @@ typedef struct ss_stream_options {
         SS_STREAM_OPTIONS_VERSION, 0, 0, 1, 0, (ss_dtype)0, 0, 0.0, SS_STREAM_TAIL_DROP, 0.0,      \
             NULL, 0, 0, 0, SS_VALUE_F64, 0, 0, SS_VALUE_F64, 0, 0                                  \
     }
+/** Fill `out` with SS_STREAM_OPTIONS_INIT (for bindings that cannot use the macro).
+ *  @param[out] out     the defaults.
+ *  @param[in]  version SS_STREAM_OPTIONS_VERSION: the version the caller was compiled against.
+ *  @return 0; SS_EINVAL (NULL out, another version). */
+SS_API int ss_stream_options_init(ss_stream_options *out, unsigned version);
 
 /** One batch of parallel streams. Pointers are borrowed from the stream
  *  (valid until the next ss_stream_read() or ss_stream_free()) or are the

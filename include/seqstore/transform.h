@@ -152,6 +152,11 @@ typedef struct ss_transform {
             0, 0, 0, 0                                                                             \
         }                                                                                          \
     }
+/** Fill `out` with SS_TRANSFORM_INIT (for bindings that cannot use the macro).
+ *  @param[out] out     the defaults.
+ *  @param[in]  version SS_TRANSFORM_VERSION: the version the caller was compiled against.
+ *  @return 0; SS_EINVAL (NULL out, another version). */
+SS_API int ss_transform_init(ss_transform *out, unsigned version);
 
 /** Free a transform's user data (calls free_user) if it was never added to a
  *  pipeline; sets t->user to NULL. Accepts NULL. */
@@ -267,6 +272,11 @@ typedef struct ss_token_mask_options {
 #define SS_TOKEN_MASK_OPTIONS_VERSION 1
 #define SS_TOKEN_MASK_OPTIONS_INIT                                                                 \
     { SS_TOKEN_MASK_OPTIONS_VERSION, 0.15, 0, 0.1, 0.1, 0 }
+/** Fill `out` with SS_TOKEN_MASK_OPTIONS_INIT (for bindings that cannot use the macro).
+ *  @param[out] out     the defaults.
+ *  @param[in]  version SS_TOKEN_MASK_OPTIONS_VERSION: the version the caller was compiled against.
+ *  @return 0; SS_EINVAL (NULL out, another version). */
+SS_API int ss_token_mask_options_init(ss_token_mask_options *out, unsigned version);
 
 /** Masked-LM token masking on an integer field. For every element in order:
  *  u = ss_random_uniform(rng); if u < prob, v = ss_random_uniform(rng) and the

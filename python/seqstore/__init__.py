@@ -41,6 +41,7 @@ import numpy.typing as _npt
 
 from . import _seqstore
 from ._seqstore import (  # noqa: F401  (re-exported)
+    BufferTooSmallError,
     BusyError,
     CallbackError,
     ClosedError,
@@ -52,6 +53,7 @@ from ._seqstore import (  # noqa: F401  (re-exported)
     IncompleteError,
     InputError,
     InvalidArgumentError,
+    IterationOverError,
     NotFoundError,
     NotStoreError,
     OutOfMemoryError,
@@ -78,7 +80,8 @@ __all__ = [
     "Error", "InvalidArgumentError", "NotFoundError", "NotStoreError", "VersionError",
     "CorruptError", "IncompleteError", "StoreIOError", "OutOfMemoryError", "ExistsError",
     "SchemaError", "TooBigError", "RangeError", "StateError", "InputError", "CallbackError",
-    "BusyError", "DiskFullError", "StoreNotFoundError", "ClosedError",
+    "BusyError", "DiskFullError", "IterationOverError", "BufferTooSmallError",
+    "StoreNotFoundError", "ClosedError",
 ]
 
 

@@ -142,8 +142,8 @@ static PyObject *blend_next(BlendObject *bo) {
     const ss_blend_batch *b;
     int rc;
     Py_BEGIN_ALLOW_THREADS rc = capi_blend_loader_next(&b, bo->l);
-    Py_END_ALLOW_THREADS if (rc < 0) return pyss_raise(rc);
-    if (rc == SS_LOADER_END) return NULL; /* StopIteration */
+    Py_END_ALLOW_THREADS if (rc == SS_ITEROVER) return NULL; /* StopIteration */
+    if (rc < 0) return pyss_raise(rc);
     PyObject *d = PyDict_New();
     npy_intp n = (npy_intp)b->rows;
     if (!d || put_copy(d, "source", "", NPY_UINT32, 1, &n, b->sources, (size_t)n * 4) < 0 ||

@@ -105,13 +105,13 @@ int capi_blend_loader_next(const ss_blend_batch **out, ss_blend_loader *l) {
     return ss_blend_loader_next(out, l);
 }
 uint64_t capi_blend_loader_length(const ss_blend_loader *l) {
-    return ss_blend_loader_length(l);
+    return ss_blend_loader_count(l);
 }
 uint64_t capi_blend_loader_source_count(const ss_blend_loader *l, uint32_t source) {
     return ss_blend_loader_source_count(l, source);
 }
 uint64_t capi_blend_loader_source_epochs(const ss_blend_loader *l, uint32_t source) {
-    return ss_blend_loader_source_epochs(l, source);
+    return ss_blend_loader_source_epoch(l, source);
 }
 size_t capi_blend_loader_state_size(const ss_blend_loader *l) {
     return ss_blend_loader_state_size(l);
@@ -129,7 +129,7 @@ uint64_t capi_loader_epoch(const ss_loader *l) {
     return ss_loader_epoch(l);
 }
 uint64_t capi_loader_batches(const ss_loader *l) {
-    return ss_loader_batches(l);
+    return ss_loader_count(l);
 }
 uint64_t capi_loader_position(const ss_loader *l) {
     return ss_loader_position(l);
@@ -161,13 +161,13 @@ int capi_window_info(ss_window_info *out, const ss_window_reader *r) {
 }
 /* Saves always include the hidden states: resuming must carry them too. */
 size_t capi_window_save_size(const ss_window_reader *r) {
-    return ss_window_reader_save_size(r, SS_WINDOW_SAVE_STATES);
+    return ss_window_reader_state_size(r, SS_WINDOW_SAVE_STATES);
 }
 int capi_window_save(void *buf, size_t size, const ss_window_reader *r) {
-    return ss_window_reader_save(buf, size, r, SS_WINDOW_SAVE_STATES);
+    return ss_window_reader_state_save(buf, size, NULL, r, SS_WINDOW_SAVE_STATES);
 }
 int capi_window_restore(ss_window_reader *r, const void *buf, size_t size) {
-    return ss_window_reader_restore(r, buf, size);
+    return ss_window_reader_state_load(r, buf, size);
 }
 
 /* One OpenMP thread: a collate_fn runs in DataLoader workers, which are the

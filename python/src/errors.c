@@ -90,6 +90,13 @@ static int python_view(py_view *out, ss_error code) {
         return view(out, "DiskFullError", NULL, SS_EIO,
                     "The disk is full (or the quota spent): what was being written is left\n"
                     "incomplete. A StoreIOError, so an OSError.");
+    case SS_ITEROVER:
+        return view(out, "IterationOverError", NULL, SS_OK,
+                    "An iteration is over. Python's iterators end with StopIteration\n"
+                    "instead; this class is raised only by a call that is not an iterator's.");
+    case SS_EBUFS:
+        return view(out, "BufferTooSmallError", &PyExc_ValueError, SS_OK,
+                    "A caller's buffer is too small.");
     }
     return 0;
 }

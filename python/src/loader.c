@@ -386,8 +386,8 @@ static PyObject *loader_next(LoaderObject *lo) {
             lo->out ? capi_loader_next_into(&batch, lo->l, bufs) : capi_loader_next(&batch, lo->l);
         Py_END_ALLOW_THREADS
     }
+    if (rc == SS_ITEROVER) return NULL; /* StopIteration */
     if (rc < 0) return pyss_raise(rc);
-    if (rc == SS_LOADER_END) return NULL; /* StopIteration */
     PyObject *d = PyDict_New();
     npy_intp b = (npy_intp)batch->rows;
     /* Store indices as int64 (torch has no uint64; an index never reaches 2^63). */

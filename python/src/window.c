@@ -185,8 +185,9 @@ static PyObject *window_next(WindowObject *wo) {
     const ss_window_batch *b;
     int rc;
     Py_BEGIN_ALLOW_THREADS rc = capi_window_next(&b, wo->r);
-    Py_END_ALLOW_THREADS if (rc < 0) return pyss_raise(rc);
-    if (b->size == 0) return NULL; /* end of the epoch; the next call starts the next one */
+    Py_END_ALLOW_THREADS if (rc == SS_ITEROVER) return NULL; /* end of the epoch; the next
+                                                                 call starts the next one */
+    if (rc < 0) return pyss_raise(rc);
     wo->pending = b;
     wo->pending_id = b->id;
     return batch_dict(wo, b);

@@ -32,6 +32,8 @@ EXPECTED = {  # C name -> (class, builtin it also is, or None)
     "SS_ECALLBACK": ("CallbackError", None),
     "SS_EBUSY": ("BusyError", None),
     "SS_EFULL": ("DiskFullError", OSError),
+    "SS_ITEROVER": ("IterationOverError", None),
+    "SS_EBUFS": ("BufferTooSmallError", ValueError),
 }
 
 

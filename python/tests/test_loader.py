@@ -229,7 +229,7 @@ def test_collator_into_caller_buffers(store):
     assert got.base is buf and got.ctypes.data == buf.ctypes.data  # written in place
     np.testing.assert_array_equal(got, want)
     assert (buf[want.size:] == 7).all()
-    with pytest.raises(seqstore.InvalidArgumentError, match="tokens"):
+    with pytest.raises(seqstore.BufferTooSmallError, match="tokens"):
         c.collate(idx, out={"tokens": np.zeros(2, np.int64)})  # too small
     wrong = np.full(4096, 7, np.int32)
     with pytest.raises(TypeError, match="wrong dtype"):
@@ -265,7 +265,7 @@ def test_collator_into_caller_torch_tensors(store):
         c.collate(idx, out={"tokens": torch.zeros(64, 64, dtype=torch.int64)[:, ::2]})
     with pytest.raises(TypeError, match="requires_grad"):
         c.collate(idx, out={"tokens": torch.zeros(4096, requires_grad=True)})
-    with pytest.raises(seqstore.InvalidArgumentError, match="tokens"):
+    with pytest.raises(seqstore.BufferTooSmallError, match="tokens"):
         c.collate(idx, out={"tokens": torch.zeros(2, dtype=torch.int64)})  # too small
 
 

@@ -149,7 +149,7 @@ def test_misuse(signal_path):
         r.register(b2, np.zeros((2, 3)))
         with pytest.raises(seqstore.InvalidArgumentError):
             seqstore.WindowReader(s, "sig", window=0)
-        with pytest.raises(seqstore.InputError):
+        with pytest.raises(seqstore.InvalidArgumentError):
             r.load_state_dict({"seqstore_window_reader": b"junk"})
         with pytest.raises(seqstore.InvalidArgumentError):
             seqstore.WindowReader(s, "sig", window=4, overlap=4)
