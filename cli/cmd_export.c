@@ -6,10 +6,12 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 static const char *const export_usage =
-    "usage: seqstore export STORE --format jsonl|npy -o OUT [--field F]...\n"
+    "usage: seqstore export STORE --format jsonl|npy -o OUT [--force] [--field F]...\n"
     "       seqstore export megatron STORE PREFIX [--field F] [--force]\n"
     "                       [--range A:B | --split NAME] [--nolock]\n"
     "\n"
@@ -20,6 +22,9 @@ static const char *const export_usage =
     "         (T, row shape...) for a sequence field and the row shape for a fixed\n"
     "         one; 'seqstore convert npy OUT/FIELD/*.npy' reads a sequence field\n"
     "         back (f16/bf16: <f2 and raw 16-bit words <u2)\n"
+    "  --force    replace an existing OUT: the jsonl file, or in an npy OUT the\n"
+    "             NNNNNNNNNN.npy files of the exported fields (without it, an existing\n"
+    "             file or a non-empty directory is refused, exit 1)\n"
     "  --field F  export field F (repeatable; default: every field but 'source')\n"
     "  --range, --split, --nolock as for 'seqstore cat'\n";
 
@@ -71,7 +76,7 @@ static int npy_write(const char *path, const ss_field *f, const ss_view *v) {
 typedef struct export_args {
     const char *store, *format, *out, *range, *split;
     const char *fields[64];
-    int nfields, nolock;
+    int nfields, nolock, force;
 } export_args;
 
 static int export_parse(int argc, char **argv, export_args *a) {
@@ -88,6 +93,8 @@ static int export_parse(int argc, char **argv, export_args *a) {
             val = &a->split;
         else if (!strcmp(s, "--nolock"))
             a->nolock = 1;
+        else if (!strcmp(s, "--force"))
+            a->force = 1;
         else if (!strcmp(s, "--field")) {
             if (a->nfields == 64) return ss__cli_usage_error("export", "too many --field");
             val = &a->fields[a->nfields++];
@@ -107,6 +114,49 @@ static int export_parse(int argc, char **argv, export_args *a) {
     if (strcmp(a->format, "jsonl") && strcmp(a->format, "npy"))
         return ss__cli_usage_error("export", "--format is jsonl or npy, not '%s'", a->format);
     return 0;
+}
+
+/* Without --force, OUT must not hold anything the export would replace: no
+ * jsonl file there, and for npy no directory with entries in it (an empty
+ * one is fine). Prints the refusal and returns SS_EXIT_ERROR. */
+static int refuse_existing_out(const export_args *a) {
+    struct stat st;
+    if (a->force || !strcmp(a->out, "-") || stat(a->out, &st) != 0) return 0;
+    if (S_ISDIR(st.st_mode) && strcmp(a->format, "npy") == 0) {
+        DIR *d = opendir(a->out);
+        int empty = 1;
+        for (struct dirent *e; d && empty && (e = readdir(d));)
+            empty = !strcmp(e->d_name, ".") || !strcmp(e->d_name, "..");
+        if (d) closedir(d);
+        if (empty) return 0;
+    } else if (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) {
+        return 0; /* a device or a pipe (/dev/null, a FIFO): nothing to lose */
+    }
+    fprintf(stderr, "seqstore export: %s exists (use --force to replace it)\n", a->out);
+    return SS_EXIT_ERROR;
+}
+
+/* --force into an npy OUT: remove the files of a previous export of this
+ * field (names of 10 digits and .npy only), so that OUT/FIELD/ holds this
+ * export's examples and no others. */
+static int clear_npy_dir(const char *dir) {
+    DIR *d = opendir(dir);
+    if (!d) return 0;
+    char path[4200];
+    int rc = 0;
+    for (struct dirent *e; !rc && (e = readdir(d));) {
+        size_t n = strlen(e->d_name);
+        if (n != 14 || strcmp(e->d_name + 10, ".npy") != 0 ||
+            strspn(e->d_name, "0123456789") != 10)
+            continue;
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        if (unlink(path) != 0) {
+            fprintf(stderr, "seqstore export: cannot remove '%s': %s\n", path, strerror(errno));
+            rc = SS_EXIT_ERROR;
+        }
+    }
+    closedir(d);
+    return rc;
 }
 
 /* jsonl: exactly `seqstore cat --json` with the same selection, into OUT. */
@@ -143,6 +193,7 @@ static int export_field_npy(const ss_store *s, const export_args *a, uint32_t f,
         fprintf(stderr, "seqstore export: cannot create '%s': %s\n", dir, strerror(errno));
         return SS_EXIT_ERROR;
     }
+    if (a->force && clear_npy_dir(dir)) return SS_EXIT_ERROR;
     for (uint64_t pos = lo; pos < hi; pos++) {
         uint64_t i = pos;
         ss_view v;
@@ -201,6 +252,6 @@ int ss__cmd_export(int argc, char **argv) {
     }
     export_args a;
     int rc = export_parse(argc, argv, &a);
-    if (rc) return rc;
+    if (rc || (rc = refuse_existing_out(&a))) return rc;
     return strcmp(a.format, "jsonl") == 0 ? export_jsonl(&a) : export_npy(&a);
 }

@@ -20,7 +20,8 @@ static const char *const split_usage =
     "RANGES is a comma-separated list of half-open ranges A:B or single indices A,\n"
     "e.g. '0:800,900:1000'. A negative bound counts from the end ('-100:' is the\n"
     "last 100 examples); an omitted start is 0, an omitted end is the count.\n"
-    "Ranges must not overlap and must lie inside the store.\n"
+    "Ranges must not overlap and must lie inside the store: a range that does not\n"
+    "is a usage error (exit 2), as for 'cat --range' and 'export --range'.\n"
     "\n"
     "  add     store RANGES as split NAME (--force replaces an existing split)\n"
     "  kfold   store K folds as P0.train, P0.valid, ..., P{K-1}.valid (P defaults\n"
@@ -93,8 +94,10 @@ static int split_add(const split_args *a) {
     ss_close(s);
     if (refused) return SS_EXIT_ERROR;
     ss_selection *sel;
-    if (ss_selection_parse(&sel, a->pos[2], count))
-        return ss__cli_store_error("split", "ranges '%s'", a->pos[2]);
+    int prc = ss_selection_parse(&sel, a->pos[2], count);
+    if (prc == SS_EINVAL || prc == SS_ERANGE) /* as `cat --range`: a usage error */
+        return ss__cli_usage_error("split", "ranges '%s': %s", a->pos[2], ss_error_message());
+    if (prc) return ss__cli_store_error("split", "ranges '%s'", a->pos[2]);
     int rc = ss_split_save(a->pos[0], a->pos[1], sel);
     uint64_t n = ss_selection_count(sel);
     ss_selection_free(sel);

@@ -38,7 +38,9 @@ static void ss_usage(FILE *out) {
     fprintf(out,
             "\n'seqstore COMMAND --help' or 'seqstore help COMMAND' describes a command.\n"
             "options: -h, --help; -V, --version\n"
-            "exit codes: 0 success, 1 error, 2 usage error, 3 verify found corruption\n"
+            "exit codes: 0 success; 1 error (I/O, bad input, an output that exists without\n"
+            "--force, an incomplete or unreadable store); 2 usage error (an unknown or bad\n"
+            "option or argument, a range outside the store); 3 verify found corruption\n"
             "lock files: LMDB keeps its readers in STORE-lock; a command removes the one\n"
             "it created when it ends, unless another process has the store open then.\n"
             "--nolock (read commands) creates none: for read-only media, no writer may run.\n"

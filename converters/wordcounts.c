@@ -80,6 +80,8 @@ int tx_write_counts(ss_conv *c, tx_job *j, int threads, int shared, const int sk
 int tx_write_counts_of(ss_conv *c, const tx_job *j, int shared, const int skip[2],
                        ss_vocab *const counts[2]) {
     const char *out = ss__conv_opts(c)->output;
+    if (!ss__conv_opts(c)->force && access(out, F_OK) == 0)
+        return ss__conv_error(c, "'%s' exists (--force replaces it)", out);
     uint32_t k, n;
     ss__conv_shard_spec(c, &k, &n);
     char tmp[4096];

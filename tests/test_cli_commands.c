@@ -168,8 +168,7 @@ static void test_range_limits(void) {
     const char *sbad[] = {"9223372036854775807", "-9223372036854775808:", "18446744073709551615",
                           "0:99999999999999999999999"};
     for (size_t k = 0; k < sizeof sbad / sizeof sbad[0]; k++) {
-        int rc = run("split add '%s' x '%s'", s, sbad[k]);
-        CHECK(rc == 1 || rc == 2);
+        EXPECT_RUN(2, "split add '%s' x '%s'", s, sbad[k]);
         CHECK(!strstr(g_err, "runtime error"));
         EXPECT_ERR(sbad[k]);
     }
@@ -992,6 +991,68 @@ static void test_conventions(void) {
     EXPECT_ERR("seqstore convert: 1 example, 1 element,");
 }
 
+/* One rule for one mistake: a range outside the store is a usage error
+ * (exit 2) in every command that takes one, as the man page says. */
+static void test_range_exit_codes(void) {
+    const char *s = fortunes_store("range-codes.ss");
+    EXPECT_RUN(2, "cat '%s' --range 0:99999", s);
+    EXPECT_ERR("0:99999");
+    EXPECT_RUN(2, "split add '%s' x 0:999999", s);
+    EXPECT_ERR("0:999999");
+    EXPECT_RUN(2, "export '%s' --format jsonl -o - --range 0:99999", s);
+    EXPECT_RUN(1, "split show '%s' x", s); /* nothing was stored */
+    EXPECT_RUN(0, "help split");
+    EXPECT_OUT("exit 2");
+}
+
+static int file_is(const char *path, const char *text) {
+    size_t n;
+    char *got = ss_test_read_file(path, &n);
+    int same = got && n == strlen(text) && memcmp(got, text, n) == 0;
+    free(got);
+    return same;
+}
+
+/* No command replaces an output file without --force: exit 1, a message
+ * naming the file, the file untouched; --force replaces it. */
+static void test_no_overwrite(void) {
+    const char *s = fortunes_store("keep.ss");
+    const char *jl = put_file("keep.jsonl", "mine\n", 5);
+    EXPECT_RUN(1, "export '%s' --format jsonl -o '%s'", s, jl);
+    EXPECT_ERR("keep.jsonl exists");
+    EXPECT_ERR("--force");
+    CHECK(file_is(jl, "mine\n"));
+    EXPECT_RUN(0, "export '%s' --format jsonl -o '%s' --force --range 0:1", s, jl);
+    CHECK(!file_is(jl, "mine\n") && count_lines(g_out) == 0);
+    EXPECT_RUN(0, "export '%s' --format jsonl -o - --range 0:1", s); /* stdout is no file */
+
+    char dir[800], npy[900];
+    snprintf(dir, sizeof dir, "%s", ss_test_path("keep-npy"));
+    EXPECT_RUN(0, "export '%s' --format npy -o '%s' --range 0:3 --force", s, dir);
+    snprintf(npy, sizeof npy, "%s/tokens/0000000001.npy", dir);
+    FILE *f = fopen(npy, "w");
+    CHECK(f && fputs("mine\n", f) >= 0 && fclose(f) == 0);
+    EXPECT_RUN(1, "export '%s' --format npy -o '%s' --range 0:3", s, dir);
+    EXPECT_ERR("keep-npy exists");
+    CHECK(file_is(npy, "mine\n"));
+    mkdir(ss_test_path("empty-npy"), 0777); /* an empty directory is no file to lose */
+    EXPECT_RUN(0, "export '%s' --format npy -o '%s' --range 0:1", s, ss_test_path("empty-npy"));
+    /* --force: the old export's files go, so OUT/FIELD/ holds this export only */
+    EXPECT_RUN(0, "export '%s' --format npy -o '%s' --range 1:2 --force", s, dir);
+    CHECK(!file_is(npy, "mine\n"));
+    snprintf(npy, sizeof npy, "%s/tokens/0000000000.npy", dir);
+    CHECK(access(npy, F_OK) != 0);
+
+    const char *counts = put_file("keep.counts", "mine\n", 5);
+    EXPECT_RUN(1, "convert text --quiet --tokens words %s --shard 0/2 --count-only -o '%s'",
+               FORTUNES, counts);
+    EXPECT_ERR("keep.counts' exists");
+    CHECK(file_is(counts, "mine\n"));
+    EXPECT_RUN(0, "convert text --quiet --tokens words %s --shard 0/2 --count-only -o '%s' --force",
+               FORTUNES, counts);
+    CHECK(!file_is(counts, "mine\n"));
+}
+
 /* With arguments, only the named tests run (e.g. `test_cli_commands range_limits`). */
 int main(int argc, char **argv) {
     static const struct {
@@ -1011,6 +1072,8 @@ int main(int argc, char **argv) {
                  {"edf_annotations", test_edf_annotations},
                  {"verify_names", test_verify_names},
                  {"export", test_export},
+                 {"no_overwrite", test_no_overwrite},
+                 {"range_exit_codes", test_range_exit_codes},
                  {"remove_attr_api", test_remove_attr_api},
                  {"damaged_attr", test_damaged_attr},
                  {"damaged_shard_attr", test_damaged_shard_attr},
