@@ -2,8 +2,12 @@
 # run_install_test.cmake - install the built tree into a temporary prefix and
 # build tests/install/consumer.c against it, with find_package(seqstore) and
 # with `pkg-config --cflags --libs seqstore`; run every program.
+# Then a C++-only project (tests/install/cxx) finds the installed package, and
+# a project that builds seqstore as its subproject (tests/install/subproject)
+# gets the libraries and no other target.
 # Arguments (-D): BUILD_DIR, SOURCE_DIR (tests/install), WORK_DIR, C_COMPILER,
-# SANITIZE (ON when the tree is built with sanitizers).
+# CXX_COMPILER (empty: no C++ consumer), SANITIZE (ON when the tree is built
+# with sanitizers), LAUNCHER (a compiler launcher such as ccache, or empty).
 foreach(var BUILD_DIR SOURCE_DIR WORK_DIR C_COMPILER)
   if(NOT DEFINED ${var})
     message(FATAL_ERROR "run_install_test.cmake: -D${var}=... is required")
@@ -61,6 +65,35 @@ foreach(exe consumer_shared consumer_static)
   run(${WORK_DIR}/cmake-build/${exe} ${WORK_DIR}/${exe}.ss)
   message(STATUS "${exe}: ${last_output}")
 endforeach()
+
+# 1b. CMake from a C++-only project: project(x LANGUAGES CXX), no C compiler
+if(CXX_COMPILER)
+  run(${CMAKE_COMMAND} -S ${SOURCE_DIR}/cxx -B ${WORK_DIR}/cxx-build -DCMAKE_PREFIX_PATH=${prefix}
+      -DCMAKE_CXX_COMPILER=${CXX_COMPILER} "-DCMAKE_CXX_FLAGS=${flags}" -DCMAKE_BUILD_TYPE=Release)
+  run(${CMAKE_COMMAND} --build ${WORK_DIR}/cxx-build)
+  foreach(exe consumer_cxx_shared consumer_cxx_static)
+    run(${WORK_DIR}/cxx-build/${exe} ${WORK_DIR}/${exe}.ss)
+    message(STATUS "${exe}: ${last_output}")
+  endforeach()
+else()
+  message(STATUS "no C++ compiler: C++-only consumer not tried")
+endif()
+
+# 1c. seqstore as a subproject (add_subdirectory, as FetchContent does): the
+# consumer's CMakeLists fails unless seqstore adds only its two libraries.
+get_filename_component(seqstore_source ${SOURCE_DIR}/../.. ABSOLUTE)
+set(launch "")
+if(LAUNCHER)
+  set(launch -DCMAKE_C_COMPILER_LAUNCHER=${LAUNCHER})
+endif()
+run(${CMAKE_COMMAND} -S ${SOURCE_DIR}/subproject -B ${WORK_DIR}/sub-build
+    -DSEQSTORE_SOURCE_DIR=${seqstore_source} -DCMAKE_C_COMPILER=${C_COMPILER}
+    "-DCMAKE_C_FLAGS=${flags}" -DCMAKE_BUILD_TYPE=Release ${launch})
+string(REGEX MATCH "seqstore as a subproject adds [^\n]*" added "${last_output}")
+message(STATUS "${added}")
+run(${CMAKE_COMMAND} --build ${WORK_DIR}/sub-build --target consumer_sub)
+run(${WORK_DIR}/sub-build/consumer_sub ${WORK_DIR}/consumer_sub.ss)
+message(STATUS "consumer_sub: ${last_output}")
 
 # 2. pkg-config, as a Makefile user would: cc prog.c $(pkg-config --cflags --libs seqstore)
 find_program(PKG_CONFIG pkg-config REQUIRED)
