@@ -191,18 +191,25 @@ run "$R" "$BENCH/bench_window" "$WORK" --markdown "${ROUNDS[@]}"
 table "$R"
 
 echo "run_all.sh: locality" >&2
-if [ -n "$QUICK" ]; then LOC=${SS_LOCALITY:-32 16M 1}; else LOC=${SS_LOCALITY:-768 128M 10}; fi
+# quick: one round over a store of the cgroup's size (cold reads of a larger
+# one take a minute on a machine whose disk is busy)
+LOC_ROUNDS=("${ROUNDS[@]}")
+if [ -n "$QUICK" ]; then LOC=${SS_LOCALITY:-8 8M 0.1} LOC_ROUNDS=(--rounds 1); else LOC=${SS_LOCALITY:-768 128M 10}; fi
 read -r LOC_MB LOC_LIMIT LOC_SECS <<<"$LOC"
 section "Locality-aware shuffling (\`bench/bench_shuffle_locality.c\`)" \
-    "bench/run_locality.sh build/bench/bench_shuffle_locality $LOC_MB $LOC_LIMIT $LOC_SECS --markdown ${ROUNDS[*]}"
+    "bench/run_locality.sh build/bench/bench_shuffle_locality $LOC_MB $LOC_LIMIT $LOC_SECS --markdown ${LOC_ROUNDS[*]}"
 run "$R" sh "$SRC/bench/run_locality.sh" "$BENCH/bench_shuffle_locality" "$LOC_MB" "$LOC_LIMIT" \
-    "$LOC_SECS" --markdown "${ROUNDS[@]}"
+    "$LOC_SECS" --markdown "${LOC_ROUNDS[@]}"
 table "$R"
 
 echo "run_all.sh: collation" >&2
 section "Collation (\`bench/bench_collate.c\`, \`bench/pad_sequence_baseline.py\`)" \
     "build/bench/bench_collate \"\${TMPDIR:-/tmp}\" --markdown ${ROUNDS[*]}   # PyTorch via /usr/bin/python3 when python3-torch is installed"
-run "$R" "$BENCH/bench_collate" "$WORK" --markdown "${ROUNDS[@]}"
+# quick: no PyTorch peer (importing torch alone takes seconds on a loaded
+# machine; bench_python_* run it anyway)
+COLLATE_ARGS=()
+[ -n "$QUICK" ] && COLLATE_ARGS=(--torch none)
+run "$R" "$BENCH/bench_collate" "$WORK" --markdown "${ROUNDS[@]}" "${COLLATE_ARGS[@]}"
 table "$R"
 
 # verbatim OUT CMD...: CMD's output in a text block (the benchmarks below

@@ -40,14 +40,17 @@ static void common_usage(FILE *out) {
           "                      (auto: K/N = rank/world size from RANK/WORLD_SIZE,\n"
           "                      OMPI_COMM_WORLD_RANK/_SIZE or SLURM_PROCID/NTASKS)\n"
           "  -h, --help          this help\n"
-          "exit status: 0 ok, 1 error (bad input, I/O), 2 usage error\n",
+          "exit status: 0 ok, 1 error (bad input, I/O, STORE exists without --force),\n"
+          "2 usage error (a bad option or argument)\n",
           out);
 }
 
 static void general_usage(FILE *out) {
     fputs("usage: seqstore convert KIND INPUT... -o STORE [options]\n\nkinds:\n", out);
     ss__conv_print_kinds(out);
-    fputc('\n', out);
+    fputs("\n'seqstore convert KIND --help' (or 'seqstore help convert KIND') lists KIND's\n"
+          "own options; man seqstore-convert has them all.\n\n",
+          out);
     common_usage(out);
 }
 

@@ -14,7 +14,7 @@ typedef struct ss_command {
 
 static const ss_command ss_commands[] = {
     {"convert", ss__cmd_convert,
-     "convert source files (text, jsonl, parallel, megatron, edf, idx, npy) into a store"},
+     "convert sources into a store (lines text jsonl parallel megatron edf biosig idx npy audio)"},
     {"info", ss__cmd_info, "examples, fields, length statistics, attributes of a store"},
     {"verify", ss__cmd_verify, "recompute every checksum of a store"},
     {"cat", ss__cmd_cat, "print examples as text"},

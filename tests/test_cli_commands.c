@@ -955,6 +955,27 @@ static void test_lock_files(void) {
 /* Small conventions: help CMD, plurals, bench on a tiny store, JSON alike. */
 static void test_conventions(void) {
     EXPECT_RUN(0, "convert --help");
+    /* `seqstore --help` (and so man seqstore, seqstore-convert's NAME line)
+     * names every kind `convert --help` lists, and says where their options are */
+    EXPECT_OUT("'seqstore convert KIND --help'");
+    char kinds[16][16];
+    int nkinds = 0;
+    const char *k = strstr(g_out, "\nkinds:\n");
+    CHECK(k != NULL);
+    for (k += 8; k[0] == ' ' && k[1] == ' ' && nkinds < 16; k = strchr(k, '\n') + 1)
+        sscanf(k, " %15s", kinds[nkinds++]);
+    CHECK(nkinds == 10);
+    EXPECT_RUN(0, "--help");
+    const char *line = strstr(g_out, "\n  convert ");
+    CHECK(line != NULL);
+    char summary[512];
+    snprintf(summary, sizeof summary, "%.*s", (int)strcspn(line + 1, "\n"), line + 1);
+    for (int i = 0; i < nkinds; i++) {
+        if (!strstr(summary, kinds[i]))
+            printf("seqstore --help: convert's line lacks '%s'\n", kinds[i]);
+        CHECK(strstr(summary, kinds[i]) != NULL);
+    }
+    EXPECT_RUN(0, "convert --help");
     char *want = strdup(g_out);
     EXPECT_RUN(0, "help convert");
     CHECK(strcmp(want, g_out) == 0);

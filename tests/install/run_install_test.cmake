@@ -48,8 +48,32 @@ if(HAVE_MAN_PAGES)
         message(FATAL_ERROR "man ${page} printed:\n${last_output}")
       endif()
     endforeach()
+    # seqstore-convert(1) has every kind and each kind's own options
+    foreach(kind lines text jsonl parallel megatron edf biosig idx npy audio)
+      if(NOT last_output MATCHES "seqstore convert ${kind}\n")
+        message(FATAL_ERROR "man seqstore-convert has no section for '${kind}':\n${last_output}")
+      endif()
+    endforeach()
+    if(NOT last_output MATCHES "--tokenizer" OR NOT last_output MATCHES "--resample")
+      message(FATAL_ERROR "man seqstore-convert lacks the kinds' options:\n${last_output}")
+    endif()
     message(STATUS "man seqstore, man seqstore-convert: ok (${npages} pages)")
   endif()
+endif()
+
+# bash-completion's loader finds the installed completion in the prefix
+# (XDG_DATA_DIRS, as /usr/local/share is by default), where installed.
+set(bash_completion /usr/share/bash-completion/bash_completion)
+if(EXISTS ${bash_completion})
+  file(WRITE ${WORK_DIR}/completion.sh
+       "source ${bash_completion}\n_completion_loader seqstore\ncomplete -p seqstore\n")
+  run(${CMAKE_COMMAND} -E env XDG_DATA_DIRS=${prefix}/share bash ${WORK_DIR}/completion.sh)
+  if(NOT last_output MATCHES "-F _seqstore")
+    message(FATAL_ERROR "bash-completion does not load the installed completion:\n${last_output}")
+  endif()
+  message(STATUS "bash-completion loads ${prefix}/share/bash-completion/completions/seqstore")
+else()
+  message(STATUS "bash-completion not installed: loading not tried (apt-get install bash-completion)")
 endif()
 
 set(flags "")
