@@ -349,7 +349,9 @@ static int run_torch(const char *python, const char *json, int reps, double *tok
 
 int main(int argc, char **argv) {
     const char *dir = "/tmp", *json = NULL;
-    const char *python = access("/usr/bin/python3", X_OK) == 0 ? "/usr/bin/python3" : "none";
+    /* SS_BENCH_QUICK: no PyTorch peer unless asked (importing torch takes seconds) */
+    const char *python =
+        access("/usr/bin/python3", X_OK) == 0 && !bench_quick() ? "/usr/bin/python3" : "none";
     int rounds = 0, markdown = 0;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--json") == 0 && i + 1 < argc)

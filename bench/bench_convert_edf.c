@@ -107,6 +107,8 @@ int main(int argc, char **argv) {
     const char *cli = argc > 1 ? argv[1] : "./seqstore";
     const char *dir = argc > 2 ? argv[2] : "/tmp/ss_bench_edf";
     int nfiles = argc > 3 ? atoi(argv[3]) : 24, minutes = argc > 4 ? atoi(argv[4]) : 10;
+    const char *quick = getenv("SS_BENCH_QUICK"); /* the smoke tests: 2 files of 1 minute */
+    if (quick && *quick && strcmp(quick, "0") != 0) nfiles = nfiles > 2 ? 2 : nfiles, minutes = 1;
     char **files = calloc((size_t)nfiles, sizeof *files);
     char *cmd = malloc(64 + (size_t)nfiles * 300), list[512], store[512];
     double bytes = 0;

@@ -25,7 +25,7 @@ echo "load average before: $(cat /proc/loadavg)"
 # SS_BENCH_QUICK (the smoke test): 0.2 MB and a model of 4 files' text,
 # trained in a fraction of the time; the figures then mean nothing.
 nfiles=40 vocab=8000 want=$((mb * 1000000))
-if [ -n "${SS_BENCH_QUICK:-}" ] && [ "${SS_BENCH_QUICK}" != 0 ]; then nfiles=2 vocab=1000 want=200000; fi
+if [ -n "${SS_BENCH_QUICK:-}" ] && [ "${SS_BENCH_QUICK}" != 0 ]; then nfiles=2 vocab=1000 want=200000 runs=1; fi
 src=$(ls /usr/share/games/fortunes/* | grep -v '\.dat$' | grep -v '\.u8$' | head -$nfiles)
 cat $src | grep -av '^%$' | grep -av '^[[:space:]]*$' > "$dir/base.txt"
 : > "$dir/lines.txt"

@@ -19,6 +19,8 @@ set -euo pipefail
 cli=${1:?usage: $0 PATH/TO/seqstore [SCALE] [RUNS] [DIR]}
 scale=${2:-1}
 runs=${3:-5}
+# SS_BENCH_QUICK (the smoke tests): a hundredth of the data, one round
+if [ -n "${SS_BENCH_QUICK:-}" ] && [ "$SS_BENCH_QUICK" != 0 ]; then scale=100 runs=1; fi
 dir=$(mktemp -d "${4:-${TMPDIR:-/tmp}}/ss-bench-npy-par.XXXXXX")
 trap 'rm -rf "$dir"' EXIT
 py=/usr/bin/python3

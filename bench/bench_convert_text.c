@@ -110,6 +110,8 @@ int main(int argc, char **argv) {
         return 2;
     }
     size_t mb = argc > 2 ? (size_t)atol(argv[2]) : 200;
+    const char *quick = getenv("SS_BENCH_QUICK"); /* the smoke tests: at most 5 MB */
+    if (quick && *quick && strcmp(quick, "0") != 0 && mb > 5) mb = 5;
     const char *dir = argc > 3 ? argv[3] : "/tmp";
     char in[1024], out[1024], lock[1100];
     snprintf(in, sizeof in, "%s/bench_convert_text.txt", dir);

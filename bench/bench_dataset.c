@@ -162,6 +162,11 @@ int main(int argc, char **argv) {
         if (!strcmp(argv[i], "-q")) queries = strtoull(argv[i + 1], NULL, 10);
         if (!strcmp(argv[i], "-d")) dir = argv[i + 1];
     }
+    const char *quick = getenv("SS_BENCH_QUICK"); /* the smoke tests: tiny sizes */
+    if (quick && *quick && strcmp(quick, "0") != 0) {
+        if (n > 20000) n = 20000;
+        if (queries > 100000) queries = 100000;
+    }
     char base[4096], single[4200];
     snprintf(base, sizeof base, "%s/bench_dataset.%d", dir, (int)getpid());
     mkdir(base, 0755);

@@ -119,7 +119,7 @@ table "$R"
 echo "run_all.sh: writing" >&2
 RSS_ARGS=(-d "$WORK")
 [ -n "${SS_BENCH_ROUNDS:-}" ] && RSS_ARGS+=(-r "$SS_BENCH_ROUNDS")
-section "Writing: bounded memory (\`bench/bench_write_rss.c\`)" \
+section "Writing: peak memory (\`bench/bench_write_rss.c\`)" \
     "build/bench/bench_write_rss --markdown ${RSS_ARGS[*]:2}"
 run "$R" "$BENCH/bench_write_rss" "${RSS_ARGS[@]}" --markdown
 table "$R"

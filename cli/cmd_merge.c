@@ -2,7 +2,8 @@
 /* cmd_merge.c - `seqstore merge DATASET -o STORE`: one store from a dataset
  * of shards (or any store), streaming: examples are appended one by one from
  * the shards' maps, and the writer commits every --commit-bytes, so memory
- * stays bounded whatever the dataset's size. */
+ * does not grow with the examples' bytes (only the writer's per-example
+ * bookkeeping grows with their number: bench_write_rss). */
 #include "commands.h"
 
 #include <getopt.h>
@@ -12,7 +13,8 @@ static void usage(void) {
     printf("usage: seqstore merge DATASET -o STORE [--force]\n\n"
            "Write one store holding the examples of DATASET (a dataset directory or\n"
            "manifest, or a store) in order, with its attributes (the first shard's but\n"
-           "source.shard and the per-shard ss.* ones). Streaming: bounded memory.\n"
+           "source.shard and the per-shard ss.* ones). Streaming: memory grows with the\n"
+           "number of examples (about 50 bytes each), not with their bytes.\n"
            "  -o, --output STORE   the store to create\n"
            "  --force              replace STORE if it exists\n"
            "exit codes: 0 ok, 1 error, 2 usage error\n");

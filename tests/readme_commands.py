@@ -1,20 +1,27 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: BSD-2-Clause
-"""readme_commands.py BUILD_DIR SOURCE_DIR MARKDOWN... - run every shell command
-of README.md and examples/README.md as written, and fail on any that does not
-run.
+"""readme_commands.py BUILD_DIR SOURCE_DIR MARKDOWN|DIR... - run every shell
+command of the given Markdown files (a DIR: its *.md files) as written, and
+fail on any that does not run.
 
 Every line of a ```sh block (and every ```python block, whole) runs, in
-order, each in its own `bash -e`, in one
-scratch directory per run that looks like the repository's root: `build` is
-the build tree and every other top-level entry of the source tree is linked
-in. Nothing else is prepared: README's commands make the data they use from
-packaged files, so a reader can run them too. A line `export NAME=VALUE`
-sets NAME for the lines after it, as in a shell session. Not run: the Quick
-start (CI itself is those two commands) and `cmake` lines (the build tree
-exists; CI built it). A benchmark may take minutes: a command still running
-after SS_README_TIMEOUT seconds (default 20) counts as running; one that ends
-must end with status 0."""
+order, each in its own `bash -e`, in one scratch directory per file that
+looks like the repository's root: `build` is the build tree and every other
+top-level entry of the source tree is linked in. Nothing else is prepared:
+each file's commands make the data they use from packaged files, so a reader
+can run them too. A line `export NAME=VALUE` sets NAME for the lines after
+it, as in a shell session. The files run in parallel (SS_README_JOBS, default
+3), each file's commands in order. Benchmarks run with SS_BENCH_QUICK=1
+(tiny sizes: every benchmark command ends in seconds; the figures then mean
+nothing). Not run: the Quick start (CI itself is those two commands),
+`cmake` lines (the build tree exists; CI built it), `bench/run_all.sh`
+(ctest bench_run_all_smoke runs it) and `build/tests/...` (ctest runs each
+test program; tests/doc_figures.py checks the output docs quote). The
+build tree is first on PATH, as an installed `seqstore` would be. A command must end with status 0 within
+SS_README_TIMEOUT seconds (default 300). The slowest commands are listed at
+the end."""
+import concurrent.futures
+import glob
 import os
 import re
 import shlex
@@ -23,6 +30,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 
 
 def commands(path):
@@ -50,7 +58,8 @@ def commands(path):
                 i += 1
                 cmd = cmd[:-1] + ' ' + lines[i].strip()
             s = cmd.strip()
-            if s and not s.startswith('#') and not re.match(r'^cmake\s', s):
+            if (s and not s.startswith('#') and not re.match(r'^cmake\s', s)
+                    and not s.startswith('bench/run_all.sh') and not s.startswith('build/tests/')):
                 cmds.append((f'{path}:{first}', s))
         i += 1
     return cmds
@@ -80,47 +89,69 @@ def run_export(cmd, work, env):
     return True
 
 
-def main():
-    build, source, files = sys.argv[1], sys.argv[2], sys.argv[3:]
-    timeout = float(os.environ.get('SS_README_TIMEOUT', '20'))
+def run_file(path, build, source, timeout):
+    """Run one file's commands in their own scratch directory: (report lines,
+    failures, commands run, [(seconds, where, command)])."""
     work = tempfile.mkdtemp(prefix='ss-readme-')
-    failed = ran = 0
+    report, failed, ran, times = [], 0, 0, []
     try:
         prepare(work, os.path.abspath(build), os.path.abspath(source))
         env = dict(os.environ)
         env['HOME'] = work  # nothing a command writes lands outside the scratch directory
         env['TMPDIR'] = os.path.join(work, 'tmp')
+        env['SS_BENCH_QUICK'] = '1'
+        env['PATH'] = os.path.abspath(build) + os.pathsep + env['PATH']
         os.mkdir(env['TMPDIR'])
-        for path in files:
-            for where, cmd in commands(path):
-                ran += 1
-                if run_export(cmd, work, env):
-                    print(f'{where}: ok: {cmd}')
-                    continue
-                # Its own process group, so that a benchmark still running at
-                # the timeout is stopped with all its children, and its own
-                # TMPDIR inside the scratch directory, so that the files it
-                # leaves when stopped go with the scratch directory.
-                proc = subprocess.Popen(['bash', '-ec', cmd], cwd=work, env=env,
-                                        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                        stderr=subprocess.PIPE, text=True,
-                                        start_new_session=True)
-                try:
-                    stdout, stderr = proc.communicate(timeout=timeout)
-                except subprocess.TimeoutExpired:
-                    os.killpg(proc.pid, signal.SIGKILL)
-                    proc.communicate()
-                    print(f'{where}: still running after {timeout:.0f} s (counts as running): {cmd}')
-                    continue
-                status = proc.returncode
-                out = stdout[-2000:] + stderr[-2000:]
-                if status != 0:
-                    failed += 1
-                    print(f'{where}: exit {status}: {cmd}\n{out}')
-                else:
-                    print(f'{where}: ok: {cmd}')
+        for where, cmd in commands(path):
+            ran += 1
+            if run_export(cmd, work, env):
+                report.append(f'{where}: ok: {cmd}')
+                continue
+            # Its own process group, so that a command still running at the
+            # timeout is stopped with all its children.
+            t0 = time.monotonic()
+            proc = subprocess.Popen(['bash', '-ec', cmd], cwd=work, env=env,
+                                    stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, text=True, start_new_session=True)
+            try:
+                stdout, stderr = proc.communicate(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                stdout, stderr = proc.communicate()
+                failed += 1
+                report.append(f'{where}: still running after {timeout:.0f} s: {cmd}\n'
+                              f'{stdout[-2000:]}{stderr[-2000:]}')
+                continue
+            secs = time.monotonic() - t0
+            times.append((secs, where, cmd))
+            if proc.returncode != 0:
+                failed += 1
+                report.append(f'{where}: exit {proc.returncode}: {cmd}\n'
+                              f'{stdout[-2000:]}{stderr[-2000:]}')
+            else:
+                report.append(f'{where}: ok ({secs:.1f} s): {cmd}')
     finally:
         shutil.rmtree(work, ignore_errors=True)
+    return report, failed, ran, times
+
+
+def main():
+    build, source, args = sys.argv[1], sys.argv[2], sys.argv[3:]
+    timeout = float(os.environ.get('SS_README_TIMEOUT', '300'))
+    jobs = int(os.environ.get('SS_README_JOBS', '3'))
+    files = []
+    for a in args:
+        files += sorted(glob.glob(os.path.join(a, '*.md'))) if os.path.isdir(a) else [a]
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        results = list(pool.map(lambda f: run_file(f, build, source, timeout), files))
+    failed = ran = 0
+    times = []
+    for report, f, r, t in results:
+        print('\n'.join(report))
+        failed, ran, times = failed + f, ran + r, times + t
+    print('slowest:')
+    for secs, where, cmd in sorted(times, reverse=True)[:8]:
+        print(f'  {secs:6.1f} s  {where}: {cmd[:100]}')
     print(f'{ran - failed} passed, {failed} failed')
     return 1 if failed or ran == 0 else 0
 
