@@ -627,7 +627,7 @@ static void test_meta_append(void) {
     snprintf(lines, sizeof lines, "%s:1\t0\n%s:1\t1\n%s:1\t2\n", p1, x, p2);
     CHECK(!strcmp(text, lines));
     free(text);
-    EXPECT_SH(0, "%s export '%s' --format jsonl --field subject -o '%s'", SS_CLI, st, out);
+    EXPECT_SH(0, "%s export '%s' --format jsonl --field subject -o '%s' --force", SS_CLI, st, out);
     text = ss_test_read_file(out, &n);
     CHECK(!strcmp(text, "{\"index\":0,\"subject\":0}\n{\"index\":1,\"subject\":1}\n"
                         "{\"index\":2,\"subject\":2}\n"));
