@@ -714,9 +714,13 @@ typedef struct ss_store_info {
     uint64_t data_chunks;    /**< chunks over all fields */
 } ss_store_info;
 
-/** Fill `out` with facts about the store.
- *  @param[out] out the facts.
- *  @return 0, or SS_EINVAL (NULL argument). */
+/** Fill `out` with facts about the store. Of a dataset, every shard is
+ *  opened (file_bytes and data_chunks are the shards' sums).
+ *  @param[out] out the facts; of a dataset with an unreadable shard, the
+ *                  sums over the readable ones.
+ *  @return 0, or SS_EINVAL (NULL argument); of a dataset, the error of its
+ *          first shard that cannot be opened (SS_ENOTFOUND, SS_ECORRUPT...),
+ *          the message counting the unreadable shards and naming the first. */
 SS_API int ss_store_get_info(ss_store_info *out, const ss_store *s);
 
 /* ---------------------------------------------------------------- verify */
