@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -59,6 +60,14 @@ struct ss_dataset {
      * until a shard fails. Under the store's lock. */
     int *fail_rc;
     char **fail_msg;
+    /* The budget of open shards (ds_budget()). The open ones but shard 0
+     * (kept: the attributes point into it) in the order they were opened,
+     * a ring of `live` entries; the closed ones not yet unmapped, a ring of
+     * `grace` entries. Under the store's lock. */
+    uint32_t live, grace;
+    uint32_t *opened, nopened, opened_head;
+    ss_store **retired;
+    uint32_t nretired, retired_head;
 };
 
 int ss__dataset_probe(const char *path) {
@@ -146,6 +155,60 @@ static void ds_shard_remember(ss_dataset *ds, uint32_t k, int rc) {
     ds->fail_rc[k] = rc;
 }
 
+/* The budget of open shards: SS_MAX_OPEN_SHARDS if set (at least 8), else
+ * half the soft limit of open files (each open shard holds a descriptor and
+ * two or more maps), at least 64. A quarter of it is grace: a shard
+ * closed to make room stays mapped until as many others are closed, so
+ * that a view handed out a moment before stays readable (seqstore.h). */
+static void ds_budget(ss_dataset *ds) {
+    uint64_t b = 0;
+    const char *env = getenv("SS_MAX_OPEN_SHARDS");
+    if (env && *env) {
+        b = strtoull(env, NULL, 10);
+        if (b < 8) b = 8;
+    } else {
+        struct rlimit rl;
+        b = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY ? rl.rlim_cur / 2
+                                                                              : 1u << 20;
+        if (b < 64) b = 64;
+    }
+    if (b > UINT32_MAX / 2) b = UINT32_MAX / 2;
+    ds->grace = (uint32_t)(b / 4);
+    ds->live = (uint32_t)b - ds->grace - 1; /* and shard 0 */
+}
+
+/* Make room for one more open shard (under the store's lock): the oldest
+ * opened is unpublished and retired; the oldest retired is closed. */
+static int ds_make_room(ss_dataset *ds) {
+    if (!ds->opened) {
+        ds->opened = malloc((size_t)ds->live * sizeof *ds->opened);
+        ds->retired = malloc((size_t)(ds->grace ? ds->grace : 1) * sizeof *ds->retired);
+        if (!ds->opened || !ds->retired) return ss__fail(SS_ENOMEM, "out of memory");
+    }
+    if (ds->nopened < ds->live) return 0;
+    uint32_t victim = ds->opened[ds->opened_head];
+    ds->opened_head = (ds->opened_head + 1) % ds->live;
+    ds->nopened--;
+    ss_store *old = ds->slot[victim].store;
+    __atomic_store_n(&ds->slot[victim].store, NULL, __ATOMIC_RELEASE);
+    if (!ds->grace) {
+        ss_close(old);
+        return 0;
+    }
+    if (ds->nretired == ds->grace) {
+        ss_close(ds->retired[ds->retired_head]);
+        ds->retired_head = (ds->retired_head + 1) % ds->grace;
+        ds->nretired--;
+    }
+    ds->retired[(ds->retired_head + ds->nretired++) % ds->grace] = old;
+    return 0;
+}
+
+/* Count shard `k` (not 0) among the open ones, after ds_make_room(). */
+static void ds_note_open(ss_dataset *ds, uint32_t k) {
+    ds->opened[(ds->opened_head + ds->nopened++) % ds->live] = k;
+}
+
 /* Shard `k`, opened and checked against the manifest on first use. */
 static int ds_shard(ss_store **out, const ss_store *s, uint32_t k) {
     ss_dataset *ds = s->ds;
@@ -158,6 +221,10 @@ static int ds_shard(ss_store **out, const ss_store *s, uint32_t k) {
         char *path = NULL;
         ss_store *sh = NULL;
         atomic_fetch_add_explicit(&ds->opens, 1, memory_order_relaxed);
+        if (k && (rc = ds_make_room(ds)) != 0) {
+            pthread_mutex_unlock((pthread_mutex_t *)&s->lock);
+            return rc;
+        }
         if (asprintf(&path, "%s/%s", ds->dir, ds->m.shards[k].path) < 0)
             rc = ss__fail(SS_ENOMEM, "out of memory");
         if (!rc) rc = ss__open_shard(&sh, path, ds->flags);
@@ -167,6 +234,7 @@ static int ds_shard(ss_store **out, const ss_store *s, uint32_t k) {
             rc = ss__context(rc, "dataset '%s', shard %u '%s'", s->path, k, ds->m.shards[k].path);
             ds_shard_remember(ds, k, rc);
         } else {
+            if (k) ds_note_open(ds, k);
             __atomic_store_n(&ds->slot[k].store, sh, __ATOMIC_RELEASE);
             *out = sh;
         }
@@ -277,6 +345,7 @@ int ss__dataset_open(ss_store **out, const char *path, unsigned flags) {
     s->ds = ds;
     s->complete = 1;
     ds->flags = flags | SS_OPEN_NOLOCK;
+    ds_budget(ds);
     char *file = NULL;
     int rc = ss__manifest_locate(path, &file, &ds->dir);
     free(file);
@@ -295,6 +364,10 @@ int ss__dataset_open(ss_store **out, const char *path, unsigned flags) {
 void ss__dataset_close(ss_store *s) {
     ss_dataset *ds = s->ds;
     for (uint32_t k = 0; ds->slot && k < ds->nshards; k++) ss_close(ds->slot[k].store);
+    for (uint32_t j = 0; j < ds->nretired; j++)
+        ss_close(ds->retired[(ds->retired_head + j) % ds->grace]);
+    free(ds->opened);
+    free(ds->retired);
     for (uint32_t f = 0; f < SS_MAX_FIELDS; f++) free(ds->rows[f]);
     for (uint32_t k = 0; ds->fail_msg && k < ds->nshards; k++) free(ds->fail_msg[k]);
     free(ds->fail_rc);

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -225,10 +226,121 @@ static void test_opens_per_rank(void) {
     ss_selection_free(sel);
 }
 
+/* Many tiny shards: shard k holds 1 + k % 3 examples, example j of it
+ * 1 + (k + j) % 3 steps of value k * 7 + j + t. */
+enum { MANY = 1200 };
+static const ss_field tiny_field = {"tok", SS_U16, 1, 0, {0}};
+static const ss_schema tiny_schema = {1, &tiny_field};
+
+static void make_many(const char *dir) {
+    mkdir(dir, 0755);
+    char path[4096], err[4096];
+    for (uint32_t k = 0; k < MANY; k++) {
+        snprintf(path, sizeof path, "%s/s%05u.ss", dir, k);
+        ss_writer_options o = SS_WRITER_OPTIONS_INIT;
+        o.flags = SS_WRITE_NOSYNC | SS_WRITE_FORCE;
+        ss_writer *w;
+        CHECK_OK(ss_writer_create(&w, path, &tiny_schema, &o));
+        for (uint32_t j = 0; j < 1 + k % 3; j++) {
+            uint16_t buf[3];
+            for (uint32_t t = 0; t < 3; t++) buf[t] = (uint16_t)(k * 7 + j + t);
+            ss_value v = {buf, 1 + (k + j) % 3};
+            CHECK_OK(ss_writer_append(w, &v));
+        }
+        CHECK_OK(ss_writer_finish(w));
+        ss_writer_free(w);
+    }
+    /* the shards in name order: a list file would be long, the shell globs them */
+    char sh[8192];
+    snprintf(sh, sizeof sh, "cd %s && %s dataset build . $(ls s*.ss) > /dev/null", dir, SS_CLI);
+    CHECK(system(sh) == 0);
+    (void)err;
+}
+
+/* Under a limit of 256 open files, every example of the dataset of MANY
+ * shards read by the loader (a shuffled epoch, two workers) in this process,
+ * checked against its value. */
+static void read_many_limited(const char *dir) {
+    struct rlimit rl = {256, 256};
+    CHECK(setrlimit(RLIMIT_NOFILE, &rl) == 0);
+    ss_store *d;
+    CHECK_OK(ss_open(&d, dir, 0));
+    uint64_t n = ss_count(d), at = 0;
+    uint32_t *shard = malloc(n * sizeof *shard), *local = malloc(n * sizeof *local);
+    char *seen = calloc(n, 1);
+    for (uint32_t k = 0; k < MANY; k++)
+        for (uint32_t j = 0; j < 1 + k % 3; j++) shard[at] = k, local[at++] = j;
+    CHECK_EQ_U64(at, n);
+    ss_loader_options lo = SS_LOADER_OPTIONS_INIT;
+    ss_sampler_options so = SS_SAMPLER_OPTIONS_INIT;
+    ss_batch_options bo = SS_BATCH_OPTIONS_INIT;
+    so.kind = SS_SAMPLE_SHUFFLE;
+    bo.batch_size = 16;
+    lo.sampler = &so, lo.batch = &bo, lo.threads = 2;
+    ss_loader *l;
+    CHECK_OK(ss_loader_open(&l, d, &lo));
+    const ss_loader_batch *b;
+    int rc;
+    while ((rc = ss_loader_next(&b, l)) == 0) {
+        const ss_collated *c = &b->data.fields[0];
+        const uint16_t *v = c->data;
+        for (uint64_t r = 0; r < b->rows; r++) {
+            uint64_t i = b->indices[r];
+            uint32_t k = shard[i], j = local[i];
+            CHECK(!seen[i]);
+            seen[i] = 1;
+            CHECK_EQ_U64(c->lengths[r], 1 + (k + j) % 3);
+            for (uint32_t t = 0; t < c->lengths[r]; t++)
+                CHECK_EQ_U64(v[r * c->steps + t], (uint16_t)(k * 7 + j + t));
+        }
+    }
+    CHECK_RC(rc, SS_ITEROVER);
+    for (uint64_t i = 0; i < n; i++) CHECK(seen[i]);
+    ss_loader_free(l);
+    ss_close(d);
+    free(shard);
+    free(local);
+    free(seen);
+}
+
+/* A dataset of more shards than open files allowed (ulimit -n 256) is read
+ * by `seqstore cat` and `info` in a shell under that limit, and by the
+ * loader in a child process under it: shards are closed to stay within the
+ * budget and reopened on demand. */
+static void test_many_shards(void) {
+    const char *dir = ss_test_keep_path("many.ds");
+    make_many(dir);
+    char sh[8192];
+    snprintf(sh, sizeof sh,
+             "ulimit -n 256 && %s cat %s > %s/many.txt && %s info %s > /dev/null && "
+             "SS_MAX_OPEN_SHARDS=8 %s cat %s > %s/many8.txt",
+             SS_CLI, dir, ss_test_tmpdir(), SS_CLI, dir, SS_CLI, dir, ss_test_tmpdir());
+    CHECK(system(sh) == 0);
+    size_t n, n8;
+    char *t = ss_test_read_file(ss_test_path("many.txt"), &n);
+    char *t8 = ss_test_read_file(ss_test_path("many8.txt"), &n8);
+    uint64_t lines = 0;
+    for (size_t i = 0; i < n; i++) lines += t[i] == '\n';
+    CHECK_EQ_U64(lines, MANY / 3 * (1 + 2 + 3));
+    CHECK(n == n8 && !memcmp(t, t8, n));
+    free(t);
+    free(t8);
+    pid_t pid = fork();
+    CHECK(pid >= 0);
+    if (pid == 0) {
+        read_many_limited(dir);
+        _exit(0);
+    }
+    int status;
+    CHECK(waitpid(pid, &status, 0) == pid);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
 int main(void) {
     signal(SIGALRM, on_alarm);
     test_bad_shard_fails_once();
     test_info_missing_shard();
     test_opens_per_rank();
+    test_many_shards();
     return 0;
 }
