@@ -4,9 +4,13 @@
  *   open time of a dataset of S shards (ss_open + ss_close; reads the
  *     manifest and the first shard only), and the first touch of every shard;
  *   random ss_get (touching each example's first and last token) over 1, 16,
- *     64 and 256 shards against the single store, after one warm-up pass (so
- *     shard opens and page faults are outside the timing).
- * Usage: bench_dataset [-n N] [-l MAXLEN] [-q QUERIES] [-d DIR]
+ *     64, 256 and 1024 shards against the single store, after one warm-up
+ *     pass (so shard opens and page faults are outside the timing);
+ *   shards of equal sizes, or with -u 1 of unequal ones: shard k's size
+ *     drawn uniformly from 0.39..1.65 of the mean, the spread `convert
+ *     --shard` gave on a 302 MB text (13,502..57,820 examples per shard).
+ * Usage: bench_dataset [-n N] [-l MAXLEN] [-q QUERIES] [-d DIR] [-u 0|1] [-s SHARDS]
+ *                      [-r ROUNDS]
  * Defaults: N = 1000000 examples of uniform 1..MAXLEN u16 tokens (MAXLEN
  * 128), 4000000 queries, DIR = $TMPDIR or /tmp. Files are deleted at the end. */
 #include "manifest.h"
@@ -58,15 +62,34 @@ static void write_store(const char *path, uint64_t a, uint64_t b, uint64_t maxle
     free(buf);
 }
 
-/* A dataset of `nshards` equal shards of examples [0, n) in dir. */
+/* Shard boundaries: bound[k] is shard k's first example, bound[nshards] = n;
+ * equal shards, or unequal ones (see above). */
+static uint64_t *bounds(uint64_t n, uint32_t nshards, int unequal) {
+    uint64_t *b = malloc((nshards + 1) * sizeof *b), seed = 99;
+    double *w = malloc(nshards * sizeof *w), sum = 0;
+    for (uint32_t k = 0; k < nshards; k++)
+        sum += w[k] = unequal ? 0.39 + 1.26 * (double)(splitmix(&seed) >> 11) / 9007199254740992.0
+                              : 1.0;
+    double acc = 0;
+    for (uint32_t k = 0; k < nshards; k++, acc += w[k - 1]) b[k] = (uint64_t)(acc / sum * (double)n);
+    b[0] = 0;
+    b[nshards] = n;
+    free(w);
+    return b;
+}
+
+static const uint64_t *g_bound; /* the boundaries of the dataset being measured */
+
+/* A dataset of `nshards` shards of examples [0, n) in dir, at g_bound. */
 static void write_dataset(const char *dir, uint64_t n, uint32_t nshards, uint64_t maxlen) {
+    (void)n;
     mkdir(dir, 0755);
     ss_manifest m;
     for (uint32_t k = 0; k < nshards; k++) {
         char name[64], path[4400];
         snprintf(name, sizeof name, "part-%05u.ss", k);
         snprintf(path, sizeof path, "%s/%s", dir, name);
-        write_store(path, n * k / nshards, n * (k + 1) / nshards, maxlen);
+        write_store(path, g_bound[k], g_bound[k + 1], maxlen);
         ss_store *s;
         uint64_t digest, rows;
         if (ss_open(&s, path, SS_OPEN_NOLOCK)) die(path);
@@ -119,7 +142,7 @@ static void direct_open(direct *d, const char *ds, uint64_t n, uint32_t nshards)
         char path[4400];
         snprintf(path, sizeof path, "%s/part-%05u.ss", ds, k);
         if (ss_open(&d->sh[k], path, SS_OPEN_NOLOCK)) die(path);
-        d->first[k] = n * k / nshards;
+        d->first[k] = g_bound[k];
     }
     d->first[nshards] = n;
 }
@@ -128,6 +151,20 @@ static void direct_close(direct *d) {
     for (uint32_t k = 0; k < d->nshards; k++) ss_close(d->sh[k]);
     free(d->sh);
     free(d->first);
+}
+
+/* The same loop under two names, so that valgrind --tool=callgrind
+ * --toggle-collect=gets_single --toggle-collect=gets_dataset counts the
+ * instructions of each store's gets apart (-s S -r 1: one round of one
+ * dataset). */
+__attribute__((noinline, noipa)) static double gets_single(const ss_store *s, uint64_t n, uint64_t q,
+                                                    uint64_t seed, uint64_t *sink) {
+    return random_gets(s, n, q, seed, sink);
+}
+
+__attribute__((noinline, noipa)) static double gets_dataset(const ss_store *s, uint64_t n, uint64_t q,
+                                                     uint64_t seed, uint64_t *sink) {
+    return random_gets(s, n, q, seed, sink);
 }
 
 static double direct_gets(const direct *dr, uint64_t n, uint64_t queries, uint64_t seed,
@@ -155,12 +192,17 @@ static int cmp_double(const void *a, const void *b) {
 
 int main(int argc, char **argv) {
     uint64_t n = 1000000, maxlen = 128, queries = 4000000;
+    int unequal = 0, rounds = 20;
+    uint32_t only = 0;
     const char *dir = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "-n")) n = strtoull(argv[i + 1], NULL, 10);
         if (!strcmp(argv[i], "-l")) maxlen = strtoull(argv[i + 1], NULL, 10);
         if (!strcmp(argv[i], "-q")) queries = strtoull(argv[i + 1], NULL, 10);
         if (!strcmp(argv[i], "-d")) dir = argv[i + 1];
+        if (!strcmp(argv[i], "-u")) unequal = atoi(argv[i + 1]);
+        if (!strcmp(argv[i], "-s")) only = (uint32_t)strtoul(argv[i + 1], NULL, 10);
+        if (!strcmp(argv[i], "-r")) rounds = atoi(argv[i + 1]) > 0 ? atoi(argv[i + 1]) : 1;
     }
     const char *quick = getenv("SS_BENCH_QUICK"); /* the smoke tests: tiny sizes */
     if (quick && *quick && strcmp(quick, "0") != 0) {
@@ -177,12 +219,16 @@ int main(int argc, char **argv) {
     if (ss_open(&one, single, 0)) die(single);
     warm_up(one, n, &sink);
     printf("examples %llu (u16, length 1..%llu), %llu random gets per figure, interleaved in "
-           "20 rounds with the single store's and the directly opened shards'\n",
-           (unsigned long long)n, (unsigned long long)maxlen, (unsigned long long)queries);
-    const uint32_t shards[] = {1, 16, 64, 256};
+           "%d rounds with the single store's and the directly opened shards'\n",
+           (unsigned long long)n, (unsigned long long)maxlen, (unsigned long long)queries, rounds);
+    printf("shard sizes: %s\n", unequal ? "unequal (0.39..1.65 of the mean)" : "equal");
+    const uint32_t shards[] = {1, 16, 64, 256, 1024};
     for (size_t c = 0; c < sizeof shards / sizeof shards[0]; c++) {
+        if (only && shards[c] != only) continue;
         char ds[4300];
         snprintf(ds, sizeof ds, "%s/ds%u", base, shards[c]);
+        uint64_t *bound = bounds(n, shards[c], unequal);
+        g_bound = bound;
         write_dataset(ds, n, shards[c], maxlen);
         double t[21];
         for (int r = 0; r < 21; r++) {
@@ -203,13 +249,14 @@ int main(int argc, char **argv) {
         direct_open(&dr, ds, n, shards[c]);
         warm_up(s, n, &sink);
         double tg = 0, td = 0, t_single = 0;
-        for (int r = 0; r < 20; r++) {
-            uint64_t seed = 42 + (uint64_t)r, qn = queries / 20;
-            t_single += random_gets(one, n, qn, seed, &sink) / 20;
-            tg += random_gets(s, n, qn, seed, &sink) / 20;
-            td += direct_gets(&dr, n, qn, seed, &sink) / 20;
+        for (int r = 0; r < rounds; r++) {
+            uint64_t seed = 42 + (uint64_t)r, qn = queries / (uint64_t)rounds;
+            t_single += gets_single(one, n, qn, seed, &sink) / rounds;
+            tg += gets_dataset(s, n, qn, seed, &sink) / rounds;
+            td += direct_gets(&dr, n, qn, seed, &sink) / rounds;
         }
         direct_close(&dr);
+        free(bound);
         ss_close(s);
         printf("%4u shards: open %8.3f ms (median of 21), first touch of all shards %8.3f ms, "
                "%7.1f ns/get = %.2fx the single store's %.1f ns (the %u stores opened "

@@ -88,11 +88,15 @@ static void ss_info_problem(uint64_t *problems) {
 
 static json_t *ss_info_json(const ss_store *s, const char *path, uint64_t *problems) {
     ss_store_info info;
-    ss_store_get_info(&info, s);
+    int unreadable = ss_store_get_info(&info, s) != 0; /* a dataset's missing shard */
     json_t *root = json_object(), *fields = json_array(), *attrs = json_array();
     ss__json_set_text(root, "path", path, strlen(path));
     json_object_set_new(root, "format_version", json_integer(info.format_version));
-    json_object_set_new(root, "complete", json_boolean(info.complete));
+    json_object_set_new(root, "complete", json_boolean(info.complete && !unreadable));
+    if (unreadable) {
+        ss__json_set_text(root, "error", ss_error_message(), strlen(ss_error_message()));
+        ss_info_problem(problems);
+    }
     if (ss__dataset_shard_count(s))
         json_object_set_new(root, "shards", json_integer(ss__dataset_shard_count(s)));
     json_object_set_new(root, "examples", json_integer((json_int_t)info.count));
@@ -182,10 +186,15 @@ static void ss_print_histogram(const ss_length_stats *st) {
 
 static void ss_info_text(const ss_store *s, const char *path, uint64_t *problems) {
     ss_store_info info;
-    ss_store_get_info(&info, s);
+    int unreadable = ss_store_get_info(&info, s) != 0; /* a dataset's missing shard */
     printf("store       %s\n", path);
-    printf("format      version %u, %s\n", info.format_version,
-           info.complete ? "complete" : "INCOMPLETE (committed prefix)");
+    if (unreadable) {
+        printf("format      version %u, %s\n", info.format_version, ss_error_message());
+        ss_info_problem(problems);
+    } else {
+        printf("format      version %u, %s\n", info.format_version,
+               info.complete ? "complete" : "INCOMPLETE (committed prefix)");
+    }
     printf("examples    %llu\n", (unsigned long long)info.count);
     if (ss__dataset_shard_count(s))
         printf("dataset     %u shards (files and chunks below: their sums)\n",

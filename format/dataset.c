@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -37,7 +38,8 @@ typedef ss__fast_shard ds_slot;
 struct ss_dataset {
     /* the hot path first: ss_get() reads these and the slots only */
     uint32_t nshards;
-    double per_shard_inv;          /* nshards / count: the shard guess's factor */
+    uint32_t shift;                /* log2 of the examples per entry of shard_of */
+    uint32_t *shard_of;            /* entry b: the shard holding example b << shift */
     ds_slot *slot;                 /* nshards + 1 (the last: first = count, no store) */
     uint64_t *first;               /* nshards + 1: the slots' `first`, for the other lookups */
     uint64_t *rows[SS_MAX_FIELDS]; /* sequence fields: nshards + 1 cumulative flat rows */
@@ -52,6 +54,20 @@ struct ss_dataset {
     _Atomic int len_state[SS_MAX_FIELDS];
     const void *len_data[SS_MAX_FIELDS];
     ss_dtype len_dtype[SS_MAX_FIELDS];
+    /* Shard opens attempted, for tests and benchmarks (ss__dataset_shard_opens). */
+    _Atomic uint64_t opens;
+    /* Per shard, the code and message its open failed with (0: none); NULL
+     * until a shard fails. Under the store's lock. */
+    int *fail_rc;
+    char **fail_msg;
+    /* The budget of open shards (ds_budget()). The open ones but shard 0
+     * (kept: the attributes point into it) in the order they were opened,
+     * a ring of `live` entries; the closed ones not yet unmapped, a ring of
+     * `grace` entries. Under the store's lock. */
+    uint32_t live, grace;
+    uint32_t *opened, nopened, opened_head;
+    ss_store **retired;
+    uint32_t nretired, retired_head;
 };
 
 int ss__dataset_probe(const char *path) {
@@ -87,6 +103,112 @@ static uint32_t ds_shard_of(const uint64_t *first, uint32_t nshards, uint64_t in
     return lo - 1;
 }
 
+/* The shard holding global example `index` (< count), in O(1) for any shard
+ * sizes: the lookup table's entry gives the shard holding the first example
+ * of the entry's range of 2^shift examples, and a range of at most a quarter
+ * of the mean shard crosses few boundaries (usually none or one; empty
+ * shards are stepped over). */
+static inline uint32_t ds_lookup(const ss_dataset *ds, uint64_t index) {
+    uint32_t k = ds->shard_of[index >> ds->shift];
+    while (ds->first[k + 1] <= index) k++;
+    return k;
+}
+
+/* The lookup table over the cumulative counts (ds->first). */
+static int ds_lookup_table(ss_dataset *ds, uint64_t count) {
+    uint64_t mean = ds->nshards ? count / ds->nshards : 0;
+    ds->shift = 0;
+    while (mean >= 8 && (2ull << ds->shift) <= mean / 4) ds->shift++;
+    uint64_t n = count ? ((count - 1) >> ds->shift) + 1 : 1;
+    ds->shard_of = malloc(n * sizeof *ds->shard_of);
+    if (!ds->shard_of) return ss__fail(SS_ENOMEM, "out of memory");
+    ds->shard_of[0] = 0;
+    for (uint64_t b = 0; count && b < n; b++)
+        ds->shard_of[b] = ds_shard_of(ds->first, ds->nshards, b << ds->shift);
+    return 0;
+}
+
+/* Shard `k`'s failed open, remembered: a missing or damaged shard fails
+ * every later touch at once with the same message, and is never opened
+ * again (a loop over its examples must not become a loop of opens). */
+static int ds_shard_failed(const ss_dataset *ds, uint32_t k) {
+    return ds->fail_rc && ds->fail_rc[k] ? ss__fail(ds->fail_rc[k], "%s", ds->fail_msg[k]) : 0;
+}
+
+/* Remember that shard `k` failed with `rc` (under the store's lock); out of
+ * memory is not remembered, it may pass. */
+static void ds_shard_remember(ss_dataset *ds, uint32_t k, int rc) {
+    if (rc == SS_ENOMEM) return;
+    if (!ds->fail_rc) {
+        ds->fail_rc = calloc(ds->nshards, sizeof *ds->fail_rc);
+        ds->fail_msg = calloc(ds->nshards, sizeof *ds->fail_msg);
+        if (!ds->fail_rc || !ds->fail_msg) {
+            free(ds->fail_rc);
+            free(ds->fail_msg);
+            ds->fail_rc = NULL, ds->fail_msg = NULL;
+            return;
+        }
+    }
+    char *msg = strdup(ss_error_message());
+    if (!msg) return;
+    ds->fail_msg[k] = msg;
+    ds->fail_rc[k] = rc;
+}
+
+/* The budget of open shards: SS_MAX_OPEN_SHARDS if set (at least 8), else
+ * half the soft limit of open files (each open shard holds a descriptor and
+ * two or more maps), at least 64. A quarter of it is grace: a shard
+ * closed to make room stays mapped until as many others are closed, so
+ * that a view handed out a moment before stays readable (seqstore.h). */
+static void ds_budget(ss_dataset *ds) {
+    uint64_t b = 0;
+    const char *env = getenv("SS_MAX_OPEN_SHARDS");
+    if (env && *env) {
+        b = strtoull(env, NULL, 10);
+        if (b < 8) b = 8;
+    } else {
+        struct rlimit rl;
+        b = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY ? rl.rlim_cur / 2
+                                                                              : 1u << 20;
+        if (b < 64) b = 64;
+    }
+    if (b > UINT32_MAX / 2) b = UINT32_MAX / 2;
+    ds->grace = (uint32_t)(b / 4);
+    ds->live = (uint32_t)b - ds->grace - 1; /* and shard 0 */
+}
+
+/* Make room for one more open shard (under the store's lock): the oldest
+ * opened is unpublished and retired; the oldest retired is closed. */
+static int ds_make_room(ss_dataset *ds) {
+    if (!ds->opened) {
+        ds->opened = malloc((size_t)ds->live * sizeof *ds->opened);
+        ds->retired = malloc((size_t)(ds->grace ? ds->grace : 1) * sizeof *ds->retired);
+        if (!ds->opened || !ds->retired) return ss__fail(SS_ENOMEM, "out of memory");
+    }
+    if (ds->nopened < ds->live) return 0;
+    uint32_t victim = ds->opened[ds->opened_head];
+    ds->opened_head = (ds->opened_head + 1) % ds->live;
+    ds->nopened--;
+    ss_store *old = ds->slot[victim].store;
+    __atomic_store_n(&ds->slot[victim].store, NULL, __ATOMIC_RELEASE);
+    if (!ds->grace) {
+        ss_close(old);
+        return 0;
+    }
+    if (ds->nretired == ds->grace) {
+        ss_close(ds->retired[ds->retired_head]);
+        ds->retired_head = (ds->retired_head + 1) % ds->grace;
+        ds->nretired--;
+    }
+    ds->retired[(ds->retired_head + ds->nretired++) % ds->grace] = old;
+    return 0;
+}
+
+/* Count shard `k` (not 0) among the open ones, after ds_make_room(). */
+static void ds_note_open(ss_dataset *ds, uint32_t k) {
+    ds->opened[(ds->opened_head + ds->nopened++) % ds->live] = k;
+}
+
 /* Shard `k`, opened and checked against the manifest on first use. */
 static int ds_shard(ss_store **out, const ss_store *s, uint32_t k) {
     ss_dataset *ds = s->ds;
@@ -94,18 +216,25 @@ static int ds_shard(ss_store **out, const ss_store *s, uint32_t k) {
     if (*out) return 0;
     pthread_mutex_lock((pthread_mutex_t *)&s->lock);
     *out = __atomic_load_n(&ds->slot[k].store, __ATOMIC_RELAXED);
-    int rc = 0;
-    if (!*out) {
+    int rc = *out ? 0 : ds_shard_failed(ds, k);
+    if (!*out && !rc) {
         char *path = NULL;
         ss_store *sh = NULL;
+        atomic_fetch_add_explicit(&ds->opens, 1, memory_order_relaxed);
+        if (k && (rc = ds_make_room(ds)) != 0) {
+            pthread_mutex_unlock((pthread_mutex_t *)&s->lock);
+            return rc;
+        }
         if (asprintf(&path, "%s/%s", ds->dir, ds->m.shards[k].path) < 0)
             rc = ss__fail(SS_ENOMEM, "out of memory");
         if (!rc) rc = ss__open_shard(&sh, path, ds->flags);
         if (!rc) rc = ss__manifest_check_shard(&ds->m, k, sh);
         if (rc) {
             ss_close(sh);
-            rc = ss__context(rc, "dataset '%s', shard %u", s->path, k);
+            rc = ss__context(rc, "dataset '%s', shard %u '%s'", s->path, k, ds->m.shards[k].path);
+            ds_shard_remember(ds, k, rc);
         } else {
+            if (k) ds_note_open(ds, k);
             __atomic_store_n(&ds->slot[k].store, sh, __ATOMIC_RELEASE);
             *out = sh;
         }
@@ -162,12 +291,13 @@ static int ds_tables(ss_store *s) {
     ds->first[0] = 0;
     for (uint32_t k = 0; k < n; k++) ds->first[k + 1] = ds->first[k] + m->shards[k].count;
     for (uint32_t k = 0; k <= n; k++) ds->slot[k].first = ds->first[k];
-    ds->per_shard_inv = m->examples ? (double)n / (double)m->examples : 0;
+    if (n && ds_lookup_table(ds, m->examples)) return SS_ENOMEM;
     /* the inline ss_get()'s dispatch (seqstore.h); its `limit`s stay 0 */
     s->fast.shards = ds->slot;
     s->fast.nshards = n;
-    s->fast.per_shard_inv = ds->per_shard_inv;
-    s->fast.shard_limit = n && m->examples < (1ull << 53) ? m->examples : 0;
+    s->fast.shard_of = ds->shard_of;
+    s->fast.shard_shift = ds->shift;
+    s->fast.shard_limit = n ? m->examples : 0;
     s->h.nfields = m->nfields;
     s->h.count = m->examples;
     for (uint32_t f = 0; f < m->nfields; f++) {
@@ -215,6 +345,7 @@ int ss__dataset_open(ss_store **out, const char *path, unsigned flags) {
     s->ds = ds;
     s->complete = 1;
     ds->flags = flags | SS_OPEN_NOLOCK;
+    ds_budget(ds);
     char *file = NULL;
     int rc = ss__manifest_locate(path, &file, &ds->dir);
     free(file);
@@ -233,8 +364,16 @@ int ss__dataset_open(ss_store **out, const char *path, unsigned flags) {
 void ss__dataset_close(ss_store *s) {
     ss_dataset *ds = s->ds;
     for (uint32_t k = 0; ds->slot && k < ds->nshards; k++) ss_close(ds->slot[k].store);
+    for (uint32_t j = 0; j < ds->nretired; j++)
+        ss_close(ds->retired[(ds->retired_head + j) % ds->grace]);
+    free(ds->opened);
+    free(ds->retired);
     for (uint32_t f = 0; f < SS_MAX_FIELDS; f++) free(ds->rows[f]);
+    for (uint32_t k = 0; ds->fail_msg && k < ds->nshards; k++) free(ds->fail_msg[k]);
+    free(ds->fail_rc);
+    free(ds->fail_msg);
     free(ds->slot);
+    free(ds->shard_of);
     free(ds->first);
     free(ds->attrs);
     ss_close(ds->sections);
@@ -247,28 +386,14 @@ void ss__dataset_close(ss_store *s) {
 
 int ss__dataset_get(ss_view *out, const ss_store *s, uint32_t field, uint64_t index) {
     const ss_dataset *ds = s->ds;
-    const ds_slot *slot = ds->slot;
-    /* Shards of one conversion hold about count / nshards examples each: guess
-     * the shard from that (one multiplication, usually right), else search. A
-     * binary search's unpredictable branches cost more than the read itself. */
-    uint64_t k = (uint64_t)((double)index * ds->per_shard_inv); /* no 64-bit division */
-    if (k >= ds->nshards) k = ds->nshards - 1;
-    if (slot[k].first > index || slot[k + 1].first <= index)
-        k = ds_shard_of(ds->first, ds->nshards, index);
-    const ds_slot *at = &slot[k];
+    uint32_t k = ds_lookup(ds, index); /* a binary search's branches cost more than the read */
+    const ds_slot *at = &ds->slot[k];
     ss_store *sh = __atomic_load_n(&at->store, __ATOMIC_ACQUIRE);
     if (!sh) {
         int rc = ds_shard(&sh, s, (uint32_t)k);
         if (rc) return rc;
     }
     return ss__get_unchecked(out, sh, field, index - at->first);
-}
-
-uint64_t ss__dataset_length(const ss_store *s, uint32_t field, uint64_t index) {
-    const ss_dataset *ds = s->ds;
-    uint32_t k = ds_shard_of(ds->first, ds->nshards, index);
-    ss_store *sh;
-    return ds_shard(&sh, s, k) ? 0 : ss_length(sh, field, index - ds->first[k]);
 }
 
 /* The stored global lengths of sequence field `field` (§13.1), found and
@@ -303,6 +428,24 @@ static int ds_stored_lengths(const void **data, ss_dtype *dtype, const ss_store 
     return 0;
 }
 
+/* From the stored lengths when the dataset has them (no shard is opened),
+ * else from the shard's index. */
+uint64_t ss__dataset_length(const ss_store *s, uint32_t field, uint64_t index) {
+    const ss_dataset *ds = s->ds;
+    const void *stored = NULL;
+    ss_dtype dt;
+    if (ds->sections && ds_stored_lengths(&stored, &dt, s, field) == 0 && stored)
+        return ss__lengths_value(stored, dt, index);
+    return ss__dataset_index_length(s, field, index);
+}
+
+uint64_t ss__dataset_index_length(const ss_store *s, uint32_t field, uint64_t index) {
+    const ss_dataset *ds = s->ds;
+    uint32_t k = ds_lookup(ds, index);
+    ss_store *sh;
+    return ds_shard(&sh, s, k) ? 0 : ss_length(sh, field, index - ds->first[k]);
+}
+
 int ss__dataset_lengths(uint64_t *out, const ss_store *s, uint32_t field, uint64_t first,
                         uint64_t n) {
     const ss_dataset *ds = s->ds;
@@ -317,7 +460,7 @@ int ss__dataset_lengths(uint64_t *out, const ss_store *s, uint32_t field, uint64
         return 0;
     }
     while (n) {
-        uint32_t k = ds_shard_of(ds->first, ds->nshards, first);
+        uint32_t k = ds_lookup(ds, first);
         uint64_t local = first - ds->first[k], take = ds->first[k + 1] - first;
         if (take > n) take = n;
         ss_store *sh;
@@ -376,22 +519,38 @@ uint32_t ss__dataset_shard_count(const ss_store *s) {
     return s && s->ds ? s->ds->nshards : 0;
 }
 
+uint64_t ss__dataset_shard_opens(const ss_store *s) {
+    return s && s->ds ? atomic_load_explicit(&s->ds->opens, memory_order_relaxed) : 0;
+}
+
+/* Every shard is visited: the sums are the readable shards', and a shard
+ * that cannot be opened makes the call fail, counted and named, after the
+ * others are summed (a dataset short of a shard is not a smaller one). */
 int ss__dataset_info(ss_store_info *out, const ss_store *s) {
     const ss_dataset *ds = s->ds;
     memset(out, 0, sizeof *out);
     out->complete = 1;
     out->count = s->h.count;
+    uint32_t bad = 0;
+    int first_rc = 0;
+    char first_msg[1024] = "";
     for (uint32_t k = 0; k < ds->nshards; k++) {
         ss_store *sh;
         ss_store_info in;
         int rc = ds_shard(&sh, s, k);
         if (!rc) rc = ss_store_get_info(&in, sh);
-        if (rc) return rc;
+        if (rc) {
+            if (!bad++) first_rc = rc, snprintf(first_msg, sizeof first_msg, "%s", ss_error_message());
+            continue;
+        }
         if (in.format_version > out->format_version) out->format_version = in.format_version;
         out->file_bytes += in.file_bytes;
         out->data_chunks += in.data_chunks;
         if (k == 0) out->chunk_bytes = in.chunk_bytes;
     }
+    if (bad)
+        return ss__fail(first_rc, "%u of %u shards unreadable; the first: %s", bad, ds->nshards,
+                        first_msg);
     return 0;
 }
 

@@ -180,7 +180,8 @@ int ss__lengths_check(const ss_store *s, uint32_t field, uint64_t *bad) {
      * not write it (§7.3 fixes the width), so it is not trusted either. */
     uint64_t longest = 0;
     for (uint64_t i = 0; i < n; i++) {
-        uint64_t want = ss_length(s, field, i), got = ss__lengths_value(data, dtype, i);
+        uint64_t want = s->ds ? ss__dataset_index_length(s, field, i) : ss_length(s, field, i);
+        uint64_t got = ss__lengths_value(data, dtype, i);
         if (want > longest) longest = want;
         if (got != want) {
             *bad = i;

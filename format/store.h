@@ -166,6 +166,9 @@ int ss__open_shard(ss_store **out, const char *path, unsigned flags);
 void ss__dataset_close(ss_store *s);
 int ss__dataset_get(ss_view *out, const ss_store *s, uint32_t field, uint64_t index);
 uint64_t ss__dataset_length(const ss_store *s, uint32_t field, uint64_t index);
+/* The length from the shard's own index, never the stored lengths: what
+ * checks the stored lengths against. */
+uint64_t ss__dataset_index_length(const ss_store *s, uint32_t field, uint64_t index);
 int ss__dataset_lengths(uint64_t *out, const ss_store *s, uint32_t field, uint64_t first,
                         uint64_t n);
 int ss__dataset_flat_locate(uint64_t *example, uint64_t *offset, const ss_store *s, uint32_t field,
@@ -177,6 +180,9 @@ int ss__dataset_info(ss_store_info *out, const ss_store *s);
 int ss__dataset_verify(uint64_t *problems, const ss_store *s, ss_verify_fn report, void *ctx);
 /* Shards of a dataset store; 0 for a plain store or NULL. */
 uint32_t ss__dataset_shard_count(const ss_store *s);
+/* Shard opens a dataset attempted since ss_open() (0 for a plain store): what
+ * tests and benchmarks count to check that a rank opens only what it reads. */
+uint64_t ss__dataset_shard_opens(const ss_store *s);
 
 int ss__attr_load(ss_store *s);
 void ss__attr_unload(ss_store *s);

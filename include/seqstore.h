@@ -476,8 +476,26 @@ enum {
  *  opened, and checked against the manifest (schema, count, rows, header
  *  digest), the first time one of its examples is read, so a missing or
  *  changed shard is reported then, by ss_get() and the like, naming the
- *  shard (SS_ENOTFOUND, SS_ECORRUPT, SS_ESCHEMA). ss_verify() checks every
- *  shard. Shards are opened read-only without a lock file (SS_OPEN_NOLOCK):
+ *  shard (SS_ENOTFOUND, SS_ECORRUPT, SS_ESCHEMA), and every later read of
+ *  it fails the same way without opening it again (until ss_close()).
+ *  ss_verify() checks every shard.
+ *
+ *  Open shards are budgeted: each holds a file descriptor and two or more
+ *  maps, so a dataset keeps at most B shards open, B = the environment
+ *  variable SS_MAX_OPEN_SHARDS when set (at least 8), else half the soft
+ *  limit of open files (`ulimit -n`; at least 64), read at ss_open(). With
+ *  more shards than that, opening one more closes the one opened longest
+ *  ago (reopened, and checked again, when read again), shard 0 excepted.
+ *  A closed shard stays mapped until B / 4 further shards have been closed,
+ *  so with more shards than B a view of a dataset's example (ss_get() and
+ *  the like, on any thread) is valid until B / 4 more shards have been
+ *  opened, not until ss_close(): copy it first if the reads in between
+ *  touch many shards. The collator holds the views of a batch's rows while
+ *  it collates them, so B / 4 must exceed the rows collated at once (batch
+ *  size times the loader's threads) when they come from that many shards.
+ *  Within the budget nothing is closed before ss_close().
+ *
+ *  Shards are opened read-only without a lock file (SS_OPEN_NOLOCK):
  *  a built dataset has no writer, so it reads from read-only or shared
  *  network storage; SS_OPEN_VERIFY applies to each shard, SS_OPEN_INCOMPLETE
  *  is refused (SS_EINVAL). The attributes are the first shard's except
@@ -714,9 +732,13 @@ typedef struct ss_store_info {
     uint64_t data_chunks;    /**< chunks over all fields */
 } ss_store_info;
 
-/** Fill `out` with facts about the store.
- *  @param[out] out the facts.
- *  @return 0, or SS_EINVAL (NULL argument). */
+/** Fill `out` with facts about the store. Of a dataset, every shard is
+ *  opened (file_bytes and data_chunks are the shards' sums).
+ *  @param[out] out the facts; of a dataset with an unreadable shard, the
+ *                  sums over the readable ones.
+ *  @return 0, or SS_EINVAL (NULL argument); of a dataset, the error of its
+ *          first shard that cannot be opened (SS_ENOTFOUND, SS_ECORRUPT...),
+ *          the message counting the unreadable shards and naming the first. */
 SS_API int ss_store_get_info(ss_store_info *out, const ss_store *s);
 
 /* ---------------------------------------------------------------- verify */

@@ -257,6 +257,21 @@ static uint64_t max_length(const ss_store *store, const uint32_t *fields, size_t
     return m;
 }
 
+/* max_length() through ss_lengths(), which reports what ss_length() cannot:
+ * a dataset's shard that is missing or damaged (named in the message). */
+static int max_length_checked(uint64_t *out, const ss_store *store, const uint32_t *fields,
+                              size_t nfields, uint64_t idx) {
+    uint64_t m = 0;
+    for (size_t f = 0; f < nfields; f++) {
+        uint64_t l;
+        int rc = ss_lengths(&l, store, fields[f], idx, 1);
+        if (rc) return ss__context(rc, "lengths: example %" PRIu64, idx);
+        if (l > m) m = l;
+    }
+    *out = m;
+    return 0;
+}
+
 int ss_lengths_gather(uint64_t *out, const ss_store *store, const uint32_t *fields, size_t nfields,
                       const uint64_t *indices, uint64_t n) {
     int rc = check_fields(store, fields, nfields, "lengths");
@@ -268,7 +283,7 @@ int ss_lengths_gather(uint64_t *out, const ss_store *store, const uint32_t *fiel
             return ss__fail(SS_ERANGE,
                             "lengths: example %" PRIu64 " out of range (%" PRIu64 " examples)",
                             indices[i], count);
-        out[i] = max_length(store, fields, nfields, indices[i]);
+        if ((rc = max_length_checked(&out[i], store, fields, nfields, indices[i])) != 0) return rc;
     }
     return 0;
 }

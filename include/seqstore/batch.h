@@ -136,13 +136,15 @@ SS_API int ss_batcher_shuffle(ss_batcher *b, int shuffle, uint64_t seed, uint64_
 
 /** Lengths for token-budget batching: out[i] = the largest length of example
  *  indices[i] over `fields` (fairseq's max over source and target). Reads
- *  only the length index.
+ *  only the length index; of a dataset, its stored lengths (spec/FORMAT.md
+ *  §13.1) when it has them, opening no shard, else the shards' indexes.
  *  @param[out] out     n lengths.
  *  @param[in]  fields  `nfields` >= 1 field indices (a fixed field counts 1).
  *  @param[in]  indices n store indices.
  *  @return 0; SS_ERANGE (a bad field or index; the message names it);
  *          SS_EINVAL (NULL store, no fields, NULL out or indices with
- *          n > 0). */
+ *          n > 0); of a dataset, the error of a shard that cannot be opened
+ *          (SS_ENOTFOUND, SS_ECORRUPT...; the message names the shard). */
 SS_API int ss_lengths_gather(uint64_t *out, const ss_store *store, const uint32_t *fields,
                              size_t nfields, const uint64_t *indices, uint64_t n);
 

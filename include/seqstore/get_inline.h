@@ -83,9 +83,12 @@ typedef struct ss__fast_shard {
 typedef struct ss__fast {
     ss__fast_field f[SS_MAX_FIELDS]; /**< limit 0 beyond the schema, and for a dataset */
     const ss__fast_shard *shards;    /**< a dataset's nshards + 1 (the last: first = count) */
-    uint64_t shard_limit;            /**< a dataset's count (below 2^53), else 0 */
+    uint64_t shard_limit;            /**< a dataset's count, else 0 */
     uint64_t nshards;                /**< entries of shards, less 1 */
-    double per_shard_inv;            /**< nshards / count: the shard guess's factor */
+    const uint32_t *shard_of;        /**< a dataset's lookup table: entry b is the shard
+                                          holding example b << shard_shift */
+    uint64_t shard_shift;            /**< log2 of the examples per entry of shard_of, at
+                                          most a quarter of the mean shard's */
 } ss__fast;
 
 #if !defined(SS_NO_INLINE_GET) && defined(__GNUC__)
@@ -136,7 +139,8 @@ ss__get_table(ss_view *out, const ss__fast_field *f, uint64_t index) {
 
 /** ss_get(), inline (see above): the same results and return codes. A
  *  dataset's example is served from its shard's table once the shard is
- *  open (the shard guessed as the exported function does). */
+ *  open (the shard found from the dataset's lookup table, as the exported
+ *  function finds it). */
 __attribute__((always_inline)) static inline int ss__get_inline(ss_view *out, const ss_store *s,
                                                                 uint32_t field, uint64_t index) {
     if (__builtin_expect(!out || !s || field >= SS_MAX_FIELDS, 0))
@@ -144,11 +148,12 @@ __attribute__((always_inline)) static inline int ss__get_inline(ss_view *out, co
     const ss__fast *t = (const ss__fast *)(const void *)s;
     if (__builtin_expect(ss__get_table(out, &t->f[field], index) == 0, 1)) return 0;
     if (index < t->shard_limit) {
-        uint64_t k = (uint64_t)(int64_t)((double)(int64_t)index * t->per_shard_inv);
-        if (k >= t->nshards) k = t->nshards - 1;
-        const ss__fast_shard *sh = &t->shards[k];
+        /* the entry's shard starts at or before index; a step covers one
+         * shard boundary inside the entry's examples, rarer ones go out of line */
+        const ss__fast_shard *sh = &t->shards[t->shard_of[index >> t->shard_shift]];
         const ss_store *st;
-        if (index >= sh->first && index < sh[1].first &&
+        if (index >= sh[1].first) sh++;
+        if (index < sh[1].first &&
             (st = __atomic_load_n(&sh->store, __ATOMIC_ACQUIRE)) != NULL &&
             ss__get_table(out, &((const ss__fast *)(const void *)st)->f[field],
                           index - sh->first) == 0)

@@ -3,6 +3,7 @@
 global indices over the shards, the same examples as the stores written."""
 import os
 import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -56,3 +57,29 @@ def test_dataset_lengths_and_sections(tmp_path):
         assert not got.flags.writeable and not got.flags.owndata
         assert "ss.lengths.tokens" in s.attrs and "ss.split.head" in s.attrs
     np.testing.assert_array_equal(got, want)  # the view outlives close()
+
+
+def test_dataset_more_shards_than_open_files(tmp_path):
+    """Under `ulimit -n 128` a dataset of 600 shards reads whole from Python:
+    the library closes shards beyond its budget of open ones and reopens them
+    on demand (each example copied before the next shards are read)."""
+    cli = os.environ.get("SEQSTORE_CLI")
+    if not cli:
+        pytest.skip("SEQSTORE_CLI not set")
+    examples = make_examples(n=600, seed=5)
+    names = []
+    for k in range(600):
+        names.append("p%03d.ss" % k)
+        _write(str(tmp_path / names[-1]), SCHEMA, examples[k:k + 1])
+    subprocess.run([cli, "dataset", "build", str(tmp_path)] + names, check=True,
+                   capture_output=True)
+    want = np.concatenate([e["tokens"] for e in examples])
+    np.save(str(tmp_path / "want.npy"), want)
+    code = ("import numpy as np, seqstore, sys\n"
+            "d = sys.argv[1]\n"
+            "with seqstore.open(d) as s:\n"
+            "    got = np.concatenate([np.array(s[i]['tokens']) for i in range(len(s))])\n"
+            "np.testing.assert_array_equal(got, np.load(d + '/want.npy'))\n")
+    r = subprocess.run(["sh", "-c", 'ulimit -n 128 && exec "$0" -c "$1" "$2"', sys.executable,
+                        code, str(tmp_path)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr

@@ -1,0 +1,113 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* bench_loader_rss.c - a rank's loader memory against the dataset's size:
+ * for a store of N examples of one fixed u8 field (made here, quickly), the
+ * anonymous memory (RssAnon) a shuffled fixed-size loader adds at rank 0 of
+ * 8 once its first batch is out, per global example, and the time of a
+ * state save and restore.
+ * Usage: bench_loader_rss [-d DIR] N...   (e.g. 1000000 10000000)
+ * Each N runs in a child process, so that one's memory does not hide in the
+ * next's. Files are deleted at the end. */
+#include "seqstore.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void die(const char *what) {
+    fprintf(stderr, "bench_loader_rss: %s: %s\n", what, ss_error_message());
+    exit(1);
+}
+
+/* RssAnon of this process, in bytes. */
+static uint64_t rss_anon(void) {
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    uint64_t kb = 0;
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "RssAnon: %lu", (unsigned long *)&kb) == 1) break;
+    if (f) fclose(f);
+    return kb * 1024;
+}
+
+static void write_store(const char *path, uint64_t n) {
+    ss_field f = {"x", SS_U8, 0, 0, {0}};
+    ss_schema sc = {1, &f};
+    ss_writer_options o = SS_WRITER_OPTIONS_INIT;
+    o.flags = SS_WRITE_FORCE | SS_WRITE_NOSYNC;
+    ss_writer *w;
+    if (ss_writer_create(&w, path, &sc, &o)) die(path);
+    for (uint64_t i = 0; i < n; i++) {
+        uint8_t b = (uint8_t)i;
+        ss_value v = {&b, 1};
+        if (ss_writer_append(w, &v)) die(path);
+    }
+    if (ss_writer_finish(w)) die(path);
+    ss_writer_free(w);
+}
+
+static void measure(const char *path, uint64_t n) {
+    ss_store *s;
+    if (ss_open(&s, path, 0)) die(path);
+    uint64_t before = rss_anon();
+    ss_loader_options lo = SS_LOADER_OPTIONS_INIT;
+    ss_sampler_options so = SS_SAMPLER_OPTIONS_INIT;
+    ss_batch_options bo = SS_BATCH_OPTIONS_INIT;
+    so.kind = SS_SAMPLE_SHUFFLE, so.seed = 1, so.world_size = 8, so.rank = 0;
+    bo.batch_size = 256;
+    lo.sampler = &so, lo.batch = &bo;
+    ss_loader *l;
+    double t0 = now();
+    if (ss_loader_open(&l, s, &lo)) die("loader");
+    const ss_loader_batch *b;
+    if (ss_loader_next(&b, l)) die("next");
+    double t_open = now() - t0;
+    uint64_t after = rss_anon();
+    size_t cap = ss_loader_state_size(l), len;
+    void *buf = malloc(cap);
+    t0 = now();
+    if (ss_loader_state_save(buf, cap, &len, l)) die("save");
+    double t_save = now() - t0;
+    t0 = now();
+    if (ss_loader_state_load(l, buf, len)) die("load");
+    if (ss_loader_next(&b, l)) die("next after load");
+    double t_load = now() - t0;
+    printf("%11llu examples: loader RssAnon %9.1f MB (%.1f bytes per global example), open + "
+           "first batch %.3f s, state %zu bytes: save %.1f us, restore + next batch %.1f us\n",
+           (unsigned long long)n, (double)(after - before) / 1e6,
+           (double)(after - before) / (double)n, t_open, len, t_save * 1e6, t_load * 1e6);
+    fflush(stdout);
+    free(buf);
+    ss_loader_free(l);
+    ss_close(s);
+}
+
+int main(int argc, char **argv) {
+    const char *dir = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+    int i = 1;
+    if (argc > 2 && !strcmp(argv[1], "-d")) dir = argv[2], i = 3;
+    for (; i < argc; i++) {
+        uint64_t n = strtoull(argv[i], NULL, 10);
+        char path[4200];
+        snprintf(path, sizeof path, "%s/bench_loader_rss.%d.ss", dir, (int)getpid());
+        write_store(path, n);
+        pid_t pid = fork();
+        if (pid == 0) {
+            measure(path, n);
+            _exit(0);
+        }
+        int st;
+        waitpid(pid, &st, 0);
+        unlink(path);
+        if (!WIFEXITED(st) || WEXITSTATUS(st)) return 1;
+    }
+    return 0;
+}
