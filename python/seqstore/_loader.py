@@ -305,7 +305,14 @@ class Loader:
     small one raises ValueError naming the field; the loader then raises it
     until set_epoch() or load_state_dict()).
     state_dict()/load_state_dict() resume exactly after the last batch handed
-    out (same store and options).
+    out (same store and options). Elastic: a state of one rank of R also
+    loads into a Loader with another world_size and rank, all else equal
+    (remainder included: give it, its default depends on world_size) and,
+    with batch_size, world_size * batch_size unchanged; every rank then
+    continues the global order after the saved rank's batches, as the
+    uninterrupted run would (ranks are taken to be at the same step). With
+    max_tokens or bucket, R * batches must be a multiple of the new
+    world_size. Otherwise ValueError says why.
     transforms: a list of seqstore.transforms objects (RandomCrop,
     GaussianNoise, TokenMask, TokenDrop, Standardize, LabelMap), applied in C
     to each example before collation; deterministic per (seed, epoch,
