@@ -445,11 +445,11 @@ class Loader:
 
 
 class _Pass:
-    """One pass over a Loader (what iter(loader) returns)."""
+    """One pass over a Loader or Blend (what iter() returns)."""
 
     __slots__ = ("_loader", "_pass")
 
-    def __init__(self, loader: Loader, pass_: int) -> None:
+    def __init__(self, loader: Union[Loader, Blend], pass_: int) -> None:
         self._loader, self._pass = loader, pass_
 
     def __iter__(self) -> _Pass:
@@ -557,7 +557,14 @@ class Blend:
     store must have those fields with the same dtype and shape (ValueError
     naming the store and field otherwise). Batches are new arrays.
     state_dict()/load_state_dict() resume exactly; sources() gives each
-    store's (samples given, epochs completed) over all consumers so far."""
+    store's (samples given, epochs completed) over all consumers so far.
+
+    Each iter() starts a pass, as a DataLoader's does: the stream from its
+    start (the same batches again: same seed), or after load_state_dict()
+    the rest of the saved stream; the first pass starts where the Blend
+    stands. A peek with next(iter(blend)) or a loop left by break does not
+    eat into the next loop; an iterator of an earlier pass then raises
+    RuntimeError."""
 
     def __init__(self, stores: Iterable[_seqstore.Store], weights: Iterable[float],
                  batch_size: int, fields: Fields = None, seed: int = 0, shuffle: bool = True,
@@ -583,12 +590,26 @@ class Blend:
         self._b = _seqstore._Blend(stores, weights, spec, _count("batch_size", batch_size, 1),
                                    _count("seed", seed), bool(shuffle), _STOPS[stop], r, world,
                                    wk, nw, bool(drop_last))
+        self._start = self._b._state()  # where every pass but a resumed one begins
+        self._resume = True  # the first pass starts where the Blend stands
+        self._taken = 0      # batches handed out in the pass under way
+        self._pass = 0
 
-    def __iter__(self) -> Blend:
-        return self
+    def __iter__(self) -> Iterator[Batch]:
+        if not self._resume and self._taken:
+            self._b._load_state(self._start)
+        self._resume = False
+        self._taken = 0
+        self._pass += 1
+        return _Pass(self, self._pass)
 
-    def __next__(self) -> Batch:
-        return next(self._b)
+    def _next(self, pass_: int) -> Batch:
+        if pass_ != self._pass:
+            raise RuntimeError("this Blend was iterated again (iter()) since this iterator "
+                               "was made: use the newer iterator")
+        batch: Batch = next(self._b)
+        self._taken += 1
+        return batch
 
     @property
     def length(self) -> Optional[int]:
@@ -606,6 +627,7 @@ class Blend:
         if not isinstance(state, dict) or "seqstore_blend" not in state:
             raise ValueError("not a seqstore Blend state_dict")
         self._b._load_state(state["seqstore_blend"])
+        self._resume = True
 
     def close(self) -> None:
         self._b.close()
