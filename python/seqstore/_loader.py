@@ -279,6 +279,16 @@ class Loader:
     Batches are new arrays (copy=True), or with copy=False read-only views of
     the loader's buffers, valid until the next batch. torch=True yields
     torch tensors (imported lazily).
+    pin_memory=True (torch tensors): each batch in page-locked memory, as
+    torch's DataLoader(pin_memory=True) gives, ready for
+    .to("cuda", non_blocking=True); without a CUDA device it warns and
+    hands out ordinary tensors, as DataLoader does. device="cuda" (or
+    "cuda:k", a torch.device): each batch is copied from the C loader's
+    buffers into pinned staging buffers and from there to the device with
+    non_blocking=True on a side CUDA stream; the current stream waits for
+    the copy and the tensors are recorded on it, so they are ready when
+    handed out while the copy overlaps the work queued before it (a
+    RuntimeError without CUDA). device="cpu": plain tensors.
     out={"tokens": buf, "tokens_mask": mbuf, ...}: each batch is collated by
     the C collator, once, straight into the caller's memory
     (ss_loader_next_into()): buf is a writable C-contiguous NumPy array or a CPU torch tensor
@@ -330,7 +340,8 @@ class Loader:
                  transforms: Optional[Sequence[_transforms.Transform]] = None,
                  examples: Optional[npt.ArrayLike] = None,
                  out: Union[Out, Sequence[Out], None] = None,
-                 remainder: Optional[str] = None) -> None:
+                 remainder: Optional[str] = None, pin_memory: bool = False,
+                 device: Any = None) -> None:
         if not isinstance(store, _seqstore.Store):
             raise TypeError("Loader needs a seqstore.Store, not %s" % type(store).__name__)
         if (batch_size is None) == (max_tokens is None):
@@ -346,10 +357,21 @@ class Loader:
             raise TypeError("bucket is the name (str) of a stored bucket index")
         spec = _field_specs(store, fields)
         self._torch = None
+        self._handoff = None
+        if pin_memory or device is not None:
+            if out is not None:
+                raise ValueError("out= and pin_memory/device are two ways to place batches: "
+                                 "give one (out= with pinned tensors, or pin_memory/device)")
+            torch = True  # the batches are torch tensors
         if torch:
             import torch as _torch  # lazily: the module works without torch
             self._torch = _torch
             _check_torch_dtypes(store, spec, _transforms._declared_dtypes(transforms))
+            if pin_memory or device is not None:
+                from ._device import Handoff
+                self._handoff = Handoff(_torch, bool(pin_memory), device)
+                if self._handoff.copies:
+                    copy = False  # copied into pinned memory at once: views suffice
         tspecs = _transforms._specs(transforms)
         _check_transform_fields(store, spec, tspecs)
         declared = _transforms._declared_dtypes(transforms)
@@ -394,7 +416,9 @@ class Loader:
             raise RuntimeError("this Loader was iterated again (iter()) since this iterator "
                                "was made: use the newer iterator")
         batch: Batch = next(self._l)
-        if self._torch is not None:
+        if self._handoff is not None:
+            batch = self._handoff(batch)
+        elif self._torch is not None:
             batch = {k: self._torch.from_numpy(v) for k, v in batch.items()}
         elif self._tensors:  # views of the caller's tensors come back as tensors
             import torch  # already imported: the caller gave tensors
