@@ -1176,12 +1176,19 @@ static uint64_t worker_share(const ss_loader *l, uint64_t done) {
  * other ranks or workers but the same global order (both elastic
  * fingerprints equal): *pos, or SS_EINVAL saying why it cannot be exact. */
 static int elastic_resume(uint64_t *pos, const ss_loader *l, const unsigned char *p) {
-    uint64_t R = ss_le64(p + 88) >> 32, W = ss_le64(p + 96) >> 32, w = ss_le64(p + 96) & 0xffffffffu;
+    uint64_t R = ss_le64(p + 88) >> 32, W = ss_le64(p + 96) >> 32;
+    uint64_t w = ss_le64(p + 96) & 0xffffffffu;
     uint64_t done = ss_le64(p + 24), planned = ss_le64(p + 120);
-    if (ss_le64(p + 104) != l->elastic || ss_le64(p + 112) != ss__sampler_elastic_fingerprint(l->sampler))
+    if (ss_le64(p + 104) != l->elastic ||
+        ss_le64(p + 112) != ss__sampler_elastic_fingerprint(l->sampler))
         return ss__fail(SS_EINVAL, "the state belongs to a loader with other "
                                    "options (beyond world_size, rank and num_workers; with a fixed "
                                    "batch_size, world_size * batch_size must stay the same)");
+    if (R == 0 || W == 0 || (ss_le64(p + 88) & 0xffffffffu) >= R || w >= W || done > planned)
+        return ss__fail(SS_EINVAL, "not a loader state (rank %" PRIu64 " of %" PRIu64
+                                   ", worker %" PRIu64 " of %" PRIu64 ", batch %" PRIu64
+                                   " of %" PRIu64 ")",
+                        ss_le64(p + 88) & 0xffffffffu, R, w, W, done, planned);
     if (W > 1)
         return ss__fail(SS_EINVAL,
                         "the state was saved by worker %" PRIu64 " of %" PRIu64
@@ -1189,7 +1196,6 @@ static int elastic_resume(uint64_t *pos, const ss_loader *l, const unsigned char
                         "consumed; save the rank's position (a loader with num_workers = 1) to "
                         "resume with other ranks or workers",
                         w, W);
-    (void)w;
     /* The rank consumed `done` of its batches; all ranks the same count. */
     if (done >= planned) {
         *pos = UINT64_MAX; /* the epoch is over for every rank */
@@ -1198,6 +1204,10 @@ static int elastic_resume(uint64_t *pos, const ss_loader *l, const unsigned char
     uint64_t steps = done; /* fixed size: rank batch j is global step j */
     if (l->mode != MODE_FIXED) {
         /* rank r's batch j is global batch j * R + r: R * done global batches out */
+        if (done > UINT64_MAX / R)
+            return ss__fail(SS_EINVAL, "not a loader state (%" PRIu64 " batches of %" PRIu64
+                                       " ranks)",
+                            done, R);
         uint64_t global = done * R;
         if (global % l->world)
             return ss__fail(SS_EINVAL,

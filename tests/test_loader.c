@@ -2,8 +2,8 @@
 /* test_loader.c - the prefetching loader against a naive loop (sampler ->
  * batches -> ss_get -> pad by hand); determinism over worker threads and
  * prefetch depths; resume mid-epoch; sharding; token-budget and bucket modes;
- * elastic resume with other ranks and workers; infinite epochs; clean free mid-epoch; errors; ss_loader_next_into() against
- * ss_loader_next(). */
+ * elastic resume with other ranks and workers; infinite epochs; clean free
+ * mid-epoch; errors; ss_loader_next_into() against ss_loader_next(). */
 #include "seqstore.h"
 #include "testutil.h"
 
@@ -1294,7 +1294,10 @@ static void test_elastic_fixed(const ss_store *s) {
     CHECK_EQ_U64(end, 19 * 16);                        /* 300 padded to 19 steps */
     unsigned char st[SS_LOADER_STATE_SIZE];
     el_save(st, s, 2, 8, 0, 7);
-    const struct { uint32_t R, W; uint64_t b; } to[] = {{2, 1, 8}, {4, 1, 4}, {1, 3, 16}, {8, 2, 2}};
+    const struct {
+        uint32_t R, W;
+        uint64_t b;
+    } to[] = {{2, 1, 8}, {4, 1, 4}, {1, 3, 16}, {8, 2, 2}};
     for (size_t c = 0; c < sizeof to / sizeof to[0]; c++) {
         memset(got, 0xff, sizeof got);
         CHECK_EQ_U64(el_fixed(got, s, to[c].R, to[c].b, to[c].W, st, 7), end);
