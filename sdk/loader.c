@@ -21,6 +21,7 @@
 #include "options_internal.h"
 #include "layout.h" /* ss_le64, ss_put_le64 */
 #include "rng.h"
+#include "sampler_internal.h"
 
 #include <inttypes.h>
 #include <pthread.h>
@@ -29,7 +30,8 @@
 #include <string.h>
 
 #define STATE_MAGIC 0x315244414f4c5353ull /* "SSLOADR1" little-endian */
-#define STATE_VERSION 1
+#define STATE_VERSION 2 /* 1: the first 88 bytes only (no elastic resume) */
+#define STATE_V1_SIZE 88
 #define MSG_CAP 1024
 
 enum { MODE_FIXED = 0, MODE_TOKENS = 1, MODE_BUCKET = 2 };
@@ -108,6 +110,7 @@ struct ss_loader {
     ss_sampler *sampler;
     ss_bucket *bucket;
     uint64_t fingerprint;
+    uint64_t elastic; /* fingerprint without ranks and workers (see elastic_resume()) */
     /* output fields */
     uint32_t nf;
     lfield *f;
@@ -851,6 +854,14 @@ static int check_options(ss_loader *l) {
     h = ss__rng_hash(h, ((uint64_t)l->world << 32) | l->rank, (uint64_t)l->drop_last);
     h = ss__rng_hash(h, ((uint64_t)l->workers << 32) | l->worker, 0x776b72);
     l->fingerprint = hash_str(h, o->bucket);
+    /* Fixed size: the global batch B = R * b, not R and b, shapes the
+     * global steps; the other modes deal one global batch list to any R. */
+    uint64_t bs = l->mode == MODE_FIXED ? o->batch.batch_size * l->world : o->batch.batch_size;
+    h = ss__rng_hash((uint64_t)l->mode, bs, o->batch.max_tokens);
+    h = ss__rng_hash(h, o->batch.max_sentences, o->batch.batch_size_multiple);
+    h = ss__rng_hash(h, (uint64_t)o->batch.skip_too_long, (uint64_t)o->batch.remainder);
+    h = ss__rng_hash(h, (uint64_t)l->drop_last, 0x656c6173);
+    l->elastic = hash_str(h, o->bucket);
     return 0;
 }
 
@@ -1146,23 +1157,93 @@ int ss_loader_state_save(void *buf, size_t cap, size_t *len, const ss_loader *l)
     ss_put_le64(p + 24, l->consumed);
     ss_put_le64(p + 32, l->fingerprint);
     int rc = ss_sampler_state_save(p + 40, SS_SAMPLER_STATE_SIZE, NULL, l->sampler);
+    ss_put_le64(p + 88, ((uint64_t)l->world << 32) | l->rank);
+    ss_put_le64(p + 96, ((uint64_t)l->workers << 32) | l->worker);
+    ss_put_le64(p + 104, l->elastic);
+    ss_put_le64(p + 112, ss__sampler_elastic_fingerprint(l->sampler));
+    ss_put_le64(p + 120, l->nbatches);
     pthread_mutex_unlock(&m->mu);
     return rc;
+}
+
+/* Batches of this worker among the first `done` of its rank (the rank's
+ * batch j is worker j mod W's). */
+static uint64_t worker_share(const ss_loader *l, uint64_t done) {
+    return done > l->worker ? (done - 1 - l->worker) / l->workers + 1 : 0;
+}
+
+/* The position in this loader's batches of a state saved by a loader with
+ * other ranks or workers but the same global order (both elastic
+ * fingerprints equal): *pos, or SS_EINVAL saying why it cannot be exact. */
+static int elastic_resume(uint64_t *pos, const ss_loader *l, const unsigned char *p) {
+    uint64_t R = ss_le64(p + 88) >> 32, W = ss_le64(p + 96) >> 32;
+    uint64_t w = ss_le64(p + 96) & 0xffffffffu;
+    uint64_t done = ss_le64(p + 24), planned = ss_le64(p + 120);
+    if (ss_le64(p + 104) != l->elastic ||
+        ss_le64(p + 112) != ss__sampler_elastic_fingerprint(l->sampler))
+        return ss__fail(SS_EINVAL, "the state belongs to a loader with other "
+                                   "options (beyond world_size, rank and num_workers; with a fixed "
+                                   "batch_size, world_size * batch_size must stay the same)");
+    if (R == 0 || W == 0 || (ss_le64(p + 88) & 0xffffffffu) >= R || w >= W || done > planned)
+        return ss__fail(SS_EINVAL, "not a loader state (rank %" PRIu64 " of %" PRIu64
+                                   ", worker %" PRIu64 " of %" PRIu64 ", batch %" PRIu64
+                                   " of %" PRIu64 ")",
+                        ss_le64(p + 88) & 0xffffffffu, R, w, W, done, planned);
+    if (W > 1)
+        return ss__fail(SS_EINVAL,
+                        "the state was saved by worker %" PRIu64 " of %" PRIu64
+                        ": one worker's position does not tell how many batches its rank "
+                        "consumed; save the rank's position (a loader with num_workers = 1) to "
+                        "resume with other ranks or workers",
+                        w, W);
+    /* The rank consumed `done` of its batches; all ranks the same count. */
+    if (done >= planned) {
+        *pos = UINT64_MAX; /* the epoch is over for every rank */
+        return 0;
+    }
+    uint64_t steps = done; /* fixed size: rank batch j is global step j */
+    if (l->mode != MODE_FIXED) {
+        /* rank r's batch j is global batch j * R + r: R * done global batches out */
+        if (done > UINT64_MAX / R)
+            return ss__fail(SS_EINVAL, "not a loader state (%" PRIu64 " batches of %" PRIu64
+                                       " ranks)",
+                            done, R);
+        uint64_t global = done * R;
+        if (global % l->world)
+            return ss__fail(SS_EINVAL,
+                            "%" PRIu64 " ranks consumed %" PRIu64
+                            " batches each (%" PRIu64 " global batches), which %u ranks cannot "
+                            "split evenly; resume at a multiple of %u global batches",
+                            R, done, global, l->world, l->world);
+        steps = global / l->world;
+    }
+    *pos = worker_share(l, steps);
+    return 0;
 }
 
 int ss_loader_state_load(ss_loader *l, const void *buf, size_t len) {
     if (!l || !buf) return ss__fail(SS_EINVAL, "ss_loader_state_load: NULL argument");
     const unsigned char *p = buf;
-    if (len != SS_LOADER_STATE_SIZE || ss_le64(p) != STATE_MAGIC || ss_le64(p + 8) != STATE_VERSION)
+    uint64_t version = len >= 16 ? ss_le64(p + 8) : 0;
+    if (len < 16 || ss_le64(p) != STATE_MAGIC || (version != 1 && version != STATE_VERSION) ||
+        len != (version == 1 ? STATE_V1_SIZE : SS_LOADER_STATE_SIZE))
         return ss__fail(SS_EINVAL, "ss_loader_state_load: not a loader state (%zu bytes)", len);
-    if (ss_le64(p + 32) != l->fingerprint)
+    int exact = ss_le64(p + 32) == l->fingerprint;
+    if (!exact && version == 1)
         return ss__fail(SS_EINVAL, "ss_loader_state_load: the state belongs to a loader with "
                                    "other batching options");
+    uint64_t pos = 0;
+    int rc = 0;
     pthread_mutex_lock(&l->mu);
     quiesce(l);
-    int rc = ss_sampler_state_load(l->sampler, p + 40, SS_SAMPLER_STATE_SIZE);
+    if (exact) {
+        rc = ss_sampler_state_load(l->sampler, p + 40, SS_SAMPLER_STATE_SIZE);
+        pos = ss_le64(p + 24);
+    } else {
+        rc = elastic_resume(&pos, l, p);
+    }
     uint64_t epoch = rc ? l->epoch : ss_le64(p + 16);
-    uint64_t pos = rc ? l->consumed : ss_le64(p + 24);
+    if (rc) pos = l->consumed;
     int rc2 = restart(l, epoch, pos);
     pthread_mutex_unlock(&l->mu);
     return rc ? ss__context(rc, "ss_loader_state_load") : rc2;

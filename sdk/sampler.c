@@ -5,6 +5,7 @@
 #include "options_internal.h"
 #include "layout.h" /* ss_le64, ss_put_le64 */
 #include "rng.h"
+#include "sampler_internal.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -43,6 +44,7 @@ struct ss_sampler {
     double *cdf;           /* WEIGHTED: cumulative weights, nsel of them */
     uint64_t last_nonzero; /* WEIGHTED: last position with weight > 0 */
     uint64_t fingerprint;
+    uint64_t elastic; /* the fingerprint without R, rank, W, worker and b (with B) */
 };
 
 static void shuffle_u64(uint64_t *a, uint64_t n, ss_rng *r) {
@@ -391,6 +393,27 @@ int ss__sampler_options_read(ss_sampler_options *dst, const ss_sampler_options *
     return 0;
 }
 
+/* What shapes the global order and its cut into global steps of B
+ * examples, but not how ranks and workers share it: two samplers with the
+ * same value give the same global step k for any R, W and b with R * b = B. */
+static uint64_t elastic_fingerprint(const ss_sampler_options *o, const ss_sampler *s,
+                                    const ss_selection *sel, int bucket) {
+    uint64_t h = ss__rng_hash(o->seed, (uint64_t)o->kind, 0x656c6173ull);
+    h = ss__rng_hash(h, s->B, ((uint64_t)(o->drop_last != 0) << 1) | (o->infinite != 0));
+    h = ss__rng_hash(h, s->n, ss_selection_total(sel));
+    if (o->kind == SS_SAMPLE_BLOCK_SHUFFLE) {
+        h = ss__rng_hash(h, o->block_size, o->window_blocks);
+        h = ss__rng_hash(h, o->block_bytes, (uint64_t)bucket);
+    }
+    for (size_t i = 0; i < ss_selection_range_count(sel); i++)
+        h = ss__rng_hash(h, ss_selection_ranges(sel)[i].start, ss_selection_ranges(sel)[i].end);
+    return h;
+}
+
+uint64_t ss__sampler_elastic_fingerprint(const ss_sampler *s) {
+    return s ? s->elastic : 0;
+}
+
 int ss_sampler_create(ss_sampler **out, const ss_selection *sel,
                       const ss_sampler_options *options) {
     if (!out) return ss__fail(SS_EINVAL, "ss_sampler_create: out is NULL");
@@ -444,6 +467,7 @@ int ss_sampler_create(ss_sampler **out, const ss_selection *sel,
     for (size_t i = 0; i < ss_selection_range_count(sel); i++)
         h = ss__rng_hash(h, ss_selection_ranges(sel)[i].start, ss_selection_ranges(sel)[i].end);
     s->fingerprint = h;
+    s->elastic = elastic_fingerprint(&o, s, sel, bucket != NULL);
     if (!rc && o.kind == SS_SAMPLE_WEIGHTED) rc = setup_weights(s, weights);
     if (!rc && (o.kind == SS_SAMPLE_SHUFFLE || o.kind == SS_SAMPLE_BLOCK_SHUFFLE)) {
         s->perm = malloc((s->n ? s->n : 1) * sizeof *s->perm);

@@ -2,8 +2,8 @@
 /* test_loader.c - the prefetching loader against a naive loop (sampler ->
  * batches -> ss_get -> pad by hand); determinism over worker threads and
  * prefetch depths; resume mid-epoch; sharding; token-budget and bucket modes;
- * infinite epochs; clean free mid-epoch; errors; ss_loader_next_into() against
- * ss_loader_next(). */
+ * elastic resume with other ranks and workers; infinite epochs; clean free
+ * mid-epoch; errors; ss_loader_next_into() against ss_loader_next(). */
 #include "seqstore.h"
 #include "testutil.h"
 
@@ -1222,6 +1222,164 @@ static void test_wake_per_worker(ss_store *s) {
     ss_pipeline_free(p);
 }
 
+/* ------------------------------------------------------- elastic resume */
+
+enum { EL_MAX = 2048 };
+
+/* Rank `rank` of `world` (batch size b, `workers` workers, this one
+ * `worker`): the loader's options for the elastic tests. */
+static topts el_options(uint32_t world, uint32_t rank, uint64_t b, uint32_t workers,
+                        uint32_t worker, uint64_t max_tokens) {
+    topts o = base_options(b);
+    o.batch.max_tokens = max_tokens;
+    o.batch.remainder = max_tokens ? SS_REMAINDER_INCLUDE : SS_REMAINDER_PAD;
+    o.sampler.kind = SS_SAMPLE_SHUFFLE;
+    o.sampler.seed = 21;
+    o.sampler.world_size = world;
+    o.sampler.rank = rank;
+    o.sampler.num_workers = workers;
+    o.sampler.worker = worker;
+    o.l.threads = 2;
+    return o;
+}
+
+/* Fixed size: the global order of epoch 1 from step `from` on, rebuilt from
+ * the batches of `world` ranks x `workers` workers (rank r's j-th example of
+ * global step k is position k*B + r + R*j; step k is worker k mod W's), each
+ * loader started by `state` (NULL: from the start). Returns the positions. */
+static uint64_t el_fixed(uint64_t *glob, const ss_store *s, uint32_t world, uint64_t b,
+                         uint32_t workers, const unsigned char *state, uint64_t from) {
+    uint64_t B = world * b, end = 0;
+    for (uint32_t r = 0; r < world; r++)
+        for (uint32_t w = 0; w < workers; w++) {
+            topts o = el_options(world, r, b, workers, w, 0);
+            ss_loader *l;
+            CHECK_OK(topen(&l, s, &o));
+            CHECK_OK(ss_loader_set_epoch(l, 1));
+            if (state) CHECK_OK(ss_loader_state_load(l, state, SS_LOADER_STATE_SIZE));
+            uint64_t k = from + (w + workers - from % workers) % workers; /* w's first step */
+            const ss_loader_batch *bt;
+            for (; ss_loader_next(&bt, l) == 0; k += workers) {
+                CHECK_EQ_U64(bt->rows, b);
+                for (uint64_t j = 0; j < b; j++) {
+                    uint64_t at = k * B + r + world * j;
+                    CHECK(at < EL_MAX);
+                    glob[at] = bt->indices[j];
+                    if (at + 1 > end) end = at + 1;
+                }
+            }
+            ss_loader_free(l);
+        }
+    return end;
+}
+
+/* Save rank 0 of `world` (one worker) after `steps` batches of epoch 1. */
+static void el_save(unsigned char *st, const ss_store *s, uint32_t world, uint64_t b,
+                    uint64_t max_tokens, uint64_t steps) {
+    topts o = el_options(world, 0, b, 1, 0, max_tokens);
+    ss_loader *l;
+    CHECK_OK(topen(&l, s, &o));
+    CHECK_OK(ss_loader_set_epoch(l, 1));
+    const ss_loader_batch *bt;
+    for (uint64_t k = 0; k < steps; k++) CHECK_OK(ss_loader_next(&bt, l));
+    CHECK_OK(ss_loader_state_save(st, SS_LOADER_STATE_SIZE, NULL, l));
+    ss_loader_free(l);
+}
+
+/* A state saved with R ranks resumes with R' ranks and W' workers at the
+ * same global batch, continuing the uninterrupted run's global order. */
+static void test_elastic_fixed(const ss_store *s) {
+    static uint64_t ref[EL_MAX], got[EL_MAX];
+    uint64_t end = el_fixed(ref, s, 2, 8, 1, NULL, 0); /* R = 2, b = 8: B = 16 */
+    CHECK_EQ_U64(end, 19 * 16);                        /* 300 padded to 19 steps */
+    unsigned char st[SS_LOADER_STATE_SIZE];
+    el_save(st, s, 2, 8, 0, 7);
+    const struct {
+        uint32_t R, W;
+        uint64_t b;
+    } to[] = {{2, 1, 8}, {4, 1, 4}, {1, 3, 16}, {8, 2, 2}};
+    for (size_t c = 0; c < sizeof to / sizeof to[0]; c++) {
+        memset(got, 0xff, sizeof got);
+        CHECK_EQ_U64(el_fixed(got, s, to[c].R, to[c].b, to[c].W, st, 7), end);
+        for (uint64_t p = 0; p < 7 * 16; p++) CHECK(got[p] == UINT64_MAX); /* nothing before */
+        CHECK(memcmp(got + 7 * 16, ref + 7 * 16, (end - 7 * 16) * sizeof *ref) == 0);
+    }
+    /* refused, saying why: another global batch, a worker's state */
+    topts o = el_options(3, 0, 8, 1, 0, 0);
+    ss_loader *l;
+    CHECK_OK(topen(&l, s, &o));
+    CHECK_RC(ss_loader_state_load(l, st, sizeof st), SS_EINVAL);
+    CHECK_CONTAINS(ss_error_message(), "world_size * batch_size");
+    CHECK_EQ_U64(ss_loader_position(l), 0);
+    ss_loader_free(l);
+    o = el_options(2, 1, 8, 2, 1, 0);
+    CHECK_OK(topen(&l, s, &o));
+    const ss_loader_batch *bt;
+    CHECK_OK(ss_loader_next(&bt, l));
+    CHECK_OK(ss_loader_state_save(st, sizeof st, NULL, l));
+    ss_loader_free(l);
+    o = el_options(2, 1, 8, 1, 0, 0);
+    CHECK_OK(topen(&l, s, &o));
+    CHECK_RC(ss_loader_state_load(l, st, sizeof st), SS_EINVAL);
+    CHECK_CONTAINS(ss_error_message(), "worker 1 of 2");
+    ss_loader_free(l);
+}
+
+/* Token budget: rank r's batch j is global batch j*R + r, so a state of R
+ * ranks after j batches resumes with R' ranks when R' divides j*R. */
+static void test_elastic_tokens(const ss_store *s) {
+    enum { NB = 256 };
+    static uint64_t ref[NB][64], got[NB][64];
+    static size_t refn[NB], gotn[NB];
+    uint64_t nb = 0;
+    for (uint32_t r = 0; r < 2; r++) {
+        topts o = el_options(2, r, 0, 1, 0, 120);
+        ss_loader *l;
+        CHECK_OK(topen(&l, s, &o));
+        CHECK_OK(ss_loader_set_epoch(l, 1));
+        const ss_loader_batch *bt;
+        for (uint64_t j = 0; ss_loader_next(&bt, l) == 0; j++) {
+            uint64_t g = j * 2 + r;
+            CHECK(g < NB && bt->rows <= 64);
+            memcpy(ref[g], bt->indices, bt->rows * sizeof *bt->indices);
+            refn[g] = bt->rows;
+            if (g + 1 > nb) nb = g + 1;
+        }
+        ss_loader_free(l);
+    }
+    CHECK(nb > 12);
+    unsigned char st[SS_LOADER_STATE_SIZE];
+    el_save(st, s, 2, 0, 120, 3); /* 6 global batches out */
+    memset(gotn, 0, sizeof gotn);
+    for (uint32_t r = 0; r < 3; r++) {
+        topts o = el_options(3, r, 0, 1, 0, 120);
+        ss_loader *l;
+        CHECK_OK(topen(&l, s, &o));
+        CHECK_OK(ss_loader_state_load(l, st, sizeof st));
+        CHECK_EQ_U64(ss_loader_epoch(l), 1);
+        CHECK_EQ_U64(ss_loader_position(l), 2);
+        const ss_loader_batch *bt;
+        for (uint64_t j = 2; ss_loader_next(&bt, l) == 0; j++) {
+            uint64_t g = j * 3 + r;
+            if (g >= nb) break; /* the wrapped last round differs with R */
+            memcpy(got[g], bt->indices, bt->rows * sizeof *bt->indices);
+            gotn[g] = bt->rows;
+        }
+        ss_loader_free(l);
+    }
+    for (uint64_t g = 6; g < nb; g++) {
+        CHECK_EQ_U64(gotn[g], refn[g]);
+        CHECK(memcmp(got[g], ref[g], refn[g] * sizeof **ref) == 0);
+    }
+    el_save(st, s, 2, 0, 120, 4); /* 8 global batches: not for 3 ranks */
+    topts o = el_options(3, 0, 0, 1, 0, 120);
+    ss_loader *l;
+    CHECK_OK(topen(&l, s, &o));
+    CHECK_RC(ss_loader_state_load(l, st, sizeof st), SS_EINVAL);
+    CHECK_CONTAINS(ss_error_message(), "cannot split evenly");
+    ss_loader_free(l);
+}
+
 int main(void) {
     init_fields();
     const char *path = make_store();
@@ -1232,6 +1390,8 @@ int main(void) {
     test_resume(s);
     test_sharding(s);
     test_tokens(s);
+    test_elastic_fixed(s);
+    test_elastic_tokens(s);
     test_infinite(s);
     test_free_mid_epoch(s);
     test_errors(s);

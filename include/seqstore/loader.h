@@ -272,22 +272,50 @@ SS_API uint64_t ss_loader_count(const ss_loader *l);
 SS_API uint64_t ss_loader_position(const ss_loader *l);
 
 /** Bytes of a saved loader state: ss_loader_state_size() of every loader,
- *  also a constant for a buffer on the stack. */
-#define SS_LOADER_STATE_SIZE 88
+ *  also a constant for a buffer on the stack (88 before version 2). */
+#define SS_LOADER_STATE_SIZE 128
 /** Bytes ss_loader_state_save() writes (SS_LOADER_STATE_SIZE); 0 for NULL. */
 SS_API size_t ss_loader_state_size(const ss_loader *l);
 
 /** Save the position after the batches handed out so far: magic "SSLOADR1",
- *  version 1, epoch, batch position, a fingerprint of the batching options
- *  (u64 each, little-endian) and the sampler's state (SS_SAMPLER_STATE_SIZE).
- *  @return 0, or SS_EBUFS if cap < SS_LOADER_STATE_SIZE. */
+ *  version 2, epoch, batch position, a fingerprint of the batching options
+ *  (u64 each, little-endian), the sampler's state (SS_SAMPLER_STATE_SIZE),
+ *  then world_size << 32 | rank, num_workers << 32 | worker, the
+ *  fingerprints of the options that do not depend on the ranks and workers
+ *  (loader's, sampler's) and the batches of the epoch's plan.
+ *  @param[out] buf `cap` bytes.
+ *  @param[in]  cap bytes of buf.
+ *  @param[out] len SS_LOADER_STATE_SIZE (may be NULL).
+ *  @return 0; SS_EBUFS if cap < SS_LOADER_STATE_SIZE; SS_EINVAL (NULL l or buf). */
 SS_API int ss_loader_state_save(void *buf, size_t cap, size_t *len, const ss_loader *l);
 
 /** Continue from a saved state: the next ss_loader_next() returns exactly the
  *  batch an uninterrupted run would have returned after the saved one.
- *  The loader must have the same store, selection and options.
- *  @return 0; SS_EINVAL (wrong size, magic or fingerprint, or a sampler state
- *          of other options; the loader is unchanged). */
+ *
+ *  Same options: the loader must have the same store, selection and options,
+ *  and continues where the saved one stopped. A version 1 state (88 bytes)
+ *  is accepted so.
+ *
+ *  Elastic resume: a state saved by rank r of R with num_workers = 1 (a
+ *  rank's own position) also loads into a loader with another world_size,
+ *  rank, num_workers or worker, when every other option is the same and,
+ *  with a fixed batch_size, the global batch world_size * batch_size is
+ *  unchanged. All ranks are taken to have consumed as many batches as rank
+ *  r (a synchronous step). The loader then continues the same global order:
+ *  with a fixed batch_size after the saved rank's j batches, i.e. j global
+ *  steps (see sampler.h: global step k's examples do not depend on R or W);
+ *  with a token budget or buckets after j * R global batches, which must be
+ *  a multiple of the new world_size. This worker skips the batches of the
+ *  rank's steps before that point that are its own (step k is worker
+ *  k mod num_workers's). A state at the end of its rank's epoch resumes at
+ *  the end of the epoch.
+ *  @param[in] buf `len` bytes; only read during the call.
+ *  @param[in] len SS_LOADER_STATE_SIZE, or 88 for a version 1 state.
+ *  @return 0; SS_EINVAL (wrong size, magic or version; a state of other
+ *          options; an elastic resume that cannot be exact: a state saved by
+ *          one of several workers, whose rank's position it does not hold,
+ *          or j * R global batches that the new ranks cannot split evenly;
+ *          the message says which; the loader is unchanged). */
 SS_API int ss_loader_state_load(ss_loader *l, const void *buf, size_t len);
 
 /* ------------------------------------------------------ blended batches

@@ -87,7 +87,9 @@
  *
  * Resuming. ss_sampler_state_save() captures (seed, epoch, position) and a
  * fingerprint of the options in a small blob; ss_sampler_state_load() on a
- * sampler made with the same options continues exactly where it stopped. */
+ * sampler made with the same options continues exactly where it stopped.
+ * The loader's state (loader.h) also resumes with other ranks and workers at
+ * the same global batch, counting its position in global steps. */
 #ifndef SEQSTORE_SAMPLER_H
 #define SEQSTORE_SAMPLER_H
 

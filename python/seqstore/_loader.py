@@ -279,6 +279,16 @@ class Loader:
     Batches are new arrays (copy=True), or with copy=False read-only views of
     the loader's buffers, valid until the next batch. torch=True yields
     torch tensors (imported lazily).
+    pin_memory=True (torch tensors): each batch in page-locked memory, as
+    torch's DataLoader(pin_memory=True) gives, ready for
+    .to("cuda", non_blocking=True); without a CUDA device it warns and
+    hands out ordinary tensors, as DataLoader does. device="cuda" (or
+    "cuda:k", a torch.device): each batch is copied from the C loader's
+    buffers into pinned staging buffers and from there to the device with
+    non_blocking=True on a side CUDA stream; the current stream waits for
+    the copy and the tensors are recorded on it, so they are ready when
+    handed out while the copy overlaps the work queued before it (a
+    RuntimeError without CUDA). device="cpu": plain tensors.
     out={"tokens": buf, "tokens_mask": mbuf, ...}: each batch is collated by
     the C collator, once, straight into the caller's memory
     (ss_loader_next_into()): buf is a writable C-contiguous NumPy array or a CPU torch tensor
@@ -305,7 +315,14 @@ class Loader:
     small one raises ValueError naming the field; the loader then raises it
     until set_epoch() or load_state_dict()).
     state_dict()/load_state_dict() resume exactly after the last batch handed
-    out (same store and options).
+    out (same store and options). Elastic: a state of one rank of R also
+    loads into a Loader with another world_size and rank, all else equal
+    (remainder included: give it, its default depends on world_size) and,
+    with batch_size, world_size * batch_size unchanged; every rank then
+    continues the global order after the saved rank's batches, as the
+    uninterrupted run would (ranks are taken to be at the same step). With
+    max_tokens or bucket, R * batches must be a multiple of the new
+    world_size. Otherwise ValueError says why.
     transforms: a list of seqstore.transforms objects (RandomCrop,
     GaussianNoise, TokenMask, TokenDrop, Standardize, LabelMap), applied in C
     to each example before collation; deterministic per (seed, epoch,
@@ -323,7 +340,8 @@ class Loader:
                  transforms: Optional[Sequence[_transforms.Transform]] = None,
                  examples: Optional[npt.ArrayLike] = None,
                  out: Union[Out, Sequence[Out], None] = None,
-                 remainder: Optional[str] = None) -> None:
+                 remainder: Optional[str] = None, pin_memory: bool = False,
+                 device: Any = None) -> None:
         if not isinstance(store, _seqstore.Store):
             raise TypeError("Loader needs a seqstore.Store, not %s" % type(store).__name__)
         if (batch_size is None) == (max_tokens is None):
@@ -339,10 +357,21 @@ class Loader:
             raise TypeError("bucket is the name (str) of a stored bucket index")
         spec = _field_specs(store, fields)
         self._torch = None
+        self._handoff = None
+        if pin_memory or device is not None:
+            if out is not None:
+                raise ValueError("out= and pin_memory/device are two ways to place batches: "
+                                 "give one (out= with pinned tensors, or pin_memory/device)")
+            torch = True  # the batches are torch tensors
         if torch:
             import torch as _torch  # lazily: the module works without torch
             self._torch = _torch
             _check_torch_dtypes(store, spec, _transforms._declared_dtypes(transforms))
+            if pin_memory or device is not None:
+                from ._device import Handoff
+                self._handoff = Handoff(_torch, bool(pin_memory), device)
+                if self._handoff.copies:
+                    copy = False  # copied into pinned memory at once: views suffice
         tspecs = _transforms._specs(transforms)
         _check_transform_fields(store, spec, tspecs)
         declared = _transforms._declared_dtypes(transforms)
@@ -387,7 +416,9 @@ class Loader:
             raise RuntimeError("this Loader was iterated again (iter()) since this iterator "
                                "was made: use the newer iterator")
         batch: Batch = next(self._l)
-        if self._torch is not None:
+        if self._handoff is not None:
+            batch = self._handoff(batch)
+        elif self._torch is not None:
             batch = {k: self._torch.from_numpy(v) for k, v in batch.items()}
         elif self._tensors:  # views of the caller's tensors come back as tensors
             import torch  # already imported: the caller gave tensors
@@ -438,11 +469,11 @@ class Loader:
 
 
 class _Pass:
-    """One pass over a Loader (what iter(loader) returns)."""
+    """One pass over a Loader or Blend (what iter() returns)."""
 
     __slots__ = ("_loader", "_pass")
 
-    def __init__(self, loader: Loader, pass_: int) -> None:
+    def __init__(self, loader: Union[Loader, Blend], pass_: int) -> None:
         self._loader, self._pass = loader, pass_
 
     def __iter__(self) -> _Pass:
@@ -550,7 +581,14 @@ class Blend:
     store must have those fields with the same dtype and shape (ValueError
     naming the store and field otherwise). Batches are new arrays.
     state_dict()/load_state_dict() resume exactly; sources() gives each
-    store's (samples given, epochs completed) over all consumers so far."""
+    store's (samples given, epochs completed) over all consumers so far.
+
+    Each iter() starts a pass, as a DataLoader's does: the stream from its
+    start (the same batches again: same seed), or after load_state_dict()
+    the rest of the saved stream; the first pass starts where the Blend
+    stands. A peek with next(iter(blend)) or a loop left by break does not
+    eat into the next loop; an iterator of an earlier pass then raises
+    RuntimeError."""
 
     def __init__(self, stores: Iterable[_seqstore.Store], weights: Iterable[float],
                  batch_size: int, fields: Fields = None, seed: int = 0, shuffle: bool = True,
@@ -576,12 +614,26 @@ class Blend:
         self._b = _seqstore._Blend(stores, weights, spec, _count("batch_size", batch_size, 1),
                                    _count("seed", seed), bool(shuffle), _STOPS[stop], r, world,
                                    wk, nw, bool(drop_last))
+        self._start = self._b._state()  # where every pass but a resumed one begins
+        self._resume = True  # the first pass starts where the Blend stands
+        self._taken = 0      # batches handed out in the pass under way
+        self._pass = 0
 
-    def __iter__(self) -> Blend:
-        return self
+    def __iter__(self) -> Iterator[Batch]:
+        if not self._resume and self._taken:
+            self._b._load_state(self._start)
+        self._resume = False
+        self._taken = 0
+        self._pass += 1
+        return _Pass(self, self._pass)
 
-    def __next__(self) -> Batch:
-        return next(self._b)
+    def _next(self, pass_: int) -> Batch:
+        if pass_ != self._pass:
+            raise RuntimeError("this Blend was iterated again (iter()) since this iterator "
+                               "was made: use the newer iterator")
+        batch: Batch = next(self._b)
+        self._taken += 1
+        return batch
 
     @property
     def length(self) -> Optional[int]:
@@ -599,6 +651,7 @@ class Blend:
         if not isinstance(state, dict) or "seqstore_blend" not in state:
             raise ValueError("not a seqstore Blend state_dict")
         self._b._load_state(state["seqstore_blend"])
+        self._resume = True
 
     def close(self) -> None:
         self._b.close()

@@ -49,6 +49,8 @@ WINDOW_PAD_TAIL: int
 WINDOW_TIME_MAJOR: int
 WINDOW_BALANCED: int
 WINDOW_LABEL_PER_STEP: int
+WINDOW_DROP_LAST: int
+WINDOW_REDRAW: int
 
 # Exceptions: one per code of the C error table (_error_table()), and two more.
 class Error(Exception):
@@ -201,7 +203,9 @@ class _WindowReader:
                  lanes: int, state_size: int, state_dtype: int, mode: int, seed: int,
                  shuffle: bool, flags: int, out_dtype: int, gain: Any, offset: Any,
                  examples: Any, threads: int, gain_attr: Optional[str] = None,
-                 offset_attr: Optional[str] = None) -> None: ...
+                 offset_attr: Optional[str] = None, max_pending: int = 0,
+                 epoch_windows: int = 0, initial_state: Any = None,
+                 transforms: Optional[List[Any]] = None) -> None: ...
     def __iter__(self) -> _WindowReader: ...
     def __next__(self) -> Dict[str, Any]: ...
     def _register(self, id: int, states: Any, /) -> None: ...

@@ -17,6 +17,8 @@ _MODES = {"sequential": _C.WINDOW_SEQUENTIAL, "random_start": _C.WINDOW_SEQUENTI
           "random": _C.WINDOW_RANDOM}
 _FORGET, _PAD_TAIL = _C.WINDOW_FORGET_STATE, _C.WINDOW_PAD_TAIL
 _TIME_MAJOR, _LABEL_PER_STEP = _C.WINDOW_TIME_MAJOR, _C.WINDOW_LABEL_PER_STEP
+_SHRINK, _BALANCED = _C.WINDOW_SHRINK, _C.WINDOW_BALANCED
+_DROP_LAST, _REDRAW = _C.WINDOW_DROP_LAST, _C.WINDOW_REDRAW
 
 
 class WindowBatch:
@@ -71,7 +73,29 @@ class WindowReader:
     forget_state=True hands out a fresh state every window (the baseline).
     out_dtype="f32" with gain and offset (numbers per channel, or the name of
     a store attribute holding them, e.g. gain="signal.gain") converts digital
-    values to physical ones in C: x * gain + offset."""
+    values to physical ones in C: x * gain + offset.
+
+    Lanes and epochs (ss_window_options.flags):
+    shrink=True drops the empty lanes at the end of an epoch instead of
+    handing out masked rows (batches get smaller); balanced=True gives the
+    lanes sequences of every class of `label` in turn (class-balanced);
+    redraw=True (sequential modes) lets every lane draw its next sequence
+    each batch, so that a short sequence does not leave its lane masked
+    while longer ones run on; drop_last=True ends the epoch at the first
+    batch that would hold fewer than `lanes` windows. max_pending: batches
+    that may be out before their states are registered (0 or 1: strict; more
+    lets other sequences be served meanwhile; not with balanced or
+    drop_last). epoch_windows: windows per epoch in "random" mode (0: as
+    many as a sequential epoch). initial_state: the state_size values of the
+    state dtype handed out on a sequence's first window (default zeros).
+    transforms: seqstore.transforms objects run in C on every window
+    (per-example ones, e.g. GaussianNoise, Standardize) or batch.
+
+    threads: OpenMP threads collating a batch (0 = one). None (the default)
+    picks 1: the collation of a window batch is a few copies per row, and on
+    a loaded machine a parallel region per batch costs more than it saves
+    (see docs/python.md for the measurements); give more for batches of
+    many long rows on an otherwise idle machine."""
 
     def __init__(self, store: _seqstore.Store, field: str, window: int, overlap: int = 0,
                  lanes: int = 1, state_size: int = 0, state_dtype: Any = "f32",
@@ -80,17 +104,24 @@ class WindowReader:
                  time_major: bool = False, label_per_step: bool = False,
                  out_dtype: Any = None, gain: Union[str, npt.ArrayLike, None] = None,
                  offset: Union[str, npt.ArrayLike, None] = None,
-                 examples: Optional[npt.ArrayLike] = None, threads: int = 1,
-                 torch: bool = False) -> None:
+                 examples: Optional[npt.ArrayLike] = None, threads: Optional[int] = None,
+                 torch: bool = False, shrink: bool = False, balanced: bool = False,
+                 redraw: bool = False, drop_last: bool = False, max_pending: int = 0,
+                 epoch_windows: int = 0, initial_state: Optional[npt.ArrayLike] = None,
+                 transforms: Optional[Sequence[Any]] = None) -> None:
         if not isinstance(store, _seqstore.Store):
             raise TypeError("WindowReader needs a seqstore.Store, not %s" % type(store).__name__)
         names = store.fields
         fi = self._index(names, field, "field")
         li = -1 if label is None else self._index(names, label, "label")
         u32, u64 = 2**32 - 1, 2**64 - 1
+        if threads is None:
+            threads = 1
         for name, v, top in (("window", window, u64), ("overlap", overlap, u64),
                              ("lanes", lanes, u32), ("state_size", state_size, u64),
-                             ("seed", seed, u64), ("threads", threads, 2**31 - 1)):
+                             ("seed", seed, u64), ("threads", threads, 2**31 - 1),
+                             ("max_pending", max_pending, u32),
+                             ("epoch_windows", epoch_windows, u64)):
             if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 0:
                 raise TypeError("%s is an int >= 0, not %r" % (name, v))
             if v > top:  # the C option's type: never taken modulo 2**32 / 2**64
@@ -100,10 +131,20 @@ class WindowReader:
         sd = _seqstore._dtype_code(_dtype_name(state_dtype, "state_dtype"))
         od = 0 if out_dtype is None else _seqstore._dtype_code(_dtype_name(out_dtype, "out_dtype"))
         flags = ((_FORGET if forget_state else 0) | (_PAD_TAIL if pad_tail else 0) |
-                 (_TIME_MAJOR if time_major else 0) | (_LABEL_PER_STEP if label_per_step else 0))
+                 (_TIME_MAJOR if time_major else 0) | (_LABEL_PER_STEP if label_per_step else 0) |
+                 (_SHRINK if shrink else 0) | (_BALANCED if balanced else 0) |
+                 (_REDRAW if redraw else 0) | (_DROP_LAST if drop_last else 0))
         vec = lambda v: None if v is None else np.ascontiguousarray(v, np.float64).reshape(-1)
         ex = None if examples is None else np.ascontiguousarray(examples, np.uint64).reshape(-1)
         self._state_np = _NAME_NP[_seqstore._dtype_name(sd)]
+        init = None
+        if initial_state is not None:
+            init = np.ascontiguousarray(initial_state, self._state_np).reshape(-1)
+            if init.size != state_size:
+                raise ValueError("initial_state has %d values, state_size is %d"
+                                 % (init.size, state_size))
+        from . import transforms as _transforms  # the module, not the argument
+        tspecs = _transforms._specs(transforms) or None
         self._torch = None
         if torch:
             import torch as _torch  # lazily
@@ -113,7 +154,8 @@ class WindowReader:
         self._r = _seqstore._WindowReader(store, fi, li, int(window), int(overlap), int(lanes),
                                           int(state_size), sd, _MODES[mode], int(seed),
                                           bool(shuffle), flags, od, vec(gain), vec(offset), ex,
-                                          int(threads), gain_attr, offset_attr)
+                                          int(threads), gain_attr, offset_attr,
+                                          int(max_pending), int(epoch_windows), init, tspecs)
 
     @staticmethod
     def _scale(what, v):

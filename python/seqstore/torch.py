@@ -249,17 +249,52 @@ class IterableDataset(torch.utils.data.IterableDataset):
             yield transform(ex) if transform else ex
 
     def state_dict(self):
-        """(epoch, examples yielded) of this process's pass: a few bytes."""
+        """(epoch, examples yielded) of this process's pass and the split it
+        was made under ([rank, world_size, num_workers]): a few bytes."""
         epoch, pos = self._at
-        return {"epoch": self.epoch if epoch is None else epoch, "position": pos}
+        rank, world = self._world()
+        info = torch.utils.data.get_worker_info()
+        return {"epoch": self.epoch if epoch is None else epoch, "position": pos,
+                "split": [rank, world, info.num_workers if info else 1]}
 
     def load_state_dict(self, state):
-        """The next pass yields the rest of the saved pass."""
-        if not isinstance(state, dict) or set(state) != {"epoch", "position"}:
+        """The next pass yields the rest of the saved pass. A state saved with
+        world_size R (without DataLoader workers) also resumes with world_size
+        R' (elastic): the ranks together consumed position * R examples of
+        the global order, and each rank continues at position * R / R',
+        which must be a whole number. With workers, the examples are dealt
+        over world_size * num_workers shards, and one worker's position does
+        not fix the global one under another split: refused (ValueError)."""
+        if not isinstance(state, dict) or set(state) - {"split"} != {"epoch", "position"}:
             raise ValueError("not a seqstore IterableDataset state_dict")
         epoch, pos = _uint64("epoch", state["epoch"]), _uint64("position", state["position"])
+        if "split" in state:
+            pos = self._elastic(pos, state["split"])
         self.set_epoch(epoch)
         self._resume = self._at = (epoch, pos)
+
+    def _elastic(self, pos, split):
+        """The position of this rank for a state saved under `split`."""
+        if not (isinstance(split, (list, tuple)) and len(split) == 3 and
+                all(type(v) is int and v >= 0 for v in split)):
+            raise ValueError("not a seqstore IterableDataset state_dict (split %r)" % (split,))
+        _, world, workers = split
+        rank, now = self._world()
+        info = torch.utils.data.get_worker_info()
+        now_workers = info.num_workers if info else 1
+        if (world, workers) == (now, now_workers):
+            return pos
+        if workers != 1 or now_workers != 1:
+            raise ValueError("cannot resume a state of world_size %d x %d workers with world_size "
+                             "%d x %d workers exactly: the examples are dealt one by one over "
+                             "every rank's workers, so a worker's position does not say how far "
+                             "the global order went (use BatchSampler, or no DataLoader workers)"
+                             % (world, workers, now, now_workers))
+        if (pos * world) % now:
+            raise ValueError("cannot resume %d ranks at position %d exactly with world_size %d: "
+                             "%d examples of the global order were consumed, not a multiple of %d"
+                             % (world, pos, now, pos * world, now))
+        return pos * world // now
 
     def __getstate__(self):
         state = dict(self.__dict__)
@@ -397,7 +432,8 @@ class BatchSampler(torch.utils.data.Sampler):
     that every rank gets the same number of batches).
     state_dict()/load_state_dict(): the C loader's position (bytes): a
     StatefulDataLoader restored from it yields exactly the remaining
-    batches."""
+    batches; it also resumes with another world_size (rank) when
+    world_size * batch_size is unchanged, as seqstore.Loader's does."""
 
     def __init__(self, path, batch_size=None, max_tokens=None, bucket=None, shuffle=False,
                  seed=0, rank=None, world_size=None, drop_last=False, fields=None,

@@ -158,6 +158,8 @@ static int add_constants(PyObject *m) {
         PYSS_CONSTANT(SS_WINDOW_TIME_MAJOR),
         PYSS_CONSTANT(SS_WINDOW_BALANCED),
         PYSS_CONSTANT(SS_WINDOW_LABEL_PER_STEP),
+        PYSS_CONSTANT(SS_WINDOW_DROP_LAST),
+        PYSS_CONSTANT(SS_WINDOW_REDRAW),
     };
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
         if (PyModule_AddIntConstant(m, table[i].name, table[i].value) < 0) return -1;

@@ -15,6 +15,7 @@ typedef struct {
     int label_field;
     int label_per_step;
     int time_major;
+    ss_pipeline *transforms; /* borrowed by r: freed after it */
     int state_typenum;
     size_t state_esize;
 } WindowObject;
@@ -53,19 +54,25 @@ static PyObject *window_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
     static char *kwlist[] = {"store",    "field",      "label_field", "window",      "overlap",
                              "lanes",    "state_size", "state_dtype", "mode",        "seed",
                              "shuffle",  "flags",      "out_dtype",   "gain",        "offset",
-                             "examples", "threads",    "gain_attr",   "offset_attr", NULL};
+                             "examples", "threads",    "gain_attr",   "offset_attr", "max_pending",
+                             "epoch_windows", "initial_state", "transforms", NULL};
     StoreObject *st;
     ss_window_options o = SS_WINDOW_OPTIONS_INIT;
     unsigned long long window, overlap, state_size, seed;
     int state_dtype, mode, out_dtype, label; /* label: -1 = none */
-    PyObject *gain, *offset, *examples;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O!IiKKIKiiKpIiOOOi|zz:_WindowReader", kwlist,
+    PyObject *gain, *offset, *examples, *init = Py_None, *transforms = Py_None;
+    unsigned long long epoch_windows = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O!IiKKIKiiKpIiOOOi|zzIKOO:_WindowReader", kwlist,
                                      &Store_Type, &st, &o.field, &label, &window, &overlap,
                                      &o.lanes, &state_size, &state_dtype, &mode, &seed, &o.shuffle,
                                      &o.flags, &out_dtype, &gain, &offset, &examples, &o.threads,
-                                     &o.gain_attr, &o.offset_attr))
+                                     &o.gain_attr, &o.offset_attr, &o.max_pending, &epoch_windows,
+                                     &init, &transforms))
         return NULL;
     if (pyss_check_open(st) < 0) return NULL;
+    if (transforms != Py_None && !PyList_Check(transforms))
+        return PyErr_Format(PyExc_TypeError, "transforms is a list of specs");
+    o.epoch_windows = epoch_windows;
     o.label_field = label < 0 ? SS_FIELD_NONE : (uint32_t)label;
     o.window = window;
     o.overlap = overlap;
@@ -74,14 +81,23 @@ static PyObject *window_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
     o.mode = (ss_window_mode)mode;
     o.seed = seed;
     o.out_dtype = (ss_dtype)out_dtype;
-    Py_buffer bg, bo, be;
-    size_t ng, no, ne;
+    Py_buffer bg, bo, be, bi;
+    size_t ng, no, ne, ni;
     if (opt_buffer(gain, &bg, sizeof(double), &ng) < 0) return NULL;
     if (opt_buffer(offset, &bo, sizeof(double), &no) < 0) goto fail_g;
     if (opt_buffer(examples, &be, sizeof(uint64_t), &ne) < 0) goto fail_o;
+    if (opt_buffer(init, &bi, 1, &ni) < 0) goto fail_e;
     if (check_channels(st, o.field, "gain", bg.obj, ng) < 0 ||
         check_channels(st, o.field, "offset", bo.obj, no) < 0)
-        goto fail_e;
+        goto fail_i;
+    size_t state_bytes = state_size * (state_dtype ? capi_dtype_size((ss_dtype)state_dtype) : 1);
+    if (bi.obj && ni != state_bytes) { /* the C reader copies state_size elements */
+        PyErr_Format(PyExc_ValueError, "initial_state has %zu bytes; state_size %llu of the "
+                                       "state dtype needs %zu",
+                     ni, state_size, state_bytes);
+        goto fail_i;
+    }
+    o.initial_state = bi.obj ? bi.buf : NULL;
     o.gain = bg.obj ? bg.buf : NULL;
     o.offset = bo.obj ? bo.buf : NULL;
     o.n_gain = ng;
@@ -89,7 +105,7 @@ static PyObject *window_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
     o.examples = be.obj ? be.buf : NULL;
     o.n_examples = ne;
     WindowObject *wo = (WindowObject *)type->tp_alloc(type, 0);
-    if (!wo) goto fail_e;
+    if (!wo) goto fail_i;
     wo->store = (StoreObject *)Py_NewRef(st);
     wo->map = (MapObject *)Py_NewRef(st->map);
     wo->generation = pyss_generation;
@@ -98,8 +114,18 @@ static PyObject *window_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
     wo->time_major = (o.flags & SS_WINDOW_TIME_MAJOR) != 0;
     wo->state_typenum = state_dtype ? pyss_typenum((ss_dtype)state_dtype) : NPY_UINT8;
     wo->state_esize = state_dtype ? capi_dtype_size((ss_dtype)state_dtype) : 1;
-    /* gain/offset/examples are copied at open (bptt.h). */
+    if (transforms != Py_None && PyList_GET_SIZE(transforms) > 0) {
+        if (pyss_pipeline_build(&wo->transforms, st, transforms) < 0) {
+            Py_DECREF(wo);
+            wo = NULL;
+            goto fail_i;
+        }
+        o.transforms = wo->transforms;
+    }
+    /* gain/offset/examples/initial_state are copied at open (bptt.h); the
+     * pipeline is borrowed and freed after the reader */
     int rc = capi_window_open(&wo->r, st->map->s, &o);
+    PyBuffer_Release(&bi);
     PyBuffer_Release(&be);
     PyBuffer_Release(&bo);
     PyBuffer_Release(&bg);
@@ -108,6 +134,8 @@ static PyObject *window_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
         return pyss_raise(rc);
     }
     return (PyObject *)wo;
+fail_i:
+    PyBuffer_Release(&bi);
 fail_e:
     PyBuffer_Release(&be);
 fail_o:
@@ -118,7 +146,10 @@ fail_g:
 }
 
 static void window_dealloc(WindowObject *wo) {
-    if (wo->generation == pyss_generation) capi_window_free(wo->r); /* else leaked (pyss.h) */
+    if (wo->generation == pyss_generation) { /* else leaked (pyss.h) */
+        capi_window_free(wo->r);
+        capi_pipeline_free(wo->transforms);
+    }
     Py_XDECREF(wo->store);
     Py_XDECREF(wo->map);
     Py_TYPE(wo)->tp_free((PyObject *)wo);
@@ -269,8 +300,12 @@ static PyObject *window_restore(WindowObject *wo, PyObject *arg) {
 
 static PyObject *window_close(WindowObject *wo, PyObject *unused) {
     (void)unused;
-    if (wo->generation == pyss_generation) capi_window_free(wo->r);
+    if (wo->generation == pyss_generation) {
+        capi_window_free(wo->r);
+        capi_pipeline_free(wo->transforms);
+    }
     wo->r = NULL;
+    wo->transforms = NULL;
     wo->pending = NULL;
     Py_RETURN_NONE;
 }
@@ -298,7 +333,8 @@ PyTypeObject Window_Type = {
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc = "_WindowReader(store, field, label_field, window, overlap, lanes, state_size,\n"
               "state_dtype, mode, seed, shuffle, flags, out_dtype, gain, offset, examples,\n"
-              "threads, gain_attr=None, offset_attr=None)\n--\n\n"
+              "threads, gain_attr=None, offset_attr=None, max_pending=0, epoch_windows=0,\n"
+              "initial_state=None, transforms=None)\n--\n\n"
               "The C window reader (use seqstore.WindowReader).",
     .tp_iter = PyObject_SelfIter,
     .tp_iternext = (iternextfunc)window_next,

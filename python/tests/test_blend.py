@@ -64,8 +64,9 @@ def test_proportions_over_100000_samples(stores):
     b = seqstore.Blend(stores, WEIGHTS, batch_size=1000, fields=["tokens", "label"], seed=4)
     assert b.length is None
     c, n = np.zeros(3), 0
+    it = iter(b)
     for _ in range(100):
-        batch = next(b)
+        batch = next(it)
         c += np.bincount(batch["source"], minlength=3)
         n += len(batch["source"])
         assert (np.abs(c - np.array(WEIGHTS) * n) < 1).all()
@@ -130,6 +131,26 @@ def test_schema_mismatch_and_misuse(stores, tmp_path):
     with pytest.raises(ValueError, match="weight 1"):
         seqstore.Blend(stores, [1, 0, 1], batch_size=4)
     b = seqstore.Blend(stores, WEIGHTS, batch_size=4)
+    it = iter(b)
     b.close()
     with pytest.raises(seqstore.ClosedError):
-        next(b)
+        next(it)
+
+
+def test_iter_starts_a_pass(stores):
+    kw = dict(batch_size=4, fields=["tokens", "label"], seed=2, stop="all_exhausted")
+    want = rows(seqstore.Blend(stores, WEIGHTS, **kw))
+    b = seqstore.Blend(stores, WEIGHTS, **kw)
+    peek = next(iter(b))  # a peek does not eat into the loop
+    assert [(int(s), int(i)) for s, i in zip(peek["source"], peek["index"])] == want[:4]
+    it = iter(b)
+    assert rows(b) == want  # a for: a new pass from the start
+    with pytest.raises(RuntimeError, match="iterated again"):
+        next(it)
+    assert rows(b, 2) == want[:8]  # left by break ...
+    assert rows(b) == want  # ... the next loop starts over
+    assert rows(b) == want  # and after a finished pass too
+    a = seqstore.Blend(stores, WEIGHTS, **kw)
+    first = rows(a, 3)
+    b.load_state_dict(a.state_dict())
+    assert first + rows(b) == want  # after load_state_dict: the rest of the saved stream

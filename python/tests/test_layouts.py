@@ -51,8 +51,8 @@ def test_typed_masks(store, examples, mask, np_dtype, layout):
     for b in (seqstore.Collator(store, fields=fields).collate(IDX),
               next(iter(seqstore.Loader(store, batch_size=len(IDX), fields=fields,
                                         examples=IDX))),
-              next(seqstore.Blend([store], [1.0], batch_size=len(IDX), fields=fields,
-                                  shuffle=False))):
+              next(iter(seqstore.Blend([store], [1.0], batch_size=len(IDX), fields=fields,
+                                       shuffle=False)))):
         idx = list(b["index"]) if "index" in b else IDX  # Loader, Blend: their own order
         want, lengths, want_mask = _expected(examples, idx, "tokens")
         if layout == "time":

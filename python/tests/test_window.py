@@ -238,3 +238,98 @@ def test_gain_offset_count_and_integer_ranges(digital_path):
         r = reader()
         with pytest.raises(ValueError, match="epoch"):
             r.set_epoch(-1)
+
+
+# ---------------------------------------------------------------- C options
+
+def epoch_batches(r, H=0):
+    out = []
+    for b in r:
+        out.append(b)
+        r.register(b, np.zeros((b.size, H), np.float32) if H else None)
+    return out
+
+
+def windows(batches):
+    return sorted((int(b.example[k]), int(b.start[k])) for b in batches
+                  for k in range(b.size) if b.mask[k])
+
+
+def test_shrink_redraw_drop_last(signal_path):
+    kw = dict(window=3, lanes=4)
+    with seqstore.open(signal_path) as s:
+        plain = epoch_batches(seqstore.WindowReader(s, "sig", **kw))
+        every = windows(plain)
+        assert every == sorted((i, t) for i, n in enumerate(LENGTHS) for t in range(0, n - 2, 3))
+        masked = sum(int((~b.mask).sum()) for b in plain) / sum(b.size for b in plain)
+        assert masked > 0.25  # 6 sequences in 4 lanes: lanes run empty
+        # shrink: the same windows, empty lanes dropped (smaller batches, no masked rows)
+        shrunk = epoch_batches(seqstore.WindowReader(s, "sig", shrink=True, **kw))
+        assert windows(shrunk) == every
+        assert all(b.mask.all() for b in shrunk) and min(b.size for b in shrunk) < 4
+        # redraw: a lane takes the next sequence at every batch, so fewer masked rows
+        red = epoch_batches(seqstore.WindowReader(s, "sig", redraw=True, **kw))
+        assert windows(red) == every
+        assert sum(int((~b.mask).sum()) for b in red) < sum(int((~b.mask).sum()) for b in plain)
+        # drop_last: the epoch ends at the first batch with fewer than 4 windows
+        dl = epoch_batches(seqstore.WindowReader(s, "sig", drop_last=True, **kw))
+        assert all(int(b.mask.sum()) == 4 for b in dl)
+        full = 0
+        for b in plain:
+            if int(b.mask.sum()) < 4:
+                break
+            full += 1
+        assert len(dl) == full and windows(dl) == windows(plain[:full])
+
+
+def test_balanced_lanes(signal_path):
+    with seqstore.open(signal_path) as s:
+        with pytest.raises(seqstore.InvalidArgumentError, match="label"):
+            seqstore.WindowReader(s, "sig", window=3, lanes=2, balanced=True)
+        r = seqstore.WindowReader(s, "sig", window=3, lanes=2, label="y", balanced=True, seed=1)
+        batches = epoch_batches(r)
+        classes = {int(b.example[k]) % 2 for b in batches for k in range(b.size) if b.mask[k]}
+        assert classes == {0, 1} and r.info()["classes"] == 2
+        for b in batches:  # each batch holds both classes, one per lane pair
+            ys = [int(b.example[k]) % 2 for k in range(b.size) if b.mask[k]]
+            assert sorted(ys) == [0, 1] if len(ys) == 2 else True
+
+
+def test_max_pending_and_initial_state(signal_path):
+    H = 3
+    init = np.array([1.5, -2.0, 7.0], np.float32)
+    with seqstore.open(signal_path) as s:
+        strict = seqstore.WindowReader(s, "sig", window=3, lanes=2, state_size=H)
+        next(strict)
+        with pytest.raises(seqstore.Error, match="register"):
+            next(strict)
+        r = seqstore.WindowReader(s, "sig", window=3, lanes=2, state_size=H, max_pending=2,
+                                  initial_state=init)
+        a, b = next(r), next(r)  # two out before either is registered
+        assert set(a.example[a.mask].tolist()).isdisjoint(b.example[b.mask].tolist())
+        for x in (a, b):
+            for k in np.flatnonzero(x.mask & x.reset):
+                np.testing.assert_array_equal(x.state[k], init)
+        with pytest.raises(ValueError, match="initial_state"):
+            seqstore.WindowReader(s, "sig", window=3, lanes=2, state_size=H, initial_state=[1.0])
+        with pytest.raises(seqstore.InvalidArgumentError):
+            seqstore.WindowReader(s, "sig", window=3, lanes=2, drop_last=True, max_pending=2)
+
+
+def test_window_transforms(signal_path):
+    from seqstore import transforms as T
+    with seqstore.open(signal_path) as s:
+        def data(**kw):
+            return [b.data.copy() for b in epoch_batches(
+                seqstore.WindowReader(s, "sig", window=4, lanes=2, seed=3, **kw))]
+        plain = data()
+        noisy = data(transforms=[T.GaussianNoise("sig", 0.5)])
+        again = data(transforms=[T.GaussianNoise("sig", 0.5)], threads=2)
+        assert len(plain) == len(noisy)
+        for p, n, a in zip(plain, noisy, again):
+            np.testing.assert_array_equal(n, a)  # per (seed, epoch, sequence, start)
+        diff = np.concatenate([(n - p).ravel() for p, n in zip(plain, noisy)])
+        nz = diff[diff != 0]
+        assert nz.size > 0.9 * sum((p != 0).sum() for p in plain) * 0.5 and 0.3 < nz.std() < 0.7
+        with pytest.raises(TypeError, match="transforms"):
+            seqstore.WindowReader(s, "sig", window=4, transforms=[object()])
