@@ -31,8 +31,8 @@ def _mds_clean():
 
 # ---------------------------------------------------------------- datasets
 def mds_dataset(path, shuffle=False, seed=1):
-    from streaming import StreamingDataset
     _mds_clean()
+    from streaming import StreamingDataset
     return StreamingDataset(local=path, shuffle=shuffle, shuffle_seed=seed, batch_size=BATCH)
 
 
@@ -361,7 +361,7 @@ def w_eeg(system, path, args):
             dl = seqstore.Loader(s, batch_size=BATCH, shuffle=True, seed=1, torch=True,
                                  threads=max(args.workers, 1),
                                  fields={"signal": {"dtype": "f32", "layout": "channels_first"},
-                                         "label": {}})
+                                         "label": {"dtype": "i64"}})
     with Clock() as c:
         n, shape = 0, None
         for b in dl:
@@ -370,6 +370,24 @@ def w_eeg(system, path, args):
             n += x.shape[0]
     common.emit(**_VARIANT, seconds=c0.wall + c.wall, setup_s=c0.wall, epoch_s=c.wall, cpu=c0.cpu + c.cpu,
          windows=n, shape=shape)
+
+
+def w_eegcheck(system, path, args):
+    """Every window of seqstore's store equals braindecode's (preloaded, in
+    order), in microvolts, and the class sequence agrees up to the naming of
+    the classes (braindecode numbers them sorted, seqstore as they appear)."""
+    import seqstore
+    bd = braindecode_windows(os.path.join(args.data, "raw", "eeg"), True)
+    s = seqstore.open(path)
+    assert len(bd) == len(s), "%d braindecode windows, %d in the store" % (len(bd), len(s))
+    worst, pairs = 0.0, set()
+    for i in range(len(s)):
+        x, y, _ = bd[i]
+        worst = max(worst, float(np.abs(x * 1e6 - np.asarray(s["signal"][i]).T).max()))
+        pairs.add((int(y), int(s["label"][i])))
+    assert worst < 1e-3, "windows differ by %g uV" % worst
+    assert len(pairs) == len({a for a, _ in pairs}) == len({b for _, b in pairs}), pairs
+    common.emit(**_VARIANT, seconds=0.0, windows=len(s), max_diff_uv=worst)
 
 
 # ---------------------------------------------------------------- (8) resume
@@ -429,8 +447,12 @@ def _stateful(system, path):
     raise SystemExit("resume: no stateful loader for %s" % system)
 
 
+IMPORTS = {"mds": ["streaming"], "litdata": ["litdata"], "wds": ["webdataset"],
+           "hf": ["datasets"], "megatron": ["megatron.core.datasets.gpt_dataset"],
+           "seqstore": ["seqstore", "seqstore.torch"], "lhotse": ["lhotse", "lhotse.dataset"],
+           "braindecode": ["mne", "braindecode.preprocessing", "braindecode.datasets"]}
 WORKLOADS = {"open": w_open, "random": w_random, "epoch": w_epoch, "budget": w_budget,
-             "lm": w_lm, "eeg": w_eeg, "resume": w_resume}
+             "lm": w_lm, "eeg": w_eeg, "eegcheck": w_eegcheck, "resume": w_resume}
 
 
 def main():
@@ -446,6 +468,11 @@ def main():
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--check", action="store_true")
     a = ap.parse_args()
+    # the system's libraries are imported before any clock starts
+    if a.system == "mds":
+        _mds_clean()
+    for m in IMPORTS.get(a.system.split("-")[0], ()):
+        __import__(m)
     # one process runs every repetition and variant (a fresh process costs
     # torch's import, seconds on this loaded machine); RESULT lines carry
     # the variant
