@@ -413,12 +413,16 @@ def w_resume(system, path, args):
     pos, after = args.pos, 4
     ref_dl = _stateful(system, path)
     ref = _batches(iter(ref_dl), pos + after)
+    del ref_dl  # its prefetching threads or workers would compete with the clock
     dl = _stateful(system, path)
     it = iter(dl)
     _batches(it, pos)
     t0 = time.perf_counter()
     state = pickle.dumps(dl.state_dict())
     t1 = time.perf_counter()
+    del it, dl
+    import gc
+    gc.collect()
     dl2 = _stateful(system, path)
     t2 = time.perf_counter()
     dl2.load_state_dict(pickle.loads(state))
