@@ -27,10 +27,10 @@
 #include <limits.h>
 #include <mpi.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -122,12 +122,26 @@ static void find_seqstore(char *buf, size_t cap) {
     snprintf(buf, cap, "%s/seqstore", n > 0 ? self : ".");
 }
 
-/* Run argv; returns its exit code, or 128 + signal. */
+/* Run argv; returns its exit code, or 128 + signal. The child dies with this
+ * rank: a rank killed outright (mpirun ending the job, kill -9) must not
+ * leave its conversion writing the shard, a second writer beside the one a
+ * --resume starts. PR_SET_PDEATHSIG fires when the forking thread ends, and
+ * this (main) thread lives as long as the rank; the getppid() test covers a
+ * rank that died before the child set it. Between fork and exec only
+ * async-signal-safe calls (MPI's threads do not exist in the child). */
 static int run(char *const argv[]) {
-    pid_t pid;
-    if (posix_spawn(&pid, argv[0], NULL, NULL, argv, environ) != 0) {
+    pid_t parent = getpid(), pid = fork();
+    if (pid < 0) {
         fprintf(stderr, "seqstore-mpi: cannot run '%s': %s\n", argv[0], strerror(errno));
         return 127;
+    }
+    if (pid == 0) {
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent) _exit(127);
+        execve(argv[0], argv, environ);
+        static const char msg[] = "seqstore-mpi: cannot run the seqstore program\n";
+        ssize_t w = write(2, msg, sizeof msg - 1);
+        (void)w;
+        _exit(127);
     }
     int st;
     while (waitpid(pid, &st, 0) < 0)
