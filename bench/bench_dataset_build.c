@@ -1,0 +1,126 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* bench_dataset_build.c - the cost of `seqstore dataset build` (the manifest
+ * step of a sharded or MPI conversion) against the number of shards and of
+ * examples: S shards of E examples each (u16 tokens, 1..128 per example) are
+ * written into DIR with source.shard K/S, then `SEQSTORE dataset build DIR`
+ * (shards found and ordered by source.shard) and `SEQSTORE dataset build DIR
+ * part-0 ... part-S-1` (named in order, as seqstore-mpi runs it) each run R
+ * times, alternating; printed for each: the median wall and CPU seconds
+ * (user + sys of the child), and the CPU per shard and per example.
+ * Usage: bench_dataset_build SEQSTORE S E [R] [DIR]
+ * Defaults: R = 3, DIR = $TMPDIR or /tmp (a fresh subdirectory, removed at
+ * the end). */
+#include "seqstore.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void die(const char *what) {
+    fprintf(stderr, "bench_dataset_build: %s: %s\n", what, ss_error_message());
+    exit(1);
+}
+
+static void write_shard(const char path[4200], uint32_t k, uint32_t n, uint64_t e) {
+    ss_field f = {"tok", SS_U16, 1, 0, {0}};
+    ss_schema sc = {1, &f};
+    ss_writer_options o = SS_WRITER_OPTIONS_INIT;
+    o.flags = SS_WRITE_FORCE | SS_WRITE_NOSYNC;
+    ss_writer *w;
+    if (ss_writer_create(&w, path, &sc, &o)) die(path);
+    uint16_t buf[128];
+    for (uint64_t i = 0; i < e; i++) {
+        uint64_t len = 1 + (i * 2654435761u + k) % 128;
+        for (uint64_t t = 0; t < len; t++) buf[t] = (uint16_t)(i + t);
+        ss_value v = {buf, len};
+        if (ss_writer_append(w, &v)) die(path);
+    }
+    char spec[32];
+    snprintf(spec, sizeof spec, "%u/%u", k, n);
+    if (ss_writer_set_attr(w, "source.shard", SS_ATTR_TEXT, spec, strlen(spec))) die(path);
+    if (ss_writer_finish(w)) die(path);
+    ss_writer_free(w);
+    char lock[4300];
+    snprintf(lock, sizeof lock, "%s-lock", path);
+    unlink(lock);
+}
+
+static int cmp(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 4) {
+        fprintf(stderr, "usage: bench_dataset_build SEQSTORE SHARDS EXAMPLES [ROUNDS] [DIR]\n");
+        return 2;
+    }
+    const char *prog = argv[1];
+    uint32_t n = (uint32_t)strtoul(argv[2], NULL, 10);
+    uint64_t e = strtoull(argv[3], NULL, 10);
+    int rounds = argc > 4 ? atoi(argv[4]) : 3;
+    const char *tmp = argc > 5 ? argv[5] : getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+    char dir[4096], path[4200], cmd[8400];
+    snprintf(dir, sizeof dir, "%s/bench-dsbuild-%d", tmp, (int)getpid());
+    if (mkdir(dir, 0777)) die(dir);
+    double t0 = now();
+    for (uint32_t k = 0; k < n; k++) {
+        snprintf(path, sizeof path, "%s/part-%05u-of-%05u.ss", dir, k, n);
+        write_shard(path, k, n, e);
+    }
+    fprintf(stderr, "wrote %u shards of %llu examples in %.1f s\n", n, (unsigned long long)e,
+            now() - t0);
+    double wall[2][64], cpu[2][64];
+    if (rounds > 64) rounds = 64;
+    char *named = malloc((size_t)n * 32 + 8400);
+    if (!named) die("out of memory");
+    int len = snprintf(named, 8400, "exec %s dataset build %s", prog, dir);
+    for (uint32_t k = 0; k < n; k++)
+        len += sprintf(named + len, " part-%05u-of-%05u.ss", k, n);
+    strcpy(named + len, " > /dev/null");
+    snprintf(cmd, sizeof cmd, "exec %s dataset build %s > /dev/null", prog, dir);
+    for (int r = 0; r < rounds; r++)
+        for (int m = 0; m < 2; m++) {
+            struct rusage a, b;
+            getrusage(RUSAGE_CHILDREN, &a);
+            double w0 = now();
+            int st = system(m ? named : cmd);
+            if (st != 0) {
+                fprintf(stderr, "bench_dataset_build: dataset build (%s) exited with status %d; "
+                                "the shards are kept in %s\n", m ? "named" : "found", st, dir);
+                return 1;
+            }
+            wall[m][r] = now() - w0;
+            getrusage(RUSAGE_CHILDREN, &b);
+            cpu[m][r] = (double)(b.ru_utime.tv_sec - a.ru_utime.tv_sec) +
+                        1e-6 * (double)(b.ru_utime.tv_usec - a.ru_utime.tv_usec) +
+                        (double)(b.ru_stime.tv_sec - a.ru_stime.tv_sec) +
+                        1e-6 * (double)(b.ru_stime.tv_usec - a.ru_stime.tv_usec);
+        }
+    free(named);
+    for (int m = 0; m < 2; m++) {
+        qsort(wall[m], (size_t)rounds, sizeof *wall[m], cmp);
+        qsort(cpu[m], (size_t)rounds, sizeof *cpu[m], cmp);
+        double w = wall[m][rounds / 2], c = cpu[m][rounds / 2];
+        printf("dataset build (%s): %u shards x %llu examples: wall %.3f s, cpu %.3f s (median "
+               "of %d; %.1f us cpu per shard, %.2f ns per example)\n",
+               m ? "named" : "found", n, (unsigned long long)e, w, c, rounds, 1e6 * c / n,
+               1e9 * c / ((double)n * (double)e));
+    }
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) != 0) return 1;
+    return 0;
+}
