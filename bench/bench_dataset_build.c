@@ -9,9 +9,11 @@
  * (user + sys of the child), and the CPU per shard and per example.
  * Usage: bench_dataset_build SEQSTORE S E [R] [DIR]
  * Defaults: R = 3, DIR = $TMPDIR or /tmp (a fresh subdirectory, removed at
- * the end). */
+ * the end). A DIR that already holds such shards (a kept run's) is reused
+ * and kept. */
 #include "seqstore.h"
 
+#include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,6 +60,20 @@ static void write_shard(const char path[4200], uint32_t k, uint32_t n, uint64_t 
     unlink(lock);
 }
 
+/* Run argv with stdout to /dev/null; its wait status. */
+static int run_named(char **argv) {
+    pid_t pid = fork();
+    if (pid == 0) {
+        int fd = open("/dev/null", O_WRONLY);
+        if (fd >= 0) dup2(fd, 1);
+        execv(argv[0], argv);
+        _exit(127);
+    }
+    int st = -1;
+    if (pid > 0) waitpid(pid, &st, 0);
+    return st;
+}
+
 static int cmp(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return x < y ? -1 : x > y;
@@ -74,10 +90,12 @@ int main(int argc, char **argv) {
     int rounds = argc > 4 ? atoi(argv[4]) : 3;
     const char *tmp = argc > 5 ? argv[5] : getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
     char dir[4096], path[4200], cmd[8400];
-    snprintf(dir, sizeof dir, "%s/bench-dsbuild-%d", tmp, (int)getpid());
-    if (mkdir(dir, 0777)) die(dir);
+    snprintf(path, sizeof path, "%s/part-00000-of-%05u.ss", tmp, n);
+    int reuse = argc > 5 && access(path, F_OK) == 0;
+    snprintf(dir, sizeof dir, reuse ? "%s" : "%s/bench-dsbuild-%d", tmp, (int)getpid());
+    if (!reuse && mkdir(dir, 0777)) die(dir);
     double t0 = now();
-    for (uint32_t k = 0; k < n; k++) {
+    for (uint32_t k = 0; k < n && !reuse; k++) {
         snprintf(path, sizeof path, "%s/part-%05u-of-%05u.ss", dir, k, n);
         write_shard(path, k, n, e);
     }
@@ -85,19 +103,19 @@ int main(int argc, char **argv) {
             now() - t0);
     double wall[2][64], cpu[2][64];
     if (rounds > 64) rounds = 64;
-    char *named = malloc((size_t)n * 32 + 8400);
+    /* named: argv of its own (one `sh -c` string may not exceed 128 KiB) */
+    char **named = calloc((size_t)n + 4, sizeof *named);
     if (!named) die("out of memory");
-    int len = snprintf(named, 8400, "exec %s dataset build %s", prog, dir);
+    named[0] = (char *)prog, named[1] = "dataset", named[2] = "build", named[3] = dir;
     for (uint32_t k = 0; k < n; k++)
-        len += sprintf(named + len, " part-%05u-of-%05u.ss", k, n);
-    strcpy(named + len, " > /dev/null");
+        if (asprintf(&named[4 + k], "part-%05u-of-%05u.ss", k, n) < 0) die("out of memory");
     snprintf(cmd, sizeof cmd, "exec %s dataset build %s > /dev/null", prog, dir);
     for (int r = 0; r < rounds; r++)
         for (int m = 0; m < 2; m++) {
             struct rusage a, b;
             getrusage(RUSAGE_CHILDREN, &a);
             double w0 = now();
-            int st = system(m ? named : cmd);
+            int st = m ? run_named(named) : system(cmd);
             if (st != 0) {
                 fprintf(stderr, "bench_dataset_build: dataset build (%s) exited with status %d; "
                                 "the shards are kept in %s\n", m ? "named" : "found", st, dir);
@@ -110,6 +128,7 @@ int main(int argc, char **argv) {
                         (double)(b.ru_stime.tv_sec - a.ru_stime.tv_sec) +
                         1e-6 * (double)(b.ru_stime.tv_usec - a.ru_stime.tv_usec);
         }
+    for (uint32_t k = 0; k < n; k++) free(named[4 + k]);
     free(named);
     for (int m = 0; m < 2; m++) {
         qsort(wall[m], (size_t)rounds, sizeof *wall[m], cmp);
@@ -121,6 +140,6 @@ int main(int argc, char **argv) {
                1e9 * c / ((double)n * (double)e));
     }
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (system(cmd) != 0) return 1;
+    if (!reuse && system(cmd) != 0) return 1;
     return 0;
 }
