@@ -455,8 +455,16 @@ static int sum_lines(sum_table *t, const char *p, const char *e) {
  * the lines. */
 static int sum_partition(buf *in, int size, int nsec, buf *out, uint64_t *sec_bytes) {
     int rc = 0;
+    size_t lines = 0; /* an upper bound of the distinct words: no rehash */
+    for (int r = 0; r < size; r++)
+        for (const char *p = in[r].d, *e = p + in[r].n; (p = memchr(p, '\n', (size_t)(e - p))); p++)
+            lines++;
     for (int s = 0; s < nsec && !rc; s++) {
         sum_table t = {NULL, 0, 0};
+        size_t cap = 1024;
+        while (cap < 2 * lines + 2) cap *= 2;
+        if (!(t.slot = calloc(cap, sizeof *t.slot))) return -1;
+        t.cap = cap;
         for (int r = 0; r < size && !rc; r++) {
             const char *p = in[r].d;
             for (int k = 0; k < s; k++) {
@@ -469,11 +477,16 @@ static int sum_partition(buf *in, int size, int nsec, buf *out, uint64_t *sec_by
             rc = sum_lines(&t, p + 8, p + 8 + n);
         }
         size_t before = out->n;
-        char line[64];
         for (size_t i = 0; i < t.cap && !rc; i++) {
             if (!t.slot[i].w) continue;
-            int m = snprintf(line, sizeof line, "\t%llu\n", (unsigned long long)t.slot[i].count);
-            if (buf_put(out, t.slot[i].w, t.slot[i].len) || buf_put(out, line, (size_t)m)) rc = -1;
+            char digits[24], *d = digits + sizeof digits;
+            *--d = '\n';
+            for (uint64_t v = t.slot[i].count; d == digits + sizeof digits - 1 || v; v /= 10)
+                *--d = (char)('0' + v % 10);
+            *--d = '\t';
+            if (buf_put(out, t.slot[i].w, t.slot[i].len) ||
+                buf_put(out, d, (size_t)(digits + sizeof digits - d)))
+                rc = -1;
         }
         sec_bytes[s] = out->n - before;
         free(t.slot);
@@ -578,7 +591,8 @@ static int gather_reduced(const job *j, const counts_doc *c, const buf *mine,
     return ok;
 }
 
-/* Count this rank's slice into its counts text (*text, malloc'ed). */
+/* Count this rank's slice into its counts text (*text, malloc'ed; with text
+ * NULL the file DIR/word-RRRRR-of-NNNNN.counts.tmp is left for the caller). */
 static int count_slice(const job *j, const char *prog, int rank, int size, char **text,
                        size_t *len) {
     char spec[64], mine[PATH_MAX + 64];
@@ -597,6 +611,7 @@ static int count_slice(const job *j, const char *prog, int rank, int size, char 
         phase_secs[T_CPU] += cpu_secs(RUSAGE_CHILDREN) - c0;
         free(argv);
     }
+    if (!text) return status; /* the caller takes the file */
     if (!status && slurp(mine, text, len)) {
         fprintf(stderr, "seqstore-mpi: rank %d: cannot read '%s'\n", rank, mine);
         status = 1;
@@ -609,6 +624,17 @@ static int count_slice(const job *j, const char *prog, int rank, int size, char 
 static int reduce_word_counts(const job *j, const char *prog, int rank, int size) {
     char *text = NULL;
     size_t len = 0;
+    if (size == 1) { /* shard 0 of 1 counted everything: the reduced document already */
+        char mine[PATH_MAX + 64];
+        snprintf(mine, sizeof mine, "%s/word-00000-of-00001.counts.tmp", j->dir);
+        int rc = count_slice(j, prog, rank, size, NULL, NULL);
+        if (!rc && rename(mine, j->counts)) {
+            fprintf(stderr, "seqstore-mpi: cannot write '%s': %s\n", j->counts, strerror(errno));
+            rc = 1;
+        }
+        unlink(mine);
+        return rc ? 1 : 0;
+    }
     int ok = !count_slice(j, prog, rank, size, &text, &len);
     double t0 = MPI_Wtime(), c0 = cpu_secs(RUSAGE_SELF);
     counts_doc c;
