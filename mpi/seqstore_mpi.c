@@ -313,9 +313,16 @@ static int buf_put(buf *b, const char *p, size_t n) {
     return 0;
 }
 
+/* FNV-1a, then a 64-bit finalizer: FNV's low bits depend only on the low
+ * bits of the bytes, and both the partition (mod N) and the table (mask)
+ * use low bits. */
 static uint64_t hash_bytes(const char *p, size_t n, uint64_t h) {
     for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)p[i]) * 0x100000001b3ull;
-    return h;
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdull;
+    h ^= h >> 33;
+    h *= 0xc4ceb9fe1a85ec53ull;
+    return h ^ (h >> 33);
 }
 
 /* A counts document split up: the header from "options" on, the section
@@ -535,7 +542,8 @@ static int partition_counts(const counts_doc *c, buf *out, int size) {
         for (const char *p = c->words[s]; p < c->end[s];) {
             const char *nl = line_end(p, c->end[s]), *tab = memchr(p, '\t', (size_t)(nl - p));
             if (!tab) return free(len_at), -1;
-            int o = (int)(hash_bytes(p, (size_t)(tab - p), salt) % (uint64_t)size);
+            /* the high half: the table (sum_add) indexes by the low bits */
+            int o = (int)((hash_bytes(p, (size_t)(tab - p), salt) >> 32) % (uint64_t)size);
             if (buf_put(&out[o], p, (size_t)(nl - p))) return free(len_at), -1;
             if (nl[-1] != '\n' && buf_put(&out[o], "\n", 1)) return free(len_at), -1;
             p = nl;
