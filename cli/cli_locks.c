@@ -55,6 +55,24 @@ void ss__cli_note_store(const char *path, unsigned flags) {
     ss_cli_paths[free_slot].lock = lock;
 }
 
+void ss__cli_note_leftover(const char *path) {
+    size_t n = strlen(path);
+    int free_slot = -1;
+    for (int i = 0; i < SS_CLI_MAX_PATHS; i++) {
+        const char *lock = ss_cli_paths[i].lock;
+        if (lock && strlen(lock) == n + 5 && !strncmp(lock, path, n)) return;
+        if (!lock && free_slot < 0) free_slot = i;
+    }
+    char *lock = malloc(n + 6);
+    if (!lock || free_slot < 0) {
+        free(lock);
+        return;
+    }
+    memcpy(lock, path, n);
+    memcpy(lock + n, "-lock", 6);
+    ss_cli_paths[free_slot].lock = lock;
+}
+
 /* Remove the lock files this process created, if no process uses them. */
 void ss__cli_drop_locks(void) {
     for (int i = 0; i < SS_CLI_MAX_PATHS; i++) {

@@ -165,6 +165,7 @@ int ss__cmd_convert(int argc, char **argv) {
         return 1;
     }
     c->note_store = ss__cli_note_store; /* their lock files go when the command ends */
+    c->note_leftover = ss__cli_note_leftover;
     int nrest = 0, help = 0;
     int rc = parse_common(c, argc, argv, rest, &nrest, &help);
     if (!rc && help) {

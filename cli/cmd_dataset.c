@@ -113,95 +113,123 @@ static int same_attrs(const ds_shard *a, const ds_shard *b) {
     return 0;
 }
 
-/* Open every shard, order them, check them against the first. */
-static int check_shards(const char *dir, ds_shard *sh, size_t n, int ordered, int verify) {
+static int open_shard(const char *dir, ds_shard *d, unsigned flags) {
+    char *path = NULL;
+    if (asprintf(&path, "%s/%s", dir, d->name) < 0) return SS_EXIT_ERROR;
+    /* mapped at its size, not 1 TiB: thousands of maps in a row cost their
+     * page tables at every open and close */
+    int rc = ss__open_shard(&d->s, path, SS_OPEN_NOLOCK | flags);
+    free(path);
+    if (rc) return ss__cli_store_error("dataset", "shard '%s'", d->name);
+    return read_shard_attr(d);
+}
+
+static void close_shard(ds_shard *d) {
+    ss_close(d->s);
+    d->s = NULL;
+}
+
+/* Without names: every *.ss file's source.shard, then the order K = 0..N-1.
+ * Each shard is closed again: a dataset may have more shards than a process
+ * may hold open files or maps. */
+static int order_shards(const char *dir, ds_shard *sh, size_t n) {
     for (size_t i = 0; i < n; i++) {
-        char *path = NULL;
-        if (asprintf(&path, "%s/%s", dir, sh[i].name) < 0) return SS_EXIT_ERROR;
-        int rc = ss_open(&sh[i].s, path, SS_OPEN_NOLOCK | (verify ? SS_OPEN_VERIFY : 0));
-        free(path);
-        if (rc) return ss__cli_store_error("dataset", "shard '%s'", sh[i].name);
-        if (read_shard_attr(&sh[i])) return SS_EXIT_ERROR;
-    }
-    if (!ordered) {
-        for (size_t i = 0; i < n; i++)
-            if (!sh[i].n || sh[i].n != sh[0].n) {
-                fprintf(stderr,
-                        "seqstore dataset: '%s' has no source.shard K/N (or another N than "
-                        "'%s'): name the shards in order\n",
-                        sh[i].name, sh[0].name);
-                return SS_EXIT_ERROR;
-            }
-        qsort(sh, n, sizeof *sh, by_shard);
-        for (size_t i = 0; i < n; i++)
-            if (sh[i].k != i || n != sh[0].n) {
-                fprintf(stderr,
-                        "seqstore dataset: the shards are not exactly 0/%u .. %u/%u: %s "
-                        "(missing or duplicate shard)\n",
-                        sh[0].n, sh[0].n - 1, sh[0].n, sh[i].name);
-                return SS_EXIT_ERROR;
-            }
-    }
-    for (size_t i = 1; i < n; i++) {
-        int rc = same_attrs(&sh[0], &sh[i]);
+        int rc = open_shard(dir, &sh[i], 0);
+        close_shard(&sh[i]);
         if (rc) return rc;
     }
-    for (size_t i = 0; verify && i < n; i++) {
-        uint64_t problems = 0;
-        if (ss_verify(&problems, sh[i].s, NULL, NULL)) {
-            fprintf(stderr, "seqstore dataset: shard '%s': %s\n", sh[i].name, ss_error_message());
-            return SS_EXIT_CORRUPT;
+    for (size_t i = 0; i < n; i++)
+        if (!sh[i].n || sh[i].n != sh[0].n) {
+            fprintf(stderr,
+                    "seqstore dataset: '%s' has no source.shard K/N (or another N than "
+                    "'%s'): name the shards in order\n",
+                    sh[i].name, sh[0].name);
+            return SS_EXIT_ERROR;
         }
-    }
+    qsort(sh, n, sizeof *sh, by_shard);
+    for (size_t i = 0; i < n; i++)
+        if (sh[i].k != i || n != sh[0].n) {
+            fprintf(stderr,
+                    "seqstore dataset: the shards are not exactly 0/%u .. %u/%u: %s "
+                    "(missing or duplicate shard)\n",
+                    sh[0].n, sh[0].n - 1, sh[0].n, sh[i].name);
+            return SS_EXIT_ERROR;
+        }
     return 0;
 }
 
-static int build_sections(const char *dir, ss_manifest *m, const ds_shard *sh, size_t n);
-
-static int build_manifest(const char *dir, ds_shard *sh, size_t n) {
-    ss_manifest m;
-    ss__manifest_init(&m, sh[0].s);
-    int rc = 0;
-    for (size_t i = 0; i < n && !rc; i++) { /* the manifest's own check: schema too */
-        const ss_store *s = sh[i].s;
-        uint64_t digest, rows[SS_MAX_FIELDS] = {0};
-        for (uint32_t f = 0; f < m.nfields; f++) rows[f] = ss_flat_size(s, f);
-        if (ss__store_header_digest(&digest, s) ||
-            ss__manifest_add(&m, sh[i].name, ss_count(s), digest, rows) ||
-            ss__manifest_check_shard(&m, (uint32_t)i, s))
-            rc = ss__cli_store_error("dataset", "shard '%s'", sh[i].name);
-        else if (!ss__store_has_content_digest(s))
-            fprintf(stderr,
-                    "seqstore dataset: note: shard '%s' was written by an older seqstore, "
-                    "without a content digest: the manifest binds its counts, not its bytes "
-                    "(convert it again to bind them)\n",
-                    sh[i].name);
+/* Shard i (open) checked against the first, verified with --verify, added to
+ * the manifest and its lengths to the dataset's. */
+static int add_shard(ss_manifest *m, ss_global_lengths *g, const ds_shard *sh, size_t i,
+                     int verify) {
+    const ss_store *s = sh[i].s;
+    if (i) {
+        int rc = same_attrs(&sh[0], &sh[i]);
+        if (rc) return rc;
     }
-    if (!rc) rc = build_sections(dir, &m, sh, n);
+    uint64_t problems = 0;
+    if (verify && ss_verify(&problems, sh[i].s, NULL, NULL)) {
+        fprintf(stderr, "seqstore dataset: shard '%s': %s\n", sh[i].name, ss_error_message());
+        return SS_EXIT_CORRUPT;
+    }
+    uint64_t digest, rows[SS_MAX_FIELDS] = {0};
+    for (uint32_t f = 0; f < m->nfields; f++) rows[f] = ss_flat_size(s, f);
+    if (ss__store_header_digest(&digest, s) ||
+        ss__manifest_add(m, sh[i].name, ss_count(s), digest, rows) ||
+        ss__manifest_check_shard(m, (uint32_t)i, s) || ss__global_lengths_add(g, s))
+        return ss__cli_store_error("dataset", "shard '%s'", sh[i].name);
+    if (!ss__store_has_content_digest(s))
+        fprintf(stderr,
+                "seqstore dataset: note: shard '%s' was written by an older seqstore, "
+                "without a content digest: the manifest binds its counts, not its bytes "
+                "(convert it again to bind them)\n",
+                sh[i].name);
+    return 0;
+}
+
+static int build_sections(const char *dir, ss_manifest *m, const ss_global_lengths *g);
+
+/* One pass over the shards in order, each open only while it is checked
+ * (the first throughout, the reference of the others): the cost is per
+ * shard plus a copy of each shard's stored lengths, never a pass over its
+ * examples. */
+static int build_manifest(const char *dir, ds_shard *sh, size_t n, int verify) {
+    ss_manifest m;
+    ss_global_lengths g;
+    memset(&g, 0, sizeof g);
+    int rc = open_shard(dir, &sh[0], verify ? SS_OPEN_VERIFY : 0);
+    if (rc) return rc;
+    ss__manifest_init(&m, sh[0].s);
+    g.nfields = m.nfields;
+    for (size_t i = 0; i < n && !rc; i++) {
+        if (i) rc = open_shard(dir, &sh[i], verify ? SS_OPEN_VERIFY : 0);
+        if (!rc) rc = add_shard(&m, &g, sh, i, verify);
+        if (i) close_shard(&sh[i]);
+    }
+    if (!rc) rc = build_sections(dir, &m, &g);
     if (!rc && ss__manifest_write(&m, dir)) rc = ss__cli_store_error("dataset", "%s", dir);
     if (!rc)
         printf("%s: %u shards, %llu examples\n", dir, m.nshards, (unsigned long long)m.examples);
     ss__manifest_free(&m);
+    ss__global_lengths_free(&g);
+    close_shard(&sh[0]);
     return rc;
 }
 
 /* The sections store (spec/FORMAT.md §13.1), bound to the manifest about to
  * be written: written before it, so a reader of the new manifest finds its
  * sections. */
-static int build_sections(const char *dir, ss_manifest *m, const ds_shard *sh, size_t n) {
+static int build_sections(const char *dir, ss_manifest *m, const ss_global_lengths *g) {
     char *text = NULL;
     size_t len = 0;
     ss_manifest parsed = {0};
-    ss_store **stores = calloc(n, sizeof *stores);
-    int rc = stores ? ss__manifest_format(m, &text, &len) : SS_ENOMEM;
+    int rc = ss__manifest_format(m, &text, &len);
     if (!rc) rc = ss__manifest_parse(&parsed, text, len); /* its checksum line */
     m->checksum = parsed.checksum;
     ss__manifest_free(&parsed);
     free(text);
-    for (size_t i = 0; stores && i < n; i++) stores[i] = sh[i].s;
     uint64_t kept = 0, dropped = 0;
-    if (!rc) rc = ss__sections_build(dir, m, stores, &kept, &dropped);
-    free(stores);
+    if (!rc) rc = ss__sections_build(dir, m, g, &kept, &dropped);
     if (rc) return ss__cli_store_error("dataset", "%s", dir);
     if (kept) printf("%s: kept %llu splits and bucket indices\n", dir, (unsigned long long)kept);
     if (dropped)
@@ -239,9 +267,10 @@ static int dataset_build(int argc, char **argv) {
         fprintf(stderr, "seqstore dataset: cannot read the directory '%s'\n", dir);
         return SS_EXIT_ERROR;
     }
-    int rc = n ? check_shards(dir, sh, n, ordered, verify)
-               : ss__cli_usage_error("dataset", "no shard (*.ss) in '%s'", dir);
-    if (!rc) rc = build_manifest(dir, sh, n);
+    int rc = !n        ? ss__cli_usage_error("dataset", "no shard (*.ss) in '%s'", dir)
+             : ordered ? 0
+                       : order_shards(dir, sh, n);
+    if (!rc) rc = build_manifest(dir, sh, n, verify);
     for (size_t i = 0; i < n; i++) {
         ss_close(sh[i].s);
         free(sh[i].name);

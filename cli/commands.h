@@ -54,6 +54,11 @@ int ss__cli_bad_option(const char *cmd, int c, char **argv);
  * command ends, provided no process uses it then (see cli_locks.c). ss__cli_open
  * calls it; commands that open a writer first call it themselves. */
 void ss__cli_note_store(const char *path, unsigned flags);
+/** Record STORE-lock as one to remove at the end like those
+ *  ss__cli_note_store() records, although it was there before: the lock file
+ *  of a dead writer, left behind (`convert --resume`, holding the writer's
+ *  lock). [in] path: the store; copied. */
+void ss__cli_note_leftover(const char *path);
 /** Remove the lock files ss__cli_note_store() recorded that no process uses
  *  (cli_locks.c); main() calls it when the command ends. */
 void ss__cli_drop_locks(void);

@@ -47,6 +47,10 @@ struct ss_conv {
     /* Called with each store the run opens or writes, before it does (the
      * command removes the lock files it leaves); NULL: none. */
     void (*note_store)(const char *path, unsigned flags);
+    /* Called with a store whose lock file an earlier, dead writer left (a
+     * --resume that holds the writer's lock): the command removes it at its
+     * end if no process uses it; NULL: none. */
+    void (*note_leftover)(const char *path);
     ss_conv_options opts;
     uint64_t commit_bytes;
     int argc; /* the arguments after "convert", for convert.options */
@@ -72,6 +76,8 @@ struct ss_conv {
     ss_resume_rec old;    /* --resume: the interrupted run's record (old.kind NULL: none) */
     uint32_t bad_source;  /* 1-based input at which bad input stopped the run, or 0 */
     uint64_t kill_after;  /* tests: SIGKILL ourselves after this many appends */
+    uint64_t stall_after; /* tests: commit and sleep until killed after this many */
+    int writer_lock_fd;   /* the output, flock()ed while this run writes it; or -1 */
     uint64_t *many_src;   /* ss__conv_append_many(): the source field's values */
     uint64_t many_cap;    /* examples many_src holds */
     int old_store_fd;     /* --force, --threads > 1: the replaced store, until freed; or -1 */

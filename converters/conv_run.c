@@ -196,6 +196,7 @@ static void conv_free(ss_conv *c) {
     free(c->shard_base);
     free(c->shard_size);
     free(c->shard_given);
+    if (c->writer_lock_fd >= 0) close(c->writer_lock_fd);
     free(c);
 }
 
@@ -210,6 +211,10 @@ ss_conv *ss__conv_new(const ss_converter *conv, int argc, char **argv) {
     /* Tests of interrupted conversions: die by SIGKILL after N examples. */
     const char *kill_env = getenv("SS_TEST_KILL_AFTER");
     if (kill_env) c->kill_after = strtoull(kill_env, NULL, 10);
+    /* Tests of live writers: commit and stall after N examples. */
+    const char *stall_env = getenv("SS_TEST_STALL_AFTER");
+    if (stall_env) c->stall_after = strtoull(stall_env, NULL, 10);
+    c->writer_lock_fd = -1;
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     c->opts.threads = ncpu < 1 ? 1 : ncpu > 8 ? 8 : (int)ncpu;
     return c;

@@ -11,6 +11,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <time.h>
@@ -227,6 +228,40 @@ static int prepare_append(ss_conv *c, uint32_t nf) {
     return rc;
 }
 
+/* The writer's lock: an exclusive flock() on the output file, held until the
+ * run ends (a killed run's goes with it). LMDB's own lock file serializes
+ * transactions, not runs: a second run would append from a stale count. So a
+ * --resume takes the lock before it reads the store, and a run that finds it
+ * held is refused; a new store is locked once created. 0, or 1 (printed). */
+static int lock_output(ss_conv *c) {
+    if (c->writer_lock_fd >= 0) return 0;
+    int fd = open(c->opts.output, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) return 0; /* nothing there yet: the writer creates it */
+    int rc;
+    while ((rc = flock(fd, LOCK_EX | LOCK_NB)) != 0 && errno == EINTR) continue;
+    if (rc != 0 && (errno == EWOULDBLOCK || errno == EAGAIN)) {
+        close(fd);
+        return ss__conv_error(c,
+                              "'%s' is being written by another live conversion (it holds the "
+                              "store's writer lock); wait for it to end, or end it, before "
+                              "--resume",
+                              c->opts.output);
+    }
+    if (rc != 0) { /* a file system without flock(): no second writer is detected */
+        close(fd);
+        return 0;
+    }
+    c->writer_lock_fd = fd;
+    return 0;
+}
+
+/* Tests (SS_TEST_STALL_AFTER): a live writer that stops mid-way, its
+ * examples so far committed, until it is killed. */
+static void stall(ss_conv *c) {
+    ss_writer_commit(c->w);
+    for (;;) pause();
+}
+
 /* --resume: returns 1 (error printed), 0 with *exists = whether there is
  * something to resume. An interrupted append (opts.append was set by
  * ss__conv_probe_interrupted_append) is prepared as the append was. */
@@ -376,13 +411,15 @@ int ss__conv_begin(ss_conv *c, const ss_schema *schema, uint64_t *skip) {
     int rc;
     ss__conv_note_store(c, c->opts.output);
     if (c->opts.append && !c->opts.resume) {
-        if (prepare_append(c, nf)) return 1;
+        if (lock_output(c) || prepare_append(c, nf)) return 1;
         rc = ss_writer_open(&c->w, c->opts.output, &full, &wo);
         if (rc) return ss__conv_ss_error(c, "cannot append to '%s'", c->opts.output);
     } else if (c->opts.resume) {
         int exists;
-        if (prepare_resume(c, nf, &exists)) return 1;
+        if (lock_output(c) || prepare_resume(c, nf, &exists)) return 1;
         if (exists) {
+            /* the run that left it is dead (we hold its lock): so is its lock file */
+            if (c->note_leftover) c->note_leftover(c->opts.output);
             wo.flags |= SS_WRITE_RESUME;
             rc = ss_writer_open(&c->w, c->opts.output, &full, &wo);
             if (rc) return ss__conv_ss_error(c, "cannot resume the store");
@@ -413,6 +450,7 @@ int ss__conv_begin(ss_conv *c, const ss_schema *schema, uint64_t *skip) {
                                   c->opts.output);
         if (rc) return ss__conv_ss_error(c, "cannot create the store");
     }
+    if (lock_output(c)) return 1;
     /* after the --append's old indices, so that a name given again is replaced */
     if (c->index_by && ss__conv_add_index(c, c->index_name ? c->index_name : c->index_by,
                                           ifields, inkeys, c->index_resolution))
@@ -454,6 +492,7 @@ int ss__conv_append_at(ss_conv *c, const ss_value *values, uint32_t source, uint
     }
     c->examples++;
     if (c->kill_after && c->examples == c->kill_after) raise(SIGKILL);
+    if (c->stall_after && c->examples == c->stall_after) stall(c);
     for (uint32_t k = 0; k < c->nfields; k++)
         c->elements += (c->fields[k].sequence ? values[k].length : 1) * c->row_elems[k];
     ss__conv_tick(c);
@@ -482,7 +521,7 @@ static int append_each(ss_conv *c, uint64_t n, const void *const *data,
 int ss__conv_append_many(ss_conv *c, uint64_t n, const void *const *data,
                          const uint64_t *const *lengths, uint32_t source, const uint64_t *locations,
                          uint64_t byte) {
-    if (c->shard_n || c->kill_after)
+    if (c->shard_n || c->kill_after || c->stall_after)
         return append_each(c, n, data, lengths, source, locations, byte);
     if (n > c->many_cap) { /* the source field's values: (source, location) pairs */
         uint64_t *p = realloc(c->many_src, n * 2 * sizeof *p);

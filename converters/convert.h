@@ -138,8 +138,10 @@ typedef struct ss_conv_options {
  * converter's examples come in input order with non-decreasing `byte` within
  * an input. ss__conv_append() passes byte 0 (whole files); a converter that
  * cuts one large input at record boundaries passes the record's (or its
- * block's) first byte to ss__conv_append_at(). Without --shard everything is
- * in the shard. */
+ * block's) first byte to ss__conv_append_at(); blocks are then cut at the
+ * shard's byte bounds too (the text engine's tx_split_shard()), so that the
+ * shards are even whatever the block size. Without --shard everything is in
+ * the shard. */
 
 /** 1 if an example starting at byte `byte` of input `source` (an
  *  ss__conv_add_source() number) is in this shard, else 0. An input that is

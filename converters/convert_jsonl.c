@@ -491,7 +491,7 @@ static int convert(ss_conv *c, const jl_options *o, tx_job *j, tx_tok *t, ss_voc
         j->inputs[i].source = src;
         j->inputs[i].ok = 1;
     }
-    if (tx_split(j)) return ss__conv_error(c, "out of memory");
+    if (tx_split_shard(c, j)) return ss__conv_error(c, "out of memory");
     jl_spec sp = {o->nkeys, o->keys, t, tx_spm_tokenize};
     j->counts_options = o->counts_options;
     if (o->count_only) return write_counts(c, &sp, j);

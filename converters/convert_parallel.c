@@ -155,7 +155,7 @@ static int convert_parallel(ss_conv *c, const par_options *op) {
             o.files[0], n0, o.files[1], n1);
         goto done;
     }
-    if (tx_split(&j)) {
+    if (tx_split_shard(c, &j)) {
         ss__conv_error(c, "out of memory");
         goto done;
     }

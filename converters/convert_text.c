@@ -98,7 +98,7 @@ int tx_text_convert(ss_conv *c, const tx_text_options *o) {
         j.inputs[i].source = src;
         j.inputs[i].ok = 1;
     }
-    if (tx_split(&j)) {
+    if (tx_split_shard(c, &j)) {
         rc = ss__conv_error(c, "out of memory");
         goto done;
     }

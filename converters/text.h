@@ -178,6 +178,13 @@ int tx_prepare_tokens(ss_conv *c, tx_tok *t, const char *field);
  * (parallel; their line counts must be equal). @return 0, -1 out of memory. */
 int tx_split(tx_job *j);
 
+/* tx_split() for a conversion: with --shard K/N, blocks are also cut at the
+ * first line (document) boundaries at or after this shard's byte bounds,
+ * so the shard holds the examples whose first line starts in its byte range
+ * (documents: whose preceding separator ends there), whatever the block
+ * size. @return 0, -1 out of memory. */
+int tx_split_shard(ss_conv *c, tx_job *j);
+
 /* --shard K/N: give the slicing each input's loaded size (a parallel
  * corpus: side 0's; side 1 counts 0), mark every block whose first byte
  * another shard owns (tx_process_block() then only counts its lines, so line

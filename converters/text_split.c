@@ -150,19 +150,70 @@ static int add_block(tx_job *j, size_t *cap, const tx_block *b) {
     return 0;
 }
 
-int tx_split(tx_job *j) {
-    size_t cap = 0, bs = j->block_bytes ? j->block_bytes : TX_BLOCK_BYTES;
+/* The first cut position at or after byte b of input `in` (side 0): a line
+ * start, or with documents the start of the line after a separator line; 0
+ * and the end count as cuts. Blocks only ever begin at cut positions, so
+ * cutting a block at one changes no example. */
+static size_t cut_at(const tx_job *j, const tx_input *in, uint64_t b) {
+    const uint8_t *d = in->data;
+    if (b == 0) return 0;
+    if (b >= in->size) return in->size;
+    size_t q = cut_line(d, in->size, (size_t)b - 1); /* the first line start >= b */
+    if (j->mode == TX_LINES || q >= in->size) return q;
+    size_t ls = q - 1; /* the line before q, [ls, q - 1) */
+    while (ls > 0 && d[ls - 1] != '\n') ls--;
+    return is_sep(j, d, ls, q - 1) ? q : cut_doc(j, d, in->size, q - 1);
+}
+
+/* --shard: the byte positions [cut[0], cut[1]) of input i (side 0) this
+ * shard owns, each the first cut position at or after the shard's byte
+ * bound: blocks cut there hold this shard's examples alone, so shards are
+ * even (within an example) whatever the block size. {size, size} without
+ * --shard or when the shard owns nothing of the input: no extra cut. */
+static void shard_cuts(ss_conv *c, const tx_job *j, uint32_t i, size_t cut[2]) {
+    const tx_input *in = &j->inputs[i];
+    uint64_t lo, hi;
+    uint32_t k, n = 0;
+    cut[0] = cut[1] = in->size;
+    if (c) ss__conv_shard_spec(c, &k, &n);
+    if (!n || !in->size || !ss__conv_shard_range(c, in->source, &lo, &hi)) return;
+    cut[0] = cut_at(j, in, lo);
+    cut[1] = cut_at(j, in, hi);
+}
+
+/* The end of a block from p whose natural end is e: the first of the cuts
+ * inside it, if any. */
+static size_t bound(size_t p, size_t e, const size_t cut[2]) {
+    for (int k = 0; k < 2; k++)
+        if (p < cut[k] && cut[k] < e) return cut[k];
+    return e;
+}
+
+/* The slicing's input sizes (see tx_shard_blocks()). */
+static int shard_sizes(ss_conv *c, const tx_job *j) {
+    for (uint32_t i = 0; i < j->ninputs; i++) {
+        const tx_input *in = &j->inputs[i];
+        uint64_t size = in->ok && !(j->nsides == 2 && i == 1) ? in->size : 0;
+        if (ss__conv_shard_size(c, in->ok ? in->source : i, size)) return 1; /* sources = inputs */
+    }
+    return 0;
+}
+
+static int split(ss_conv *c, tx_job *j) {
+    size_t cap = 0, bs = j->block_bytes ? j->block_bytes : TX_BLOCK_BYTES, cut[2];
     tx_wordids_free(j); /* kept per block: other blocks, other words */
     /* tests: small blocks, so that --shard cuts a small file (the output
      * never depends on the block size) */
     const char *test_bs = getenv("SS_TEST_BLOCK_BYTES");
     if (!j->block_bytes && test_bs && atol(test_bs) > 0) bs = (size_t)atol(test_bs);
     j->nblocks = 0;
+    if (c && shard_sizes(c, j)) return -1;
     if (j->nsides == 2) {
         const tx_input *s = &j->inputs[0], *t = &j->inputs[1];
         size_t p0 = 0, p1 = 0;
+        shard_cuts(c, j, 0, cut);
         while (p0 < s->size) {
-            size_t e0 = cut_line(s->data, s->size, p0 + bs);
+            size_t e0 = bound(p0, cut_line(s->data, s->size, p0 + bs), cut);
             size_t e1 = advance_lines(t->data, t->size, p1, tx_count_lines(s->data + p0, e0 - p0));
             tx_block b = {0, {p0, p1}, {e0, e1}, 0};
             if (add_block(j, &cap, &b)) return -1;
@@ -174,9 +225,11 @@ int tx_split(tx_job *j) {
     for (uint32_t i = 0; i < j->ninputs; i++) {
         const tx_input *in = &j->inputs[i];
         if (!in->ok) continue;
+        shard_cuts(c, j, i, cut);
         for (size_t p = 0; p < in->size;) {
             size_t e = j->mode == TX_LINES ? cut_line(in->data, in->size, p + bs)
                                            : cut_doc(j, in->data, in->size, p + bs);
+            e = bound(p, e, cut);
             tx_block b = {i, {p, 0}, {e, 0}, 0};
             if (add_block(j, &cap, &b)) return -1;
             p = e;
@@ -185,16 +238,20 @@ int tx_split(tx_job *j) {
     return 0;
 }
 
+int tx_split(tx_job *j) {
+    return split(NULL, j);
+}
+
+int tx_split_shard(ss_conv *c, tx_job *j) {
+    return split(c, j);
+}
+
 const tx_input *tx_side_input(const tx_job *j, const tx_block *b, int sd) {
     return j->nsides == 2 ? &j->inputs[sd] : &j->inputs[b->input];
 }
 
 int tx_shard_blocks(ss_conv *c, tx_job *j) {
-    for (uint32_t i = 0; i < j->ninputs; i++) {
-        const tx_input *in = &j->inputs[i];
-        uint64_t size = in->ok && !(j->nsides == 2 && i == 1) ? in->size : 0;
-        if (ss__conv_shard_size(c, in->ok ? in->source : i, size)) return 1; /* sources = inputs */
-    }
+    if (shard_sizes(c, j)) return 1;
     ss__conv_shard_self(c);
     for (size_t k = 0; k < j->nblocks; k++) {
         tx_block *b = &j->blocks[k];

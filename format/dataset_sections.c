@@ -177,32 +177,72 @@ int ss__sections_count(uint64_t *count, const char *path, const ss_writer *w) {
 
 /* ------------------------------------------------------------- building */
 
-typedef struct ss_lengths_out {
-    unsigned char *data;
-    unsigned width;
-} ss_lengths_out;
+/* ---------------------------------------------------- global lengths
+ *
+ * The dataset's lengths are its shards' stored lengths sections, one after
+ * the other: each shard's section is already the narrowest type for its
+ * longest example, so the dataset's type is the widest of theirs and each
+ * section is copied (or widened) as it is, with no pass over any index.
+ * Only a shard without a section (older, or too large for one) is read
+ * through ss_lengths(). */
 
-/* The longest example of `field` over every shard (pass 0), or every length
- * written at `out` in the width chosen (pass 1). Read in blocks through
- * ss_lengths(), so memory stays bounded whatever the shards hold. */
-static int ss_gather_lengths(ss_store *const *shards, uint32_t n, uint32_t field, uint64_t *longest,
-                             ss_lengths_out *out) {
+/* Widen the `n` entries of `d` in place from `from` to `to` bytes (d holds
+ * n * to bytes); from the end, so no entry is overwritten before read. */
+static void ss_widen(unsigned char *d, uint64_t n, unsigned from, unsigned to) {
+    for (uint64_t i = n; i-- > 0;) {
+        uint64_t v = 0;
+        for (unsigned b = 0; b < from; b++) v |= (uint64_t)d[i * from + b] << (8 * b);
+        for (unsigned b = 0; b < to; b++) d[i * to + b] = (unsigned char)(v >> (8 * b));
+    }
+}
+
+/* Room for `more` entries of width `width` in field `f`'s array (widened
+ * first when `width` is wider). 0 or SS_ENOMEM; too large: f->off. */
+static int ss_glen_reserve(ss_global_lengths_field *f, uint64_t more, unsigned width) {
+    unsigned w = width > f->width ? width : f->width;
+    if (f->n + more > (SS_MAX_VALUE - 2 * SS_PAGE) / w) { /* too large for one section (§7.3) */
+        free(f->data);
+        f->data = NULL;
+        f->off = 1;
+        return 0;
+    }
+    uint64_t need = (f->n + more) * w;
+    if (need > f->cap) {
+        uint64_t cap = f->cap ? f->cap : 4096;
+        while (cap < need) cap *= 2;
+        unsigned char *p = realloc(f->data, cap);
+        if (!p) return ss__fail(SS_ENOMEM, "out of memory (the dataset's lengths)");
+        f->data = p;
+        f->cap = cap;
+    }
+    if (w > f->width) ss_widen(f->data, f->n, f->width, w);
+    f->width = w;
+    return 0;
+}
+
+/* A shard without a lengths section: its lengths through ss_lengths(), in
+ * blocks (bounded memory); two passes, the longest first. */
+static int ss_glen_add_slow(ss_global_lengths_field *f, const ss_store *s, uint32_t field) {
     enum { BLOCK = 65536 };
-    uint64_t *buf = malloc(BLOCK * sizeof *buf), at = 0;
+    uint64_t *buf = malloc(BLOCK * sizeof *buf), count = ss_count(s), longest = 0;
     if (!buf) return ss__fail(SS_ENOMEM, "out of memory");
     int rc = 0;
-    for (uint32_t k = 0; k < n && !rc; k++) {
-        uint64_t count = ss_count(shards[k]);
+    for (int pass = 0; pass < 2 && !rc && !f->off; pass++) {
+        if (pass) {
+            unsigned width;
+            ss__lengths_dtype(longest, &width);
+            if ((rc = ss_glen_reserve(f, count, width)) || f->off) break;
+        }
         for (uint64_t i = 0; i < count && !rc; i += BLOCK) {
             uint64_t take = count - i < BLOCK ? count - i : BLOCK;
-            if ((rc = ss_lengths(buf, shards[k], field, i, take))) break;
-            for (uint64_t j = 0; j < take; j++, at++) {
-                if (!out) {
-                    if (buf[j] > *longest) *longest = buf[j];
+            if ((rc = ss_lengths(buf, s, field, i, take))) break;
+            for (uint64_t j = 0; j < take; j++) {
+                if (!pass) {
+                    if (buf[j] > longest) longest = buf[j];
                     continue;
                 }
-                unsigned char *p = out->data + at * out->width;
-                for (unsigned b = 0; b < out->width; b++) p[b] = (unsigned char)(buf[j] >> (8 * b));
+                unsigned char *p = f->data + (f->n++) * f->width;
+                for (unsigned b = 0; b < f->width; b++) p[b] = (unsigned char)(buf[j] >> (8 * b));
             }
         }
     }
@@ -210,23 +250,60 @@ static int ss_gather_lengths(ss_store *const *shards, uint32_t n, uint32_t field
     return rc;
 }
 
-/* ss.lengths.F of every sequence field over the whole dataset. */
-static int ss_put_global_lengths(ss_writer *w, const ss_manifest *m, ss_store *const *shards) {
-    for (uint32_t f = 0; f < m->nfields; f++) {
-        if (!m->fields[f].sequence) continue;
-        uint64_t longest = 0;
-        int rc = ss_gather_lengths(shards, m->nshards, f, &longest, NULL);
+int ss__global_lengths_add(ss_global_lengths *g, const ss_store *s) {
+    for (uint32_t k = 0; k < g->nfields && k < s->h.nfields; k++) {
+        ss_global_lengths_field *f = &g->f[k];
+        if (!s->h.fields[k].def.sequence || f->off) continue;
+        if (!f->width) f->width = 1;
+        const void *data;
+        ss_dtype dtype;
+        uint64_t count;
+        int rc = ss_lengths_view(&data, &dtype, &count, s, k);
+        if (rc == SS_ENOTFOUND) {
+            if ((rc = ss_glen_add_slow(f, s, k))) return rc;
+            continue;
+        }
         if (rc) return rc;
-        unsigned width;
-        uint32_t dtype = ss__lengths_dtype(longest, &width);
-        if (m->examples > (SS_MAX_VALUE - 2 * SS_PAGE) / width) continue; /* too large (§7.3) */
-        ss_lengths_out out = {malloc(m->examples ? m->examples * width : 1), width};
-        if (!out.data) return ss__fail(SS_ENOMEM, "out of memory");
-        rc = ss_gather_lengths(shards, m->nshards, f, NULL, &out);
+        unsigned width = (unsigned)ss_dtype_size(dtype);
+        if ((rc = ss_glen_reserve(f, count, width))) return rc;
+        if (f->off) continue;
+        unsigned char *out = f->data + f->n * f->width;
+        if (width == f->width) {
+            if (count) memcpy(out, data, count * width);
+        } else {
+            for (uint64_t i = 0; i < count; i++) {
+                uint64_t v = ss__lengths_value(data, dtype, i);
+                for (unsigned b = 0; b < f->width; b++) out[i * f->width + b] = (unsigned char)(v >> (8 * b));
+            }
+        }
+        f->n += count;
+    }
+    return 0;
+}
+
+void ss__global_lengths_free(ss_global_lengths *g) {
+    for (uint32_t k = 0; k < SS_MAX_FIELDS; k++) free(g->f[k].data);
+    memset(g, 0, sizeof *g);
+}
+
+/* ss.lengths.F of every sequence field over the whole dataset. */
+static int ss_put_global_lengths(ss_writer *w, const ss_manifest *m, const ss_global_lengths *g) {
+    for (uint32_t k = 0; k < m->nfields && k < g->nfields; k++) {
+        const ss_global_lengths_field *f = &g->f[k];
+        if (!m->fields[k].sequence || f->off) continue;
+        if (f->n != m->examples)
+            return ss__fail(SS_EINVAL, "the dataset's lengths of field '%s': %" PRIu64
+                                       " of %" PRIu64 " examples gathered",
+                            m->fields[k].name, f->n, m->examples);
+        uint32_t dtype = f->width == 8   ? SS_U64
+                         : f->width == 4 ? SS_U32
+                         : f->width == 2 ? SS_U16
+                                         : SS_U8;
         char name[SS_MAX_ATTR_NAME + 1];
-        snprintf(name, sizeof name, SS_LENGTHS_ATTR_PREFIX "%s", m->fields[f].name);
-        if (!rc) rc = ss_writer_set_attr(w, name, dtype, out.data, m->examples * width);
-        free(out.data);
+        snprintf(name, sizeof name, SS_LENGTHS_ATTR_PREFIX "%s", m->fields[k].name);
+        unsigned char none = 0;
+        int rc = ss_writer_set_attr(w, name, dtype, f->n ? f->data : &none,
+                                    f->n * (f->width ? f->width : 1));
         if (rc) return rc;
     }
     return 0;
@@ -280,7 +357,7 @@ static int ss_keep_sections(ss_writer *w, const char *dir, const ss_manifest *m,
     return rc;
 }
 
-int ss__sections_build(const char *dir, const ss_manifest *m, ss_store *const *shards,
+int ss__sections_build(const char *dir, const ss_manifest *m, const ss_global_lengths *lengths,
                        uint64_t *kept, uint64_t *dropped) {
     static ss_field one[1] = {{"dataset", SS_U8, 0, 0, {0}}};
     static const ss_schema schema = {1, one};
@@ -302,7 +379,7 @@ int ss__sections_build(const char *dir, const ss_manifest *m, ss_store *const *s
     if (rc == SS_ENOTFOUND) rc = 0;
     if (!rc) rc = ss_writer_create(&w, tmp, &schema, &o);
     if (!rc) rc = ss_writer_set_attr(w, SS_SECTIONS_BINDING, SS_ATTR_TEXT, bind, 16);
-    if (!rc) rc = ss_put_global_lengths(w, m, shards);
+    if (!rc) rc = ss_put_global_lengths(w, m, lengths);
     if (!rc) rc = ss_keep_sections(w, dir, m, kept, dropped);
     if (!rc) rc = ss_writer_finish(w);
     ss_writer_free(w);

@@ -39,12 +39,34 @@ int ss__sections_path(char **out, const char *dir);
  * manifest `m` (its checksum). 0; SS_ECORRUPT (another manifest's); as
  * ss_open(). */
 int ss__sections_open(ss_store **out, const char *dir, const ss_manifest *m, unsigned flags);
-/* Write the sections store of `dir` for manifest `m` (its checksum set) over
- * `shards` (its m->nshards shards, open): the binding, every sequence
- * field's global lengths, and the splits and bucket indices of the previous
- * sections store if it was bound to the same manifest (`*kept`; `*dropped`
- * those of another manifest's). Written to a temporary file and renamed. */
-int ss__sections_build(const char *dir, const ss_manifest *m, ss_store *const *shards,
+/* The dataset's lengths of each sequence field, gathered shard by shard
+ * (ss__global_lengths_add()), so that the shards need not stay open: each
+ * field's entries in the narrowest width holding the longest so far. */
+typedef struct ss_global_lengths_field {
+    unsigned char *data; /* n entries of `width` bytes, little-endian */
+    uint64_t n, cap;     /* entries; bytes allocated */
+    unsigned width;      /* 0 before the first shard */
+    int off;             /* too many for one section (§7.3): none is written */
+} ss_global_lengths_field;
+typedef struct ss_global_lengths {
+    uint32_t nfields; /* the dataset's fields (set by the caller; zero the rest) */
+    ss_global_lengths_field f[SS_MAX_FIELDS];
+} ss_global_lengths;
+/* Append the lengths of every sequence field of shard `s` (the next one in
+ * order): its stored lengths section copied, widened when narrower than the
+ * dataset's so far (O(its size in bytes), no index pass); a shard without a
+ * section is read through ss_lengths(). 0; SS_ENOMEM; SS_ECORRUPT (its
+ * section fails its checksum); as ss_lengths(). */
+int ss__global_lengths_add(ss_global_lengths *g, const ss_store *s);
+/* Free the arrays; `g` is zeroed. */
+void ss__global_lengths_free(ss_global_lengths *g);
+/* Write the sections store of `dir` for manifest `m` (its checksum set) with
+ * the global lengths `lengths` (gathered over its m->nshards shards in
+ * order): the binding, every sequence field's global lengths, and the splits
+ * and bucket indices of the previous sections store if it was bound to the
+ * same manifest (`*kept`; `*dropped` those of another manifest's). Written to
+ * a temporary file and renamed. */
+int ss__sections_build(const char *dir, const ss_manifest *m, const ss_global_lengths *lengths,
                        uint64_t *kept, uint64_t *dropped);
 
 #endif

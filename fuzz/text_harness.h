@@ -124,6 +124,13 @@ int ss__conv_shard_size(ss_conv *c, uint32_t source, uint64_t size) {
 void ss__conv_shard_self(ss_conv *c) {
     (void)c;
 }
+int ss__conv_shard_range(ss_conv *c, uint32_t source, uint64_t *lo, uint64_t *hi) {
+    (void)c;
+    (void)source;
+    *lo = 0;
+    *hi = UINT64_MAX;
+    return 1;
+}
 int ss__conv_in_shard_at(ss_conv *c, uint32_t source, uint64_t byte) {
     (void)c;
     (void)source;

@@ -17,20 +17,22 @@
  *
  * Word vocabularies (`--tokens words` of text, parallel and jsonl, without --vocab)
  * are shared: every rank first counts the words of its own slice
- * (`convert ... --count-only`), the counts are reduced to rank 0 (gathered
- * in rank order and written as DIR/word.counts), and every rank then
- * converts with `--counts DIR/word.counts`: the vocabulary a single process
- * builds, each rank having counted only 1/N of the input. */
+ * (`convert ... --count-only`), the counts are reduced by hash partition of
+ * the words (see reduce_word_counts()) into one document, DIR/word.counts,
+ * and every rank then converts with `--counts DIR/word.counts`: the
+ * vocabulary a single process builds, each rank having counted only 1/N of
+ * the input. */
 #include "seqstore.h"
 
 #include <errno.h>
 #include <limits.h>
 #include <mpi.h>
 #include <signal.h>
-#include <spawn.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -41,9 +43,9 @@ extern char **environ;
 /* --times: wall seconds of this rank's phases (MPI_Wtime), printed by rank 0
  * as the maximum over the ranks, so that a benchmark can tell the work that
  * scales with 1/N from the fixed costs. */
-enum { T_COUNT, T_REDUCE, T_CONVERT, T_VERIFY, T_WAIT, T_MANIFEST, T_ALL, T_CPU, T_N };
-static const char *const phase_names[T_N] = {"count", "reduce",   "convert", "verify",
-                                             "wait",  "manifest", "total",   "work-cpu"};
+enum { T_COUNT, T_REDUCE, T_CONVERT, T_VERIFY, T_WAIT, T_MANIFEST, T_ALL, T_CPU, T_RCPU, T_N };
+static const char *const phase_names[T_N] = {"count", "reduce",   "convert",  "verify",    "wait",
+                                             "manifest", "total", "work-cpu", "reduce-cpu"};
 static double phase_secs[T_N];
 
 /* CPU seconds (user + sys) of this process, or of its waited-for children:
@@ -100,11 +102,13 @@ static void usage(FILE *out) {
             "replace existing shards). The seqstore program is $SEQSTORE, else the one next\n"
             "to this program. With --tokens words (text, parallel, jsonl; no --vocab) each\n"
             "rank first counts the words of its slice (--count-only); the counts are reduced\n"
-            "to DIR/word.counts and every shard is converted with --counts DIR/word.counts:\n"
+            "(each rank sums 1/N of the words) to DIR/word.counts and every shard is\n"
+            "converted with --counts DIR/word.counts:\n"
             "one vocabulary, the single process's. --times: rank 0 prints the seconds of\n"
             "each phase (count, reduce, convert, verify, wait for the slowest rank,\n"
-            "manifest, total after MPI_Init) and the CPU seconds of count, convert and\n"
-            "verify (work-cpu), each the maximum over the ranks.\n");
+            "manifest, total after MPI_Init), the CPU seconds of count, convert and\n"
+            "verify (work-cpu) and of the counts reduce (reduce-cpu), each the maximum\n"
+            "over the ranks.\n");
 }
 
 /* The seqstore program: $SEQSTORE, else `seqstore` in this program's directory. */
@@ -122,12 +126,26 @@ static void find_seqstore(char *buf, size_t cap) {
     snprintf(buf, cap, "%s/seqstore", n > 0 ? self : ".");
 }
 
-/* Run argv; returns its exit code, or 128 + signal. */
+/* Run argv; returns its exit code, or 128 + signal. The child dies with this
+ * rank: a rank killed outright (mpirun ending the job, kill -9) must not
+ * leave its conversion writing the shard, a second writer beside the one a
+ * --resume starts. PR_SET_PDEATHSIG fires when the forking thread ends, and
+ * this (main) thread lives as long as the rank; the getppid() test covers a
+ * rank that died before the child set it. Between fork and exec only
+ * async-signal-safe calls (MPI's threads do not exist in the child). */
 static int run(char *const argv[]) {
-    pid_t pid;
-    if (posix_spawn(&pid, argv[0], NULL, NULL, argv, environ) != 0) {
+    pid_t parent = getpid(), pid = fork();
+    if (pid < 0) {
         fprintf(stderr, "seqstore-mpi: cannot run '%s': %s\n", argv[0], strerror(errno));
         return 127;
+    }
+    if (pid == 0) {
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent) _exit(127);
+        execve(argv[0], argv, environ);
+        static const char msg[] = "seqstore-mpi: cannot run the seqstore program\n";
+        ssize_t w = write(2, msg, sizeof msg - 1);
+        (void)w;
+        _exit(127);
     }
     int st;
     while (waitpid(pid, &st, 0) < 0)
@@ -242,28 +260,354 @@ static int convert_rank(const job *j, const char *prog, int rank, int size, cons
     return rc;
 }
 
-/* The whole of `path` in *out (malloc'ed), its size in *n. 0 or -1. */
-static int slurp(const char *path, char **out, long *n) {
+/* The whole of `path` in *out (malloc'ed, NUL-terminated), its size in *n.
+ * 0 or -1. */
+static int slurp(const char *path, char **out, size_t *n) {
     FILE *f = fopen(path, "rb");
     *out = NULL;
     if (!f) return -1;
-    int rc = fseek(f, 0, SEEK_END) || (*n = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) ? -1 : 0;
-    if (!rc && (*n > INT_MAX || !(*out = malloc((size_t)*n + 1)))) rc = -1;
-    if (!rc && fread(*out, 1, (size_t)*n, f) != (size_t)*n) rc = -1;
+    long size;
+    int rc = fseek(f, 0, SEEK_END) || (size = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) ? -1 : 0;
+    if (!rc && !(*out = malloc((size_t)size + 1))) rc = -1;
+    if (!rc && fread(*out, 1, (size_t)size, f) != (size_t)size) rc = -1;
     fclose(f);
     if (rc) free(*out), *out = NULL;
+    if (!rc) (*out)[size] = 0, *n = (size_t)size;
     return rc;
 }
 
-/* Every rank counts the words of its slice; the counts are gathered to rank
- * 0 in rank order and written as j->counts (a counts file of N documents,
- * read by `convert --counts`). Collective; 0 on every rank if all went well. */
-static int reduce_word_counts(const job *j, const char *prog, int rank, int size) {
+/* ------------------------------------------------------------ word counts
+ *
+ * Every rank counts the words of its slice (`convert --count-only`: a counts
+ * document, converters/wordcounts.c). The documents are then reduced by hash
+ * partition: rank r sends each word line to rank hash(section, word) mod N,
+ * each rank sums the counts of its 1/N of the words over all N documents,
+ * and rank 0 gathers the N disjoint sums into one document that covers the
+ * whole input (shard 0 of 1) with the same header: DIR/word.counts, read by
+ * every rank's conversion (`--counts`). Each rank thus handles about the
+ * distinct words once (its own counts, its partition of everyone's), rank 0
+ * the final vocabulary once more, whatever N; ss__vocab_build() orders words
+ * by count and bytes only, so the vocabulary is the single process's.
+ * Transfers go in pieces of at most 1 GiB: MPI counts are int. */
+
+#define PIECE ((size_t)1 << 30)
+#define MAX_SECTIONS 2 /* a parallel corpus's two sides */
+
+typedef struct buf {
+    char *d;
+    size_t n, cap;
+} buf;
+
+static int buf_put(buf *b, const char *p, size_t n) {
+    if (b->n + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 4096;
+        while (cap < b->n + n + 1) cap *= 2;
+        char *q = realloc(b->d, cap);
+        if (!q) return -1;
+        b->d = q;
+        b->cap = cap;
+    }
+    memcpy(b->d + b->n, p, n);
+    b->n += n;
+    b->d[b->n] = 0;
+    return 0;
+}
+
+/* FNV-1a, then a 64-bit finalizer: FNV's low bits depend only on the low
+ * bits of the bytes, and both the partition (mod N) and the table (mask)
+ * use low bits. */
+static uint64_t hash_bytes(const char *p, size_t n, uint64_t h) {
+    for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)p[i]) * 0x100000001b3ull;
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdull;
+    h ^= h >> 33;
+    h *= 0xc4ceb9fe1a85ec53ull;
+    return h ^ (h >> 33);
+}
+
+/* A counts document split up: the header from "options" on, the section
+ * names, and each section's word lines [start, end). */
+typedef struct counts_doc {
+    const char *rest;
+    size_t rest_len;
+    int nsec;
+    const char *name[MAX_SECTIONS], *words[MAX_SECTIONS], *end[MAX_SECTIONS];
+    size_t name_len[MAX_SECTIONS];
+} counts_doc;
+
+static const char *line_end(const char *p, const char *e) {
+    const char *nl = memchr(p, '\n', (size_t)(e - p));
+    return nl ? nl + 1 : e;
+}
+
+/* Parse one --count-only document (magic, shard line, header, sections). */
+static int parse_counts(counts_doc *c, const char *d, size_t n) {
+    const char *e = d + n, *p = line_end(d, e); /* past the magic */
+    p = line_end(p, e);                         /* past "shard K N" */
+    memset(c, 0, sizeof *c);
+    c->rest = p;
+    while (p < e && *p != '\t') p = line_end(p, e);
+    c->rest_len = (size_t)(p - c->rest);
+    while (p < e) {
+        if (*p != '\t' || c->nsec == MAX_SECTIONS) return -1;
+        const char *nl = line_end(p, e);
+        int k = c->nsec++;
+        c->name[k] = p + 1;
+        c->name_len[k] = (size_t)(nl - p - 1) - (nl[-1] == '\n');
+        c->words[k] = p = nl;
+        while (p < e && *p != '\t') p = line_end(p, e);
+        c->end[k] = p;
+    }
+    return c->nsec ? 0 : -1;
+}
+
+/* Send `n` bytes to / receive from `peer` in pieces (tag base + piece). */
+static void big_isend(const char *d, size_t n, int peer, MPI_Request **rq, int *nrq) {
+    for (size_t at = 0, k = 0; at < n; at += PIECE, k++) {
+        size_t m = n - at < PIECE ? n - at : PIECE;
+        MPI_Isend(d + at, (int)m, MPI_CHAR, peer, (int)k, MPI_COMM_WORLD, &(*rq)[(*nrq)++]);
+    }
+}
+static void big_irecv(char *d, size_t n, int peer, MPI_Request **rq, int *nrq) {
+    for (size_t at = 0, k = 0; at < n; at += PIECE, k++) {
+        size_t m = n - at < PIECE ? n - at : PIECE;
+        MPI_Irecv(d + at, (int)m, MPI_CHAR, peer, (int)k, MPI_COMM_WORLD, &(*rq)[(*nrq)++]);
+    }
+}
+static size_t pieces(size_t n) {
+    return (n + PIECE - 1) / PIECE;
+}
+
+/* All-to-all of byte buffers of any size: out[r] to rank r, in[r] (malloc'ed)
+ * from rank r. Collective. 0 or -1 (out of memory, on this rank). */
+static int exchange(const buf *out, buf *in, int size) {
+    uint64_t *sn = calloc((size_t)size, 8), *rn = calloc((size_t)size, 8);
+    int ok = sn && rn;
+    for (int r = 0; ok && r < size; r++) sn[r] = out[r].n;
+    MPI_Alltoall(sn, 1, MPI_UINT64_T, rn, 1, MPI_UINT64_T, MPI_COMM_WORLD);
+    size_t nreq = 0;
+    for (int r = 0; ok && r < size; r++) nreq += pieces(sn[r]) + pieces(rn[r]);
+    MPI_Request *rq = malloc((nreq ? nreq : 1) * sizeof *rq);
+    int nrq = 0;
+    for (int r = 0; ok && r < size; r++) {
+        in[r].n = in[r].cap = rn[r];
+        if (!(in[r].d = malloc(rn[r] + 1))) ok = 0;
+    }
+    MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    if (ok && rq) {
+        for (int r = 0; r < size; r++) big_irecv(in[r].d, rn[r], r, &rq, &nrq);
+        for (int r = 0; r < size; r++) big_isend(out[r].d, sn[r], r, &rq, &nrq);
+        MPI_Waitall(nrq, rq, MPI_STATUSES_IGNORE);
+        for (int r = 0; r < size; r++) in[r].d[rn[r]] = 0;
+    }
+    free(rq);
+    free(sn);
+    free(rn);
+    return ok && rq ? 0 : -1;
+}
+
+/* The sums of one section's words: open addressing over the received lines. */
+typedef struct word_sum {
+    const char *w; /* NULL: empty slot */
+    size_t len;
+    uint64_t hash, count;
+} word_sum;
+
+typedef struct sum_table {
+    word_sum *slot;
+    size_t cap, n;
+} sum_table;
+
+static int sum_add(sum_table *t, const char *w, size_t len, uint64_t h, uint64_t count) {
+    if (2 * (t->n + 1) > t->cap) {
+        size_t cap = t->cap ? 2 * t->cap : 1024;
+        word_sum *s = calloc(cap, sizeof *s);
+        if (!s) return -1;
+        for (size_t i = 0; i < t->cap; i++) {
+            if (!t->slot[i].w) continue;
+            size_t j = t->slot[i].hash & (cap - 1);
+            while (s[j].w) j = (j + 1) & (cap - 1);
+            s[j] = t->slot[i];
+        }
+        free(t->slot);
+        t->slot = s;
+        t->cap = cap;
+    }
+    size_t j = h & (t->cap - 1);
+    for (; t->slot[j].w; j = (j + 1) & (t->cap - 1))
+        if (t->slot[j].hash == h && t->slot[j].len == len && !memcmp(t->slot[j].w, w, len)) {
+            t->slot[j].count += count;
+            return 0;
+        }
+    t->slot[j] = (word_sum){w, len, h, count};
+    t->n++;
+    return 0;
+}
+
+/* The word lines of one received part ("WORD\tCOUNT\n"...) summed into t. */
+static int sum_lines(sum_table *t, const char *p, const char *e) {
+    while (p < e) {
+        const char *nl = line_end(p, e), *tab = memchr(p, '\t', (size_t)(nl - p));
+        if (!tab) return -1;
+        uint64_t count = strtoull(tab + 1, NULL, 10);
+        size_t len = (size_t)(tab - p);
+        if (sum_add(t, p, len, hash_bytes(p, len, 0xcbf29ce484222325ull), count)) return -1;
+        p = nl;
+    }
+    return 0;
+}
+
+/* This rank's partition: each section's summed words as word lines. The
+ * parts received from each rank hold, per section, a u64 byte count and
+ * the lines. */
+static int sum_partition(buf *in, int size, int nsec, buf *out, uint64_t *sec_bytes) {
+    int rc = 0;
+    size_t lines = 0; /* an upper bound of the distinct words: no rehash */
+    for (int r = 0; r < size; r++)
+        for (const char *p = in[r].d, *e = p + in[r].n; (p = memchr(p, '\n', (size_t)(e - p))); p++)
+            lines++;
+    for (int s = 0; s < nsec && !rc; s++) {
+        sum_table t = {NULL, 0, 0};
+        size_t cap = 1024;
+        while (cap < 2 * lines + 2) cap *= 2;
+        if (!(t.slot = calloc(cap, sizeof *t.slot))) return -1;
+        t.cap = cap;
+        for (int r = 0; r < size && !rc; r++) {
+            const char *p = in[r].d;
+            for (int k = 0; k < s; k++) {
+                uint64_t n;
+                memcpy(&n, p, 8);
+                p += 8 + n;
+            }
+            uint64_t n;
+            memcpy(&n, p, 8);
+            rc = sum_lines(&t, p + 8, p + 8 + n);
+        }
+        size_t before = out->n;
+        for (size_t i = 0; i < t.cap && !rc; i++) {
+            if (!t.slot[i].w) continue;
+            char digits[24], *d = digits + sizeof digits;
+            *--d = '\n';
+            for (uint64_t v = t.slot[i].count; d == digits + sizeof digits - 1 || v; v /= 10)
+                *--d = (char)('0' + v % 10);
+            *--d = '\t';
+            if (buf_put(out, t.slot[i].w, t.slot[i].len) ||
+                buf_put(out, d, (size_t)(digits + sizeof digits - d)))
+                rc = -1;
+        }
+        sec_bytes[s] = out->n - before;
+        free(t.slot);
+    }
+    return rc;
+}
+
+/* Rank 0: the N partitions' sums as one document covering shard 0 of 1. */
+static int write_reduced(const char *path, const counts_doc *c, char *const *part,
+                         uint64_t *const *sec_bytes, int size) {
+    char tmp[PATH_MAX + 64];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *f = fopen(tmp, "wb");
+    int ok = f && fprintf(f, "seqstore-counts 1\nshard\t0\t1\n") > 0 &&
+             fwrite(c->rest, 1, c->rest_len, f) == c->rest_len;
+    size_t *at = calloc((size_t)size, sizeof *at);
+    ok = ok && at;
+    for (int s = 0; ok && s < c->nsec; s++) {
+        ok = fputc('\t', f) != EOF && fwrite(c->name[s], 1, c->name_len[s], f) == c->name_len[s] &&
+             fputc('\n', f) != EOF;
+        for (int r = 0; ok && r < size; r++) {
+            size_t n = (size_t)sec_bytes[r][s];
+            ok = fwrite(part[r] + at[r], 1, n, f) == n;
+            at[r] += n;
+        }
+    }
+    free(at);
+    ok = ok && !fflush(f) && !fsync(fileno(f));
+    if (f && fclose(f)) ok = 0;
+    if (ok && rename(tmp, path)) ok = 0;
+    if (!ok) unlink(tmp);
+    return ok ? 0 : -1;
+}
+
+/* The partition of this rank's counts by word hash: out[o] holds, per
+ * section, a u64 byte count and the word lines rank o sums. */
+static int partition_counts(const counts_doc *c, buf *out, int size) {
+    for (int s = 0; s < c->nsec; s++) {
+        size_t *len_at = calloc((size_t)size, sizeof *len_at);
+        if (!len_at) return -1;
+        uint64_t zero = 0, salt = hash_bytes(c->name[s], c->name_len[s], 0xcbf29ce484222325ull);
+        for (int o = 0; o < size; o++) {
+            len_at[o] = out[o].n;
+            if (buf_put(&out[o], (const char *)&zero, 8)) return free(len_at), -1;
+        }
+        for (const char *p = c->words[s]; p < c->end[s];) {
+            const char *nl = line_end(p, c->end[s]), *tab = memchr(p, '\t', (size_t)(nl - p));
+            if (!tab) return free(len_at), -1;
+            /* the high half: the table (sum_add) indexes by the low bits */
+            int o = (int)((hash_bytes(p, (size_t)(tab - p), salt) >> 32) % (uint64_t)size);
+            if (buf_put(&out[o], p, (size_t)(nl - p))) return free(len_at), -1;
+            if (nl[-1] != '\n' && buf_put(&out[o], "\n", 1)) return free(len_at), -1;
+            p = nl;
+        }
+        for (int o = 0; o < size; o++) {
+            uint64_t n = out[o].n - len_at[o] - 8;
+            memcpy(out[o].d + len_at[o], &n, 8);
+        }
+        free(len_at);
+    }
+    return 0;
+}
+
+/* Rank 0 gathers every rank's summed partition (pieces of at most 1 GiB)
+ * and writes the reduced document. Collective. */
+static int gather_reduced(const job *j, const counts_doc *c, const buf *mine,
+                          const uint64_t *my_bytes, int rank, int size, int ok) {
+    uint64_t meta[1 + MAX_SECTIONS] = {mine->n}, *all = NULL;
+    for (int s = 0; s < MAX_SECTIONS; s++) meta[1 + s] = my_bytes[s];
+    if (rank == 0) all = calloc((size_t)size * (1 + MAX_SECTIONS), 8);
+    MPI_Gather(meta, 1 + MAX_SECTIONS, MPI_UINT64_T, all, 1 + MAX_SECTIONS, MPI_UINT64_T, 0,
+               MPI_COMM_WORLD);
+    char **part = rank == 0 ? calloc((size_t)size, sizeof *part) : NULL;
+    uint64_t **secs = rank == 0 ? calloc((size_t)size, sizeof *secs) : NULL;
+    if (rank == 0 && (!all || !part || !secs)) ok = 0;
+    for (int r = 0; rank == 0 && ok && r < size; r++) {
+        secs[r] = all + (size_t)r * (1 + MAX_SECTIONS) + 1;
+        if (!(part[r] = malloc((size_t)all[(size_t)r * (1 + MAX_SECTIONS)] + 1))) ok = 0;
+    }
+    MPI_Bcast(&ok, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    if (ok) {
+        size_t nreq = pieces(mine->n);
+        for (int r = 0; rank == 0 && r < size; r++)
+            nreq += pieces((size_t)all[(size_t)r * (1 + MAX_SECTIONS)]);
+        MPI_Request *rq = malloc((nreq ? nreq : 1) * sizeof *rq);
+        int nrq = 0;
+        if (!rq) MPI_Abort(MPI_COMM_WORLD, 1); /* a few requests: the job cannot go on */
+        for (int r = 0; rank == 0 && r < size; r++)
+            big_irecv(part[r], (size_t)all[(size_t)r * (1 + MAX_SECTIONS)], r, &rq, &nrq);
+        big_isend(mine->d, mine->n, 0, &rq, &nrq);
+        MPI_Waitall(nrq, rq, MPI_STATUSES_IGNORE);
+        free(rq);
+        if (rank == 0 && write_reduced(j->counts, c, part, secs, size)) {
+            fprintf(stderr, "seqstore-mpi: cannot write '%s'\n", j->counts);
+            ok = 0;
+        }
+        MPI_Bcast(&ok, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    }
+    for (int r = 0; part && r < size; r++) free(part[r]);
+    free(part);
+    free(secs);
+    free(all);
+    return ok;
+}
+
+/* Count this rank's slice into its counts text (*text, malloc'ed; with text
+ * NULL the file DIR/word-RRRRR-of-NNNNN.counts.tmp is left for the caller). */
+static int count_slice(const job *j, const char *prog, int rank, int size, char **text,
+                       size_t *len) {
     char spec[64], mine[PATH_MAX + 64];
     snprintf(spec, sizeof spec, "%d/%d", rank, size);
     snprintf(mine, sizeof mine, "%s/word-%05d-of-%05d.counts.tmp", j->dir, rank, size);
     char **argv = calloc((size_t)j->npass + 10, sizeof *argv);
-    int n = 0, status = argv ? 0 : 1;
+    int n = 0, status = 1;
     if (argv) {
         argv[n++] = (char *)prog;
         for (int i = 0; i < j->npass; i++) argv[n++] = j->pass[i];
@@ -275,47 +619,52 @@ static int reduce_word_counts(const job *j, const char *prog, int rank, int size
         phase_secs[T_CPU] += cpu_secs(RUSAGE_CHILDREN) - c0;
         free(argv);
     }
-    double t0 = MPI_Wtime();
-    char *text = NULL;
-    long len = 0;
-    if (!status && slurp(mine, &text, &len)) {
+    if (!text) return status; /* the caller takes the file */
+    if (!status && slurp(mine, text, len)) {
         fprintf(stderr, "seqstore-mpi: rank %d: cannot read '%s'\n", rank, mine);
         status = 1;
     }
     unlink(mine);
-    /* the reduce: sizes, then the counts themselves, to rank 0 */
-    int mylen = status ? -1 : (int)len, *lens = calloc((size_t)size, sizeof *lens);
-    int *offs = calloc((size_t)size, sizeof *offs);
-    MPI_Gather(&mylen, 1, MPI_INT, lens, 1, MPI_INT, 0, MPI_COMM_WORLD);
-    long total = 0;
-    int ok = lens && offs;
-    for (int r = 0; rank == 0 && r < size; r++) {
-        if (lens[r] < 0) ok = 0;
-        offs[r] = (int)total;
-        total += lens[r] > 0 ? lens[r] : 0;
-        if (total > INT_MAX) ok = 0; /* MPI counts are int */
-    }
-    MPI_Bcast(&ok, 1, MPI_INT, 0, MPI_COMM_WORLD);
-    char *all = rank == 0 && ok ? malloc((size_t)total + 1) : NULL;
-    if (ok) {
-        MPI_Gatherv(text, mylen, MPI_CHAR, all, lens, offs, MPI_CHAR, 0, MPI_COMM_WORLD);
-        if (rank == 0) {
-            FILE *f = fopen(j->counts, "wb");
-            ok = f && fwrite(all, 1, (size_t)total, f) == (size_t)total && !fflush(f) &&
-                 !fsync(fileno(f));
-            if (f && fclose(f)) ok = 0;
-            if (!ok) fprintf(stderr, "seqstore-mpi: cannot write '%s'\n", j->counts);
+    return status;
+}
+
+/* The reduce described above. Collective; 0 on every rank if all went well. */
+static int reduce_word_counts(const job *j, const char *prog, int rank, int size) {
+    char *text = NULL;
+    size_t len = 0;
+    if (size == 1) { /* shard 0 of 1 counted everything: the reduced document already */
+        char mine[PATH_MAX + 64];
+        snprintf(mine, sizeof mine, "%s/word-00000-of-00001.counts.tmp", j->dir);
+        int rc = count_slice(j, prog, rank, size, NULL, NULL);
+        if (!rc && rename(mine, j->counts)) {
+            fprintf(stderr, "seqstore-mpi: cannot write '%s': %s\n", j->counts, strerror(errno));
+            rc = 1;
         }
-        MPI_Bcast(&ok, 1, MPI_INT, 0, MPI_COMM_WORLD);
-    } else if (rank == 0) {
-        fprintf(stderr, "seqstore-mpi: counting words failed (or the counts exceed 2 GiB); no "
-                        "shard converted\n");
+        unlink(mine);
+        return rc ? 1 : 0;
     }
-    free(all);
+    int ok = !count_slice(j, prog, rank, size, &text, &len);
+    double t0 = MPI_Wtime(), c0 = cpu_secs(RUSAGE_SELF);
+    counts_doc c;
+    buf *out = calloc((size_t)size, sizeof *out), *in = calloc((size_t)size, sizeof *in), mine = {0};
+    uint64_t sec_bytes[MAX_SECTIONS] = {0};
+    if (ok && (!out || !in || parse_counts(&c, text, len))) ok = 0;
+    if (ok && partition_counts(&c, out, size)) ok = 0;
+    MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    if (ok && exchange(out, in, size)) ok = 0;
+    for (int r = 0; out && r < size; r++) free(out[r].d);
+    if (ok && sum_partition(in, size, c.nsec, &mine, sec_bytes)) ok = 0;
+    MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    if (ok) ok = gather_reduced(j, &c, &mine, sec_bytes, rank, size, ok);
+    else if (rank == 0)
+        fprintf(stderr, "seqstore-mpi: counting words failed; no shard converted\n");
+    for (int r = 0; in && r < size; r++) free(in[r].d);
+    free(in);
+    free(out);
+    free(mine.d);
     free(text);
-    free(lens);
-    free(offs);
     phase_secs[T_REDUCE] = MPI_Wtime() - t0;
+    phase_secs[T_RCPU] = cpu_secs(RUSAGE_SELF) - c0;
     return ok ? 0 : 1;
 }
 

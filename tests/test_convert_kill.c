@@ -13,7 +13,11 @@
  *    directory given as .npy, a full disk (tmpfs; skipped if mount fails).
  * 5. A kill -9 campaign: seeded random SIGKILLs (SS_TEST_KILL_AFTER) across
  *    create, append and resume, each resumed and compared byte for byte
- *    with the uninterrupted run. */
+ *    with the uninterrupted run.
+ * 6. A live writer (SS_TEST_STALL_AFTER: committed, then asleep) holds its
+ *    store: a --resume beside it is refused and leaves it alone; once the
+ *    writer is killed, --resume completes the store equal to an
+ *    uninterrupted run and removes the lock file the dead writer left. */
 #include "testutil.h"
 
 #include "../converters/resume.h"
@@ -22,6 +26,7 @@
 #include <signal.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -503,13 +508,67 @@ static void test_record(void) {
 }
 
 /* With arguments: only the named parts (record messages gzip mismatch full campaign). */
+/* ------------------------------------------------------ 6: a live writer */
+
+static uint64_t committed(const char *path) {
+    ss_store *s = NULL;
+    if (ss_open(&s, path, SS_OPEN_NOLOCK | SS_OPEN_INCOMPLETE)) return 0;
+    uint64_t n = ss_count(s);
+    ss_close(s);
+    return n;
+}
+
+static pid_t g_staller; /* killed at exit if a check fails while it lives */
+
+static void kill_staller(void) {
+    if (g_staller > 0) kill(g_staller, SIGKILL);
+}
+
+static void test_live_writer(void) {
+    const char *in = ss_test_path("live.txt"), *out = ss_test_path("live.ss");
+    const char *ref = ss_test_path("live-ref.ss");
+    char lock[900];
+    snprintf(lock, sizeof lock, "%s-lock", out);
+    write_text(in, 20000, 7);
+    remove_store(out);
+    EXPECT_RUN(0, 0, "convert text %s -o %s --quiet " CB, in, out); /* under the same name */
+    CHECK(rename(out, ref) == 0);
+    remove_store(out);
+    pid_t pid = fork();
+    CHECK(pid >= 0);
+    if (pid == 0) {
+        setenv("SS_TEST_STALL_AFTER", "3000", 1);
+        execl(SS_CLI, SS_CLI, "convert", "text", in, "-o", out, "--quiet", "--commit-bytes", "1",
+              (char *)NULL);
+        _exit(127);
+    }
+    g_staller = pid;
+    atexit(kill_staller);
+    for (int t = 0; t < 600 && committed(out) < 3000; t++) usleep(50000);
+    CHECK_EQ_U64(committed(out), 3000);
+    EXPECT_RUN(1, 0, "convert text %s -o %s --resume --quiet " CB, in, out);
+    EXPECT_ERR("is being written by another live conversion");
+    CHECK(waitpid(pid, NULL, WNOHANG) == 0); /* still writing, untouched */
+    CHECK_EQ_U64(committed(out), 3000);
+    CHECK(kill(pid, SIGKILL) == 0);
+    CHECK(waitpid(pid, NULL, 0) == pid);
+    g_staller = 0;
+    CHECK(access(lock, F_OK) == 0); /* the dead writer's */
+    EXPECT_RUN(0, 0, "convert text %s -o %s --resume --quiet " CB, in, out);
+    CHECK(access(lock, F_OK) != 0);
+    same_store(out, ref);
+    remove_store(ref);
+    remove_store(out);
+}
+
 int main(int argc, char **argv) {
     static const struct {
         const char *name;
         void (*fn)(void);
     } parts[] = {{"record", test_record},       {"messages", test_messages},
                  {"gzip", test_truncated_gzip}, {"mismatch", test_resume_mismatch},
-                 {"full", test_disk_full},      {"campaign", test_campaign}};
+                 {"full", test_disk_full},      {"campaign", test_campaign},
+                 {"live", test_live_writer}};
     for (size_t k = 0; k < sizeof parts / sizeof parts[0]; k++) {
         int on = argc < 2;
         for (int i = 1; i < argc; i++) on |= !strcmp(argv[i], parts[k].name);

@@ -6,9 +6,14 @@
  * several whole files), parallel and jsonl. npy and EDF are checked in their
  * own tests. Shared vocabularies: every shard counts only its
  * slice (`--count-only`), the conversions take the merged counts
- * (`--counts DIR`), and the result is again the single process's. */
+ * (`--counts DIR`), and the result is again the single process's. Even
+ * shards: with the converter's own block size (1 MiB), a 3 MB file cut N ways
+ * for N up to 64 gives N shards whose bytes each lie within one line of T/N
+ * (lines), and no empty shard (documents, parallel and JSON lines), their
+ * examples again the single process's. */
 #include "testutil.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -266,6 +271,98 @@ static void check_jsonl_count_errors(const char *jl, const char *big) {
     fprintf(stderr, "ok: jsonl counts errors\n");
 }
 
+/* `args` (one input of `total` bytes) cut n ways with the default block
+ * size: the shards assembled are the single conversion `single`; none is
+ * empty; with `maxline` (bytes mode, one example per line), each shard's
+ * bytes (its lines and their '\n') lie within maxline of total/n. */
+static void check_even(const char *name, const char *args, const char *single, uint32_t n,
+                       uint64_t total, uint64_t maxline) {
+    char err[4096], pname[256];
+    const char *paths[64];
+    uint64_t lo = UINT64_MAX, hi = 0;
+    for (uint32_t k = 0; k < n; k++) {
+        snprintf(pname, sizeof pname, "even-%s-%u-of-%u.ss", name, k, n);
+        paths[k] = ss_test_keep_path(pname);
+        CHECK_EXIT(ss_test_cli(err, sizeof err, NULL, "%s -o %s --force --shard %u/%u --quiet",
+                               args, paths[k], k, n),
+                   0, err);
+        ss_store *s;
+        CHECK_OK(ss_open(&s, paths[k], 0));
+        uint64_t bytes = ss_count(s), count = ss_count(s);
+        for (uint64_t i = 0; maxline && i < count; i++) {
+            ss_view v;
+            CHECK_OK(ss_get(&v, s, 0, i));
+            bytes += v.length;
+        }
+        ss_close(s);
+        if (!count) fprintf(stderr, "%s: shard %u of %u is empty\n", name, k, n);
+        CHECK(count > 0);
+        if (maxline && (bytes + maxline < total / n || bytes > total / n + 1 + maxline))
+            fprintf(stderr, "%s: shard %u of %u holds %" PRIu64 " bytes, not about %" PRIu64 "\n",
+                    name, k, n, bytes, total / n);
+        if (maxline) CHECK(bytes + maxline >= total / n && bytes <= total / n + 1 + maxline);
+        lo = count < lo ? count : lo;
+        hi = count > hi ? count : hi;
+    }
+    ss_test_check_shards(single, paths, n);
+    fprintf(stderr, "ok: even %s, %u shards of %" PRIu64 "..%" PRIu64 " examples\n", name, n, lo,
+            hi);
+}
+
+static uint64_t file_size(const char *path) {
+    struct stat st;
+    CHECK(stat(path, &st) == 0);
+    return (uint64_t)st.st_size;
+}
+
+/* The longest line of a file, with its '\n'. */
+static uint64_t longest_line(const char *path) {
+    size_t n;
+    char *t = ss_test_read_file(path, &n);
+    uint64_t best = 0, run = 0;
+    for (size_t i = 0; i < n; i++) {
+        run++;
+        if (t[i] == '\n') best = run > best ? run : best, run = 0;
+    }
+    free(t);
+    return run > best ? run : best;
+}
+
+static void check_even_all(void) {
+    const char *text = ss_test_keep_path("even.txt"), *docs = ss_test_keep_path("even-docs.txt");
+    const char *src = ss_test_keep_path("even-src.txt"), *tgt = ss_test_keep_path("even-tgt.txt");
+    const char *jl = ss_test_keep_path("even.jsonl");
+    write_text(text, 100000, 21, 0); /* about 3 MB: three of the converter's blocks */
+    write_text(docs, 100000, 22, 1);
+    write_text(src, 60000, 23, 0);
+    write_text(tgt, 60000, 24, 0);
+    write_jsonl(jl, 60000, 25);
+    static const uint32_t ns[] = {2, 3, 5, 16, 64};
+    char args[4096], err[4096], single[300];
+    struct {
+        const char *name, *fmt, *a, *b;
+        uint64_t total;
+        int lines;
+    } cases[] = {
+        {"bytes", "convert text %s --tokens bytes", text, NULL, file_size(text), 1},
+        {"docs", "convert text %s --tokens bytes --docs --doc-sep --- --skip-empty", docs, NULL,
+         0, 0},
+        {"blank-docs", "convert text %s --tokens words --docs", docs, NULL, 0, 0},
+        {"parallel", "convert parallel %s %s --tokens words", src, tgt, 0, 0},
+        {"jsonl", "convert jsonl %s --key text --tokens bytes", jl, NULL, 0, 0},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        snprintf(args, sizeof args, cases[c].fmt, cases[c].a, cases[c].b);
+        snprintf(single, sizeof single, "%s", ss_test_keep_path("even-single.ss"));
+        CHECK_EXIT(ss_test_cli(err, sizeof err, NULL, "%s -o %s --force --quiet", args, single), 0,
+                   err);
+        uint64_t maxline = cases[c].lines ? longest_line(cases[c].a) : 0;
+        for (size_t t = 0; t < sizeof ns / sizeof ns[0]; t++)
+            if (cases[c].lines || ns[t] == 16)
+                check_even(cases[c].name, args, single, ns[t], cases[c].total, maxline);
+    }
+}
+
 int main(void) {
     const char *big = ss_test_keep_path("big.txt"), *src = ss_test_keep_path("src.txt");
     const char *tgt = ss_test_keep_path("tgt.txt"), *j1 = ss_test_keep_path("a.jsonl");
@@ -283,6 +380,8 @@ int main(void) {
                  ss_test_keep_path(i ? i == 1 ? "s1" : "s2" : "s0"));
         write_text(small[i], 100 + 150 * i, 10 + (uint64_t)i, 0);
     }
+
+    check_even_all();
 
     /* one large file, cut at line boundaries */
     snprintf(args, sizeof args, "convert text %s --tokens bytes", big);

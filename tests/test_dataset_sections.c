@@ -5,7 +5,10 @@
  * through ss_attr_get() and the loader exactly as over the merged store
  * (same batches for the same seed, stored buckets and k-fold splits, ranks x
  * workers); kept or dropped on rebuild, refused when stale, checked by
- * verify; the directory stays movable and free of lock files. */
+ * verify; the directory stays movable and free of lock files. Many shards:
+ * 300 shards of mixed length widths (u8, u16, u32 sections, empty ones) are
+ * built under `ulimit -n 64` (each shard open only while checked) and the
+ * dataset's lengths are every shard's, in order, in the widest width. */
 #include "testutil.h"
 
 #include "seqstore/loader.h"
@@ -16,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 static const char *const WORDS[] = {"the", "a", "cat", "sat", "on", "mat", "dog", "ran", "far"};
 
@@ -245,11 +249,70 @@ static void check_writers_take_turns(const char *dir) {
     closedir(dd);
 }
 
+/* Shard k of `n`: k % 5 examples, of lengths up to 200 (u8), 300 (u16) or
+ * one of 70000 (u32) by k % 3; source.shard k/n. */
+static void write_width_shard(const char *path, uint32_t k, uint32_t n) {
+    ss_field f = {"tokens", SS_U8, 1, 0, {0}};
+    ss_schema sc = {1, &f};
+    ss_writer_options o = SS_WRITER_OPTIONS_INIT;
+    o.flags = SS_WRITE_FORCE | SS_WRITE_NOSYNC;
+    ss_writer *w;
+    CHECK_OK(ss_writer_create(&w, path, &sc, &o));
+    static uint8_t buf[70000];
+    for (uint32_t i = 0; i < k % 5; i++) {
+        uint64_t len = k % 3 == 2 && i == 0 ? 70000 : 1 + (k * 31 + i * 7) % (k % 3 ? 300 : 200);
+        ss_value v = {buf, len};
+        CHECK_OK(ss_writer_append(w, &v));
+    }
+    char spec[32];
+    snprintf(spec, sizeof spec, "%u/%u", k, n);
+    CHECK_OK(ss_writer_set_attr(w, "source.shard", SS_ATTR_TEXT, spec, strlen(spec)));
+    CHECK_OK(ss_writer_finish(w));
+    ss_writer_free(w);
+    char lock[1200];
+    snprintf(lock, sizeof lock, "%s-lock", path);
+    unlink(lock);
+}
+
+static void check_many_shards(void) {
+    enum { N = 300 };
+    const char *dir = ss_test_keep_path("many");
+    char path[1100], cmd[4096];
+    mkdir(dir, 0755);
+    for (uint32_t k = 0; k < N; k++) {
+        snprintf(path, sizeof path, "%s/part-%05u.ss", dir, k);
+        write_width_shard(path, k, N);
+    }
+    snprintf(cmd, sizeof cmd, "ulimit -n 64 && exec %s dataset build %s > /dev/null", SS_CLI, dir);
+    CHECK(system(cmd) == 0);
+    ss_store *d;
+    CHECK_OK(ss_open(&d, dir, SS_OPEN_NOLOCK));
+    const void *all;
+    ss_dtype dtype;
+    uint64_t count, at = 0;
+    CHECK_OK(ss_lengths_view(&all, &dtype, &count, d, 0));
+    CHECK(dtype == SS_U32);
+    CHECK_EQ_U64(count, ss_count(d));
+    for (uint32_t k = 0; k < N; k++) {
+        ss_store *s;
+        snprintf(path, sizeof path, "%s/part-%05u.ss", dir, k);
+        CHECK_OK(ss_open(&s, path, SS_OPEN_NOLOCK));
+        for (uint64_t i = 0; i < ss_count(s); i++, at++)
+            CHECK_EQ_U64(((const uint32_t *)all)[at], ss_length(s, 0, i));
+        ss_close(s);
+    }
+    CHECK_EQ_U64(at, count);
+    ss_close(d);
+    fprintf(stderr, "ok: %u shards under ulimit -n 64, %llu lengths\n", (unsigned)N,
+            (unsigned long long)count);
+}
+
 int main(void) {
     const char *text = ss_test_keep_path("corpus.txt"), *dir = ss_test_keep_path("ds");
     const char *merged = ss_test_keep_path("merged.ss"), *moved = ss_test_keep_path("moved");
     const char *saved = ss_test_keep_path("saved-sections.ss");
     char err[4096], path[4096];
+    check_many_shards();
     write_text(text, 3000, 5);
     mkdir(dir, 0755);
     for (uint32_t k = 0; k < 5; k++) {

@@ -4,16 +4,21 @@
  * vocabulary; a rank killed mid-way (SIGKILL) fails the job and leaves no
  * manifest; rerunning with --resume finishes only what is missing. Word
  * vocabularies: each rank counts only its slice and the counts are reduced
- * (DIR/word.counts holds the four ranks' counts, shards 0..3 in order, whose
- * totals add up to the corpus's words), for text, parallel and JSON-lines
- * corpora. */
+ * (DIR/word.counts holds one document, each word once with the sum of the
+ * four ranks' counts, the totals adding up to the corpus's words), for text,
+ * parallel and JSON-lines corpora. A rank killed from outside (kill -9) while its conversion writes
+ * takes the conversion with it (no orphan left writing the shard), and a
+ * --resume leaves no lock file of the dead writers in the dataset. */
 #include "testutil.h"
 
+#include <dirent.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 static const char *const WORDS[] = {"la", "le", "chat", "dort", "ici", "vite", "très", "z"};
@@ -55,32 +60,159 @@ static void check_dataset(const char *dir, const char *single) {
     ss_close(s);
 }
 
-/* The reduced counts of a 4-rank run: 4 documents, shard k the k-th, their
+/* The reduced counts of a 4-rank run: one document covering the whole input
+ * (shard 0 of 1), each word once per section (the ranks' counts summed, not
+ * concatenated: its size is the distinct words', whatever the ranks), the
  * counts summing to `words`. */
 static void check_counts(const char *dir, uint64_t words) {
-    char path[1100], want[32];
+    char path[1100];
     snprintf(path, sizeof path, "%s/word.counts", dir);
     size_t n;
     char *t = ss_test_read_file(path, &n);
     CHECK(t != NULL);
-    int docs = 0;
+    int docs = 0, lines = 0, repeated = 0;
     uint64_t total = 0;
+    char seen[64][32];
+    int nseen = 0;
     for (char *line = t, *nl; *line; line = nl + 1) {
         CHECK((nl = strchr(line, '\n')) != NULL);
         *nl = 0;
         if (!strcmp(line, "seqstore-counts 1")) {
             CHECK((nl = strchr(nl + 1, '\n')) != NULL);
             *nl = 0;
-            snprintf(want, sizeof want, "shard\t%d\t4", docs++);
-            CHECK(!strcmp(strchr(line, 0) + 1, want));
-        } else if (line[0] != '\t' && strncmp(line, "options\t", 8) &&
-                   strncmp(line, "input\t", 6)) {
-            total += strtoull(strrchr(line, '\t') + 1, NULL, 10);
+            CHECK(!strcmp(strchr(line, 0) + 1, "shard\t0\t1"));
+            docs++;
+        } else if (line[0] == '\t') {
+            nseen = 0; /* a new section */
+        } else if (strncmp(line, "options\t", 8) && strncmp(line, "input\t", 6)) {
+            char *tab = strrchr(line, '\t');
+            total += strtoull(tab + 1, NULL, 10);
+            *tab = 0;
+            for (int k = 0; k < nseen; k++) repeated += !strcmp(seen[k], line);
+            if (nseen < 64) snprintf(seen[nseen++], sizeof seen[0], "%s", line);
+            lines++;
         }
     }
-    CHECK(docs == 4);
+    if (docs != 1 || repeated)
+        fprintf(stderr, "word.counts: %d documents, %d word lines, %d repeated words\n", docs,
+                lines, repeated);
+    CHECK(docs == 1);
+    CHECK(repeated == 0);
     CHECK_EQ_U64(total, words);
     free(t);
+}
+
+/* The parent and state of process `pid` (/proc/PID/stat); 0 if it is gone. */
+static int proc_stat(pid_t pid, pid_t *ppid, char *state) {
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (!f) return 0;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    const char *p = strrchr(buf, ')');
+    int pp;
+    if (!p || sscanf(p + 1, " %c %d", state, &pp) != 2) return 0;
+    *ppid = pp;
+    return 1;
+}
+
+static int alive(pid_t pid) {
+    pid_t pp;
+    char st;
+    return proc_stat(pid, &pp, &st) && st != 'Z' && st != 'X';
+}
+
+/* Is `pid` a descendant of `root`, running the program named `name`? */
+static int runs_under(pid_t pid, pid_t root, const char *name) {
+    char path[64], exe[4096];
+    snprintf(path, sizeof path, "/proc/%d/exe", (int)pid);
+    ssize_t n = readlink(path, exe, sizeof exe - 1);
+    if (n <= 0) return 0;
+    exe[n] = 0;
+    const char *base = strrchr(exe, '/');
+    if (strcmp(base ? base + 1 : exe, name)) return 0;
+    pid_t p = pid, pp;
+    char st;
+    for (int depth = 0; depth < 16 && proc_stat(p, &pp, &st); depth++, p = pp)
+        if (pp == root) return 1;
+    return 0;
+}
+
+/* The `seqstore convert` processes the ranks of job `root` run. */
+static int conversions(pid_t root, pid_t *out, int cap) {
+    DIR *d = opendir("/proc");
+    int n = 0;
+    for (struct dirent *e; d && (e = readdir(d)) && n < cap;) {
+        pid_t pid = (pid_t)atoi(e->d_name);
+        if (pid > 0 && alive(pid) && runs_under(pid, root, "seqstore")) out[n++] = pid;
+    }
+    if (d) closedir(d);
+    return n;
+}
+
+/* kill -9 of one rank while the four conversions write (each stalls after
+ * 50 examples, SS_TEST_STALL_AFTER): mpirun ends the job, and no conversion
+ * may outlive its rank. An orphan found is named and killed. */
+static void check_no_orphans(const char *text) {
+    const char *dir = ss_test_keep_path("ds3");
+    char cmd[8192];
+    snprintf(cmd, sizeof cmd,
+             "exec %s --oversubscribe -n 4 -x SS_TEST_BLOCK_BYTES=600 -x SS_TEST_STALL_AFTER=50 %s "
+             "convert text %s -o %s > %s/mpi3.out 2>&1",
+             SS_MPIRUN, SS_MPI, text, dir, ss_test_tmpdir());
+    pid_t job = fork();
+    CHECK(job >= 0);
+    if (job == 0) {
+        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+        _exit(127);
+    }
+    pid_t conv[16];
+    int n = 0;
+    for (int t = 0; t < 1200 && n < 4; t++) {
+        usleep(50000);
+        n = conversions(job, conv, 16);
+    }
+    CHECK(n == 4);
+    sleep(1); /* into their stall */
+    pid_t rank;
+    char st;
+    CHECK(proc_stat(conv[0], &rank, &st));
+    CHECK(kill(rank, SIGKILL) == 0);
+    int status = 0, waited = 0;
+    for (int t = 0; t < 600 && !waited; t++) {
+        waited = waitpid(job, &status, WNOHANG) == job;
+        if (!waited) usleep(100000);
+    }
+    if (!waited) kill(job, SIGKILL), waitpid(job, &status, 0);
+    CHECK(!WIFEXITED(status) || WEXITSTATUS(status) != 0); /* the job failed */
+    int orphans = 0;
+    for (int k = 0; k < n; k++) {
+        for (int t = 0; t < 50 && alive(conv[k]); t++) usleep(100000);
+        if (!alive(conv[k])) continue;
+        pid_t pp;
+        proc_stat(conv[k], &pp, &st);
+        fprintf(stderr, "conversion %d outlived its rank (parent now %d)\n", (int)conv[k],
+                (int)pp);
+        kill(conv[k], SIGKILL);
+        orphans++;
+    }
+    CHECK(orphans == 0);
+}
+
+/* No LMDB lock file left in `dir`. */
+static void check_no_lock_files(const char *dir) {
+    DIR *d = opendir(dir);
+    CHECK(d != NULL);
+    for (struct dirent *e; (e = readdir(d));) {
+        size_t n = strlen(e->d_name);
+        if (n >= 5 && !strcmp(e->d_name + n - 5, "-lock")) {
+            fprintf(stderr, "'%s/%s' left behind\n", dir, e->d_name);
+            exit(1);
+        }
+    }
+    closedir(d);
 }
 
 int main(void) {
@@ -167,12 +299,14 @@ int main(void) {
     int have0 = stat(part0, &before) == 0;
     strcat(args, " --resume");
     if (mpirun("", args) != 0) show_output(), exit(1);
+    check_no_lock_files(dir2);
     check_dataset(dir2, single);
     if (have0 && ss_open(&s, part0, SS_OPEN_NOLOCK) == 0) { /* rank 0 had finished: untouched */
         ss_close(s);
         CHECK(stat(part0, &after) == 0 && after.st_mtime == before.st_mtime &&
               after.st_size == before.st_size);
     }
+    check_no_orphans(text);
     /* a usage error on every rank */
     CHECK(mpirun("", "convert text") != 0);
     puts("ok");
