@@ -547,7 +547,9 @@ static void test_block_bytes_and_buckets(void) {
     uint64_t ns = ss_selection_count(sel);
     uint32_t key = 0;
     ss_bucket *bk;
-    CHECK_OK(ss_bucket_build(&bk, st, &key, 1, 8));
+    ss_bucket_options bo = SS_BUCKET_OPTIONS_INIT;
+    bo.resolution = 8;
+    CHECK_OK(ss_bucket_create(&bk, st, &key, 1, &bo));
     uint64_t *flat = malloc(ns * sizeof *flat), *gb = malloc((N + 2) * sizeof *gb);
     uint64_t *want = malloc(ns * sizeof *want), *got = malloc((ns + 8) * sizeof *got);
     uint64_t *block_of = malloc(N * sizeof *block_of), *bsize = malloc((N + 1) * sizeof *bsize);
