@@ -40,7 +40,10 @@
  *  - Saved iteration state, for every object that has one: ss_X_state_size(),
  *    ss_X_state_save(buf, cap, &len, x) and ss_X_state_load(x, buf, len); a
  *    blob that is not a state of this object with these options is
- *    SS_EINVAL and leaves the object unchanged.
+ *    SS_EINVAL and leaves the object unchanged. The size is asked only of
+ *    the function (no macro: a size can depend on the object, as a blend's
+ *    does on its sources, and can grow with a state version); save sets
+ *    *len to it, also on SS_EBUFS.
  *  - Fields are addressed by their uint32_t index in the schema, everywhere
  *    (ss_get, the collator, streams, transforms, the window reader, the
  *    splitter, bucket indices). ss_field_index(&idx, store, name) is the one

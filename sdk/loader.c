@@ -30,6 +30,7 @@
 
 #define STATE_MAGIC 0x315244414f4c5353ull /* "SSLOADR1" little-endian */
 #define STATE_VERSION 1
+#define STATE_HEAD 40 /* magic, version, epoch, position, fingerprint; then the sampler's */
 #define MSG_CAP 1024
 
 enum { MODE_FIXED = 0, MODE_TOKENS = 1, MODE_BUCKET = 2 };
@@ -1122,7 +1123,7 @@ uint64_t ss_loader_count(const ss_loader *l) {
 }
 
 size_t ss_loader_state_size(const ss_loader *l) {
-    return l ? SS_LOADER_STATE_SIZE : 0;
+    return l ? STATE_HEAD + ss_sampler_state_size(l->sampler) : 0;
 }
 
 uint64_t ss_loader_position(const ss_loader *l) {
@@ -1132,11 +1133,11 @@ uint64_t ss_loader_position(const ss_loader *l) {
 /* ---------------------------------------------------------------- state */
 
 int ss_loader_state_save(void *buf, size_t cap, size_t *len, const ss_loader *l) {
-    if (len) *len = SS_LOADER_STATE_SIZE;
+    size_t need = ss_loader_state_size(l);
+    if (len) *len = need;
     if (!l || !buf) return ss__fail(SS_EINVAL, "ss_loader_state_save: NULL argument");
-    if (cap < SS_LOADER_STATE_SIZE)
-        return ss__fail(SS_EBUFS, "ss_loader_state_save: %zu bytes, %d needed", cap,
-                        SS_LOADER_STATE_SIZE);
+    if (cap < need)
+        return ss__fail(SS_EBUFS, "ss_loader_state_save: %zu bytes, %zu needed", cap, need);
     ss_loader *m = (ss_loader *)l; /* the mutex only */
     unsigned char *p = buf;
     pthread_mutex_lock(&m->mu);
@@ -1145,7 +1146,7 @@ int ss_loader_state_save(void *buf, size_t cap, size_t *len, const ss_loader *l)
     ss_put_le64(p + 16, l->epoch);
     ss_put_le64(p + 24, l->consumed);
     ss_put_le64(p + 32, l->fingerprint);
-    int rc = ss_sampler_state_save(p + 40, SS_SAMPLER_STATE_SIZE, NULL, l->sampler);
+    int rc = ss_sampler_state_save(p + STATE_HEAD, need - STATE_HEAD, NULL, l->sampler);
     pthread_mutex_unlock(&m->mu);
     return rc;
 }
@@ -1153,14 +1154,14 @@ int ss_loader_state_save(void *buf, size_t cap, size_t *len, const ss_loader *l)
 int ss_loader_state_load(ss_loader *l, const void *buf, size_t len) {
     if (!l || !buf) return ss__fail(SS_EINVAL, "ss_loader_state_load: NULL argument");
     const unsigned char *p = buf;
-    if (len != SS_LOADER_STATE_SIZE || ss_le64(p) != STATE_MAGIC || ss_le64(p + 8) != STATE_VERSION)
+    if (len != ss_loader_state_size(l) || ss_le64(p) != STATE_MAGIC || ss_le64(p + 8) != STATE_VERSION)
         return ss__fail(SS_EINVAL, "ss_loader_state_load: not a loader state (%zu bytes)", len);
     if (ss_le64(p + 32) != l->fingerprint)
         return ss__fail(SS_EINVAL, "ss_loader_state_load: the state belongs to a loader with "
                                    "other batching options");
     pthread_mutex_lock(&l->mu);
     quiesce(l);
-    int rc = ss_sampler_state_load(l->sampler, p + 40, SS_SAMPLER_STATE_SIZE);
+    int rc = ss_sampler_state_load(l->sampler, p + STATE_HEAD, len - STATE_HEAD);
     uint64_t epoch = rc ? l->epoch : ss_le64(p + 16);
     uint64_t pos = rc ? l->consumed : ss_le64(p + 24);
     int rc2 = restart(l, epoch, pos);

@@ -271,16 +271,15 @@ SS_API uint64_t ss_loader_count(const ss_loader *l);
 /** Batches already handed out in the current epoch. */
 SS_API uint64_t ss_loader_position(const ss_loader *l);
 
-/** Bytes of a saved loader state: ss_loader_state_size() of every loader,
- *  also a constant for a buffer on the stack. */
-#define SS_LOADER_STATE_SIZE 88
-/** Bytes ss_loader_state_save() writes (SS_LOADER_STATE_SIZE); 0 for NULL. */
+/** Bytes ss_loader_state_save() writes (88 in this version); 0 for NULL. */
 SS_API size_t ss_loader_state_size(const ss_loader *l);
 
 /** Save the position after the batches handed out so far: magic "SSLOADR1",
  *  version 1, epoch, batch position, a fingerprint of the batching options
- *  (u64 each, little-endian) and the sampler's state (SS_SAMPLER_STATE_SIZE).
- *  @return 0, or SS_EBUFS if cap < SS_LOADER_STATE_SIZE. */
+ *  (u64 each, little-endian) and the sampler's state (ss_sampler_state_size()).
+ *  @param[out] len bytes written (or needed, on SS_EBUFS); may be NULL.
+ *  @return 0; SS_EBUFS if cap < ss_loader_state_size() (nothing written);
+ *          SS_EINVAL (NULL loader or buf). */
 SS_API int ss_loader_state_save(void *buf, size_t cap, size_t *len, const ss_loader *l);
 
 /** Continue from a saved state: the next ss_loader_next() returns exactly the
