@@ -13,7 +13,7 @@
 #ifndef SEQSTORE_BATCH_H
 #define SEQSTORE_BATCH_H
 
-#include "../seqstore.h"
+#include "core.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -58,7 +58,10 @@
 #ifndef SEQSTORE_LOADER_H
 #define SEQSTORE_LOADER_H
 
-#include "../seqstore.h"
+#include "batch.h"
+#include "collate.h"
+#include "core.h"
+#include "sampler.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -91,7 +91,7 @@
 #ifndef SEQSTORE_SAMPLER_H
 #define SEQSTORE_SAMPLER_H
 
-#include "../seqstore.h"
+#include "core.h"
 
 #ifdef __cplusplus
 extern "C" {
