@@ -57,8 +57,8 @@ static inline void next_line(const uint8_t *d, size_t *pos, size_t end, size_t *
  * separator line ends a document, an empty one too (at the separator's
  * line, [la, la)), and a last document needs no separator after it.
  * @return 1, or 0 at the end. */
-int tx_next_example(const tx_job *j, const uint8_t *d, size_t *pos, size_t end, uint64_t *lines,
-                        size_t *a, size_t *e, uint64_t *first, uint64_t *skipped) {
+int ss__tx_next_example(const tx_job *j, const uint8_t *d, size_t *pos, size_t end, uint64_t *lines,
+                            size_t *a, size_t *e, uint64_t *first, uint64_t *skipped) {
     size_t la, le;
     if (j->mode == TX_LINES) {
         while (*pos < end) {
@@ -101,7 +101,7 @@ int tx_next_example(const tx_job *j, const uint8_t *d, size_t *pos, size_t end, 
     }
 }
 
-uint64_t tx_count_lines(const uint8_t *d, size_t n) {
+uint64_t ss__tx_count_lines(const uint8_t *d, size_t n) {
     uint64_t k = 0;
     const uint8_t *p = d, *end = d + n;
     while (p < end) {
@@ -150,9 +150,9 @@ static int add_block(tx_job *j, size_t *cap, const tx_block *b) {
     return 0;
 }
 
-int tx_split(tx_job *j) {
+int ss__tx_split(tx_job *j) {
     size_t cap = 0, bs = j->block_bytes ? j->block_bytes : TX_BLOCK_BYTES;
-    tx_wordids_free(j); /* kept per block: other blocks, other words */
+    ss__tx_wordids_free(j); /* kept per block: other blocks, other words */
     /* tests: small blocks, so that --shard cuts a small file (the output
      * never depends on the block size) */
     const char *test_bs = getenv("SS_TEST_BLOCK_BYTES");
@@ -163,7 +163,8 @@ int tx_split(tx_job *j) {
         size_t p0 = 0, p1 = 0;
         while (p0 < s->size) {
             size_t e0 = cut_line(s->data, s->size, p0 + bs);
-            size_t e1 = advance_lines(t->data, t->size, p1, tx_count_lines(s->data + p0, e0 - p0));
+            size_t e1 =
+                advance_lines(t->data, t->size, p1, ss__tx_count_lines(s->data + p0, e0 - p0));
             tx_block b = {0, {p0, p1}, {e0, e1}, 0};
             if (add_block(j, &cap, &b)) return -1;
             p0 = e0;
@@ -185,11 +186,11 @@ int tx_split(tx_job *j) {
     return 0;
 }
 
-const tx_input *tx_side_input(const tx_job *j, const tx_block *b, int sd) {
+const tx_input *ss__tx_side_input(const tx_job *j, const tx_block *b, int sd) {
     return j->nsides == 2 ? &j->inputs[sd] : &j->inputs[b->input];
 }
 
-int tx_shard_blocks(ss_conv *c, tx_job *j) {
+int ss__tx_shard_blocks(ss_conv *c, tx_job *j) {
     for (uint32_t i = 0; i < j->ninputs; i++) {
         const tx_input *in = &j->inputs[i];
         uint64_t size = in->ok && !(j->nsides == 2 && i == 1) ? in->size : 0;
@@ -198,7 +199,7 @@ int tx_shard_blocks(ss_conv *c, tx_job *j) {
     ss__conv_shard_self(c);
     for (size_t k = 0; k < j->nblocks; k++) {
         tx_block *b = &j->blocks[k];
-        b->other_shard = !ss__conv_in_shard_at(c, tx_side_input(j, b, 0)->source, b->start[0]);
+        b->other_shard = !ss__conv_in_shard_at(c, ss__tx_side_input(j, b, 0)->source, b->start[0]);
     }
     /* Line numbers start again with each input: another shard's block needs
      * its lines counted only when a block of this shard follows it in the

@@ -24,13 +24,13 @@
 
 static const char *const kind_names[] = {"bytes", "chars", "words", "ids", "spm"};
 
-int tx_parse_kind(const char *name) {
+int ss__tx_parse_kind(const char *name) {
     for (int k = 0; k < 4; k++)
         if (!strcmp(name, kind_names[k])) return k;
     return -1;
 }
 
-const char *tx_kind_name(int kind) {
+const char *ss__tx_kind_name(int kind) {
     return kind >= 0 && kind < 5 ? kind_names[kind] : "?";
 }
 
@@ -45,7 +45,7 @@ static int need_special(ss_conv *c, const tx_tok *t, const char *name, uint32_t 
     return 0;
 }
 
-int tx_prepare_tokens(ss_conv *c, tx_tok *t, const char *field) {
+int ss__tx_prepare_tokens(ss_conv *c, tx_tok *t, const char *field) {
     uint64_t base = 0; /* first id after the vocabulary */
     switch (t->kind) {
     case TX_BYTES:
@@ -71,7 +71,7 @@ int tx_prepare_tokens(ss_conv *c, tx_tok *t, const char *field) {
         t->esize = (uint32_t)ss_dtype_size(t->dtype);
         return 0;
     case TX_SPM:
-        return tx_spm_prepare(c, t, field);
+        return ss__tx_spm_prepare(c, t, field);
     default:
         return c ? ss__conv_error(c, "%s: unknown token kind", field) : 1;
     }
