@@ -74,12 +74,9 @@ static int add_key(ss_conv *c, jl_options *o, const char *k) {
 
 static int parse_jsonl(ss_conv *c, int argc, char **argv, jl_options *o) {
     memset(o, 0, sizeof *o);
-    o->min_count = 1;
-    o->inputs = calloc((size_t)argc + 1, sizeof *o->inputs);
-    o->counts = calloc((size_t)argc + 1, sizeof *o->counts);
-    if (!o->inputs || !o->counts) return ss__conv_error(c, "out of memory");
-    int only_files = 0;
     tx_vocab_args va = TX_VOCAB_ARGS(o);
+    if (ss__tx_vocab_args_begin(c, &va, &o->inputs, argc)) return 1;
+    int only_files = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         int k;
@@ -380,35 +377,8 @@ static int run_blocks(jl_run *r, int threads) {
 }
 
 static int write_attrs(ss_conv *c, const jl_options *o, const tx_tok *t) {
-    char name[SS_MAX_NAME + 32];
-    for (uint32_t k = 0; k < o->nkeys; k++) {
-        const char *kind = ss__tx_kind_name(t->kind);
-        snprintf(name, sizeof name, "%s.tokens", o->keys[k]);
-        if (ss__conv_set_attr(c, name, SS_ATTR_TEXT, kind, strlen(kind))) return 1;
-        if (t->bos_on) {
-            snprintf(name, sizeof name, "%s.bos", o->keys[k]);
-            if (ss__conv_set_attr(c, name, SS_U32, &t->bos, sizeof t->bos)) return 1;
-        }
-        if (t->eos_on) {
-            snprintf(name, sizeof name, "%s.eos", o->keys[k]);
-            if (ss__conv_set_attr(c, name, SS_U32, &t->eos, sizeof t->eos)) return 1;
-        }
-        if (t->kind == TX_IDS && t->vocab_size) {
-            snprintf(name, sizeof name, "%s.vocab_size", o->keys[k]);
-            if (ss__conv_set_attr(c, name, SS_U64, &t->vocab_size, sizeof t->vocab_size)) return 1;
-        }
-        if (t->kind == TX_WORDS && !k) {
-            size_t size;
-            char *text = ss__vocab_text(t->vocab, &size);
-            if (!text) return ss__conv_error(c, "out of memory");
-            int rc = ss__conv_set_attr(c, "vocab", SS_ATTR_TEXT, text, size);
-            free(text);
-            if (rc) return 1;
-        }
-        if (t->kind == TX_SPM &&
-            ss__tx_spm_attrs(c, t, o->keys[k], k ? NULL : "vocab", o->spm_model))
-            return 1;
-    }
+    for (uint32_t k = 0; k < o->nkeys; k++)
+        if (ss__tx_field_attrs(c, t, o->keys[k], k ? NULL : "vocab", o->spm_model)) return 1;
     return 0;
 }
 

@@ -186,12 +186,9 @@ static void text_usage(FILE *out) {
 /* Parse the options of `convert text`; returns 0 or 2. */
 static int parse_text_options(ss_conv *c, int argc, char **argv, tx_text_options *o) {
     memset(o, 0, sizeof *o);
-    o->min_count = 1;
-    o->inputs = calloc((size_t)argc + 1, sizeof *o->inputs);
-    o->counts = calloc((size_t)argc + 1, sizeof *o->counts);
-    if (!o->inputs || !o->counts) return ss__conv_error(c, "out of memory");
-    int only_files = 0;
     tx_vocab_args va = TX_VOCAB_ARGS(o);
+    if (ss__tx_vocab_args_begin(c, &va, &o->inputs, argc)) return 1;
+    int only_files = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;

@@ -148,6 +148,13 @@ int ss__tx_parse_kind(const char *name);
 int ss__tx_parse_count_option(ss_conv *c, const char *a, const char *v, uint64_t *min_count,
                               uint64_t *max_vocab, uint64_t *vocab_size);
 const char *ss__tx_kind_name(int kind);
+/* The attributes that describe a token field `field` tokenized as `t`
+ * (spec/FORMAT.md §7.4): FIELD.tokens (the kind), FIELD.bos and .eos when
+ * on, FIELD.vocab_size of ids, a SentencePiece model's (from `spm_model`),
+ * and a words vocabulary as attribute `vocab_attr` (text, or bytes when it
+ * is not UTF-8; NULL: not written here). @return 0, or 1 (printed). */
+int ss__tx_field_attrs(ss_conv *c, const tx_tok *t, const char *field, const char *vocab_attr,
+                       const char *spm_model);
 /* The options `convert text` and `convert jsonl` share: --bos, --eos, the
  * count options above, --vocab, --count-only, --counts; pointers to the
  * fields of their options (TX_VOCAB_ARGS(o), both name them alike). counts
@@ -161,6 +168,10 @@ typedef struct tx_vocab_args {
 #define TX_VOCAB_ARGS(o)                                                                      \
     {&(o)->bos, &(o)->eos, &(o)->count_only, &(o)->ncounts, &(o)->min_count, &(o)->max_vocab, \
      &(o)->vocab_size, &(o)->vocab_from, &(o)->counts}
+/* Before the arguments: the defaults (--min-count 1) and room in *va->counts
+ * and *inputs for each of the argc arguments. @return 0, or 1 (out of memory,
+ * printed). */
+int ss__tx_vocab_args_begin(ss_conv *c, const tx_vocab_args *va, char ***inputs, int argc);
 /* Take option `a` (with value v, or NULL when it is the last argument) if it
  * is one of those: 1 (and *i advanced past a value taken), 0 if it is not
  * one of them, 2 on a usage error (printed). */

@@ -33,6 +33,14 @@ int ss__tx_parse_count_option(ss_conv *c, const char *a, const char *v, uint64_t
     return rc ? 2 : 1;
 }
 
+int ss__tx_vocab_args_begin(ss_conv *c, const tx_vocab_args *va, char ***inputs, int argc) {
+    *va->min_count = 1;
+    *inputs = calloc((size_t)argc + 1, sizeof **inputs);
+    *va->counts = calloc((size_t)argc + 1, sizeof **va->counts);
+    if (!*inputs || !*va->counts) return ss__conv_error(c, "out of memory");
+    return 0;
+}
+
 int ss__tx_vocab_option(ss_conv *c, const tx_vocab_args *va, const char *a, const char *v, int *i) {
     int k;
     if (!strcmp(a, "--bos")) {

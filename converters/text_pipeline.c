@@ -204,42 +204,10 @@ static int run_threads(ss_conv *c, const tx_job *j, int threads, tx_cursor *cur)
     return rc;
 }
 
-static int set_text_attr(ss_conv *c, const char *name, const char *text) {
-    return ss__conv_set_attr(c, name, SS_ATTR_TEXT, text, strlen(text));
-}
-
 static int write_text_attrs(ss_conv *c, const tx_job *j) {
-    char name[SS_MAX_NAME + 16];
     for (int sd = 0; sd < j->nsides; sd++) {
         const tx_tok *t = &j->tok[sd];
-        snprintf(name, sizeof name, "%s.tokens", j->field[sd]);
-        if (set_text_attr(c, name, ss__tx_kind_name(t->kind))) return 1;
-        if (t->bos_on) {
-            snprintf(name, sizeof name, "%s.bos", j->field[sd]);
-            if (ss__conv_set_attr(c, name, SS_U32, &t->bos, sizeof t->bos)) return 1;
-        }
-        if (t->eos_on) {
-            snprintf(name, sizeof name, "%s.eos", j->field[sd]);
-            if (ss__conv_set_attr(c, name, SS_U32, &t->eos, sizeof t->eos)) return 1;
-        }
-        if (t->kind == TX_IDS && t->vocab_size) {
-            snprintf(name, sizeof name, "%s.vocab_size", j->field[sd]);
-            if (ss__conv_set_attr(c, name, SS_U64, &t->vocab_size, sizeof t->vocab_size)) return 1;
-        }
-        if (t->kind == TX_SPM &&
-            ss__tx_spm_attrs(c, t, j->field[sd], j->vocab_attr[sd], t->spm_model))
-            return 1;
-        if (t->kind == TX_WORDS && j->vocab_attr[sd]) {
-            size_t size;
-            char *text = ss__vocab_text(t->vocab, &size);
-            if (!text) return ss__conv_error(c, "out of memory");
-            /* text is UTF-8 by the spec: a vocabulary with other bytes is stored as bytes */
-            int utf8 = ss__utf8_valid((const uint8_t *)text, size);
-            uint32_t type = utf8 ? SS_ATTR_TEXT : SS_ATTR_BYTES;
-            int rc = ss__conv_set_attr(c, j->vocab_attr[sd], type, text, size);
-            free(text);
-            if (rc) return 1;
-        }
+        if (ss__tx_field_attrs(c, t, j->field[sd], j->vocab_attr[sd], t->spm_model)) return 1;
     }
     return 0;
 }
