@@ -99,10 +99,10 @@ static int write_dataset(const ss_store *s, uint32_t field, uint8_t code, const 
         return write_file(bin, fb, 1);
     }
     uint8_t h[MG_HEADER_BYTES] = {'M', 'M', 'I', 'D', 'I', 'D', 'X', 0, 0}, b8[8];
-    mg_put_u64(h + 9, 1);
+    ss__mg_put_u64(h + 9, 1);
     h[17] = code;
-    mg_put_u64(h + 18, count);
-    mg_put_u64(h + 26, ndoc);
+    ss__mg_put_u64(h + 18, count);
+    ss__mg_put_u64(h + 26, ndoc);
     int rc = fwrite(h, 1, sizeof h, fi) != sizeof h;
     for (uint64_t i = 0; i < count && !rc; i++) { /* sizes, and the .bin */
         ss_view v;
@@ -118,16 +118,16 @@ static int write_dataset(const ss_store *s, uint32_t field, uint8_t code, const 
             rc = 1;
             break;
         }
-        mg_put_u32(b8, (uint32_t)v.length);
+        ss__mg_put_u32(b8, (uint32_t)v.length);
         rc = fwrite(b8, 1, 4, fi) != 4 || fwrite(v.data, 1, v.length * rowb, fb) != v.length * rowb;
     }
     for (uint64_t i = 0; i < count && !rc; i++) { /* pointers */
-        mg_put_u64(b8, ptr);
+        ss__mg_put_u64(b8, ptr);
         ptr += ss_length(s, field, i) * rowb;
         rc = fwrite(b8, 1, 8, fi) != 8;
     }
     for (size_t k = 0; k < ndoc && !rc; k++) {
-        mg_put_u64(b8, doc[k]);
+        ss__mg_put_u64(b8, doc[k]);
         rc = fwrite(b8, 1, 8, fi) != 8;
     }
     if (rc && !ferror(fb) && !ferror(fi))
@@ -180,7 +180,7 @@ static int export_megatron(int argc, char **argv) {
         fprintf(stderr, "seqstore export: %s: no field '%s'\n", pos[0], field_name);
     } else if (ss_field_info(&fi, s, f) || !fi.sequence || fi.ndim) {
         fprintf(stderr, "seqstore export: field '%s' is not a sequence of scalars\n", field_name);
-    } else if (!(code = mg_code_of_dtype(fi.dtype))) {
+    } else if (!(code = ss__mg_code_of_dtype(fi.dtype))) {
         fprintf(stderr,
                 "seqstore export: field '%s' is %s: Megatron has u8, i8, u16, i16, "
                 "i32, i64, f32 and f64\n",

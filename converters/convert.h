@@ -139,7 +139,7 @@ typedef struct ss_conv_options {
  * an input. ss__conv_append() passes byte 0 (whole files); a converter that
  * cuts one large input at record boundaries passes the record's (or its
  * block's) first byte to ss__conv_append_at(); blocks are then cut at the
- * shard's byte bounds too (the text engine's tx_split_shard()), so that the
+ * shard's byte bounds too (the text engine's ss__tx_split_shard()), so that the
  * shards are even whatever the block size. Without --shard everything is in
  * the shard. */
 

@@ -2,7 +2,7 @@
 /* convert_jsonl.c - `seqstore convert jsonl FILE... -o STORE`: JSON lines
  * (plain or .gz), one example per line, one field per --key (see jsonl.h).
  *
- * Inputs are cut into blocks at line boundaries (the text engine's tx_split);
+ * Inputs are cut into blocks at line boundaries (the text engine's ss__tx_split);
  * worker threads parse and tokenize blocks, the calling thread appends them
  * in block order, so the store does not depend on the number of threads. */
 #include "jsonl.h"
@@ -74,12 +74,9 @@ static int add_key(ss_conv *c, jl_options *o, const char *k) {
 
 static int parse_jsonl(ss_conv *c, int argc, char **argv, jl_options *o) {
     memset(o, 0, sizeof *o);
-    o->min_count = 1;
-    o->inputs = calloc((size_t)argc + 1, sizeof *o->inputs);
-    o->counts = calloc((size_t)argc + 1, sizeof *o->counts);
-    if (!o->inputs || !o->counts) return ss__conv_error(c, "out of memory");
-    int only_files = 0;
     tx_vocab_args va = TX_VOCAB_ARGS(o);
+    if (ss__tx_vocab_args_begin(c, &va, &o->inputs, argc)) return 1;
+    int only_files = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         int k;
@@ -91,15 +88,15 @@ static int parse_jsonl(ss_conv *c, int argc, char **argv, jl_options *o) {
             if (add_key(c, o, v)) return 2;
             i++;
         } else if (!strcmp(a, "--tokens")) {
-            o->kind = v ? tx_parse_kind(v) : -1;
+            o->kind = v ? ss__tx_parse_kind(v) : -1;
             if (o->kind < 0 || o->kind > TX_IDS)
                 return ss__conv_usage_error(c, "--tokens needs bytes, chars, words or ids");
             o->tokens_given = 1;
             i++;
         } else if (!strcmp(a, "--tokenizer")) {
-            if (tx_spm_option(c, v, &o->spm_model)) return 2;
+            if (ss__tx_spm_option(c, v, &o->spm_model)) return 2;
             i++;
-        } else if ((k = tx_vocab_option(c, &va, a, v, &i)) != 0) {
+        } else if ((k = ss__tx_vocab_option(c, &va, a, v, &i)) != 0) {
             if (k == 2) return 2;
         } else {
             return ss__conv_usage_error(c, "unknown option '%s'", a);
@@ -116,8 +113,8 @@ static int parse_jsonl(ss_conv *c, int argc, char **argv, jl_options *o) {
         return ss__conv_usage_error(c, "--vocab, --min-count and --max-vocab need --tokens words");
     if (o->vocab_from && (o->max_vocab || o->min_count != 1))
         return ss__conv_usage_error(c, "--vocab excludes --min-count and --max-vocab");
-    return tx_check_count_options(c, o->kind == TX_WORDS, o->count_only, o->ncounts,
-                                  o->vocab_from != NULL);
+    return ss__tx_check_count_options(c, o->kind == TX_WORDS, o->count_only, o->ncounts,
+                                      o->vocab_from != NULL);
 }
 
 /* The counts files' options line: the keys in order (a counts file of
@@ -193,9 +190,9 @@ static void process_block(const jl_spec *sp, const tx_input *in, const tx_block 
     s->nlines = s->nblank = 0;
     s->oom = 0;
     for (uint32_t k = 0; k < sp->nkeys; k++) s->bufs[k].n = 0;
-    if (b->other_shard) { /* --shard: count its lines only (tx_shard_blocks()) */
+    if (b->other_shard) { /* --shard: count its lines only (ss__tx_shard_blocks()) */
         if (b->other_shard != TX_UNREAD)
-            s->nlines = tx_count_lines(in->data + b->start[0], b->end[0] - b->start[0]);
+            s->nlines = ss__tx_count_lines(in->data + b->start[0], b->end[0] - b->start[0]);
         return;
     }
     size_t pos = b->start[0], end = b->end[0];
@@ -210,7 +207,8 @@ static void process_block(const jl_spec *sp, const tx_input *in, const tx_block 
             s->oom = 1;
             return;
         }
-        int r = jl_parse_line(sp, d, n, s->bufs, s->len + s->nitems * sp->nkeys, err, sizeof err);
+        int r = ss__jl_parse_line(sp, d, n, s->bufs, s->len + s->nitems * sp->nkeys, err,
+                                  sizeof err);
         if (r == 1) {
             s->nblank++;
             continue;
@@ -379,34 +377,8 @@ static int run_blocks(jl_run *r, int threads) {
 }
 
 static int write_attrs(ss_conv *c, const jl_options *o, const tx_tok *t) {
-    char name[SS_MAX_NAME + 32];
-    for (uint32_t k = 0; k < o->nkeys; k++) {
-        const char *kind = tx_kind_name(t->kind);
-        snprintf(name, sizeof name, "%s.tokens", o->keys[k]);
-        if (ss__conv_set_attr(c, name, SS_ATTR_TEXT, kind, strlen(kind))) return 1;
-        if (t->bos_on) {
-            snprintf(name, sizeof name, "%s.bos", o->keys[k]);
-            if (ss__conv_set_attr(c, name, SS_U32, &t->bos, sizeof t->bos)) return 1;
-        }
-        if (t->eos_on) {
-            snprintf(name, sizeof name, "%s.eos", o->keys[k]);
-            if (ss__conv_set_attr(c, name, SS_U32, &t->eos, sizeof t->eos)) return 1;
-        }
-        if (t->kind == TX_IDS && t->vocab_size) {
-            snprintf(name, sizeof name, "%s.vocab_size", o->keys[k]);
-            if (ss__conv_set_attr(c, name, SS_U64, &t->vocab_size, sizeof t->vocab_size)) return 1;
-        }
-        if (t->kind == TX_WORDS && !k) {
-            size_t size;
-            char *text = ss__vocab_text(t->vocab, &size);
-            if (!text) return ss__conv_error(c, "out of memory");
-            int rc = ss__conv_set_attr(c, "vocab", SS_ATTR_TEXT, text, size);
-            free(text);
-            if (rc) return 1;
-        }
-        if (t->kind == TX_SPM && tx_spm_attrs(c, t, o->keys[k], k ? NULL : "vocab", o->spm_model))
-            return 1;
-    }
+    for (uint32_t k = 0; k < o->nkeys; k++)
+        if (ss__tx_field_attrs(c, t, o->keys[k], k ? NULL : "vocab", o->spm_model)) return 1;
     return 0;
 }
 
@@ -430,7 +402,7 @@ static int count_words(ss_conv *c, const jl_spec *sp, const tx_job *j, int mine,
             for (size_t pos = bl->start[0]; pos < bl->end[0];) {
                 const uint8_t *nl = memchr(d + pos, '\n', bl->end[0] - pos);
                 size_t n = nl ? (size_t)(nl - d) - pos : bl->end[0] - pos;
-                if (jl_count_line(sp, d + pos, n, maps[t], &arenas[t])) {
+                if (ss__jl_count_line(sp, d + pos, n, maps[t], &arenas[t])) {
 #pragma omp atomic write
                     oom = 1;
                     break;
@@ -443,7 +415,7 @@ static int count_words(ss_conv *c, const jl_spec *sp, const tx_job *j, int mine,
         if (ss__vocab_merge(maps[0], maps[t])) oom = 1;
     for (int t = 0; maps && arenas && t < threads; t++) {
         if (t || oom) ss__vocab_free(maps[t]); /* merge copied the words: arenas may go */
-        jl_arena_free(&arenas[t]);
+        ss__jl_arena_free(&arenas[t]);
     }
     if (!oom) *out = maps[0];
     free(maps);
@@ -456,8 +428,8 @@ static int write_counts(ss_conv *c, const jl_spec *sp, tx_job *j) {
     ss_vocab *counts[2] = {NULL, NULL};
     int skip[2] = {0, 1};
     ss__conv_no_store(c);
-    if (tx_shard_blocks(c, j) || count_words(c, sp, j, 1, &counts[0])) return 1;
-    int rc = tx_write_counts_of(c, j, 1, skip, counts);
+    if (ss__tx_shard_blocks(c, j) || count_words(c, sp, j, 1, &counts[0])) return 1;
+    int rc = ss__tx_write_counts_of(c, j, 1, skip, counts);
     ss__vocab_free(counts[0]);
     return rc;
 }
@@ -467,10 +439,10 @@ static int load_vocab(ss_conv *c, const jl_spec *sp, const tx_job *j, const jl_o
     ss_vocab *counts[2] = {NULL, NULL};
     int skip[2] = {0, 1};
     *out = NULL;
-    if (o->vocab_from) return tx_vocab_load(c, out, o->vocab_from, o->keys[0]);
-    if (ss__conv_opts(c)->append) return tx_vocab_load(c, out, ss__conv_opts(c)->output,
-                                                       o->keys[0]);
-    if (o->ncounts ? tx_read_counts(c, j, 1, skip, o->counts, o->ncounts, counts)
+    if (o->vocab_from) return ss__tx_vocab_load(c, out, o->vocab_from, o->keys[0]);
+    if (ss__conv_opts(c)->append) return ss__tx_vocab_load(c, out, ss__conv_opts(c)->output,
+                                                           o->keys[0]);
+    if (o->ncounts ? ss__tx_read_counts(c, j, 1, skip, o->counts, o->ncounts, counts)
                    : count_words(c, sp, j, 0, &counts[0]))
         return 1;
     int rc = ss__vocab_build(out, counts[0], o->min_count, o->max_vocab);
@@ -483,7 +455,7 @@ static int convert(ss_conv *c, const jl_options *o, tx_job *j, tx_tok *t, ss_voc
     for (int i = 0; i < o->ninputs; i++) {
         char err[256];
         uint32_t src = ss__conv_add_source(c, o->inputs[i]);
-        if (tx_input_load(&j->inputs[i], o->inputs[i], err, sizeof err)) {
+        if (ss__tx_input_load(&j->inputs[i], o->inputs[i], err, sizeof err)) {
             j->inputs[i].path = o->inputs[i];
             if (ss__conv_bad(c, o->inputs[i], 0, "%s", err)) return 1;
             continue;
@@ -491,21 +463,21 @@ static int convert(ss_conv *c, const jl_options *o, tx_job *j, tx_tok *t, ss_voc
         j->inputs[i].source = src;
         j->inputs[i].ok = 1;
     }
-    if (tx_split_shard(c, j)) return ss__conv_error(c, "out of memory");
-    jl_spec sp = {o->nkeys, o->keys, t, tx_spm_tokenize};
+    if (ss__tx_split_shard(c, j)) return ss__conv_error(c, "out of memory");
+    jl_spec sp = {o->nkeys, o->keys, t, ss__tx_spm_tokenize};
     j->counts_options = o->counts_options;
     if (o->count_only) return write_counts(c, &sp, j);
     if (t->kind == TX_WORDS) {
         if (load_vocab(c, &sp, j, o, vocab)) return 1;
         t->vocab = *vocab;
     }
-    if (tx_prepare_tokens(c, t, o->keys[0])) return 1;
+    if (ss__tx_prepare_tokens(c, t, o->keys[0])) return 1;
     ss_field fields[JL_MAX_KEYS];
     for (uint32_t k = 0; k < o->nkeys; k++)
         fields[k] = (ss_field){.name = o->keys[k], .dtype = t->dtype, .sequence = 1};
     ss_schema schema = {o->nkeys, fields};
     jl_run r = {c, &sp, j, 0, 0, UINT32_MAX, 0};
-    if (tx_shard_blocks(c, j) || ss__conv_begin(c, &schema, &r.skip) || write_attrs(c, o, t))
+    if (ss__tx_shard_blocks(c, j) || ss__conv_begin(c, &schema, &r.skip) || write_attrs(c, o, t))
         return 1;
     uint64_t total = 0;
     for (uint32_t i = 0; i < j->ninputs; i++) total += j->inputs[i].ok ? j->inputs[i].size : 0;
@@ -537,14 +509,14 @@ static int run_jsonl(ss_conv *c, int argc, char **argv) {
     j.ninputs = (uint32_t)o.ninputs;
     if (!j.inputs) {
         rc = ss__conv_error(c, "out of memory");
-    } else if (o.kind == TX_SPM && tx_spm_load(c, &spm, o.spm_model)) {
+    } else if (o.kind == TX_SPM && ss__tx_spm_load(c, &spm, o.spm_model)) {
         rc = 1;
     } else {
         t.spm = spm;
         t.spm_model = o.spm_model;
         rc = convert(c, &o, &j, &t, &vocab);
     }
-    for (uint32_t i = 0; i < j.ninputs; i++) tx_input_release(&j.inputs[i]);
+    for (uint32_t i = 0; i < j.ninputs; i++) ss__tx_input_release(&j.inputs[i]);
     free(j.inputs);
     free(j.blocks);
     free(o.inputs);

@@ -37,7 +37,7 @@ static int run_lines(ss_conv *c, int argc, char **argv) {
             rc = ss__conv_usage_error(c, "unknown option '%s'", argv[i]);
     }
     if (!rc && !o.ninputs) rc = ss__conv_usage_error(c, "no input file");
-    if (!rc) rc = tx_text_convert(c, &o);
+    if (!rc) rc = ss__tx_text_convert(c, &o);
     free(o.inputs);
     return rc;
 }

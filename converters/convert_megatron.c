@@ -37,16 +37,16 @@ typedef struct mg_input {
 static int load_prefix(mg_input *in, const char *prefix, char *err, size_t errlen) {
     char path[4096], e[256];
     snprintf(path, sizeof path, "%s.bin", prefix);
-    if (tx_input_load(&in->bin, path, e, sizeof e)) {
+    if (ss__tx_input_load(&in->bin, path, e, sizeof e)) {
         snprintf(err, errlen, "%.1024s: %s", path, e);
         return -1;
     }
     snprintf(path, sizeof path, "%s.idx", prefix);
-    if (tx_input_load(&in->idx, path, e, sizeof e)) {
+    if (ss__tx_input_load(&in->idx, path, e, sizeof e)) {
         snprintf(err, errlen, "%.1024s: %s", path, e);
         return -1;
     }
-    if (mg_index_parse(&in->x, in->idx.data, in->idx.size, in->bin.size, e, sizeof e)) {
+    if (ss__mg_index_parse(&in->x, in->idx.data, in->idx.size, in->bin.size, e, sizeof e)) {
         snprintf(err, errlen, "%.1024s.idx: %s", prefix, e);
         return -1;
     }
@@ -65,7 +65,7 @@ static uint64_t *join_doc_idx(const mg_input *in, int n, size_t *count) {
     d[k++] = 0;
     for (int i = 0; i < n; i++) {
         if (!in[i].ok) continue;
-        for (uint64_t j = 1; j < in[i].x.ndoc; j++) d[k++] = base + mg_doc(&in[i].x, j);
+        for (uint64_t j = 1; j < in[i].x.ndoc; j++) d[k++] = base + ss__mg_doc(&in[i].x, j);
         base += in[i].x.nseq;
     }
     *count = k;
@@ -77,19 +77,19 @@ static int append_input(ss_conv *c, const mg_input *in, uint64_t *skip, uint64_t
     const mg_index *x = &in->x;
     uint64_t k = 0; /* doc_idx entry of the current document's start */
     for (uint64_t i = 0; i < x->nseq; i++) {
-        while (k + 1 < x->ndoc && mg_doc(x, k + 1) <= i) k++;
+        while (k + 1 < x->ndoc && ss__mg_doc(x, k + 1) <= i) k++;
         uint64_t d = *doc + k;
-        uint64_t len = mg_seq_size(x, i); /* an empty .bin has no mapping */
-        ss_value v[2] = {{len ? in->bin.data + mg_seq_pointer(x, i) : NULL, len}, {&d, 1}};
+        uint64_t len = ss__mg_seq_size(x, i); /* an empty .bin has no mapping */
+        ss_value v[2] = {{len ? in->bin.data + ss__mg_seq_pointer(x, i) : NULL, len}, {&d, 1}};
         if (*skip) {
             (*skip)--;
             continue;
         }
         if (ss__conv_append_at(c, v, in->source, i + 1, i)) return 1;
-        ss__conv_progress(c, mg_seq_size(x, i) * x->itemsize + 12);
+        ss__conv_progress(c, ss__mg_seq_size(x, i) * x->itemsize + 12);
     }
     /* the next input's first document follows this input's last one (its
-     * doc_idx ends at its sequence count, mg_index_parse()) */
+     * doc_idx ends at its sequence count, ss__mg_index_parse()) */
     *doc += x->ndoc - 1;
     return 0;
 }
@@ -158,8 +158,8 @@ static int run_megatron(ss_conv *c, int argc, char **argv) {
         rc = ss__conv_shard_size(c, in[i].source, in[i].ok ? in[i].x.nseq : 0);
     if (!rc) rc = run_inputs(c, in, n);
     for (int i = 0; i < n; i++) {
-        tx_input_release(&in[i].idx);
-        tx_input_release(&in[i].bin);
+        ss__tx_input_release(&in[i].idx);
+        ss__tx_input_release(&in[i].bin);
     }
     free(in);
     return rc;

@@ -58,14 +58,14 @@ static int parse_par(ss_conv *c, int argc, char **argv, par_options *o) {
             only_files = 1;
         } else if (!strcmp(a, "--tokens") || !strcmp(a, "--src-tokens") ||
                    !strcmp(a, "--tgt-tokens")) {
-            if (!v || (k = tx_parse_kind(v)) < 0)
+            if (!v || (k = ss__tx_parse_kind(v)) < 0)
                 return ss__conv_usage_error(c, "%s needs bytes, chars, words or ids", a);
             if (strcmp(a, "--tgt-tokens")) o->kind[0] = k;
             if (strcmp(a, "--src-tokens")) o->kind[1] = k;
             o->tokens_given = 1;
             i++;
         } else if (!strcmp(a, "--tokenizer")) {
-            if (tx_spm_option(c, v, &o->spm_model)) return 2;
+            if (ss__tx_spm_option(c, v, &o->spm_model)) return 2;
             o->kind[0] = o->kind[1] = TX_SPM;
             i++;
         } else if (!strcmp(a, "--bos")) {
@@ -74,8 +74,8 @@ static int parse_par(ss_conv *c, int argc, char **argv, par_options *o) {
             o->eos = 1;
         } else if (!strcmp(a, "--shared-vocab")) {
             o->shared = 1;
-        } else if ((k = tx_parse_count_option(c, a, v, &o->min_count, &o->max_vocab,
-                                              &o->vocab_size)) != 0) {
+        } else if ((k = ss__tx_parse_count_option(c, a, v, &o->min_count, &o->max_vocab,
+                                                  &o->vocab_size)) != 0) {
             if (k == 2) return 2;
             i++;
         } else if (!strcmp(a, "--vocab") || !strcmp(a, "--src-vocab") ||
@@ -109,8 +109,9 @@ static int parse_par(ss_conv *c, int argc, char **argv, par_options *o) {
         return ss__conv_usage_error(c, "--shared-vocab needs --tokens words on both sides");
     if (o->shared && o->vocab_from[0] != o->vocab_from[1])
         return ss__conv_usage_error(c, "--shared-vocab takes --vocab FROM, not --src/--tgt-vocab");
-    return tx_check_count_options(c, o->kind[0] == TX_WORDS || o->kind[1] == TX_WORDS,
-                                  o->count_only, o->ncounts, o->vocab_from[0] || o->vocab_from[1]);
+    return ss__tx_check_count_options(c, o->kind[0] == TX_WORDS || o->kind[1] == TX_WORDS,
+                                      o->count_only, o->ncounts,
+                                      o->vocab_from[0] || o->vocab_from[1]);
 }
 
 static int convert_parallel(ss_conv *c, const par_options *op) {
@@ -121,7 +122,7 @@ static int convert_parallel(ss_conv *c, const par_options *op) {
     tx_job j;
     ss_vocab *vocab[2] = {NULL, NULL};
     ss_spm *spm = NULL;
-    if (o.spm_model && tx_spm_load(c, &spm, o.spm_model)) return 1;
+    if (o.spm_model && ss__tx_spm_load(c, &spm, o.spm_model)) return 1;
     memset(in, 0, sizeof in);
     memset(&j, 0, sizeof j);
     j.nsides = 2;
@@ -132,7 +133,7 @@ static int convert_parallel(ss_conv *c, const par_options *op) {
     for (int s = 0; s < 2; s++) {
         char err[256];
         uint32_t src = ss__conv_add_source(c, o.files[s]);
-        if (tx_input_load(&in[s], o.files[s], err, sizeof err)) {
+        if (ss__tx_input_load(&in[s], o.files[s], err, sizeof err)) {
             ss__conv_error(c, "%s: %s", o.files[s], err);
             goto done;
         }
@@ -147,15 +148,15 @@ static int convert_parallel(ss_conv *c, const par_options *op) {
         j.tok[s].spm_model = o.spm_model;
         j.vocab_attr[s] = o.shared ? (s ? NULL : "vocab") : (s ? "tgt.vocab" : "src.vocab");
     }
-    uint64_t n0 = tx_count_lines(in[0].data, in[0].size);
-    uint64_t n1 = tx_count_lines(in[1].data, in[1].size);
+    uint64_t n0 = ss__tx_count_lines(in[0].data, in[0].size);
+    uint64_t n1 = ss__tx_count_lines(in[1].data, in[1].size);
     if (n0 != n1) {
         ss__conv_error(
             c, "the files are not aligned: '%s' has %" PRIu64 " lines, '%s' has %" PRIu64 " lines",
             o.files[0], n0, o.files[1], n1);
         goto done;
     }
-    if (tx_split_shard(c, &j)) {
+    if (ss__tx_split_shard(c, &j)) {
         ss__conv_error(c, "out of memory");
         goto done;
     }
@@ -164,12 +165,12 @@ static int convert_parallel(ss_conv *c, const par_options *op) {
         if (o.kind[s] != TX_WORDS) continue;
         if (o.vocab_from[s]) {
             if (o.shared && s) continue;
-            if (tx_vocab_load(c, &vocab[s], o.vocab_from[s], o.shared ? names[0] : names[s]))
+            if (ss__tx_vocab_load(c, &vocab[s], o.vocab_from[s], o.shared ? names[0] : names[s]))
                 goto done;
         } else if (ss__conv_opts(c)->append) {
             if (o.shared && s) continue;
-            if (tx_vocab_load(c, &vocab[s], ss__conv_opts(c)->output,
-                              o.shared ? names[0] : names[s]))
+            if (ss__tx_vocab_load(c, &vocab[s], ss__conv_opts(c)->output,
+                                  o.shared ? names[0] : names[s]))
                 goto done;
         } else {
             need_count[s] = 1;
@@ -177,21 +178,21 @@ static int convert_parallel(ss_conv *c, const par_options *op) {
     }
     if (o.count_only) {
         int skip[2] = {!need_count[0], !need_count[1]};
-        rc = tx_write_counts(c, &j, ss__conv_opts(c)->threads, o.shared, skip);
+        rc = ss__tx_write_counts(c, &j, ss__conv_opts(c)->threads, o.shared, skip);
         goto done;
     }
     if (need_count[0] || need_count[1]) {
         ss_vocab *built[2], *counts[2];
         int skip[2] = {!need_count[0], !need_count[1]};
         if (o.ncounts) {
-            if (tx_read_counts(c, &j, o.shared, skip, o.counts, o.ncounts, counts)) goto done;
-            int r =
-                tx_vocabs_from_counts(c, counts, o.min_count, o.max_vocab, o.shared, skip, built);
+            if (ss__tx_read_counts(c, &j, o.shared, skip, o.counts, o.ncounts, counts)) goto done;
+            int r = ss__tx_vocabs_from_counts(c, counts, o.min_count, o.max_vocab, o.shared, skip,
+                                              built);
             ss__vocab_free(counts[0]);
             ss__vocab_free(counts[1]);
             if (r) goto done;
-        } else if (tx_build_vocabs(c, &j, ss__conv_opts(c)->threads, o.min_count, o.max_vocab,
-                                   o.shared, skip, built)) {
+        } else if (ss__tx_build_vocabs(c, &j, ss__conv_opts(c)->threads, o.min_count, o.max_vocab,
+                                       o.shared, skip, built)) {
             goto done;
         }
         for (int s = 0; s < 2; s++)
@@ -199,13 +200,13 @@ static int convert_parallel(ss_conv *c, const par_options *op) {
     }
     for (int s = 0; s < 2; s++) {
         j.tok[s].vocab = o.shared ? vocab[0] : vocab[s];
-        if (tx_prepare_tokens(c, &j.tok[s], names[s])) goto done;
+        if (ss__tx_prepare_tokens(c, &j.tok[s], names[s])) goto done;
     }
-    rc = tx_run(c, &j);
+    rc = ss__tx_run(c, &j);
 done:
-    tx_input_release(&in[0]);
-    tx_input_release(&in[1]);
-    tx_wordids_free(&j);
+    ss__tx_input_release(&in[0]);
+    ss__tx_input_release(&in[1]);
+    ss__tx_wordids_free(&j);
     free(j.blocks);
     ss__vocab_free(vocab[0]);
     ss__vocab_free(vocab[1]);

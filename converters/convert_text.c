@@ -35,7 +35,7 @@ typedef struct tx_inputs {
 static void *free_inputs(void *arg) {
     tx_inputs *in = arg;
     int trim = in->trim;
-    for (uint32_t i = 0; i < in->n; i++) tx_input_release(&in->inputs[i]);
+    for (uint32_t i = 0; i < in->n; i++) ss__tx_input_release(&in->inputs[i]);
     free(in->inputs);
     free(in);
 #ifdef __GLIBC__
@@ -55,13 +55,13 @@ static void release_inputs(ss_conv *c, tx_job *j) {
     tx_inputs *in = malloc(sizeof *in);
     if (in) *in = (tx_inputs){j->inputs, j->ninputs, ss__conv_opts(c)->threads > 1};
     if (in) ss__conv_later(c, free_inputs, in);
-    for (uint32_t i = 0; !in && i < j->ninputs; i++) tx_input_release(&j->inputs[i]);
+    for (uint32_t i = 0; !in && i < j->ninputs; i++) ss__tx_input_release(&j->inputs[i]);
     if (!in) free(j->inputs);
     j->inputs = NULL;
     j->ninputs = 0;
 }
 
-int tx_text_convert(ss_conv *c, const tx_text_options *o) {
+int ss__tx_text_convert(ss_conv *c, const tx_text_options *o) {
     tx_job j;
     memset(&j, 0, sizeof j);
     j.nsides = 1;
@@ -78,7 +78,7 @@ int tx_text_convert(ss_conv *c, const tx_text_options *o) {
     int rc = 1;
     ss_vocab *vocab = NULL;
     ss_spm *spm = NULL;
-    if (o->kind == TX_SPM && tx_spm_load(c, &spm, o->spm_model)) return 1;
+    if (o->kind == TX_SPM && ss__tx_spm_load(c, &spm, o->spm_model)) return 1;
     j.tok[0].spm = spm;
     j.tok[0].spm_model = o->spm_model;
     j.inputs = calloc((size_t)o->ninputs, sizeof *j.inputs);
@@ -90,7 +90,7 @@ int tx_text_convert(ss_conv *c, const tx_text_options *o) {
     for (int i = 0; i < o->ninputs; i++) {
         char err[256];
         uint32_t src = ss__conv_add_source(c, o->inputs[i]);
-        if (tx_input_load(&j.inputs[i], o->inputs[i], err, sizeof err)) {
+        if (ss__tx_input_load(&j.inputs[i], o->inputs[i], err, sizeof err)) {
             j.inputs[i].path = o->inputs[i];
             if (ss__conv_bad(c, o->inputs[i], 0, "%s", err)) goto done;
             continue;
@@ -98,44 +98,44 @@ int tx_text_convert(ss_conv *c, const tx_text_options *o) {
         j.inputs[i].source = src;
         j.inputs[i].ok = 1;
     }
-    if (tx_split_shard(c, &j)) {
+    if (ss__tx_split_shard(c, &j)) {
         rc = ss__conv_error(c, "out of memory");
         goto done;
     }
     if (o->count_only) {
         int skip[2] = {0, 1};
-        rc = tx_write_counts(c, &j, ss__conv_opts(c)->threads, 0, skip);
+        rc = ss__tx_write_counts(c, &j, ss__conv_opts(c)->threads, 0, skip);
         goto done;
     }
     if (o->kind == TX_WORDS) {
         if (o->ncounts) {
             ss_vocab *counts[2], *v[2];
             int skip[2] = {0, 1};
-            if (tx_read_counts(c, &j, 0, skip, o->counts, o->ncounts, counts)) goto done;
-            int r = tx_vocabs_from_counts(c, counts, o->min_count, o->max_vocab, 0, skip, v);
+            if (ss__tx_read_counts(c, &j, 0, skip, o->counts, o->ncounts, counts)) goto done;
+            int r = ss__tx_vocabs_from_counts(c, counts, o->min_count, o->max_vocab, 0, skip, v);
             ss__vocab_free(counts[0]);
             ss__vocab_free(counts[1]);
             if (r) goto done;
             vocab = v[0];
         } else if (o->vocab_from) {
-            if (tx_vocab_load(c, &vocab, o->vocab_from, "tokens")) goto done;
+            if (ss__tx_vocab_load(c, &vocab, o->vocab_from, "tokens")) goto done;
         } else if (ss__conv_opts(c)->append) {
-            if (tx_vocab_load(c, &vocab, ss__conv_opts(c)->output, "tokens")) goto done;
+            if (ss__tx_vocab_load(c, &vocab, ss__conv_opts(c)->output, "tokens")) goto done;
         } else {
             ss_vocab *v[2];
             int skip[2] = {0, 1};
-            if (tx_build_vocabs(c, &j, ss__conv_opts(c)->threads, o->min_count, o->max_vocab, 0,
-                                skip, v))
+            if (ss__tx_build_vocabs(c, &j, ss__conv_opts(c)->threads, o->min_count, o->max_vocab, 0,
+                                    skip, v))
                 goto done;
             vocab = v[0];
         }
         j.tok[0].vocab = vocab;
     }
-    rc = tx_prepare_tokens(c, &j.tok[0], "tokens");
-    if (!rc) rc = tx_run(c, &j);
+    rc = ss__tx_prepare_tokens(c, &j.tok[0], "tokens");
+    if (!rc) rc = ss__tx_run(c, &j);
 done:
     release_inputs(c, &j);
-    tx_wordids_free(&j);
+    ss__tx_wordids_free(&j);
     free(j.blocks);
     ss__vocab_free(vocab);
     ss__spm_free(spm);
@@ -186,12 +186,9 @@ static void text_usage(FILE *out) {
 /* Parse the options of `convert text`; returns 0 or 2. */
 static int parse_text_options(ss_conv *c, int argc, char **argv, tx_text_options *o) {
     memset(o, 0, sizeof *o);
-    o->min_count = 1;
-    o->inputs = calloc((size_t)argc + 1, sizeof *o->inputs);
-    o->counts = calloc((size_t)argc + 1, sizeof *o->counts);
-    if (!o->inputs || !o->counts) return ss__conv_error(c, "out of memory");
-    int only_files = 0;
     tx_vocab_args va = TX_VOCAB_ARGS(o);
+    if (ss__tx_vocab_args_begin(c, &va, &o->inputs, argc)) return 1;
+    int only_files = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -201,11 +198,11 @@ static int parse_text_options(ss_conv *c, int argc, char **argv, tx_text_options
         } else if (!strcmp(a, "--")) {
             only_files = 1;
         } else if (!strcmp(a, "--tokens")) {
-            if (!v || (o->kind = tx_parse_kind(v)) < 0)
+            if (!v || (o->kind = ss__tx_parse_kind(v)) < 0)
                 return ss__conv_usage_error(c, "--tokens needs bytes, chars, words or ids");
             i++;
         } else if (!strcmp(a, "--tokenizer")) {
-            if (tx_spm_option(c, v, &o->spm_model)) return 2;
+            if (ss__tx_spm_option(c, v, &o->spm_model)) return 2;
             o->kind = TX_SPM;
             i++;
         } else if (!strcmp(a, "--docs")) {
@@ -218,7 +215,7 @@ static int parse_text_options(ss_conv *c, int argc, char **argv, tx_text_options
             i++;
         } else if (!strcmp(a, "--skip-empty")) {
             o->skip_empty = 1;
-        } else if ((k = tx_vocab_option(c, &va, a, v, &i)) != 0) {
+        } else if ((k = ss__tx_vocab_option(c, &va, a, v, &i)) != 0) {
             if (k == 2) return 2;
         } else {
             return ss__conv_usage_error(c, "unknown option '%s'", a);
@@ -235,14 +232,14 @@ static int parse_text_options(ss_conv *c, int argc, char **argv, tx_text_options
         return ss__conv_usage_error(c, "--vocab excludes --min-count and --max-vocab");
     if (o->kind == TX_IDS && (o->bos || o->eos) && !o->vocab_size)
         return ss__conv_usage_error(c, "--bos/--eos with --tokens ids need --vocab-size");
-    return tx_check_count_options(c, o->kind == TX_WORDS, o->count_only, o->ncounts,
-                                  o->vocab_from != NULL);
+    return ss__tx_check_count_options(c, o->kind == TX_WORDS, o->count_only, o->ncounts,
+                                      o->vocab_from != NULL);
 }
 
 static int run_text(ss_conv *c, int argc, char **argv) {
     tx_text_options o;
     int rc = parse_text_options(c, argc, argv, &o);
-    if (!rc) rc = tx_text_convert(c, &o);
+    if (!rc) rc = ss__tx_text_convert(c, &o);
     free(o.inputs);
     free(o.counts);
     return rc;

@@ -58,7 +58,7 @@ static int jl_put_string(const jl_spec *s, const char *key, const json_t *v, jl_
     }
     if (t->kind != TX_BYTES && t->kind != TX_CHARS && t->kind != TX_WORDS) {
         snprintf(err, errlen, "key '%s' is a string; --tokens %s takes arrays of ids", key,
-                 tx_kind_name(t->kind));
+                 ss__tx_kind_name(t->kind));
         return -1;
     }
     if (jl_grow(b, n + 2, t->esize)) return -2;
@@ -129,8 +129,8 @@ static int jl_is_blank(const uint8_t *d, size_t n) {
     return 1;
 }
 
-int jl_parse_line(const jl_spec *s, const uint8_t *line, size_t n, jl_buf *bufs, uint64_t *lens,
-                  char *err, size_t errlen) {
+int ss__jl_parse_line(const jl_spec *s, const uint8_t *line, size_t n, jl_buf *bufs, uint64_t *lens,
+                      char *err, size_t errlen) {
     if (jl_is_blank(line, n)) return 1;
     json_error_t je;
     json_t *root = json_loadb((const char *)line, n, 0, &je);
@@ -175,7 +175,7 @@ struct jl_chunk {
     uint8_t data[];
 };
 
-void jl_arena_free(jl_arena *a) {
+void ss__jl_arena_free(jl_arena *a) {
     for (struct jl_chunk *c = a->head, *n; c; c = n) {
         n = c->next;
         free(c);
@@ -195,7 +195,7 @@ static int jl_count_words(const uint8_t *s, size_t n, ss_vocab *v) {
     return 0;
 }
 
-int jl_count_line(const jl_spec *s, const uint8_t *line, size_t n, ss_vocab *v, jl_arena *a) {
+int ss__jl_count_line(const jl_spec *s, const uint8_t *line, size_t n, ss_vocab *v, jl_arena *a) {
     (void)a; /* nothing to keep: the map copies the words it counts */
     if (jl_is_blank(line, n)) return 0;
     json_t *root = json_loadb((const char *)line, n, 0, NULL);

@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Encodes a string with a model (tx_spm_tokenize() of spm_text.h). */
+/* Encodes a string with a model (ss__tx_spm_tokenize() of spm_text.h). */
 typedef int (*jl_encode_fn)(const tx_tok *t, const uint8_t *s, size_t n, uint8_t **out, size_t *cap,
                             size_t *m, char *err, size_t errlen);
 
@@ -38,8 +38,8 @@ typedef struct jl_buf {
  * tokens to bufs[k], their number in lens[k].
  * @return 0; 1 for a blank line (nothing appended); -1 for a bad line (a
  * message naming the problem in err, nothing appended); -2 out of memory. */
-int jl_parse_line(const jl_spec *s, const uint8_t *line, size_t n, jl_buf *bufs, uint64_t *lens,
-                  char *err, size_t errlen);
+int ss__jl_parse_line(const jl_spec *s, const uint8_t *line, size_t n, jl_buf *bufs, uint64_t *lens,
+                      char *err, size_t errlen);
 
 /* Word counting (the first pass of --tokens words). The arena is no longer
  * used (the map copies the words it counts, see ss__vocab_count()); it stays
@@ -51,8 +51,8 @@ typedef struct jl_arena {
 /* Count the words of the string values of the line's keys into `v` (a bad
  * line counts nothing: the second pass reports it).
  * @return 0, or -2 out of memory. */
-int jl_count_line(const jl_spec *s, const uint8_t *line, size_t n, ss_vocab *v, jl_arena *a);
+int ss__jl_count_line(const jl_spec *s, const uint8_t *line, size_t n, ss_vocab *v, jl_arena *a);
 
-void jl_arena_free(jl_arena *a);
+void ss__jl_arena_free(jl_arena *a);
 
 #endif

@@ -13,11 +13,11 @@ static const char mg_magic[9] = {'M', 'M', 'I', 'D', 'I', 'D', 'X', 0, 0};
 static const ss_dtype code_dtype[9] = {0,      SS_U8,  SS_I8,  SS_I16, SS_I32,
                                        SS_I64, SS_F64, SS_F32, SS_U16};
 
-ss_dtype mg_dtype_of_code(uint8_t code) {
+ss_dtype ss__mg_dtype_of_code(uint8_t code) {
     return code < 9 ? code_dtype[code] : 0;
 }
 
-uint8_t mg_code_of_dtype(ss_dtype dtype) {
+uint8_t ss__mg_code_of_dtype(ss_dtype dtype) {
     for (uint8_t k = 1; k < 9; k++)
         if (code_dtype[k] == dtype) return k;
     return 0;
@@ -33,23 +33,23 @@ static uint32_t rd32(const uint8_t *p) {
     return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
-void mg_put_u64(uint8_t *p, uint64_t v) {
+void ss__mg_put_u64(uint8_t *p, uint64_t v) {
     for (int i = 0; i < 8; i++) p[i] = (uint8_t)(v >> 8 * i);
 }
 
-void mg_put_u32(uint8_t *p, uint32_t v) {
+void ss__mg_put_u32(uint8_t *p, uint32_t v) {
     for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> 8 * i);
 }
 
-uint64_t mg_seq_size(const mg_index *x, uint64_t i) {
+uint64_t ss__mg_seq_size(const mg_index *x, uint64_t i) {
     return rd32(x->sizes + 4 * i);
 }
 
-uint64_t mg_seq_pointer(const mg_index *x, uint64_t i) {
+uint64_t ss__mg_seq_pointer(const mg_index *x, uint64_t i) {
     return rd64(x->pointers + 8 * i);
 }
 
-uint64_t mg_doc(const mg_index *x, uint64_t k) {
+uint64_t ss__mg_doc(const mg_index *x, uint64_t k) {
     return rd64(x->doc_idx + 8 * k);
 }
 
@@ -63,7 +63,7 @@ static int parse_header(mg_index *x, const uint8_t *d, size_t n, char *err, size
     if (version != 1)
         return ss__errbuf(err, errlen, "index version %" PRIu64 ": only version 1 is known", version);
     x->code = d[17];
-    x->dtype = mg_dtype_of_code(x->code);
+    x->dtype = ss__mg_dtype_of_code(x->code);
     if (!x->dtype)
         return ss__errbuf(err, errlen, "unknown dtype code %u (Megatron's are 1 to 8)", x->code);
     x->itemsize = (uint32_t)ss_dtype_size(x->dtype);
@@ -89,14 +89,14 @@ static int parse_header(mg_index *x, const uint8_t *d, size_t n, char *err, size
     return 0;
 }
 
-int mg_index_parse(mg_index *out, const uint8_t *d, size_t n, uint64_t bin_size, char *err,
-                   size_t errlen) {
+int ss__mg_index_parse(mg_index *out, const uint8_t *d, size_t n, uint64_t bin_size, char *err,
+                       size_t errlen) {
     mg_index x;
     memset(out, 0, sizeof *out);
     if (parse_header(&x, d, n, err, errlen)) return -1;
     for (uint64_t i = 0; i < x.nseq; i++) {
         uint32_t len = rd32(x.sizes + 4 * i);
-        uint64_t p = mg_seq_pointer(&x, i);
+        uint64_t p = ss__mg_seq_pointer(&x, i);
         if (len > INT32_MAX)
             return ss__errbuf(err, errlen, "sequence %" PRIu64 " has a negative length", i);
         if (p > bin_size || (uint64_t)len * x.itemsize > bin_size - p)
@@ -106,10 +106,10 @@ int mg_index_parse(mg_index *out, const uint8_t *d, size_t n, uint64_t bin_size,
                         i, p, (uint64_t)len * x.itemsize, bin_size);
     }
     if (x.ndoc == 0) return ss__errbuf(err, errlen, "no document indices (doc_idx must start with 0)");
-    if (mg_doc(&x, 0) != 0)
-        return ss__errbuf(err, errlen, "document index 0 is %" PRIu64 ", not 0", mg_doc(&x, 0));
+    if (ss__mg_doc(&x, 0) != 0)
+        return ss__errbuf(err, errlen, "document index 0 is %" PRIu64 ", not 0", ss__mg_doc(&x, 0));
     for (uint64_t k = 1; k < x.ndoc; k++) {
-        uint64_t v = mg_doc(&x, k), prev = mg_doc(&x, k - 1);
+        uint64_t v = ss__mg_doc(&x, k), prev = ss__mg_doc(&x, k - 1);
         if (v < prev || v > x.nseq)
             return ss__errbuf(err, errlen,
                         "document index %" PRIu64 " is %" PRIu64 ": must be in [%" PRIu64
@@ -117,11 +117,11 @@ int mg_index_parse(mg_index *out, const uint8_t *d, size_t n, uint64_t bin_size,
                         k, v, prev, x.nseq);
     }
     /* Megatron's reader asserts it too: every sequence is in a document */
-    if (mg_doc(&x, x.ndoc - 1) != x.nseq)
+    if (ss__mg_doc(&x, x.ndoc - 1) != x.nseq)
         return ss__errbuf(err, errlen,
                     "the last document index is %" PRIu64 ", not the sequence count %" PRIu64
                     ": the sequences after it belong to no document",
-                    mg_doc(&x, x.ndoc - 1), x.nseq);
+                    ss__mg_doc(&x, x.ndoc - 1), x.nseq);
     *out = x;
     return 0;
 }

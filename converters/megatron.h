@@ -34,25 +34,25 @@ typedef struct mg_index {
 } mg_index;
 
 /** The ss_dtype of Megatron dtype code `code`, or 0 if unknown. */
-ss_dtype mg_dtype_of_code(uint8_t code);
+ss_dtype ss__mg_dtype_of_code(uint8_t code);
 /** The Megatron dtype code of `dtype`, or 0 if Megatron has none (u32, u64, f16, bf16). */
-uint8_t mg_code_of_dtype(ss_dtype dtype);
+uint8_t ss__mg_code_of_dtype(ss_dtype dtype);
 
 /** Parse and check the index [d, d + n) against a .bin of `bin_size` bytes:
  *  magic, version, dtype code, counts against the file size (no trailing
  *  bytes), lengths >= 0, every sequence inside the .bin, doc_idx starting
  *  at 0, non-decreasing, at most S and ending at S.
  *  @return 0, or -1 with a specific message in err. */
-int mg_index_parse(mg_index *out, const uint8_t *d, size_t n, uint64_t bin_size, char *err,
-                   size_t errlen);
+int ss__mg_index_parse(mg_index *out, const uint8_t *d, size_t n, uint64_t bin_size, char *err,
+                       size_t errlen);
 
 /** Element i of the index's arrays (i < nseq, resp. < ndoc; after a parse). */
-uint64_t mg_seq_size(const mg_index *x, uint64_t i);
-uint64_t mg_seq_pointer(const mg_index *x, uint64_t i);
-uint64_t mg_doc(const mg_index *x, uint64_t k);
+uint64_t ss__mg_seq_size(const mg_index *x, uint64_t i);
+uint64_t ss__mg_seq_pointer(const mg_index *x, uint64_t i);
+uint64_t ss__mg_doc(const mg_index *x, uint64_t k);
 
 /** Little-endian encoders used by the writer. */
-void mg_put_u64(uint8_t *p, uint64_t v);
-void mg_put_u32(uint8_t *p, uint32_t v);
+void ss__mg_put_u64(uint8_t *p, uint64_t v);
+void ss__mg_put_u32(uint8_t *p, uint32_t v);
 
 #endif

@@ -6,14 +6,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-int tx_spm_option(ss_conv *c, const char *value, const char **model) {
+int ss__tx_spm_option(ss_conv *c, const char *value, const char **model) {
     if (!value || strncmp(value, "spm:", 4) || !value[4])
         return ss__conv_usage_error(c, "--tokenizer needs spm:MODEL (a SentencePiece .model file)");
     *model = value + 4;
     return 0;
 }
 
-int tx_spm_load(ss_conv *c, ss_spm **out, const char *model) {
+int ss__tx_spm_load(ss_conv *c, ss_spm **out, const char *model) {
     char err[512];
     if (ss__spm_load(out, model, err, sizeof err)) return ss__conv_error(c, "%s: %s", model, err);
     if (!ss__spm_vocab_size(*out)) {
@@ -24,7 +24,7 @@ int tx_spm_load(ss_conv *c, ss_spm **out, const char *model) {
     return 0;
 }
 
-int tx_spm_prepare(ss_conv *c, tx_tok *t, const char *field) {
+int ss__tx_spm_prepare(ss_conv *c, tx_tok *t, const char *field) {
     uint32_t size = ss__spm_vocab_size(t->spm);
     int64_t bos = ss__spm_special(t->spm, "bos"), eos = ss__spm_special(t->spm, "eos");
     if (t->bos_on && bos < 0)
@@ -70,8 +70,8 @@ static int set_vocab(ss_conv *c, const ss_spm *m, const char *model, const char 
     return rc;
 }
 
-int tx_spm_attrs(ss_conv *c, const tx_tok *t, const char *field, const char *vocab_attr,
-                 const char *model) {
+int ss__tx_spm_attrs(ss_conv *c, const tx_tok *t, const char *field, const char *vocab_attr,
+                     const char *model) {
     char name[SS_MAX_NAME + 32], value[1024];
     const char *base = strrchr(model, '/');
     snprintf(name, sizeof name, "%s.tokenizer", field);
@@ -89,8 +89,8 @@ int tx_spm_attrs(ss_conv *c, const tx_tok *t, const char *field, const char *voc
     return vocab_attr ? set_vocab(c, t->spm, model, vocab_attr) : 0;
 }
 
-int tx_spm_tokenize(const tx_tok *t, const uint8_t *s, size_t n, uint8_t **out, size_t *cap,
-                    size_t *m, char *err, size_t errlen) {
+int ss__tx_spm_tokenize(const tx_tok *t, const uint8_t *s, size_t n, uint8_t **out, size_t *cap,
+                        size_t *m, char *err, size_t errlen) {
     size_t k = 0;
     const int *ids = ss__spm_encode(t->spm, (const char *)s, n, &k, err, errlen);
     if (!ids) return -1;

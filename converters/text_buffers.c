@@ -5,7 +5,7 @@
 
 #include <stdlib.h>
 
-int tx_reserve(uint8_t **buf, size_t *cap, size_t need) {
+int ss__tx_reserve(uint8_t **buf, size_t *cap, size_t need) {
     if (need <= *cap) return 0;
     size_t n = *cap ? *cap : (size_t)1 << 16;
     while (n < need) n *= 2;
@@ -16,7 +16,7 @@ int tx_reserve(uint8_t **buf, size_t *cap, size_t need) {
     return 0;
 }
 
-void tx_blockids_drop(tx_blockids *bi) {
+void ss__tx_blockids_drop(tx_blockids *bi) {
     free(bi->tok);
     free(bi->nper);
     free(bi->line);
@@ -24,10 +24,10 @@ void tx_blockids_drop(tx_blockids *bi) {
     bi->ntok = bi->nex = bi->tok_cap = bi->nex_cap = 0;
 }
 
-void tx_wordids_free(tx_job *j) {
+void ss__tx_wordids_free(tx_job *j) {
     tx_wordids *w = j->ids;
     if (!w) return;
-    for (size_t k = 0; w->blocks && k < 2 * j->nblocks; k++) tx_blockids_drop(&w->blocks[k]);
+    for (size_t k = 0; w->blocks && k < 2 * j->nblocks; k++) ss__tx_blockids_drop(&w->blocks[k]);
     for (int k = 0; w->remap && k < w->nmaps; k++) free(w->remap[k]);
     free(w->blocks);
     free(w->remap);

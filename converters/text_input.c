@@ -27,7 +27,7 @@ static int read_fd_all(tx_input *in, int fd, char *err, size_t errlen) {
     size_t cap = 0, n = 0;
     uint8_t *buf = NULL;
     for (;;) {
-        if (tx_reserve(&buf, &cap, n + 65536)) {
+        if (ss__tx_reserve(&buf, &cap, n + 65536)) {
             free(buf);
             snprintf(err, errlen, "out of memory");
             return -1;
@@ -117,7 +117,7 @@ static int gunzip(const uint8_t *d, size_t n, uint8_t **buf, size_t *cap, size_t
     size_t pos = 0, m = 0; /* input consumed, output produced */
     int members = 0, rc = -1;
     for (;;) {
-        if (*cap - m < (1u << 20) && tx_reserve(buf, cap, m + (1u << 20))) {
+        if (*cap - m < (1u << 20) && ss__tx_reserve(buf, cap, m + (1u << 20))) {
             snprintf(err, errlen, "out of memory");
             break;
         }
@@ -158,7 +158,7 @@ static int read_gz(tx_input *in, const char *path, char *err, size_t errlen) {
     uint8_t *buf = NULL;
     size_t cap = 0, n = 0;
     int rc = gunzip(raw.data, raw.size, &buf, &cap, &n, err, errlen);
-    tx_input_release(&raw);
+    ss__tx_input_release(&raw);
     if (rc) {
         free(buf);
         return -1;
@@ -169,7 +169,7 @@ static int read_gz(tx_input *in, const char *path, char *err, size_t errlen) {
     return 0;
 }
 
-int tx_input_load(tx_input *in, const char *path, char *err, size_t errlen) {
+int ss__tx_input_load(tx_input *in, const char *path, char *err, size_t errlen) {
     memset(in, 0, sizeof *in);
     in->path = path;
     if (!strcmp(path, "-")) return read_fd_all(in, 0, err, errlen);
@@ -178,7 +178,7 @@ int tx_input_load(tx_input *in, const char *path, char *err, size_t errlen) {
     return load_plain(in, path, err, errlen);
 }
 
-void tx_input_release(tx_input *in) {
+void ss__tx_input_release(tx_input *in) {
     if (in->map) munmap(in->map, in->map_len);
     free(in->owned);
     in->map = NULL;

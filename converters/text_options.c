@@ -4,7 +4,7 @@
 
 #include <string.h>
 
-int tx_check_count_options(ss_conv *c, int words, int count_only, int ncounts, int vocab_from) {
+int ss__tx_check_count_options(ss_conv *c, int words, int count_only, int ncounts, int vocab_from) {
     if ((count_only || ncounts) && !words)
         return ss__conv_usage_error(c, "--count-only and --counts need --tokens words");
     if (count_only && ncounts) return ss__conv_usage_error(c, "--count-only excludes --counts");
@@ -19,8 +19,8 @@ int tx_check_count_options(ss_conv *c, int words, int count_only, int ncounts, i
     return 0;
 }
 
-int tx_parse_count_option(ss_conv *c, const char *a, const char *v, uint64_t *min_count,
-                          uint64_t *max_vocab, uint64_t *vocab_size) {
+int ss__tx_parse_count_option(ss_conv *c, const char *a, const char *v, uint64_t *min_count,
+                              uint64_t *max_vocab, uint64_t *vocab_size) {
     int rc;
     if (!strcmp(a, "--min-count"))
         rc = ss__conv_parse_u64(c, a, v, 1, UINT64_MAX, min_count);
@@ -33,14 +33,22 @@ int tx_parse_count_option(ss_conv *c, const char *a, const char *v, uint64_t *mi
     return rc ? 2 : 1;
 }
 
-int tx_vocab_option(ss_conv *c, const tx_vocab_args *va, const char *a, const char *v, int *i) {
+int ss__tx_vocab_args_begin(ss_conv *c, const tx_vocab_args *va, char ***inputs, int argc) {
+    *va->min_count = 1;
+    *inputs = calloc((size_t)argc + 1, sizeof **inputs);
+    *va->counts = calloc((size_t)argc + 1, sizeof **va->counts);
+    if (!*inputs || !*va->counts) return ss__conv_error(c, "out of memory");
+    return 0;
+}
+
+int ss__tx_vocab_option(ss_conv *c, const tx_vocab_args *va, const char *a, const char *v, int *i) {
     int k;
     if (!strcmp(a, "--bos")) {
         *va->bos = 1;
     } else if (!strcmp(a, "--eos")) {
         *va->eos = 1;
-    } else if ((k = tx_parse_count_option(c, a, v, va->min_count, va->max_vocab,
-                                          va->vocab_size)) != 0) {
+    } else if ((k = ss__tx_parse_count_option(c, a, v, va->min_count, va->max_vocab,
+                                              va->vocab_size)) != 0) {
         if (k == 2) return 2;
         ++*i;
     } else if (!strcmp(a, "--vocab")) {

@@ -50,7 +50,7 @@ static void *worker(void *arg) {
         p->slot_state[k] = SLOT_BUSY;
         p->slot_block[k] = i;
         pthread_mutex_unlock(&p->mu);
-        tx_process_block(p->j, &p->j->blocks[i], &p->slots[k]);
+        ss__tx_process_block(p->j, &p->j->blocks[i], &p->slots[k]);
         pthread_mutex_lock(&p->mu);
         p->slot_state[k] = SLOT_DONE;
         pthread_cond_broadcast(&p->done);
@@ -94,7 +94,7 @@ static int consume_many(ss_conv *c, const tx_job *j, const tx_block *b, const tx
     }
     const void *data[1] = {s->tok[0] + s->items[0].off[0] * j->tok[0].esize};
     const uint64_t *lengths[1] = {cur->lens};
-    return ss__conv_append_many(c, s->nitems, data, lengths, tx_side_input(j, b, 0)->source,
+    return ss__conv_append_many(c, s->nitems, data, lengths, ss__tx_side_input(j, b, 0)->source,
                                 cur->lines,
                                 b->start[0]);
 }
@@ -116,7 +116,7 @@ static int consume(ss_conv *c, const tx_job *j, const tx_block *b, const tx_slot
         uint64_t line = cur->base_line + it->line;
         if (it->bad[0] || it->bad[1]) {
             for (int sd = 0; sd < j->nsides; sd++)
-                if (it->bad[sd] && ss__conv_bad(c, tx_side_input(j, b, sd)->path, line, "%s",
+                if (it->bad[sd] && ss__conv_bad(c, ss__tx_side_input(j, b, sd)->path, line, "%s",
                                                 s->msgs + it->bad[sd] - 1))
                     return 1;
             continue;
@@ -128,10 +128,10 @@ static int consume(ss_conv *c, const tx_job *j, const tx_block *b, const tx_slot
         for (int sd = 0; sd < j->nsides; sd++) {
             values[sd].length = it->len[sd];
             values[sd].data = it->zero_copy[sd]
-                                  ? (const void *)(tx_side_input(j, b, sd)->data + it->off[sd])
+                                  ? (const void *)(ss__tx_side_input(j, b, sd)->data + it->off[sd])
                                   : (const void *)(s->tok[sd] + it->off[sd] * j->tok[sd].esize);
         }
-        if (ss__conv_append_at(c, values, tx_side_input(j, b, 0)->source, line,
+        if (ss__conv_append_at(c, values, ss__tx_side_input(j, b, 0)->source, line,
                                b->start[0])) return 1;
     }
     cur->base_line += s->nlines;
@@ -146,10 +146,10 @@ static int run_serial(ss_conv *c, const tx_job *j, tx_cursor *cur) {
     memset(&s, 0, sizeof s);
     int rc = 0;
     for (size_t i = 0; i < j->nblocks && !rc; i++) {
-        tx_process_block(j, &j->blocks[i], &s);
+        ss__tx_process_block(j, &j->blocks[i], &s);
         rc = consume(c, j, &j->blocks[i], &s, cur);
     }
-    tx_slot_free(&s);
+    ss__tx_slot_free(&s);
     return rc;
 }
 
@@ -193,7 +193,7 @@ static int run_threads(ss_conv *c, const tx_job *j, int threads, tx_cursor *cur)
     pthread_cond_broadcast(&p.freed);
     pthread_mutex_unlock(&p.mu);
     for (int t = 0; t < started; t++) pthread_join(tid[t], NULL);
-    for (size_t k = 0; k < p.nslots; k++) tx_slot_free(&p.slots[k]);
+    for (size_t k = 0; k < p.nslots; k++) ss__tx_slot_free(&p.slots[k]);
     pthread_cond_destroy(&p.done);
     pthread_cond_destroy(&p.freed);
     pthread_mutex_destroy(&p.mu);
@@ -204,52 +204,21 @@ static int run_threads(ss_conv *c, const tx_job *j, int threads, tx_cursor *cur)
     return rc;
 }
 
-static int set_text_attr(ss_conv *c, const char *name, const char *text) {
-    return ss__conv_set_attr(c, name, SS_ATTR_TEXT, text, strlen(text));
-}
-
 static int write_text_attrs(ss_conv *c, const tx_job *j) {
-    char name[SS_MAX_NAME + 16];
     for (int sd = 0; sd < j->nsides; sd++) {
         const tx_tok *t = &j->tok[sd];
-        snprintf(name, sizeof name, "%s.tokens", j->field[sd]);
-        if (set_text_attr(c, name, tx_kind_name(t->kind))) return 1;
-        if (t->bos_on) {
-            snprintf(name, sizeof name, "%s.bos", j->field[sd]);
-            if (ss__conv_set_attr(c, name, SS_U32, &t->bos, sizeof t->bos)) return 1;
-        }
-        if (t->eos_on) {
-            snprintf(name, sizeof name, "%s.eos", j->field[sd]);
-            if (ss__conv_set_attr(c, name, SS_U32, &t->eos, sizeof t->eos)) return 1;
-        }
-        if (t->kind == TX_IDS && t->vocab_size) {
-            snprintf(name, sizeof name, "%s.vocab_size", j->field[sd]);
-            if (ss__conv_set_attr(c, name, SS_U64, &t->vocab_size, sizeof t->vocab_size)) return 1;
-        }
-        if (t->kind == TX_SPM && tx_spm_attrs(c, t, j->field[sd], j->vocab_attr[sd], t->spm_model))
-            return 1;
-        if (t->kind == TX_WORDS && j->vocab_attr[sd]) {
-            size_t size;
-            char *text = ss__vocab_text(t->vocab, &size);
-            if (!text) return ss__conv_error(c, "out of memory");
-            /* text is UTF-8 by the spec: a vocabulary with other bytes is stored as bytes */
-            int utf8 = ss__utf8_valid((const uint8_t *)text, size);
-            uint32_t type = utf8 ? SS_ATTR_TEXT : SS_ATTR_BYTES;
-            int rc = ss__conv_set_attr(c, j->vocab_attr[sd], type, text, size);
-            free(text);
-            if (rc) return 1;
-        }
+        if (ss__tx_field_attrs(c, t, j->field[sd], j->vocab_attr[sd], t->spm_model)) return 1;
     }
     return 0;
 }
 
-int tx_run(ss_conv *c, tx_job *j) {
+int ss__tx_run(ss_conv *c, tx_job *j) {
     ss_field fields[2];
     for (int sd = 0; sd < j->nsides; sd++)
         fields[sd] = (ss_field){.name = j->field[sd], .dtype = j->tok[sd].dtype, .sequence = 1};
     ss_schema schema = {(uint32_t)j->nsides, fields};
     tx_cursor cur = {0, 0, UINT32_MAX, NULL, NULL, 0, 0};
-    if (tx_shard_blocks(c, j) || ss__conv_begin(c, &schema, &cur.skip)) return 1;
+    if (ss__tx_shard_blocks(c, j) || ss__conv_begin(c, &schema, &cur.skip)) return 1;
     if (write_text_attrs(c, j)) return 1;
     uint64_t total = 0;
     for (uint32_t i = 0; i < j->ninputs; i++) total += j->inputs[i].ok ? j->inputs[i].size : 0;

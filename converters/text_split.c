@@ -57,8 +57,8 @@ static inline void next_line(const uint8_t *d, size_t *pos, size_t end, size_t *
  * separator line ends a document, an empty one too (at the separator's
  * line, [la, la)), and a last document needs no separator after it.
  * @return 1, or 0 at the end. */
-int tx_next_example(const tx_job *j, const uint8_t *d, size_t *pos, size_t end, uint64_t *lines,
-                        size_t *a, size_t *e, uint64_t *first, uint64_t *skipped) {
+int ss__tx_next_example(const tx_job *j, const uint8_t *d, size_t *pos, size_t end, uint64_t *lines,
+                            size_t *a, size_t *e, uint64_t *first, uint64_t *skipped) {
     size_t la, le;
     if (j->mode == TX_LINES) {
         while (*pos < end) {
@@ -101,7 +101,7 @@ int tx_next_example(const tx_job *j, const uint8_t *d, size_t *pos, size_t end, 
     }
 }
 
-uint64_t tx_count_lines(const uint8_t *d, size_t n) {
+uint64_t ss__tx_count_lines(const uint8_t *d, size_t n) {
     uint64_t k = 0;
     const uint8_t *p = d, *end = d + n;
     while (p < end) {
@@ -189,7 +189,7 @@ static size_t bound(size_t p, size_t e, const size_t cut[2]) {
     return e;
 }
 
-/* The slicing's input sizes (see tx_shard_blocks()). */
+/* The slicing's input sizes (see ss__tx_shard_blocks()). */
 static int shard_sizes(ss_conv *c, const tx_job *j) {
     for (uint32_t i = 0; i < j->ninputs; i++) {
         const tx_input *in = &j->inputs[i];
@@ -201,7 +201,7 @@ static int shard_sizes(ss_conv *c, const tx_job *j) {
 
 static int split(ss_conv *c, tx_job *j) {
     size_t cap = 0, bs = j->block_bytes ? j->block_bytes : TX_BLOCK_BYTES, cut[2];
-    tx_wordids_free(j); /* kept per block: other blocks, other words */
+    ss__tx_wordids_free(j); /* kept per block: other blocks, other words */
     /* tests: small blocks, so that --shard cuts a small file (the output
      * never depends on the block size) */
     const char *test_bs = getenv("SS_TEST_BLOCK_BYTES");
@@ -214,7 +214,7 @@ static int split(ss_conv *c, tx_job *j) {
         shard_cuts(c, j, 0, cut);
         while (p0 < s->size) {
             size_t e0 = bound(p0, cut_line(s->data, s->size, p0 + bs), cut);
-            size_t e1 = advance_lines(t->data, t->size, p1, tx_count_lines(s->data + p0, e0 - p0));
+            size_t e1 = advance_lines(t->data, t->size, p1, ss__tx_count_lines(s->data + p0, e0 - p0));
             tx_block b = {0, {p0, p1}, {e0, e1}, 0};
             if (add_block(j, &cap, &b)) return -1;
             p0 = e0;
@@ -238,24 +238,24 @@ static int split(ss_conv *c, tx_job *j) {
     return 0;
 }
 
-int tx_split(tx_job *j) {
+int ss__tx_split(tx_job *j) {
     return split(NULL, j);
 }
 
-int tx_split_shard(ss_conv *c, tx_job *j) {
+int ss__tx_split_shard(ss_conv *c, tx_job *j) {
     return split(c, j);
 }
 
-const tx_input *tx_side_input(const tx_job *j, const tx_block *b, int sd) {
+const tx_input *ss__tx_side_input(const tx_job *j, const tx_block *b, int sd) {
     return j->nsides == 2 ? &j->inputs[sd] : &j->inputs[b->input];
 }
 
-int tx_shard_blocks(ss_conv *c, tx_job *j) {
+int ss__tx_shard_blocks(ss_conv *c, tx_job *j) {
     if (shard_sizes(c, j)) return 1;
     ss__conv_shard_self(c);
     for (size_t k = 0; k < j->nblocks; k++) {
         tx_block *b = &j->blocks[k];
-        b->other_shard = !ss__conv_in_shard_at(c, tx_side_input(j, b, 0)->source, b->start[0]);
+        b->other_shard = !ss__conv_in_shard_at(c, ss__tx_side_input(j, b, 0)->source, b->start[0]);
     }
     /* Line numbers start again with each input: another shard's block needs
      * its lines counted only when a block of this shard follows it in the

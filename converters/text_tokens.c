@@ -24,14 +24,47 @@
 
 static const char *const kind_names[] = {"bytes", "chars", "words", "ids", "spm"};
 
-int tx_parse_kind(const char *name) {
+int ss__tx_parse_kind(const char *name) {
     for (int k = 0; k < 4; k++)
         if (!strcmp(name, kind_names[k])) return k;
     return -1;
 }
 
-const char *tx_kind_name(int kind) {
+const char *ss__tx_kind_name(int kind) {
     return kind >= 0 && kind < 5 ? kind_names[kind] : "?";
+}
+
+int ss__tx_field_attrs(ss_conv *c, const tx_tok *t, const char *field, const char *vocab_attr,
+                       const char *spm_model) {
+    char name[SS_MAX_NAME + 16];
+    const char *kind = ss__tx_kind_name(t->kind);
+    snprintf(name, sizeof name, "%s.tokens", field);
+    if (ss__conv_set_attr(c, name, SS_ATTR_TEXT, kind, strlen(kind))) return 1;
+    if (t->bos_on) {
+        snprintf(name, sizeof name, "%s.bos", field);
+        if (ss__conv_set_attr(c, name, SS_U32, &t->bos, sizeof t->bos)) return 1;
+    }
+    if (t->eos_on) {
+        snprintf(name, sizeof name, "%s.eos", field);
+        if (ss__conv_set_attr(c, name, SS_U32, &t->eos, sizeof t->eos)) return 1;
+    }
+    if (t->kind == TX_IDS && t->vocab_size) {
+        snprintf(name, sizeof name, "%s.vocab_size", field);
+        if (ss__conv_set_attr(c, name, SS_U64, &t->vocab_size, sizeof t->vocab_size)) return 1;
+    }
+    if (t->kind == TX_SPM && ss__tx_spm_attrs(c, t, field, vocab_attr, spm_model)) return 1;
+    if (t->kind == TX_WORDS && vocab_attr) {
+        size_t size;
+        char *text = ss__vocab_text(t->vocab, &size);
+        if (!text) return ss__conv_error(c, "out of memory");
+        /* text is UTF-8 by the spec: a vocabulary with other bytes is stored as bytes */
+        int utf8 = ss__utf8_valid((const uint8_t *)text, size);
+        uint32_t type = utf8 ? SS_ATTR_TEXT : SS_ATTR_BYTES;
+        int rc = ss__conv_set_attr(c, vocab_attr, type, text, size);
+        free(text);
+        if (rc) return 1;
+    }
+    return 0;
 }
 
 static ss_dtype dtype_for(uint64_t max_id) {
@@ -45,7 +78,7 @@ static int need_special(ss_conv *c, const tx_tok *t, const char *name, uint32_t 
     return 0;
 }
 
-int tx_prepare_tokens(ss_conv *c, tx_tok *t, const char *field) {
+int ss__tx_prepare_tokens(ss_conv *c, tx_tok *t, const char *field) {
     uint64_t base = 0; /* first id after the vocabulary */
     switch (t->kind) {
     case TX_BYTES:
@@ -71,7 +104,7 @@ int tx_prepare_tokens(ss_conv *c, tx_tok *t, const char *field) {
         t->esize = (uint32_t)ss_dtype_size(t->dtype);
         return 0;
     case TX_SPM:
-        return tx_spm_prepare(c, t, field);
+        return ss__tx_spm_prepare(c, t, field);
     default:
         return c ? ss__conv_error(c, "%s: unknown token kind", field) : 1;
     }

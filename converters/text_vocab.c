@@ -25,7 +25,7 @@
 
 /* ------------------------------------------------------------ vocabularies */
 
-int tx_vocab_load(ss_conv *c, ss_vocab **out, const char *from, const char *field) {
+int ss__tx_vocab_load(ss_conv *c, ss_vocab **out, const char *from, const char *field) {
     char err[256] = "", name[SS_MAX_NAME + 16];
     ss_store *s = NULL;
     *out = NULL;
@@ -55,10 +55,10 @@ int tx_vocab_load(ss_conv *c, ss_vocab **out, const char *from, const char *fiel
     if (rc == SS_ENOTFOUND) return ss__conv_error(c, "vocabulary '%s': no such file", from);
     if (rc != SS_ENOTSTORE) return ss__conv_ss_error(c, "cannot open vocabulary store '%s'", from);
     tx_input in;
-    if (tx_input_load(&in, from, err, sizeof err))
+    if (ss__tx_input_load(&in, from, err, sizeof err))
         return ss__conv_error(c, "vocabulary '%s': %s", from, err);
     rc = ss__vocab_parse(out, (const char *)in.data, in.size, err, sizeof err);
-    tx_input_release(&in);
+    ss__tx_input_release(&in);
     if (rc) return ss__conv_error(c, "vocabulary file '%s': %s", from, err);
     return 0;
 }
@@ -120,7 +120,7 @@ static void count_range(const tx_job *j, const tx_input *in, size_t pos, size_t 
         size_t most = (end - pos) / 2 + 1;
         if ((bi->tok = malloc(most * sizeof *bi->tok))) bi->tok_cap = most;
     }
-    while (tx_next_example(j, d, &pos, end, &lines, &a, &e, &first, &skipped)) {
+    while (ss__tx_next_example(j, d, &pos, end, &lines, &a, &e, &first, &skipped)) {
         uint64_t words = 0;
         ss_wordscan ws;
         size_t w, len;
@@ -142,7 +142,7 @@ static void count_range(const tx_job *j, const tx_input *in, size_t pos, size_t 
                 *oom = 1;
                 return;
             }
-            tx_blockids_drop(bi);
+            ss__tx_blockids_drop(bi);
             bi = NULL;
         }
         if (bi && push_example(bi, (uint32_t)words, (uint32_t)first)) {
@@ -189,7 +189,7 @@ static int merge_maps(ss_vocab **maps, int threads, int nmaps, tx_wordids *ids) 
     return oom ? -1 : 0;
 }
 
-/* tx_count_words(); with `ids`, also keep the words of blocks while their
+/* ss__tx_count_words(); with `ids`, also keep the words of blocks while their
  * size stays within ids_budget(), as entry numbers of per-thread maps: map
  * 2t + m of thread t; ids->remap (allocated here) then holds where those
  * of maps 2t + m, t > 0, went in counts[m] (merge_maps()). */
@@ -225,8 +225,8 @@ static int count_words(ss_conv *c, const tx_job *j, int threads, int shared, con
                 sofar = kept;
                 tx_blockids *bi = ids && sofar < budget ? &ids->blocks[2 * b + (size_t)sd] : NULL;
                 if (bi) bi->map = m;
-                count_range(j, tx_side_input(j, bl, sd), bl->start[sd], bl->end[sd], maps[m], bi,
-                            &o);
+                count_range(j, ss__tx_side_input(j, bl, sd), bl->start[sd], bl->end[sd], maps[m],
+                            bi, &o);
                 if (bi) {
                     size_t add = (bi->tok_cap + 2 * bi->nex_cap) * sizeof(uint32_t);
 #pragma omp atomic update
@@ -251,12 +251,12 @@ static int count_words(ss_conv *c, const tx_job *j, int threads, int shared, con
     return oom ? ss__conv_error(c, "out of memory while counting words") : 0;
 }
 
-int tx_count_words(ss_conv *c, const tx_job *j, int threads, int shared, const int skip[2],
-                   ss_vocab *counts[2]) {
+int ss__tx_count_words(ss_conv *c, const tx_job *j, int threads, int shared, const int skip[2],
+                       ss_vocab *counts[2]) {
     return count_words(c, j, threads, shared, skip, counts, NULL);
 }
 
-/* tx_vocabs_from_counts(); with `ids`, ids[m] (allocated here) also gets the
+/* ss__tx_vocabs_from_counts(); with `ids`, ids[m] (allocated here) also gets the
  * id of each entry of counts[m] (ss__vocab_build_ids()), NULL for the maps
  * not built. */
 static int build_vocabs(ss_conv *c, ss_vocab *counts[2], uint64_t min_count, uint64_t max_vocab,
@@ -279,8 +279,9 @@ static int build_vocabs(ss_conv *c, ss_vocab *counts[2], uint64_t min_count, uin
     return ss__conv_error(c, "out of memory while building the vocabulary");
 }
 
-int tx_vocabs_from_counts(ss_conv *c, ss_vocab *counts[2], uint64_t min_count, uint64_t max_vocab,
-                          int shared, const int skip[2], ss_vocab *vocab[2]) {
+int ss__tx_vocabs_from_counts(ss_conv *c, ss_vocab *counts[2], uint64_t min_count,
+                              uint64_t max_vocab, int shared, const int skip[2],
+                              ss_vocab *vocab[2]) {
     return build_vocabs(c, counts, min_count, max_vocab, shared, skip, vocab, NULL);
 }
 
@@ -308,15 +309,15 @@ static void remap_maps(tx_wordids *ids, uint32_t *built[2]) {
     }
 }
 
-int tx_build_vocabs(ss_conv *c, tx_job *j, int threads, uint64_t min_count, uint64_t max_vocab,
-                    int shared, const int skip[2], ss_vocab *vocab[2]) {
+int ss__tx_build_vocabs(ss_conv *c, tx_job *j, int threads, uint64_t min_count, uint64_t max_vocab,
+                        int shared, const int skip[2], ss_vocab *vocab[2]) {
     ss_vocab *counts[2];
     uint32_t *built[2] = {NULL, NULL};
     vocab[0] = vocab[1] = NULL;
-    tx_wordids_free(j);
+    ss__tx_wordids_free(j);
     j->ids = calloc(1, sizeof *j->ids);
     if (!j->ids || !(j->ids->blocks = calloc(2 * j->nblocks + 1, sizeof *j->ids->blocks))) {
-        tx_wordids_free(j);
+        ss__tx_wordids_free(j);
         return ss__conv_error(c, "out of memory");
     }
     int rc = count_words(c, j, threads, shared, skip, counts, j->ids);
@@ -326,7 +327,7 @@ int tx_build_vocabs(ss_conv *c, tx_job *j, int threads, uint64_t min_count, uint
     } else {
         free(built[0]);
         free(built[1]);
-        tx_wordids_free(j);
+        ss__tx_wordids_free(j);
     }
     ss__vocab_free(counts[0]);
     ss__vocab_free(counts[1]);

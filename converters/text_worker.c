@@ -51,7 +51,7 @@ static uint32_t add_msg(tx_slot *s, const char *fmt, ...) {
     if (n < 0) n = 0;
     if ((size_t)n >= sizeof buf) n = sizeof buf - 1;
     if (s->msgn + (size_t)n + 1 > UINT32_MAX - 1 ||
-        tx_reserve((uint8_t **)&s->msgs, &s->msgs_cap, s->msgn + (size_t)n + 1)) {
+        ss__tx_reserve((uint8_t **)&s->msgs, &s->msgs_cap, s->msgn + (size_t)n + 1)) {
         s->oom = 1;
         return 0;
     }
@@ -88,7 +88,7 @@ static void tokenize(const tx_job *j, int sd, tx_slot *s, tx_item *it, const tx_
     uint32_t es = t->esize;
     if (t->kind == TX_SPM) {
         char err[256];
-        int r = tx_spm_tokenize(t, d + a, n, &s->tok[sd], &s->tok_cap[sd], &k, err, sizeof err);
+        int r = ss__tx_spm_tokenize(t, d + a, n, &s->tok[sd], &s->tok_cap[sd], &k, err, sizeof err);
         if (r == -2) s->oom = 1;
         if (r == -1) it->bad[sd] = add_msg(s, "%s", err);
         if (r) return;
@@ -103,7 +103,7 @@ static void tokenize(const tx_job *j, int sd, tx_slot *s, tx_item *it, const tx_
         it->len[sd] = n;
         return;
     }
-    if (tx_reserve(&s->tok[sd], &s->tok_cap[sd], (k + n + 2) * es)) {
+    if (ss__tx_reserve(&s->tok[sd], &s->tok_cap[sd], (k + n + 2) * es)) {
         s->oom = 1;
         return;
     }
@@ -185,7 +185,7 @@ static void tokenize(const tx_job *j, int sd, tx_slot *s, tx_item *it, const tx_
 }
 
 /* Forget the words kept of a block (pass 2 looks them up). */
-/* tx_process_block() of a text (one side) whose words pass 1 kept: the
+/* ss__tx_process_block() of a text (one side) whose words pass 1 kept: the
  * examples, their lines and words are all in bi; the text is not read.
  * Then frees bi's arrays (no block is processed twice): in the worker
  * threads, not all at the end in the thread that writes. */
@@ -193,7 +193,7 @@ static void process_kept(const tx_job *j, tx_blockids *bi, tx_slot *s) {
     const tx_tok *t = &j->tok[0];
     const uint32_t *rm = j->ids->remap[bi->map], *w = bi->tok;
     uint32_t es = t->esize;
-    if (tx_reserve(&s->tok[0], &s->tok_cap[0], (bi->ntok + 2 * bi->nex) * es) ||
+    if (ss__tx_reserve(&s->tok[0], &s->tok_cap[0], (bi->ntok + 2 * bi->nex) * es) ||
         reserve_items(s, bi->nex)) {
         s->oom = 1;
         return;
@@ -216,10 +216,10 @@ static void process_kept(const tx_job *j, tx_blockids *bi, tx_slot *s) {
     s->tokn[0] = m;
     s->nlines = bi->nlines;
     s->nskipped = bi->nskipped;
-    tx_blockids_drop(bi);
+    ss__tx_blockids_drop(bi);
 }
 
-void tx_process_block(const tx_job *j, const tx_block *b, tx_slot *s) {
+void ss__tx_process_block(const tx_job *j, const tx_block *b, tx_slot *s) {
     s->nitems = 0;
     s->tokn[0] = s->tokn[1] = 0;
     s->msgn = 0;
@@ -240,8 +240,8 @@ void tx_process_block(const tx_job *j, const tx_block *b, tx_slot *s) {
         s->nlines =
             b->other_shard == TX_UNREAD
                 ? 0
-                : tx_count_lines(tx_side_input(j, b, 0)->data + b->start[0],
-                                 b->end[0] - b->start[0]);
+                : ss__tx_count_lines(ss__tx_side_input(j, b, 0)->data + b->start[0],
+                                     b->end[0] - b->start[0]);
         return;
     }
     size_t pos[2] = {b->start[0], b->start[1]};
@@ -251,8 +251,8 @@ void tx_process_block(const tx_job *j, const tx_block *b, tx_slot *s) {
         uint64_t first[2];
         int got = 0;
         for (int sd = 0; sd < j->nsides; sd++)
-            got += tx_next_example(j, tx_side_input(j, b, sd)->data, &pos[sd], b->end[sd],
-                                   &lines[sd], &a[sd], &e[sd], &first[sd], &skipped[sd]);
+            got += ss__tx_next_example(j, ss__tx_side_input(j, b, sd)->data, &pos[sd], b->end[sd],
+                                       &lines[sd], &a[sd], &e[sd], &first[sd], &skipped[sd]);
         if (got < j->nsides) break; /* parallel sides have equal line counts */
         tx_item *it = new_item(s);
         if (!it) {
@@ -261,14 +261,14 @@ void tx_process_block(const tx_job *j, const tx_block *b, tx_slot *s) {
         }
         it->line = first[0];
         for (int sd = 0; sd < j->nsides && !s->oom; sd++)
-            tokenize(j, sd, s, it, tx_side_input(j, b, sd), a[sd], e[sd], bi[sd]);
+            tokenize(j, sd, s, it, ss__tx_side_input(j, b, sd), a[sd], e[sd], bi[sd]);
         if (s->oom) return;
     }
     s->nlines = lines[0];
     s->nskipped = skipped[0];
 }
 
-void tx_slot_free(tx_slot *s) {
+void ss__tx_slot_free(tx_slot *s) {
     free(s->items);
     free(s->tok[0]);
     free(s->tok[1]);

@@ -67,18 +67,19 @@ static char *header(const tx_job *j, int shared, uint32_t k, uint32_t n) {
     return h;
 }
 
-int tx_write_counts(ss_conv *c, tx_job *j, int threads, int shared, const int skip[2]) {
+int ss__tx_write_counts(ss_conv *c, tx_job *j, int threads, int shared, const int skip[2]) {
     ss_vocab *counts[2] = {NULL, NULL};
     ss__conv_no_store(c);
-    if (tx_shard_blocks(c, j) || tx_count_words(c, j, threads, shared, skip, counts)) return 1;
-    int rc = tx_write_counts_of(c, j, shared, skip, counts);
+    if (ss__tx_shard_blocks(c, j) || ss__tx_count_words(c, j, threads, shared, skip, counts))
+        return 1;
+    int rc = ss__tx_write_counts_of(c, j, shared, skip, counts);
     ss__vocab_free(counts[0]);
     ss__vocab_free(counts[1]);
     return rc;
 }
 
-int tx_write_counts_of(ss_conv *c, const tx_job *j, int shared, const int skip[2],
-                       ss_vocab *const counts[2]) {
+int ss__tx_write_counts_of(ss_conv *c, const tx_job *j, int shared, const int skip[2],
+                           ss_vocab *const counts[2]) {
     const char *out = ss__conv_opts(c)->output;
     if (!ss__conv_opts(c)->force && access(out, F_OK) == 0)
         return ss__conv_error(c, "'%s' exists (--force replaces it)", out);
@@ -248,7 +249,7 @@ static int merge_file(merge *g, const char *path) {
     char err[256];
     g->path = path;
     g->line = 0;
-    if (tx_input_load(&in, path, err, sizeof err))
+    if (ss__tx_input_load(&in, path, err, sizeof err))
         return ss__conv_error(g->c, "counts file '%s': %s", path, err);
     const char *d = (const char *)in.data, *a;
     size_t pos = 0, len;
@@ -266,7 +267,7 @@ static int merge_file(merge *g, const char *path) {
         docs++;
     }
     if (!rc && !docs) rc = ss__conv_error(g->c, "counts file '%s' is empty", path);
-    tx_input_release(&in);
+    ss__tx_input_release(&in);
     return rc;
 }
 
@@ -306,8 +307,8 @@ static int merge_dir(merge *g, const char *dir) {
     return rc;
 }
 
-int tx_read_counts(ss_conv *c, const tx_job *j, int shared, const int skip[2],
-                   const char *const *paths, int npaths, ss_vocab *counts[2]) {
+int ss__tx_read_counts(ss_conv *c, const tx_job *j, int shared, const int skip[2],
+                       const char *const *paths, int npaths, ss_vocab *counts[2]) {
     merge g = {c, j, shared, skip, counts, NULL, 0, NULL, NULL, 0};
     counts[0] = counts[1] = NULL;
     char *h = header(j, shared, 0, 1);

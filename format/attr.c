@@ -73,7 +73,12 @@ static int ss_attr_decode(const ss_store *s, const ss_attr_slot *a, ss_attr *out
 
 int ss_attr_get(ss_attr *out, const ss_store *s, const char *name) {
     if (!s || !name || !out) return ss__fail(SS_EINVAL, "ss_attr_get: NULL argument");
-    if (s->ds) return ss__dataset_attr_get(out, s, name);
+    if (s->ds) {
+        const ss_store *from;
+        uint64_t k;
+        int rc = ss__dataset_attr_find(&from, &k, s, name);
+        return rc ? rc : ss_attr_decode(from, &from->attrs[k], out);
+    }
     uint64_t lo = 0, hi = s->nattrs;
     while (lo < hi) {
         uint64_t mid = lo + (hi - lo) / 2;
@@ -94,7 +99,12 @@ uint64_t ss_attr_count(const ss_store *s) {
 
 int ss_attr_at(ss_attr *out, const ss_store *s, uint64_t k) {
     if (!s || !out) return ss__fail(SS_EINVAL, "ss_attr_at: NULL argument");
-    if (s->ds) return ss__dataset_attr_at(out, s, k);
+    if (s->ds) {
+        const ss_store *from;
+        uint64_t j;
+        int rc = ss__dataset_attr_slot(&from, &j, s, k);
+        return rc ? rc : ss_attr_decode(from, &from->attrs[j], out);
+    }
     if (k >= s->nattrs)
         return ss__fail(SS_ERANGE, "%s: attribute %llu of %llu", s->path, (unsigned long long)k,
                         (unsigned long long)s->nattrs);

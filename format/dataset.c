@@ -485,14 +485,19 @@ int ss__dataset_flat_locate(uint64_t *example, uint64_t *offset, const ss_store 
 
 /* ----------------------------------------------------- attributes */
 
-int ss__dataset_attr_get(ss_attr *out, const ss_store *s, const char *name) {
+int ss__dataset_attr_find(const ss_store **from, uint64_t *k, const ss_store *s,
+                          const char *name) {
     const ss_dataset *ds = s->ds;
     uint64_t lo = 0, hi = ds->nattrs;
     while (lo < hi) {
         uint64_t mid = lo + (hi - lo) / 2;
         const ds_attr *a = &ds->attrs[mid];
         int c = strcmp(ds_attr_name(a), name);
-        if (c == 0) return ss_attr_at(out, a->from, a->k);
+        if (c == 0) {
+            *from = a->from;
+            *k = a->k;
+            return 0;
+        }
         if (c < 0)
             lo = mid + 1;
         else
@@ -505,12 +510,14 @@ uint64_t ss__dataset_attr_count(const ss_store *s) {
     return s->ds->nattrs;
 }
 
-int ss__dataset_attr_at(ss_attr *out, const ss_store *s, uint64_t k) {
+int ss__dataset_attr_slot(const ss_store **from, uint64_t *k, const ss_store *s, uint64_t i) {
     const ss_dataset *ds = s->ds;
-    if (k >= ds->nattrs)
-        return ss__fail(SS_ERANGE, "%s: attribute %llu of %llu", s->path, (unsigned long long)k,
+    if (i >= ds->nattrs)
+        return ss__fail(SS_ERANGE, "%s: attribute %llu of %llu", s->path, (unsigned long long)i,
                         (unsigned long long)ds->nattrs);
-    return ss_attr_at(out, ds->attrs[k].from, ds->attrs[k].k);
+    *from = ds->attrs[i].from;
+    *k = ds->attrs[i].k;
+    return 0;
 }
 
 /* ------------------------------------------------- info and verify */

@@ -173,9 +173,13 @@ int ss__dataset_lengths(uint64_t *out, const ss_store *s, uint32_t field, uint64
                         uint64_t n);
 int ss__dataset_flat_locate(uint64_t *example, uint64_t *offset, const ss_store *s, uint32_t field,
                             uint64_t pos);
-int ss__dataset_attr_get(ss_attr *out, const ss_store *s, const char *name);
+/* The attributes a dataset shows are attributes of plain stores (its first
+ * shard, its sections store): these find which, and attr.c decodes it, so
+ * the dataset needs nothing of attr.c. *from and *k: attribute *k of *from. */
+int ss__dataset_attr_find(const ss_store **from, uint64_t *k, const ss_store *s,
+                          const char *name);
 uint64_t ss__dataset_attr_count(const ss_store *s);
-int ss__dataset_attr_at(ss_attr *out, const ss_store *s, uint64_t k);
+int ss__dataset_attr_slot(const ss_store **from, uint64_t *k, const ss_store *s, uint64_t i);
 int ss__dataset_info(ss_store_info *out, const ss_store *s);
 int ss__dataset_verify(uint64_t *problems, const ss_store *s, ss_verify_fn report, void *ctx);
 /* Shards of a dataset store; 0 for a plain store or NULL. */

@@ -16,7 +16,7 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-const char *tx_kind_name(int kind) {
+const char *ss__tx_kind_name(int kind) {
     return kind == TX_IDS ? "ids" : kind == TX_CHARS ? "chars" : "bytes";
 }
 
@@ -105,8 +105,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         uint64_t lens[2] = {0, 0};
         size_t before[2] = {bufs[0].n, bufs[1].n};
         char err[512] = "";
-        int rc = jl_parse_line(&sp, p, n, bufs, lens, err, sizeof err);
-        if (counts && jl_count_line(&sp, p, n, counts, &arena)) abort();
+        int rc = ss__jl_parse_line(&sp, p, n, bufs, lens, err, sizeof err);
+        if (counts && ss__jl_count_line(&sp, p, n, counts, &arena)) abort();
         if (rc == -1 && !err[0]) abort();
         if (rc != 0 && (bufs[0].n != before[0] || bufs[1].n != before[1])) abort();
         if (rc == 0) {
@@ -131,6 +131,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         ss__vocab_free(counts);
         counts = NULL;
     }
-    jl_arena_free(&arena);
+    ss__jl_arena_free(&arena);
     return 0;
 }

@@ -13,13 +13,16 @@
 #include <string.h>
 #include <unistd.h>
 
+/* Bytes of a saved loader state in this version (ss_loader_state_size()). */
+#define LOADER_STATE_BYTES 128
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 enum { NEX = 64, NLOADERS = 4 };
 
 static ss_store *g_store;
 static ss_loader *g_l[NLOADERS];
-static unsigned char g_state[SS_LOADER_STATE_SIZE];
+static unsigned char g_state[LOADER_STATE_BYTES];
 
 static void make_store(void) {
     char path[64];
@@ -98,7 +101,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     for (int k = 0; k < NLOADERS; k++) try_load(g_l[k], data, size);
     /* over a valid state: epoch (kept small: an epoch's plan is computed),
      * batch, ranks, workers and plan */
-    unsigned char st[SS_LOADER_STATE_SIZE];
+    unsigned char st[LOADER_STATE_BYTES];
     memcpy(st, g_state, sizeof st);
     static const unsigned at[] = {16, 24, 88, 96, 120};
     size_t used = 0;

@@ -27,30 +27,30 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
     mg_index x;
     char err[256] = "";
-    if (mg_index_parse(&x, idx, n, bin, err, sizeof err)) {
+    if (ss__mg_index_parse(&x, idx, n, bin, err, sizeof err)) {
         if (!err[0]) abort();
         free(idx);
         return 0;
     }
     if (n != MG_HEADER_BYTES + 12 * x.nseq + 8 * x.ndoc) abort();
-    if (ss_dtype_size(x.dtype) != x.itemsize || mg_code_of_dtype(x.dtype) != x.code) abort();
+    if (ss_dtype_size(x.dtype) != x.itemsize || ss__mg_code_of_dtype(x.dtype) != x.code) abort();
     uint8_t *w = malloc(n + 1);
     if (!w) abort();
     memcpy(w, "MMIDIDX\0\0", 9);
-    mg_put_u64(w + 9, 1);
+    ss__mg_put_u64(w + 9, 1);
     w[17] = x.code;
-    mg_put_u64(w + 18, x.nseq);
-    mg_put_u64(w + 26, x.ndoc);
+    ss__mg_put_u64(w + 18, x.nseq);
+    ss__mg_put_u64(w + 26, x.ndoc);
     for (uint64_t i = 0; i < x.nseq; i++) {
-        uint64_t len = mg_seq_size(&x, i), p = mg_seq_pointer(&x, i);
+        uint64_t len = ss__mg_seq_size(&x, i), p = ss__mg_seq_pointer(&x, i);
         if (len > INT32_MAX || p + len * x.itemsize > bin) abort();
-        mg_put_u32(w + MG_HEADER_BYTES + 4 * i, (uint32_t)len);
-        mg_put_u64(w + MG_HEADER_BYTES + 4 * x.nseq + 8 * i, p);
+        ss__mg_put_u32(w + MG_HEADER_BYTES + 4 * i, (uint32_t)len);
+        ss__mg_put_u64(w + MG_HEADER_BYTES + 4 * x.nseq + 8 * i, p);
     }
-    if (x.ndoc < 1 || mg_doc(&x, 0) != 0) abort();
+    if (x.ndoc < 1 || ss__mg_doc(&x, 0) != 0) abort();
     for (uint64_t k = 0; k < x.ndoc; k++) {
-        if (k && (mg_doc(&x, k) < mg_doc(&x, k - 1) || mg_doc(&x, k) > x.nseq)) abort();
-        mg_put_u64(w + MG_HEADER_BYTES + 12 * x.nseq + 8 * k, mg_doc(&x, k));
+        if (k && (ss__mg_doc(&x, k) < ss__mg_doc(&x, k - 1) || ss__mg_doc(&x, k) > x.nseq)) abort();
+        ss__mg_put_u64(w + MG_HEADER_BYTES + 12 * x.nseq + 8 * k, ss__mg_doc(&x, k));
     }
     if (memcmp(w, idx, n)) abort();
     free(w);

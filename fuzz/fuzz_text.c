@@ -75,7 +75,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     j.tok[0].vocab = fuzz_vocab();
     j.inputs = in;
     j.ninputs = 2;
-    if (tx_prepare_tokens(NULL, &j.tok[0], "tokens")) abort();
+    if (ss__tx_prepare_tokens(NULL, &j.tok[0], "tokens")) abort();
     harness_out whole = {0}, pieces = {0};
     if (harness_run(&j, SIZE_MAX / 4, &whole)) abort();
     if (harness_run(&j, 1 + cut % 17, &pieces)) abort();

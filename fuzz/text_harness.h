@@ -169,7 +169,7 @@ typedef struct harness_out {
 } harness_out;
 
 static int harness_put(harness_out *o, const void *p, size_t n) {
-    if (tx_reserve(&o->buf, &o->cap, o->n + n + 1)) return -1;
+    if (ss__tx_reserve(&o->buf, &o->cap, o->n + n + 1)) return -1;
     if (n) memcpy(o->buf + o->n, p, n);
     o->n += n;
     return 0;
@@ -183,7 +183,7 @@ static int harness_run(tx_job *j, size_t block_bytes, harness_out *o) {
     j->blocks = NULL;
     j->block_bytes = block_bytes;
     o->n = 0;
-    if (tx_split(j)) return -1;
+    if (ss__tx_split(j)) return -1;
     tx_slot s;
     memset(&s, 0, sizeof s);
     uint64_t base = 0;
@@ -191,7 +191,7 @@ static int harness_run(tx_job *j, size_t block_bytes, harness_out *o) {
     int rc = 0;
     for (size_t b = 0; b < j->nblocks && !rc; b++) {
         const tx_block *bl = &j->blocks[b];
-        tx_process_block(j, bl, &s);
+        ss__tx_process_block(j, bl, &s);
         if (s.oom) {
             rc = -1;
             break;
@@ -212,15 +212,16 @@ static int harness_run(tx_job *j, size_t block_bytes, harness_out *o) {
                     continue;
                 }
                 if (it->bad[0] || it->bad[1]) continue;
-                const uint8_t *p = it->zero_copy[sd] ? tx_side_input(j, bl, sd)->data + it->off[sd]
-                                                     : s.tok[sd] + it->off[sd] * j->tok[sd].esize;
+                const uint8_t *p = it->zero_copy[sd]
+                                       ? ss__tx_side_input(j, bl, sd)->data + it->off[sd]
+                                       : s.tok[sd] + it->off[sd] * j->tok[sd].esize;
                 size_t bytes = (size_t)len * (it->zero_copy[sd] ? 1 : j->tok[sd].esize);
                 rc |= harness_put(o, &len, sizeof len) | harness_put(o, p, bytes);
             }
         }
         base += s.nlines;
     }
-    tx_slot_free(&s);
+    ss__tx_slot_free(&s);
     return rc;
 }
 

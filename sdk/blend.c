@@ -149,10 +149,10 @@ size_t ss_blend_state_size(const ss_blend *b) {
 }
 
 int ss_blend_state_save(void *buf, size_t cap, size_t *len, const ss_blend *b) {
-    if (!len || !b || (!buf && cap))
-        return ss__fail(SS_EINVAL, "ss_blend_state_save: NULL argument");
+    if (len) *len = 0;
+    if (!b || (!buf && cap)) return ss__fail(SS_EINVAL, "ss_blend_state_save: NULL argument");
     size_t need = 8 * ((size_t)b->k + 3);
-    *len = need;
+    if (len) *len = need;
     if (cap < need) return ss__fail(SS_EBUFS, "ss_blend_state_save: needs %zu bytes", need);
     unsigned char *p = buf;
     ss_put_le64(p, b->fingerprint);

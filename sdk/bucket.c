@@ -81,14 +81,6 @@ static int u64_cmp(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
-static int check_build_args(size_t nkeys, uint64_t resolution) {
-    if (nkeys < 1 || nkeys > SS_BUCKET_MAX_KEYS)
-        return ss__fail(SS_EINVAL, "bucket index: %zu keys (need 1..%d)", nkeys,
-                        SS_BUCKET_MAX_KEYS);
-    if (resolution == 0) return ss__fail(SS_EINVAL, "bucket index: resolution must be >= 1");
-    return 0;
-}
-
 /* Build from a key getter: key k of example i. */
 typedef uint64_t (*key_fn)(const void *ctx, size_t k, uint64_t i);
 
@@ -247,34 +239,6 @@ static uint64_t store_key(const void *ctx, size_t k, uint64_t i) {
 static uint64_t array_key(const void *ctx, size_t k, uint64_t i) {
     const uint64_t *const *lengths = ctx;
     return lengths[k][i];
-}
-
-int ss_bucket_build(ss_bucket **out, const ss_store *store, const uint32_t *fields, size_t nkeys,
-                    uint64_t resolution) {
-    if (!out) return ss__fail(SS_EINVAL, "ss_bucket_build: out is NULL");
-    *out = NULL;
-    if (!store || !fields) return ss__fail(SS_EINVAL, "ss_bucket_build: NULL store or fields");
-    int rc = check_build_args(nkeys, resolution);
-    if (rc) return rc;
-    for (size_t k = 0; k < nkeys; k++)
-        if (fields[k] >= ss_field_count(store))
-            return ss__fail(SS_ERANGE, "bucket index: field %u does not exist (the store has %u)",
-                            fields[k], ss_field_count(store));
-    store_ctx c = {store, fields};
-    return build(out, store_key, &c, fields, nkeys, ss_count(store), resolution, 0, 0);
-}
-
-int ss_bucket_build_lengths(ss_bucket **out, const uint64_t *const *lengths, const uint32_t *fields,
-                            size_t nkeys, uint64_t count, uint64_t resolution) {
-    if (!out) return ss__fail(SS_EINVAL, "ss_bucket_build_lengths: out is NULL");
-    *out = NULL;
-    int rc = check_build_args(nkeys, resolution);
-    if (rc) return rc;
-    if (count && !lengths) return ss__fail(SS_EINVAL, "ss_bucket_build_lengths: no lengths");
-    for (size_t k = 0; k < nkeys && count; k++)
-        if (!lengths[k]) return ss__fail(SS_EINVAL, "bucket index: lengths of key %zu are NULL", k);
-    return build(out, array_key, lengths, fields, nkeys, count, resolution, 0,
-                 fields ? 0 : FLAG_NO_FIELDS);
 }
 
 typedef struct fn_ctx {

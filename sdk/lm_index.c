@@ -109,7 +109,7 @@ static int count_epochs(ss_lm *lm) {
 static void document_epochs(int64_t *doc, uint64_t n, uint64_t e, ss_mt19937 *mt) {
     for (uint64_t k = 0; k < e; k++)
         for (uint64_t d = 0; d < n; d++) doc[k * n + d] = (int64_t)d;
-    ss_mt_shuffle_i64(mt, doc, n * e);
+    ss__mt_shuffle_i64(mt, doc, n * e);
 }
 
 /* helpers.cpp build_sample_idx (drop_last_partial_sequence, extra token):
@@ -186,7 +186,7 @@ static int build(ss_lm *lm) {
         return ss__fail(SS_ENOMEM, "lm: out of memory for %" PRIu64 " samples of %" PRIu64
                         " epochs", S, E);
     ss_mt19937 mt;
-    ss_mt_seed(&mt, (uint32_t)lm->o.seed);
+    ss__mt_seed(&mt, (uint32_t)lm->o.seed);
     if (lm->separate) {
         document_epochs(lm->doc, n, E - 1, &mt);
         document_epochs(lm->doc + (E - 1) * n, n, 1, &mt);
@@ -195,8 +195,8 @@ static int build(ss_lm *lm) {
     }
     sample_index(lm);
     for (uint64_t k = 0; k < S; k++) lm->shuffle[k] = (int64_t)k;
-    ss_mt_shuffle_i64(&mt, lm->shuffle, lm->sans_final);
-    ss_mt_shuffle_i64(&mt, lm->shuffle + lm->sans_final, S - lm->sans_final);
+    ss__mt_shuffle_i64(&mt, lm->shuffle, lm->sans_final);
+    ss__mt_shuffle_i64(&mt, lm->shuffle + lm->sans_final, S - lm->sans_final);
     return 0;
 }
 

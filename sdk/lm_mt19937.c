@@ -7,7 +7,7 @@
 #define UPPER_MASK 0x80000000u
 #define LOWER_MASK 0x7fffffffu
 
-void ss_mt_seed(ss_mt19937 *mt, uint32_t seed) {
+void ss__mt_seed(ss_mt19937 *mt, uint32_t seed) {
     for (int i = 0; i < SS_MT_N; i++) {
         mt->key[i] = seed;
         seed = 1812433253u * (seed ^ (seed >> 30)) + (uint32_t)i + 1u;
@@ -32,7 +32,7 @@ static void mt_gen(ss_mt19937 *mt) {
     mt->pos = 0;
 }
 
-uint32_t ss_mt_next32(ss_mt19937 *mt) {
+uint32_t ss__mt_next32(ss_mt19937 *mt) {
     if (mt->pos == SS_MT_N) mt_gen(mt);
     uint32_t y = mt->key[mt->pos++];
     y ^= y >> 11;
@@ -41,7 +41,7 @@ uint32_t ss_mt_next32(ss_mt19937 *mt) {
     return y ^ (y >> 18);
 }
 
-uint64_t ss_mt_interval(ss_mt19937 *mt, uint64_t max) {
+uint64_t ss__mt_interval(ss_mt19937 *mt, uint64_t max) {
     if (max == 0) return 0;
     uint64_t mask = max, v;
     mask |= mask >> 1;
@@ -51,29 +51,29 @@ uint64_t ss_mt_interval(ss_mt19937 *mt, uint64_t max) {
     mask |= mask >> 16;
     mask |= mask >> 32;
     if (max <= 0xffffffffu) {
-        while ((v = (ss_mt_next32(mt) & mask)) > max) {
+        while ((v = (ss__mt_next32(mt) & mask)) > max) {
         }
     } else {
         do {
-            uint64_t hi = ss_mt_next32(mt);
-            v = ((hi << 32) | ss_mt_next32(mt)) & mask;
+            uint64_t hi = ss__mt_next32(mt);
+            v = ((hi << 32) | ss__mt_next32(mt)) & mask;
         } while (v > max);
     }
     return v;
 }
 
-void ss_mt_shuffle_i64(ss_mt19937 *mt, int64_t *x, uint64_t n) {
+void ss__mt_shuffle_i64(ss_mt19937 *mt, int64_t *x, uint64_t n) {
     for (uint64_t i = n > 0 ? n - 1 : 0; i >= 1; i--) {
-        uint64_t j = ss_mt_interval(mt, i);
+        uint64_t j = ss__mt_interval(mt, i);
         int64_t t = x[i];
         x[i] = x[j];
         x[j] = t;
     }
 }
 
-void ss_mt_shuffle_u32(ss_mt19937 *mt, uint32_t *x, uint64_t n) {
+void ss__mt_shuffle_u32(ss_mt19937 *mt, uint32_t *x, uint64_t n) {
     for (uint64_t i = n > 0 ? n - 1 : 0; i >= 1; i--) {
-        uint64_t j = ss_mt_interval(mt, i);
+        uint64_t j = ss__mt_interval(mt, i);
         uint32_t t = x[i];
         x[i] = x[j];
         x[j] = t;

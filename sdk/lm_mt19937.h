@@ -24,18 +24,18 @@ typedef struct ss_mt19937 {
 } ss_mt19937;
 
 /* numpy.random.RandomState(seed) for 0 <= seed < 2^32. */
-void ss_mt_seed(ss_mt19937 *mt, uint32_t seed);
+void ss__mt_seed(ss_mt19937 *mt, uint32_t seed);
 
 /* The next tempered 32-bit output (numpy's mt19937_next32). */
-uint32_t ss_mt_next32(ss_mt19937 *mt);
+uint32_t ss__mt_next32(ss_mt19937 *mt);
 
 /* numpy's legacy random_interval(max): uniform in [0, max]. */
-uint64_t ss_mt_interval(ss_mt19937 *mt, uint64_t max);
+uint64_t ss__mt_interval(ss_mt19937 *mt, uint64_t max);
 
 /* RandomState.shuffle() of n int64 elements in place. */
-void ss_mt_shuffle_i64(ss_mt19937 *mt, int64_t *x, uint64_t n);
+void ss__mt_shuffle_i64(ss_mt19937 *mt, int64_t *x, uint64_t n);
 
 /* RandomState.shuffle() of n uint32 elements in place. */
-void ss_mt_shuffle_u32(ss_mt19937 *mt, uint32_t *x, uint64_t n);
+void ss__mt_shuffle_u32(ss_mt19937 *mt, uint32_t *x, uint64_t n);
 
 #endif /* SS_LM_MT19937_H */

@@ -31,7 +31,10 @@
 
 #define STATE_MAGIC 0x315244414f4c5353ull /* "SSLOADR1" little-endian */
 #define STATE_VERSION 2 /* 1: the first 88 bytes only (no elastic resume) */
-#define STATE_V1_SIZE 88
+#define STATE_HEAD 40     /* magic, version, epoch, position, fingerprint; then the sampler's */
+#define STATE_SAMPLER 48  /* ss_sampler_state_size() */
+#define STATE_V1_SIZE (STATE_HEAD + STATE_SAMPLER)
+#define STATE_SIZE (STATE_V1_SIZE + 40) /* + ranks, workers, two fingerprints, batches */
 #define MSG_CAP 1024
 
 enum { MODE_FIXED = 0, MODE_TOKENS = 1, MODE_BUCKET = 2 };
@@ -1133,7 +1136,7 @@ uint64_t ss_loader_count(const ss_loader *l) {
 }
 
 size_t ss_loader_state_size(const ss_loader *l) {
-    return l ? SS_LOADER_STATE_SIZE : 0;
+    return l ? STATE_SIZE : 0;
 }
 
 uint64_t ss_loader_position(const ss_loader *l) {
@@ -1143,11 +1146,11 @@ uint64_t ss_loader_position(const ss_loader *l) {
 /* ---------------------------------------------------------------- state */
 
 int ss_loader_state_save(void *buf, size_t cap, size_t *len, const ss_loader *l) {
-    if (len) *len = SS_LOADER_STATE_SIZE;
+    size_t need = ss_loader_state_size(l);
+    if (len) *len = need;
     if (!l || !buf) return ss__fail(SS_EINVAL, "ss_loader_state_save: NULL argument");
-    if (cap < SS_LOADER_STATE_SIZE)
-        return ss__fail(SS_EBUFS, "ss_loader_state_save: %zu bytes, %d needed", cap,
-                        SS_LOADER_STATE_SIZE);
+    if (cap < need)
+        return ss__fail(SS_EBUFS, "ss_loader_state_save: %zu bytes, %zu needed", cap, need);
     ss_loader *m = (ss_loader *)l; /* the mutex only */
     unsigned char *p = buf;
     pthread_mutex_lock(&m->mu);
@@ -1156,7 +1159,7 @@ int ss_loader_state_save(void *buf, size_t cap, size_t *len, const ss_loader *l)
     ss_put_le64(p + 16, l->epoch);
     ss_put_le64(p + 24, l->consumed);
     ss_put_le64(p + 32, l->fingerprint);
-    int rc = ss_sampler_state_save(p + 40, SS_SAMPLER_STATE_SIZE, NULL, l->sampler);
+    int rc = ss_sampler_state_save(p + STATE_HEAD, STATE_SAMPLER, NULL, l->sampler);
     ss_put_le64(p + 88, ((uint64_t)l->world << 32) | l->rank);
     ss_put_le64(p + 96, ((uint64_t)l->workers << 32) | l->worker);
     ss_put_le64(p + 104, l->elastic);
@@ -1226,7 +1229,7 @@ int ss_loader_state_load(ss_loader *l, const void *buf, size_t len) {
     const unsigned char *p = buf;
     uint64_t version = len >= 16 ? ss_le64(p + 8) : 0;
     if (len < 16 || ss_le64(p) != STATE_MAGIC || (version != 1 && version != STATE_VERSION) ||
-        len != (version == 1 ? STATE_V1_SIZE : SS_LOADER_STATE_SIZE))
+        len != (version == 1 ? STATE_V1_SIZE : STATE_SIZE))
         return ss__fail(SS_EINVAL, "ss_loader_state_load: not a loader state (%zu bytes)", len);
     int exact = ss_le64(p + 32) == l->fingerprint;
     if (!exact && version == 1)
@@ -1237,7 +1240,7 @@ int ss_loader_state_load(ss_loader *l, const void *buf, size_t len) {
     pthread_mutex_lock(&l->mu);
     quiesce(l);
     if (exact) {
-        rc = ss_sampler_state_load(l->sampler, p + 40, SS_SAMPLER_STATE_SIZE);
+        rc = ss_sampler_state_load(l->sampler, p + STATE_HEAD, STATE_SAMPLER);
         pos = ss_le64(p + 24);
     } else {
         rc = elastic_resume(&pos, l, p);

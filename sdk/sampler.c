@@ -21,6 +21,7 @@
 
 #define STATE_MAGIC 0x314C504D41535353ull /* "SSSAMPL1" little-endian */
 #define STATE_VERSION 1u
+#define STATE_BYTES 48 /* magic, version, seed, epoch, position, fingerprint */
 
 struct ss_sampler {
     ss_sampler_options o; /* normalised copy; o.weights is not kept */
@@ -512,7 +513,7 @@ uint64_t ss_sampler_epoch_length(const ss_sampler *s) {
 }
 
 size_t ss_sampler_state_size(const ss_sampler *s) {
-    return s ? SS_SAMPLER_STATE_SIZE : 0;
+    return s ? STATE_BYTES : 0;
 }
 
 uint64_t ss_sampler_position(const ss_sampler *s) {
@@ -546,11 +547,11 @@ int ss_sampler_next(uint64_t *out_indices, size_t max, size_t *n, ss_sampler *s)
 }
 
 int ss_sampler_state_save(void *buf, size_t cap, size_t *len, const ss_sampler *s) {
-    if (len) *len = 0;
+    if (len) *len = s ? STATE_BYTES : 0;
     if (!s || !buf) return ss__fail(SS_EINVAL, "ss_sampler_state_save: NULL argument");
-    if (cap < SS_SAMPLER_STATE_SIZE)
+    if (cap < STATE_BYTES)
         return ss__fail(SS_EBUFS, "sampler state: needs %d bytes, buffer has %zu",
-                        SS_SAMPLER_STATE_SIZE, cap);
+                        STATE_BYTES, cap);
     unsigned char *p = buf;
     ss_put_le64(p, STATE_MAGIC);
     ss_put_le64(p + 8, STATE_VERSION);
@@ -558,14 +559,14 @@ int ss_sampler_state_save(void *buf, size_t cap, size_t *len, const ss_sampler *
     ss_put_le64(p + 24, s->epoch);
     ss_put_le64(p + 32, s->pos);
     ss_put_le64(p + 40, s->fingerprint);
-    if (len) *len = SS_SAMPLER_STATE_SIZE;
+    if (len) *len = STATE_BYTES;
     return 0;
 }
 
 int ss_sampler_state_load(ss_sampler *s, const void *buf, size_t len) {
     if (!s || !buf) return ss__fail(SS_EINVAL, "ss_sampler_state_load: NULL argument");
     const unsigned char *p = buf;
-    if (len != SS_SAMPLER_STATE_SIZE || ss_le64(p) != STATE_MAGIC)
+    if (len != STATE_BYTES || ss_le64(p) != STATE_MAGIC)
         return ss__fail(SS_EINVAL, "sampler state: not a saved sampler state (%zu bytes)", len);
     if (ss_le64(p + 8) != STATE_VERSION)
         return ss__fail(SS_EINVAL, "sampler state: unknown version %" PRIu64, ss_le64(p + 8));

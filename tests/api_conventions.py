@@ -15,6 +15,12 @@ block of seqstore.h, the rules a machine can check:
      documented return is a positive number ("SS_X (1)").
      Only the PREDICATES below return 1 (yes) or 0 (no) instead.
   4. Every SS_..._INIT macro has its ss_..._init(out, version) function.
+  5. Saved state: every object that saves one has the three functions
+     size_t ss_X_state_size(const ss_X *, ...),
+     int ss_X_state_save(void *buf, size_t cap, size_t *len, const ss_X *, ...)
+     and int ss_X_state_load(ss_X *, const void *buf, size_t len), and the
+     size is asked only of the function: no SS_..._STATE_... size macro, no
+     _save_size() or _restore() under another name.
 
 Usage: api_conventions.py SOURCE_DIR. Exit status 1 lists each breach.
 """
@@ -79,6 +85,42 @@ def param_kind(p, opaque):
     return "out"
 
 
+def state_rules(code, opaque):
+    """Rule 5 over the headers' code (comments stripped)."""
+    problems = []
+    decls = {m.group(2): (m.group(1), [p for p in split_params(" ".join(m.group(3).split()))])
+             for m in re.finditer(r"SS_API\s+(\w+)\s+(ss_\w+)\s*\(([^;]*?)\)\s*;", code, re.S)}
+    objects = {re.sub(r"_state_(size|save|load)$", "", fn) for fn in decls
+               if re.search(r"_state_(size|save|load)$", fn)}
+    for obj in sorted(objects):
+        if obj not in opaque:
+            problems.append(f"{obj}_state_...: {obj} is no opaque object")
+        want = {
+            "size": ("size_t", [f"const {obj} *"]),
+            "save": ("int", ["void *buf", "size_t cap", "size_t *len", f"const {obj} *"]),
+            "load": ("int", [f"{obj} *", "const void *buf", "size_t len"]),
+        }
+        for verb, (ret, head) in want.items():
+            fn = f"{obj}_state_{verb}"
+            if fn not in decls:
+                problems.append(f"{obj} saves state but has no {fn}()")
+                continue
+            got_ret, ps = decls[fn]
+            exact = verb == "load"  # a load takes nothing else; size and save may take flags
+            ok = got_ret == ret and len(ps) >= len(head) and (not exact or len(ps) == len(head))
+            for p, h in zip(ps, head):
+                ok = ok and (p == h or (h.endswith("*") and p.startswith(h)))
+            if not ok:
+                problems.append(f"{fn}: declared {got_ret} {fn}({', '.join(ps)}); the rule is "
+                                f"{ret} {fn}({', '.join(head)}{', ...' if not exact else ''})")
+    for fn in decls:
+        if re.search(r"_(save_size|restore)$", fn):
+            problems.append(f"{fn}: saved state is ss_X_state_size/_save/_load")
+    for m in re.finditer(r"#define\s+(SS_\w*STATE\w*)\s+\(?\s*\d", code):
+        problems.append(f"{m.group(1)}: a state size is asked of ss_X_state_size() only, no macro")
+    return problems
+
+
 def main(root):
     problems = []
     text = {h: open(h).read() for h in headers(root)}
@@ -126,6 +168,7 @@ def main(root):
             fn = macro.lower() + "_init"
             if not re.search(r"SS_API\s+int\s+" + fn + r"\s*\(", all_code):
                 problems.append(f"{short}: {macro}_INIT has no {fn}()")
+    problems += state_rules(all_code, opaque)
     for p in problems:
         print(p)
     print(f"{len(problems)} breach(es) of the conventions in {len(text)} headers")

@@ -17,6 +17,26 @@ static int save_res(const char *path, const char *name, const uint32_t *fields, 
     return ss_bucket_save(path, name, fields, nkeys, &o);
 }
 
+/* ss_bucket_create() of a fixed-width index of resolution `res` over the
+ * store's lengths of `fields`. */
+static int build_res(ss_bucket **out, const ss_store *s, const uint32_t *fields, size_t nkeys,
+                     uint64_t res) {
+    ss_bucket_options o = SS_BUCKET_OPTIONS_INIT;
+    o.resolution = res;
+    return ss_bucket_create(out, s, fields, nkeys, &o);
+}
+
+/* ss_bucket_create() of a fixed-width index over the caller's key arrays,
+ * keyed without fields. */
+static int build_keys(ss_bucket **out, const uint64_t *const *keys, size_t nkeys, uint64_t count,
+                      uint64_t res) {
+    ss_bucket_options o = SS_BUCKET_OPTIONS_INIT;
+    o.resolution = res;
+    o.keys = keys;
+    o.count = count;
+    return ss_bucket_create(out, NULL, NULL, nkeys, &o);
+}
+
 static void make_store(const char *path, const uint64_t *src, const uint64_t *tgt, uint64_t n) {
     ss_field f[2] = {{"src", SS_U8, 1, 0, {0}}, {"tgt", SS_U8, 1, 0, {0}}};
     ss_schema sc = {2, f};
@@ -46,13 +66,13 @@ static void test_hand(void) {
     uint64_t len[8] = {5, 3, 8, 1, 4, 4, 2, 7};
     const uint64_t *keys[1] = {len};
     ss_bucket *b;
-    CHECK_OK(ss_bucket_build_lengths(&b, keys, NULL, 1, 8, 2));
+    CHECK_OK(build_keys(&b, keys, 1, 8, 2));
     uint64_t perm_r2[8] = {3, 1, 6, 0, 4, 5, 7, 2}, starts[6] = {0, 1, 3, 6, 7, 8};
     check_index(b, perm_r2, 8, starts, 5);
     uint64_t perm[8] = {3, 6, 1, 4, 5, 0, 7, 2};
     ss_bucket_free(b);
     /* resolution 1: one bucket per distinct length */
-    CHECK_OK(ss_bucket_build_lengths(&b, keys, NULL, 1, 8, 1));
+    CHECK_OK(build_keys(&b, keys, 1, 8, 1));
     uint64_t starts1[8] = {0, 1, 2, 3, 5, 6, 7, 8};
     check_index(b, perm, 8, starts1, 7);
     ss_bucket_free(b);
@@ -60,20 +80,20 @@ static void test_hand(void) {
     /* two keys, lexicographic: (src, tgt) = (2,3) (2,1) (1,5) (2,1) */
     uint64_t src[4] = {2, 2, 1, 2}, tgt[4] = {3, 1, 5, 1};
     const uint64_t *k2[2] = {src, tgt};
-    CHECK_OK(ss_bucket_build_lengths(&b, k2, NULL, 2, 4, 1));
+    CHECK_OK(build_keys(&b, k2, 2, 4, 1));
     uint64_t perm2[4] = {2, 1, 3, 0}, starts2[4] = {0, 1, 3, 4};
     check_index(b, perm2, 4, starts2, 3);
     ss_bucket_free(b);
     /* resolution 4 puts them all in bucket (0, q): tgt 5 is in [4, 8); the
      * second bucket in index order. */
-    CHECK_OK(ss_bucket_build_lengths(&b, k2, NULL, 2, 4, 4));
+    CHECK_OK(build_keys(&b, k2, 2, 4, 4));
     uint64_t starts4[3] = {0, 1, 4}, perm4[4] = {2, 0, 1, 3};
     check_index(b, perm4, 4, starts4, 2);
     ss_bucket_free(b);
 
-    CHECK_RC(ss_bucket_build_lengths(&b, keys, NULL, 1, 8, 0), SS_EINVAL);
-    CHECK_RC(ss_bucket_build_lengths(&b, keys, NULL, 0, 8, 1), SS_EINVAL);
-    CHECK_RC(ss_bucket_build_lengths(&b, keys, NULL, 5, 8, 1), SS_EINVAL);
+    CHECK_RC(build_keys(&b, keys, 1, 8, 0), SS_EINVAL);
+    CHECK_RC(build_keys(&b, keys, 0, 8, 1), SS_EINVAL);
+    CHECK_RC(build_keys(&b, keys, 5, 8, 1), SS_EINVAL);
     CHECK(b == NULL);
 }
 
@@ -90,7 +110,7 @@ static void test_property(void) {
             for (uint64_t i = 0; i < n; i++) l[k][i] = ss_test_rand(&rng) % 60;
         }
         ss_bucket *b;
-        CHECK_OK(ss_bucket_build_lengths(&b, (const uint64_t *const *)l, NULL, nk, n, R));
+        CHECK_OK(build_keys(&b, (const uint64_t *const *)l, nk, n, R));
         const uint64_t *p = ss_bucket_permutation(b), *st = ss_bucket_starts(b);
         unsigned char *seen = calloc(n + 1, 1);
         uint64_t q = 0;
@@ -151,7 +171,7 @@ static void test_store(void) {
     ss_bucket_free(down);
     ss_bucket *stored, *built;
     CHECK_OK(ss_bucket_open(&stored, s, "pair"));
-    CHECK_OK(ss_bucket_build(&built, s, both, 2, 4));
+    CHECK_OK(build_res(&built, s, both, 2, 4));
     check_index(stored, ss_bucket_permutation(built), n, ss_bucket_starts(built),
                 ss_bucket_count(built));
     uint32_t fk[4];
@@ -337,7 +357,7 @@ static void test_block_order(void) {
     uint64_t len[10] = {5, 3, 8, 1, 4, 4, 2, 7, 5, 5};
     const uint64_t *keys[1] = {len};
     ss_bucket *b;
-    CHECK_OK(ss_bucket_build_lengths(&b, keys, NULL, 1, 10, 4));
+    CHECK_OK(build_keys(&b, keys, 1, 10, 4));
     CHECK_EQ_U64(ss_bucket_count(b), 3);
     uint64_t out[10], n;
     /* block_size = 100: one block per bucket, one window: each bucket's
@@ -374,7 +394,7 @@ static void test_block_order(void) {
         uint64_t *cnt = calloc(N, sizeof *cnt);
         for (uint64_t i = 0; i < N; i++) l[i] = ss_test_rand(&rng) % 100;
         const uint64_t *k1[1] = {l};
-        CHECK_OK(ss_bucket_build_lengths(&b, k1, NULL, 1, N, R));
+        CHECK_OK(build_keys(&b, k1, 1, N, R));
         char text[64];
         uint64_t a = ss_test_rand(&rng) % N, c = a + ss_test_rand(&rng) % (N - a + 1);
         snprintf(text, sizeof text, "%llu:%llu", (unsigned long long)a, (unsigned long long)c);
@@ -478,7 +498,7 @@ static void test_torchnet(void) {
     ss_store *s = strings_store("tn.ss", data, 10);
     uint32_t f0 = 0;
     ss_bucket *b;
-    CHECK_OK(ss_bucket_build(&b, s, &f0, 1, 1));
+    CHECK_OK(build_res(&b, s, &f0, 1, 1));
     uint64_t simple[10] = {0, 1, 2, 4, 5, 9, 6, 7, 8, 3};
     check_order(b, simple, 10);
     ss_bucket_free(b);
@@ -492,7 +512,7 @@ static void test_torchnet(void) {
     ss_close(s);
     const char *three[3] = {"aa", "a", "b"};
     s = strings_store("tn3.ss", three, 3);
-    CHECK_OK(ss_bucket_build(&b, s, &f0, 1, 3));
+    CHECK_OK(build_res(&b, s, &f0, 1, 3));
     uint64_t stable[3] = {0, 1, 2};
     check_order(b, stable, 3);
     ss_bucket_free(b);

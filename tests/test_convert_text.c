@@ -360,7 +360,7 @@ static void setup_job(tx_job *j, tx_input *in, int kind, int mode, int flags, co
     j->tok[0].vocab = v;
     j->inputs = in;
     j->ninputs = 2;
-    CHECK(tx_prepare_tokens(NULL, &j->tok[0], "tokens") == 0);
+    CHECK(ss__tx_prepare_tokens(NULL, &j->tok[0], "tokens") == 0);
 }
 
 /* Whatever the block size, the same examples, lines and errors. */

@@ -136,19 +136,31 @@ static void expect_pair(const char *dir, uint64_t index, uint32_t a, uint32_t b)
     ss_close(d);
 }
 
-static void fixed_shards(void) {
-    const char *dir = ss_test_keep_path("fixed");
-    char err[4096], cmd[4096];
+static void strip_digest(const char *path);
+
+/* A new folder `name` of `n` fixed shards, part-00000.ss and on (legacy:
+ * as an older library wrote them, without content digest), and `dataset
+ * build` over them; err gets its messages. Returns the folder. */
+static const char *fixed_dataset(const char *name, uint32_t n, int legacy, char *err,
+                                 size_t errlen) {
+    const char *dir = ss_test_keep_path(name);
+    char path[1024], cmd[4096];
     mkdir(dir, 0755);
-    for (uint32_t k = 0; k < 4; k++) {
-        snprintf(cmd, sizeof cmd, "%s/part-%05u.ss", dir, k);
-        write_fixed_shard(cmd, k);
+    int used = snprintf(cmd, sizeof cmd, "dataset build %s", dir);
+    for (uint32_t k = 0; k < n; k++) {
+        snprintf(path, sizeof path, "%s/part-%05u.ss", dir, k);
+        write_fixed_shard(path, k);
+        if (legacy) strip_digest(path);
+        used += snprintf(cmd + used, sizeof cmd - (size_t)used, " part-%05u.ss", k);
     }
-    CHECK_EXIT(ss_test_cli(err, sizeof err, NULL,
-                           "dataset build %s part-00000.ss part-00001.ss part-00002.ss "
-                           "part-00003.ss",
-                           dir),
-               0, err);
+    CHECK((size_t)used < sizeof cmd);
+    CHECK_EXIT(ss_test_cli(err, errlen, NULL, "%s", cmd), 0, err);
+    return dir;
+}
+
+static void fixed_shards(void) {
+    char err[4096], cmd[4096];
+    const char *dir = fixed_dataset("fixed", 4, 0, err, sizeof err);
     expect_pair(dir, 40001, 2, 3);
     snprintf(cmd, sizeof cmd, "cp %s/part-00001.ss %s/part-00002.ss", dir, dir);
     CHECK(system(cmd) == 0);
@@ -171,6 +183,31 @@ static uint64_t le64(const unsigned char *b) {
     return v;
 }
 
+/* The shard at `path` opened with LMDB alone (flags: MDB_RDONLY or 0), one
+ * transaction on its unnamed database. */
+static void raw_open(const char *path, unsigned flags, MDB_env **env, MDB_txn **txn,
+                     MDB_dbi *dbi) {
+    unsigned env_flags = MDB_NOSUBDIR | flags;
+    if (flags & MDB_RDONLY) env_flags |= MDB_NOLOCK; /* a reader beside no writer */
+    CHECK(mdb_env_create(env) == 0);
+    CHECK(mdb_env_open(*env, path, env_flags, 0644) == 0);
+    CHECK(mdb_txn_begin(*env, NULL, flags & MDB_RDONLY, txn) == 0);
+    CHECK(mdb_dbi_open(*txn, NULL, 0, dbi) == 0);
+}
+
+/* Write block `key` with `len` payload bytes sealed as the library seals
+ * it (behind the writer's back), commit and close. */
+static void raw_put_sealed(MDB_env *env, MDB_txn *txn, MDB_dbi dbi, ss_key *key,
+                           const void *payload, uint64_t len) {
+    uint64_t vsize = ss__block_value_size(len);
+    MDB_val k = ss_key_val(key), v = {vsize, NULL};
+    CHECK(mdb_put(txn, dbi, &k, &v, MDB_RESERVE) == 0);
+    memcpy((unsigned char *)v.mv_data + 16, payload, len);
+    ss__block_seal(v.mv_data, vsize, len, key, SS_FORMAT_VERSION);
+    CHECK(mdb_txn_commit(txn) == 0);
+    mdb_env_close(env);
+}
+
 /* The content digest as spec §13 words it, from LMDB and xxHash alone:
  * returns the header's, and checks it equals the recomputed one. */
 static uint64_t check_digest_from_spec(const char *path) {
@@ -179,10 +216,7 @@ static uint64_t check_digest_from_spec(const char *path) {
     MDB_dbi dbi;
     MDB_cursor *cur;
     MDB_val k, v;
-    CHECK(mdb_env_create(&env) == 0);
-    CHECK(mdb_env_open(env, path, MDB_NOSUBDIR | MDB_RDONLY | MDB_NOLOCK, 0644) == 0);
-    CHECK(mdb_txn_begin(env, NULL, MDB_RDONLY, &txn) == 0);
-    CHECK(mdb_dbi_open(txn, NULL, 0, &dbi) == 0);
+    raw_open(path, MDB_RDONLY, &env, &txn, &dbi);
     k.mv_size = 1, k.mv_data = "H";
     CHECK(mdb_get(txn, dbi, &k, &v) == 0);
     const unsigned char *h = (const unsigned char *)v.mv_data + 16;
@@ -248,20 +282,11 @@ static void replaced_block(void) {
     MDB_env *env;
     MDB_txn *txn;
     MDB_dbi dbi;
-    CHECK(mdb_env_create(&env) == 0);
-    CHECK(mdb_env_open(env, path, MDB_NOSUBDIR, 0644) == 0);
-    CHECK(mdb_txn_begin(env, NULL, 0, &txn) == 0);
-    CHECK(mdb_dbi_open(txn, NULL, 0, &dbi) == 0);
+    raw_open(path, 0, &env, &txn, &dbi);
     ss_key key;
     ss__key_named(&key, SS_KEY_ATTR, "note");
     unsigned char payload[8 + 5] = {100, 0, 0, 0, 0, 0, 0, 0, 'a', 'f', 't', 'e', 'r'};
-    uint64_t vsize = ss__block_value_size(sizeof payload);
-    MDB_val k = ss_key_val(&key), v = {vsize, NULL};
-    CHECK(mdb_put(txn, dbi, &k, &v, MDB_RESERVE) == 0);
-    memcpy((unsigned char *)v.mv_data + 16, payload, sizeof payload);
-    ss__block_seal(v.mv_data, vsize, sizeof payload, &key, SS_FORMAT_VERSION);
-    CHECK(mdb_txn_commit(txn) == 0);
-    mdb_env_close(env);
+    raw_put_sealed(env, txn, dbi, &key, payload, sizeof payload);
 
     CHECK_OK(ss_open(&s, path, 0));
     ss_attr a;
@@ -308,10 +333,7 @@ static void strip_digest(const char *path) {
     MDB_env *env;
     MDB_txn *txn;
     MDB_dbi dbi;
-    CHECK(mdb_env_create(&env) == 0);
-    CHECK(mdb_env_open(env, path, MDB_NOSUBDIR, 0644) == 0);
-    CHECK(mdb_txn_begin(env, NULL, 0, &txn) == 0);
-    CHECK(mdb_dbi_open(txn, NULL, 0, &dbi) == 0);
+    raw_open(path, 0, &env, &txn, &dbi);
     ss_key key;
     ss__key_named(&key, SS_KEY_HEADER, NULL);
     MDB_val k = ss_key_val(&key), v;
@@ -320,29 +342,15 @@ static void strip_digest(const char *path) {
     unsigned char payload[SS_HEADER_FIXED + SS_MAX_FIELDS * SS_FIELD_RECORD];
     memcpy(payload, (const unsigned char *)v.mv_data + 16, len);
     memset(payload + 16, 0, 4);
-    uint64_t vsize = ss__block_value_size(len);
-    v.mv_size = vsize, v.mv_data = NULL;
-    CHECK(mdb_put(txn, dbi, &k, &v, MDB_RESERVE) == 0);
-    memcpy((unsigned char *)v.mv_data + 16, payload, len);
-    ss__block_seal(v.mv_data, vsize, len, &key, SS_FORMAT_VERSION);
-    CHECK(mdb_txn_commit(txn) == 0);
-    mdb_env_close(env);
+    raw_put_sealed(env, txn, dbi, &key, payload, len);
 }
 
 /* Shards of an older library: the dataset builds (with a note that their
  * bytes are not bound), reads and verifies as before. */
 static void legacy_shards(void) {
-    const char *dir = ss_test_keep_path("legacy");
-    char err[4096], path[1024];
-    mkdir(dir, 0755);
-    for (uint32_t k = 0; k < 2; k++) {
-        snprintf(path, sizeof path, "%s/part-%u.ss", dir, k);
-        write_fixed_shard(path, k);
-        strip_digest(path);
-    }
-    CHECK_EXIT(ss_test_cli(err, sizeof err, NULL, "dataset build %s part-0.ss part-1.ss", dir), 0,
-               err);
-    CHECK_CONTAINS(err, "shard 'part-0.ss' was written by an older seqstore");
+    char err[4096];
+    const char *dir = fixed_dataset("legacy", 2, 1, err, sizeof err);
+    CHECK_CONTAINS(err, "shard 'part-00000.ss' was written by an older seqstore");
     expect_pair(dir, 20001, 1, 2);
     expect_get(dir, 20001, 0, NULL);
 }

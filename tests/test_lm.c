@@ -42,21 +42,21 @@ static void test_mt19937(void) {
     /* std::mt19937's default seed 5489: outputs 1..3 and 10000 (the C++
      * standard requires the 10000th to be 4123659995). */
     ss_mt19937 mt;
-    ss_mt_seed(&mt, 5489);
-    CHECK_EQ_U64(ss_mt_next32(&mt), 3499211612u);
-    CHECK_EQ_U64(ss_mt_next32(&mt), 581869302u);
-    CHECK_EQ_U64(ss_mt_next32(&mt), 3890346734u);
-    for (int k = 4; k < 10000; k++) ss_mt_next32(&mt);
-    CHECK_EQ_U64(ss_mt_next32(&mt), 4123659995u);
+    ss__mt_seed(&mt, 5489);
+    CHECK_EQ_U64(ss__mt_next32(&mt), 3499211612u);
+    CHECK_EQ_U64(ss__mt_next32(&mt), 581869302u);
+    CHECK_EQ_U64(ss__mt_next32(&mt), 3890346734u);
+    for (int k = 4; k < 10000; k++) ss__mt_next32(&mt);
+    CHECK_EQ_U64(ss__mt_next32(&mt), 4123659995u);
     /* numpy: rs = RandomState(1234); a = arange(10); rs.shuffle(a);
      * b = arange(7, dtype=uint32); rs.shuffle(b). */
-    ss_mt_seed(&mt, 1234);
+    ss__mt_seed(&mt, 1234);
     int64_t a[10];
     uint32_t b[7];
     for (int k = 0; k < 10; k++) a[k] = k;
     for (int k = 0; k < 7; k++) b[k] = (uint32_t)k;
-    ss_mt_shuffle_i64(&mt, a, 10);
-    ss_mt_shuffle_u32(&mt, b, 7);
+    ss__mt_shuffle_i64(&mt, a, 10);
+    ss__mt_shuffle_u32(&mt, b, 7);
     const int64_t wa[10] = {7, 2, 9, 1, 0, 8, 4, 5, 6, 3};
     const uint32_t wb[7] = {6, 4, 0, 5, 3, 2, 1};
     CHECK(memcmp(a, wa, sizeof a) == 0);
@@ -65,18 +65,18 @@ static void test_mt19937(void) {
     int64_t *big = malloc(100000 * sizeof *big);
     CHECK(big);
     for (int k = 0; k < 100000; k++) big[k] = k;
-    ss_mt_seed(&mt, 0);
-    ss_mt_shuffle_i64(&mt, big, 100000);
+    ss__mt_seed(&mt, 0);
+    ss__mt_shuffle_i64(&mt, big, 100000);
     const int64_t wf[5] = {3582, 60498, 53227, 21333, 3885}, wl[3] = {42613, 43567, 68268};
     CHECK(memcmp(big, wf, sizeof wf) == 0 && memcmp(big + 99997, wl, sizeof wl) == 0);
     free(big);
     /* Ranges beyond 2^32 draw two outputs, the high word first. Reference:
      * numpy's untyped shuffle path on a sequence of 2^40 + 7 elements,
      * seed 7: the first two swaps' j. */
-    ss_mt_seed(&mt, 7);
-    CHECK_EQ_U64(ss_mt_interval(&mt, (1ull << 40) + 6), 752595690692ull);
-    CHECK_EQ_U64(ss_mt_interval(&mt, (1ull << 40) + 5), 108744157686ull);
-    CHECK_EQ_U64(ss_mt_interval(&mt, 0), 0);
+    ss__mt_seed(&mt, 7);
+    CHECK_EQ_U64(ss__mt_interval(&mt, (1ull << 40) + 6), 752595690692ull);
+    CHECK_EQ_U64(ss__mt_interval(&mt, (1ull << 40) + 5), 108744157686ull);
+    CHECK_EQ_U64(ss__mt_interval(&mt, 0), 0);
 }
 
 /* One document 1 2 0 3 0 0 4 5 6 with eod 0: one sample, no shuffle draws. */

@@ -14,6 +14,9 @@
 #include <time.h>
 #include <unistd.h>
 
+/* Bytes of a saved loader state in this version (ss_loader_state_size()). */
+#define LOADER_STATE_BYTES 128
+
 #define N 300
 
 static const char *make_store(void) {
@@ -254,11 +257,14 @@ static void test_resume(const ss_store *s) {
     CHECK_OK(ss_loader_set_epoch(l, 1));
     const ss_loader_batch *b;
     for (int k = 0; k < 13; k++) CHECK_OK(ss_loader_next(&b, l));
-    unsigned char st[SS_LOADER_STATE_SIZE];
+    unsigned char st[256];
     size_t len;
+    /* the size asked first, as the API says; too small a buffer is SS_EBUFS */
+    CHECK_EQ_U64(ss_loader_state_size(l), 128);
+    CHECK_RC(ss_loader_state_save(st, 87, &len, l), SS_EBUFS);
+    CHECK_EQ_U64(len, 128);
     CHECK_OK(ss_loader_state_save(st, sizeof st, &len, l));
-    CHECK_EQ_U64(len, SS_LOADER_STATE_SIZE);
-    CHECK_EQ_U64(ss_loader_state_size(l), SS_LOADER_STATE_SIZE);
+    CHECK_EQ_U64(len, ss_loader_state_size(l));
     ss_loader_free(l);
     for (uint32_t th = 1; th <= 4; th *= 2) {
         o.l.threads = th;
@@ -834,8 +840,9 @@ static void check_into_equals_next(const ss_store *s, topts o, into_bufs *m) {
     CHECK_OK(ss_loader_set_epoch(l, 1));
     const ss_loader_batch *b;
     for (int k = 0; k < 3; k++) CHECK_OK(ss_loader_next(&b, l));
-    unsigned char st[SS_LOADER_STATE_SIZE];
-    CHECK_OK(ss_loader_state_save(st, sizeof st, NULL, l));
+    unsigned char st[256];
+    size_t st_len;
+    CHECK_OK(ss_loader_state_save(st, sizeof st, &st_len, l));
     ss_loader_free(l);
 
     o.l.into = 1;
@@ -847,18 +854,18 @@ static void check_into_equals_next(const ss_store *s, topts o, into_bufs *m) {
     CHECK_EQ_U64(k, n);
     CHECK(memcmp(ref, got, n * 8) == 0);
     /* resume the plain loader's state through next_into */
-    CHECK_OK(ss_loader_state_load(l, st, sizeof st));
+    CHECK_OK(ss_loader_state_load(l, st, st_len));
     CHECK_EQ_U64(ss_loader_position(l), 3);
     CHECK_EQ_U64(run_into(l, m, got, 2 * N), per - 3);
     CHECK(memcmp(ref + n - per + 3, got, (per - 3) * 8) == 0);
     /* and an into loader's state (after 4 batches) through ss_loader_next */
     CHECK_OK(ss_loader_set_epoch(l, 1));
     for (int j = 0; j < 4; j++) CHECK_OK(ss_loader_next_into(&b, l, m->b));
-    CHECK_OK(ss_loader_state_save(st, sizeof st, NULL, l));
+    CHECK_OK(ss_loader_state_save(st, sizeof st, &st_len, l));
     ss_loader_free(l);
     o.l.into = 0;
     CHECK_OK(topen(&l, s, &o));
-    CHECK_OK(ss_loader_state_load(l, st, sizeof st));
+    CHECK_OK(ss_loader_state_load(l, st, st_len));
     k = n - per + 4;
     while (ss_loader_next(&b, l) == 0) CHECK(batch_hash(b) == ref[k++]);
     CHECK_EQ_U64(k, n);
@@ -946,8 +953,9 @@ static void check_ring_equals_next(const ss_store *s, topts o) {
     CHECK_OK(ss_loader_set_epoch(l, 1));
     for (int j = 0; j < 3; j++) CHECK_OK(ss_loader_next_into(&b[j], l, NULL));
     CHECK_OK(ss_loader_release(l, b[0]));
-    unsigned char st[SS_LOADER_STATE_SIZE];
-    CHECK_OK(ss_loader_state_save(st, sizeof st, NULL, l));
+    unsigned char st[256];
+    size_t st_len;
+    CHECK_OK(ss_loader_state_save(st, sizeof st, &st_len, l));
     /* set_epoch keeps the sets that are out: their batches stay intact */
     uint64_t h1 = batch_hash(b[1]), h2 = batch_hash(b[2]);
     CHECK_OK(ss_loader_set_epoch(l, 0));
@@ -958,7 +966,7 @@ static void check_ring_equals_next(const ss_store *s, topts o) {
     CHECK_OK(ss_loader_release(l, b[1]));
     CHECK_OK(ss_loader_release(l, b[2]));
     CHECK_OK(ss_loader_release(l, c));
-    CHECK_OK(ss_loader_state_load(l, st, sizeof st));
+    CHECK_OK(ss_loader_state_load(l, st, st_len));
     CHECK_EQ_U64(run_ring(l, 2, got, 2 * N), per - 3);
     CHECK(memcmp(ref + n - per + 3, got, (per - 3) * 8) == 0);
     ss_loader_free(l);
@@ -966,7 +974,7 @@ static void check_ring_equals_next(const ss_store *s, topts o) {
     o.l.ring = NULL;
     o.l.ring_size = 0;
     CHECK_OK(topen(&l, s, &o));
-    CHECK_OK(ss_loader_state_load(l, st, sizeof st));
+    CHECK_OK(ss_loader_state_load(l, st, st_len));
     k = n - per + 3;
     while (ss_loader_next(&c, l) == 0) CHECK(batch_hash(c) == ref[k++]);
     CHECK_EQ_U64(k, n);
@@ -1256,7 +1264,7 @@ static uint64_t el_fixed(uint64_t *glob, const ss_store *s, uint32_t world, uint
             ss_loader *l;
             CHECK_OK(topen(&l, s, &o));
             CHECK_OK(ss_loader_set_epoch(l, 1));
-            if (state) CHECK_OK(ss_loader_state_load(l, state, SS_LOADER_STATE_SIZE));
+            if (state) CHECK_OK(ss_loader_state_load(l, state, LOADER_STATE_BYTES));
             uint64_t k = from + (w + workers - from % workers) % workers; /* w's first step */
             const ss_loader_batch *bt;
             for (; ss_loader_next(&bt, l) == 0; k += workers) {
@@ -1282,7 +1290,7 @@ static void el_save(unsigned char *st, const ss_store *s, uint32_t world, uint64
     CHECK_OK(ss_loader_set_epoch(l, 1));
     const ss_loader_batch *bt;
     for (uint64_t k = 0; k < steps; k++) CHECK_OK(ss_loader_next(&bt, l));
-    CHECK_OK(ss_loader_state_save(st, SS_LOADER_STATE_SIZE, NULL, l));
+    CHECK_OK(ss_loader_state_save(st, LOADER_STATE_BYTES, NULL, l));
     ss_loader_free(l);
 }
 
@@ -1292,7 +1300,7 @@ static void test_elastic_fixed(const ss_store *s) {
     static uint64_t ref[EL_MAX], got[EL_MAX];
     uint64_t end = el_fixed(ref, s, 2, 8, 1, NULL, 0); /* R = 2, b = 8: B = 16 */
     CHECK_EQ_U64(end, 19 * 16);                        /* 300 padded to 19 steps */
-    unsigned char st[SS_LOADER_STATE_SIZE];
+    unsigned char st[LOADER_STATE_BYTES];
     el_save(st, s, 2, 8, 0, 7);
     const struct {
         uint32_t R, W;
@@ -1348,7 +1356,7 @@ static void test_elastic_tokens(const ss_store *s) {
         ss_loader_free(l);
     }
     CHECK(nb > 12);
-    unsigned char st[SS_LOADER_STATE_SIZE];
+    unsigned char st[LOADER_STATE_BYTES];
     el_save(st, s, 2, 0, 120, 3); /* 6 global batches out */
     memset(gotn, 0, sizeof gotn);
     for (uint32_t r = 0; r < 3; r++) {

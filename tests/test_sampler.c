@@ -251,14 +251,17 @@ static void test_resume(void) {
         CHECK(ss_sampler_epoch(s) > 5);
         ss_sampler_free(s);
         for (uint64_t m = 0; m < total; m += 13) {
-            unsigned char blob[SS_SAMPLER_STATE_SIZE];
+            unsigned char blob[64];
             size_t len;
             CHECK_OK(ss_sampler_create(&s, sel, &o));
             CHECK_OK(ss_sampler_set_epoch(s, 5));
             CHECK_OK(ss_sampler_next(got, (size_t)m, &n, s));
+            /* the size asked first, as the API says; a smaller buffer is SS_EBUFS */
+            CHECK_EQ_U64(ss_sampler_state_size(s), 48);
+            CHECK_RC(ss_sampler_state_save(blob, 47, &len, s), SS_EBUFS);
+            CHECK_EQ_U64(len, 48); /* the size needed */
             CHECK_OK(ss_sampler_state_save(blob, sizeof blob, &len, s));
-            CHECK_EQ_U64(len, SS_SAMPLER_STATE_SIZE);
-            CHECK_EQ_U64(ss_sampler_state_size(s), SS_SAMPLER_STATE_SIZE);
+            CHECK_EQ_U64(len, ss_sampler_state_size(s));
             ss_sampler_free(s);
             CHECK_OK(ss_sampler_create(&s, sel, &o)); /* a "restarted job" at epoch 0 */
             CHECK_OK(ss_sampler_state_load(s, blob, len));
@@ -547,7 +550,9 @@ static void test_block_bytes_and_buckets(void) {
     uint64_t ns = ss_selection_count(sel);
     uint32_t key = 0;
     ss_bucket *bk;
-    CHECK_OK(ss_bucket_build(&bk, st, &key, 1, 8));
+    ss_bucket_options bo = SS_BUCKET_OPTIONS_INIT;
+    bo.resolution = 8;
+    CHECK_OK(ss_bucket_create(&bk, st, &key, 1, &bo));
     uint64_t *flat = malloc(ns * sizeof *flat), *gb = malloc((N + 2) * sizeof *gb);
     uint64_t *want = malloc(ns * sizeof *want), *got = malloc((ns + 8) * sizeof *got);
     uint64_t *block_of = malloc(N * sizeof *block_of), *bsize = malloc((N + 1) * sizeof *bsize);
@@ -645,13 +650,14 @@ static void test_block_bytes_and_buckets(void) {
     CHECK_OK(ss_sampler_next(r1, (size_t)total, &n, s));
     ss_sampler_free(s);
     for (uint64_t m = 0; m < total; m += 97) {
-        unsigned char blob[SS_SAMPLER_STATE_SIZE];
+        unsigned char blob[64];
+        size_t len;
         CHECK_OK(ss_sampler_create(&s, sel, &o));
         CHECK_OK(ss_sampler_next(r2, (size_t)m, &n, s));
-        CHECK_OK(ss_sampler_state_save(blob, sizeof blob, NULL, s));
+        CHECK_OK(ss_sampler_state_save(blob, sizeof blob, &len, s));
         ss_sampler_free(s);
         CHECK_OK(ss_sampler_create(&s, sel, &o));
-        CHECK_OK(ss_sampler_state_load(s, blob, sizeof blob));
+        CHECK_OK(ss_sampler_state_load(s, blob, len));
         CHECK_OK(ss_sampler_next(r2 + m, (size_t)(total - m), &n, s));
         CHECK(memcmp(r1, r2, total * sizeof *r1) == 0);
         ss_sampler_free(s);
@@ -659,12 +665,12 @@ static void test_block_bytes_and_buckets(void) {
         ss_sampler_options o2 = o;
         o2.block_bytes = 701;
         CHECK_OK(ss_sampler_create(&s, sel, &o2));
-        CHECK_RC(ss_sampler_state_load(s, blob, sizeof blob), SS_EINVAL);
+        CHECK_RC(ss_sampler_state_load(s, blob, len), SS_EINVAL);
         ss_sampler_free(s);
         o2 = o;
         o2.bucket = NULL;
         CHECK_OK(ss_sampler_create(&s, sel, &o2));
-        CHECK_RC(ss_sampler_state_load(s, blob, sizeof blob), SS_EINVAL);
+        CHECK_RC(ss_sampler_state_load(s, blob, len), SS_EINVAL);
         ss_sampler_free(s);
     }
     free(r1);

@@ -23,6 +23,14 @@
 #  - ss_bucket_save(path, name, fields, nkeys, resolution) takes a
 #    const ss_bucket_options * instead of the resolution (set .resolution),
 #    so it saves any index ss_bucket_create() builds (descending, estimated);
+#  - ss_bucket_build(&b, store, fields, nkeys, R) and
+#    ss_bucket_build_lengths(&b, lengths, fields, nkeys, count, R) are gone:
+#    the one constructor is ss_bucket_create(&b, store, fields, nkeys, &o)
+#    with o.resolution = R (from arrays: o.keys = lengths, o.count = count,
+#    store NULL);
+#  - SS_SAMPLER_STATE_SIZE and SS_LOADER_STATE_SIZE are gone: ask
+#    ss_sampler_state_size(s) / ss_loader_state_size(l) (or save into a
+#    larger buffer and load `len` bytes, the length the save reports);
 #  - ss_selection_filter_length(out, sel, store, ...) is
 #    ss_selection_filter_length(out, store, sel, ...) (the compiler refuses
 #    the old order: the two pointer types differ).

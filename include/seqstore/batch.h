@@ -13,7 +13,7 @@
 #ifndef SEQSTORE_BATCH_H
 #define SEQSTORE_BATCH_H
 
-#include "../seqstore.h"
+#include "core.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -220,10 +220,16 @@ typedef struct ss_bucket_options {
  *  @return 0; SS_EINVAL (NULL out, another version). */
 SS_API int ss_bucket_options_init(ss_bucket_options *out, unsigned version);
 
-/** Build a bucket index in memory with options: keys from the store's
- *  lengths of `fields` (default), from `options.keys` or from
- *  `options.key_fn`; fixed-width buckets or estimated boundaries; ascending
- *  or descending. The index owns its arrays and does not borrow the store.
+/** Build a bucket index in memory; the one constructor. The options say
+ *  where the keys come from:
+ *   - neither `options.keys` nor `options.key_fn` (the default): the
+ *     store's lengths of `fields` (its length index, no data page read);
+ *   - `options.keys`: the caller's `nkeys` arrays of `options.count` keys
+ *     (a converter that knows the lengths while writing needs no store);
+ *   - `options.key_fn`: a callback, for `options.count` examples;
+ *  and how they are cut: fixed-width buckets (`resolution`) or estimated
+ *  boundaries (`max_buckets`), ascending or descending. The index owns its
+ *  arrays and does not borrow the store.
  *  An index stored with ss_bucket_set() records its flags (layout version 2
  *  when descending, with estimated boundaries or keyed without fields).
  *  @param[out] out     the index; free it with ss_bucket_free().
@@ -241,34 +247,6 @@ SS_API int ss_bucket_options_init(ss_bucket_options *out, unsigned version);
  *          store's); SS_ERANGE (a field beyond the store); SS_ENOMEM. */
 SS_API int ss_bucket_create(ss_bucket **out, const ss_store *store, const uint32_t *fields,
                             size_t nkeys, const ss_bucket_options *options);
-
-/** Build a bucket index in memory from the store's length index. The index
- *  owns its arrays and does not borrow the store.
- *  @param[out] out       the index; free it with ss_bucket_free().
- *  @param[in] fields     `nkeys` (1..SS_BUCKET_MAX_KEYS) field indices, most
- *                        significant first.
- *  @param[in] resolution bucket width R >= 1 in length units.
- *  @return 0; SS_EINVAL (resolution 0, no or too many keys, NULL store or
- *          fields); SS_ERANGE (bad field; named); SS_ENOMEM. */
-SS_API int ss_bucket_build(ss_bucket **out, const ss_store *store, const uint32_t *fields,
-                           size_t nkeys, uint64_t resolution);
-
-/** Build a bucket index from length arrays (for converters, which know the
- *  lengths while writing): lengths[k][i] is key k of example i.
- *  @param[out] out     the index (owns copies); free it with ss_bucket_free().
- *  @param[in] lengths  `nkeys` arrays of `count` lengths, most significant
- *                      key first; only read during the call.
- *  @param[in] fields   `nkeys` field indices, recorded in the index only
- *                      (not checked here; ss_bucket_open() checks them);
- *                      NULL: keys that are not lengths of fields (no token
- *                      budgets with this index).
- *  @param[in] count    examples.
- *  @param[in] resolution bucket width R >= 1.
- *  @return 0; SS_EINVAL (resolution 0, no or too many keys, NULL lengths);
- *          SS_ENOMEM. */
-SS_API int ss_bucket_build_lengths(ss_bucket **out, const uint64_t *const *lengths,
-                                   const uint32_t *fields, size_t nkeys, uint64_t count,
-                                   uint64_t resolution);
 
 /** Open the stored bucket index `name` (attribute ss.bucket.<name>) of an
  *  open store, zero-copy: no sort and no copy of the permutation. The index

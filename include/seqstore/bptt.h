@@ -20,7 +20,7 @@
 #ifndef SEQSTORE_BPTT_H
 #define SEQSTORE_BPTT_H
 
-#include "../seqstore.h"
+#include "core.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -19,7 +19,7 @@
 #ifndef SEQSTORE_COLLATE_H
 #define SEQSTORE_COLLATE_H
 
-#include "../seqstore.h"
+#include "core.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -2,7 +2,7 @@
 /*
  * seqstore/get_inline.h - NOT API: the inline fast path of ss_get().
  *
- * Included by seqstore.h right after ss_get()'s declaration; do not include
+ * Included by seqstore/core.h right after ss_get()'s declaration; do not include
  * it yourself. Nothing here is part of the API: the ss__ names, the table
  * layout and this file may change with every SONAME. A program that must
  * not depend on them defines SS_NO_INLINE_GET (zstd keeps such parts behind
@@ -11,8 +11,8 @@
 #ifndef SEQSTORE_GET_INLINE_H
 #define SEQSTORE_GET_INLINE_H
 
-#ifndef SEQSTORE_H
-#error "include seqstore.h, not seqstore/get_inline.h"
+#ifndef SEQSTORE_CORE_H
+#error "include <seqstore.h>, not seqstore/get_inline.h"
 #endif
 
 /* ss_get()'s inline fast path.

@@ -59,7 +59,7 @@
 #ifndef SEQSTORE_LM_H
 #define SEQSTORE_LM_H
 
-#include "../seqstore.h"
+#include "core.h"
 
 #ifdef __cplusplus
 extern "C" {

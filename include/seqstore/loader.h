@@ -58,7 +58,10 @@
 #ifndef SEQSTORE_LOADER_H
 #define SEQSTORE_LOADER_H
 
-#include "../seqstore.h"
+#include "batch.h"
+#include "collate.h"
+#include "core.h"
+#include "sampler.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -271,22 +274,21 @@ SS_API uint64_t ss_loader_count(const ss_loader *l);
 /** Batches already handed out in the current epoch. */
 SS_API uint64_t ss_loader_position(const ss_loader *l);
 
-/** Bytes of a saved loader state: ss_loader_state_size() of every loader,
- *  also a constant for a buffer on the stack (88 before version 2). */
-#define SS_LOADER_STATE_SIZE 128
-/** Bytes ss_loader_state_save() writes (SS_LOADER_STATE_SIZE); 0 for NULL. */
+/** Bytes ss_loader_state_save() writes (128 in this version; a version 1
+ *  state, from 0.3's first loader, is 88); 0 for NULL. */
 SS_API size_t ss_loader_state_size(const ss_loader *l);
 
 /** Save the position after the batches handed out so far: magic "SSLOADR1",
  *  version 2, epoch, batch position, a fingerprint of the batching options
- *  (u64 each, little-endian), the sampler's state (SS_SAMPLER_STATE_SIZE),
+ *  (u64 each, little-endian), the sampler's state (ss_sampler_state_size()),
  *  then world_size << 32 | rank, num_workers << 32 | worker, the
  *  fingerprints of the options that do not depend on the ranks and workers
  *  (loader's, sampler's) and the batches of the epoch's plan.
  *  @param[out] buf `cap` bytes.
  *  @param[in]  cap bytes of buf.
- *  @param[out] len SS_LOADER_STATE_SIZE (may be NULL).
- *  @return 0; SS_EBUFS if cap < SS_LOADER_STATE_SIZE; SS_EINVAL (NULL l or buf). */
+ *  @param[out] len bytes written (or needed, on SS_EBUFS); may be NULL.
+ *  @return 0; SS_EBUFS if cap < ss_loader_state_size() (nothing written);
+ *          SS_EINVAL (NULL loader or buf). */
 SS_API int ss_loader_state_save(void *buf, size_t cap, size_t *len, const ss_loader *l);
 
 /** Continue from a saved state: the next ss_loader_next() returns exactly the
@@ -310,7 +312,7 @@ SS_API int ss_loader_state_save(void *buf, size_t cap, size_t *len, const ss_loa
  *  k mod num_workers's). A state at the end of its rank's epoch resumes at
  *  the end of the epoch.
  *  @param[in] buf `len` bytes; only read during the call.
- *  @param[in] len SS_LOADER_STATE_SIZE, or 88 for a version 1 state.
+ *  @param[in] len ss_loader_state_size(), or 88 for a version 1 state.
  *  @return 0; SS_EINVAL (wrong size, magic or version; a state of other
  *          options; an elastic resume that cannot be exact: a state saved by
  *          one of several workers, whose rank's position it does not hold,

@@ -15,7 +15,7 @@
 #ifndef SEQSTORE_META_H
 #define SEQSTORE_META_H
 
-#include "../seqstore.h"
+#include "core.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -93,7 +93,7 @@
 #ifndef SEQSTORE_SAMPLER_H
 #define SEQSTORE_SAMPLER_H
 
-#include "../seqstore.h"
+#include "core.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -224,20 +224,18 @@ SS_API uint64_t ss_sampler_steps_per_epoch(const ss_sampler *s);
  *          (NULL sampler or n, NULL out_indices with max > 0). */
 SS_API int ss_sampler_next(uint64_t *out_indices, size_t max, size_t *n, ss_sampler *s);
 
-/** Bytes of a saved sampler state: ss_sampler_state_size() of every sampler,
- *  also a constant for a buffer on the stack. */
-#define SS_SAMPLER_STATE_SIZE 48
-/** Bytes ss_sampler_state_save() writes (SS_SAMPLER_STATE_SIZE); 0 for NULL. */
+/** Bytes ss_sampler_state_save() writes (48 in this version, the layout of
+ *  spec/SDK_SECTIONS.md); 0 for NULL. */
 SS_API size_t ss_sampler_state_size(const ss_sampler *s);
 
 /** Save the sampler's position: (seed, epoch, position) and a fingerprint
- *  of its options and selection, as SS_SAMPLER_STATE_SIZE little-endian
- *  bytes (see spec/FORMAT.md). Save between ss_sampler_next() calls.
+ *  of its options and selection, as ss_sampler_state_size() little-endian
+ *  bytes (see spec/SDK_SECTIONS.md). Save between ss_sampler_next() calls.
  *  @param[out] buf `cap` bytes.
  *  @param[in]  cap bytes of buf.
- *  @param[out] len bytes written (may be NULL; 0 on error).
- *  @return 0; SS_EBUFS if cap < SS_SAMPLER_STATE_SIZE; SS_EINVAL (NULL
- *          sampler or buf). */
+ *  @param[out] len bytes written (or needed, on SS_EBUFS); may be NULL.
+ *  @return 0; SS_EBUFS if cap < ss_sampler_state_size() (nothing written);
+ *          SS_EINVAL (NULL sampler or buf). */
 SS_API int ss_sampler_state_save(void *buf, size_t cap, size_t *len, const ss_sampler *s);
 
 /** Restore a state saved by ss_sampler_state_save() on a sampler created
@@ -327,7 +325,8 @@ SS_API uint64_t ss_blend_position(const ss_blend *b);
 /** Bytes ss_blend_state_save() writes: 8 x (K + 3); 0 for NULL. */
 SS_API size_t ss_blend_state_size(const ss_blend *b);
 /** Save the blend's state (position, counts and a fingerprint of its
- *  options) into buf; *len gets the size needed (ss_blend_state_size()).
+ *  options) into buf; *len (may be NULL) gets the size needed
+ *  (ss_blend_state_size()).
  *  @return 0; SS_EBUFS (cap too small: nothing written, *len set);
  *          SS_EINVAL (NULL argument). */
 SS_API int ss_blend_state_save(void *buf, size_t cap, size_t *len, const ss_blend *b);

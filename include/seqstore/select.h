@@ -12,7 +12,7 @@
 #ifndef SEQSTORE_SELECT_H
 #define SEQSTORE_SELECT_H
 
-#include "../seqstore.h"
+#include "core.h"
 
 #ifdef __cplusplus
 extern "C" {

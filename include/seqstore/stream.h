@@ -18,7 +18,7 @@
 #ifndef SEQSTORE_STREAM_H
 #define SEQSTORE_STREAM_H
 
-#include "../seqstore.h"
+#include "core.h"
 
 #ifdef __cplusplus
 extern "C" {

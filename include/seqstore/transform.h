@@ -34,7 +34,7 @@
 #ifndef SEQSTORE_TRANSFORM_H
 #define SEQSTORE_TRANSFORM_H
 
-#include "../seqstore.h"
+#include "core.h"
 
 #ifdef __cplusplus
 extern "C" {

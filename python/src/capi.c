@@ -134,6 +134,9 @@ uint64_t capi_loader_batches(const ss_loader *l) {
 uint64_t capi_loader_position(const ss_loader *l) {
     return ss_loader_position(l);
 }
+size_t capi_loader_state_size(const ss_loader *l) {
+    return ss_loader_state_size(l);
+}
 int capi_loader_state_save(const ss_loader *l, void *buf, size_t cap, size_t *len) {
     return ss_loader_state_save(buf, cap, len, l);
 }

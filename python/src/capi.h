@@ -61,6 +61,7 @@ int capi_loader_set_epoch(ss_loader *l, uint64_t epoch);
 uint64_t capi_loader_epoch(const ss_loader *l);
 uint64_t capi_loader_batches(const ss_loader *l);
 uint64_t capi_loader_position(const ss_loader *l);
+size_t capi_loader_state_size(const ss_loader *l);
 int capi_loader_state_save(const ss_loader *l, void *buf, size_t cap, size_t *len);
 int capi_loader_state_load(ss_loader *l, const void *buf, size_t len);
 

@@ -416,10 +416,15 @@ static PyObject *loader_set_epoch(LoaderObject *lo, PyObject *arg) {
 static PyObject *loader_state(LoaderObject *lo, PyObject *unused) {
     (void)unused;
     if (loader_check(lo) < 0) return NULL;
-    char buf[SS_LOADER_STATE_SIZE];
-    size_t len = 0;
-    int rc = capi_loader_state_save(lo->l, buf, sizeof buf, &len);
-    return rc < 0 ? pyss_raise(rc) : PyBytes_FromStringAndSize(buf, (Py_ssize_t)len);
+    size_t need = capi_loader_state_size(lo->l), len = 0;
+    PyObject *out = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)need);
+    if (!out) return NULL;
+    int rc = capi_loader_state_save(lo->l, PyBytes_AS_STRING(out), need, &len);
+    if (rc < 0) {
+        Py_DECREF(out);
+        return pyss_raise(rc);
+    }
+    return out;
 }
 
 static PyObject *loader_load_state(LoaderObject *lo, PyObject *arg) {
