@@ -12,6 +12,7 @@
  * no lock. Shards are opened with SS_OPEN_NOLOCK: a finished dataset has no
  * writer, and read-only or shared storage needs no lock file. */
 #include "manifest.h"
+#include "remote_dataset.h"
 #include "sections.h"
 
 #include <fcntl.h>
@@ -47,6 +48,7 @@ struct ss_dataset {
     ds_attr *attrs; /* the attributes the dataset shows, in name order */
     uint64_t nattrs;
     ss_store *sections; /* DIR/dataset.sections.ss (§13.1), or NULL */
+    ss__ds_remote *remote; /* a dataset under a URL (§14): DIR is its cache, or NULL */
     /* Stored global lengths per field, looked up (and hashed) on first use,
      * not at open: 0 not yet, 1 found, 2 none. Under the store's lock. */
     _Atomic int len_state[SS_MAX_FIELDS];
@@ -92,13 +94,17 @@ static int ds_shard(ss_store **out, const ss_store *s, uint32_t k) {
     ss_dataset *ds = s->ds;
     *out = __atomic_load_n(&ds->slot[k].store, __ATOMIC_ACQUIRE);
     if (*out) return 0;
+    char *path = NULL;
+    int rc = 0;
+    /* A remote shard is downloaded and checked outside the store's lock, so
+     * that threads reading other shards do not wait for this one. */
+    if (ds->remote && (rc = ss__remote_shard(&path, ds->remote, &ds->m, k)) != 0)
+        return ss__context(rc, "dataset '%s', shard %u", s->path, k);
     pthread_mutex_lock((pthread_mutex_t *)&s->lock);
     *out = __atomic_load_n(&ds->slot[k].store, __ATOMIC_RELAXED);
-    int rc = 0;
     if (!*out) {
-        char *path = NULL;
         ss_store *sh = NULL;
-        if (asprintf(&path, "%s/%s", ds->dir, ds->m.shards[k].path) < 0)
+        if (!path && asprintf(&path, "%s/%s", ds->dir, ds->m.shards[k].path) < 0)
             rc = ss__fail(SS_ENOMEM, "out of memory");
         if (!rc) rc = ss__open_shard(&sh, path, ds->flags);
         if (!rc) rc = ss__manifest_check_shard(&ds->m, k, sh);
@@ -109,9 +115,9 @@ static int ds_shard(ss_store **out, const ss_store *s, uint32_t k) {
             __atomic_store_n(&ds->slot[k].store, sh, __ATOMIC_RELEASE);
             *out = sh;
         }
-        free(path);
     }
     pthread_mutex_unlock((pthread_mutex_t *)&s->lock);
+    free(path);
     return rc;
 }
 
@@ -197,22 +203,30 @@ static int ds_tables(ss_store *s) {
 }
 
 int ss__dataset_open(ss_store **out, const char *path, unsigned flags) {
+    return ss__dataset_open_at(out, path, path, flags, NULL);
+}
+
+int ss__dataset_open_at(ss_store **out, const char *path, const char *shown, unsigned flags,
+                        ss__ds_remote *remote) {
     *out = NULL;
     if (flags & SS_OPEN_INCOMPLETE)
-        return ss__fail(SS_EINVAL,
+        return ss__remote_ds_free(remote),
+               ss__fail(SS_EINVAL,
                         "open '%s': a dataset has no unfinished state to open "
                         "(SS_OPEN_INCOMPLETE)",
-                        path);
+                        shown);
     ss_store *s = calloc(1, sizeof *s);
     ss_dataset *ds = calloc(1, sizeof *ds);
-    if (!s || !ds || !(s->path = strdup(path))) {
+    if (!s || !ds || !(s->path = strdup(shown))) {
         free(ds);
         if (s) free(s->path);
         free(s);
-        return ss__fail(SS_ENOMEM, "open '%s': out of memory", path);
+        ss__remote_ds_free(remote);
+        return ss__fail(SS_ENOMEM, "open '%s': out of memory", shown);
     }
     pthread_mutex_init(&s->lock, NULL);
     s->ds = ds;
+    ds->remote = remote;
     s->complete = 1;
     ds->flags = flags | SS_OPEN_NOLOCK;
     char *file = NULL;
@@ -224,7 +238,7 @@ int ss__dataset_open(ss_store **out, const char *path, unsigned flags) {
     if (!rc) rc = ds_attr_table(s);
     if (rc) {
         ss_close(s);
-        return ss__context(rc, "open dataset '%s'", path);
+        return ss__context(rc, "open dataset '%s'", shown);
     }
     *out = s;
     return 0;
@@ -238,6 +252,7 @@ void ss__dataset_close(ss_store *s) {
     free(ds->first);
     free(ds->attrs);
     ss_close(ds->sections);
+    ss__remote_ds_free(ds->remote); /* after the shards: it holds their cache locks */
     free(ds->dir);
     ss__manifest_free(&ds->m);
     free(ds);

@@ -772,5 +772,6 @@ SS_API int ss_verify(uint64_t *problems, const ss_store *s, ss_verify_fn report,
 #include "seqstore/transform.h"
 #include "seqstore/meta.h"
 #include "seqstore/lm.h"
+#include "seqstore/remote.h"
 
 #endif /* SEQSTORE_H */
