@@ -39,10 +39,25 @@ static int config_bytes(uint64_t *out, const char *v) {
     else if (*end == 'T') shift = 40, end++;
     if (end == v || *end || v[0] == '-' || errno || n == 0 || (n << shift) >> shift != n)
         return ss__rfail(SS_EINVAL,
-                         "SEQSTORE_CACHE_BYTES '%s': expected a positive byte count "
-                         "(optionally with K, M, G or T)",
+                         "'%s': expected a positive byte count (optionally with K, M, G or T) "
+                         "in SEQSTORE_CACHE_BYTES or SEQSTORE_MULTIPART_BYTES",
                          v);
     *out = n << shift;
+    return 0;
+}
+
+/* An unsigned option's default from the environment variable `env`
+ * (decimal, 1 ..= UINT_MAX), else `dflt`. */
+static int config_env_unsigned(unsigned *out, unsigned opt, const char *env, unsigned dflt) {
+    const char *v = getenv(env);
+    *out = opt ? opt : dflt;
+    if (opt || !v || !*v) return 0;
+    char *end;
+    errno = 0;
+    unsigned long n = strtoul(v, &end, 10);
+    if (end == v || *end || v[0] == '-' || errno || n == 0 || n > 0xffffffffu)
+        return ss__rfail(SS_EINVAL, "%s '%s': expected a positive integer", env, v);
+    *out = (unsigned)n;
     return 0;
 }
 
@@ -65,12 +80,25 @@ int ss__remote_config(ss__remote *out, const ss_remote_options *o) {
     const char *cb = getenv("SEQSTORE_CACHE_BYTES");
     out->cache_bytes = o->cache_bytes ? o->cache_bytes : SS_REMOTE_DEFAULT_CACHE_BYTES;
     if (!rc && !o->cache_bytes && cb && *cb) rc = config_bytes(&out->cache_bytes, cb);
-    out->parallel = o->parallel ? o->parallel : 8;
-    out->attempts = o->attempts ? o->attempts : 5;
-    out->backoff_ms = o->backoff_ms ? o->backoff_ms : 200;
-    out->connect_ms = o->connect_timeout_ms ? o->connect_timeout_ms : 10000;
-    out->stall_ms = o->stall_timeout_ms ? o->stall_timeout_ms : 30000;
+    if (!rc) rc = config_env_unsigned(&out->parallel, o->parallel, "SEQSTORE_PARALLEL", 8);
+    if (!rc) rc = config_env_unsigned(&out->attempts, o->attempts, "SEQSTORE_ATTEMPTS", 5);
+    if (!rc) rc = config_env_unsigned(&out->backoff_ms, o->backoff_ms, "SEQSTORE_BACKOFF_MS", 200);
+    if (!rc)
+        rc = config_env_unsigned(&out->connect_ms, o->connect_timeout_ms,
+                                 "SEQSTORE_CONNECT_TIMEOUT_MS", 10000);
+    if (!rc)
+        rc = config_env_unsigned(&out->stall_ms, o->stall_timeout_ms,
+                                 "SEQSTORE_STALL_TIMEOUT_MS", 30000);
+    if (!rc && out->stall_ms < 1000)
+        rc = ss__rfail(SS_EINVAL, "SEQSTORE_STALL_TIMEOUT_MS %u is below 1000", out->stall_ms);
+    const char *mp = getenv("SEQSTORE_MULTIPART_BYTES");
     out->part_bytes = o->multipart_bytes ? o->multipart_bytes : 64ull << 20;
+    if (!rc && !o->multipart_bytes && mp && *mp) {
+        rc = config_bytes(&out->part_bytes, mp);
+        if (!rc && out->part_bytes < SS_REMOTE_MIN_PART)
+            rc = ss__rfail(SS_EINVAL, "SEQSTORE_MULTIPART_BYTES '%s' is below S3's least part "
+                                      "(5 MiB)", mp);
+    }
     if (!rc) rc = ss__aws_resolve(&out->aws, o->profile, o->region, o->endpoint);
     if (rc) ss__remote_config_free(out);
     return rc;

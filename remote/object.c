@@ -195,7 +195,10 @@ static int mp_upload(const ss__remote *r, const ss__url *u, const char *name, in
     snprintf(query, sizeof query, "?uploadId=%s", m.eid ? m.eid : "");
     if (!rc) {
         char *xml = mp_complete_xml(&m, n);
-        ss__request c = {.body = xml, .body_len = xml ? strlen(xml) : 0, .body_fd = -1};
+        /* not libcurl's default form type, which servers may parse as a form */
+        const char *ct[1] = {"Content-Type: application/xml"};
+        ss__request c = {.body = xml, .body_len = xml ? strlen(xml) : 0, .body_fd = -1,
+                         .headers = ct, .nheaders = 1};
         ss__sink cs = {.fd = -1, .max = 1 << 20};
         char code[128];
         rc = xml ? obj_request(r, u, "POST", name, query, &c, &cs, NULL)

@@ -53,18 +53,21 @@ typedef struct ss_remote_options {
     const char *region;        /**< NULL = AWS_REGION, AWS_DEFAULT_REGION, the
                                     profile's region, else us-east-1 */
     const char *profile;       /**< NULL = AWS_PROFILE, else "default" */
-    unsigned parallel;         /**< transfers at once (push, pull, prefetch); 0 = 8 */
+    unsigned parallel;         /**< transfers at once (push, pull, the parts of an
+                                    upload); 0 = $SEQSTORE_PARALLEL, else 8 */
     unsigned attempts;         /**< tries of one request before it fails (5xx,
-                                    SlowDown, a reset, a stall, a short body); 0 = 5,
-                                    1 = no retry */
+                                    SlowDown, a reset, a stall, a short body); 0 =
+                                    $SEQSTORE_ATTEMPTS, else 5; 1 = no retry */
     unsigned backoff_ms;       /**< wait before the first retry, doubled at each
-                                    (with jitter, at most 20 s); 0 = 200 */
-    unsigned connect_timeout_ms; /**< 0 = 10000 */
+                                    (with jitter, at most 20 s); 0 =
+                                    $SEQSTORE_BACKOFF_MS, else 200 */
+    unsigned connect_timeout_ms; /**< 0 = $SEQSTORE_CONNECT_TIMEOUT_MS, else 10000 */
     unsigned stall_timeout_ms;   /**< a transfer that moves no byte for this long is
-                                      retried; 0 = 30000 (whole seconds: 1000 is the
-                                      least) */
+                                      retried; 0 = $SEQSTORE_STALL_TIMEOUT_MS, else
+                                      30000 (whole seconds: 1000 is the least) */
     uint64_t multipart_bytes;    /**< uploads larger than this go in parts of this
-                                      size (at least 5 MiB, S3's least); 0 = 64 MiB */
+                                      size (at least 5 MiB, S3's least); 0 =
+                                      $SEQSTORE_MULTIPART_BYTES, else 64 MiB */
 } ss_remote_options;
 
 /** Version 1. */
