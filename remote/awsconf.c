@@ -20,8 +20,8 @@ static void ini_strip(const char **b, const char **e) {
     while (*e > *b && ini_space((*e)[-1])) --*e;
 }
 
-int ss__ini_get(char **out, const char *text, size_t len, const char *section, const char *key) {
-    *out = NULL;
+static int ini_scan(char **out, const char *text, size_t len, const char *section,
+                    const char *key) {
     const char *p = text, *end = text + len;
     int in = 0; /* inside the wanted section */
     size_t sl = strlen(section), kl = strlen(key);
@@ -53,6 +53,13 @@ int ss__ini_get(char **out, const char *text, size_t len, const char *section, c
         if (!(*out = strndup(vb, (size_t)(ve - vb)))) return ss__rfail(SS_ENOMEM, "out of memory");
     }
     return 0;
+}
+
+int ss__ini_get(char **out, const char *text, size_t len, const char *section, const char *key) {
+    *out = NULL;
+    int rc = ini_scan(out, text, len, section, key);
+    if (rc) free(*out), *out = NULL; /* a damaged file gives no value */
+    return rc;
 }
 
 /* The whole file `path` (*out NULL when it does not exist). */

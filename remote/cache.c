@@ -215,7 +215,7 @@ static int cache_make_room(const ss__remote *r, uint64_t need, const char *what)
         cache_scan_shards(&s, shards);
     }
     if (d) closedir(d);
-    qsort(s.f, s.n, sizeof *s.f, cache_older);
+    if (s.n) qsort(s.f, s.n, sizeof *s.f, cache_older);
     for (size_t i = 0; i < s.n && s.total + need > r->cache_bytes; i++) {
         int fd = open(s.f[i].path, O_RDONLY | O_CLOEXEC);
         if (fd < 0) continue;

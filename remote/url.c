@@ -64,6 +64,9 @@ static int url_bucket_ok(const char *b, size_t n) {
 }
 
 static int url_s3(ss__url *u, const char *rest, const char *text) {
+    if (strpbrk(rest, "?#"))
+        return ss__rfail(SS_EINVAL, "URL '%.*s': an s3:// URL has no query string or fragment",
+                         (int)strcspn(text, "?#"), text);
     size_t n = strlen(rest);
     url_trim(rest, &n, 0);
     const char *slash = memchr(rest, '/', n);
