@@ -355,6 +355,24 @@ int ss__dataset_flat_locate(uint64_t *example, uint64_t *offset, const ss_store 
     return rc;
 }
 
+int ss_prefetch(const ss_store *s, const uint64_t *examples, size_t n) {
+    if (!s || (n && !examples)) return ss__fail(SS_EINVAL, "ss_prefetch: NULL argument");
+    const ss_dataset *ds = s->ds;
+    if (!ds || !ds->remote) return 0;
+    uint32_t last = UINT32_MAX;
+    for (size_t i = 0; i < n; i++) {
+        if (examples[i] >= s->h.count)
+            return ss__fail(SS_ERANGE, "ss_prefetch: example %llu of %llu",
+                            (unsigned long long)examples[i], (unsigned long long)s->h.count);
+        uint32_t k = ds_shard_of(ds->first, ds->nshards, examples[i]);
+        if (k == last || __atomic_load_n(&ds->slot[k].store, __ATOMIC_ACQUIRE)) continue;
+        last = k;
+        int rc = ss__remote_prefetch(ds->remote, &ds->m, k);
+        if (rc) return rc;
+    }
+    return 0;
+}
+
 /* ----------------------------------------------------- attributes */
 
 int ss__dataset_attr_get(ss_attr *out, const ss_store *s, const char *name) {

@@ -16,7 +16,11 @@ typedef struct ss__ds_remote ss__ds_remote;
  * downloaded when missing; the dataset's shared lock on it keeps it from
  * eviction until ss__remote_ds_free(). 0 or a code with the message set. */
 int ss__remote_shard(char **path, ss__ds_remote *rm, const ss_manifest *m, uint32_t k);
-/* Release the locks and free. Accepts NULL. */
+/* Start downloading shard `k` in the background (at most the options'
+ * `parallel` at once; a request beyond twice that many waiting is dropped,
+ * and the read fetches the shard itself). 0 or SS_ENOMEM. */
+int ss__remote_prefetch(ss__ds_remote *rm, const ss_manifest *m, uint32_t k);
+/* Stop the prefetch threads, release the locks and free. Accepts NULL. */
 void ss__remote_ds_free(ss__ds_remote *rm);
 
 /* dataset.c: open the dataset whose manifest is at `path` (a directory or

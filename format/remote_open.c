@@ -40,10 +40,73 @@ struct ss__ds_remote {
     pthread_mutex_t lock;
     int *fds; /* per shard: the cache lock of its file, or -1 */
     uint32_t nfds;
+    /* prefetch (under lock): shards asked for, downloaded by cfg.parallel
+     * threads started on the first request, at most qcap waiting */
+    pthread_cond_t cv;
+    const ss_manifest *m;
+    unsigned char *asked; /* per shard: 1 once queued */
+    uint32_t *queue, qhead, qlen, qcap;
+    pthread_t *threads;
+    unsigned nthreads;
+    int stop;
 };
+
+/* A prefetch thread: download the queued shards into the cache (a failure
+ * is left to the read that needs the shard, which reports it). */
+static void *remote_prefetcher(void *vrm) {
+    ss__ds_remote *rm = vrm;
+    pthread_mutex_lock(&rm->lock);
+    for (;;) {
+        while (!rm->stop && !rm->qlen) pthread_cond_wait(&rm->cv, &rm->lock);
+        if (rm->stop) break;
+        uint32_t k = rm->queue[rm->qhead];
+        rm->qhead = (rm->qhead + 1) % rm->qcap;
+        rm->qlen--;
+        int have = rm->fds[k] >= 0;
+        pthread_mutex_unlock(&rm->lock);
+        char *path = NULL;
+        if (!have) ss__remote_shard(&path, rm, rm->m, k);
+        free(path);
+        pthread_mutex_lock(&rm->lock);
+    }
+    pthread_mutex_unlock(&rm->lock);
+    return NULL;
+}
+
+int ss__remote_prefetch(ss__ds_remote *rm, const ss_manifest *m, uint32_t k) {
+    int rc = 0;
+    pthread_mutex_lock(&rm->lock);
+    if (!rm->asked) {
+        rm->m = m;
+        rm->qcap = 2 * rm->cfg.parallel;
+        rm->asked = calloc(rm->nfds ? rm->nfds : 1, 1);
+        rm->queue = malloc(rm->qcap * sizeof *rm->queue);
+        rm->threads = calloc(rm->cfg.parallel, sizeof *rm->threads);
+        if (!rm->asked || !rm->queue || !rm->threads) rc = ss__fail(SS_ENOMEM, "out of memory");
+        for (unsigned t = 0; !rc && t < rm->cfg.parallel; t++, rm->nthreads++)
+            if (pthread_create(&rm->threads[t], NULL, remote_prefetcher, rm) != 0) break;
+    }
+    /* bounded: a full queue drops the request (the read fetches it then) */
+    if (!rc && k < rm->nfds && !rm->asked[k] && rm->fds[k] < 0 && rm->qlen < rm->qcap) {
+        rm->asked[k] = 1;
+        rm->queue[(rm->qhead + rm->qlen++) % rm->qcap] = k;
+        pthread_cond_signal(&rm->cv);
+    }
+    pthread_mutex_unlock(&rm->lock);
+    return rc;
+}
 
 void ss__remote_ds_free(ss__ds_remote *rm) {
     if (!rm) return;
+    pthread_mutex_lock(&rm->lock);
+    rm->stop = 1;
+    pthread_cond_broadcast(&rm->cv);
+    pthread_mutex_unlock(&rm->lock);
+    for (unsigned t = 0; t < rm->nthreads; t++) pthread_join(rm->threads[t], NULL);
+    free(rm->threads);
+    free(rm->queue);
+    free(rm->asked);
+    pthread_cond_destroy(&rm->cv);
     for (uint32_t k = 0; k < rm->nfds; k++)
         if (rm->fds[k] >= 0) close(rm->fds[k]);
     free(rm->fds);
@@ -126,6 +189,7 @@ static int remote_open(ss_store **out, ss__url *u, unsigned flags,
         return ss__fail(SS_ENOMEM, "out of memory");
     }
     pthread_mutex_init(&rm->lock, NULL);
+    pthread_cond_init(&rm->cv, NULL);
     rm->url = *u;
     int rc = ss__remote_config(&rm->cfg, opts);
     if (!rc) rc = ss__cache_dataset_dir(&rm->dsdir, &rm->cfg, &rm->url);
@@ -157,6 +221,11 @@ int ss__remote_shard(char **path, ss__ds_remote *rm, const ss_manifest *m, uint3
     (void)rm, (void)m, (void)k;
     *path = NULL;
     return ss__fail(SS_EINVAL, "remote datasets are not built in");
+}
+
+int ss__remote_prefetch(ss__ds_remote *rm, const ss_manifest *m, uint32_t k) {
+    (void)rm, (void)m, (void)k;
+    return 0;
 }
 
 #endif

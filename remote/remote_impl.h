@@ -191,7 +191,7 @@ int ss__cache_shard(char **path, int *fd, const ss__remote *r, const ss__url *u,
                     const char *name, uint64_t digest, const ss__verifier *v);
 
 /* Write `len` bytes to `dir`/`name` atomically (a temporary file, flushed,
- * renamed). 0, SS_EIO, SS_EFULL. */
+ * renamed); nothing when the file holds them already. 0, SS_EIO, SS_EFULL. */
 int ss__cache_write_file(const char *dir, const char *name, const void *data, size_t len);
 /* Download object `name` to `dir`/`file` atomically; SS_ENOTFOUND removes
  * `dir`/`file`. */

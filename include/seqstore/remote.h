@@ -112,6 +112,19 @@ SS_API int ss_is_url(const char *path);
 SS_API int ss_open_url(ss_store **out, const char *url, unsigned flags,
                        const ss_remote_options *opts);
 
+/** Start fetching, in the background, the shards that hold `examples` (a
+ *  hint: for a dataset under a URL, shards not yet in the cache are queued
+ *  for the options' `parallel` download threads, at most twice that many
+ *  waiting; further requests are dropped and the read fetches the shard
+ *  itself). Returns at once; nothing for a local store or dataset. The
+ *  loader calls it for the batches after the one it prepares.
+ *  @param[in] s        the store.
+ *  @param[in] examples example numbers (< ss_count(s)); may be NULL when n is 0.
+ *  @param[in] n        how many.
+ *  @return 0; SS_EINVAL (NULL store, NULL examples with n > 0); SS_ERANGE (an
+ *          example beyond the count); SS_ENOMEM. */
+SS_API int ss_prefetch(const ss_store *s, const uint64_t *examples, size_t n);
+
 #ifdef __cplusplus
 }
 #endif

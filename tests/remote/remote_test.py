@@ -278,6 +278,50 @@ def test_one_download_per_shard(c):
     c.faults = {}
 
 
+PREFETCH_CHILD = """
+import sys, numpy as np, seqstore
+url, local, loader = sys.argv[1], sys.argv[2], sys.argv[3] == "1"
+with seqstore.open(url) as s, seqstore.open(local) as l:
+    n = len(l)
+    if not loader:
+        for i in range(0, n, n // 6):
+            assert np.array_equal(s[i]["tokens"], l[i]["tokens"]), i
+    else:
+        bs = n // 6 + 1
+        a = seqstore.Loader(s, batch_size=bs, fields=["tokens"], threads=1, prefetch=1)
+        b = seqstore.Loader(l, batch_size=bs, fields=["tokens"], threads=1, prefetch=1)
+        k = 0
+        for x, y in zip(a, b):
+            for f in ("index", "tokens", "tokens_lengths"):
+                assert np.array_equal(np.asarray(x[f]), np.asarray(y[f])), (k, f)
+            k += 1
+        assert k == 6, k
+print("same")
+"""
+
+
+def test_loader_prefetch(c):
+    """The loader fetches the shards of the next batches in parallel while
+    the first is read (several shard GETs at once; a plain read has one at a
+    time), and its batches equal the local dataset's. The reads run in a
+    child process: the proxy is this one's."""
+    base = "/seqstore-test/f/c.ds/"
+    for loader in (False, True):
+        c.faults = {("GET", base + "part-%d.ss" % k, 0): "slow" for k in range(3)}
+        e = env_for(c, via_proxy=True)
+        c.proxy.seen.clear()
+        c.proxy.max_inflight = 0
+        p = subprocess.run([sys.executable, "-c", PREFETCH_CHILD, "s3://seqstore-test/f/c.ds",
+                            c.local, "1" if loader else "0"], env=dict(os.environ, **e),
+                           capture_output=True, timeout=120)
+        assert p.returncode == 0 and p.stdout.strip() == b"same", p.stderr.decode()
+        if loader:
+            assert c.proxy.max_inflight >= 2, c.proxy.max_inflight
+        else:
+            assert c.proxy.max_inflight == 1, c.proxy.max_inflight
+    c.faults = {}
+
+
 def test_kill_during_download(c):
     base = "/seqstore-test/f/c.ds/"
     c.faults = {("GET", base + "part-%d.ss" % k, n): "slow" for k in range(3) for n in range(5)}

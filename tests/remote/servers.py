@@ -109,6 +109,8 @@ class FaultProxy:
         self.stall_s = stall_s
         self.seen = []
         self.lock = threading.Lock()
+        self.inflight = 0      # shard GETs (*.ss) being answered now
+        self.max_inflight = 0  # the most at once
         proxy = self
 
         class H(http.server.BaseHTTPRequestHandler):
@@ -138,6 +140,19 @@ class FaultProxy:
                     self.end_headers()
                     self.wfile.write(x)
                     return
+                shard = self.command == "GET" and path.endswith(".ss")
+                if shard:
+                    with proxy.lock:
+                        proxy.inflight += 1
+                        proxy.max_inflight = max(proxy.max_inflight, proxy.inflight)
+                try:
+                    self.forward(body, fault)
+                finally:
+                    if shard:
+                        with proxy.lock:
+                            proxy.inflight -= 1
+
+            def forward(self, body, fault):
                 c = http.client.HTTPConnection("127.0.0.1", proxy.upstream, timeout=60)
                 hdrs = {k: v for k, v in self.headers.items()}
                 c.request(self.command, self.path, body=body, headers=hdrs)
