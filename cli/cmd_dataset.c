@@ -17,7 +17,8 @@ typedef struct ds_shard {
 } ds_shard;
 
 static void usage(void) {
-    printf("usage: seqstore dataset build DIR [SHARD...] [--verify]\n\n"
+    printf("usage: seqstore dataset build DIR [SHARD...] [--verify]\n"
+           "       seqstore dataset push DIR URL | pull URL DIR  (see dataset push --help)\n\n"
            "Check the shard stores of the dataset directory DIR and write its manifest\n"
            "DIR/" SS_MANIFEST_NAME " (atomically). Without SHARD names, the shards are the\n"
            "*.ss files of DIR (but " SS_SECTIONS_NAME "), ordered by their source.shard attribute K/N (written by\n"
@@ -281,9 +282,19 @@ static int dataset_build(int argc, char **argv) {
 
 int ss__cmd_dataset(int argc, char **argv) {
     if (argc >= 2 && !strcmp(argv[1], "build")) return dataset_build(argc - 1, argv + 1);
+    if (argc >= 2 && (!strcmp(argv[1], "push") || !strcmp(argv[1], "pull"))) {
+#ifdef SS_HAVE_REMOTE
+        return ss__cmd_dataset_remote(argc - 1, argv + 1);
+#else
+        fprintf(stderr, "seqstore dataset: %s: this seqstore was built without remote datasets "
+                        "(cmake -DSS_REMOTE=ON, which needs libcurl and expat)\n", argv[1]);
+        return SS_EXIT_ERROR;
+#endif
+    }
     if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
         usage();
         return SS_EXIT_OK;
     }
-    return ss__cli_usage_error("dataset", "expected 'dataset build DIR [SHARD...]'");
+    return ss__cli_usage_error("dataset", "expected 'dataset build DIR [SHARD...]', 'dataset push DIR URL' or "
+                                            "'dataset pull URL DIR'");
 }

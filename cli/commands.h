@@ -28,6 +28,7 @@ int ss__cmd_attr(int argc, char **argv);
 int ss__cmd_export(int argc, char **argv);
 int ss__cmd_export_megatron(int argc, char **argv); /* argv[1] is "megatron" */
 int ss__cmd_dataset(int argc, char **argv);
+int ss__cmd_dataset_remote(int argc, char **argv); /* argv[0] is "push" or "pull" */
 int ss__cmd_merge(int argc, char **argv);
 
 /* Print "seqstore CMD: message: ss_error_message()" and return SS_EXIT_ERROR. */

@@ -12,6 +12,7 @@
  * no lock. Shards are opened with SS_OPEN_NOLOCK: a finished dataset has no
  * writer, and read-only or shared storage needs no lock file. */
 #include "manifest.h"
+#include "remote_dataset.h"
 #include "sections.h"
 
 #include <fcntl.h>
@@ -49,6 +50,7 @@ struct ss_dataset {
     ds_attr *attrs; /* the attributes the dataset shows, in name order */
     uint64_t nattrs;
     ss_store *sections; /* DIR/dataset.sections.ss (§13.1), or NULL */
+    ss__ds_remote *remote; /* a dataset under a URL (§14): DIR is its cache, or NULL */
     /* Stored global lengths per field, looked up (and hashed) on first use,
      * not at open: 0 not yet, 1 found, 2 none. Under the store's lock. */
     _Atomic int len_state[SS_MAX_FIELDS];
@@ -209,23 +211,42 @@ static void ds_note_open(ss_dataset *ds, uint32_t k) {
     ds->opened[(ds->opened_head + ds->nopened++) % ds->live] = k;
 }
 
-/* Shard `k`, opened and checked against the manifest on first use. */
+/* Shard `k`, opened and checked against the manifest on first use; a shard
+ * that failed fails again at once, with its first message, unopened. */
 static int ds_shard(ss_store **out, const ss_store *s, uint32_t k) {
     ss_dataset *ds = s->ds;
+    pthread_mutex_t *lock = (pthread_mutex_t *)&s->lock;
     *out = __atomic_load_n(&ds->slot[k].store, __ATOMIC_ACQUIRE);
     if (*out) return 0;
-    pthread_mutex_lock((pthread_mutex_t *)&s->lock);
+    char *path = NULL;
+    int rc = 0;
+    if (ds->remote) {
+        pthread_mutex_lock(lock);
+        rc = ds_shard_failed(ds, k);
+        pthread_mutex_unlock(lock);
+        if (rc) return rc;
+        /* A remote shard is downloaded and checked outside the store's lock,
+         * so that threads reading other shards do not wait for this one. */
+        if ((rc = ss__remote_shard(&path, ds->remote, &ds->m, k)) != 0) {
+            rc = ss__context(rc, "dataset '%s', shard %u", s->path, k);
+            pthread_mutex_lock(lock);
+            ds_shard_remember(ds, k, rc);
+            pthread_mutex_unlock(lock);
+            return rc;
+        }
+    }
+    pthread_mutex_lock(lock);
     *out = __atomic_load_n(&ds->slot[k].store, __ATOMIC_RELAXED);
-    int rc = *out ? 0 : ds_shard_failed(ds, k);
+    rc = *out ? 0 : ds_shard_failed(ds, k);
     if (!*out && !rc) {
-        char *path = NULL;
         ss_store *sh = NULL;
         atomic_fetch_add_explicit(&ds->opens, 1, memory_order_relaxed);
         if (k && (rc = ds_make_room(ds)) != 0) {
-            pthread_mutex_unlock((pthread_mutex_t *)&s->lock);
+            pthread_mutex_unlock(lock);
+            free(path);
             return rc;
         }
-        if (asprintf(&path, "%s/%s", ds->dir, ds->m.shards[k].path) < 0)
+        if (!path && asprintf(&path, "%s/%s", ds->dir, ds->m.shards[k].path) < 0)
             rc = ss__fail(SS_ENOMEM, "out of memory");
         if (!rc) rc = ss__open_shard(&sh, path, ds->flags);
         if (!rc) rc = ss__manifest_check_shard(&ds->m, k, sh);
@@ -238,9 +259,9 @@ static int ds_shard(ss_store **out, const ss_store *s, uint32_t k) {
             __atomic_store_n(&ds->slot[k].store, sh, __ATOMIC_RELEASE);
             *out = sh;
         }
-        free(path);
     }
-    pthread_mutex_unlock((pthread_mutex_t *)&s->lock);
+    pthread_mutex_unlock(lock);
+    free(path);
     return rc;
 }
 
@@ -327,22 +348,30 @@ static int ds_tables(ss_store *s) {
 }
 
 int ss__dataset_open(ss_store **out, const char *path, unsigned flags) {
+    return ss__dataset_open_at(out, path, path, flags, NULL);
+}
+
+int ss__dataset_open_at(ss_store **out, const char *path, const char *shown, unsigned flags,
+                        ss__ds_remote *remote) {
     *out = NULL;
     if (flags & SS_OPEN_INCOMPLETE)
-        return ss__fail(SS_EINVAL,
+        return ss__remote_ds_free(remote),
+               ss__fail(SS_EINVAL,
                         "open '%s': a dataset has no unfinished state to open "
                         "(SS_OPEN_INCOMPLETE)",
-                        path);
+                        shown);
     ss_store *s = calloc(1, sizeof *s);
     ss_dataset *ds = calloc(1, sizeof *ds);
-    if (!s || !ds || !(s->path = strdup(path))) {
+    if (!s || !ds || !(s->path = strdup(shown))) {
         free(ds);
         if (s) free(s->path);
         free(s);
-        return ss__fail(SS_ENOMEM, "open '%s': out of memory", path);
+        ss__remote_ds_free(remote);
+        return ss__fail(SS_ENOMEM, "open '%s': out of memory", shown);
     }
     pthread_mutex_init(&s->lock, NULL);
     s->ds = ds;
+    ds->remote = remote;
     s->complete = 1;
     ds->flags = flags | SS_OPEN_NOLOCK;
     ds_budget(ds);
@@ -355,7 +384,7 @@ int ss__dataset_open(ss_store **out, const char *path, unsigned flags) {
     if (!rc) rc = ds_attr_table(s);
     if (rc) {
         ss_close(s);
-        return ss__context(rc, "open dataset '%s'", path);
+        return ss__context(rc, "open dataset '%s'", shown);
     }
     *out = s;
     return 0;
@@ -377,6 +406,7 @@ void ss__dataset_close(ss_store *s) {
     free(ds->first);
     free(ds->attrs);
     ss_close(ds->sections);
+    ss__remote_ds_free(ds->remote); /* after the shards: it holds their cache locks */
     free(ds->dir);
     ss__manifest_free(&ds->m);
     free(ds);
@@ -481,6 +511,24 @@ int ss__dataset_flat_locate(uint64_t *example, uint64_t *offset, const ss_store 
     if (!rc) rc = ss_flat_locate(example, offset, sh, field, pos - ds->rows[field][k]);
     if (!rc) *example += ds->first[k];
     return rc;
+}
+
+int ss_prefetch(const ss_store *s, const uint64_t *examples, size_t n) {
+    if (!s || (n && !examples)) return ss__fail(SS_EINVAL, "ss_prefetch: NULL argument");
+    const ss_dataset *ds = s->ds;
+    if (!ds || !ds->remote) return 0;
+    uint32_t last = UINT32_MAX;
+    for (size_t i = 0; i < n; i++) {
+        if (examples[i] >= s->h.count)
+            return ss__fail(SS_ERANGE, "ss_prefetch: example %llu of %llu",
+                            (unsigned long long)examples[i], (unsigned long long)s->h.count);
+        uint32_t k = ds_shard_of(ds->first, ds->nshards, examples[i]);
+        if (k == last || __atomic_load_n(&ds->slot[k].store, __ATOMIC_ACQUIRE)) continue;
+        last = k;
+        int rc = ss__remote_prefetch(ds->remote, &ds->m, k);
+        if (rc) return rc;
+    }
+    return 0;
 }
 
 /* ----------------------------------------------------- attributes */

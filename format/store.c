@@ -425,6 +425,7 @@ static int ss_open_store(ss_store **out, const char *path, unsigned flags, int s
     if (!out) return ss__fail(SS_EINVAL, "ss_open: out is NULL");
     *out = NULL;
     if (!path || !*path) return ss__fail(SS_EINVAL, "ss_open: empty path");
+    if (!shard && ss_is_url(path)) return ss_open_url(out, path, flags, NULL);
     struct stat st;
     if (stat(path, &st) != 0)
         return ss__fail(errno == ENOENT ? SS_ENOTFOUND : SS_EIO, "open '%s': %s", path,

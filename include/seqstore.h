@@ -102,5 +102,6 @@
 #include "seqstore/transform.h"
 #include "seqstore/meta.h"
 #include "seqstore/lm.h"
+#include "seqstore/remote.h"
 
 #endif /* SEQSTORE_H */

@@ -37,7 +37,7 @@ fi
 # changed; ccache is used when it is installed.
 srcsum=$({
   printf '%s\n' "$reqsum"
-  find CMakeLists.txt pyproject.toml cmake include format sdk python/CMakeLists.txt \
+  find CMakeLists.txt pyproject.toml cmake include remote format sdk python/CMakeLists.txt \
     python/src python/seqstore -type f ! -name '*.pyc' -print0 | sort -z | xargs -0 sha256sum
 } | sha256sum | cut -d' ' -f1)
 if [ "$(cat "$venv/.stamp-package" 2>/dev/null)" != "$srcsum" ]; then

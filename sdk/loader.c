@@ -155,6 +155,9 @@ struct ss_loader {
 
 /* ---------------------------------------------------------------- helpers */
 
+/* Batches ahead whose shards are prefetched (datasets under a URL). */
+#define SS_LOADER_PREFETCH_BATCHES 4
+
 static int grow_u64(uint64_t **p, uint64_t *cap, uint64_t need) {
     if (need == 0) need = 1;
     if (*cap >= need) return 0;
@@ -522,6 +525,10 @@ static int batch_transforms(ss_loader *l, slot *s) {
 /* A worker's part of batch g: all of it, or with `into` the preparation
  * (ss_loader_next_into() collates). */
 static int fill(ss_loader *l, slot *s, uint64_t g, uint64_t epoch) {
+    /* A dataset under a URL starts downloading the shards of the batches
+     * after this one (a hint: nothing for local stores). */
+    for (uint64_t a = g + 1; a <= g + SS_LOADER_PREFETCH_BATCHES && a < l->nbatches; a++)
+        ss_prefetch(l->store, l->idx + l->start[a], (size_t)(l->start[a + 1] - l->start[a]));
     int rc = prepare(l, s, g, epoch);
     if (rc || (l->o.into && !l->ring)) return rc;
     rc = collate_slot(l, s, l->ring ? l->ring + (size_t)(s - l->slots) * l->nf : NULL);

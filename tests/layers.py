@@ -2,12 +2,13 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """layers.py SOURCE_DIR - the source tree keeps its layers and has no include cycle.
 
-The layers, lowest first: include/ (the public headers), format/ (the store),
+The layers, lowest first: include/ (the public headers), remote/ (objects
+under a URL: HTTP, S3, credentials, the shard cache), format/ (the store),
 sdk/ (reading for training loops), converters/ (source formats and the
 conversion framework), cli/ (the seqstore command). A file may include from
 its own layer and the layers below, never from one above: format/ knows
 nothing of the SDK, the converters know nothing of the command line. Every
-quoted #include of the project's own files (include/, format/, sdk/,
+quoted #include of the project's own files (include/, remote/, format/, sdk/,
 converters/, cli/, mpi/, python/src/) is resolved as the build resolves it
 (the including file's folder first, then the include folders), and the graph
 of those includes must have no cycle. Every file is its own node, the public
@@ -20,10 +21,10 @@ import os
 import re
 import sys
 
-LAYERS = ["include", "format", "sdk", "converters", "cli"]
+LAYERS = ["include", "remote", "format", "sdk", "converters", "cli"]
 FOLDERS = LAYERS + ["mpi", "python/src"]
 # where a bare "name.h" is looked for after the including file's own folder
-SEARCH = ["include", "include/seqstore", "format", "sdk", "converters", "cli"]
+SEARCH = ["include", "include/seqstore", "remote", "format", "sdk", "converters", "cli"]
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
 

@@ -5,6 +5,10 @@
 int capi_open(ss_store **out, const char *path, unsigned flags) {
     return ss_open(out, path, flags);
 }
+int capi_open_url(ss_store **out, const char *path, unsigned flags,
+                  const ss_remote_options *opts) {
+    return ss_is_url(path) ? ss_open_url(out, path, flags, opts) : ss_open(out, path, flags);
+}
 void capi_close(ss_store *s) {
     ss_close(s);
 }

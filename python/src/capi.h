@@ -13,6 +13,8 @@
 
 /* store */
 int capi_open(ss_store **out, const char *path, unsigned flags);
+int capi_open_url(ss_store **out, const char *path, unsigned flags,
+                  const ss_remote_options *opts);
 void capi_close(ss_store *s);
 uint64_t capi_count(const ss_store *s);
 const ss_schema *capi_schema(const ss_store *s);

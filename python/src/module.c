@@ -97,8 +97,14 @@ static PyObject *py_dtype_name(PyObject *self, PyObject *arg) {
 
 static PyMethodDef module_methods[] = {
     {"open", (PyCFunction)(void (*)(void))pyss_open, METH_VARARGS | METH_KEYWORDS,
-     "open(path, *, incomplete=False, random=False, nolock=False, verify=False)\n--\n\n"
+     "open(path, *, incomplete=False, random=False, nolock=False, verify=False, cache_dir=None, "
+     "cache_bytes=0, endpoint=None, region=None, profile=None, parallel=0, attempts=0)\n--\n\n"
      "Open a store, or a dataset of shards, read-only (see ss_open()) -> Store.\n\n"
+     "path may be a URL of a dataset (s3://BUCKET/PREFIX/x.ds, https://HOST/x.ds,\n"
+     "file:///PATH, see ss_open_url()): shards are fetched into the cache on first\n"
+     "use and checked against the manifest. cache_dir, cache_bytes, endpoint, region,\n"
+     "profile, parallel and attempts are ss_remote_options' fields (None or 0: the\n"
+     "default, from SEQSTORE_CACHE_DIR, AWS_ENDPOINT_URL and the like).\n\n"
      "verify=True (SS_OPEN_VERIFY) checks every index segment's checksum at open\n"
      "and each data chunk's the first time a read reaches it (store[i], field[i],\n"
      "iteration, Loader, Collator, WindowReader, flat()): a damaged chunk raises\n"

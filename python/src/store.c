@@ -338,12 +338,20 @@ static int store_describe(StoreObject *st) {
 
 PyObject *pyss_open(PyObject *self, PyObject *args, PyObject *kw) {
     (void)self;
-    static char *kwlist[] = {"path", "incomplete", "random", "nolock", "verify", NULL};
+    static char *kwlist[] = {"path",   "incomplete", "random",   "nolock",   "verify",
+                             "cache_dir", "cache_bytes", "endpoint", "region", "profile",
+                             "parallel", "attempts", NULL};
     PyObject *path, *bytes = NULL;
     int incomplete = 0, random = 0, nolock = 0, verify = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|$pppp:open", kwlist, &path, &incomplete, &random,
-                                     &nolock, &verify))
+    /* the remote options (seqstore/remote.h): None/0 = the defaults */
+    ss_remote_options ro = SS_REMOTE_OPTIONS_INIT;
+    unsigned long long cache_bytes = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|$ppppzKzzzII:open", kwlist, &path, &incomplete,
+                                     &random, &nolock, &verify, &ro.cache_dir, &cache_bytes,
+                                     &ro.endpoint, &ro.region, &ro.profile, &ro.parallel,
+                                     &ro.attempts))
         return NULL;
+    ro.cache_bytes = cache_bytes;
     if (!PyUnicode_FSConverter(path, &bytes)) return NULL;
     StoreObject *st = PyObject_New(StoreObject, &Store_Type);
     if (!st) {
@@ -365,7 +373,7 @@ PyObject *pyss_open(PyObject *self, PyObject *args, PyObject *kw) {
     st->map->priv = NULL;
     st->map->generation = pyss_generation;
     int rc;
-    Py_BEGIN_ALLOW_THREADS rc = capi_open(&st->map->s, PyBytes_AS_STRING(bytes), st->flags);
+    Py_BEGIN_ALLOW_THREADS rc = capi_open_url(&st->map->s, PyBytes_AS_STRING(bytes), st->flags, &ro);
     Py_END_ALLOW_THREADS if (rc < 0) {
         pyss_raise_file(rc);
         goto fail;

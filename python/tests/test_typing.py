@@ -39,7 +39,8 @@ def test_every_c_callable_has_a_signature():
     assert {"open", "Store.verify", "Store.kfold", "FieldAccessor.lengths", "_Loader",
             "_Collator.collate", "_WindowReader.set_epoch"} <= set(names)
     assert list(inspect.signature(seqstore.open).parameters) == [
-        "path", "incomplete", "random", "nolock", "verify"]
+        "path", "incomplete", "random", "nolock", "verify", "cache_dir", "cache_bytes",
+        "endpoint", "region", "profile", "parallel", "attempts"]
     assert inspect.signature(_seqstore.Store.kfold).parameters["seed"].default == 0
 
 

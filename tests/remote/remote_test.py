@@ -1,0 +1,458 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-2-Clause
+"""remote_test.py CLI BUILD_TMP - datasets in object storage, against real
+servers the test starts on 127.0.0.1: moto's S3 server with its signature
+checks (boto3 makes the bucket and cross-checks what seqstore wrote),
+http.server for plain HTTP, and a seeded fault proxy in front of them. Every
+read is compared with the same dataset read from local files, bit for bit:
+`seqstore cat` output, and every example's values through the Python package.
+
+Needs the test virtual environment (.venv: moto, boto3, seqstore); without it
+the test is skipped (exit 77) unless SEQSTORE_REQUIRE_VENV=1, as .ci/run's
+stage after python/make-venv.sh sets."""
+import glob
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import traceback
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+VENV = os.path.join(ROOT, ".venv")
+sys.path.insert(0, HERE)
+
+CLI = os.path.abspath(sys.argv[1])
+TMP = os.path.abspath(sys.argv[2])
+FORTUNES = sorted(p for p in glob.glob("/usr/share/games/fortunes/*")
+                  if os.path.isfile(p) and not p.endswith(".dat"))
+
+
+def run(args, env=None, check=True, timeout=120):
+    e = dict(os.environ)
+    for k in list(e):
+        if k.startswith("AWS_") or k.startswith("SEQSTORE_"):
+            del e[k]
+    e.update(env or {})
+    p = subprocess.run([CLI] + args, env=e, capture_output=True, timeout=timeout)
+    if check and p.returncode != 0:
+        raise AssertionError("seqstore %s: exit %d\n%s" % (" ".join(args), p.returncode,
+                                                          p.stderr.decode()))
+    return p
+
+
+def make_dataset(d, shards=3, repeat=1):
+    os.makedirs(d, exist_ok=True)
+    for k in range(shards):
+        run(["convert", "lines"] + FORTUNES * repeat +
+            ["--shard", "%d/%d" % (k, shards), "-o", "%s/part-%d.ss" % (d, k), "--quiet"])
+    run(["dataset", "build", d])
+
+
+def same_values(url, local, **kw):
+    """Every example of the dataset under `url` equals the local one's."""
+    import numpy as np
+    import seqstore
+    with seqstore.open(local) as a, seqstore.open(url, **kw) as b:
+        assert len(a) == len(b), (len(a), len(b))
+        for i in range(len(a)):
+            x, y = a[i], b[i]
+            for f in x:
+                assert x[f].dtype == y[f].dtype and np.array_equal(x[f], y[f]), (i, f)
+    return True
+
+
+def cat(url, env):
+    return run(["cat", url], env=env).stdout
+
+
+class Ctx:
+    pass
+
+
+def setup(c):
+    from servers import FaultProxy, Moto, Static
+    c.moto = Moto(VENV, TMP)
+    c.s3 = c.moto.s3
+    c.s3.create_bucket(Bucket="seqstore-test")
+    c.local = os.path.join(TMP, "local.ds")
+    make_dataset(c.local)
+    c.local_cat = run(["cat", c.local]).stdout
+    c.static = Static(TMP)
+    c.faults = {}
+    c.proxy = FaultProxy(c.moto.port, plan=lambda m, p, n: c.faults.get((m, p, n)))
+    c.n = 0
+
+
+def env_for(c, via_proxy=False, **extra):
+    c.n += 1
+    e = c.moto.env(c.proxy.url if via_proxy else None)
+    e["SEQSTORE_CACHE_DIR"] = os.path.join(TMP, "cache-%d" % c.n)
+    e["SEQSTORE_BACKOFF_MS"] = "20"
+    e.update({k: str(v) for k, v in extra.items()})
+    return e
+
+
+def cache_files(e, pattern="ds-*/shards/*"):
+    return sorted(glob.glob(os.path.join(e["SEQSTORE_CACHE_DIR"], pattern)))
+
+
+def keys(c, prefix):
+    r = c.s3.list_objects_v2(Bucket="seqstore-test", Prefix=prefix)
+    return {o["Key"]: o for o in r.get("Contents", [])}
+
+
+# ------------------------------------------------------------------ tests
+
+def test_push_then_read(c):
+    e = env_for(c)
+    out = run(["dataset", "push", c.local, "s3://seqstore-test/a/corpus.ds"], env=e).stdout
+    assert b"pushed 3 shards" in out, out
+    k = keys(c, "a/corpus.ds/")
+    names = sorted(n[len("a/corpus.ds/"):] for n in k)
+    assert names == ["dataset.manifest", "dataset.sections.ss", "part-0.ss", "part-1.ss",
+                     "part-2.ss"], names
+    for n in names:  # boto3 reads back the same bytes
+        body = c.s3.get_object(Bucket="seqstore-test", Key="a/corpus.ds/" + n)["Body"].read()
+        assert body == open(os.path.join(c.local, n), "rb").read(), n
+    assert cat("s3://seqstore-test/a/corpus.ds", e) == c.local_cat
+    # a second read uses the cache: no shard GET
+    assert cat("s3://seqstore-test/a/corpus.ds/", e) == c.local_cat
+    assert len(cache_files(e, "ds-*/shards/*.ss")) == 3
+    assert not cache_files(e, "ds-*/shards/.*")
+    info = run(["info", "s3://seqstore-test/a/corpus.ds"], env=e).stdout
+    assert b"s3://seqstore-test/a/corpus.ds" in info and b"3 shards" in info
+
+
+def test_python_values(c):
+    e = env_for(c)
+    os.environ.update(c.moto.env())
+    try:
+        same_values("s3://seqstore-test/a/corpus.ds", c.local,
+                    cache_dir=e["SEQSTORE_CACHE_DIR"], cache_bytes=1 << 30)
+    finally:
+        for k in c.moto.env():
+            os.environ.pop(k, None)
+    assert len(cache_files(e, "ds-*/shards/*.ss")) == 3
+
+
+def test_open_fetches_manifest_only(c):
+    """Open is the manifest and sections store (and shard 0 for the
+    attributes); no listing of the bucket, no other shard."""
+    e = env_for(c, via_proxy=True)
+    c.proxy.seen.clear()
+    run(["info", "--help"], env=e)
+    import seqstore
+    os.environ.update(e)
+    try:
+        with seqstore.open("s3://seqstore-test/a/corpus.ds") as s:
+            n = len(s)
+    finally:
+        for k in e:
+            os.environ.pop(k, None)
+    assert n > 0
+    gets = [p for m, p in c.proxy.seen if m == "GET"]
+    assert gets.count("/seqstore-test/a/corpus.ds/dataset.manifest") == 1, gets
+    assert all(not p.rstrip("/").endswith("seqstore-test") for p in gets), gets  # no listing
+    assert "/seqstore-test/a/corpus.ds/part-2.ss" not in gets, gets
+
+
+def test_http_static(c):
+    e = env_for(c)
+    url = c.static.url + "/local.ds"
+    assert cat(url, e) == c.local_cat
+    p = run(["cat", c.static.url + "/nothing.ds"], env=e, check=False)
+    err = p.stderr.decode()
+    assert p.returncode == 1 and "HTTP 404" in err and "/nothing.ds/dataset.manifest" in err, err
+    p = run(["cat", c.static.url + "/local.ds?X-Amz-Signature=SECRET"], env=e, check=False)
+    err = p.stderr.decode()
+    assert p.returncode == 1 and "SECRET" not in err and "presigned" in err, err
+
+
+def test_file_url(c):
+    assert run(["cat", "file://" + c.local]).stdout == c.local_cat
+
+
+def test_errors_name_url_status_code(c):
+    e = env_for(c)
+    cases = [("s3://seqstore-test/none.ds", "HTTP 404", "NoSuchKey"),
+             ("s3://no-such-bucket/x.ds", "HTTP 404", "NoSuchBucket")]
+    for url, status, code in cases:
+        p = run(["cat", url], env=e, check=False)
+        err = p.stderr.decode()
+        assert p.returncode == 1 and url in err and status in err and code in err, err
+    bad = dict(e, AWS_SECRET_ACCESS_KEY="not-the-secret-XYZZY")
+    p = run(["cat", "s3://seqstore-test/a/corpus.ds"], env=bad, check=False)
+    err = p.stderr.decode() + p.stdout.decode()
+    assert p.returncode == 1 and "HTTP 403" in err and "SignatureDoesNotMatch" in err, err
+    assert "XYZZY" not in err and c.moto.secret not in err
+    unknown = dict(e, AWS_ACCESS_KEY_ID="AKIANOTAKEY000000000")
+    p = run(["info", "s3://seqstore-test/a/corpus.ds"], env=unknown, check=False)
+    err = p.stderr.decode()
+    assert p.returncode == 1 and "HTTP 403" in err and "InvalidAccessKeyId" in err, err
+    p = run(["info", "gs://bucket/x.ds"], env=e, check=False)
+    assert p.returncode == 1 and b"unknown scheme" in p.stderr, p.stderr
+
+
+def test_missing_shard(c):
+    e = env_for(c)
+    run(["dataset", "push", c.local, "s3://seqstore-test/m/c.ds"], env=e)
+    c.s3.delete_object(Bucket="seqstore-test", Key="m/c.ds/part-1.ss")
+    p = run(["cat", "s3://seqstore-test/m/c.ds"], env=e, check=False)
+    err = p.stderr.decode()
+    assert p.returncode == 1 and "s3://seqstore-test/m/c.ds/part-1.ss" in err, err
+    assert "HTTP 404" in err and "NoSuchKey" in err, err
+    assert not cache_files(e, "ds-*/shards/.*tmp")
+
+
+def test_replaced_shard_refused(c):
+    e = env_for(c)
+    run(["dataset", "push", c.local, "s3://seqstore-test/r/c.ds"], env=e)
+    other = open(os.path.join(c.local, "part-0.ss"), "rb").read()
+    c.s3.put_object(Bucket="seqstore-test", Key="r/c.ds/part-2.ss", Body=other)
+    c.proxy.seen.clear()
+    e2 = dict(e, AWS_ENDPOINT_URL=c.proxy.url)
+    p = run(["cat", "s3://seqstore-test/r/c.ds"], env=e2, check=False)
+    err = p.stderr.decode()
+    assert p.returncode == 1 and "s3://seqstore-test/r/c.ds/part-2.ss" in err, err
+    assert "differs from the manifest" in err, err
+    assert c.proxy.count("GET", "/r/c.ds/part-2.ss") == 2  # refetched once
+    digests = [os.path.basename(f) for f in cache_files(e, "ds-*/shards/*.ss")]
+    assert len(digests) == 2, digests  # the two good shards only
+    assert not cache_files(e, "ds-*/shards/.*tmp")
+
+
+def test_faults_retried(c):
+    """drop, 503 SlowDown, truncate and stall on the first tries: retried,
+    the values equal the local ones."""
+    run(["dataset", "push", c.local, "s3://seqstore-test/f/c.ds"], env=env_for(c))
+    base = "/seqstore-test/f/c.ds/"
+    c.faults = {("GET", base + "dataset.manifest", 0): "503",
+                ("GET", base + "part-0.ss", 0): "drop",
+                ("GET", base + "part-0.ss", 1): "truncate",
+                ("GET", base + "part-1.ss", 0): "stall",
+                ("GET", base + "part-2.ss", 0): "503",
+                ("GET", base + "part-2.ss", 1): "truncate"}
+    e = env_for(c, via_proxy=True, SEQSTORE_STALL_TIMEOUT_MS=1000)
+    c.proxy.seen.clear()
+    assert cat("s3://seqstore-test/f/c.ds", e) == c.local_cat
+    assert c.proxy.count("GET", base + "part-0.ss") == 3
+    assert c.proxy.count("GET", base + "part-2.ss") == 3
+    c.faults = {}
+
+
+def test_faults_exhaust_retries(c):
+    base = "/seqstore-test/f/c.ds/"
+    for fault, words in [("truncate", "bytes remaining"), ("503", "SlowDown"),
+                         ("drop", "GET s3://seqstore-test/f/c.ds/part-1.ss"),
+                         ("stall", "GET s3://seqstore-test/f/c.ds/part-1.ss")]:
+        c.faults = {("GET", base + "part-1.ss", n): fault for n in range(10)}
+        c.proxy.seen.clear()
+        e = env_for(c, via_proxy=True, SEQSTORE_ATTEMPTS=2, SEQSTORE_STALL_TIMEOUT_MS=1000)
+        p = run(["cat", "s3://seqstore-test/f/c.ds"], env=e, check=False)
+        err = p.stderr.decode()
+        assert p.returncode == 1 and words in err and "after 2 tries" in err, (fault, err)
+        # a partial object never enters the cache
+        assert [os.path.basename(f) for f in cache_files(e, "ds-*/shards/*.ss")].__len__() <= 2
+        assert not cache_files(e, "ds-*/shards/.*tmp"), fault
+        for f in cache_files(e, "ds-*/shards/*.ss"):
+            run(["verify", f])
+    c.faults = {}
+
+
+def test_one_download_per_shard(c):
+    """Four processes on one cache: each shard is fetched once."""
+    e = env_for(c, via_proxy=True)
+    base = "/seqstore-test/f/c.ds/"
+    c.faults = {("GET", base + "part-%d.ss" % k, 0): "slow" for k in range(3)}
+    c.proxy.seen.clear()
+    ps = [subprocess.Popen([CLI, "cat", "s3://seqstore-test/f/c.ds"], env=dict(os.environ, **e),
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE) for _ in range(4)]
+    outs = [p.communicate(timeout=120) for p in ps]
+    for p, (o, err) in zip(ps, outs):
+        assert p.returncode == 0 and o == c.local_cat, err
+    for k in range(3):
+        assert c.proxy.count("GET", base + "part-%d.ss" % k) == 1, c.proxy.seen
+    c.faults = {}
+
+
+PREFETCH_CHILD = """
+import sys, numpy as np, seqstore
+url, local, loader = sys.argv[1], sys.argv[2], sys.argv[3] == "1"
+with seqstore.open(url) as s, seqstore.open(local) as l:
+    n = len(l)
+    if not loader:
+        for i in range(0, n, n // 6):
+            assert np.array_equal(s[i]["tokens"], l[i]["tokens"]), i
+    else:
+        bs = n // 6 + 1
+        a = seqstore.Loader(s, batch_size=bs, fields=["tokens"], threads=1, prefetch=1)
+        b = seqstore.Loader(l, batch_size=bs, fields=["tokens"], threads=1, prefetch=1)
+        k = 0
+        for x, y in zip(a, b):
+            for f in ("index", "tokens", "tokens_lengths"):
+                assert np.array_equal(np.asarray(x[f]), np.asarray(y[f])), (k, f)
+            k += 1
+        assert k == 6, k
+print("same")
+"""
+
+
+def test_loader_prefetch(c):
+    """The loader fetches the shards of the next batches in parallel while
+    the first is read (several shard GETs at once; a plain read has one at a
+    time), and its batches equal the local dataset's. The reads run in a
+    child process: the proxy is this one's."""
+    base = "/seqstore-test/f/c.ds/"
+    for loader in (False, True):
+        c.faults = {("GET", base + "part-%d.ss" % k, 0): "slow" for k in range(3)}
+        e = env_for(c, via_proxy=True)
+        c.proxy.seen.clear()
+        c.proxy.max_inflight = 0
+        p = subprocess.run([sys.executable, "-c", PREFETCH_CHILD, "s3://seqstore-test/f/c.ds",
+                            c.local, "1" if loader else "0"], env=dict(os.environ, **e),
+                           capture_output=True, timeout=120)
+        assert p.returncode == 0 and p.stdout.strip() == b"same", p.stderr.decode()
+        if loader:
+            assert c.proxy.max_inflight >= 2, c.proxy.max_inflight
+        else:
+            assert c.proxy.max_inflight == 1, c.proxy.max_inflight
+    c.faults = {}
+
+
+def test_kill_during_download(c):
+    base = "/seqstore-test/f/c.ds/"
+    c.faults = {("GET", base + "part-%d.ss" % k, n): "slow" for k in range(3) for n in range(5)}
+    e = env_for(c, via_proxy=True)
+    p = subprocess.Popen([CLI, "cat", "s3://seqstore-test/f/c.ds"], env=dict(os.environ, **e),
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(2.0)  # shard 0 done (about 1.3 s), shard 1 half-way
+    p.send_signal(signal.SIGKILL)
+    p.wait()
+    for f in cache_files(e, "ds-*/shards/*.ss"):
+        run(["verify", f])  # whole, verified shards only
+    c.faults = {}
+    assert cat("s3://seqstore-test/f/c.ds", e) == c.local_cat  # the rerun completes
+    assert not cache_files(e, "ds-*/shards/.*tmp")
+
+
+def test_cache_limit_and_eviction(c):
+    sizes = [os.path.getsize(os.path.join(c.local, "part-%d.ss" % k)) for k in range(3)]
+    e = env_for(c, SEQSTORE_CACHE_BYTES=sizes[0] - 1)
+    p = run(["cat", "s3://seqstore-test/f/c.ds"], env=e, check=False)
+    err = p.stderr.decode()
+    assert p.returncode == 1 and "part-0.ss' is %d bytes, over the cache limit of %d bytes" % (
+        sizes[0], sizes[0] - 1) in err, err
+    # room for two shards: reading one example of each shard in turn, from
+    # separate processes, evicts the least recently used unmapped one
+    limit = sizes[0] + sizes[1] + sizes[2] // 2
+    e = env_for(c, SEQSTORE_CACHE_BYTES=limit)
+    info = run(["info", "--json", c.local]).stdout
+    import json
+    n = json.loads(info)["examples"]
+    for i in [0, n - 1, n // 2]:
+        run(["cat", "s3://seqstore-test/f/c.ds", "--range", str(i)], env=e)
+        total = sum(os.path.getsize(f) for f in cache_files(e, "ds-*/shards/*.ss"))
+        assert total <= limit, (total, limit)
+    assert len(cache_files(e, "ds-*/shards/*.ss")) == 2
+
+
+def test_multipart_push_pull(c):
+    big = os.path.join(TMP, "big.ds")
+    make_dataset(big, shards=1, repeat=3)
+    size = os.path.getsize(os.path.join(big, "part-0.ss"))
+    assert size > 10 << 20, size
+    e = env_for(c, SEQSTORE_MULTIPART_BYTES="5M", SEQSTORE_PARALLEL=3)
+    run(["dataset", "push", big, "s3://seqstore-test/big.ds"], env=e)
+    h = c.s3.head_object(Bucket="seqstore-test", Key="big.ds/part-0.ss")
+    nparts = -(-size // (5 << 20))
+    assert h["ETag"].strip('"').endswith("-%d" % nparts), h["ETag"]  # a multipart upload
+    assert h["ContentLength"] == size
+    pulled = os.path.join(TMP, "pulled.ds")
+    out = run(["dataset", "pull", "s3://seqstore-test/big.ds", pulled], env=e).stdout
+    assert b"pulled 1 shards" in out, out
+    for n in ["part-0.ss", "dataset.manifest", "dataset.sections.ss"]:
+        assert open(os.path.join(big, n), "rb").read() == \
+            open(os.path.join(pulled, n), "rb").read(), n
+    out = run(["dataset", "pull", "--resume", "s3://seqstore-test/big.ds", pulled], env=e).stdout
+    assert b"pulled 0 shards" in out and b"1 already there" in out, out
+
+
+def test_kill_during_push(c):
+    """A push killed at any moment leaves no manifest or a complete dataset;
+    the rerun (--resume) completes."""
+    e = env_for(c)
+    run(["dataset", "push", c.local, "s3://seqstore-test/k/c.ds"], env=e)  # an old, complete one
+    slow = {("PUT", "/seqstore-test/k/c.ds/part-%d.ss" % k, n): None for k in range(3)
+            for n in range(3)}
+    c.faults = slow
+    # the proxy slows the uploads down by answering slowly: use "slow" on the PUT answers
+    c.faults = {k: "slow" for k in slow}
+    ep = env_for(c, via_proxy=True, SEQSTORE_PARALLEL=1)
+    for delay in (0.05, 0.3, 0.8):
+        p = subprocess.Popen([CLI, "dataset", "push", c.local, "s3://seqstore-test/k/c.ds"],
+                             env=dict(os.environ, **ep), stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)
+        time.sleep(delay)
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+        k = keys(c, "k/c.ds/")
+        if "k/c.ds/dataset.manifest" in k:  # then it is a complete dataset
+            assert cat("s3://seqstore-test/k/c.ds", env_for(c)) == c.local_cat
+    c.faults = {}
+    run(["dataset", "push", "--resume", c.local, "s3://seqstore-test/k/c.ds"], env=e)
+    assert cat("s3://seqstore-test/k/c.ds", env_for(c)) == c.local_cat
+
+
+def test_secrets_never_printed(c):
+    e = env_for(c)
+    e["AWS_SESSION_TOKEN"] = "TOKEN-SECRET-123"
+    for args in (["info", "--json", "s3://seqstore-test/a/corpus.ds"],
+                 ["cat", "s3://seqstore-test/none.ds"],
+                 ["dataset", "push", c.local, "s3://no-such-bucket/x.ds"]):
+        p = run(args, env=e, check=False)
+        text = (p.stdout + p.stderr).decode()
+        assert c.moto.secret not in text and "TOKEN-SECRET-123" not in text, text
+
+
+def main():
+    py = os.path.join(VENV, "bin", "python")
+    if os.path.exists(py) and os.path.realpath(sys.prefix) != os.path.realpath(VENV):
+        os.execv(py, [py] + sys.argv)  # boto3, moto and seqstore are the venv's
+    if not os.path.exists(os.path.join(VENV, "bin", "moto_server")):
+        msg = "remote_test: skipped: no .venv with moto (run python/make-venv.sh)"
+        print(msg)
+        return 1 if os.environ.get("SEQSTORE_REQUIRE_VENV") == "1" else 77
+    shutil.rmtree(TMP, ignore_errors=True)
+    os.makedirs(TMP)
+    c = Ctx()
+    setup(c)
+    tests = [v for k, v in list(globals().items()) if k.startswith("test_")]
+    only = os.environ.get("REMOTE_TEST_ONLY")
+    passed = failed = 0
+    try:
+        for t in tests:
+            if only and only not in t.__name__:
+                continue
+            t0 = time.time()
+            try:
+                t(c)
+                passed += 1
+                print("ok   %s (%.1f s)" % (t.__name__, time.time() - t0))
+            except Exception:
+                failed += 1
+                print("FAIL %s" % t.__name__)
+                traceback.print_exc()
+            sys.stdout.flush()
+    finally:
+        c.proxy.stop()
+        c.static.stop()
+        c.moto.stop()
+    print("%d passed, %d failed" % (passed, failed))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
