@@ -139,6 +139,11 @@ static void sample_index(ss_lm *lm) {
             }
         }
         out[2 * k] = di, out[2 * k + 1] = off;
+        /* a sample starting inside a document (not on its last token,
+         * which every sample shares with the next) cuts it */
+        if (k < (int64_t)lm->nsamples && off > 0 && off < (int64_t)sizes[doc[di]] - 1 &&
+            (k == 1 || out[2 * k - 2] != di || out[2 * k - 1] == 0))
+            lm->split++;
         k++;
     }
 }
@@ -159,6 +164,14 @@ static int check_options(const ss_lm_options *o) {
     if (o->num_samples && o->num_epochs)
         return ss__fail(SS_EINVAL, "lm: num_samples %" PRIu64 " and num_epochs %" PRIu64
                         ": give one", o->num_samples, o->num_epochs);
+    if (o->layout != SS_LM_MEGATRON && o->layout != SS_LM_PACKED)
+        return ss__fail(SS_EINVAL, "lm: unknown layout %u", o->layout);
+    if (o->layout == SS_LM_MEGATRON && o->pack_window)
+        return ss__fail(SS_EINVAL, "lm: pack_window %" PRIu64 " needs layout SS_LM_PACKED",
+                        o->pack_window);
+    if (o->pack_window > LM_INT32_MAX)
+        return ss__fail(SS_EINVAL, "lm: pack_window %" PRIu64 " is not in 1..2^31-1",
+                        o->pack_window);
     if (o->eod == SS_LM_EOD_FROM_STORE && (o->flags & SS_LM_APPEND_EOD))
         return ss__fail(SS_EINVAL, "lm: SS_LM_APPEND_EOD needs an explicit options.eod");
     return 0;
@@ -220,8 +233,12 @@ int ss_lm_create(ss_lm **out, const ss_store *s, uint32_t field, const ss_lm_opt
         rc = ss__fail(SS_EINVAL, "lm: %" PRIu64 " documents: Megatron needs 1..2^31-1",
                       lm->ndocs);
     if (!rc) rc = read_sizes(lm, s);
-    if (!rc) rc = count_epochs(lm);
-    if (!rc) rc = build(lm);
+    if (!rc && lm->o.layout == SS_LM_PACKED) {
+        rc = ss__lm_pack_build(lm);
+    } else {
+        if (!rc) rc = count_epochs(lm);
+        if (!rc) rc = build(lm);
+    }
     if (rc) {
         ss_lm_free(lm);
         return rc;
@@ -236,6 +253,10 @@ void ss_lm_free(ss_lm *lm) {
     free(lm->doc);
     free(lm->sample);
     free(lm->shuffle);
+    free(lm->row_first);
+    free(lm->piece_doc);
+    free(lm->piece_off);
+    free(lm->piece_len);
     free(lm);
 }
 
@@ -247,6 +268,9 @@ int ss_lm_get_info(ss_lm_info *out, const ss_lm *lm) {
     out->documents = lm->ndocs;
     out->eod = lm->o.eod;
     out->separate_final_epoch = lm->separate;
+    out->layout = lm->o.layout;
+    out->padding_tokens = lm->padding;
+    out->split_documents = lm->split;
     return 0;
 }
 
@@ -257,6 +281,13 @@ int ss_lm_sample_position(uint64_t *first, uint64_t *offset, uint64_t *shuffled,
     if (i >= lm->nsamples)
         return ss__fail(SS_ERANGE, "lm: sample %" PRIu64 " of %" PRIu64, i, lm->nsamples);
     uint64_t k = (uint64_t)lm->shuffle[i];
+    if (shuffled) *shuffled = k;
+    if (lm->o.layout == SS_LM_PACKED) { /* the row's first piece */
+        uint64_t j = lm->row_first[k];
+        *first = lm->piece_doc[j];
+        *offset = lm->piece_off[j];
+        return 0;
+    }
     *first = (uint64_t)lm->sample[2 * k];
     *offset = (uint64_t)lm->sample[2 * k + 1];
     if (shuffled) *shuffled = k;

@@ -22,6 +22,24 @@ struct ss_lm {
     int64_t *doc;              /* E * n: the shuffled document index */
     int64_t *sample;           /* 2 * (S + 1): (position in doc, offset) pairs */
     int64_t *shuffle;          /* S: the sample shuffle */
+    uint64_t split;            /* ss_lm_info.split_documents */
+    /* SS_LM_PACKED: row k holds pieces row_first[k] .. row_first[k + 1] - 1,
+     * piece j being tokens [piece_off[j], + piece_len[j]) of document
+     * piece_doc[j] */
+    uint64_t *row_first;       /* S + 1 */
+    uint32_t *piece_doc, *piece_off, *piece_len;
+    uint64_t npieces, piece_cap, row_cap;
+    uint64_t padding;          /* padding tokens in all rows */
 };
+
+/* Tokens [off, off + len) of document `d` (the appended eod included) into dst. */
+int ss__lm_read_part(int64_t *dst, const ss_lm *lm, uint64_t d, uint64_t off, uint64_t len);
+
+/* The packed index (lm->epochs ... lm->padding) from lm->sizes. */
+int ss__lm_pack_build(ss_lm *lm);
+
+/* Row r of `out` from unshuffled packed row k; buf holds L + 1 tokens. */
+int ss__lm_pack_row(const ss_lm_batch *out, const ss_lm *lm, int64_t *buf, uint64_t k,
+                    uint64_t r);
 
 #endif /* SS_LM_INTERNAL_H */

@@ -30,8 +30,7 @@ static void widen(int64_t *dst, const void *src, ss_dtype dtype, uint64_t n) {
     }
 }
 
-/* Tokens [off, off + len) of document `d` (the appended eod included) into dst. */
-static int read_part(int64_t *dst, const ss_lm *lm, uint64_t d, uint64_t off, uint64_t len) {
+int ss__lm_read_part(int64_t *dst, const ss_lm *lm, uint64_t d, uint64_t off, uint64_t len) {
     uint64_t stored = lm->sizes[d] - ((lm->o.flags & SS_LM_APPEND_EOD) != 0);
     uint64_t end = off + len, real = end < stored ? end : stored;
     if (real > off) {
@@ -58,7 +57,7 @@ static int gather(int64_t *buf, const ss_lm *lm, uint64_t k) {
         uint64_t off = p == beg ? (uint64_t)beg_off : 0;
         uint64_t stop = p == end ? (uint64_t)end_off + 1 : lm->sizes[d];
         if (stop <= off) continue;
-        int rc = read_part(buf + pos, lm, d, off, stop - off);
+        int rc = ss__lm_read_part(buf + pos, lm, d, off, stop - off);
         if (rc) return rc;
         pos += stop - off;
     }
@@ -110,7 +109,12 @@ int ss_lm_get(const ss_lm_batch *out, const ss_lm *lm, const uint64_t *idx, uint
                           idx[r], r, lm->nsamples);
             break;
         }
-        rc = gather(buf, lm, (uint64_t)lm->shuffle[idx[r]]);
+        uint64_t k = (uint64_t)lm->shuffle[idx[r]];
+        if (lm->o.layout == SS_LM_PACKED) {
+            rc = ss__lm_pack_row(out, lm, buf, k, r);
+            continue;
+        }
+        rc = gather(buf, lm, k);
         if (!rc) fill_row(out, lm, buf, r);
     }
     free(buf);
