@@ -136,6 +136,8 @@ static void sample_index(ss_lm *lm) {
                 }
                 di++;
                 off = 0;
+                /* sizes[] is read in the shuffled order: fetch ahead */
+                if (di + 16 < ndoc) __builtin_prefetch(sizes + doc[di + 16]);
             }
         }
         out[2 * k] = di, out[2 * k + 1] = off;
