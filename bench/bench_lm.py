@@ -11,6 +11,12 @@
       2 * 10^7 tokens) written as a Megatron dataset and converted with
       `seqstore convert megatron`. Rounds alternate; medians of batches/s,
       and the CPU seconds per batch (this process and its children).
+  bench_lm.py index LM_DUMP TMPDIR [ROUNDS]
+      the index build over TMPDIR/bench.{bin,idx,ss} (written by
+      tests/lm/megatron_samples.py bench ... DOCS TOKENS): Megatron-Core's
+      GPTDataset constructor (one epoch, L 2048, its cache emptied first)
+      against lm_dump's ss_lm_create, alternating; medians of wall and CPU
+      seconds.
   bench_lm.py pack SEQSTORE TMPDIR [GRAIN_PYTHON]
       padding fraction and documents cut for packed rows (first-fit
       decreasing, several windows) vs plain concatenation (the Megatron
@@ -227,10 +233,41 @@ def ffd_padding(lens, L, W):
     return rows, pad / (rows * L)
 
 
+def index(lm_dump, tmp, rounds=3):
+    import shutil
+
+    import megatron.core.datasets.gpt_dataset  # noqa: F401  (imported before the clock starts)
+    prefix, store = os.path.join(tmp, "bench"), os.path.join(tmp, "bench.ss")
+    meg, ours = [], []
+    for r in range(rounds):
+        cache = os.path.join(tmp, "index-cache")
+        shutil.rmtree(cache, ignore_errors=True)
+        c0, t0 = cpu(), time.perf_counter()
+        global L
+        L, keep = 2048, L
+        gpt_dataset(prefix, cache, None)
+        L = keep
+        meg.append((time.perf_counter() - t0, cpu() - c0))
+        c0 = cpu()
+        out = subprocess.run([lm_dump, store, "tokens", "2048", "1234", "0", "0", str(EOD), "-"],
+                             check=True, capture_output=True, text=True).stdout.split()
+        ours.append((int(out[7]) / 1e9, cpu() - c0))
+        print("round %d: Megatron %.3f s, seqstore %.3f s" % (r, meg[-1][0], ours[-1][0]),
+              file=sys.stderr)
+    med = lambda v, k: statistics.median(x[k] for x in v)
+    print("%s documents, %s tokens, L 2048, 1 epoch, %d samples" % (out[3], out[2], int(out[0])))
+    print("Megatron-Core GPTDataset: %.3f s wall, %.3f s CPU (process)" % (med(meg, 0), med(meg, 1)))
+    print("seqstore ss_lm_create:    %.3f s wall, %.3f s CPU (lm_dump process, open and "
+          "lengths included)" % (med(ours, 0), med(ours, 1)))
+    print("speed-up (wall) %.1fx" % (med(meg, 0) / med(ours, 0)))
+
+
 def main():
     mode, exe, tmp = sys.argv[1:4]
     os.makedirs(tmp, exist_ok=True)
-    if mode == "serve":
+    if mode == "index":
+        index(exe, tmp, *map(int, sys.argv[4:5]))
+    elif mode == "serve":
         serve(exe, tmp, *map(int, sys.argv[4:5]))
     else:
         pack(exe, tmp, *sys.argv[4:5])

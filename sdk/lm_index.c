@@ -106,10 +106,10 @@ static int count_epochs(ss_lm *lm) {
 }
 
 /* _build_document_index: epochs [0, e) of 0..n-1 at doc + 0, shuffled. */
-static void document_epochs(int64_t *doc, uint64_t n, uint64_t e, ss_mt19937 *mt) {
+static void document_epochs(uint32_t *doc, uint64_t n, uint64_t e, ss_mt19937 *mt) {
     for (uint64_t k = 0; k < e; k++)
-        for (uint64_t d = 0; d < n; d++) doc[k * n + d] = (int64_t)d;
-    ss_mt_shuffle_i64(mt, doc, n * e);
+        for (uint64_t d = 0; d < n; d++) doc[k * n + d] = (uint32_t)d;
+    ss_mt_shuffle_u32(mt, doc, n * e);
 }
 
 /* helpers.cpp build_sample_idx (drop_last_partial_sequence, extra token):
@@ -117,7 +117,7 @@ static void document_epochs(int64_t *doc, uint64_t n, uint64_t e, ss_mt19937 *mt
  * (+ 1 token). Kept statement for statement to keep its edge cases. */
 static void sample_index(ss_lm *lm) {
     const int64_t L = (int64_t)lm->o.seq_length, ndoc = (int64_t)(lm->epochs * lm->ndocs);
-    const int64_t *doc = lm->doc;
+    const uint32_t *doc = lm->doc;
     const uint64_t *sizes = lm->sizes;
     int64_t *out = lm->sample, k = 0, di = 0, off = 0;
     out[0] = 0, out[1] = 0, k = 1;

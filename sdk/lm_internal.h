@@ -19,7 +19,7 @@ struct ss_lm {
     uint64_t nsamples;         /* S */
     uint64_t sans_final;       /* samples shuffled as the first group (S unless separate) */
     int separate;              /* separate_final_epoch */
-    int64_t *doc;              /* E * n: the shuffled document index */
+    uint32_t *doc;             /* E * n: the shuffled document index (n < 2^31) */
     int64_t *sample;           /* 2 * (S + 1): (position in doc, offset) pairs */
     int64_t *shuffle;          /* S: the sample shuffle */
     uint64_t split;            /* ss_lm_info.split_documents */

@@ -76,7 +76,7 @@ static uint64_t first_fit(pack_scratch *w, uint32_t len) {
 
 /* Pack documents doc[0..m) (one window): full pieces as rows, then the
  * remainders first-fit decreasing. */
-static int pack_window(ss_lm *lm, const int64_t *doc, uint64_t m, pack_scratch *w) {
+static int pack_window(ss_lm *lm, const uint32_t *doc, uint64_t m, pack_scratch *w) {
     const uint64_t L = lm->o.seq_length;
     uint64_t nrem = 0;
     int rc = 0;
@@ -124,9 +124,9 @@ static int pack_epoch(ss_lm *lm, uint64_t e, ss_mt19937 *mt, pack_scratch *w) {
     uint64_t cap = e * n;
     int rc = grow((void **)&lm->doc, &cap, (e + 1) * n, sizeof *lm->doc);
     if (rc) return rc;
-    int64_t *doc = lm->doc + e * n;
-    for (uint64_t d = 0; d < n; d++) doc[d] = (int64_t)d;
-    ss_mt_shuffle_i64(mt, doc, n);
+    uint32_t *doc = lm->doc + e * n;
+    for (uint64_t d = 0; d < n; d++) doc[d] = (uint32_t)d;
+    ss_mt_shuffle_u32(mt, doc, n);
     uint64_t first = lm->nsamples;
     for (uint64_t p = 0; p < n && !rc; p += W)
         rc = pack_window(lm, doc + p, n - p < W ? n - p : W, w);
