@@ -582,19 +582,20 @@ class LMDataset(torch.utils.data.IterableDataset):
     def __iter__(self):
         info = torch.utils.data.get_worker_info()
         worker, workers = (info.id, info.num_workers) if info else (0, 1)
-        start, self.start = self._next, self._next  # a pass after load_state_dict resumes
-        for step in range(start + worker, self.steps, workers):
+        # every pass starts at `start` (as in each DataLoader worker's copy)
+        for step in range(self.start + worker, self.steps, workers):
             batch = self.batch(step)
             self._next = step + 1
             yield batch
 
     def state_dict(self):
-        """{"step": the next step}: exact for iteration in this process; with
-        DataLoader workers, save start + the batches the loop consumed."""
+        """{"step": the step after the last one this process yielded} (start
+        before any): exact for iteration in this process; with DataLoader
+        workers, save start + the batches the loop consumed."""
         return {"step": self._next}
 
     def load_state_dict(self, state):
-        """The next pass starts at step state["step"]."""
+        """Passes from now on start at step state["step"]."""
         if not isinstance(state, dict) or set(state) != {"step"}:
             raise ValueError("not a seqstore LMDataset state_dict")
         self._next = self.start = _uint64("step", state["step"])

@@ -123,6 +123,11 @@ def test_elastic_and_resume(docs):
     dl = torch.utils.data.DataLoader(fresh, batch_size=None, num_workers=2)
     rest = [b["tokens"] for b in dl]
     assert len(rest) == len(ref) - 5 and all(torch.equal(a, b) for a, b in zip(rest, ref[5:]))
+    # in this process too, and every pass starts at the loaded step
+    for _ in range(2):
+        again = [b["tokens"] for b in fresh]
+        assert len(again) == len(rest) and all(torch.equal(a, b) for a, b in zip(again, rest))
+    assert fresh.state_dict() == {"step": len(ref)}
 
 
 def test_dataset_batch_fields(docs):
