@@ -215,7 +215,24 @@ static int build(ss_lm *lm) {
     return 0;
 }
 
+/* The stored draws when there are (only the sample index is walked), else
+ * build(). */
+static int from_stored(ss_lm *lm, const char *field, int use_stored) {
+    int rc = use_stored ? ss__lm_stored_find(lm, field) : SS_ENOTFOUND;
+    if (rc == SS_ENOTFOUND) return build(lm);
+    if (rc) return rc;
+    lm->sample = malloc(2 * (lm->nsamples + 1) * sizeof *lm->sample);
+    if (!lm->sample) return ss__fail(SS_ENOMEM, "lm: out of memory for the sample index");
+    sample_index(lm);
+    return 0;
+}
+
 int ss_lm_create(ss_lm **out, const ss_store *s, uint32_t field, const ss_lm_options *options) {
+    return ss__lm_create(out, s, field, options, 1);
+}
+
+int ss__lm_create(ss_lm **out, const ss_store *s, uint32_t field, const ss_lm_options *options,
+                  int use_stored) {
     if (!out) return ss__fail(SS_EINVAL, "ss_lm_create: NULL argument");
     *out = NULL;
     if (!s || !options) return ss__fail(SS_EINVAL, "ss_lm_create: NULL argument");
@@ -239,7 +256,7 @@ int ss_lm_create(ss_lm **out, const ss_store *s, uint32_t field, const ss_lm_opt
         rc = ss__lm_pack_build(lm);
     } else {
         if (!rc) rc = count_epochs(lm);
-        if (!rc) rc = build(lm);
+        if (!rc) rc = from_stored(lm, fi.name, use_stored);
     }
     if (rc) {
         ss_lm_free(lm);
@@ -252,9 +269,11 @@ int ss_lm_create(ss_lm **out, const ss_store *s, uint32_t field, const ss_lm_opt
 void ss_lm_free(ss_lm *lm) {
     if (!lm) return;
     free(lm->sizes);
-    free(lm->doc);
+    if (!lm->borrowed) {
+        free(lm->doc);
+        free(lm->shuffle);
+    }
     free(lm->sample);
-    free(lm->shuffle);
     free(lm->row_first);
     free(lm->piece_doc);
     free(lm->piece_off);
@@ -273,6 +292,7 @@ int ss_lm_get_info(ss_lm_info *out, const ss_lm *lm) {
     out->layout = lm->o.layout;
     out->padding_tokens = lm->padding;
     out->split_documents = lm->split;
+    out->stored = lm->borrowed;
     return 0;
 }
 

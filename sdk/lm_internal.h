@@ -30,7 +30,20 @@ struct ss_lm {
     uint32_t *piece_doc, *piece_off, *piece_len;
     uint64_t npieces, piece_cap, row_cap;
     uint64_t padding;          /* padding tokens in all rows */
+    int borrowed;              /* doc and shuffle point into a stored section */
 };
+
+/* ss_lm_create(), with use_stored 0 ignoring any stored index. */
+int ss__lm_create(ss_lm **out, const ss_store *s, uint32_t field, const ss_lm_options *options,
+                  int use_stored);
+
+/* The stored index's section name for `field` and options `o`. */
+int ss__lm_section_name(char *buf, size_t cap, const char *field, const ss_lm_options *o);
+
+/* Use the stored index of lm's options (doc and shuffle into the map, once
+ * checked): 0; SS_ENOTFOUND (none, or one for other documents); SS_ECORRUPT,
+ * SS_EVERSION. lm's sizes, epochs and samples are set already. */
+int ss__lm_stored_find(ss_lm *lm, const char *field);
 
 /* Tokens [off, off + len) of document `d` (the appended eod included) into dst. */
 int ss__lm_read_part(int64_t *dst, const ss_lm *lm, uint64_t d, uint64_t off, uint64_t len);

@@ -158,6 +158,8 @@ SS_API int ss_lm_options_init(ss_lm_options *out, unsigned version);
  *                      used (samples are read from it).
  *  @param[in]  field   a sequence field of integer dtype with scalar rows.
  *  @param[in]  options seq_length is required, so not NULL.
+ *  Uses the index stored by ss_lm_save() for the same field and options
+ *  when there is one for these documents.
  *  @return 0; SS_EINVAL (NULL argument, unknown options version or flag,
  *          seq_length, seed, layout or pack_window out of range
  *          (pack_window with SS_LM_MEGATRON), both num_samples and
@@ -166,9 +168,28 @@ SS_API int ss_lm_options_init(ss_lm_options *out, unsigned version);
  *          attribute FIELD.eos or with SS_LM_APPEND_EOD, no documents or
  *          fewer than 2 tokens per epoch, a document or document count
  *          beyond 2^31 - 1 (Megatron's int32 sizes)); SS_ERANGE (no such
- *          field); SS_ENOMEM; as ss_lengths(). */
+ *          field); SS_ENOMEM; SS_ECORRUPT, SS_EVERSION (a stored index that
+ *          is damaged or of a later version); as ss_lengths(). */
 SS_API int ss_lm_create(ss_lm **out, const ss_store *s, uint32_t field,
                         const ss_lm_options *options);
+
+/** Build the SS_LM_MEGATRON index of `options` over field `field` of the
+ *  finished store or dataset at `path` and store it in the store (a dataset:
+ *  its sections store) as the attribute "ss.lm.FIELD.L<L>.seed<S>.samples<N>
+ *  .epochs<E>.append<0|1>" (spec/SDK_SECTIONS.md), replacing one of that
+ *  name. ss_lm_create() with the same field and options then uses its
+ *  document index and sample shuffle in place (checked, not drawn again;
+ *  ss_lm_info.stored) while the documents are those it was built for;
+ *  otherwise it builds afresh. The store must not be open for writing.
+ *  @param[in] path    the store or dataset.
+ *  @param[in] field   the token field's name.
+ *  @param[in] options as for ss_lm_create(); layout SS_LM_MEGATRON.
+ *  @return 0; SS_EINVAL (NULL argument, another layout, a field name too
+ *          long for the attribute name); SS_EBUSY (the store changed while
+ *          the index was built); SS_ENOTFOUND (no such field); as ss_open(),
+ *          ss_lm_create(),
+ *          ss_sections_writer_open() and ss_writer_finish(). */
+SS_API int ss_lm_save(const char *path, const char *field, const ss_lm_options *options);
 
 /** Free the index; accepts NULL. The store is not closed. */
 SS_API void ss_lm_free(ss_lm *lm);
@@ -192,6 +213,8 @@ typedef struct ss_lm_info {
                                     those longer than L for SS_LM_PACKED,
                                     those a sample boundary cuts for
                                     SS_LM_MEGATRON */
+    int stored;                /**< 1 when the index came from a stored
+                                    section (ss_lm_save()) */
 } ss_lm_info;
 
 /** Fill `out` with facts about `lm`.
