@@ -221,9 +221,13 @@ static int from_stored(ss_lm *lm, const char *field, int use_stored) {
     int rc = use_stored ? ss__lm_stored_find(lm, field) : SS_ENOTFOUND;
     if (rc == SS_ENOTFOUND) return build(lm);
     if (rc) return rc;
-    lm->sample = malloc(2 * (lm->nsamples + 1) * sizeof *lm->sample);
-    if (!lm->sample) return ss__fail(SS_ENOMEM, "lm: out of memory for the sample index");
-    sample_index(lm);
+    /* split_documents: counted as the sample index walk counts it */
+    for (uint64_t k = 1; k < lm->nsamples; k++) {
+        int64_t di = lm->sample[2 * k], off = lm->sample[2 * k + 1];
+        if (off > 0 && off < (int64_t)lm->sizes[lm->doc[di]] - 1 &&
+            (k == 1 || lm->sample[2 * k - 2] != di || lm->sample[2 * k - 1] == 0))
+            lm->split++;
+    }
     return 0;
 }
 
@@ -272,8 +276,8 @@ void ss_lm_free(ss_lm *lm) {
     if (!lm->borrowed) {
         free(lm->doc);
         free(lm->shuffle);
+        free(lm->sample);
     }
-    free(lm->sample);
     free(lm->row_first);
     free(lm->piece_doc);
     free(lm->piece_off);

@@ -57,11 +57,15 @@ static int gather(int64_t *buf, const ss_lm *lm, uint64_t k) {
         uint64_t off = p == beg ? (uint64_t)beg_off : 0;
         uint64_t stop = p == end ? (uint64_t)end_off + 1 : lm->sizes[d];
         if (stop <= off) continue;
+        if (stop - off > lm->o.seq_length + 1 - pos) /* only a damaged stored index */
+            return ss__fail(SS_ECORRUPT, "lm: sample %" PRIu64 " is longer than L + 1", k);
         int rc = ss__lm_read_part(buf + pos, lm, d, off, stop - off);
         if (rc) return rc;
         pos += stop - off;
     }
-    return 0; /* pos == L + 1 by construction of the sample index */
+    if (pos != lm->o.seq_length + 1) /* only a damaged stored index */
+        return ss__fail(SS_ECORRUPT, "lm: sample %" PRIu64 " is shorter than L + 1", k);
+    return 0;
 }
 
 /* Row r of `out` from the L + 1 tokens in buf; starts is scratch for L + 1

@@ -45,7 +45,7 @@ static void header(uint64_t *h, const ss_lm *lm) {
 }
 
 static uint64_t payload_size(const ss_lm *lm) {
-    return LM_HEADER + 8 * lm->nsamples + 4 * lm->epochs * lm->ndocs;
+    return LM_HEADER + 8 * lm->nsamples + 16 * (lm->nsamples + 1) + 4 * lm->epochs * lm->ndocs;
 }
 
 int ss__lm_stored_find(ss_lm *lm, const char *field) {
@@ -71,7 +71,8 @@ int ss__lm_stored_find(ss_lm *lm, const char *field) {
         return ss__fail(SS_ECORRUPT, "lm: stored index '%s': %" PRIu64 " bytes, not %" PRIu64,
                         name, (uint64_t)a.size, payload_size(lm));
     const int64_t *shuffle = (const int64_t *)(const void *)(p + LM_HEADER);
-    const uint32_t *doc = (const uint32_t *)(const void *)(p + LM_HEADER + 8 * lm->nsamples);
+    const int64_t *sample = shuffle + lm->nsamples;
+    const uint32_t *doc = (const uint32_t *)(const void *)(sample + 2 * (lm->nsamples + 1));
     for (uint64_t k = 0; k < lm->epochs * lm->ndocs; k++)
         if (doc[k] >= lm->ndocs)
             return ss__fail(SS_ECORRUPT, "lm: stored index '%s': document %" PRIu32 " of %" PRIu64,
@@ -80,7 +81,20 @@ int ss__lm_stored_find(ss_lm *lm, const char *field) {
         if ((uint64_t)shuffle[k] >= lm->nsamples)
             return ss__fail(SS_ECORRUPT, "lm: stored index '%s': sample %" PRId64 " of %" PRIu64,
                             name, shuffle[k], lm->nsamples);
+    /* sample k reads from (sample[2k], sample[2k+1]) to (sample[2k+2],
+     * sample[2k+3]) of the document index: in order, inside it (gather()
+     * also refuses a sample that is not L + 1 tokens) */
+    uint64_t nd = lm->epochs * lm->ndocs;
+    for (uint64_t k = 0; k <= lm->nsamples; k++) {
+        int64_t pos = sample[2 * k], off = sample[2 * k + 1];
+        if (pos < 0 || (uint64_t)pos >= nd || off < 0 ||
+            (uint64_t)off >= lm->sizes[doc[pos]] + (lm->sizes[doc[pos]] == 0) ||
+            (k && (pos < sample[2 * k - 2] || (pos == sample[2 * k - 2] && off < sample[2 * k - 1]))))
+            return ss__fail(SS_ECORRUPT, "lm: stored index '%s': sample %" PRIu64 " starts at %"
+                            PRId64 ":%" PRId64, name, k, pos, off);
+    }
     lm->doc = (uint32_t *)(uintptr_t)doc; /* borrowed from the map, never written */
+    lm->sample = (int64_t *)(uintptr_t)sample;
     lm->shuffle = (int64_t *)(uintptr_t)shuffle;
     lm->borrowed = 1;
     return 0;
@@ -115,6 +129,8 @@ int ss_lm_save(const char *path, const char *field, const ss_lm_options *options
         unsigned char *q = buf + LM_HEADER;
         for (uint64_t k = 0; k < lm->nsamples; k++, q += 8)
             for (int b = 0; b < 8; b++) q[b] = (unsigned char)((uint64_t)lm->shuffle[k] >> (8 * b));
+        for (uint64_t k = 0; k < 2 * (lm->nsamples + 1); k++, q += 8)
+            for (int b = 0; b < 8; b++) q[b] = (unsigned char)((uint64_t)lm->sample[k] >> (8 * b));
         for (uint64_t k = 0; k < lm->epochs * lm->ndocs; k++, q += 4)
             for (int b = 0; b < 4; b++) q[b] = (unsigned char)(lm->doc[k] >> (8 * b));
     }
