@@ -106,10 +106,10 @@ static int count_epochs(ss_lm *lm) {
 }
 
 /* _build_document_index: epochs [0, e) of 0..n-1 at doc + 0, shuffled. */
-static void document_epochs(int64_t *doc, uint64_t n, uint64_t e, ss_mt19937 *mt) {
+static void document_epochs(uint32_t *doc, uint64_t n, uint64_t e, ss_mt19937 *mt) {
     for (uint64_t k = 0; k < e; k++)
-        for (uint64_t d = 0; d < n; d++) doc[k * n + d] = (int64_t)d;
-    ss__mt_shuffle_i64(mt, doc, n * e);
+        for (uint64_t d = 0; d < n; d++) doc[k * n + d] = (uint32_t)d;
+    ss__mt_shuffle_u32(mt, doc, n * e);
 }
 
 /* helpers.cpp build_sample_idx (drop_last_partial_sequence, extra token):
@@ -117,7 +117,7 @@ static void document_epochs(int64_t *doc, uint64_t n, uint64_t e, ss_mt19937 *mt
  * (+ 1 token). Kept statement for statement to keep its edge cases. */
 static void sample_index(ss_lm *lm) {
     const int64_t L = (int64_t)lm->o.seq_length, ndoc = (int64_t)(lm->epochs * lm->ndocs);
-    const int64_t *doc = lm->doc;
+    const uint32_t *doc = lm->doc;
     const uint64_t *sizes = lm->sizes;
     int64_t *out = lm->sample, k = 0, di = 0, off = 0;
     out[0] = 0, out[1] = 0, k = 1;
@@ -136,9 +136,16 @@ static void sample_index(ss_lm *lm) {
                 }
                 di++;
                 off = 0;
+                /* sizes[] is read in the shuffled order: fetch ahead */
+                if (di + 16 < ndoc) __builtin_prefetch(sizes + doc[di + 16]);
             }
         }
         out[2 * k] = di, out[2 * k + 1] = off;
+        /* a sample starting inside a document (not on its last token,
+         * which every sample shares with the next) cuts it */
+        if (k < (int64_t)lm->nsamples && off > 0 && off < (int64_t)sizes[doc[di]] - 1 &&
+            (k == 1 || out[2 * k - 2] != di || out[2 * k - 1] == 0))
+            lm->split++;
         k++;
     }
 }
@@ -159,6 +166,14 @@ static int check_options(const ss_lm_options *o) {
     if (o->num_samples && o->num_epochs)
         return ss__fail(SS_EINVAL, "lm: num_samples %" PRIu64 " and num_epochs %" PRIu64
                         ": give one", o->num_samples, o->num_epochs);
+    if (o->layout != SS_LM_MEGATRON && o->layout != SS_LM_PACKED)
+        return ss__fail(SS_EINVAL, "lm: unknown layout %u", o->layout);
+    if (o->layout == SS_LM_MEGATRON && o->pack_window)
+        return ss__fail(SS_EINVAL, "lm: pack_window %" PRIu64 " needs layout SS_LM_PACKED",
+                        o->pack_window);
+    if (o->pack_window > LM_INT32_MAX)
+        return ss__fail(SS_EINVAL, "lm: pack_window %" PRIu64 " is not in 1..2^31-1",
+                        o->pack_window);
     if (o->eod == SS_LM_EOD_FROM_STORE && (o->flags & SS_LM_APPEND_EOD))
         return ss__fail(SS_EINVAL, "lm: SS_LM_APPEND_EOD needs an explicit options.eod");
     return 0;
@@ -200,7 +215,28 @@ static int build(ss_lm *lm) {
     return 0;
 }
 
+/* The stored draws when there are (only the sample index is walked), else
+ * build(). */
+static int from_stored(ss_lm *lm, const char *field, int use_stored) {
+    int rc = use_stored ? ss__lm_stored_find(lm, field) : SS_ENOTFOUND;
+    if (rc == SS_ENOTFOUND) return build(lm);
+    if (rc) return rc;
+    /* split_documents: counted as the sample index walk counts it */
+    for (uint64_t k = 1; k < lm->nsamples; k++) {
+        int64_t di = lm->sample[2 * k], off = lm->sample[2 * k + 1];
+        if (off > 0 && off < (int64_t)lm->sizes[lm->doc[di]] - 1 &&
+            (k == 1 || lm->sample[2 * k - 2] != di || lm->sample[2 * k - 1] == 0))
+            lm->split++;
+    }
+    return 0;
+}
+
 int ss_lm_create(ss_lm **out, const ss_store *s, uint32_t field, const ss_lm_options *options) {
+    return ss__lm_create(out, s, field, options, 1);
+}
+
+int ss__lm_create(ss_lm **out, const ss_store *s, uint32_t field, const ss_lm_options *options,
+                  int use_stored) {
     if (!out) return ss__fail(SS_EINVAL, "ss_lm_create: NULL argument");
     *out = NULL;
     if (!s || !options) return ss__fail(SS_EINVAL, "ss_lm_create: NULL argument");
@@ -220,8 +256,12 @@ int ss_lm_create(ss_lm **out, const ss_store *s, uint32_t field, const ss_lm_opt
         rc = ss__fail(SS_EINVAL, "lm: %" PRIu64 " documents: Megatron needs 1..2^31-1",
                       lm->ndocs);
     if (!rc) rc = read_sizes(lm, s);
-    if (!rc) rc = count_epochs(lm);
-    if (!rc) rc = build(lm);
+    if (!rc && lm->o.layout == SS_LM_PACKED) {
+        rc = ss__lm_pack_build(lm);
+    } else {
+        if (!rc) rc = count_epochs(lm);
+        if (!rc) rc = from_stored(lm, fi.name, use_stored);
+    }
     if (rc) {
         ss_lm_free(lm);
         return rc;
@@ -233,9 +273,15 @@ int ss_lm_create(ss_lm **out, const ss_store *s, uint32_t field, const ss_lm_opt
 void ss_lm_free(ss_lm *lm) {
     if (!lm) return;
     free(lm->sizes);
-    free(lm->doc);
-    free(lm->sample);
-    free(lm->shuffle);
+    if (!lm->borrowed) {
+        free(lm->doc);
+        free(lm->shuffle);
+        free(lm->sample);
+    }
+    free(lm->row_first);
+    free(lm->piece_doc);
+    free(lm->piece_off);
+    free(lm->piece_len);
     free(lm);
 }
 
@@ -247,6 +293,10 @@ int ss_lm_get_info(ss_lm_info *out, const ss_lm *lm) {
     out->documents = lm->ndocs;
     out->eod = lm->o.eod;
     out->separate_final_epoch = lm->separate;
+    out->layout = lm->o.layout;
+    out->padding_tokens = lm->padding;
+    out->split_documents = lm->split;
+    out->stored = lm->borrowed;
     return 0;
 }
 
@@ -257,6 +307,13 @@ int ss_lm_sample_position(uint64_t *first, uint64_t *offset, uint64_t *shuffled,
     if (i >= lm->nsamples)
         return ss__fail(SS_ERANGE, "lm: sample %" PRIu64 " of %" PRIu64, i, lm->nsamples);
     uint64_t k = (uint64_t)lm->shuffle[i];
+    if (shuffled) *shuffled = k;
+    if (lm->o.layout == SS_LM_PACKED) { /* the row's first piece */
+        uint64_t j = lm->row_first[k];
+        *first = lm->piece_doc[j];
+        *offset = lm->piece_off[j];
+        return 0;
+    }
     *first = (uint64_t)lm->sample[2 * k];
     *offset = (uint64_t)lm->sample[2 * k + 1];
     if (shuffled) *shuffled = k;

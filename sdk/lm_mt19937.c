@@ -62,20 +62,34 @@ uint64_t ss__mt_interval(ss_mt19937 *mt, uint64_t max) {
     return v;
 }
 
-void ss__mt_shuffle_i64(ss_mt19937 *mt, int64_t *x, uint64_t n) {
-    for (uint64_t i = n > 0 ? n - 1 : 0; i >= 1; i--) {
-        uint64_t j = ss__mt_interval(mt, i);
-        int64_t t = x[i];
-        x[i] = x[j];
-        x[j] = t;
+/* numpy's shuffle: for i = n-1 .. 1, swap x[i] with x[interval(i)]. The
+ * draws do not depend on the array, so they are made SHUFFLE_AHEAD swaps
+ * early (in the same order) and x[j] is prefetched: on an array beyond the
+ * caches each swap would otherwise wait for a cache miss. */
+#define SHUFFLE_AHEAD 32
+#define SHUFFLE_BODY(type)                                                                         \
+    if (n < 2) return;                                                                             \
+    uint64_t ring[SHUFFLE_AHEAD];                                                                  \
+    uint64_t ahead = n - 1 < SHUFFLE_AHEAD ? n - 1 : SHUFFLE_AHEAD;                                \
+    for (uint64_t k = 0; k < ahead; k++) {                                                         \
+        ring[k] = ss__mt_interval(mt, n - 1 - k);                                                   \
+        __builtin_prefetch(x + ring[k], 1);                                                        \
+    }                                                                                              \
+    for (uint64_t i = n - 1, slot = 0; i >= 1; i--, slot = (slot + 1) % SHUFFLE_AHEAD) {           \
+        uint64_t j = ring[slot];                                                                   \
+        if (i > SHUFFLE_AHEAD) {                                                                   \
+            ring[slot] = ss__mt_interval(mt, i - SHUFFLE_AHEAD);                                    \
+            __builtin_prefetch(x + ring[slot], 1);                                                 \
+        }                                                                                          \
+        type t = x[i];                                                                             \
+        x[i] = x[j];                                                                               \
+        x[j] = t;                                                                                  \
     }
+
+void ss__mt_shuffle_i64(ss_mt19937 *mt, int64_t *x, uint64_t n) {
+    SHUFFLE_BODY(int64_t)
 }
 
 void ss__mt_shuffle_u32(ss_mt19937 *mt, uint32_t *x, uint64_t n) {
-    for (uint64_t i = n > 0 ? n - 1 : 0; i >= 1; i--) {
-        uint64_t j = ss__mt_interval(mt, i);
-        uint32_t t = x[i];
-        x[i] = x[j];
-        x[j] = t;
-    }
+    SHUFFLE_BODY(uint32_t)
 }

@@ -30,8 +30,7 @@ static void widen(int64_t *dst, const void *src, ss_dtype dtype, uint64_t n) {
     }
 }
 
-/* Tokens [off, off + len) of document `d` (the appended eod included) into dst. */
-static int read_part(int64_t *dst, const ss_lm *lm, uint64_t d, uint64_t off, uint64_t len) {
+int ss__lm_read_part(int64_t *dst, const ss_lm *lm, uint64_t d, uint64_t off, uint64_t len) {
     uint64_t stored = lm->sizes[d] - ((lm->o.flags & SS_LM_APPEND_EOD) != 0);
     uint64_t end = off + len, real = end < stored ? end : stored;
     if (real > off) {
@@ -58,50 +57,73 @@ static int gather(int64_t *buf, const ss_lm *lm, uint64_t k) {
         uint64_t off = p == beg ? (uint64_t)beg_off : 0;
         uint64_t stop = p == end ? (uint64_t)end_off + 1 : lm->sizes[d];
         if (stop <= off) continue;
-        int rc = read_part(buf + pos, lm, d, off, stop - off);
+        if (stop - off > lm->o.seq_length + 1 - pos) /* only a damaged stored index */
+            return ss__fail(SS_ECORRUPT, "lm: sample %" PRIu64 " is longer than L + 1", k);
+        int rc = ss__lm_read_part(buf + pos, lm, d, off, stop - off);
         if (rc) return rc;
         pos += stop - off;
     }
-    return 0; /* pos == L + 1 by construction of the sample index */
+    if (pos != lm->o.seq_length + 1) /* only a damaged stored index */
+        return ss__fail(SS_ECORRUPT, "lm: sample %" PRIu64 " is shorter than L + 1", k);
+    return 0;
 }
 
-/* Row r of `out` from the L + 1 tokens in buf. */
-static void fill_row(const ss_lm_batch *out, const ss_lm *lm, const int64_t *buf, uint64_t r) {
-    const uint64_t L = lm->o.seq_length;
+/* Row r of `out` from the L + 1 tokens in buf; starts is scratch for L + 1
+ * offsets. One pass finds the document starts (after each eod but the
+ * last token's), then each output is one tight loop. */
+static void fill_row(const ss_lm_batch *out, const ss_lm *lm, const int64_t *buf,
+                     int32_t *starts, uint64_t r) {
+    const uint64_t L = lm->o.seq_length, at = r * L;
     const unsigned f = lm->o.flags;
     const int64_t eod = lm->o.eod;
-    uint64_t at = r * L;
-    int32_t *cu = out->cu_seqlens ? out->cu_seqlens + r * (L + 1) : NULL;
-    int32_t seg = 0;
-    int64_t start = 0; /* where the current document starts in the row */
+    uint64_t n = 1; /* documents in the row: starts[0..n), then L */
+    starts[0] = 0;
+    for (uint64_t t = 0; t + 1 < L; t++)
+        if (buf[t] == eod) starts[n++] = (int32_t)(t + 1);
+    starts[n] = (int32_t)L;
     if (out->tokens) memcpy(out->tokens + at, buf, L * sizeof *buf);
     if (out->labels) memcpy(out->labels + at, buf + 1, L * sizeof *buf);
-    if (cu) cu[0] = 0;
-    for (uint64_t t = 0; t < L; t++) {
-        int is_eod = buf[t] == eod;
-        if (out->loss_mask)
-            out->loss_mask[at + t] = (f & SS_LM_EOD_MASK_LOSS) && is_eod ? 0.0f : 1.0f;
-        if (out->position_ids)
-            out->position_ids[at + t] = (f & SS_LM_RESET_POSITION_IDS) ? (int64_t)t - start
-                                                                       : (int64_t)t;
-        if (out->segment_ids) out->segment_ids[at + t] = seg;
-        if (is_eod && t + 1 < L) {
-            start = (int64_t)t + 1;
-            if (f & SS_LM_RESET_ATTENTION_MASK) {
-                seg++;
-                if (cu) cu[seg] = (int32_t)(t + 1);
-            }
+    if (out->loss_mask) {
+        float *m = out->loss_mask + at;
+        for (uint64_t t = 0; t < L; t++) m[t] = 1.0f;
+        if (f & SS_LM_EOD_MASK_LOSS)
+            for (uint64_t t = 0; t < L; t++)
+                if (buf[t] == eod) m[t] = 0.0f;
+    }
+    if (out->position_ids) {
+        int64_t *p = out->position_ids + at;
+        if (f & SS_LM_RESET_POSITION_IDS) {
+            for (uint64_t k = 0; k < n; k++)
+                for (int32_t t = starts[k], s0 = starts[k]; t < starts[k + 1]; t++) p[t] = t - s0;
+        } else {
+            for (uint64_t t = 0; t < L; t++) p[t] = (int64_t)t;
         }
     }
-    if (cu)
-        for (uint64_t k = (uint64_t)seg + 1; k <= L; k++) cu[k] = (int32_t)L;
-    if (out->nsegments) out->nsegments[r] = seg + 1;
+    int att = (f & SS_LM_RESET_ATTENTION_MASK) != 0;
+    uint64_t nseg = att ? n : 1;
+    if (out->segment_ids) {
+        int32_t *g = out->segment_ids + at;
+        if (att) {
+            for (uint64_t k = 0; k < n; k++)
+                for (int32_t t = starts[k]; t < starts[k + 1]; t++) g[t] = (int32_t)k;
+        } else {
+            memset(g, 0, L * sizeof *g);
+        }
+    }
+    if (out->cu_seqlens) {
+        int32_t *cu = out->cu_seqlens + r * (L + 1);
+        if (att) memcpy(cu, starts, n * sizeof *cu);
+        cu[0] = 0;
+        for (uint64_t k = nseg; k <= L; k++) cu[k] = (int32_t)L;
+    }
+    if (out->nsegments) out->nsegments[r] = (int32_t)nseg;
 }
 
 int ss_lm_get(const ss_lm_batch *out, const ss_lm *lm, const uint64_t *idx, uint64_t n) {
     if (!out || !lm || (!idx && n)) return ss__fail(SS_EINVAL, "ss_lm_get: NULL argument");
     if (n == 0) return 0;
-    int64_t *buf = malloc((lm->o.seq_length + 1) * sizeof *buf);
+    int64_t *buf = malloc((lm->o.seq_length + 1) * (sizeof *buf + sizeof(int32_t)));
+    int32_t *starts = buf ? (int32_t *)(buf + lm->o.seq_length + 1) : NULL;
     if (!buf) return ss__fail(SS_ENOMEM, "lm: out of memory for a sample");
     int rc = 0;
     for (uint64_t r = 0; r < n && !rc; r++) {
@@ -110,8 +132,13 @@ int ss_lm_get(const ss_lm_batch *out, const ss_lm *lm, const uint64_t *idx, uint
                           idx[r], r, lm->nsamples);
             break;
         }
-        rc = gather(buf, lm, (uint64_t)lm->shuffle[idx[r]]);
-        if (!rc) fill_row(out, lm, buf, r);
+        uint64_t k = (uint64_t)lm->shuffle[idx[r]];
+        if (lm->o.layout == SS_LM_PACKED) {
+            rc = ss__lm_pack_row(out, lm, buf, k, r);
+            continue;
+        }
+        rc = gather(buf, lm, k);
+        if (!rc) fill_row(out, lm, buf, starts, r);
     }
     free(buf);
     return rc;

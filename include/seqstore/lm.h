@@ -55,7 +55,38 @@
  *    every eod), else t.
  *
  * Building reads only the stored lengths (no data page) and is O(n * E + S)
- * time and memory; the index is kept in memory. */
+ * time and memory; the index is kept in memory.
+ *
+ * Packed samples (layout SS_LM_PACKED) put whole documents into rows of L
+ * tokens instead of cutting the concatenation, so far fewer documents are
+ * cut, at the price of some padding:
+ *  - the order: per epoch e = 0..E-1, the document order is
+ *    RandomState(seed).shuffle(arange(n)) (one RandomState for the whole
+ *    index, its draws in the order: epoch 0's documents, epoch 0's rows,
+ *    epoch 1's documents, ...);
+ *  - pieces: a document of m tokens (eod included) longer than L is split
+ *    into floor(m / L) pieces of L tokens, in order, each a row of its own,
+ *    and a remainder of m mod L tokens; empty documents give nothing;
+ *  - packing: the order is cut into windows of W documents (pack_window);
+ *    the remainders of a window are sorted by length, longest first (ties
+ *    in order), and each goes into the first row of the window with room
+ *    for it (first-fit decreasing), a new row when none has; the window's
+ *    rows follow its full pieces. Memory while packing is O(W);
+ *  - the rows of each epoch are then shuffled (RandomState.shuffle of their
+ *    numbers), so ss_lm_get index i of epoch e is its row shuffle[i]; in
+ *    the unshuffled order (ss_lm_sample_position's `shuffled`) the pieces
+ *    of a split document are in order;
+ *  - E: num_epochs, or with num_samples the fewest epochs giving at least
+ *    num_samples rows; S is the number of rows of all E epochs.
+ * A packed row holds its documents one after the other, then padding up to
+ * L. Per token of a document piece: the label is the document's next token
+ * (across a split too), and for the document's last token (its eod) the
+ * label is eod with loss mask 0; the position id counts from 0 at the
+ * piece's start; each piece is a segment (cu_seqlens, segment ids), and the
+ * padding is one more segment at the end (tokens and labels eod, loss mask
+ * 0, position ids from 0). So attention confined to segments never crosses
+ * a document boundary; the RESET flags are implied and EOD_MASK_LOSS has
+ * nothing more to mask. */
 #ifndef SEQSTORE_LM_H
 #define SEQSTORE_LM_H
 
@@ -76,6 +107,15 @@ enum {
     SS_LM_EOD_MASK_LOSS = 1u << 3         /**< Megatron's eod_mask_loss */
 };
 
+/** Layouts of ss_lm_options.layout. */
+enum {
+    SS_LM_MEGATRON = 0, /**< Megatron-Core GPTDataset samples (the default) */
+    SS_LM_PACKED = 1    /**< whole documents packed into rows of L tokens */
+};
+
+/** Default ss_lm_options.pack_window. */
+#define SS_LM_PACK_WINDOW_DEFAULT 4096
+
 /** `eod` value asking for the store's own end-of-document id: the one
  *  element of the attribute "FIELD.eos" (written by `seqstore convert text
  *  --eos`), whose documents therefore already end with it. */
@@ -95,11 +135,15 @@ typedef struct ss_lm_options {
                                num_samples = (E * T - 1) / L, which the rule
                                above turns back into E epochs when T >= L;
                                0 = one epoch. Both set is SS_EINVAL. */
+    unsigned layout;      /**< SS_LM_MEGATRON or SS_LM_PACKED */
+    uint64_t pack_window; /**< SS_LM_PACKED: documents packed together (W),
+                               1..2^31 - 1; 0 = SS_LM_PACK_WINDOW_DEFAULT;
+                               with SS_LM_MEGATRON it must be 0 */
 } ss_lm_options;
 
 #define SS_LM_OPTIONS_VERSION 1
 #define SS_LM_OPTIONS_INIT                                                                         \
-    { SS_LM_OPTIONS_VERSION, 0, 0, 0, 0, SS_LM_EOD_FROM_STORE, 0 }
+    { SS_LM_OPTIONS_VERSION, 0, 0, 0, 0, SS_LM_EOD_FROM_STORE, 0, SS_LM_MEGATRON, 0 }
 
 /** Fill `*out` with the defaults SS_LM_OPTIONS_INIT gives, for a caller that
  *  cannot expand the macro (a binding in another language).
@@ -114,16 +158,38 @@ SS_API int ss_lm_options_init(ss_lm_options *out, unsigned version);
  *                      used (samples are read from it).
  *  @param[in]  field   a sequence field of integer dtype with scalar rows.
  *  @param[in]  options seq_length is required, so not NULL.
+ *  Uses the index stored by ss_lm_save() for the same field and options
+ *  when there is one for these documents.
  *  @return 0; SS_EINVAL (NULL argument, unknown options version or flag,
- *          seq_length or seed out of range, both num_samples and
+ *          seq_length, seed, layout or pack_window out of range
+ *          (pack_window with SS_LM_MEGATRON), both num_samples and
  *          num_epochs, a field that is not a sequence
  *          of scalar integers, SS_LM_EOD_FROM_STORE on a store without the
  *          attribute FIELD.eos or with SS_LM_APPEND_EOD, no documents or
  *          fewer than 2 tokens per epoch, a document or document count
  *          beyond 2^31 - 1 (Megatron's int32 sizes)); SS_ERANGE (no such
- *          field); SS_ENOMEM; as ss_lengths(). */
+ *          field); SS_ENOMEM; SS_ECORRUPT, SS_EVERSION (a stored index that
+ *          is damaged or of a later version); as ss_lengths(). */
 SS_API int ss_lm_create(ss_lm **out, const ss_store *s, uint32_t field,
                         const ss_lm_options *options);
+
+/** Build the SS_LM_MEGATRON index of `options` over field `field` of the
+ *  finished store or dataset at `path` and store it in the store (a dataset:
+ *  its sections store) as the attribute "ss.lm.FIELD.L<L>.seed<S>.samples<N>
+ *  .epochs<E>.append<0|1>" (spec/SDK_SECTIONS.md), replacing one of that
+ *  name. ss_lm_create() with the same field and options then uses its
+ *  document index and sample shuffle in place (checked, not drawn again;
+ *  ss_lm_info.stored) while the documents are those it was built for;
+ *  otherwise it builds afresh. The store must not be open for writing.
+ *  @param[in] path    the store or dataset.
+ *  @param[in] field   the token field's name.
+ *  @param[in] options as for ss_lm_create(); layout SS_LM_MEGATRON.
+ *  @return 0; SS_EINVAL (NULL argument, another layout, a field name too
+ *          long for the attribute name); SS_EBUSY (the store changed while
+ *          the index was built); SS_ENOTFOUND (no such field); as ss_open(),
+ *          ss_lm_create(),
+ *          ss_sections_writer_open() and ss_writer_finish(). */
+SS_API int ss_lm_save(const char *path, const char *field, const ss_lm_options *options);
 
 /** Free the index; accepts NULL. The store is not closed. */
 SS_API void ss_lm_free(ss_lm *lm);
@@ -136,7 +202,19 @@ typedef struct ss_lm_info {
     uint64_t tokens_per_epoch; /**< T, eod tokens included */
     uint64_t documents;        /**< n: documents per epoch */
     int64_t eod;               /**< the end-of-document id used */
-    int separate_final_epoch;  /**< 1 when the last epoch was shuffled apart */
+    int separate_final_epoch;  /**< 1 when the last epoch was shuffled apart
+                                    (SS_LM_MEGATRON) */
+    unsigned layout;           /**< SS_LM_MEGATRON or SS_LM_PACKED */
+    uint64_t padding_tokens;   /**< padding in all S rows (0 for SS_LM_MEGATRON);
+                                    the padding fraction is
+                                    padding_tokens / (S * L) */
+    uint64_t split_documents;  /**< document occurrences (over all epochs)
+                                    whose tokens lie in more than one row:
+                                    those longer than L for SS_LM_PACKED,
+                                    those a sample boundary cuts for
+                                    SS_LM_MEGATRON */
+    int stored;                /**< 1 when the index came from a stored
+                                    section (ss_lm_save()) */
 } ss_lm_info;
 
 /** Fill `out` with facts about `lm`.
@@ -173,7 +251,8 @@ SS_API int ss_lm_get(const ss_lm_batch *out, const ss_lm *lm, const uint64_t *id
 /** The document positions of sample `i` before the sample shuffle, for a
  *  caller checking the index: sample i reads the L + 1 tokens from offset
  *  `*offset` of document `doc_index[*first]` on, where doc_index is the
- *  shuffled document index (ss_lm_document()).
+ *  shuffled document index (ss_lm_document()). With SS_LM_PACKED, row i's
+ *  first piece is tokens from `*offset` on of document (example) `*first`.
  *  @param[out] first  position in the document index where sample i starts.
  *  @param[out] offset token offset in that document.
  *  @param[out] shuffled the unshuffled sample number (shuffle[i]); may be NULL.
@@ -182,7 +261,8 @@ SS_API int ss_lm_sample_position(uint64_t *first, uint64_t *offset, uint64_t *sh
                                  const ss_lm *lm, uint64_t i);
 
 /** Document (example index) at position `k` of the shuffled document index
- *  (0 <= k < num_epochs * documents); UINT64_MAX for a bad argument. */
+ *  (0 <= k < num_epochs * documents; with SS_LM_PACKED, epoch k / documents's
+ *  order); UINT64_MAX for a bad argument. */
 SS_API uint64_t ss_lm_document(const ss_lm *lm, uint64_t k);
 
 #ifdef __cplusplus

@@ -72,10 +72,11 @@ from ._loader import Blend, Collator, Loader  # noqa: F401
 from ._window import WindowBatch, WindowReader  # noqa: F401
 from ._writer import Field, Writer, create  # noqa: F401
 from . import transforms  # noqa: F401  (seqstore.transforms.RandomCrop, ...)
+from . import lm  # noqa: F401  (seqstore.lm.LMSamples: LM pretraining rows)
 
 __all__ = [
     "open", "create", "widen", "Store", "Field", "FieldAccessor", "Flat", "Writer", "Loader",
-    "Blend", "Collator", "WindowReader", "WindowBatch", "transforms",
+    "Blend", "Collator", "WindowReader", "WindowBatch", "transforms", "lm",
     # exceptions: Error, one class per code of the C error table, and two more
     "Error", "InvalidArgumentError", "NotFoundError", "NotStoreError", "VersionError",
     "CorruptError", "IncompleteError", "StoreIOError", "OutOfMemoryError", "ExistsError",

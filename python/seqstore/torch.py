@@ -26,6 +26,7 @@ import torch
 import torch.utils.data
 
 import seqstore
+import seqstore.lm
 
 _WIDEN = {np.dtype(np.uint16), np.dtype(np.uint32), np.dtype(np.uint64)}
 # forks of this process so far, counted in each child: a store opened before
@@ -542,3 +543,95 @@ def _output_dtypes(store, fields):
         return [(o or {}).get("dtype") and seqstore._writer._dtype_name(o["dtype"], n)
                 or stored.get(n) for n, o in fields.items()]
     return [stored.get(n) for n in fields]
+
+
+class LMDataset(torch.utils.data.IterableDataset):
+    """LM pretraining batches (seqstore.lm.LMSamples) for a fixed global batch.
+
+    Step t of a run is the global batch of rows [t * G, (t + 1) * G) of the
+    samples (G = global_batch_size); rank r of world_size R yields rows
+    [t * G + r * G / R, + G / R) of it, and DataLoader worker w of W the
+    steps t = start + w, start + w + W, ... (the DataLoader's round robin
+    gives them back in order). So the global batches are the same for any
+    number of ranks and workers (G fixed), and a run resumes exactly from
+    one integer, the next step (state_dict()/load_state_dict(), or start=).
+    Use with ``DataLoader(ds, batch_size=None, num_workers=...)``.
+
+    Each batch is a dict of tensors: tokens, labels, position_ids [b, L]
+    int64; loss_mask [b, L] float32; segment_ids [b, L] int32; cu_seqlens
+    (1-D int32, every row's segment starts at row * L, then b * L: the
+    varlen layout), max_seqlen (0-d int64) and indices [b] (the rows).
+
+    Parameters
+    ----------
+    path, seq_length, field, **options
+        As for seqstore.lm.LMSamples.
+    global_batch_size : int
+        G, a multiple of world_size.
+    rank, world_size : int or None
+        Default: torch.distributed's, else (0, 1).
+    steps : int or None
+        Steps of the run; default len(samples) // G.
+    start : int
+        The first step (resume).
+    """
+
+    def __init__(self, path, seq_length, global_batch_size, field="tokens", *, rank=None,
+                 world_size=None, steps=None, start=0, **options):
+        from seqstore.lm import LMSamples
+        self.samples = LMSamples(path, seq_length, field, **options)
+        self.global_batch_size = int(global_batch_size)
+        if (rank is None) != (world_size is None):
+            raise ValueError("give both rank and world_size, or neither")
+        self.rank, self.world_size = rank, world_size
+        total = len(self.samples) // self.global_batch_size
+        self.steps = total if steps is None else int(steps)
+        if not 0 <= self.steps <= total:
+            raise ValueError("steps %d: the samples give %d global batches of %d"
+                             % (self.steps, total, self.global_batch_size))
+        self.start = _uint64("start", start)
+        self._next = self.start
+
+    def _local(self):
+        rank, world = _dist_shard(self.rank, self.world_size)
+        if self.global_batch_size % world:
+            raise ValueError("global_batch_size %d is not a multiple of world_size %d"
+                             % (self.global_batch_size, world))
+        return rank, self.global_batch_size // world
+
+    def __len__(self):
+        return max(self.steps - self.start, 0)
+
+    def batch(self, step):
+        """This rank's batch of global step `step`."""
+        rank, b = self._local()
+        first = step * self.global_batch_size + rank * b
+        idx = np.arange(first, first + b, dtype=np.int64)
+        a = self.samples.read(idx)
+        cu, longest = seqstore.lm.flat_cu_seqlens(a.pop("cu_seqlens"), a.pop("nsegments"))
+        out = {k: torch.from_numpy(v) for k, v in a.items()}
+        out["cu_seqlens"] = torch.from_numpy(cu)
+        out["max_seqlen"] = torch.tensor(longest, dtype=torch.int64)
+        out["indices"] = torch.from_numpy(idx)
+        return out
+
+    def __iter__(self):
+        info = torch.utils.data.get_worker_info()
+        worker, workers = (info.id, info.num_workers) if info else (0, 1)
+        # every pass starts at `start` (as in each DataLoader worker's copy)
+        for step in range(self.start + worker, self.steps, workers):
+            batch = self.batch(step)
+            self._next = step + 1
+            yield batch
+
+    def state_dict(self):
+        """{"step": the step after the last one this process yielded} (start
+        before any): exact for iteration in this process; with DataLoader
+        workers, save start + the batches the loop consumed."""
+        return {"step": self._next}
+
+    def load_state_dict(self, state):
+        """Passes from now on start at step state["step"]."""
+        if not isinstance(state, dict) or set(state) != {"step"}:
+            raise ValueError("not a seqstore LMDataset state_dict")
+        self._next = self.start = _uint64("step", state["step"])

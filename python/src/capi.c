@@ -289,3 +289,16 @@ const uint64_t *capi_bucket_permutation(const ss_bucket *b) {
 const uint64_t *capi_bucket_starts(const ss_bucket *b) {
     return ss_bucket_starts(b);
 }
+
+int capi_lm_create(ss_lm **out, const ss_store *s, uint32_t field, const ss_lm_options *o) {
+    return ss_lm_create(out, s, field, o);
+}
+void capi_lm_free(ss_lm *lm) {
+    ss_lm_free(lm);
+}
+int capi_lm_get_info(ss_lm_info *out, const ss_lm *lm) {
+    return ss_lm_get_info(out, lm);
+}
+int capi_lm_get(const ss_lm_batch *out, const ss_lm *lm, const uint64_t *idx, uint64_t n) {
+    return ss_lm_get(out, lm, idx, n);
+}

@@ -179,7 +179,7 @@ PyMODINIT_FUNC PyInit__seqstore(void) {
     PyObject *m = PyModule_Create(&module_def);
     if (!m) return NULL;
     PyTypeObject *types[] = {&Map_Type,    &Store_Type,  &FieldAccessor_Type,    &Writer_Type,
-                             &Loader_Type, &Window_Type, &Collator_Type, &Blend_Type};
+                             &Loader_Type, &Window_Type, &Collator_Type, &Blend_Type, &LM_Type};
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
         if (PyType_Ready(types[i]) < 0) goto fail;
         const char *dot = strrchr(types[i]->tp_name, '.');

@@ -62,7 +62,7 @@ typedef struct {
 } StoreObject;
 
 extern PyTypeObject Map_Type, Store_Type, FieldAccessor_Type, Writer_Type, Loader_Type, Window_Type,
-    Collator_Type, Blend_Type;
+    Collator_Type, Blend_Type, LM_Type;
 
 /* Errors (errors.c): one class per code of SS_ERROR_TABLE. pyss_raise() sets
  * the exception class of `code` with the C library's last message and returns
