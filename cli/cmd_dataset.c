@@ -18,7 +18,7 @@ typedef struct ds_shard {
 
 static void usage(void) {
     printf("usage: seqstore dataset build DIR [SHARD...] [--verify]\n"
-           "       seqstore dataset push DIR URL | pull URL DIR  (see dataset push --help)\n\n"
+           "       seqstore dataset push DIR URL  (see dataset push --help)\n       seqstore dataset pull URL DIR\n\n"
            "Check the shard stores of the dataset directory DIR and write its manifest\n"
            "DIR/" SS_MANIFEST_NAME " (atomically). Without SHARD names, the shards are the\n"
            "*.ss files of DIR (but " SS_SECTIONS_NAME "), ordered by their source.shard attribute K/N (written by\n"

@@ -24,7 +24,7 @@ has "convert text --fo" "$(comp seqstore convert text --fo)" --force
 [ "$(comp seqstore attr '')" = "get list rm set" ] || fail "attr subcommands" "$(comp seqstore attr '')"
 has "index subcommands" "$(comp seqstore index '')" list
 has "index subcommands" "$(comp seqstore index '')" rm
-[ "$(comp seqstore dataset '')" = "build" ] || fail "dataset subcommands" "$(comp seqstore dataset '')"
+[ "$(comp seqstore dataset '')" = "build pull push" ] || fail "dataset subcommands" "$(comp seqstore dataset '')"
 has "export subcommands" "$(comp seqstore export '')" megatron
 has "split add options" "$(comp seqstore split add --f)" --force
 echo ok
