@@ -42,6 +42,11 @@ def main(nm, root, libs):
                 continue
             count += 1
             sym = parts[2]
+            # a sanitizer build adds its own per-global markers (__odr_asan.NAME):
+            # the name after the prefix is the one that counts
+            for prefix in ("__odr_asan.", "__odr_asan_gen_"):
+                if sym.startswith(prefix):
+                    sym = sym[len(prefix):]
             if sym.startswith("ss__") or (sym.startswith("ss_") and sym in public):
                 continue
             why = "ss_ but not declared SS_API in include/" if sym.startswith("ss_") else \
