@@ -1,8 +1,13 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: BSD-2-Clause
-"""readme_commands.py BUILD_DIR SOURCE_DIR MARKDOWN|DIR... - run every shell
-command of the given Markdown files (a DIR: its *.md files) as written, and
-fail on any that does not run.
+"""readme_commands.py [--venv VENV] BUILD_DIR SOURCE_DIR MARKDOWN|DIR... - run
+every shell command of the given Markdown files (a DIR: its *.md files) as
+written, and fail on any that does not run.
+
+With --venv, the pages are those written for the test virtual environment
+(python/make-venv.sh: torch 2, moto, the pip-installed package): VENV is
+linked in as `.venv` and the ```python blocks run with `.venv/bin/python`;
+without it, they run with Debian's /usr/bin/python3.
 
 Every line of a ```sh block (and every ```python block, whole) runs, in
 order, each in its own `bash -e`, in one scratch directory per file that
@@ -33,9 +38,9 @@ import tempfile
 import time
 
 
-def commands(path):
+def commands(path, python='/usr/bin/python3'):
     """(where, command) for each shell line, and for each ```python block one
-    command that runs the whole block with /usr/bin/python3."""
+    command that runs the whole block with PYTHON."""
     cmds, section, block, lang, code = [], '', None, '', []
     with open(path, encoding='utf-8') as f:
         lines = f.read().split('\n')
@@ -48,7 +53,7 @@ def commands(path):
             block, lang, code = i + 1, line.strip()[3:], []
         elif block is not None and line.strip() == '```':
             if lang == 'python' and not section.startswith('## Quick start'):
-                cmds.append((f'{path}:{block}', '/usr/bin/python3 -c ' + shlex.quote('\n'.join(code))))
+                cmds.append((f'{path}:{block}', python + ' -c ' + shlex.quote('\n'.join(code))))
             block = None
         elif block is not None and lang == 'python':
             code.append(line)
@@ -65,8 +70,10 @@ def commands(path):
     return cmds
 
 
-def prepare(work, build, source):
+def prepare(work, build, source, venv):
     os.symlink(build, os.path.join(work, 'build'))
+    if venv:
+        os.symlink(venv, os.path.join(work, '.venv'))
     # The repository's own entries only: a store the reader made in the
     # source tree (the Quick start's fortunes.ss) must not be there.
     r = subprocess.run(['git', '-C', source, 'ls-tree', '--name-only', 'HEAD'],
@@ -78,31 +85,34 @@ def prepare(work, build, source):
 
 
 def run_export(cmd, work, env):
-    """`export NAME=VALUE`: VALUE expanded by bash, kept for the next lines."""
-    m = re.match(r'^export\s+([A-Za-z_][A-Za-z0-9_]*)=', cmd)
-    if not m:
+    """`export NAME=VALUE [NAME2=VALUE2...]`: the values expanded by bash,
+    kept for the next lines."""
+    if not re.match(r'^export\s+[A-Za-z_][A-Za-z0-9_]*=', cmd):
         return False
-    name = m.group(1)
-    r = subprocess.run(['bash', '-ec', f'{cmd}\nprintf %s "${name}"'], cwd=work, env=env,
+    r = subprocess.run(['bash', '-ec', f'{cmd}\nenv -0'], cwd=work, env=env,
                        stdin=subprocess.DEVNULL, capture_output=True, text=True, check=True)
-    env[name] = r.stdout
+    for item in r.stdout.split('\0'):
+        name, sep, value = item.partition('=')
+        if sep and name not in ('_', 'SHLVL', 'PWD', 'OLDPWD') and env.get(name) != value:
+            env[name] = value
     return True
 
 
-def run_file(path, build, source, timeout):
+def run_file(path, build, source, timeout, venv):
     """Run one file's commands in their own scratch directory: (report lines,
     failures, commands run, [(seconds, where, command)])."""
     work = tempfile.mkdtemp(prefix='ss-readme-')
     report, failed, ran, times = [], 0, 0, []
     try:
-        prepare(work, os.path.abspath(build), os.path.abspath(source))
+        prepare(work, os.path.abspath(build), os.path.abspath(source),
+                venv and os.path.abspath(venv))
         env = dict(os.environ)
         env['HOME'] = work  # nothing a command writes lands outside the scratch directory
         env['TMPDIR'] = os.path.join(work, 'tmp')
         env['SS_BENCH_QUICK'] = '1'
         env['PATH'] = os.path.abspath(build) + os.pathsep + env['PATH']
         os.mkdir(env['TMPDIR'])
-        for where, cmd in commands(path):
+        for where, cmd in commands(path, '.venv/bin/python' if venv else '/usr/bin/python3'):
             ran += 1
             if run_export(cmd, work, env):
                 report.append(f'{where}: ok: {cmd}')
@@ -136,14 +146,20 @@ def run_file(path, build, source, timeout):
 
 
 def main():
-    build, source, args = sys.argv[1], sys.argv[2], sys.argv[3:]
+    argv, venv = sys.argv[1:], None
+    if argv[:1] == ['--venv']:
+        venv, argv = argv[1], argv[2:]
+    if venv and not os.path.isfile(os.path.join(venv, 'bin', 'python')):
+        print(f'readme_commands: skipped: no virtual environment at {venv} (run python/make-venv.sh)')
+        return 1 if os.environ.get('SEQSTORE_REQUIRE_VENV') == '1' else 77
+    build, source, args = argv[0], argv[1], argv[2:]
     timeout = float(os.environ.get('SS_README_TIMEOUT', '300'))
     jobs = int(os.environ.get('SS_README_JOBS', '3'))
     files = []
     for a in args:
         files += sorted(glob.glob(os.path.join(a, '*.md'))) if os.path.isdir(a) else [a]
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        results = list(pool.map(lambda f: run_file(f, build, source, timeout), files))
+        results = list(pool.map(lambda f: run_file(f, build, source, timeout, venv), files))
     failed = ran = 0
     times = []
     for report, f, r, t in results:
