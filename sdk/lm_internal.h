@@ -45,6 +45,10 @@ int ss__lm_section_name(char *buf, size_t cap, const char *field, const ss_lm_op
  * SS_EVERSION. lm's sizes, epochs and samples are set already. */
 int ss__lm_stored_find(ss_lm *lm, const char *field);
 
+/* ss__lm_stored_find() on the section's bytes (named `name` in messages),
+ * which must outlive lm; what fuzz_lm_index feeds. */
+int ss__lm_stored_use(ss_lm *lm, const char *name, const void *data, size_t size);
+
 /* Tokens [off, off + len) of document `d` (the appended eod included) into dst. */
 int ss__lm_read_part(int64_t *dst, const ss_lm *lm, uint64_t d, uint64_t off, uint64_t len);
 

@@ -56,10 +56,14 @@ int ss__lm_stored_find(ss_lm *lm, const char *field) {
     rc = ss_attr_get(&a, lm->store, name);
     if (rc == SS_ENOTFOUND || !little_endian()) return SS_ENOTFOUND;
     if (rc) return rc;
+    return ss__lm_stored_use(lm, name, a.data, a.size);
+}
+
+int ss__lm_stored_use(ss_lm *lm, const char *name, const void *data, size_t size) {
     uint64_t want[H_COUNT];
     header(want, lm);
-    const unsigned char *p = a.data;
-    if (a.size < LM_HEADER || ss_le64(p) != LM_MAGIC)
+    const unsigned char *p = data;
+    if (size < LM_HEADER || ss_le64(p) != LM_MAGIC)
         return ss__fail(SS_ECORRUPT, "lm: stored index '%s': bad magic or size", name);
     if (ss_le64(p + 8) != 1)
         return ss__fail(SS_EVERSION, "lm: stored index '%s': version %" PRIu64 " (this library "
@@ -67,9 +71,9 @@ int ss__lm_stored_find(ss_lm *lm, const char *field) {
     for (int k = 0; k < H_COUNT; k++)
         if (k != H_SPLIT && k != H_VERSION && ss_le64(p + 8 * k) != want[k])
             return SS_ENOTFOUND; /* built for other documents: stale, built afresh */
-    if (a.size != payload_size(lm))
+    if (size != payload_size(lm))
         return ss__fail(SS_ECORRUPT, "lm: stored index '%s': %" PRIu64 " bytes, not %" PRIu64,
-                        name, (uint64_t)a.size, payload_size(lm));
+                        name, (uint64_t)size, payload_size(lm));
     const int64_t *shuffle = (const int64_t *)(const void *)(p + LM_HEADER);
     const int64_t *sample = shuffle + lm->nsamples;
     const uint32_t *doc = (const uint32_t *)(const void *)(sample + 2 * (lm->nsamples + 1));
