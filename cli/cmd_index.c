@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* cmd_index.c - `seqstore index`: build a bucket index sorted by example lengths. */
+/* cmd_index.c - `seqstore index`: build a bucket index sorted by example lengths
+ * (and dispatch --samples to cmd_index_samples.c). */
 #include "commands.h"
 
 #include <getopt.h>
@@ -11,6 +12,8 @@ static int index_build(int argc, char **argv);
 
 static const char *const index_usage =
     "usage: seqstore index STORE --by FIELD[,FIELD...] --resolution R [--name NAME] [--force]\n"
+    "       seqstore index STORE --samples L --by FIELD [--seed S] [--num-samples N | --epochs E]\n"
+    "                      [--eod ID [--append-eod]] [--force]\n"
     "       seqstore index list STORE [--json] [--nolock]\n"
     "       seqstore index rm STORE NAME\n"
     "\n"
@@ -25,6 +28,20 @@ static const char *const index_usage =
     "  --resolution R    bucket width in time steps, R >= 1 (1: exact lengths)\n"
     "  --name NAME       index name; default: the --by text\n"
     "  --force           replace an existing index of that name\n"
+    "\n"
+    "With --samples, store instead the LM sample index of token field FIELD\n"
+    "(seqstore/lm.h, SS_LM_MEGATRON: Megatron-Core GPTDataset's document, sample\n"
+    "and shuffle indices) as the section ss.lm.FIELD.L<L>.seed<S>.samples<N>\n"
+    ".epochs<E>.append<0|1>; ss_lm_create() and seqstore.lm with the same\n"
+    "options then use it instead of building it (on a dataset: in its sections\n"
+    "store).\n"
+    "  --samples L       tokens per sample (Megatron's seq_length), 2 or more\n"
+    "  --seed S          Megatron's random_seed, 0..2^32-1 (default 0)\n"
+    "  --num-samples N   samples asked for (default: one epoch)\n"
+    "  --epochs E        or: E epochs of the documents\n"
+    "  --eod ID          end-of-document token id (default: the store's FIELD.eos,\n"
+    "                    which 'convert text --eos' writes)\n"
+    "  --append-eod      append ID to every document (the store's do not end with it)\n"
     "  list              every stored index: name, keys, resolution, buckets\n"
     "  rm                remove index NAME\n"
     "  -h, --help        this text\n";
@@ -125,6 +142,9 @@ int ss__cmd_index(int argc, char **argv) {
     }
     if (argc > 1 && !strcmp(argv[1], "list")) return index_list(argc, argv);
     if (argc > 1 && !strcmp(argv[1], "rm")) return index_rm(argc, argv);
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--samples") || !strncmp(argv[i], "--samples=", 10))
+            return ss__cmd_index_samples(argc, argv);
     return index_build(argc, argv);
 }
 

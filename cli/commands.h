@@ -23,6 +23,7 @@ int ss__cmd_verify(int argc, char **argv);
 int ss__cmd_cat(int argc, char **argv);
 int ss__cmd_split(int argc, char **argv);
 int ss__cmd_index(int argc, char **argv);
+int ss__cmd_index_samples(int argc, char **argv); /* index STORE --samples L ... */
 int ss__cmd_bench(int argc, char **argv);
 int ss__cmd_attr(int argc, char **argv);
 int ss__cmd_export(int argc, char **argv);

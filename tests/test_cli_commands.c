@@ -1036,6 +1036,63 @@ static int file_is(const char *path, const char *text) {
 
 /* No command replaces an output file without --force: exit 1, a message
  * naming the file, the file untouched; --force replaces it. */
+/* All rows' tokens of the L = 32, seed 5, 2-epoch sample index of `path`;
+ * *stored: whether the index came from a stored section. */
+static int64_t *lm_rows(const char *path, uint64_t *n, int *stored) {
+    ss_store *s;
+    uint32_t f;
+    CHECK_OK(ss_open(&s, path, 0));
+    CHECK_OK(ss_field_index(&f, s, "tokens"));
+    ss_lm_options o = SS_LM_OPTIONS_INIT;
+    o.seq_length = 32, o.seed = 5, o.num_epochs = 2;
+    ss_lm *lm;
+    ss_lm_info info;
+    CHECK_OK(ss_lm_create(&lm, s, f, &o));
+    CHECK_OK(ss_lm_get_info(&info, lm));
+    *n = info.num_samples, *stored = info.stored;
+    int64_t *rows = malloc(*n * 32 * sizeof *rows);
+    uint64_t *idx = malloc(*n * sizeof *idx);
+    CHECK(rows && idx);
+    for (uint64_t k = 0; k < *n; k++) idx[k] = k;
+    ss_lm_batch b = {rows, NULL, NULL, NULL, NULL, NULL, NULL};
+    CHECK_OK(ss_lm_get(&b, lm, idx, *n));
+    free(idx);
+    ss_lm_free(lm);
+    ss_close(s);
+    return rows;
+}
+
+/* `index --samples` stores the LM sample index that ss_lm_create() then
+ * uses (the same rows as one built afresh); it never replaces one without
+ * --force; bad options are usage errors. */
+static void test_index_samples(void) {
+    char p[800];
+    snprintf(p, sizeof p, "%s", ss_test_path("lm-words.ss"));
+    EXPECT_RUN(0, "convert text --quiet --force --doc-sep %% --tokens words --eos --max-vocab 3000 "
+                  "%s -o '%s'", FORTUNES, p);
+    uint64_t n0, n1;
+    int stored0, stored1;
+    int64_t *fresh = lm_rows(p, &n0, &stored0);
+    CHECK(!stored0 && n0 > 100);
+    EXPECT_RUN(0, "index '%s' --samples 32 --by tokens --seed 5 --epochs 2", p);
+    EXPECT_OUT("ss.lm.tokens.L32.seed5.samples0.epochs2.append0");
+    int64_t *back = lm_rows(p, &n1, &stored1);
+    CHECK(stored1 && n1 == n0 && memcmp(fresh, back, n0 * 32 * sizeof *fresh) == 0);
+    free(fresh);
+    free(back);
+    EXPECT_RUN(1, "index '%s' --samples 32 --by tokens --seed 5 --epochs 2", p);
+    EXPECT_ERR("use --force");
+    EXPECT_RUN(0, "index '%s' --samples 32 --by tokens --seed 5 --epochs 2 --force", p);
+    EXPECT_RUN(2, "index '%s' --samples 1 --by tokens", p);
+    EXPECT_ERR("--samples");
+    EXPECT_RUN(2, "index '%s' --samples 8 --by tokens --epochs 2 --num-samples 3", p);
+    EXPECT_RUN(2, "index '%s' --samples 8", p);
+    EXPECT_RUN(2, "index '%s' --samples 8 --by tokens --append-eod", p);
+    EXPECT_RUN(2, "index '%s' --samples 8 --by tokens --eod -3", p);
+    EXPECT_RUN(1, "index '%s' --samples 8 --by nope", p);
+    EXPECT_ERR("no field 'nope'");
+}
+
 static void test_no_overwrite(void) {
     const char *s = fortunes_store("keep.ss");
     const char *jl = put_file("keep.jsonl", "mine\n", 5);
@@ -1094,6 +1151,7 @@ int main(int argc, char **argv) {
                  {"verify_names", test_verify_names},
                  {"export", test_export},
                  {"no_overwrite", test_no_overwrite},
+                 {"index_samples", test_index_samples},
                  {"range_exit_codes", test_range_exit_codes},
                  {"remove_attr_api", test_remove_attr_api},
                  {"damaged_attr", test_damaged_attr},
