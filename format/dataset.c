@@ -179,6 +179,11 @@ static void ds_budget(ss_dataset *ds) {
     ds->live = (uint32_t)b - ds->grace - 1; /* and shard 0 */
 }
 
+int ss__dataset_views_stable(const ss_store *s) {
+    const ss_dataset *ds = s->ds;
+    return ds->nshards <= (uint64_t)ds->live + 1; /* shard 0 is never closed */
+}
+
 /* Make room for one more open shard (under the store's lock): the oldest
  * opened is unpublished and retired; the oldest retired is closed. */
 static int ds_make_room(ss_dataset *ds) {

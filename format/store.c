@@ -483,6 +483,11 @@ void ss_close(ss_store *s) {
     free(s);
 }
 
+int ss_views_stable(const ss_store *s) {
+    if (!s) return 0;
+    return s->ds ? ss__dataset_views_stable(s) : 1;
+}
+
 int ss_store_map(const void **base, uint64_t *size, int *fd, const ss_store *s) {
     if (!base || !size || !fd || !s) return ss__fail(SS_EINVAL, "ss_store_map: NULL argument");
     MDB_envinfo info;

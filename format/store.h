@@ -165,6 +165,8 @@ int ss__dataset_open(ss_store **out, const char *path, unsigned flags);
 int ss__open_shard(ss_store **out, const char *path, unsigned flags);
 void ss__dataset_close(ss_store *s);
 int ss__dataset_get(ss_view *out, const ss_store *s, uint32_t field, uint64_t index);
+/* ss_views_stable() of a dataset. */
+int ss__dataset_views_stable(const ss_store *s);
 uint64_t ss__dataset_length(const ss_store *s, uint32_t field, uint64_t index);
 /* The length from the shard's own index, never the stored lengths: what
  * checks the stored lengths against. */

@@ -232,6 +232,15 @@ enum { MANY = 1200 };
 static const ss_field tiny_field = {"tok", SS_U16, 1, 0, {0}};
 static const ss_schema tiny_schema = {1, &tiny_field};
 
+/* The default open-shard budget B (ss_open()): half the soft limit of open
+ * files, at least 64. */
+static uint64_t default_budget(void) {
+    struct rlimit rl;
+    uint64_t b = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY
+                     ? rl.rlim_cur / 2 : 1u << 20;
+    return b < 64 ? 64 : b;
+}
+
 static void make_many(const char *dir) {
     mkdir(dir, 0755);
     char path[4096], err[4096];
@@ -325,6 +334,25 @@ static void test_many_shards(void) {
     CHECK(n == n8 && !memcmp(t, t8, n));
     free(t);
     free(t8);
+    /* more shards than the budget: views are valid for a while only */
+    ss_store *d, *shard;
+    CHECK_OK(ss_open(&d, dir, 0));
+    CHECK(ss_views_stable(d) == (MANY <= default_budget() - default_budget() / 4));
+    ss_close(d);
+    CHECK(setenv("SS_MAX_OPEN_SHARDS", "100000", 1) == 0);
+    CHECK_OK(ss_open(&d, dir, 0));
+    CHECK(ss_views_stable(d) == 1);
+    ss_close(d);
+    CHECK(setenv("SS_MAX_OPEN_SHARDS", "8", 1) == 0);
+    CHECK_OK(ss_open(&d, dir, 0));
+    CHECK(ss_views_stable(d) == 0);
+    ss_close(d);
+    CHECK(unsetenv("SS_MAX_OPEN_SHARDS") == 0);
+    char one[4096];
+    snprintf(one, sizeof one, "%s/s00001.ss", dir);
+    CHECK_OK(ss_open(&shard, one, 0));
+    CHECK(ss_views_stable(shard) == 1 && ss_views_stable(NULL) == 0);
+    ss_close(shard);
     pid_t pid = fork();
     CHECK(pid >= 0);
     if (pid == 0) {

@@ -501,6 +501,17 @@ SS_API const ss_schema *ss_store_schema(const ss_store *s);
  *          snapshot: it was truncated under the store). */
 SS_API int ss_store_map(const void **base, uint64_t *size, int *fd, const ss_store *s);
 
+/** Whether every view `s` hands out (ss_get() and the like) stays valid
+ *  until ss_close(): 1 for a store file and for a dataset whose shards all
+ *  fit its budget of open shards (see ss_open()); 0 for a dataset with more
+ *  shards than that, whose views are valid only until B / 4 further shards
+ *  have been opened. A caller that keeps views for an unbounded time (a
+ *  binding handing them to a garbage-collected language) copies them when
+ *  this is 0.
+ *  @param[in] s the open store.
+ *  @return 1 or 0; 0 for NULL. */
+SS_API int ss_views_stable(const ss_store *s);
+
 /** A borrowed, read-only view of one example's field (or a sub-range of it). */
 typedef struct ss_view {
     const void *data;   /**< first row, inside the map; aligned to the dtype size.

@@ -27,6 +27,9 @@ int capi_store_map(const void **base, uint64_t *size, int *fd, const ss_store *s
 int capi_get(ss_view *out, const ss_store *s, uint32_t field, uint64_t index) {
     return ss_get(out, s, field, index);
 }
+int capi_views_stable(const ss_store *s) {
+    return ss_views_stable(s);
+}
 int capi_lengths(uint64_t *out, const ss_store *s, uint32_t field, uint64_t first, uint64_t n) {
     return ss_lengths(out, s, field, first, n);
 }

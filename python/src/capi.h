@@ -21,6 +21,7 @@ const ss_schema *capi_schema(const ss_store *s);
 int capi_field_index(uint32_t *out, const ss_store *s, const char *name);
 int capi_store_map(const void **base, uint64_t *size, int *fd, const ss_store *s);
 int capi_get(ss_view *out, const ss_store *s, uint32_t field, uint64_t index);
+int capi_views_stable(const ss_store *s);
 int capi_lengths(uint64_t *out, const ss_store *s, uint32_t field, uint64_t first, uint64_t n);
 int capi_lengths_view(const void **data, ss_dtype *dtype, uint64_t *count, const ss_store *s,
                       uint32_t field);

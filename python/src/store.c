@@ -53,7 +53,9 @@ int pyss_check_store_of(StoreObject *st, const char *what) {
     return -1;
 }
 
-/* A read-only array over `v` whose base owns a reference to the map. */
+/* A read-only array over `v` whose base owns a reference to the map; of a
+ * dataset with more shards than it keeps open, a read-only copy instead (the
+ * shard under a view may be unmapped once others are read: ss_views_stable()). */
 PyObject *pyss_view_array(StoreObject *st, uint32_t field, const ss_view *v) {
     const FieldShape *fs = &st->shape[field];
     npy_intp shape[SS_MAX_DIMS + 1];
@@ -65,6 +67,12 @@ PyObject *pyss_view_array(StoreObject *st, uint32_t field, const ss_view *v) {
     PyObject *a = PyArray_NewFromDescr(&PyArray_Type, descr, nd, shape, NULL, data,
                                        NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED, NULL);
     if (!a) return NULL;
+    if (st->copy_views) {
+        PyObject *c = PyArray_NewCopy((PyArrayObject *)a, NPY_CORDER);
+        Py_DECREF(a);
+        if (c) PyArray_CLEARFLAGS((PyArrayObject *)c, NPY_ARRAY_WRITEABLE);
+        return c;
+    }
     Py_INCREF(st->map);
     if (PyArray_SetBaseObject((PyArrayObject *)a, (PyObject *)st->map) < 0) {
         Py_DECREF(a);
@@ -359,6 +367,7 @@ PyObject *pyss_open(PyObject *self, PyObject *args, PyObject *kw) {
         return NULL;
     }
     st->map = NULL;
+    st->copy_views = 0;
     st->names = st->attrs = NULL;
     memset(st->lengths, 0, sizeof st->lengths);
     st->nfields = 0;
@@ -379,6 +388,7 @@ PyObject *pyss_open(PyObject *self, PyObject *args, PyObject *kw) {
         goto fail;
     }
     map_private(st->map);
+    st->copy_views = !capi_views_stable(st->map->s);
     if (store_describe(st) < 0) goto fail;
     Py_DECREF(bytes);
     return (PyObject *)st;

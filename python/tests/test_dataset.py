@@ -83,3 +83,40 @@ def test_dataset_more_shards_than_open_files(tmp_path):
     r = subprocess.run(["sh", "-c", 'ulimit -n 128 && exec "$0" -c "$1" "$2"', sys.executable,
                         code, str(tmp_path)], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
+
+
+HELD_VIEW = r"""
+import sys
+import numpy as np
+import seqstore
+path, starts = sys.argv[1], [int(x) for x in sys.argv[2:]]
+s = seqstore.open(path)
+held = s["tokens"][starts[1] + 1]           # an example of shard 1, kept
+want = np.array(held)
+for _ in range(2):                          # every other shard, twice: shard 1 is closed
+    for k in range(2, len(starts) - 1):
+        s["tokens"][starts[k]]
+assert not held.flags.writeable
+assert np.array_equal(held, want), "the held example changed"
+print("ok")
+"""
+
+
+def test_views_outlive_closed_shards(tmp_path):
+    """A dataset with more shards than it keeps open closes shards as others
+    are read: an example taken earlier and kept must still read its values
+    (it crashed the interpreter when it was a view into the closed shard)."""
+    cli = os.environ.get("SEQSTORE_CLI")
+    if not cli:
+        pytest.skip("SEQSTORE_CLI not set")
+    examples = make_examples(n=80, seed=5)
+    names = []
+    for k in range(20):
+        names.append("p%02d.ss" % k)
+        _write(str(tmp_path / names[-1]), SCHEMA, examples[4 * k:4 * k + 4])
+    subprocess.run([cli, "dataset", "build", str(tmp_path)] + names, check=True,
+                   capture_output=True)
+    env = dict(os.environ, SS_MAX_OPEN_SHARDS="8")  # 5 shards open besides shard 0
+    r = subprocess.run([sys.executable, "-c", HELD_VIEW, str(tmp_path)] +
+                       [str(4 * k) for k in range(21)], env=env, capture_output=True, text=True)
+    assert r.returncode == 0 and r.stdout.strip() == "ok", (r.returncode, r.stderr[-2000:])
