@@ -34,7 +34,7 @@ WindowReader and flat() read (they read the file's shared map). Copy first
 from __future__ import annotations
 
 import os as _os
-from typing import Any as _Any, Tuple as _Tuple
+from typing import Any as _Any, Optional as _Optional, Tuple as _Tuple
 
 import numpy as _np
 import numpy.typing as _npt
@@ -125,12 +125,13 @@ class Flat:
         return self._store._flat_locate(self.name, p)  # RangeError past the end
 
 
-def _reopen(path: str, flags: int) -> Store:
-    """Unpickle a Store: open `path` again with the same flags."""
+def _reopen(path: str, flags: int, remote: _Optional[dict[str, _Any]] = None) -> Store:
+    """Unpickle a Store: open `path` again with the same flags and
+    object-storage options (a pickle of an older version has none)."""
     c = _seqstore
     return open(path, incomplete=bool(flags & c.OPEN_INCOMPLETE),
                 random=bool(flags & c.OPEN_RANDOM), nolock=bool(flags & c.OPEN_NOLOCK),
-                verify=bool(flags & c.OPEN_VERIFY))
+                verify=bool(flags & c.OPEN_VERIFY), **(remote or {}))
 
 
 def widen(a: _npt.ArrayLike) -> _npt.NDArray[_Any]:

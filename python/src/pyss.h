@@ -60,6 +60,7 @@ typedef struct {
     PyObject *lengths[SS_MAX_FIELDS]; /* cached lengths() arrays, or NULL */
     FieldShape shape[SS_MAX_FIELDS];
     int copy_views; /* a dataset that closes shards (ss_views_stable() 0): views are copies */
+    PyObject *remote_kw; /* open()'s object-storage keyword arguments, for pickling */
 } StoreObject;
 
 extern PyTypeObject Map_Type, Store_Type, FieldAccessor_Type, Writer_Type, Loader_Type, Window_Type,

@@ -368,11 +368,16 @@ PyObject *pyss_open(PyObject *self, PyObject *args, PyObject *kw) {
     }
     st->map = NULL;
     st->copy_views = 0;
+    st->remote_kw = Py_BuildValue("{s:z,s:K,s:z,s:z,s:z,s:I,s:I}", "cache_dir", ro.cache_dir,
+                                  "cache_bytes", cache_bytes, "endpoint", ro.endpoint, "region",
+                                  ro.region, "profile", ro.profile, "parallel", ro.parallel,
+                                  "attempts", ro.attempts);
     st->names = st->attrs = NULL;
     memset(st->lengths, 0, sizeof st->lengths);
     st->nfields = 0;
     st->count = 0;
     st->path = PyOS_FSPath(path);
+    if (!st->remote_kw) goto fail;
     st->flags = (incomplete ? SS_OPEN_INCOMPLETE : 0) | (random ? SS_OPEN_RANDOM : 0) |
                 (nolock ? SS_OPEN_NOLOCK : 0) | (verify ? SS_OPEN_VERIFY : 0);
     if (!st->path) goto fail;
@@ -408,6 +413,7 @@ static void store_dealloc(StoreObject *st) {
     Py_CLEAR(st->map);
     Py_CLEAR(st->names);
     Py_CLEAR(st->path);
+    Py_CLEAR(st->remote_kw);
     Py_TYPE(st)->tp_free((PyObject *)st);
 }
 
@@ -704,14 +710,15 @@ static PyObject *store_closed(StoreObject *st, void *unused) {
     return PyBool_FromLong(st->map == NULL);
 }
 
-/* Pickled by path: unpickling opens the file again (e.g. in a spawned worker). */
+/* Pickled by path: unpickling opens the file again (e.g. in a spawned worker),
+ * with the same flags and object-storage options (cache, endpoint, ...). */
 static PyObject *store_reduce(StoreObject *st, PyObject *unused) {
     (void)unused;
     PyObject *mod = PyImport_ImportModule("seqstore");
     PyObject *fn = mod ? PyObject_GetAttrString(mod, "_reopen") : NULL;
     Py_XDECREF(mod);
     if (!fn) return NULL;
-    return Py_BuildValue("N(OI)", fn, st->path, st->flags);
+    return Py_BuildValue("N(OIO)", fn, st->path, st->flags, st->remote_kw);
 }
 
 static PyObject *store_repr(StoreObject *st) {

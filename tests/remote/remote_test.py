@@ -171,6 +171,28 @@ def test_http_static(c):
     assert p.returncode == 1 and "SECRET" not in err and "presigned" in err, err
 
 
+def test_pickle_keeps_options(c):
+    """A remote Store pickled into another process (a spawned DataLoader
+    worker) reopens with the options it was opened with: its shards land in
+    the cache given to open(), not in the process's default cache."""
+    import pickle
+    import seqstore
+    mine = os.path.join(TMP, "pickle-cache")
+    with seqstore.open(c.static.url + "/local.ds", cache_dir=mine) as s:
+        blob = pickle.dumps(s)
+    shards = lambda: len(glob.glob(os.path.join(mine, "ds-*/shards/*.ss")))
+    at_open = shards()  # shard 0, for the attributes
+    e = dict(os.environ, **env_for(c))  # SEQSTORE_CACHE_DIR: another cache
+    code = ("import pickle, sys\n"
+            "s = pickle.loads(sys.stdin.buffer.read())\n"
+            "print(len(s[len(s) - 1]['tokens']))\n")
+    p = subprocess.run([sys.executable, "-c", code], input=blob, env=e, capture_output=True,
+                       timeout=120)
+    assert p.returncode == 0, p.stderr.decode()[-2000:]
+    assert shards() == at_open + 1, "the last shard is not in open()'s cache"
+    assert not cache_files(e, "ds-*/shards/*.ss"), "fetched into the default cache"
+
+
 def test_file_url(c):
     assert run(["cat", "file://" + c.local]).stdout == c.local_cat
 
