@@ -42,9 +42,10 @@ srcsum=$({
 } | sha256sum | cut -d' ' -f1)
 if [ "$(cat "$venv/.stamp-package" 2>/dev/null)" != "$srcsum" ]; then
   echo "make-venv: building and installing seqstore (pip install .)"
-  opts=(-C build-dir=build-venv/{wheel_tag})
+  # --config-settings, not -C: Debian bookworm's pip (23.0) lacks the short form
+  opts=(--config-settings=build-dir=build-venv/{wheel_tag})
   if command -v ccache >/dev/null; then
-    opts+=(-C cmake.define.CMAKE_C_COMPILER_LAUNCHER=ccache)
+    opts+=(--config-settings=cmake.define.CMAKE_C_COMPILER_LAUNCHER=ccache)
   fi
   # No build isolation: the pinned scikit-build-core and numpy of step 2
   # build it (offline, and without a fresh environment per build).
