@@ -34,7 +34,7 @@ import numpy as np
 
 from . import _seqstore
 
-__all__ = ["LMSamples", "flat_cu_seqlens", "LAYOUTS"]
+__all__ = ["LMSamples", "save_index", "flat_cu_seqlens", "LAYOUTS"]
 
 LAYOUTS = {"megatron": 0, "packed": 1}
 _FLAGS = {"append_eod": 1, "reset_position_ids": 2, "reset_attention_mask": 4, "eod_mask_loss": 8}
@@ -121,6 +121,28 @@ class LMSamples:
         state = dict(self.__dict__)
         state["_lm"] = state["_store"] = state["_pid"] = None
         return state
+
+
+def save_index(path, seq_length, field="tokens", *, seed=0, num_samples=0, num_epochs=0,
+               eod=None, append_eod=False):
+    """Build the "megatron" index of these options and store it in the store
+    (a dataset: its sections store), as `seqstore index --samples` does;
+    LMSamples/LMDataset with the same options then use it instead of
+    building it (LMSamples(...).info["stored"] is True).
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        A finished store or dataset, open nowhere in this process
+        (BusyError otherwise: LMDB allows one environment per file per
+        process) and not open for writing.
+    seq_length, field, seed, num_samples, num_epochs, eod, append_eod
+        As for LMSamples (layout "megatron"); the reset and mask options do
+        not change the index.
+    """
+    _seqstore._lm_save(os.fspath(path), field, int(seq_length), int(seed), int(num_samples),
+                       int(num_epochs), _FLAGS["append_eod"] if append_eod else 0,
+                       None if eod is None else int(eod))
 
 
 def flat_cu_seqlens(cu_seqlens, nsegments):

@@ -293,6 +293,9 @@ const uint64_t *capi_bucket_starts(const ss_bucket *b) {
     return ss_bucket_starts(b);
 }
 
+int capi_lm_save(const char *path, const char *field, const ss_lm_options *o) {
+    return ss_lm_save(path, field, o);
+}
 int capi_lm_create(ss_lm **out, const ss_store *s, uint32_t field, const ss_lm_options *o) {
     return ss_lm_create(out, s, field, o);
 }

@@ -52,6 +52,7 @@ int capi_loader_next_into(const ss_loader_batch **out, ss_loader *l, const ss_co
 int capi_loader_release(ss_loader *l, const ss_loader_batch *b);
 /* LM samples */
 int capi_lm_create(ss_lm **out, const ss_store *s, uint32_t field, const ss_lm_options *o);
+int capi_lm_save(const char *path, const char *field, const ss_lm_options *o);
 void capi_lm_free(ss_lm *lm);
 int capi_lm_get_info(ss_lm_info *out, const ss_lm *lm);
 int capi_lm_get(const ss_lm_batch *out, const ss_lm *lm, const uint64_t *idx, uint64_t n);

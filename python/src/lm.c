@@ -59,6 +59,33 @@ static PyObject *lm_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
     return (PyObject *)self;
 }
 
+/* _lm_save(path, field, seq_length, seed, num_samples, num_epochs, flags, eod):
+ * ss_lm_save(); eod None = the store's FIELD.eos. */
+PyObject *pyss_lm_save(PyObject *self, PyObject *args, PyObject *kw) {
+    (void)self;
+    static char *kwlist[] = {"path", "field", "seq_length", "seed", "num_samples", "num_epochs",
+                             "flags", "eod", NULL};
+    PyObject *path, *bytes, *eod;
+    const char *field;
+    unsigned long long L, seed, ns, ne;
+    unsigned flags;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OsKKKKIO:_lm_save", kwlist, &path, &field, &L,
+                                     &seed, &ns, &ne, &flags, &eod))
+        return NULL;
+    ss_lm_options o = SS_LM_OPTIONS_INIT;
+    o.seq_length = L, o.seed = seed, o.num_samples = ns, o.num_epochs = ne, o.flags = flags;
+    if (eod != Py_None) {
+        o.eod = PyLong_AsLongLong(eod);
+        if (o.eod == -1 && PyErr_Occurred()) return NULL;
+    }
+    if (!PyUnicode_FSConverter(path, &bytes)) return NULL;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS rc = capi_lm_save(PyBytes_AS_STRING(bytes), field, &o);
+    Py_END_ALLOW_THREADS Py_DECREF(bytes);
+    if (rc < 0) return pyss_raise_file(rc);
+    Py_RETURN_NONE;
+}
+
 static void lm_dealloc(LMObject *o) {
     if (o->lm && o->generation == pyss_generation) capi_lm_free(o->lm);
     Py_XDECREF(o->store);
@@ -72,12 +99,12 @@ static PyObject *lm_info(LMObject *o, PyObject *unused) {
     ss_lm_info i;
     int rc = capi_lm_get_info(&i, o->lm);
     if (rc < 0) return pyss_raise(rc);
-    return Py_BuildValue("{sKsKsKsKsLsisIsKsKsK}", "num_samples", i.num_samples, "num_epochs",
+    return Py_BuildValue("{sKsKsKsKsLsisIsKsKsKsO}", "num_samples", i.num_samples, "num_epochs",
                          i.num_epochs, "tokens_per_epoch", i.tokens_per_epoch, "documents",
                          i.documents, "eod", (long long)i.eod, "separate_final_epoch",
                          i.separate_final_epoch, "layout", i.layout, "padding_tokens",
                          i.padding_tokens, "split_documents", i.split_documents, "seq_length",
-                         o->L);
+                         o->L, "stored", i.stored ? Py_True : Py_False);
 }
 
 /* An output array: None, or C-contiguous, writeable, of `typenum`, with

@@ -113,6 +113,9 @@ static PyMethodDef module_methods[] = {
     {"_create", (PyCFunction)(void (*)(void))pyss_writer_create, METH_VARARGS | METH_KEYWORDS,
      "_create(path, fields, force)\n--\n\n"
      "Returns Writer; fields as normalised by seqstore.create()."},
+    {"_lm_save", (PyCFunction)(void (*)(void))pyss_lm_save, METH_VARARGS | METH_KEYWORDS,
+     "_lm_save(path, field, seq_length, seed, num_samples, num_epochs, flags, eod)\n--\n\n"
+     "ss_lm_save(): store the Megatron-layout LM sample index; seqstore.lm.save_index()."},
     {"_dtype_code", py_dtype_code, METH_O, "_dtype_code(name, /)\n--\n\n"
      "dtype name -> C code"},
     {"_error_table", pyss_error_table, METH_NOARGS,

@@ -137,5 +137,6 @@ int pyss_selection_build(ss_selection **out, StoreObject *st, PyObject *ranges);
 
 /* writer.c */
 PyObject *pyss_writer_create(PyObject *self, PyObject *args, PyObject *kw);
+PyObject *pyss_lm_save(PyObject *self, PyObject *args, PyObject *kw); /* lm.c */
 
 #endif

@@ -4,6 +4,7 @@ every document once per epoch (checked here from the documents themselves),
 caller buffers get the same rows as fresh arrays, the varlen cu_seqlens of a
 batch, and the torch dataset's global batches the same for any number of
 ranks and workers, resumed exactly from its state in fresh worker processes."""
+import gc
 import pickle
 
 import numpy as np
@@ -144,3 +145,29 @@ def test_dataset_batch_fields(docs):
                                  rank=0, world_size=4).batch(0)
     with pytest.raises(ValueError, match="layout"):
         seqstore.lm.LMSamples(path, 64, layout="nope")
+
+
+def test_save_index_is_used(docs):
+    """save_index() stores the Megatron index; LMSamples with the same options
+    then reads it (info["stored"]) and gives the rows of a fresh build."""
+    path, _ = docs
+    kw = dict(seed=7, num_epochs=2, eod=EOD, append_eod=True)
+    fresh = seqstore.lm.LMSamples(path, 48, **kw)
+    assert fresh.info["stored"] is False
+    want, n = fresh.read(range(len(fresh))), len(fresh)
+    with pytest.raises(seqstore.BusyError):  # open here: LMDB allows one environment per file
+        seqstore.lm.save_index(path, 48, **kw)
+    del fresh
+    gc.collect()
+    seqstore.lm.save_index(path, 48, **kw)
+    used = seqstore.lm.LMSamples(path, 48, **kw)
+    assert used.info["stored"] is True and len(used) == n
+    got = used.read(range(len(used)))
+    for name in want:
+        np.testing.assert_array_equal(got[name], want[name])
+    other = seqstore.lm.LMSamples(path, 48, **dict(kw, seed=8))  # other options: built afresh
+    assert other.info["stored"] is False
+    with pytest.raises(seqstore.StoreNotFoundError):
+        seqstore.lm.save_index(path + ".missing", 48, **kw)
+    with pytest.raises(seqstore.Error):
+        seqstore.lm.save_index(path, 48, field="nope", **kw)
