@@ -61,6 +61,7 @@ typedef struct {
     FieldShape shape[SS_MAX_FIELDS];
     int copy_views; /* a dataset that closes shards (ss_views_stable() 0): views are copies */
     PyObject *remote_kw; /* open()'s object-storage keyword arguments, for pickling */
+    int remote;          /* opened from a URL: a read may download a shard (GIL released) */
 } StoreObject;
 
 extern PyTypeObject Map_Type, Store_Type, FieldAccessor_Type, Writer_Type, Loader_Type, Window_Type,

@@ -102,11 +102,26 @@ static int example_index(StoreObject *st, PyObject *key, uint64_t *out) {
     return 0;
 }
 
-/* SS_ENOTFOUND from ss_get() is a dataset's missing shard: StoreNotFoundError. */
+/* SS_ENOTFOUND from ss_get() is a dataset's missing shard: StoreNotFoundError.
+ * Of a remote dataset the read may first download a shard (seconds): the
+ * GIL is released meanwhile, the map held against another thread's close(). */
 static PyObject *get_one(StoreObject *st, uint32_t field, uint64_t index) {
     ss_view v;
-    int rc = capi_get(&v, st->map->s, field, index);
-    return rc < 0 ? pyss_raise_file(rc) : pyss_view_array(st, field, &v);
+    int rc;
+    if (st->remote) {
+        MapObject *map = (MapObject *)Py_NewRef(st->map);
+        Py_BEGIN_ALLOW_THREADS rc = capi_get(&v, map->s, field, index);
+        Py_END_ALLOW_THREADS
+        if (rc < 0 || !st->map) { /* closed meanwhile: the view's map is going */
+            Py_DECREF(map);
+            return rc < 0 ? pyss_raise_file(rc) : (pyss_check_open(st), NULL);
+        }
+        Py_DECREF(map);
+    } else {
+        rc = capi_get(&v, st->map->s, field, index);
+        if (rc < 0) return pyss_raise_file(rc);
+    }
+    return pyss_view_array(st, field, &v);
 }
 
 /* An integer array (or sequence) of example numbers -> a list of views. */
@@ -368,6 +383,7 @@ PyObject *pyss_open(PyObject *self, PyObject *args, PyObject *kw) {
     }
     st->map = NULL;
     st->copy_views = 0;
+    st->remote = strstr(PyBytes_AS_STRING(bytes), "://") != NULL;
     st->remote_kw = Py_BuildValue("{s:z,s:K,s:z,s:z,s:z,s:I,s:I}", "cache_dir", ro.cache_dir,
                                   "cache_bytes", cache_bytes, "endpoint", ro.endpoint, "region",
                                   ro.region, "profile", ro.profile, "parallel", ro.parallel,

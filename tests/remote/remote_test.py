@@ -193,6 +193,38 @@ def test_pickle_keeps_options(c):
     assert not cache_files(e, "ds-*/shards/*.ss"), "fetched into the default cache"
 
 
+def test_download_releases_the_gil(c):
+    """store[i] that downloads a shard (here stalled, then retried) lets the
+    other Python threads run meanwhile: it held the GIL for the download."""
+    import threading
+    import seqstore
+    run(["dataset", "push", c.local, "s3://seqstore-test/g/c.ds"], env=env_for(c))
+    c.faults = {("GET", "/seqstore-test/g/c.ds/part-2.ss", 0): "stall"}
+    e = env_for(c, via_proxy=True, SEQSTORE_STALL_TIMEOUT_MS=1000)
+    os.environ.update(e)
+    ticks, done = [0], threading.Event()
+
+    def ticker():
+        while not done.is_set():
+            ticks[0] += 1
+            time.sleep(0.01)
+    try:
+        with seqstore.open("s3://seqstore-test/g/c.ds") as s:
+            t = threading.Thread(target=ticker)
+            t.start()
+            t0 = time.time()
+            s[len(s) - 1]
+            secs = time.time() - t0
+            done.set()
+            t.join()
+    finally:
+        for k in e:
+            os.environ.pop(k, None)
+        c.faults = {}
+    assert secs > 0.5, secs  # the stall happened
+    assert ticks[0] >= 10 * secs, (ticks[0], secs)  # 100 a second when free; 10 on a busy machine
+
+
 def test_file_url(c):
     assert run(["cat", "file://" + c.local]).stdout == c.local_cat
 
