@@ -735,6 +735,7 @@ static int hand_out(const ss_window_batch **out, ss_window_reader *r) {
     r->next_id++;
     r->batches_in_epoch++;
     sl->pending = 1;
+    r->last = sl;
     *out = &sl->b;
     return 0;
 }

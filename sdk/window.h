@@ -106,6 +106,7 @@ struct ss_window_reader {
      * handed out nor free, filled by the reader's thread with prefetch, or
      * restored from a save (then collated when handed out) */
     ss__wslot *prep;
+    ss__wslot *last;        /* the slot handed out last */
     int prep_kind;          /* SS__PREP_NONE, _BATCH or _END (the epoch is over) */
     int prep_collated;      /* its data is collated (prep_rc says how it went) */
     int prep_rc;            /* the collation's result */

@@ -14,11 +14,16 @@
 
 #include <stdio.h>
 
-/* Plan the next batch into a slot neither out nor planned, and collate it. */
+static int slot_free(const ss_window_reader *r, const ss__wslot *sl) {
+    return !sl->pending && sl != r->prep;
+}
+
+/* Plan the next batch into a slot neither out nor planned, and collate it:
+ * the one handed out last when it is free again (its lines are in cache). */
 void ss__window_prepare(ss_window_reader *r) {
-    ss__wslot *sl = NULL;
+    ss__wslot *sl = r->last && slot_free(r, r->last) ? r->last : NULL;
     for (uint32_t k = 0; k < r->nbuf && !sl; k++)
-        if (!r->slots[k].pending && &r->slots[k] != r->prep) sl = &r->slots[k];
+        if (slot_free(r, &r->slots[k])) sl = &r->slots[k];
     r->prep = sl;
     r->prep_collated = 1;
     r->prep_rc = 0;
@@ -48,16 +53,21 @@ void ss__window_prep_drop(ss_window_reader *r) {
     r->prep_rows = 0;
 }
 
+/* r->job: IDLE, REQUESTED (not started: whoever comes first runs it) or
+ * RUNNING (in the thread). */
+enum { IDLE = 0, REQUESTED = 1, RUNNING = 2 };
+
 static void *run(void *arg) {
     ss_window_reader *r = arg;
     pthread_mutex_lock(&r->mu);
     for (;;) {
-        while (!r->job && !r->stop) pthread_cond_wait(&r->cv, &r->mu);
+        while (r->job != REQUESTED && !r->stop) pthread_cond_wait(&r->cv, &r->mu);
         if (r->stop) break;
+        r->job = RUNNING;
         pthread_mutex_unlock(&r->mu);
         ss__window_prepare(r);
         pthread_mutex_lock(&r->mu);
-        r->job = 0;
+        r->job = IDLE;
         pthread_cond_broadcast(&r->cv);
     }
     pthread_mutex_unlock(&r->mu);
@@ -92,20 +102,26 @@ void ss__window_prefetch_stop(ss_window_reader *r) {
     r->thread_on = 0;
 }
 
-/* Const callers (info, seq_state) wait too: the lock is not part of the
- * reader's observable state. */
+/* A plan the thread has not started is called off: the next batch is then
+ * planned when it is asked for, as without prefetch, into the buffer just
+ * released. On a loaded machine the thread may not get a core before the
+ * caller needs the batch; the caller must never wait longer than doing the
+ * work itself, nor pay for a second buffer the thread did not use. Const
+ * callers (info, seq_state) wait too: the lock and the planned batch are
+ * not part of the reader's observable state. */
 void ss__window_prefetch_wait(const ss_window_reader *cr) {
     ss_window_reader *r = (ss_window_reader *)cr;
     if (!r->thread_on) return;
     pthread_mutex_lock(&r->mu);
-    while (r->job) pthread_cond_wait(&r->cv, &r->mu);
+    if (r->job == REQUESTED) r->job = IDLE;
+    while (r->job == RUNNING) pthread_cond_wait(&r->cv, &r->mu);
     pthread_mutex_unlock(&r->mu);
 }
 
 void ss__window_prefetch_request(ss_window_reader *r) {
     if (!r->thread_on || r->prep_kind != SS__PREP_NONE) return;
     pthread_mutex_lock(&r->mu);
-    r->job = 1;
+    r->job = REQUESTED;
     pthread_cond_broadcast(&r->cv);
     pthread_mutex_unlock(&r->mu);
 }

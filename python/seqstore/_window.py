@@ -4,6 +4,7 @@ the hidden state of every sequence carried by the C reader."""
 from __future__ import annotations
 
 import numbers
+import os
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 
 import numpy as np
@@ -19,6 +20,13 @@ _FORGET, _PAD_TAIL = _C.WINDOW_FORGET_STATE, _C.WINDOW_PAD_TAIL
 _TIME_MAJOR, _LABEL_PER_STEP = _C.WINDOW_TIME_MAJOR, _C.WINDOW_LABEL_PER_STEP
 _SHRINK, _BALANCED = _C.WINDOW_SHRINK, _C.WINDOW_BALANCED
 _DROP_LAST, _REDRAW = _C.WINDOW_DROP_LAST, _C.WINDOW_REDRAW
+
+
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not Linux
+        return os.cpu_count() or 1
 
 
 class WindowBatch:
@@ -101,8 +109,11 @@ class WindowReader:
     caller works on this one (reading the store, converting, the
     transforms); only the hidden states registered meanwhile are gathered in
     next(). The batches and saved states are the same either way. None (the
-    default) turns it on except with max_pending > 1, where the next batch
-    depends on when batches are registered."""
+    default) turns it on where it can overlap: with two or more cores for
+    this process, and not with max_pending > 1, where the next batch depends
+    on when batches are registered. A batch the thread has not started by
+    the time it is needed is collated in next() instead, into the buffer
+    just released (see docs/python.md for the measurements)."""
 
     def __init__(self, store: _seqstore.Store, field: str, window: int, overlap: int = 0,
                  lanes: int = 1, state_size: int = 0, state_dtype: Any = "f32",
@@ -134,8 +145,8 @@ class WindowReader:
                 raise TypeError("%s is an int >= 0, not %r" % (name, v))
             if v > top:  # the C option's type: never taken modulo 2**32 / 2**64
                 raise ValueError("%s must be <= %d, not %d" % (name, top, v))
-        if prefetch is None:
-            prefetch = max_pending <= 1
+        if prefetch is None:  # overlap needs a second core, and strict mode
+            prefetch = max_pending <= 1 and _cores() >= 2
         elif not isinstance(prefetch, bool):
             raise TypeError("prefetch is a bool or None, not %r" % (prefetch,))
         elif prefetch and max_pending > 1:
