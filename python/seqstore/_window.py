@@ -4,7 +4,6 @@ the hidden state of every sequence carried by the C reader."""
 from __future__ import annotations
 
 import numbers
-import os
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 
 import numpy as np
@@ -20,13 +19,6 @@ _FORGET, _PAD_TAIL = _C.WINDOW_FORGET_STATE, _C.WINDOW_PAD_TAIL
 _TIME_MAJOR, _LABEL_PER_STEP = _C.WINDOW_TIME_MAJOR, _C.WINDOW_LABEL_PER_STEP
 _SHRINK, _BALANCED = _C.WINDOW_SHRINK, _C.WINDOW_BALANCED
 _DROP_LAST, _REDRAW = _C.WINDOW_DROP_LAST, _C.WINDOW_REDRAW
-
-
-def _cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):  # not Linux
-        return os.cpu_count() or 1
 
 
 class WindowBatch:
@@ -108,12 +100,14 @@ class WindowReader:
     prefetch: collate the next batch in a thread of the reader while the
     caller works on this one (reading the store, converting, the
     transforms); only the hidden states registered meanwhile are gathered in
-    next(). The batches and saved states are the same either way. None (the
-    default) turns it on where it can overlap: with two or more cores for
-    this process, and not with max_pending > 1, where the next batch depends
-    on when batches are registered. A batch the thread has not started by
-    the time it is needed is collated in next() instead, into the buffer
-    just released (see docs/python.md for the measurements)."""
+    next(). The batches and saved states are the same either way. It pays
+    where a core is idle while the caller works (a step on a GPU, a model
+    on fewer threads than cores); on a machine whose cores are all busy the
+    second buffer costs more than the overlap saves, so it is off by default
+    (docs/python.md has the measurements). A batch the thread has not
+    started when it is needed is collated in next(), into the buffer just
+    released. Not with max_pending > 1, where the next batch depends on
+    when batches are registered."""
 
     def __init__(self, store: _seqstore.Store, field: str, window: int, overlap: int = 0,
                  lanes: int = 1, state_size: int = 0, state_dtype: Any = "f32",
@@ -127,7 +121,7 @@ class WindowReader:
                  redraw: bool = False, drop_last: bool = False, max_pending: int = 0,
                  epoch_windows: int = 0, initial_state: Optional[npt.ArrayLike] = None,
                  transforms: Optional[Sequence[Any]] = None,
-                 prefetch: Optional[bool] = None) -> None:
+                 prefetch: bool = False) -> None:
         if not isinstance(store, _seqstore.Store):
             raise TypeError("WindowReader needs a seqstore.Store, not %s" % type(store).__name__)
         names = store.fields
@@ -145,10 +139,8 @@ class WindowReader:
                 raise TypeError("%s is an int >= 0, not %r" % (name, v))
             if v > top:  # the C option's type: never taken modulo 2**32 / 2**64
                 raise ValueError("%s must be <= %d, not %d" % (name, top, v))
-        if prefetch is None:  # overlap needs a second core, and strict mode
-            prefetch = max_pending <= 1 and _cores() >= 2
-        elif not isinstance(prefetch, bool):
-            raise TypeError("prefetch is a bool or None, not %r" % (prefetch,))
+        if not isinstance(prefetch, bool):
+            raise TypeError("prefetch is a bool, not %r" % (prefetch,))
         elif prefetch and max_pending > 1:
             raise ValueError("prefetch needs max_pending <= 1 (with more, the next batch "
                              "depends on when batches are registered)")
