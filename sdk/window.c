@@ -16,7 +16,7 @@
 
 /* Windows of a sequence of length L that starts at s (with the tail window of
  * SS_WINDOW_PAD_TAIL). */
-static uint64_t count_windows(const ss_window_reader *r, uint64_t L, uint64_t s) {
+uint64_t ss__window_count(const ss_window_reader *r, uint64_t L, uint64_t s) {
     uint64_t full = L >= s + r->W ? (L - s - r->W) / r->S + 1 : 0;
     if (!(r->opt.flags & SS_WINDOW_PAD_TAIL) || r->opt.mode == SS_WINDOW_RANDOM) return full;
     if (full == 0) return L > s + r->O ? 1 : 0;
@@ -25,7 +25,7 @@ static uint64_t count_windows(const ss_window_reader *r, uint64_t L, uint64_t s)
 }
 
 static int eligible(const ss_window_reader *r, uint64_t L) {
-    return count_windows(r, L, 0) > 0;
+    return ss__window_count(r, L, 0) > 0;
 }
 
 static void shuffle(uint64_t *a, uint64_t n, uint64_t seed, uint64_t stream) {
@@ -67,7 +67,7 @@ void ss__window_start_epoch(ss_window_reader *r, uint64_t epoch) {
             s = ss__rng_below(&rng, hi + 1);
         }
         r->seq_start[q] = s;
-        r->seq_nwin[q] = count_windows(r, L, s);
+        r->seq_nwin[q] = ss__window_count(r, L, s);
         r->seq_cur[q] = 0;
         r->seq_st[q] = r->seq_nwin[q] ? SS_SEQ_NORMAL : SS_SEQ_DONE;
         r->seq_owned[q] = 0;

@@ -178,6 +178,10 @@ int ss__window_xf_rows(ss_window_reader *r, ss__wslot *sl);
 /* Run the per-batch transforms on a collated slot. */
 int ss__window_xf_batch(ss_window_reader *r, ss__wslot *sl);
 
+/* Windows of a sequence of length L starting at s (with the padded tail
+ * window of SS_WINDOW_PAD_TAIL). window.c. */
+uint64_t ss__window_count(const ss_window_reader *r, uint64_t L, uint64_t s);
+
 /* Start epoch `epoch` (orders, random starts, cursors). window.c. */
 void ss__window_start_epoch(ss_window_reader *r, uint64_t epoch);
 

@@ -131,7 +131,8 @@ int ss__window_collate(ss_window_reader *r, ss__wslot *sl) {
 #pragma omp parallel for num_threads(r->nthreads) schedule(static) if (par)
     for (int64_t i = 0; i < n; i++) {
         uint32_t row = (uint32_t)i;
-        uint8_t *scratch = r->scratch + (size_t)omp_get_thread_num() * r->W * r->out_row;
+        uint8_t *scratch = /* only the time-major layout has scratch rows */
+            r->scratch ? r->scratch + (size_t)omp_get_thread_num() * r->W * r->out_row : NULL;
         convert_row(r, data, size, row, sl->src[row], sl->src[row] ? sl->length[row] : 0, scratch);
     }
     /* step mask and labels: small, sequential */

@@ -248,6 +248,8 @@ static int load(ss_window_reader *r, const void *buf, size_t size, int apply) {
     for (uint64_t q = 0; q < r->nseq && !bad; q++) {
         uint64_t s = get(&c), nw = get(&c), cur = get(&c), st = get(&c), own = get(&c);
         bad |= cur > nw || st > SS_SEQ_DONE || own > 1 || st == SS_SEQ_BLOCKED;
+        /* the windows must be the sequence's: a start inside it, its count */
+        bad |= s > r->S || s > r->seq_len[q] || nw != ss__window_count(r, r->seq_len[q], s);
         if (apply) {
             r->seq_start[q] = s;
             r->seq_nwin[q] = nw;

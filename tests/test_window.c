@@ -424,6 +424,18 @@ static void test_save_restore_and_threads(ss_store *s) {
     run_batches(b, 60, 16, &rb);
     CHECK_EQ_U64(ra.n, rb.n);
     CHECK(memcmp(ra.buf, rb.buf, ra.n) == 0);
+    /* a sequence's windows that are not its own (a start past the stride,
+     * a window count that does not follow from the start): refused */
+    for (int word = 0; word < 2; word++) {
+        uint8_t *bad = malloc(n);
+        CHECK(bad != NULL);
+        memcpy(bad, blob, n);
+        size_t at = 8 * (3 + 12 + 9 + (size_t)o.lanes + 5 * 7 + (size_t)word); /* sequence 7 */
+        bad[at + 1] ^= 0x10; /* + 4096 */
+        CHECK_RC(ss_window_reader_state_load(b, bad, n), SS_EINVAL);
+        CHECK(strstr(ss_error_message(), "inconsistent") != NULL);
+        free(bad);
+    }
     ss_window_reader_free(b);
     /* another seed is another split of options: refused */
     o.seed = 43;
