@@ -460,6 +460,122 @@ def test_kill_during_push(c):
     assert cat("s3://seqstore-test/k/c.ds", env_for(c)) == c.local_cat
 
 
+def convert_shard(k, n, out, env, *extra):
+    return run(["convert", "lines"] + FORTUNES + ["--shard", "%d/%d" % (k, n), "-o", out,
+                                                  "--quiet"] + list(extra), env=env)
+
+
+def test_convert_to_url(c):
+    """convert --shard K/N -o s3://.../part-K.ss writes the shard in the
+    scratch directory, verifies it and uploads it (boto3 reads back the same
+    bytes); no manifest until `dataset build URL`, which uploads the sections
+    store and the manifest last; the values equal the local conversion's.
+    --resume uploads only what is missing."""
+    e = env_for(c)
+    scratch = os.path.join(TMP, "cv-scratch")
+    url = "s3://seqstore-test/cv/c.ds"
+    p = run(["convert", "lines"] + FORTUNES + ["-o", url + "/part-0.ss"], env=e, check=False)
+    assert p.returncode == 2 and b"--scratch DIR" in p.stderr, p.stderr
+    p = run(["convert", "lines"] + FORTUNES + ["-o", "https://h/x.ds/p.ss", "--scratch", scratch],
+            env=e, check=False)
+    assert p.returncode == 2 and b"only s3:// URLs can be written" in p.stderr, p.stderr
+    for k in range(3):
+        convert_shard(k, 3, "%s/part-%d.ss" % (url, k), e, "--scratch", scratch)
+        assert "cv/c.ds/dataset.manifest" not in keys(c, "cv/c.ds/")
+    k = keys(c, "cv/c.ds/")
+    assert sorted(k) == ["cv/c.ds/part-%d.ss" % i for i in range(3)], sorted(k)
+    for i in range(3):
+        body = c.s3.get_object(Bucket="seqstore-test", Key="cv/c.ds/part-%d.ss" % i)["Body"].read()
+        assert body == open(os.path.join(scratch, "part-%d.ss" % i), "rb").read(), i
+    out = run(["dataset", "build", url, "--scratch", scratch], env=e).stdout
+    assert b"pushed 0 shards" in out and b"3 already there" in out, out
+    names = sorted(keys(c, "cv/c.ds/"))
+    assert names == ["cv/c.ds/dataset.manifest", "cv/c.ds/dataset.sections.ss"] + \
+        ["cv/c.ds/part-%d.ss" % i for i in range(3)], names
+    assert cat(url, e) == c.local_cat
+    os.environ.update(c.moto.env())
+    try:
+        same_values(url, c.local, cache_dir=env_for(c)["SEQSTORE_CACHE_DIR"])
+    finally:
+        for v in c.moto.env():
+            os.environ.pop(v, None)
+    # --resume: nothing is converted or uploaded again; a deleted object is
+    # uploaded again, and only it; a converted shard deletes the manifest first
+    ep = env_for(c, via_proxy=True)
+    c.proxy.seen.clear()
+    out = convert_shard(1, 3, url + "/part-1.ss", dict(ep, SEQSTORE_SCRATCH_DIR=scratch),
+                        "--resume").stdout
+    assert not [m for m, p in c.proxy.seen if m in ("PUT", "POST", "DELETE")], c.proxy.seen
+    c.s3.delete_object(Bucket="seqstore-test", Key="cv/c.ds/part-2.ss")
+    c.proxy.seen.clear()
+    convert_shard(2, 3, url + "/part-2.ss", ep, "--resume", "--scratch", scratch)
+    writes = [(m, p) for m, p in c.proxy.seen if m in ("PUT", "POST", "DELETE")]
+    assert writes == [("DELETE", "/seqstore-test/cv/c.ds/dataset.manifest"),
+                      ("PUT", "/seqstore-test/cv/c.ds/part-2.ss")], writes
+    assert "cv/c.ds/dataset.manifest" not in keys(c, "cv/c.ds/")
+    c.proxy.seen.clear()
+    run(["dataset", "build", url, "--scratch", scratch], env=ep)
+    writes = [(m, p) for m, p in c.proxy.seen if m in ("PUT", "POST", "DELETE")]
+    assert writes[-1] == ("PUT", "/seqstore-test/cv/c.ds/dataset.manifest"), writes
+    assert not [p for m, p in writes if p.endswith("part-0.ss")], writes
+    assert cat(url, env_for(c)) == c.local_cat
+
+
+def mpirun(args, env, n=3):
+    mpi = os.path.join(os.path.dirname(CLI), "seqstore-mpi")
+    e = dict(env, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+             SEQSTORE=CLI)
+    fwd = []
+    for k in sorted(e):
+        if k.startswith(("AWS_", "SEQSTORE", "SS_MPI_TEST")):
+            fwd += ["-x", k]
+    cmd = ["mpirun", "--oversubscribe", "-n", str(n)] + fwd + [mpi] + args
+    return subprocess.run(cmd, env=dict(os.environ, **e), capture_output=True, timeout=300)
+
+
+def test_mpi_convert_to_url(c):
+    """seqstore-mpi convert ... -o s3://...: each rank's shard converted in the
+    scratch directory, verified and uploaded; rank 0 writes the manifest last,
+    only when every rank succeeded; a killed rank leaves no manifest, and
+    --resume uploads only the missing shard."""
+    if not shutil.which("mpirun") or not os.path.exists(
+            os.path.join(os.path.dirname(CLI), "seqstore-mpi")):
+        print("  (skipped: no mpirun or seqstore-mpi)")
+        return
+    url = "s3://seqstore-test/mpi/c.ds"
+    scratch = os.path.join(TMP, "mpi-scratch")
+    args = ["convert", "lines"] + FORTUNES + ["-o", url, "--scratch", scratch]
+    # rank 1 killed mid-way: the job fails, no manifest in the bucket
+    e = env_for(c, via_proxy=True)
+    p = mpirun(args, dict(e, SS_MPI_TEST_KILL="1:5"))
+    assert p.returncode != 0, p.stdout + p.stderr
+    k = keys(c, "mpi/c.ds/")
+    assert "mpi/c.ds/dataset.manifest" not in k, sorted(k)
+    assert "mpi/c.ds/part-00001-of-00003.ss" not in k, sorted(k)
+    c.proxy.seen.clear()
+    p = mpirun(args + ["--resume"], e)
+    assert p.returncode == 0, (p.stdout + p.stderr).decode()[-3000:]
+    puts = [pth for m, pth in c.proxy.seen if m == "PUT"]
+    base = "/seqstore-test/mpi/c.ds/"
+    assert base + "part-00001-of-00003.ss" in puts, puts
+    assert base + "part-00000-of-00003.ss" not in puts, puts  # already uploaded
+    assert puts[-1] == base + "dataset.manifest", puts  # the manifest last
+    names = sorted(keys(c, "mpi/c.ds/"))
+    assert names == ["mpi/c.ds/dataset.manifest", "mpi/c.ds/dataset.sections.ss"] + \
+        ["mpi/c.ds/part-%05d-of-00003.ss" % i for i in range(3)], names
+    for i in range(3):
+        n = "part-%05d-of-00003.ss" % i
+        body = c.s3.get_object(Bucket="seqstore-test", Key="mpi/c.ds/" + n)["Body"].read()
+        assert body == open(os.path.join(scratch, n), "rb").read(), n
+    assert cat(url, env_for(c)) == c.local_cat
+    os.environ.update(c.moto.env())
+    try:
+        same_values(url, c.local, cache_dir=env_for(c)["SEQSTORE_CACHE_DIR"])
+    finally:
+        for v in c.moto.env():
+            os.environ.pop(v, None)
+
+
 def test_secrets_never_printed(c):
     e = env_for(c)
     e["AWS_SESSION_TOKEN"] = "TOKEN-SECRET-123"

@@ -164,7 +164,9 @@ class FaultProxy:
                     if k.lower() not in ("content-length", "transfer-encoding", "connection",
                                          "server", "date"):
                         self.send_header(k, v)
-                self.send_header("Content-Length", str(len(data)))
+                # a HEAD's answer has no body but the object's length
+                length = r.getheader("Content-Length") if self.command == "HEAD" else None
+                self.send_header("Content-Length", length or str(len(data)))
                 if fault in ("truncate", "stall"):
                     self.send_header("Connection", "close")
                 self.end_headers()
