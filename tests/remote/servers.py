@@ -87,6 +87,91 @@ class Static:
         self.httpd.shutdown()
 
 
+class RangeStatic:
+    """A static file server of `root` that answers Range requests (one range,
+    `bytes=A-` or `bytes=A-B`, 206 with Content-Range; If-Range against its
+    ETag, a 200 of the whole file when it differs), over TLS when `cert` and
+    `key` are given. `cut(path, n)` (n: how many GETs of this path came
+    before) returns None or a byte count after which the answer's connection
+    is closed. Every GET is recorded in `seen` [(path, Range header, status)]."""
+
+    def __init__(self, root, cert=None, key=None, cut=None):
+        self.root = root
+        self.cut = cut or (lambda p, n: None)
+        self.seen = []
+        self.lock = threading.Lock()
+        srv = self
+
+        class H(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *a):
+                pass
+
+            def do_GET(self):
+                path = self.path.split("?")[0]
+                f = os.path.join(srv.root, path.lstrip("/"))
+                rng = self.headers.get("Range")
+                with srv.lock:
+                    n = sum(1 for p, _, _ in srv.seen if p == path)
+                if not os.path.isfile(f):
+                    with srv.lock:
+                        srv.seen.append((path, rng, 404))
+                    self.send_response(404)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
+                data = open(f, "rb").read()
+                st = os.stat(f)
+                etag = '"%x-%x"' % (st.st_size, st.st_mtime_ns)
+                start, end, status = 0, len(data), 200
+                if rng and self.headers.get("If-Range", etag) == etag:
+                    a, _, b = rng[len("bytes="):].partition("-")
+                    start, end, status = int(a), int(b) + 1 if b else len(data), 206
+                with srv.lock:
+                    srv.seen.append((path, rng, status))
+                self.send_response(status)
+                self.send_header("ETag", etag)
+                self.send_header("Accept-Ranges", "bytes")
+                self.send_header("Content-Length", str(end - start))
+                if status == 206:
+                    self.send_header("Content-Range", "bytes %d-%d/%d" % (start, end - 1,
+                                                                           len(data)))
+                self.end_headers()
+                limit = srv.cut(path, n)
+                if limit is not None:
+                    self.wfile.write(data[start:start + limit])
+                    self.wfile.flush()
+                    self.close_connection = True
+                    return
+                self.wfile.write(data[start:end])
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
+        self.httpd.daemon_threads = True
+        self.httpd.handle_error = lambda *a: None  # a refused handshake, a cut connection
+        if cert:
+            import ssl
+            ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            ctx.load_cert_chain(cert, key)
+            self.httpd.socket = ctx.wrap_socket(self.httpd.socket, server_side=True)
+        self.port = self.httpd.server_address[1]
+        self.url = "%s://127.0.0.1:%d" % ("https" if cert else "http", self.port)
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def stop(self):
+        self.httpd.shutdown()
+
+
+def self_signed(dirname):
+    """A self-signed certificate for 127.0.0.1 made by `openssl req`: (cert,
+    key) paths."""
+    cert, key = os.path.join(dirname, "cert.pem"), os.path.join(dirname, "key.pem")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key,
+                    "-out", cert, "-days", "1", "-subj", "/CN=127.0.0.1",
+                    "-addext", "subjectAltName=IP:127.0.0.1"], check=True, capture_output=True)
+    return cert, key
+
+
 class _Quiet(http.server.SimpleHTTPRequestHandler):
     def log_message(self, *a):
         pass
