@@ -388,10 +388,21 @@ def test_one_download_per_shard(c):
 
 PREFETCH_CHILD = """
 import sys, numpy as np, seqstore
-url, local, loader = sys.argv[1], sys.argv[2], sys.argv[3] == "1"
+url, local, mode = sys.argv[1], sys.argv[2], sys.argv[3]
+loader = mode == "1"
 with seqstore.open(url) as s, seqstore.open(local) as l:
     n = len(l)
-    if not loader:
+    if mode == "sampler":  # torch's BatchSampler: its C loader plans and prefetches
+        import seqstore.torch
+        bs = n // 6 + 1
+        a = list(seqstore.torch.BatchSampler(url, batch_size=bs, shuffle=True, seed=3))
+        b = list(seqstore.torch.BatchSampler(local, batch_size=bs, shuffle=True, seed=3))
+        assert a == b and len(a) == 6, (len(a), len(b))
+        ds = seqstore.torch.IndexDataset(url)
+        for batch in a:
+            for i in batch:
+                assert np.array_equal(s[i]["tokens"], l[i]["tokens"]), i
+    elif not loader:
         for i in range(0, n, n // 6):
             assert np.array_equal(s[i]["tokens"], l[i]["tokens"]), i
     else:
@@ -414,19 +425,20 @@ def test_loader_prefetch(c):
     time), and its batches equal the local dataset's. The reads run in a
     child process: the proxy is this one's."""
     base = "/seqstore-test/f/c.ds/"
-    for loader in (False, True):
+    run(["dataset", "push", "--resume", c.local, "s3://seqstore-test/f/c.ds"], env=env_for(c))
+    for mode in ("0", "1", "sampler"):
         c.faults = {("GET", base + "part-%d.ss" % k, 0): "slow" for k in range(3)}
-        e = env_for(c, via_proxy=True)
+        e = env_for(c, via_proxy=True, SEQSTORE_PARALLEL=1)
         c.proxy.seen.clear()
         c.proxy.max_inflight = 0
         p = subprocess.run([sys.executable, "-c", PREFETCH_CHILD, "s3://seqstore-test/f/c.ds",
-                            c.local, "1" if loader else "0"], env=dict(os.environ, **e),
+                            c.local, mode], env=dict(os.environ, **e),
                            capture_output=True, timeout=120)
         assert p.returncode == 0 and p.stdout.strip() == b"same", p.stderr.decode()
-        if loader:
-            assert c.proxy.max_inflight >= 2, c.proxy.max_inflight
-        else:
+        if mode == "0":
             assert c.proxy.max_inflight == 1, c.proxy.max_inflight
+        else:  # bounded: one prefetch transfer (parallel 1) beside the reader's own
+            assert c.proxy.max_inflight == 2, (mode, c.proxy.max_inflight)
     c.faults = {}
 
 
