@@ -37,7 +37,8 @@ static void usage(void) {
            "With a URL, the shards are those `seqstore convert ... -o URL/NAME.ss --scratch\n"
            "DIR` wrote to DIR and uploaded: the manifest is built in DIR from them, and\n"
            "then shards missing under the URL, the sections store and the manifest (last)\n"
-           "are uploaded, as `seqstore dataset push --resume DIR URL` does.\n"
+           "are uploaded, as `seqstore dataset push --resume DIR URL` does. Named shards\n"
+           "that DIR lacks (converted on other nodes) are first downloaded into DIR.\n"
            "  --verify   also recompute every checksum of every shard (reads all data)\n"
            "  --scratch DIR  with a URL: the local directory of the shards (default:\n"
            "             $SEQSTORE_SCRATCH_DIR)\n"
@@ -301,6 +302,14 @@ static int dataset_build(int argc, char **argv) {
     int rc = !n        ? ss__cli_usage_error("dataset", "no shard (*.ss) in '%s'", dir)
              : ordered ? 0
                        : order_shards(dir, sh, n);
+#ifdef SS_HAVE_REMOTE
+    if (!rc && url && ordered) { /* named shards converted on other nodes */
+        char **names = calloc(n, sizeof *names);
+        for (size_t i = 0; names && i < n; i++) names[i] = sh[i].name;
+        rc = names ? ss__cli_fetch_missing(dir, url, names, n) : SS_EXIT_ERROR;
+        free(names);
+    }
+#endif
     if (!rc) rc = build_manifest(dir, sh, n, verify);
 #ifdef SS_HAVE_REMOTE
     if (!rc && url) rc = ss__cli_push(dir, url, 1, 0);

@@ -224,6 +224,71 @@ static int pull_shard(void *vctx, size_t i) {
     return rc;
 }
 
+/* `dataset build URL SHARD... --scratch DIR`: the named shards that DIR
+ * lacks (written on another node) come from their objects. */
+typedef struct fetch_job {
+    const ss__remote *r;
+    const ss__url *u;
+    const char *dir;
+    char *const *names;
+    atomic_uint_fast64_t fetched;
+} fetch_job;
+
+static int fetch_shard(void *vctx, size_t i) {
+    fetch_job *f = vctx;
+    const char *name = f->names[i];
+    char path[8192], tmp[8300], meta[80];
+    snprintf(path, sizeof path, "%s/%s", f->dir, name);
+    if (access(path, F_OK) == 0) return 0;
+    snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
+    int found;
+    uint64_t size;
+    int rc = ss__object_head(&found, &size, meta, sizeof meta, f->r, f->u, name);
+    if (!rc && !found)
+        rc = ss__rfail(SS_ENOTFOUND, "shard '%s' is neither in '%s' nor under %s", name, f->dir,
+                       f->u->shown);
+    if (!rc) rc = pull_mkdirs(path);
+    int fd = rc ? -1 : open(tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    if (!rc && fd < 0) rc = ss__rfail(SS_EIO, "create '%s': %s", tmp, strerror(errno));
+    uint64_t len = 0;
+    if (!rc) rc = ss__object_get_fd(&len, f->r, f->u, name, fd, NULL, NULL);
+    if (!rc && fsync(fd) != 0) rc = ss__rfail(SS_EIO, "write '%s': %s", tmp, strerror(errno));
+    if (fd >= 0) close(fd);
+    /* the object is the shard its converter uploaded: its header digest is
+     * the one the upload recorded (the manifest is built from it) */
+    ss_store *s = NULL;
+    uint64_t digest = 0;
+    char hex[17];
+    if (!rc && (ss__open_shard(&s, tmp, SS_OPEN_NOLOCK) || ss__store_header_digest(&digest, s)))
+        rc = ss__rfail(SS_ECORRUPT, "shard '%s' from %s: %s", name, f->u->shown,
+                       ss_error_message());
+    ss_close(s);
+    digest_hex(hex, digest);
+    if (!rc && *meta && strcmp(meta, hex))
+        rc = ss__rfail(SS_ECORRUPT, "shard '%s' from %s: header digest %s, uploaded as %s", name,
+                       f->u->shown, hex, meta);
+    if (!rc && rename(tmp, path) != 0)
+        rc = ss__rfail(SS_EIO, "rename '%s': %s", tmp, strerror(errno));
+    if (rc) unlink(tmp);
+    else f->fetched++;
+    return rc;
+}
+
+int ss__cli_fetch_missing(const char *dir, const char *url, char *const *names, size_t n) {
+    ss__url u;
+    ss__remote r;
+    if (ss__url_parse(&u, url)) return remote_error("build");
+    if (ss__remote_config(&r, NULL)) return ss__url_free(&u), remote_error("build");
+    fetch_job f = {&r, &u, dir, names, 0};
+    int rc = ss__parallel(r.parallel, n, fetch_shard, &f) ? remote_error("build") : 0;
+    if (!rc && f.fetched)
+        printf("%s: fetched %llu shards that '%s' did not hold\n", u.shown,
+               (unsigned long long)f.fetched, dir);
+    ss__remote_config_free(&r);
+    ss__url_free(&u);
+    return rc;
+}
+
 static int do_pull(const char *url, const char *dir, int resume, unsigned parallel) {
     ss__url u;
     ss__remote r;

@@ -28,6 +28,12 @@ int ss__cli_object_current(int *current, const ss__remote *r, const ss__url *u, 
 int ss__cli_put_shard(const ss__remote *r, const ss__url *u, const char *name, const char *path,
                       uint64_t digest);
 
+/* `dataset build URL SHARD... --scratch DIR`: download each named shard
+ * that DIR lacks (converted on another node) from URL/SHARD into DIR (a
+ * temporary file, its header digest checked against the one its upload
+ * recorded, renamed). An exit code (printed). */
+int ss__cli_fetch_missing(const char *dir, const char *url, char *const *names, size_t n);
+
 /* The local directory that `convert -o URL/NAME.ss` writes to and `dataset
  * build URL` builds from: `given` (--scratch), else $SEQSTORE_SCRATCH_DIR;
  * NULL when neither is set (the caller says so). */

@@ -30,10 +30,10 @@
  * manifest object first), and rank 0, once every rank succeeded, runs
  * `seqstore dataset build URL ... --scratch SCRATCH`, which uploads the
  * sections store and, last, the manifest. Rank 0 builds the manifest from
- * the shard files, so SCRATCH must hold every rank's: one directory that all
- * ranks share (a node's local disk for a job on one node, else a shared file
- * system). With --resume a shard already uploaded is neither converted nor
- * uploaded again. */
+ * the shard files: those its SCRATCH lacks (ranks on other nodes with a
+ * node-local SCRATCH) it downloads from their objects first, so a directory
+ * every rank shares saves that transfer. With --resume a shard already
+ * uploaded is neither converted nor uploaded again. */
 #include "seqstore.h"
 
 #include <errno.h>
@@ -124,9 +124,10 @@ static void usage(FILE *out) {
             "verify (work-cpu) and of the counts reduce (reduce-cpu), each the maximum\n"
             "over the ranks.\n"
             "With -o s3://BUCKET/PREFIX each rank writes its shard to DIR (--scratch, default\n"
-            "$SEQSTORE_SCRATCH_DIR: a directory every rank sees, as rank 0 builds the manifest\n"
-            "from the shard files), verifies it and uploads it; rank 0 then uploads the\n"
-            "sections store and the manifest last, only when every rank succeeded.\n"
+            "$SEQSTORE_SCRATCH_DIR), verifies it and uploads it; rank 0 then builds the\n"
+            "manifest from the shard files (downloading those its DIR lacks: a DIR every\n"
+            "rank shares saves that) and uploads the sections store and the manifest last,\n"
+            "only when every rank succeeded.\n"
             "--resume converts and uploads only what is missing.\n");
 }
 
@@ -246,8 +247,8 @@ static int parse(job *j, int argc, char **argv) {
         if (!scratch || !*scratch) scratch = getenv("SEQSTORE_SCRATCH_DIR");
         if (!scratch || !*scratch) {
             fprintf(stderr, "seqstore-mpi: -o %s needs --scratch DIR (or SEQSTORE_SCRATCH_DIR): "
-                            "the directory, seen by every rank, where the shards are written "
-                            "and verified before their upload\n", j->url);
+                            "the local directory where each rank's shard is written and "
+                            "verified before its upload\n", j->url);
             return -1;
         }
         j->dir = scratch;

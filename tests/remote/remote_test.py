@@ -636,6 +636,25 @@ def test_convert_to_url(c):
     assert writes[-1] == ("PUT", "/seqstore-test/cv/c.ds/dataset.manifest"), writes
     assert not [p for m, p in writes if p.endswith("part-0.ss")], writes
     assert cat(url, env_for(c)) == c.local_cat
+    # shards converted on other nodes (not in this scratch directory): named,
+    # they are downloaded, checked against the digest their upload recorded
+    names = ["part-%d.ss" % i for i in range(3)]
+    saved = {n: open(os.path.join(scratch, n), "rb").read() for n in names}
+    for n in names[1:]:
+        os.unlink(os.path.join(scratch, n))
+    out = run(["dataset", "build", url, "--scratch", scratch] + names, env=e).stdout
+    assert b"fetched 2 shards" in out, out
+    for n in names:
+        assert open(os.path.join(scratch, n), "rb").read() == saved[n], n
+    assert cat(url, env_for(c)) == c.local_cat
+    os.unlink(os.path.join(scratch, "part-2.ss"))
+    c.s3.put_object(Bucket="seqstore-test", Key="cv/c.ds/part-2.ss", Body=saved["part-1.ss"],
+                    Metadata={"seqstore-digest": "0123456789abcdef"})
+    p = run(["dataset", "build", url, "--scratch", scratch] + names, env=e, check=False)
+    err = p.stderr.decode()
+    assert p.returncode == 1 and "part-2.ss" in err and "uploaded as 0123456789abcdef" in err, err
+    assert not glob.glob(os.path.join(scratch, "*.tmp")) and \
+        not os.path.exists(os.path.join(scratch, "part-2.ss"))
 
 
 def mpirun(args, env, n=3):
