@@ -710,6 +710,24 @@ def test_mpi_convert_to_url(c):
     finally:
         for v in c.moto.env():
             os.environ.pop(v, None)
+    # as on three nodes: each rank's scratch directory its own (MPMD contexts
+    # with their own SEQSTORE_SCRATCH_DIR); rank 0 fetches the other two shards
+    url = "s3://seqstore-test/mpi-nodes/c.ds"
+    mpi = os.path.join(os.path.dirname(CLI), "seqstore-mpi")
+    e = dict(env_for(c), OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+             SEQSTORE=CLI)
+    cmd = ["mpirun", "--oversubscribe"]
+    for k in sorted(e):
+        if k.startswith(("AWS_", "SEQSTORE")):
+            cmd += ["-x", k]
+    for r in range(3):
+        cmd += (["-n", "1", "-x", "SEQSTORE_SCRATCH_DIR=%s/node-%d" % (TMP, r), mpi, "convert",
+                 "lines"] + FORTUNES + ["-o", url] + ([":"] if r < 2 else []))
+    p = subprocess.run(cmd, env=dict(os.environ, **e), capture_output=True, timeout=300)
+    assert p.returncode == 0, (p.stdout + p.stderr).decode()[-3000:]
+    assert b"fetched 2 shards" in p.stdout, p.stdout
+    assert sorted(os.listdir(os.path.join(TMP, "node-1"))) == ["part-00001-of-00003.ss"]
+    assert cat(url, env_for(c)) == c.local_cat
 
 
 def test_secrets_never_printed(c):
