@@ -549,6 +549,15 @@ def test_multipart_push_pull(c):
             open(os.path.join(pulled, n), "rb").read(), n
     out = run(["dataset", "pull", "--resume", "s3://seqstore-test/big.ds", pulled], env=e).stdout
     assert b"pulled 0 shards" in out and b"1 already there" in out, out
+    # convert -o URL uploads through the same path: in parts too
+    scratch = os.path.join(TMP, "big-scratch")
+    run(["convert", "lines"] + FORTUNES * 3 + ["-o", "s3://seqstore-test/bigc.ds/part-0.ss",
+                                               "--scratch", scratch, "--quiet"], env=e)
+    h = c.s3.head_object(Bucket="seqstore-test", Key="bigc.ds/part-0.ss")
+    local = os.path.join(scratch, "part-0.ss")
+    assert h["ETag"].strip('"').endswith("-%d" % -(-os.path.getsize(local) // (5 << 20))), h
+    body = c.s3.get_object(Bucket="seqstore-test", Key="bigc.ds/part-0.ss")["Body"].read()
+    assert body == open(local, "rb").read()
 
 
 def test_kill_during_push(c):
