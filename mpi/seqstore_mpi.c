@@ -674,6 +674,38 @@ static int count_slice(const job *j, const char *prog, int rank, int size, char 
     return status;
 }
 
+/* With a URL, each rank's DIR may be its node's own: rank 0 sends the
+ * reduced document to every rank, and a rank whose DIR lacks it (another
+ * node's) writes it there. Collective; 1 on every rank if all went well. */
+static int share_counts(const job *j, int rank, int ok) {
+    char *text = NULL;
+    size_t len = 0;
+    uint64_t n = 0;
+    if (rank == 0 && ok && slurp(j->counts, &text, &len)) ok = 0;
+    n = ok ? (uint64_t)len : UINT64_MAX;
+    MPI_Bcast(&n, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
+    if (n == UINT64_MAX) return 0;
+    if (rank && !(text = malloc((size_t)n + 1))) MPI_Abort(MPI_COMM_WORLD, 1);
+    for (size_t at = 0; at < n; at += PIECE) /* MPI counts are int */
+        MPI_Bcast(text + at, (int)(n - at < PIECE ? n - at : PIECE), MPI_CHAR, 0, MPI_COMM_WORLD);
+    int mine = 1;
+    if (rank && access(j->counts, F_OK) != 0) {
+        char tmp[PATH_MAX + 64];
+        snprintf(tmp, sizeof tmp, "%s.%d.tmp", j->counts, rank);
+        FILE *f = fopen(tmp, "wb");
+        mine = f && fwrite(text, 1, (size_t)n, f) == n && !fflush(f) && !fsync(fileno(f));
+        if (f && fclose(f)) mine = 0;
+        if (mine && rename(tmp, j->counts)) mine = 0;
+        if (!mine) {
+            fprintf(stderr, "seqstore-mpi: rank %d: cannot write '%s'\n", rank, j->counts);
+            unlink(tmp);
+        }
+    }
+    free(text);
+    MPI_Allreduce(MPI_IN_PLACE, &mine, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    return mine;
+}
+
 /* The reduce described above. Collective; 0 on every rank if all went well. */
 static int reduce_word_counts(const job *j, const char *prog, int rank, int size) {
     char *text = NULL;
@@ -704,6 +736,7 @@ static int reduce_word_counts(const job *j, const char *prog, int rank, int size
     if (ok) ok = gather_reduced(j, &c, &mine, sec_bytes, rank, size, ok);
     else if (rank == 0)
         fprintf(stderr, "seqstore-mpi: counting words failed; no shard converted\n");
+    if (ok && j->url) ok = share_counts(j, rank, ok); /* ok: the same on every rank */
     for (int r = 0; in && r < size; r++) free(in[r].d);
     free(in);
     free(out);
@@ -768,7 +801,13 @@ int main(int argc, char **argv) {
     snprintf(shard, sizeof shard, "%s/part-%05d-of-%05d.ss", j.dir, rank, size);
     snprintf(manifest, sizeof manifest, "%s/dataset.manifest", j.dir);
     int ok = 1;
-    if (rank == 0) { /* no manifest claims completeness until this run's is written */
+    /* with a URL, DIR may be each node's own: every rank makes it */
+    if (j.url && rank && mkdir(j.dir, 0777) != 0 && errno != EEXIST) {
+        fprintf(stderr, "seqstore-mpi: '%s': %s\n", j.dir, strerror(errno));
+        ok = 0;
+    }
+    MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    if (rank == 0 && ok) { /* no manifest claims completeness until this run's is written */
         if (mkdir(j.dir, 0777) != 0 && errno != EEXIST) ok = 0;
         if (unlink(manifest) != 0 && errno != ENOENT) ok = 0;
         if (!ok) fprintf(stderr, "seqstore-mpi: '%s': %s\n", j.dir, strerror(errno));

@@ -729,6 +729,7 @@ def test_mpi_convert_to_url(c):
     for k in sorted(e):
         if k.startswith(("AWS_", "SEQSTORE")):
             cmd += ["-x", k]
+    base = list(cmd)
     for r in range(3):
         cmd += (["-n", "1", "-x", "SEQSTORE_SCRATCH_DIR=%s/node-%d" % (TMP, r), mpi, "convert",
                  "lines"] + FORTUNES + ["-o", url] + ([":"] if r < 2 else []))
@@ -737,6 +738,18 @@ def test_mpi_convert_to_url(c):
     assert b"fetched 2 shards" in p.stdout, p.stdout
     assert sorted(os.listdir(os.path.join(TMP, "node-1"))) == ["part-00001-of-00003.ss"]
     assert cat(url, env_for(c)) == c.local_cat
+    # a word vocabulary counted by all ranks: the reduced counts reach every
+    # node's scratch directory; the vocabulary and tokens are one process's
+    single = os.path.join(TMP, "words-single.ss")
+    run(["convert", "text"] + FORTUNES + ["--tokens", "words", "-o", single, "--quiet"])
+    url = "s3://seqstore-test/mpi-words/c.ds"
+    cmd = list(base)
+    for r in range(3):
+        cmd += (["-n", "1", "-x", "SEQSTORE_SCRATCH_DIR=%s/wnode-%d" % (TMP, r), mpi, "convert",
+                 "text"] + FORTUNES + ["--tokens", "words", "-o", url] + ([":"] if r < 2 else []))
+    p = subprocess.run(cmd, env=dict(os.environ, **e), capture_output=True, timeout=300)
+    assert p.returncode == 0, (p.stdout + p.stderr).decode()[-3000:]
+    assert cat(url, env_for(c)) == run(["cat", single]).stdout
 
 
 def test_secrets_never_printed(c):
