@@ -666,6 +666,46 @@ def test_convert_to_url(c):
         not os.path.exists(os.path.join(scratch, "part-2.ss"))
 
 
+def test_kill_during_convert_upload(c):
+    """convert -o URL killed while it uploads its shard: the bucket holds no
+    manifest (deleted before the upload) and no partial shard object; the
+    rerun with --resume converts nothing again and uploads the shard."""
+    url = "s3://seqstore-test/ku/c.ds"
+    scratch = os.path.join(TMP, "ku-scratch")
+    e = env_for(c)
+    for k in range(3):
+        convert_shard(k, 3, "%s/part-%d.ss" % (url, k), e, "--scratch", scratch)
+    run(["dataset", "build", url, "--scratch", scratch], env=e)  # a complete dataset
+    c.s3.delete_object(Bucket="seqstore-test", Key="ku/c.ds/part-1.ss")  # its first upload
+    os.unlink(os.path.join(scratch, "part-1.ss"))
+    # the upload is held by the proxy (never reaches the server) when the kill comes
+    c.faults = {("PUT", "/seqstore-test/ku/c.ds/part-1.ss", n): "hold" for n in range(3)}
+    ep = env_for(c, via_proxy=True)
+    cmd = [CLI, "convert", "lines"] + FORTUNES + ["--shard", "1/3", "-o", url + "/part-1.ss",
+                                                   "--scratch", scratch, "--quiet"]
+    p = subprocess.Popen(cmd, env=dict(os.environ, **ep), stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL)
+    end = time.time() + 60
+    while time.time() < end and c.proxy.count("PUT", "/ku/c.ds/part-1.ss") == 0:
+        time.sleep(0.02)
+    time.sleep(0.2)  # the proxy is forwarding the upload
+    p.send_signal(signal.SIGKILL)
+    p.wait()
+    c.faults = {}
+    k = keys(c, "ku/c.ds/")
+    assert "ku/c.ds/dataset.manifest" not in k, sorted(k)
+    local = os.path.join(scratch, "part-1.ss")
+    assert "ku/c.ds/part-1.ss" not in k, sorted(k)  # no partial object
+    mtime = os.stat(local).st_mtime_ns  # converted before the kill
+    c.proxy.seen.clear()
+    run(cmd[1:] + ["--resume"], env=ep)
+    puts = [pth for m, pth in c.proxy.seen if m == "PUT"]
+    assert puts == ["/seqstore-test/ku/c.ds/part-1.ss"], c.proxy.seen
+    assert os.stat(local).st_mtime_ns == mtime  # not converted again
+    run(["dataset", "build", url, "--scratch", scratch], env=e)
+    assert cat(url, env_for(c)) == c.local_cat
+
+
 def mpirun(args, env, n=3):
     mpi = os.path.join(os.path.dirname(CLI), "seqstore-mpi")
     e = dict(env, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",

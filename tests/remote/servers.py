@@ -183,7 +183,8 @@ class FaultProxy:
     requests of this path came before) returns None or one of "drop" (close
     without an answer), "503" (SlowDown), "truncate" (half the body under the
     full Content-Length), "stall" (the headers and some bytes, then nothing for
-    `stall_s`), "slow" (the body in small pieces, slowly). Every request is
+    `stall_s`), "slow" (the body in small pieces, slowly), "hold" (nothing for
+    `stall_s`, then "drop": the request never reaches the server). Every request is
     counted in `seen` [(method, path)]. The Host header is passed on, so that
     S3 signatures still match."""
 
@@ -212,6 +213,9 @@ class FaultProxy:
                     n = sum(1 for m, p in proxy.seen if m == self.command and p == path)
                     proxy.seen.append((self.command, path))
                 fault = proxy.plan(self.command, path, n)
+                if fault == "hold":  # an upload in flight that never reaches the server
+                    time.sleep(proxy.stall_s)
+                    fault = "drop"
                 if fault == "drop":
                     self.close_connection = True
                     self.connection.shutdown(socket.SHUT_RDWR)
