@@ -64,6 +64,16 @@ def same_values(url, local, **kw):
     return True
 
 
+def same_values_s3(c, url):
+    """same_values() of an s3:// dataset with the test's credentials and a new cache."""
+    os.environ.update(c.moto.env())
+    try:
+        return same_values(url, c.local, cache_dir=env_for(c)["SEQSTORE_CACHE_DIR"])
+    finally:
+        for v in c.moto.env():
+            os.environ.pop(v, None)
+
+
 def cat(url, env):
     return run(["cat", url], env=env).stdout
 
@@ -619,12 +629,7 @@ def test_convert_to_url(c):
     assert names == ["cv/c.ds/dataset.manifest", "cv/c.ds/dataset.sections.ss"] + \
         ["cv/c.ds/part-%d.ss" % i for i in range(3)], names
     assert cat(url, e) == c.local_cat
-    os.environ.update(c.moto.env())
-    try:
-        same_values(url, c.local, cache_dir=env_for(c)["SEQSTORE_CACHE_DIR"])
-    finally:
-        for v in c.moto.env():
-            os.environ.pop(v, None)
+    same_values_s3(c, url)
     # --resume: nothing is converted or uploaded again; a deleted object is
     # uploaded again, and only it; a converted shard deletes the manifest first
     ep = env_for(c, via_proxy=True)
@@ -753,12 +758,7 @@ def test_mpi_convert_to_url(c):
         body = c.s3.get_object(Bucket="seqstore-test", Key="mpi/c.ds/" + n)["Body"].read()
         assert body == open(os.path.join(scratch, n), "rb").read(), n
     assert cat(url, env_for(c)) == c.local_cat
-    os.environ.update(c.moto.env())
-    try:
-        same_values(url, c.local, cache_dir=env_for(c)["SEQSTORE_CACHE_DIR"])
-    finally:
-        for v in c.moto.env():
-            os.environ.pop(v, None)
+    same_values_s3(c, url)
     # as on three nodes: each rank's scratch directory its own (MPMD contexts
     # with their own SEQSTORE_SCRATCH_DIR); rank 0 fetches the other two shards
     url = "s3://seqstore-test/mpi-nodes/c.ds"
