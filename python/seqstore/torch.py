@@ -254,8 +254,9 @@ class IterableDataset(torch.utils.data.IterableDataset):
         order = self.order(epoch)
         self._at = (epoch, skip)
         src, transform = self._src, self.transform
+        every = _PREFETCH_EVERY if "://" in src.path else 0  # a URL's shards come ahead
         for k in range(skip, len(order)):
-            if (k - skip) % _PREFETCH_EVERY == 0:  # the order is known: its shards come ahead
+            if every and (k - skip) % every == 0:
                 src.prefetch(order[k + 1:k + 1 + _PREFETCH_AHEAD])
             ex = src.example(int(order[k]))
             self._at = (epoch, k + 1)
