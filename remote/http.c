@@ -361,6 +361,10 @@ int ss__http(const ss__remote *r, const ss__request *q, ss__sink *sink, ss__resp
             char code[128];
             rc = http_status_error(t, q, code, sizeof code);
             retry = http_status_retry(t->status, code);
+        } else if (strcmp(q->method, "HEAD") && t->length >= 0 && t->got != (uint64_t)t->length) {
+            retry = 1;
+            rc = ss__rfail(SS_EIO, "%s %s: the body has %llu bytes, its Content-Length %lld",
+                           q->method, q->shown, (unsigned long long)t->got, (long long)t->length);
         } else if (t->status == 206 && t->base &&
                    (t->range_total < 0 || t->base + t->got != (uint64_t)t->range_total)) {
             retry = 1; /* a range answer that does not end the object */
@@ -368,10 +372,6 @@ int ss__http(const ss__remote *r, const ss__request *q, ss__sink *sink, ss__resp
                            q->method, q->shown, (unsigned long long)(t->base + t->got),
                            (long long)t->range_total);
             t->base = 0, t->if_range[0] = '\0', t->length = -1; /* start again */
-        } else if (strcmp(q->method, "HEAD") && t->length >= 0 && t->got != (uint64_t)t->length) {
-            retry = 1;
-            rc = ss__rfail(SS_EIO, "%s %s: the body has %llu bytes, its Content-Length %lld",
-                           q->method, q->shown, (unsigned long long)t->got, (long long)t->length);
         } else {
             rc = 0;
             break;

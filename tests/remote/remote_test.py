@@ -269,6 +269,16 @@ def test_https_range_reads(c):
         rng, st = gets[1]
         assert st == 206 and rng.startswith("bytes=") and 0 < int(rng[6:-1]) <= size // 3, gets
         assert not cache_files(e, "ds-*/shards/.*tmp")
+        # cut again in the range answer: the third try continues from there
+        cuts[("/local.ds/part-0.ss", 0)] = size // 3
+        cuts[("/local.ds/part-0.ss", 1)] = size // 3
+        srv.seen.clear()
+        e = env_for(c, CURL_CA_BUNDLE=cert)
+        assert cat(url, e) == c.local_cat
+        gets = [(r, st) for p, r, st in srv.seen if p == "/local.ds/part-0.ss"]
+        assert [st for r, st in gets] == [200, 206, 206], gets
+        starts = [int(r[6:-1]) for r, st in gets[1:]]
+        assert 0 < starts[0] <= size // 3 < starts[1] <= 2 * (size // 3), gets
         # the object's ETag changes between the tries (If-Range fails): the
         # server sends all of it again, written from byte 0
         part2 = os.path.join(c.local, "part-2.ss")
