@@ -220,7 +220,8 @@ static int needs_word_counts(const job *j) {
     return words;
 }
 
-static int parse(job *j, int argc, char **argv) {
+/* Messages from rank 0 only: every rank parses the same arguments. */
+static int parse(job *j, int argc, char **argv, int rank) {
     memset(j, 0, sizeof *j);
     j->pass = calloc((size_t)argc + 8, sizeof *j->pass);
     if (!j->pass) return -1;
@@ -246,14 +247,18 @@ static int parse(job *j, int argc, char **argv) {
         j->url = j->dir;
         if (!scratch || !*scratch) scratch = getenv("SEQSTORE_SCRATCH_DIR");
         if (!scratch || !*scratch) {
-            fprintf(stderr, "seqstore-mpi: -o %s needs --scratch DIR (or SEQSTORE_SCRATCH_DIR): "
-                            "the local directory where each rank's shard is written and "
-                            "verified before its upload\n", j->url);
+            if (rank == 0)
+                fprintf(stderr,
+                        "seqstore-mpi: -o %s needs --scratch DIR (or SEQSTORE_SCRATCH_DIR): the "
+                        "local directory where each rank's shard is written and verified "
+                        "before its upload\n",
+                        j->url);
             return -1;
         }
         j->dir = scratch;
     } else if (scratch) {
-        fprintf(stderr, "seqstore-mpi: --scratch is for an output URL (-o s3://...)\n");
+        if (rank == 0)
+            fprintf(stderr, "seqstore-mpi: --scratch is for an output URL (-o s3://...)\n");
         return -1;
     }
     return j->dir && j->npass >= 2 && !strcmp(j->pass[0], "convert") ? 0 : -1;
@@ -791,7 +796,7 @@ int main(int argc, char **argv) {
         MPI_Finalize();
         return 0;
     }
-    if (parse(&j, argc, argv)) {
+    if (parse(&j, argc, argv, rank)) {
         if (rank == 0) usage(stderr);
         MPI_Finalize();
         return 2;
