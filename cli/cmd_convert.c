@@ -181,7 +181,9 @@ int ss__cmd_convert(int argc, char **argv) {
     c->note_leftover = ss__cli_note_leftover;
     int nrest = 0, help = 0, skip = 0;
     const char *scratch = NULL;
-    void *url_out = NULL; /* -o s3://...: the upload after the conversion */
+#ifdef SS_HAVE_REMOTE
+    ss__url_output *url_out = NULL; /* -o s3://...: the upload after the conversion */
+#endif
     int rc = parse_common(c, argc, argv, rest, &nrest, &help, &scratch);
     if (!rc && help) {
         conv->usage(stdout);
@@ -198,9 +200,7 @@ int ss__cmd_convert(int argc, char **argv) {
             rc = ss__conv_usage_error(c, "--scratch is for an output URL (-o s3://...)");
         else if (ss_is_url(c->opts.output)) {
 #ifdef SS_HAVE_REMOTE
-            ss__url_output *o = NULL;
-            rc = ss__convert_url_begin(&o, &skip, c, c->opts.output, scratch);
-            url_out = o;
+            rc = ss__convert_url_begin(&url_out, &skip, c, c->opts.output, scratch);
 #else
             fprintf(stderr, "seqstore convert: -o %s: this seqstore was built without remote "
                             "datasets (cmake -DSS_REMOTE=ON, which needs libcurl and expat)\n",

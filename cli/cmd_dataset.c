@@ -273,7 +273,10 @@ static int dataset_build(int argc, char **argv) {
             return ss__cli_bad_option("dataset", c, argv);
     }
     if (optind >= argc) return ss__cli_usage_error("dataset", "expected: build DIR [SHARD...]");
-    const char *dir = argv[optind++], *url = NULL;
+    const char *dir = argv[optind++];
+#ifdef SS_HAVE_REMOTE
+    const char *url = NULL; /* a dataset URL: DIR is then the scratch directory */
+#endif
     if (scratch && !ss_is_url(dir))
         return ss__cli_usage_error("dataset", "--scratch is for a dataset URL (s3://...)");
     if (ss_is_url(dir)) {
