@@ -213,7 +213,10 @@ SS_API uint64_t ss_sampler_steps_per_epoch(const ss_sampler *s);
  *
  *  Fills up to `max` indices; *n < max only at the end of an epoch. At the
  *  end of a (finite) epoch it returns SS_ITEROVER with *n = 0 until
- *  ss_sampler_set_epoch() starts another one. An infinite sampler moves on
+ *  ss_sampler_set_epoch() starts another one. The sampler holds no store
+ *  and reads nothing: for a dataset under a URL (seqstore/remote.h) the
+ *  caller passes the indices of the batches it will read next to
+ *  ss_prefetch(), as the loader does. An infinite sampler moves on
  *  to the next epoch by itself (a call may then return indices of two
  *  epochs); if its epoch length is 0 it returns SS_ITEROVER. With max = 0
  *  it returns 0 and *n = 0. Never allocates.
