@@ -133,6 +133,8 @@ struct ss_loader {
     uint64_t *start, start_cap;
     uint64_t *order_buf, order_cap, *lens_buf, lens_cap;
     uint64_t nbatches;
+    uint64_t last_rows; /* fixed size: rows of the last batch (batch_size or fewer) */
+    int remote;         /* a dataset under a URL: hint the shards of batches ahead */
     /* ring and threads */
     slot *slots;
     uint32_t nslots, prefetch;
@@ -243,20 +245,19 @@ static uint64_t global_length(const ss_loader *l) {
 }
 
 /* Fixed size: batch k is local positions [k*b, (k+1)*b) of the sampler's
- * order. Under SS_REMAINDER_INCLUDE the sampler pads the last global step
- * by repeating the order; cut this rank's share of it back to the real
- * positions (a smaller last batch, or none). */
-static int plan_fixed(ss_loader *l, uint64_t n) {
-    uint64_t bs = l->o.batch.batch_size, nb = n / bs, N = global_length(l);
+ * order, computed when the batch is filled (batch_indices()): the plan is
+ * two numbers, whatever the epoch's length. Under SS_REMAINDER_INCLUDE the
+ * sampler pads the last global step by repeating the order; cut this rank's
+ * share of it back to the real positions (a smaller last batch, or none). */
+static int plan_fixed(ss_loader *l) {
+    uint64_t bs = l->o.batch.batch_size, nb = ss_sampler_epoch_length(l->sampler) / bs, N = global_length(l);
     uint64_t R = l->world, B = R * bs, S = ss_sampler_steps_per_epoch(l->sampler);
     if (l->o.batch.remainder == SS_REMAINDER_DIVISIBLE && N % B)
         return ss__fail(SS_EINVAL,
                         "loader: %" PRIu64 " examples are not divisible by world_size * "
                         "batch_size = %" PRIu64 " (remainder policy 'divisible')",
                         N, B);
-    int rc = grow_u64(&l->start, &l->start_cap, nb + 1);
-    for (uint64_t k = 0; !rc && k <= nb; k++) l->start[k] = k * bs;
-    if (rc) return rc;
+    l->last_rows = bs;
     uint64_t rem = N - (S ? S - 1 : 0) * B; /* real positions of the last step */
     if (l->o.batch.remainder == SS_REMAINDER_INCLUDE && !l->drop_last && S && rem < B &&
         (S - 1) % l->workers == l->worker && nb) {
@@ -265,7 +266,7 @@ static int plan_fixed(ss_loader *l, uint64_t n) {
         if (real == 0)
             nb--;
         else
-            l->start[nb] = (nb - 1) * bs + real;
+            l->last_rows = real;
     }
     l->nbatches = nb;
     return 0;
@@ -282,14 +283,16 @@ static int plan_epoch(ss_loader *l, uint64_t epoch) {
     } else {
         rc = ss_sampler_set_epoch(l->sampler, epoch);
         uint64_t len = ss_sampler_epoch_length(l->sampler);
-        uint64_t **dst = l->mode == MODE_FIXED ? &l->idx : &l->order_buf;
-        uint64_t *cap = l->mode == MODE_FIXED ? &l->idx_cap : &l->order_cap;
         size_t n = 0;
-        if (!rc) rc = grow_u64(dst, cap, len);
-        if (!rc) rc = ss_sampler_next(*dst, (size_t)len, &n, l->sampler);
         if (!rc && l->mode == MODE_FIXED) {
-            rc = plan_fixed(l, n);
+            rc = plan_fixed(l);
         } else if (!rc) {
+            /* A token budget cuts the whole global order by its lengths:
+             * O(examples) here (the order, its lengths, the batcher). */
+            rc = grow_u64(&l->order_buf, &l->order_cap, len);
+            if (!rc) rc = ss_sampler_next(l->order_buf, (size_t)len, &n, l->sampler);
+        }
+        if (!rc && l->mode != MODE_FIXED) {
             rc = grow_u64(&l->lens_buf, &l->lens_cap, n);
             if (!rc)
                 rc = ss_lengths_gather(l->lens_buf, l->store, l->seq_fields, l->nseq, l->order_buf,
@@ -353,8 +356,9 @@ static int slot_rows(ss_loader *l, slot *s, uint64_t n) {
     s->ef = l->nxf ? calloc(n * nf, sizeof *s->ef) : NULL;
     s->in = l->nxf ? malloc(n * nf * sizeof *s->in) : NULL;
     s->at = l->nxf ? malloc(n * nf * sizeof *s->at) : NULL;
-    s->ix = l->ring ? malloc(n * sizeof *s->ix) : NULL;
-    if (!s->spans || (l->nxf && (!s->ef || !s->in || !s->at)) || (l->ring && !s->ix)) {
+    int own_ix = l->ring || l->mode == MODE_FIXED;
+    s->ix = own_ix ? malloc(n * sizeof *s->ix) : NULL;
+    if (!s->spans || (l->nxf && (!s->ef || !s->in || !s->at)) || (own_ix && !s->ix)) {
         s->rows_cap = 0;
         return ss__fail(SS_ENOMEM, "loader: out of memory for a batch of %" PRIu64 " rows", n);
     }
@@ -469,19 +473,35 @@ static int transform_rows(ss_loader *l, slot *s, const uint64_t *ix, uint64_t n,
     return 0;
 }
 
+/* Rows of batch g (< nbatches) of the epoch's plan. */
+static uint64_t batch_rows(const ss_loader *l, uint64_t g) {
+    if (l->mode != MODE_FIXED) return l->start[g + 1] - l->start[g];
+    return g + 1 == l->nbatches ? l->last_rows : l->o.batch.batch_size;
+}
+
+/* The store indices of batch g: fixed size, computed into buf (batch_rows()
+ * entries) from the sampler's positions; else in the plan. Pure: workers
+ * call it concurrently (the plan changes only while they are quiet). */
+static const uint64_t *batch_indices(const ss_loader *l, uint64_t g, uint64_t *buf) {
+    if (l->mode != MODE_FIXED) return l->idx + l->start[g];
+    ss__sampler_at(buf, l->sampler, g * l->o.batch.batch_size, batch_rows(l, g));
+    return buf;
+}
+
 /* Prepare batch g in slot s, everything but the collation: its rows as spans
  * of the store or, with per-example transforms, as transformed examples in
  * the slot's arena. */
 static int prepare(ss_loader *l, slot *s, uint64_t g, uint64_t epoch) {
-    const uint64_t *ix = l->idx + l->start[g];
-    uint64_t n = l->start[g + 1] - l->start[g];
+    uint64_t n = batch_rows(l, g);
     int rc = slot_rows(l, s, n);
     if (rc) return rc;
+    const uint64_t *ix = batch_indices(l, g, s->ix);
     s->batch.epoch = epoch;
     s->batch.position = g;
     s->batch.rows = n;
     s->batch.indices = ix;
-    if (l->ring) { /* the plan is replaced at set_epoch, maybe while the caller holds it */
+    if (l->ring && ix != s->ix) { /* the plan is replaced at set_epoch, maybe while the
+                                     caller holds it */
         memcpy(s->ix, ix, n * sizeof *ix);
         s->batch.indices = s->ix;
     }
@@ -527,8 +547,11 @@ static int batch_transforms(ss_loader *l, slot *s) {
 static int fill(ss_loader *l, slot *s, uint64_t g, uint64_t epoch) {
     /* A dataset under a URL starts downloading the shards of the batches
      * after this one (a hint: nothing for local stores). */
-    for (uint64_t a = g + 1; a <= g + SS_LOADER_PREFETCH_BATCHES && a < l->nbatches; a++)
-        ss_prefetch(l->store, l->idx + l->start[a], (size_t)(l->start[a + 1] - l->start[a]));
+    for (uint64_t a = g + 1; l->remote && a <= g + SS_LOADER_PREFETCH_BATCHES && a < l->nbatches;
+         a++) {
+        if (slot_rows(l, s, batch_rows(l, a))) break; /* only a hint */
+        ss_prefetch(l->store, batch_indices(l, a, s->ix), (size_t)batch_rows(l, a));
+    }
     int rc = prepare(l, s, g, epoch);
     if (rc || (l->o.into && !l->ring)) return rc;
     rc = collate_slot(l, s, l->ring ? l->ring + (size_t)(s - l->slots) * l->nf : NULL);
@@ -931,6 +954,7 @@ int ss_loader_open(ss_loader **out, const ss_store *store, const ss_loader_optio
                                  "sequence field among the output fields");
     if (!rc) rc = setup_into(l);
     if (!rc) rc = setup_order(l);
+    l->remote = ss__store_remote(store);
     if (!rc) rc = setup_slots(l);
     if (!rc) rc = plan_epoch(l, 0);
     if (!rc) {

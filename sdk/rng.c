@@ -56,3 +56,47 @@ double ss__rng_normal(ss_rng *r) {
     double u2 = ss__rng_uniform(r);
     return sqrt(-2.0 * log(u1)) * cos(6.283185307179586476925 * u2);
 }
+
+/* The SplitMix64 step (increment, then the finalizer): the Feistel rounds'
+ * function. Fixed: it defines every blend and sampler shuffle. */
+static uint64_t feistel_mix(uint64_t z) {
+    return mix64(z + SS_RNG_GOLDEN);
+}
+
+static unsigned feistel_half(uint64_t size) {
+    unsigned bits = 2;
+    while (bits < 64 && (1ull << bits) < size) bits += 2;
+    return bits / 2;
+}
+
+uint64_t ss__rng_permute(uint64_t x, uint64_t size, uint64_t key) {
+    if (size <= 1) return x;
+    unsigned h = feistel_half(size);
+    uint64_t mask = h >= 64 ? ~0ull : (1ull << h) - 1;
+    do {
+        uint64_t l = x >> h, r = x & mask;
+        for (uint64_t round = 0; round < 4; round++) {
+            uint64_t t = l ^ (feistel_mix(key ^ feistel_mix(r + round)) & mask);
+            l = r;
+            r = t;
+        }
+        x = l << h | r;
+    } while (x >= size);
+    return x;
+}
+
+uint64_t ss__rng_unpermute(uint64_t y, uint64_t size, uint64_t key) {
+    if (size <= 1) return y;
+    unsigned h = feistel_half(size);
+    uint64_t mask = h >= 64 ? ~0ull : (1ull << h) - 1;
+    do {
+        uint64_t l = y >> h, r = y & mask;
+        for (uint64_t round = 4; round-- > 0;) {
+            uint64_t t = r ^ (feistel_mix(key ^ feistel_mix(l + round)) & mask);
+            r = l;
+            l = t;
+        }
+        y = l << h | r;
+    } while (y >= size);
+    return y;
+}
