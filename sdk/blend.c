@@ -3,7 +3,6 @@
  * blending); see the blending section of sampler.h. */
 #include "internal.h"
 #include "layout.h" /* ss_le64, ss_put_le64 */
-#include "rng.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -26,6 +25,26 @@ static uint64_t mix(uint64_t z) {
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
     z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
     return z ^ (z >> 31);
+}
+
+/* A permutation of [0, size) for key: a 4-round Feistel network on the
+ * smallest even number of bits that holds size, walked until the value
+ * falls inside (fewer than 4 steps expected). */
+static uint64_t permute(uint64_t x, uint64_t size, uint64_t key) {
+    unsigned bits = 2;
+    while (bits < 64 && (1ull << bits) < size) bits += 2;
+    unsigned h = bits / 2;
+    uint64_t mask = h >= 64 ? ~0ull : (1ull << h) - 1;
+    do {
+        uint64_t l = x >> h, r = x & mask;
+        for (int round = 0; round < 4; round++) {
+            uint64_t t = l ^ (mix(key ^ mix(r + (uint64_t)round)) & mask);
+            l = r;
+            r = t;
+        }
+        x = l << h | r;
+    } while (x >= size);
+    return x;
 }
 
 static uint64_t fingerprint(const ss_blend *b) {
@@ -109,7 +128,7 @@ int ss_blend_next(uint32_t *source, uint64_t *index, ss_blend *b) {
     uint32_t j = select_next(b);
     uint64_t c = b->c[j]++, e = c / b->size[j], p = c % b->size[j];
     *source = j;
-    *index = b->shuffle ? ss__rng_permute(p, b->size[j], mix(b->seed ^ mix(j) ^ mix(e + 0x51ed))) : p;
+    *index = b->shuffle ? permute(p, b->size[j], mix(b->seed ^ mix(j) ^ mix(e + 0x51ed))) : p;
     return 0;
 }
 

@@ -57,26 +57,31 @@ double ss__rng_normal(ss_rng *r) {
     return sqrt(-2.0 * log(u1)) * cos(6.283185307179586476925 * u2);
 }
 
-/* The SplitMix64 step (increment, then the finalizer): the Feistel rounds'
- * function. Fixed: it defines every blend and sampler shuffle. */
-static uint64_t feistel_mix(uint64_t z) {
-    return mix64(z + SS_RNG_GOLDEN);
+/* Round i of the keyed bijection on halves of h bits: the top h bits of
+ * the finalizer of r XOR (key + i * G). Fixed: it defines every sampler
+ * shuffle. */
+static uint64_t feistel_round(uint64_t r, uint64_t key, uint64_t i, unsigned h) {
+    return mix64(r ^ (key + i * SS_RNG_GOLDEN)) >> (64 - h);
 }
 
-static unsigned feistel_half(uint64_t size) {
+/* Halves of h bits, 2h the smallest even number >= 2 of bits holding size;
+ * 12 rounds on halves of 1-3 bits (sizes <= 64), where few rounds leave
+ * positions measurably uneven, else 6. */
+static unsigned feistel_shape(uint64_t size, unsigned *rounds) {
     unsigned bits = 2;
     while (bits < 64 && (1ull << bits) < size) bits += 2;
+    *rounds = bits / 2 >= 4 ? 6 : 12;
     return bits / 2;
 }
 
 uint64_t ss__rng_permute(uint64_t x, uint64_t size, uint64_t key) {
     if (size <= 1) return x;
-    unsigned h = feistel_half(size);
-    uint64_t mask = h >= 64 ? ~0ull : (1ull << h) - 1;
+    unsigned rounds, h = feistel_shape(size, &rounds);
+    uint64_t mask = (1ull << h) - 1;
     do {
         uint64_t l = x >> h, r = x & mask;
-        for (uint64_t round = 0; round < 4; round++) {
-            uint64_t t = l ^ (feistel_mix(key ^ feistel_mix(r + round)) & mask);
+        for (unsigned i = 0; i < rounds; i++) {
+            uint64_t t = l ^ feistel_round(r, key, i, h);
             l = r;
             r = t;
         }
@@ -87,12 +92,12 @@ uint64_t ss__rng_permute(uint64_t x, uint64_t size, uint64_t key) {
 
 uint64_t ss__rng_unpermute(uint64_t y, uint64_t size, uint64_t key) {
     if (size <= 1) return y;
-    unsigned h = feistel_half(size);
-    uint64_t mask = h >= 64 ? ~0ull : (1ull << h) - 1;
+    unsigned rounds, h = feistel_shape(size, &rounds);
+    uint64_t mask = (1ull << h) - 1;
     do {
         uint64_t l = y >> h, r = y & mask;
-        for (uint64_t round = 4; round-- > 0;) {
-            uint64_t t = r ^ (feistel_mix(key ^ feistel_mix(l + round)) & mask);
+        for (unsigned i = rounds; i-- > 0;) {
+            uint64_t t = r ^ feistel_round(l, key, i, h);
             r = l;
             l = t;
         }
