@@ -30,7 +30,10 @@
 #include <string.h>
 
 #define STATE_MAGIC 0x315244414f4c5353ull /* "SSLOADR1" little-endian */
-#define STATE_VERSION 2 /* 1: the first 88 bytes only (no elastic resume) */
+/* 3: the sampler's SHUFFLE and BLOCK_SHUFFLE orders are per-position
+ * bijections; 2 (the same bytes) and 1 (the first 88 bytes only, no elastic
+ * resume) were saved by seqstore 0.3, whose shuffles were other orders. */
+#define STATE_VERSION 3
 #define STATE_HEAD 40     /* magic, version, epoch, position, fingerprint; then the sampler's */
 #define STATE_SAMPLER 48  /* ss_sampler_state_size() */
 #define STATE_V1_SIZE (STATE_HEAD + STATE_SAMPLER)
@@ -1255,23 +1258,44 @@ static int elastic_resume(uint64_t *pos, const ss_loader *l, const unsigned char
     return 0;
 }
 
+/* A state of seqstore 0.3 (versions 1 and 2) resumes a loader whose order
+ * did not change since: sequential, drawn with replacement or weighted, or
+ * bucket batches (their shuffles are bucket.c's, not the sampler's). Else
+ * SS_EINVAL saying why. */
+static int old_state_ok(const ss_loader *l, uint64_t version) {
+    if (version >= 3 || l->mode == MODE_BUCKET || !ss__sampler_order_changed(l->sampler)) return 0;
+    return ss__fail(SS_EINVAL,
+                    "ss_loader_state_load: a version %" PRIu64 " state, saved by seqstore 0.3, "
+                    "whose shuffled orders were other permutations (drawn whole per epoch; "
+                    "this version computes each position with a keyed bijection): it cannot "
+                    "resume this shuffled loader exactly; start the epoch again "
+                    "(ss_loader_set_epoch())",
+                    version);
+}
+
 int ss_loader_state_load(ss_loader *l, const void *buf, size_t len) {
     if (!l || !buf) return ss__fail(SS_EINVAL, "ss_loader_state_load: NULL argument");
     const unsigned char *p = buf;
     uint64_t version = len >= 16 ? ss_le64(p + 8) : 0;
-    if (len < 16 || ss_le64(p) != STATE_MAGIC || (version != 1 && version != STATE_VERSION) ||
+    if (len < 16 || ss_le64(p) != STATE_MAGIC || version < 1 || version > STATE_VERSION ||
         len != (version == 1 ? STATE_V1_SIZE : STATE_SIZE))
         return ss__fail(SS_EINVAL, "ss_loader_state_load: not a loader state (%zu bytes)", len);
+    int rc = old_state_ok(l, version);
+    if (rc) return rc;
+    /* An old state's sampler part is version 1; where the order is unchanged
+     * (old_state_ok()) it resumes as the same fields of version 2. */
+    unsigned char sampler_state[STATE_SAMPLER];
+    memcpy(sampler_state, p + STATE_HEAD, STATE_SAMPLER);
+    if (version < 3 && ss_le64(sampler_state + 8) == 1) ss_put_le64(sampler_state + 8, 2);
     int exact = ss_le64(p + 32) == l->fingerprint;
     if (!exact && version == 1)
         return ss__fail(SS_EINVAL, "ss_loader_state_load: the state belongs to a loader with "
                                    "other batching options");
     uint64_t pos = 0;
-    int rc = 0;
     pthread_mutex_lock(&l->mu);
     quiesce(l);
     if (exact) {
-        rc = ss_sampler_state_load(l->sampler, p + STATE_HEAD, STATE_SAMPLER);
+        rc = ss_sampler_state_load(l->sampler, sampler_state, STATE_SAMPLER);
         pos = ss_le64(p + 24);
     } else {
         rc = elastic_resume(&pos, l, p);

@@ -290,6 +290,49 @@ static void test_resume(const ss_store *s) {
     ss_loader_free(l);
 }
 
+/* States saved by seqstore 0.3 (loader versions 1 and 2, holding a version
+ * 1 sampler state): a loader whose order did not change since (sequential)
+ * resumes exactly; a shuffled one, whose order changed, refuses them saying
+ * why. */
+static void test_old_states(const ss_store *s) {
+    for (int shuffled = 0; shuffled < 2; shuffled++) {
+        for (uint64_t version = 1; version <= 2; version++) {
+            topts o = base_options(9);
+            o.sampler.kind = shuffled ? SS_SAMPLE_SHUFFLE : SS_SAMPLE_SEQUENTIAL;
+            o.sampler.seed = 4;
+            ss_loader *l;
+            CHECK_OK(topen(&l, s, &o));
+            const ss_loader_batch *b;
+            for (int k = 0; k < 5; k++) CHECK_OK(ss_loader_next(&b, l));
+            unsigned char st[LOADER_STATE_BYTES];
+            size_t len;
+            CHECK_OK(ss_loader_state_save(st, sizeof st, &len, l));
+            CHECK_EQ_U64(st[8], 3);
+            CHECK_EQ_U64(st[40 + 8], 2);
+            uint64_t want[40], nw = 0;
+            while (ss_loader_next(&b, l) == 0) want[nw++] = batch_hash(b);
+            ss_loader_free(l);
+            st[8] = (unsigned char)version; /* as 0.3 wrote it */
+            st[40 + 8] = 1;
+            if (version == 1) len = 88;
+            CHECK_OK(topen(&l, s, &o));
+            if (shuffled) {
+                CHECK_RC(ss_loader_state_load(l, st, len), SS_EINVAL);
+                CHECK(strstr(ss_error_message(), "seqstore 0.3") != NULL);
+                CHECK(strstr(ss_error_message(), "cannot resume") != NULL);
+                CHECK_EQ_U64(ss_loader_position(l), 0); /* unchanged */
+            } else {
+                CHECK_OK(ss_loader_state_load(l, st, len));
+                CHECK_EQ_U64(ss_loader_position(l), 5);
+                uint64_t k = 0;
+                while (ss_loader_next(&b, l) == 0) CHECK(batch_hash(b) == want[k++]);
+                CHECK_EQ_U64(k, nw);
+            }
+            ss_loader_free(l);
+        }
+    }
+}
+
 /* Two ranks: each sees the sampler's shard; together every example once. */
 static void test_sharding(const ss_store *s) {
     unsigned char seen[N] = {0};
@@ -1396,6 +1439,7 @@ int main(void) {
     test_naive_fixed(s);
     test_threads(s);
     test_resume(s);
+    test_old_states(s);
     test_sharding(s);
     test_tokens(s);
     test_elastic_fixed(s);
