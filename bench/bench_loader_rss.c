@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* bench_loader_rss.c - a rank's loader memory against the dataset's size:
  * for a store of N examples of one fixed u8 field (made here, quickly), the
- * anonymous memory (RssAnon) a shuffled fixed-size loader adds at rank 0 of
- * 8 once its first batch is out, per global example, and the time of a
- * state save and restore.
+ * anonymous memory (RssAnon) a shuffled (SHUFFLE, then BLOCK_SHUFFLE with
+ * blocks of 1024 examples and windows of 4) fixed-size loader adds at rank 0
+ * of 8 once its first batch is out, per global example, and the time of a
+ * state save, of its restore, and of the first batch after it.
  * Usage: bench_loader_rss [-d DIR] N...   (e.g. 1000000 10000000)
  * Each N runs in a child process, so that one's memory does not hide in the
  * next's. Files are deleted at the end. */
@@ -54,14 +55,15 @@ static void write_store(const char *path, uint64_t n) {
     ss_writer_free(w);
 }
 
-static void measure(const char *path, uint64_t n) {
+static void measure(const char *path, uint64_t n, ss_sampler_kind kind) {
     ss_store *s;
     if (ss_open(&s, path, 0)) die(path);
     uint64_t before = rss_anon();
     ss_loader_options lo = SS_LOADER_OPTIONS_INIT;
     ss_sampler_options so = SS_SAMPLER_OPTIONS_INIT;
     ss_batch_options bo = SS_BATCH_OPTIONS_INIT;
-    so.kind = SS_SAMPLE_SHUFFLE, so.seed = 1, so.world_size = 8, so.rank = 0;
+    so.kind = kind, so.seed = 1, so.world_size = 8, so.rank = 0;
+    if (kind == SS_SAMPLE_BLOCK_SHUFFLE) so.block_size = 1024, so.window_blocks = 4;
     bo.batch_size = 256;
     lo.sampler = &so, lo.batch = &bo;
     ss_loader *l;
@@ -78,12 +80,16 @@ static void measure(const char *path, uint64_t n) {
     double t_save = now() - t0;
     t0 = now();
     if (ss_loader_state_load(l, buf, len)) die("load");
-    if (ss_loader_next(&b, l)) die("next after load");
     double t_load = now() - t0;
-    printf("%11llu examples: loader RssAnon %9.1f MB (%.1f bytes per global example), open + "
-           "first batch %.3f s, state %zu bytes: save %.1f us, restore + next batch %.1f us\n",
-           (unsigned long long)n, (double)(after - before) / 1e6,
-           (double)(after - before) / (double)n, t_open, len, t_save * 1e6, t_load * 1e6);
+    t0 = now();
+    if (ss_loader_next(&b, l)) die("next after load");
+    double t_next = now() - t0;
+    printf("%11llu examples, %-13s: loader RssAnon %8.1f kB (%.4f bytes per global example), "
+           "open + first batch %.4f s, state %zu bytes: save %.1f us, restore %.1f us, next "
+           "batch %.1f us\n",
+           (unsigned long long)n, kind == SS_SAMPLE_SHUFFLE ? "SHUFFLE" : "BLOCK_SHUFFLE",
+           (double)(after - before) / 1e3, (double)(after - before) / (double)n, t_open, len,
+           t_save * 1e6, t_load * 1e6, t_next * 1e6);
     fflush(stdout);
     free(buf);
     ss_loader_free(l);
@@ -99,15 +105,20 @@ int main(int argc, char **argv) {
         char path[4200];
         snprintf(path, sizeof path, "%s/bench_loader_rss.%d.ss", dir, (int)getpid());
         write_store(path, n);
-        pid_t pid = fork();
-        if (pid == 0) {
-            measure(path, n);
-            _exit(0);
+        for (int k = 0; k < 2; k++) {
+            pid_t pid = fork();
+            if (pid == 0) {
+                measure(path, n, k ? SS_SAMPLE_BLOCK_SHUFFLE : SS_SAMPLE_SHUFFLE);
+                _exit(0);
+            }
+            int st;
+            waitpid(pid, &st, 0);
+            if (!WIFEXITED(st) || WEXITSTATUS(st)) {
+                unlink(path);
+                return 1;
+            }
         }
-        int st;
-        waitpid(pid, &st, 0);
         unlink(path);
-        if (!WIFEXITED(st) || WEXITSTATUS(st)) return 1;
     }
     return 0;
 }

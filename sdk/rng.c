@@ -68,10 +68,10 @@ static uint64_t feistel_round(uint64_t r, uint64_t key, uint64_t i, unsigned h) 
  * 12 rounds on halves of 1-3 bits (sizes <= 64), where few rounds leave
  * positions measurably uneven, else 6. */
 static unsigned feistel_shape(uint64_t size, unsigned *rounds) {
-    unsigned bits = 2;
-    while (bits < 64 && (1ull << bits) < size) bits += 2;
-    *rounds = bits / 2 >= 4 ? 6 : 12;
-    return bits / 2;
+    unsigned bits = 64 - (unsigned)__builtin_clzll(size - 1); /* size >= 2: 2^bits >= size */
+    unsigned h = bits <= 2 ? 1 : (bits + 1) / 2;
+    *rounds = h >= 4 ? 6 : 12;
+    return h;
 }
 
 uint64_t ss__rng_permute(uint64_t x, uint64_t size, uint64_t key) {

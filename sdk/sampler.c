@@ -121,22 +121,41 @@ static uint64_t group_of(const ss_sampler *s, uint64_t q) {
     return lo;
 }
 
+/* The window of BLOCK_SHUFFLE positions last looked up, kept by the
+ * caller of a run of positions: consecutive positions of a rank's batch
+ * mostly share one window, whose bounds and key are then found once. */
+enum { WINDOW_CACHE_SLOTS = 8 };
+typedef struct window_cache {
+    uint64_t ws, we; /* its positions [ws, we); we == 0: none yet */
+    uint64_t key;
+    uint64_t a, ns;                     /* its slots [a, a + ns) */
+    uint64_t blk[WINDOW_CACHE_SLOTS];   /* their blocks, when ns <= WINDOW_CACHE_SLOTS */
+} window_cache;
+
 /* The epoch's BLOCK_SHUFFLE order (see sampler.h), at position p: inside
  * group g the blocks are permuted (stream "blks" of H(seed, epoch, g));
  * slots [g0 + tM, g0 + (t+1)M) of the group form a window, numbered over
  * the epoch, whose positions are permuted (stream "wind" of
  * H(seed, epoch, w)). Returns the grouped position of the example there.
- * Pure: workers call it concurrently. */
-static uint64_t block_at(const ss_sampler *s, uint64_t p) {
-    uint64_t M = s->o.window_blocks, q = slot_of(s, p), g = group_of(s, q);
-    uint64_t g0 = group_begin(s, g), g1 = group_end(s, g), t = (q - g0) / M;
-    uint64_t a = g0 + t * M, e = g1 - a > M ? a + M : g1;
-    uint64_t w = (s->gwin ? s->gwin[g] : 0) + t;
-    uint64_t ws = slot_first(s, a), we = slot_first(s, e);
-    uint64_t x = ws + ss__rng_permute(p - ws, we - ws,
-                                      perm_key(ss__rng_hash(s->o.seed, s->epoch, w), STREAM_WINDOW));
+ * Pure but for *wc: workers call it concurrently, each with its own cache. */
+static uint64_t block_at(const ss_sampler *s, uint64_t p, window_cache *wc) {
+    if (!(p >= wc->ws && p < wc->we)) {
+        uint64_t M = s->o.window_blocks, q = slot_of(s, p), g = group_of(s, q);
+        uint64_t g0 = group_begin(s, g), g1 = group_end(s, g), t = (q - g0) / M;
+        uint64_t a = g0 + t * M, e = g1 - a > M ? a + M : g1;
+        uint64_t w = (s->gwin ? s->gwin[g] : 0) + t;
+        wc->ws = slot_first(s, a);
+        wc->we = slot_first(s, e);
+        wc->key = perm_key(ss__rng_hash(s->o.seed, s->epoch, w), STREAM_WINDOW);
+        wc->a = a;
+        wc->ns = e - a;
+        for (uint64_t i = 0; i < wc->ns && wc->ns <= WINDOW_CACHE_SLOTS; i++)
+            wc->blk[i] = slot_block(s, a + i);
+    }
+    uint64_t x = wc->ws + ss__rng_permute(p - wc->ws, wc->we - wc->ws, wc->key);
     uint64_t qx = slot_of(s, x);
-    return block_begin(s, slot_block(s, qx)) + (x - slot_first(s, qx));
+    uint64_t blk = wc->ns <= WINDOW_CACHE_SLOTS ? wc->blk[qx - wc->a] : slot_block(s, qx);
+    return block_begin(s, blk) + (x - slot_first(s, qx));
 }
 
 /* The block order of the current epoch: its key, and with arrays the block
@@ -174,12 +193,12 @@ static uint64_t sel_at(const ss_sampler *s, uint64_t i) {
 }
 
 /* Store index at global position p (p < n) of the current epoch. */
-static uint64_t global_at(const ss_sampler *s, uint64_t p) {
+static uint64_t global_at(const ss_sampler *s, uint64_t p, window_cache *wc) {
     switch (s->o.kind) {
     case SS_SAMPLE_SHUFFLE:
         return sel_at(s, ss__rng_permute(p, s->n, s->key));
     case SS_SAMPLE_BLOCK_SHUFFLE: {
-        uint64_t x = block_at(s, p);
+        uint64_t x = block_at(s, p, wc);
         return sel_at(s, s->base ? s->base[x] : x);
     }
     case SS_SAMPLE_REPLACEMENT: {
@@ -586,7 +605,8 @@ int ss__sampler_order_changed(const ss_sampler *s) {
 }
 
 void ss__sampler_at(uint64_t *out, const ss_sampler *s, uint64_t q0, uint64_t n) {
-    for (uint64_t i = 0; i < n; i++) out[i] = global_at(s, local_to_global(s, q0 + i));
+    window_cache wc = {0};
+    for (uint64_t i = 0; i < n; i++) out[i] = global_at(s, local_to_global(s, q0 + i), &wc);
 }
 
 int ss_sampler_next(uint64_t *out_indices, size_t max, size_t *n, ss_sampler *s) {
@@ -594,14 +614,16 @@ int ss_sampler_next(uint64_t *out_indices, size_t max, size_t *n, ss_sampler *s)
     if (!s || !n || (max && !out_indices))
         return ss__fail(SS_EINVAL, "ss_sampler_next: NULL argument");
     size_t k = 0;
+    window_cache wc = {0};
     while (k < max) {
         if (s->pos == s->local_len) {
             if (!s->o.infinite || s->local_len == 0) break;
             s->epoch++;
             s->pos = 0;
             make_epoch(s);
+            wc.we = 0; /* another epoch, other windows */
         }
-        out_indices[k++] = global_at(s, local_to_global(s, s->pos));
+        out_indices[k++] = global_at(s, local_to_global(s, s->pos), &wc);
         s->pos++;
     }
     *n = k;
