@@ -74,6 +74,103 @@ static int open_token_loader(ss_loader **out, const ss_store *s, ss_sampler_kind
     return ss_loader_open(out, s, &lo);
 }
 
+/* Shard k of example i (first[] the shards' first examples). */
+static uint32_t shard_of(const uint64_t *first, uint32_t nshards, uint64_t i) {
+    uint32_t k = 0;
+    while (k + 1 < nshards && first[k + 1] <= i) k++;
+    return k;
+}
+
+typedef struct fifo {
+    uint32_t ring[64], held, oldest, live;
+} fifo;
+
+static int fifo_has(const fifo *f, uint32_t k) {
+    for (uint32_t j = 0; j < f->held; j++)
+        if (f->ring[(f->oldest + j) % f->live] == k) return 1;
+    return k == 0; /* shard 0 is never closed */
+}
+
+static void fifo_open(fifo *f, uint32_t k) {
+    if (f->held == f->live) f->oldest = (f->oldest + 1) % f->live, f->held--;
+    f->ring[(f->oldest + f->held++) % f->live] = k;
+}
+
+/* The most opens a dataset whose budget keeps `live` shards open besides
+ * shard 0 (closing the one opened longest ago for another) makes for
+ * batches whose shards are seq[start[b] .. start[b + 1]), read batch after
+ * batch in any order within a batch: at worst a batch opens the shards it
+ * lacks first, and then again those of its other shards that this closed. */
+static uint64_t fifo_opens(const uint32_t *seq, const uint64_t *start, uint64_t nb,
+                           uint32_t live) {
+    fifo f = {{0}, 0, 0, live};
+    uint64_t opens = 0;
+    for (uint64_t b = 0; b < nb; b++) {
+        char lacking[64] = {0}, seen[64] = {0};
+        for (uint64_t i = start[b]; i < start[b + 1]; i++) lacking[seq[i]] = !fifo_has(&f, seq[i]);
+        for (int pass = 0; pass < 2; pass++)
+            for (uint64_t i = start[b]; i < start[b + 1]; i++) {
+                uint32_t k = seq[i];
+                if (seen[k] > pass || lacking[k] != !pass) continue;
+                seen[k] = (char)(pass + 1);
+                if (!fifo_has(&f, k)) opens++, fifo_open(&f, k);
+            }
+    }
+    return opens;
+}
+
+/* A rank's fixed-size block-shuffled epoch (4 ranks, every example, one
+ * worker) opens exactly the shards its batches hold; under a budget of 16
+ * open shards (11 besides shard 0 and the 4 retired ones, whose maps keep a
+ * batch's rows from up to 4 shards valid: a window of 2 blocks of 40
+ * examples spans at most 4), no more than the budget's rule makes for its
+ * batches read in order: a shard is opened again only after 11 others were
+ * opened since. */
+static void fixed_block_opens(const char *dir, const uint64_t *first, uint32_t nshards,
+                              uint32_t rank, const char *budget) {
+    if (budget) CHECK(setenv("SS_MAX_OPEN_SHARDS", budget, 1) == 0);
+    ss_store *d;
+    CHECK_OK(ss_open(&d, dir, 0));
+    if (budget) CHECK(unsetenv("SS_MAX_OPEN_SHARDS") == 0);
+    uint64_t at_open = ss__dataset_shard_opens(d);
+    ss_loader_options lo = SS_LOADER_OPTIONS_INIT;
+    ss_sampler_options so = SS_SAMPLER_OPTIONS_INIT;
+    ss_batch_options bo = SS_BATCH_OPTIONS_INIT;
+    so.kind = SS_SAMPLE_BLOCK_SHUFFLE, so.seed = 3, so.block_size = 40, so.window_blocks = 2;
+    so.world_size = 4, so.rank = rank;
+    bo.batch_size = 8;
+    lo.sampler = &so, lo.batch = &bo, lo.threads = 1;
+    ss_loader *l;
+    CHECK_OK(ss_loader_open(&l, d, &lo));
+    uint64_t n = ss_count(d), k = 0;
+    uint32_t *seq = malloc(n * sizeof *seq);
+    uint64_t *start = malloc((n + 1) * sizeof *start), nb = 0;
+    char *need = calloc(nshards, 1);
+    const ss_loader_batch *b;
+    int rc;
+    start[0] = 0;
+    while ((rc = ss_loader_next(&b, l)) == 0) {
+        for (uint64_t i = 0; i < b->rows; i++) {
+            CHECK(k < n);
+            seq[k] = shard_of(first, nshards, b->indices[i]);
+            need[seq[k++]] = 1;
+        }
+        start[++nb] = k;
+    }
+    CHECK_RC(rc, SS_ITEROVER);
+    uint64_t opens = ss__dataset_shard_opens(d) - at_open, needed = 0;
+    for (uint32_t s = 0; s < nshards; s++) needed += need[s] && s != 0;
+    if (!budget)
+        CHECK_EQ_U64(opens, needed);
+    else
+        CHECK(opens >= needed && opens <= fifo_opens(seq, start, nb, 11));
+    ss_loader_free(l);
+    ss_close(d);
+    free(seq);
+    free(start);
+    free(need);
+}
+
 /* A shard replaced by a truncated copy: the loader's planning (no stored
  * lengths, so it asks the shards) fails at once naming the shard, after one
  * attempt to open it, and every later read of it fails the same way without
@@ -225,6 +322,8 @@ static void test_opens_per_rank(void) {
         CHECK(ss__dataset_shard_opens(d) <= 2);
         ss_loader_free(l);
         ss_close(d);
+        fixed_block_opens(dir, first, N, rank, NULL);
+        fixed_block_opens(dir, first, N, rank, "16");
     }
     ss_selection_free(sel);
 }
