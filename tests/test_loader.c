@@ -5,6 +5,7 @@
  * elastic resume with other ranks and workers; infinite epochs; clean free
  * mid-epoch; errors; ss_loader_next_into() against ss_loader_next(). */
 #include "seqstore.h"
+#include "loader_internal.h"
 #include "testutil.h"
 
 #include <stdatomic.h>
@@ -396,10 +397,20 @@ static void check_dealt(const ss_store *s, ss_loader *l, ss_batcher *bt, uint32_
     CHECK_RC(ss_loader_next(&b, l), SS_ITEROVER);
 }
 
+/* The token-budget plan streams the global order in chunks: any chunk size
+ * gives the batches of one ss_batcher_create() over the whole order, dealt
+ * to ranks (chunks of 5 and 13 examples end inside batches; 65536 holds
+ * the epoch), with examples skipped as too long and batch size multiples. */
 static void test_tokens(const ss_store *s) {
-    for (uint32_t rank = 0; rank < 2; rank++) {
+    static const uint64_t chunks[] = {65536, 5, 13, 64};
+    for (int v = 0; v < 3 * 4 * 2; v++) { /* options variant x chunk x rank */
+        int variant = v / 8;
+        uint32_t rank = (uint32_t)(v % 2);
+        ss__loader_plan_chunk = chunks[v / 2 % 4];
         topts o = base_options(0);
-        o.batch.max_tokens = 120;
+        o.batch.max_tokens = variant == 1 ? 30 : variant == 2 ? 200 : 120;
+        o.batch.skip_too_long = variant == 1;
+        o.batch.batch_size_multiple = variant == 2 ? 4 : 0;
         o.sampler.kind = SS_SAMPLE_SHUFFLE;
         o.sampler.seed = 8;
         o.sampler.world_size = 2;
@@ -428,13 +439,15 @@ static void test_tokens(const ss_store *s) {
             }
             ss_batcher *bt;
             CHECK_OK(ss_batcher_create(&bt, order, lens, n, &o.batch));
-            check_dealt(s, l, bt, 2, rank, o.sampler.drop_last, 120);
+            if (variant == 1) CHECK(ss_batcher_skipped(bt) > 0);
+            check_dealt(s, l, bt, 2, rank, o.sampler.drop_last, o.batch.max_tokens);
             ss_batcher_free(bt);
             ss_sampler_free(sm);
             ss_selection_free(all);
         }
         ss_loader_free(l);
     }
+    ss__loader_plan_chunk = 65536;
 }
 
 static void test_bucket(const char *path) {
