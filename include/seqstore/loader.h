@@ -24,13 +24,17 @@
  *  - token budget (batch.max_tokens > 0): at the start of the epoch, on the
  *    calling thread, the sampler's global order (one rank) is cut by
  *    ss_batcher_create() with lengths = the largest length over the
- *    output's sequence fields. This is O(N) for N examples in the global
- *    order, on every rank: the order and its lengths (8 bytes each per
- *    example, kept for the next epoch), the batcher's copy of both (16
- *    bytes per example, freed once dealt) and this rank's batches (8 bytes
- *    per example of its share). Restoring a state replans the epoch.
+ *    output's sequence fields. The order is streamed through in chunks of
+ *    65536 examples (the greedy cut does not depend on where it starts
+ *    among batch boundaries) and of the global batches only this rank's
+ *    and worker's are kept, as 24 bytes each (their positions in the order;
+ *    the indices are computed again when a batch is filled): memory is
+ *    about 2 MB for the chunk plus 24 bytes per batch of this rank. The
+ *    time is O(N) for N examples in the global order, on every rank, at
+ *    each epoch's start and at each restore of a state.
  *  - bucket (`bucket` names a stored bucket index): at the start of the
- *    epoch, O(N) as above, ss_bucket_batches() with
+ *    epoch, O(N) in time and memory (the whole list of batches, 8 bytes
+ *    per example, then this rank's share), ss_bucket_batches() with
  *    shuffle = (sampler kind != SEQUENTIAL), seed and epoch (only the kinds
  *    SEQUENTIAL and SHUFFLE are accepted); batch.remainder applies inside
  *    each bucket.
@@ -305,8 +309,8 @@ SS_API int ss_loader_state_save(void *buf, size_t cap, size_t *len, const ss_loa
  *
  *  Same options: the loader must have the same store, selection and options,
  *  and continues where the saved one stopped. Restoring costs what starting
- *  the epoch costs: O(1) for fixed-size batches (no replanning), O(N) with
- *  a token budget or buckets.
+ *  the epoch costs: O(1) for fixed-size batches (no replanning), O(N) time
+ *  with a token budget or buckets.
  *
  *  States of seqstore 0.3 (versions 1, of 88 bytes, and 2): their shuffled
  *  orders (SHUFFLE, BLOCK_SHUFFLE) were other permutations than this
