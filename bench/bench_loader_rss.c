@@ -12,6 +12,7 @@
  * next's. Files are deleted at the end. */
 #include "seqstore.h"
 
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,6 +42,13 @@ static uint64_t rss_anon(void) {
     return kb * 1024;
 }
 
+/* Heap bytes in use (malloc's arenas and its own maps): what the loader
+ * allocates, without the pages the heap held already. */
+static uint64_t heap_used(void) {
+    struct mallinfo2 m = mallinfo2();
+    return (uint64_t)m.uordblks + (uint64_t)m.hblkhd;
+}
+
 static void write_store(const char *path, uint64_t n) {
     ss_field f[2] = {{"x", SS_U8, 0, 0, {0}}, {"t", SS_U8, 1, 0, {0}}};
     ss_schema sc = {2, f};
@@ -60,7 +68,7 @@ static void write_store(const char *path, uint64_t n) {
 static void measure(const char *path, uint64_t n, ss_sampler_kind kind, int tokens) {
     ss_store *s;
     if (ss_open(&s, path, 0)) die(path);
-    uint64_t before = rss_anon();
+    uint64_t before = rss_anon(), heap0 = heap_used();
     ss_loader_options lo = SS_LOADER_OPTIONS_INIT;
     ss_sampler_options so = SS_SAMPLER_OPTIONS_INIT;
     ss_batch_options bo = SS_BATCH_OPTIONS_INIT;
@@ -79,7 +87,7 @@ static void measure(const char *path, uint64_t n, ss_sampler_kind kind, int toke
     const ss_loader_batch *b;
     if (ss_loader_next(&b, l)) die("next");
     double t_open = now() - t0;
-    uint64_t after = rss_anon();
+    uint64_t after = rss_anon(), heap = heap_used() - heap0;
     size_t cap = ss_loader_state_size(l), len;
     void *buf = malloc(cap);
     t0 = now();
@@ -92,11 +100,12 @@ static void measure(const char *path, uint64_t n, ss_sampler_kind kind, int toke
     if (ss_loader_next(&b, l)) die("next after load");
     double t_next = now() - t0;
     printf("%11llu examples, %-13s: loader RssAnon %8.1f kB (%.4f bytes per global example), "
-           "open + first batch %.4f s, state %zu bytes: save %.1f us, restore %.1f us, next "
-           "batch %.1f us\n",
+           "heap %.1f kB, open + first batch %.4f s, state %zu bytes: save %.1f us, restore "
+           "%.1f us, next batch %.1f us\n",
            (unsigned long long)n,
            tokens ? "tokens" : kind == SS_SAMPLE_SHUFFLE ? "SHUFFLE" : "BLOCK_SHUFFLE",
-           (double)(after - before) / 1e3, (double)(after - before) / (double)n, t_open, len,
+           (double)(after - before) / 1e3, (double)(after - before) / (double)n,
+           (double)heap / 1e3, t_open, len,
            t_save * 1e6, t_load * 1e6, t_next * 1e6);
     fflush(stdout);
     free(buf);
