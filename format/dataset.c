@@ -67,7 +67,11 @@ struct ss_dataset {
      * a ring of `live` entries; the closed ones not yet unmapped, a ring of
      * `grace` entries. Under the store's lock. */
     uint32_t live, grace;
-    uint32_t *opened, nopened, opened_head;
+    uint32_t *opened, nopened, opened_head, opened_cap; /* cap >= live: pinned shards */
+    /* Per shard, the collations reading its views now (ss__store_pin());
+     * a pinned shard is never closed to make room. NULL while the views are
+     * stable (every shard fits the budget). Atomic. */
+    uint32_t *pins;
     ss_store **retired;
     uint32_t nretired, retired_head;
 };
@@ -188,36 +192,87 @@ int ss__store_remote(const ss_store *s) {
     return s && s->ds && s->ds->remote;
 }
 
-/* Make room for one more open shard (under the store's lock): the oldest
- * opened is unpublished and retired; the oldest retired is closed. */
-static int ds_make_room(ss_dataset *ds) {
-    if (!ds->opened) {
-        ds->opened = malloc((size_t)ds->live * sizeof *ds->opened);
-        ds->retired = malloc((size_t)(ds->grace ? ds->grace : 1) * sizeof *ds->retired);
-        if (!ds->opened || !ds->retired) return ss__fail(SS_ENOMEM, "out of memory");
-    }
-    if (ds->nopened < ds->live) return 0;
-    uint32_t victim = ds->opened[ds->opened_head];
-    ds->opened_head = (ds->opened_head + 1) % ds->live;
-    ds->nopened--;
-    ss_store *old = ds->slot[victim].store;
-    __atomic_store_n(&ds->slot[victim].store, NULL, __ATOMIC_RELEASE);
-    if (!ds->grace) {
-        ss_close(old);
-        return 0;
-    }
-    if (ds->nretired == ds->grace) {
-        ss_close(ds->retired[ds->retired_head]);
-        ds->retired_head = (ds->retired_head + 1) % ds->grace;
-        ds->nretired--;
-    }
-    ds->retired[(ds->retired_head + ds->nretired++) % ds->grace] = old;
+/* Count shard `k` (not 0) among the open ones, the newest (after
+ * ds_make_room(), which leaves room in the ring). */
+static void ds_note_open(ss_dataset *ds, uint32_t k) {
+    ds->opened[(ds->opened_head + ds->nopened++) % ds->opened_cap] = k;
+}
+
+/* Every open shard is pinned: hold one more than the budget (the ring, in
+ * order from its head, in twice the room). */
+static int ds_grow_ring(ss_dataset *ds) {
+    uint32_t cap = ds->opened_cap * 2, *ring = malloc((size_t)cap * sizeof *ring);
+    if (!ring) return ss__fail(SS_ENOMEM, "out of memory");
+    for (uint32_t j = 0; j < ds->nopened; j++)
+        ring[j] = ds->opened[(ds->opened_head + j) % ds->opened_cap];
+    free(ds->opened);
+    ds->opened = ring;
+    ds->opened_head = 0;
+    ds->opened_cap = cap;
     return 0;
 }
 
-/* Count shard `k` (not 0) among the open ones, after ds_make_room(). */
-static void ds_note_open(ss_dataset *ds, uint32_t k) {
-    ds->opened[(ds->opened_head + ds->nopened++) % ds->live] = k;
+/* Unpublish the oldest open shard unless a collation pins it; then it is
+ * kept as the newest and 0 returned. The pin and this check are ordered
+ * both ways (seq_cst fences, ss__store_pin()): a collation that pinned the
+ * shard either is seen here or finds it unpublished and opens it again. */
+static ss_store *ds_take_oldest(ss_dataset *ds) {
+    uint32_t victim = ds->opened[ds->opened_head];
+    ds->opened_head = (ds->opened_head + 1) % ds->opened_cap;
+    ds->nopened--;
+    ss_store *old = ds->slot[victim].store;
+    __atomic_store_n(&ds->slot[victim].store, NULL, __ATOMIC_RELAXED);
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    if (ds->pins && __atomic_load_n(&ds->pins[victim], __ATOMIC_RELAXED)) {
+        __atomic_store_n(&ds->slot[victim].store, old, __ATOMIC_RELEASE);
+        ds_note_open(ds, victim);
+        return NULL;
+    }
+    return old;
+}
+
+/* Make room for one more open shard (under the store's lock): the oldest
+ * opened that no collation pins is unpublished and retired; the oldest
+ * retired is closed. With every open shard pinned the budget is exceeded
+ * (a batch reads from more shards than it allows) rather than a view
+ * being unmapped under a reader. */
+static int ds_make_room(ss_dataset *ds) {
+    if (!ds->opened) {
+        ds->opened_cap = ds->live;
+        ds->opened = malloc((size_t)ds->opened_cap * sizeof *ds->opened);
+        ds->retired = malloc((size_t)(ds->grace ? ds->grace : 1) * sizeof *ds->retired);
+        if (!ds->opened || !ds->retired) return ss__fail(SS_ENOMEM, "out of memory");
+    }
+    /* back under the budget once the pins allow (it may have been exceeded) */
+    for (uint32_t tries = ds->nopened; ds->nopened >= ds->live && tries; tries--) {
+        ss_store *old = ds_take_oldest(ds);
+        if (!old) continue;
+        if (!ds->grace) {
+            ss_close(old);
+            continue;
+        }
+        if (ds->nretired == ds->grace) {
+            ss_close(ds->retired[ds->retired_head]);
+            ds->retired_head = (ds->retired_head + 1) % ds->grace;
+            ds->nretired--;
+        }
+        ds->retired[(ds->retired_head + ds->nretired++) % ds->grace] = old;
+    }
+    return ds->nopened < ds->opened_cap ? 0 : ds_grow_ring(ds);
+}
+
+void ss__store_pin(const ss_store *s, const void *examples, size_t n, size_t stride,
+                   int delta) {
+    const ss_dataset *ds = s ? s->ds : NULL;
+    if (!ds || !ds->pins) return;
+    uint64_t count = ds->first[ds->nshards];
+    for (size_t i = 0; i < n; i++) {
+        uint64_t ex;
+        memcpy(&ex, (const unsigned char *)examples + i * stride, sizeof ex);
+        if (ex < count)
+            __atomic_fetch_add(&ds->pins[ds_lookup(ds, ex)], (uint32_t)delta, __ATOMIC_RELAXED);
+    }
+    if (delta > 0) __atomic_thread_fence(__ATOMIC_SEQ_CST); /* before any view is taken */
 }
 
 /* Shard `k`, opened and checked against the manifest on first use; a shard
@@ -391,6 +446,8 @@ int ss__dataset_open_at(ss_store **out, const char *path, const char *shown, uns
     if (!rc) rc = ds_tables(s);
     if (!rc) rc = ss__sections_open(&ds->sections, ds->dir, &ds->m, flags);
     if (!rc) rc = ds_attr_table(s);
+    if (!rc && !ss__dataset_views_stable(s) && !(ds->pins = calloc(ds->nshards, sizeof *ds->pins)))
+        rc = ss__fail(SS_ENOMEM, "out of memory");
     if (rc) {
         ss_close(s);
         return ss__context(rc, "open dataset '%s'", shown);
@@ -405,6 +462,7 @@ void ss__dataset_close(ss_store *s) {
     for (uint32_t j = 0; j < ds->nretired; j++)
         ss_close(ds->retired[(ds->retired_head + j) % ds->grace]);
     free(ds->opened);
+    free(ds->pins);
     free(ds->retired);
     for (uint32_t f = 0; f < SS_MAX_FIELDS; f++) free(ds->rows[f]);
     for (uint32_t k = 0; ds->fail_msg && k < ds->nshards; k++) free(ds->fail_msg[k]);

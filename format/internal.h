@@ -65,5 +65,15 @@ int ss__sections_count(uint64_t *count, const char *path, const ss_writer *w);
 /* 1 for a dataset under a URL (its shards are downloaded: ss_prefetch()
  * helps), 0 for anything else and NULL. */
 int ss__store_remote(const ss_store *s);
+/* Pin (delta 1) or unpin (delta -1) the shards of the n examples at
+ * `examples` (a uint64_t each, `stride` bytes apart) of a dataset whose
+ * views are not stable, around a collation that holds views
+ * of several examples at once: a pinned shard is not closed to make room
+ * for others (the open budget is exceeded instead), so the views stay
+ * valid until unpinned. Pin before taking the views; unpin the same
+ * examples. Nothing for a store file, a dataset within its budget, or an
+ * index out of range. Thread-safe. */
+void ss__store_pin(const ss_store *s, const void *examples, size_t n, size_t stride,
+                   int delta);
 
 #endif

@@ -1131,8 +1131,15 @@ static int collate(ss_collator *c, const ss_span *spans, const ss_collate_input 
                    size_t n_rows, const ss_collate_buffers *buffers, ss_collated_batch *out) {
     int rc = row_arrays(c, n_rows);
     if (rc) return rc;
-    if (c->team_next && n_rows >= 2) return collate_team(c, spans, inputs, n_rows, buffers, out);
-    return collate_plain(c, spans, inputs, n_rows, buffers, out);
+    /* the views of every row are held until the rows are written: a dataset
+     * with more shards than its open budget keeps their shards open */
+    if (spans) ss__store_pin(c->s, &spans[0].example, n_rows, sizeof *spans, 1);
+    if (c->team_next && n_rows >= 2)
+        rc = collate_team(c, spans, inputs, n_rows, buffers, out);
+    else
+        rc = collate_plain(c, spans, inputs, n_rows, buffers, out);
+    if (spans) ss__store_pin(c->s, &spans[0].example, n_rows, sizeof *spans, -1);
+    return rc;
 }
 
 int ss_collator_collate_into(ss_collated_batch *out, ss_collator *c, const ss_span *rows,

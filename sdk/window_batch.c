@@ -108,7 +108,18 @@ static void convert_row(const ss_window_reader *r, uint8_t *data, uint32_t size,
     for (uint64_t t = n; t < r->W; t++) memset(data + (t * size + row) * orow, 0, orow);
 }
 
+static int collate_pinned(ss_window_reader *r, ss__wslot *sl);
+
+/* The views of every row are held until the rows are converted: a dataset
+ * with more shards than its open budget keeps their shards open. */
 int ss__window_collate(ss_window_reader *r, ss__wslot *sl) {
+    ss__store_pin(r->store, sl->example, sl->b.size, sizeof *sl->example, 1);
+    int rc = collate_pinned(r, sl);
+    ss__store_pin(r->store, sl->example, sl->b.size, sizeof *sl->example, -1);
+    return rc;
+}
+
+static int collate_pinned(ss_window_reader *r, ss__wslot *sl) {
     uint32_t size = sl->b.size;
     /* views first, in this thread, so that an error keeps its message */
     for (uint32_t row = 0; row < size; row++) {

@@ -505,11 +505,89 @@ static void test_many_shards(void) {
     CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
+/* A batch whose rows come from more shards than the open budget keeps
+ * mapped (its grace): every shuffled batch of 64 rows of a 16-shard dataset
+ * under SS_MAX_OPEN_SHARDS=8 (5 open, 2 in grace) needs up to 16 shards at
+ * once, from 2 workers. The collated rows must be the stored ones: the
+ * shards of a batch being collated stay open (before, the collator read a
+ * view of a shard closed meanwhile: a crash, or another shard's bytes). The
+ * window reader's batches, likewise. */
+static void test_batch_wider_than_budget(void) {
+    const char *dir = ss_test_keep_path("wide.ds");
+    make_dataset(dir, 16);
+    ss_store *ref, *d;
+    CHECK_OK(ss_open(&ref, dir, 0));
+    CHECK(setenv("SS_MAX_OPEN_SHARDS", "8", 1) == 0);
+    CHECK_OK(ss_open(&d, dir, 0));
+    CHECK(unsetenv("SS_MAX_OPEN_SHARDS") == 0);
+    CHECK(!ss_views_stable(d));
+    ss_loader_options lo = SS_LOADER_OPTIONS_INIT;
+    ss_sampler_options so = SS_SAMPLER_OPTIONS_INIT;
+    ss_batch_options bo = SS_BATCH_OPTIONS_INIT;
+    ss_collate_field cf = SS_COLLATE_FIELD_INIT;
+    so.kind = SS_SAMPLE_SHUFFLE, so.seed = 9;
+    bo.batch_size = 64;
+    cf.layout = SS_LAYOUT_BATCH_MAJOR;
+    lo.sampler = &so, lo.batch = &bo, lo.fields = &cf, lo.nfields = 1, lo.threads = 2;
+    ss_loader *l;
+    CHECK_OK(ss_loader_open(&l, d, &lo));
+    const ss_loader_batch *b;
+    uint64_t rows = 0;
+    int rc;
+    while ((rc = ss_loader_next(&b, l)) == 0) {
+        const ss_collated *c = &b->data.fields[0];
+        for (uint64_t r = 0; r < b->rows; r++) {
+            ss_view v;
+            CHECK_OK(ss_get(&v, ref, 0, b->indices[r]));
+            CHECK_EQ_U64(c->lengths[r], v.length);
+            CHECK(memcmp((const uint8_t *)c->data + r * c->steps * v.row_bytes, v.data,
+                         v.length * v.row_bytes) == 0);
+            rows++;
+        }
+    }
+    CHECK_RC(rc, SS_ITEROVER);
+    CHECK_EQ_U64(rows, ss_count(ref));
+    ss_loader_free(l);
+    /* 48 windows a batch drawn from the whole dataset, collated in the call
+     * and ahead by the reader's thread (a fresh handle: the loader's batches
+     * held every shard at once, which stay open until others are needed) */
+    for (uint32_t ahead = 0; ahead < 2; ahead++) {
+        ss_close(d);
+        CHECK(setenv("SS_MAX_OPEN_SHARDS", "8", 1) == 0);
+        CHECK_OK(ss_open(&d, dir, 0));
+        CHECK(unsetenv("SS_MAX_OPEN_SHARDS") == 0);
+        ss_window_options wo = SS_WINDOW_OPTIONS_INIT;
+        wo.window = 3, wo.lanes = 48, wo.mode = SS_WINDOW_RANDOM, wo.seed = 4;
+        wo.epoch_windows = 48 * 40, wo.prefetch = ahead;
+        ss_window_reader *w;
+        CHECK_OK(ss_window_reader_open(&w, d, &wo));
+        const ss_window_batch *wb;
+        uint64_t windows = 0;
+        while ((rc = ss_window_reader_next(&wb, w)) == 0) {
+            for (uint32_t r = 0; r < wb->size; r++) {
+                ss_view v;
+                CHECK_OK(ss_get_range(&v, ref, 0, wb->example[r], wb->start[r],
+                                      wb->start[r] + 3));
+                CHECK(memcmp((const uint8_t *)wb->data + r * 3 * v.row_bytes, v.data,
+                             3 * v.row_bytes) == 0);
+                windows++;
+            }
+            CHECK_OK(ss_window_reader_register(w, wb, NULL));
+        }
+        CHECK_RC(rc, SS_ITEROVER);
+        CHECK_EQ_U64(windows, 48 * 40);
+        ss_window_reader_free(w);
+    }
+    ss_close(d);
+    ss_close(ref);
+}
+
 int main(void) {
     signal(SIGALRM, on_alarm);
     test_bad_shard_fails_once();
     test_info_missing_shard();
     test_opens_per_rank();
+    test_batch_wider_than_budget();
     test_many_shards();
     return 0;
 }
