@@ -215,20 +215,30 @@ static int build(ss_lm *lm) {
     return 0;
 }
 
-/* The stored draws when there are (only the sample index is walked), else
- * build(). */
-static int from_stored(ss_lm *lm, const char *field, int use_stored) {
-    int rc = use_stored ? ss__lm_stored_find(lm, field) : SS_ENOTFOUND;
-    if (rc == SS_ENOTFOUND) return build(lm);
-    if (rc) return rc;
-    /* split_documents: counted as the sample index walk counts it */
-    for (uint64_t k = 1; k < lm->nsamples; k++) {
-        int64_t di = lm->sample[2 * k], off = lm->sample[2 * k + 1];
-        if (off > 0 && off < (int64_t)lm->sizes[lm->doc[di]] - 1 &&
-            (k == 1 || lm->sample[2 * k - 2] != di || lm->sample[2 * k - 1] == 0))
-            lm->split++;
+/* The stored index when there is one for these documents, else build().
+ * The stored one needs no lengths when the store's lengths section is the
+ * one it was built from: T then comes from the header (O(1) in the
+ * documents), and reads take each length from the store's index. */
+static int from_stored(ss_lm *lm, const ss_store *s, const char *field, int use_stored) {
+    int rc = SS_ENOTFOUND;
+    if (use_stored) {
+        lm->tokens_per_epoch =
+            ss_flat_size(s, lm->field) + ((lm->o.flags & SS_LM_APPEND_EOD) ? lm->ndocs : 0);
+        rc = count_epochs(lm);
+        /* a failure is said again below, after the lengths' own checks */
+        rc = rc ? SS_ENOTFOUND : ss__lm_stored_find(lm, field);
+        if (rc == 1) { /* bound by the documents' digest: read their lengths */
+            rc = read_sizes(lm, s);
+            if (!rc) rc = count_epochs(lm);
+            if (!rc) rc = ss__lm_stored_find(lm, field);
+            if (rc == 1) rc = SS_ENOTFOUND;
+        }
     }
-    return 0;
+    if (rc != SS_ENOTFOUND) return rc;
+    rc = lm->sizes ? 0 : read_sizes(lm, s);
+    if (!rc) rc = count_epochs(lm);
+    if (!rc) rc = build(lm);
+    return rc;
 }
 
 int ss_lm_create(ss_lm **out, const ss_store *s, uint32_t field, const ss_lm_options *options) {
@@ -255,12 +265,11 @@ int ss__lm_create(ss_lm **out, const ss_store *s, uint32_t field, const ss_lm_op
     if (!rc && (lm->ndocs == 0 || lm->ndocs > LM_INT32_MAX))
         rc = ss__fail(SS_EINVAL, "lm: %" PRIu64 " documents: Megatron needs 1..2^31-1",
                       lm->ndocs);
-    if (!rc) rc = read_sizes(lm, s);
     if (!rc && lm->o.layout == SS_LM_PACKED) {
-        rc = ss__lm_pack_build(lm);
-    } else {
-        if (!rc) rc = count_epochs(lm);
-        if (!rc) rc = from_stored(lm, fi.name, use_stored);
+        rc = read_sizes(lm, s);
+        if (!rc) rc = ss__lm_pack_build(lm);
+    } else if (!rc) {
+        rc = from_stored(lm, s, fi.name, use_stored);
     }
     if (rc) {
         ss_lm_free(lm);
@@ -282,6 +291,8 @@ void ss_lm_free(ss_lm *lm) {
     free(lm->piece_doc);
     free(lm->piece_off);
     free(lm->piece_len);
+    free((void *)lm->verdict);
+    free(lm->stored_name);
     free(lm);
 }
 
@@ -306,7 +317,9 @@ int ss_lm_sample_position(uint64_t *first, uint64_t *offset, uint64_t *shuffled,
         return ss__fail(SS_EINVAL, "ss_lm_sample_position: NULL argument");
     if (i >= lm->nsamples)
         return ss__fail(SS_ERANGE, "lm: sample %" PRIu64 " of %" PRIu64, i, lm->nsamples);
-    uint64_t k = (uint64_t)lm->shuffle[i];
+    uint64_t k;
+    int rc = ss__lm_shuffled(&k, lm, i);
+    if (rc) return rc;
     if (shuffled) *shuffled = k;
     if (lm->o.layout == SS_LM_PACKED) { /* the row's first piece */
         uint64_t j = lm->row_first[k];
@@ -314,13 +327,15 @@ int ss_lm_sample_position(uint64_t *first, uint64_t *offset, uint64_t *shuffled,
         *offset = lm->piece_off[j];
         return 0;
     }
+    rc = ss__lm_need(lm, lm->sample + 2 * k, 2 * sizeof *lm->sample);
+    if (rc) return rc;
     *first = (uint64_t)lm->sample[2 * k];
     *offset = (uint64_t)lm->sample[2 * k + 1];
-    if (shuffled) *shuffled = k;
     return 0;
 }
 
 uint64_t ss_lm_document(const ss_lm *lm, uint64_t k) {
     if (!lm || k >= lm->epochs * lm->ndocs) return UINT64_MAX;
+    if (ss__lm_need(lm, lm->doc + k, sizeof *lm->doc)) return UINT64_MAX;
     return (uint64_t)lm->doc[k];
 }

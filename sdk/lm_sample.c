@@ -31,7 +31,7 @@ static void widen(int64_t *dst, const void *src, ss_dtype dtype, uint64_t n) {
 }
 
 int ss__lm_read_part(int64_t *dst, const ss_lm *lm, uint64_t d, uint64_t off, uint64_t len) {
-    uint64_t stored = lm->sizes[d] - ((lm->o.flags & SS_LM_APPEND_EOD) != 0);
+    uint64_t stored = ss__lm_size(lm, d) - ((lm->o.flags & SS_LM_APPEND_EOD) != 0);
     uint64_t end = off + len, real = end < stored ? end : stored;
     if (real > off) {
         ss_view v;
@@ -46,25 +46,58 @@ int ss__lm_read_part(int64_t *dst, const ss_lm *lm, uint64_t d, uint64_t off, ui
     return 0;
 }
 
+/* Sample k's bounds in the sample index: (position in doc, offset) of its
+ * first and last token, checked for a stored index, whose values are its
+ * own: in order and inside the document index. */
+static int bounds(int64_t *b, const ss_lm *lm, uint64_t k) {
+    const int64_t *at = lm->sample + 2 * k;
+    int rc = ss__lm_need(lm, at, 4 * sizeof *at);
+    if (rc) return rc;
+    memcpy(b, at, 4 * sizeof *at);
+    if (b[0] < 0 || b[1] < 0 || b[2] < b[0] || (b[2] == b[0] && b[3] < b[1]) || b[3] < 0 ||
+        (uint64_t)b[2] >= lm->epochs * lm->ndocs)
+        return ss__fail(SS_ECORRUPT, "lm: stored index '%s': sample %" PRIu64 " spans %" PRId64
+                        ":%" PRId64 " to %" PRId64 ":%" PRId64, ss__lm_name(lm), k, b[0], b[1],
+                        b[2], b[3]);
+    return ss__lm_need(lm, lm->doc + b[0], (uint64_t)(b[2] - b[0] + 1) * sizeof *lm->doc);
+}
+
 /* The L + 1 tokens of unshuffled sample k into buf (Megatron's
  * _query_document_sample_shuffle_indices). */
 static int gather(int64_t *buf, const ss_lm *lm, uint64_t k) {
-    int64_t beg = lm->sample[2 * k], beg_off = lm->sample[2 * k + 1];
-    int64_t end = lm->sample[2 * k + 2], end_off = lm->sample[2 * k + 3];
+    int64_t b[4];
+    int rc = bounds(b, lm, k);
+    if (rc) return rc;
     uint64_t pos = 0;
-    for (int64_t p = beg; p <= end; p++) {
+    for (int64_t p = b[0]; p <= b[2]; p++) {
         uint64_t d = (uint64_t)lm->doc[p];
-        uint64_t off = p == beg ? (uint64_t)beg_off : 0;
-        uint64_t stop = p == end ? (uint64_t)end_off + 1 : lm->sizes[d];
+        if (d >= lm->ndocs) /* only a damaged stored index */
+            return ss__fail(SS_ECORRUPT, "lm: stored index '%s': document %" PRIu64 " of %" PRIu64,
+                            ss__lm_name(lm), d, lm->ndocs);
+        uint64_t size = ss__lm_size(lm, d);
+        uint64_t off = p == b[0] ? (uint64_t)b[1] : 0;
+        uint64_t stop = p == b[2] ? (uint64_t)b[3] + 1 : size;
         if (stop <= off) continue;
-        if (stop - off > lm->o.seq_length + 1 - pos) /* only a damaged stored index */
-            return ss__fail(SS_ECORRUPT, "lm: sample %" PRIu64 " is longer than L + 1", k);
-        int rc = ss__lm_read_part(buf + pos, lm, d, off, stop - off);
+        if (stop > size || stop - off > lm->o.seq_length + 1 - pos) /* only a damaged stored index */
+            return ss__fail(SS_ECORRUPT, "lm: stored index '%s': sample %" PRIu64 " is longer "
+                            "than L + 1 or its documents", ss__lm_name(lm), k);
+        rc = ss__lm_read_part(buf + pos, lm, d, off, stop - off);
         if (rc) return rc;
         pos += stop - off;
     }
     if (pos != lm->o.seq_length + 1) /* only a damaged stored index */
-        return ss__fail(SS_ECORRUPT, "lm: sample %" PRIu64 " is shorter than L + 1", k);
+        return ss__fail(SS_ECORRUPT, "lm: stored index '%s': sample %" PRIu64 " is shorter than "
+                        "L + 1", ss__lm_name(lm), k);
+    return 0;
+}
+
+int ss__lm_shuffled(uint64_t *k, const ss_lm *lm, uint64_t i) {
+    int rc = ss__lm_need(lm, lm->shuffle + i, sizeof *lm->shuffle);
+    if (rc) return rc;
+    *k = (uint64_t)lm->shuffle[i];
+    if (*k >= lm->nsamples) /* only a damaged stored index */
+        return ss__fail(SS_ECORRUPT, "lm: stored index '%s': sample %" PRIu64 " shuffled to %"
+                        PRIu64 " of %" PRIu64, ss__lm_name(lm), i, *k, lm->nsamples);
     return 0;
 }
 
@@ -132,7 +165,9 @@ int ss_lm_get(const ss_lm_batch *out, const ss_lm *lm, const uint64_t *idx, uint
                           idx[r], r, lm->nsamples);
             break;
         }
-        uint64_t k = (uint64_t)lm->shuffle[idx[r]];
+        uint64_t k;
+        rc = ss__lm_shuffled(&k, lm, idx[r]);
+        if (rc) break;
         if (lm->o.layout == SS_LM_PACKED) {
             rc = ss__lm_pack_row(out, lm, buf, k, r);
             continue;
