@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <omp.h>
+#include <sched.h>
 
 #define LM_INT32_MAX 2147483647ull
 
@@ -35,42 +37,49 @@ static int eod_from_store(int64_t *out, const ss_store *s, const char *field) {
     return ss__fail(SS_EINVAL, "lm: attribute '%s' is not one 32- or 64-bit integer", name);
 }
 
-/* The n lengths of `field`: from the stored section ss.lengths.FIELD (one
- * array, no index walk), else from the index. */
-static int lengths(uint64_t *out, const ss_store *s, uint32_t field, uint64_t n) {
+/* Every document's length (eod included) into lm->sizes, and T: from the
+ * stored section ss.lengths.FIELD (one array, no index walk), else from
+ * the index. Megatron keeps sizes as int32: a longer document is refused,
+ * not wrapped. In parallel: 10^7 documents are 0.1 s on one thread. */
+static int read_sizes(ss_lm *lm, const ss_store *s) {
+    uint64_t n = lm->ndocs, add = (lm->o.flags & SS_LM_APPEND_EOD) != 0;
+    uint64_t *sizes = lm->sizes = malloc((n ? n : 1) * sizeof *lm->sizes);
+    if (!sizes) return ss__fail(SS_ENOMEM, "lm: out of memory for %" PRIu64 " lengths", n);
     const void *data;
     ss_dtype dt;
     uint64_t count;
-    int rc = ss_lengths_view(&data, &dt, &count, s, field);
-    if (rc == SS_ENOTFOUND) return ss_lengths(out, s, field, 0, n);
-    if (rc) return rc;
-    if (count != n) return ss__fail(SS_ECORRUPT, "lm: %" PRIu64 " stored lengths for %" PRIu64
-                                    " examples", count, n);
-    for (uint64_t k = 0; k < n; k++)
-        out[k] = dt == SS_U8    ? ((const uint8_t *)data)[k]
-                 : dt == SS_U16 ? ((const uint16_t *)data)[k]
-                 : dt == SS_U32 ? ((const uint32_t *)data)[k]
-                                : ((const uint64_t *)data)[k];
-    return 0;
-}
-
-/* Every document's length (eod included) into lm->sizes, and T. Megatron
- * keeps sizes as int32: a longer document is refused, not wrapped. */
-static int read_sizes(ss_lm *lm, const ss_store *s) {
-    uint64_t n = lm->ndocs, add = (lm->o.flags & SS_LM_APPEND_EOD) != 0;
-    lm->sizes = malloc((n ? n : 1) * sizeof *lm->sizes);
-    if (!lm->sizes) return ss__fail(SS_ENOMEM, "lm: out of memory for %" PRIu64 " lengths", n);
-    int rc = lengths(lm->sizes, s, lm->field, n);
-    if (rc) return rc;
-    uint64_t t = 0;
-    for (uint64_t d = 0; d < n; d++) {
-        uint64_t len = lm->sizes[d] + add;
-        if (len > LM_INT32_MAX)
-            return ss__fail(SS_EINVAL, "lm: example %" PRIu64 " has %" PRIu64
-                            " tokens, more than Megatron's int32 sizes hold", d, len);
-        lm->sizes[d] = len;
-        t += len;
+    int rc = ss_lengths_view(&data, &dt, &count, s, lm->field);
+    if (rc == SS_ENOTFOUND) {
+        data = sizes, dt = SS_U64; /* converted in place */
+        rc = ss_lengths(sizes, s, lm->field, 0, n);
+    } else if (!rc && count != n) {
+        rc = ss__fail(SS_ECORRUPT, "lm: %" PRIu64 " stored lengths for %" PRIu64 " examples",
+                      count, n);
     }
+    if (rc) return rc;
+    uint64_t t = 0, bad = UINT64_MAX;
+#define LM_SIZES_(code, type)                                                                      \
+    case code:                                                                                     \
+        _Pragma("omp parallel for schedule(static) reduction(+ : t) reduction(min : bad) if (n > 65536)") \
+        for (uint64_t d = 0; d < n; d++) {                                                         \
+            uint64_t len = (uint64_t)((const type *)data)[d] + add;                                \
+            if (len > LM_INT32_MAX && d < bad) bad = d;                                            \
+            sizes[d] = len;                                                                        \
+            t += len;                                                                              \
+        }                                                                                          \
+        break;
+    switch (dt) {
+        LM_SIZES_(SS_U8, uint8_t)
+        LM_SIZES_(SS_U16, uint16_t)
+        LM_SIZES_(SS_U32, uint32_t)
+        LM_SIZES_(SS_U64, uint64_t)
+    default:
+        return ss__fail(SS_ECORRUPT, "lm: lengths of dtype %d", (int)dt);
+    }
+#undef LM_SIZES_
+    if (bad != UINT64_MAX)
+        return ss__fail(SS_EINVAL, "lm: example %" PRIu64 " has %" PRIu64
+                        " tokens, more than Megatron's int32 sizes hold", bad, sizes[bad]);
     lm->tokens_per_epoch = t;
     return 0;
 }
@@ -105,11 +114,14 @@ static int count_epochs(ss_lm *lm) {
     return 0;
 }
 
-/* _build_document_index: epochs [0, e) of 0..n-1 at doc + 0, shuffled. */
-static void document_epochs(uint32_t *doc, uint64_t n, uint64_t e, ss_mt19937 *mt) {
+/* _build_document_index: epochs [0, e) of 0..n-1 at doc + 0, shuffled
+ * (publishing its front, see ss__mt_shuffle_u32_front(); NULL: none). */
+static void document_epochs(uint32_t *doc, uint64_t n, uint64_t e, ss_mt19937 *mt,
+                            _Atomic uint64_t *front) {
+#pragma omp parallel for schedule(static) if (n * e > 65536)
     for (uint64_t k = 0; k < e; k++)
         for (uint64_t d = 0; d < n; d++) doc[k * n + d] = (uint32_t)d;
-    ss__mt_shuffle_u32(mt, doc, n * e);
+    ss__mt_shuffle_u32_front(mt, doc, n * e, front);
 }
 
 /* helpers.cpp build_sample_idx (drop_last_partial_sequence, extra token):
@@ -191,9 +203,63 @@ static int check_field(const ss_store *s, uint32_t field, ss_field *fi) {
     return 0;
 }
 
-/* The three indices, in Megatron's order of draws from one RandomState. */
+/* The sample index as build_sample_idx gives it, computed backwards from
+ * the end of positions [lo, hi) of the document index (`end` tokens lie
+ * before hi) as the shuffle finalises them (*front, see
+ * ss__mt_shuffle_u32_front()): sample k >= 1 starts at token k * L of the
+ * concatenation, in the document holding it (Megatron's walk never stops
+ * in an empty document), so each is found from the tokens before its
+ * document alone, and the result is sample_index()'s whatever the order. */
+static void sample_index_behind(ss_lm *lm, uint64_t lo, uint64_t hi, uint64_t end,
+                                _Atomic uint64_t *front) {
+    const uint64_t L = lm->o.seq_length, S = lm->nsamples;
+    const uint32_t *doc = lm->doc;
+    const uint64_t *sizes = lm->sizes;
+    int64_t *out = lm->sample;
+    uint64_t p = hi, cum = end;
+    while (p > lo) {
+        uint64_t f = atomic_load_explicit(front, memory_order_acquire);
+        if (f < lo) f = lo;
+        if (f >= p) {
+            sched_yield(); /* the shuffle is ahead of nothing yet */
+            continue;
+        }
+        for (; p > f; p--) {
+            if (p > f + 16) __builtin_prefetch(sizes + doc[p - 17]);
+            uint64_t len = sizes[doc[p - 1]];
+            cum -= len;
+            if (!len) continue;
+            uint64_t k = cum ? (cum + L - 1) / L : 1;
+            for (; k * L < cum + len && k <= S; k++) {
+                out[2 * k] = (int64_t)(p - 1);
+                out[2 * k + 1] = (int64_t)(k * L - cum);
+            }
+        }
+    }
+}
+
+/* ss_lm_info.split_documents as sample_index() counts it. */
+static uint64_t count_split(const ss_lm *lm) {
+    uint64_t split = 0;
+    const int64_t *sm = lm->sample;
+#pragma omp parallel for schedule(static) reduction(+ : split) if (lm->nsamples > 65536)
+    for (uint64_t k = 1; k < lm->nsamples; k++) {
+        int64_t di = sm[2 * k], off = sm[2 * k + 1];
+        if (off > 0 && off < (int64_t)lm->sizes[lm->doc[di]] - 1 &&
+            (k == 1 || sm[2 * k - 2] != di || sm[2 * k - 1] == 0))
+            split++;
+    }
+    return split;
+}
+
+/* The three indices, in Megatron's order of draws from one RandomState.
+ * With two threads or more, one draws (the document shuffles, then the
+ * sample shuffle, which does not depend on the sample index) while
+ * another computes the sample index behind the document shuffle's front;
+ * on one thread, as Megatron does, one after the other. The indices are
+ * the same either way (test_lm_threads). */
 static int build(ss_lm *lm) {
-    uint64_t n = lm->ndocs, E = lm->epochs, S = lm->nsamples;
+    uint64_t n = lm->ndocs, E = lm->epochs, S = lm->nsamples, T = lm->tokens_per_epoch;
     lm->doc = malloc(n * E * sizeof *lm->doc);
     lm->sample = malloc(2 * (S + 1) * sizeof *lm->sample);
     lm->shuffle = malloc((S ? S : 1) * sizeof *lm->shuffle);
@@ -202,16 +268,30 @@ static int build(ss_lm *lm) {
                         " epochs", S, E);
     ss_mt19937 mt;
     ss__mt_seed(&mt, (uint32_t)lm->o.seed);
-    if (lm->separate) {
-        document_epochs(lm->doc, n, E - 1, &mt);
-        document_epochs(lm->doc + (E - 1) * n, n, 1, &mt);
-    } else {
-        document_epochs(lm->doc, n, E, &mt);
+    /* the document index in one or two shuffled parts: [0, cut) and [cut, E n) */
+    uint64_t cut = lm->separate ? (E - 1) * n : E * n;
+    _Atomic uint64_t front[2];
+    atomic_init(&front[0], cut);
+    atomic_init(&front[1], E * n);
+    int team = omp_get_max_threads() > 1 && n * E >= 65536 && !omp_in_parallel();
+#pragma omp parallel num_threads(2) if (team)
+    {
+        int me = omp_get_thread_num(), all = omp_get_num_threads();
+        if (me == 0) {
+            document_epochs(lm->doc, n, cut / n, &mt, all > 1 ? &front[0] : NULL);
+            if (lm->separate) document_epochs(lm->doc + cut, n, 1, &mt, all > 1 ? &front[1] : NULL);
+            if (all == 1) sample_index(lm);
+            for (uint64_t k = 0; k < S; k++) lm->shuffle[k] = (int64_t)k;
+            ss__mt_shuffle_i64(&mt, lm->shuffle, lm->sans_final);
+            ss__mt_shuffle_i64(&mt, lm->shuffle + lm->sans_final, S - lm->sans_final);
+        }
+        if (me == 1) {
+            lm->sample[0] = 0, lm->sample[1] = 0;
+            sample_index_behind(lm, 0, cut, cut / n * T, &front[0]);
+            if (lm->separate) sample_index_behind(lm, cut, E * n, E * T, &front[1]);
+        }
     }
-    sample_index(lm);
-    for (uint64_t k = 0; k < S; k++) lm->shuffle[k] = (int64_t)k;
-    ss__mt_shuffle_i64(&mt, lm->shuffle, lm->sans_final);
-    ss__mt_shuffle_i64(&mt, lm->shuffle + lm->sans_final, S - lm->sans_final);
+    if (team) lm->split = count_split(lm);
     return 0;
 }
 

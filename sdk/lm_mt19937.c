@@ -2,6 +2,9 @@
 /* lm_mt19937.c - numpy's legacy MT19937 and RandomState.shuffle (see lm_mt19937.h). */
 #include "lm_mt19937.h"
 
+#include <stdatomic.h>
+#include <stddef.h>
+
 #define MT_M 397
 #define MATRIX_A 0x9908b0dfu
 #define UPPER_MASK 0x80000000u
@@ -67,8 +70,14 @@ uint64_t ss__mt_interval(ss_mt19937 *mt, uint64_t max) {
  * early (in the same order) and x[j] is prefetched: on an array beyond the
  * caches each swap would otherwise wait for a cache miss. */
 #define SHUFFLE_AHEAD 32
+/* Every FRONT_STEP swaps the shuffle publishes its front: x[i..n) is final
+ * (later swaps touch only positions below i). */
+#define FRONT_STEP 4096
 #define SHUFFLE_BODY(type)                                                                         \
-    if (n < 2) return;                                                                             \
+    if (n < 2) {                                                                                   \
+        if (front) atomic_store_explicit(front, 0, memory_order_release);                         \
+        return;                                                                                    \
+    }                                                                                              \
     uint64_t ring[SHUFFLE_AHEAD];                                                                  \
     uint64_t ahead = n - 1 < SHUFFLE_AHEAD ? n - 1 : SHUFFLE_AHEAD;                                \
     for (uint64_t k = 0; k < ahead; k++) {                                                         \
@@ -84,12 +93,19 @@ uint64_t ss__mt_interval(ss_mt19937 *mt, uint64_t max) {
         type t = x[i];                                                                             \
         x[i] = x[j];                                                                               \
         x[j] = t;                                                                                  \
-    }
+        if (front && i % FRONT_STEP == 0) atomic_store_explicit(front, i, memory_order_release);  \
+    }                                                                                              \
+    if (front) atomic_store_explicit(front, 0, memory_order_release);
 
 void ss__mt_shuffle_i64(ss_mt19937 *mt, int64_t *x, uint64_t n) {
+    _Atomic uint64_t *front = NULL;
     SHUFFLE_BODY(int64_t)
 }
 
 void ss__mt_shuffle_u32(ss_mt19937 *mt, uint32_t *x, uint64_t n) {
+    ss__mt_shuffle_u32_front(mt, x, n, NULL);
+}
+
+void ss__mt_shuffle_u32_front(ss_mt19937 *mt, uint32_t *x, uint64_t n, _Atomic uint64_t *front) {
     SHUFFLE_BODY(uint32_t)
 }

@@ -14,6 +14,7 @@
 #ifndef SS_LM_MT19937_H
 #define SS_LM_MT19937_H
 
+#include <stdatomic.h>
 #include <stdint.h>
 
 #define SS_MT_N 624
@@ -37,5 +38,10 @@ void ss__mt_shuffle_i64(ss_mt19937 *mt, int64_t *x, uint64_t n);
 
 /* RandomState.shuffle() of n uint32 elements in place. */
 void ss__mt_shuffle_u32(ss_mt19937 *mt, uint32_t *x, uint64_t n);
+
+/* The same, storing into *front (release) from time to time the lowest
+ * position from which x is final, and 0 at the end: what lets another
+ * thread read the shuffled array behind it. */
+void ss__mt_shuffle_u32_front(ss_mt19937 *mt, uint32_t *x, uint64_t n, _Atomic uint64_t *front);
 
 #endif /* SS_LM_MT19937_H */
