@@ -69,7 +69,13 @@ int main(void) {
             CHECK(many->nsamples == S && many->epochs == one->epochs &&
                   many->separate == one->separate);
             CHECK(!memcmp(one->doc, many->doc, nd * sizeof *one->doc));
-            CHECK(!memcmp(one->sample, many->sample, 2 * (S + 1) * sizeof *one->sample));
+            for (uint64_t k = 0; k < 2 * (S + 1); k++)
+                if (one->sample[k] != many->sample[k]) {
+                    fprintf(stderr, "case %zu, %d threads: sample entry %llu of %llu: %lld, not %lld\n",
+                            c, t, (unsigned long long)k, (unsigned long long)(2 * (S + 1)),
+                            (long long)many->sample[k], (long long)one->sample[k]);
+                    CHECK(0);
+                }
             CHECK(!memcmp(one->shuffle, many->shuffle, S * sizeof *one->shuffle));
             CHECK_EQ_U64(one->split, many->split);
             ss_lm_free(many);
