@@ -98,6 +98,7 @@ static void one(const uint64_t *section, size_t size) {
             uint64_t first, off;
             rc = ss_lm_sample_position(&first, &off, NULL, g_lm, i);
             if (rc != 0 && rc != SS_ECORRUPT) abort();
+            if (!rc && first >= g_lm->epochs * g_lm->ndocs) abort();
         }
         for (uint64_t k = 0; k < g_lm->epochs * g_lm->ndocs; k++) {
             uint64_t d = ss_lm_document(g_lm, k);

@@ -427,13 +427,22 @@ int ss_lm_sample_position(uint64_t *first, uint64_t *offset, uint64_t *shuffled,
     }
     rc = ss__lm_need(lm, lm->sample + 2 * k, 2 * sizeof *lm->sample);
     if (rc) return rc;
-    *first = (uint64_t)lm->sample[2 * k];
-    *offset = (uint64_t)lm->sample[2 * k + 1];
+    int64_t pos = lm->sample[2 * k], off = lm->sample[2 * k + 1];
+    if (pos < 0 || (uint64_t)pos >= lm->epochs * lm->ndocs || off < 0) /* only a damaged stored index */
+        return ss__fail(SS_ECORRUPT, "lm: stored index '%s': sample %" PRIu64 " starts at %" PRId64
+                        ":%" PRId64, ss__lm_name(lm), k, pos, off);
+    *first = (uint64_t)pos;
+    *offset = (uint64_t)off;
     return 0;
 }
 
 uint64_t ss_lm_document(const ss_lm *lm, uint64_t k) {
     if (!lm || k >= lm->epochs * lm->ndocs) return UINT64_MAX;
     if (ss__lm_need(lm, lm->doc + k, sizeof *lm->doc)) return UINT64_MAX;
+    if (lm->doc[k] >= lm->ndocs) { /* only a damaged stored index */
+        ss__fail(SS_ECORRUPT, "lm: stored index '%s': document %" PRIu32 " of %" PRIu64,
+                 ss__lm_name(lm), lm->doc[k], lm->ndocs);
+        return UINT64_MAX;
+    }
     return (uint64_t)lm->doc[k];
 }
