@@ -358,6 +358,7 @@ int ss__lm_create(ss_lm **out, const ss_store *s, uint32_t field, const ss_lm_op
     lm->store = s;
     lm->field = field;
     lm->dtype = fi.dtype;
+    lm->widen = ss__cast_kernel(SS_I64, fi.dtype);
     lm->ndocs = ss_count(s);
     if (lm->o.eod == SS_LM_EOD_FROM_STORE) rc = eod_from_store(&lm->o.eod, s, fi.name);
     if (!rc && (lm->ndocs == 0 || lm->ndocs > LM_INT32_MAX))

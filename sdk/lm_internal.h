@@ -6,6 +6,7 @@
 
 #include "seqstore.h"
 #include "lm_mt19937.h"
+#include "cast.h"
 
 #include <stdatomic.h>
 
@@ -17,6 +18,7 @@ struct ss_lm {
     const ss_store *store;     /* borrowed */
     uint32_t field;            /* the token field */
     ss_dtype dtype;            /* its element type */
+    ss__conv_fn widen;         /* dtype to int64 (cast.c's kernel, AVX2 where there is) */
     uint64_t ndocs;            /* n: documents per epoch */
     uint64_t *sizes;           /* n document lengths, the appended eod included; NULL
                                   with a stored index whose documents the lengths
