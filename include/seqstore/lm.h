@@ -91,6 +91,7 @@
 #define SEQSTORE_LM_H
 
 #include "core.h"
+#include "sampler.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -275,6 +276,31 @@ typedef struct ss_lm_batch {
  *          checksum, a value outside the documents; the message names the
  *          section; rows before it are written). */
 SS_API int ss_lm_get(const ss_lm_batch *out, const ss_lm *lm, const uint64_t *idx, uint64_t n);
+
+/** Read the next n rows of a blend of LM indices with weights (Megatron's
+ *  BlendedDataset over GPTDatasets): row r is sample `index` of
+ *  lms[source] for the r-th (source, index) ss_blend_next(b) gives. Create
+ *  b (sampler.h) with nsources = nlms, sizes[j] = ss_lm_info.num_samples
+ *  of lms[j] and shuffle 0, so that source j's samples are read in the
+ *  order of its own (already shuffled) index, as Megatron's blend reads
+ *  them; world_size/rank/num_workers/worker shard the global stream as
+ *  the blend documents. The rows are a function of b's options and
+ *  position alone: deterministic, and resumed exactly by
+ *  ss_blend_state_save()/ss_blend_state_load() between calls.
+ *  @param[out] out     n rows, laid out as ss_lm_get() lays them out.
+ *  @param[out] sources n source numbers (may be NULL).
+ *  @param[in]  lms     nlms indices of one seq_length (their stores open).
+ *  @param[in]  nlms    1..65536.
+ *  @param[in,out] b    the blend; advanced by the rows read (on failure,
+ *                      past the row that failed: restore a saved state to
+ *                      retry).
+ *  @param[in]  n       rows.
+ *  @return 0; SS_EINVAL (NULL argument, indices of different L, a source
+ *          the blend chose that is not in lms); as ss_blend_next() and
+ *          ss_lm_get() (SS_ERANGE for a blend made with sizes larger than
+ *          the indices'), the message naming the row and index. */
+SS_API int ss_lm_blend_get(const ss_lm_batch *out, uint32_t *sources, const ss_lm *const *lms,
+                           uint32_t nlms, ss_blend *b, uint64_t n);
 
 /** The document positions of sample `i` before the sample shuffle, for a
  *  caller checking the index: sample i reads the L + 1 tokens from offset
