@@ -7,7 +7,7 @@
 
 #include <inttypes.h>
 
-int ss_lm_blend_get(const ss_lm_batch *out, uint32_t *sources, const ss_lm *const *lms,
+int ss_lm_blend_get(uint32_t *sources, const ss_lm_batch *out, const ss_lm *const *lms,
                     uint32_t nlms, ss_blend *b, uint64_t n) {
     if (!out || !lms || !nlms || !b) return ss__fail(SS_EINVAL, "ss_lm_blend_get: NULL argument");
     for (uint32_t j = 0; j < nlms; j++) {

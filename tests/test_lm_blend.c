@@ -73,7 +73,7 @@ int main(void) {
     size_t len = 0;
     for (int k = 0; k < BATCHES; k++) {
         ss_lm_batch out = {tok + k * ROWS * L, NULL, NULL, NULL, NULL, cu + k * ROWS * (L + 1), NULL};
-        CHECK_OK(ss_lm_blend_get(&out, src + k * ROWS, lms, 2, b, ROWS));
+        CHECK_OK(ss_lm_blend_get(src + k * ROWS, &out, lms, 2, b, ROWS));
         if (k == 1) CHECK_OK(ss_blend_state_save(state, sizeof state, &len, b));
     }
     ss_blend_free(b);
@@ -98,7 +98,7 @@ int main(void) {
     static int64_t again[(N - 2 * ROWS) * L];
     uint32_t src2[N - 2 * ROWS];
     ss_lm_batch rest = {again, NULL, NULL, NULL, NULL, NULL, NULL};
-    CHECK_OK(ss_lm_blend_get(&rest, src2, lms, 2, b, N - 2 * ROWS));
+    CHECK_OK(ss_lm_blend_get(src2, &rest, lms, 2, b, N - 2 * ROWS));
     CHECK(!memcmp(again, tok + 2 * ROWS * L, sizeof again));
     CHECK(!memcmp(src2, src + 2 * ROWS, sizeof src2));
     ss_blend_free(b);
@@ -107,7 +107,7 @@ int main(void) {
         b = make_blend(sizes, 2, r);
         static int64_t part[(N / 2) * L];
         ss_lm_batch pb_ = {part, NULL, NULL, NULL, NULL, NULL, NULL};
-        CHECK_OK(ss_lm_blend_get(&pb_, NULL, lms, 2, b, N / 2));
+        CHECK_OK(ss_lm_blend_get(NULL, &pb_, lms, 2, b, N / 2));
         for (uint64_t k = 0; k < N / 2; k++)
             CHECK(!memcmp(part + k * L, tok + (2 * k + r) * L, L * sizeof *part));
         ss_blend_free(b);
@@ -120,9 +120,9 @@ int main(void) {
     const ss_lm *const mixed[2] = {lm[0], other};
     b = make_blend(sizes, 1, 0);
     ss_lm_batch out = {tok, NULL, NULL, NULL, NULL, NULL, NULL};
-    CHECK_RC(ss_lm_blend_get(&out, NULL, mixed, 2, b, 1), SS_EINVAL);
+    CHECK_RC(ss_lm_blend_get(NULL, &out, mixed, 2, b, 1), SS_EINVAL);
     CHECK_CONTAINS(ss_error_message(), "one length");
-    CHECK_RC(ss_lm_blend_get(&out, NULL, lms, 1, b, 4), SS_EINVAL);
+    CHECK_RC(ss_lm_blend_get(NULL, &out, lms, 1, b, 4), SS_EINVAL);
     CHECK_RC(ss_lm_blend_get(NULL, NULL, lms, 2, b, 1), SS_EINVAL);
     ss_blend_free(b);
     ss_lm_free(other);

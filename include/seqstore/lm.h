@@ -287,8 +287,8 @@ SS_API int ss_lm_get(const ss_lm_batch *out, const ss_lm *lm, const uint64_t *id
  *  the blend documents. The rows are a function of b's options and
  *  position alone: deterministic, and resumed exactly by
  *  ss_blend_state_save()/ss_blend_state_load() between calls.
- *  @param[out] out     n rows, laid out as ss_lm_get() lays them out.
  *  @param[out] sources n source numbers (may be NULL).
+ *  @param[out] out     n rows, laid out as ss_lm_get() lays them out.
  *  @param[in]  lms     nlms indices of one seq_length (their stores open).
  *  @param[in]  nlms    1..65536.
  *  @param[in,out] b    the blend; advanced by the rows read (on failure,
@@ -299,7 +299,7 @@ SS_API int ss_lm_get(const ss_lm_batch *out, const ss_lm *lm, const uint64_t *id
  *          the blend chose that is not in lms); as ss_blend_next() and
  *          ss_lm_get() (SS_ERANGE for a blend made with sizes larger than
  *          the indices'), the message naming the row and index. */
-SS_API int ss_lm_blend_get(const ss_lm_batch *out, uint32_t *sources, const ss_lm *const *lms,
+SS_API int ss_lm_blend_get(uint32_t *sources, const ss_lm_batch *out, const ss_lm *const *lms,
                            uint32_t nlms, ss_blend *b, uint64_t n);
 
 /** The document positions of sample `i` before the sample shuffle, for a
