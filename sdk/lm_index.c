@@ -130,14 +130,12 @@ static int count_epochs(ss_lm *lm) {
     return 0;
 }
 
-/* _build_document_index: epochs [0, e) of 0..n-1 at doc + 0, shuffled
- * (publishing its front, see ss__mt_shuffle_u32_front(); NULL: none). */
-static void document_epochs(uint32_t *doc, uint64_t n, uint64_t e, ss_mt19937 *mt,
-                            _Atomic uint64_t *front) {
-#pragma omp parallel for schedule(static) if (n * e > 65536)
+/* _build_document_index: E copies of 0..n-1, epoch after epoch (then
+ * shuffled by the caller, in one or two parts). */
+static void document_epochs(uint32_t *doc, uint64_t n, uint64_t e) {
+#pragma omp parallel for collapse(2) schedule(static) if (n * e > 65536)
     for (uint64_t k = 0; k < e; k++)
         for (uint64_t d = 0; d < n; d++) doc[k * n + d] = (uint32_t)d;
-    ss__mt_shuffle_u32_front(mt, doc, n * e, front);
 }
 
 /* helpers.cpp build_sample_idx (drop_last_partial_sequence, extra token):
@@ -291,13 +289,15 @@ static int build(ss_lm *lm) {
     _Atomic uint64_t front[2];
     atomic_init(&front[0], cut);
     atomic_init(&front[1], n);
+    document_epochs(lm->doc, n, E);
     int team = omp_get_max_threads() > 1 && n * E >= 65536 && !omp_in_parallel();
 #pragma omp parallel num_threads(2) if (team)
     {
         int me = omp_get_thread_num(), all = omp_get_num_threads();
         if (me == 0) {
-            document_epochs(lm->doc, n, cut / n, &mt, all > 1 ? &front[0] : NULL);
-            if (lm->separate) document_epochs(lm->doc + cut, n, 1, &mt, all > 1 ? &front[1] : NULL);
+            ss__mt_shuffle_u32_front(&mt, lm->doc, cut, all > 1 ? &front[0] : NULL);
+            if (lm->separate)
+                ss__mt_shuffle_u32_front(&mt, lm->doc + cut, n, all > 1 ? &front[1] : NULL);
             if (all == 1) sample_index(lm);
             for (uint64_t k = 0; k < S; k++) lm->shuffle[k] = (int64_t)k;
             ss__mt_shuffle_i64(&mt, lm->shuffle, lm->sans_final);
