@@ -274,7 +274,7 @@ static uint64_t count_split(const ss_lm *lm) {
  * another computes the sample index behind the document shuffle's front;
  * on one thread, as Megatron does, one after the other. The indices are
  * the same either way (test_lm_threads). */
-static int build(ss_lm *lm) {
+static int build(ss_lm *lm, const ss_store *sizes_from) {
     uint64_t n = lm->ndocs, E = lm->epochs, S = lm->nsamples, T = lm->tokens_per_epoch;
     lm->doc = lm_alloc(n * E * sizeof *lm->doc);
     lm->sample = lm_alloc(2 * (S + 1) * sizeof *lm->sample);
@@ -291,24 +291,35 @@ static int build(ss_lm *lm) {
     atomic_init(&front[1], n);
     document_epochs(lm->doc, n, E);
     int team = omp_get_max_threads() > 1 && n * E >= 65536 && !omp_in_parallel();
+    int sizes_rc = 0;
+    char sizes_msg[512] = "";
 #pragma omp parallel num_threads(2) if (team)
     {
         int me = omp_get_thread_num(), all = omp_get_num_threads();
+        /* the lengths, when not read yet, by the thread that walks them */
+        if (sizes_from && me == all - 1) {
+            sizes_rc = read_sizes(lm, sizes_from);
+            if (!sizes_rc && lm->tokens_per_epoch != T)
+                sizes_rc = ss__fail(SS_ECORRUPT, "lm: the lengths sum to %" PRIu64 " tokens, the "
+                                    "store's header says %" PRIu64, lm->tokens_per_epoch, T);
+            if (sizes_rc) snprintf(sizes_msg, sizeof sizes_msg, "%s", ss_error_message());
+        }
         if (me == 0) {
             ss__mt_shuffle_u32_front(&mt, lm->doc, cut, all > 1 ? &front[0] : NULL);
             if (lm->separate)
                 ss__mt_shuffle_u32_front(&mt, lm->doc + cut, n, all > 1 ? &front[1] : NULL);
-            if (all == 1) sample_index(lm);
+            if (all == 1 && !sizes_rc) sample_index(lm);
             for (uint64_t k = 0; k < S; k++) lm->shuffle[k] = (int64_t)k;
             ss__mt_shuffle_i64(&mt, lm->shuffle, lm->sans_final);
             ss__mt_shuffle_i64(&mt, lm->shuffle + lm->sans_final, S - lm->sans_final);
         }
-        if (me == 1) {
+        if (me == 1 && !sizes_rc) {
             lm->sample[0] = 0, lm->sample[1] = 0;
             sample_index_behind(lm, 0, cut, cut / n * T, &front[0]);
             if (lm->separate) sample_index_behind(lm, cut, E * n, E * T, &front[1]);
         }
     }
+    if (sizes_rc) return ss__fail(sizes_rc, "%s", sizes_msg);
     if (team) lm->split = count_split(lm);
     return 0;
 }
@@ -333,9 +344,17 @@ static int from_stored(ss_lm *lm, const ss_store *s, const char *field, int use_
         }
     }
     if (rc != SS_ENOTFOUND) return rc;
-    rc = lm->sizes ? 0 : read_sizes(lm, s);
+    rc = 0;
+    if (!lm->sizes) {
+        /* T from the store's header: the document shuffle needs no length,
+         * so build() reads them beside it (checked against T there) */
+        lm->tokens_per_epoch =
+            ss_flat_size(s, lm->field) + ((lm->o.flags & SS_LM_APPEND_EOD) ? lm->ndocs : 0);
+        if (count_epochs(lm) == 0) return build(lm, s);
+        rc = read_sizes(lm, s); /* its failures first, then count_epochs' */
+    }
     if (!rc) rc = count_epochs(lm);
-    if (!rc) rc = build(lm);
+    if (!rc) rc = build(lm, NULL);
     return rc;
 }
 
