@@ -55,7 +55,10 @@
  *    every eod), else t.
  *
  * Building reads only the stored lengths (no data page) and is O(n * E + S)
- * time and memory; the index is kept in memory.
+ * time and memory; the index is kept in memory. It uses up to two OpenMP
+ * threads (omp_get_max_threads(); the lengths read and the document index
+ * filled on more): one draws the shuffles while the other computes the
+ * sample index behind it. The index is the same for any thread count.
  *
  * Packed samples (layout SS_LM_PACKED) put whole documents into rows of L
  * tokens instead of cutting the concatenation, so far fewer documents are
