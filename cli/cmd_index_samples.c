@@ -10,14 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The section name ss_lm_save() writes (spec/SDK_SECTIONS.md). */
-static int section_name(char *buf, size_t cap, const char *field, const ss_lm_options *o) {
-    int n = snprintf(buf, cap, "ss.lm.%s.L%" PRIu64 ".seed%" PRIu64 ".samples%" PRIu64
-                     ".epochs%" PRIu64 ".append%d", field, o->seq_length, o->seed,
-                     o->num_samples, o->num_epochs, (o->flags & SS_LM_APPEND_EOD) != 0);
-    return n < 0 || (size_t)n >= cap || n > SS_MAX_ATTR_NAME;
-}
-
 /* Options after `index`; 0 or an exit code (usage errors printed). */
 static int parse(int argc, char **argv, ss_lm_options *o, const char **field, int *force) {
     static const struct option longopts[] = {
@@ -74,8 +66,8 @@ int ss__cmd_index_samples(int argc, char **argv) {
     int rc = parse(argc, argv, &o, &field, &force);
     if (rc) return rc;
     const char *path = argv[optind];
-    char name[SS_MAX_ATTR_NAME + 64];
-    if (section_name(name, sizeof name, field, &o))
+    char name[SS_LM_INDEX_NAME_MAX];
+    if (ss_lm_index_name(name, sizeof name, field, &o))
         return ss__cli_usage_error("index", "field name '%s' is too long for a stored index", field);
     ss_store *s;
     if (ss__cli_open(&s, "index", path, 0)) return SS_EXIT_ERROR;

@@ -71,25 +71,52 @@ static int ss_attr_decode(const ss_store *s, const ss_attr_slot *a, ss_attr *out
     return 0;
 }
 
-int ss_attr_get(ss_attr *out, const ss_store *s, const char *name) {
-    if (!s || !name || !out) return ss__fail(SS_EINVAL, "ss_attr_get: NULL argument");
-    if (s->ds) {
-        const ss_store *from;
-        uint64_t k;
-        int rc = ss__dataset_attr_find(&from, &k, s, name);
-        return rc ? rc : ss_attr_decode(from, &from->attrs[k], out);
-    }
+/* The slot of attribute `name`: attribute *k of *from (a dataset's shard or
+ * sections store, or s itself). */
+static int ss_attr_find(const ss_store **from, uint64_t *k, const ss_store *s, const char *name) {
+    if (s->ds) return ss__dataset_attr_find(from, k, s, name);
     uint64_t lo = 0, hi = s->nattrs;
     while (lo < hi) {
         uint64_t mid = lo + (hi - lo) / 2;
         int c = strcmp(s->attrs[mid].name, name);
-        if (c == 0) return ss_attr_decode(s, &s->attrs[mid], out);
+        if (c == 0) {
+            *from = s;
+            *k = mid;
+            return 0;
+        }
         if (c < 0)
             lo = mid + 1;
         else
             hi = mid;
     }
     return ss__fail(SS_ENOTFOUND, "%s: no attribute '%s'", s->path, name);
+}
+
+int ss_attr_get(ss_attr *out, const ss_store *s, const char *name) {
+    if (!s || !name || !out) return ss__fail(SS_EINVAL, "ss_attr_get: NULL argument");
+    const ss_store *from;
+    uint64_t k;
+    int rc = ss_attr_find(&from, &k, s, name);
+    return rc ? rc : ss_attr_decode(from, &from->attrs[k], out);
+}
+
+int ss__attr_unhashed(ss_attr *out, uint64_t *checksum, const ss_store *s, const char *name) {
+    const ss_store *from;
+    uint64_t k;
+    int rc = ss_attr_find(&from, &k, s, name);
+    if (rc) return rc;
+    const ss_attr_slot *a = &from->attrs[k];
+    const unsigned char *p;
+    uint64_t len;
+    out->name = a->name;
+    if (ss__block_open(a->value, a->value_size, NULL, 0, "attribute", &p, &len) ||
+        len < SS_ATTR_PREFIX)
+        return ss__fail(SS_ECORRUPT, "%s: attribute '%s': bad block header", from->path, a->name);
+    *checksum = ss_le64(a->value);
+    out->type = ss_le32(p);
+    out->data = p + SS_ATTR_PREFIX;
+    out->size = len - SS_ATTR_PREFIX;
+    return 0;
 }
 
 uint64_t ss_attr_count(const ss_store *s) {

@@ -57,6 +57,14 @@ int ss__writer_append_many(ss_writer *w, uint64_t n, const void *const *data,
  * -1). The file a reader has open is then never written. */
 void ss__writer_publish(ss_writer *w, char *final, int lock_fd);
 
+/* ss_attr_get() without hashing the value: for a caller that checks a large
+ * attribute itself, block by block, as it reads it (the stored LM index).
+ * The block header's lengths are checked; *checksum is the checksum stored
+ * with the value, which names its contents (equal values under one name
+ * have equal checksums) without being recomputed here. 0, SS_ENOTFOUND,
+ * SS_ECORRUPT (a bad block header). */
+int ss__attr_unhashed(ss_attr *out, uint64_t *checksum, const ss_store *s, const char *name);
+
 /* The examples the sections written through `w` number: for a writer from
  * ss_sections_writer_open(w, path) of a dataset, the dataset's count (from
  * its manifest); of a store, ss_writer_count(w). 0 or as the manifest read. */

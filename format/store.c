@@ -334,24 +334,30 @@ static void ss_flat_map(ss_store *s, ss_rfield *rf) {
     rf->flat_bytes = bytes;
 }
 
-/* Check entries of field `field`'s flat index from its checked prefix up to
- * at least example `index`, as ss__get_unchecked() checks one (spec §6.2:
+/* Check entries of field `field`'s flat index from its checked prefix
+ * towards example `index`, as ss__get_unchecked() checks one (spec §6.2:
  * the chunk exists, the rows lie inside its payload), and extend the prefix
  * that the inline ss_get() serves without checks. Stops at the first entry
  * that fails: the exported function keeps reporting it, and the examples
- * after it keep their checks. Whole segments at a time (about 1 ns an
- * entry), so a store's index is checked once, by whichever threads get
- * there; two threads may check the same entries, and the prefix only
- * grows. With SS_OPEN_VERIFY an entry also needs its chunk verified sound
- * (ss__chunk_verified() hashes a chunk on its first touch): the prefix
- * stops at the first chunk not verified yet, so it grows as reads verify
- * chunks and never hashes one itself. */
+ * after it keep their checks. About 1 ns an entry, so a store's index is
+ * checked once, by whichever threads get there; two threads may check the
+ * same entries, and the prefix only grows. With SS_OPEN_VERIFY an entry
+ * also needs its chunk verified sound (ss__chunk_verified() hashes a chunk
+ * on its first touch): the prefix stops at the first chunk not verified
+ * yet, so it grows as reads verify chunks and never hashes one itself.
+ * One call extends it by EXTEND_ENTRIES at most, a few microseconds (reads
+ * beyond the prefix take the checked path meanwhile): walking all the way
+ * to the index read made the first random reads of a store of 10^7
+ * examples wait for every entry before them, 45-90 ms for the first LM
+ * batch of 8 x 2048 tokens. */
+#define EXTEND_ENTRIES 4096
 void ss__index_extend(const ss_store *s, uint32_t field, uint64_t index) {
     const ss_rfield *rf = &s->f[field];
     uint64_t *checked = (uint64_t *)&s->fast.f[field].checked; /* the store is ours */
     uint64_t i = __atomic_load_n(checked, __ATOMIC_RELAXED), at = i;
     if (!rf->flat || s->ds || rf->row_bytes >> 32 != 0 || index < i) return;
     uint64_t stop = (index | (SS_SEGMENT_ENTRIES_V3 - 1)) + 1;
+    if (stop > i + EXTEND_ENTRIES) stop = i + EXTEND_ENTRIES;
     if (stop > s->h.count) stop = s->h.count;
     for (const ss_entry *e = rf->flat + i; i < stop; i++, e++) {
         uint64_t chunk = SS_LOC_CHUNK(e->loc), rows = e[1].start - e->start;

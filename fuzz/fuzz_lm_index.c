@@ -2,11 +2,14 @@
 /* fuzz_lm_index.c - libFuzzer target for the stored LM sample index
  * (sdk/lm_stored.c, spec/SDK_SECTIONS.md): a section written by
  * ss_lm_save() is read back from a store file, so it is outside input.
- * Each input is checked as a whole section, and also XORed into the valid
- * section of a small index (header and payload of the right size), so that
- * the search reaches the checks behind the header. An accepted section must
- * then serve every sample without reading out of bounds: ss_lm_get()
- * answers 0 or SS_ECORRUPT, never a crash. */
+ * Each input is checked as a whole section, and also XORed into the arrays
+ * of the valid section of a small index, twice: as it is (the blocks'
+ * checksums then fail when a read reaches them) and sealed again (block
+ * and header checksums recomputed, as a section written with values that
+ * lie would be), so that the search reaches the checks reads make of each
+ * value. An accepted section must then serve every sample without reading
+ * out of bounds: ss_lm_get() answers 0 or SS_ECORRUPT, never a crash, and
+ * so do ss_lm_sample_position() and ss_lm_document(). */
 #include "lm_internal.h"
 
 #include <stdio.h>
@@ -16,7 +19,7 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-enum { NDOCS = 6, L = 8, HEADER = 128 };
+enum { NDOCS = 6, L = 8 };
 
 static ss_store *g_store;
 static ss_lm *g_lm;
@@ -45,27 +48,13 @@ static void make_store(void) {
     unlink(path); /* the map stays */
 }
 
-static void put_le(unsigned char *q, uint64_t v, int bytes) {
-    for (int b = 0; b < bytes; b++) q[b] = (unsigned char)(v >> (8 * b));
-}
-
-/* The section ss_lm_save() writes for g_lm (same layout, read back by the
- * check it feeds, so a change of one shows here). */
+/* The section ss_lm_save() writes for g_lm (its own writer), bound to the
+ * documents by their digest (no lengths section named). */
 static void make_valid(void) {
-    ss_lm *lm = g_lm;
-    g_valid_size = HEADER + 8 * lm->nsamples + 16 * (lm->nsamples + 1) + 4 * lm->epochs * lm->ndocs;
+    g_valid_size = ss__lm_stored_size(g_lm);
     g_valid = calloc(1, (g_valid_size + 7) / 8 * 8);
     if (!g_valid) abort();
-    unsigned char *q = (unsigned char *)g_valid;
-    uint64_t h[] = {0x005844494d4c5353ull, 1, lm->o.layout, lm->o.seq_length, lm->o.seed,
-                    lm->o.num_samples, lm->o.num_epochs, (lm->o.flags & SS_LM_APPEND_EOD) != 0,
-                    lm->ndocs, lm->tokens_per_epoch, lm->epochs, lm->nsamples, lm->sans_final,
-                    (uint64_t)lm->separate, lm->split};
-    for (size_t k = 0; k < sizeof h / sizeof h[0]; k++) put_le(q + 8 * k, h[k], 8);
-    q += HEADER;
-    for (uint64_t k = 0; k < lm->nsamples; k++, q += 8) put_le(q, (uint64_t)lm->shuffle[k], 8);
-    for (uint64_t k = 0; k < 2 * (lm->nsamples + 1); k++, q += 8) put_le(q, (uint64_t)lm->sample[k], 8);
-    for (uint64_t k = 0; k < lm->epochs * lm->ndocs; k++, q += 4) put_le(q, lm->doc[k], 4);
+    ss__lm_stored_write((unsigned char *)g_valid, g_lm, 0);
 }
 
 static void init(void) {
@@ -88,19 +77,37 @@ static int serve_all(int64_t *rows) {
     return rc;
 }
 
+/* Back to the index as built (the section's state freed). */
+static void restore(void) {
+    free((void *)g_lm->verdict);
+    free(g_lm->stored_name);
+    g_lm->verdict = NULL, g_lm->stored_name = NULL;
+    g_lm->doc = g_doc, g_lm->sample = g_sample, g_lm->shuffle = g_shuffle;
+    g_lm->split = g_split, g_lm->borrowed = 0;
+}
+
 static void one(const uint64_t *section, size_t size) {
-    int rc = ss__lm_stored_use(g_lm, "fuzz", section, size);
+    int rc = ss__lm_stored_use(g_lm, "fuzz", section, size, 0);
     if (rc == 0) {
         int64_t *rows = malloc(2 * g_lm->nsamples * L * sizeof *rows);
         if (!rows) abort();
         rc = serve_all(rows);
         if (rc != 0 && rc != SS_ECORRUPT) abort();
         free(rows);
+        for (uint64_t i = 0; i < g_lm->nsamples; i++) {
+            uint64_t first, off;
+            rc = ss_lm_sample_position(&first, &off, NULL, g_lm, i);
+            if (rc != 0 && rc != SS_ECORRUPT) abort();
+            if (!rc && first >= g_lm->epochs * g_lm->ndocs) abort();
+        }
+        for (uint64_t k = 0; k < g_lm->epochs * g_lm->ndocs; k++) {
+            uint64_t d = ss_lm_document(g_lm, k);
+            if (d >= g_lm->ndocs && d != UINT64_MAX) abort();
+        }
     } else if (rc != SS_ENOTFOUND && rc != SS_ECORRUPT && rc != SS_EVERSION) {
         abort();
     }
-    g_lm->doc = g_doc, g_lm->sample = g_sample, g_lm->shuffle = g_shuffle;
-    g_lm->split = g_split, g_lm->borrowed = 0;
+    restore();
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
@@ -110,10 +117,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         int64_t *own = malloc(2 * g_lm->nsamples * L * sizeof *own);
         int64_t *back = malloc(2 * g_lm->nsamples * L * sizeof *back);
         if (!own || !back || serve_all(own)) abort();
-        if (ss__lm_stored_use(g_lm, "fuzz", g_valid, g_valid_size) || serve_all(back) ||
+        if (ss__lm_stored_use(g_lm, "fuzz", g_valid, g_valid_size, 0) || serve_all(back) ||
             memcmp(own, back, 2 * g_lm->nsamples * L * sizeof *own) != 0)
             abort();
-        g_lm->doc = g_doc, g_lm->sample = g_sample, g_lm->shuffle = g_shuffle, g_lm->borrowed = 0;
+        restore();
         free(own);
         free(back);
     }
@@ -122,11 +129,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (!copy) abort();
     memcpy(copy, data, size);
     one(copy, size);
-    /* XORed into the valid section (header kept unless the input reaches it) */
-    memcpy(copy, g_valid, g_valid_size);
+    /* XORed into the valid section's arrays (behind its header and block
+     * table), as it is and sealed again */
+    size_t head = g_valid_size - (size_t)(8 * g_lm->nsamples + 16 * (g_lm->nsamples + 1) +
+                                          4 * g_lm->epochs * g_lm->ndocs);
     unsigned char *c = (unsigned char *)copy;
-    for (size_t k = 0; k < size && k < g_valid_size; k++) c[(k + HEADER) % g_valid_size] ^= data[k];
-    one(copy, g_valid_size);
+    for (int sealed = 0; sealed < 2; sealed++) {
+        memcpy(copy, g_valid, g_valid_size);
+        for (size_t k = 0; k < size && k < g_valid_size - head; k++)
+            c[head + k % (g_valid_size - head)] ^= data[k];
+        if (sealed) ss__lm_stored_seal(c, g_valid_size);
+        one(copy, g_valid_size);
+    }
     free(copy);
     return 0;
 }

@@ -8,6 +8,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <omp.h>
+#include <sched.h>
+#include <sys/mman.h>
 
 #define LM_INT32_MAX 2147483647ull
 
@@ -35,42 +38,64 @@ static int eod_from_store(int64_t *out, const ss_store *s, const char *field) {
     return ss__fail(SS_EINVAL, "lm: attribute '%s' is not one 32- or 64-bit integer", name);
 }
 
-/* The n lengths of `field`: from the stored section ss.lengths.FIELD (one
- * array, no index walk), else from the index. */
-static int lengths(uint64_t *out, const ss_store *s, uint32_t field, uint64_t n) {
+/* An array the index reads at random (the document shuffle, the sample
+ * walk): on transparent huge pages where the kernel has them for the
+ * asking, which at 10^7 documents saves a TLB miss on most accesses. Freed
+ * with free(). */
+static void *lm_alloc(uint64_t bytes) {
+    const uint64_t huge = 2u << 20;
+    if (bytes < 2 * huge) return malloc(bytes ? bytes : 1);
+    void *p = NULL;
+    if (posix_memalign(&p, huge, (bytes + huge - 1) / huge * huge)) return NULL;
+#ifdef MADV_HUGEPAGE
+    (void)madvise(p, (bytes + huge - 1) / huge * huge, MADV_HUGEPAGE); /* advice only */
+#endif
+    return p;
+}
+
+/* Every document's length (eod included) into lm->sizes, and T: from the
+ * stored section ss.lengths.FIELD (one array, no index walk), else from
+ * the index. Megatron keeps sizes as int32: a longer document is refused,
+ * not wrapped. In parallel: 10^7 documents are 0.1 s on one thread. */
+static int read_sizes(ss_lm *lm, const ss_store *s) {
+    uint64_t n = lm->ndocs, add = (lm->o.flags & SS_LM_APPEND_EOD) != 0;
+    uint64_t *sizes = lm->sizes = lm_alloc(n * sizeof *lm->sizes);
+    if (!sizes) return ss__fail(SS_ENOMEM, "lm: out of memory for %" PRIu64 " lengths", n);
     const void *data;
     ss_dtype dt;
     uint64_t count;
-    int rc = ss_lengths_view(&data, &dt, &count, s, field);
-    if (rc == SS_ENOTFOUND) return ss_lengths(out, s, field, 0, n);
-    if (rc) return rc;
-    if (count != n) return ss__fail(SS_ECORRUPT, "lm: %" PRIu64 " stored lengths for %" PRIu64
-                                    " examples", count, n);
-    for (uint64_t k = 0; k < n; k++)
-        out[k] = dt == SS_U8    ? ((const uint8_t *)data)[k]
-                 : dt == SS_U16 ? ((const uint16_t *)data)[k]
-                 : dt == SS_U32 ? ((const uint32_t *)data)[k]
-                                : ((const uint64_t *)data)[k];
-    return 0;
-}
-
-/* Every document's length (eod included) into lm->sizes, and T. Megatron
- * keeps sizes as int32: a longer document is refused, not wrapped. */
-static int read_sizes(ss_lm *lm, const ss_store *s) {
-    uint64_t n = lm->ndocs, add = (lm->o.flags & SS_LM_APPEND_EOD) != 0;
-    lm->sizes = malloc((n ? n : 1) * sizeof *lm->sizes);
-    if (!lm->sizes) return ss__fail(SS_ENOMEM, "lm: out of memory for %" PRIu64 " lengths", n);
-    int rc = lengths(lm->sizes, s, lm->field, n);
-    if (rc) return rc;
-    uint64_t t = 0;
-    for (uint64_t d = 0; d < n; d++) {
-        uint64_t len = lm->sizes[d] + add;
-        if (len > LM_INT32_MAX)
-            return ss__fail(SS_EINVAL, "lm: example %" PRIu64 " has %" PRIu64
-                            " tokens, more than Megatron's int32 sizes hold", d, len);
-        lm->sizes[d] = len;
-        t += len;
+    int rc = ss_lengths_view(&data, &dt, &count, s, lm->field);
+    if (rc == SS_ENOTFOUND) {
+        data = sizes, dt = SS_U64; /* converted in place */
+        rc = ss_lengths(sizes, s, lm->field, 0, n);
+    } else if (!rc && count != n) {
+        rc = ss__fail(SS_ECORRUPT, "lm: %" PRIu64 " stored lengths for %" PRIu64 " examples",
+                      count, n);
     }
+    if (rc) return rc;
+    uint64_t t = 0, bad = UINT64_MAX;
+#define LM_SIZES_(code, type)                                                                      \
+    case code:                                                                                     \
+        _Pragma("omp parallel for schedule(static) reduction(+ : t) reduction(min : bad) if (n > 65536)") \
+        for (uint64_t d = 0; d < n; d++) {                                                         \
+            uint64_t len = (uint64_t)((const type *)data)[d] + add;                                \
+            if (len > LM_INT32_MAX && d < bad) bad = d;                                            \
+            sizes[d] = len;                                                                        \
+            t += len;                                                                              \
+        }                                                                                          \
+        break;
+    switch (dt) {
+        LM_SIZES_(SS_U8, uint8_t)
+        LM_SIZES_(SS_U16, uint16_t)
+        LM_SIZES_(SS_U32, uint32_t)
+        LM_SIZES_(SS_U64, uint64_t)
+    default:
+        return ss__fail(SS_ECORRUPT, "lm: lengths of dtype %d", (int)dt);
+    }
+#undef LM_SIZES_
+    if (bad != UINT64_MAX)
+        return ss__fail(SS_EINVAL, "lm: example %" PRIu64 " has %" PRIu64
+                        " tokens, more than Megatron's int32 sizes hold", bad, sizes[bad]);
     lm->tokens_per_epoch = t;
     return 0;
 }
@@ -105,11 +130,12 @@ static int count_epochs(ss_lm *lm) {
     return 0;
 }
 
-/* _build_document_index: epochs [0, e) of 0..n-1 at doc + 0, shuffled. */
-static void document_epochs(uint32_t *doc, uint64_t n, uint64_t e, ss_mt19937 *mt) {
+/* _build_document_index: E copies of 0..n-1, epoch after epoch (then
+ * shuffled by the caller, in one or two parts). */
+static void document_epochs(uint32_t *doc, uint64_t n, uint64_t e) {
+#pragma omp parallel for collapse(2) schedule(static) if (n * e > 65536)
     for (uint64_t k = 0; k < e; k++)
         for (uint64_t d = 0; d < n; d++) doc[k * n + d] = (uint32_t)d;
-    ss__mt_shuffle_u32(mt, doc, n * e);
 }
 
 /* helpers.cpp build_sample_idx (drop_last_partial_sequence, extra token):
@@ -191,44 +217,145 @@ static int check_field(const ss_store *s, uint32_t field, ss_field *fi) {
     return 0;
 }
 
-/* The three indices, in Megatron's order of draws from one RandomState. */
-static int build(ss_lm *lm) {
-    uint64_t n = lm->ndocs, E = lm->epochs, S = lm->nsamples;
-    lm->doc = malloc(n * E * sizeof *lm->doc);
-    lm->sample = malloc(2 * (S + 1) * sizeof *lm->sample);
-    lm->shuffle = malloc((S ? S : 1) * sizeof *lm->shuffle);
+/* The sample index as build_sample_idx gives it, computed backwards from
+ * the end of positions [lo, hi) of the document index (`end` tokens lie
+ * before hi) as their shuffle finalises them (lo + *front, see
+ * ss__mt_shuffle_u32_front()): sample k >= 1 starts at token k * L of the
+ * concatenation, in the document holding it (Megatron's walk never stops
+ * in an empty document), so each is found from the tokens before its
+ * document alone, and the result is sample_index()'s whatever the order. */
+static void sample_index_behind(ss_lm *lm, uint64_t lo, uint64_t hi, uint64_t end,
+                                _Atomic uint64_t *front) {
+    const uint64_t L = lm->o.seq_length, S = lm->nsamples;
+    const uint32_t *doc = lm->doc;
+    const uint64_t *sizes = lm->sizes;
+    int64_t *out = lm->sample;
+    uint64_t p = hi, cum = end;
+    /* the next sample to place, going down: the last starting before `end` */
+    uint64_t k = end ? (end - 1) / L : 0;
+    if (k > S) k = S;
+    while (p > lo) {
+        /* the shuffle of [lo, hi) counts its front from lo */
+        uint64_t f = lo + atomic_load_explicit(front, memory_order_acquire);
+        if (f >= p) {
+            sched_yield(); /* the shuffle is ahead of nothing yet */
+            continue;
+        }
+        for (; p > f; p--) {
+            if (p > f + 17) __builtin_prefetch(sizes + doc[p - 17]);
+            cum -= sizes[doc[p - 1]];
+            /* samples after this document's start are in it: they start
+             * before the documents after it, which took the later ones */
+            for (; k >= 1 && k * L >= cum; k--) {
+                out[2 * k] = (int64_t)(p - 1);
+                out[2 * k + 1] = (int64_t)(k * L - cum);
+            }
+        }
+    }
+}
+
+/* ss_lm_info.split_documents as sample_index() counts it. */
+static uint64_t count_split(const ss_lm *lm) {
+    uint64_t split = 0;
+    const int64_t *sm = lm->sample;
+#pragma omp parallel for schedule(static) reduction(+ : split) if (lm->nsamples > 65536)
+    for (uint64_t k = 1; k < lm->nsamples; k++) {
+        int64_t di = sm[2 * k], off = sm[2 * k + 1];
+        if (off > 0 && off < (int64_t)lm->sizes[lm->doc[di]] - 1 &&
+            (k == 1 || sm[2 * k - 2] != di || sm[2 * k - 1] == 0))
+            split++;
+    }
+    return split;
+}
+
+/* The three indices, in Megatron's order of draws from one RandomState.
+ * With two threads or more, one draws (the document shuffles, then the
+ * sample shuffle, which does not depend on the sample index) while
+ * another computes the sample index behind the document shuffle's front;
+ * on one thread, as Megatron does, one after the other. The indices are
+ * the same either way (test_lm_threads). */
+static int build(ss_lm *lm, const ss_store *sizes_from) {
+    uint64_t n = lm->ndocs, E = lm->epochs, S = lm->nsamples, T = lm->tokens_per_epoch;
+    lm->doc = lm_alloc(n * E * sizeof *lm->doc);
+    lm->sample = lm_alloc(2 * (S + 1) * sizeof *lm->sample);
+    lm->shuffle = lm_alloc(S * sizeof *lm->shuffle);
     if (!lm->doc || !lm->sample || !lm->shuffle)
         return ss__fail(SS_ENOMEM, "lm: out of memory for %" PRIu64 " samples of %" PRIu64
                         " epochs", S, E);
     ss_mt19937 mt;
     ss__mt_seed(&mt, (uint32_t)lm->o.seed);
-    if (lm->separate) {
-        document_epochs(lm->doc, n, E - 1, &mt);
-        document_epochs(lm->doc + (E - 1) * n, n, 1, &mt);
-    } else {
-        document_epochs(lm->doc, n, E, &mt);
+    /* the document index in one or two shuffled parts: [0, cut) and [cut, E n) */
+    uint64_t cut = lm->separate ? (E - 1) * n : E * n;
+    _Atomic uint64_t front[2];
+    atomic_init(&front[0], cut);
+    atomic_init(&front[1], n);
+    document_epochs(lm->doc, n, E);
+    int team = omp_get_max_threads() > 1 && n * E >= 65536 && !omp_in_parallel();
+    int sizes_rc = 0;
+    char sizes_msg[512] = "";
+#pragma omp parallel num_threads(2) if (team)
+    {
+        int me = omp_get_thread_num(), all = omp_get_num_threads();
+        /* the lengths, when not read yet, by the thread that walks them */
+        if (sizes_from && me == all - 1) {
+            sizes_rc = read_sizes(lm, sizes_from);
+            if (!sizes_rc && lm->tokens_per_epoch != T)
+                sizes_rc = ss__fail(SS_ECORRUPT, "lm: the lengths sum to %" PRIu64 " tokens, the "
+                                    "store's header says %" PRIu64, lm->tokens_per_epoch, T);
+            if (sizes_rc) snprintf(sizes_msg, sizeof sizes_msg, "%s", ss_error_message());
+        }
+        if (me == 0) {
+            ss__mt_shuffle_u32_front(&mt, lm->doc, cut, all > 1 ? &front[0] : NULL);
+            if (lm->separate)
+                ss__mt_shuffle_u32_front(&mt, lm->doc + cut, n, all > 1 ? &front[1] : NULL);
+            if (all == 1 && !sizes_rc) sample_index(lm);
+            for (uint64_t k = 0; k < S; k++) lm->shuffle[k] = (int64_t)k;
+            ss__mt_shuffle_i64(&mt, lm->shuffle, lm->sans_final);
+            ss__mt_shuffle_i64(&mt, lm->shuffle + lm->sans_final, S - lm->sans_final);
+        }
+        if (me == 1 && !sizes_rc) {
+            lm->sample[0] = 0, lm->sample[1] = 0;
+            sample_index_behind(lm, 0, cut, cut / n * T, &front[0]);
+            if (lm->separate) sample_index_behind(lm, cut, E * n, E * T, &front[1]);
+        }
     }
-    sample_index(lm);
-    for (uint64_t k = 0; k < S; k++) lm->shuffle[k] = (int64_t)k;
-    ss__mt_shuffle_i64(&mt, lm->shuffle, lm->sans_final);
-    ss__mt_shuffle_i64(&mt, lm->shuffle + lm->sans_final, S - lm->sans_final);
+    if (sizes_rc) return ss__fail(sizes_rc, "%s", sizes_msg);
+    if (team) lm->split = count_split(lm);
     return 0;
 }
 
-/* The stored draws when there are (only the sample index is walked), else
- * build(). */
-static int from_stored(ss_lm *lm, const char *field, int use_stored) {
-    int rc = use_stored ? ss__lm_stored_find(lm, field) : SS_ENOTFOUND;
-    if (rc == SS_ENOTFOUND) return build(lm);
-    if (rc) return rc;
-    /* split_documents: counted as the sample index walk counts it */
-    for (uint64_t k = 1; k < lm->nsamples; k++) {
-        int64_t di = lm->sample[2 * k], off = lm->sample[2 * k + 1];
-        if (off > 0 && off < (int64_t)lm->sizes[lm->doc[di]] - 1 &&
-            (k == 1 || lm->sample[2 * k - 2] != di || lm->sample[2 * k - 1] == 0))
-            lm->split++;
+/* The stored index when there is one for these documents, else build().
+ * The stored one needs no lengths when the store's lengths section is the
+ * one it was built from: T then comes from the header (O(1) in the
+ * documents), and reads take each length from the store's index. */
+static int from_stored(ss_lm *lm, const ss_store *s, const char *field, int use_stored) {
+    int rc = SS_ENOTFOUND;
+    if (use_stored) {
+        lm->tokens_per_epoch =
+            ss_flat_size(s, lm->field) + ((lm->o.flags & SS_LM_APPEND_EOD) ? lm->ndocs : 0);
+        rc = count_epochs(lm);
+        /* a failure is said again below, after the lengths' own checks */
+        rc = rc ? SS_ENOTFOUND : ss__lm_stored_find(lm, field);
+        if (rc == 1) { /* bound by the documents' digest: read their lengths */
+            rc = read_sizes(lm, s);
+            if (!rc) rc = count_epochs(lm);
+            if (!rc) rc = ss__lm_stored_find(lm, field);
+            if (rc == 1) rc = SS_ENOTFOUND;
+        }
     }
-    return 0;
+    if (rc != SS_ENOTFOUND) return rc;
+    rc = 0;
+    if (!lm->sizes) {
+        /* T from the store's header: the document shuffle needs no length,
+         * so build() reads them beside it (checked against T there) */
+        lm->tokens_per_epoch =
+            ss_flat_size(s, lm->field) + ((lm->o.flags & SS_LM_APPEND_EOD) ? lm->ndocs : 0);
+        if (count_epochs(lm) == 0) return build(lm, s);
+        rc = read_sizes(lm, s); /* its failures first, then count_epochs' */
+    }
+    if (!rc) rc = count_epochs(lm);
+    if (!rc) rc = build(lm, NULL);
+    return rc;
 }
 
 int ss_lm_create(ss_lm **out, const ss_store *s, uint32_t field, const ss_lm_options *options) {
@@ -250,17 +377,17 @@ int ss__lm_create(ss_lm **out, const ss_store *s, uint32_t field, const ss_lm_op
     lm->store = s;
     lm->field = field;
     lm->dtype = fi.dtype;
+    lm->widen = ss__cast_kernel(SS_I64, fi.dtype);
     lm->ndocs = ss_count(s);
     if (lm->o.eod == SS_LM_EOD_FROM_STORE) rc = eod_from_store(&lm->o.eod, s, fi.name);
     if (!rc && (lm->ndocs == 0 || lm->ndocs > LM_INT32_MAX))
         rc = ss__fail(SS_EINVAL, "lm: %" PRIu64 " documents: Megatron needs 1..2^31-1",
                       lm->ndocs);
-    if (!rc) rc = read_sizes(lm, s);
     if (!rc && lm->o.layout == SS_LM_PACKED) {
-        rc = ss__lm_pack_build(lm);
-    } else {
-        if (!rc) rc = count_epochs(lm);
-        if (!rc) rc = from_stored(lm, fi.name, use_stored);
+        rc = read_sizes(lm, s);
+        if (!rc) rc = ss__lm_pack_build(lm);
+    } else if (!rc) {
+        rc = from_stored(lm, s, fi.name, use_stored);
     }
     if (rc) {
         ss_lm_free(lm);
@@ -282,6 +409,8 @@ void ss_lm_free(ss_lm *lm) {
     free(lm->piece_doc);
     free(lm->piece_off);
     free(lm->piece_len);
+    free((void *)lm->verdict);
+    free(lm->stored_name);
     free(lm);
 }
 
@@ -306,7 +435,9 @@ int ss_lm_sample_position(uint64_t *first, uint64_t *offset, uint64_t *shuffled,
         return ss__fail(SS_EINVAL, "ss_lm_sample_position: NULL argument");
     if (i >= lm->nsamples)
         return ss__fail(SS_ERANGE, "lm: sample %" PRIu64 " of %" PRIu64, i, lm->nsamples);
-    uint64_t k = (uint64_t)lm->shuffle[i];
+    uint64_t k;
+    int rc = ss__lm_shuffled(&k, lm, i);
+    if (rc) return rc;
     if (shuffled) *shuffled = k;
     if (lm->o.layout == SS_LM_PACKED) { /* the row's first piece */
         uint64_t j = lm->row_first[k];
@@ -314,13 +445,24 @@ int ss_lm_sample_position(uint64_t *first, uint64_t *offset, uint64_t *shuffled,
         *offset = lm->piece_off[j];
         return 0;
     }
-    *first = (uint64_t)lm->sample[2 * k];
-    *offset = (uint64_t)lm->sample[2 * k + 1];
-    if (shuffled) *shuffled = k;
+    rc = ss__lm_need(lm, lm->sample + 2 * k, 2 * sizeof *lm->sample);
+    if (rc) return rc;
+    int64_t pos = lm->sample[2 * k], off = lm->sample[2 * k + 1];
+    if (pos < 0 || (uint64_t)pos >= lm->epochs * lm->ndocs || off < 0) /* only a damaged stored index */
+        return ss__fail(SS_ECORRUPT, "lm: stored index '%s': sample %" PRIu64 " starts at %" PRId64
+                        ":%" PRId64, ss__lm_name(lm), k, pos, off);
+    *first = (uint64_t)pos;
+    *offset = (uint64_t)off;
     return 0;
 }
 
 uint64_t ss_lm_document(const ss_lm *lm, uint64_t k) {
     if (!lm || k >= lm->epochs * lm->ndocs) return UINT64_MAX;
+    if (ss__lm_need(lm, lm->doc + k, sizeof *lm->doc)) return UINT64_MAX;
+    if (lm->doc[k] >= lm->ndocs) { /* only a damaged stored index */
+        ss__fail(SS_ECORRUPT, "lm: stored index '%s': document %" PRIu32 " of %" PRIu64,
+                 ss__lm_name(lm), lm->doc[k], lm->ndocs);
+        return UINT64_MAX;
+    }
     return (uint64_t)lm->doc[k];
 }

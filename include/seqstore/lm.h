@@ -55,7 +55,10 @@
  *    every eod), else t.
  *
  * Building reads only the stored lengths (no data page) and is O(n * E + S)
- * time and memory; the index is kept in memory.
+ * time and memory; the index is kept in memory. It uses up to two OpenMP
+ * threads (omp_get_max_threads(); the lengths read and the document index
+ * filled on more): one draws the shuffles while the other computes the
+ * sample index behind it. The index is the same for any thread count.
  *
  * Packed samples (layout SS_LM_PACKED) put whole documents into rows of L
  * tokens instead of cutting the concatenation, so far fewer documents are
@@ -91,6 +94,7 @@
 #define SEQSTORE_LM_H
 
 #include "core.h"
+#include "sampler.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -168,19 +172,27 @@ SS_API int ss_lm_options_init(ss_lm_options *out, unsigned version);
  *          attribute FIELD.eos or with SS_LM_APPEND_EOD, no documents or
  *          fewer than 2 tokens per epoch, a document or document count
  *          beyond 2^31 - 1 (Megatron's int32 sizes)); SS_ERANGE (no such
- *          field); SS_ENOMEM; SS_ECORRUPT, SS_EVERSION (a stored index that
- *          is damaged or of a later version); as ss_lengths(). */
+ *          field); SS_ENOMEM; SS_ECORRUPT, SS_EVERSION (a stored index whose
+ *          header is damaged or of a later version; its arrays are checked
+ *          as they are read, see ss_lm_save()); as ss_lengths(). */
 SS_API int ss_lm_create(ss_lm **out, const ss_store *s, uint32_t field,
                         const ss_lm_options *options);
 
 /** Build the SS_LM_MEGATRON index of `options` over field `field` of the
  *  finished store or dataset at `path` and store it in the store (a dataset:
  *  its sections store) as the attribute "ss.lm.FIELD.L<L>.seed<S>.samples<N>
- *  .epochs<E>.append<0|1>" (spec/SDK_SECTIONS.md), replacing one of that
- *  name. ss_lm_create() with the same field and options then uses its
- *  document index and sample shuffle in place (checked, not drawn again;
- *  ss_lm_info.stored) while the documents are those it was built for;
- *  otherwise it builds afresh. The store must not be open for writing.
+ *  .epochs<E>.append<0|1>" (ss_lm_index_name(), spec/SDK_SECTIONS.md),
+ *  replacing one of that name. ss_lm_create() with the same field and
+ *  options then uses its document, sample and shuffle indices in place
+ *  (not drawn again; ss_lm_info.stored) while the documents are those it
+ *  was built for (the same count, tokens and lengths section); otherwise it
+ *  builds afresh. Opening it then costs O(1) in the documents: the
+ *  section's header is checked at ss_lm_create(), each 64 KiB block of its
+ *  arrays against its checksum the first time a read reaches it, and every
+ *  value a read uses against the documents, so a damaged section is
+ *  SS_ECORRUPT from the ss_lm_get(), ss_lm_sample_position() or
+ *  ss_lm_document() that reaches it. The store must not be open for
+ *  writing.
  *  @param[in] path    the store or dataset.
  *  @param[in] field   the token field's name.
  *  @param[in] options as for ss_lm_create(); layout SS_LM_MEGATRON.
@@ -190,6 +202,24 @@ SS_API int ss_lm_create(ss_lm **out, const ss_store *s, uint32_t field,
  *          ss_lm_create(),
  *          ss_sections_writer_open() and ss_writer_finish(). */
 SS_API int ss_lm_save(const char *path, const char *field, const ss_lm_options *options);
+
+/** Longest name ss_lm_index_name() writes, with its NUL. */
+#define SS_LM_INDEX_NAME_MAX (SS_MAX_ATTR_NAME + 1)
+
+/** The name of the section ss_lm_save() writes for `field` and `options`
+ *  (an attribute of the store, or of a dataset's sections store), e.g. to
+ *  ask ss_attr_get() whether a stored index exists for them. It names the
+ *  options only: whether the index stored under it fits the store's
+ *  current documents is for ss_lm_create() to find (ss_lm_info.stored).
+ *  @param[out] buf     `cap` bytes, NUL-terminated ("" on failure when cap > 0).
+ *  @param[in]  cap     bytes of buf; SS_LM_INDEX_NAME_MAX always suffices.
+ *  @param[in]  field   the token field's name.
+ *  @param[in]  options layout SS_LM_MEGATRON.
+ *  @return 0; SS_EBUFS (cap too small); SS_EINVAL (NULL argument, unknown
+ *          options version, another layout, a field name that makes the
+ *          name longer than SS_MAX_ATTR_NAME). */
+SS_API int ss_lm_index_name(char *buf, size_t cap, const char *field,
+                            const ss_lm_options *options);
 
 /** Free the index; accepts NULL. The store is not closed. */
 SS_API void ss_lm_free(ss_lm *lm);
@@ -244,9 +274,36 @@ typedef struct ss_lm_batch {
  *  @param[in]  n   rows.
  *  @return 0; SS_ERANGE (an index beyond the samples; the message names it;
  *          rows before it are written); SS_EINVAL (NULL lm, out or idx with
- *          n > 0); SS_ECORRUPT as ss_get(), or a document shorter than its
- *          stored length. */
+ *          n > 0); SS_ECORRUPT as ss_get(), a document shorter than its
+ *          stored length, or a damaged stored index (a block that fails its
+ *          checksum, a value outside the documents; the message names the
+ *          section; rows before it are written). */
 SS_API int ss_lm_get(const ss_lm_batch *out, const ss_lm *lm, const uint64_t *idx, uint64_t n);
+
+/** Read the next n rows of a blend of LM indices with weights (Megatron's
+ *  BlendedDataset over GPTDatasets): row r is sample `index` of
+ *  lms[source] for the r-th (source, index) ss_blend_next(b) gives. Create
+ *  b (sampler.h) with nsources = nlms, sizes[j] = ss_lm_info.num_samples
+ *  of lms[j] and shuffle 0, so that source j's samples are read in the
+ *  order of its own (already shuffled) index, as Megatron's blend reads
+ *  them; world_size/rank/num_workers/worker shard the global stream as
+ *  the blend documents. The rows are a function of b's options and
+ *  position alone: deterministic, and resumed exactly by
+ *  ss_blend_state_save()/ss_blend_state_load() between calls.
+ *  @param[out] sources n source numbers (may be NULL).
+ *  @param[out] out     n rows, laid out as ss_lm_get() lays them out.
+ *  @param[in]  lms     nlms indices of one seq_length (their stores open).
+ *  @param[in]  nlms    1..65536.
+ *  @param[in,out] b    the blend; advanced by the rows read (on failure,
+ *                      past the row that failed: restore a saved state to
+ *                      retry).
+ *  @param[in]  n       rows.
+ *  @return 0; SS_EINVAL (NULL argument, indices of different L, a source
+ *          the blend chose that is not in lms); as ss_blend_next() and
+ *          ss_lm_get() (SS_ERANGE for a blend made with sizes larger than
+ *          the indices'), the message naming the row and index. */
+SS_API int ss_lm_blend_get(uint32_t *sources, const ss_lm_batch *out, const ss_lm *const *lms,
+                           uint32_t nlms, ss_blend *b, uint64_t n);
 
 /** The document positions of sample `i` before the sample shuffle, for a
  *  caller checking the index: sample i reads the L + 1 tokens from offset
@@ -256,13 +313,15 @@ SS_API int ss_lm_get(const ss_lm_batch *out, const ss_lm *lm, const uint64_t *id
  *  @param[out] first  position in the document index where sample i starts.
  *  @param[out] offset token offset in that document.
  *  @param[out] shuffled the unshuffled sample number (shuffle[i]); may be NULL.
- *  @return 0; SS_ERANGE (i >= num_samples); SS_EINVAL (NULL argument). */
+ *  @return 0; SS_ERANGE (i >= num_samples); SS_EINVAL (NULL argument);
+ *          SS_ECORRUPT (a damaged block of a stored index). */
 SS_API int ss_lm_sample_position(uint64_t *first, uint64_t *offset, uint64_t *shuffled,
                                  const ss_lm *lm, uint64_t i);
 
 /** Document (example index) at position `k` of the shuffled document index
  *  (0 <= k < num_epochs * documents; with SS_LM_PACKED, epoch k / documents's
- *  order); UINT64_MAX for a bad argument. */
+ *  order); UINT64_MAX for a bad argument or a damaged block of a stored
+ *  index (ss_error_message() then names the section). */
 SS_API uint64_t ss_lm_document(const ss_lm *lm, uint64_t k);
 
 #ifdef __cplusplus
