@@ -133,6 +133,7 @@ struct ss_loader {
     uint64_t *start, start_cap;
     uint64_t *order_buf, order_cap, *lens_buf, lens_cap;
     uint64_t nbatches;
+    int planned; /* the plan above is epoch `epoch`'s (plan_epoch() succeeded) */
     /* ring and threads */
     slot *slots;
     uint32_t nslots, prefetch;
@@ -275,6 +276,7 @@ static int plan_epoch(ss_loader *l, uint64_t epoch) {
     int rc = 0;
     ss_batcher *b = NULL;
     l->nbatches = 0;
+    l->planned = 0;
     if (l->mode == MODE_BUCKET) {
         rc = ss_bucket_batches(&b, l->bucket, l->store, l->sel, &l->o.batch,
                                l->o.sampler.kind != SS_SAMPLE_SEQUENTIAL, l->seed, epoch);
@@ -304,6 +306,7 @@ static int plan_epoch(ss_loader *l, uint64_t epoch) {
         return ss__context(rc, "loader: epoch %" PRIu64, epoch);
     }
     l->epoch = epoch;
+    l->planned = 1;
     return 0;
 }
 
@@ -313,9 +316,9 @@ static void quiesce(ss_loader *l) {
     while (l->busy) pthread_cond_wait(&l->cv_done, &l->mu);
 }
 
-/* Replan (mutex held, workers quiet) and restart at batch `pos`. */
-static int restart(ss_loader *l, uint64_t epoch, uint64_t pos) {
-    int rc = plan_epoch(l, epoch);
+/* Restart at batch `pos` of the planned epoch (mutex held, workers quiet):
+ * the prepared batches are dropped, the plan is kept. */
+static void resume_at(ss_loader *l, uint64_t pos) {
     for (uint32_t k = 0; k < l->nslots; k++) {
         l->slots[k].state = SLOT_EMPTY;
         l->slots[k].g = UINT64_MAX;
@@ -326,6 +329,16 @@ static int restart(ss_loader *l, uint64_t epoch, uint64_t pos) {
     l->err_rc = 0;
     l->paused = 0;
     pthread_cond_broadcast(&l->cv_work);
+}
+
+/* Restart at batch `pos` of `epoch` (mutex held, workers quiet). The plan is
+ * a function of the options, the seed and the epoch alone, so the epoch in
+ * memory is kept: planning is O(examples) (the shuffle, the gather), which a
+ * fresh loader that restores a state of its first epoch, or a pass of an
+ * epoch begun again, would otherwise pay twice. */
+static int restart(ss_loader *l, uint64_t epoch, uint64_t pos) {
+    int rc = l->planned && epoch == l->epoch ? 0 : plan_epoch(l, epoch);
+    resume_at(l, pos);
     return rc;
 }
 
@@ -1231,6 +1244,21 @@ static int elastic_resume(uint64_t *pos, const ss_loader *l, const unsigned char
     return 0;
 }
 
+/* Whether the saved state `p` (of this loader's options) is of the epoch
+ * planned in memory, with a sampler in the state the plan left this one in:
+ * the same sampler state (spec/SDK_SECTIONS.md) but for its position (bytes
+ * 32-39), which planning drains and restart() does not read; a position
+ * beyond the epoch goes to ss_sampler_state_load() to be refused. */
+static int plan_holds(const ss_loader *l, const unsigned char *p) {
+    unsigned char now[STATE_SAMPLER];
+    if (!l->planned || ss_le64(p + 16) != l->epoch ||
+        ss_sampler_state_save(now, sizeof now, NULL, l->sampler))
+        return 0;
+    const unsigned char *saved = p + STATE_HEAD;
+    return ss_le64(saved + 32) <= ss_sampler_epoch_length(l->sampler) &&
+           memcmp(now, saved, 32) == 0 && memcmp(now + 40, saved + 40, STATE_SAMPLER - 40) == 0;
+}
+
 int ss_loader_state_load(ss_loader *l, const void *buf, size_t len) {
     if (!l || !buf) return ss__fail(SS_EINVAL, "ss_loader_state_load: NULL argument");
     const unsigned char *p = buf;
@@ -1247,7 +1275,10 @@ int ss_loader_state_load(ss_loader *l, const void *buf, size_t len) {
     pthread_mutex_lock(&l->mu);
     quiesce(l);
     if (exact) {
-        rc = ss_sampler_state_load(l->sampler, p + STATE_HEAD, STATE_SAMPLER);
+        /* the sampler is re-made only for another epoch: restart() keeps the
+         * plan of the epoch in memory, which the sampler's state makes */
+        if (!plan_holds(l, p))
+            rc = ss_sampler_state_load(l->sampler, p + STATE_HEAD, STATE_SAMPLER);
         pos = ss_le64(p + 24);
     } else {
         rc = elastic_resume(&pos, l, p);
