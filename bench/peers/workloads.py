@@ -9,7 +9,6 @@ filled (raw inputs from make_data.py and every system's converted copy).
 Workloads: open, random, epoch, budget, lm, eeg, resume (see driver.py for
 what each measures and how each peer is configured)."""
 import argparse
-import ctypes
 import glob
 import os
 import sys
@@ -18,7 +17,7 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import BATCH, ROOT, Clock, pad64  # noqa: E402
+from common import BATCH, Clock, pad64  # noqa: E402
 import common  # noqa: E402
 
 
@@ -228,50 +227,18 @@ def w_budget(system, path, args):
 
 
 # ---------------------------------------------------------------- (6) lm
-class _LmBatch(ctypes.Structure):
-    _fields_ = [(n, ctypes.c_void_p) for n in ("tokens", "labels", "loss_mask", "position_ids",
-                                               "segment_ids", "cu_seqlens", "nsegments")]
-
-
-class _LmOpts(ctypes.Structure):
-    _fields_ = [("version", ctypes.c_uint), ("flags", ctypes.c_uint),
-                ("seq_length", ctypes.c_uint64), ("seed", ctypes.c_uint64),
-                ("num_samples", ctypes.c_uint64), ("eod", ctypes.c_int64),
-                ("num_epochs", ctypes.c_uint64)]
-
-
-class _LmInfo(ctypes.Structure):
-    _fields_ = [("num_samples", ctypes.c_uint64), ("num_epochs", ctypes.c_uint64),
-                ("tokens_per_epoch", ctypes.c_uint64), ("documents", ctypes.c_uint64),
-                ("eod", ctypes.c_int64), ("separate_final_epoch", ctypes.c_int)]
-
-
 class SeqstoreLM:
-    """seqstore/lm.h through ctypes on libseqstore.so (the Python package has
-    no LM module yet): a map-style dataset of Megatron's sample dicts."""
+    """seqstore.lm.LMSamples (Megatron's samples bit for bit) read 8 rows at
+    a time into new torch tensors, as Megatron's DataLoader hands them out:
+    tokens, labels, loss_mask and position_ids."""
 
     def __init__(self, path, L, seed):
-        lib = ctypes.CDLL(os.environ.get("SS_LIB", os.path.join(ROOT, "build",
-                                                                 "libseqstore.so")))
-        self.lib, self.L = lib, L
-        self.s, self.lm = ctypes.c_void_p(), ctypes.c_void_p()
-        lib.ss_lm_get.argtypes = [ctypes.POINTER(_LmBatch), ctypes.c_void_p,
-                                  ctypes.POINTER(ctypes.c_uint64), ctypes.c_uint64]
-        if lib.ss_open(ctypes.byref(self.s), path.encode(), 0):
-            raise OSError("ss_open %s" % path)
-        f = ctypes.c_uint32()
-        lib.ss_field_index(ctypes.byref(f), self.s, b"tokens")
-        o = _LmOpts()
-        lib.ss_lm_options_init(ctypes.byref(o), 1)
-        o.seq_length, o.seed, o.eod = L, seed, 0
-        if lib.ss_lm_create(ctypes.byref(self.lm), self.s, f, ctypes.byref(o)):
-            raise OSError("ss_lm_create")
-        info = _LmInfo()
-        lib.ss_lm_get_info(ctypes.byref(info), self.lm)
-        self.n = info.num_samples
+        import seqstore.lm
+        self.L = L
+        self.lm = seqstore.lm.LMSamples(path, L, "tokens", seed=seed, eod=0)
 
     def __len__(self):
-        return self.n
+        return len(self.lm)
 
     def batch(self, idx):
         import torch
@@ -279,10 +246,7 @@ class SeqstoreLM:
         out = {k: torch.empty((n, self.L), dtype=torch.int64) for k in
                ("tokens", "labels", "position_ids")}
         out["loss_mask"] = torch.empty((n, self.L), dtype=torch.float32)
-        b = _LmBatch(*(out[k].data_ptr() if k in out else None for k, _ in _LmBatch._fields_))
-        ix = (ctypes.c_uint64 * n)(*idx)
-        if self.lib.ss_lm_get(ctypes.byref(b), self.lm, ix, n):
-            raise OSError("ss_lm_get")
+        self.lm.read(idx, out={k: v.numpy() for k, v in out.items()})
         return out
 
 
