@@ -54,14 +54,14 @@ def alternate(keys, r, pair=None):
     return [k for p in peers for k in [p] + ours]
 
 
-def rounds(jobs, n, repeat, pair=None):
+def rounds(jobs, n, repeat, pair=None, env=None):
     """jobs: {key: argv}; n rounds, each a process per peer alternated with a
     process per seqstore configuration (alternate()), each process repeating
     the measurement `repeat` times. Returns {key: [results]}."""
     keys, out = list(jobs), {k: [] for k in jobs}
     for r in range(n):
         for k in alternate(keys, r, pair):
-            res = run(jobs[k] + ["--repeat", str(repeat)])
+            res = run(jobs[k] + ["--repeat", str(repeat)], env)
             out[k] += res
             log("  round %d %-22s %s" % (r, k, [{x: (round(v, 4) if isinstance(v, float) else v)
                                                for x, v in q.items() if x in
@@ -138,7 +138,7 @@ def phase_convert(data, R, shards):
            "seconds", {s: (res[s][-1].get("config") or "") for s in systems})
     # the other copies the workloads read, converted once
     for corpus, nsh, ss in (("fortunes", shards, ["mds", "litdata", "wds", "hf", "seqstore"]),
-                               ("web", 16, ["mds", "litdata", "wds"]),
+                               ("web", 16, ["mds", "litdata", "wds", "seqstore"]),
                                ("web", 0, ["hf", "megatron", "seqstore"])):
         for s in ss:
             _, argv = conv(data, corpus, s, nsh)
@@ -255,6 +255,67 @@ def phase_reads(data, R, smoke, shards):
         record("resume%d" % p, "save + restore a mid-epoch state after %d batches "
                "(pickled state_dict(), then load_state_dict() in a new loader; exact: the next "
                "4 batches equal an uninterrupted loader's)" % p, res, "seconds", CONFIG_RESUME)
+
+
+def phase_remote(data, R):
+    """(9) The web corpus's 16-shard copies in a local S3 server (moto, on
+    127.0.0.1), each streamed for one epoch into an empty cache."""
+    import socket
+    import boto3
+    log("(9) remote streaming")
+    with socket.socket() as so:
+        so.bind(("127.0.0.1", 0))
+        port = so.getsockname()[1]
+    url = "http://127.0.0.1:%d" % port
+    env = {"AWS_ACCESS_KEY_ID": "bench", "AWS_SECRET_ACCESS_KEY": "bench",
+           "AWS_REGION": "us-east-1", "AWS_DEFAULT_REGION": "us-east-1",
+           "AWS_ENDPOINT_URL": url, "S3_ENDPOINT_URL": url}
+    logf = open(os.path.join(data, "moto.log"), "w")
+    srv = subprocess.Popen([os.path.join(os.path.dirname(PY), "moto_server"), "-H",
+                            "127.0.0.1", "-p", str(port)], stdout=logf,
+                           stderr=subprocess.STDOUT)
+    try:
+        for _ in range(300):
+            try:
+                socket.create_connection(("127.0.0.1", port), 0.2).close()
+                break
+            except OSError:
+                time.sleep(0.1)
+        s3 = boto3.client("s3", endpoint_url=url, region_name="us-east-1",
+                          aws_access_key_id="bench", aws_secret_access_key="bench")
+        s3.create_bucket(Bucket="bench")
+        web16 = os.path.join(data, "conv", "web-16")
+        for system in ("mds", "litdata"):
+            root = os.path.join(web16, system)
+            for dirpath, _, files in os.walk(root):
+                for f in files:
+                    p = os.path.join(dirpath, f)
+                    s3.upload_file(p, "bench", "%s/%s" % (system, os.path.relpath(p, root)))
+        subprocess.run([SEQSTORE, "dataset", "push", os.path.join(web16, "seqstore"),
+                        "s3://bench/seqstore/web.ds"], check=True, env=dict(os.environ, **env),
+                       stdout=subprocess.DEVNULL)
+        urls = {"seqstore": "s3://bench/seqstore/web.ds", "mds": "s3://bench/mds",
+                "litdata": "s3://bench/litdata"}
+        jobs = {k: w(data, "remote", k, u, "--corpus", "web") for k, u in urls.items()}
+        res = rounds(jobs, R, REPEAT, env=env)
+    finally:
+        srv.terminate()
+        srv.wait(10)
+        logf.close()
+    record("remote", "remote streaming: one shuffled epoch of padded int64 batches of 64 "
+           "(web corpus, 16 shards) from a local S3 server (moto on 127.0.0.1) into an "
+           "empty cache, 0 workers", res, "seconds", CONFIG_REMOTE)
+
+
+CONFIG_REMOTE = {
+    "seqstore": "seqstore.open('s3://...web.ds', cache_dir=EMPTY) (dataset push of 16 shards) "
+                "+ Loader(batch_size=64, shuffle, tokens i64, threads=1)",
+    "mds": "StreamingDataset(remote='s3://...', local=EMPTY, shuffle=True) + "
+           "StreamingDataLoader(num_workers=0, collate_fn=pad_sequence to int64)",
+    "litdata": "litdata.StreamingDataset('s3://...', cache_dir=EMPTY, shuffle=True, "
+               "storage_options={'endpoint_url': ...}; its obstore client told allow_http, "
+               "for the local server) + StreamingDataLoader(num_workers=0, "
+               "collate_fn=pad_sequence to int64)"}
 
 
 CONFIG_OPEN = {
@@ -447,10 +508,10 @@ def report(out, data, smoke, R, t0, meta=None, partial=False):
           "windows' metadata) and, lazily, in reading each window from the EDF file.",
           "",
           "## Not measured", "",
-          "- (9) Remote streaming from object storage: not run. seqstore reads datasets "
-          "from S3 (docs/object-storage.md, measured there against boto3 on a local moto "
-          "server); this benchmark has no S3 workload against MosaicML streaming's or "
-          "LitData's remote modes yet.",
+          "- Remote streaming (9) ran against MosaicML streaming and LitData only: "
+          "webdataset streams tars over HTTP or pipes (no S3 client of its own), HF "
+          "datasets' remote mode is the Hub's, and lhotse, braindecode and Megatron read "
+          "local files.",
           "- webdataset has no random access (a tar is read in order); Megatron's "
           "IndexedDataset has no shards (no open-256-shards row) and no padded-batch loader "
           "of its own; lhotse's sampler is the only token-budget sampler among the peers; "
@@ -525,6 +586,8 @@ def targets():
     row("conversion, one thread", "≥ 2×", "convert", want=lambda x: x >= 2)
     row("token-budget batches vs lhotse", "", "budget0", want=lambda x: x >= 1)
     row("LM samples vs Megatron GPTDataset", "", "lm0", want=lambda x: x >= 1)
+    row("remote streaming from S3 (local server), first epoch", "", "remote",
+        want=lambda x: x >= 1)
     for sec, what in (("eeg0", "EEG windows"), ("epoch0", "padded batches")):
         ss, p = med(_res(sec, "seqstore"), "rss_mb"), _fastest(sec)[0]
         peer = "braindecode-preload" if sec == "eeg0" else p
@@ -577,9 +640,7 @@ def readme_section(meta):
              meta["rounds"], meta["repeat"], os.cpu_count(),
              min(loads) if loads else 0, max(loads) if loads else 0), ""]
     L += [l for l in targets()[4:] if l.startswith("|")]
-    L += ["", "Not measured here: (9) remote streaming from object storage against the "
-          "peers' remote modes (docs/peers.md, \"Not measured\").", ""]
-    L += ["Versions: %s." % "; ".join(" ".join(x.split()) for x in vers.strip().splitlines()),
+    L += ["", "Versions: %s." % "; ".join(" ".join(x.split()) for x in vers.strip().splitlines()),
           ""]
     return L
 
@@ -665,6 +726,7 @@ def main():
         phase_convert(a.data, CONVERT_ROUNDS, shards)
     if "convert" != a.only:
         phase_reads(a.data, R, a.smoke, shards)
+        phase_remote(a.data, R)
     PARTIAL.clear()
     meta = report(a.out, a.data, a.smoke, R, t0)
     if a.readme:

@@ -415,12 +415,60 @@ def _stateful(system, path):
     raise SystemExit("resume: no stateful loader for %s" % system)
 
 
+# ---------------------------------------------------------------- (9) remote
+def w_remote(system, url, args):
+    """One shuffled epoch of padded int64 batches of 64 streamed from a local
+    S3 server (moto) into an empty cache: from the dataset's construction to
+    its last batch, the downloads included. The server's URL and credentials
+    come in the AWS_* variables (and S3_ENDPOINT_URL, MDS's name for it)."""
+    import shutil
+    import tempfile
+    import torch
+    off = np.load(os.path.join(args.data, "raw", args.corpus + ".offsets.npy"))
+    cache = tempfile.mkdtemp(prefix="remote-cache-", dir=args.data)
+    try:
+        with Clock() as c:
+            if system == "seqstore":
+                import seqstore
+                s = seqstore.open(url, cache_dir=cache)
+                dl = seqstore.Loader(s, batch_size=BATCH, shuffle=True, seed=1, torch=True,
+                                     threads=1, fields={"tokens": {"dtype": "i64"}})
+            elif system == "mds":
+                _mds_clean()
+                from streaming import StreamingDataLoader, StreamingDataset
+                ds = StreamingDataset(remote=url, local=cache, shuffle=True, shuffle_seed=1,
+                                      batch_size=BATCH)
+                dl = StreamingDataLoader(ds, batch_size=BATCH, num_workers=0,
+                                         collate_fn=lambda b: pad64([x["tokens"] for x in b]))
+            elif system == "litdata":
+                import litdata as ld
+                from litdata.streaming import downloader
+                # its obstore client takes HTTPS only; the local server is plain HTTP
+                downloader._OBSTORE_CLIENT_OPTIONS["allow_http"] = "true"
+                ds = ld.StreamingDataset(url, cache_dir=cache, shuffle=True, seed=1,
+                                         storage_options={
+                                             "endpoint_url": os.environ["AWS_ENDPOINT_URL"]})
+                dl = ld.StreamingDataLoader(ds, batch_size=BATCH, num_workers=0,
+                                            collate_fn=lambda b: pad64([x["tokens"] for x in b]))
+            n = 0
+            for b in dl:
+                t, _ = _tokens(b)
+                assert t.dtype == torch.int64
+                n += 1
+    finally:
+        shutil.rmtree(cache, ignore_errors=True)
+    want = -(-(len(off) - 1) // BATCH)
+    assert n == want, "%s: %d batches, %d expected" % (system, n, want)
+    common.emit(**_VARIANT, seconds=c.wall, cpu=c.cpu, batches=n)
+
+
 IMPORTS = {"mds": ["streaming"], "litdata": ["litdata"], "wds": ["webdataset"],
            "hf": ["datasets"], "megatron": ["megatron.core.datasets.gpt_dataset"],
            "seqstore": ["seqstore", "seqstore.torch"], "lhotse": ["lhotse", "lhotse.dataset"],
            "braindecode": ["mne", "braindecode.preprocessing", "braindecode.datasets"]}
 WORKLOADS = {"open": w_open, "random": w_random, "epoch": w_epoch, "budget": w_budget,
-             "lm": w_lm, "eeg": w_eeg, "eegcheck": w_eegcheck, "resume": w_resume}
+             "lm": w_lm, "eeg": w_eeg, "eegcheck": w_eegcheck, "resume": w_resume,
+             "remote": w_remote}
 
 
 def main():
