@@ -6,9 +6,9 @@
 # Face datasets, Megatron-Core, torchdata, braindecode and lhotse on the same
 # data, each converted by its own writer; regenerates docs/peers.md.
 #   --smoke   tiny data, one repetition: each workload's measured part takes
-#             well under a second, but its ~45 processes each import torch and
-#             a peer (14 min in all at load 15-24 on 2 CPUs; a few on an idle
-#             machine); writes $DATA/peers-smoke.md and README's section into
+#             well under a second, but its ~80 processes each import torch and
+#             a peer (5-7 min in all at load 3-8 on 2 CPUs; ctest
+#             bench_peers_smoke 4.9 min); writes $DATA/peers-smoke.md and README's section into
 #             $DATA/README-smoke.md, never docs/peers.md or README.md, and
 #             fails when any workload fails
 #   --rounds  rounds of one process per system, peers alternated with
