@@ -10,6 +10,12 @@ loopback (moto's S3 server from .venv, started here):
             downloaded on first touch, one at a time), against boto3's
             download_file of the same shards one at a time (parallelism 1,
             the reader's) from the same server
+  epoch 1, loader
+            every example in batches of BATCH (64) through seqstore.Loader
+            (one thread), which prefetches the shards of the batches ahead
+            with PARALLEL (8) transfers at once, against boto3's
+            download_file of the same shards PARALLEL at a time (a thread
+            pool): the target is >= 0.8 of boto3's rate
   epoch 2+  the same pass with the cache warm, against the local dataset
 
 Medians of alternating rounds. Run with .venv/bin/python."""
@@ -30,7 +36,9 @@ import seqstore  # noqa: E402
 
 CLI, WORK = sys.argv[1], sys.argv[2]
 SHARDS = int(sys.argv[3]) if len(sys.argv) > 3 else 256
-ROUNDS = 5
+ROUNDS = int(os.environ.get("ROUNDS", "5"))
+BATCH = 64
+PARALLEL = 8
 FORTUNES = sorted(p for p in glob.glob("/usr/share/games/fortunes/*")
                   if os.path.isfile(p) and not p.endswith(".dat"))
 
@@ -40,6 +48,20 @@ def epoch(s):
     for i in range(len(s)):
         n += len(s[i]["tokens"])
     return n
+
+
+def loader_epoch(s):
+    n = 0
+    for b in seqstore.Loader(s, batch_size=BATCH, fields=["tokens"], threads=1, prefetch=2):
+        n += len(b["index"])
+    return n
+
+
+def boto_parallel(s3, dl):
+    from concurrent.futures import ThreadPoolExecutor
+    with ThreadPoolExecutor(PARALLEL) as ex:
+        list(ex.map(lambda k: s3.download_file("bench", "d.ds/part-%03d.ss" % k,
+                                               "%s/%d" % (dl, k)), range(SHARDS)))
 
 
 def main():
@@ -68,7 +90,7 @@ def main():
         remote = "s3://bench/d.ds"
         shard_bytes = sum(os.path.getsize(p) for p in glob.glob(local + "/part-*.ss"))
         t_open_warm, t_open_cold, t_e1, t_boto, t_warm, t_local = [], [], [], [], [], []
-        t_floor = []
+        t_floor, t_ld1, t_botop = [], [], []
         for r in range(ROUNDS):
             cache = os.path.join(WORK, "cache-%d" % r)
             t = time.perf_counter()
@@ -100,6 +122,17 @@ def main():
                 s3.download_file("bench", "d.ds/part-%03d.ss" % k, "%s/%d" % (dl, k))
             t_boto.append(time.perf_counter() - t)
             shutil.rmtree(dl)
+            cache_p = cache + "-loader"
+            with seqstore.open(remote, cache_dir=cache_p, parallel=PARALLEL) as s:
+                t = time.perf_counter()
+                loader_epoch(s)
+                t_ld1.append(time.perf_counter() - t)
+            shutil.rmtree(cache_p)
+            os.makedirs(dl)
+            t = time.perf_counter()
+            boto_parallel(s3, dl)
+            t_botop.append(time.perf_counter() - t)
+            shutil.rmtree(dl)
             with seqstore.open(remote, cache_dir=cache) as s, seqstore.open(local) as l:
                 for fn, out in ((lambda: epoch(s), t_warm), (lambda: epoch(l), t_local)):
                     t = time.perf_counter()
@@ -118,6 +151,12 @@ def main():
               "%.2f s = %.1f MB/s; ratio %.2f" % (
                   m(t_e1), shard_bytes / m(t_e1) / 1e6, m(t_boto), shard_bytes / m(t_boto) / 1e6,
                   m(t_boto) / m(t_e1)))
+        print("epoch 1, loader (batches of %d, %d transfers at once): %.2f s = %.1f MB/s; "
+              "boto3 download_file, %d at once: %.2f s = %.1f MB/s; ratio %.2f (target >= 0.8)"
+              % (BATCH, PARALLEL, m(t_ld1), shard_bytes / m(t_ld1) / 1e6, PARALLEL, m(t_botop),
+                 shard_bytes / m(t_botop) / 1e6, m(t_botop) / m(t_ld1)))
+        print("  per round: loader %s s, boto3 %s s" % (
+            " ".join("%.2f" % x for x in t_ld1), " ".join("%.2f" % x for x in t_botop)))
         print("epoch 2 (warm cache): %.3f s; local: %.3f s; ratio %.3f" % (
             m(t_warm), m(t_local), m(t_warm) / m(t_local)))
     finally:

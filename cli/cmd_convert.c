@@ -3,6 +3,9 @@
  * options, then the converter KIND's run (converters/). */
 #include "commands.h"
 #include "conv_impl.h"
+#ifdef SS_HAVE_REMOTE
+#include "remote_cli.h"
+#endif
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,7 +15,12 @@
 
 static void common_usage(FILE *out) {
     fputs("common options:\n"
-          "  -o, --output STORE  the store to write (required)\n"
+          "  -o, --output STORE  the store to write (required); s3://BUCKET/PREFIX/NAME.ss:\n"
+          "                      written to --scratch DIR, verified, then uploaded\n"
+          "                      (then 'seqstore dataset build s3://BUCKET/PREFIX')\n"
+          "  --scratch DIR       with -o s3://...: the local directory the shard is\n"
+          "                      written to and kept in (default: $SEQSTORE_SCRATCH_DIR);\n"
+          "                      --resume continues it and uploads only what is missing\n"
           "  --force             replace an existing STORE\n"
           "  --append            add to an existing STORE of the same schema\n"
           "  --resume            continue an interrupted conversion or --append after\n"
@@ -87,7 +95,8 @@ static int check_index_options(ss_conv *c) {
 }
 
 /* Remove the common options from argv[2..]; the rest goes to rest[] after KIND. */
-static int parse_common(ss_conv *c, int argc, char **argv, char **rest, int *nrest, int *help) {
+static int parse_common(ss_conv *c, int argc, char **argv, char **rest, int *nrest, int *help,
+                        const char **scratch) {
     int n = 0;
     rest[n++] = argv[1];
     for (int i = 2; i < argc; i++) {
@@ -131,6 +140,10 @@ static int parse_common(ss_conv *c, int argc, char **argv, char **rest, int *nre
                 return ss__conv_usage_error(c, "--index-name needs a NAME");
         } else if (is_opt(a, "--shard")) {
             if (ss__conv_parse_shard(c, opt_value(argc, argv, &i, a, 7))) return 2;
+        } else if (is_opt(a, "--scratch")) {
+            *scratch = opt_value(argc, argv, &i, a, 9);
+            if (!*scratch || !**scratch)
+                return ss__conv_usage_error(c, "--scratch needs a DIR");
         } else if (is_opt(a, "--commit-bytes")) {
             const char *s = opt_value(argc, argv, &i, a, 14);
             if (ss__conv_parse_u64(c, "--commit-bytes", s, 1, UINT64_MAX, &c->commit_bytes))
@@ -166,8 +179,12 @@ int ss__cmd_convert(int argc, char **argv) {
     }
     c->note_store = ss__cli_note_store; /* their lock files go when the command ends */
     c->note_leftover = ss__cli_note_leftover;
-    int nrest = 0, help = 0;
-    int rc = parse_common(c, argc, argv, rest, &nrest, &help);
+    int nrest = 0, help = 0, skip = 0;
+    const char *scratch = NULL;
+#ifdef SS_HAVE_REMOTE
+    ss__url_output *url_out = NULL; /* -o s3://...: the upload after the conversion */
+#endif
+    int rc = parse_common(c, argc, argv, rest, &nrest, &help, &scratch);
     if (!rc && help) {
         conv->usage(stdout);
         fputc('\n', stdout);
@@ -179,10 +196,24 @@ int ss__cmd_convert(int argc, char **argv) {
             rc = ss__conv_usage_error(c, "--force excludes --append and --resume");
         else if (c->shard_n && c->opts.append)
             rc = ss__conv_usage_error(c, "--shard writes a new shard store; it excludes --append");
-        else if (c->opts.resume)
+        else if (scratch && !ss_is_url(c->opts.output))
+            rc = ss__conv_usage_error(c, "--scratch is for an output URL (-o s3://...)");
+        else if (ss_is_url(c->opts.output)) {
+#ifdef SS_HAVE_REMOTE
+            rc = ss__convert_url_begin(&url_out, &skip, c, c->opts.output, scratch);
+#else
+            fprintf(stderr, "seqstore convert: -o %s: this seqstore was built without remote "
+                            "datasets (cmake -DSS_REMOTE=ON, which needs libcurl and expat)\n",
+                    c->opts.output);
+            rc = SS_EXIT_ERROR;
+#endif
+        } else if (c->opts.resume)
             c->opts.append = ss__conv_probe_interrupted_append(c);
     }
-    if (!rc && !help) rc = ss__conv_run(c, nrest, rest);
+    if (!rc && !help && !skip) rc = ss__conv_run(c, nrest, rest);
+#ifdef SS_HAVE_REMOTE
+    if (url_out) rc = ss__convert_url_end(url_out, rc);
+#endif
     free(rest);
     ss__conv_free(c);
     return rc;

@@ -4,6 +4,9 @@
 #include "commands.h"
 #include "manifest.h"
 #include "sections.h"
+#ifdef SS_HAVE_REMOTE
+#include "remote_cli.h"
+#endif
 
 #include <dirent.h>
 #include <getopt.h>
@@ -18,6 +21,7 @@ typedef struct ds_shard {
 
 static void usage(void) {
     printf("usage: seqstore dataset build DIR [SHARD...] [--verify]\n"
+           "       seqstore dataset build s3://BUCKET/PREFIX [SHARD...] --scratch DIR\n"
            "       seqstore dataset push DIR URL  (see dataset push --help)\n       seqstore dataset pull URL DIR\n\n"
            "Check the shard stores of the dataset directory DIR and write its manifest\n"
            "DIR/" SS_MANIFEST_NAME " (atomically). Without SHARD names, the shards are the\n"
@@ -30,7 +34,14 @@ static void usage(void) {
            "It also writes DIR/" SS_SECTIONS_NAME ": every sequence field's lengths over\n"
            "the whole dataset, and later the splits and bucket indices that `seqstore\n"
            "split DIR` and `seqstore index DIR` make (kept when the manifest is unchanged).\n"
+           "With a URL, the shards are those `seqstore convert ... -o URL/NAME.ss --scratch\n"
+           "DIR` wrote to DIR and uploaded: the manifest is built in DIR from them, and\n"
+           "then shards missing under the URL, the sections store and the manifest (last)\n"
+           "are uploaded, as `seqstore dataset push --resume DIR URL` does. Named shards\n"
+           "that DIR lacks (converted on other nodes) are first downloaded into DIR.\n"
            "  --verify   also recompute every checksum of every shard (reads all data)\n"
+           "  --scratch DIR  with a URL: the local directory of the shards (default:\n"
+           "             $SEQSTORE_SCRATCH_DIR)\n"
            "exit codes: 0 ok, 1 error, 2 usage error, 3 a shard is corrupt\n");
 }
 
@@ -242,14 +253,19 @@ static int build_sections(const char *dir, ss_manifest *m, const ss_global_lengt
 }
 
 static int dataset_build(int argc, char **argv) {
-    static const struct option longopts[] = {
-        {"verify", no_argument, 0, 'v'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+    static const struct option longopts[] = {{"verify", no_argument, 0, 'v'},
+                                             {"scratch", required_argument, 0, 's'},
+                                             {"help", no_argument, 0, 'h'},
+                                             {0, 0, 0, 0}};
     int verify = 0, c;
+    const char *scratch = NULL;
     optind = 1;
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
         if (c == 'v')
             verify = 1;
+        else if (c == 's')
+            scratch = optarg;
         else if (c == 'h') {
             usage();
             return SS_EXIT_OK;
@@ -258,6 +274,24 @@ static int dataset_build(int argc, char **argv) {
     }
     if (optind >= argc) return ss__cli_usage_error("dataset", "expected: build DIR [SHARD...]");
     const char *dir = argv[optind++];
+#ifdef SS_HAVE_REMOTE
+    const char *url = NULL; /* a dataset URL: DIR is then the scratch directory */
+#endif
+    if (scratch && !ss_is_url(dir))
+        return ss__cli_usage_error("dataset", "--scratch is for a dataset URL (s3://...)");
+    if (ss_is_url(dir)) {
+#ifdef SS_HAVE_REMOTE
+        url = dir;
+        if (!(dir = ss__cli_scratch_dir(scratch)))
+            return ss__cli_usage_error("dataset", "build %s needs --scratch DIR (or "
+                                                  "SEQSTORE_SCRATCH_DIR): the local directory "
+                                                  "the shards were converted in", url);
+#else
+        fprintf(stderr, "seqstore dataset: build %s: this seqstore was built without remote "
+                        "datasets (cmake -DSS_REMOTE=ON, which needs libcurl and expat)\n", dir);
+        return SS_EXIT_ERROR;
+#endif
+    }
     ds_shard *sh = NULL;
     size_t n = 0;
     int ordered = optind < argc;
@@ -271,7 +305,18 @@ static int dataset_build(int argc, char **argv) {
     int rc = !n        ? ss__cli_usage_error("dataset", "no shard (*.ss) in '%s'", dir)
              : ordered ? 0
                        : order_shards(dir, sh, n);
+#ifdef SS_HAVE_REMOTE
+    if (!rc && url && ordered) { /* named shards converted on other nodes */
+        char **names = calloc(n, sizeof *names);
+        for (size_t i = 0; names && i < n; i++) names[i] = sh[i].name;
+        rc = names ? ss__cli_fetch_missing(dir, url, names, n) : SS_EXIT_ERROR;
+        free(names);
+    }
+#endif
     if (!rc) rc = build_manifest(dir, sh, n, verify);
+#ifdef SS_HAVE_REMOTE
+    if (!rc && url) rc = ss__cli_push(dir, url, 1, 0);
+#endif
     for (size_t i = 0; i < n; i++) {
         ss_close(sh[i].s);
         free(sh[i].name);

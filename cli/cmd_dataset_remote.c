@@ -7,7 +7,7 @@
  * name, checks it against the manifest and renames it, the manifest last. */
 #include "commands.h"
 #include "manifest.h"
-#include "remote_impl.h"
+#include "remote_cli.h"
 #include "sections.h"
 #include "store.h"
 
@@ -53,26 +53,44 @@ static void digest_hex(char out[17], uint64_t d) {
     snprintf(out, 17, "%016llx", (unsigned long long)d);
 }
 
+int ss__cli_object_current(int *current, const ss__remote *r, const ss__url *u,
+                           const char *name, uint64_t size, uint64_t digest) {
+    char hex[17], meta[80];
+    int found;
+    uint64_t have;
+    digest_hex(hex, digest);
+    *current = 0;
+    int rc = ss__object_head(&found, &have, meta, sizeof meta, r, u, name);
+    if (!rc) *current = found && have == size && !strcmp(meta, hex);
+    return rc;
+}
+
+int ss__cli_put_shard(const ss__remote *r, const ss__url *u, const char *name, const char *path,
+                      uint64_t digest) {
+    char hex[17];
+    digest_hex(hex, digest);
+    return ss__object_put_file(r, u, name, path, hex);
+}
+
 static int push_shard(void *vctx, size_t i) {
     xfer *x = vctx;
     const ss_manifest_shard *sh = &x->m->shards[i];
-    char path[8192], hex[17], meta[80];
+    char path[8192];
     snprintf(path, sizeof path, "%s/%s", x->dir, sh->path);
-    digest_hex(hex, sh->digest);
     struct stat st;
     if (stat(path, &st) != 0)
         return ss__rfail(SS_EIO, "shard '%s': %s", path, strerror(errno));
     if (x->resume) {
-        int found;
-        uint64_t size;
-        int rc = ss__object_head(&found, &size, meta, sizeof meta, x->r, x->u, sh->path);
+        int current;
+        int rc = ss__cli_object_current(&current, x->r, x->u, sh->path, (uint64_t)st.st_size,
+                                        sh->digest);
         if (rc) return rc;
-        if (found && size == (uint64_t)st.st_size && !strcmp(meta, hex)) {
+        if (current) {
             x->skipped++;
             return 0;
         }
     }
-    int rc = ss__object_put_file(x->r, x->u, sh->path, path, hex);
+    int rc = ss__cli_put_shard(x->r, x->u, sh->path, path, sh->digest);
     if (!rc) {
         x->bytes += (uint64_t)st.st_size;
         x->done++;
@@ -99,7 +117,7 @@ static int remote_error(const char *what) {
     return SS_EXIT_ERROR;
 }
 
-static int do_push(const char *dir, const char *url, int resume, unsigned parallel) {
+int ss__cli_push(const char *dir, const char *url, int resume, unsigned parallel) {
     ss_manifest m;
     if (ss__manifest_read(&m, dir)) return ss__cli_store_error("dataset", "push %s", dir);
     int rc = push_check(dir, &m);
@@ -124,7 +142,9 @@ static int do_push(const char *dir, const char *url, int resume, unsigned parall
     struct stat st;
     int err = ss__manifest_format(&m, &text, &len);
     if (err) rc = ss__cli_store_error("dataset", "push %s", dir);
-    if (!rc && !resume && ss__object_delete(&r, &u, SS_MANIFEST_NAME)) rc = remote_error("push");
+    /* also with --resume: the sections store is written again, and a reader
+     * of the old manifest must find no dataset rather than a mix */
+    if (!rc && ss__object_delete(&r, &u, SS_MANIFEST_NAME)) rc = remote_error("push");
     if (!rc && ss__parallel(r.parallel, m.nshards, push_shard, &x)) rc = remote_error("push");
     if (!rc && stat(sections, &st) == 0 &&
         ss__object_put_file(&r, &u, SS_SECTIONS_NAME, sections, NULL))
@@ -204,6 +224,71 @@ static int pull_shard(void *vctx, size_t i) {
     return rc;
 }
 
+/* `dataset build URL SHARD... --scratch DIR`: the named shards that DIR
+ * lacks (written on another node) come from their objects. */
+typedef struct fetch_job {
+    const ss__remote *r;
+    const ss__url *u;
+    const char *dir;
+    char *const *names;
+    atomic_uint_fast64_t fetched;
+} fetch_job;
+
+static int fetch_shard(void *vctx, size_t i) {
+    fetch_job *f = vctx;
+    const char *name = f->names[i];
+    char path[8192], tmp[8300], meta[80];
+    snprintf(path, sizeof path, "%s/%s", f->dir, name);
+    if (access(path, F_OK) == 0) return 0;
+    snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
+    int found;
+    uint64_t size;
+    int rc = ss__object_head(&found, &size, meta, sizeof meta, f->r, f->u, name);
+    if (!rc && !found)
+        rc = ss__rfail(SS_ENOTFOUND, "shard '%s' is neither in '%s' nor under %s", name, f->dir,
+                       f->u->shown);
+    if (!rc) rc = pull_mkdirs(path);
+    int fd = rc ? -1 : open(tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    if (!rc && fd < 0) rc = ss__rfail(SS_EIO, "create '%s': %s", tmp, strerror(errno));
+    uint64_t len = 0;
+    if (!rc) rc = ss__object_get_fd(&len, f->r, f->u, name, fd, NULL, NULL);
+    if (!rc && fsync(fd) != 0) rc = ss__rfail(SS_EIO, "write '%s': %s", tmp, strerror(errno));
+    if (fd >= 0) close(fd);
+    /* the object is the shard its converter uploaded: its header digest is
+     * the one the upload recorded (the manifest is built from it) */
+    ss_store *s = NULL;
+    uint64_t digest = 0;
+    char hex[17];
+    if (!rc && (ss__open_shard(&s, tmp, SS_OPEN_NOLOCK) || ss__store_header_digest(&digest, s)))
+        rc = ss__rfail(SS_ECORRUPT, "shard '%s' from %s: %s", name, f->u->shown,
+                       ss_error_message());
+    ss_close(s);
+    digest_hex(hex, digest);
+    if (!rc && *meta && strcmp(meta, hex))
+        rc = ss__rfail(SS_ECORRUPT, "shard '%s' from %s: header digest %s, uploaded as %s", name,
+                       f->u->shown, hex, meta);
+    if (!rc && rename(tmp, path) != 0)
+        rc = ss__rfail(SS_EIO, "rename '%s': %s", tmp, strerror(errno));
+    if (rc) unlink(tmp);
+    else f->fetched++;
+    return rc;
+}
+
+int ss__cli_fetch_missing(const char *dir, const char *url, char *const *names, size_t n) {
+    ss__url u;
+    ss__remote r;
+    if (ss__url_parse(&u, url)) return remote_error("build");
+    if (ss__remote_config(&r, NULL)) return ss__url_free(&u), remote_error("build");
+    fetch_job f = {&r, &u, dir, names, 0};
+    int rc = ss__parallel(r.parallel, n, fetch_shard, &f) ? remote_error("build") : 0;
+    if (!rc && f.fetched)
+        printf("%s: fetched %llu shards that '%s' did not hold\n", u.shown,
+               (unsigned long long)f.fetched, dir);
+    ss__remote_config_free(&r);
+    ss__url_free(&u);
+    return rc;
+}
+
 static int do_pull(const char *url, const char *dir, int resume, unsigned parallel) {
     ss__url u;
     ss__remote r;
@@ -272,6 +357,6 @@ int ss__cmd_dataset_remote(int argc, char **argv) {
     if (argc - optind != 2)
         return ss__cli_usage_error("dataset", push ? "expected: push DIR URL"
                                                    : "expected: pull URL DIR");
-    return push ? do_push(argv[optind], argv[optind + 1], resume, (unsigned)parallel)
+    return push ? ss__cli_push(argv[optind], argv[optind + 1], resume, (unsigned)parallel)
                 : do_pull(argv[optind], argv[optind + 1], resume, (unsigned)parallel);
 }

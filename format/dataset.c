@@ -184,6 +184,10 @@ int ss__dataset_views_stable(const ss_store *s) {
     return ds->nshards <= (uint64_t)ds->live + 1; /* shard 0 is never closed */
 }
 
+int ss__store_remote(const ss_store *s) {
+    return s && s->ds && s->ds->remote;
+}
+
 /* Make room for one more open shard (under the store's lock): the oldest
  * opened is unpublished and retired; the oldest retired is closed. */
 static int ds_make_room(ss_dataset *ds) {

@@ -62,4 +62,8 @@ void ss__writer_publish(ss_writer *w, char *final, int lock_fd);
  * its manifest); of a store, ss_writer_count(w). 0 or as the manifest read. */
 int ss__sections_count(uint64_t *count, const char *path, const ss_writer *w);
 
+/* 1 for a dataset under a URL (its shards are downloaded: ss_prefetch()
+ * helps), 0 for anything else and NULL. */
+int ss__store_remote(const ss_store *s);
+
 #endif

@@ -21,7 +21,19 @@
  * the words (see reduce_word_counts()) into one document, DIR/word.counts,
  * and every rank then converts with `--counts DIR/word.counts`: the
  * vocabulary a single process builds, each rank having counted only 1/N of
- * the input. */
+ * the input.
+ *
+ * -o s3://BUCKET/PREFIX writes the dataset to object storage (spec/FORMAT.md
+ * §14): rank r's conversion is `seqstore convert ... -o
+ * URL/part-RRRRR-of-NNNNN.ss --scratch SCRATCH`, which writes the shard in
+ * the local directory SCRATCH, verifies it and uploads it (deleting the
+ * manifest object first), and rank 0, once every rank succeeded, runs
+ * `seqstore dataset build URL ... --scratch SCRATCH`, which uploads the
+ * sections store and, last, the manifest. Rank 0 builds the manifest from
+ * the shard files: those its SCRATCH lacks (ranks on other nodes with a
+ * node-local SCRATCH) it downloads from their objects first, so a directory
+ * every rank shares saves that transfer. With --resume a shard already
+ * uploaded is neither converted nor uploaded again. */
 #include "seqstore.h"
 
 #include <errno.h>
@@ -93,7 +105,9 @@ static void asan_no_leak_check_here(char **argv) {
 static void usage(FILE *out) {
     fprintf(out,
             "usage: mpirun -n N seqstore-mpi convert KIND INPUT... [OPTIONS] -o DIR [--resume]\n"
-            "       [--times]\n\n"
+            "       [--times]\n"
+            "       mpirun -n N seqstore-mpi convert KIND INPUT... [OPTIONS] -o s3://BUCKET/PREFIX\n"
+            "       --scratch DIR [--resume] [--times]\n\n"
             "Each of the N ranks converts its slice of the inputs (seqstore convert ...\n"
             "--shard RANK/N) into DIR/part-RRRRR-of-NNNNN.ss and verifies it; rank 0 then\n"
             "writes DIR/dataset.manifest (seqstore dataset build). A failed rank fails the\n"
@@ -108,7 +122,13 @@ static void usage(FILE *out) {
             "each phase (count, reduce, convert, verify, wait for the slowest rank,\n"
             "manifest, total after MPI_Init), the CPU seconds of count, convert and\n"
             "verify (work-cpu) and of the counts reduce (reduce-cpu), each the maximum\n"
-            "over the ranks.\n");
+            "over the ranks.\n"
+            "With -o s3://BUCKET/PREFIX each rank writes its shard to DIR (--scratch, default\n"
+            "$SEQSTORE_SCRATCH_DIR), verifies it and uploads it; rank 0 then builds the\n"
+            "manifest from the shard files (downloading those its DIR lacks: a DIR every\n"
+            "rank shares saves that) and uploads the sections store and the manifest last,\n"
+            "only when every rank succeeded.\n"
+            "--resume converts and uploads only what is missing.\n");
 }
 
 /* The seqstore program: $SEQSTORE, else `seqstore` in this program's directory. */
@@ -173,7 +193,8 @@ static int verify_shard(const char *path) {
 }
 
 typedef struct job {
-    const char *dir;
+    const char *dir; /* the dataset directory, or with url the scratch directory */
+    const char *url; /* -o s3://...: the dataset's URL; else NULL */
     int resume;
     char **pass; /* convert KIND ARGS... without -o DIR and --resume */
     int npass;
@@ -199,14 +220,19 @@ static int needs_word_counts(const job *j) {
     return words;
 }
 
-static int parse(job *j, int argc, char **argv) {
+/* Messages from rank 0 only: every rank parses the same arguments. */
+static int parse(job *j, int argc, char **argv, int rank) {
     memset(j, 0, sizeof *j);
     j->pass = calloc((size_t)argc + 8, sizeof *j->pass);
     if (!j->pass) return -1;
+    const char *scratch = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-o") || !strcmp(argv[i], "--output")) {
             if (++i >= argc) return -1;
             j->dir = argv[i];
+        } else if (!strcmp(argv[i], "--scratch")) {
+            if (++i >= argc) return -1;
+            scratch = argv[i];
         } else if (!strcmp(argv[i], "--resume")) {
             j->resume = 1;
         } else if (!strcmp(argv[i], "--times")) {
@@ -217,24 +243,47 @@ static int parse(job *j, int argc, char **argv) {
             j->pass[j->npass++] = argv[i];
         }
     }
+    if (j->dir && strstr(j->dir, "://")) {
+        j->url = j->dir;
+        if (!scratch || !*scratch) scratch = getenv("SEQSTORE_SCRATCH_DIR");
+        if (!scratch || !*scratch) {
+            if (rank == 0)
+                fprintf(stderr,
+                        "seqstore-mpi: -o %s needs --scratch DIR (or SEQSTORE_SCRATCH_DIR): the "
+                        "local directory where each rank's shard is written and verified "
+                        "before its upload\n",
+                        j->url);
+            return -1;
+        }
+        j->dir = scratch;
+    } else if (scratch) {
+        if (rank == 0)
+            fprintf(stderr, "seqstore-mpi: --scratch is for an output URL (-o s3://...)\n");
+        return -1;
+    }
     return j->dir && j->npass >= 2 && !strcmp(j->pass[0], "convert") ? 0 : -1;
 }
 
 /* This rank's conversion and check; 0 = its shard is complete and sound. */
 static int convert_rank(const job *j, const char *prog, int rank, int size, const char *shard) {
-    if (j->resume && shard_complete(shard)) return verify_shard(shard);
-    char spec[64], kill_after[64];
+    /* with a URL the conversion skips a complete shard itself, and uploads it
+     * when the object lacks it */
+    if (!j->url && j->resume && shard_complete(shard)) return verify_shard(shard);
+    char spec[64], kill_after[64], *object = NULL;
+    if (j->url && asprintf(&object, "%s/%s", j->url, strrchr(shard, '/') + 1) < 0) return 1;
     snprintf(spec, sizeof spec, "%d/%d", rank, size);
     char **argv = calloc((size_t)j->npass + 10, sizeof *argv);
     if (!argv) return 1;
     int n = 0;
     argv[n++] = (char *)prog;
     for (int i = 0; i < j->npass; i++) argv[n++] = j->pass[i];
-    argv[n++] = "--shard", argv[n++] = spec, argv[n++] = "-o", argv[n++] = (char *)shard;
+    argv[n++] = "--shard", argv[n++] = spec, argv[n++] = "-o";
+    argv[n++] = object ? object : (char *)shard;
+    if (object) argv[n++] = "--scratch", argv[n++] = (char *)j->dir;
     argv[n++] = "--quiet";
     if (j->count_words) argv[n++] = "--counts", argv[n++] = (char *)j->counts;
     struct stat st;
-    if (j->resume && stat(shard, &st) == 0) argv[n++] = "--resume";
+    if (j->resume && (object || stat(shard, &st) == 0)) argv[n++] = "--resume";
     /* tests: SS_MPI_TEST_KILL=RANK:N kills that rank mid-way (SIGKILL after
      * N examples), the rank dying with its conversion */
     const char *kill = getenv("SS_MPI_TEST_KILL");
@@ -246,6 +295,7 @@ static int convert_rank(const job *j, const char *prog, int rank, int size, cons
     double t0 = MPI_Wtime(), c0 = cpu_secs(RUSAGE_CHILDREN);
     int rc = run(argv);
     free(argv);
+    free(object);
     phase_secs[T_CONVERT] = MPI_Wtime() - t0;
     phase_secs[T_CPU] += cpu_secs(RUSAGE_CHILDREN) - c0;
     if (victim && rc == 128 + SIGKILL) raise(SIGKILL);
@@ -253,6 +303,7 @@ static int convert_rank(const job *j, const char *prog, int rank, int size, cons
         fprintf(stderr, "seqstore-mpi: rank %d: seqstore convert exited with %d\n", rank, rc);
         return rc;
     }
+    if (j->url) return 0; /* verified by the conversion before its upload */
     t0 = MPI_Wtime(), c0 = cpu_secs(RUSAGE_SELF);
     rc = verify_shard(shard);
     phase_secs[T_VERIFY] = MPI_Wtime() - t0;
@@ -628,6 +679,38 @@ static int count_slice(const job *j, const char *prog, int rank, int size, char 
     return status;
 }
 
+/* With a URL, each rank's DIR may be its node's own: rank 0 sends the
+ * reduced document to every rank, and a rank whose DIR lacks it (another
+ * node's) writes it there. Collective; 1 on every rank if all went well. */
+static int share_counts(const job *j, int rank, int ok) {
+    char *text = NULL;
+    size_t len = 0;
+    uint64_t n = 0;
+    if (rank == 0 && ok && slurp(j->counts, &text, &len)) ok = 0;
+    n = ok ? (uint64_t)len : UINT64_MAX;
+    MPI_Bcast(&n, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
+    if (n == UINT64_MAX) return 0;
+    if (rank && !(text = malloc((size_t)n + 1))) MPI_Abort(MPI_COMM_WORLD, 1);
+    for (size_t at = 0; at < n; at += PIECE) /* MPI counts are int */
+        MPI_Bcast(text + at, (int)(n - at < PIECE ? n - at : PIECE), MPI_CHAR, 0, MPI_COMM_WORLD);
+    int mine = 1;
+    if (rank && access(j->counts, F_OK) != 0) {
+        char tmp[PATH_MAX + 64];
+        snprintf(tmp, sizeof tmp, "%s.%d.tmp", j->counts, rank);
+        FILE *f = fopen(tmp, "wb");
+        mine = f && fwrite(text, 1, (size_t)n, f) == n && !fflush(f) && !fsync(fileno(f));
+        if (f && fclose(f)) mine = 0;
+        if (mine && rename(tmp, j->counts)) mine = 0;
+        if (!mine) {
+            fprintf(stderr, "seqstore-mpi: rank %d: cannot write '%s'\n", rank, j->counts);
+            unlink(tmp);
+        }
+    }
+    free(text);
+    MPI_Allreduce(MPI_IN_PLACE, &mine, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    return mine;
+}
+
 /* The reduce described above. Collective; 0 on every rank if all went well. */
 static int reduce_word_counts(const job *j, const char *prog, int rank, int size) {
     char *text = NULL;
@@ -658,6 +741,7 @@ static int reduce_word_counts(const job *j, const char *prog, int rank, int size
     if (ok) ok = gather_reduced(j, &c, &mine, sec_bytes, rank, size, ok);
     else if (rank == 0)
         fprintf(stderr, "seqstore-mpi: counting words failed; no shard converted\n");
+    if (ok && j->url) ok = share_counts(j, rank, ok); /* ok: the same on every rank */
     for (int r = 0; in && r < size; r++) free(in[r].d);
     free(in);
     free(out);
@@ -678,16 +762,21 @@ static void print_times(int rank, int size) {
     fputc('\n', stderr);
 }
 
-/* Rank 0: `seqstore dataset build DIR part-0 ... part-N-1`, in order. */
-static int build_manifest(const char *prog, const char *dir, int size) {
-    char **argv = calloc((size_t)size + 6, sizeof *argv);
+/* Rank 0: `seqstore dataset build DIR part-0 ... part-N-1`, in order; with
+ * a URL `dataset build URL part-0 ... --scratch DIR`, which uploads the
+ * sections store and the manifest. */
+static int build_manifest(const char *prog, const job *j, int size) {
+    char **argv = calloc((size_t)size + 8, sizeof *argv);
     if (!argv) return 1;
     int n = 0, rc = 0;
-    argv[n++] = (char *)prog, argv[n++] = "dataset", argv[n++] = "build", argv[n++] = (char *)dir;
+    argv[n++] = (char *)prog, argv[n++] = "dataset", argv[n++] = "build";
+    argv[n++] = (char *)(j->url ? j->url : j->dir);
+    if (j->url) argv[n++] = "--scratch", argv[n++] = (char *)j->dir;
+    int first = n;
     for (int r = 0; r < size && !rc; r++)
         if (asprintf(&argv[n++], "part-%05d-of-%05d.ss", r, size) < 0) rc = 1;
     if (!rc) rc = run(argv);
-    for (int i = 4; i < n; i++) free(argv[i]);
+    for (int i = first; i < n; i++) free(argv[i]);
     free(argv);
     return rc;
 }
@@ -707,7 +796,7 @@ int main(int argc, char **argv) {
         MPI_Finalize();
         return 0;
     }
-    if (parse(&j, argc, argv)) {
+    if (parse(&j, argc, argv, rank)) {
         if (rank == 0) usage(stderr);
         MPI_Finalize();
         return 2;
@@ -717,7 +806,13 @@ int main(int argc, char **argv) {
     snprintf(shard, sizeof shard, "%s/part-%05d-of-%05d.ss", j.dir, rank, size);
     snprintf(manifest, sizeof manifest, "%s/dataset.manifest", j.dir);
     int ok = 1;
-    if (rank == 0) { /* no manifest claims completeness until this run's is written */
+    /* with a URL, DIR may be each node's own: every rank makes it */
+    if (j.url && rank && mkdir(j.dir, 0777) != 0 && errno != EEXIST) {
+        fprintf(stderr, "seqstore-mpi: '%s': %s\n", j.dir, strerror(errno));
+        ok = 0;
+    }
+    MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    if (rank == 0 && ok) { /* no manifest claims completeness until this run's is written */
         if (mkdir(j.dir, 0777) != 0 && errno != EEXIST) ok = 0;
         if (unlink(manifest) != 0 && errno != ENOENT) ok = 0;
         if (!ok) fprintf(stderr, "seqstore-mpi: '%s': %s\n", j.dir, strerror(errno));
@@ -741,7 +836,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "); no manifest written: rerun with --resume\n");
     }
     t0 = MPI_Wtime();
-    if (rank == 0 && !failed) rc = build_manifest(prog, j.dir, size) ? 1 : 0;
+    if (rank == 0 && !failed) rc = build_manifest(prog, &j, size) ? 1 : 0;
     phase_secs[T_MANIFEST] = MPI_Wtime() - t0;
     MPI_Bcast(&rc, 1, MPI_INT, 0, MPI_COMM_WORLD);
     phase_secs[T_ALL] = MPI_Wtime() - start;

@@ -149,6 +149,7 @@ static int aws_first(char **out, const char *a, const char *env1, const char *en
 
 void ss__aws_free(ss__aws *a) {
     free(a->access_key), free(a->secret_key), free(a->token), free(a->region), free(a->endpoint);
+    free(a->ca_bundle);
     memset(a, 0, sizeof *a);
 }
 
@@ -171,6 +172,13 @@ int ss__aws_resolve(ss__aws *out, const char *profile, const char *region, const
         rc = ss__rfail(SS_ENOMEM, "out of memory");
     if (!rc) rc = aws_first(&out->endpoint, endpoint, "AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL");
     if (!rc) rc = aws_lookup(&out->endpoint, &f, "endpoint_url", 0, 1);
+    static const char *const ca_vars[] = {"AWS_CA_BUNDLE", "CURL_CA_BUNDLE", "SSL_CERT_FILE"};
+    for (size_t i = 0; !rc && !out->ca_bundle && i < 3; i++)
+        if (!(rc = aws_first(&out->ca_bundle, NULL, ca_vars[i], NULL)) && out->ca_bundle)
+            out->ca_from = ca_vars[i];
+    if (!rc && !out->ca_bundle && !(rc = aws_lookup(&out->ca_bundle, &f, "ca_bundle", 0, 1)) &&
+        out->ca_bundle)
+        out->ca_from = "the AWS profile's ca_bundle";
     if (!rc && (!out->access_key) != (!out->secret_key))
         rc = ss__rfail(SS_EINVAL, "AWS credentials of profile '%s': %s without %s", f.profile,
                        out->access_key ? "an access key id" : "a secret access key",

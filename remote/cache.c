@@ -277,6 +277,10 @@ static int cache_download(const ss__remote *r, const ss__url *u, const char *nam
     if (!rc && fsync(fd) != 0) e = errno;
     if (close(fd) != 0 && !e) e = errno;
     if (!rc && e) rc = ss__rfail(cache_errno_code(e), "cache: write '%s': %s", tmp, strerror(e));
+    /* the partial file is removed by the caller: say so, and where */
+    if (rc == SS_EFULL)
+        return ss__rcontext(rc, "cache '%s': its file system is full: %s, its partial '%s' "
+                                "removed", r->cache_dir, what, tmp);
     if (!rc && (rc = v->check(v->ctx, tmp)) != 0) ss__rfail(rc, "%s", v->message());
     return rc;
 }

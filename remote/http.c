@@ -3,7 +3,14 @@
  * backoff: connection failures, 5xx, 429 and SlowDown, stalls (no byte for
  * the stall timeout) and bodies shorter than their Content-Length. S3
  * requests are signed by libcurl (CURLOPT_AWS_SIGV4). A body reaches its
- * sink only from a 2xx response; an error's body is kept for its S3 code. */
+ * sink only from a 2xx response; an error's body is kept for its S3 code.
+ *
+ * A GET into a file that was cut off continues where it stopped: the next
+ * try asks for the rest (`Range: bytes=HELD-`) only if it is still the same
+ * object (`If-Range:` its ETag), and takes a 206 only when its Content-Range
+ * starts at the bytes held; a server that sends the whole object again (200:
+ * no ranges, or the object changed) is written from byte 0. The whole file
+ * is then checked as any download is (the manifest's digests). */
 #include "remote_impl.h"
 
 #include <curl/curl.h>
@@ -55,6 +62,10 @@ typedef struct http_try {
     curl_off_t length; /* Content-Length, or -1 */
     char etag[160];
     char meta[80];
+    uint64_t base;       /* bytes held in the file from earlier tries (a range read) */
+    char if_range[160];  /* the ETag those bytes came with */
+    int64_t range_start; /* a 206's Content-Range start, or -1 */
+    int64_t range_total; /* its total length, or -1 */
     const unsigned char *up; /* a request body read from memory */
     uint64_t up_left, up_off;
 } http_try;
@@ -66,7 +77,22 @@ static size_t http_write(char *data, size_t size, size_t n, void *vctx) {
         t->started = 1;
         curl_easy_getinfo(t->h, CURLINFO_RESPONSE_CODE, &t->status);
         curl_easy_getinfo(t->h, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &t->length);
-        if (t->status / 100 == 2 && t->sink && t->sink->on_length && t->length >= 0) {
+        if (t->status == 206 && t->base) {
+            if (t->range_start != (int64_t)t->base) /* not the rest of what is held */
+                return t->fatal = ss__rfail(SS_EIO, "%s %s: the range answer starts at byte "
+                                                    "%lld, not at %llu",
+                                            t->q->method, t->q->shown,
+                                            (long long)t->range_start,
+                                            (unsigned long long)t->base),
+                       0;
+        } else if (t->base && t->sink && t->sink->fd >= 0) { /* the whole object again */
+            if (ftruncate(t->sink->fd, 0) != 0 || lseek(t->sink->fd, 0, SEEK_SET) != 0)
+                return t->fatal = ss__rfail(SS_EIO, "%s %s: cannot rewind the file: %s",
+                                            t->q->method, t->q->shown, strerror(errno)),
+                       0;
+            t->base = 0, t->sink->written = 0;
+        }
+        if (t->status / 100 == 2 && !t->base && t->sink && t->sink->on_length && t->length >= 0) {
             int rc = t->sink->on_length(t->sink->ctx, (uint64_t)t->length);
             if (rc) return t->fatal = rc, 0;
         }
@@ -129,6 +155,12 @@ static size_t http_header(char *data, size_t size, size_t n, void *vctx) {
         while (len && (v[len - 1] == '\r' || v[len - 1] == '\n' || v[len - 1] == ' ')) len--;
         if (len < sizeof t->meta) memcpy(t->meta, v, len), t->meta[len] = '\0';
     }
+    static const char range[] = "content-range:";
+    if (bytes > sizeof range - 1 && !strncasecmp(data, range, sizeof range - 1)) {
+        long long a, b, total;
+        if (sscanf(data + sizeof range - 1, " bytes %lld-%lld/%lld", &a, &b, &total) == 3)
+            t->range_start = a, t->range_total = total;
+    }
     return bytes;
 }
 
@@ -185,10 +217,18 @@ static int http_setup(CURL *h, const ss__remote *r, const ss__request *q, http_t
     curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, (long)((r->stall_ms + 999) / 1000));
     curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
     curl_easy_setopt(h, CURLOPT_USERAGENT, "seqstore");
+    if (r->aws.ca_bundle) curl_easy_setopt(h, CURLOPT_CAINFO, r->aws.ca_bundle);
     /* no "Expect:" to suppress 100-continue: libcurl would sign the empty
      * header it does not send; a short wait for the 100 costs less */
     curl_easy_setopt(h, CURLOPT_EXPECT_100_TIMEOUT_MS, 50L);
     for (size_t i = 0; i < q->nheaders; i++) *hdrs = curl_slist_append(*hdrs, q->headers[i]);
+    if (t->base) { /* the rest of a transfer that was cut off, if still the same object */
+        char range[64], if_range[200];
+        snprintf(range, sizeof range, "Range: bytes=%llu-", (unsigned long long)t->base);
+        snprintf(if_range, sizeof if_range, "If-Range: %s", t->if_range);
+        *hdrs = curl_slist_append(*hdrs, range);
+        *hdrs = curl_slist_append(*hdrs, if_range);
+    }
     if (q->sign && r->aws.access_key) {
         char sig[128];
         snprintf(sig, sizeof sig, "aws:amz:%s:s3", r->aws.region);
@@ -224,21 +264,42 @@ static int http_setup(CURL *h, const ss__remote *r, const ss__request *q, http_t
     return 0;
 }
 
-/* Reset the sink and the request body for another try. */
+/* After a try that was cut off: can the next one continue it with a range
+ * read? A GET into a file whose 2xx answer had a length and an ETag, of
+ * which some but not all bytes arrived. */
+static void http_plan_range(http_try *t, const ss__request *q) {
+    if (!t->sink || t->sink->fd < 0 || strcmp(q->method, "GET") || t->fatal) {
+        t->base = 0, t->if_range[0] = '\0';
+        return;
+    }
+    if (t->status / 100 != 2) return; /* no body came this time: keep what is held */
+    uint64_t held = t->base + t->got, total = t->base + (uint64_t)t->length;
+    int same = !t->base || !t->etag[0] || !strcmp(t->etag, t->if_range);
+    if (t->length >= 0 && same && (t->etag[0] || t->if_range[0]) && held > 0 && held < total) {
+        if (t->etag[0]) snprintf(t->if_range, sizeof t->if_range, "%s", t->etag);
+        t->base = held;
+    } else {
+        t->base = 0, t->if_range[0] = '\0';
+    }
+}
+
+/* Reset the sink and the request body for another try (keeping the bytes
+ * held for a range read). */
 static int http_rewind(http_try *t, const ss__request *q) {
     ss__sink *s = t->sink;
     t->status = 0, t->fatal = 0, t->started = 0, t->err_len = 0, t->err[0] = '\0';
     t->got = 0, t->length = -1, t->etag[0] = '\0', t->meta[0] = '\0';
+    t->range_start = t->range_total = -1;
     t->up = q->body;
     t->up_off = 0;
     t->up_left = q->body ? q->body_len : q->body_fd >= 0 ? q->body_fd_len : 0;
     if (!s) return 0;
-    s->written = 0;
+    s->written = t->base;
     if (s->fd < 0) {
         s->len = 0;
         return 0;
     }
-    if (ftruncate(s->fd, 0) != 0 || lseek(s->fd, 0, SEEK_SET) != 0)
+    if (ftruncate(s->fd, (off_t)t->base) != 0 || lseek(s->fd, (off_t)t->base, SEEK_SET) < 0)
         return ss__rfail(SS_EIO, "%s %s: cannot rewind the file: %s", q->method, q->shown,
                          strerror(errno));
     return 0;
@@ -282,8 +343,20 @@ int ss__http(const ss__remote *r, const ss__request *q, ss__sink *sink, ss__resp
             break;
         } else if (c != CURLE_OK) {
             retry = http_curl_retry(c);
-            rc = ss__rfail(SS_EIO, "%s %s: %s", q->method, q->shown,
-                           *errbuf ? errbuf : curl_easy_strerror(c));
+            char hint[4200] = "";
+            if (c == CURLE_PEER_FAILED_VERIFICATION && r->aws.ca_bundle)
+                snprintf(hint, sizeof hint, " (checked against the CA bundle '%s', from %s)",
+                         r->aws.ca_bundle, r->aws.ca_from);
+            else if (c == CURLE_PEER_FAILED_VERIFICATION)
+                snprintf(hint, sizeof hint, " (the server's certificate is not signed by a CA "
+                                            "this system trusts: name its CA bundle in "
+                                            "AWS_CA_BUNDLE, CURL_CA_BUNDLE or SSL_CERT_FILE)");
+            else if (c == CURLE_SSL_CACERT_BADFILE)
+                snprintf(hint, sizeof hint, " (the CA bundle '%s', from %s)",
+                         r->aws.ca_bundle ? r->aws.ca_bundle : "?",
+                         r->aws.ca_from ? r->aws.ca_from : "libcurl's default");
+            rc = ss__rfail(SS_EIO, "%s %s: %s%s", q->method, q->shown,
+                           *errbuf ? errbuf : curl_easy_strerror(c), hint);
         } else if (t->status / 100 != 2) {
             char code[128];
             rc = http_status_error(t, q, code, sizeof code);
@@ -292,6 +365,13 @@ int ss__http(const ss__remote *r, const ss__request *q, ss__sink *sink, ss__resp
             retry = 1;
             rc = ss__rfail(SS_EIO, "%s %s: the body has %llu bytes, its Content-Length %lld",
                            q->method, q->shown, (unsigned long long)t->got, (long long)t->length);
+        } else if (t->status == 206 && t->base &&
+                   (t->range_total < 0 || t->base + t->got != (uint64_t)t->range_total)) {
+            retry = 1; /* a range answer that does not end the object */
+            rc = ss__rfail(SS_EIO, "%s %s: the range answer ends at byte %llu of %lld",
+                           q->method, q->shown, (unsigned long long)(t->base + t->got),
+                           (long long)t->range_total);
+            t->base = 0, t->if_range[0] = '\0', t->length = -1; /* start again */
         } else {
             rc = 0;
             break;
@@ -304,6 +384,7 @@ int ss__http(const ss__remote *r, const ss__request *q, ss__sink *sink, ss__resp
             }
             break;
         }
+        http_plan_range(t, q);
         http_sleep(r, attempt);
     }
     if (resp) {

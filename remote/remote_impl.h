@@ -64,9 +64,15 @@ typedef struct ss__aws {
     char *access_key, *secret_key, *token;
     char *region;   /* never NULL once resolved */
     char *endpoint; /* "http(s)://HOST[:PORT]" without a trailing '/', or NULL for AWS's */
+    /* The CA bundle that TLS peers are checked against, or NULL for the
+     * system's: AWS_CA_BUNDLE (AWS's tools), CURL_CA_BUNDLE (curl's),
+     * SSL_CERT_FILE (OpenSSL's), else the profile's ca_bundle; `ca_from`
+     * names where it came from, for messages. */
+    char *ca_bundle;
+    const char *ca_from;
 } ss__aws;
 
-/* Resolve credentials, region and endpoint as AWS's tools do; the option
+/* Resolve credentials, region, endpoint and CA bundle as AWS's tools do; the option
  * strings (NULL = unset) come first. No credentials at all means unsigned
  * (anonymous) requests. 0, SS_ECORRUPT (a damaged config file, naming it and
  * the line), SS_EINVAL (only one of the key pair), SS_ENOMEM. */

@@ -21,6 +21,7 @@
 #include "options_internal.h"
 #include "layout.h" /* ss_le64, ss_put_le64 */
 #include "rng.h"
+#include "loader_internal.h"
 #include "sampler_internal.h"
 
 #include <inttypes.h>
@@ -30,7 +31,10 @@
 #include <string.h>
 
 #define STATE_MAGIC 0x315244414f4c5353ull /* "SSLOADR1" little-endian */
-#define STATE_VERSION 2 /* 1: the first 88 bytes only (no elastic resume) */
+/* 3: the sampler's SHUFFLE and BLOCK_SHUFFLE orders are per-position
+ * bijections; 2 (the same bytes) and 1 (the first 88 bytes only, no elastic
+ * resume) were saved by seqstore 0.3, whose shuffles were other orders. */
+#define STATE_VERSION 3
 #define STATE_HEAD 40     /* magic, version, epoch, position, fingerprint; then the sampler's */
 #define STATE_SAMPLER 48  /* ss_sampler_state_size() */
 #define STATE_V1_SIZE (STATE_HEAD + STATE_SAMPLER)
@@ -131,9 +135,12 @@ struct ss_loader {
     uint64_t epoch;
     uint64_t *idx, idx_cap;
     uint64_t *start, start_cap;
-    uint64_t *order_buf, order_cap, *lens_buf, lens_cap;
+    uint64_t *order_buf, order_cap, *lens_buf, lens_cap; /* token budget: one chunk */
+    uint64_t *span, span_cap; /* token budget: this rank's batches, (p0, p1, rows) each */
+    uint64_t *wrap, wrap_cap; /* token budget: the first world_size global batches */
     uint64_t nbatches;
-    int planned; /* the plan above is epoch `epoch`'s (plan_epoch() succeeded) */
+    uint64_t last_rows; /* fixed size: rows of the last batch (batch_size or fewer) */
+    int remote;         /* a dataset under a URL: hint the shards of batches ahead */
     /* ring and threads */
     slot *slots;
     uint32_t nslots, prefetch;
@@ -244,20 +251,19 @@ static uint64_t global_length(const ss_loader *l) {
 }
 
 /* Fixed size: batch k is local positions [k*b, (k+1)*b) of the sampler's
- * order. Under SS_REMAINDER_INCLUDE the sampler pads the last global step
- * by repeating the order; cut this rank's share of it back to the real
- * positions (a smaller last batch, or none). */
-static int plan_fixed(ss_loader *l, uint64_t n) {
-    uint64_t bs = l->o.batch.batch_size, nb = n / bs, N = global_length(l);
+ * order, computed when the batch is filled (batch_indices()): the plan is
+ * two numbers, whatever the epoch's length. Under SS_REMAINDER_INCLUDE the
+ * sampler pads the last global step by repeating the order; cut this rank's
+ * share of it back to the real positions (a smaller last batch, or none). */
+static int plan_fixed(ss_loader *l) {
+    uint64_t bs = l->o.batch.batch_size, nb = ss_sampler_epoch_length(l->sampler) / bs, N = global_length(l);
     uint64_t R = l->world, B = R * bs, S = ss_sampler_steps_per_epoch(l->sampler);
     if (l->o.batch.remainder == SS_REMAINDER_DIVISIBLE && N % B)
         return ss__fail(SS_EINVAL,
                         "loader: %" PRIu64 " examples are not divisible by world_size * "
                         "batch_size = %" PRIu64 " (remainder policy 'divisible')",
                         N, B);
-    int rc = grow_u64(&l->start, &l->start_cap, nb + 1);
-    for (uint64_t k = 0; !rc && k <= nb; k++) l->start[k] = k * bs;
-    if (rc) return rc;
+    l->last_rows = bs;
     uint64_t rem = N - (S ? S - 1 : 0) * B; /* real positions of the last step */
     if (l->o.batch.remainder == SS_REMAINDER_INCLUDE && !l->drop_last && S && rem < B &&
         (S - 1) % l->workers == l->worker && nb) {
@@ -266,9 +272,101 @@ static int plan_fixed(ss_loader *l, uint64_t n) {
         if (real == 0)
             nb--;
         else
-            l->start[nb] = (nb - 1) * bs + real;
+            l->last_rows = real;
     }
     l->nbatches = nb;
+    return 0;
+}
+
+/* grow_u64() by at least half: for lists appended to one entry at a time. */
+static int grow_list(uint64_t **p, uint64_t *cap, uint64_t need) {
+    return *cap >= need ? 0 : grow_u64(p, cap, need + need / 2);
+}
+
+uint64_t ss__loader_plan_chunk = 65536;
+
+/* Keep global batch j of a token-budget epoch, positions [p0, p1) of the
+ * global order holding `rows` examples (the others too long and skipped),
+ * if it is this rank's and worker's (j mod R == rank, (j / R) mod W ==
+ * worker) or among the first R (which the last round may wrap around to). */
+static int keep_span(ss_loader *l, uint64_t j, uint64_t p0, uint64_t p1, uint64_t rows) {
+    uint64_t R = l->world;
+    int rc = 0;
+    if (j < R) {
+        rc = grow_list(&l->wrap, &l->wrap_cap, 3 * (j + 1));
+        if (!rc) l->wrap[3 * j] = p0, l->wrap[3 * j + 1] = p1, l->wrap[3 * j + 2] = rows;
+    }
+    if (rc || j % R != l->rank || (j / R) % l->workers != l->worker) return rc;
+    uint64_t q = l->nbatches++;
+    rc = grow_list(&l->span, &l->span_cap, 3 * (q + 1));
+    if (!rc) l->span[3 * q] = p0, l->span[3 * q + 1] = p1, l->span[3 * q + 2] = rows;
+    return rc;
+}
+
+/* A token budget: the global order (the sampler's, one rank) cut as
+ * ss_batcher_create() cuts it, streamed through in chunks, keeping of the
+ * global batches only this rank's and worker's positions (three integers a
+ * batch; their indices are computed again when a batch is filled). The
+ * greedy cut is the same from any batch's start, so each chunk's batches
+ * but its last are final, and the next chunk starts at that last batch.
+ * Then the batches are dealt as deal() does (the last round wrapping around
+ * to global batch 0, 1, ...). O(N) time, but memory for a chunk and this
+ * rank's batches only. */
+static int plan_tokens(ss_loader *l, uint64_t len) {
+    uint64_t chunk = ss__loader_plan_chunk ? ss__loader_plan_chunk : 1, p = 0, j = 0, mt = l->o.batch.max_tokens;
+    int skip = l->o.batch.skip_too_long, rc = 0;
+    l->nbatches = 0;
+    while (!rc && p < len) {
+        uint64_t m = len - p < chunk ? len - p : chunk;
+        rc = grow_u64(&l->order_buf, &l->order_cap, m);
+        if (!rc) rc = grow_u64(&l->lens_buf, &l->lens_cap, m);
+        if (rc) break;
+        ss__sampler_at(l->order_buf, l->sampler, p, m);
+        ss_batcher *b = NULL;
+        rc = ss_lengths_gather(l->lens_buf, l->store, l->seq_fields, l->nseq, l->order_buf, m);
+        if (!rc) rc = ss_batcher_create(&b, l->order_buf, l->lens_buf, m, &l->o.batch);
+        if (rc) {
+            if (rc == SS_EINVAL) /* an example too long: name its place in the epoch */
+                rc = ss__context(rc, "loader: positions %" PRIu64 "..%" PRIu64, p, p + m);
+            break;
+        }
+        uint64_t nb = ss_batcher_count(b), last = p + m == len ? nb : nb ? nb - 1 : 0;
+        if (last == 0 && p + m < len) { /* one batch longer than the chunk */
+            ss_batcher_free(b);
+            chunk *= 2;
+            continue;
+        }
+        uint64_t c = 0; /* position in the chunk */
+        for (uint64_t t = 0; !rc && t < last; t++) {
+            const uint64_t *ix;
+            size_t n;
+            ss_batcher_get(&ix, &n, b, t);
+            while (skip && c < m && l->lens_buf[c] > mt) c++;
+            uint64_t c0 = c;
+            for (size_t k = 0; k < n; c++)
+                if (!(skip && l->lens_buf[c] > mt)) k++;
+            rc = keep_span(l, j++, p + c0, p + c, n);
+        }
+        while (skip && c < m && p + m == len && l->lens_buf[c] > mt) c++;
+        ss_batcher_free(b);
+        p += p + m == len ? m : c;
+    }
+    if (rc) return rc;
+    /* Deal: per = nb / R (drop_last) or ceil(nb / R) rank batches; this
+     * worker's are rank batches jr = q W + w < per, global batch jr R + r,
+     * beyond the list wrapping around to jr R + r - nb (< R). */
+    uint64_t nb = j, R = l->world, W = l->workers;
+    uint64_t per = nb == 0 ? 0 : l->drop_last ? nb / R : (nb + R - 1) / R;
+    uint64_t mine = per / W + (l->worker < per % W), kept = l->nbatches;
+    if (mine > kept) { /* the wrapped round */
+        rc = grow_u64(&l->span, &l->span_cap, 3 * mine);
+        for (uint64_t q = kept; !rc && q < mine; q++) {
+            uint64_t g = ((q * W + l->worker) * R + l->rank) - nb;
+            memcpy(&l->span[3 * q], &l->wrap[3 * g], 3 * sizeof *l->span);
+        }
+        if (rc) return rc;
+    }
+    l->nbatches = mine;
     return 0;
 }
 
@@ -276,7 +374,6 @@ static int plan_epoch(ss_loader *l, uint64_t epoch) {
     int rc = 0;
     ss_batcher *b = NULL;
     l->nbatches = 0;
-    l->planned = 0;
     if (l->mode == MODE_BUCKET) {
         rc = ss_bucket_batches(&b, l->bucket, l->store, l->sel, &l->o.batch,
                                l->o.sampler.kind != SS_SAMPLE_SEQUENTIAL, l->seed, epoch);
@@ -284,20 +381,13 @@ static int plan_epoch(ss_loader *l, uint64_t epoch) {
     } else {
         rc = ss_sampler_set_epoch(l->sampler, epoch);
         uint64_t len = ss_sampler_epoch_length(l->sampler);
-        uint64_t **dst = l->mode == MODE_FIXED ? &l->idx : &l->order_buf;
-        uint64_t *cap = l->mode == MODE_FIXED ? &l->idx_cap : &l->order_cap;
         size_t n = 0;
-        if (!rc) rc = grow_u64(dst, cap, len);
-        if (!rc) rc = ss_sampler_next(*dst, (size_t)len, &n, l->sampler);
         if (!rc && l->mode == MODE_FIXED) {
-            rc = plan_fixed(l, n);
+            rc = plan_fixed(l);
         } else if (!rc) {
-            rc = grow_u64(&l->lens_buf, &l->lens_cap, n);
-            if (!rc)
-                rc = ss_lengths_gather(l->lens_buf, l->store, l->seq_fields, l->nseq, l->order_buf,
-                                       n);
-            if (!rc) rc = ss_batcher_create(&b, l->order_buf, l->lens_buf, n, &l->o.batch);
+            rc = plan_tokens(l, len);
         }
+        (void)n;
     }
     if (!rc && b) rc = deal(l, b);
     ss_batcher_free(b);
@@ -306,7 +396,6 @@ static int plan_epoch(ss_loader *l, uint64_t epoch) {
         return ss__context(rc, "loader: epoch %" PRIu64, epoch);
     }
     l->epoch = epoch;
-    l->planned = 1;
     return 0;
 }
 
@@ -316,9 +405,9 @@ static void quiesce(ss_loader *l) {
     while (l->busy) pthread_cond_wait(&l->cv_done, &l->mu);
 }
 
-/* Restart at batch `pos` of the planned epoch (mutex held, workers quiet):
- * the prepared batches are dropped, the plan is kept. */
-static void resume_at(ss_loader *l, uint64_t pos) {
+/* Replan (mutex held, workers quiet) and restart at batch `pos`. */
+static int restart(ss_loader *l, uint64_t epoch, uint64_t pos) {
+    int rc = plan_epoch(l, epoch);
     for (uint32_t k = 0; k < l->nslots; k++) {
         l->slots[k].state = SLOT_EMPTY;
         l->slots[k].g = UINT64_MAX;
@@ -329,16 +418,6 @@ static void resume_at(ss_loader *l, uint64_t pos) {
     l->err_rc = 0;
     l->paused = 0;
     pthread_cond_broadcast(&l->cv_work);
-}
-
-/* Restart at batch `pos` of `epoch` (mutex held, workers quiet). The plan is
- * a function of the options, the seed and the epoch alone, so the epoch in
- * memory is kept: planning is O(examples) (the shuffle, the gather), which a
- * fresh loader that restores a state of its first epoch, or a pass of an
- * epoch begun again, would otherwise pay twice. */
-static int restart(ss_loader *l, uint64_t epoch, uint64_t pos) {
-    int rc = l->planned && epoch == l->epoch ? 0 : plan_epoch(l, epoch);
-    resume_at(l, pos);
     return rc;
 }
 
@@ -366,8 +445,9 @@ static int slot_rows(ss_loader *l, slot *s, uint64_t n) {
     s->ef = l->nxf ? calloc(n * nf, sizeof *s->ef) : NULL;
     s->in = l->nxf ? malloc(n * nf * sizeof *s->in) : NULL;
     s->at = l->nxf ? malloc(n * nf * sizeof *s->at) : NULL;
-    s->ix = l->ring ? malloc(n * sizeof *s->ix) : NULL;
-    if (!s->spans || (l->nxf && (!s->ef || !s->in || !s->at)) || (l->ring && !s->ix)) {
+    int own_ix = l->ring || l->mode != MODE_BUCKET;
+    s->ix = own_ix ? malloc(n * sizeof *s->ix) : NULL;
+    if (!s->spans || (l->nxf && (!s->ef || !s->in || !s->at)) || (own_ix && !s->ix)) {
         s->rows_cap = 0;
         return ss__fail(SS_ENOMEM, "loader: out of memory for a batch of %" PRIu64 " rows", n);
     }
@@ -482,19 +562,58 @@ static int transform_rows(ss_loader *l, slot *s, const uint64_t *ix, uint64_t n,
     return 0;
 }
 
+/* Rows of batch g (< nbatches) of the epoch's plan. */
+static uint64_t batch_rows(const ss_loader *l, uint64_t g) {
+    if (l->mode == MODE_BUCKET) return l->start[g + 1] - l->start[g];
+    if (l->mode == MODE_TOKENS) return l->span[3 * g + 2];
+    return g + 1 == l->nbatches ? l->last_rows : l->o.batch.batch_size;
+}
+
+/* Entries batch_indices() writes for batch g (more than its rows when a
+ * token-budget batch's positions hold skipped examples). */
+static uint64_t batch_scratch(const ss_loader *l, uint64_t g) {
+    return l->mode == MODE_TOKENS ? l->span[3 * g + 1] - l->span[3 * g] : batch_rows(l, g);
+}
+
+/* The store indices of batch g: fixed size, computed into buf (batch_rows()
+ * entries) from the sampler's positions; else in the plan. Pure: workers
+ * call it concurrently (the plan changes only while they are quiet). */
+static const uint64_t *batch_indices(const ss_loader *l, uint64_t g, uint64_t *buf) {
+    if (l->mode == MODE_BUCKET) return l->idx + l->start[g];
+    if (l->mode == MODE_FIXED) {
+        ss__sampler_at(buf, l->sampler, g * l->o.batch.batch_size, batch_rows(l, g));
+        return buf;
+    }
+    uint64_t p0 = l->span[3 * g], n = l->span[3 * g + 1] - p0, rows = l->span[3 * g + 2];
+    ss__sampler_at(buf, l->sampler, p0, n);
+    if (rows < n) { /* drop the examples skipped as too long, as the plan did */
+        uint64_t k = 0;
+        for (uint64_t i = 0; i < n; i++) {
+            uint64_t len = 0;
+            for (uint32_t f = 0; f < l->nseq; f++) {
+                uint64_t x = ss_length(l->store, l->seq_fields[f], buf[i]);
+                if (x > len) len = x;
+            }
+            if (len <= l->o.batch.max_tokens) buf[k++] = buf[i];
+        }
+    }
+    return buf;
+}
+
 /* Prepare batch g in slot s, everything but the collation: its rows as spans
  * of the store or, with per-example transforms, as transformed examples in
  * the slot's arena. */
 static int prepare(ss_loader *l, slot *s, uint64_t g, uint64_t epoch) {
-    const uint64_t *ix = l->idx + l->start[g];
-    uint64_t n = l->start[g + 1] - l->start[g];
-    int rc = slot_rows(l, s, n);
+    uint64_t n = batch_rows(l, g);
+    int rc = slot_rows(l, s, batch_scratch(l, g));
     if (rc) return rc;
+    const uint64_t *ix = batch_indices(l, g, s->ix);
     s->batch.epoch = epoch;
     s->batch.position = g;
     s->batch.rows = n;
     s->batch.indices = ix;
-    if (l->ring) { /* the plan is replaced at set_epoch, maybe while the caller holds it */
+    if (l->ring && ix != s->ix) { /* the plan is replaced at set_epoch, maybe while the
+                                     caller holds it */
         memcpy(s->ix, ix, n * sizeof *ix);
         s->batch.indices = s->ix;
     }
@@ -540,8 +659,11 @@ static int batch_transforms(ss_loader *l, slot *s) {
 static int fill(ss_loader *l, slot *s, uint64_t g, uint64_t epoch) {
     /* A dataset under a URL starts downloading the shards of the batches
      * after this one (a hint: nothing for local stores). */
-    for (uint64_t a = g + 1; a <= g + SS_LOADER_PREFETCH_BATCHES && a < l->nbatches; a++)
-        ss_prefetch(l->store, l->idx + l->start[a], (size_t)(l->start[a + 1] - l->start[a]));
+    for (uint64_t a = g + 1; l->remote && a <= g + SS_LOADER_PREFETCH_BATCHES && a < l->nbatches;
+         a++) {
+        if (slot_rows(l, s, batch_scratch(l, a))) break; /* only a hint */
+        ss_prefetch(l->store, batch_indices(l, a, s->ix), (size_t)batch_rows(l, a));
+    }
     int rc = prepare(l, s, g, epoch);
     if (rc || (l->o.into && !l->ring)) return rc;
     rc = collate_slot(l, s, l->ring ? l->ring + (size_t)(s - l->slots) * l->nf : NULL);
@@ -637,6 +759,8 @@ void ss_loader_free(ss_loader *l) {
     free(l->start);
     free(l->order_buf);
     free(l->lens_buf);
+    free(l->span);
+    free(l->wrap);
     ss_bucket_free(l->bucket);
     ss_sampler_free(l->sampler);
     ss_selection_free(l->sel);
@@ -944,6 +1068,7 @@ int ss_loader_open(ss_loader **out, const ss_store *store, const ss_loader_optio
                                  "sequence field among the output fields");
     if (!rc) rc = setup_into(l);
     if (!rc) rc = setup_order(l);
+    l->remote = ss__store_remote(store);
     if (!rc) rc = setup_slots(l);
     if (!rc) rc = plan_epoch(l, 0);
     if (!rc) {
@@ -1244,41 +1369,44 @@ static int elastic_resume(uint64_t *pos, const ss_loader *l, const unsigned char
     return 0;
 }
 
-/* Whether the saved state `p` (of this loader's options) is of the epoch
- * planned in memory, with a sampler in the state the plan left this one in:
- * the same sampler state (spec/SDK_SECTIONS.md) but for its position (bytes
- * 32-39), which planning drains and restart() does not read; a position
- * beyond the epoch goes to ss_sampler_state_load() to be refused. */
-static int plan_holds(const ss_loader *l, const unsigned char *p) {
-    unsigned char now[STATE_SAMPLER];
-    if (!l->planned || ss_le64(p + 16) != l->epoch ||
-        ss_sampler_state_save(now, sizeof now, NULL, l->sampler))
-        return 0;
-    const unsigned char *saved = p + STATE_HEAD;
-    return ss_le64(saved + 32) <= ss_sampler_epoch_length(l->sampler) &&
-           memcmp(now, saved, 32) == 0 && memcmp(now + 40, saved + 40, STATE_SAMPLER - 40) == 0;
+/* A state of seqstore 0.3 (versions 1 and 2) resumes a loader whose order
+ * did not change since: sequential, drawn with replacement or weighted, or
+ * bucket batches (their shuffles are bucket.c's, not the sampler's). Else
+ * SS_EINVAL saying why. */
+static int old_state_ok(const ss_loader *l, uint64_t version) {
+    if (version >= 3 || l->mode == MODE_BUCKET || !ss__sampler_order_changed(l->sampler)) return 0;
+    return ss__fail(SS_EINVAL,
+                    "ss_loader_state_load: a version %" PRIu64 " state, saved by seqstore 0.3, "
+                    "whose shuffled orders were other permutations (drawn whole per epoch; "
+                    "this version computes each position with a keyed bijection): it cannot "
+                    "resume this shuffled loader exactly; start the epoch again "
+                    "(ss_loader_set_epoch())",
+                    version);
 }
 
 int ss_loader_state_load(ss_loader *l, const void *buf, size_t len) {
     if (!l || !buf) return ss__fail(SS_EINVAL, "ss_loader_state_load: NULL argument");
     const unsigned char *p = buf;
     uint64_t version = len >= 16 ? ss_le64(p + 8) : 0;
-    if (len < 16 || ss_le64(p) != STATE_MAGIC || (version != 1 && version != STATE_VERSION) ||
+    if (len < 16 || ss_le64(p) != STATE_MAGIC || version < 1 || version > STATE_VERSION ||
         len != (version == 1 ? STATE_V1_SIZE : STATE_SIZE))
         return ss__fail(SS_EINVAL, "ss_loader_state_load: not a loader state (%zu bytes)", len);
+    int rc = old_state_ok(l, version);
+    if (rc) return rc;
+    /* An old state's sampler part is version 1; where the order is unchanged
+     * (old_state_ok()) it resumes as the same fields of version 2. */
+    unsigned char sampler_state[STATE_SAMPLER];
+    memcpy(sampler_state, p + STATE_HEAD, STATE_SAMPLER);
+    if (version < 3 && ss_le64(sampler_state + 8) == 1) ss_put_le64(sampler_state + 8, 2);
     int exact = ss_le64(p + 32) == l->fingerprint;
     if (!exact && version == 1)
         return ss__fail(SS_EINVAL, "ss_loader_state_load: the state belongs to a loader with "
                                    "other batching options");
     uint64_t pos = 0;
-    int rc = 0;
     pthread_mutex_lock(&l->mu);
     quiesce(l);
     if (exact) {
-        /* the sampler is re-made only for another epoch: restart() keeps the
-         * plan of the epoch in memory, which the sampler's state makes */
-        if (!plan_holds(l, p))
-            rc = ss_sampler_state_load(l->sampler, p + STATE_HEAD, STATE_SAMPLER);
+        rc = ss_sampler_state_load(l->sampler, sampler_state, STATE_SAMPLER);
         pos = ss_le64(p + 24);
     } else {
         rc = elastic_resume(&pos, l, p);

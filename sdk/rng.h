@@ -49,4 +49,21 @@ double ss__rng_uniform(ss_rng *r);
  * two outputs per call (no cached spare, so the state stays three integers). */
 double ss__rng_normal(ss_rng *r);
 
+/* A keyed bijection of [0, size): element x of the permutation of [0, size)
+ * that `key` selects, computed alone, without materialising the others. A
+ * balanced Feistel network on the smallest even number of bits 2h >= 2 with
+ * 2^(2h) >= size: round i maps the halves (l, r) to (r, l XOR F_i(r)),
+ * F_i(r) the top h bits of mix(r XOR (key + i * G)), mix the SplitMix64
+ * finalizer; 6 rounds, or 12 when h <= 3 (size <= 64); applied again while
+ * the value is >= size ("cycle walking": fewer than 4 applications on
+ * average, since 2^(2h) < 4 size). Shuffles of any size thus cost O(1)
+ * memory and O(1) time per element. Not every permutation of a size is
+ * reachable (nor equally likely); the positions and pairs it gives are
+ * uniform to the tests' chi-square (tests/test_sampler.c). x must be < size;
+ * size 0 or 1 returns x. */
+uint64_t ss__rng_permute(uint64_t x, uint64_t size, uint64_t key);
+
+/* The inverse: ss__rng_unpermute(ss__rng_permute(x, size, key), size, key) == x. */
+uint64_t ss__rng_unpermute(uint64_t y, uint64_t size, uint64_t key);
+
 #endif /* SS_RNG_H */

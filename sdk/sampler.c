@@ -20,8 +20,13 @@
 #define STREAM_WINDOW 0x77696e64ull  /* "wind" */
 
 #define STATE_MAGIC 0x314C504D41535353ull /* "SSSAMPL1" little-endian */
-#define STATE_VERSION 1u
+/* 2: SHUFFLE and BLOCK_SHUFFLE permute by a keyed bijection per position;
+ * 1 (seqstore 0.3): they drew Fisher-Yates permutations of the whole epoch,
+ * another order, so such a state resumes only the kinds whose order did not
+ * change. */
+#define STATE_VERSION 2u
 #define STATE_BYTES 48 /* magic, version, seed, epoch, position, fingerprint */
+#define FINGERPRINT_TAG 1u /* unchanged by version 2: the options' hash alone */
 
 struct ss_sampler {
     ss_sampler_options o; /* normalised copy; o.weights is not kept */
@@ -32,15 +37,21 @@ struct ss_sampler {
     uint64_t steps;       /* global steps per epoch S */
     uint64_t local_len;   /* examples this rank+worker gets per epoch */
     uint64_t epoch, pos;  /* current epoch and local position in it */
-    uint64_t *perm;       /* SHUFFLE, BLOCK_SHUFFLE: positions, n of them */
+    uint64_t key;         /* SHUFFLE: the epoch's permutation key; BLOCK_SHUFFLE
+                             without arrays: the block order's key */
     /* BLOCK_SHUFFLE. The "grouped order" is the selection order, or with a
-     * bucket index the selection positions bucket by bucket (base). */
+     * bucket index the selection positions bucket by bucket (base). Blocks
+     * sit in "slots" 0..nb-1 in the epoch's shuffled block order. */
     uint64_t nb;           /* blocks */
+    uint64_t qlast;        /* without arrays: the slot of the last (shorter) block */
     uint64_t *bstart;      /* nb + 1 block starts in the grouped order; NULL:
                               blocks of block_size (the last one shorter) */
     uint64_t *base;        /* n selection positions (grouped order); NULL: identity */
     uint64_t ng;           /* groups (non-empty buckets); 1 without a bucket index */
     uint64_t *gstart;      /* ng + 1 first blocks of the groups; NULL: one group */
+    uint64_t *gwin;        /* ng + 1 first windows of the groups (with gstart) */
+    uint64_t *slot_block;  /* with bstart: the block in each slot this epoch */
+    uint64_t *slot_start;  /* with bstart: nb + 1 first positions of the slots */
     uint64_t nwin;         /* windows per epoch */
     double *cdf;           /* WEIGHTED: cumulative weights, nsel of them */
     uint64_t last_nonzero; /* WEIGHTED: last position with weight > 0 */
@@ -48,23 +59,14 @@ struct ss_sampler {
     uint64_t elastic; /* the fingerprint without R, rank, W, worker and b (with B) */
 };
 
-static void shuffle_u64(uint64_t *a, uint64_t n, ss_rng *r) {
-    for (uint64_t i = n; i > 1; i--) {
-        uint64_t j = ss__rng_below(r, i);
-        uint64_t t = a[i - 1];
-        a[i - 1] = a[j];
-        a[j] = t;
-    }
+/* The key of the permutation a random decision draws: stream `tag` of the
+ * decision's seed argument (see spec/SDK_SECTIONS.md). */
+static uint64_t perm_key(uint64_t seed_arg, uint64_t tag) {
+    return ss__rng_hash(seed_arg, tag, 0);
 }
 
 static uint64_t block_begin(const ss_sampler *s, uint64_t blk) {
     return s->bstart ? s->bstart[blk] : blk * s->o.block_size;
-}
-
-static uint64_t block_end(const ss_sampler *s, uint64_t blk) {
-    if (s->bstart) return s->bstart[blk + 1];
-    uint64_t e = blk * s->o.block_size; /* < n */
-    return s->n - e > s->o.block_size ? e + s->o.block_size : s->n;
 }
 
 static uint64_t group_begin(const ss_sampler *s, uint64_t g) {
@@ -75,49 +77,112 @@ static uint64_t group_end(const ss_sampler *s, uint64_t g) {
     return s->gstart ? s->gstart[g + 1] : s->nb;
 }
 
-/* The permutation of BLOCK_SHUFFLE for the current epoch (see sampler.h):
- * inside every group, the block order is shuffled (stream "blks" of
- * H(seed, epoch, g)); the shuffled blocks of a group are cut into windows of
- * window_blocks blocks, and window w (numbered over the whole epoch) is
- * shuffled with stream "wind" of H(seed, epoch, w).
- * In place, no allocation: the block order is drawn into perm[0..nb) and
- * expanded from the back; block q of the new order lands at offset >= q
- * (every block is non-empty), so the entries perm[0..q) still to be read are
- * never overwritten, and a window is shuffled as soon as its first block is
- * placed (it lies at offsets >= q too). */
-static void block_permutation(ss_sampler *s) {
-    uint64_t nb = s->nb, ng = s->ng, M = s->o.window_blocks;
-    uint64_t *perm = s->perm;
-    ss_rng r;
-    for (uint64_t g = 0; g < ng; g++) {
-        uint64_t b0 = group_begin(s, g), b1 = group_end(s, g);
-        for (uint64_t i = b0; i < b1; i++) perm[i] = i;
-        ss__rng_seed(&r, ss__rng_hash(s->o.seed, s->epoch, g), STREAM_BLOCKS);
-        shuffle_u64(perm + b0, b1 - b0, &r);
-    }
-    uint64_t off = s->n, wend = s->n, wi = s->nwin, g = ng - 1;
-    for (uint64_t q = nb; q-- > 0;) {
-        while (q < group_begin(s, g)) g--;
-        uint64_t blk = perm[q], b0 = block_begin(s, blk), len = block_end(s, blk) - b0;
-        off -= len;
-        for (uint64_t j = len; j-- > 0;) perm[off + j] = s->base ? s->base[b0 + j] : b0 + j;
-        if ((q - group_begin(s, g)) % M == 0) {
-            ss__rng_seed(&r, ss__rng_hash(s->o.seed, s->epoch, --wi), STREAM_WINDOW);
-            shuffle_u64(perm + off, wend - off, &r);
-            wend = off;
+/* First position of slot q (q <= nb) in the epoch's order. Without arrays
+ * every block has block_size examples but the last, in slot qlast. */
+static uint64_t slot_first(const ss_sampler *s, uint64_t q) {
+    if (s->slot_start) return s->slot_start[q];
+    uint64_t K = s->o.block_size, short_by = s->nb * K - s->n;
+    return q * K - (q > s->qlast ? short_by : 0);
+}
+
+/* The slot holding position p (p < n). */
+static uint64_t slot_of(const ss_sampler *s, uint64_t p) {
+    if (s->slot_start) { /* the last slot whose first position is <= p */
+        uint64_t lo = 0, hi = s->nb;
+        while (hi - lo > 1) {
+            uint64_t mid = lo + (hi - lo) / 2;
+            if (s->slot_start[mid] <= p)
+                lo = mid;
+            else
+                hi = mid;
         }
+        return lo;
+    }
+    uint64_t K = s->o.block_size, ql = s->qlast, last_len = s->n - (s->nb - 1) * K;
+    if (p < ql * K) return p / K;
+    if (p < ql * K + last_len) return ql;
+    return ql + 1 + (p - ql * K - last_len) / K;
+}
+
+static uint64_t slot_block(const ss_sampler *s, uint64_t q) {
+    return s->slot_block ? s->slot_block[q] : ss__rng_permute(q, s->nb, s->key);
+}
+
+/* The group of slot q (blocks never cross groups, so neither do slots). */
+static uint64_t group_of(const ss_sampler *s, uint64_t q) {
+    uint64_t lo = 0, hi = s->ng;
+    while (hi - lo > 1) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        if (group_begin(s, mid) <= q)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* The window of BLOCK_SHUFFLE positions last looked up, kept by the
+ * caller of a run of positions: consecutive positions of a rank's batch
+ * mostly share one window, whose bounds and key are then found once. */
+enum { WINDOW_CACHE_SLOTS = 8 };
+typedef struct window_cache {
+    uint64_t ws, we; /* its positions [ws, we); we == 0: none yet */
+    uint64_t key;
+    uint64_t a, ns;                     /* its slots [a, a + ns) */
+    uint64_t blk[WINDOW_CACHE_SLOTS];   /* their blocks, when ns <= WINDOW_CACHE_SLOTS */
+} window_cache;
+
+/* The epoch's BLOCK_SHUFFLE order (see sampler.h), at position p: inside
+ * group g the blocks are permuted (stream "blks" of H(seed, epoch, g));
+ * slots [g0 + tM, g0 + (t+1)M) of the group form a window, numbered over
+ * the epoch, whose positions are permuted (stream "wind" of
+ * H(seed, epoch, w)). Returns the grouped position of the example there.
+ * Pure but for *wc: workers call it concurrently, each with its own cache. */
+static uint64_t block_at(const ss_sampler *s, uint64_t p, window_cache *wc) {
+    if (!(p >= wc->ws && p < wc->we)) {
+        uint64_t M = s->o.window_blocks, q = slot_of(s, p), g = group_of(s, q);
+        uint64_t g0 = group_begin(s, g), g1 = group_end(s, g), t = (q - g0) / M;
+        uint64_t a = g0 + t * M, e = g1 - a > M ? a + M : g1;
+        uint64_t w = (s->gwin ? s->gwin[g] : 0) + t;
+        wc->ws = slot_first(s, a);
+        wc->we = slot_first(s, e);
+        wc->key = perm_key(ss__rng_hash(s->o.seed, s->epoch, w), STREAM_WINDOW);
+        wc->a = a;
+        wc->ns = e - a;
+        for (uint64_t i = 0; i < wc->ns && wc->ns <= WINDOW_CACHE_SLOTS; i++)
+            wc->blk[i] = slot_block(s, a + i);
+    }
+    uint64_t x = wc->ws + ss__rng_permute(p - wc->ws, wc->we - wc->ws, wc->key);
+    uint64_t qx = slot_of(s, x);
+    uint64_t blk = wc->ns <= WINDOW_CACHE_SLOTS ? wc->blk[qx - wc->a] : slot_block(s, qx);
+    return block_begin(s, blk) + (x - slot_first(s, qx));
+}
+
+/* The block order of the current epoch: its key, and with arrays the block
+ * in every slot and the slots' first positions (O(blocks), no allocation). */
+static void block_epoch(ss_sampler *s) {
+    if (!s->bstart) {
+        s->key = perm_key(ss__rng_hash(s->o.seed, s->epoch, 0), STREAM_BLOCKS);
+        s->qlast = ss__rng_unpermute(s->nb - 1, s->nb, s->key);
+        return;
+    }
+    for (uint64_t g = 0; g < s->ng; g++) {
+        uint64_t b0 = group_begin(s, g), m = group_end(s, g) - b0;
+        uint64_t key = perm_key(ss__rng_hash(s->o.seed, s->epoch, g), STREAM_BLOCKS);
+        for (uint64_t i = 0; i < m; i++) s->slot_block[b0 + i] = b0 + ss__rng_permute(i, m, key);
+    }
+    s->slot_start[0] = 0;
+    for (uint64_t q = 0; q < s->nb; q++) {
+        uint64_t blk = s->slot_block[q];
+        s->slot_start[q + 1] = s->slot_start[q] + s->bstart[blk + 1] - s->bstart[blk];
     }
 }
 
 static void make_epoch(ss_sampler *s) {
-    if (s->o.kind == SS_SAMPLE_SHUFFLE) {
-        ss_rng r;
-        ss__rng_seed(&r, ss__rng_hash(s->o.seed, s->epoch, 0), STREAM_SHUFFLE);
-        for (uint64_t i = 0; i < s->n; i++) s->perm[i] = i;
-        shuffle_u64(s->perm, s->n, &r);
-    } else if (s->o.kind == SS_SAMPLE_BLOCK_SHUFFLE && s->n) {
-        block_permutation(s);
-    }
+    if (s->o.kind == SS_SAMPLE_SHUFFLE)
+        s->key = perm_key(ss__rng_hash(s->o.seed, s->epoch, 0), STREAM_SHUFFLE);
+    else if (s->o.kind == SS_SAMPLE_BLOCK_SHUFFLE && s->n)
+        block_epoch(s);
 }
 
 /* Store index of selection position i (i < nsel). */
@@ -128,11 +193,14 @@ static uint64_t sel_at(const ss_sampler *s, uint64_t i) {
 }
 
 /* Store index at global position p (p < n) of the current epoch. */
-static uint64_t global_at(const ss_sampler *s, uint64_t p) {
+static uint64_t global_at(const ss_sampler *s, uint64_t p, window_cache *wc) {
     switch (s->o.kind) {
     case SS_SAMPLE_SHUFFLE:
-    case SS_SAMPLE_BLOCK_SHUFFLE:
-        return sel_at(s, s->perm[p]);
+        return sel_at(s, ss__rng_permute(p, s->n, s->key));
+    case SS_SAMPLE_BLOCK_SHUFFLE: {
+        uint64_t x = block_at(s, p, wc);
+        return sel_at(s, s->base ? s->base[x] : x);
+    }
     case SS_SAMPLE_REPLACEMENT: {
         ss_rng r;
         ss__rng_seed(&r, ss__rng_hash(s->o.seed, s->epoch, p), STREAM_DRAW);
@@ -370,6 +438,17 @@ static int setup_blocks(ss_sampler *s, const ss_store *store, const ss_bucket *b
     if (rc) return rc;
     s->bstart[s->nb] = n;
     s->gstart[s->ng] = s->nb;
+    /* Keep O(blocks), not O(examples): the cut needed n + 1 starts at most. */
+    uint64_t *shrunk = realloc(s->bstart, (s->nb + 1) * sizeof *s->bstart);
+    if (shrunk) s->bstart = shrunk;
+    s->gwin = malloc((s->ng + 1) * sizeof *s->gwin);
+    s->slot_block = malloc((s->nb ? s->nb : 1) * sizeof *s->slot_block);
+    s->slot_start = malloc((s->nb + 1) * sizeof *s->slot_start);
+    if (!s->gwin || !s->slot_block || !s->slot_start)
+        return ss__fail(SS_ENOMEM, "sampler: out of memory for %" PRIu64 " blocks", s->nb);
+    s->gwin[0] = 0;
+    for (uint64_t g = 0; g < s->ng; g++)
+        s->gwin[g + 1] = s->gwin[g] + (s->gstart[g + 1] - s->gstart[g] + M - 1) / M;
     /* Fingerprint the cut: it depends on the store's lengths and the index. */
     for (uint64_t i = 0; i < s->nb; i++)
         s->fingerprint = ss__rng_hash(s->fingerprint, s->bstart[i], 1);
@@ -456,7 +535,7 @@ int ss_sampler_create(ss_sampler **out, const ss_selection *sel,
                              ss_selection_total(sel));
     /* Fingerprint: everything that shapes the order, so that a state is
      * only loaded into an equivalent sampler. */
-    uint64_t h = ss__rng_hash(o.seed, (uint64_t)o.kind, STATE_VERSION);
+    uint64_t h = ss__rng_hash(o.seed, (uint64_t)o.kind, FINGERPRINT_TAG);
     h = ss__rng_hash(h, ((uint64_t)o.world_size << 32) | o.rank,
                      ((uint64_t)o.num_workers << 32) | o.worker);
     h = ss__rng_hash(h, o.batch_size, ((uint64_t)(o.drop_last != 0) << 1) | (o.infinite != 0));
@@ -470,11 +549,6 @@ int ss_sampler_create(ss_sampler **out, const ss_selection *sel,
     s->fingerprint = h;
     s->elastic = elastic_fingerprint(&o, s, sel, bucket != NULL);
     if (!rc && o.kind == SS_SAMPLE_WEIGHTED) rc = setup_weights(s, weights);
-    if (!rc && (o.kind == SS_SAMPLE_SHUFFLE || o.kind == SS_SAMPLE_BLOCK_SHUFFLE)) {
-        s->perm = malloc((s->n ? s->n : 1) * sizeof *s->perm);
-        if (!s->perm)
-            rc = ss__fail(SS_ENOMEM, "sampler: out of memory for a permutation of %" PRIu64, s->n);
-    }
     if (!rc && o.kind == SS_SAMPLE_BLOCK_SHUFFLE) rc = setup_blocks(s, store, bucket);
     if (rc) {
         ss_sampler_free(s);
@@ -488,8 +562,10 @@ int ss_sampler_create(ss_sampler **out, const ss_selection *sel,
 void ss_sampler_free(ss_sampler *s) {
     if (!s) return;
     ss_selection_free(s->sel);
-    free(s->perm);
     free(s->cdf);
+    free(s->gwin);
+    free(s->slot_block);
+    free(s->slot_start);
     free(s->bstart);
     free(s->base);
     free(s->gstart);
@@ -524,19 +600,30 @@ uint64_t ss_sampler_steps_per_epoch(const ss_sampler *s) {
     return s ? s->steps : 0;
 }
 
+int ss__sampler_order_changed(const ss_sampler *s) {
+    return s && (s->o.kind == SS_SAMPLE_SHUFFLE || s->o.kind == SS_SAMPLE_BLOCK_SHUFFLE);
+}
+
+void ss__sampler_at(uint64_t *out, const ss_sampler *s, uint64_t q0, uint64_t n) {
+    window_cache wc = {0};
+    for (uint64_t i = 0; i < n; i++) out[i] = global_at(s, local_to_global(s, q0 + i), &wc);
+}
+
 int ss_sampler_next(uint64_t *out_indices, size_t max, size_t *n, ss_sampler *s) {
     if (n) *n = 0;
     if (!s || !n || (max && !out_indices))
         return ss__fail(SS_EINVAL, "ss_sampler_next: NULL argument");
     size_t k = 0;
+    window_cache wc = {0};
     while (k < max) {
         if (s->pos == s->local_len) {
             if (!s->o.infinite || s->local_len == 0) break;
             s->epoch++;
             s->pos = 0;
             make_epoch(s);
+            wc.we = 0; /* another epoch, other windows */
         }
-        out_indices[k++] = global_at(s, local_to_global(s, s->pos));
+        out_indices[k++] = global_at(s, local_to_global(s, s->pos), &wc);
         s->pos++;
     }
     *n = k;
@@ -568,8 +655,16 @@ int ss_sampler_state_load(ss_sampler *s, const void *buf, size_t len) {
     const unsigned char *p = buf;
     if (len != STATE_BYTES || ss_le64(p) != STATE_MAGIC)
         return ss__fail(SS_EINVAL, "sampler state: not a saved sampler state (%zu bytes)", len);
-    if (ss_le64(p + 8) != STATE_VERSION)
-        return ss__fail(SS_EINVAL, "sampler state: unknown version %" PRIu64, ss_le64(p + 8));
+    uint64_t version = ss_le64(p + 8);
+    if (version != 1 && version != STATE_VERSION)
+        return ss__fail(SS_EINVAL, "sampler state: unknown version %" PRIu64, version);
+    if (version == 1 && ss__sampler_order_changed(s))
+        return ss__fail(SS_EINVAL,
+                        "sampler state: saved by seqstore 0.3, whose %s order was another "
+                        "permutation (drawn whole per epoch; this version computes each "
+                        "position with a keyed bijection), so it cannot resume exactly; "
+                        "start the epoch again (ss_sampler_set_epoch())",
+                        s->o.kind == SS_SAMPLE_SHUFFLE ? "SHUFFLE" : "BLOCK_SHUFFLE");
     if (ss_le64(p + 16) != s->o.seed)
         return ss__fail(SS_EINVAL,
                         "sampler state: saved with seed %" PRIu64 ", sampler has %" PRIu64,

@@ -16,7 +16,7 @@
 
 /* Windows of a sequence of length L that starts at s (with the tail window of
  * SS_WINDOW_PAD_TAIL). */
-static uint64_t count_windows(const ss_window_reader *r, uint64_t L, uint64_t s) {
+uint64_t ss__window_count(const ss_window_reader *r, uint64_t L, uint64_t s) {
     uint64_t full = L >= s + r->W ? (L - s - r->W) / r->S + 1 : 0;
     if (!(r->opt.flags & SS_WINDOW_PAD_TAIL) || r->opt.mode == SS_WINDOW_RANDOM) return full;
     if (full == 0) return L > s + r->O ? 1 : 0;
@@ -25,7 +25,7 @@ static uint64_t count_windows(const ss_window_reader *r, uint64_t L, uint64_t s)
 }
 
 static int eligible(const ss_window_reader *r, uint64_t L) {
-    return count_windows(r, L, 0) > 0;
+    return ss__window_count(r, L, 0) > 0;
 }
 
 static void shuffle(uint64_t *a, uint64_t n, uint64_t seed, uint64_t stream) {
@@ -67,7 +67,7 @@ void ss__window_start_epoch(ss_window_reader *r, uint64_t epoch) {
             s = ss__rng_below(&rng, hi + 1);
         }
         r->seq_start[q] = s;
-        r->seq_nwin[q] = count_windows(r, L, s);
+        r->seq_nwin[q] = ss__window_count(r, L, s);
         r->seq_cur[q] = 0;
         r->seq_st[q] = r->seq_nwin[q] ? SS_SEQ_NORMAL : SS_SEQ_DONE;
         r->seq_owned[q] = 0;
@@ -130,6 +130,13 @@ static int check_options(const ss_store *s, const ss_window_options *o) {
     if ((o->flags & SS_WINDOW_DROP_LAST) && o->max_pending > 1)
         return ss__fail(SS_EINVAL, "window reader: SS_WINDOW_DROP_LAST needs max_pending <= 1 "
                                    "(with pending batches a short batch is not the last)");
+    if (o->prefetch > 1)
+        return ss__fail(SS_EINVAL, "window reader: prefetch = %u (0 or 1 batch ahead)",
+                        o->prefetch);
+    if (o->prefetch && o->max_pending > 1)
+        return ss__fail(SS_EINVAL, "window reader: prefetch needs max_pending <= 1 (with more, "
+                                   "the next batch depends on which batches are registered "
+                                   "when it is asked for)");
     if ((o->flags & SS_WINDOW_REDRAW) &&
         (o->mode == SS_WINDOW_RANDOM || (o->flags & SS_WINDOW_BALANCED)))
         return ss__fail(SS_EINVAL, "window reader: SS_WINDOW_REDRAW needs a sequential mode "
@@ -257,19 +264,21 @@ static int load_labels(ss_window_reader *r, const ss_window_options *o) {
 }
 
 /* The caller's options by their version (seqstore.h, "Options"): version 1
- * ended at `transforms`, version 2 at `offset_attr`; later fields take their
- * INIT values, except the counts of gain and offset, which those versions
- * did not give: UNCOUNTED (C values are read, as those versions did). */
+ * ended at `transforms`, version 2 at `offset_attr`, version 3 at `n_offset`;
+ * later fields take their INIT values, except the counts of gain and offset,
+ * which versions 1 and 2 did not give: UNCOUNTED (C values are read, as those
+ * versions did). */
 #define UNCOUNTED SIZE_MAX
 static int read_options(ss_window_options *dst, const ss_window_options *o) {
     const ss_window_options init = SS_WINDOW_OPTIONS_INIT;
     *dst = init;
-    if (o->version == 1 || o->version == 2) {
+    if (o->version >= 1 && o->version <= 3) {
         memcpy(dst, o,
-               o->version == 1 ? offsetof(ss_window_options, gain_attr)
-                               : offsetof(ss_window_options, n_gain));
+               o->version == 1   ? offsetof(ss_window_options, gain_attr)
+               : o->version == 2 ? offsetof(ss_window_options, n_gain)
+                                 : offsetof(ss_window_options, prefetch));
         dst->version = SS_WINDOW_OPTIONS_VERSION;
-        dst->n_gain = dst->n_offset = UNCOUNTED;
+        if (o->version < 3) dst->n_gain = dst->n_offset = UNCOUNTED;
         return 0;
     }
     if (o->version != SS_WINDOW_OPTIONS_VERSION)
@@ -353,6 +362,7 @@ int ss_window_reader_open(ss_window_reader **out, const ss_store *s,
     r->carry = o->mode != SS_WINDOW_RANDOM && !(o->flags & SS_WINDOW_FORGET_STATE) && r->H > 0;
     r->nslots = o->max_pending > 1 ? o->max_pending : 1;
     r->strict = r->nslots == 1;
+    r->nbuf = r->nslots + (o->prefetch ? 1 : 0); /* the batch planned ahead has its own */
     r->nthreads = o->threads > 0 ? o->threads : 1; /* 0 = one thread (seqstore.h) */
     if (!rc) rc = setup_affine(r, o);
     if (!rc && r->H) {
@@ -376,6 +386,7 @@ int ss_window_reader_open(ss_window_reader **out, const ss_store *s,
     }
     if (!rc) rc = ss__window_slots_alloc(r);
     if (!rc) rc = ss__window_xf_alloc(r);
+    if (!rc && o->prefetch) rc = ss__window_prefetch_start(r);
     if (rc) {
         ss_window_reader_free(r);
         return rc;
@@ -387,6 +398,7 @@ int ss_window_reader_open(ss_window_reader **out, const ss_store *s,
 
 void ss_window_reader_free(ss_window_reader *r) {
     if (!r) return;
+    ss__window_prefetch_stop(r);
     ss__window_xf_free(r);
     ss__window_slots_free(r);
     if (r->has_aff) ss__affine_free(&r->aff);
@@ -414,32 +426,50 @@ void ss_window_reader_free(ss_window_reader *r) {
 }
 
 int ss_window_reader_info(ss_window_info *out, const ss_window_reader *r) {
+    ss__window_prefetch_wait(r);
     memset(out, 0, sizeof *out);
     out->sequences = r->nseq;
     out->eligible = r->nelig;
     out->too_short = r->too_short;
     out->epoch_windows = r->epoch_windows;
     out->epoch = r->epoch;
-    out->windows_out = r->windows_out;
+    /* a batch planned ahead is not out yet */
+    out->windows_out = r->windows_out - (r->prep_kind > 0 ? r->prep_planned : 0);
     out->classes = r->nclass;
     out->state_bytes = r->H;
     return 0;
 }
 
+static int in_slot(const ss__wslot *sl, uint32_t rows, uint64_t seq) {
+    for (uint32_t row = 0; row < rows; row++)
+        if (sl->mask[row] && sl->seq[row] == seq) return 1;
+    return 0;
+}
+
 ss_seq_state ss_window_reader_seq_state(const ss_window_reader *r, uint64_t seq) {
-    return seq < r->nseq ? (ss_seq_state)r->seq_st[seq] : SS_SEQ_DONE;
+    if (seq >= r->nseq) return SS_SEQ_DONE;
+    ss__window_prefetch_wait(r);
+    /* as without a batch planned ahead: its sequences are not out yet, those
+     * of a batch out are blocked until it is registered */
+    for (uint32_t k = 0; k < r->nbuf; k++)
+        if (r->slots[k].pending && in_slot(&r->slots[k], r->slots[k].b.size, seq))
+            return SS_SEQ_BLOCKED;
+    if (r->prep_kind > 0 && in_slot(r->prep, r->prep_rows, seq)) return SS_SEQ_NORMAL;
+    return (ss_seq_state)r->seq_st[seq];
 }
 
 static int any_pending(const ss_window_reader *r) {
-    for (uint32_t k = 0; k < r->nslots; k++)
+    for (uint32_t k = 0; k < r->nbuf; k++)
         if (r->slots[k].pending) return 1;
     return 0;
 }
 
 int ss_window_reader_set_epoch(ss_window_reader *r, uint64_t epoch) {
+    ss__window_prefetch_wait(r);
     if (r->carry && any_pending(r))
         return ss__fail(SS_ESTATE, "window reader: set_epoch with a batch not registered");
-    for (uint32_t k = 0; k < r->nslots; k++) r->slots[k].pending = 0;
+    ss__window_prep_drop(r);
+    for (uint32_t k = 0; k < r->nbuf; k++) r->slots[k].pending = r->slots[k].anticipated = 0;
     r->failed = 0;
     ss__window_start_epoch(r, epoch);
     return 0;
@@ -522,9 +552,9 @@ static uint32_t fill_lanes(ss_window_reader *r, ss__wslot *sl, uint32_t *active)
             q = SS_NONE;
         }
         if (q == SS_NONE) q = take_new(r, b);
-        if (r->exhausted) {
+        if (r->exhausted) { /* the epoch ends: the rows put so far are not handed out */
             *active = 0;
-            return 0;
+            return rows;
         }
         r->lane_seq[b] = q;
         if (q == SS_NONE) {
@@ -608,15 +638,16 @@ static uint32_t fill_random(ss_window_reader *r, ss__wslot *sl, uint64_t id, uin
     return rows;
 }
 
-/* Store the final states of a batch and unblock its sequences. */
-static void release(ss_window_reader *r, ss__wslot *sl, const void *states) {
+/* The bookkeeping of registering a batch: unblock its sequences (park them
+ * with max_pending > 1) and note which rows keep their state. */
+void ss__window_release_marks(ss_window_reader *r, ss__wslot *sl) {
     int lanes_mode = r->opt.mode != SS_WINDOW_RANDOM;
     for (uint32_t row = 0; row < sl->b.size; row++) {
+        sl->keep[row] = 0;
         if (!sl->mask[row]) continue;
         uint64_t q = sl->seq[row];
         if (!lanes_mode || r->seq_cur[q] < r->seq_nwin[q]) {
-            if (states && r->carry)
-                memcpy(r->hidden + q * r->H, (const uint8_t *)states + (uint64_t)row * r->H, r->H);
+            sl->keep[row] = 1;
             r->seq_st[q] = SS_SEQ_NORMAL;
             if (lanes_mode && !r->seq_owned[q]) { /* max_pending > 1: park it */
                 r->parked[(r->park_head + r->park_n) % r->nseq] = q;
@@ -627,32 +658,32 @@ static void release(ss_window_reader *r, ss__wslot *sl, const void *states) {
             r->seq_st[q] = SS_SEQ_DONE;
         }
     }
-    sl->pending = 0;
 }
 
-int ss_window_reader_next(const ss_window_batch **out, ss_window_reader *r) {
-    *out = NULL;
-    if (r->failed) return ss__fail(r->failed, "%s", r->fail_msg);
+/* Store the final states of a batch and unblock its sequences (already
+ * done when the prefetched batch anticipated it). */
+static void release(ss_window_reader *r, ss__wslot *sl, const void *states) {
+    if (!sl->anticipated) ss__window_release_marks(r, sl);
+    for (uint32_t row = 0; states && r->carry && row < sl->b.size; row++)
+        if (sl->mask[row] && sl->keep[row])
+            memcpy(r->hidden + sl->seq[row] * r->H, (const uint8_t *)states + (uint64_t)row * r->H,
+                   r->H);
+    sl->pending = 0;
+    sl->anticipated = 0;
+}
+
+int ss__window_plan(ss_window_reader *r, ss__wslot *sl) {
     if (r->ended) ss__window_start_epoch(r, r->epoch + 1);
-    ss__wslot *sl = NULL;
     uint32_t npend = 0;
     uint64_t oldest = SS_NONE;
-    for (uint32_t k = 0; k < r->nslots; k++) {
-        ss__wslot *x = &r->slots[k];
-        if (x->pending && !r->carry) release(r, x, NULL);
-        if (x->pending) {
+    for (uint32_t k = 0; k < r->nbuf; k++) {
+        const ss__wslot *x = &r->slots[k];
+        if (x->pending && !x->anticipated) {
             npend++;
             if (x->b.id < oldest) oldest = x->b.id;
-        } else if (!sl) {
-            sl = x;
         }
     }
-    if (!sl)
-        return ss__fail(SS_ESTATE,
-                        "window reader: the final hidden states of batch %llu are not registered; "
-                        "call ss_window_reader_register() first (%u batch%s may be pending)",
-                        ULL(oldest), r->nslots, r->nslots == 1 ? "" : "es");
-    uint64_t id = r->next_id;
+    uint64_t id = r->next_id, out0 = r->windows_out;
     uint32_t active = 0, rows;
     if (r->opt.mode == SS_WINDOW_RANDOM)
         rows = fill_random(r, sl, id, &active);
@@ -660,6 +691,8 @@ int ss_window_reader_next(const ss_window_batch **out, ss_window_reader *r) {
         rows = fill_redraw(r, sl, &active);
     else
         rows = fill_lanes(r, sl, &active);
+    r->prep_planned = r->windows_out - out0;
+    r->prep_rows = rows;
     /* DROP_LAST: a batch of fewer than B windows ends the epoch instead (its
      * windows are not handed out; the next epoch resets every cursor). */
     if ((r->opt.flags & SS_WINDOW_DROP_LAST) && active < r->B) active = 0;
@@ -672,31 +705,85 @@ int ss_window_reader_next(const ss_window_batch **out, ss_window_reader *r) {
     sl->b.epoch = r->epoch;
     sl->b.size = active ? rows : 0;
     sl->b.active = active;
-    if (active == 0) { /* end of the epoch: nothing to hand out or register */
+    return active ? SS__PREP_BATCH : SS__PREP_END;
+}
+
+/* Hand out the planned batch: with prefetch its data is collated already. */
+static int hand_out(const ss_window_batch **out, ss_window_reader *r) {
+    ss__wslot *sl = r->prep;
+    int kind = r->prep_kind;
+    if (kind == SS__PREP_BATCH && !r->prep_collated) { /* restored from a save */
+        r->prep_rc = ss__window_collate(r, sl);
+        if (!r->prep_rc) r->prep_rc = ss__window_xf_batch(r, sl);
+        if (r->prep_rc) snprintf(r->prep_msg, sizeof r->prep_msg, "%s", ss_error_message());
+        r->prep_collated = 1;
+    }
+    r->prep = NULL;
+    r->prep_kind = SS__PREP_NONE;
+    if (kind < 0) return ss__fail(kind, "%s", r->prep_msg); /* the plan's SS_ESTATE */
+    if (kind == SS__PREP_END) { /* end of the epoch: nothing to hand out or register */
         ss__window_start_epoch(r, r->epoch + 1);
         return ss__fail(SS_ITEROVER, "window reader: epoch %llu is over", ULL(r->epoch - 1));
     }
-    int rc = ss__window_collate(r, sl);
-    if (!rc) rc = ss__window_xf_batch(r, sl);
-    if (rc) {
+    if (r->prep_rc) {
         /* the batch's bookkeeping is done but it cannot be handed out: stop */
-        r->failed = rc;
-        snprintf(r->fail_msg, sizeof r->fail_msg, "%s", ss_error_message());
-        return rc;
+        r->failed = r->prep_rc;
+        snprintf(r->fail_msg, sizeof r->fail_msg, "%s", r->prep_msg);
+        return ss__fail(r->failed, "%s", r->fail_msg);
     }
+    ss__window_gather_states(r, sl);
     r->next_id++;
     r->batches_in_epoch++;
     sl->pending = 1;
+    r->last = sl;
     *out = &sl->b;
     return 0;
 }
 
+int ss_window_reader_next(const ss_window_batch **out, ss_window_reader *r) {
+    *out = NULL;
+    ss__window_prefetch_wait(r);
+    if (r->failed) return ss__fail(r->failed, "%s", r->fail_msg);
+    uint32_t npend = 0;
+    uint64_t oldest = SS_NONE;
+    for (uint32_t k = 0; k < r->nbuf; k++) {
+        ss__wslot *x = &r->slots[k];
+        if (x->pending && !r->carry) release(r, x, NULL);
+        if (x->pending) {
+            npend++;
+            if (x->b.id < oldest) oldest = x->b.id;
+        }
+    }
+    if (npend >= r->nslots)
+        return ss__fail(SS_ESTATE,
+                        "window reader: the final hidden states of batch %llu are not registered; "
+                        "call ss_window_reader_register() first (%u batch%s may be pending)",
+                        ULL(oldest), r->nslots, r->nslots == 1 ? "" : "es");
+    if (r->prep_kind == SS__PREP_NONE) ss__window_prepare(r);
+    int rc = hand_out(out, r);
+    if ((rc == 0 || rc == SS_ITEROVER) && r->opt.prefetch) {
+        /* the next batch is planned as if this one were registered: in strict
+         * mode nothing else can come first */
+        for (uint32_t k = 0; k < r->nbuf; k++) {
+            ss__wslot *x = &r->slots[k];
+            if (x->pending && !x->anticipated) {
+                ss__window_release_marks(r, x);
+                x->anticipated = 1;
+            }
+        }
+        ss__window_prefetch_request(r);
+    }
+    return rc;
+}
+
 int ss_window_reader_register(ss_window_reader *r, const ss_window_batch *batch,
                               const void *final_states) {
+    ss__window_prefetch_wait(r);
     ss__wslot *sl = NULL;
-    for (uint32_t k = 0; k < r->nslots; k++)
+    for (uint32_t k = 0; k < r->nbuf; k++)
         if (batch == &r->slots[k].b) sl = &r->slots[k];
-    if (!sl) return ss__fail(SS_EINVAL, "window reader register: not a batch of this reader");
+    if (!sl || sl == r->prep)
+        return ss__fail(SS_EINVAL, "window reader register: not a batch of this reader");
     if (batch->size == 0) return 0; /* the end-of-epoch marker */
     if (!sl->pending) {
         if (!r->carry) return 0; /* released by the next call already */

@@ -8,12 +8,17 @@
 #include "cast.h"
 #include "rng.h"
 
+#include <pthread.h>
+
 #define SS_NONE UINT64_MAX
 
 /* One batch buffer; the reader keeps max_pending of them in a ring. */
 typedef struct ss__wslot {
     ss_window_batch b;
     int pending;      /* handed out, not registered */
+    int anticipated;  /* pending, and its sequences already released for the
+                         prefetched batch: registering only stores the states */
+    uint8_t *keep;    /* [B]: the row's sequence has a next window (its state is kept) */
     uint64_t *seq;    /* [B]: sequence number of each row (SS_NONE where masked) */
     const void **src; /* [B]: the window's samples in the map */
     uint8_t *mask, *step_mask, *reset;
@@ -49,7 +54,8 @@ struct ss_window_reader {
     uint8_t *init_state; /* [H] */
     int carry;           /* hidden state is carried between windows */
     int strict;          /* max_pending == 1 */
-    uint32_t nslots;
+    uint32_t nslots;   /* batches that may be out unregistered (max_pending, >= 1) */
+    uint32_t nbuf;     /* slots: nslots, one more with prefetch */
     ss__wslot *slots;
     uint64_t next_id;
     int nthreads;
@@ -96,6 +102,23 @@ struct ss_window_reader {
     uint64_t *class_pass; /* [nclass] */
     uint64_t class_max;   /* most sequences in one class */
 
+    /* the batch planned ahead of the caller (window_prefetch.c): a slot neither
+     * handed out nor free, filled by the reader's thread with prefetch, or
+     * restored from a save (then collated when handed out) */
+    ss__wslot *prep;
+    ss__wslot *last;        /* the slot handed out last */
+    int prep_kind;          /* SS__PREP_NONE, _BATCH or _END (the epoch is over) */
+    int prep_collated;      /* its data is collated (prep_rc says how it went) */
+    int prep_rc;            /* the collation's result */
+    char prep_msg[512];     /* and its message */
+    uint64_t prep_planned;  /* windows the plan took (also the ones DROP_LAST drops) */
+    uint32_t prep_rows;     /* rows the plan filled (b.size is 0 at the end of an epoch) */
+    int thread_on;          /* the prefetch thread runs */
+    int job, stop;          /* under mu: a plan is requested / the thread must end */
+    pthread_t thread;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+
     /* position */
     uint64_t epoch;
     int ended;       /* the last batch was the end-of-epoch marker */
@@ -109,9 +132,35 @@ struct ss_window_reader {
     uint64_t epoch_windows, windows_out, batches_in_epoch;
 };
 
+enum { SS__PREP_NONE = 0, SS__PREP_BATCH = 1, SS__PREP_END = 2 };
+
 /* Collate rows of slot `sl` (its seq/start/length/mask are filled): data,
- * step mask, state gather, label. window_batch.c. */
+ * step mask, label; not the states. window_batch.c. */
 int ss__window_collate(ss_window_reader *r, ss__wslot *sl);
+/* Gather each row's initial hidden state into the slot (once the batches
+ * before it are registered). window_batch.c. */
+void ss__window_gather_states(ss_window_reader *r, ss__wslot *sl);
+
+/* Plan the next batch into the free slot `sl` (rows, bookkeeping); returns
+ * SS__PREP_BATCH or SS__PREP_END, or SS_ESTATE when every remaining sequence
+ * waits for a pending batch (the message is set). Sets sl->b.id, epoch,
+ * size, active; r->prep_planned. window.c. */
+int ss__window_plan(ss_window_reader *r, ss__wslot *sl);
+/* Mark the sequences of a handed-out batch as released (the bookkeeping of
+ * registering it, without the states). window.c. */
+void ss__window_release_marks(ss_window_reader *r, ss__wslot *sl);
+
+/* The prefetch thread (window_prefetch.c): start it at open, stop it at
+ * free; wait until no plan is in progress (every call that reads or changes
+ * the reader's bookkeeping does); plan the next batch ahead. */
+int ss__window_prefetch_start(ss_window_reader *r);
+void ss__window_prefetch_stop(ss_window_reader *r);
+void ss__window_prefetch_wait(const ss_window_reader *r);
+void ss__window_prefetch_request(ss_window_reader *r);
+/* Plan and collate the next batch into r->prep now (in this thread). */
+void ss__window_prepare(ss_window_reader *r);
+/* Drop the planned batch (set_epoch, a restore). */
+void ss__window_prep_drop(ss_window_reader *r);
 
 /* Allocate the buffers of every slot. window_batch.c. */
 int ss__window_slots_alloc(ss_window_reader *r);
@@ -128,6 +177,10 @@ void ss__window_xf_free(ss_window_reader *r);
 int ss__window_xf_rows(ss_window_reader *r, ss__wslot *sl);
 /* Run the per-batch transforms on a collated slot. */
 int ss__window_xf_batch(ss_window_reader *r, ss__wslot *sl);
+
+/* Windows of a sequence of length L starting at s (with the padded tail
+ * window of SS_WINDOW_PAD_TAIL). window.c. */
+uint64_t ss__window_count(const ss_window_reader *r, uint64_t L, uint64_t s);
 
 /* Start epoch `epoch` (orders, random starts, cursors). window.c. */
 void ss__window_start_epoch(ss_window_reader *r, uint64_t epoch);

@@ -16,15 +16,16 @@ int ss__window_slots_alloc(ss_window_reader *r) {
         r->scratch = malloc((size_t)r->nthreads * r->W * (r->out_row ? r->out_row : 1));
         if (!r->scratch) return ss__fail(SS_ENOMEM, "window reader: out of memory");
     }
-    r->slots = calloc(r->nslots, sizeof *r->slots);
+    r->slots = calloc(r->nbuf, sizeof *r->slots);
     if (!r->slots) return ss__fail(SS_ENOMEM, "window reader: out of memory");
     uint64_t B = r->B, W = r->W;
     int per_step = (r->opt.flags & SS_WINDOW_LABEL_PER_STEP) != 0;
     uint64_t label_bytes =
         r->opt.label_field != SS_FIELD_NONE ? B * r->label_row * (per_step ? W : 1) : 0;
-    for (uint32_t k = 0; k < r->nslots; k++) {
+    for (uint32_t k = 0; k < r->nbuf; k++) {
         ss__wslot *sl = &r->slots[k];
         sl->seq = malloc(B * sizeof *sl->seq);
+        sl->keep = calloc(B, 1);
         sl->src = malloc(B * sizeof *sl->src);
         sl->mask = calloc(B, 1);
         sl->step_mask = calloc(B * W, 1);
@@ -37,13 +38,13 @@ int ss__window_slots_alloc(ss_window_reader *r) {
         sl->b.data = calloc(B * W, r->out_row ? r->out_row : 1);
         sl->b.state = r->H ? calloc(B, r->H) : NULL;
         sl->label = label_bytes ? calloc(1, label_bytes) : NULL;
-        if (!sl->seq || !sl->src || !sl->mask || !sl->step_mask || !sl->reset || !sl->lane ||
+        if (!sl->seq || !sl->keep || !sl->src || !sl->mask || !sl->step_mask || !sl->reset || !sl->lane ||
             !sl->example || !sl->start || !sl->length || !sl->index || !sl->b.data ||
             (r->H && !sl->b.state) || (label_bytes && !sl->label))
             return ss__fail(SS_ENOMEM,
                             "window reader: out of memory for %u batches of %llu "
                             "x %llu samples",
-                            r->nslots, ULL(B), ULL(W));
+                            r->nbuf, ULL(B), ULL(W));
         ss_window_batch *b = &sl->b;
         b->window = W;
         b->channels = r->C;
@@ -67,9 +68,10 @@ void ss__window_slots_free(ss_window_reader *r) {
     free(r->scratch);
     r->scratch = NULL;
     if (!r->slots) return;
-    for (uint32_t k = 0; k < r->nslots; k++) {
+    for (uint32_t k = 0; k < r->nbuf; k++) {
         ss__wslot *sl = &r->slots[k];
         free(sl->seq);
+        free(sl->keep);
         free(sl->src);
         free(sl->mask);
         free(sl->step_mask);
@@ -129,10 +131,11 @@ int ss__window_collate(ss_window_reader *r, ss__wslot *sl) {
 #pragma omp parallel for num_threads(r->nthreads) schedule(static) if (par)
     for (int64_t i = 0; i < n; i++) {
         uint32_t row = (uint32_t)i;
-        uint8_t *scratch = r->scratch + (size_t)omp_get_thread_num() * r->W * r->out_row;
+        uint8_t *scratch = /* only the time-major layout has scratch rows */
+            r->scratch ? r->scratch + (size_t)omp_get_thread_num() * r->W * r->out_row : NULL;
         convert_row(r, data, size, row, sl->src[row], sl->src[row] ? sl->length[row] : 0, scratch);
     }
-    /* step mask, states and labels: small, sequential */
+    /* step mask and labels: small, sequential */
     for (uint32_t row = 0; row < size; row++) {
         uint64_t len = sl->mask[row] ? sl->length[row] : 0;
         if (!tm) {
@@ -140,15 +143,6 @@ int ss__window_collate(ss_window_reader *r, ss__wslot *sl) {
             memset(sl->step_mask + (uint64_t)row * r->W + len, 0, r->W - len);
         } else {
             for (uint64_t t = 0; t < r->W; t++) sl->step_mask[t * size + row] = t < len;
-        }
-        if (r->H) {
-            uint8_t *dst = (uint8_t *)sl->b.state + (uint64_t)row * r->H;
-            if (!sl->mask[row])
-                memset(dst, 0, r->H);
-            else if (sl->reset[row])
-                memcpy(dst, r->init_state, r->H);
-            else
-                memcpy(dst, r->hidden + sl->seq[row] * r->H, r->H);
         }
     }
     if (sl->label) {
@@ -174,6 +168,18 @@ int ss__window_collate(ss_window_reader *r, ss__wslot *sl) {
         }
     }
     return 0;
+}
+
+void ss__window_gather_states(ss_window_reader *r, ss__wslot *sl) {
+    for (uint32_t row = 0; r->H && row < sl->b.size; row++) {
+        uint8_t *dst = (uint8_t *)sl->b.state + (uint64_t)row * r->H;
+        if (!sl->mask[row])
+            memset(dst, 0, r->H);
+        else if (sl->reset[row])
+            memcpy(dst, r->init_state, r->H);
+        else
+            memcpy(dst, r->hidden + sl->seq[row] * r->H, r->H);
+    }
 }
 
 int ss_window_reader_targets(void *out, const ss_window_reader *r, const ss_window_batch *batch,

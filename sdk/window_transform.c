@@ -83,7 +83,7 @@ int ss__window_xf_alloc(ss_window_reader *r) {
                             "lanes x 2 x %llu samples)",
                             ULL(B), ULL(r->W));
     }
-    for (uint32_t k = 0; r->nbxf && k < r->nslots; k++) {
+    for (uint32_t k = 0; r->nbxf && k < r->nbuf; k++) {
         ss__wslot *sl = &r->slots[k];
         sl->xlen = malloc(B * sizeof *sl->xlen);
         sl->xlab_len = malloc(B * sizeof *sl->xlab_len);
@@ -94,7 +94,7 @@ int ss__window_xf_alloc(ss_window_reader *r) {
 }
 
 void ss__window_xf_free(ss_window_reader *r) {
-    for (uint32_t k = 0; r->slots && k < r->nslots; k++) {
+    for (uint32_t k = 0; r->slots && k < r->nbuf; k++) {
         free(r->slots[k].xlen);
         free(r->slots[k].xlab_len);
         r->slots[k].xlen = r->slots[k].xlab_len = NULL;

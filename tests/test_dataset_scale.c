@@ -4,7 +4,8 @@
  * an alarm), `seqstore info` reports a missing shard, the loader plans a
  * token-budget epoch from the stored lengths without opening a shard, and a
  * rank's block-shuffled epoch opens only the shards its positions hold
- * (counted with the dataset's open counter). */
+ * (counted with the dataset's open counter), and a dataset of 10,000 shards
+ * is read under `ulimit -n 256`. */
 #include "store.h" /* ss__dataset_shard_opens */
 #include "testutil.h"
 
@@ -14,7 +15,9 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 static const char *const WORDS[] = {"the", "a", "cat", "sat", "on", "mat", "dog", "ran"};
@@ -69,6 +72,103 @@ static int open_token_loader(ss_loader **out, const ss_store *s, ss_sampler_kind
     bo.max_tokens = 200;
     lo.sampler = &so, lo.batch = &bo, lo.selection = sel;
     return ss_loader_open(out, s, &lo);
+}
+
+/* Shard k of example i (first[] the shards' first examples). */
+static uint32_t shard_of(const uint64_t *first, uint32_t nshards, uint64_t i) {
+    uint32_t k = 0;
+    while (k + 1 < nshards && first[k + 1] <= i) k++;
+    return k;
+}
+
+typedef struct fifo {
+    uint32_t ring[64], held, oldest, live;
+} fifo;
+
+static int fifo_has(const fifo *f, uint32_t k) {
+    for (uint32_t j = 0; j < f->held; j++)
+        if (f->ring[(f->oldest + j) % f->live] == k) return 1;
+    return k == 0; /* shard 0 is never closed */
+}
+
+static void fifo_open(fifo *f, uint32_t k) {
+    if (f->held == f->live) f->oldest = (f->oldest + 1) % f->live, f->held--;
+    f->ring[(f->oldest + f->held++) % f->live] = k;
+}
+
+/* The most opens a dataset whose budget keeps `live` shards open besides
+ * shard 0 (closing the one opened longest ago for another) makes for
+ * batches whose shards are seq[start[b] .. start[b + 1]), read batch after
+ * batch in any order within a batch: at worst a batch opens the shards it
+ * lacks first, and then again those of its other shards that this closed. */
+static uint64_t fifo_opens(const uint32_t *seq, const uint64_t *start, uint64_t nb,
+                           uint32_t live) {
+    fifo f = {{0}, 0, 0, live};
+    uint64_t opens = 0;
+    for (uint64_t b = 0; b < nb; b++) {
+        char lacking[64] = {0}, seen[64] = {0};
+        for (uint64_t i = start[b]; i < start[b + 1]; i++) lacking[seq[i]] = !fifo_has(&f, seq[i]);
+        for (int pass = 0; pass < 2; pass++)
+            for (uint64_t i = start[b]; i < start[b + 1]; i++) {
+                uint32_t k = seq[i];
+                if (seen[k] > pass || lacking[k] != !pass) continue;
+                seen[k] = (char)(pass + 1);
+                if (!fifo_has(&f, k)) opens++, fifo_open(&f, k);
+            }
+    }
+    return opens;
+}
+
+/* A rank's fixed-size block-shuffled epoch (4 ranks, every example, one
+ * worker) opens exactly the shards its batches hold; under a budget of 16
+ * open shards (11 besides shard 0 and the 4 retired ones, whose maps keep a
+ * batch's rows from up to 4 shards valid: a window of 2 blocks of 40
+ * examples spans at most 4), no more than the budget's rule makes for its
+ * batches read in order: a shard is opened again only after 11 others were
+ * opened since. */
+static void fixed_block_opens(const char *dir, const uint64_t *first, uint32_t nshards,
+                              uint32_t rank, const char *budget) {
+    if (budget) CHECK(setenv("SS_MAX_OPEN_SHARDS", budget, 1) == 0);
+    ss_store *d;
+    CHECK_OK(ss_open(&d, dir, 0));
+    if (budget) CHECK(unsetenv("SS_MAX_OPEN_SHARDS") == 0);
+    uint64_t at_open = ss__dataset_shard_opens(d);
+    ss_loader_options lo = SS_LOADER_OPTIONS_INIT;
+    ss_sampler_options so = SS_SAMPLER_OPTIONS_INIT;
+    ss_batch_options bo = SS_BATCH_OPTIONS_INIT;
+    so.kind = SS_SAMPLE_BLOCK_SHUFFLE, so.seed = 3, so.block_size = 40, so.window_blocks = 2;
+    so.world_size = 4, so.rank = rank;
+    bo.batch_size = 8;
+    lo.sampler = &so, lo.batch = &bo, lo.threads = 1;
+    ss_loader *l;
+    CHECK_OK(ss_loader_open(&l, d, &lo));
+    uint64_t n = ss_count(d), k = 0;
+    uint32_t *seq = malloc(n * sizeof *seq);
+    uint64_t *start = malloc((n + 1) * sizeof *start), nb = 0;
+    char *need = calloc(nshards, 1);
+    const ss_loader_batch *b;
+    int rc;
+    start[0] = 0;
+    while ((rc = ss_loader_next(&b, l)) == 0) {
+        for (uint64_t i = 0; i < b->rows; i++) {
+            CHECK(k < n);
+            seq[k] = shard_of(first, nshards, b->indices[i]);
+            need[seq[k++]] = 1;
+        }
+        start[++nb] = k;
+    }
+    CHECK_RC(rc, SS_ITEROVER);
+    uint64_t opens = ss__dataset_shard_opens(d) - at_open, needed = 0;
+    for (uint32_t s = 0; s < nshards; s++) needed += need[s] && s != 0;
+    if (!budget)
+        CHECK_EQ_U64(opens, needed);
+    else
+        CHECK(opens >= needed && opens <= fifo_opens(seq, start, nb, 11));
+    ss_loader_free(l);
+    ss_close(d);
+    free(seq);
+    free(start);
+    free(need);
 }
 
 /* A shard replaced by a truncated copy: the loader's planning (no stored
@@ -222,13 +322,19 @@ static void test_opens_per_rank(void) {
         CHECK(ss__dataset_shard_opens(d) <= 2);
         ss_loader_free(l);
         ss_close(d);
+        fixed_block_opens(dir, first, N, rank, NULL);
+        fixed_block_opens(dir, first, N, rank, "16");
     }
     ss_selection_free(sel);
 }
 
 /* Many tiny shards: shard k holds 1 + k % 3 examples, example j of it
- * 1 + (k + j) % 3 steps of value k * 7 + j + t. */
-enum { MANY = 1200 };
+ * 1 + (k + j) % 3 steps of value k * 7 + j + t. 10,000 of them where a
+ * memory file system has room (a shard is a 52 KiB store: 0.5 GB, written
+ * in about 6 s; on a disk each takes 5-10 ms for the writer's syncs), else
+ * 1,200 in the test directory. */
+enum { MANY_SHM = 10000, MANY_DISK = 1200, SHARD_BYTES = 64 * 1024 };
+static uint32_t MANY = MANY_DISK;
 static const ss_field tiny_field = {"tok", SS_U16, 1, 0, {0}};
 static const ss_schema tiny_schema = {1, &tiny_field};
 
@@ -258,6 +364,10 @@ static void make_many(const char *dir) {
         }
         CHECK_OK(ss_writer_finish(w));
         ss_writer_free(w);
+        /* the writer's lock file: readers of a dataset take none */
+        char lock[4200];
+        snprintf(lock, sizeof lock, "%s-lock", path);
+        unlink(lock);
     }
     /* the shards in name order: a list file would be long, the shell globs them */
     char sh[8192];
@@ -316,9 +426,38 @@ static void read_many_limited(const char *dir) {
  * by `seqstore cat` and `info` in a shell under that limit, and by the
  * loader in a child process under it: shards are closed to stay within the
  * budget and reopened on demand. */
+static double seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static char shm[] = "/dev/shm/ss-many-XXXXXX";
+
+/* The shards in memory go at exit, a failed check's too (0.5 GB of RAM). */
+static void remove_shm(void) {
+    char rm[4200];
+    snprintf(rm, sizeof rm, "rm -rf %s", shm);
+    if (system(rm) != 0) fprintf(stderr, "test_dataset_scale: could not remove %s\n", shm);
+}
+
 static void test_many_shards(void) {
     const char *dir = ss_test_keep_path("many.ds");
+    struct statvfs fs;
+    if (statvfs("/dev/shm", &fs) == 0 &&
+        (uint64_t)fs.f_bavail * fs.f_frsize > (uint64_t)MANY_SHM * SHARD_BYTES * 5 / 4 &&
+        mkdtemp(shm)) {
+        dir = shm;
+        MANY = MANY_SHM;
+        atexit(remove_shm);
+    } else {
+        printf("test_dataset_scale: /dev/shm lacks %u MB: %u shards on disk, not %u\n",
+               MANY_SHM * (SHARD_BYTES / 1024) * 5 / 4 / 1024, MANY_DISK, MANY_SHM);
+    }
+    double t0 = seconds();
     make_many(dir);
+    printf("test_dataset_scale: %u shards written and built in %.1f s\n", MANY,
+           seconds() - t0);
     char sh[8192];
     snprintf(sh, sizeof sh,
              "ulimit -n 256 && %s cat %s > %s/many.txt && %s info %s > /dev/null && "
@@ -330,7 +469,9 @@ static void test_many_shards(void) {
     char *t8 = ss_test_read_file(ss_test_path("many8.txt"), &n8);
     uint64_t lines = 0;
     for (size_t i = 0; i < n; i++) lines += t[i] == '\n';
-    CHECK_EQ_U64(lines, MANY / 3 * (1 + 2 + 3));
+    uint64_t examples = 0;
+    for (uint32_t k = 0; k < MANY; k++) examples += 1 + k % 3;
+    CHECK_EQ_U64(lines, examples);
     CHECK(n == n8 && !memcmp(t, t8, n));
     free(t);
     free(t8);

@@ -424,6 +424,18 @@ static void test_save_restore_and_threads(ss_store *s) {
     run_batches(b, 60, 16, &rb);
     CHECK_EQ_U64(ra.n, rb.n);
     CHECK(memcmp(ra.buf, rb.buf, ra.n) == 0);
+    /* a sequence's windows that are not its own (a start past the stride,
+     * a window count that does not follow from the start): refused */
+    for (int word = 0; word < 2; word++) {
+        uint8_t *bad = malloc(n);
+        CHECK(bad != NULL);
+        memcpy(bad, blob, n);
+        size_t at = 8 * (3 + 12 + 9 + (size_t)o.lanes + 5 * 7 + (size_t)word); /* sequence 7 */
+        bad[at + 1] ^= 0x10; /* + 4096 */
+        CHECK_RC(ss_window_reader_state_load(b, bad, n), SS_EINVAL);
+        CHECK(strstr(ss_error_message(), "inconsistent") != NULL);
+        free(bad);
+    }
     ss_window_reader_free(b);
     /* another seed is another split of options: refused */
     o.seed = 43;
@@ -917,6 +929,156 @@ static void test_gain_count(ss_store *s) {
     munmap(map, 2 * (size_t)pg);
 }
 
+/* ------------------------------------------------------------- prefetch */
+
+/* One step of a run: a batch (everything it holds, the sequence states and
+ * windows out seen after it and after registering it) or the end marker. */
+typedef struct steps {
+    recorder rc;
+    size_t off[400];
+} steps;
+
+static void record_states(recorder *rc, const ss_window_reader *r) {
+    ss_window_info info;
+    CHECK_OK(ss_window_reader_info(&info, r));
+    rec(rc, &info.epoch, sizeof info.epoch);
+    rec(rc, &info.windows_out, sizeof info.windows_out);
+    for (uint64_t q = 0; q < info.sequences; q++) {
+        uint8_t st = (uint8_t)ss_window_reader_seq_state(r, q);
+        rec(rc, &st, 1);
+    }
+}
+
+/* `n` steps of r from step `from`, registering made-up final states (every
+ * other batch left unregistered when no state is carried: the next call
+ * releases it). */
+static void run_steps(ss_window_reader *r, const ss_window_options *o, uint64_t H, uint64_t from,
+                      uint64_t n, steps *out) {
+    uint8_t fin[16 * 64];
+    int carry = o->mode != SS_WINDOW_RANDOM && !(o->flags & SS_WINDOW_FORGET_STATE) && H > 0;
+    for (uint64_t k = from; k < from + n; k++) {
+        if (out) out->off[k] = out->rc.n;
+        const ss_window_batch *b;
+        int rc = ss_window_reader_next(&b, r);
+        if (rc == SS_ITEROVER) {
+            if (out) rec(&out->rc, "END", 3);
+            if (out) record_states(&out->rc, r);
+            continue;
+        }
+        CHECK_OK(rc);
+        if (out) {
+            recorder *x = &out->rc;
+            record_batch(x, b, H);
+            rec(x, &b->active, sizeof b->active);
+            rec(x, &b->id, sizeof b->id);
+            rec(x, b->lane, b->size * sizeof *b->lane);
+            rec(x, b->length, b->size * 8);
+            rec(x, b->index, b->size * 8);
+            rec(x, b->step_mask, b->size * b->window);
+            if (b->label) rec(x, b->label, b->size * b->label_row_bytes);
+            record_states(x, r);
+        }
+        for (uint32_t i = 0; i < b->size; i++)
+            fill_state(fin + i * H, H, b->example[i], b->start[i] * 31 + b->index[i]);
+        if (carry || k % 2) CHECK_OK(ss_window_reader_register(r, b, fin));
+        if (out) record_states(&out->rc, r);
+    }
+    if (out) out->off[from + n] = out->rc.n;
+}
+
+/* With prefetch the reader hands out the same batches, sequence states and
+ * counts as without, in every mode; a position saved by either resumes in
+ * either, at the start of an epoch, inside it and right after its end. */
+static void test_prefetch(ss_store *s) {
+    enum { NCONF = 7, STEPS = 120 };
+    for (int conf = 0; conf < NCONF; conf++) {
+        ss_window_options o = std_options();
+        uint64_t H = 16;
+        switch (conf) {
+        case 1: o.mode = SS_WINDOW_SEQUENTIAL; o.flags = SS_WINDOW_PAD_TAIL | SS_WINDOW_SHRINK;
+                o.state_size = 0; H = 0; break;
+        case 2: o.flags = SS_WINDOW_REDRAW; break;
+        case 3: o.mode = SS_WINDOW_RANDOM; o.epoch_windows = 31; H = 0; o.state_size = 0; break;
+        case 4: o.flags = SS_WINDOW_DROP_LAST | SS_WINDOW_FORGET_STATE; break;
+        case 5: o.flags = SS_WINDOW_TIME_MAJOR | SS_WINDOW_LABEL_PER_STEP; o.label_field = 1;
+                o.threads = 2; break;
+        case 6: o.flags = SS_WINDOW_BALANCED; o.label_field = 1; o.lanes = 6; break;
+        default: break;
+        }
+        steps ref = {0}, got = {0};
+        ss_window_reader *a, *b;
+        CHECK_OK(ss_window_reader_open(&a, s, &o));
+        run_steps(a, &o, H, 0, STEPS, &ref);
+        ss_window_reader_free(a);
+        o.prefetch = 1;
+        CHECK_OK(ss_window_reader_open(&a, s, &o));
+        run_steps(a, &o, H, 0, STEPS, &got);
+        ss_window_reader_free(a);
+        CHECK_EQ_U64(got.rc.n, ref.rc.n);
+        CHECK(memcmp(got.rc.buf, ref.rc.buf, ref.rc.n) == 0);
+        int ends = 0;
+        for (uint64_t k = 0; k < STEPS; k++) ends += memcmp(ref.rc.buf + ref.off[k], "END", 3) == 0;
+        CHECK(ends >= 2); /* the runs cross epochs */
+        /* save after step k (k = 0 .. every step near an epoch's end) */
+        for (uint64_t k = 0; k < STEPS - 20; k += 1 + (k % 5 == 4 ? 6 : 0)) {
+            for (int mix = 0; mix < 4; mix++) {
+                ss_window_options oa = o, ob = o;
+                oa.prefetch = (uint32_t)(mix & 1);
+                ob.prefetch = (uint32_t)(mix >> 1);
+                CHECK_OK(ss_window_reader_open(&a, s, &oa));
+                run_steps(a, &oa, H, 0, k, NULL);
+                size_t n = ss_window_reader_state_size(a, SS_WINDOW_SAVE_STATES), len = 0;
+                uint8_t *blob = malloc(n);
+                CHECK(blob != NULL);
+                CHECK_OK(ss_window_reader_state_save(blob, n, &len, a, SS_WINDOW_SAVE_STATES));
+                CHECK_EQ_U64(len, n);
+                CHECK_OK(ss_window_reader_open(&b, s, &ob));
+                CHECK_OK(ss_window_reader_state_load(b, blob, len));
+                steps tail = {0};
+                run_steps(b, &ob, H, k, 20, &tail);
+                size_t want = ref.off[k + 20] - ref.off[k];
+                CHECK_EQ_U64(tail.rc.n, want);
+                CHECK(memcmp(tail.rc.buf, ref.rc.buf + ref.off[k], want) == 0);
+                /* the reader that saved goes on as if nothing happened */
+                steps same = {0};
+                run_steps(a, &oa, H, k, 20, &same);
+                CHECK(same.rc.n == want && memcmp(same.rc.buf, tail.rc.buf, want) == 0);
+                ss_window_reader_free(a);
+                ss_window_reader_free(b);
+                free(blob);
+                free(tail.rc.buf);
+                free(same.rc.buf);
+            }
+        }
+        free(ref.rc.buf);
+        free(got.rc.buf);
+    }
+    /* refused: more than one batch ahead, or with max_pending > 1 */
+    ss_window_options o = std_options();
+    ss_window_reader *r;
+    o.prefetch = 2;
+    CHECK_RC(ss_window_reader_open(&r, s, &o), SS_EINVAL);
+    CHECK(strstr(ss_error_message(), "prefetch") != NULL);
+    o.prefetch = 1;
+    o.max_pending = 2;
+    CHECK_RC(ss_window_reader_open(&r, s, &o), SS_EINVAL);
+    CHECK(strstr(ss_error_message(), "max_pending") != NULL);
+    /* strict mode stays strict: the next batch before registering is refused,
+     * and set_epoch drops the batch planned ahead */
+    o.max_pending = 0;
+    CHECK_OK(ss_window_reader_open(&r, s, &o));
+    const ss_window_batch *b1, *b2;
+    CHECK_OK(ss_window_reader_next(&b1, r));
+    CHECK_RC(ss_window_reader_next(&b2, r), SS_ESTATE);
+    float fin[5 * 4] = {0};
+    CHECK_OK(ss_window_reader_register(r, b1, fin));
+    CHECK_OK(ss_window_reader_set_epoch(r, 3));
+    CHECK_OK(ss_window_reader_next(&b2, r));
+    CHECK_EQ_U64(b2->epoch, 3);
+    for (uint32_t i = 0; i < b2->size; i++) CHECK_EQ_U64(b2->index[i], 0);
+    ss_window_reader_free(r);
+}
+
 int main(void) {
     test_exact_windows();
     for (uint64_t seed = 1; seed <= 32; seed++) property_run(seed);
@@ -935,6 +1097,7 @@ int main(void) {
     test_pad_tail(s, lens, n);
     test_shrink(s);
     test_redraw(s, lens, n);
+    test_prefetch(s);
     ss_close(s);
     test_drop_last();
     test_balanced_labels_targets();

@@ -249,20 +249,23 @@ static void run(ss_window_reader *r, uint64_t nb, uint64_t seed, recorder *rc, u
 
 static void test_naive_threads_restore(ss_store *s) {
     ss_pipeline *p = make_pipeline();
-    recorder rt[3] = {{0}, {0}, {0}};
-    int threads[3] = {1, 2, 4};
-    for (int k = 0; k < 3; k++) {
+    /* threads 1, 2, 4, and 2 with the next batch collated ahead: the same */
+    recorder rt[4] = {{0}, {0}, {0}, {0}};
+    int threads[4] = {1, 2, 4, 2};
+    for (int k = 0; k < 4; k++) {
         ss_window_options o = options(p);
         o.threads = threads[k];
+        o.prefetch = k == 3;
         ss_window_reader *r;
         CHECK_OK(ss_window_reader_open(&r, s, &o));
         uint64_t pos = 0;
         run(r, 150, o.seed, &rt[k], &pos); /* several epochs */
         ss_window_reader_free(r);
     }
-    CHECK(rt[0].n == rt[1].n && rt[0].n == rt[2].n);
+    CHECK(rt[0].n == rt[1].n && rt[0].n == rt[2].n && rt[0].n == rt[3].n);
     CHECK(memcmp(rt[0].buf, rt[1].buf, rt[0].n) == 0);
     CHECK(memcmp(rt[0].buf, rt[2].buf, rt[0].n) == 0);
+    CHECK(memcmp(rt[0].buf, rt[3].buf, rt[0].n) == 0);
 
     /* save after 37 batches, restore into a fresh reader: the same rest */
     ss_window_options o = options(p);
@@ -307,7 +310,7 @@ static void test_naive_threads_restore(ss_store *s) {
     free(ra.buf);
     free(rb.buf);
     free(rd.buf);
-    for (int k = 0; k < 3; k++) free(rt[k].buf);
+    for (int k = 0; k < 4; k++) free(rt[k].buf);
     ss_pipeline_free(p);
 }
 
@@ -403,33 +406,41 @@ static void test_errors(ss_store *s) {
     o.threads = 2;
     o.transforms = p;
     ss_window_reader *r;
-    CHECK_OK(ss_window_reader_open(&r, s, &o));
     const ss_window_batch *b;
-    int rc = 0, batches = 0;
-    while ((rc = ss_window_reader_next(&b, r)) == 0) {
-        for (uint32_t i = 0; i < b->size; i++) CHECK(!b->mask[i] || b->example[i] != bad);
-        CHECK_OK(ss_window_reader_register(r, b, NULL));
-        batches++;
+    int rc = 0, batches[2] = {0, 0};
+    /* collated in the call or ahead by the reader's thread: the error comes
+     * with the batch it belongs to, with the same message */
+    for (uint32_t ahead = 0; ahead < 2; ahead++) {
+        o.prefetch = ahead;
+        CHECK_OK(ss_window_reader_open(&r, s, &o));
+        while ((rc = ss_window_reader_next(&b, r)) == 0) {
+            for (uint32_t i = 0; i < b->size; i++) CHECK(!b->mask[i] || b->example[i] != bad);
+            CHECK_OK(ss_window_reader_register(r, b, NULL));
+            batches[ahead]++;
+        }
+        CHECK_RC(rc, SS_ECALLBACK);
+        const char *msg = ss_error_message();
+        CHECK(strstr(msg, "sequence 5,") != NULL);
+        CHECK(strstr(msg, "sensor 5 saturated") != NULL);
+        CHECK(strstr(msg, "saturation-check") != NULL);
+        CHECK(strstr(msg, "window start 0") != NULL);
+        /* the reader stays stopped with the same error... */
+        CHECK_RC(ss_window_reader_next(&b, r), SS_ECALLBACK);
+        CHECK(strstr(ss_error_message(), "sensor 5 saturated") != NULL);
+        /* ...until set_epoch; epoch 1 passes the check */
+        CHECK_OK(ss_window_reader_set_epoch(r, 1));
+        uint64_t seen = 0;
+        while ((rc = ss_window_reader_next(&b, r)) == 0) {
+            for (uint32_t i = 0; i < b->size; i++) seen += b->mask[i] && b->example[i] == bad;
+            CHECK_OK(ss_window_reader_register(r, b, NULL));
+        }
+        CHECK_RC(rc, SS_ITEROVER);
+        CHECK(seen > 0);
+        ss_window_reader_free(r);
     }
-    CHECK_RC(rc, SS_ECALLBACK);
-    const char *msg = ss_error_message();
-    CHECK(strstr(msg, "sequence 5,") != NULL);
-    CHECK(strstr(msg, "sensor 5 saturated") != NULL);
-    CHECK(strstr(msg, "saturation-check") != NULL);
-    CHECK(strstr(msg, "window start 0") != NULL);
-    /* the reader stays stopped with the same error... */
-    CHECK_RC(ss_window_reader_next(&b, r), SS_ECALLBACK);
-    CHECK(strstr(ss_error_message(), "sensor 5 saturated") != NULL);
-    /* ...until set_epoch; epoch 1 passes the check */
-    CHECK_OK(ss_window_reader_set_epoch(r, 1));
-    uint64_t seen = 0;
-    while ((rc = ss_window_reader_next(&b, r)) == 0) {
-        for (uint32_t i = 0; i < b->size; i++) seen += b->mask[i] && b->example[i] == bad;
-        CHECK_OK(ss_window_reader_register(r, b, NULL));
-    }
-    CHECK_RC(rc, SS_ITEROVER);
-    CHECK(seen > 0);
-    ss_window_reader_free(r);
+    CHECK(batches[0] > 0);
+    CHECK_EQ_U64(batches[1], batches[0]);
+    o.prefetch = 0;
     ss_pipeline_free(p);
 
     /* changing the window length is an error */

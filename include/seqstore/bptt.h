@@ -273,17 +273,29 @@ typedef struct ss_window_options {
     size_t n_gain;   /**< entries of `gain`: must be the field's channel count C when gain
                           is set (else SS_EINVAL naming the field); ignored without gain */
     size_t n_offset; /**< entries of `offset`, likewise */
+    /* Version 4. */
+    uint32_t prefetch; /**< batches collated ahead: 0 (INIT) = none, each batch is
+                            collated inside ss_window_reader_next(); 1 = a thread of
+                            the reader plans and collates the next batch (reads the
+                            store, converts, runs the transforms) while the caller
+                            works on this one; only the hidden states, which the
+                            caller registers meanwhile, are gathered in
+                            ss_window_reader_next(). The batches, their order and
+                            the saved states are the same either way. Needs
+                            max_pending <= 1 (with more, the next batch depends on
+                            which batches are registered when it is asked for). */
 } ss_window_options;
 
-/** Version 1 ended at transforms, version 2 at offset_attr; all three are
- *  accepted. Versions 1 and 2 carry no count of gain and offset: the reader
- *  then reads C values from each, trusting the caller (use version 3). */
-#define SS_WINDOW_OPTIONS_VERSION 3
+/** Version 1 ended at transforms, version 2 at offset_attr, version 3 at
+ *  n_offset; all four are accepted. Versions 1 and 2 carry no count of gain
+ *  and offset: the reader then reads C values from each, trusting the caller
+ *  (use version 3 or later). */
+#define SS_WINDOW_OPTIONS_VERSION 4
 #define SS_WINDOW_OPTIONS_INIT                                                                     \
     {                                                                                              \
         SS_WINDOW_OPTIONS_VERSION, 0, SS_FIELD_NONE, 0, 0, 1, 0, (ss_dtype)0,                      \
             SS_WINDOW_SEQUENTIAL, 0, 0, 0, (ss_dtype)0, NULL, NULL, NULL, NULL, 0, 1, 0, 0, NULL,  \
-            NULL, NULL, 0, 0                                                                       \
+            NULL, NULL, 0, 0, 0                                                                    \
     }
 /** Fill `out` with SS_WINDOW_OPTIONS_INIT (for bindings that cannot use the macro).
  *  @param[out] out     the defaults.
@@ -408,6 +420,7 @@ typedef struct ss_window_reader ss_window_reader;
  *          version, W = 0, O >= W, B = 0, a bad mode, a bad dtype,
  *          SS_WINDOW_BALANCED without label_field or with max_pending > 1,
  *          an unknown flag, SS_WINDOW_DROP_LAST with max_pending > 1,
+ *          prefetch > 1, prefetch with max_pending > 1,
  *          SS_WINDOW_REDRAW in RANDOM mode or with SS_WINDOW_BALANCED,
  *          gain and gain_attr (or offset and offset_attr) both set, a
  *          gain/offset attribute that is not C numbers (SS_ENOTFOUND when
@@ -438,6 +451,10 @@ SS_API int ss_window_reader_info(ss_window_info *out, const ss_window_reader *r)
  *  ss_window_reader_state_load().
  *  @param[out] out borrowed; see ss_window_batch for how long it is valid.
  *                  NULL on error.
+ *  With options.prefetch the batch was collated by the reader's thread and
+ *  this call only waits for it, gathers the hidden states and starts the
+ *  collation of the following one; an error of that collation is returned
+ *  here, for the batch it belongs to.
  *  @return 0; SS_ITEROVER at the end of an epoch (*out NULL); SS_ESTATE if
  *          a batch carrying state is still unregistered and max_pending
  *          batches are out ("register the final hidden states of batch N

@@ -5,12 +5,15 @@
  * object that prepares batches ahead of the training loop on background
  * threads. ss_loader_next() hands over a ready batch.
  *
- * Batch order. At the start of an epoch the loader computes, on the calling
- * thread, the whole list of this rank's (and this worker's) batches:
+ * Batch order. The batches of this rank (and this worker) in an epoch:
  *  - fixed size (batch.max_tokens == 0, no bucket): the sampler (with
  *    batch_size = batch.batch_size and the sharding of `sampler`: ranks and
  *    workers) yields the epoch's examples; batch k is positions
- *    [k*b, (k+1)*b) of that order. The last global step, when the global
+ *    [k*b, (k+1)*b) of that order. Nothing is listed ahead: a worker
+ *    computes batch k's indices from the sampler's positions when it fills
+ *    the batch, so the loader's memory and the cost of starting an epoch or
+ *    restoring a state do not grow with the dataset (see sampler.h,
+ *    "Memory"). The last global step, when the global
  *    order of N examples is not a multiple of B = world_size * b, follows
  *    batch.remainder: INCLUDE (the default) keeps only its real positions,
  *    so each rank's share of it is a smaller last batch (a rank whose share
@@ -18,10 +21,20 @@
  *    PAD fills it by repeating the global order from its start, so every
  *    batch has b examples (PyTorch's DistributedSampler); DIVISIBLE refuses
  *    such an epoch (SS_EINVAL).
- *  - token budget (batch.max_tokens > 0): the sampler's global order (one
- *    rank) is cut by ss_batcher_create() with lengths = the largest length
- *    over the output's sequence fields.
- *  - bucket (`bucket` names a stored bucket index): ss_bucket_batches() with
+ *  - token budget (batch.max_tokens > 0): at the start of the epoch, on the
+ *    calling thread, the sampler's global order (one rank) is cut by
+ *    ss_batcher_create() with lengths = the largest length over the
+ *    output's sequence fields. The order is streamed through in chunks of
+ *    65536 examples (the greedy cut does not depend on where it starts
+ *    among batch boundaries) and of the global batches only this rank's
+ *    and worker's are kept, as 24 bytes each (their positions in the order;
+ *    the indices are computed again when a batch is filled): memory is
+ *    about 2 MB for the chunk plus 24 bytes per batch of this rank. The
+ *    time is O(N) for N examples in the global order, on every rank, at
+ *    each epoch's start and at each restore of a state.
+ *  - bucket (`bucket` names a stored bucket index): at the start of the
+ *    epoch, O(N) in time and memory (the whole list of batches, 8 bytes
+ *    per example, then this rank's share), ss_bucket_batches() with
  *    shuffle = (sampler kind != SEQUENTIAL), seed and epoch (only the kinds
  *    SEQUENTIAL and SHUFFLE are accepted); batch.remainder applies inside
  *    each bucket.
@@ -279,7 +292,7 @@ SS_API uint64_t ss_loader_position(const ss_loader *l);
 SS_API size_t ss_loader_state_size(const ss_loader *l);
 
 /** Save the position after the batches handed out so far: magic "SSLOADR1",
- *  version 2, epoch, batch position, a fingerprint of the batching options
+ *  version 3, epoch, batch position, a fingerprint of the batching options
  *  (u64 each, little-endian), the sampler's state (ss_sampler_state_size()),
  *  then world_size << 32 | rank, num_workers << 32 | worker, the
  *  fingerprints of the options that do not depend on the ranks and workers
@@ -295,8 +308,15 @@ SS_API int ss_loader_state_save(void *buf, size_t cap, size_t *len, const ss_loa
  *  batch an uninterrupted run would have returned after the saved one.
  *
  *  Same options: the loader must have the same store, selection and options,
- *  and continues where the saved one stopped. A version 1 state (88 bytes)
- *  is accepted so.
+ *  and continues where the saved one stopped. Restoring costs what starting
+ *  the epoch costs: O(1) for fixed-size batches (no replanning), O(N) time
+ *  with a token budget or buckets.
+ *
+ *  States of seqstore 0.3 (versions 1, of 88 bytes, and 2): their shuffled
+ *  orders (SHUFFLE, BLOCK_SHUFFLE) were other permutations than this
+ *  version's (see sampler.h), so they resume only loaders whose order is
+ *  unchanged: sequential, with replacement, weighted, or bucket batching;
+ *  a shuffled loader refuses them with a message saying why.
  *
  *  Elastic resume: a state saved by rank r of R with num_workers = 1 (a
  *  rank's own position) also loads into a loader with another world_size,
@@ -314,7 +334,8 @@ SS_API int ss_loader_state_save(void *buf, size_t cap, size_t *len, const ss_loa
  *  @param[in] buf `len` bytes; only read during the call.
  *  @param[in] len ss_loader_state_size(), or 88 for a version 1 state.
  *  @return 0; SS_EINVAL (wrong size, magic or version; a state of other
- *          options; an elastic resume that cannot be exact: a state saved by
+ *          options; a state of seqstore 0.3 for a shuffled loader (see
+ *          above); an elastic resume that cannot be exact: a state saved by
  *          one of several workers, whose rank's position it does not hold,
  *          or j * R global batches that the new ranks cannot split evenly;
  *          the message says which; the loader is unchanged). */

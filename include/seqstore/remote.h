@@ -25,6 +25,11 @@
  *  with ~/.aws/credentials and ~/.aws/config (AWS_SHARED_CREDENTIALS_FILE,
  *  AWS_CONFIG_FILE). Requests are signed with AWS Signature Version 4. No
  *  message of the library contains a secret or a URL's query string.
+ *  HTTPS servers are checked against the system's CA certificates, or the
+ *  bundle that AWS_CA_BUNDLE, CURL_CA_BUNDLE or SSL_CERT_FILE names (the
+ *  first set), else the profile's ca_bundle. A shard download that is cut
+ *  off continues on its next try with a range read of the rest (If-Range:
+ *  the object's ETag; a changed object is fetched whole again).
  *
  *  A library built without the remote part (cmake -DSS_REMOTE=OFF, or
  *  without libcurl) opens `file://` URLs and refuses the others with
@@ -100,7 +105,8 @@ SS_API int ss_is_url(const char *path);
  *  @param[in]  opts  NULL for the defaults; copied (the strings too).
  *  @return 0; SS_ENOTFOUND (no manifest under the URL: HTTP 404, NoSuchKey,
  *          NoSuchBucket); SS_EIO (a refused request: 403, a wrong region,
- *          expired credentials; or a failure that outlived its retries); the
+ *          expired credentials; a TLS certificate no trusted CA signed,
+ *          not retried; or a failure that outlived its retries); the
  *          message names the URL without its query string, the HTTP status and
  *          the S3 error code. SS_ECORRUPT (a damaged manifest, a shard whose
  *          bytes differ from the manifest after one refetch, naming it);

@@ -7,8 +7,11 @@
  * The global order. For a given (seed, epoch) a sampler defines one global
  * sequence of selected examples, the same on every machine:
  *  - SS_SAMPLE_SEQUENTIAL: the selection in index order;
- *  - SS_SAMPLE_SHUFFLE: a permutation of the selection, Fisher-Yates driven by
- *    the counter-based RNG seeded with (seed, epoch); a new one every epoch;
+ *  - SS_SAMPLE_SHUFFLE: a permutation of the selection, a new one every
+ *    epoch: position p holds selected example perm(p), perm a keyed
+ *    bijection of [0, N) (a Feistel network with cycle walking, as Grain's
+ *    index shuffle; spec/SDK_SECTIONS.md) keyed by (seed, epoch), each
+ *    position computed on its own, so no list of the epoch is kept;
  *  - SS_SAMPLE_REPLACEMENT: `num_samples` uniform draws with replacement;
  *    draw t depends on (seed, epoch, t) only;
  *  - SS_SAMPLE_WEIGHTED: `num_samples` draws with replacement, example i
@@ -31,6 +34,10 @@
  *     `window_blocks` consecutive blocks (the last one may hold fewer), and
  *     the examples inside each window are shuffled (a shuffle buffer of
  *     window_blocks blocks, drained completely before the next fills).
+ * Steps 2 and 3 permute by keyed bijections too (of the blocks, and of each
+ * window's positions), so any position is found without a list: in O(1)
+ * for blocks of block_size examples, and by binary searches over the
+ * epoch's block order with block_bytes or a bucket.
  * Every selected example appears exactly once per epoch. Within the
  * positions of one window there are examples of at most window_blocks
  * blocks, and every block's examples are all in one window.
@@ -85,9 +92,25 @@
  * rank therefore sees exactly S batches of b examples per epoch; worker w
  * sees the steps k < S with k mod W = w.
  *
+ * Memory. A sampler's memory does not grow with the selection for
+ * SEQUENTIAL, SHUFFLE, REPLACEMENT and BLOCK_SHUFFLE by block_size (a few
+ * integers and the selection's ranges: 10^12 examples are as cheap as 10);
+ * it is 24 bytes per block with block_bytes (the cut, and the epoch's block
+ * order; 16 bytes per selected example while ss_sampler_create() cuts), 8
+ * bytes per selected example more with a bucket index (the grouped order),
+ * and 8 per selected example for WEIGHTED (the cumulative weights).
+ *
+ * Orders of seqstore 0.3. Up to 0.3 SHUFFLE and BLOCK_SHUFFLE drew
+ * Fisher-Yates permutations of the whole epoch (8 bytes per example): the
+ * same options now give other orders. A state saved by 0.3 (version 1)
+ * resumes the other kinds, whose orders did not change, and is refused by
+ * these two with a message saying so.
+ *
  * Resuming. ss_sampler_state_save() captures (seed, epoch, position) and a
  * fingerprint of the options in a small blob; ss_sampler_state_load() on a
- * sampler made with the same options continues exactly where it stopped.
+ * sampler made with the same options continues exactly where it stopped,
+ * in O(1) (O(blocks) with blocks by bytes or buckets): the epoch is not
+ * recomputed.
  * The loader's state (loader.h) also resumes with other ranks and workers at
  * the same global batch, counting its position in global steps. */
 #ifndef SEQSTORE_SAMPLER_H
@@ -168,9 +191,10 @@ typedef struct ss_sampler ss_sampler;
 
 /** Create a sampler over `sel`, positioned at the start of epoch 0.
  *
- *  Allocates everything it needs here (a permutation of the selection for
- *  SHUFFLE and BLOCK_SHUFFLE, cumulative weights for WEIGHTED);
- *  ss_sampler_next() never allocates.
+ *  Allocates everything it needs here (see "Memory" above: nothing that
+ *  grows with the selection for SHUFFLE and BLOCK_SHUFFLE by block_size; the
+ *  block order with block_bytes or a bucket; cumulative weights for
+ *  WEIGHTED); ss_sampler_next() never allocates.
  *  @param[out] out     the sampler; free it with ss_sampler_free().
  *  @param[in]  sel     the selection (copied: it may be freed afterwards).
  *  @param[in]  options NULL for sequential, one rank, one worker. Read
@@ -190,8 +214,8 @@ SS_API int ss_sampler_create(ss_sampler **out, const ss_selection *sel,
 /** Free a sampler. Accepts NULL. */
 SS_API void ss_sampler_free(ss_sampler *s);
 
-/** Start epoch `epoch` from its beginning (recomputes the permutation; no
- *  allocation). Epochs need not be consecutive.
+/** Start epoch `epoch` from its beginning (O(1); O(blocks) with blocks by
+ *  bytes or buckets; no allocation). Epochs need not be consecutive.
  *  @return 0, or SS_EINVAL (NULL sampler). */
 SS_API int ss_sampler_set_epoch(ss_sampler *s, uint64_t epoch);
 
@@ -213,7 +237,10 @@ SS_API uint64_t ss_sampler_steps_per_epoch(const ss_sampler *s);
  *
  *  Fills up to `max` indices; *n < max only at the end of an epoch. At the
  *  end of a (finite) epoch it returns SS_ITEROVER with *n = 0 until
- *  ss_sampler_set_epoch() starts another one. An infinite sampler moves on
+ *  ss_sampler_set_epoch() starts another one. The sampler holds no store
+ *  and reads nothing: for a dataset under a URL (seqstore/remote.h) the
+ *  caller passes the indices of the batches it will read next to
+ *  ss_prefetch(), as the loader does. An infinite sampler moves on
  *  to the next epoch by itself (a call may then return indices of two
  *  epochs); if its epoch length is 0 it returns SS_ITEROVER. With max = 0
  *  it returns 0 and *n = 0. Never allocates.
@@ -224,8 +251,8 @@ SS_API uint64_t ss_sampler_steps_per_epoch(const ss_sampler *s);
  *          (NULL sampler or n, NULL out_indices with max > 0). */
 SS_API int ss_sampler_next(uint64_t *out_indices, size_t max, size_t *n, ss_sampler *s);
 
-/** Bytes ss_sampler_state_save() writes (48 in this version, the layout of
- *  spec/SDK_SECTIONS.md); 0 for NULL. */
+/** Bytes ss_sampler_state_save() writes (48, the layout of
+ *  spec/SDK_SECTIONS.md, version 2); 0 for NULL. */
 SS_API size_t ss_sampler_state_size(const ss_sampler *s);
 
 /** Save the sampler's position: (seed, epoch, position) and a fingerprint
@@ -242,9 +269,13 @@ SS_API int ss_sampler_state_save(void *buf, size_t cap, size_t *len, const ss_sa
  *  with the same selection and options (seed included); the next
  *  ss_sampler_next() continues exactly where the saved sampler stopped.
  *  @param[in] buf `len` bytes; only read during the call.
+ *  A version 1 state (seqstore 0.3) loads into SEQUENTIAL, REPLACEMENT and
+ *  WEIGHTED samplers, whose orders are unchanged since.
  *  @return 0; SS_EINVAL (wrong size, magic or version, another seed, a state
  *          of a sampler with different options or selection, a position
- *          beyond the epoch, NULL argument; the sampler is unchanged). */
+ *          beyond the epoch, a version 1 state of SHUFFLE or BLOCK_SHUFFLE
+ *          (another order: "saved by seqstore 0.3 ... cannot resume
+ *          exactly"), NULL argument; the sampler is unchanged). */
 SS_API int ss_sampler_state_load(ss_sampler *s, const void *buf, size_t len);
 
 /** Weights from lengths for SS_SAMPLE_WEIGHTED: out[i] = pow(L_i, power),

@@ -95,7 +95,19 @@ class WindowReader:
     picks 1: the collation of a window batch is a few copies per row, and on
     a loaded machine a parallel region per batch costs more than it saves
     (see docs/python.md for the measurements); give more for batches of
-    many long rows on an otherwise idle machine."""
+    many long rows on an otherwise idle machine.
+
+    prefetch: collate the next batch in a thread of the reader while the
+    caller works on this one (reading the store, converting, the
+    transforms); only the hidden states registered meanwhile are gathered in
+    next(). The batches and saved states are the same either way. It pays
+    where a core is idle while the caller works (a step on a GPU, a model
+    on fewer threads than cores); on a machine whose cores are all busy the
+    second buffer costs more than the overlap saves, so it is off by default
+    (docs/python.md has the measurements). A batch the thread has not
+    started when it is needed is collated in next(), into the buffer just
+    released. Not with max_pending > 1, where the next batch depends on
+    when batches are registered."""
 
     def __init__(self, store: _seqstore.Store, field: str, window: int, overlap: int = 0,
                  lanes: int = 1, state_size: int = 0, state_dtype: Any = "f32",
@@ -108,7 +120,8 @@ class WindowReader:
                  torch: bool = False, shrink: bool = False, balanced: bool = False,
                  redraw: bool = False, drop_last: bool = False, max_pending: int = 0,
                  epoch_windows: int = 0, initial_state: Optional[npt.ArrayLike] = None,
-                 transforms: Optional[Sequence[Any]] = None) -> None:
+                 transforms: Optional[Sequence[Any]] = None,
+                 prefetch: bool = False) -> None:
         if not isinstance(store, _seqstore.Store):
             raise TypeError("WindowReader needs a seqstore.Store, not %s" % type(store).__name__)
         names = store.fields
@@ -126,6 +139,11 @@ class WindowReader:
                 raise TypeError("%s is an int >= 0, not %r" % (name, v))
             if v > top:  # the C option's type: never taken modulo 2**32 / 2**64
                 raise ValueError("%s must be <= %d, not %d" % (name, top, v))
+        if not isinstance(prefetch, bool):
+            raise TypeError("prefetch is a bool, not %r" % (prefetch,))
+        elif prefetch and max_pending > 1:
+            raise ValueError("prefetch needs max_pending <= 1 (with more, the next batch "
+                             "depends on when batches are registered)")
         if mode not in _MODES:
             raise ValueError("mode is one of %s, not %r" % (sorted(_MODES), mode))
         sd = _seqstore._dtype_code(_dtype_name(state_dtype, "state_dtype"))
@@ -143,6 +161,7 @@ class WindowReader:
             if init.size != state_size:
                 raise ValueError("initial_state has %d values, state_size is %d"
                                  % (init.size, state_size))
+        self.prefetch = bool(prefetch)
         from . import transforms as _transforms  # the module, not the argument
         tspecs = _transforms._specs(transforms) or None
         self._torch = None
@@ -155,7 +174,8 @@ class WindowReader:
                                           int(state_size), sd, _MODES[mode], int(seed),
                                           bool(shuffle), flags, od, vec(gain), vec(offset), ex,
                                           int(threads), gain_attr, offset_attr,
-                                          int(max_pending), int(epoch_windows), init, tspecs)
+                                          int(max_pending), int(epoch_windows), init, tspecs,
+                                          int(prefetch))
 
     @staticmethod
     def _scale(what, v):

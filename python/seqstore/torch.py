@@ -34,6 +34,11 @@ _WIDEN = {np.dtype(np.uint16), np.dtype(np.uint32), np.dtype(np.uint64)}
 # per example than comparing os.getpid()
 _FORKS = [0]
 os.register_at_fork(after_in_child=lambda: _FORKS.__setitem__(0, _FORKS[0] + 1))
+# IterableDataset knows its order: every _PREFETCH_EVERY examples it asks for
+# the shards of the next _PREFETCH_AHEAD (a dataset under a URL downloads them
+# in the background, `parallel` at once; nothing for local stores)
+_PREFETCH_EVERY = 64
+_PREFETCH_AHEAD = 256
 
 
 def to_tensor(a, bf16=False):
@@ -99,6 +104,11 @@ class _Lazy:
         for f in self._bf16_names:
             ex[f] = ex[f].view(torch.bfloat16)
         return ex
+
+    def prefetch(self, indices):
+        """Start fetching the shards of `indices` (a dataset under a URL; a hint)."""
+        s = self._store if self._forks == _FORKS[0] and self._store else self.store()
+        s.prefetch(indices)
 
     def __getstate__(self):
         state = dict(self.__dict__)
@@ -244,7 +254,10 @@ class IterableDataset(torch.utils.data.IterableDataset):
         order = self.order(epoch)
         self._at = (epoch, skip)
         src, transform = self._src, self.transform
+        every = _PREFETCH_EVERY if "://" in src.path else 0  # a URL's shards come ahead
         for k in range(skip, len(order)):
+            if every and (k - skip) % every == 0:
+                src.prefetch(order[k + 1:k + 1 + _PREFETCH_AHEAD])
             ex = src.example(int(order[k]))
             self._at = (epoch, k + 1)
             yield transform(ex) if transform else ex

@@ -55,6 +55,9 @@ int capi_dtype_parse(ss_dtype *out, const char *name) {
 int capi_verify(uint64_t *problems, const ss_store *s, ss_verify_fn report, void *ctx) {
     return ss_verify(problems, s, report, ctx);
 }
+int capi_prefetch(const ss_store *s, const uint64_t *examples, size_t n) {
+    return ss_prefetch(s, examples, n);
+}
 const char *capi_error_message(void) {
     return ss_error_message();
 }

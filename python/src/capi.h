@@ -31,6 +31,7 @@ size_t capi_dtype_size(ss_dtype d);
 const char *capi_dtype_name(ss_dtype d);
 int capi_dtype_parse(ss_dtype *out, const char *name);
 int capi_verify(uint64_t *problems, const ss_store *s, ss_verify_fn report, void *ctx);
+int capi_prefetch(const ss_store *s, const uint64_t *examples, size_t n);
 const char *capi_error_message(void);
 const char *capi_version(void);
 

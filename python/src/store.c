@@ -768,6 +768,27 @@ static PyObject *store_flat(StoreObject *st, PyObject *name) {
     return res;
 }
 
+/* store.prefetch(examples): a hint; returns at once. */
+static PyObject *store_prefetch(StoreObject *st, PyObject *arg) {
+    if (pyss_check_open(st) < 0) return NULL;
+    PyArrayObject *a = (PyArrayObject *)PyArray_FROMANY(arg, NPY_INT64, 1, 1, NPY_ARRAY_CARRAY);
+    if (!a) return NULL;
+    const int64_t *v = PyArray_DATA(a);
+    npy_intp n = PyArray_SIZE(a);
+    for (npy_intp k = 0; k < n; k++)
+        if (v[k] < 0 || (uint64_t)v[k] >= st->count) {
+            PyErr_Format(PyExc_IndexError, "prefetch: example %lld of %llu", (long long)v[k],
+                         (unsigned long long)st->count);
+            Py_DECREF(a);
+            return NULL;
+        }
+    MapObject *map = (MapObject *)st->map;
+    int rc = capi_prefetch(map->s, (const uint64_t *)v, (size_t)n);
+    Py_DECREF(a);
+    if (rc < 0) return pyss_raise(rc);
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef store_methods[] = {
     {"flat", (PyCFunction)store_flat, METH_O,
      "flat($self, name, /)\n--\n\n"
@@ -797,6 +818,14 @@ static PyMethodDef store_methods[] = {
      "sound; raises CorruptError otherwise, its message naming the first damaged\n"
      "block and .problems listing them all (\"field 'tokens' data chunk 5: data\n"
      "chunk checksum mismatch (examples 80 to 99)\", at most 1000)."},
+    {"prefetch", (PyCFunction)store_prefetch, METH_O,
+     "prefetch($self, examples, /)\n--\n\n"
+     "Start downloading, in the background, the shards that hold `examples` (a\n"
+     "1-d array or sequence of example numbers) of a dataset under a URL, at most\n"
+     "`parallel` at once; a hint that returns at once (a full queue drops the\n"
+     "rest, which the reads then fetch themselves). Nothing for a local store.\n\n"
+     "Parameters\n----------\nexamples : array_like of int\n"
+     "    Example numbers, each in [0, len(self)); IndexError otherwise."},
     {"close", (PyCFunction)store_close, METH_NOARGS,
      "close($self, /)\n--\n\n"
      "Close the store. Views already taken stay valid (they keep the map); every\n"

@@ -18,6 +18,7 @@ typedef struct {
     ss_pipeline *transforms; /* borrowed by r: freed after it */
     int state_typenum;
     size_t state_esize;
+    uint64_t state_bytes; /* H; asking the reader would wait for its prefetch */
 } WindowObject;
 
 static int window_check(WindowObject *wo) {
@@ -55,19 +56,19 @@ static PyObject *window_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
                              "lanes",    "state_size", "state_dtype", "mode",        "seed",
                              "shuffle",  "flags",      "out_dtype",   "gain",        "offset",
                              "examples", "threads",    "gain_attr",   "offset_attr", "max_pending",
-                             "epoch_windows", "initial_state", "transforms", NULL};
+                             "epoch_windows", "initial_state", "transforms", "prefetch", NULL};
     StoreObject *st;
     ss_window_options o = SS_WINDOW_OPTIONS_INIT;
     unsigned long long window, overlap, state_size, seed;
     int state_dtype, mode, out_dtype, label; /* label: -1 = none */
     PyObject *gain, *offset, *examples, *init = Py_None, *transforms = Py_None;
     unsigned long long epoch_windows = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O!IiKKIKiiKpIiOOOi|zzIKOO:_WindowReader", kwlist,
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O!IiKKIKiiKpIiOOOi|zzIKOOI:_WindowReader", kwlist,
                                      &Store_Type, &st, &o.field, &label, &window, &overlap,
                                      &o.lanes, &state_size, &state_dtype, &mode, &seed, &o.shuffle,
                                      &o.flags, &out_dtype, &gain, &offset, &examples, &o.threads,
                                      &o.gain_attr, &o.offset_attr, &o.max_pending, &epoch_windows,
-                                     &init, &transforms))
+                                     &init, &transforms, &o.prefetch))
         return NULL;
     if (pyss_check_open(st) < 0) return NULL;
     if (transforms != Py_None && !PyList_Check(transforms))
@@ -133,6 +134,9 @@ static PyObject *window_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
         Py_DECREF(wo);
         return pyss_raise(rc);
     }
+    ss_window_info info;
+    capi_window_info(&info, wo->r);
+    wo->state_bytes = info.state_bytes;
     return (PyObject *)wo;
 fail_i:
     PyBuffer_Release(&bi);
@@ -192,9 +196,7 @@ static PyObject *batch_dict(WindowObject *wo, const ss_window_batch *b) {
     npy_intp st[2] = {size, 0};
     PyObject *d = PyDict_New();
     if (!d) return NULL;
-    ss_window_info info;
-    capi_window_info(&info, wo->r);
-    st[1] = (npy_intp)(info.state_bytes / wo->state_esize);
+    st[1] = (npy_intp)(wo->state_bytes / wo->state_esize);
     int bad = set(d, "id", PyLong_FromUnsignedLongLong(b->id)) < 0 ||
               set(d, "epoch", PyLong_FromUnsignedLongLong(b->epoch)) < 0 ||
               set(d, "data", copy_array(pyss_typenum(b->dtype), 3, data_shape, b->data)) < 0 ||
@@ -237,19 +239,19 @@ static PyObject *window_register(WindowObject *wo, PyObject *args) {
     const void *data = NULL;
     if (states != Py_None) {
         PyArrayObject *a = (PyArrayObject *)states;
-        ss_window_info info;
-        capi_window_info(&info, wo->r);
         if (!PyArray_Check(states) || PyArray_TYPE(a) != wo->state_typenum ||
             !PyArray_IS_C_CONTIGUOUS(a) ||
-            (uint64_t)PyArray_NBYTES(a) != (uint64_t)b->size * info.state_bytes)
+            (uint64_t)PyArray_NBYTES(a) != (uint64_t)b->size * wo->state_bytes)
             return PyErr_Format(PyExc_TypeError,
                                 "states must be a C-contiguous [%u, H] array "
                                 "of the state dtype",
                                 b->size);
         data = PyArray_DATA(a);
     }
-    int rc = capi_window_register(wo->r, b, data);
-    if (rc < 0) return pyss_raise(rc);
+    int rc;
+    /* it waits for the batch being collated ahead: let other threads run */
+    Py_BEGIN_ALLOW_THREADS rc = capi_window_register(wo->r, b, data);
+    Py_END_ALLOW_THREADS if (rc < 0) return pyss_raise(rc);
     wo->pending = NULL;
     Py_RETURN_NONE;
 }
@@ -334,7 +336,7 @@ PyTypeObject Window_Type = {
     .tp_doc = "_WindowReader(store, field, label_field, window, overlap, lanes, state_size,\n"
               "state_dtype, mode, seed, shuffle, flags, out_dtype, gain, offset, examples,\n"
               "threads, gain_attr=None, offset_attr=None, max_pending=0, epoch_windows=0,\n"
-              "initial_state=None, transforms=None)\n--\n\n"
+              "initial_state=None, transforms=None, prefetch=0)\n--\n\n"
               "The C window reader (use seqstore.WindowReader).",
     .tp_iter = PyObject_SelfIter,
     .tp_iternext = (iternextfunc)window_next,

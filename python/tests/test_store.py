@@ -478,3 +478,20 @@ def test_integer_arguments_never_wrap(store):
         store.kfold(True, 0)
     a, b = store.kfold(3, 0, shuffle=True, seed=2**64 - 1)  # the largest seed is fine
     assert len(a) + len(b) == len(store)
+
+
+def test_prefetch_is_a_checked_hint(fortunes):
+    # A local store has nothing to fetch: the call returns None and changes
+    # nothing; the example numbers are still checked, and a closed store refuses.
+    with seqstore.open(fortunes) as s:
+        before = bytes(s["tokens"][430])
+        assert s.prefetch([0, 5, 430]) is None
+        assert s.prefetch(np.arange(431)) is None
+        assert s.prefetch([]) is None
+        assert bytes(s["tokens"][430]) == before
+        with pytest.raises(IndexError, match="431"):
+            s.prefetch([0, 431])
+        with pytest.raises(IndexError):
+            s.prefetch([-1])
+    with pytest.raises(seqstore.ClosedError):
+        s.prefetch([0])

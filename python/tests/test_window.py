@@ -333,3 +333,74 @@ def test_window_transforms(signal_path):
         assert nz.size > 0.9 * sum((p != 0).sum() for p in plain) * 0.5 and 0.3 < nz.std() < 0.7
         with pytest.raises(TypeError, match="transforms"):
             seqstore.WindowReader(s, "sig", window=4, transforms=[object()])
+
+
+def _drive(r, H, steps):
+    """`steps` next() calls (end markers included) registering made-up
+    states; returns every batch's arrays and the end markers."""
+    out = []
+    it = iter(r)
+    for _ in range(steps):
+        try:
+            b = next(it)
+        except StopIteration:
+            out.append("END")
+            continue
+        out.append({k: np.array(getattr(b, k)) for k in b.keys()})
+        final = (np.arange(b.size * H, dtype=np.float32).reshape(b.size, H)
+                 + 7 * np.asarray(b.start, np.float32)[:, None] + np.asarray(b.example)[:, None])
+        r.register(b, final)
+    return out
+
+
+def _same(a, b):
+    assert len(a) == len(b)
+    for x, y in zip(a, b):
+        if isinstance(x, str) or isinstance(y, str):
+            assert x == y
+            continue
+        assert x.keys() == y.keys()
+        for k in x:
+            np.testing.assert_array_equal(x[k], y[k], err_msg=k)
+
+
+@pytest.mark.parametrize("kw", [dict(mode="random_start", shuffle=True, seed=3),
+                                dict(redraw=True, shuffle=True, seed=4),
+                                dict(mode="random", seed=5, lanes=2)])
+def test_prefetch_same_batches_and_states(signal_path, kw):
+    """The next batch collated ahead in the reader's thread: the same
+    batches, carried states and saved positions as collated in next(), and a
+    position saved by either resumes in either."""
+    H = 3
+    kw = dict(dict(window=4, overlap=1, lanes=3, state_size=H, label="y"), **kw)
+    with seqstore.open(signal_path) as s:
+        ref = _drive(seqstore.WindowReader(s, "sig", prefetch=False, **kw), H, 40)
+        assert sum(x == "END" for x in ref) >= 2
+        with seqstore.WindowReader(s, "sig", **kw) as r:
+            assert not r.prefetch  # the default
+        with seqstore.WindowReader(s, "sig", prefetch=True, **kw) as r:
+            _same(_drive(r, H, 40), ref)
+        for k in (0, 3, 11):
+            for a, b in ((True, False), (False, True), (True, True)):
+                r = seqstore.WindowReader(s, "sig", prefetch=a, **kw)
+                _drive(r, H, k)
+                saved = r.state_dict()
+                r2 = seqstore.WindowReader(s, "sig", prefetch=b, **kw)
+                r2.load_state_dict(saved)
+                _same(_drive(r2, H, 40 - k), ref[k:])
+                _same(_drive(r, H, 40 - k), ref[k:])
+
+
+def test_prefetch_options(signal_path):
+    with seqstore.open(signal_path) as s:
+        with pytest.raises(ValueError, match="max_pending"):
+            seqstore.WindowReader(s, "sig", window=4, lanes=2, max_pending=2, prefetch=True)
+        with pytest.raises(TypeError, match="prefetch"):
+            seqstore.WindowReader(s, "sig", window=4, lanes=2, prefetch=1)
+        # strict mode stays strict with a batch collated ahead
+        r = seqstore.WindowReader(s, "sig", window=4, lanes=2, state_size=2, prefetch=True)
+        b = next(iter(r))
+        with pytest.raises(seqstore.StateError):
+            next(iter(r))
+        r.register(b, np.zeros((b.size, 2), np.float32))
+        assert next(iter(r)).id == b.id + 1

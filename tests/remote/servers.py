@@ -87,6 +87,91 @@ class Static:
         self.httpd.shutdown()
 
 
+class RangeStatic:
+    """A static file server of `root` that answers Range requests (one range,
+    `bytes=A-` or `bytes=A-B`, 206 with Content-Range; If-Range against its
+    ETag, a 200 of the whole file when it differs), over TLS when `cert` and
+    `key` are given. `cut(path, n)` (n: how many GETs of this path came
+    before) returns None or a byte count after which the answer's connection
+    is closed. Every GET is recorded in `seen` [(path, Range header, status)]."""
+
+    def __init__(self, root, cert=None, key=None, cut=None):
+        self.root = root
+        self.cut = cut or (lambda p, n: None)
+        self.seen = []
+        self.lock = threading.Lock()
+        srv = self
+
+        class H(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *a):
+                pass
+
+            def do_GET(self):
+                path = self.path.split("?")[0]
+                f = os.path.join(srv.root, path.lstrip("/"))
+                rng = self.headers.get("Range")
+                with srv.lock:
+                    n = sum(1 for p, _, _ in srv.seen if p == path)
+                if not os.path.isfile(f):
+                    with srv.lock:
+                        srv.seen.append((path, rng, 404))
+                    self.send_response(404)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
+                data = open(f, "rb").read()
+                st = os.stat(f)
+                etag = '"%x-%x"' % (st.st_size, st.st_mtime_ns)
+                start, end, status = 0, len(data), 200
+                if rng and self.headers.get("If-Range", etag) == etag:
+                    a, _, b = rng[len("bytes="):].partition("-")
+                    start, end, status = int(a), int(b) + 1 if b else len(data), 206
+                with srv.lock:
+                    srv.seen.append((path, rng, status))
+                self.send_response(status)
+                self.send_header("ETag", etag)
+                self.send_header("Accept-Ranges", "bytes")
+                self.send_header("Content-Length", str(end - start))
+                if status == 206:
+                    self.send_header("Content-Range", "bytes %d-%d/%d" % (start, end - 1,
+                                                                           len(data)))
+                self.end_headers()
+                limit = srv.cut(path, n)
+                if limit is not None:
+                    self.wfile.write(data[start:start + limit])
+                    self.wfile.flush()
+                    self.close_connection = True
+                    return
+                self.wfile.write(data[start:end])
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
+        self.httpd.daemon_threads = True
+        self.httpd.handle_error = lambda *a: None  # a refused handshake, a cut connection
+        if cert:
+            import ssl
+            ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            ctx.load_cert_chain(cert, key)
+            self.httpd.socket = ctx.wrap_socket(self.httpd.socket, server_side=True)
+        self.port = self.httpd.server_address[1]
+        self.url = "%s://127.0.0.1:%d" % ("https" if cert else "http", self.port)
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def stop(self):
+        self.httpd.shutdown()
+
+
+def self_signed(dirname):
+    """A self-signed certificate for 127.0.0.1 made by `openssl req`: (cert,
+    key) paths."""
+    cert, key = os.path.join(dirname, "cert.pem"), os.path.join(dirname, "key.pem")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key,
+                    "-out", cert, "-days", "1", "-subj", "/CN=127.0.0.1",
+                    "-addext", "subjectAltName=IP:127.0.0.1"], check=True, capture_output=True)
+    return cert, key
+
+
 class _Quiet(http.server.SimpleHTTPRequestHandler):
     def log_message(self, *a):
         pass
@@ -98,7 +183,8 @@ class FaultProxy:
     requests of this path came before) returns None or one of "drop" (close
     without an answer), "503" (SlowDown), "truncate" (half the body under the
     full Content-Length), "stall" (the headers and some bytes, then nothing for
-    `stall_s`), "slow" (the body in small pieces, slowly). Every request is
+    `stall_s`), "slow" (the body in small pieces, slowly), "hold" (nothing for
+    `stall_s`, then "drop": the request never reaches the server). Every request is
     counted in `seen` [(method, path)]. The Host header is passed on, so that
     S3 signatures still match."""
 
@@ -127,6 +213,9 @@ class FaultProxy:
                     n = sum(1 for m, p in proxy.seen if m == self.command and p == path)
                     proxy.seen.append((self.command, path))
                 fault = proxy.plan(self.command, path, n)
+                if fault == "hold":  # an upload in flight that never reaches the server
+                    time.sleep(proxy.stall_s)
+                    fault = "drop"
                 if fault == "drop":
                     self.close_connection = True
                     self.connection.shutdown(socket.SHUT_RDWR)
@@ -164,7 +253,9 @@ class FaultProxy:
                     if k.lower() not in ("content-length", "transfer-encoding", "connection",
                                          "server", "date"):
                         self.send_header(k, v)
-                self.send_header("Content-Length", str(len(data)))
+                # a HEAD's answer has no body but the object's length
+                length = r.getheader("Content-Length") if self.command == "HEAD" else None
+                self.send_header("Content-Length", length or str(len(data)))
                 if fault in ("truncate", "stall"):
                     self.send_header("Connection", "close")
                 self.end_headers()
