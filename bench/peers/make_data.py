@@ -16,9 +16,10 @@
                       every 6 s, as EDF+ annotations
   DIR/wav/NNNN.wav    speech-like audio made with sox (16 kHz mono, 16-bit,
                       1-12 s of band-passed pink noise with a tremolo)
-Sizes (full / --smoke): fortunes 200,000 / 20,000 documents; web 10,000 /
-2,000; EEG 6 subjects x 300 s / 2 x 60 s; audio 200 / 24 files (1 M fortunes
-documents take the Python writers minutes each on this shared machine)."""
+Sizes (full / --smoke): fortunes 1,000,000 / 20,000 documents (the
+conversion and the random reads; its 256-shard copies for the open); web
+10,000 / 2,000 (the padded epochs, LM samples and resume); EEG 6 subjects x
+300 s / 2 x 60 s; audio 200 / 24 files."""
 import argparse
 import glob
 import json
@@ -28,7 +29,7 @@ import sys
 
 import numpy as np
 
-SIZES = {False: dict(fortunes=200_000, web=10_000, subjects=6, seconds=300, wavs=200),
+SIZES = {False: dict(fortunes=1_000_000, web=10_000, subjects=6, seconds=300, wavs=200),
          True: dict(fortunes=20_000, web=2_000, subjects=2, seconds=60, wavs=24)}
 EEG_CH, EEG_RATE, TRIAL_S, EVERY_S = 22, 250, 4.0, 6.0
 CLASSES = ["left_hand", "right_hand", "feet", "tongue"]

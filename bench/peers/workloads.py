@@ -9,7 +9,6 @@ filled (raw inputs from make_data.py and every system's converted copy).
 Workloads: open, random, epoch, budget, lm, eeg, resume (see driver.py for
 what each measures and how each peer is configured)."""
 import argparse
-import ctypes
 import glob
 import os
 import sys
@@ -18,7 +17,7 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import BATCH, ROOT, Clock, pad64  # noqa: E402
+from common import BATCH, Clock, pad64  # noqa: E402
 import common  # noqa: E402
 
 
@@ -228,50 +227,18 @@ def w_budget(system, path, args):
 
 
 # ---------------------------------------------------------------- (6) lm
-class _LmBatch(ctypes.Structure):
-    _fields_ = [(n, ctypes.c_void_p) for n in ("tokens", "labels", "loss_mask", "position_ids",
-                                               "segment_ids", "cu_seqlens", "nsegments")]
-
-
-class _LmOpts(ctypes.Structure):
-    _fields_ = [("version", ctypes.c_uint), ("flags", ctypes.c_uint),
-                ("seq_length", ctypes.c_uint64), ("seed", ctypes.c_uint64),
-                ("num_samples", ctypes.c_uint64), ("eod", ctypes.c_int64),
-                ("num_epochs", ctypes.c_uint64)]
-
-
-class _LmInfo(ctypes.Structure):
-    _fields_ = [("num_samples", ctypes.c_uint64), ("num_epochs", ctypes.c_uint64),
-                ("tokens_per_epoch", ctypes.c_uint64), ("documents", ctypes.c_uint64),
-                ("eod", ctypes.c_int64), ("separate_final_epoch", ctypes.c_int)]
-
-
 class SeqstoreLM:
-    """seqstore/lm.h through ctypes on libseqstore.so (the Python package has
-    no LM module yet): a map-style dataset of Megatron's sample dicts."""
+    """seqstore.lm.LMSamples (Megatron's samples bit for bit) read 8 rows at
+    a time into new torch tensors, as Megatron's DataLoader hands them out:
+    tokens, labels, loss_mask and position_ids."""
 
     def __init__(self, path, L, seed):
-        lib = ctypes.CDLL(os.environ.get("SS_LIB", os.path.join(ROOT, "build",
-                                                                 "libseqstore.so")))
-        self.lib, self.L = lib, L
-        self.s, self.lm = ctypes.c_void_p(), ctypes.c_void_p()
-        lib.ss_lm_get.argtypes = [ctypes.POINTER(_LmBatch), ctypes.c_void_p,
-                                  ctypes.POINTER(ctypes.c_uint64), ctypes.c_uint64]
-        if lib.ss_open(ctypes.byref(self.s), path.encode(), 0):
-            raise OSError("ss_open %s" % path)
-        f = ctypes.c_uint32()
-        lib.ss_field_index(ctypes.byref(f), self.s, b"tokens")
-        o = _LmOpts()
-        lib.ss_lm_options_init(ctypes.byref(o), 1)
-        o.seq_length, o.seed, o.eod = L, seed, 0
-        if lib.ss_lm_create(ctypes.byref(self.lm), self.s, f, ctypes.byref(o)):
-            raise OSError("ss_lm_create")
-        info = _LmInfo()
-        lib.ss_lm_get_info(ctypes.byref(info), self.lm)
-        self.n = info.num_samples
+        import seqstore.lm
+        self.L = L
+        self.lm = seqstore.lm.LMSamples(path, L, "tokens", seed=seed, eod=0)
 
     def __len__(self):
-        return self.n
+        return len(self.lm)
 
     def batch(self, idx):
         import torch
@@ -279,10 +246,7 @@ class SeqstoreLM:
         out = {k: torch.empty((n, self.L), dtype=torch.int64) for k in
                ("tokens", "labels", "position_ids")}
         out["loss_mask"] = torch.empty((n, self.L), dtype=torch.float32)
-        b = _LmBatch(*(out[k].data_ptr() if k in out else None for k, _ in _LmBatch._fields_))
-        ix = (ctypes.c_uint64 * n)(*idx)
-        if self.lib.ss_lm_get(ctypes.byref(b), self.lm, ix, n):
-            raise OSError("ss_lm_get")
+        self.lm.read(idx, out={k: v.numpy() for k, v in out.items()})
         return out
 
 
@@ -451,12 +415,60 @@ def _stateful(system, path):
     raise SystemExit("resume: no stateful loader for %s" % system)
 
 
+# ---------------------------------------------------------------- (9) remote
+def w_remote(system, url, args):
+    """One shuffled epoch of padded int64 batches of 64 streamed from a local
+    S3 server (moto) into an empty cache: from the dataset's construction to
+    its last batch, the downloads included. The server's URL and credentials
+    come in the AWS_* variables (and S3_ENDPOINT_URL, MDS's name for it)."""
+    import shutil
+    import tempfile
+    import torch
+    off = np.load(os.path.join(args.data, "raw", args.corpus + ".offsets.npy"))
+    cache = tempfile.mkdtemp(prefix="remote-cache-", dir=args.data)
+    try:
+        with Clock() as c:
+            if system == "seqstore":
+                import seqstore
+                s = seqstore.open(url, cache_dir=cache)
+                dl = seqstore.Loader(s, batch_size=BATCH, shuffle=True, seed=1, torch=True,
+                                     threads=1, fields={"tokens": {"dtype": "i64"}})
+            elif system == "mds":
+                _mds_clean()
+                from streaming import StreamingDataLoader, StreamingDataset
+                ds = StreamingDataset(remote=url, local=cache, shuffle=True, shuffle_seed=1,
+                                      batch_size=BATCH)
+                dl = StreamingDataLoader(ds, batch_size=BATCH, num_workers=0,
+                                         collate_fn=lambda b: pad64([x["tokens"] for x in b]))
+            elif system == "litdata":
+                import litdata as ld
+                from litdata.streaming import downloader
+                # its obstore client takes HTTPS only; the local server is plain HTTP
+                downloader._OBSTORE_CLIENT_OPTIONS["allow_http"] = "true"
+                ds = ld.StreamingDataset(url, cache_dir=cache, shuffle=True, seed=1,
+                                         storage_options={
+                                             "endpoint_url": os.environ["AWS_ENDPOINT_URL"]})
+                dl = ld.StreamingDataLoader(ds, batch_size=BATCH, num_workers=0,
+                                            collate_fn=lambda b: pad64([x["tokens"] for x in b]))
+            n = 0
+            for b in dl:
+                t, _ = _tokens(b)
+                assert t.dtype == torch.int64
+                n += 1
+    finally:
+        shutil.rmtree(cache, ignore_errors=True)
+    want = -(-(len(off) - 1) // BATCH)
+    assert n == want, "%s: %d batches, %d expected" % (system, n, want)
+    common.emit(**_VARIANT, seconds=c.wall, cpu=c.cpu, batches=n)
+
+
 IMPORTS = {"mds": ["streaming"], "litdata": ["litdata"], "wds": ["webdataset"],
            "hf": ["datasets"], "megatron": ["megatron.core.datasets.gpt_dataset"],
            "seqstore": ["seqstore", "seqstore.torch"], "lhotse": ["lhotse", "lhotse.dataset"],
            "braindecode": ["mne", "braindecode.preprocessing", "braindecode.datasets"]}
 WORKLOADS = {"open": w_open, "random": w_random, "epoch": w_epoch, "budget": w_budget,
-             "lm": w_lm, "eeg": w_eeg, "eegcheck": w_eegcheck, "resume": w_resume}
+             "lm": w_lm, "eeg": w_eeg, "eegcheck": w_eegcheck, "resume": w_resume,
+             "remote": w_remote}
 
 
 def main():
