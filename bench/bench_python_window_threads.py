@@ -43,8 +43,9 @@ def busy():
 
 def per_window(store, gain, offset, lanes, setting, n, work):
     threads, prefetch = setting
+    kw = {} if prefetch is None else {"prefetch": prefetch}  # None: the reader's default
     r = seqstore.WindowReader(store, "eeg", window=bw.W, lanes=lanes, out_dtype="f32",
-                              gain=gain, offset=offset, threads=threads, prefetch=prefetch)
+                              gain=gain, offset=offset, threads=threads, **kw)
     weights = np.full((bw.C, 64), 0.01, np.float32)
     wins, t0 = 0, time.perf_counter()
     while wins < n * lanes:
