@@ -433,6 +433,18 @@ with seqstore.open(url) as s, seqstore.open(local) as l:
             assert int(x["index"]) == int(y["index"]) and bool((x["tokens"] == y["tokens"]).all())
             k += 1
         assert k == len(some), (k, len(some))
+    elif mode == "window":  # WindowReader: a batch's shards fetched at once, ahead
+        kw = dict(window=4, lanes=12, mode="random", seed=3, epoch_windows=36, prefetch=True)
+        a = seqstore.WindowReader(s, "tokens", **kw)
+        b = seqstore.WindowReader(l, "tokens", **kw)
+        k = 0
+        for x, y in zip(a, b):
+            for f in ("example", "start", "data", "mask"):
+                assert np.array_equal(getattr(x, f), getattr(y, f)), (k, f)
+            a.register(x)
+            b.register(y)
+            k += 1
+        assert k == 3, k
     elif not loader:
         for i in range(0, n, n // 6):
             assert np.array_equal(s[i]["tokens"], l[i]["tokens"]), i
@@ -451,8 +463,9 @@ print("same")
 
 
 def test_loader_prefetch(c):
-    """The loader, torch's BatchSampler (its C loader) and IterableDataset
-    (its order) fetch the shards of what comes next in parallel while the
+    """The loader, torch's BatchSampler (its C loader), IterableDataset
+    (its order) and the window reader (a batch's rows, planned ahead) fetch
+    the shards of what comes next in parallel while the
     first is read (several shard GETs at once; a plain read has one at a
     time), bounded by `parallel` (2 here: at most 3 GETs with the reader's
     own, of 6 shards), and their batches equal the local dataset's. The reads
@@ -463,7 +476,7 @@ def test_loader_prefetch(c):
     url = "s3://seqstore-test/p6/c.ds"
     run(["dataset", "push", "--resume", local, url], env=env_for(c))
     base = "/seqstore-test/p6/c.ds/"
-    for mode in ("0", "1", "sampler", "iterable"):
+    for mode in ("0", "1", "sampler", "iterable", "window"):
         c.faults = {("GET", base + "part-%d.ss" % k, 0): "slow" for k in range(6)}
         e = env_for(c, via_proxy=True, SEQSTORE_PARALLEL=2)
         c.proxy.seen.clear()
