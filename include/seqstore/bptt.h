@@ -283,7 +283,9 @@ typedef struct ss_window_options {
                             ss_window_reader_next(). The batches, their order and
                             the saved states are the same either way. Needs
                             max_pending <= 1 (with more, the next batch depends on
-                            which batches are registered when it is asked for). */
+                            which batches are registered when it is asked for).
+                            The thread does not survive fork(): use the reader
+                            in the process that opened it. */
 } ss_window_options;
 
 /** Version 1 ended at transforms, version 2 at offset_attr, version 3 at
