@@ -508,9 +508,26 @@ static int sum_lines(sum_table *t, const char *p, const char *e) {
     return 0;
 }
 
-/* This rank's partition: each section's summed words as word lines. The
- * parts received from each rank hold, per section, a u64 byte count and
- * the lines. */
+/* The vocabulary's order (converters/vocab.c): most frequent first, ties
+ * by bytes, a prefix first. The partitions are written in it and rank 0
+ * merges them, so that every rank's conversion finds the reduced counts in
+ * order and does not sort the whole vocabulary again. */
+static int word_order(const char *a, size_t alen, uint64_t ca, const char *b, size_t blen,
+                      uint64_t cb) {
+    if (ca != cb) return ca > cb ? -1 : 1;
+    int c = memcmp(a, b, alen < blen ? alen : blen);
+    if (c) return c;
+    return alen < blen ? -1 : alen > blen;
+}
+
+static int by_word_order(const void *pa, const void *pb) {
+    const word_sum *a = pa, *b = pb;
+    return word_order(a->w, a->len, a->count, b->w, b->len, b->count);
+}
+
+/* This rank's partition: each section's summed words as word lines, in the
+ * vocabulary's order. The parts received from each rank hold, per section,
+ * a u64 byte count and the lines. */
 static int sum_partition(buf *in, int size, int nsec, buf *out, uint64_t *sec_bytes) {
     int rc = 0;
     size_t lines = 0; /* an upper bound of the distinct words: no rehash */
@@ -534,9 +551,11 @@ static int sum_partition(buf *in, int size, int nsec, buf *out, uint64_t *sec_by
             memcpy(&n, p, 8);
             rc = sum_lines(&t, p + 8, p + 8 + n);
         }
-        size_t before = out->n;
-        for (size_t i = 0; i < t.cap && !rc; i++) {
-            if (!t.slot[i].w) continue;
+        size_t before = out->n, n = 0;
+        for (size_t i = 0; i < t.cap; i++) /* the entries, packed */
+            if (t.slot[i].w) t.slot[n++] = t.slot[i];
+        if (!rc) qsort(t.slot, n, sizeof *t.slot, by_word_order);
+        for (size_t i = 0; i < n && !rc; i++) {
             char digits[24], *d = digits + sizeof digits;
             *--d = '\n';
             for (uint64_t v = t.slot[i].count; d == digits + sizeof digits - 1 || v; v /= 10)
@@ -552,7 +571,62 @@ static int sum_partition(buf *in, int size, int nsec, buf *out, uint64_t *sec_by
     return rc;
 }
 
-/* Rank 0: the N partitions' sums as one document covering shard 0 of 1. */
+/* One partition's lines of a section, read a line at a time. */
+typedef struct word_run {
+    const char *p, *e; /* the current line, the run's end */
+    const char *tab, *next;
+    uint64_t count;
+} word_run;
+
+/* Parse the current line: 1, or 0 at the run's end. */
+static int run_head(word_run *u) {
+    if (u->p >= u->e) return 0;
+    u->next = line_end(u->p, u->e);
+    u->tab = memchr(u->p, '\t', (size_t)(u->next - u->p));
+    if (!u->tab) u->tab = u->next; /* not a word line (never written so): first */
+    u->count = u->tab < u->next ? strtoull(u->tab + 1, NULL, 10) : UINT64_MAX;
+    return 1;
+}
+
+static int run_before(const word_run *a, const word_run *b) {
+    return word_order(a->p, (size_t)(a->tab - a->p), a->count, b->p, (size_t)(b->tab - b->p),
+                      b->count) < 0;
+}
+
+static void sift_down(word_run *u, int *h, int m, int i) {
+    for (;;) {
+        int l = 2 * i + 1, r = l + 1, b = i;
+        if (l < m && run_before(&u[h[l]], &u[h[b]])) b = l;
+        if (r < m && run_before(&u[h[r]], &u[h[b]])) b = r;
+        if (b == i) return;
+        int t = h[i];
+        h[i] = h[b];
+        h[b] = t;
+        i = b;
+    }
+}
+
+/* Write the n runs (each in the vocabulary's order) merged, in that order:
+ * a heap of the runs' current lines. 0, or -1 on a write error. */
+static int merge_runs(FILE *f, word_run *u, int n) {
+    int *h = malloc((size_t)(n ? n : 1) * sizeof *h), m = 0, ok = h != NULL;
+    for (int i = 0; ok && i < n; i++)
+        if (run_head(&u[i])) h[m++] = i;
+    for (int i = m / 2 - 1; ok && i >= 0; i--) sift_down(u, h, m, i);
+    while (ok && m) {
+        word_run *x = &u[h[0]];
+        size_t len = (size_t)(x->next - x->p);
+        ok = fwrite(x->p, 1, len, f) == len;
+        x->p = x->next;
+        if (!run_head(x)) h[0] = h[--m];
+        sift_down(u, h, m, 0);
+    }
+    free(h);
+    return ok ? 0 : -1;
+}
+
+/* Rank 0: the N partitions' sums as one document covering shard 0 of 1,
+ * each section's words merged into the vocabulary's order. */
 static int write_reduced(const char *path, const counts_doc *c, char *const *part,
                          uint64_t *const *sec_bytes, int size) {
     char tmp[PATH_MAX + 64];
@@ -561,16 +635,19 @@ static int write_reduced(const char *path, const counts_doc *c, char *const *par
     int ok = f && fprintf(f, "seqstore-counts 1\nshard\t0\t1\n") > 0 &&
              fwrite(c->rest, 1, c->rest_len, f) == c->rest_len;
     size_t *at = calloc((size_t)size, sizeof *at);
-    ok = ok && at;
+    word_run *u = calloc((size_t)size, sizeof *u);
+    ok = ok && at && u;
     for (int s = 0; ok && s < c->nsec; s++) {
         ok = fputc('\t', f) != EOF && fwrite(c->name[s], 1, c->name_len[s], f) == c->name_len[s] &&
              fputc('\n', f) != EOF;
         for (int r = 0; ok && r < size; r++) {
             size_t n = (size_t)sec_bytes[r][s];
-            ok = fwrite(part[r] + at[r], 1, n, f) == n;
+            u[r] = (word_run){part[r] + at[r], part[r] + at[r] + n, NULL, NULL, 0};
             at[r] += n;
         }
+        ok = ok && merge_runs(f, u, size) == 0;
     }
+    free(u);
     free(at);
     ok = ok && !fflush(f) && !fsync(fileno(f));
     if (f && fclose(f)) ok = 0;

@@ -62,16 +62,18 @@ static void check_dataset(const char *dir, const char *single) {
 
 /* The reduced counts of a 4-rank run: one document covering the whole input
  * (shard 0 of 1), each word once per section (the ranks' counts summed, not
- * concatenated: its size is the distinct words', whatever the ranks), the
- * counts summing to `words`. */
+ * concatenated: its size is the distinct words', whatever the ranks), in the
+ * vocabulary's order (most frequent first, ties by bytes: no rank sorts it
+ * again), the counts summing to `words`. */
 static void check_counts(const char *dir, uint64_t words) {
     char path[1100];
     snprintf(path, sizeof path, "%s/word.counts", dir);
     size_t n;
     char *t = ss_test_read_file(path, &n);
     CHECK(t != NULL);
-    int docs = 0, lines = 0, repeated = 0;
-    uint64_t total = 0;
+    int docs = 0, lines = 0, repeated = 0, unordered = 0;
+    uint64_t total = 0, last_count = UINT64_MAX;
+    const char *last = ""; /* the previous word, in t */
     char seen[64][32];
     int nseen = 0;
     for (char *line = t, *nl; *line; line = nl + 1) {
@@ -84,10 +86,15 @@ static void check_counts(const char *dir, uint64_t words) {
             docs++;
         } else if (line[0] == '\t') {
             nseen = 0; /* a new section */
+            last_count = UINT64_MAX, last = "";
         } else if (strncmp(line, "options\t", 8) && strncmp(line, "input\t", 6)) {
             char *tab = strrchr(line, '\t');
-            total += strtoull(tab + 1, NULL, 10);
+            uint64_t count = strtoull(tab + 1, NULL, 10);
+            total += count;
             *tab = 0;
+            unordered += count > last_count || (count == last_count && strcmp(line, last) < 0);
+            last_count = count;
+            last = line;
             for (int k = 0; k < nseen; k++) repeated += !strcmp(seen[k], line);
             if (nseen < 64) snprintf(seen[nseen++], sizeof seen[0], "%s", line);
             lines++;
@@ -98,6 +105,7 @@ static void check_counts(const char *dir, uint64_t words) {
                 lines, repeated);
     CHECK(docs == 1);
     CHECK(repeated == 0);
+    CHECK_EQ_U64(unordered, 0);
     CHECK_EQ_U64(total, words);
     free(t);
 }
