@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """Shared fixtures: small stores written by the module itself and, for values
 known independently of it, the fortunes store made by the seqstore CLI."""
+import multiprocessing
 import os
 import subprocess
 
@@ -8,6 +9,15 @@ import numpy as np
 import pytest
 
 import seqstore
+
+# Under AddressSanitizer (python_pytest_asan preloads it) a fork while another
+# thread of the parent is inside ASan's allocator (a DataLoader's Python
+# threads) leaves the child blocked on that lock forever: gcc 12's runtime
+# does not hold its allocator across fork. DataLoaders that name no start
+# method get a fork server (a fresh single-threaded process) there; the tests
+# that ask for "fork" still fork.
+if "libasan" in os.environ.get("LD_PRELOAD", ""):
+    multiprocessing.set_start_method("forkserver", force=True)
 
 FORTUNES = "/usr/share/games/fortunes/fortunes"
 
