@@ -713,10 +713,7 @@ static int hand_out(const ss_window_batch **out, ss_window_reader *r) {
     ss__wslot *sl = r->prep;
     int kind = r->prep_kind;
     if (kind == SS__PREP_BATCH && !r->prep_collated) { /* restored from a save */
-        r->prep_rc = ss__window_collate(r, sl);
-        if (!r->prep_rc) r->prep_rc = ss__window_xf_batch(r, sl);
-        if (r->prep_rc) snprintf(r->prep_msg, sizeof r->prep_msg, "%s", ss_error_message());
-        r->prep_collated = 1;
+        ss__window_prep_collate(r);
     }
     r->prep = NULL;
     r->prep_kind = SS__PREP_NONE;

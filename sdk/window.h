@@ -159,6 +159,9 @@ void ss__window_prefetch_wait(const ss_window_reader *r);
 void ss__window_prefetch_request(ss_window_reader *r);
 /* Plan and collate the next batch into r->prep now (in this thread). */
 void ss__window_prepare(ss_window_reader *r);
+/* Collate the planned batch r->prep (planned, or restored from a save):
+ * prep_rc and prep_msg say how it went. */
+void ss__window_prep_collate(ss_window_reader *r);
 /* Drop the planned batch (set_epoch, a restore). */
 void ss__window_prep_drop(ss_window_reader *r);
 

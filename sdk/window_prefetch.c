@@ -35,18 +35,19 @@ void ss__window_prepare(ss_window_reader *r) {
     int kind = sl ? ss__window_plan(r, sl)
                   : ss__fail(SS_ESTATE, "window reader: no free batch buffer");
     if (kind < 0) snprintf(r->prep_msg, sizeof r->prep_msg, "%s", ss_error_message());
-    if (kind == SS__PREP_BATCH) {
-        /* a dataset under a URL: the batch's shards are downloaded at once,
-         * not one row after another (a hint: a failure is the read's) */
-        if (ss__store_remote(r->store)) (void)ss_prefetch(r->store, sl->example, sl->b.size);
-        int rc = ss__window_collate(r, sl);
-        if (!rc) rc = ss__window_xf_batch(r, sl);
-        if (rc) {
-            r->prep_rc = rc;
-            snprintf(r->prep_msg, sizeof r->prep_msg, "%s", ss_error_message());
-        }
-    }
+    if (kind == SS__PREP_BATCH) ss__window_prep_collate(r);
     r->prep_kind = kind;
+}
+
+void ss__window_prep_collate(ss_window_reader *r) {
+    ss__wslot *sl = r->prep;
+    /* a dataset under a URL: the batch's shards are downloaded at once, not
+     * one row after another (a hint: a failure is the read's) */
+    if (ss__store_remote(r->store)) (void)ss_prefetch(r->store, sl->example, sl->b.size);
+    r->prep_rc = ss__window_collate(r, sl);
+    if (!r->prep_rc) r->prep_rc = ss__window_xf_batch(r, sl);
+    if (r->prep_rc) snprintf(r->prep_msg, sizeof r->prep_msg, "%s", ss_error_message());
+    r->prep_collated = 1;
 }
 
 void ss__window_prep_drop(ss_window_reader *r) {
